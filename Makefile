@@ -1,0 +1,102 @@
+# felab: `make` builds build/felab; `make run` and `make test` install what is missing first.
+# Options: HAVE_READLINE=0|1, HAVE_OPENCL=0|1, LUA_STATIC=path/to/liblua5.4.a, SANITIZE=1.
+
+CC       ?= gcc
+BUILD    ?= build
+LUA_CFLAGS := $(shell pkg-config --cflags lua5.4 2>/dev/null || echo -I/usr/include/lua5.4)
+LUA_LIBS   := $(shell pkg-config --libs lua5.4 2>/dev/null || echo -llua5.4)
+ifdef LUA_STATIC
+LUA_LIBS := $(LUA_STATIC)
+endif
+HAVE_READLINE ?= $(shell test -f /usr/include/readline/readline.h && echo 1 || echo 0)
+HAVE_OPENCL   ?= $(shell test -f /usr/include/CL/cl.h && echo 1 || echo 0)
+
+WARN    := -Wall -Wextra -Werror
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE $(WARN) -I. -I$(BUILD)/gen -fopenmp
+LDLIBS  := -ldl -lm -fopenmp
+ifeq ($(SANITIZE),1)
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer
+LDLIBS  += -fsanitize=address,undefined
+endif
+ifeq ($(HAVE_OPENCL),1)
+CFLAGS  += -DFE_HAVE_OPENCL=1 -DCL_TARGET_OPENCL_VERSION=120
+LDLIBS  += -lOpenCL
+endif
+SHELL_CFLAGS := $(LUA_CFLAGS)
+SHELL_LIBS   := $(LUA_LIBS)
+ifeq ($(HAVE_READLINE),1)
+SHELL_CFLAGS += -DFE_HAVE_READLINE=1
+SHELL_LIBS   += -lreadline
+endif
+
+ENGINE_SRC  := $(wildcard engine/*.c)
+BACKEND_SRC := backends/backend.c $(wildcard backends/cpu/*.c) $(wildcard backends/cuda/*.c)
+ifeq ($(HAVE_OPENCL),1)
+BACKEND_SRC += $(wildcard backends/opencl/*.c)
+endif
+SHELL_SRC   := $(wildcard shell/*.c)
+KERNELS     := $(wildcard engine/kernels/*.knl)
+
+LIB_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRC) $(BACKEND_SRC)) $(BUILD)/obj/gen/kernels.o
+SHELL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(SHELL_SRC))
+
+.PHONY: all run test deps unit scripts prompt check-asan bench clean format
+all: $(BUILD)/felab
+
+deps:
+	@scripts/install-deps.sh
+
+run: deps
+	@$(MAKE) --no-print-directory $(BUILD)/felab
+	$(BUILD)/felab scripts/demo.lua
+
+test: deps
+	@$(MAKE) --no-print-directory $(BUILD)/felab $(BUILD)/unit-tests
+	@scripts/run-tests.sh $(BUILD)
+	@$(MAKE) --no-print-directory check-asan
+
+# The same suite built with AddressSanitizer and UBSan, in its own build folder.
+check-asan:
+	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 build-asan/felab build-asan/unit-tests
+	@FELAB_ASAN=1 scripts/run-tests.sh build-asan
+
+$(BUILD)/felab: $(SHELL_OBJ) $(BUILD)/libfelab.a
+	$(CC) -o $@ $(SHELL_OBJ) $(BUILD)/libfelab.a $(SHELL_LIBS) $(LDLIBS)
+
+$(BUILD)/libfelab.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/obj/shell/%.o: shell/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SHELL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# Kernel templates become C strings (fe_kernel_template(name)).
+$(BUILD)/gen/kernels.c: $(KERNELS) scripts/embed-kernels.sh
+	@mkdir -p $(dir $@)
+	scripts/embed-kernels.sh $(KERNELS) > $@
+
+$(BUILD)/obj/gen/kernels.o: $(BUILD)/gen/kernels.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+UNIT_SRC := $(wildcard tests/unit/*.c)
+$(BUILD)/unit-tests: $(UNIT_SRC) $(BUILD)/libfelab.a
+	$(CC) $(CFLAGS) $(shell pkg-config --cflags criterion) -o $@ $(UNIT_SRC) $(BUILD)/libfelab.a \
+	  $(shell pkg-config --libs criterion) $(LDLIBS)
+
+bench: $(BUILD)/felab
+	$(BUILD)/felab scripts/bench/skeleton.lua
+
+format:
+	clang-format -i engine/*.[ch] backends/*.[ch] backends/*/*.[ch] shell/*.[ch] tests/unit/*.c
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,251 @@
+/* felab backend registry: the list of backends compiled in, opened lazily by name, and the
+ * session defaults. Helpers shared by every backend live here too. */
+#include "backends/backend.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "engine/error.h"
+
+extern const fe_backend_ops fe_backend_cpu_ops;
+extern const fe_backend_ops fe_backend_opencl_ops;
+extern const fe_backend_ops fe_backend_cuda_ops;
+
+/* The one line per backend. */
+static const fe_backend_ops *const registry[] = {
+    &fe_backend_cpu_ops,
+    &fe_backend_opencl_ops,
+    &fe_backend_cuda_ops,
+};
+#define NBACKENDS ((int)(sizeof registry / sizeof registry[0]))
+
+static fe_backend *opened[NBACKENDS];
+static char open_failure[NBACKENDS][512]; /* why a backend could not be opened */
+static char default_backend[16] = "";
+static fe_precision default_precision = FE_DOUBLE;
+
+int fe_backend_count(void) { return NBACKENDS; }
+const char *fe_backend_name(int i) { return (i >= 0 && i < NBACKENDS) ? registry[i]->name : NULL; }
+
+static int backend_index(const char *name)
+{
+  for (int i = 0; i < NBACKENDS; i++)
+    if (!strcmp(registry[i]->name, name)) return i;
+  return -1;
+}
+
+/* Say which names exist, for error messages. */
+static void backend_names(char *buf, size_t n)
+{
+  buf[0] = '\0';
+  for (int i = 0; i < NBACKENDS; i++) {
+    size_t len = strlen(buf);
+    snprintf(buf + len, n - len, "%s%s", i ? ", " : "", registry[i]->name);
+  }
+}
+
+int fe_backend_get(const char *name, fe_backend **be)
+{
+  if (!name || !*name) name = fe_backend_default();
+  int i = backend_index(name);
+  if (i < 0) {
+    char names[128];
+    backend_names(names, sizeof names);
+    FE_ERROR(FE_ERR_ARG, "unknown backend '%s' (known: %s)", name, names);
+  }
+  if (opened[i]) {
+    *be = opened[i];
+    return 0;
+  }
+  if (open_failure[i][0])
+    FE_ERROR(FE_ERR_UNAVAILABLE, "backend '%s' is not available: %s", name, open_failure[i]);
+  fe_backend *b;
+  FE_CALLOC(b, 1, "backend");
+  b->ops = registry[i];
+  snprintf(b->name, sizeof b->name, "%s", name);
+  if (b->ops->open(0, &b->impl)) {
+    snprintf(open_failure[i], sizeof open_failure[i], "%s", fe_error_message());
+    free(b);
+    FE_ERROR(FE_ERR_UNAVAILABLE, "backend '%s' is not available: %s", name, open_failure[i]);
+  }
+  if (b->ops->query(b->impl, &b->info)) {
+    b->ops->close(b->impl);
+    free(b);
+    return fe_error_push(FE_ERR_BACKEND, __FILE__, __LINE__, __func__);
+  }
+  opened[i] = b;
+  *be = b;
+  return 0;
+}
+
+int fe_backend_available(int i, char *why, size_t nwhy)
+{
+  fe_backend *be;
+  if (i < 0 || i >= NBACKENDS) return 0;
+  if (fe_backend_get(registry[i]->name, &be)) {
+    snprintf(why, nwhy, "%s", open_failure[i][0] ? open_failure[i] : fe_error_message());
+    fe_error_clear();
+    return 0;
+  }
+  snprintf(why, nwhy, "%s", be->info.name);
+  return 1;
+}
+
+void fe_backend_shutdown(void)
+{
+  for (int i = 0; i < NBACKENDS; i++) {
+    if (!opened[i]) continue;
+    opened[i]->ops->close(opened[i]->impl);
+    free(opened[i]);
+    opened[i] = NULL;
+  }
+}
+
+const char *fe_backend_default(void)
+{
+  if (!default_backend[0]) {
+    const char *env = getenv("FELAB_BACKEND");
+    snprintf(default_backend, sizeof default_backend, "%s",
+             env && backend_index(env) >= 0 ? env : "cpu");
+  }
+  return default_backend;
+}
+
+int fe_backend_set_default(const char *name)
+{
+  if (backend_index(name) < 0) {
+    char names[128];
+    backend_names(names, sizeof names);
+    FE_ERROR(FE_ERR_ARG, "unknown backend '%s' (known: %s)", name, names);
+  }
+  snprintf(default_backend, sizeof default_backend, "%s", name);
+  return 0;
+}
+
+const char *fe_backend_best(void)
+{
+  fe_backend *be;
+  if (!fe_backend_get("cuda", &be)) return "cuda";
+  if (!fe_backend_get("opencl", &be) && be->info.is_gpu) return "opencl";
+  fe_error_clear();
+  return "cpu";
+}
+
+fe_precision fe_precision_default(void) { return default_precision; }
+void fe_precision_set_default(fe_precision p) { default_precision = p; }
+
+int fe_precision_parse(const char *s, fe_precision *p)
+{
+  if (!strcmp(s, "double") || !strcmp(s, "fp64")) *p = FE_DOUBLE;
+  else if (!strcmp(s, "single") || !strcmp(s, "float") || !strcmp(s, "fp32")) *p = FE_FLOAT;
+  else FE_ERROR(FE_ERR_ARG, "unknown precision '%s' (use \"double\" or \"single\")", s);
+  return 0;
+}
+
+const char *fe_precision_name(fe_precision p) { return p == FE_FLOAT ? "single" : "double"; }
+size_t fe_precision_size(fe_precision p) { return p == FE_FLOAT ? sizeof(float) : sizeof(double); }
+
+unsigned long long fe_hash_string(const char *s, unsigned long long seed)
+{
+  unsigned long long h = 1469598103934665603ULL ^ seed;
+  for (; *s; s++) {
+    h ^= (unsigned char)*s;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+/* mkdir -p for a path of at most a few levels. */
+static int make_dirs(char *path)
+{
+  for (char *p = path + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(path, 0755) && errno != EEXIST) {
+      *p = '/';
+      return -1;
+    }
+    *p = '/';
+  }
+  if (mkdir(path, 0755) && errno != EEXIST) return -1;
+  return 0;
+}
+
+int fe_cache_dir(const char *sub, char *path, size_t n)
+{
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  if (getenv("FELAB_CACHE")) snprintf(path, n, "%s/%s", getenv("FELAB_CACHE"), sub);
+  else if (xdg && *xdg) snprintf(path, n, "%s/felab/%s", xdg, sub);
+  else snprintf(path, n, "%s/.cache/felab/%s", home && *home ? home : "/tmp", sub);
+  if (make_dirs(path))
+    FE_ERROR(FE_ERR_IO, "cannot create the cache directory %s: %s", path, strerror(errno));
+  return 0;
+}
+
+/* Find "LINE:" numbers after the first ':' that follows a file-ish token, e.g.
+ * "/tmp/x.c:57:12: error" or "<source>:57:3: error". Returns 0 if none. */
+static int log_line_number(const char *line)
+{
+  const char *p = strchr(line, ':');
+  while (p) {
+    if (isdigit((unsigned char)p[1])) {
+      char *end;
+      long v = strtol(p + 1, &end, 10);
+      if (*end == ':' || *end == ',' || *end == ')') return (int)v;
+    }
+    p = strchr(p + 1, ':');
+  }
+  return 0;
+}
+
+int fe_backend_compile_error(const char *backend, const char *source, const char *log)
+{
+  char msg[3072];
+  size_t len = 0;
+  int shown = 0, last = -1;
+  len += snprintf(msg, sizeof msg, "the generated %s kernel does not compile:", backend);
+  const char *l = log ? log : "";
+  while (*l && shown < 3 && len + 200 < sizeof msg) {
+    const char *eol = strchr(l, '\n');
+    size_t ll = eol ? (size_t)(eol - l) : strlen(l);
+    char linebuf[512];
+    snprintf(linebuf, sizeof linebuf, "%.*s", (int)(ll < 500 ? ll : 500), l);
+    int no = strstr(linebuf, "error") ? log_line_number(linebuf) : 0;
+    if (no > 0 && no != last) {
+      /* quote the source line the compiler points at */
+      const char *s = source;
+      for (int k = 1; k < no && s; k++) {
+        s = strchr(s, '\n');
+        if (s) s++;
+      }
+      if (s) {
+        const char *se = strchr(s, '\n');
+        int sl = se ? (int)(se - s) : (int)strlen(s);
+        len += snprintf(msg + len, sizeof msg - len, "\n  %s\n  generated line %d: %.*s",
+                        linebuf, no, sl > 300 ? 300 : sl, s);
+        shown++;
+        last = no;
+      }
+    }
+    l = eol ? eol + 1 : l + ll;
+  }
+  if (!shown && len + 100 < sizeof msg)
+    snprintf(msg + len, sizeof msg - len, "\n%.2000s", log ? log : "(no compiler log)");
+  return fe_error_set(FE_ERR_COMPILE, __FILE__, __LINE__, __func__, "%s", msg);
+}
+
+#ifndef FE_HAVE_OPENCL
+/* Built without OpenCL headers: the backend still exists and says why it cannot run. */
+static int opencl_missing(int device, void **impl)
+{
+  (void)device;
+  *impl = NULL;
+  FE_ERROR(FE_ERR_UNAVAILABLE,
+           "felab was built without OpenCL (install ocl-icd-opencl-dev and rebuild)");
+}
+const fe_backend_ops fe_backend_opencl_ops = {.name = "opencl", .open = opencl_missing};
+#endif

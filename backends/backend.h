@@ -1,0 +1,135 @@
+/* felab backends: one table of functions per place to compute (cpu, opencl, cuda).
+ * The engine talks to a backend only through this table; a backend never knows about Lua
+ * or about finite elements. Kernel source arrives as one string written in the portable
+ * dialect (see docs/kernels.md): the backend's preamble maps the dialect's macros. */
+#ifndef FE_BACKEND_H
+#define FE_BACKEND_H
+
+#include <stddef.h>
+
+typedef enum { FE_DOUBLE = 0, FE_FLOAT = 1 } fe_precision;
+#define FE_NPRECISIONS 2
+
+/* A block of memory on the backend: a host pointer (cpu), a cl_mem (opencl), a
+ * CUdeviceptr (cuda). The engine never dereferences ptr unless the backend is cpu. */
+typedef struct fe_buffer {
+  void *ptr;    /* backend handle */
+  size_t bytes; /* size of the allocation */
+} fe_buffer;
+
+typedef struct fe_module fe_module; /* a compiled program, backend-specific */
+typedef struct fe_kernel fe_kernel; /* one entry point of a module */
+
+typedef enum { FE_ARG_BUFFER, FE_ARG_INT, FE_ARG_REAL } fe_arg_kind;
+
+/* One kernel argument. FE_ARG_REAL is passed as the kernel's real type (float or double,
+ * from the precision given to launch). */
+typedef struct fe_arg {
+  fe_arg_kind kind;
+  const fe_buffer *buf; /* FE_ARG_BUFFER */
+  long long i;          /* FE_ARG_INT, passed as a C int */
+  double r;             /* FE_ARG_REAL */
+} fe_arg;
+
+typedef struct fe_device_info {
+  char name[128];      /* device name as the driver reports it */
+  char vendor[64];     /* vendor or platform */
+  int is_gpu;          /* 1 for a GPU, 0 for a CPU device */
+  int compute_units;   /* cores, SMs, or OpenCL compute units */
+  size_t global_mem;   /* bytes */
+  size_t local_mem;    /* bytes of shared/local memory per work group */
+  size_t max_group;    /* largest work-group size */
+  int fp64;            /* double precision supported */
+  int fp64_atomics;    /* native or emulated atomic add on doubles */
+} fe_device_info;
+
+typedef enum { FE_REDUCE_SUM, FE_REDUCE_MIN, FE_REDUCE_MAX } fe_reduce_op;
+
+/* The table. impl is the backend's private state, made by open. Every int-returning slot
+ * returns 0 or an fe_err code after setting a message (engine/error.h). */
+typedef struct fe_backend_ops {
+  const char *name;
+  /* Open device `device` (0 for the default). On failure returns FE_ERR_UNAVAILABLE with
+   * the reason as the error message (e.g. "no OpenCL platform found: install pocl"). */
+  int (*open)(int device, void **impl);
+  void (*close)(void *impl);
+  int (*query)(void *impl, fe_device_info *info);
+
+  /* memory */
+  int (*alloc)(void *impl, size_t bytes, fe_buffer *buf);
+  void (*release)(void *impl, fe_buffer *buf);
+  int (*write)(void *impl, fe_buffer *dst, size_t offset, size_t bytes, const void *host);
+  int (*read)(void *impl, const fe_buffer *src, size_t offset, size_t bytes, void *host);
+  int (*copy)(void *impl, fe_buffer *dst, const fe_buffer *src, size_t bytes);
+
+  /* kernels: the dialect preamble for a precision, compile (cached), look up, launch */
+  const char *(*preamble)(void *impl, fe_precision prec);
+  int (*compile)(void *impl, const char *source, fe_module **mod, double *seconds, int *cached);
+  void (*module_free)(void *impl, fe_module *mod);
+  int (*kernel)(void *impl, fe_module *mod, const char *name, fe_kernel **k);
+  /* Launch ngroups work groups of group_size threads each (the cpu backend runs the
+   * groups on OpenMP threads and ignores group_size). Blocks until done; *seconds gets the
+   * kernel's own time (events on GPUs). */
+  int (*launch)(void *impl, fe_kernel *k, size_t ngroups, size_t group_size, int nargs,
+                const fe_arg *args, fe_precision prec, double *seconds);
+  int (*finish)(void *impl);
+
+  /* vector work on n reals of precision prec; reductions accumulate in double */
+  int (*fill)(void *impl, fe_buffer *x, size_t n, fe_precision prec, double value);
+  /* y <- a x + b y */
+  int (*axpby)(void *impl, fe_buffer *y, double a, const fe_buffer *x, double b, size_t n,
+               fe_precision prec);
+  /* z <- x .* y (divide = 0) or x ./ y (divide = 1) */
+  int (*pointwise)(void *impl, fe_buffer *z, const fe_buffer *x, const fe_buffer *y, int divide,
+                   size_t n, fe_precision prec);
+  int (*dot)(void *impl, const fe_buffer *x, const fe_buffer *y, size_t n, fe_precision prec,
+             double *result);
+  int (*reduce)(void *impl, const fe_buffer *x, size_t n, fe_precision prec, fe_reduce_op op,
+                double *result);
+} fe_backend_ops;
+
+/* Measured ceilings of one backend in one precision (device.calibrate). */
+typedef struct fe_calibration {
+  int valid;
+  double gbytes;  /* copy/triad bandwidth, GB/s */
+  double gflops;  /* FMA rate, GF/s */
+  double launch_us; /* empty-kernel launch overhead, microseconds */
+} fe_calibration;
+
+/* An open backend, shared by everything that computes on it. */
+typedef struct fe_backend {
+  const fe_backend_ops *ops;
+  void *impl;
+  char name[16];
+  fe_device_info info;
+  fe_calibration calib[FE_NPRECISIONS];
+} fe_backend;
+
+/* registry (backends/backend.c) */
+int fe_backend_get(const char *name, fe_backend **be); /* opens on first use, then cached */
+int fe_backend_count(void);                            /* backends compiled in */
+const char *fe_backend_name(int i);
+/* Whether backend i can be used here; if not, why (a sentence). Opens it to find out. */
+int fe_backend_available(int i, char *why, size_t nwhy);
+void fe_backend_shutdown(void); /* closes every open backend */
+
+/* session defaults (set by the shell's --backend/--precision and device.use) */
+const char *fe_backend_default(void);
+int fe_backend_set_default(const char *name); /* checks the name, not availability */
+const char *fe_backend_best(void);            /* cuda > opencl on a GPU > cpu */
+fe_precision fe_precision_default(void);
+void fe_precision_set_default(fe_precision p);
+int fe_precision_parse(const char *s, fe_precision *p); /* "double", "single" or "float" */
+const char *fe_precision_name(fe_precision p);          /* "double" or "single" */
+size_t fe_precision_size(fe_precision p);
+
+/* helpers shared by backends */
+/* Set an FE_ERR_COMPILE error from a compiler log: names each source line the log points
+ * at ("<what>:LINE:") and quotes it. */
+int fe_backend_compile_error(const char *backend, const char *source, const char *log);
+/* 64-bit FNV-1a hash of a string, for compile caches. */
+unsigned long long fe_hash_string(const char *s, unsigned long long seed);
+/* The user's cache directory for felab (created): $XDG_CACHE_HOME/felab or ~/.cache/felab. */
+int fe_cache_dir(const char *sub, char *path, size_t n);
+
+#endif

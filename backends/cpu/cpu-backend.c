@@ -1,0 +1,506 @@
+/* felab cpu backend: generated C compiled at run time by the system compiler into a shared
+ * object, loaded with dlopen and cached on disk by a hash of the source and the flags.
+ * Work groups run on OpenMP threads; a group's inner loops are plain loops.
+ *
+ * Kernels have many signatures, so the backend appends to every source one launcher per
+ * kernel, `void fe_launch_<name>(void **a)`, that unpacks an argument array and calls the
+ * kernel; launch() fills the array. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backends/backend.h"
+#include "engine/error.h"
+#include "engine/strbuf.h"
+
+#define CPU_MAX_ARGS 32
+
+typedef void (*cpu_launcher)(void **args);
+
+struct fe_module {
+  void *handle;         /* dlopen handle */
+  struct fe_module *next;
+};
+
+struct fe_kernel {
+  cpu_launcher fn;
+  char name[64];
+};
+
+typedef struct cpu_impl {
+  char cache[1024];     /* directory of compiled objects */
+  char cc[256];         /* compiler command */
+  char flags[256];      /* compiler flags (part of the cache key) */
+  fe_module *modules;   /* every module loaded, closed at the end */
+  int nkernels;
+  fe_kernel *kernels[256];
+} cpu_impl;
+
+static const char cpu_preamble_text[] =
+    "/* ---- cpu backend: the dialect as C with OpenMP ---- */\n"
+    "#include <math.h>\n"
+    "#include <stddef.h>\n"
+    "#if FE_DOUBLE\n"
+    "typedef double real;\n"
+    "#else\n"
+    "typedef float real;\n"
+    "#endif\n"
+    "#define FE_CPU 1\n"
+    "#define FE_KERNEL(name) __attribute__((visibility(\"default\"))) void name\n"
+    "#define FE_GLOBAL\n"
+    "#define FE_CONSTANT static const\n"
+    "#define FE_DEVICE static inline\n"
+    "#define FE_RESTRICT restrict\n"
+    "#define FE_GROUPS_BEGIN _Pragma(\"omp parallel\") {\n"
+    "#define FE_GROUPS_END }\n"
+    "#define FE_SHARED\n"
+    "#define FE_OUTER(g, n) _Pragma(\"omp for schedule(static)\") for (int g = 0; g < (n); ++g)\n"
+    "#define FE_INNER(t, n) for (int t = 0; t < (n); ++t)\n"
+    "#define FE_BARRIER\n"
+    "#if FE_COLORED\n"
+    "#define FE_ATOMIC_ADD(p, v) (*(p) += (v))\n"
+    "#else\n"
+    "#define FE_ATOMIC_ADD(p, v) do { _Pragma(\"omp atomic\") *(p) += (v); } while (0)\n"
+    "#endif\n"
+    "/* ---- end of the cpu preamble ---- */\n";
+
+/* Wall-clock seconds. */
+static double cpu_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* The backend: a cache directory and a compiler; no device to open. */
+static int cpu_open(int device, void **impl)
+{
+  if (device != 0) FE_ERROR(FE_ERR_ARG, "the cpu backend has one device (0), not %d", device);
+  cpu_impl *c;
+  FE_CALLOC(c, 1, "cpu backend");
+  if (fe_cache_dir("cpu", c->cache, sizeof c->cache)) {
+    free(c);
+    return fe_error_push(FE_ERR_IO, __FILE__, __LINE__, __func__);
+  }
+  const char *cc = getenv("FELAB_CC");
+  snprintf(c->cc, sizeof c->cc, "%s", cc && *cc ? cc : "cc");
+  snprintf(c->flags, sizeof c->flags, "-std=gnu11 -O3 -march=native -ffp-contract=fast -fopenmp -fPIC -shared");
+  *impl = c;
+  return 0;
+}
+
+static void cpu_close(void *impl)
+{
+  cpu_impl *c = impl;
+  if (!c) return;
+  for (fe_module *m = c->modules, *next; m; m = next) {
+    next = m->next;
+    dlclose(m->handle);
+    free(m);
+  }
+  for (int i = 0; i < c->nkernels; i++) free(c->kernels[i]);
+  free(c);
+}
+
+/* The processor's model name from /proc/cpuinfo. */
+static void cpu_model_name(char *name, size_t n)
+{
+  snprintf(name, n, "host CPU");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "model name", 10)) continue;
+    char *p = strchr(line, ':');
+    if (p) {
+      p += strspn(p + 1, " \t") + 1;
+      p[strcspn(p, "\n")] = '\0';
+      snprintf(name, n, "%s", p);
+    }
+    break;
+  }
+  fclose(f);
+}
+
+static int cpu_query(void *impl, fe_device_info *info)
+{
+  (void)impl;
+  memset(info, 0, sizeof *info);
+  cpu_model_name(info->name, sizeof info->name);
+  snprintf(info->vendor, sizeof info->vendor, "OpenMP, %d threads", omp_get_max_threads());
+  info->is_gpu = 0;
+  info->compute_units = omp_get_max_threads();
+  long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+  info->global_mem = pages > 0 && psize > 0 ? (size_t)pages * (size_t)psize : 0;
+  info->local_mem = 1 << 20; /* a group's "shared" arrays live on the thread's stack */
+  info->max_group = 1 << 16;
+  info->fp64 = 1;
+  info->fp64_atomics = 1;
+  return 0;
+}
+
+static int cpu_alloc(void *impl, size_t bytes, fe_buffer *buf)
+{
+  (void)impl;
+  void *p = NULL;
+  if (posix_memalign(&p, 64, bytes ? bytes : 64))
+    FE_ERROR(FE_ERR_MEM, "out of host memory: asked for %.1f MiB", bytes / 1048576.0);
+  buf->ptr = p;
+  buf->bytes = bytes;
+  return 0;
+}
+
+static void cpu_release(void *impl, fe_buffer *buf)
+{
+  (void)impl;
+  free(buf->ptr);
+  buf->ptr = NULL;
+  buf->bytes = 0;
+}
+
+static int cpu_write(void *impl, fe_buffer *dst, size_t offset, size_t bytes, const void *host)
+{
+  (void)impl;
+  FE_ASSERT(offset + bytes <= dst->bytes, FE_ERR_INTERNAL, "cpu write past the end of a buffer");
+  if (bytes) memcpy((char *)dst->ptr + offset, host, bytes);
+  return 0;
+}
+
+static int cpu_read(void *impl, const fe_buffer *src, size_t offset, size_t bytes, void *host)
+{
+  (void)impl;
+  FE_ASSERT(offset + bytes <= src->bytes, FE_ERR_INTERNAL, "cpu read past the end of a buffer");
+  if (bytes) memcpy(host, (const char *)src->ptr + offset, bytes);
+  return 0;
+}
+
+static int cpu_copy(void *impl, fe_buffer *dst, const fe_buffer *src, size_t bytes)
+{
+  (void)impl;
+  FE_ASSERT(bytes <= dst->bytes && bytes <= src->bytes, FE_ERR_INTERNAL, "cpu copy too long");
+  if (bytes) memcpy(dst->ptr, src->ptr, bytes);
+  return 0;
+}
+
+static const char *cpu_preamble(void *impl, fe_precision prec)
+{
+  (void)impl;
+  (void)prec;
+  return cpu_preamble_text;
+}
+
+/* One argument of a launcher: pointers pass as they are, ints and reals by address. */
+static void cpu_unpack_param(fe_strbuf *out, const char *param, size_t len, int k)
+{
+  char p[256];
+  snprintf(p, sizeof p, "%.*s", (int)len, param);
+  if (k) fe_strbuf_append(out, ",\n    ");
+  if (strchr(p, '*')) fe_strbuf_printf(out, "(void *)a[%d]", k);
+  else if (strstr(p, "int")) fe_strbuf_printf(out, "*(const int *)a[%d]", k);
+  else fe_strbuf_printf(out, "*(const real *)a[%d]", k);
+}
+
+/* Append a launcher for every `FE_KERNEL(name)(params)` in src (skipping the #define). */
+static void cpu_add_launchers(const char *src, fe_strbuf *out)
+{
+  const char *p = src;
+  while ((p = strstr(p, "FE_KERNEL(")) != NULL) {
+    const char *bol = p;
+    while (bol > src && bol[-1] != '\n') bol--;
+    p += strlen("FE_KERNEL(");
+    const char *e = strchr(p, ')');
+    if (*bol == '#' || !e || e[1] != '(') continue; /* the macro's own definition */
+    fe_strbuf_printf(out, "\n__attribute__((visibility(\"default\"))) void fe_launch_%.*s(void **a)\n{\n  %.*s(",
+                     (int)(e - p), p, (int)(e - p), p);
+    /* parameters: split on commas outside parentheses */
+    const char *q = e + 2, *start = q;
+    int depth = 0, k = 0;
+    for (; *q; q++) {
+      if (*q == '(') depth++;
+      else if (*q == ')' && depth-- == 0) break;
+      else if (*q == ',' && depth == 0) {
+        cpu_unpack_param(out, start, (size_t)(q - start), k++);
+        start = q + 1;
+      }
+    }
+    if (q > start) cpu_unpack_param(out, start, (size_t)(q - start), k);
+    fe_strbuf_append(out, ");\n}\n");
+    p = q;
+  }
+}
+
+/* Run the compiler on path.c -> path.so; on failure read its log into an error. */
+static int cpu_run_compiler(cpu_impl *c, const char *csrc, const char *source_shown,
+                            const char *base)
+{
+  char cpath[1200], tmp[1200], log[1200], cmd[4400];
+  snprintf(cpath, sizeof cpath, "%s.c", base);
+  snprintf(tmp, sizeof tmp, "%s.%d.so", base, (int)getpid());
+  snprintf(log, sizeof log, "%s.%d.log", base, (int)getpid());
+  FILE *f = fopen(cpath, "w");
+  if (!f) FE_ERROR(FE_ERR_IO, "cannot write %s: %s", cpath, strerror(errno));
+  fputs(csrc, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "%.255s %.255s -o '%s' '%s' > '%s' 2>&1", c->cc, c->flags, tmp, cpath, log);
+  int rc = system(cmd);
+  if (rc != 0) {
+    char *text = NULL;
+    FILE *lf = fopen(log, "r");
+    if (lf) {
+      text = calloc(1, 65536);
+      if (text) {
+        size_t got = fread(text, 1, 65535, lf);
+        text[got] = '\0';
+      }
+      fclose(lf);
+    }
+    remove(log);
+    remove(tmp);
+    if (rc == -1 || (WIFEXITED(rc) && WEXITSTATUS(rc) == 127)) {
+      free(text);
+      FE_ERROR(FE_ERR_UNAVAILABLE,
+               "the cpu backend needs a C compiler: '%s' was not found (set FELAB_CC)", c->cc);
+    }
+    int err = fe_backend_compile_error("cpu", source_shown, text ? text : "");
+    free(text);
+    return err;
+  }
+  remove(log);
+  char so[1200];
+  snprintf(so, sizeof so, "%s.so", base);
+  if (rename(tmp, so)) FE_ERROR(FE_ERR_IO, "cannot move %s to %s: %s", tmp, so, strerror(errno));
+  return 0;
+}
+
+/* Compile (or find in the cache) and dlopen. The compiler's line numbers refer to the
+ * source as given, because the launchers go at the end. */
+static int cpu_compile(void *impl, const char *source, fe_module **mod, double *seconds,
+                       int *cached)
+{
+  cpu_impl *c = impl;
+  double t0 = cpu_now();
+  fe_strbuf full = {0};
+  fe_strbuf_append(&full, source);
+  cpu_add_launchers(source, &full);
+  char *csrc;
+  FE_CHECK(fe_strbuf_finish(&full, &csrc));
+  unsigned long long h = fe_hash_string(csrc, fe_hash_string(c->flags, fe_hash_string(c->cc, 0)));
+  char base[1100], so[1200];
+  snprintf(base, sizeof base, "%s/k%016llx", c->cache, h);
+  snprintf(so, sizeof so, "%s.so", base);
+  struct stat st;
+  *cached = stat(so, &st) == 0;
+  if (!*cached) {
+    int rc = cpu_run_compiler(c, csrc, source, base);
+    if (rc) {
+      free(csrc);
+      return fe_error_push(rc, __FILE__, __LINE__, __func__);
+    }
+  }
+  free(csrc);
+  void *handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  if (!handle) FE_ERROR(FE_ERR_BACKEND, "cannot load the compiled kernel %s: %s", so, dlerror());
+  fe_module *m = calloc(1, sizeof *m);
+  if (!m) {
+    dlclose(handle);
+    FE_ERROR(FE_ERR_MEM, "out of host memory");
+  }
+  m->handle = handle;
+  m->next = c->modules;
+  c->modules = m;
+  *mod = m;
+  *seconds = cpu_now() - t0;
+  return 0;
+}
+
+/* Modules stay loaded until the backend closes: kernels may still point into them. */
+static void cpu_module_free(void *impl, fe_module *mod)
+{
+  (void)impl;
+  (void)mod;
+}
+
+static int cpu_kernel(void *impl, fe_module *mod, const char *name, fe_kernel **k)
+{
+  cpu_impl *c = impl;
+  char sym[128];
+  snprintf(sym, sizeof sym, "fe_launch_%s", name);
+  void *fn = dlsym(mod->handle, sym);
+  if (!fn) FE_ERROR(FE_ERR_BACKEND, "kernel '%s' is not in the compiled module", name);
+  for (int i = 0; i < c->nkernels; i++)
+    if (*(void **)&c->kernels[i]->fn == fn) {
+      *k = c->kernels[i];
+      return 0;
+    }
+  FE_ASSERT(c->nkernels < (int)(sizeof c->kernels / sizeof c->kernels[0]), FE_ERR_INTERNAL,
+            "too many cpu kernels");
+  fe_kernel *kn;
+  FE_CALLOC(kn, 1, "cpu kernel");
+  *(void **)&kn->fn = fn;
+  snprintf(kn->name, sizeof kn->name, "%s", name);
+  c->kernels[c->nkernels++] = kn;
+  *k = kn;
+  return 0;
+}
+
+static int cpu_launch(void *impl, fe_kernel *k, size_t ngroups, size_t group_size, int nargs,
+                      const fe_arg *args, fe_precision prec, double *seconds)
+{
+  (void)impl;
+  (void)ngroups;
+  (void)group_size;
+  FE_ASSERT(nargs <= CPU_MAX_ARGS, FE_ERR_INTERNAL, "too many kernel arguments (%d)", nargs);
+  void *a[CPU_MAX_ARGS];
+  int ints[CPU_MAX_ARGS];
+  double dbl[CPU_MAX_ARGS];
+  float flt[CPU_MAX_ARGS];
+  for (int i = 0; i < nargs; i++) {
+    switch (args[i].kind) {
+    case FE_ARG_BUFFER: a[i] = args[i].buf->ptr; break;
+    case FE_ARG_INT: ints[i] = (int)args[i].i; a[i] = &ints[i]; break;
+    case FE_ARG_REAL:
+      dbl[i] = args[i].r;
+      flt[i] = (float)args[i].r;
+      a[i] = prec == FE_FLOAT ? (void *)&flt[i] : (void *)&dbl[i];
+      break;
+    }
+  }
+  double t0 = cpu_now();
+  k->fn(a);
+  *seconds = cpu_now() - t0;
+  return 0;
+}
+
+static int cpu_finish(void *impl)
+{
+  (void)impl;
+  return 0;
+}
+
+/* Vector work: plain OpenMP loops, reductions in double. */
+#define CPU_VECTOR_LOOP(T, body)                                           \
+  do {                                                                     \
+    _Pragma("omp parallel for schedule(static)") for (size_t i = 0; i < n; i++) body; \
+  } while (0)
+
+static int cpu_fill(void *impl, fe_buffer *x, size_t n, fe_precision prec, double value)
+{
+  (void)impl;
+  if (prec == FE_DOUBLE) {
+    double *v = x->ptr;
+    CPU_VECTOR_LOOP(double, v[i] = value);
+  } else {
+    float *v = x->ptr;
+    float fv = (float)value;
+    CPU_VECTOR_LOOP(float, v[i] = fv);
+  }
+  return 0;
+}
+
+static int cpu_axpby(void *impl, fe_buffer *y, double a, const fe_buffer *x, double b, size_t n,
+                     fe_precision prec)
+{
+  (void)impl;
+  if (prec == FE_DOUBLE) {
+    double *yv = y->ptr;
+    const double *xv = x->ptr;
+    if (b == 0.0) CPU_VECTOR_LOOP(double, yv[i] = a * xv[i]);
+    else CPU_VECTOR_LOOP(double, yv[i] = a * xv[i] + b * yv[i]);
+  } else {
+    float *yv = y->ptr;
+    const float *xv = x->ptr;
+    float fa = (float)a, fb = (float)b;
+    if (b == 0.0) CPU_VECTOR_LOOP(float, yv[i] = fa * xv[i]);
+    else CPU_VECTOR_LOOP(float, yv[i] = fa * xv[i] + fb * yv[i]);
+  }
+  return 0;
+}
+
+static int cpu_pointwise(void *impl, fe_buffer *z, const fe_buffer *x, const fe_buffer *y,
+                         int divide, size_t n, fe_precision prec)
+{
+  (void)impl;
+  if (prec == FE_DOUBLE) {
+    double *zv = z->ptr;
+    const double *xv = x->ptr, *yv = y->ptr;
+    if (divide) CPU_VECTOR_LOOP(double, zv[i] = xv[i] / yv[i]);
+    else CPU_VECTOR_LOOP(double, zv[i] = xv[i] * yv[i]);
+  } else {
+    float *zv = z->ptr;
+    const float *xv = x->ptr, *yv = y->ptr;
+    if (divide) CPU_VECTOR_LOOP(float, zv[i] = xv[i] / yv[i]);
+    else CPU_VECTOR_LOOP(float, zv[i] = xv[i] * yv[i]);
+  }
+  return 0;
+}
+
+static int cpu_dot(void *impl, const fe_buffer *x, const fe_buffer *y, size_t n, fe_precision prec,
+                   double *result)
+{
+  (void)impl;
+  double s = 0;
+  if (prec == FE_DOUBLE) {
+    const double *xv = x->ptr, *yv = y->ptr;
+#pragma omp parallel for reduction(+ : s) schedule(static)
+    for (size_t i = 0; i < n; i++) s += xv[i] * yv[i];
+  } else {
+    const float *xv = x->ptr, *yv = y->ptr;
+#pragma omp parallel for reduction(+ : s) schedule(static)
+    for (size_t i = 0; i < n; i++) s += (double)xv[i] * yv[i];
+  }
+  *result = s;
+  return 0;
+}
+
+static int cpu_reduce(void *impl, const fe_buffer *x, size_t n, fe_precision prec, fe_reduce_op op,
+                      double *result)
+{
+  (void)impl;
+  double s = op == FE_REDUCE_SUM ? 0.0 : op == FE_REDUCE_MIN ? INFINITY : -INFINITY;
+  const double *xd = x->ptr;
+  const float *xf = x->ptr;
+#define CPU_VALUE(i) (prec == FE_DOUBLE ? xd[i] : (double)xf[i])
+  if (op == FE_REDUCE_SUM) {
+#pragma omp parallel for reduction(+ : s) schedule(static)
+    for (size_t i = 0; i < n; i++) s += CPU_VALUE(i);
+  } else if (op == FE_REDUCE_MIN) {
+#pragma omp parallel for reduction(min : s) schedule(static)
+    for (size_t i = 0; i < n; i++) s = fmin(s, CPU_VALUE(i));
+  } else {
+#pragma omp parallel for reduction(max : s) schedule(static)
+    for (size_t i = 0; i < n; i++) s = fmax(s, CPU_VALUE(i));
+  }
+#undef CPU_VALUE
+  *result = s;
+  return 0;
+}
+
+const fe_backend_ops fe_backend_cpu_ops = {
+    .name = "cpu",
+    .open = cpu_open,
+    .close = cpu_close,
+    .query = cpu_query,
+    .alloc = cpu_alloc,
+    .release = cpu_release,
+    .write = cpu_write,
+    .read = cpu_read,
+    .copy = cpu_copy,
+    .preamble = cpu_preamble,
+    .compile = cpu_compile,
+    .module_free = cpu_module_free,
+    .kernel = cpu_kernel,
+    .launch = cpu_launch,
+    .finish = cpu_finish,
+    .fill = cpu_fill,
+    .axpby = cpu_axpby,
+    .pointwise = cpu_pointwise,
+    .dot = cpu_dot,
+    .reduce = cpu_reduce,
+};

@@ -1,0 +1,172 @@
+/* felab code generation. A kernel's source is, in order:
+ *   1. engine defines: precision, sizes, switches;
+ *   2. the backend's preamble, which maps the portable dialect (docs/kernels.md);
+ *   3. tables: basis values B[q][b], reference derivatives D[q][b][i], weights W[q];
+ *   4. the physics as two device functions, fe_f (residual) and fe_df (linearization);
+ *   5. the templates: common, then the action's own, then dirichlet.
+ * fe_codegen_model counts what that source does; keep both in step with the templates. */
+#include "engine/codegen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/element.h"
+#include "engine/error.h"
+#include "engine/strbuf.h"
+
+static const char *const action_names[FE_NACTIONS] = {"residual", "apply", "diagonal"};
+
+const char *fe_action_name(fe_action a) { return a < FE_NACTIONS ? action_names[a] : "?"; }
+
+int fe_action_parse(const char *s, fe_action *a)
+{
+  for (int i = 0; i < FE_NACTIONS; i++)
+    if (!strcmp(s, action_names[i])) {
+      *a = (fe_action)i;
+      return 0;
+    }
+  FE_ERROR(FE_ERR_ARG, "unknown action '%s' (residual, apply, diagonal)", s);
+}
+
+int fe_geo_stride(int dim) { return dim * dim + 1; }
+
+/* What the physics of this action reads and writes. */
+typedef struct action_needs {
+  int jacobian; /* the linearization fe_df rather than fe_f */
+  int need_u;   /* gather the state u */
+  int need_x;   /* gather the coordinates */
+  int has_f0;   /* the term against basis values is present */
+  double phys_flops;
+} action_needs;
+
+static action_needs needs_of(const fe_kernel_spec *s)
+{
+  const fe_physics *p = s->pde;
+  action_needs n;
+  n.jacobian = s->action != FE_ACTION_RESIDUAL;
+  n.need_u = n.jacobian ? p->nonlinear : 1;
+  n.need_x = p->uses_x;
+  n.has_f0 = n.jacobian ? p->df0 != NULL : p->f0 != NULL;
+  n.phys_flops = n.jacobian ? p->flops_df : p->flops_f;
+  return n;
+}
+
+/* A table as a constant array, full precision. */
+static void emit_table(fe_strbuf *b, const char *name, const double *v, int n)
+{
+  fe_strbuf_printf(b, "FE_CONSTANT real %s[%d] = {", name, n);
+  for (int i = 0; i < n; i++)
+    fe_strbuf_printf(b, "%s%.17g", i % 4 ? ", " : (i ? ",\n  " : "\n  "), v[i]);
+  fe_strbuf_append(b, "};\n");
+}
+
+/* One physics function: zero the outputs, then the two statement bodies. */
+static void emit_physics_fn(fe_strbuf *b, const char *sig, const char *o0, const char *body0,
+                            const char *o1, const char *body1)
+{
+  fe_strbuf_printf(b, "FE_DEVICE void %s\n{\n", sig);
+  fe_strbuf_append(b, "  (void)u; (void)du; (void)x;\n");
+  fe_strbuf_printf(b, "  for (int k = 0; k < NC; k++) %s[k] = 0;\n", o0);
+  fe_strbuf_printf(b, "  for (int k = 0; k < NC * DIM; k++) %s[k] = 0;\n", o1);
+  if (body0) fe_strbuf_printf(b, "  {\n    %s\n  }\n", body0);
+  if (body1) fe_strbuf_printf(b, "  {\n    %s\n  }\n", body1);
+  fe_strbuf_append(b, "}\n");
+}
+
+int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *preamble,
+                      char **src)
+{
+  const fe_element *el = &s->V->elem;
+  const fe_quadrature *Q = s->quad;
+  const fe_physics *p = s->pde;
+  int nb = el->nbasis, nq = Q->npoints, dim = el->dim, nc = s->V->ncomp;
+  action_needs n = needs_of(s);
+  fe_strbuf b = {0};
+
+  fe_strbuf_printf(&b, "/* felab kernel: %s of %s on %s (%s cells), %s backend, %s precision */\n",
+                   fe_action_name(s->action), p->name, s->V->name, fe_cell_name(el->cell), backend,
+                   fe_precision_name(s->prec));
+  fe_strbuf_printf(&b, "#define FE_DOUBLE %d\n#define FE_COLORED %d\n", s->prec == FE_DOUBLE,
+                   s->colored);
+  fe_strbuf_printf(&b, "#define DIM %d /* space dimension */\n#define NB %d /* basis functions */\n"
+                       "#define NQ %d /* quadrature points (degree %d) */\n"
+                       "#define NC %d /* components */\n#define NF (NC * (1 + DIM))\n"
+                       "#define BLOCK %d /* cells per work group */\n",
+                   dim, nb, nq, Q->degree, nc, s->block);
+  fe_strbuf_printf(&b, "#define GEO_AFFINE %d\n#define NGQ %d\n#define GEO_STRIDE %d\n",
+                   s->geo_affine, s->geo_affine ? 1 : nq, fe_geo_stride(dim));
+  fe_strbuf_printf(&b, "#define FE_JACOBIAN %d\n#define NEED_U %d\n#define NEED_X %d\n#define HAS_F0 %d\n",
+                   n.jacobian, n.need_u, n.need_x, n.has_f0);
+  fe_strbuf_append(&b, preamble);
+  fe_strbuf_append(&b, "#ifndef M_PI\n#define M_PI 3.14159265358979323846\n#endif\n");
+
+  /* tabulation at the quadrature points */
+  double *B = malloc(sizeof(double) * nq * nb), *D = malloc(sizeof(double) * nq * nb * dim);
+  if (!B || !D) {
+    free(B);
+    free(D);
+    fe_strbuf_free(&b);
+    FE_ERROR(FE_ERR_MEM, "out of host memory while tabulating");
+  }
+  for (int q = 0; q < nq; q++) fe_element_eval(el, Q->points + q * dim, B + q * nb, D + q * nb * dim);
+  fe_strbuf_printf(&b, "\n/* tabulation: B[q*NB + b] = phi_b(xi_q), D[(q*NB + b)*DIM + i] = "
+                       "d phi_b / d xi_i (xi_q), W[q] = weights */\n");
+  emit_table(&b, "B", B, nq * nb);
+  emit_table(&b, "D", D, nq * nb * dim);
+  emit_table(&b, "W", Q->weights, nq);
+  free(B);
+  free(D);
+
+  fe_strbuf_printf(&b, "\n/* physics: %s */\n", p->description ? p->description : p->name);
+  emit_physics_fn(&b, "fe_f(const real *u, const real *du, const real *x, real *f0, real *f1)",
+                  "f0", p->f0, "f1", p->f1);
+  emit_physics_fn(&b,
+                  "fe_df(const real *u, const real *du, const real *w, const real *dw, "
+                  "const real *x, real *df0, real *df1)",
+                  "df0", p->df0, "df1", p->df1);
+  fe_strbuf_append(&b, "\n");
+  fe_strbuf_append(&b, fe_kernel_template("common"));
+  fe_strbuf_append(&b, "\n");
+  fe_strbuf_append(&b, fe_kernel_template(s->action == FE_ACTION_DIAGONAL ? "diagonal" : "integrate"));
+  fe_strbuf_append(&b, "\n");
+  fe_strbuf_append(&b, fe_kernel_template("dirichlet"));
+  return fe_strbuf_finish(&b, src);
+}
+
+/* Flops of fe_eval for one field at one point (common.knl). */
+static double eval_flops(int nb, int dim, int nc, int need)
+{
+  return need ? nc * (nb * (2.0 + 2.0 * dim) + 2.0 * dim * dim) : 0;
+}
+
+void fe_codegen_model(const fe_kernel_spec *s, int ndirichlet, double *flops, double *bytes)
+{
+  const fe_space *V = s->V;
+  int nb = V->elem.nbasis, nq = s->quad->npoints, dim = V->elem.dim, nc = V->ncomp;
+  double ncells = V->mesh->ncells, nnodes = V->nnodes, ndofs = V->ndofs;
+  double w = (double)fe_precision_size(s->prec);
+  double ngroups = (ncells + s->block - 1) / s->block;
+  action_needs n = needs_of(s);
+  double xf = n.need_x ? 2.0 * nb * dim : 0; /* coordinates at a point */
+  double per_cell;
+  if (s->action == FE_ACTION_DIAGONAL) {
+    /* per (b, k, q): x, u, the direction's gradient, physics, contraction, accumulate */
+    double per_q = xf + eval_flops(nb, dim, nc, n.need_u) + 2.0 * dim * dim + n.phys_flops +
+                   (n.has_f0 ? 1 : 0) + 2.0 * dim + 3;
+    per_cell = nb * nc * (nq * per_q + 1);
+  } else {
+    /* quadrature phase per point, then basis phase per (b, k) */
+    double per_q = xf + eval_flops(nb, dim, nc, n.need_u) +
+                   (n.jacobian ? eval_flops(nb, dim, nc, 1) : 0) + n.phys_flops + 1 +
+                   nc * ((n.has_f0 ? 1 : 0) + dim * (2.0 * dim + 1));
+    double per_b = nq * ((n.has_f0 ? 2.0 : 0) + 2.0 * dim) + 1;
+    per_cell = nq * per_q + nb * nc * per_b;
+  }
+  *flops = ncells * per_cell;
+  /* minimal traffic: each array once */
+  double geo = ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;
+  double in = (n.need_u ? ndofs : 0) + (s->action == FE_ACTION_APPLY ? ndofs : 0);
+  *bytes = ncells * nb * 4.0 + geo + (n.need_x ? nnodes * 3 * w : 0) + in * w + ndofs * w +
+           ngroups * 4.0 + ndirichlet * (4.0 + 3 * w);
+}

@@ -1,0 +1,590 @@
+/* felab operators. An operator is realized once per (backend, precision, block): the cell
+ * map, the geometric factors, the coordinates and the work-group schedule are moved to the
+ * backend, and each action's kernel is generated and compiled on first use. An action is
+ * then: convert the inputs if they live elsewhere, zero the output, run the integration
+ * kernel (once per color of work groups when the backend scatters without atomics), fix the
+ * constrained rows, and fill a report with counted, measured and predicted figures. */
+#include "engine/operator.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/codegen.h"
+#include "engine/error.h"
+#include "engine/quadrature.h"
+
+#define OP_MAX_DEVICES 8
+
+/* The operator on one backend in one precision. */
+typedef struct op_device {
+  fe_backend *be;
+  fe_precision prec;
+  int block;             /* cells per work group */
+  int colored;           /* groups run color by color, scatter with plain adds */
+  int ngroups;
+  int ncolors;
+  int *color_start;      /* groups of color c: group list [color_start[c], color_start[c+1]) */
+  fe_buffer groups;      /* group list, ordered by color */
+  fe_buffer cells;       /* ncells x NB node ids */
+  fe_buffer geo[FE_NACTIONS]; /* geometric factors at each action's points (shared when equal) */
+  fe_buffer coords;      /* nnodes x 3 */
+  fe_buffer didx;        /* constrained nodes */
+  fe_buffer dval;        /* their prescribed values */
+  fe_kernel *kernel[FE_NACTIONS];    /* integrate or diagonal */
+  fe_kernel *dirichlet[FE_NACTIONS]; /* the dirichlet kernel of that action's module */
+  fe_module *module[FE_NACTIONS];
+  fe_vector *scratch;    /* the masked direction of a Jacobian action */
+  fe_vector *zero;       /* the state of a Jacobian taken at zero */
+  double setup_seconds;  /* building and moving the data above, reported once */
+} op_device;
+
+struct fe_operator {
+  const fe_space *V;
+  const fe_physics *pde;
+  fe_quadrature quad[FE_NACTIONS]; /* each action's rule: exact for its own integrand */
+  int geo_affine;
+  int ndir;
+  int *dir_nodes;
+  double value;
+  op_device dev[OP_MAX_DEVICES];
+  int ndev;
+};
+
+static double now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+void fe_action_opts_default(fe_action_opts *o)
+{
+  memset(o, 0, sizeof *o);
+  o->precision = -1;
+}
+
+static int imax(int a, int b) { return a > b ? a : b; }
+
+/* Quadrature degree of an action: exact for the terms it integrates on this element, with
+ * the coefficients' degrees in x. Gradients lose an order on simplices; on tensor cells the
+ * rule must be exact per direction, so they do not. The residual of linear physics and its
+ * Jacobian are both exact, so they agree whatever their rules. */
+static int quadrature_degree(const fe_space *V, const fe_physics *p, fe_action a)
+{
+  int k = V->elem.order;
+  int grad = V->elem.cell == FE_CELL_TET || V->elem.cell == FE_CELL_TRI ? k - 1 : k;
+  int u_dep = p->nonlinear ? k : 0; /* a term that also depends on u or du */
+  if (a == FE_ACTION_RESIDUAL)
+    return imax(p->f1 ? 2 * grad + p->degree_f1 + u_dep : 0, p->f0 ? k + p->degree_f0 + u_dep : 0);
+  return imax(p->df1 ? 2 * grad + p->degree_df1 + u_dep : 0,
+              p->df0 ? 2 * k + p->degree_df0 + u_dep : 0);
+}
+
+int fe_operator_create(const fe_space *V, const fe_physics *pde, const char *const *dirichlet,
+                       int ndirichlet, double value, fe_operator **out)
+{
+  FE_ASSERT(pde->ncomp == V->ncomp, FE_ERR_ARG,
+            "the physics has %d components but the space %s has %d", pde->ncomp, V->name, V->ncomp);
+  fe_operator *A;
+  FE_CALLOC(A, 1, "operator");
+  A->V = V;
+  A->pde = pde;
+  A->value = value;
+  A->geo_affine = V->elem.cell == FE_CELL_TET || V->elem.cell == FE_CELL_TRI;
+  int rc = fe_space_boundary_nodes(V, dirichlet, ndirichlet, &A->dir_nodes, &A->ndir);
+  for (int a = 0; a < FE_NACTIONS && !rc; a++)
+    rc = fe_quadrature_create(V->elem.cell, quadrature_degree(V, pde, (fe_action)a), &A->quad[a]);
+  if (rc) {
+    fe_operator_free(A);
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
+  *out = A;
+  return 0;
+}
+
+static void op_device_free(op_device *d)
+{
+  fe_backend *be = d->be;
+  fe_buffer *bufs[] = {&d->groups, &d->cells, &d->coords, &d->didx, &d->dval};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+    if (bufs[i]->ptr) be->ops->release(be->impl, bufs[i]);
+  for (int a = FE_NACTIONS - 1; a >= 0; a--) { /* shared buffers are released once, by the first */
+    int shared = 0;
+    for (int b = 0; b < a; b++) shared |= d->geo[b].ptr == d->geo[a].ptr;
+    if (d->geo[a].ptr && !shared) be->ops->release(be->impl, &d->geo[a]);
+  }
+  for (int a = 0; a < FE_NACTIONS; a++)
+    if (d->module[a]) be->ops->module_free(be->impl, d->module[a]);
+  fe_vector_free(d->scratch);
+  fe_vector_free(d->zero);
+  free(d->color_start);
+  memset(d, 0, sizeof *d);
+}
+
+void fe_operator_free(fe_operator *A)
+{
+  if (!A) return;
+  for (int i = 0; i < A->ndev; i++) op_device_free(&A->dev[i]);
+  for (int a = 0; a < FE_NACTIONS; a++) fe_quadrature_free(&A->quad[a]);
+  free(A->dir_nodes);
+  free(A);
+}
+
+const fe_space *fe_operator_space(const fe_operator *A) { return A->V; }
+int fe_operator_ndirichlet(const fe_operator *A) { return A->ndir; }
+
+const char *fe_operator_strategies(const fe_operator *A)
+{
+  (void)A;
+  return "transpose";
+}
+
+/* Resolve backend and precision of an action. */
+static int resolve(const fe_action_opts *o, fe_backend **be, fe_precision *prec)
+{
+  FE_CHECK(fe_backend_get(o ? o->backend : NULL, be));
+  *prec = o && o->precision >= 0 ? (fe_precision)o->precision : fe_precision_default();
+  if (o && o->strategy && strcmp(o->strategy, "transpose"))
+    FE_ERROR(FE_ERR_ARG, "unknown strategy '%s' for this operator (available: transpose)",
+             o->strategy);
+  if (*prec == FE_DOUBLE && !(*be)->info.fp64)
+    FE_ERROR(FE_ERR_UNAVAILABLE, "%s (%s) has no double precision; use precision = \"single\"",
+             (*be)->name, (*be)->info.name);
+  return 0;
+}
+
+/* Cells per work group: enough threads to fill a GPU group, a cache-sized batch on a CPU. */
+static int default_block(const fe_backend *be, const fe_operator *A)
+{
+  (void)A;
+  return be->info.is_gpu ? 32 : 64;
+}
+
+/* Only the cpu backend runs a group's threads one after another, so only there may groups
+ * of one color scatter with plain adds; GPUs and OpenCL devices use atomics. */
+static int scatter_colored(const fe_backend *be) { return !strcmp(be->name, "cpu"); }
+
+static void fill_spec(const fe_operator *A, const op_device *d, fe_action a, fe_kernel_spec *s)
+{
+  s->V = A->V;
+  s->pde = A->pde;
+  s->quad = &A->quad[a];
+  s->action = a;
+  s->prec = d->prec;
+  s->block = d->block;
+  s->colored = d->colored;
+  s->geo_affine = A->geo_affine;
+}
+
+/* Geometric factors in double at the points of rule Q: per stored point Jinv (row-major,
+ * dxi_i/dx_d) then det J; affine cells store one point per cell. */
+static int build_geometry(const fe_operator *A, const fe_quadrature *Q, double **geo_out,
+                          size_t *nwords)
+{
+  const fe_space *V = A->V;
+  const fe_element *el = &V->elem;
+  int dim = el->dim, nb = el->nbasis, stride = fe_geo_stride(dim);
+  int ngq = A->geo_affine ? 1 : Q->npoints;
+  size_t ncells = (size_t)V->mesh->ncells, n = ncells * ngq * stride;
+  double *geo;
+  FE_MALLOC(geo, n, "geometric factors");
+  /* derivatives of the geometry basis at the stored points */
+  double dphi[32][FE_MAX_BASIS * 3], phi[FE_MAX_BASIS];
+  FE_ASSERT(ngq <= 32, FE_ERR_INTERNAL, "too many geometry points");
+  for (int q = 0; q < ngq; q++) fe_element_eval(el, Q->points + q * dim, phi, dphi[q]);
+  long long bad = -1;
+  double bad_det = 0;
+#pragma omp parallel for schedule(static)
+  for (size_t c = 0; c < ncells; c++) {
+    const int *dof = V->cell_nodes + c * nb;
+    for (int q = 0; q < ngq; q++) {
+      double J[9] = {0}, *K = geo + (c * ngq + q) * stride;
+      for (int b = 0; b < nb; b++)
+        for (int d = 0; d < dim; d++)
+          for (int i = 0; i < dim; i++)
+            J[d * dim + i] += V->node_coords[3 * (size_t)dof[b] + d] * dphi[q][b * dim + i];
+      double det = fe_space_map_inverse(dim, J, K);
+      K[dim * dim] = det;
+      if (!(det > 0)) {
+#pragma omp critical
+        if (bad < 0 || (long long)c < bad) {
+          bad = (long long)c;
+          bad_det = det;
+        }
+      }
+    }
+  }
+  if (bad >= 0) {
+    free(geo);
+    FE_ERROR(FE_ERR_MESH, "cell %lld (%s) is %s: det J = %.3g", bad, fe_cell_name(el->cell),
+             bad_det < 0 ? "inverted" : "degenerate", bad_det);
+  }
+  *geo_out = geo;
+  *nwords = n;
+  return 0;
+}
+
+/* Upload n doubles as reals of precision prec into a new buffer. */
+static int upload_reals(fe_backend *be, fe_precision prec, const double *v, size_t n, fe_buffer *buf)
+{
+  size_t w = fe_precision_size(prec);
+  FE_CHECK(be->ops->alloc(be->impl, n * w, buf));
+  int rc;
+  if (prec == FE_DOUBLE) {
+    rc = be->ops->write(be->impl, buf, 0, n * w, v);
+  } else {
+    float *tmp = malloc(n * w + 1);
+    if (!tmp) FE_ERROR(FE_ERR_MEM, "out of host memory for a conversion");
+    for (size_t i = 0; i < n; i++) tmp[i] = (float)v[i];
+    rc = be->ops->write(be->impl, buf, 0, n * w, tmp);
+    free(tmp);
+  }
+  return rc;
+}
+
+static int upload_ints(fe_backend *be, const int *v, size_t n, fe_buffer *buf)
+{
+  FE_CHECK(be->ops->alloc(be->impl, n * sizeof(int), buf));
+  return be->ops->write(be->impl, buf, 0, n * sizeof(int), v);
+}
+
+/* The work-group schedule: identity, or groups sorted by color. */
+static int build_schedule(const fe_operator *A, op_device *d, int **list)
+{
+  const fe_space *V = A->V;
+  int ng = (V->mesh->ncells + d->block - 1) / d->block;
+  d->ngroups = ng;
+  FE_MALLOC(*list, ng, "work-group list");
+  if (!d->colored) {
+    for (int g = 0; g < ng; g++) (*list)[g] = g;
+    d->ncolors = 1;
+    FE_MALLOC(d->color_start, 2, "colors");
+    d->color_start[0] = 0;
+    d->color_start[1] = ng;
+    return 0;
+  }
+  int *color;
+  FE_CHECK(fe_mesh_color_groups(V->mesh, V->cell_nodes, V->elem.nbasis, d->block, &color,
+                                &d->ncolors));
+  FE_CALLOC(d->color_start, d->ncolors + 1, "colors");
+  for (int g = 0; g < ng; g++) d->color_start[color[g] + 1]++;
+  for (int c = 0; c < d->ncolors; c++) d->color_start[c + 1] += d->color_start[c];
+  int *pos = malloc(sizeof(int) * (size_t)(d->ncolors + 1));
+  if (!pos) {
+    free(color);
+    FE_ERROR(FE_ERR_MEM, "out of host memory");
+  }
+  memcpy(pos, d->color_start, sizeof(int) * (size_t)d->ncolors);
+  for (int g = 0; g < ng; g++) (*list)[pos[color[g]]++] = g;
+  free(pos);
+  free(color);
+  return 0;
+}
+
+/* Move the operator's data to a backend. */
+static int op_device_setup(fe_operator *A, op_device *d)
+{
+  const fe_space *V = A->V;
+  fe_backend *be = d->be;
+  double t0 = now(), *geo = NULL, *dv = NULL;
+  int *list = NULL;
+  size_t ngeo;
+  int rc = build_schedule(A, d, &list);
+  if (!rc) rc = upload_ints(be, list, (size_t)d->ngroups, &d->groups);
+  if (!rc) rc = upload_ints(be, V->cell_nodes, (size_t)V->mesh->ncells * V->elem.nbasis, &d->cells);
+  for (int a = 0; a < FE_NACTIONS && !rc; a++) {
+    for (int b = 0; b < a; b++) /* the same points as an earlier action: share */
+      if (A->geo_affine || A->quad[b].degree == A->quad[a].degree) d->geo[a] = d->geo[b];
+    if (d->geo[a].ptr) continue;
+    rc = build_geometry(A, &A->quad[a], &geo, &ngeo);
+    if (!rc) rc = upload_reals(be, d->prec, geo, ngeo, &d->geo[a]);
+    free(geo);
+    geo = NULL;
+  }
+  if (!rc) rc = upload_reals(be, d->prec, V->node_coords, 3 * (size_t)V->nnodes, &d->coords);
+  if (!rc) rc = upload_ints(be, A->dir_nodes, (size_t)A->ndir, &d->didx);
+  if (!rc && !(dv = malloc(sizeof(double) * (size_t)(A->ndir + 1)))) {
+    rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
+  }
+  if (!rc) {
+    for (int i = 0; i < A->ndir; i++) dv[i] = A->value;
+    rc = upload_reals(be, d->prec, dv, (size_t)A->ndir, &d->dval);
+  }
+  free(list);
+  free(geo);
+  free(dv);
+  FE_CHECK(rc);
+  d->setup_seconds = now() - t0;
+  return 0;
+}
+
+/* The realization for these options, made on first use. */
+static int op_device_get(fe_operator *A, const fe_action_opts *o, op_device **out)
+{
+  fe_backend *be;
+  fe_precision prec;
+  FE_CHECK(resolve(o, &be, &prec));
+  int block = o && o->block > 0 ? o->block : default_block(be, A);
+  FE_ASSERT(block <= 4096, FE_ERR_ARG, "block = %d cells per work group is too large", block);
+  for (int i = 0; i < A->ndev; i++)
+    if (A->dev[i].be == be && A->dev[i].prec == prec && A->dev[i].block == block) {
+      *out = &A->dev[i];
+      return 0;
+    }
+  if (A->ndev == OP_MAX_DEVICES) { /* forget the oldest realization */
+    op_device_free(&A->dev[0]);
+    memmove(&A->dev[0], &A->dev[1], sizeof(op_device) * (OP_MAX_DEVICES - 1));
+    A->ndev--;
+  }
+  op_device *d = &A->dev[A->ndev];
+  memset(d, 0, sizeof *d);
+  d->be = be;
+  d->prec = prec;
+  d->block = block;
+  d->colored = scatter_colored(be);
+  if (op_device_setup(A, d)) {
+    op_device_free(d);
+    return fe_error_push(fe_error_code(), __FILE__, __LINE__, __func__);
+  }
+  A->ndev++;
+  *out = d;
+  return 0;
+}
+
+/* Generate and compile an action's kernel on first use. */
+static int op_kernel(fe_operator *A, op_device *d, fe_action a, double *compile_seconds)
+{
+  *compile_seconds = 0;
+  if (d->kernel[a]) return 0;
+  fe_kernel_spec s;
+  fill_spec(A, d, a, &s);
+  char *src;
+  FE_CHECK(fe_codegen_action(&s, d->be->name, d->be->ops->preamble(d->be->impl, d->prec), &src));
+  int cached = 0;
+  int rc = d->be->ops->compile(d->be->impl, src, &d->module[a], compile_seconds, &cached);
+  free(src);
+  FE_CHECK(rc);
+  FE_CHECK(d->be->ops->kernel(d->be->impl, d->module[a],
+                              a == FE_ACTION_DIAGONAL ? "fe_diagonal" : "fe_integrate", &d->kernel[a]));
+  FE_CHECK(d->be->ops->kernel(d->be->impl, d->module[a], "fe_dirichlet", &d->dirichlet[a]));
+  return 0;
+}
+
+/* Threads per group on a GPU-like device: one per (cell, point) or (cell, basis function). */
+static size_t group_size(const op_device *d, const fe_operator *A, fe_action a)
+{
+  size_t n = (size_t)d->block * (size_t)imax(A->quad[a].npoints, A->V->elem.nbasis);
+  n = (n + 31) / 32 * 32;
+  return n > d->be->info.max_group ? d->be->info.max_group : n;
+}
+
+/* One launch per color of the integration (or diagonal) kernel. */
+static int op_integrate(fe_operator *A, op_device *d, fe_action a, const fe_vector *u,
+                        const fe_vector *w, fe_vector *y, int *launches)
+{
+  for (int c = 0; c < d->ncolors; c++) {
+    FE_CHECK_INTERRUPT();
+    int ng = d->color_start[c + 1] - d->color_start[c];
+    fe_arg args[10] = {
+        {.kind = FE_ARG_INT, .i = ng},
+        {.kind = FE_ARG_INT, .i = d->color_start[c]},
+        {.kind = FE_ARG_INT, .i = A->V->mesh->ncells},
+        {.kind = FE_ARG_BUFFER, .buf = &d->groups},
+        {.kind = FE_ARG_BUFFER, .buf = &d->cells},
+        {.kind = FE_ARG_BUFFER, .buf = &d->geo[a]},
+        {.kind = FE_ARG_BUFFER, .buf = &d->coords},
+        {.kind = FE_ARG_BUFFER, .buf = &u->buf},
+        {.kind = FE_ARG_BUFFER, .buf = &w->buf},
+        {.kind = FE_ARG_BUFFER, .buf = &y->buf},
+    };
+    int nargs = 10;
+    if (a == FE_ACTION_DIAGONAL) { /* no direction argument */
+      args[8] = args[9];
+      nargs = 9;
+    }
+    double s;
+    FE_CHECK(d->be->ops->launch(d->be->impl, d->kernel[a], (size_t)ng, group_size(d, A, a), nargs,
+                                args, d->prec, &s));
+    (*launches)++;
+  }
+  return 0;
+}
+
+/* y[i] <- a src[i] + b g_i + c on the constrained rows. */
+static int op_dirichlet(fe_operator *A, op_device *d, fe_action act, const fe_vector *src,
+                        double a, double b, double c, fe_vector *y, int *launches)
+{
+  if (A->ndir == 0) return 0;
+  int ng = (A->ndir + d->block - 1) / d->block;
+  fe_arg args[9] = {
+      {.kind = FE_ARG_INT, .i = ng},         {.kind = FE_ARG_INT, .i = A->ndir},
+      {.kind = FE_ARG_BUFFER, .buf = &d->didx}, {.kind = FE_ARG_BUFFER, .buf = &d->dval},
+      {.kind = FE_ARG_BUFFER, .buf = &src->buf}, {.kind = FE_ARG_REAL, .r = a},
+      {.kind = FE_ARG_REAL, .r = b},          {.kind = FE_ARG_REAL, .r = c},
+      {.kind = FE_ARG_BUFFER, .buf = &y->buf},
+  };
+  double s;
+  FE_CHECK(d->be->ops->launch(d->be->impl, d->dirichlet[act], (size_t)ng, (size_t)d->block, 9,
+                              args, d->prec, &s));
+  (*launches)++;
+  return 0;
+}
+
+/* An input on the action's backend and precision: itself, or a converted copy (*tmp). */
+static int op_input(const fe_vector *x, const op_device *d, int n, const fe_vector **use,
+                    fe_vector **tmp, double *transfer)
+{
+  *tmp = NULL;
+  *use = x;
+  if (!x) return 0;
+  FE_ASSERT(x->n == n, FE_ERR_ARG, "the vector has %d entries but the operator's space has %d",
+            x->n, n);
+  if (x->be == d->be && x->prec == d->prec) return 0;
+  double t0 = now();
+  FE_CHECK(fe_vector_convert(x, d->be, d->prec, tmp));
+  *transfer += now() - t0;
+  *use = *tmp;
+  return 0;
+}
+
+/* The output: reuse *out when it fits, else make one. */
+static int op_output(const op_device *d, int n, fe_vector **out)
+{
+  if (*out) {
+    FE_ASSERT((*out)->be == d->be && (*out)->prec == d->prec && (*out)->n == n, FE_ERR_ARG,
+              "the output vector does not match the action (%s/%s, %d entries)", d->be->name,
+              fe_precision_name(d->prec), n);
+    return 0;
+  }
+  return fe_vector_create(d->be, d->prec, n, out);
+}
+
+/* Fill the report of one action and log it. */
+static int op_report(fe_operator *A, op_device *d, fe_action a, const fe_action_opts *o,
+                     double seconds, double compile_s, double transfer, int launches, fe_report *rep)
+{
+  fe_kernel_spec s;
+  fill_spec(A, d, a, &s);
+  memset(rep, 0, sizeof *rep);
+  snprintf(rep->action, sizeof rep->action, "%s", fe_action_name(a));
+  snprintf(rep->backend, sizeof rep->backend, "%s", d->be->name);
+  snprintf(rep->device, sizeof rep->device, "%s", d->be->info.name);
+  snprintf(rep->precision, sizeof rep->precision, "%s", fe_precision_name(d->prec));
+  snprintf(rep->strategy, sizeof rep->strategy, "transpose");
+  rep->ncells = A->V->mesh->ncells;
+  rep->ndofs = A->V->ndofs;
+  fe_codegen_model(&s, A->ndir, &rep->flops, &rep->bytes);
+  rep->seconds = seconds;
+  rep->compile_seconds = compile_s;
+  rep->transfer_seconds = transfer;
+  rep->setup_seconds = d->setup_seconds;
+  d->setup_seconds = 0; /* reported by the first call only */
+  rep->launches = launches;
+  FE_CHECK(fe_perf_predict(d->be, d->prec, rep));
+  if (!o || !o->nolog) fe_perf_log_add(rep);
+  return 0;
+}
+
+/* The common path of the three actions. */
+static int op_action(fe_operator *A, fe_action a, const fe_vector *u_in, const fe_vector *w_in,
+                     const fe_action_opts *o, fe_vector **out, fe_report *rep)
+{
+  op_device *d = NULL;
+  FE_CHECK(op_device_get(A, o, &d));
+  double compile_s, transfer = 0;
+  FE_CHECK(op_kernel(A, d, a, &compile_s));
+  int n = A->V->ndofs, launches = 0, made = *out == NULL;
+  const fe_vector *u, *w;
+  fe_vector *tu = NULL, *tw = NULL;
+  int rc = op_input(u_in, d, n, &u, &tu, &transfer);
+  if (!rc) rc = op_input(w_in, d, n, &w, &tw, &transfer);
+  if (!rc) rc = op_output(d, n, out);
+  double t0 = now();
+  if (!rc && a == FE_ACTION_APPLY && A->ndir > 0) { /* the direction without its constrained part */
+    if (!d->scratch) rc = fe_vector_create(d->be, d->prec, n, &d->scratch);
+    if (!rc) rc = fe_vector_copy(d->scratch, w);
+    if (!rc) rc = op_dirichlet(A, d, a, d->scratch, 0, 0, 0, d->scratch, &launches);
+  }
+  const fe_vector *wm = a == FE_ACTION_APPLY && A->ndir > 0 ? d->scratch : w;
+  if (!rc && !u && !d->zero) rc = fe_vector_create(d->be, d->prec, n, &d->zero); /* zeroed */
+  if (!u) u = d->zero;
+  if (!rc) rc = fe_vector_fill(*out, 0.0);
+  if (!rc) rc = op_integrate(A, d, a, u, wm ? wm : u, *out, &launches);
+  if (!rc) {
+    switch (a) {
+    case FE_ACTION_RESIDUAL: rc = op_dirichlet(A, d, a, u, 1, -1, 0, *out, &launches); break;
+    case FE_ACTION_APPLY: rc = op_dirichlet(A, d, a, w, 1, 0, 0, *out, &launches); break;
+    default: rc = op_dirichlet(A, d, a, *out, 0, 0, 1, *out, &launches); break;
+    }
+  }
+  if (!rc) rc = d->be->ops->finish(d->be->impl);
+  double seconds = now() - t0;
+  fe_vector_free(tu);
+  fe_vector_free(tw);
+  if (!rc) rc = op_report(A, d, a, o, seconds, compile_s, transfer, launches, rep);
+  if (rc && made) {
+    fe_vector_free(*out);
+    *out = NULL;
+  }
+  FE_CHECK(rc);
+  return 0;
+}
+
+int fe_operator_residual(fe_operator *A, const fe_vector *u, const fe_action_opts *o,
+                         fe_vector **out, fe_report *rep)
+{
+  FE_ASSERT(u, FE_ERR_ARG, "residual needs a state u");
+  return op_action(A, FE_ACTION_RESIDUAL, u, NULL, o, out, rep);
+}
+
+int fe_operator_apply(fe_operator *A, const fe_vector *w, const fe_vector *at,
+                      const fe_action_opts *o, fe_vector **out, fe_report *rep)
+{
+  FE_ASSERT(w, FE_ERR_ARG, "apply needs a direction");
+  return op_action(A, FE_ACTION_APPLY, at, w, o, out, rep);
+}
+
+int fe_operator_diagonal(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
+                         fe_vector **out, fe_report *rep)
+{
+  return op_action(A, FE_ACTION_DIAGONAL, at, NULL, o, out, rep);
+}
+
+int fe_operator_initial(fe_operator *A, const fe_action_opts *o, double interior, fe_vector **out)
+{
+  fe_backend *be;
+  fe_precision prec;
+  FE_CHECK(resolve(o, &be, &prec));
+  int n = A->V->ndofs;
+  double *v;
+  FE_MALLOC(v, n, "initial vector");
+  for (int i = 0; i < n; i++) v[i] = interior;
+  for (int i = 0; i < A->ndir; i++) v[A->dir_nodes[i]] = A->value;
+  int rc = fe_vector_create(be, prec, n, out);
+  if (!rc) rc = fe_vector_set(*out, v);
+  free(v);
+  if (rc && *out) {
+    fe_vector_free(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+int fe_operator_source(fe_operator *A, const char *action, const fe_action_opts *o, char **src)
+{
+  fe_action a;
+  FE_CHECK(fe_action_parse(action, &a));
+  fe_backend *be;
+  fe_precision prec;
+  FE_CHECK(resolve(o, &be, &prec));
+  op_device d = {.be = be, .prec = prec};
+  d.block = o && o->block > 0 ? o->block : default_block(be, A);
+  d.colored = scatter_colored(be);
+  fe_kernel_spec s;
+  fill_spec(A, &d, a, &s);
+  return fe_codegen_action(&s, be->name, be->ops->preamble(be->impl, prec), src);
+}

@@ -1,0 +1,56 @@
+/* felab operators: a space, a physics and boundary conditions, with matrix-free actions.
+ * Every action runs on a backend in a precision with a strategy, and fills a report.
+ * Strong Dirichlet conditions: rows of constrained nodes are replaced by the identity:
+ *   residual_i = u_i - g_i,   (J w)_i = w_i,   diag_i = 1,
+ * and the Jacobian action sees w with its constrained entries set to zero (so J stays
+ * symmetric when the physics is). */
+#ifndef FE_OPERATOR_H
+#define FE_OPERATOR_H
+
+#include "engine/perf.h"
+#include "engine/physics.h"
+#include "engine/space.h"
+#include "engine/vector.h"
+
+typedef struct fe_operator fe_operator;
+
+/* Where and how to run an action. NULL strings mean the session default. */
+typedef struct fe_action_opts {
+  const char *backend;   /* "cpu", "opencl", "cuda" */
+  int precision;         /* -1: default, else fe_precision */
+  const char *strategy;  /* "transpose" (the only one of the skeleton) */
+  int block;             /* cells per work group, 0: automatic */
+  int nolog;             /* 1: keep this call out of the session log (solvers' inner calls) */
+} fe_action_opts;
+
+void fe_action_opts_default(fe_action_opts *o);
+
+/* Borrowed: V and pde outlive the operator. dirichlet: tag names (NULL, 0 = none; the
+ * single name "all" = whole boundary), value: the prescribed value g. */
+int fe_operator_create(const fe_space *V, const fe_physics *pde, const char *const *dirichlet,
+                       int ndirichlet, double value, fe_operator **out);
+void fe_operator_free(fe_operator *A);
+const fe_space *fe_operator_space(const fe_operator *A);
+int fe_operator_ndirichlet(const fe_operator *A);
+
+/* The outputs: if *out is a vector of the right size on the action's backend and precision
+ * it is overwritten, otherwise a new one is made (the caller frees it). Inputs on another
+ * backend or precision are converted (the copy is timed in rep->transfer_seconds). */
+int fe_operator_residual(fe_operator *A, const fe_vector *u, const fe_action_opts *o,
+                         fe_vector **out, fe_report *rep);
+/* Jacobian action on w at state `at` (NULL: at zero). */
+int fe_operator_apply(fe_operator *A, const fe_vector *w, const fe_vector *at,
+                      const fe_action_opts *o, fe_vector **out, fe_report *rep);
+int fe_operator_diagonal(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
+                         fe_vector **out, fe_report *rep);
+/* A vector of the operator's size on the action's backend holding the boundary values on
+ * constrained nodes and `interior` elsewhere. */
+int fe_operator_initial(fe_operator *A, const fe_action_opts *o, double interior, fe_vector **out);
+
+/* The complete source an action compiles to on a backend (backend preamble included);
+ * action "residual", "apply" or "diagonal". *src is malloc'd. */
+int fe_operator_source(fe_operator *A, const char *action, const fe_action_opts *o, char **src);
+/* Strategies that apply to this operator, comma separated. */
+const char *fe_operator_strategies(const fe_operator *A);
+
+#endif

@@ -1,0 +1,119 @@
+/* felab physics: the built-in library as C statement bodies (docs in physics.h). Traced Lua
+ * physics (issue 5) will produce the same structure from an expression graph. */
+#include "engine/physics.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/error.h"
+#include "engine/strbuf.h"
+
+double fe_count_flops(const char *c)
+{
+  double n = 0;
+  for (const char *p = c; *p; p++) {
+    if (*p == '[') { /* indexing is addressing, not arithmetic */
+      int depth = 1;
+      while (p[1] && depth) {
+        p++;
+        depth += (*p == '[') - (*p == ']');
+      }
+      continue;
+    }
+    if (isdigit((unsigned char)*p) || *p == '.') { /* a literal, exponent signs included */
+      while (isalnum((unsigned char)p[1]) || p[1] == '.' ||
+             ((p[1] == '+' || p[1] == '-') && (*p == 'e' || *p == 'E')))
+        p++;
+      continue;
+    }
+    if (isalpha((unsigned char)*p) || *p == '_') { /* a name; followed by '(' it is a call */
+      while (isalnum((unsigned char)p[1]) || p[1] == '_') p++;
+      const char *q = p + 1;
+      while (*q == ' ') q++;
+      if (*q == '(') n += 1;
+      continue;
+    }
+    if (*p == '+' || *p == '-' || *p == '*' || *p == '/') {
+      if ((p[1] == '+' && *p == '+') || (p[1] == '-' && *p == '-')) p++; /* ++ and -- */
+      n += 1;
+    }
+  }
+  return n;
+}
+
+/* Whether a C expression reads the coordinates x[..]. */
+static int reads_x(const char *e)
+{
+  for (const char *p = strchr(e, 'x'); p; p = strchr(p + 1, 'x')) {
+    int before_ok = p == e || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+    const char *q = p + 1;
+    while (*q == ' ') q++;
+    if (before_ok && *q == '[') return 1;
+  }
+  return 0;
+}
+
+/* Whether an expression is the literal zero. */
+static int is_zero(const char *e)
+{
+  char *end;
+  double v = strtod(e, &end);
+  while (*end == ' ') end++;
+  return *end == '\0' && v == 0.0;
+}
+
+static char *dup_printf(const char *fmt, const char *a)
+{
+  fe_strbuf b = {0};
+  fe_strbuf_printf(&b, fmt, a, a);
+  char *s = NULL;
+  if (fe_strbuf_finish(&b, &s)) return NULL;
+  return s;
+}
+
+int fe_physics_poisson(const char *kappa, const char *source, fe_physics **out)
+{
+  if (!kappa || !*kappa) kappa = "1";
+  if (!source || !*source) source = "0";
+  fe_physics *p;
+  FE_CALLOC(p, 1, "physics");
+  snprintf(p->name, sizeof p->name, "poisson");
+  p->ncomp = 1;
+  /* residual: integral of kappa grad u . grad v - source v */
+  if (!is_zero(source)) p->f0 = dup_printf("f0[0] = -(%s);", source);
+  p->f1 = dup_printf("const real kappa = (%s);\n    for (int d = 0; d < DIM; d++) f1[d] = kappa * du[d];",
+                     kappa);
+  p->df1 = dup_printf("const real kappa = (%s);\n    for (int d = 0; d < DIM; d++) df1[d] = kappa * dw[d];",
+                      kappa);
+  fe_strbuf desc = {0};
+  fe_strbuf_printf(&desc, "-div(kappa grad u) = s, kappa = %s, s = %s", kappa, source);
+  if ((!is_zero(source) && !p->f0) || !p->f1 || !p->df1 || fe_strbuf_finish(&desc, &p->description)) {
+    fe_physics_free(p);
+    FE_ERROR(FE_ERR_MEM, "out of host memory");
+  }
+  p->uses_x = reads_x(kappa) || reads_x(source);
+  p->nonlinear = 0;
+  /* an expression of x counts as a quadratic for the choice of quadrature */
+  p->degree_f0 = reads_x(source) ? 2 : 0;
+  p->degree_f1 = p->degree_df1 = reads_x(kappa) ? 2 : 0;
+  /* the negation of a constant source is folded by the compiler; of a field it is a flop */
+  double fs = p->f0 ? fe_count_flops(source) + (reads_x(source) ? 1 : 0) : 0;
+  double fk = fe_count_flops(kappa);
+  p->flops_f = fs + fk + 3;  /* kappa, three products */
+  p->flops_df = fk + 3;
+  *out = p;
+  return 0;
+}
+
+void fe_physics_free(fe_physics *p)
+{
+  if (!p) return;
+  free(p->f0);
+  free(p->f1);
+  free(p->df0);
+  free(p->df1);
+  free(p->description);
+  free(p);
+}

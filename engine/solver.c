@@ -1,0 +1,203 @@
+/* felab solvers: preconditioned conjugate gradients on a matrix-free operator.
+ *
+ * CG minimizes the energy norm of the error of J x = b over growing Krylov spaces
+ * span{z0, M^-1 J z0, ...}; with a symmetric positive definite J and preconditioner M
+ * each step is one Jacobian action, three dot products and three vector updates:
+ *   q = J p, alpha = (r, z) / (p, q), x += alpha p, r -= alpha q,
+ *   z = M^-1 r, beta = (r, z)_new / (r, z)_old, p = z + beta p.
+ * Jacobi takes M = diag(J). For linear physics, residual(u) = 0 is J u = b with
+ * b = J u0 - residual(u0): we start from u0 carrying the boundary values and iterate on
+ * r0 = -residual(u0). */
+#include "engine/solver.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/error.h"
+
+static double now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+void fe_solver_opts_default(fe_solver_opts *o)
+{
+  memset(o, 0, sizeof *o);
+  o->pc = "jacobi";
+  o->rtol = 1e-8;
+  o->atol = 1e-50;
+  o->maxit = 1000;
+  fe_action_opts_default(&o->act);
+}
+
+void fe_solver_info_free(fe_solver_info *info)
+{
+  free(info->history);
+  info->history = NULL;
+  info->nhistory = 0;
+}
+
+/* Counted work of the vector operations of one CG iteration on n reals of w bytes:
+ * three dots (2n flops, 2n words each), three axpby (3n flops, 3n words), one pointwise
+ * product (n flops, 3n words). */
+static void cg_vector_model(double n, double w, int jacobi, double *flops, double *bytes,
+                            int *launches)
+{
+  *flops = 3 * 2 * n + 3 * 3 * n + (jacobi ? n : 0);
+  *bytes = (3 * 2 * n + 3 * 3 * n + (jacobi ? 3 * n : 2 * n)) * w;
+  *launches = 7;
+}
+
+typedef struct cg_work {
+  fe_vector *r, *z, *p, *q, *d;
+} cg_work;
+
+static void cg_work_free(cg_work *k)
+{
+  fe_vector_free(k->r);
+  fe_vector_free(k->z);
+  fe_vector_free(k->p);
+  fe_vector_free(k->q);
+  fe_vector_free(k->d);
+}
+
+/* Record a norm in the history (grown by doubling). */
+static int history_add(fe_solver_info *info, double v)
+{
+  if ((info->nhistory & (info->nhistory - 1)) == 0) { /* at powers of two: grow */
+    double *h = realloc(info->history, sizeof(double) * (size_t)(2 * info->nhistory + 1));
+    if (!h) FE_ERROR(FE_ERR_MEM, "out of host memory for the residual history");
+    info->history = h;
+  }
+  info->history[info->nhistory++] = v;
+  return 0;
+}
+
+/* The iteration itself; x holds the initial guess and receives the solution. */
+static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe_solver_opts *o,
+                      cg_work *k, fe_solver_info *info)
+{
+  fe_action_opts act = o->act;
+  act.nolog = 1;
+  fe_report rep, apply_rep = {0};
+  int jacobi = !strcmp(o->pc, "jacobi");
+  FE_ASSERT(jacobi || !strcmp(o->pc, "none"), FE_ERR_ARG,
+            "unknown preconditioner '%s' (jacobi, none)", o->pc);
+  /* r = b - J x, or -residual(x) */
+  if (b) {
+    FE_CHECK(fe_operator_apply(A, x, NULL, &act, &k->r, &rep));
+    FE_CHECK(fe_vector_axpby(k->r, 1.0, b, -1.0));
+  } else {
+    FE_CHECK(fe_operator_residual(A, x, &act, &k->r, &rep));
+    FE_CHECK(fe_vector_axpby(k->r, 0.0, k->r, -1.0));
+  }
+  FE_CHECK(fe_vector_duplicate(x, &k->z));
+  FE_CHECK(fe_vector_duplicate(x, &k->p));
+  if (jacobi) FE_CHECK(fe_operator_diagonal(A, NULL, &act, &k->d, &rep));
+  double rr, rz, rz_new, pq, r0;
+  FE_CHECK(fe_vector_norm(k->r, &r0));
+  FE_CHECK(history_add(info, r0));
+  if (jacobi) FE_CHECK(fe_vector_pointwise(k->z, k->r, k->d, 1));
+  else FE_CHECK(fe_vector_copy(k->z, k->r));
+  FE_CHECK(fe_vector_copy(k->p, k->z));
+  FE_CHECK(fe_vector_dot(k->r, k->z, &rz));
+  if (o->monitor) printf("  cg %4d  |r| = %.6e\n", 0, r0);
+  double t0 = now(), vflops, vbytes;
+  int vlaunches, it = 0;
+  cg_vector_model(x->n, (double)fe_precision_size(x->prec), jacobi, &vflops, &vbytes, &vlaunches);
+  snprintf(info->reason, sizeof info->reason, "maxit");
+  if (r0 <= o->atol) {
+    info->converged = 1;
+    snprintf(info->reason, sizeof info->reason, "atol");
+  }
+  for (it = 1; it <= o->maxit && !info->converged; it++) {
+    FE_CHECK_INTERRUPT();
+    FE_CHECK(fe_operator_apply(A, k->p, NULL, &act, &k->q, &apply_rep)); /* q = J p */
+    FE_CHECK(fe_vector_dot(k->p, k->q, &pq));
+    if (!(pq > 0)) {
+      snprintf(info->reason, sizeof info->reason, "breakdown: (p, Jp) = %.3g at iteration %d", pq, it);
+      FE_ERROR(FE_ERR_SOLVER, "cg %s: the operator is not positive definite (or the solve diverged)",
+               info->reason);
+    }
+    double alpha = rz / pq;
+    FE_CHECK(fe_vector_axpby(x, alpha, k->p, 1.0));     /* x <- x + alpha p */
+    FE_CHECK(fe_vector_axpby(k->r, -alpha, k->q, 1.0)); /* r <- r - alpha q */
+    if (jacobi) FE_CHECK(fe_vector_pointwise(k->z, k->r, k->d, 1)); /* z <- r ./ diag */
+    else FE_CHECK(fe_vector_copy(k->z, k->r));
+    FE_CHECK(fe_vector_dot(k->r, k->r, &rr));
+    FE_CHECK(fe_vector_dot(k->r, k->z, &rz_new));
+    double rn = sqrt(rr);
+    FE_CHECK(history_add(info, rn));
+    if (o->monitor) printf("  cg %4d  |r| = %.6e\n", it, rn);
+    if (!isfinite(rn)) {
+      snprintf(info->reason, sizeof info->reason, "diverged: |r| = %g at iteration %d", rn, it);
+      FE_ERROR(FE_ERR_SOLVER, "cg %s", info->reason);
+    }
+    info->iterations = it;
+    if (rn <= o->rtol * r0 || rn <= o->atol) {
+      info->converged = 1;
+      snprintf(info->reason, sizeof info->reason, rn <= o->atol ? "atol" : "rtol");
+      break;
+    }
+    FE_CHECK(fe_vector_axpby(k->p, 1.0, k->z, rz_new / rz)); /* p <- z + beta p */
+    rz = rz_new;
+  }
+  FE_CHECK(x->be->ops->finish(x->be->impl));
+  /* the report: the iterations, each an apply plus the vector work */
+  fe_report *r = &info->report;
+  double seconds = now() - t0;
+  int n = info->iterations;
+  *r = apply_rep;
+  snprintf(r->action, sizeof r->action, "cg");
+  r->iterations = n;
+  r->flops = n * (apply_rep.flops + vflops);
+  r->bytes = n * (apply_rep.bytes + vbytes);
+  r->launches = n * (apply_rep.launches + vlaunches);
+  r->seconds = seconds;
+  r->compile_seconds = rep.compile_seconds;
+  r->setup_seconds = rep.setup_seconds;
+  FE_CHECK(fe_perf_predict(x->be, x->prec, r));
+  return 0;
+}
+
+int fe_solve_cg(fe_operator *A, const fe_vector *b, const fe_vector *x0, const fe_solver_opts *o,
+                fe_vector **x, fe_solver_info *info)
+{
+  memset(info, 0, sizeof *info);
+  FE_ASSERT(o->maxit >= 0, FE_ERR_ARG, "maxit must be >= 0, got %d", o->maxit);
+  FE_ASSERT(o->rtol >= 0 && o->atol >= 0, FE_ERR_ARG, "tolerances must be >= 0");
+  *x = NULL;
+  int rc;
+  if (x0) {
+    fe_backend *be;
+    fe_precision prec = o->act.precision >= 0 ? (fe_precision)o->act.precision : fe_precision_default();
+    rc = fe_backend_get(o->act.backend, &be);
+    if (!rc) rc = fe_vector_convert(x0, be, prec, x);
+  } else {
+    rc = fe_operator_initial(A, &o->act, 0.0, x);
+  }
+  FE_CHECK(rc);
+  const fe_vector *bb = b;
+  fe_vector *bconv = NULL;
+  if (b && (b->be != (*x)->be || b->prec != (*x)->prec)) {
+    rc = fe_vector_convert(b, (*x)->be, (*x)->prec, &bconv);
+    bb = bconv;
+  }
+  cg_work k = {0};
+  if (!rc) rc = cg_iterate(A, bb, *x, o, &k, info);
+  cg_work_free(&k);
+  fe_vector_free(bconv);
+  if (rc) {
+    fe_vector_free(*x);
+    *x = NULL;
+    fe_solver_info_free(info);
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
+  fe_perf_log_add(&info->report);
+  return 0;
+}

@@ -1,0 +1,33 @@
+/* felab vectors: n reals of one precision on one backend. */
+#ifndef FE_VECTOR_H
+#define FE_VECTOR_H
+
+#include "backends/backend.h"
+
+typedef struct fe_vector {
+  fe_backend *be;
+  fe_precision prec;
+  int n;
+  fe_buffer buf;
+} fe_vector;
+
+int fe_vector_create(fe_backend *be, fe_precision prec, int n, fe_vector **out);
+void fe_vector_free(fe_vector *x);
+int fe_vector_set(fe_vector *x, const double *values); /* from host doubles */
+int fe_vector_get(const fe_vector *x, double *values); /* to host doubles */
+/* A copy on backend be in precision prec (the same backend and precision: a plain copy). */
+int fe_vector_convert(const fe_vector *x, fe_backend *be, fe_precision prec, fe_vector **out);
+int fe_vector_duplicate(const fe_vector *x, fe_vector **out); /* same layout, zeroed */
+int fe_vector_copy(fe_vector *dst, const fe_vector *src);
+int fe_vector_fill(fe_vector *x, double value);
+int fe_vector_axpby(fe_vector *y, double a, const fe_vector *x, double b); /* y <- a x + b y */
+int fe_vector_pointwise(fe_vector *z, const fe_vector *x, const fe_vector *y, int divide);
+int fe_vector_dot(const fe_vector *x, const fe_vector *y, double *result);
+int fe_vector_norm(const fe_vector *x, double *result);
+int fe_vector_min(const fe_vector *x, double *result);
+int fe_vector_max(const fe_vector *x, double *result);
+int fe_vector_get_entry(const fe_vector *x, int i, double *value);
+/* Check two vectors can be combined (same length; converts nothing): error names both. */
+int fe_vector_check_compatible(const fe_vector *x, const fe_vector *y, const char *what);
+
+#endif

@@ -1,0 +1,31 @@
+#!/bin/sh
+# Run every felab test against one build folder: Criterion unit tests, Lua script tests
+# through the shell, and the prompt tests. Exits nonzero if any fails.
+# FELAB_ASAN=1: the build is sanitized (leak checking on, with tests/lsan.supp).
+BUILD=${1:-build}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT" || exit 1
+export FELAB_CACHE="$ROOT/$BUILD/cache"
+if [ "${FELAB_ASAN:-0}" = 1 ]; then
+  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}"
+  export LSAN_OPTIONS="suppressions=$ROOT/tests/lsan.supp:print_suppressions=0"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+fi
+fail=0
+echo "== unit tests ($BUILD)"
+"$BUILD/unit-tests" --jobs 2 || fail=1
+echo "== script tests ($BUILD)"
+for t in tests/scripts/test_*.lua; do
+  start=$(date +%s)
+  if out=$("$BUILD/felab" "$t" 2>&1); then
+    echo "  ok      $t ($(( $(date +%s) - start )) s)"
+  else
+    echo "  FAILED  $t"
+    echo "$out" | tail -20 | sed 's/^/    /'
+    fail=1
+  fi
+done
+echo "== prompt tests ($BUILD)"
+sh tests/prompt/run.sh "$BUILD/felab" || fail=1
+[ $fail = 0 ] && echo "== all tests passed ($BUILD)" || echo "== SOME TESTS FAILED ($BUILD)"
+exit $fail
