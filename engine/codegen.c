@@ -67,8 +67,8 @@ static void emit_physics_fn(fe_strbuf *b, const char *sig, const char *o0, const
 {
   fe_strbuf_printf(b, "FE_DEVICE void %s\n{\n", sig);
   fe_strbuf_append(b, "  (void)u; (void)du; (void)x;\n");
-  fe_strbuf_printf(b, "  for (int k = 0; k < NC; k++) %s[k] = 0;\n", o0);
-  fe_strbuf_printf(b, "  for (int k = 0; k < NC * DIM; k++) %s[k] = 0;\n", o1);
+  fe_strbuf_printf(b, "  FE_UNROLL for (int k = 0; k < NC; k++) %s[k] = 0;\n", o0);
+  fe_strbuf_printf(b, "  FE_UNROLL for (int k = 0; k < NC * DIM; k++) %s[k] = 0;\n", o1);
   if (body0) fe_strbuf_printf(b, "  {\n    %s\n  }\n", body0);
   if (body1) fe_strbuf_printf(b, "  {\n    %s\n  }\n", body1);
   fe_strbuf_append(b, "}\n");

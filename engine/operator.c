@@ -180,16 +180,25 @@ static void fill_spec(const fe_operator *A, const op_device *d, fe_action a, fe_
   s->geo_affine = A->geo_affine;
 }
 
-/* Geometric factors in double at the points of rule Q: per stored point Jinv (row-major,
- * dxi_i/dx_d) then det J; affine cells store one point per cell. */
-static int build_geometry(const fe_operator *A, const fe_quadrature *Q, double **geo_out,
-                          size_t *nwords)
+/* Cells rounded up to whole work groups. */
+static size_t padded_cells(const fe_operator *A, int block)
+{
+  size_t n = (size_t)A->V->mesh->ncells;
+  return (n + block - 1) / block * block;
+}
+
+/* Geometric factors in double at the points of rule Q, structure-of-arrays: factor j of
+ * every (cell, point) then factor j + 1; the factors are Jinv (row-major, dxi_i/dx_d) then
+ * det J. Affine cells store one point per cell. */
+static int build_geometry(const fe_operator *A, const fe_quadrature *Q, int block,
+                          double **geo_out, size_t *nwords)
 {
   const fe_space *V = A->V;
   const fe_element *el = &V->elem;
   int dim = el->dim, nb = el->nbasis, stride = fe_geo_stride(dim);
   int ngq = A->geo_affine ? 1 : Q->npoints;
-  size_t ncells = (size_t)V->mesh->ncells, n = ncells * ngq * stride;
+  size_t ncells = (size_t)V->mesh->ncells, npad = padded_cells(A, block);
+  size_t n = npad * ngq * stride;
   double *geo;
   FE_MALLOC(geo, n, "geometric factors");
   /* derivatives of the geometry basis at the stored points */
@@ -202,13 +211,14 @@ static int build_geometry(const fe_operator *A, const fe_quadrature *Q, double *
   for (size_t c = 0; c < ncells; c++) {
     const int *dof = V->cell_nodes + c * nb;
     for (int q = 0; q < ngq; q++) {
-      double J[9] = {0}, *K = geo + (c * ngq + q) * stride;
+      double J[9] = {0}, K[10];
       for (int b = 0; b < nb; b++)
         for (int d = 0; d < dim; d++)
           for (int i = 0; i < dim; i++)
             J[d * dim + i] += V->node_coords[3 * (size_t)dof[b] + d] * dphi[q][b * dim + i];
       double det = fe_space_map_inverse(dim, J, K);
       K[dim * dim] = det;
+      for (int j = 0; j < stride; j++) geo[(size_t)j * npad * ngq + c * ngq + q] = K[j];
       if (!(det > 0)) {
 #pragma omp critical
         if (bad < 0 || (long long)c < bad) {
@@ -218,6 +228,11 @@ static int build_geometry(const fe_operator *A, const fe_quadrature *Q, double *
       }
     }
   }
+  /* padding: the first cell's factors with zero measure, so it adds exact zeros */
+  for (size_t c = ncells; c < npad; c++)
+    for (int q = 0; q < ngq; q++)
+      for (int j = 0; j < stride; j++)
+        geo[(size_t)j * npad * ngq + c * ngq + q] = j < dim * dim ? geo[(size_t)j * npad * ngq + q] : 0;
   if (bad >= 0) {
     free(geo);
     FE_ERROR(FE_ERR_MESH, "cell %lld (%s) is %s: det J = %.3g", bad, fe_cell_name(el->cell),
@@ -250,6 +265,21 @@ static int upload_ints(fe_backend *be, const int *v, size_t n, fe_buffer *buf)
 {
   FE_CHECK(be->ops->alloc(be->impl, n * sizeof(int), buf));
   return be->ops->write(be->impl, buf, 0, n * sizeof(int), v);
+}
+
+/* The cell map padded to whole blocks with copies of the first cell. */
+static int upload_cells(const fe_operator *A, op_device *d)
+{
+  const fe_space *V = A->V;
+  int nb = V->elem.nbasis;
+  size_t n = (size_t)V->mesh->ncells * nb, npad = padded_cells(A, d->block) * nb;
+  int *cells;
+  FE_MALLOC(cells, npad, "cell map");
+  memcpy(cells, V->cell_nodes, sizeof(int) * n);
+  for (size_t i = n; i < npad; i++) cells[i] = V->cell_nodes[i % nb];
+  int rc = upload_ints(d->be, cells, npad, &d->cells);
+  free(cells);
+  return rc;
 }
 
 /* The work-group schedule: identity, or groups sorted by color. */
@@ -295,12 +325,12 @@ static int op_device_setup(fe_operator *A, op_device *d)
   size_t ngeo;
   int rc = build_schedule(A, d, &list);
   if (!rc) rc = upload_ints(be, list, (size_t)d->ngroups, &d->groups);
-  if (!rc) rc = upload_ints(be, V->cell_nodes, (size_t)V->mesh->ncells * V->elem.nbasis, &d->cells);
+  if (!rc) rc = upload_cells(A, d);
   for (int a = 0; a < FE_NACTIONS && !rc; a++) {
     for (int b = 0; b < a; b++) /* the same points as an earlier action: share */
       if (A->geo_affine || A->quad[b].degree == A->quad[a].degree) d->geo[a] = d->geo[b];
     if (d->geo[a].ptr) continue;
-    rc = build_geometry(A, &A->quad[a], &geo, &ngeo);
+    rc = build_geometry(A, &A->quad[a], d->block, &geo, &ngeo);
     if (!rc) rc = upload_reals(be, d->prec, geo, ngeo, &d->geo[a]);
     free(geo);
     geo = NULL;
@@ -392,7 +422,7 @@ static int op_integrate(fe_operator *A, op_device *d, fe_action a, const fe_vect
     fe_arg args[10] = {
         {.kind = FE_ARG_INT, .i = ng},
         {.kind = FE_ARG_INT, .i = d->color_start[c]},
-        {.kind = FE_ARG_INT, .i = A->V->mesh->ncells},
+        {.kind = FE_ARG_INT, .i = (long long)(padded_cells(A, d->block) * (A->geo_affine ? 1 : A->quad[a].npoints))},
         {.kind = FE_ARG_BUFFER, .buf = &d->groups},
         {.kind = FE_ARG_BUFFER, .buf = &d->cells},
         {.kind = FE_ARG_BUFFER, .buf = &d->geo[a]},
@@ -572,6 +602,16 @@ int fe_operator_initial(fe_operator *A, const fe_action_opts *o, double interior
     *out = NULL;
   }
   return rc;
+}
+
+int fe_operator_prepare(fe_operator *A, const char *action, const fe_action_opts *o,
+                        double *compile_seconds)
+{
+  fe_action a;
+  op_device *d = NULL;
+  FE_CHECK(fe_action_parse(action, &a));
+  FE_CHECK(op_device_get(A, o, &d));
+  return op_kernel(A, d, a, compile_seconds);
 }
 
 int fe_operator_source(fe_operator *A, const char *action, const fe_action_opts *o, char **src)

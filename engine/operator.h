@@ -43,6 +43,10 @@ int fe_operator_apply(fe_operator *A, const fe_vector *w, const fe_vector *at,
                       const fe_action_opts *o, fe_vector **out, fe_report *rep);
 int fe_operator_diagonal(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
                          fe_vector **out, fe_report *rep);
+/* Make the action ready on the backend of o (device data, compiled kernel) without running
+ * it; *compile_seconds gets the JIT time (0 when already compiled or cached). */
+int fe_operator_prepare(fe_operator *A, const char *action, const fe_action_opts *o,
+                        double *compile_seconds);
 /* A vector of the operator's size on the action's backend holding the boundary values on
  * constrained nodes and `interior` elsewhere. */
 int fe_operator_initial(fe_operator *A, const fe_action_opts *o, double interior, fe_vector **out);

@@ -83,9 +83,9 @@ int fe_physics_poisson(const char *kappa, const char *source, fe_physics **out)
   p->ncomp = 1;
   /* residual: integral of kappa grad u . grad v - source v */
   if (!is_zero(source)) p->f0 = dup_printf("f0[0] = -(%s);", source);
-  p->f1 = dup_printf("const real kappa = (%s);\n    for (int d = 0; d < DIM; d++) f1[d] = kappa * du[d];",
+  p->f1 = dup_printf("const real kappa = (%s);\n    FE_UNROLL for (int d = 0; d < DIM; d++) f1[d] = kappa * du[d];",
                      kappa);
-  p->df1 = dup_printf("const real kappa = (%s);\n    for (int d = 0; d < DIM; d++) df1[d] = kappa * dw[d];",
+  p->df1 = dup_printf("const real kappa = (%s);\n    FE_UNROLL for (int d = 0; d < DIM; d++) df1[d] = kappa * dw[d];",
                       kappa);
   fe_strbuf desc = {0};
   fe_strbuf_printf(&desc, "-div(kappa grad u) = s, kappa = %s, s = %s", kappa, source);

@@ -88,6 +88,12 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   int jacobi = !strcmp(o->pc, "jacobi");
   FE_ASSERT(jacobi || !strcmp(o->pc, "none"), FE_ERR_ARG,
             "unknown preconditioner '%s' (jacobi, none)", o->pc);
+  double compile_s = 0, cs; /* compile outside the timed iterations */
+  const char *actions[] = {"residual", "apply", "diagonal"};
+  for (int i = 0; i < 3; i++) {
+    FE_CHECK(fe_operator_prepare(A, actions[i], &act, &cs));
+    compile_s += cs;
+  }
   /* r = b - J x, or -residual(x) */
   if (b) {
     FE_CHECK(fe_operator_apply(A, x, NULL, &act, &k->r, &rep));
@@ -159,7 +165,7 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   r->bytes = n * (apply_rep.bytes + vbytes);
   r->launches = n * (apply_rep.launches + vlaunches);
   r->seconds = seconds;
-  r->compile_seconds = rep.compile_seconds;
+  r->compile_seconds = compile_s;
   r->setup_seconds = rep.setup_seconds;
   FE_CHECK(fe_perf_predict(x->be, x->prec, r));
   return 0;

@@ -63,6 +63,8 @@ static const char cpu_preamble_text[] =
     "#define FE_SHARED\n"
     "#define FE_OUTER(g, n) _Pragma(\"omp for schedule(static)\") for (int g = 0; g < (n); ++g)\n"
     "#define FE_INNER(t, n) for (int t = 0; t < (n); ++t)\n"
+    "#define FE_INNER_VEC(t, n) _Pragma(\"omp simd\") for (int t = 0; t < (n); ++t)\n"
+    "#define FE_UNROLL _Pragma(\"GCC unroll 64\")\n"
     "#define FE_BARRIER\n"
     "#if FE_COLORED\n"
     "#define FE_ATOMIC_ADD(p, v) (*(p) += (v))\n"
