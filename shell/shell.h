@@ -18,6 +18,8 @@ int felab_open_solve(lua_State *L);   /* shell/lua-solve.c:   solve.cg */
 int felab_open_device(lua_State *L);  /* shell/lua-device.c:  device.*, perf.*, reports */
 int felab_open_export(lua_State *L);  /* shell/lua-export.c:  export.vtu */
 int felab_open_help(lua_State *L);    /* shell/help.c:        help() */
+int felab_open_vector(lua_State *L);  /* shell/lua-vector.c:  the vector metatable */
+int felab_open_operator(lua_State *L); /* shell/lua-operator.c: fe.operator and its metatable */
 
 /* Raise the engine's current error (engine/error.h) as a Lua error and clear it. */
 int felab_raise(lua_State *L);

@@ -1,0 +1,536 @@
+/* felab's help system: help() at the prompt.
+ *
+ * Entries are keyed like the Lua surface: "mesh.box" for a module function,
+ * "felab.mesh" for an object type (named by its metatable's __name), "felab.mesh:tags"
+ * for a method. The texts of the whole contract live in the static table below; binding
+ * files add or replace entries with felab_help_add. help(x) finds its entry at call time
+ * by walking the module tables and the type metatables, so it also tells which functions
+ * exist in this build. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "shell/shell.h"
+
+/* One entry: what help prints for one key. */
+typedef struct help_entry {
+  const char *key;       /* "mesh.box", "felab.mesh", "felab.mesh:tags", "help" */
+  const char *signature; /* how to call it, or for a type its fields and methods */
+  const char *text;      /* what it does, 2 to 6 lines, the last an example */
+} help_entry;
+
+/* The modules, in the order help() lists them, with their one-line summaries. */
+static const struct {
+  const char *name;
+  const char *summary;
+} modules[] = {
+    {"mesh", "meshes: the built-in box generator, cell and boundary tags"},
+    {"fe", "function spaces, operators and their actions (residual, apply, diagonal)"},
+    {"physics", "pointwise physics: Poisson and friends"},
+    {"solve", "matrix-free Krylov solvers: solve.cg"},
+    {"device", "backends (cpu, opencl, cuda): list, choose, calibrate, describe"},
+    {"perf", "the session's performance log: every call, predicted vs measured"},
+    {"export", "files for other tools: export.vtu for ParaView"},
+};
+#define NMODULES (sizeof modules / sizeof modules[0])
+
+/* The object types, searched for methods. */
+static const char *const types[] = {FELAB_MESH,    FELAB_SPACE,    FELAB_VECTOR,
+                                    FELAB_PHYSICS, FELAB_OPERATOR, FELAB_REPORT};
+#define NTYPES (sizeof types / sizeof types[0])
+
+/* The contract's texts. */
+static const help_entry builtin[] = {
+    {"help", "help([x])",
+     "Explains felab. help() lists the modules, help(mesh) one module's functions,\n"
+     "help(mesh.box) or help(\"mesh.box\") one function, help(m) an object's type and methods.\n"
+     "example: help(fe.operator)"},
+
+    /* meshes */
+    {"mesh.box",
+     "mesh.box{cells = {nx, ny, nz}, cell = \"tet\", lower = {0, 0, 0}, upper = {1, 1, 1}, "
+     "distort = 0}",
+     "A structured mesh of the box [lower, upper]: cell \"tet\" or \"hex\" in 3D, \"tri\" or\n"
+     "\"quad\" in 2D (cells = {nx, ny}). distort in [0, 1] moves interior vertices by a\n"
+     "deterministic amount (the same mesh every run). Boundary tags xmin xmax ymin ymax zmin\n"
+     "zmax; every cell is in the region \"domain\".\n"
+     "example: m = mesh.box{cells = {16, 16, 16}, cell = \"tet\"}; print(m)"},
+    {FELAB_MESH, "m.dim, m.ncells, m.nvertices; m:tags()",
+     "A mesh: vertices, cells of one type, tagged boundary facets and cell regions.\n"
+     "print(m) gives a summary; dim, ncells and nvertices are numbers.\n"
+     "example: m = mesh.box{cells = {4, 4, 4}}; print(m.ncells, m:tags().boundary[1])"},
+    {FELAB_MESH ":tags", "m:tags()",
+     "The tag names: {boundary = {\"xmin\", ...}, cells = {\"domain\", ...}}, to use in\n"
+     "fe.operator's dirichlet list.\n"
+     "example: for _, t in ipairs(m:tags().boundary) do print(t) end"},
+
+    /* spaces, vectors, operators */
+    {"fe.space", "fe.space(m, \"P1\")",
+     "A finite-element space on mesh m: \"P1\" on tets and triangles, \"Q1\" on hexes and\n"
+     "quads (higher orders and {family = \"P\", order = 2, components = 3} as they arrive).\n"
+     "The space keeps its mesh alive.\n"
+     "example: V = fe.space(m, \"P1\"); print(V.ndofs)"},
+    {FELAB_SPACE, "V.ndofs; V:interpolate(f)",
+     "A function space: its reference element, its dof map, its mesh.\n"
+     "ndofs is the number of global degrees of freedom.\n"
+     "example: V = fe.space(m, \"P1\"); u = V:interpolate(0)"},
+    {FELAB_SPACE ":interpolate",
+     "V:interpolate(f [, {backend = \"cpu\", precision = \"double\"}])",
+     "A vector holding f at every node: f a number or function(x) with x = {x, y, z}\n"
+     "(1-based). The vector lives on the session's default backend unless told otherwise.\n"
+     "example: u = V:interpolate(function(x) return x[1] * x[2] end)"},
+    {"fe.operator", "fe.operator(V, pde, {dirichlet = {\"xmin\", \"xmax\"}, value = 0})",
+     "An operator: space V, physics pde and boundary conditions. dirichlet lists boundary\n"
+     "tag names (\"all\" for the whole boundary) where u = value is imposed strongly.\n"
+     "Its actions (A:residual, A:apply, A:diagonal) each return (vector, report).\n"
+     "example: A = fe.operator(V, physics.poisson{source = 1}, {dirichlet = \"all\"})"},
+    {FELAB_OPERATOR, "A:residual(u, opts), A:apply(w, opts), A:diagonal(opts), A:source(action), "
+                     "A:strategies()",
+     "A matrix-free operator. Every action takes opts {backend = \"cpu\"|\"opencl\"|\"cuda\",\n"
+     "precision = \"double\"|\"single\", strategy = \"transpose\", block = cells per group}\n"
+     "and returns (vector, report); the report compares measured and predicted rates.\n"
+     "example: r, rep = A:residual(u); print(rep)"},
+    {FELAB_OPERATOR ":residual",
+     "A:residual(u, {backend = \"opencl\", precision = \"double\", strategy = \"transpose\"})",
+     "The residual F(u): integrates f0 v + f1 . grad v over every cell, with the Dirichlet\n"
+     "rows replaced by u - g. Returns (r, report).\n"
+     "example: r, rep = A:residual(u, {backend = \"cpu\"}); print(r:norm(), rep.gflops)"},
+    {FELAB_OPERATOR ":apply", "A:apply(w, {at = u, backend = ..., precision = ..., strategy = ...})",
+     "The Jacobian action J(u) w at state `at` (default: zero), matrix-free; Dirichlet rows\n"
+     "act as the identity. Returns (y, report).\n"
+     "example: y, rep = A:apply(w, {at = u})"},
+    {FELAB_OPERATOR ":diagonal", "A:diagonal({at = u, backend = ..., precision = ...})",
+     "The diagonal of the Jacobian (what the Jacobi preconditioner divides by).\n"
+     "Returns (d, report).\n"
+     "example: d, rep = A:diagonal(); print(d:min(), d:max())"},
+    {FELAB_OPERATOR ":source", "A:source(\"residual\" [, {backend = ..., precision = ...}])",
+     "The complete generated kernel source of an action (\"residual\", \"apply\" or\n"
+     "\"diagonal\") as the backend compiles it, preamble included.\n"
+     "example: print(A:source(\"residual\", {backend = \"opencl\"}))"},
+    {FELAB_OPERATOR ":strategies", "A:strategies()",
+     "The kernel strategies that apply to this operator (e.g. \"transpose\").\n"
+     "example: print(A:strategies())"},
+    {FELAB_VECTOR,
+     "u:size(), u:norm(), u:dot(v), u:axpy(a, v), u:copy(), u:to(backend), u:min(), u:max(), "
+     "u:get(i), u:error(f, norm)",
+     "A vector of reals living on one backend in one precision; print(u) says where.\n"
+     "Combining two vectors needs the same length; u:to moves it explicitly.\n"
+     "example: u = V:interpolate(1); print(u:norm(), u:size())"},
+    {FELAB_VECTOR ":norm", "u:norm()", "The Euclidean norm sqrt(sum u_i^2).\nexample: print(u:norm())"},
+    {FELAB_VECTOR ":dot", "u:dot(v)", "The dot product sum u_i v_i (same length).\nexample: print(u:dot(v))"},
+    {FELAB_VECTOR ":axpy", "u:axpy(a, v)", "u <- u + a v in place; returns u.\nexample: r:axpy(-1, b)"},
+    {FELAB_VECTOR ":copy", "u:copy()", "A new vector equal to u, on the same backend.\nexample: w = u:copy()"},
+    {FELAB_VECTOR ":to", "u:to(\"cuda\" [, precision])",
+     "A copy of u on another backend (and precision); the copy is timed.\n"
+     "example: ug = u:to(\"opencl\")"},
+    {FELAB_VECTOR ":min", "u:min()", "The smallest entry.\nexample: print(u:min(), u:max())"},
+    {FELAB_VECTOR ":max", "u:max()", "The largest entry.\nexample: print(u:max())"},
+    {FELAB_VECTOR ":get", "u:get(i)", "Entry i (1-based), read back from the device.\nexample: print(u:get(1))"},
+    {FELAB_VECTOR ":size", "u:size()", "The number of entries (also #u).\nexample: print(u:size())"},
+    {FELAB_VECTOR ":error", "u:error(f, \"L2\"|\"H1\")",
+     "The error of the finite-element function u against the exact f(x) (x = {x, y, z}),\n"
+     "by quadrature: the L2 norm or the H1 seminorm.\n"
+     "example: print(u:error(function(x) return x[1] * (1 - x[1]) / 2 end, \"L2\"))"},
+
+    /* physics */
+    {"physics.poisson", "physics.poisson{kappa = 1, source = 1}",
+     "-div(kappa grad u) = source. kappa and source are numbers, C expressions of x[0..2]\n"
+     "(e.g. \"1 + x[0]*x[1]\"), or functions of x traced once into expressions.\n"
+     "example: pde = physics.poisson{kappa = 1, source = \"sin(x[0])\"}"},
+    {FELAB_PHYSICS, "print(pde)",
+     "Pointwise physics f0(u, grad u, x) and f1(u, grad u, x) with their Jacobian blocks\n"
+     "and flop counts; an operator combines it with a space.\n"
+     "example: pde = physics.poisson{source = 1}; print(pde)"},
+
+    /* solvers */
+    {"solve.cg",
+     "solve.cg(A [, b], {pc = \"jacobi\", rtol = 1e-8, atol = 0, maxit = 1000, backend = ..., "
+     "precision = ...})",
+     "Preconditioned conjugate gradients, matrix-free: without b solves residual(u) = 0\n"
+     "(linear physics), with b solves J x = b. pc is \"jacobi\" or \"none\".\n"
+     "Returns u, info: info.iterations, converged, reason, history, report.\n"
+     "example: u, info = solve.cg(A, {pc = \"jacobi\", rtol = 1e-10}); print(info.iterations)"},
+
+    /* devices and performance */
+    {"device.list", "device.list()",
+     "Every backend compiled in (cpu, opencl, cuda), whether it can be used here, and if\n"
+     "not, why.\n"
+     "example: device.list()"},
+    {"device.use", "device.use(\"opencl\")",
+     "Set the session's default backend (the one actions and vectors use unless an opts\n"
+     "table says otherwise). Also settable with felab --backend NAME.\n"
+     "example: device.use(\"cpu\")"},
+    {"device.calibrate", "device.calibrate([backend [, precision]])",
+     "Measure the ceilings of a backend: triad bandwidth (GB/s), FMA rate (GF/s) and launch\n"
+     "overhead; stored, and used by every prediction. Returns a report.\n"
+     "example: print(device.calibrate(\"cpu\", \"double\"))"},
+    {"device.info", "device.info([backend])",
+     "What the backend's device is: name, vendor, compute units, memory, fp64, calibration.\n"
+     "example: print(device.info(\"opencl\").name)"},
+    {"perf.log", "perf.log()",
+     "Every call of the session, one line each: action, backend, precision, flops, bytes,\n"
+     "seconds, GF/s, GB/s, predicted time and the ratio, the bound.\n"
+     "example: perf.log()"},
+    {"perf.clear", "perf.clear()", "Empty the session's performance log.\nexample: perf.clear()"},
+    {FELAB_REPORT,
+     "rep.flops, rep.bytes, rep.seconds, rep.gflops, rep.gbytes, rep.predicted_seconds, "
+     "rep.bound, ...",
+     "What one call did: counted flops and minimal bytes, measured seconds and rates, the\n"
+     "model's predicted seconds, the bound (\"memory\" or \"compute\"), and the backend,\n"
+     "device, precision and strategy it ran with. print(rep) shows the block.\n"
+     "example: r, rep = A:residual(u); print(rep.gflops, rep.predicted_seconds / rep.seconds)"},
+
+    /* output */
+    {"export.vtu", "export.vtu(\"out/u.vtu\", m, {u = u, ...})",
+     "Write the mesh with named fields (vectors of the mesh's vertices, or of its cells) as\n"
+     "a VTK XML file for ParaView; cell regions are always written.\n"
+     "example: export.vtu(\"u.vtu\", m, {u = u})"},
+};
+#define NBUILTIN (sizeof builtin / sizeof builtin[0])
+
+static help_entry *added; /* entries from felab_help_add, newest wins */
+static size_t nadded, added_cap;
+
+/* Copy a string, NULL on NULL or failure. */
+static char *copy_string(const char *s)
+{
+  return s ? strdup(s) : NULL;
+}
+
+void felab_help_add(const char *key, const char *signature, const char *text)
+{
+  if (!key) return;
+  help_entry *e = NULL;
+  for (size_t i = 0; i < nadded; i++)
+    if (!strcmp(added[i].key, key)) e = &added[i];
+  if (!e) {
+    if (nadded == added_cap) {
+      size_t cap = added_cap ? 2 * added_cap : 32;
+      help_entry *grown = realloc(added, cap * sizeof *grown);
+      if (!grown) return;
+      added = grown;
+      added_cap = cap;
+    }
+    e = &added[nadded];
+    e->key = copy_string(key);
+    if (!e->key) return;
+    nadded++;
+  } else {
+    free((char *)e->signature);
+    free((char *)e->text);
+  }
+  e->signature = copy_string(signature);
+  e->text = copy_string(text);
+}
+
+/* The entry of key (added ones first), or NULL. */
+static const help_entry *help_find(const char *key)
+{
+  for (size_t i = nadded; i-- > 0;)
+    if (!strcmp(added[i].key, key)) return &added[i];
+  for (size_t i = 0; i < NBUILTIN; i++)
+    if (!strcmp(builtin[i].key, key)) return &builtin[i];
+  return NULL;
+}
+
+/* ----- a sorted list of names ----- */
+
+typedef struct name_list {
+  char **v;
+  size_t n, cap;
+} name_list;
+
+/* Add a name unless it is there already. */
+static void names_add(name_list *l, const char *s, size_t len)
+{
+  for (size_t i = 0; i < l->n; i++)
+    if (strlen(l->v[i]) == len && !strncmp(l->v[i], s, len)) return;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 32;
+    char **grown = realloc(l->v, cap * sizeof *grown);
+    if (!grown) return;
+    l->v = grown;
+    l->cap = cap;
+  }
+  char *copy = malloc(len + 1);
+  if (!copy) return;
+  memcpy(copy, s, len);
+  copy[len] = '\0';
+  l->v[l->n++] = copy;
+}
+
+/* qsort comparison of two names. */
+static int names_compare(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Free the names. */
+static void names_free(name_list *l)
+{
+  for (size_t i = 0; i < l->n; i++) free(l->v[i]);
+  free(l->v);
+  l->v = NULL;
+  l->n = l->cap = 0;
+}
+
+/* Add the string keys of the table at index t whose values are functions; skip "__"
+ * names (metamethods) when nometa. */
+static void names_add_functions(lua_State *L, int t, name_list *l, int nometa)
+{
+  t = lua_absindex(L, t);
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    if (lua_type(L, -2) == LUA_TSTRING && lua_type(L, -1) == LUA_TFUNCTION) {
+      size_t len;
+      const char *k = lua_tolstring(L, -2, &len);
+      if (!(nometa && k[0] == '_' && k[1] == '_')) names_add(l, k, len);
+    }
+    lua_pop(L, 1);
+  }
+}
+
+/* Add the suffixes of registered keys "<prefix><name>" whose name has no further '.' or
+ * ':' (the registered functions of a module, or the methods of a type). */
+static void names_add_registered(name_list *l, const char *prefix)
+{
+  size_t plen = strlen(prefix);
+  for (size_t i = 0; i < nadded + NBUILTIN; i++) {
+    const char *key = i < nadded ? added[i].key : builtin[i - nadded].key;
+    if (strncmp(key, prefix, plen) != 0) continue;
+    const char *rest = key + plen;
+    if (*rest && !strpbrk(rest, ".:")) names_add(l, rest, strlen(rest));
+  }
+}
+
+/* ----- printing ----- */
+
+/* Print the lines of text, each indented. */
+static void print_indented(const char *text, const char *indent)
+{
+  while (text && *text) {
+    const char *eol = strchr(text, '\n');
+    int len = eol ? (int)(eol - text) : (int)strlen(text);
+    printf("%s%.*s\n", indent, len, text);
+    text = eol ? eol + 1 : text + len;
+  }
+}
+
+/* Print one entry: the signature, then the text indented. */
+static void print_entry(const help_entry *e)
+{
+  printf("%s\n", e->signature && *e->signature ? e->signature : e->key);
+  print_indented(e->text, "  ");
+}
+
+/* Print the first line of text (a summary), indented. */
+static void print_summary(const char *text, const char *indent)
+{
+  if (!text) return;
+  const char *eol = strchr(text, '\n');
+  printf("%s%.*s\n", indent, eol ? (int)(eol - text) : (int)strlen(text), text);
+}
+
+/* Print a list of functions: "<prefix><name>" with signature and summary each, marking
+ * registered ones that this build lacks (present == 0 for all of them). */
+static void print_function_list(lua_State *L, int table, const char *prefix, int nometa)
+{
+  name_list present = {0}, all = {0};
+  if (table) {
+    names_add_functions(L, table, &present, nometa);
+    for (size_t i = 0; i < present.n; i++) names_add(&all, present.v[i], strlen(present.v[i]));
+  }
+  names_add_registered(&all, prefix);
+  qsort(all.v, all.n, sizeof *all.v, names_compare);
+  for (size_t i = 0; i < all.n; i++) {
+    char key[256];
+    snprintf(key, sizeof key, "%s%s", prefix, all.v[i]);
+    const help_entry *e = help_find(key);
+    int here = 0;
+    for (size_t j = 0; j < present.n; j++) here |= !strcmp(present.v[j], all.v[i]);
+    printf("  %s%s\n", e && e->signature ? e->signature : key, here ? "" : "   (not in this build)");
+    if (e) print_summary(e->text, "      ");
+  }
+  if (all.n == 0) printf("  (none)\n");
+  names_free(&present);
+  names_free(&all);
+}
+
+/* help(): the modules and how to ask for more. */
+static void help_overview(void)
+{
+  printf("felab %s: an interactive finite-element workbench (Lua 5.4)\n\nmodules:\n",
+         FELAB_VERSION);
+  for (size_t i = 0; i < NMODULES; i++) printf("  %-8s %s\n", modules[i].name, modules[i].summary);
+  printf("\nmore:\n"
+         "  help(mesh)        the functions of a module\n"
+         "  help(mesh.box)    one function (also help(\"mesh.box\"))\n"
+         "  help(m)           an object (a mesh, space, vector, operator, report): its fields\n"
+         "                    and methods\n"
+         "example: m = mesh.box{cells = {8, 8, 8}, cell = \"tet\"}; print(m); help(m)\n");
+}
+
+/* help(module): its summary and functions; the module table is at index t (0: absent). */
+static void help_module(lua_State *L, size_t mod, int t)
+{
+  char prefix[64];
+  printf("%s: %s\n", modules[mod].name, modules[mod].summary);
+  snprintf(prefix, sizeof prefix, "%s.", modules[mod].name);
+  print_function_list(L, t, prefix, 0);
+  printf("help(%s.NAME) for one of them.\n", modules[mod].name);
+}
+
+/* Push the methods table of type tname: its metatable's __index if that is a table, else
+ * the metatable itself; nothing (returns 0) when the type is not registered. */
+static int push_methods(lua_State *L, const char *tname)
+{
+  if (luaL_getmetatable(L, tname) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  if (lua_getfield(L, -1, "__index") == LUA_TTABLE) {
+    lua_remove(L, -2);
+    return 1;
+  }
+  lua_pop(L, 1);
+  return 1;
+}
+
+/* help(object) or help("felab.mesh"): the type's entry and its methods. */
+static void help_type(lua_State *L, const char *tname)
+{
+  const help_entry *e = help_find(tname);
+  if (e) {
+    printf("%s: ", tname);
+    print_entry(e);
+  } else {
+    printf("%s: an object of felab (no help text yet)\n", tname);
+  }
+  char prefix[128];
+  snprintf(prefix, sizeof prefix, "%s:", tname);
+  int have = push_methods(L, tname);
+  printf("methods:\n");
+  print_function_list(L, have ? lua_gettop(L) : 0, prefix, 1);
+  if (have) lua_pop(L, 1);
+}
+
+/* Find the module index of the table at idx among the global module tables; -1 if none. */
+static int module_of_table(lua_State *L, int idx)
+{
+  idx = lua_absindex(L, idx);
+  for (size_t i = 0; i < NMODULES; i++) {
+    lua_getglobal(L, modules[i].name);
+    int same = lua_rawequal(L, -1, idx);
+    lua_pop(L, 1);
+    if (same) return (int)i;
+  }
+  return -1;
+}
+
+/* Find the key of the function at idx: "module.field" or "type:method" (or "help"), by
+ * walking the module tables and the type metatables. Writes "" when not found. */
+static void function_key(lua_State *L, int idx, char *key, size_t n)
+{
+  idx = lua_absindex(L, idx);
+  key[0] = '\0';
+  lua_getglobal(L, "help");
+  int is_help = lua_rawequal(L, -1, idx);
+  lua_pop(L, 1);
+  if (is_help) {
+    snprintf(key, n, "help");
+    return;
+  }
+  for (size_t pass = 0; pass < NMODULES + NTYPES && !key[0]; pass++) {
+    const char *owner = pass < NMODULES ? modules[pass].name : types[pass - NMODULES];
+    int found = pass < NMODULES ? lua_getglobal(L, owner) == LUA_TTABLE : push_methods(L, owner);
+    if (pass < NMODULES && !found) {
+      lua_pop(L, 1);
+      continue;
+    }
+    if (!found) continue;
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      if (lua_type(L, -2) == LUA_TSTRING && lua_rawequal(L, -1, idx)) {
+        snprintf(key, n, "%s%s%s", owner, pass < NMODULES ? "." : ":", lua_tostring(L, -2));
+        lua_pop(L, 2);
+        break;
+      }
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+}
+
+/* Say that there is no help for the value at idx. */
+static void help_unknown(lua_State *L, int idx)
+{
+  const char *s = luaL_tolstring(L, idx, NULL);
+  printf("no help for %s; try help()\n", s);
+  lua_pop(L, 1);
+}
+
+/* help("key"): an entry, a module, or a type by name. */
+static void help_string(lua_State *L, const char *s)
+{
+  for (size_t i = 0; i < NMODULES; i++)
+    if (!strcmp(s, modules[i].name)) {
+      int t = lua_getglobal(L, s) == LUA_TTABLE ? lua_gettop(L) : 0;
+      help_module(L, i, t);
+      lua_pop(L, 1);
+      return;
+    }
+  char tname[128];
+  snprintf(tname, sizeof tname, "%s%s", strncmp(s, "felab.", 6) ? "felab." : "", s);
+  for (size_t i = 0; i < NTYPES; i++)
+    if (!strcmp(tname, types[i])) {
+      help_type(L, tname);
+      return;
+    }
+  const help_entry *e = help_find(s);
+  if (!e) e = help_find(tname); /* "vector:norm" for "felab.vector:norm" */
+  if (e) {
+    print_entry(e);
+    return;
+  }
+  printf("no help for \"%s\"; try help()\n", s);
+}
+
+/* help([x]): print help about x (see the "help" entry). Returns nothing. */
+static int help(lua_State *L)
+{
+  if (lua_gettop(L) == 0) {
+    help_overview();
+  } else if (lua_type(L, 1) == LUA_TSTRING) {
+    help_string(L, lua_tostring(L, 1));
+  } else if (lua_type(L, 1) == LUA_TFUNCTION) {
+    char key[256];
+    function_key(L, 1, key, sizeof key);
+    const help_entry *e = key[0] ? help_find(key) : NULL;
+    if (e) print_entry(e);
+    else if (key[0]) printf("%s: a felab function (no help text yet)\n", key);
+    else help_unknown(L, 1);
+  } else {
+    int mod = lua_type(L, 1) == LUA_TTABLE ? module_of_table(L, 1) : -1;
+    if (mod >= 0) {
+      help_module(L, (size_t)mod, 1);
+    } else {
+      char tname[128] = "";
+      int kind = luaL_getmetafield(L, 1, "__name"); /* pushes nothing when absent */
+      if (kind == LUA_TSTRING) snprintf(tname, sizeof tname, "%s", lua_tostring(L, -1));
+      if (kind != LUA_TNIL) lua_pop(L, 1);
+      if (!strncmp(tname, "felab.", 6) || (tname[0] && help_find(tname))) help_type(L, tname);
+      else help_unknown(L, 1);
+    }
+  }
+  fflush(stdout);
+  return 0;
+}
+
+int felab_open_help(lua_State *L)
+{
+  lua_pushcfunction(L, help);
+  return 1;
+}

@@ -1,0 +1,322 @@
+/* felab shell: devices, the session's performance log and reports. The device module
+ * (list, use, current, info, calibrate), the global perf table (log, clear) and the
+ * felab.report type, a copy of an engine report (engine/perf.h) with its fields. */
+#include <lauxlib.h>
+#include <lua.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "engine/error.h"
+#include "engine/perf.h"
+#include "shell/shell.h"
+
+/* The type of the value at i as a user reads it: "mesh" for a felab.mesh, else Lua's name. */
+static const char *kind_of(lua_State *L, int i)
+{
+  i = lua_absindex(L, i);
+  const char *name = luaL_typename(L, i);
+  int t = luaL_getmetafield(L, i, "__name");
+  if (t == LUA_TSTRING) {
+    name = lua_tostring(L, -1); /* still anchored in the metatable after the pop */
+    if (!strncmp(name, "felab.", 6)) name += 6;
+  }
+  if (t != LUA_TNIL) lua_pop(L, 1);
+  return name;
+}
+
+/* Whether s names a compiled-in backend. */
+static int is_backend_name(const char *s)
+{
+  for (int i = 0; i < fe_backend_count(); i++)
+    if (!strcmp(fe_backend_name(i), s)) return 1;
+  return 0;
+}
+
+/* Argument i as an optional name (NULL when absent), or an error naming it. */
+static const char *opt_name(lua_State *L, int i, const char *fname, const char *what)
+{
+  if (lua_isnoneornil(L, i)) return NULL;
+  if (lua_type(L, i) != LUA_TSTRING)
+    luaL_error(L, "%s: %s must be a name, got %s", fname, what, kind_of(L, i));
+  return lua_tostring(L, i);
+}
+
+static void report_register(lua_State *L);
+
+/* Push a report userdata holding a copy of r. */
+void felab_push_report(lua_State *L, const struct fe_report *r)
+{
+  if (luaL_getmetatable(L, FELAB_REPORT) == LUA_TNIL) report_register(L); /* device not opened */
+  lua_pop(L, 1);
+  fe_report *copy = lua_newuserdatauv(L, sizeof *copy, 0);
+  *copy = *r;
+  luaL_setmetatable(L, FELAB_REPORT);
+}
+
+/* rep.ratio: predicted over measured time (nil when nothing was measured). */
+static void push_ratio(lua_State *L, const fe_report *r)
+{
+  if (r->seconds > 0) lua_pushnumber(L, r->predicted_seconds / r->seconds);
+  else lua_pushnil(L);
+}
+
+/* __index of a report: the method print, then the fields. */
+static int report_index(lua_State *L)
+{
+  const fe_report *r = luaL_checkudata(L, 1, FELAB_REPORT);
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+  if (lua_type(L, 2) != LUA_TSTRING) return 1; /* the nil */
+  const char *k = lua_tostring(L, 2);
+  static const struct {
+    const char *name;
+    size_t offset;
+  } numbers[] = {
+      {"flops", offsetof(fe_report, flops)},
+      {"bytes", offsetof(fe_report, bytes)},
+      {"seconds", offsetof(fe_report, seconds)},
+      {"predicted_seconds", offsetof(fe_report, predicted_seconds)},
+      {"peak_gflops", offsetof(fe_report, peak_gflops)},
+      {"peak_gbytes", offsetof(fe_report, peak_gbytes)},
+      {"compile_seconds", offsetof(fe_report, compile_seconds)},
+      {"transfer_seconds", offsetof(fe_report, transfer_seconds)},
+      {"setup_seconds", offsetof(fe_report, setup_seconds)},
+  };
+  for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++)
+    if (!strcmp(k, numbers[i].name)) {
+      lua_pushnumber(L, *(const double *)((const char *)r + numbers[i].offset));
+      return 1;
+    }
+  if (!strcmp(k, "action")) lua_pushstring(L, r->action);
+  else if (!strcmp(k, "backend")) lua_pushstring(L, r->backend);
+  else if (!strcmp(k, "device")) lua_pushstring(L, r->device);
+  else if (!strcmp(k, "precision")) lua_pushstring(L, r->precision);
+  else if (!strcmp(k, "strategy")) lua_pushstring(L, r->strategy);
+  else if (!strcmp(k, "bound")) lua_pushstring(L, r->bound);
+  else if (!strcmp(k, "gflops")) lua_pushnumber(L, fe_report_gflops(r));
+  else if (!strcmp(k, "gbytes")) lua_pushnumber(L, fe_report_gbytes(r));
+  else if (!strcmp(k, "launches")) lua_pushinteger(L, r->launches);
+  else if (!strcmp(k, "iterations")) lua_pushinteger(L, r->iterations);
+  else if (!strcmp(k, "ncells")) lua_pushinteger(L, (lua_Integer)r->ncells);
+  else if (!strcmp(k, "ndofs")) lua_pushinteger(L, (lua_Integer)r->ndofs);
+  else if (!strcmp(k, "ratio")) push_ratio(L, r);
+  else lua_pushnil(L);
+  return 1;
+}
+
+/* __tostring of a report: the engine's block. */
+static int report_tostring(lua_State *L)
+{
+  const fe_report *r = luaL_checkudata(L, 1, FELAB_REPORT);
+  char buf[2048];
+  fe_report_format(r, buf, sizeof buf);
+  lua_pushstring(L, buf);
+  return 1;
+}
+
+/* rep:print(): write the block and a newline. */
+static int report_print(lua_State *L)
+{
+  if (!luaL_testudata(L, 1, FELAB_REPORT))
+    return luaL_error(L, "rep:print: expected a report as self, got %s", kind_of(L, 1));
+  report_tostring(L);
+  lua_writestring(lua_tostring(L, -1), lua_rawlen(L, -1));
+  lua_writeline();
+  return 0;
+}
+
+/* device.list() -> {{name =, available =, device = | reason =}, ...} (prints nothing) */
+static int device_list(lua_State *L)
+{
+  int n = fe_backend_count();
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    char why[512];
+    int ok = fe_backend_available(i, why, sizeof why);
+    lua_createtable(L, 0, 3);
+    lua_pushstring(L, fe_backend_name(i));
+    lua_setfield(L, -2, "name");
+    lua_pushboolean(L, ok);
+    lua_setfield(L, -2, "available");
+    lua_pushstring(L, why);
+    lua_setfield(L, -2, ok ? "device" : "reason");
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+/* device.use(name [, precision]): the session's default backend (it must be available). */
+static int device_use(lua_State *L)
+{
+  const char *name = opt_name(L, 1, "device.use", "argument 1 (backend)");
+  if (!name) return luaL_error(L, "device.use: argument 1 must be a backend name, got nothing");
+  const char *pname = opt_name(L, 2, "device.use", "argument 2 (precision)");
+  fe_precision prec = fe_precision_default();
+  if (pname) FELAB_TRY(L, fe_precision_parse(pname, &prec));
+  fe_backend *be;
+  FELAB_TRY(L, fe_backend_get(name, &be));
+  if (prec == FE_DOUBLE && !be->info.fp64)
+    return luaL_error(L, "device.use: %s (%s) has no double precision; use device.use(\"%s\", "
+                         "\"single\")", name, be->info.name, name);
+  FELAB_TRY(L, fe_backend_set_default(name));
+  fe_precision_set_default(prec);
+  return 0;
+}
+
+/* device.current() -> backend name, precision */
+static int device_current(lua_State *L)
+{
+  lua_pushstring(L, fe_backend_default());
+  lua_pushstring(L, fe_precision_name(fe_precision_default()));
+  return 2;
+}
+
+/* device.info([name]) -> {backend, name, vendor, is_gpu, compute_units, global_mem,
+ * local_mem, max_group, fp64, fp64_atomics, calibration = {double = {...}, single = {...}}} */
+static int device_info(lua_State *L)
+{
+  fe_backend *be;
+  FELAB_TRY(L, fe_backend_get(opt_name(L, 1, "device.info", "argument 1 (backend)"), &be));
+  if (!be->calib[FE_DOUBLE].valid && !be->calib[FE_FLOAT].valid && fe_perf_load_calibration(be))
+    fe_error_clear(); /* an unreadable stored calibration only means none is shown */
+  const fe_device_info *d = &be->info;
+  lua_createtable(L, 0, 11);
+  lua_pushstring(L, be->name);
+  lua_setfield(L, -2, "backend");
+  lua_pushstring(L, d->name);
+  lua_setfield(L, -2, "name");
+  lua_pushstring(L, d->vendor);
+  lua_setfield(L, -2, "vendor");
+  lua_pushboolean(L, d->is_gpu);
+  lua_setfield(L, -2, "is_gpu");
+  lua_pushinteger(L, d->compute_units);
+  lua_setfield(L, -2, "compute_units");
+  lua_pushinteger(L, (lua_Integer)d->global_mem);
+  lua_setfield(L, -2, "global_mem");
+  lua_pushinteger(L, (lua_Integer)d->local_mem);
+  lua_setfield(L, -2, "local_mem");
+  lua_pushinteger(L, (lua_Integer)d->max_group);
+  lua_setfield(L, -2, "max_group");
+  lua_pushboolean(L, d->fp64);
+  lua_setfield(L, -2, "fp64");
+  lua_pushboolean(L, d->fp64_atomics);
+  lua_setfield(L, -2, "fp64_atomics");
+  int any = 0;
+  for (int p = 0; p < FE_NPRECISIONS; p++) {
+    const fe_calibration *c = &be->calib[p];
+    if (!c->valid) continue;
+    if (!any++) lua_newtable(L);
+    lua_createtable(L, 0, 3);
+    lua_pushnumber(L, c->gbytes);
+    lua_setfield(L, -2, "gbytes");
+    lua_pushnumber(L, c->gflops);
+    lua_setfield(L, -2, "gflops");
+    lua_pushnumber(L, c->launch_us);
+    lua_setfield(L, -2, "launch_us");
+    lua_setfield(L, -2, fe_precision_name((fe_precision)p));
+  }
+  if (any) lua_setfield(L, -2, "calibration");
+  return 1;
+}
+
+/* device.calibrate([name] [, precision]) -> report of the measured ceilings (prints
+ * nothing); a lone precision argument calibrates the default backend. */
+static int device_calibrate(lua_State *L)
+{
+  const char *name = opt_name(L, 1, "device.calibrate", "argument 1 (backend)");
+  const char *pname = opt_name(L, 2, "device.calibrate", "argument 2 (precision)");
+  fe_precision prec = fe_precision_default();
+  if (name && !pname && !is_backend_name(name) && !fe_precision_parse(name, &prec)) name = NULL;
+  else if (pname) FELAB_TRY(L, fe_precision_parse(pname, &prec));
+  fe_error_clear();
+  fe_backend *be;
+  FELAB_TRY(L, fe_backend_get(name, &be));
+  fe_report rep;
+  memset(&rep, 0, sizeof rep);
+  FELAB_TRY(L, fe_perf_calibrate(be, prec, &rep));
+  felab_push_report(L, &rep);
+  return 1;
+}
+
+/* device.best() -> the name of the fastest backend available here (cuda, then opencl on a
+ * GPU, then cpu). */
+static int device_best(lua_State *L)
+{
+  lua_pushstring(L, fe_backend_best());
+  return 1;
+}
+
+/* perf.log() -> count; prints one line per report of the session. */
+static int perf_log(lua_State *L)
+{
+  int n = fe_perf_log_count();
+  char line[512];
+  snprintf(line, sizeof line, "%4s  %-10s %-7s %-9s %10s %9s %9s %12s %12s %6s  %s", "#", "action",
+           "backend", "precision", "cells", "GF/s", "GB/s", "measured ms", "predicted ms", "ratio",
+           "bound");
+  lua_writestring(line, strlen(line));
+  lua_writeline();
+  for (int i = 0; i < n; i++) {
+    const fe_report *r = fe_perf_log_get(i);
+    if (!r) continue;
+    double ratio = r->seconds > 0 ? r->predicted_seconds / r->seconds : 0;
+    snprintf(line, sizeof line, "%4d  %-10s %-7s %-9s %10lld %9.3g %9.3g %12.4g %12.4g %6.2f  %s",
+             i + 1, r->action, r->backend, r->precision, r->ncells, fe_report_gflops(r),
+             fe_report_gbytes(r), r->seconds * 1e3, r->predicted_seconds * 1e3, ratio, r->bound);
+    lua_writestring(line, strlen(line));
+    lua_writeline();
+  }
+  lua_pushinteger(L, n);
+  return 1;
+}
+
+/* perf.clear(): forget every report of the session. */
+static int perf_clear(lua_State *L)
+{
+  (void)L;
+  fe_perf_log_clear();
+  return 0;
+}
+
+/* Register the felab.report metatable (idempotent); leaves the stack as it was. */
+static void report_register(lua_State *L)
+{
+  static const luaL_Reg methods[] = {{"print", report_print}, {NULL, NULL}};
+  luaL_newmetatable(L, FELAB_REPORT);
+  lua_pushcfunction(L, report_tostring);
+  lua_setfield(L, -2, "__tostring");
+  luaL_setfuncs(L, methods, 0); /* the methods in the metatable too, for help() */
+  luaL_newlib(L, methods);
+  lua_pushcclosure(L, report_index, 1);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+}
+
+/* Set the global perf table and push the device module table. */
+int felab_open_device(lua_State *L)
+{
+  static const luaL_Reg perf[] = {{"log", perf_log}, {"clear", perf_clear}, {NULL, NULL}};
+  static const luaL_Reg device[] = {{"list", device_list},
+                                    {"use", device_use},
+                                    {"current", device_current},
+                                    {"info", device_info},
+                                    {"calibrate", device_calibrate},
+                                    {"best", device_best},
+                                    {NULL, NULL}};
+  report_register(L);
+  felab_help_add("device.best", "device.best()",
+                 "The fastest backend available here: cuda, then opencl on a GPU, then cpu.\n"
+                 "  device.use(device.best())");
+  felab_help_add(FELAB_REPORT ":print", "rep:print()",
+                 "Print the report's block (the same text as print(rep)).\n"
+                 "example: r, rep = A:residual(u); rep:print()");
+  felab_help_add("device.current", "device.current()",
+                 "The session's default backend and precision.\n"
+                 "example: print(device.current())");
+  luaL_newlib(L, perf);
+  lua_setglobal(L, "perf");
+  luaL_newlib(L, device);
+  return 1;
+}

@@ -1,0 +1,58 @@
+/* felab's Lua modules put together: felab_open_all opens every binding file's module as a
+ * global, and felab_raise turns the engine's current error into a Lua error.
+ *
+ * The convention for binding files: felab_open_X(L) pushes exactly one value, its module
+ * table (help pushes the help function), and returns 1; felab_open_all stores it in
+ * package.loaded and as the global of the module's name, so `require "mesh"` works too.
+ * felab_open_device also sets the global `perf` itself and returns the `device` table. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "engine/error.h"
+#include "shell/shell.h"
+
+/* Open each module and make it a global (and a loaded package); the stack is unchanged. */
+void felab_open_all(lua_State *L)
+{
+  static const luaL_Reg modules[] = {
+      {"mesh", felab_open_mesh},       {"fe", felab_open_fe},         {"physics", felab_open_physics},
+      {"solve", felab_open_solve},     {"device", felab_open_device}, {"export", felab_open_export},
+      {"help", felab_open_help},       {NULL, NULL},
+  };
+  for (const luaL_Reg *m = modules; m->name; m++) {
+    luaL_requiref(L, m->name, m->func, 1);
+    lua_pop(L, 1);
+  }
+}
+
+/* Whether FELAB_TRACEBACK asks for engine tracebacks. */
+static int traceback_wanted(void)
+{
+  const char *tb = getenv("FELAB_TRACEBACK");
+  return tb && *tb && strcmp(tb, "0") != 0;
+}
+
+/* Raise the engine's current error as a Lua error "file:line: message" (the position of
+ * the Lua code that called the binding), with the engine's frames appended when
+ * FELAB_TRACEBACK=1, and clear the engine error. Never returns. */
+int felab_raise(lua_State *L)
+{
+  const char *msg = fe_error_message();
+  luaL_where(L, 1);
+  lua_pushstring(L, *msg ? msg : "engine error (no message was set)");
+  int n = 2;
+  if (traceback_wanted() && *fe_error_trace()) {
+    const char *trace = fe_error_trace();
+    size_t len = strlen(trace);
+    while (len > 0 && trace[len - 1] == '\n') len--; /* the message ends without a newline */
+    lua_pushliteral(L, "\nengine traceback:\n");
+    lua_pushlstring(L, trace, len);
+    n += 2;
+  }
+  lua_concat(L, n);
+  fe_error_clear();
+  return lua_error(L);
+}

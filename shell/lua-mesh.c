@@ -1,0 +1,325 @@
+/* felab shell: meshes. mesh.box and the felab.mesh type (fields dim, ncells, nvertices,
+ * cell; methods tags, check, color). Argument checks and conversions only: the mesh is
+ * made, checked and colored by the engine (engine/mesh.h). */
+#include <lauxlib.h>
+#include <limits.h>
+#include <lua.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/mesh.h"
+#include "shell/shell.h"
+
+/* A mesh handle: the engine mesh (NULL once freed) and how many live spaces borrow it.
+ * shell/lua-fe.c keeps the count (same layout), so closing a borrowed mesh waits for the
+ * collector instead of pulling the mesh from under its spaces. */
+typedef struct mesh_handle {
+  fe_mesh *m;
+  int borrowers;
+} mesh_handle;
+
+static const char *const box_keys[] = {"cells", "cell", "lower", "upper", "distort", NULL};
+static const char *const color_keys[] = {"block", NULL};
+static const char *const axis_names[3] = {"x", "y", "z"};
+
+/* The type of the value at i as a user reads it: "mesh" for a felab.mesh, else Lua's name. */
+static const char *kind_of(lua_State *L, int i)
+{
+  i = lua_absindex(L, i);
+  const char *name = luaL_typename(L, i);
+  int t = luaL_getmetafield(L, i, "__name");
+  if (t == LUA_TSTRING) {
+    name = lua_tostring(L, -1); /* still anchored in the metatable after the pop */
+    if (!strncmp(name, "felab.", 6)) name += 6;
+  }
+  if (t != LUA_TNIL) lua_pop(L, 1);
+  return name;
+}
+
+/* Error unless every key of the option table at t is one of valid (a typo like `rtoll`). */
+static void check_keys(lua_State *L, int t, const char *fname, const char *const *valid)
+{
+  t = lua_absindex(L, t);
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    lua_pop(L, 1); /* the value; the key stays for lua_next */
+    int ok = 0;
+    if (lua_type(L, -1) == LUA_TSTRING)
+      for (int i = 0; valid[i] && !ok; i++) ok = !strcmp(lua_tostring(L, -1), valid[i]);
+    if (ok) continue;
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 0; valid[i]; i++) {
+      if (i) luaL_addstring(&b, ", ");
+      luaL_addstring(&b, valid[i]);
+    }
+    luaL_pushresult(&b);
+    if (lua_type(L, -2) == LUA_TSTRING)
+      luaL_error(L, "%s: unknown option '%s' (valid options: %s)", fname, lua_tostring(L, -2),
+                 lua_tostring(L, -1));
+    luaL_error(L, "%s: option names must be strings, got a %s key (valid options: %s)", fname,
+               luaL_typename(L, -2), lua_tostring(L, -1));
+  }
+}
+
+/* The mesh of the handle at i (a method's self), or an error naming the function. */
+static fe_mesh *check_mesh(lua_State *L, int i, const char *fname)
+{
+  mesh_handle *h = luaL_testudata(L, i, FELAB_MESH);
+  if (!h) luaL_error(L, "%s: expected a mesh as self (m:method()), got %s", fname, kind_of(L, i));
+  if (!h->m) luaL_error(L, "%s: this mesh was closed", fname);
+  return h->m;
+}
+
+/* The cell count at the top of the stack for cells[axis + 1] (whole: the single number
+ * meaning n x n x n); a Lua-indexed message names the axis. */
+static int read_cell_count(lua_State *L, int axis, int whole)
+{
+  static const char *const names[3] = {"cells[1]", "cells[2]", "cells[3]"};
+  const char *what = whole ? "cells" : names[axis];
+  const char *along = whole ? "each axis" : axis_names[axis];
+  int isint;
+  lua_Integer n = lua_tointegerx(L, -1, &isint);
+  if (!isint || lua_type(L, -1) != LUA_TNUMBER)
+    luaL_error(L, "mesh.box: %s must be a positive integer (cells along %s), got %s", what, along,
+               lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : kind_of(L, -1));
+  if (n <= 0)
+    luaL_error(L, "mesh.box: %s = %I: the number of cells along %s must be positive", what,
+               n, along);
+  if (n > INT_MAX)
+    luaL_error(L, "mesh.box: %s = %I: too many cells along %s", what, n, along);
+  return (int)n;
+}
+
+/* opts.cells: one integer n (n x n x n) or a table {nx, ny, nz}; absent keeps cells. */
+static void read_cells(lua_State *L, int t, int cells[3])
+{
+  int type = lua_getfield(L, t, "cells");
+  if (type == LUA_TNUMBER) {
+    cells[0] = cells[1] = cells[2] = read_cell_count(L, 0, 1);
+  } else if (type == LUA_TTABLE) {
+    if (lua_rawlen(L, -1) != 3)
+      luaL_error(L, "mesh.box: cells must be a table of 3 positive integers, got a table of %d",
+                 (int)lua_rawlen(L, -1));
+    for (int d = 0; d < 3; d++) {
+      lua_rawgeti(L, -1, d + 1);
+      cells[d] = read_cell_count(L, d, 0);
+      lua_pop(L, 1);
+    }
+  } else if (type != LUA_TNIL) {
+    luaL_error(L, "mesh.box: cells must be a table of 3 positive integers, got %s", kind_of(L, -1));
+  }
+  lua_pop(L, 1);
+}
+
+/* opts[key]: a corner {x, y, z} (or one number for all three); absent keeps p. */
+static void read_corner(lua_State *L, int t, const char *key, double p[3])
+{
+  int type = lua_getfield(L, t, key);
+  if (type == LUA_TNUMBER) {
+    p[0] = p[1] = p[2] = lua_tonumber(L, -1);
+  } else if (type == LUA_TTABLE && lua_rawlen(L, -1) == 3) {
+    for (int d = 0; d < 3; d++) {
+      if (lua_rawgeti(L, -1, d + 1) != LUA_TNUMBER)
+        luaL_error(L, "mesh.box: %s[%d] must be a number, got %s", key, d + 1, kind_of(L, -1));
+      p[d] = lua_tonumber(L, -1);
+      lua_pop(L, 1);
+    }
+  } else if (type != LUA_TNIL) {
+    luaL_error(L, "mesh.box: %s must be a table of 3 numbers {x, y, z}, got %s", key,
+               type == LUA_TTABLE ? "a table of another length" : kind_of(L, -1));
+  }
+  lua_pop(L, 1);
+}
+
+/* mesh.box{cells =, cell =, lower =, upper =, distort =} -> mesh */
+static int mesh_box(lua_State *L)
+{
+  if (!lua_istable(L, 1))
+    return luaL_error(L, "mesh.box: expected an options table {cells = {nx, ny, nz}, "
+                         "cell = \"tet\"} as argument 1, got %s", kind_of(L, 1));
+  check_keys(L, 1, "mesh.box", box_keys);
+  fe_box_opts o;
+  fe_box_opts_default(&o);
+  read_cells(L, 1, o.cells);
+  int type = lua_getfield(L, 1, "cell");
+  if (type == LUA_TSTRING) FELAB_TRY(L, fe_cell_parse(lua_tostring(L, -1), &o.type));
+  else if (type != LUA_TNIL)
+    return luaL_error(L, "mesh.box: cell must be a cell type name (\"tet\", \"hex\"), got %s",
+                      kind_of(L, -1));
+  lua_pop(L, 1);
+  read_corner(L, 1, "lower", o.lower);
+  read_corner(L, 1, "upper", o.upper);
+  type = lua_getfield(L, 1, "distort");
+  if (type == LUA_TNUMBER) o.distort = lua_tonumber(L, -1);
+  else if (type != LUA_TNIL)
+    return luaL_error(L, "mesh.box: distort must be a number in [0, 1], got %s", kind_of(L, -1));
+  lua_pop(L, 1);
+
+  mesh_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
+  h->m = NULL;
+  h->borrowers = 0;
+  luaL_setmetatable(L, FELAB_MESH);
+  fe_mesh *m = NULL;
+  FELAB_TRY(L, fe_mesh_box(&o, &m));
+  h->m = m;
+  return 1;
+}
+
+/* m:tags() -> {boundary = {names...}, cells = {names...}} */
+static int mesh_tags(lua_State *L)
+{
+  fe_mesh *m = check_mesh(L, 1, "m:tags");
+  static const char *const groups[2] = {"boundary", "cells"};
+  lua_createtable(L, 0, 2);
+  for (int g = 0; g < 2; g++) {
+    lua_newtable(L);
+    int n = 0;
+    for (int i = 0; i < m->ntags; i++)
+      if (m->tags[i].dim == m->dim - 1 + g) {
+        lua_pushstring(L, m->tags[i].name);
+        lua_rawseti(L, -2, ++n);
+      }
+    lua_setfield(L, -2, groups[g]);
+  }
+  return 1;
+}
+
+/* m:check() -> true, or the engine's error naming the inverted cell */
+static int mesh_check(lua_State *L)
+{
+  fe_mesh *m = check_mesh(L, 1, "m:check");
+  FELAB_TRY(L, fe_mesh_check(m));
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* m:color{block = b} (or m:color(b); default 1: every cell alone) -> ncolors, {groups per color} */
+static int mesh_color(lua_State *L)
+{
+  fe_mesh *m = check_mesh(L, 1, "m:color");
+  lua_Integer block = 1;
+  if (lua_istable(L, 2)) {
+    check_keys(L, 2, "m:color", color_keys);
+    lua_getfield(L, 2, "block");
+  } else {
+    lua_pushvalue(L, 2);
+  }
+  if (!lua_isnil(L, -1)) {
+    int isint;
+    block = lua_tointegerx(L, -1, &isint);
+    if (!isint || lua_type(L, -1) != LUA_TNUMBER || block < 1 || block > INT_MAX)
+      return luaL_error(L, "m:color: block must be a positive integer (cells per group), got %s",
+                        lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : kind_of(L, -1));
+  }
+  lua_pop(L, 1);
+  /* counts live in memory the collector owns, made before the engine's array, so that no
+   * Lua error can leak it; a group count bounds the number of colors */
+  int ngroups = (int)((m->ncells + block - 1) / block);
+  int *sizes = lua_newuserdatauv(L, (size_t)(ngroups + 1) * sizeof(int), 0);
+  memset(sizes, 0, (size_t)(ngroups + 1) * sizeof(int));
+  int *color = NULL, ncolors = 0;
+  FELAB_TRY(L, fe_mesh_color_groups(m, m->cells, m->nvc, (int)block, &color, &ncolors));
+  for (int g = 0; g < ngroups; g++)
+    if (color[g] >= 0 && color[g] <= ngroups) sizes[color[g]]++;
+  free(color);
+  lua_pushinteger(L, ncolors);
+  lua_createtable(L, ncolors, 0);
+  for (int c = 0; c < ncolors && c <= ngroups; c++) {
+    lua_pushinteger(L, sizes[c]);
+    lua_rawseti(L, -2, c + 1);
+  }
+  return 2;
+}
+
+/* Free the mesh once (NULL-safe). */
+static void mesh_release(mesh_handle *h)
+{
+  if (h && h->m) {
+    fe_mesh_free(h->m);
+    h->m = NULL;
+  }
+}
+
+/* __gc and __close: free now unless a live space borrows the mesh. Lua finalizes objects in
+ * the reverse order of their creation, so the collector reaches a mesh after its spaces
+ * have given their borrows back; a count above 0 means a __close (or a direct call) while
+ * borrowed, which leaves the mesh to the collector. */
+static int mesh_free(lua_State *L)
+{
+  mesh_handle *h = luaL_checkudata(L, 1, FELAB_MESH);
+  if (h->borrowers == 0) mesh_release(h);
+  return 0;
+}
+
+/* __tostring: the engine's summary. */
+static int mesh_tostring(lua_State *L)
+{
+  mesh_handle *h = luaL_checkudata(L, 1, FELAB_MESH);
+  if (!h->m) {
+    lua_pushliteral(L, "mesh (closed)");
+    return 1;
+  }
+  char buf[2048];
+  fe_mesh_summary(h->m, buf, sizeof buf);
+  lua_pushstring(L, buf);
+  return 1;
+}
+
+/* __index: methods first, then the fields dim, ncells, nvertices, nfacets, cell. */
+static int mesh_index(lua_State *L)
+{
+  mesh_handle *h = luaL_checkudata(L, 1, FELAB_MESH);
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+  if (lua_type(L, 2) != LUA_TSTRING) return 1; /* the nil */
+  const char *k = lua_tostring(L, 2);
+  if (!h->m) return luaL_error(L, "mesh.%s: this mesh was closed", k);
+  const fe_mesh *m = h->m;
+  if (!strcmp(k, "dim")) lua_pushinteger(L, m->dim);
+  else if (!strcmp(k, "ncells")) lua_pushinteger(L, m->ncells);
+  else if (!strcmp(k, "nvertices")) lua_pushinteger(L, m->nvertices);
+  else if (!strcmp(k, "nfacets")) lua_pushinteger(L, m->nfacets);
+  else if (!strcmp(k, "cell")) lua_pushstring(L, fe_cell_name(m->type));
+  else lua_pushnil(L);
+  return 1;
+}
+
+static const luaL_Reg mesh_methods[] = {
+    {"tags", mesh_tags}, {"check", mesh_check}, {"color", mesh_color}, {NULL, NULL}};
+
+/* Register the felab.mesh metatable (idempotent); leaves the stack as it was. */
+static void mesh_register(lua_State *L)
+{
+  luaL_newmetatable(L, FELAB_MESH);
+  luaL_setfuncs(L, mesh_methods, 0); /* the methods in the metatable too, for help() */
+  lua_newtable(L);
+  luaL_setfuncs(L, mesh_methods, 0);
+  lua_pushcclosure(L, mesh_index, 1);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, mesh_free);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, mesh_free);
+  lua_setfield(L, -2, "__close");
+  lua_pushcfunction(L, mesh_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+}
+
+/* Push the mesh module table. */
+int felab_open_mesh(lua_State *L)
+{
+  mesh_register(L);
+  felab_help_add(FELAB_MESH ":check", "m:check()",
+                 "true if every cell has a positive measure; an inverted or degenerate cell is\n"
+                 "an error naming its id.\nexample: assert(m:check())");
+  felab_help_add(FELAB_MESH ":color", "m:color{block = 1}",
+                 "Greedy coloring of groups of `block` consecutive cells (default 1: each cell)\n"
+                 "so that no two groups of one color share a vertex. Returns the number of\n"
+                 "colors and the number of groups of each color.\n"
+                 "example: n, sizes = m:color{block = 64}; print(n, sizes[1])");
+  lua_newtable(L);
+  lua_pushcfunction(L, mesh_box);
+  lua_setfield(L, -2, "box");
+  return 1;
+}

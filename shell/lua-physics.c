@@ -1,0 +1,189 @@
+/* felab shell: physics. physics.poisson and the felab.physics type (fields name,
+ * description, flops, flops_jacobian, ncomp, nonlinear). The coefficients reach the engine
+ * as C expressions of x[0..2] (engine/physics.h); numbers are printed exactly. */
+#include <lauxlib.h>
+#include <lua.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/physics.h"
+#include "shell/shell.h"
+
+/* A physics handle: the engine physics (NULL once freed) and how many live operators
+ * borrow it. shell/lua-operator.c keeps the count (same layout), so closing a borrowed
+ * physics waits for the collector. */
+typedef struct physics_handle {
+  fe_physics *p;
+  int borrowers;
+} physics_handle;
+
+static const char *const poisson_keys[] = {"kappa", "source", NULL};
+
+/* The type of the value at i as a user reads it: "mesh" for a felab.mesh, else Lua's name. */
+static const char *kind_of(lua_State *L, int i)
+{
+  i = lua_absindex(L, i);
+  const char *name = luaL_typename(L, i);
+  int t = luaL_getmetafield(L, i, "__name");
+  if (t == LUA_TSTRING) {
+    name = lua_tostring(L, -1); /* still anchored in the metatable after the pop */
+    if (!strncmp(name, "felab.", 6)) name += 6;
+  }
+  if (t != LUA_TNIL) lua_pop(L, 1);
+  return name;
+}
+
+/* Error unless every key of the option table at t is one of valid (a typo like `kapa`). */
+static void check_keys(lua_State *L, int t, const char *fname, const char *const *valid)
+{
+  t = lua_absindex(L, t);
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    lua_pop(L, 1); /* the value; the key stays for lua_next */
+    int ok = 0;
+    if (lua_type(L, -1) == LUA_TSTRING)
+      for (int i = 0; valid[i] && !ok; i++) ok = !strcmp(lua_tostring(L, -1), valid[i]);
+    if (ok) continue;
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 0; valid[i]; i++) {
+      if (i) luaL_addstring(&b, ", ");
+      luaL_addstring(&b, valid[i]);
+    }
+    luaL_pushresult(&b);
+    if (lua_type(L, -2) == LUA_TSTRING)
+      luaL_error(L, "%s: unknown option '%s' (valid options: %s)", fname, lua_tostring(L, -2),
+                 lua_tostring(L, -1));
+    luaL_error(L, "%s: option names must be strings, got a %s key (valid options: %s)", fname,
+               luaL_typename(L, -2), lua_tostring(L, -1));
+  }
+}
+
+/* opts[key] as a C expression into buf: a string as is, a number printed to round-trip
+ * (always with a '.' or an exponent, so C reads a double), absent: dflt. */
+static const char *read_coefficient(lua_State *L, int t, const char *key, const char *dflt,
+                                    char *buf, size_t n)
+{
+  int type = lua_getfield(L, t, key);
+  const char *expr = dflt;
+  if (type == LUA_TNUMBER) {
+    double v = lua_tonumber(L, -1);
+    if (!isfinite(v))
+      luaL_error(L, "physics.poisson: %s = %s must be a finite number", key, lua_tostring(L, -1));
+    snprintf(buf, n, "%.17g", v);
+    if (!strpbrk(buf, ".e")) snprintf(buf + strlen(buf), n - strlen(buf), ".0");
+    expr = buf;
+  } else if (type == LUA_TSTRING) {
+    snprintf(buf, n, "%s", lua_tostring(L, -1));
+    if (strlen(lua_tostring(L, -1)) >= n)
+      luaL_error(L, "physics.poisson: %s: the C expression is longer than %d characters", key,
+                 (int)n - 1);
+    if (!buf[strspn(buf, " \t\n")])
+      luaL_error(L, "physics.poisson: %s is an empty C expression", key);
+    expr = buf;
+  } else if (type == LUA_TFUNCTION || type == LUA_TTABLE) {
+    luaL_error(L, "physics.poisson: %s as a function or per-region table arrives with traced "
+                  "physics (issue 5); use a number or a C expression of x[0..2]", key);
+  } else if (type != LUA_TNIL) {
+    luaL_error(L, "physics.poisson: %s must be a number or a C expression of x[0..2], got %s", key,
+               kind_of(L, -1));
+  }
+  lua_pop(L, 1);
+  return expr;
+}
+
+/* physics.poisson{kappa = 1, source = 0} -> physics */
+static int physics_poisson(lua_State *L)
+{
+  if (!lua_isnoneornil(L, 1) && !lua_istable(L, 1))
+    return luaL_error(L, "physics.poisson: expected an options table {kappa = ..., source = ...} "
+                         "as argument 1, got %s", kind_of(L, 1));
+  if (lua_isnoneornil(L, 1)) {
+    lua_settop(L, 0);
+    lua_newtable(L);
+  }
+  check_keys(L, 1, "physics.poisson", poisson_keys);
+  char kbuf[4096], sbuf[4096];
+  const char *kappa = read_coefficient(L, 1, "kappa", "1.0", kbuf, sizeof kbuf);
+  const char *source = read_coefficient(L, 1, "source", "0.0", sbuf, sizeof sbuf);
+
+  physics_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
+  h->p = NULL;
+  h->borrowers = 0;
+  luaL_setmetatable(L, FELAB_PHYSICS);
+  fe_physics *p = NULL;
+  FELAB_TRY(L, fe_physics_poisson(kappa, source, &p));
+  h->p = p;
+  return 1;
+}
+
+/* Free the physics once (NULL-safe). */
+static void physics_release(physics_handle *h)
+{
+  if (h && h->p) {
+    fe_physics_free(h->p);
+    h->p = NULL;
+  }
+}
+
+/* __gc and __close: free now unless a live operator borrows the physics (operators are
+ * finalized before the physics they were made from, and give their borrows back). */
+static int physics_free(lua_State *L)
+{
+  physics_handle *h = luaL_checkudata(L, 1, FELAB_PHYSICS);
+  if (h->borrowers == 0) physics_release(h);
+  return 0;
+}
+
+/* __tostring: "physics poisson: <description>" */
+static int physics_tostring(lua_State *L)
+{
+  physics_handle *h = luaL_checkudata(L, 1, FELAB_PHYSICS);
+  if (!h->p) lua_pushliteral(L, "physics (closed)");
+  else
+    lua_pushfstring(L, "physics %s: %s", h->p->name,
+                    h->p->description ? h->p->description : "(no description)");
+  return 1;
+}
+
+/* __index: the fields name, description, flops, flops_jacobian, ncomp, nonlinear. */
+static int physics_index(lua_State *L)
+{
+  physics_handle *h = luaL_checkudata(L, 1, FELAB_PHYSICS);
+  if (lua_type(L, 2) != LUA_TSTRING) return 0;
+  const char *k = lua_tostring(L, 2);
+  if (!h->p) return luaL_error(L, "physics.%s: this physics was closed", k);
+  const fe_physics *p = h->p;
+  if (!strcmp(k, "name")) lua_pushstring(L, p->name);
+  else if (!strcmp(k, "description")) lua_pushstring(L, p->description ? p->description : "");
+  else if (!strcmp(k, "flops")) lua_pushnumber(L, p->flops_f);
+  else if (!strcmp(k, "flops_jacobian")) lua_pushnumber(L, p->flops_df);
+  else if (!strcmp(k, "ncomp")) lua_pushinteger(L, p->ncomp);
+  else if (!strcmp(k, "nonlinear")) lua_pushboolean(L, p->nonlinear);
+  else lua_pushnil(L);
+  return 1;
+}
+
+/* Register the felab.physics metatable (idempotent); leaves the stack as it was. */
+static void physics_register(lua_State *L)
+{
+  static const luaL_Reg meta[] = {{"__index", physics_index},
+                                  {"__gc", physics_free},
+                                  {"__close", physics_free},
+                                  {"__tostring", physics_tostring},
+                                  {NULL, NULL}};
+  luaL_newmetatable(L, FELAB_PHYSICS);
+  luaL_setfuncs(L, meta, 0);
+  lua_pop(L, 1);
+}
+
+/* Push the physics module table. */
+int felab_open_physics(lua_State *L)
+{
+  physics_register(L);
+  lua_newtable(L);
+  lua_pushcfunction(L, physics_poisson);
+  lua_setfield(L, -2, "poisson");
+  return 1;
+}

@@ -1,0 +1,901 @@
+/* felab: the program. A Lua 5.4 prompt with felab's modules loaded, a script runner, and
+ * the command-line options.
+ *
+ * The read-eval-print loop follows lua.c: a line is first compiled as `return <line>` so
+ * that an expression prints its values; otherwise it is a statement, and a syntax error
+ * that ends at <eof> means "incomplete": read another line and try again. A Lua error
+ * prints "file:line: message" and returns to the prompt; the session keeps its variables.
+ * When standard input is not a terminal the same loop runs without prompts or banner, so a
+ * piped session prints exactly what the typed one would.
+ *
+ * Ctrl-C has two meanings, told apart by `running_chunk`:
+ *  - while a chunk runs, the SIGINT handler sets fe_interrupt_flag (engine loops check it
+ *    between batches and fail with "interrupted") and a Lua hook that raises "interrupted"
+ *    at the next Lua instruction, call or return, so pure-Lua loops stop too. The handler
+ *    stays installed: pressing Ctrl-C again never kills the program.
+ *  - while a line is read, it only sets `prompt_interrupted`. Readline is driven through
+ *    its callback interface from a pselect() loop that unblocks SIGINT only while waiting,
+ *    so the line is discarded and a fresh prompt shown outside the signal handler, never by
+ *    jumping out of readline. Without readline, getline() fails with EINTR (the handler is
+ *    installed without SA_RESTART while reading) and the line is dropped the same way.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#ifdef FE_HAVE_READLINE
+#include <readline/history.h>
+#include <readline/readline.h>
+#endif
+
+#include "backends/backend.h"
+#include "engine/error.h"
+#include "shell/shell.h"
+
+#define PROMPT "felab> "
+#define PROMPT2 "   >> "
+#define HISTORY_MAX 1000
+#define EOFMARK "<eof>" /* a syntax error ending with this means the chunk is incomplete */
+
+typedef enum { LINE_OK, LINE_EOF, LINE_INTERRUPTED } line_status;
+
+static lua_State *main_state;                     /* for the SIGINT handler and completion */
+static volatile sig_atomic_t running_chunk;      /* 1 while user code runs (docall) */
+static volatile sig_atomic_t prompt_interrupted; /* Ctrl-C arrived while a line was read */
+static volatile sig_atomic_t interrupts_in_call; /* Ctrl-C presses during the current call */
+static int interactive;    /* stdin is a terminal: banner and prompts */
+static int want_traceback; /* FELAB_TRACEBACK=1: errors carry a Lua traceback */
+
+/* ---------------------------------------------------------------------------------------
+ * Signals
+ * ------------------------------------------------------------------------------------- */
+
+/* The Lua hook set by the SIGINT handler: at the next event in a Lua function, remove
+ * itself and raise "file:line: interrupted" there. Events in C functions are let pass: one
+ * of them is the error message handler, and an error raised inside it would replace the
+ * error on its way (an engine call's own "interrupted", with its position). */
+static void interrupt_hook(lua_State *L, lua_Debug *ar)
+{
+  if (lua_getinfo(L, "S", ar) && ar->what[0] == 'C') return;
+  lua_sethook(L, NULL, 0, 0);
+  luaL_where(L, 0);
+  lua_pushliteral(L, "interrupted");
+  lua_concat(L, 2);
+  lua_error(L);
+}
+
+/* SIGINT: during a call, ask the engine and the Lua code to stop; at the prompt, only note
+ * it so the reading loop drops the current line. Async-signal-safe: flags, lua_sethook
+ * (designed for this, as in lua.c) and write(). */
+static void on_sigint(int sig)
+{
+  (void)sig;
+  if (!running_chunk) {
+    prompt_interrupted = 1;
+    return;
+  }
+  fe_interrupt_flag = 1;
+  if (main_state)
+    lua_sethook(main_state, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+  if (++interrupts_in_call == 3) { /* a C call that does not check the flag: say so */
+    static const char note[] =
+        "\nfelab: still busy in a call that has not reached an interrupt check; "
+        "Ctrl-\\ quits\n";
+    ssize_t w = write(STDERR_FILENO, note, sizeof note - 1);
+    (void)w;
+  }
+}
+
+/* Install on_sigint. While a chunk runs system calls restart (output is not cut short);
+ * while a line is read they do not, so a blocking read returns EINTR. */
+static void sigint_install(int restart)
+{
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = restart ? SA_RESTART : 0;
+  sigaction(SIGINT, &sa, NULL);
+}
+
+#ifdef FE_HAVE_READLINE
+static volatile sig_atomic_t window_resized; /* SIGWINCH while reading a line */
+
+/* SIGWINCH: readline learns the new size in the reading loop. */
+static void on_sigwinch(int sig)
+{
+  (void)sig;
+  window_resized = 1;
+}
+#endif
+
+/* ---------------------------------------------------------------------------------------
+ * Running chunks
+ * ------------------------------------------------------------------------------------- */
+
+/* Message handler of every call: make the error object a string, with a traceback when
+ * FELAB_TRACEBACK=1. Leaves the message on the stack. */
+static int msghandler(lua_State *L)
+{
+  const char *msg = lua_tostring(L, 1);
+  if (msg == NULL) { /* not a string or number: try __tostring */
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  }
+  if (want_traceback) luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+/* Call the function below narg arguments with Ctrl-C armed; like lua_pcall, leaves nres
+ * results or the error message. Resets the interrupt state before and after. */
+static int docall(lua_State *L, int narg, int nres)
+{
+  int base = lua_gettop(L) - narg;
+  lua_pushcfunction(L, msghandler);
+  lua_insert(L, base);
+  fe_interrupt_flag = 0;
+  interrupts_in_call = 0;
+  lua_sethook(L, NULL, 0, 0); /* a hook left over from a late Ctrl-C */
+  sigint_install(1);
+  running_chunk = 1;
+  int status = lua_pcall(L, narg, nres, base);
+  running_chunk = 0; /* from here on the handler no longer touches the hook */
+  sigint_install(0);
+  lua_sethook(L, NULL, 0, 0);
+  lua_remove(L, base);
+  return status;
+}
+
+/* Print the error message on top of the stack (if status is an error) to stderr, after
+ * flushing stdout so piped output keeps its order; pop it. Returns status. */
+static int report(lua_State *L, int status)
+{
+  if (status != LUA_OK) {
+    const char *msg = lua_tostring(L, -1);
+    if (msg == NULL) msg = "(error object is not a string)";
+    fflush(stdout);
+    fprintf(stderr, "%s\n", msg);
+    fflush(stderr);
+    lua_pop(L, 1);
+  }
+  return status;
+}
+
+/* Print every value above base with the global print (so __tostring is used: a mesh
+ * prints its summary), separated by tabs. */
+static int print_results(lua_State *L, int base)
+{
+  int n = lua_gettop(L) - base;
+  if (n <= 0) return LUA_OK;
+  luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
+  lua_getglobal(L, "print");
+  lua_insert(L, base + 1);
+  int status = docall(L, n, 0);
+  if (status != LUA_OK) {
+    lua_pushfstring(L, "error calling 'print' (%s)", lua_tostring(L, -1));
+    lua_remove(L, -2);
+  }
+  return status;
+}
+
+/* Run a string (an -e option) as chunk "=(command line)". */
+static int dostring(lua_State *L, const char *code)
+{
+  int status = luaL_loadbuffer(L, code, strlen(code), "=(command line)");
+  if (status == LUA_OK) status = docall(L, 0, 0);
+  return report(L, status);
+}
+
+/* Run the script argv[script] (NULL name: stdin) with arg[1..n] as its `...`. */
+static int doscript(lua_State *L, const char *fname)
+{
+  int status = luaL_loadfile(L, fname);
+  if (status == LUA_OK) {
+    lua_getglobal(L, "arg");
+    int n = lua_istable(L, -1) ? (int)luaL_len(L, -1) : 0;
+    luaL_checkstack(L, n + 3, "too many arguments to script");
+    for (int i = 1; i <= n; i++) lua_rawgeti(L, -i, i);
+    lua_remove(L, -n - 1); /* the arg table */
+    status = docall(L, n, 0);
+  }
+  return report(L, status);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Reading lines: readline at a terminal, getline otherwise
+ * ------------------------------------------------------------------------------------- */
+
+#ifdef FE_HAVE_READLINE
+static char history_path[4096]; /* "" when history is not kept */
+static char *line_result;         /* the line readline handed over (NULL at EOF) */
+static int line_done;             /* the callback ran */
+
+/* Readline's line callback: keep the line and stop reading. */
+static void on_line(char *line)
+{
+  line_result = line;
+  line_done = 1;
+  rl_callback_handler_remove();
+}
+
+/* Read one line with readline's callback interface. SIGINT is blocked except inside
+ * pselect, so a Ctrl-C is always seen here, between characters, never inside readline. */
+static line_status read_line_readline(const char *prompt, char **out)
+{
+  sigset_t intmask, waitmask;
+  sigemptyset(&intmask);
+  sigaddset(&intmask, SIGINT);
+  sigprocmask(SIG_BLOCK, &intmask, &waitmask);
+  sigdelset(&waitmask, SIGINT);
+  prompt_interrupted = 0;
+  line_done = 0;
+  line_result = NULL;
+  rl_callback_handler_install(prompt, on_line);
+  line_status st = LINE_OK;
+  int fd = fileno(rl_instream ? rl_instream : stdin);
+  while (!line_done) {
+    fd_set fds;
+    FD_ZERO(&fds);
+    FD_SET(fd, &fds);
+    int ready = pselect(fd + 1, &fds, NULL, NULL, NULL, &waitmask);
+    if (prompt_interrupted) { /* drop the line, leave a fresh prompt */
+      prompt_interrupted = 0;
+      rl_replace_line("", 0);
+      rl_free_line_state();
+      rl_callback_sigcleanup();
+      rl_callback_handler_remove();
+      fputs("^C\n", stdout);
+      fflush(stdout);
+      st = LINE_INTERRUPTED;
+      break;
+    }
+    if (ready < 0) {
+      if (errno == EINTR) {
+        if (window_resized) {
+          window_resized = 0;
+          rl_resize_terminal();
+        }
+        continue;
+      }
+      rl_callback_handler_remove();
+      break; /* unreadable input: treat as end of input */
+    }
+    rl_callback_read_char();
+  }
+  sigprocmask(SIG_UNBLOCK, &intmask, NULL);
+  if (st != LINE_OK) return st;
+  if (line_result == NULL) return LINE_EOF;
+  *out = line_result;
+  return LINE_OK;
+}
+
+/* Remember a typed line (not empty, not a repeat of the last) in memory and in the file. */
+static void history_add(const char *line)
+{
+  if (!interactive || line[strspn(line, " \t")] == '\0') return;
+  HIST_ENTRY *last = history_length > 0 ? history_get(history_base + history_length - 1) : NULL;
+  if (last && last->line && !strcmp(last->line, line)) return;
+  add_history(line);
+  if (history_path[0]) append_history(1, history_path);
+}
+
+/* Load ~/.felab_history (or $FELAB_HISTORY), creating it, capped at HISTORY_MAX lines. */
+static void history_start(void)
+{
+  const char *path = getenv("FELAB_HISTORY"), *home = getenv("HOME");
+  if (path && *path) snprintf(history_path, sizeof history_path, "%s", path);
+  else if (home && *home) snprintf(history_path, sizeof history_path, "%s/.felab_history", home);
+  else return;
+  stifle_history(HISTORY_MAX);
+  int fd = open(history_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+  if (fd < 0) { /* unwritable: keep history in memory only */
+    history_path[0] = '\0';
+    return;
+  }
+  close(fd);
+  history_truncate_file(history_path, HISTORY_MAX);
+  read_history(history_path);
+}
+
+/* ----- tab completion: globals, fields after '.', methods after ':' ----- */
+
+static char **completions;            /* candidates of the completion in progress */
+static size_t ncompletions, completion_next, completion_cap;
+
+/* Forget the previous candidates. */
+static void completion_reset(void)
+{
+  for (size_t i = 0; i < ncompletions; i++) free(completions[i]);
+  ncompletions = completion_next = 0;
+}
+
+/* Add a candidate made of prefix (n bytes) + name. */
+static void completion_add(const char *prefix, size_t n, const char *name)
+{
+  if (ncompletions == completion_cap) {
+    size_t cap = completion_cap ? 2 * completion_cap : 64;
+    char **grown = realloc(completions, cap * sizeof *grown);
+    if (!grown) return;
+    completions = grown;
+    completion_cap = cap;
+  }
+  size_t len = strlen(name);
+  char *s = malloc(n + len + 1);
+  if (!s) return;
+  memcpy(s, prefix, n);
+  memcpy(s + n, name, len + 1);
+  completions[ncompletions++] = s;
+}
+
+/* Whether s[0..n) is a Lua identifier. */
+static int is_identifier(const char *s, size_t n)
+{
+  if (n == 0 || (s[0] >= '0' && s[0] <= '9')) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!(s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+          (s[i] >= '0' && s[i] <= '9')))
+      return 0;
+  return 1;
+}
+
+/* Replace the value on top by its metatable's __index (raw), or by nil. */
+static void complete_step_index(lua_State *L)
+{
+  if (!lua_getmetatable(L, -1)) {
+    lua_pop(L, 1);
+    lua_pushnil(L);
+    return;
+  }
+  lua_pushliteral(L, "__index");
+  lua_rawget(L, -2);
+  lua_remove(L, -2); /* metatable */
+  lua_remove(L, -2); /* old value */
+}
+
+/* Replace the value on top by its field key[0..n): raw, then through __index tables; nil
+ * when there is none. No metamethod runs. */
+static void complete_field(lua_State *L, const char *key, size_t n)
+{
+  for (int depth = 0; depth < 8 && !lua_isnil(L, -1); depth++) {
+    if (lua_istable(L, -1)) {
+      lua_pushlstring(L, key, n);
+      if (lua_rawget(L, -2) != LUA_TNIL) {
+        lua_remove(L, -2);
+        return;
+      }
+      lua_pop(L, 1);
+    }
+    complete_step_index(L);
+  }
+  lua_pop(L, 1);
+  lua_pushnil(L);
+}
+
+/* Copy the identifier keys of table t into result table res as name -> type name; with
+ * methods only functions; with nometa no "__" names. Earlier entries win. */
+static void complete_keys(lua_State *L, int t, int res, int methods, int nometa)
+{
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    size_t n;
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tolstring(L, -2, &n) : NULL;
+    if (k && is_identifier(k, n) && !(nometa && k[0] == '_' && k[1] == '_') &&
+        (!methods || lua_type(L, -1) == LUA_TFUNCTION)) {
+      lua_pushvalue(L, -2);
+      if (lua_rawget(L, res) == LUA_TNIL) {
+        lua_pushvalue(L, -3);
+        lua_pushstring(L, luaL_typename(L, -3));
+        lua_rawset(L, res);
+      }
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+}
+
+/* Protected: walk path ("a.b", "" for the globals) through raw fields and __index tables
+ * (no user code runs), then return a table name -> type name of the keys found there, in
+ * its __index tables, or for an __index function in the metatable. Arg 2: methods only. */
+static int complete_collect(lua_State *L)
+{
+  size_t plen;
+  const char *path = luaL_checklstring(L, 1, &plen);
+  int methods = lua_toboolean(L, 2);
+  lua_settop(L, 2);
+  lua_newtable(L); /* 3: result */
+  lua_pushglobaltable(L);
+  for (size_t at = 0; at < plen;) {
+    const char *dot = memchr(path + at, '.', plen - at);
+    size_t n = dot ? (size_t)(dot - (path + at)) : plen - at;
+    complete_field(L, path + at, n);
+    at += n + 1;
+  }
+  for (int depth = 0; depth < 8 && !lua_isnil(L, -1); depth++) {
+    if (lua_istable(L, -1)) complete_keys(L, lua_gettop(L), 3, methods, depth > 0);
+    if (!lua_getmetatable(L, -1)) break;
+    lua_pushliteral(L, "__index");
+    if (lua_rawget(L, -2) == LUA_TFUNCTION) { /* methods kept in the metatable itself */
+      complete_keys(L, lua_gettop(L) - 1, 3, methods, 1);
+      break;
+    }
+    lua_remove(L, -2);
+    lua_remove(L, -2);
+  }
+  lua_settop(L, 3);
+  return 1;
+}
+
+/* Readline's generator: hand out the precomputed candidates one by one. */
+static char *completion_generator(const char *text, int state)
+{
+  (void)text;
+  if (state == 0) completion_next = 0;
+  if (completion_next < ncompletions) return strdup(completions[completion_next++]);
+  return NULL;
+}
+
+/* Readline's completion entry: complete the word before the cursor as a global, a field
+ * (after '.') or a method (after ':'). A single match gets '(' after a function, '.'
+ * after a table, a space after a keyword. */
+static char **felab_complete(const char *text, int start, int end)
+{
+  static const char *const keywords[] = {
+      "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if",
+      "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while"};
+  (void)start;
+  (void)end;
+  rl_attempted_completion_over = 1; /* never fall back to file names */
+  completion_reset();
+  const char *sep = NULL;
+  for (const char *p = text; *p; p++)
+    if (*p == '.' || *p == ':') sep = p;
+  size_t plen = sep ? (size_t)(sep - text) : 0; /* the expression before the separator */
+  const char *partial = sep ? sep + 1 : text;
+  size_t partial_len = strlen(partial);
+  char last_kind = '\0';
+  for (size_t i = 0; i < plen; i++)
+    if (text[i] == ':') return NULL; /* a method call is never followed by a field here */
+  lua_State *L = main_state;
+  int top = lua_gettop(L);
+  lua_pushcfunction(L, complete_collect);
+  lua_pushlstring(L, text, plen);
+  lua_pushboolean(L, sep && *sep == ':');
+  if (lua_checkstack(L, 8) && lua_pcall(L, 2, 1, 0) == LUA_OK && lua_istable(L, -1)) {
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      const char *name = lua_tostring(L, -2), *type = lua_tostring(L, -1);
+      if (name && type && !strncmp(name, partial, partial_len)) {
+        completion_add(text, sep ? plen + 1 : 0, name);
+        last_kind = !strcmp(type, "function") ? '(' : !strcmp(type, "table") ? '.' : '\0';
+      }
+      lua_pop(L, 1);
+    }
+  }
+  lua_settop(L, top);
+  if (!sep)
+    for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++)
+      if (!strncmp(keywords[i], partial, partial_len)) {
+        completion_add("", 0, keywords[i]);
+        last_kind = ' ';
+      }
+  rl_completion_append_character = ncompletions == 1 ? last_kind : '\0';
+  if (ncompletions == 0) return NULL;
+  return rl_completion_matches(text, completion_generator);
+}
+
+/* Set readline up: our completion, word breaks that keep "a.b:c" together, signals left
+ * to felab, history loaded. */
+static void readline_start(void)
+{
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigwinch;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGWINCH, &sa, NULL);
+  rl_readline_name = "felab";
+  rl_catch_signals = 0;
+  rl_catch_sigwinch = 0;
+  rl_attempted_completion_function = felab_complete;
+  rl_basic_word_break_characters = " \t\n\"\\'`@$><=;|&{}()[],+-*/%^~#";
+  rl_completer_word_break_characters = rl_basic_word_break_characters;
+  history_start();
+}
+
+/* Undo readline_start: cap the history file, free the candidates. */
+static void readline_stop(void)
+{
+  if (history_path[0]) history_truncate_file(history_path, HISTORY_MAX);
+  completion_reset();
+  free(completions);
+  completions = NULL;
+  completion_cap = 0;
+}
+#else
+/* Without readline there is no history. */
+static void history_add(const char *line) { (void)line; }
+#endif
+
+/* Read one line with getline (prompt only at a terminal). Ctrl-C while waiting makes
+ * getline fail with EINTR: the partial line is dropped. */
+static line_status read_line_plain(const char *prompt, char **out)
+{
+  char *buf = NULL;
+  size_t cap = 0;
+  prompt_interrupted = 0;
+  if (interactive) {
+    fputs(prompt, stdout);
+    fflush(stdout);
+  }
+  for (;;) {
+    errno = 0;
+    ssize_t n = getline(&buf, &cap, stdin);
+    if (n >= 0) {
+      while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) buf[--n] = '\0';
+      *out = buf;
+      return LINE_OK;
+    }
+    if (prompt_interrupted) {
+      prompt_interrupted = 0;
+      clearerr(stdin);
+      free(buf);
+      if (interactive) {
+        fputc('\n', stdout);
+        fflush(stdout);
+      }
+      return LINE_INTERRUPTED;
+    }
+    if (ferror(stdin) && errno == EINTR) { /* another signal: keep waiting */
+      clearerr(stdin);
+      continue;
+    }
+    free(buf);
+    return LINE_EOF;
+  }
+}
+
+/* Read one line of input into *out (malloc'd, no newline). */
+static line_status read_line(const char *prompt, char **out)
+{
+  fflush(stdout);
+#ifdef FE_HAVE_READLINE
+  if (interactive) return read_line_readline(prompt, out);
+#endif
+  return read_line_plain(prompt, out);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The prompt
+ * ------------------------------------------------------------------------------------- */
+
+/* Whether a load status and message (on top) mean "the chunk is not finished yet". */
+static int incomplete(lua_State *L, int status)
+{
+  if (status != LUA_ERRSYNTAX) return 0;
+  size_t len;
+  const char *msg = lua_tolstring(L, -1, &len);
+  size_t marklen = sizeof(EOFMARK) - 1;
+  return msg && len >= marklen && !strcmp(msg + len - marklen, EOFMARK);
+}
+
+/* Read and compile one chunk: first as "return <line>", else as a statement that may span
+ * several lines. On LINE_OK, *status is the load status and the function (or the error
+ * message) is on the stack. */
+static line_status load_chunk(lua_State *L, int *status)
+{
+  char *line;
+  line_status ls = read_line(PROMPT, &line);
+  if (ls != LINE_OK) return ls;
+  history_add(line);
+  const char *ret = lua_pushfstring(L, "return %s", line);
+  *status = luaL_loadbuffer(L, ret, strlen(ret), "=stdin");
+  if (*status == LUA_OK) { /* an expression */
+    lua_remove(L, -2);
+    free(line);
+    return LINE_OK;
+  }
+  lua_pop(L, 2);
+  size_t len = strlen(line);
+  for (;;) {
+    *status = luaL_loadbuffer(L, line, len, "=stdin");
+    if (!incomplete(L, *status)) break;
+    char *more;
+    ls = read_line(PROMPT2, &more);
+    if (ls == LINE_EOF) break; /* report the incomplete chunk's error */
+    lua_pop(L, 1);
+    if (ls == LINE_INTERRUPTED) {
+      free(line);
+      return LINE_INTERRUPTED;
+    }
+    history_add(more);
+    size_t mlen = strlen(more);
+    char *joined = realloc(line, len + mlen + 2);
+    if (!joined) {
+      free(more);
+      free(line);
+      lua_pushliteral(L, "not enough memory for the input line");
+      *status = LUA_ERRMEM;
+      return LINE_OK;
+    }
+    line = joined;
+    line[len++] = '\n'; /* the lines of one chunk, as typed */
+    memcpy(line + len, more, mlen + 1);
+    len += mlen;
+    free(more);
+  }
+  free(line);
+  return LINE_OK;
+}
+
+/* The read-eval-print loop, until end of input. Returns the exit status: 0, or 1 when a
+ * piped (non-terminal) session had errors. */
+static int repl(lua_State *L)
+{
+  int base = lua_gettop(L), errors = 0;
+  if (interactive) {
+    printf("felab %s (%s): help() for an overview, Ctrl-D to quit\n", FELAB_VERSION,
+           LUA_RELEASE);
+    fflush(stdout);
+  }
+  for (;;) {
+    lua_settop(L, base);
+    int status;
+    line_status ls = load_chunk(L, &status);
+    if (ls == LINE_EOF) break;
+    if (ls == LINE_INTERRUPTED) continue;
+    if (status == LUA_OK) status = docall(L, 0, LUA_MULTRET);
+    if (status == LUA_OK) status = print_results(L, base);
+    if (report(L, status) != LUA_OK) errors++;
+  }
+  lua_settop(L, base);
+  if (interactive) fputc('\n', stdout);
+  fflush(stdout);
+  return !interactive && errors ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Command line
+ * ------------------------------------------------------------------------------------- */
+
+/* What the command line asked for (parsed before the Lua state exists). */
+typedef struct options {
+  int argc;
+  char **argv;
+  int script;      /* index of the script in argv, 0 if none */
+  int stay;        /* -i: the prompt after the script and -e code */
+  int has_e;       /* at least one -e */
+  int prompt;      /* the prompt runs: -i, or neither a script nor -e */
+} options;
+
+/* Print the usage to f. */
+static void print_usage(FILE *f)
+{
+  fprintf(f,
+          "usage: felab [options] [script.lua [args...]]\n"
+          "With no script, felab reads Lua at a prompt (piped input runs line by line, "
+          "without prompts).\n"
+          "options:\n"
+          "  -e CODE             run CODE (may be repeated)\n"
+          "  -i                  stay at the prompt after the script and -e code\n"
+          "  -                   run standard input as a script\n"
+          "  --                  stop handling options\n"
+          "  --backend NAME      default backend:");
+  for (int i = 0; i < fe_backend_count(); i++) fprintf(f, " %s", fe_backend_name(i));
+  fprintf(f,
+          "\n"
+          "  --precision P       default precision: double or single\n"
+          "  -v, --version       the version and the optional features built in\n"
+          "  -h, --help          this message\n"
+          "environment:\n"
+          "  FELAB_BACKEND       default backend (--backend wins)\n"
+          "  FELAB_TRACEBACK=1   errors carry a Lua and an engine traceback\n"
+          "  FELAB_HISTORY       the prompt's history file (default ~/.felab_history)\n"
+          "A script sees its arguments in the table arg (arg[0] is the script) and in `...`.\n"
+          "Exit status: 0; 1 after an error in a script, in -e code or in piped input; 2 for a\n"
+          "bad command line.\n");
+}
+
+/* Print the version, Lua's, and which optional features were built. */
+static void print_version(void)
+{
+#ifdef FE_HAVE_READLINE
+  const char *readline = "yes";
+#else
+  const char *readline = "no";
+#endif
+#ifdef FE_HAVE_OPENCL
+  const char *opencl = "yes";
+#else
+  const char *opencl = "no";
+#endif
+#ifdef FE_HAVE_GMSH
+  const char *gmsh = "yes";
+#else
+  const char *gmsh = "no";
+#endif
+  printf("felab %s\n%s\nbuilt with: readline %s, OpenCL %s, Gmsh %s\n", FELAB_VERSION,
+         LUA_RELEASE, readline, opencl, gmsh);
+}
+
+/* Complain about the command line and exit 2. */
+static void bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void bad_usage(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "felab: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  print_usage(stderr);
+  exit(2);
+}
+
+/* The value of option argv[*i] ("--backend NAME" or "--backend=NAME"); advances *i. */
+static const char *option_value(int argc, char **argv, int *i, const char *name)
+{
+  size_t n = strlen(name);
+  if (argv[*i][n] == '=') return argv[*i] + n + 1;
+  if (*i + 1 >= argc) bad_usage("option '%s' needs an argument", name);
+  return argv[++*i];
+}
+
+/* Parse the options that come before the script; apply --backend and --precision. Exits
+ * for --help, --version and a bad command line. */
+static void parse_options(int argc, char **argv, options *o)
+{
+  memset(o, 0, sizeof *o);
+  o->argc = argc;
+  o->argv = argv;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (a[0] != '-' || !strcmp(a, "-")) { /* the script ("-" is stdin) */
+      o->script = i;
+      return;
+    }
+    if (!strcmp(a, "--")) {
+      o->script = i + 1 < argc ? i + 1 : 0;
+      return;
+    }
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      print_usage(stdout);
+      exit(0);
+    } else if (!strcmp(a, "-v") || !strcmp(a, "--version")) {
+      print_version();
+      exit(0);
+    } else if (!strcmp(a, "-i")) {
+      o->stay = 1;
+    } else if (!strncmp(a, "-e", 2)) {
+      if (a[2] == '\0' && ++i >= argc) bad_usage("option '%s' needs an argument", "-e");
+      o->has_e = 1;
+    } else if (!strcmp(a, "--backend") || !strncmp(a, "--backend=", 10)) {
+      const char *name = option_value(argc, argv, &i, "--backend");
+      if (fe_backend_set_default(name)) {
+        fprintf(stderr, "felab: %s\n", fe_error_message());
+        exit(2);
+      }
+    } else if (!strcmp(a, "--precision") || !strncmp(a, "--precision=", 12)) {
+      fe_precision p;
+      if (fe_precision_parse(option_value(argc, argv, &i, "--precision"), &p)) {
+        fprintf(stderr, "felab: %s\n", fe_error_message());
+        exit(2);
+      }
+      fe_precision_set_default(p);
+    } else {
+      bad_usage("unrecognized option '%s'", a);
+    }
+  }
+}
+
+/* Parse the command line; decide whether the prompt runs. */
+static void parse_command_line(int argc, char **argv, options *o)
+{
+  parse_options(argc, argv, o);
+  o->prompt = o->stay || (!o->script && !o->has_e);
+}
+
+/* Make the global arg table as lua.c does: arg[0] the script, arg[1..] its arguments,
+ * negative indices the interpreter and its options. */
+static void create_arg_table(lua_State *L, const options *o)
+{
+  int script = o->script ? o->script : 0;
+  int narg = o->argc - (script + 1);
+  lua_createtable(L, narg > 0 ? narg : 0, script + 1);
+  for (int i = 0; i < o->argc; i++) {
+    lua_pushstring(L, o->argv[i]);
+    lua_rawseti(L, -2, i - script);
+  }
+  lua_setglobal(L, "arg");
+}
+
+/* Run the -e options in order; stop at the first failure. Returns 1 on success. */
+static int run_e_options(lua_State *L, const options *o)
+{
+  int end = o->script ? o->script : o->argc;
+  for (int i = 1; i < end; i++) {
+    const char *a = o->argv[i];
+    if (!strcmp(a, "--")) break;
+    if (!strcmp(a, "--backend") || !strcmp(a, "--precision")) {
+      i++; /* skip the value */
+      continue;
+    }
+    if (strncmp(a, "-e", 2) != 0) continue;
+    const char *code = a[2] ? a + 2 : o->argv[++i];
+    if (dostring(L, code) != LUA_OK) return 0;
+  }
+  return 1;
+}
+
+/* Everything that touches Lua, protected (like lua.c's pmain): open the libraries and
+ * felab's modules, make arg, run -e code and the script, then the prompt if wanted.
+ * Pushes the exit status. */
+static int pmain(lua_State *L)
+{
+  const options *o = lua_touserdata(L, 1);
+  lua_settop(L, 0);
+  luaL_checkversion(L);
+  luaL_openlibs(L);
+  felab_open_all(L);
+  create_arg_table(L, o);
+  int ok = run_e_options(L, o);
+  if (ok && o->script) {
+    const char *fname = o->argv[o->script];
+    if (!strcmp(fname, "-") && strcmp(o->argv[o->script - 1], "--") != 0) fname = NULL;
+    ok = doscript(L, fname) == LUA_OK;
+  }
+  int status = ok ? 0 : 1;
+  if (o->prompt) status = repl(L);
+  lua_pushinteger(L, status);
+  return 1;
+}
+
+/* felab: parse the options, make the Lua state, run, clean up. */
+int main(int argc, char **argv)
+{
+  options o;
+  parse_command_line(argc, argv, &o);
+  const char *tb = getenv("FELAB_TRACEBACK");
+  want_traceback = tb && *tb && strcmp(tb, "0") != 0;
+  interactive = isatty(STDIN_FILENO);
+  setvbuf(stdout, NULL, _IOLBF, 0); /* stdout and stderr interleave in pipes and files */
+
+  lua_State *L = luaL_newstate();
+  if (L == NULL) {
+    fprintf(stderr, "felab: cannot create the Lua state: not enough memory\n");
+    return 1;
+  }
+  main_state = L;
+  sigint_install(0);
+#ifdef FE_HAVE_READLINE
+  if (interactive && o.prompt) readline_start();
+#endif
+  lua_pushcfunction(L, pmain);
+  lua_pushlightuserdata(L, &o);
+  int status;
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) { /* an error outside any user chunk */
+    report(L, LUA_ERRRUN);
+    status = 1;
+  } else {
+    status = (int)lua_tointeger(L, -1);
+  }
+#ifdef FE_HAVE_READLINE
+  if (interactive && o.prompt) readline_stop();
+#endif
+  running_chunk = 0;
+  main_state = NULL; /* the handler must not touch a closed state */
+  lua_close(L);
+  fe_backend_shutdown();
+  fflush(stdout);
+  return status;
+}
