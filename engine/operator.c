@@ -157,11 +157,13 @@ static int resolve(const fe_action_opts *o, fe_backend **be, fe_precision *prec)
   return 0;
 }
 
-/* Cells per work group: enough threads to fill a GPU group, a cache-sized batch on a CPU. */
+/* Cells per work group: 32 fills a GPU group with (cell, point) threads and, on a CPU,
+ * measured fastest for the P1 apply (docs/benchmarks.md). */
 static int default_block(const fe_backend *be, const fe_operator *A)
 {
+  (void)be;
   (void)A;
-  return be->info.is_gpu ? 32 : 64;
+  return 32;
 }
 
 /* Only the cpu backend runs a group's threads one after another, so only there may groups
@@ -190,14 +192,13 @@ static size_t padded_cells(const fe_operator *A, int block)
 /* Geometric factors in double at the points of rule Q, structure-of-arrays: factor j of
  * every (cell, point) then factor j + 1; the factors are Jinv (row-major, dxi_i/dx_d) then
  * det J. Affine cells store one point per cell. */
-static int build_geometry(const fe_operator *A, const fe_quadrature *Q, int block,
-                          double **geo_out, size_t *nwords)
+static int build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *perm,
+                          size_t npad, double **geo_out, size_t *nwords)
 {
   const fe_space *V = A->V;
   const fe_element *el = &V->elem;
   int dim = el->dim, nb = el->nbasis, stride = fe_geo_stride(dim);
   int ngq = A->geo_affine ? 1 : Q->npoints;
-  size_t ncells = (size_t)V->mesh->ncells, npad = padded_cells(A, block);
   size_t n = npad * ngq * stride;
   double *geo;
   FE_MALLOC(geo, n, "geometric factors");
@@ -208,7 +209,10 @@ static int build_geometry(const fe_operator *A, const fe_quadrature *Q, int bloc
   long long bad = -1;
   double bad_det = 0;
 #pragma omp parallel for schedule(static)
-  for (size_t c = 0; c < ncells; c++) {
+  for (size_t i = 0; i < npad; i++) {
+    /* a padding cell: the first cell's factors with zero measure, so it adds exact zeros */
+    int pad = perm[i] < 0;
+    size_t c = pad ? 0 : (size_t)perm[i];
     const int *dof = V->cell_nodes + c * nb;
     for (int q = 0; q < ngq; q++) {
       double J[9] = {0}, K[10];
@@ -217,8 +221,8 @@ static int build_geometry(const fe_operator *A, const fe_quadrature *Q, int bloc
           for (int i = 0; i < dim; i++)
             J[d * dim + i] += V->node_coords[3 * (size_t)dof[b] + d] * dphi[q][b * dim + i];
       double det = fe_space_map_inverse(dim, J, K);
-      K[dim * dim] = det;
-      for (int j = 0; j < stride; j++) geo[(size_t)j * npad * ngq + c * ngq + q] = K[j];
+      K[dim * dim] = pad ? 0 : det;
+      for (int j = 0; j < stride; j++) geo[(size_t)j * npad * ngq + i * ngq + q] = K[j];
       if (!(det > 0)) {
 #pragma omp critical
         if (bad < 0 || (long long)c < bad) {
@@ -228,11 +232,6 @@ static int build_geometry(const fe_operator *A, const fe_quadrature *Q, int bloc
       }
     }
   }
-  /* padding: the first cell's factors with zero measure, so it adds exact zeros */
-  for (size_t c = ncells; c < npad; c++)
-    for (int q = 0; q < ngq; q++)
-      for (int j = 0; j < stride; j++)
-        geo[(size_t)j * npad * ngq + c * ngq + q] = j < dim * dim ? geo[(size_t)j * npad * ngq + q] : 0;
   if (bad >= 0) {
     free(geo);
     FE_ERROR(FE_ERR_MESH, "cell %lld (%s) is %s: det J = %.3g", bad, fe_cell_name(el->cell),
@@ -267,19 +266,36 @@ static int upload_ints(fe_backend *be, const int *v, size_t n, fe_buffer *buf)
   return be->ops->write(be->impl, buf, 0, n * sizeof(int), v);
 }
 
-/* The cell map padded to whole blocks with copies of the first cell. */
-static int upload_cells(const fe_operator *A, op_device *d)
+/* The cell map in the order of perm, padding cells copying the first cell. */
+static int upload_cells(const fe_operator *A, op_device *d, const int *perm, size_t npad)
 {
   const fe_space *V = A->V;
   int nb = V->elem.nbasis;
-  size_t n = (size_t)V->mesh->ncells * nb, npad = padded_cells(A, d->block) * nb;
   int *cells;
-  FE_MALLOC(cells, npad, "cell map");
-  memcpy(cells, V->cell_nodes, sizeof(int) * n);
-  for (size_t i = n; i < npad; i++) cells[i] = V->cell_nodes[i % nb];
-  int rc = upload_ints(d->be, cells, npad, &d->cells);
+  FE_MALLOC(cells, npad * nb, "cell map");
+  for (size_t i = 0; i < npad; i++)
+    memcpy(cells + i * nb, V->cell_nodes + (size_t)(perm[i] < 0 ? 0 : perm[i]) * nb,
+           sizeof(int) * nb);
+  int rc = upload_ints(d->be, cells, npad * nb, &d->cells);
   free(cells);
   return rc;
+}
+
+/* Where each stored cell comes from: the blocks in the order of list, each padded to
+ * BLOCK cells (-1: padding). Storing colors contiguously lets each color's launch stream
+ * through memory instead of hopping between blocks. */
+static int cell_permutation(const fe_operator *A, const op_device *d, const int *list,
+                            int **perm, size_t *npad)
+{
+  size_t nc = (size_t)A->V->mesh->ncells, bs = (size_t)d->block;
+  *npad = (size_t)d->ngroups * bs;
+  FE_MALLOC(*perm, *npad, "cell order");
+  for (size_t k = 0; k < (size_t)d->ngroups; k++)
+    for (size_t j = 0; j < bs; j++) {
+      size_t c = (size_t)list[k] * bs + j;
+      (*perm)[k * bs + j] = c < nc ? (int)c : -1;
+    }
+  return 0;
 }
 
 /* The work-group schedule: identity, or groups sorted by color. */
@@ -321,16 +337,18 @@ static int op_device_setup(fe_operator *A, op_device *d)
   const fe_space *V = A->V;
   fe_backend *be = d->be;
   double t0 = now(), *geo = NULL, *dv = NULL;
-  int *list = NULL;
-  size_t ngeo;
+  int *list = NULL, *perm = NULL;
+  size_t ngeo, npad = 0;
   int rc = build_schedule(A, d, &list);
+  if (!rc) rc = cell_permutation(A, d, list, &perm, &npad);
+  for (int g = 0; !rc && g < d->ngroups; g++) list[g] = g; /* cells are stored in schedule order */
   if (!rc) rc = upload_ints(be, list, (size_t)d->ngroups, &d->groups);
-  if (!rc) rc = upload_cells(A, d);
+  if (!rc) rc = upload_cells(A, d, perm, npad);
   for (int a = 0; a < FE_NACTIONS && !rc; a++) {
     for (int b = 0; b < a; b++) /* the same points as an earlier action: share */
       if (A->geo_affine || A->quad[b].degree == A->quad[a].degree) d->geo[a] = d->geo[b];
     if (d->geo[a].ptr) continue;
-    rc = build_geometry(A, &A->quad[a], d->block, &geo, &ngeo);
+    rc = build_geometry(A, &A->quad[a], perm, npad, &geo, &ngeo);
     if (!rc) rc = upload_reals(be, d->prec, geo, ngeo, &d->geo[a]);
     free(geo);
     geo = NULL;
@@ -345,6 +363,7 @@ static int op_device_setup(fe_operator *A, op_device *d)
     rc = upload_reals(be, d->prec, dv, (size_t)A->ndir, &d->dval);
   }
   free(list);
+  free(perm);
   free(geo);
   free(dv);
   FE_CHECK(rc);

@@ -389,7 +389,7 @@ static int cpu_finish(void *impl)
 /* Vector work: plain OpenMP loops, reductions in double. */
 #define CPU_VECTOR_LOOP(T, body)                                           \
   do {                                                                     \
-    _Pragma("omp parallel for schedule(static)") for (size_t i = 0; i < n; i++) body; \
+    _Pragma("omp parallel for if (n > 32768) schedule(static)") for (size_t i = 0; i < n; i++) body; \
   } while (0)
 
 static int cpu_fill(void *impl, fe_buffer *x, size_t n, fe_precision prec, double value)
@@ -450,11 +450,11 @@ static int cpu_dot(void *impl, const fe_buffer *x, const fe_buffer *y, size_t n,
   double s = 0;
   if (prec == FE_DOUBLE) {
     const double *xv = x->ptr, *yv = y->ptr;
-#pragma omp parallel for reduction(+ : s) schedule(static)
+#pragma omp parallel for reduction(+ : s) if (n > 32768) schedule(static)
     for (size_t i = 0; i < n; i++) s += xv[i] * yv[i];
   } else {
     const float *xv = x->ptr, *yv = y->ptr;
-#pragma omp parallel for reduction(+ : s) schedule(static)
+#pragma omp parallel for reduction(+ : s) if (n > 32768) schedule(static)
     for (size_t i = 0; i < n; i++) s += (double)xv[i] * yv[i];
   }
   *result = s;
@@ -470,13 +470,13 @@ static int cpu_reduce(void *impl, const fe_buffer *x, size_t n, fe_precision pre
   const float *xf = x->ptr;
 #define CPU_VALUE(i) (prec == FE_DOUBLE ? xd[i] : (double)xf[i])
   if (op == FE_REDUCE_SUM) {
-#pragma omp parallel for reduction(+ : s) schedule(static)
+#pragma omp parallel for reduction(+ : s) if (n > 32768) schedule(static)
     for (size_t i = 0; i < n; i++) s += CPU_VALUE(i);
   } else if (op == FE_REDUCE_MIN) {
-#pragma omp parallel for reduction(min : s) schedule(static)
+#pragma omp parallel for reduction(min : s) if (n > 32768) schedule(static)
     for (size_t i = 0; i < n; i++) s = fmin(s, CPU_VALUE(i));
   } else {
-#pragma omp parallel for reduction(max : s) schedule(static)
+#pragma omp parallel for reduction(max : s) if (n > 32768) schedule(static)
     for (size_t i = 0; i < n; i++) s = fmax(s, CPU_VALUE(i));
   }
 #undef CPU_VALUE
