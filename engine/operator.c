@@ -37,6 +37,7 @@ typedef struct op_device {
   fe_kernel *kernel[FE_NACTIONS];    /* integrate or diagonal */
   fe_kernel *dirichlet[FE_NACTIONS]; /* the dirichlet kernel of that action's module */
   fe_module *module[FE_NACTIONS];
+  int warm[FE_NACTIONS];  /* the action ran once (its first run is not timed) */
   fe_vector *scratch;    /* the masked direction of a Jacobian action */
   fe_vector *zero;       /* the state of a Jacobian taken at zero */
   double setup_seconds;  /* building and moving the data above, reported once */
@@ -539,12 +540,37 @@ static int op_report(fe_operator *A, op_device *d, fe_action a, const fe_action_
 }
 
 /* The common path of the three actions. */
+/* The device work of one action: mask the direction, zero the output, integrate, fix the
+ * constrained rows. */
+static int op_run(fe_operator *A, op_device *d, fe_action a, const fe_vector *u,
+                  const fe_vector *w, fe_vector *out, int *launches)
+{
+  int n = A->V->ndofs;
+  *launches = 0;
+  if (a == FE_ACTION_APPLY && A->ndir > 0) { /* the direction without its constrained part */
+    if (!d->scratch) FE_CHECK(fe_vector_create(d->be, d->prec, n, &d->scratch));
+    FE_CHECK(fe_vector_copy(d->scratch, w));
+    FE_CHECK(op_dirichlet(A, d, a, d->scratch, 0, 0, 0, d->scratch, launches));
+  }
+  const fe_vector *wm = a == FE_ACTION_APPLY && A->ndir > 0 ? d->scratch : w;
+  if (!u && !d->zero) FE_CHECK(fe_vector_create(d->be, d->prec, n, &d->zero)); /* zeroed */
+  if (!u) u = d->zero;
+  FE_CHECK(fe_vector_fill(out, 0.0));
+  FE_CHECK(op_integrate(A, d, a, u, wm ? wm : u, out, launches));
+  switch (a) {
+  case FE_ACTION_RESIDUAL: FE_CHECK(op_dirichlet(A, d, a, u, 1, -1, 0, out, launches)); break;
+  case FE_ACTION_APPLY: FE_CHECK(op_dirichlet(A, d, a, w, 1, 0, 0, out, launches)); break;
+  default: FE_CHECK(op_dirichlet(A, d, a, out, 0, 0, 1, out, launches)); break;
+  }
+  return d->be->ops->finish(d->be->impl);
+}
+
 static int op_action(fe_operator *A, fe_action a, const fe_vector *u_in, const fe_vector *w_in,
                      const fe_action_opts *o, fe_vector **out, fe_report *rep)
 {
   op_device *d = NULL;
   FE_CHECK(op_device_get(A, o, &d));
-  double compile_s, transfer = 0;
+  double compile_s, transfer = 0, seconds = 0;
   FE_CHECK(op_kernel(A, d, a, &compile_s));
   int n = A->V->ndofs, launches = 0, made = *out == NULL;
   const fe_vector *u, *w;
@@ -552,26 +578,18 @@ static int op_action(fe_operator *A, fe_action a, const fe_vector *u_in, const f
   int rc = op_input(u_in, d, n, &u, &tu, &transfer);
   if (!rc) rc = op_input(w_in, d, n, &w, &tw, &transfer);
   if (!rc) rc = op_output(d, n, out);
-  double t0 = now();
-  if (!rc && a == FE_ACTION_APPLY && A->ndir > 0) { /* the direction without its constrained part */
-    if (!d->scratch) rc = fe_vector_create(d->be, d->prec, n, &d->scratch);
-    if (!rc) rc = fe_vector_copy(d->scratch, w);
-    if (!rc) rc = op_dirichlet(A, d, a, d->scratch, 0, 0, 0, d->scratch, &launches);
+  if (!rc && !d->warm[a]) { /* the first run pays for lazy driver work (PoCL compiles at its
+                              * first launch): count it as compile time, time the second */
+    double t0 = now();
+    rc = op_run(A, d, a, u, w, *out, &launches);
+    compile_s += now() - t0;
+    d->warm[a] = 1;
   }
-  const fe_vector *wm = a == FE_ACTION_APPLY && A->ndir > 0 ? d->scratch : w;
-  if (!rc && !u && !d->zero) rc = fe_vector_create(d->be, d->prec, n, &d->zero); /* zeroed */
-  if (!u) u = d->zero;
-  if (!rc) rc = fe_vector_fill(*out, 0.0);
-  if (!rc) rc = op_integrate(A, d, a, u, wm ? wm : u, *out, &launches);
   if (!rc) {
-    switch (a) {
-    case FE_ACTION_RESIDUAL: rc = op_dirichlet(A, d, a, u, 1, -1, 0, *out, &launches); break;
-    case FE_ACTION_APPLY: rc = op_dirichlet(A, d, a, w, 1, 0, 0, *out, &launches); break;
-    default: rc = op_dirichlet(A, d, a, *out, 0, 0, 1, *out, &launches); break;
-    }
+    double t0 = now();
+    rc = op_run(A, d, a, u, w, *out, &launches);
+    seconds = now() - t0;
   }
-  if (!rc) rc = d->be->ops->finish(d->be->impl);
-  double seconds = now() - t0;
   fe_vector_free(tu);
   fe_vector_free(tw);
   if (!rc) rc = op_report(A, d, a, o, seconds, compile_s, transfer, launches, rep);

@@ -1,0 +1,557 @@
+/* Operators on the cpu backend: the Jacobian action is the derivative of the residual, is
+ * symmetric, has the diagonal the diagonal action reports and kills constants; single and
+ * double precision and every block size agree; reports are consistent; bad input (physics
+ * that does not compile, unknown names, an inverted cell, Ctrl-C) gives clear errors; the
+ * printed source holds every phase; and opencl, where present, matches cpu. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "engine/error.h"
+#include "engine/operator.h"
+
+/* The cache of compiled kernels and calibrations, unless the runner chose one. */
+static void op_suite_init(void) { setenv("FELAB_CACHE", "/tmp/felab-test-cache", 0); }
+
+/* Close the backends and drop the session log, so that leak checking sees nothing. */
+static void op_suite_fini(void)
+{
+  fe_backend_shutdown();
+  fe_perf_log_clear();
+}
+
+TestSuite(operator, .init = op_suite_init, .fini = op_suite_fini);
+
+/* A mesh, its space, Poisson physics and the operator, freed together. */
+typedef struct op_problem {
+  fe_mesh *m;
+  fe_space *V;
+  fe_physics *pde;
+  fe_operator *A;
+} op_problem;
+
+/* A box of n^3 cubes of type (tet or hex) on [0,1]^3. */
+static fe_mesh *op_box(fe_cell_type type, int n)
+{
+  fe_box_opts o;
+  fe_box_opts_default(&o);
+  o.type = type;
+  o.cells[0] = o.cells[1] = o.cells[2] = n;
+  fe_mesh *m = NULL;
+  cr_assert_eq(fe_mesh_box(&o, &m), 0, "%s", fe_error_message());
+  return m;
+}
+
+/* Space (P1 or Q1 by cell type), physics and operator on mesh m (taken over). */
+static void op_problem_on(op_problem *p, fe_mesh *m, const char *kappa, const char *source,
+                          const char *const *dir, int ndir)
+{
+  memset(p, 0, sizeof *p);
+  p->m = m;
+  const char *name = m->type == FE_CELL_HEX ? "Q1" : "P1";
+  cr_assert_eq(fe_space_create(m, name, &p->V), 0, "%s", fe_error_message());
+  cr_assert_eq(fe_physics_poisson(kappa, source, &p->pde), 0, "%s", fe_error_message());
+  cr_assert_eq(fe_operator_create(p->V, p->pde, dir, ndir, 0.25, &p->A), 0, "%s",
+               fe_error_message());
+}
+
+/* The standard test problem: variable kappa, unit source, on a box of n^3 cubes. */
+static void op_problem_make(op_problem *p, fe_cell_type type, int n, const char *const *dir,
+                            int ndir)
+{
+  op_problem_on(p, op_box(type, n), "1 + x[0]*x[1]", "1", dir, ndir);
+}
+
+static void op_problem_free(op_problem *p)
+{
+  fe_operator_free(p->A);
+  fe_physics_free(p->pde);
+  fe_space_free(p->V);
+  fe_mesh_free(p->m);
+  memset(p, 0, sizeof *p);
+}
+
+/* Options for backend be in precision prec with block cells per group (0: automatic). */
+static fe_action_opts op_opts(const char *be, fe_precision prec, int block)
+{
+  fe_action_opts o;
+  fe_action_opts_default(&o);
+  o.backend = be;
+  o.precision = (int)prec;
+  o.block = block;
+  return o;
+}
+
+/* Deterministic pseudo-random value in [-1, 1) for index i and a seed. */
+static double op_rand(size_t i, unsigned seed)
+{
+  unsigned long long h = (i + 1) * 6364136223846793005ULL + (seed + 1) * 1442695040888963407ULL;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  return -1.0 + 2.0 * (double)(h >> 11) / 9007199254740992.0;
+}
+
+/* A double cpu vector holding the host values v[n]. */
+static fe_vector *op_vector(const double *v, int n)
+{
+  fe_backend *be;
+  fe_vector *x = NULL;
+  cr_assert_eq(fe_backend_get("cpu", &be), 0, "%s", fe_error_message());
+  cr_assert_eq(fe_vector_create(be, FE_DOUBLE, n, &x), 0, "%s", fe_error_message());
+  cr_assert_eq(fe_vector_set(x, v), 0, "%s", fe_error_message());
+  return x;
+}
+
+/* n random host values (caller frees). */
+static double *op_random(int n, unsigned seed)
+{
+  double *v = malloc(sizeof(double) * (size_t)n);
+  for (int i = 0; i < n; i++) v[i] = op_rand((size_t)i, seed);
+  return v;
+}
+
+/* Run an action ("residual": on u; "apply": on u as direction; "diagonal": u ignored) and
+ * return its result as host doubles (caller frees); *rep gets the report if rep != NULL. */
+static double *op_run(op_problem *p, const char *action, const fe_vector *u,
+                      const fe_action_opts *o, fe_report *rep)
+{
+  fe_vector *y = NULL;
+  fe_report r;
+  int rc = !strcmp(action, "residual") ? fe_operator_residual(p->A, u, o, &y, &r)
+           : !strcmp(action, "apply")  ? fe_operator_apply(p->A, u, NULL, o, &y, &r)
+                                       : fe_operator_diagonal(p->A, NULL, o, &y, &r);
+  cr_assert_eq(rc, 0, "%s: %s\n%s", action, fe_error_message(), fe_error_trace());
+  cr_assert_eq(y->n, p->V->ndofs);
+  double *h = malloc(sizeof(double) * (size_t)y->n);
+  cr_assert_eq(fe_vector_get(y, h), 0, "%s", fe_error_message());
+  fe_vector_free(y);
+  if (rep) *rep = r;
+  return h;
+}
+
+/* Largest |a_i - b_i| divided by the largest |a_i| (absolute when a is zero). */
+static double op_reldiff(const double *a, const double *b, int n)
+{
+  double d = 0, s = 0;
+  for (int i = 0; i < n; i++) {
+    d = fmax(d, fabs(a[i] - b[i]));
+    s = fmax(s, fabs(a[i]));
+  }
+  return s > 0 ? d / s : d;
+}
+
+/* Largest |a_i|. */
+static double op_infnorm(const double *a, int n)
+{
+  double s = 0;
+  for (int i = 0; i < n; i++) s = fmax(s, fabs(a[i]));
+  return s;
+}
+
+static const fe_cell_type op_types[2] = {FE_CELL_TET, FE_CELL_HEX};
+static const int op_sizes[2] = {4, 3}; /* tet 4x4x4, hex 3x3x3 */
+
+Test(operator, apply_equals_residual_difference)
+{
+  const char *tags[] = {"xmin", "ymax", "zmin"};
+  fe_action_opts o = op_opts("cpu", FE_DOUBLE, 0);
+  for (int t = 0; t < 2; t++)
+    for (int bc = 0; bc < 2; bc++) {
+      op_problem p;
+      op_problem_make(&p, op_types[t], op_sizes[t], bc ? tags : NULL, bc ? 3 : 0);
+      int n = p.V->ndofs;
+      double *u = op_random(n, 1), *w = op_random(n, 2), *uw = malloc(sizeof(double) * n);
+      for (int i = 0; i < n; i++) uw[i] = u[i] + w[i];
+      fe_vector *vu = op_vector(u, n), *vw = op_vector(w, n), *vuw = op_vector(uw, n);
+      double *ru = op_run(&p, "residual", vu, &o, NULL);
+      double *ruw = op_run(&p, "residual", vuw, &o, NULL);
+      double *aw = op_run(&p, "apply", vw, &o, NULL);
+      /* on constrained rows: (u + w - g) - (u - g) = w = (J w)_i, so all rows compare */
+      double scale = fmax(op_infnorm(ru, n), op_infnorm(ruw, n)), err = 0;
+      for (int i = 0; i < n; i++) err = fmax(err, fabs(ruw[i] - ru[i] - aw[i]));
+      cr_expect_leq(err, 1e-12 * scale, "%s, %s: |r(u+w) - r(u) - J w| = %.3g, scale %.3g",
+                    fe_cell_name(op_types[t]), bc ? "dirichlet" : "no bc", err, scale);
+      if (bc) { /* and the constrained rows of J w are w itself */
+        int *nodes, nn;
+        cr_assert_eq(fe_space_boundary_nodes(p.V, tags, 3, &nodes, &nn), 0);
+        cr_expect_eq(fe_operator_ndirichlet(p.A), nn);
+        for (int k = 0; k < nn; k++) cr_expect_eq(aw[nodes[k]], w[nodes[k]], "row %d", nodes[k]);
+        free(nodes);
+      }
+      free(ru), free(ruw), free(aw), free(u), free(w), free(uw);
+      fe_vector_free(vu), fe_vector_free(vw), fe_vector_free(vuw);
+      op_problem_free(&p);
+    }
+}
+
+Test(operator, apply_is_symmetric)
+{
+  const char *all[] = {"all"};
+  fe_action_opts o = op_opts("cpu", FE_DOUBLE, 0);
+  for (int t = 0; t < 2; t++) {
+    op_problem p;
+    op_problem_make(&p, op_types[t], op_sizes[t], all, 1);
+    int n = p.V->ndofs;
+    double *v = op_random(n, 3), *w = op_random(n, 4);
+    fe_vector *vv = op_vector(v, n), *vw = op_vector(w, n);
+    double *av = op_run(&p, "apply", vv, &o, NULL), *aw = op_run(&p, "apply", vw, &o, NULL);
+    double vaw = 0, wav = 0, mag = 0;
+    for (int i = 0; i < n; i++) {
+      vaw += v[i] * aw[i];
+      wav += w[i] * av[i];
+      mag += fabs(v[i] * aw[i]) + fabs(w[i] * av[i]);
+    }
+    cr_expect_leq(fabs(vaw - wav), 1e-12 * mag, "%s: v.Aw = %.17g, w.Av = %.17g",
+                  fe_cell_name(op_types[t]), vaw, wav);
+    free(v), free(w), free(av), free(aw);
+    fe_vector_free(vv), fe_vector_free(vw);
+    op_problem_free(&p);
+  }
+}
+
+Test(operator, diagonal_matches_apply_on_unit_vectors)
+{
+  const char *tags[] = {"xmin"};
+  fe_action_opts o = op_opts("cpu", FE_DOUBLE, 0);
+  for (int t = 0; t < 2; t++) {
+    op_problem p;
+    op_problem_make(&p, op_types[t], 2, tags, 1); /* 27 nodes */
+    int n = p.V->ndofs;
+    double *d = op_run(&p, "diagonal", NULL, &o, NULL), *e = calloc((size_t)n, sizeof(double));
+    for (int i = 0; i < n; i++) {
+      e[i] = 1;
+      fe_vector *ve = op_vector(e, n);
+      double *ae = op_run(&p, "apply", ve, &o, NULL);
+      cr_expect_leq(fabs(ae[i] - d[i]), 1e-12 * fabs(d[i]), "%s: diag[%d] = %.17g, (A e_i)_i = %.17g",
+                    fe_cell_name(op_types[t]), i, d[i], ae[i]);
+      cr_expect_gt(d[i], 0, "the diagonal of a Laplacian is positive");
+      free(ae);
+      fe_vector_free(ve);
+      e[i] = 0;
+    }
+    free(d), free(e);
+    op_problem_free(&p);
+  }
+}
+
+Test(operator, apply_of_constant_is_zero_without_bc)
+{
+  fe_action_opts o = op_opts("cpu", FE_DOUBLE, 0);
+  for (int t = 0; t < 2; t++) {
+    op_problem p;
+    op_problem_make(&p, op_types[t], op_sizes[t], NULL, 0);
+    int n = p.V->ndofs;
+    double *c = malloc(sizeof(double) * n);
+    for (int i = 0; i < n; i++) c[i] = 3.0;
+    fe_vector *vc = op_vector(c, n);
+    double *ac = op_run(&p, "apply", vc, &o, NULL), *d = op_run(&p, "diagonal", NULL, &o, NULL);
+    double scale = 3.0 * op_infnorm(d, n), err = op_infnorm(ac, n);
+    cr_expect_leq(err, 1e-12 * scale, "%s: |A 3| = %.3g, 3 max diag = %.3g",
+                  fe_cell_name(op_types[t]), err, scale);
+    free(c), free(ac), free(d);
+    fe_vector_free(vc);
+    op_problem_free(&p);
+  }
+}
+
+Test(operator, float_precision_close_to_double)
+{
+  const char *tags[] = {"xmax"};
+  fe_action_opts od = op_opts("cpu", FE_DOUBLE, 0), of = op_opts("cpu", FE_FLOAT, 0);
+  for (int t = 0; t < 2; t++) {
+    op_problem p;
+    op_problem_make(&p, op_types[t], op_sizes[t], tags, 1);
+    int n = p.V->ndofs;
+    double *w = op_random(n, 5);
+    fe_vector *vw = op_vector(w, n);
+    const char *actions[] = {"residual", "apply", "diagonal"};
+    for (int a = 0; a < 3; a++) {
+      double *yd = op_run(&p, actions[a], vw, &od, NULL), *yf = op_run(&p, actions[a], vw, &of, NULL);
+      double rel = op_reldiff(yd, yf, n);
+      cr_expect_leq(rel, 1e-5, "%s %s: single vs double %.3g", fe_cell_name(op_types[t]),
+                    actions[a], rel);
+      cr_expect_gt(rel, 0, "single precision gave bit-identical results: was it really single?");
+      free(yd), free(yf);
+    }
+    free(w);
+    fe_vector_free(vw);
+    op_problem_free(&p);
+  }
+}
+
+Test(operator, block_size_does_not_change_result)
+{
+  const char *tags[] = {"ymin"};
+  const int blocks[] = {64, 1, 7};
+  for (int t = 0; t < 2; t++) {
+    op_problem p;
+    op_problem_make(&p, op_types[t], op_sizes[t], tags, 1);
+    int n = p.V->ndofs;
+    double *w = op_random(n, 6);
+    fe_vector *vw = op_vector(w, n);
+    const char *actions[] = {"residual", "apply", "diagonal"};
+    for (int a = 0; a < 3; a++) {
+      fe_action_opts o0 = op_opts("cpu", FE_DOUBLE, blocks[0]);
+      double *y0 = op_run(&p, actions[a], vw, &o0, NULL);
+      for (int b = 1; b < 3; b++) {
+        fe_action_opts ob = op_opts("cpu", FE_DOUBLE, blocks[b]);
+        double *yb = op_run(&p, actions[a], vw, &ob, NULL), rel = op_reldiff(y0, yb, n);
+        cr_expect_leq(rel, 1e-13, "%s %s: block %d vs %d differ by %.3g",
+                      fe_cell_name(op_types[t]), actions[a], blocks[b], blocks[0], rel);
+        free(yb);
+      }
+      free(y0);
+    }
+    free(w);
+    fe_vector_free(vw);
+    op_problem_free(&p);
+  }
+}
+
+Test(operator, report_counts_are_positive_and_consistent)
+{
+  const char *all[] = {"all"};
+  const char *actions[] = {"residual", "apply", "diagonal"};
+  const int vectors[] = {2, 2, 1}; /* vectors each action must at least read or write */
+  for (int t = 0; t < 2; t++) {
+    op_problem p;
+    op_problem_make(&p, op_types[t], op_sizes[t], all, 1);
+    int n = p.V->ndofs;
+    double *w = op_random(n, 7);
+    fe_vector *vw = op_vector(w, n);
+    for (int a = 0; a < 3; a++) {
+      fe_report r[2];
+      for (int prec = 0; prec < 2; prec++) {
+        fe_action_opts o = op_opts("cpu", (fe_precision)prec, 0);
+        int logged = fe_perf_log_count();
+        free(op_run(&p, actions[a], vw, &o, &r[prec]));
+        cr_expect_eq(fe_perf_log_count(), logged + 1, "every action is logged once");
+        o.nolog = 1;
+        free(op_run(&p, actions[a], vw, &o, NULL));
+        cr_expect_eq(fe_perf_log_count(), logged + 1, "nolog keeps the call out of the log");
+        const fe_report *q = &r[prec];
+        double wbytes = (double)fe_precision_size((fe_precision)prec);
+        cr_expect_str_eq(q->action, actions[a]);
+        cr_expect_str_eq(q->backend, "cpu");
+        cr_expect_str_eq(q->precision, fe_precision_name((fe_precision)prec));
+        cr_expect_str_eq(q->strategy, "transpose");
+        cr_expect_eq(q->ncells, p.m->ncells);
+        cr_expect_eq(q->ndofs, n);
+        cr_expect_gt(q->flops, 0);
+        cr_expect_geq(q->bytes, vectors[a] * n * wbytes, "%s: bytes %.0f < %d vectors of %d",
+                      actions[a], q->bytes, vectors[a], n);
+        cr_expect_geq(q->bytes, p.m->ncells * p.V->elem.nbasis * 4.0, "the cell map is read");
+        cr_expect_gt(q->predicted_seconds, 0);
+        cr_expect_geq(q->seconds, 0);
+        cr_expect_geq(q->launches, 2, "integration plus the constrained rows");
+        cr_expect_gt(q->peak_gbytes, 0);
+        cr_expect_gt(q->peak_gflops, 0);
+        cr_expect(!strcmp(q->bound, "memory") || !strcmp(q->bound, "compute"), "bound '%s'",
+                  q->bound);
+        /* the bound is the larger of the two roofline times */
+        double tm = q->bytes / (q->peak_gbytes * 1e9), tc = q->flops / (q->peak_gflops * 1e9);
+        cr_expect_str_eq(q->bound, tm >= tc ? "memory" : "compute");
+        cr_expect_geq(q->predicted_seconds, fmax(tm, tc) * (1 - 1e-12));
+      }
+      cr_expect_eq(r[0].flops, r[1].flops, "%s: flops do not depend on precision", actions[a]);
+      cr_expect_lt(r[1].bytes, r[0].bytes, "%s: single moves fewer bytes", actions[a]);
+    }
+    free(w);
+    fe_vector_free(vw);
+    op_problem_free(&p);
+  }
+}
+
+Test(operator, compile_error_names_generated_line)
+{
+  op_problem p;
+  op_problem_on(&p, op_box(FE_CELL_TET, 1), "1 + + x[0]*", "1", NULL, 0);
+  fe_vector *u = NULL;
+  fe_action_opts o = op_opts("cpu", FE_DOUBLE, 0);
+  cr_assert_eq(fe_operator_initial(p.A, &o, 1.0, &u), 0, "%s", fe_error_message());
+  fe_vector *r = NULL;
+  fe_report rep;
+  int rc = fe_operator_residual(p.A, u, &o, &r, &rep);
+  const char *msg = fe_error_message();
+  cr_expect_eq(rc, FE_ERR_COMPILE, "got %d (%s)", rc, msg);
+  cr_expect_null(r);
+  cr_expect(strstr(msg, "generated line") != NULL, "message: %s", msg);
+  cr_expect(strstr(msg, "1 + + x[0]*") != NULL, "the quoted line shows the kappa: %s", msg);
+  fe_vector_free(u);
+  op_problem_free(&p);
+}
+
+Test(operator, unknown_backend_and_strategy_are_errors)
+{
+  op_problem p;
+  op_problem_make(&p, FE_CELL_TET, 1, NULL, 0);
+  fe_vector *y = NULL;
+  fe_report rep;
+  fe_action_opts o = op_opts("nosuch", FE_DOUBLE, 0);
+  int rc = fe_operator_diagonal(p.A, NULL, &o, &y, &rep);
+  const char *msg = fe_error_message();
+  cr_expect_eq(rc, FE_ERR_ARG, "got %d (%s)", rc, msg);
+  cr_expect(strstr(msg, "nosuch") && strstr(msg, "cpu") && strstr(msg, "opencl") &&
+                strstr(msg, "cuda"),
+            "the message names the backend and lists the known ones: %s", msg);
+  cr_expect_null(y);
+
+  o = op_opts("cpu", FE_DOUBLE, 0);
+  o.strategy = "nosuch";
+  rc = fe_operator_diagonal(p.A, NULL, &o, &y, &rep);
+  msg = fe_error_message();
+  cr_expect_eq(rc, FE_ERR_ARG, "got %d (%s)", rc, msg);
+  cr_expect(strstr(msg, "nosuch") && strstr(msg, "transpose"), "lists the strategies: %s", msg);
+  cr_expect_null(y);
+  char *src = NULL;
+  cr_expect_neq(fe_operator_source(p.A, "residual", &o, &src), 0, "source checks the strategy");
+  cr_expect_neq(fe_operator_source(p.A, "nosuch", NULL, &src), 0);
+  cr_expect(strstr(fe_error_message(), "residual") != NULL, "lists actions: %s", fe_error_message());
+  cr_expect_null(src);
+  op_problem_free(&p);
+}
+
+Test(operator, unknown_dirichlet_tag_lists_known_tags)
+{
+  fe_mesh *m = op_box(FE_CELL_HEX, 1);
+  fe_space *V = NULL;
+  fe_physics *pde = NULL;
+  fe_operator *A = NULL;
+  cr_assert_eq(fe_space_create(m, "Q1", &V), 0, "%s", fe_error_message());
+  cr_assert_eq(fe_physics_poisson("1", "1", &pde), 0, "%s", fe_error_message());
+  const char *tags[] = {"xmin", "xmn"};
+  int rc = fe_operator_create(V, pde, tags, 2, 0.0, &A);
+  const char *msg = fe_error_message();
+  cr_expect_eq(rc, FE_ERR_ARG, "got %d (%s)", rc, msg);
+  cr_expect_null(A);
+  const char *known[] = {"'xmn'", "xmin", "xmax", "ymin", "ymax", "zmin", "zmax"};
+  for (int i = 0; i < 7; i++) cr_expect(strstr(msg, known[i]) != NULL, "no %s in: %s", known[i], msg);
+  fe_operator_free(A);
+  fe_physics_free(pde);
+  fe_space_free(V);
+  fe_mesh_free(m);
+}
+
+Test(operator, inverted_cell_is_reported)
+{
+  fe_action_opts o = op_opts("cpu", FE_DOUBLE, 0);
+  for (int t = 0; t < 2; t++) {
+    fe_mesh *m = op_box(op_types[t], 2);
+    int *c = m->cells + 5 * m->nvc, tmp = c[0]; /* swap vertices 0 and 1 of cell 5 */
+    c[0] = c[1];
+    c[1] = tmp;
+    op_problem p;
+    op_problem_on(&p, m, "1", "1", NULL, 0);
+    fe_vector *d = NULL;
+    fe_report rep;
+    int rc = fe_operator_diagonal(p.A, NULL, &o, &d, &rep);
+    const char *msg = fe_error_message();
+    cr_expect_eq(rc, FE_ERR_MESH, "%s: got %d (%s)", fe_cell_name(op_types[t]), rc, msg);
+    cr_expect(strstr(msg, "cell 5") != NULL, "%s: message names the cell: %s",
+              fe_cell_name(op_types[t]), msg);
+    cr_expect_null(d);
+    op_problem_free(&p);
+  }
+}
+
+Test(operator, interrupt_flag_stops_an_action)
+{
+  op_problem p;
+  op_problem_make(&p, FE_CELL_TET, 2, NULL, 0);
+  fe_action_opts o = op_opts("cpu", FE_DOUBLE, 0);
+  fe_vector *u = NULL, *r = NULL;
+  fe_report rep;
+  cr_assert_eq(fe_operator_initial(p.A, &o, 1.0, &u), 0, "%s", fe_error_message());
+  fe_interrupt_flag = 1;
+  int rc = fe_operator_residual(p.A, u, &o, &r, &rep);
+  cr_expect_eq(rc, FE_ERR_INTERRUPTED, "got %d (%s)", rc, fe_error_message());
+  cr_expect_null(r, "an interrupted action returns no vector");
+  cr_expect_eq(fe_interrupt_flag, 0, "the flag is consumed");
+  rc = fe_operator_residual(p.A, u, &o, &r, &rep);
+  cr_expect_eq(rc, 0, "the next action works: %s", fe_error_message());
+  cr_expect_not_null(r);
+  fe_vector_free(r);
+  fe_vector_free(u);
+  op_problem_free(&p);
+}
+
+Test(operator, source_contains_the_phases)
+{
+  op_problem p;
+  op_problem_make(&p, FE_CELL_TET, 1, NULL, 0);
+  fe_backend *be;
+  cr_assert_eq(fe_backend_get("cpu", &be), 0, "%s", fe_error_message());
+  const char *actions[] = {"residual", "apply", "diagonal"};
+  const char *bodies[] = {"kappa * du[d]", "kappa * dw[d]", "kappa * dw[d]"};
+  const char *entries[] = {"fe_integrate", "fe_integrate", "fe_diagonal"};
+  for (int prec = 0; prec < 2; prec++)
+    for (int a = 0; a < 3; a++) {
+      fe_action_opts o = op_opts("cpu", (fe_precision)prec, 0);
+      char *src = NULL;
+      cr_assert_eq(fe_operator_source(p.A, actions[a], &o, &src), 0, "%s", fe_error_message());
+      if (a < 2) {
+        cr_expect(strstr(src, "quadrature phase") != NULL, "%s: no quadrature phase", actions[a]);
+        cr_expect(strstr(src, "basis phase") != NULL, "%s: no basis phase", actions[a]);
+        cr_expect(strstr(src, "gather phase") != NULL, "%s: no gather phase", actions[a]);
+      }
+      cr_expect(strstr(src, bodies[a]) != NULL, "%s: no physics body '%s'", actions[a], bodies[a]);
+      cr_expect(strstr(src, "1 + x[0]*x[1]") != NULL, "%s: no kappa", actions[a]);
+      cr_expect(strstr(src, entries[a]) != NULL, "%s: no entry %s", actions[a], entries[a]);
+      cr_expect(strstr(src, be->ops->preamble(be->impl, (fe_precision)prec)) != NULL,
+                "%s: no backend preamble", actions[a]);
+      char def[32];
+      snprintf(def, sizeof def, "#define FE_DOUBLE %d", prec == 0);
+      cr_expect(strstr(src, def) != NULL, "%s: no '%s'", actions[a], def);
+      free(src);
+    }
+  op_problem_free(&p);
+}
+
+/* The opencl backend, or skip the test saying why it is unavailable. */
+static fe_backend *op_opencl_or_skip(void)
+{
+  fe_backend *be = NULL;
+  if (fe_backend_get("opencl", &be)) {
+    char why[1024];
+    snprintf(why, sizeof why, "%s", fe_error_message());
+    fe_error_clear();
+    cr_skip_test("opencl backend unavailable: %s", why);
+  }
+  return be;
+}
+
+Test(operator, opencl_matches_cpu)
+{
+  fe_backend *cl = op_opencl_or_skip();
+  const char *tags[] = {"xmin", "zmax"};
+  const char *actions[] = {"residual", "apply", "diagonal"};
+  for (int t = 0; t < 2; t++) {
+    op_problem p;
+    op_problem_make(&p, op_types[t], op_sizes[t], tags, 2);
+    int n = p.V->ndofs;
+    double *w = op_random(n, 8);
+    fe_vector *vw = op_vector(w, n);
+    for (int prec = 0; prec < 2; prec++) {
+      if (prec == FE_DOUBLE && !cl->info.fp64) continue;
+      double tol = prec == FE_DOUBLE ? 1e-12 : 1e-5;
+      fe_action_opts oc = op_opts("cpu", (fe_precision)prec, 0);
+      fe_action_opts ol = op_opts("opencl", (fe_precision)prec, 0);
+      for (int a = 0; a < 3; a++) {
+        fe_report rep;
+        double *yc = op_run(&p, actions[a], vw, &oc, NULL), *yl = op_run(&p, actions[a], vw, &ol, &rep);
+        double rel = op_reldiff(yc, yl, n);
+        cr_expect_str_eq(rep.backend, "opencl");
+        cr_expect_leq(rel, tol, "%s %s %s: opencl vs cpu %.3g", fe_cell_name(op_types[t]),
+                      fe_precision_name((fe_precision)prec), actions[a], rel);
+        free(yc), free(yl);
+      }
+    }
+    free(w);
+    fe_vector_free(vw);
+    op_problem_free(&p);
+  }
+}
