@@ -211,9 +211,9 @@ static int build_geometry(const fe_operator *A, const fe_quadrature *Q, const in
   double bad_det = 0;
 #pragma omp parallel for schedule(static)
   for (size_t i = 0; i < npad; i++) {
-    /* a padding cell: the first cell's factors with zero measure, so it adds exact zeros */
+    /* a padding cell: its group's first cell with zero measure, so it adds exact zeros */
     int pad = perm[i] < 0;
-    size_t c = pad ? 0 : (size_t)perm[i];
+    size_t c = (size_t)(pad ? -perm[i] - 1 : perm[i]);
     const int *dof = V->cell_nodes + c * nb;
     for (int q = 0; q < ngq; q++) {
       double J[9] = {0}, K[10];
@@ -267,7 +267,7 @@ static int upload_ints(fe_backend *be, const int *v, size_t n, fe_buffer *buf)
   return be->ops->write(be->impl, buf, 0, n * sizeof(int), v);
 }
 
-/* The cell map in the order of perm, padding cells copying the first cell. */
+/* The cell map in the order of perm, padding cells copying their group's first cell. */
 static int upload_cells(const fe_operator *A, op_device *d, const int *perm, size_t npad)
 {
   const fe_space *V = A->V;
@@ -275,7 +275,7 @@ static int upload_cells(const fe_operator *A, op_device *d, const int *perm, siz
   int *cells;
   FE_MALLOC(cells, npad * nb, "cell map");
   for (size_t i = 0; i < npad; i++)
-    memcpy(cells + i * nb, V->cell_nodes + (size_t)(perm[i] < 0 ? 0 : perm[i]) * nb,
+    memcpy(cells + i * nb, V->cell_nodes + (size_t)(perm[i] < 0 ? -perm[i] - 1 : perm[i]) * nb,
            sizeof(int) * nb);
   int rc = upload_ints(d->be, cells, npad * nb, &d->cells);
   free(cells);
@@ -283,8 +283,10 @@ static int upload_cells(const fe_operator *A, op_device *d, const int *perm, siz
 }
 
 /* Where each stored cell comes from: the blocks in the order of list, each padded to
- * BLOCK cells (-1: padding). Storing colors contiguously lets each color's launch stream
- * through memory instead of hopping between blocks. */
+ * BLOCK cells. A padding cell stores -(c + 1), c the first cell of its own group: it must
+ * touch only nodes its group touches anyway, or a plain add of its zero could race with
+ * another group of the same color. Storing colors contiguously lets each color's launch
+ * stream through memory instead of hopping between blocks. */
 static int cell_permutation(const fe_operator *A, const op_device *d, const int *list,
                             int **perm, size_t *npad)
 {
@@ -293,8 +295,8 @@ static int cell_permutation(const fe_operator *A, const op_device *d, const int 
   FE_MALLOC(*perm, *npad, "cell order");
   for (size_t k = 0; k < (size_t)d->ngroups; k++)
     for (size_t j = 0; j < bs; j++) {
-      size_t c = (size_t)list[k] * bs + j;
-      (*perm)[k * bs + j] = c < nc ? (int)c : -1;
+      size_t c = (size_t)list[k] * bs + j, first = (size_t)list[k] * bs;
+      (*perm)[k * bs + j] = c < nc ? (int)c : -(int)first - 1;
     }
   return 0;
 }
