@@ -6,6 +6,8 @@ BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
 export FELAB_CACHE="$ROOT/$BUILD/cache"
+# two test processes of two OpenMP threads on two cores: do not spin while waiting
+export OMP_WAIT_POLICY=passive
 if [ "${FELAB_ASAN:-0}" = 1 ]; then
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}"
   export LSAN_OPTIONS="suppressions=$ROOT/tests/lsan.supp:print_suppressions=0"

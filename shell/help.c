@@ -98,7 +98,8 @@ static const help_entry builtin[] = {
      "The residual F(u): integrates f0 v + f1 . grad v over every cell, with the Dirichlet\n"
      "rows replaced by u - g. Returns (r, report).\n"
      "example: r, rep = A:residual(u, {backend = \"cpu\"}); print(r:norm(), rep.gflops)"},
-    {FELAB_OPERATOR ":apply", "A:apply(w, {at = u, backend = ..., precision = ..., strategy = ...})",
+    {FELAB_OPERATOR ":apply",
+     "A:apply(w, {at = u, backend = ..., precision = ..., strategy = ...})",
      "The Jacobian action J(u) w at state `at` (default: zero), matrix-free; Dirichlet rows\n"
      "act as the identity. Returns (y, report).\n"
      "example: y, rep = A:apply(w, {at = u})"},
@@ -119,17 +120,23 @@ static const help_entry builtin[] = {
      "A vector of reals living on one backend in one precision; print(u) says where.\n"
      "Combining two vectors needs the same length; u:to moves it explicitly.\n"
      "example: u = V:interpolate(1); print(u:norm(), u:size())"},
-    {FELAB_VECTOR ":norm", "u:norm()", "The Euclidean norm sqrt(sum u_i^2).\nexample: print(u:norm())"},
-    {FELAB_VECTOR ":dot", "u:dot(v)", "The dot product sum u_i v_i (same length).\nexample: print(u:dot(v))"},
-    {FELAB_VECTOR ":axpy", "u:axpy(a, v)", "u <- u + a v in place; returns u.\nexample: r:axpy(-1, b)"},
-    {FELAB_VECTOR ":copy", "u:copy()", "A new vector equal to u, on the same backend.\nexample: w = u:copy()"},
+    {FELAB_VECTOR ":norm", "u:norm()",
+     "The Euclidean norm sqrt(sum u_i^2).\nexample: print(u:norm())"},
+    {FELAB_VECTOR ":dot", "u:dot(v)",
+     "The dot product sum u_i v_i (same length).\nexample: print(u:dot(v))"},
+    {FELAB_VECTOR ":axpy", "u:axpy(a, v)",
+     "u <- u + a v in place; returns u.\nexample: r:axpy(-1, b)"},
+    {FELAB_VECTOR ":copy", "u:copy()",
+     "A new vector equal to u, on the same backend.\nexample: w = u:copy()"},
     {FELAB_VECTOR ":to", "u:to(\"cuda\" [, precision])",
      "A copy of u on another backend (and precision); the copy is timed.\n"
      "example: ug = u:to(\"opencl\")"},
     {FELAB_VECTOR ":min", "u:min()", "The smallest entry.\nexample: print(u:min(), u:max())"},
     {FELAB_VECTOR ":max", "u:max()", "The largest entry.\nexample: print(u:max())"},
-    {FELAB_VECTOR ":get", "u:get(i)", "Entry i (1-based), read back from the device.\nexample: print(u:get(1))"},
-    {FELAB_VECTOR ":size", "u:size()", "The number of entries (also #u).\nexample: print(u:size())"},
+    {FELAB_VECTOR ":get", "u:get(i)",
+     "Entry i (1-based), read back from the device.\nexample: print(u:get(1))"},
+    {FELAB_VECTOR ":size", "u:size()",
+     "The number of entries (also #u).\nexample: print(u:size())"},
     {FELAB_VECTOR ":error", "u:error(f, \"L2\"|\"H1\")",
      "The error of the finite-element function u against the exact f(x) (x = {x, y, z}),\n"
      "by quadrature: the L2 norm or the H1 seminorm.\n"
@@ -200,6 +207,7 @@ static char *copy_string(const char *s)
   return s ? strdup(s) : NULL;
 }
 
+/* Register (or replace) the entry of key; the strings are copied. */
 void felab_help_add(const char *key, const char *signature, const char *text)
 {
   if (!key) return;
@@ -326,12 +334,27 @@ static void print_entry(const help_entry *e)
   print_indented(e->text, "  ");
 }
 
-/* Print the first line of text (a summary), indented. */
+/* Print the first sentence of text (a summary) on one line, indented, cut near 100
+ * characters. A '.' ends it only at a line end or before a capital ("e.g." does not). */
 static void print_summary(const char *text, const char *indent)
 {
-  if (!text) return;
-  const char *eol = strchr(text, '\n');
-  printf("%s%.*s\n", indent, eol ? (int)(eol - text) : (int)strlen(text), text);
+  char line[128];
+  size_t n = 0;
+  for (const char *p = text; p && *p && n < sizeof line - 1; p++) {
+    if (!strncmp(p, "\nexample:", 9)) break;
+    line[n++] = *p == '\n' ? ' ' : *p;
+    /* a sentence ends at '.' before a line end, or before a space and a capital */
+    if (*p == '.' && p > text && p[-1] != ' ' &&
+        (p[1] == '\n' || p[1] == '\0' || (p[1] == ' ' && p[2] >= 'A' && p[2] <= 'Z')))
+      break;
+  }
+  line[n] = '\0';
+  if (n > 100) { /* cut at a word and say so */
+    n = 97;
+    while (n > 60 && line[n] != ' ') n--;
+    snprintf(line + n, sizeof line - n, " ...");
+  }
+  printf("%s%s\n", indent, line);
 }
 
 /* Print a list of functions: "<prefix><name>" with signature and summary each, marking
@@ -351,7 +374,8 @@ static void print_function_list(lua_State *L, int table, const char *prefix, int
     const help_entry *e = help_find(key);
     int here = 0;
     for (size_t j = 0; j < present.n; j++) here |= !strcmp(present.v[j], all.v[i]);
-    printf("  %s%s\n", e && e->signature ? e->signature : key, here ? "" : "   (not in this build)");
+    printf("  %s%s\n", e && e->signature ? e->signature : key,
+           here ? "" : "   (not in this build)");
     if (e) print_summary(e->text, "      ");
   }
   if (all.n == 0) printf("  (none)\n");
@@ -529,6 +553,7 @@ static int help(lua_State *L)
   return 0;
 }
 
+/* Push the help function (the module "help" of felab_open_all). */
 int felab_open_help(lua_State *L)
 {
   lua_pushcfunction(L, help);

@@ -12,35 +12,12 @@
 #include "engine/perf.h"
 #include "shell/shell.h"
 
-/* The type of the value at i as a user reads it: "mesh" for a felab.mesh, else Lua's name. */
-static const char *kind_of(lua_State *L, int i)
-{
-  i = lua_absindex(L, i);
-  const char *name = luaL_typename(L, i);
-  int t = luaL_getmetafield(L, i, "__name");
-  if (t == LUA_TSTRING) {
-    name = lua_tostring(L, -1); /* still anchored in the metatable after the pop */
-    if (!strncmp(name, "felab.", 6)) name += 6;
-  }
-  if (t != LUA_TNIL) lua_pop(L, 1);
-  return name;
-}
-
 /* Whether s names a compiled-in backend. */
 static int is_backend_name(const char *s)
 {
   for (int i = 0; i < fe_backend_count(); i++)
     if (!strcmp(fe_backend_name(i), s)) return 1;
   return 0;
-}
-
-/* Argument i as an optional name (NULL when absent), or an error naming it. */
-static const char *opt_name(lua_State *L, int i, const char *fname, const char *what)
-{
-  if (lua_isnoneornil(L, i)) return NULL;
-  if (lua_type(L, i) != LUA_TSTRING)
-    luaL_error(L, "%s: %s must be a name, got %s", fname, what, kind_of(L, i));
-  return lua_tostring(L, i);
 }
 
 static void report_register(lua_State *L);
@@ -66,10 +43,8 @@ static void push_ratio(lua_State *L, const fe_report *r)
 static int report_index(lua_State *L)
 {
   const fe_report *r = luaL_checkudata(L, 1, FELAB_REPORT);
-  lua_pushvalue(L, 2);
-  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
-  if (lua_type(L, 2) != LUA_TSTRING) return 1; /* the nil */
-  const char *k = lua_tostring(L, 2);
+  const char *k = felab_index_method(L);
+  if (!k) return 1;
   static const struct {
     const char *name;
     size_t offset;
@@ -120,7 +95,7 @@ static int report_tostring(lua_State *L)
 static int report_print(lua_State *L)
 {
   if (!luaL_testudata(L, 1, FELAB_REPORT))
-    return luaL_error(L, "rep:print: expected a report as self, got %s", kind_of(L, 1));
+    return luaL_error(L, "rep:print: expected a report as self, got %s", felab_kind_of(L, 1));
   report_tostring(L);
   lua_writestring(lua_tostring(L, -1), lua_rawlen(L, -1));
   lua_writeline();
@@ -150,9 +125,9 @@ static int device_list(lua_State *L)
 /* device.use(name [, precision]): the session's default backend (it must be available). */
 static int device_use(lua_State *L)
 {
-  const char *name = opt_name(L, 1, "device.use", "argument 1 (backend)");
+  const char *name = felab_opt_name(L, 1, "device.use", "argument 1 (backend)");
   if (!name) return luaL_error(L, "device.use: argument 1 must be a backend name, got nothing");
-  const char *pname = opt_name(L, 2, "device.use", "argument 2 (precision)");
+  const char *pname = felab_opt_name(L, 2, "device.use", "argument 2 (precision)");
   fe_precision prec = fe_precision_default();
   if (pname) FELAB_TRY(L, fe_precision_parse(pname, &prec));
   fe_backend *be;
@@ -178,7 +153,7 @@ static int device_current(lua_State *L)
 static int device_info(lua_State *L)
 {
   fe_backend *be;
-  FELAB_TRY(L, fe_backend_get(opt_name(L, 1, "device.info", "argument 1 (backend)"), &be));
+  FELAB_TRY(L, fe_backend_get(felab_opt_name(L, 1, "device.info", "argument 1 (backend)"), &be));
   if (!be->calib[FE_DOUBLE].valid && !be->calib[FE_FLOAT].valid && fe_perf_load_calibration(be))
     fe_error_clear(); /* an unreadable stored calibration only means none is shown */
   const fe_device_info *d = &be->info;
@@ -225,8 +200,8 @@ static int device_info(lua_State *L)
  * nothing); a lone precision argument calibrates the default backend. */
 static int device_calibrate(lua_State *L)
 {
-  const char *name = opt_name(L, 1, "device.calibrate", "argument 1 (backend)");
-  const char *pname = opt_name(L, 2, "device.calibrate", "argument 2 (precision)");
+  const char *name = felab_opt_name(L, 1, "device.calibrate", "argument 1 (backend)");
+  const char *pname = felab_opt_name(L, 2, "device.calibrate", "argument 2 (precision)");
   fe_precision prec = fe_precision_default();
   if (name && !pname && !is_backend_name(name) && !fe_precision_parse(name, &prec)) name = NULL;
   else if (pname) FELAB_TRY(L, fe_precision_parse(pname, &prec));
@@ -284,13 +259,8 @@ static int perf_clear(lua_State *L)
 static void report_register(lua_State *L)
 {
   static const luaL_Reg methods[] = {{"print", report_print}, {NULL, NULL}};
-  luaL_newmetatable(L, FELAB_REPORT);
-  lua_pushcfunction(L, report_tostring);
-  lua_setfield(L, -2, "__tostring");
-  luaL_setfuncs(L, methods, 0); /* the methods in the metatable too, for help() */
-  luaL_newlib(L, methods);
-  lua_pushcclosure(L, report_index, 1);
-  lua_setfield(L, -2, "__index");
+  static const luaL_Reg meta[] = {{"__tostring", report_tostring}, {NULL, NULL}};
+  felab_register_type(L, FELAB_REPORT, meta, methods, report_index);
   lua_pop(L, 1);
 }
 

@@ -11,20 +11,6 @@
 #include "engine/vtu.h"
 #include "shell/shell.h"
 
-/* The type of the value at i as a user reads it: "mesh" for a felab.mesh, else Lua's name. */
-static const char *kind_of(lua_State *L, int i)
-{
-  i = lua_absindex(L, i);
-  const char *name = luaL_typename(L, i);
-  int t = luaL_getmetafield(L, i, "__name");
-  if (t == LUA_TSTRING) {
-    name = lua_tostring(L, -1); /* still anchored in the metatable after the pop */
-    if (!strncmp(name, "felab.", 6)) name += 6;
-  }
-  if (t != LUA_TNIL) lua_pop(L, 1);
-  return name;
-}
-
 /* Order fields by name, so that a file does not depend on table traversal. */
 static int field_cmp(const void *a, const void *b)
 {
@@ -35,14 +21,13 @@ static int field_cmp(const void *a, const void *b)
 static int export_vtu(lua_State *L)
 {
   if (lua_type(L, 1) != LUA_TSTRING)
-    return luaL_error(L, "export.vtu: expected a file path as argument 1, got %s", kind_of(L, 1));
-  fe_mesh **mp = luaL_testudata(L, 2, FELAB_MESH);
-  if (!mp) return luaL_error(L, "export.vtu: expected a mesh as argument 2, got %s", kind_of(L, 2));
-  if (!*mp) return luaL_error(L, "export.vtu: the mesh (argument 2) was closed");
-  const fe_mesh *m = *mp;
+    return luaL_error(L, "export.vtu: expected a file path as argument 1, got %s",
+                      felab_kind_of(L, 1));
+  const fe_mesh *m =
+      ((mesh_handle *)felab_check_handle(L, 2, FELAB_MESH, "export.vtu", "argument 2"))->m;
   if (!lua_isnoneornil(L, 3) && !lua_istable(L, 3))
     return luaL_error(L, "export.vtu: argument 3 must be a table {name = vector, ...}, got %s",
-                      kind_of(L, 3));
+                      felab_kind_of(L, 3));
   lua_settop(L, 3);
   int nfields = 0;
   if (lua_istable(L, 3)) {
@@ -65,16 +50,15 @@ static int export_vtu(lua_State *L)
       const char *name = lua_tostring(L, -2);
       fe_vector **vp = luaL_testudata(L, -1, FELAB_VECTOR);
       if (!vp) return luaL_error(L, "export.vtu: field '%s' must be a vector, got %s", name,
-                                 kind_of(L, -1));
+                                 felab_kind_of(L, -1));
       if (!*vp) return luaL_error(L, "export.vtu: the vector of field '%s' was closed", name);
       const fe_vector *x = *vp;
       if (x->n != m->nvertices && x->n != m->ncells)
         return luaL_error(L, "export.vtu: field '%s' has %d values but the mesh has %d vertices "
                              "(point data) and %d cells (cell data)",
                           name, x->n, m->nvertices, m->ncells);
-      double *values = lua_newuserdatauv(L, (size_t)x->n * sizeof(double) + 1, 0);
+      double *values = felab_push_host_values(L, x);
       lua_rawseti(L, 5, k + 1);
-      FELAB_TRY(L, fe_vector_get(x, values));
       fields[k].name = name; /* anchored as a key of the table */
       fields[k].values = values;
       fields[k].per_cell = x->n != m->nvertices;

@@ -1,167 +1,20 @@
 /* felab shell: the fe module. fe.space and the felab.space type (fields ndofs, name, mesh;
  * method interpolate), and fe.operator (shell/lua-operator.c). Vectors are in
  * shell/lua-vector.c. A Lua function of a point reaches the engine through a fe_point_fn
- * trampoline that calls it under lua_pcall, so a Lua error never unwinds engine frames.
- *
- * Handles: every felab userdata holds the engine pointer first (NULL once freed). Meshes,
- * spaces and physics add a count of the live handles that borrow them, so that __close on
- * a borrowed object leaves it to the collector; the borrower keeps its owner alive in a
- * user value. */
+ * trampoline (shell/lua-util.c) that calls it under lua_pcall, so a Lua error never unwinds
+ * engine frames. The handles and their borrow counts are described in shell/shell.h. */
 #include <lauxlib.h>
-#include <limits.h>
 #include <lua.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "backends/backend.h"
-#include "engine/error.h"
 #include "engine/mesh.h"
 #include "engine/space.h"
 #include "engine/vector.h"
 #include "shell/shell.h"
 
-int felab_open_vector(lua_State *L);   /* shell/lua-vector.c: the felab.vector metatable */
-int felab_open_operator(lua_State *L); /* shell/lua-operator.c: the fe.operator constructor */
-
-/* Layouts shared with shell/lua-mesh.c (mesh_handle) and shell/lua-operator.c. */
-typedef struct mesh_handle {
-  fe_mesh *m;
-  int borrowers;
-} mesh_handle;
-
-typedef struct space_handle {
-  fe_space *V;
-  int borrowers; /* live operators on this space */
-} space_handle;
-
 static const char *const space_keys[] = {"family", "order", "components", NULL};
-
-/* A Lua function (or a constant) seen by the engine as a fe_point_fn. */
-typedef struct point_fn {
-  lua_State *L;
-  int fn;          /* stack index of the function, 0 for a constant */
-  int x;           /* stack index of the reused argument table {x, y, z} */
-  double constant; /* the value when fn == 0 */
-  const char *where;
-} point_fn;
-
-/* The type of the value at i as a user reads it: "mesh" for a felab.mesh, else Lua's name. */
-static const char *kind_of(lua_State *L, int i)
-{
-  i = lua_absindex(L, i);
-  const char *name = luaL_typename(L, i);
-  int t = luaL_getmetafield(L, i, "__name");
-  if (t == LUA_TSTRING) {
-    name = lua_tostring(L, -1); /* still anchored in the metatable after the pop */
-    if (!strncmp(name, "felab.", 6)) name += 6;
-  }
-  if (t != LUA_TNIL) lua_pop(L, 1);
-  return name;
-}
-
-/* Error unless every key of the option table at t is one of valid (a typo like `oder`). */
-static void check_keys(lua_State *L, int t, const char *fname, const char *const *valid)
-{
-  t = lua_absindex(L, t);
-  lua_pushnil(L);
-  while (lua_next(L, t)) {
-    lua_pop(L, 1); /* the value; the key stays for lua_next */
-    int ok = 0;
-    if (lua_type(L, -1) == LUA_TSTRING)
-      for (int i = 0; valid[i] && !ok; i++) ok = !strcmp(lua_tostring(L, -1), valid[i]);
-    if (ok) continue;
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    for (int i = 0; valid[i]; i++) {
-      if (i) luaL_addstring(&b, ", ");
-      luaL_addstring(&b, valid[i]);
-    }
-    luaL_pushresult(&b);
-    if (lua_type(L, -2) == LUA_TSTRING)
-      luaL_error(L, "%s: unknown option '%s' (valid options: %s)", fname, lua_tostring(L, -2),
-                 lua_tostring(L, -1));
-    luaL_error(L, "%s: option names must be strings, got a %s key (valid options: %s)", fname,
-               luaL_typename(L, -2), lua_tostring(L, -1));
-  }
-}
-
-/* The space handle at i (open), or an error naming the function and the argument. */
-static space_handle *check_space(lua_State *L, int i, const char *fname, const char *what)
-{
-  space_handle *h = luaL_testudata(L, i, FELAB_SPACE);
-  if (!h) luaL_error(L, "%s: expected a space as %s, got %s", fname, what, kind_of(L, i));
-  if (!h->V) luaL_error(L, "%s: this space was closed", fname);
-  return h;
-}
-
-/* fe_point_fn: call the Lua function at x under lua_pcall; a Lua error or a result that is
- * not a number becomes an engine error (the engine unwinds, the binding raises it). */
-static int point_fn_call(void *ctx, const double x[3], double *value)
-{
-  point_fn *f = ctx;
-  if (!f->fn) {
-    *value = f->constant;
-    return 0;
-  }
-  lua_State *L = f->L;
-  for (int d = 0; d < 3; d++) {
-    lua_pushnumber(L, x[d]);
-    lua_rawseti(L, f->x, d + 1);
-  }
-  lua_pushvalue(L, f->fn);
-  lua_pushvalue(L, f->x);
-  if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
-    const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "(not a string)";
-    fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
-                 "%s: the function failed at x = {%g, %g, %g}: %s", f->where, x[0], x[1], x[2],
-                 msg);
-    lua_pop(L, 1);
-    return FE_ERR_ARG;
-  }
-  if (lua_type(L, -1) != LUA_TNUMBER) {
-    fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
-                 "%s: the function must return a number, got %s at x = {%g, %g, %g}", f->where,
-                 luaL_typename(L, -1), x[0], x[1], x[2]);
-    lua_pop(L, 1);
-    return FE_ERR_ARG;
-  }
-  *value = lua_tonumber(L, -1);
-  lua_pop(L, 1);
-  return 0;
-}
-
-/* Set up f for the number or function at i; pushes the reused argument table. */
-static void point_fn_init(lua_State *L, int i, const char *where, point_fn *f)
-{
-  i = lua_absindex(L, i);
-  f->L = L;
-  f->where = where;
-  f->fn = 0;
-  f->constant = 0.0;
-  if (lua_type(L, i) == LUA_TNUMBER) f->constant = lua_tonumber(L, i);
-  else if (lua_type(L, i) == LUA_TFUNCTION) f->fn = i;
-  else
-    luaL_error(L, "%s: expected a number or a function(x) as argument 1, got %s", where,
-               kind_of(L, i));
-  lua_createtable(L, 3, 0); /* filled now so the trampoline's stores never allocate */
-  for (int d = 0; d < 3; d++) {
-    lua_pushnumber(L, 0.0);
-    lua_rawseti(L, -2, d + 1);
-  }
-  f->x = lua_gettop(L);
-}
-
-/* Push a vector handle holding NULL that remembers the space at index s. */
-static fe_vector **push_vector(lua_State *L, int s)
-{
-  s = lua_absindex(L, s);
-  fe_vector **p = lua_newuserdatauv(L, sizeof *p, 1);
-  *p = NULL;
-  luaL_setmetatable(L, FELAB_VECTOR);
-  lua_pushvalue(L, s);
-  lua_setiuservalue(L, -2, 1);
-  return p;
-}
 
 /* The space name of argument 2: "P1", or {family = "P", order = 1, components = 1} where
  * the family defaults to P on simplices and Q on tensor cells of m. */
@@ -170,20 +23,21 @@ static const char *space_name(lua_State *L, const fe_mesh *m, char *buf, size_t 
   if (lua_type(L, 2) == LUA_TSTRING) return lua_tostring(L, 2);
   if (!lua_istable(L, 2))
     luaL_error(L, "fe.space: expected a space name (\"P1\", \"Q1\") or {family = \"P\", order = 1} "
-                  "as argument 2, got %s", kind_of(L, 2));
-  check_keys(L, 2, "fe.space", space_keys);
+                  "as argument 2, got %s", felab_kind_of(L, 2));
+  felab_check_keys(L, 2, "fe.space", space_keys);
   int simplex = m->type == FE_CELL_TRI || m->type == FE_CELL_TET;
   int type = lua_getfield(L, 2, "family");
   if (type != LUA_TSTRING && type != LUA_TNIL)
-    luaL_error(L, "fe.space: family must be a string (\"P\" or \"Q\"), got %s", kind_of(L, -1));
+    luaL_error(L, "fe.space: family must be a string (\"P\" or \"Q\"), got %s",
+               felab_kind_of(L, -1));
   const char *family = type == LUA_TNIL ? (simplex ? "P" : "Q") : lua_tostring(L, -1);
-  int isint = 0;
   lua_getfield(L, 2, "order");
-  lua_Integer order = lua_isnil(L, -1) ? 1 : lua_tointegerx(L, -1, &isint);
-  if (!lua_isnil(L, -1) && (!isint || lua_type(L, -1) != LUA_TNUMBER || order < 1 || order > 99))
+  lua_Integer order = 1;
+  if (!lua_isnil(L, -1) && (!felab_is_integer(L, -1, &order) || order < 1 || order > 99))
     luaL_error(L, "fe.space: order must be a positive integer, got %s",
-               lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : kind_of(L, -1));
+               felab_number_or_kind(L, -1));
   lua_getfield(L, 2, "components");
+  int isint = 0;
   lua_Integer ncomp = lua_isnil(L, -1) ? 1 : lua_tointegerx(L, -1, &isint);
   if (!lua_isnil(L, -1) && (!isint || ncomp != 1))
     luaL_error(L, "fe.space: components = %s: only scalar spaces (components = 1) exist so far",
@@ -196,9 +50,7 @@ static const char *space_name(lua_State *L, const fe_mesh *m, char *buf, size_t 
 /* fe.space(m, "P1" | {family =, order =}) -> space (keeps m alive) */
 static int fe_space_new(lua_State *L)
 {
-  mesh_handle *mh = luaL_testudata(L, 1, FELAB_MESH);
-  if (!mh) return luaL_error(L, "fe.space: expected a mesh as argument 1, got %s", kind_of(L, 1));
-  if (!mh->m) return luaL_error(L, "fe.space: the mesh (argument 1) was closed");
+  mesh_handle *mh = felab_check_handle(L, 1, FELAB_MESH, "fe.space", "argument 1");
   char buf[64];
   const char *name = space_name(L, mh->m, buf, sizeof buf);
   lua_settop(L, 2);
@@ -219,20 +71,20 @@ static int fe_space_new(lua_State *L)
  * function(x) of x = {x, y, z} returning a number, called at every node. */
 static int space_interpolate(lua_State *L)
 {
-  space_handle *h = check_space(L, 1, "V:interpolate", "self");
+  space_handle *h = felab_check_self(L, 1, FELAB_SPACE, "V:interpolate", "self");
   fe_space *V = h->V;
   lua_settop(L, 2);
-  point_fn f;
-  point_fn_init(L, 2, "V:interpolate", &f);
+  felab_point_fn f;
+  felab_point_fn_init(L, 2, "V:interpolate", &f);
   if (V->nnodes != V->ndofs)
     return luaL_error(L, "V:interpolate: %s has %d components; interpolate a scalar space",
                       V->name, V->ncomp);
   fe_backend *be;
   FELAB_TRY(L, fe_backend_get(NULL, &be));
   double *values = lua_newuserdatauv(L, (size_t)V->nnodes * sizeof(double) + 1, 0);
-  fe_vector **out = push_vector(L, 1);
+  fe_vector **out = felab_push_vector(L, 1);
   h->borrowers++; /* the Lua function cannot free V under the engine's feet */
-  int rc = fe_space_interpolate(V, point_fn_call, &f, values);
+  int rc = fe_space_interpolate(V, felab_point_fn_call, &f, values);
   h->borrowers--;
   if (rc) return felab_raise(L);
   fe_vector *x = NULL;
@@ -281,10 +133,8 @@ static int space_tostring(lua_State *L)
 static int space_index(lua_State *L)
 {
   space_handle *h = luaL_checkudata(L, 1, FELAB_SPACE);
-  lua_pushvalue(L, 2);
-  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
-  if (lua_type(L, 2) != LUA_TSTRING) return 1; /* the nil */
-  const char *k = lua_tostring(L, 2);
+  const char *k = felab_index_method(L);
+  if (!k) return 1;
   if (!h->V) return luaL_error(L, "space.%s: this space was closed", k);
   const fe_space *V = h->V;
   if (!strcmp(k, "ndofs")) lua_pushinteger(L, V->ndofs);
@@ -307,12 +157,7 @@ static void space_register(lua_State *L)
                                   {"__close", space_free},
                                   {"__tostring", space_tostring},
                                   {NULL, NULL}};
-  luaL_newmetatable(L, FELAB_SPACE);
-  luaL_setfuncs(L, meta, 0);
-  luaL_setfuncs(L, methods, 0); /* the methods in the metatable too, for help() */
-  luaL_newlib(L, methods);
-  lua_pushcclosure(L, space_index, 1);
-  lua_setfield(L, -2, "__index");
+  felab_register_type(L, FELAB_SPACE, meta, methods, space_index);
   lua_pop(L, 1);
 }
 

@@ -18,9 +18,9 @@
 void felab_open_all(lua_State *L)
 {
   static const luaL_Reg modules[] = {
-      {"mesh", felab_open_mesh},       {"fe", felab_open_fe},         {"physics", felab_open_physics},
-      {"solve", felab_open_solve},     {"device", felab_open_device}, {"export", felab_open_export},
-      {"help", felab_open_help},       {NULL, NULL},
+      {"mesh", felab_open_mesh},     {"fe", felab_open_fe},         {"physics", felab_open_physics},
+      {"solve", felab_open_solve},   {"device", felab_open_device}, {"export", felab_open_export},
+      {"help", felab_open_help},     {NULL, NULL},
   };
   for (const luaL_Reg *m = modules; m->name; m++) {
     luaL_requiref(L, m->name, m->func, 1);

@@ -10,64 +10,14 @@
 #include "engine/mesh.h"
 #include "shell/shell.h"
 
-/* A mesh handle: the engine mesh (NULL once freed) and how many live spaces borrow it.
- * shell/lua-fe.c keeps the count (same layout), so closing a borrowed mesh waits for the
- * collector instead of pulling the mesh from under its spaces. */
-typedef struct mesh_handle {
-  fe_mesh *m;
-  int borrowers;
-} mesh_handle;
-
 static const char *const box_keys[] = {"cells", "cell", "lower", "upper", "distort", NULL};
 static const char *const color_keys[] = {"block", NULL};
 static const char *const axis_names[3] = {"x", "y", "z"};
 
-/* The type of the value at i as a user reads it: "mesh" for a felab.mesh, else Lua's name. */
-static const char *kind_of(lua_State *L, int i)
-{
-  i = lua_absindex(L, i);
-  const char *name = luaL_typename(L, i);
-  int t = luaL_getmetafield(L, i, "__name");
-  if (t == LUA_TSTRING) {
-    name = lua_tostring(L, -1); /* still anchored in the metatable after the pop */
-    if (!strncmp(name, "felab.", 6)) name += 6;
-  }
-  if (t != LUA_TNIL) lua_pop(L, 1);
-  return name;
-}
-
-/* Error unless every key of the option table at t is one of valid (a typo like `rtoll`). */
-static void check_keys(lua_State *L, int t, const char *fname, const char *const *valid)
-{
-  t = lua_absindex(L, t);
-  lua_pushnil(L);
-  while (lua_next(L, t)) {
-    lua_pop(L, 1); /* the value; the key stays for lua_next */
-    int ok = 0;
-    if (lua_type(L, -1) == LUA_TSTRING)
-      for (int i = 0; valid[i] && !ok; i++) ok = !strcmp(lua_tostring(L, -1), valid[i]);
-    if (ok) continue;
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    for (int i = 0; valid[i]; i++) {
-      if (i) luaL_addstring(&b, ", ");
-      luaL_addstring(&b, valid[i]);
-    }
-    luaL_pushresult(&b);
-    if (lua_type(L, -2) == LUA_TSTRING)
-      luaL_error(L, "%s: unknown option '%s' (valid options: %s)", fname, lua_tostring(L, -2),
-                 lua_tostring(L, -1));
-    luaL_error(L, "%s: option names must be strings, got a %s key (valid options: %s)", fname,
-               luaL_typename(L, -2), lua_tostring(L, -1));
-  }
-}
-
 /* The mesh of the handle at i (a method's self), or an error naming the function. */
 static fe_mesh *check_mesh(lua_State *L, int i, const char *fname)
 {
-  mesh_handle *h = luaL_testudata(L, i, FELAB_MESH);
-  if (!h) luaL_error(L, "%s: expected a mesh as self (m:method()), got %s", fname, kind_of(L, i));
-  if (!h->m) luaL_error(L, "%s: this mesh was closed", fname);
+  mesh_handle *h = felab_check_self(L, i, FELAB_MESH, fname, "self (m:method())");
   return h->m;
 }
 
@@ -78,11 +28,10 @@ static int read_cell_count(lua_State *L, int axis, int whole)
   static const char *const names[3] = {"cells[1]", "cells[2]", "cells[3]"};
   const char *what = whole ? "cells" : names[axis];
   const char *along = whole ? "each axis" : axis_names[axis];
-  int isint;
-  lua_Integer n = lua_tointegerx(L, -1, &isint);
-  if (!isint || lua_type(L, -1) != LUA_TNUMBER)
+  lua_Integer n;
+  if (!felab_is_integer(L, -1, &n))
     luaL_error(L, "mesh.box: %s must be a positive integer (cells along %s), got %s", what, along,
-               lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : kind_of(L, -1));
+               felab_number_or_kind(L, -1));
   if (n <= 0)
     luaL_error(L, "mesh.box: %s = %I: the number of cells along %s must be positive", what,
                n, along);
@@ -107,7 +56,8 @@ static void read_cells(lua_State *L, int t, int cells[3])
       lua_pop(L, 1);
     }
   } else if (type != LUA_TNIL) {
-    luaL_error(L, "mesh.box: cells must be a table of 3 positive integers, got %s", kind_of(L, -1));
+    luaL_error(L, "mesh.box: cells must be a table of 3 positive integers, got %s",
+               felab_kind_of(L, -1));
   }
   lua_pop(L, 1);
 }
@@ -121,13 +71,14 @@ static void read_corner(lua_State *L, int t, const char *key, double p[3])
   } else if (type == LUA_TTABLE && lua_rawlen(L, -1) == 3) {
     for (int d = 0; d < 3; d++) {
       if (lua_rawgeti(L, -1, d + 1) != LUA_TNUMBER)
-        luaL_error(L, "mesh.box: %s[%d] must be a number, got %s", key, d + 1, kind_of(L, -1));
+        luaL_error(L, "mesh.box: %s[%d] must be a number, got %s", key, d + 1,
+                   felab_kind_of(L, -1));
       p[d] = lua_tonumber(L, -1);
       lua_pop(L, 1);
     }
   } else if (type != LUA_TNIL) {
     luaL_error(L, "mesh.box: %s must be a table of 3 numbers {x, y, z}, got %s", key,
-               type == LUA_TTABLE ? "a table of another length" : kind_of(L, -1));
+               type == LUA_TTABLE ? "a table of another length" : felab_kind_of(L, -1));
   }
   lua_pop(L, 1);
 }
@@ -137,8 +88,8 @@ static int mesh_box(lua_State *L)
 {
   if (!lua_istable(L, 1))
     return luaL_error(L, "mesh.box: expected an options table {cells = {nx, ny, nz}, "
-                         "cell = \"tet\"} as argument 1, got %s", kind_of(L, 1));
-  check_keys(L, 1, "mesh.box", box_keys);
+                         "cell = \"tet\"} as argument 1, got %s", felab_kind_of(L, 1));
+  felab_check_keys(L, 1, "mesh.box", box_keys);
   fe_box_opts o;
   fe_box_opts_default(&o);
   read_cells(L, 1, o.cells);
@@ -146,14 +97,15 @@ static int mesh_box(lua_State *L)
   if (type == LUA_TSTRING) FELAB_TRY(L, fe_cell_parse(lua_tostring(L, -1), &o.type));
   else if (type != LUA_TNIL)
     return luaL_error(L, "mesh.box: cell must be a cell type name (\"tet\", \"hex\"), got %s",
-                      kind_of(L, -1));
+                      felab_kind_of(L, -1));
   lua_pop(L, 1);
   read_corner(L, 1, "lower", o.lower);
   read_corner(L, 1, "upper", o.upper);
   type = lua_getfield(L, 1, "distort");
   if (type == LUA_TNUMBER) o.distort = lua_tonumber(L, -1);
   else if (type != LUA_TNIL)
-    return luaL_error(L, "mesh.box: distort must be a number in [0, 1], got %s", kind_of(L, -1));
+    return luaL_error(L, "mesh.box: distort must be a number in [0, 1], got %s",
+                      felab_kind_of(L, -1));
   lua_pop(L, 1);
 
   mesh_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
@@ -200,18 +152,14 @@ static int mesh_color(lua_State *L)
   fe_mesh *m = check_mesh(L, 1, "m:color");
   lua_Integer block = 1;
   if (lua_istable(L, 2)) {
-    check_keys(L, 2, "m:color", color_keys);
+    felab_check_keys(L, 2, "m:color", color_keys);
     lua_getfield(L, 2, "block");
   } else {
     lua_pushvalue(L, 2);
   }
-  if (!lua_isnil(L, -1)) {
-    int isint;
-    block = lua_tointegerx(L, -1, &isint);
-    if (!isint || lua_type(L, -1) != LUA_TNUMBER || block < 1 || block > INT_MAX)
-      return luaL_error(L, "m:color: block must be a positive integer (cells per group), got %s",
-                        lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : kind_of(L, -1));
-  }
+  if (!lua_isnil(L, -1) && (!felab_is_integer(L, -1, &block) || block < 1 || block > INT_MAX))
+    return luaL_error(L, "m:color: block must be a positive integer (cells per group), got %s",
+                      felab_number_or_kind(L, -1));
   lua_pop(L, 1);
   /* counts live in memory the collector owns, made before the engine's array, so that no
    * Lua error can leak it; a group count bounds the number of colors */
@@ -270,10 +218,8 @@ static int mesh_tostring(lua_State *L)
 static int mesh_index(lua_State *L)
 {
   mesh_handle *h = luaL_checkudata(L, 1, FELAB_MESH);
-  lua_pushvalue(L, 2);
-  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
-  if (lua_type(L, 2) != LUA_TSTRING) return 1; /* the nil */
-  const char *k = lua_tostring(L, 2);
+  const char *k = felab_index_method(L);
+  if (!k) return 1;
   if (!h->m) return luaL_error(L, "mesh.%s: this mesh was closed", k);
   const fe_mesh *m = h->m;
   if (!strcmp(k, "dim")) lua_pushinteger(L, m->dim);
@@ -285,24 +231,16 @@ static int mesh_index(lua_State *L)
   return 1;
 }
 
-static const luaL_Reg mesh_methods[] = {
-    {"tags", mesh_tags}, {"check", mesh_check}, {"color", mesh_color}, {NULL, NULL}};
-
 /* Register the felab.mesh metatable (idempotent); leaves the stack as it was. */
 static void mesh_register(lua_State *L)
 {
-  luaL_newmetatable(L, FELAB_MESH);
-  luaL_setfuncs(L, mesh_methods, 0); /* the methods in the metatable too, for help() */
-  lua_newtable(L);
-  luaL_setfuncs(L, mesh_methods, 0);
-  lua_pushcclosure(L, mesh_index, 1);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, mesh_free);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, mesh_free);
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, mesh_tostring);
-  lua_setfield(L, -2, "__tostring");
+  static const luaL_Reg methods[] = {
+      {"tags", mesh_tags}, {"check", mesh_check}, {"color", mesh_color}, {NULL, NULL}};
+  static const luaL_Reg meta[] = {{"__gc", mesh_free},
+                                  {"__close", mesh_free},
+                                  {"__tostring", mesh_tostring},
+                                  {NULL, NULL}};
+  felab_register_type(L, FELAB_MESH, meta, methods, mesh_index);
   lua_pop(L, 1);
 }
 

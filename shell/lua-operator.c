@@ -11,79 +11,16 @@
 #include "engine/operator.h"
 #include "shell/shell.h"
 
-/* Layouts shared with shell/lua-fe.c and shell/lua-physics.c. */
-typedef struct space_handle {
-  fe_space *V;
-  int borrowers;
-} space_handle;
-
-typedef struct physics_handle {
-  fe_physics *p;
-  int borrowers;
-} physics_handle;
-
 static const char *const create_keys[] = {"dirichlet", "value", NULL};
 static const char *const action_keys[] = {"backend", "precision", "strategy", "block", NULL};
 static const char *const state_keys[] = {"backend", "precision", "strategy", "block", "at", NULL};
 static const char *const initial_keys[] = {"backend", "precision", "strategy", "block",
                                            "interior", NULL};
 
-/* The type of the value at i as a user reads it: "mesh" for a felab.mesh, else Lua's name. */
-static const char *kind_of(lua_State *L, int i)
-{
-  i = lua_absindex(L, i);
-  const char *name = luaL_typename(L, i);
-  int t = luaL_getmetafield(L, i, "__name");
-  if (t == LUA_TSTRING) {
-    name = lua_tostring(L, -1); /* still anchored in the metatable after the pop */
-    if (!strncmp(name, "felab.", 6)) name += 6;
-  }
-  if (t != LUA_TNIL) lua_pop(L, 1);
-  return name;
-}
-
-/* Error unless every key of the option table at t is one of valid (a typo like `stratgy`). */
-static void check_keys(lua_State *L, int t, const char *fname, const char *const *valid)
-{
-  t = lua_absindex(L, t);
-  lua_pushnil(L);
-  while (lua_next(L, t)) {
-    lua_pop(L, 1); /* the value; the key stays for lua_next */
-    int ok = 0;
-    if (lua_type(L, -1) == LUA_TSTRING)
-      for (int i = 0; valid[i] && !ok; i++) ok = !strcmp(lua_tostring(L, -1), valid[i]);
-    if (ok) continue;
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    for (int i = 0; valid[i]; i++) {
-      if (i) luaL_addstring(&b, ", ");
-      luaL_addstring(&b, valid[i]);
-    }
-    luaL_pushresult(&b);
-    if (lua_type(L, -2) == LUA_TSTRING)
-      luaL_error(L, "%s: unknown option '%s' (valid options: %s)", fname, lua_tostring(L, -2),
-                 lua_tostring(L, -1));
-    luaL_error(L, "%s: option names must be strings, got a %s key (valid options: %s)", fname,
-               luaL_typename(L, -2), lua_tostring(L, -1));
-  }
-}
-
-/* The open operator at i, or an error naming the function. */
+/* The open operator at i (a method's self), or an error naming the function. */
 static fe_operator *check_operator(lua_State *L, int i, const char *fname)
 {
-  fe_operator **p = luaL_testudata(L, i, FELAB_OPERATOR);
-  if (!p) luaL_error(L, "%s: expected an operator as self, got %s", fname, kind_of(L, i));
-  if (!*p) luaL_error(L, "%s: this operator was closed", fname);
-  return *p;
-}
-
-/* The open vector at i, or an error naming the function and the argument. */
-static fe_vector *check_vector(lua_State *L, int i, const char *fname, const char *what)
-{
-  fe_vector **p = luaL_testudata(L, i, FELAB_VECTOR);
-  if (!p) luaL_error(L, "%s: expected a vector as %s, got %s", fname, what, kind_of(L, i));
-  if (!*p) luaL_error(L, "%s: the vector (%s) was closed", fname, what);
-  return *p;
+  return *(fe_operator **)felab_check_self(L, i, FELAB_OPERATOR, fname, "self");
 }
 
 /* Check the options table at t (nil or absent: none) against valid; fill o from it. */
@@ -93,33 +30,25 @@ static void read_action_opts(lua_State *L, int t, const char *fname, const char 
   fe_action_opts_default(o);
   if (lua_isnoneornil(L, t)) return;
   if (!lua_istable(L, t))
-    luaL_error(L, "%s: the options must be a table, got %s", fname, kind_of(L, t));
-  check_keys(L, t, fname, valid);
-  static const char *const names[] = {"backend", "strategy"};
-  for (int k = 0; k < 2; k++) {
-    int type = lua_getfield(L, t, names[k]);
-    if (type != LUA_TNIL && type != LUA_TSTRING)
-      luaL_error(L, "%s: %s must be a name, got %s", fname, names[k], kind_of(L, -1));
-    if (k == 0) o->backend = lua_tostring(L, -1); /* anchored in the table */
-    else o->strategy = lua_tostring(L, -1);
-    lua_pop(L, 1);
-  }
+    luaL_error(L, "%s: the options must be a table, got %s", fname, felab_kind_of(L, t));
+  felab_check_keys(L, t, fname, valid);
+  o->backend = felab_opt_field_name(L, t, fname, "backend");
+  o->strategy = felab_opt_field_name(L, t, fname, "strategy");
   int type = lua_getfield(L, t, "precision");
   if (type == LUA_TSTRING) {
     fe_precision p;
     if (fe_precision_parse(lua_tostring(L, -1), &p)) felab_raise(L);
     o->precision = (int)p;
   } else if (type != LUA_TNIL) {
-    luaL_error(L, "%s: precision must be \"double\" or \"single\", got %s", fname, kind_of(L, -1));
+    luaL_error(L, "%s: precision must be \"double\" or \"single\", got %s", fname,
+               felab_kind_of(L, -1));
   }
   lua_pop(L, 1);
   if (lua_getfield(L, t, "block") != LUA_TNIL) {
-    int isint;
-    lua_Integer b = lua_tointegerx(L, -1, &isint);
-    if (!isint || lua_type(L, -1) != LUA_TNUMBER || b < 0 || b > INT_MAX)
+    lua_Integer b;
+    if (!felab_is_integer(L, -1, &b) || b < 0 || b > INT_MAX)
       luaL_error(L, "%s: block must be an integer >= 0 (cells per work group, 0: automatic), "
-                 "got %s", fname,
-                 lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : kind_of(L, -1));
+                 "got %s", fname, felab_number_or_kind(L, -1));
     o->block = (int)b;
   }
   lua_pop(L, 1);
@@ -130,20 +59,9 @@ static const fe_vector *read_state(lua_State *L, int t, const char *fname)
 {
   if (!lua_istable(L, t)) return NULL;
   lua_getfield(L, t, "at");
-  const fe_vector *at = lua_isnil(L, -1) ? NULL : check_vector(L, -1, fname, "opts.at");
+  const fe_vector *at = lua_isnil(L, -1) ? NULL : felab_check_vector(L, -1, fname, "opts.at");
   lua_pop(L, 1); /* still anchored in the table */
   return at;
-}
-
-/* Push a vector handle holding NULL that remembers the space of the operator at 1. */
-static fe_vector **push_result(lua_State *L)
-{
-  fe_vector **p = lua_newuserdatauv(L, sizeof *p, 1);
-  *p = NULL;
-  luaL_setmetatable(L, FELAB_VECTOR);
-  lua_getiuservalue(L, 1, 1);
-  lua_setiuservalue(L, -2, 1);
-  return p;
 }
 
 /* The dirichlet option at the top of the stack as an array of names in Lua-owned memory. */
@@ -160,12 +78,13 @@ static const char **read_dirichlet(lua_State *L, const char *fname, int *n)
   }
   if (!lua_istable(L, t))
     luaL_error(L, "%s: dirichlet must be a tag name, \"all\" or a table of tag names, got %s",
-               fname, kind_of(L, t));
+               fname, felab_kind_of(L, t));
   int len = (int)lua_rawlen(L, t);
   const char **names = lua_newuserdatauv(L, sizeof(char *) * (size_t)(len + 1), 0);
   for (int i = 0; i < len; i++) {
     if (lua_rawgeti(L, t, i + 1) != LUA_TSTRING)
-      luaL_error(L, "%s: dirichlet[%d] must be a tag name, got %s", fname, i + 1, kind_of(L, -1));
+      luaL_error(L, "%s: dirichlet[%d] must be a tag name, got %s", fname, i + 1,
+                 felab_kind_of(L, -1));
     names[i] = lua_tostring(L, -1); /* anchored in the table */
     lua_pop(L, 1);
   }
@@ -176,12 +95,8 @@ static const char **read_dirichlet(lua_State *L, const char *fname, int *n)
 /* fe.operator(V, pde [, {dirichlet = {...} | "all" | "xmin", value = 0}]) -> operator */
 static int op_new(lua_State *L)
 {
-  space_handle *sh = luaL_testudata(L, 1, FELAB_SPACE);
-  if (!sh)
-    return luaL_error(L, "fe.operator: expected a space as argument 1, got %s", kind_of(L, 1));
-  physics_handle *ph = luaL_testudata(L, 2, FELAB_PHYSICS);
-  if (!ph)
-    return luaL_error(L, "fe.operator: expected a physics as argument 2, got %s", kind_of(L, 2));
+  space_handle *sh = felab_expect(L, 1, FELAB_SPACE, "fe.operator", "argument 1");
+  physics_handle *ph = felab_expect(L, 2, FELAB_PHYSICS, "fe.operator", "argument 2");
   if (!sh->V || !ph->p) return luaL_error(L, "fe.operator: the space or the physics was closed");
   double value = 0.0;
   int ndir = 0;
@@ -190,12 +105,12 @@ static int op_new(lua_State *L)
   if (!lua_isnil(L, 3)) {
     if (!lua_istable(L, 3))
       return luaL_error(L, "fe.operator: argument 3 must be an options table {dirichlet = ..., "
-                           "value = ...}, got %s", kind_of(L, 3));
-    check_keys(L, 3, "fe.operator", create_keys);
+                           "value = ...}, got %s", felab_kind_of(L, 3));
+    felab_check_keys(L, 3, "fe.operator", create_keys);
     int type = lua_getfield(L, 3, "value");
     if (type == LUA_TNUMBER) value = lua_tonumber(L, -1);
     else if (type != LUA_TNIL)
-      return luaL_error(L, "fe.operator: value must be a number, got %s", kind_of(L, -1));
+      return luaL_error(L, "fe.operator: value must be a number, got %s", felab_kind_of(L, -1));
     lua_getfield(L, 3, "dirichlet");
     dir = read_dirichlet(L, "fe.operator", &ndir);
   }
@@ -218,10 +133,10 @@ static int op_new(lua_State *L)
 static int op_residual(lua_State *L)
 {
   fe_operator *A = check_operator(L, 1, "A:residual");
-  const fe_vector *u = check_vector(L, 2, "A:residual", "argument 1 (u)");
+  const fe_vector *u = felab_check_vector(L, 2, "A:residual", "argument 1 (u)");
   fe_action_opts o;
   read_action_opts(L, 3, "A:residual", action_keys, &o);
-  fe_vector **out = push_result(L);
+  fe_vector **out = felab_push_vector_like(L, 1);
   fe_vector *r = NULL;
   fe_report rep;
   FELAB_TRY(L, fe_operator_residual(A, u, &o, &r, &rep));
@@ -234,11 +149,11 @@ static int op_residual(lua_State *L)
 static int op_apply(lua_State *L)
 {
   fe_operator *A = check_operator(L, 1, "A:apply");
-  const fe_vector *w = check_vector(L, 2, "A:apply", "argument 1 (w)");
+  const fe_vector *w = felab_check_vector(L, 2, "A:apply", "argument 1 (w)");
   fe_action_opts o;
   read_action_opts(L, 3, "A:apply", state_keys, &o);
   const fe_vector *at = read_state(L, 3, "A:apply");
-  fe_vector **out = push_result(L);
+  fe_vector **out = felab_push_vector_like(L, 1);
   fe_vector *y = NULL;
   fe_report rep;
   FELAB_TRY(L, fe_operator_apply(A, w, at, &o, &y, &rep));
@@ -254,7 +169,7 @@ static int op_diagonal(lua_State *L)
   fe_action_opts o;
   read_action_opts(L, 2, "A:diagonal", state_keys, &o);
   const fe_vector *at = read_state(L, 2, "A:diagonal");
-  fe_vector **out = push_result(L);
+  fe_vector **out = felab_push_vector_like(L, 1);
   fe_vector *d = NULL;
   fe_report rep;
   FELAB_TRY(L, fe_operator_diagonal(A, at, &o, &d, &rep));
@@ -274,10 +189,10 @@ static int op_initial(lua_State *L)
     int type = lua_getfield(L, 2, "interior");
     if (type == LUA_TNUMBER) interior = lua_tonumber(L, -1);
     else if (type != LUA_TNIL)
-      return luaL_error(L, "A:initial: interior must be a number, got %s", kind_of(L, -1));
+      return luaL_error(L, "A:initial: interior must be a number, got %s", felab_kind_of(L, -1));
     lua_pop(L, 1);
   }
-  fe_vector **out = push_result(L);
+  fe_vector **out = felab_push_vector_like(L, 1);
   fe_vector *x = NULL;
   FELAB_TRY(L, fe_operator_initial(A, &o, interior, &x));
   *out = x;
@@ -290,7 +205,7 @@ static int op_source(lua_State *L)
   fe_operator *A = check_operator(L, 1, "A:source");
   if (lua_type(L, 2) != LUA_TSTRING)
     return luaL_error(L, "A:source: argument 1 must be an action name (\"residual\", \"apply\", "
-                         "\"diagonal\"), got %s", kind_of(L, 2));
+                         "\"diagonal\"), got %s", felab_kind_of(L, 2));
   fe_action_opts o;
   read_action_opts(L, 3, "A:source", action_keys, &o);
   char *src = NULL;
@@ -357,10 +272,8 @@ static int op_tostring(lua_State *L)
 static int op_index(lua_State *L)
 {
   fe_operator **p = luaL_checkudata(L, 1, FELAB_OPERATOR);
-  lua_pushvalue(L, 2);
-  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
-  if (lua_type(L, 2) != LUA_TSTRING) return 1; /* the nil */
-  const char *k = lua_tostring(L, 2);
+  const char *k = felab_index_method(L);
+  if (!k) return 1;
   if (!*p) return luaL_error(L, "operator.%s: this operator was closed", k);
   if (!strcmp(k, "space")) lua_getiuservalue(L, 1, 1);
   else if (!strcmp(k, "physics")) lua_getiuservalue(L, 1, 2);
@@ -379,12 +292,7 @@ int felab_open_operator(lua_State *L)
       {NULL, NULL}};
   static const luaL_Reg meta[] = {
       {"__gc", op_free}, {"__close", op_free}, {"__tostring", op_tostring}, {NULL, NULL}};
-  luaL_newmetatable(L, FELAB_OPERATOR);
-  luaL_setfuncs(L, meta, 0);
-  luaL_setfuncs(L, methods, 0); /* the methods in the metatable too, for help() */
-  luaL_newlib(L, methods);
-  lua_pushcclosure(L, op_index, 1);
-  lua_setfield(L, -2, "__index");
+  felab_register_type(L, FELAB_OPERATOR, meta, methods, op_index);
   lua_pop(L, 1);
   felab_help_add(FELAB_OPERATOR ":initial", "A:initial{interior = 0 [, backend =, precision =]}",
                  "A vector holding the Dirichlet values on constrained dofs and `interior`\n"

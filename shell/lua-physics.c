@@ -10,55 +10,7 @@
 #include "engine/physics.h"
 #include "shell/shell.h"
 
-/* A physics handle: the engine physics (NULL once freed) and how many live operators
- * borrow it. shell/lua-operator.c keeps the count (same layout), so closing a borrowed
- * physics waits for the collector. */
-typedef struct physics_handle {
-  fe_physics *p;
-  int borrowers;
-} physics_handle;
-
 static const char *const poisson_keys[] = {"kappa", "source", NULL};
-
-/* The type of the value at i as a user reads it: "mesh" for a felab.mesh, else Lua's name. */
-static const char *kind_of(lua_State *L, int i)
-{
-  i = lua_absindex(L, i);
-  const char *name = luaL_typename(L, i);
-  int t = luaL_getmetafield(L, i, "__name");
-  if (t == LUA_TSTRING) {
-    name = lua_tostring(L, -1); /* still anchored in the metatable after the pop */
-    if (!strncmp(name, "felab.", 6)) name += 6;
-  }
-  if (t != LUA_TNIL) lua_pop(L, 1);
-  return name;
-}
-
-/* Error unless every key of the option table at t is one of valid (a typo like `kapa`). */
-static void check_keys(lua_State *L, int t, const char *fname, const char *const *valid)
-{
-  t = lua_absindex(L, t);
-  lua_pushnil(L);
-  while (lua_next(L, t)) {
-    lua_pop(L, 1); /* the value; the key stays for lua_next */
-    int ok = 0;
-    if (lua_type(L, -1) == LUA_TSTRING)
-      for (int i = 0; valid[i] && !ok; i++) ok = !strcmp(lua_tostring(L, -1), valid[i]);
-    if (ok) continue;
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    for (int i = 0; valid[i]; i++) {
-      if (i) luaL_addstring(&b, ", ");
-      luaL_addstring(&b, valid[i]);
-    }
-    luaL_pushresult(&b);
-    if (lua_type(L, -2) == LUA_TSTRING)
-      luaL_error(L, "%s: unknown option '%s' (valid options: %s)", fname, lua_tostring(L, -2),
-                 lua_tostring(L, -1));
-    luaL_error(L, "%s: option names must be strings, got a %s key (valid options: %s)", fname,
-               luaL_typename(L, -2), lua_tostring(L, -1));
-  }
-}
 
 /* opts[key] as a C expression into buf: a string as is, a number printed to round-trip
  * (always with a '.' or an exponent, so C reads a double), absent: dflt. */
@@ -87,7 +39,7 @@ static const char *read_coefficient(lua_State *L, int t, const char *key, const 
                   "physics (issue 5); use a number or a C expression of x[0..2]", key);
   } else if (type != LUA_TNIL) {
     luaL_error(L, "physics.poisson: %s must be a number or a C expression of x[0..2], got %s", key,
-               kind_of(L, -1));
+               felab_kind_of(L, -1));
   }
   lua_pop(L, 1);
   return expr;
@@ -98,12 +50,12 @@ static int physics_poisson(lua_State *L)
 {
   if (!lua_isnoneornil(L, 1) && !lua_istable(L, 1))
     return luaL_error(L, "physics.poisson: expected an options table {kappa = ..., source = ...} "
-                         "as argument 1, got %s", kind_of(L, 1));
+                         "as argument 1, got %s", felab_kind_of(L, 1));
   if (lua_isnoneornil(L, 1)) {
     lua_settop(L, 0);
     lua_newtable(L);
   }
-  check_keys(L, 1, "physics.poisson", poisson_keys);
+  felab_check_keys(L, 1, "physics.poisson", poisson_keys);
   char kbuf[4096], sbuf[4096];
   const char *kappa = read_coefficient(L, 1, "kappa", "1.0", kbuf, sizeof kbuf);
   const char *source = read_coefficient(L, 1, "source", "0.0", sbuf, sizeof sbuf);

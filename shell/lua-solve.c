@@ -11,71 +11,9 @@
 #include "engine/solver.h"
 #include "shell/shell.h"
 
-int felab_open_vector(lua_State *L); /* shell/lua-vector.c: the felab.vector metatable */
-
 static const char *const cg_keys[] = {"pc",       "rtol",      "atol",    "maxit",
                                       "backend",  "precision", "strategy", "block",
                                       "monitor",  "x0",        NULL};
-
-/* The type of the value at i as a user reads it: "mesh" for a felab.mesh, else Lua's name. */
-static const char *kind_of(lua_State *L, int i)
-{
-  i = lua_absindex(L, i);
-  const char *name = luaL_typename(L, i);
-  int t = luaL_getmetafield(L, i, "__name");
-  if (t == LUA_TSTRING) {
-    name = lua_tostring(L, -1); /* still anchored in the metatable after the pop */
-    if (!strncmp(name, "felab.", 6)) name += 6;
-  }
-  if (t != LUA_TNIL) lua_pop(L, 1);
-  return name;
-}
-
-/* Error unless every key of the option table at t is one of valid (a typo like `rtoll`). */
-static void check_keys(lua_State *L, int t, const char *fname, const char *const *valid)
-{
-  t = lua_absindex(L, t);
-  lua_pushnil(L);
-  while (lua_next(L, t)) {
-    lua_pop(L, 1); /* the value; the key stays for lua_next */
-    int ok = 0;
-    if (lua_type(L, -1) == LUA_TSTRING)
-      for (int i = 0; valid[i] && !ok; i++) ok = !strcmp(lua_tostring(L, -1), valid[i]);
-    if (ok) continue;
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    for (int i = 0; valid[i]; i++) {
-      if (i) luaL_addstring(&b, ", ");
-      luaL_addstring(&b, valid[i]);
-    }
-    luaL_pushresult(&b);
-    if (lua_type(L, -2) == LUA_TSTRING)
-      luaL_error(L, "%s: unknown option '%s' (valid options: %s)", fname, lua_tostring(L, -2),
-                 lua_tostring(L, -1));
-    luaL_error(L, "%s: option names must be strings, got a %s key (valid options: %s)", fname,
-               luaL_typename(L, -2), lua_tostring(L, -1));
-  }
-}
-
-/* The open vector at i, or an error naming the argument. */
-static fe_vector *check_vector(lua_State *L, int i, const char *what)
-{
-  fe_vector **p = luaL_testudata(L, i, FELAB_VECTOR);
-  if (!p) luaL_error(L, "solve.cg: expected a vector as %s, got %s", what, kind_of(L, i));
-  if (!*p) luaL_error(L, "solve.cg: the vector (%s) was closed", what);
-  return *p;
-}
-
-/* opts[key] as a name (NULL when absent); the string stays anchored in the table. */
-static const char *opt_string(lua_State *L, int t, const char *key)
-{
-  int type = lua_getfield(L, t, key);
-  if (type != LUA_TNIL && type != LUA_TSTRING)
-    luaL_error(L, "solve.cg: %s must be a name, got %s", key, kind_of(L, -1));
-  const char *s = lua_tostring(L, -1);
-  lua_pop(L, 1);
-  return s;
-}
 
 /* opts[key] as a finite number >= 0 into *v (kept when absent). */
 static void opt_tolerance(lua_State *L, int t, const char *key, double *v)
@@ -87,7 +25,7 @@ static void opt_tolerance(lua_State *L, int t, const char *key, double *v)
       luaL_error(L, "solve.cg: %s = %s must be a finite number >= 0", key, lua_tostring(L, -1));
     *v = x;
   } else if (type != LUA_TNIL) {
-    luaL_error(L, "solve.cg: %s must be a number, got %s", key, kind_of(L, -1));
+    luaL_error(L, "solve.cg: %s must be a number, got %s", key, felab_kind_of(L, -1));
   }
   lua_pop(L, 1);
 }
@@ -96,11 +34,10 @@ static void opt_tolerance(lua_State *L, int t, const char *key, double *v)
 static void opt_integer(lua_State *L, int t, const char *key, int lo, int *v)
 {
   if (lua_getfield(L, t, key) != LUA_TNIL) {
-    int isint;
-    lua_Integer x = lua_tointegerx(L, -1, &isint);
-    if (!isint || lua_type(L, -1) != LUA_TNUMBER || x < lo || x > INT_MAX)
+    lua_Integer x;
+    if (!felab_is_integer(L, -1, &x) || x < lo || x > INT_MAX)
       luaL_error(L, "solve.cg: %s must be an integer >= %d, got %s", key, lo,
-                 lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : kind_of(L, -1));
+                 felab_number_or_kind(L, -1));
     *v = (int)x;
   }
   lua_pop(L, 1);
@@ -112,16 +49,16 @@ static void read_cg_opts(lua_State *L, int t, fe_solver_opts *o, const fe_vector
   fe_solver_opts_default(o);
   *x0 = NULL;
   if (lua_isnoneornil(L, t)) return;
-  check_keys(L, t, "solve.cg", cg_keys);
-  const char *pc = opt_string(L, t, "pc");
+  felab_check_keys(L, t, "solve.cg", cg_keys);
+  const char *pc = felab_opt_field_name(L, t, "solve.cg", "pc");
   if (pc) o->pc = pc;
   opt_tolerance(L, t, "rtol", &o->rtol);
   opt_tolerance(L, t, "atol", &o->atol);
   opt_integer(L, t, "maxit", 0, &o->maxit);
   opt_integer(L, t, "block", 0, &o->act.block);
-  o->act.backend = opt_string(L, t, "backend");
-  o->act.strategy = opt_string(L, t, "strategy");
-  const char *prec = opt_string(L, t, "precision");
+  o->act.backend = felab_opt_field_name(L, t, "solve.cg", "backend");
+  o->act.strategy = felab_opt_field_name(L, t, "solve.cg", "strategy");
+  const char *prec = felab_opt_field_name(L, t, "solve.cg", "precision");
   if (prec) {
     fe_precision p;
     if (fe_precision_parse(prec, &p)) felab_raise(L);
@@ -130,10 +67,10 @@ static void read_cg_opts(lua_State *L, int t, fe_solver_opts *o, const fe_vector
   int type = lua_getfield(L, t, "monitor");
   if (type == LUA_TBOOLEAN) o->monitor = lua_toboolean(L, -1);
   else if (type != LUA_TNIL)
-    luaL_error(L, "solve.cg: monitor must be true or false, got %s", kind_of(L, -1));
+    luaL_error(L, "solve.cg: monitor must be true or false, got %s", felab_kind_of(L, -1));
   lua_pop(L, 1);
   lua_getfield(L, t, "x0");
-  if (!lua_isnil(L, -1)) *x0 = check_vector(L, -1, "opts.x0");
+  if (!lua_isnil(L, -1)) *x0 = felab_check_vector(L, -1, "solve.cg", "opts.x0");
   lua_pop(L, 1); /* still anchored in the table */
 }
 
@@ -163,40 +100,34 @@ static int push_info(lua_State *L)
 /* solve.cg(A [, b] [, opts]) -> x, info {iterations, converged, reason, history, report} */
 static int solve_cg(lua_State *L)
 {
-  fe_operator **ap = luaL_testudata(L, 1, FELAB_OPERATOR);
-  if (!ap)
-    return luaL_error(L, "solve.cg: expected an operator as argument 1, got %s", kind_of(L, 1));
-  if (!*ap) return luaL_error(L, "solve.cg: the operator (argument 1) was closed");
+  fe_operator *A = *(fe_operator **)felab_check_handle(L, 1, FELAB_OPERATOR, "solve.cg",
+                                                        "argument 1");
   const fe_vector *b = NULL;
   int t = 2;
   if (luaL_testudata(L, 2, FELAB_VECTOR)) {
-    b = check_vector(L, 2, "argument 2 (b)");
+    b = felab_check_vector(L, 2, "solve.cg", "argument 2 (b)");
     t = 3;
   } else if (lua_isnil(L, 2) && !lua_isnone(L, 3)) {
     t = 3;
   } else if (!lua_isnoneornil(L, 2) && !lua_istable(L, 2)) {
     return luaL_error(L, "solve.cg: argument 2 must be a vector b or an options table, got %s",
-                      kind_of(L, 2));
+                      felab_kind_of(L, 2));
   }
   if (!lua_isnoneornil(L, t) && !lua_istable(L, t))
     return luaL_error(L, "solve.cg: argument %d must be an options table, got %s", t,
-                      kind_of(L, t));
+                      felab_kind_of(L, t));
   lua_settop(L, 3);
   fe_solver_opts o;
   const fe_vector *x0;
   read_cg_opts(L, t, &o, &x0);
 
-  fe_vector **out = lua_newuserdatauv(L, sizeof *out, 1); /* x remembers A's space */
-  *out = NULL;
-  luaL_setmetatable(L, FELAB_VECTOR);
-  lua_getiuservalue(L, 1, 1);
-  lua_setiuservalue(L, -2, 1);
+  fe_vector **out = felab_push_vector_like(L, 1); /* x remembers A's space */
   int xi = lua_gettop(L);
 
   fe_solver_info info;
   memset(&info, 0, sizeof info);
   fe_vector *x = NULL;
-  int rc = fe_solve_cg(*ap, b, x0, &o, &x, &info);
+  int rc = fe_solve_cg(A, b, x0, &o, &x, &info);
   if (rc) {
     fe_solver_info_free(&info);
     return felab_raise(L);

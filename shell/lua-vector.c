@@ -3,123 +3,29 @@
  * v:error and tostring use. Vectors are made by V:interpolate, operator actions, solves,
  * v:copy and v:to; the handle holds the engine pointer (NULL once freed). */
 #include <lauxlib.h>
-#include <limits.h>
 #include <lua.h>
 #include <string.h>
 
 #include "backends/backend.h"
-#include "engine/error.h"
 #include "engine/space.h"
 #include "engine/vector.h"
 #include "shell/shell.h"
 
 #define VALUES_MAX 1000000 /* v:values() refuses more entries than this */
 
-/* Same layout as in shell/lua-fe.c. */
-typedef struct space_handle {
-  fe_space *V;
-  int borrowers;
-} space_handle;
-
-/* A Lua function (or a constant) seen by the engine as a fe_point_fn. */
-typedef struct point_fn {
-  lua_State *L;
-  int fn;          /* stack index of the function, 0 for a constant */
-  int x;           /* stack index of the reused argument table {x, y, z} */
-  double constant; /* the value when fn == 0 */
-} point_fn;
-
-/* The type of the value at i as a user reads it: "mesh" for a felab.mesh, else Lua's name. */
-static const char *kind_of(lua_State *L, int i)
-{
-  i = lua_absindex(L, i);
-  const char *name = luaL_typename(L, i);
-  int t = luaL_getmetafield(L, i, "__name");
-  if (t == LUA_TSTRING) {
-    name = lua_tostring(L, -1); /* still anchored in the metatable after the pop */
-    if (!strncmp(name, "felab.", 6)) name += 6;
-  }
-  if (t != LUA_TNIL) lua_pop(L, 1);
-  return name;
-}
-
-/* The open vector at i, or an error naming the function and the argument. */
-static fe_vector *check_vector(lua_State *L, int i, const char *fname, const char *what)
-{
-  fe_vector **p = luaL_testudata(L, i, FELAB_VECTOR);
-  if (!p) luaL_error(L, "%s: expected a vector as %s, got %s", fname, what, kind_of(L, i));
-  if (!*p) luaL_error(L, "%s: the vector (%s) was closed", fname, what);
-  return *p;
-}
-
 /* A number argument, or an error naming it. */
 static double check_number(lua_State *L, int i, const char *fname, const char *what)
 {
   if (lua_type(L, i) != LUA_TNUMBER)
-    luaL_error(L, "%s: %s must be a number, got %s", fname, what, kind_of(L, i));
+    luaL_error(L, "%s: %s must be a number, got %s", fname, what, felab_kind_of(L, i));
   return lua_tonumber(L, i);
-}
-
-/* Push a vector handle holding NULL that remembers the same space as the vector at i. */
-static fe_vector **push_vector_like(lua_State *L, int i)
-{
-  i = lua_absindex(L, i);
-  fe_vector **p = lua_newuserdatauv(L, sizeof *p, 1);
-  *p = NULL;
-  luaL_setmetatable(L, FELAB_VECTOR);
-  lua_getiuservalue(L, i, 1);
-  lua_setiuservalue(L, -2, 1);
-  return p;
-}
-
-/* fe_point_fn: call the Lua function at x under lua_pcall; a Lua error or a result that is
- * not a number becomes an engine error (the engine unwinds, the binding raises it). */
-static int point_fn_call(void *ctx, const double x[3], double *value)
-{
-  point_fn *f = ctx;
-  if (!f->fn) {
-    *value = f->constant;
-    return 0;
-  }
-  lua_State *L = f->L;
-  for (int d = 0; d < 3; d++) {
-    lua_pushnumber(L, x[d]);
-    lua_rawseti(L, f->x, d + 1);
-  }
-  lua_pushvalue(L, f->fn);
-  lua_pushvalue(L, f->x);
-  if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
-    const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "(not a string)";
-    fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
-                 "v:error: the function failed at x = {%g, %g, %g}: %s", x[0], x[1], x[2], msg);
-    lua_pop(L, 1);
-    return FE_ERR_ARG;
-  }
-  if (lua_type(L, -1) != LUA_TNUMBER) {
-    fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
-                 "v:error: the function must return a number, got %s at x = {%g, %g, %g}",
-                 luaL_typename(L, -1), x[0], x[1], x[2]);
-    lua_pop(L, 1);
-    return FE_ERR_ARG;
-  }
-  *value = lua_tonumber(L, -1);
-  lua_pop(L, 1);
-  return 0;
-}
-
-/* Host doubles of x in memory the collector owns (pushed), so no Lua error can leak them. */
-static double *push_host_values(lua_State *L, const fe_vector *x)
-{
-  double *values = lua_newuserdatauv(L, (size_t)x->n * sizeof(double) + 1, 0);
-  if (fe_vector_get(x, values)) felab_raise(L);
-  return values;
 }
 
 /* v:norm() -> the Euclidean norm */
 static int vec_norm(lua_State *L)
 {
   double r;
-  FELAB_TRY(L, fe_vector_norm(check_vector(L, 1, "v:norm", "self"), &r));
+  FELAB_TRY(L, fe_vector_norm(felab_check_vector(L, 1, "v:norm", "self"), &r));
   lua_pushnumber(L, r);
   return 1;
 }
@@ -127,8 +33,8 @@ static int vec_norm(lua_State *L)
 /* v:dot(w) -> the dot product (same size, backend and precision) */
 static int vec_dot(lua_State *L)
 {
-  fe_vector *x = check_vector(L, 1, "v:dot", "self");
-  fe_vector *y = check_vector(L, 2, "v:dot", "argument 1 (w)");
+  fe_vector *x = felab_check_vector(L, 1, "v:dot", "self");
+  fe_vector *y = felab_check_vector(L, 2, "v:dot", "argument 1 (w)");
   double r;
   FELAB_TRY(L, fe_vector_check_compatible(x, y, "v:dot"));
   FELAB_TRY(L, fe_vector_dot(x, y, &r));
@@ -139,9 +45,9 @@ static int vec_dot(lua_State *L)
 /* v:axpy(a, w): v <- v + a w; returns v */
 static int vec_axpy(lua_State *L)
 {
-  fe_vector *y = check_vector(L, 1, "v:axpy", "self");
+  fe_vector *y = felab_check_vector(L, 1, "v:axpy", "self");
   double a = check_number(L, 2, "v:axpy", "argument 1 (a)");
-  fe_vector *x = check_vector(L, 3, "v:axpy", "argument 2 (w)");
+  fe_vector *x = felab_check_vector(L, 3, "v:axpy", "argument 2 (w)");
   FELAB_TRY(L, fe_vector_check_compatible(y, x, "v:axpy"));
   FELAB_TRY(L, fe_vector_axpby(y, a, x, 1.0));
   lua_settop(L, 1);
@@ -151,7 +57,7 @@ static int vec_axpy(lua_State *L)
 /* v:fill(a): every entry <- a; returns v */
 static int vec_fill(lua_State *L)
 {
-  fe_vector *x = check_vector(L, 1, "v:fill", "self");
+  fe_vector *x = felab_check_vector(L, 1, "v:fill", "self");
   FELAB_TRY(L, fe_vector_fill(x, check_number(L, 2, "v:fill", "argument 1 (a)")));
   lua_settop(L, 1);
   return 1;
@@ -160,8 +66,8 @@ static int vec_fill(lua_State *L)
 /* v:copy() -> a new vector with the same values, backend, precision and space */
 static int vec_copy(lua_State *L)
 {
-  fe_vector *x = check_vector(L, 1, "v:copy", "self");
-  fe_vector **out = push_vector_like(L, 1);
+  fe_vector *x = felab_check_vector(L, 1, "v:copy", "self");
+  fe_vector **out = felab_push_vector_like(L, 1);
   fe_vector *y = NULL;
   FELAB_TRY(L, fe_vector_convert(x, x->be, x->prec, &y));
   *out = y;
@@ -171,18 +77,18 @@ static int vec_copy(lua_State *L)
 /* v:to(backend [, precision]) -> a copy on that backend (default: v's precision) */
 static int vec_to(lua_State *L)
 {
-  fe_vector *x = check_vector(L, 1, "v:to", "self");
+  fe_vector *x = felab_check_vector(L, 1, "v:to", "self");
   if (lua_type(L, 2) != LUA_TSTRING)
     return luaL_error(L, "v:to: argument 1 must be a backend name (\"cpu\", \"opencl\", \"cuda\"), "
-                         "got %s", kind_of(L, 2));
+                         "got %s", felab_kind_of(L, 2));
   fe_precision prec = x->prec;
   if (lua_type(L, 3) == LUA_TSTRING) FELAB_TRY(L, fe_precision_parse(lua_tostring(L, 3), &prec));
   else if (!lua_isnoneornil(L, 3))
     return luaL_error(L, "v:to: argument 2 must be a precision (\"double\" or \"single\"), got %s",
-                      kind_of(L, 3));
+                      felab_kind_of(L, 3));
   fe_backend *be;
   FELAB_TRY(L, fe_backend_get(lua_tostring(L, 2), &be));
-  fe_vector **out = push_vector_like(L, 1);
+  fe_vector **out = felab_push_vector_like(L, 1);
   fe_vector *y = NULL;
   FELAB_TRY(L, fe_vector_convert(x, be, prec, &y));
   *out = y;
@@ -193,7 +99,7 @@ static int vec_to(lua_State *L)
 static int vec_min(lua_State *L)
 {
   double r;
-  FELAB_TRY(L, fe_vector_min(check_vector(L, 1, "v:min", "self"), &r));
+  FELAB_TRY(L, fe_vector_min(felab_check_vector(L, 1, "v:min", "self"), &r));
   lua_pushnumber(L, r);
   return 1;
 }
@@ -202,7 +108,7 @@ static int vec_min(lua_State *L)
 static int vec_max(lua_State *L)
 {
   double r;
-  FELAB_TRY(L, fe_vector_max(check_vector(L, 1, "v:max", "self"), &r));
+  FELAB_TRY(L, fe_vector_max(felab_check_vector(L, 1, "v:max", "self"), &r));
   lua_pushnumber(L, r);
   return 1;
 }
@@ -210,12 +116,11 @@ static int vec_max(lua_State *L)
 /* v:get(i) -> entry i, 1-based */
 static int vec_get(lua_State *L)
 {
-  fe_vector *x = check_vector(L, 1, "v:get", "self");
-  int isint;
-  lua_Integer i = lua_tointegerx(L, 2, &isint);
-  if (!isint || lua_type(L, 2) != LUA_TNUMBER)
+  fe_vector *x = felab_check_vector(L, 1, "v:get", "self");
+  lua_Integer i;
+  if (!felab_is_integer(L, 2, &i))
     return luaL_error(L, "v:get: the index i must be an integer, got %s",
-                      lua_type(L, 2) == LUA_TNUMBER ? lua_tostring(L, 2) : kind_of(L, 2));
+                      felab_number_or_kind(L, 2));
   if (i < 1 || i > x->n)
     return luaL_error(L, "v:get: index i = %I is out of range: the vector has %d entries (1..%d)",
                       i, x->n, x->n);
@@ -228,19 +133,19 @@ static int vec_get(lua_State *L)
 /* v:size() and #v -> the number of entries */
 static int vec_size(lua_State *L)
 {
-  lua_pushinteger(L, check_vector(L, 1, "v:size", "self")->n);
+  lua_pushinteger(L, felab_check_vector(L, 1, "v:size", "self")->n);
   return 1;
 }
 
 /* v:values() -> a Lua table of every entry (small vectors only) */
 static int vec_values(lua_State *L)
 {
-  fe_vector *x = check_vector(L, 1, "v:values", "self");
+  fe_vector *x = felab_check_vector(L, 1, "v:values", "self");
   if (x->n > VALUES_MAX)
     return luaL_error(L, "v:values: the vector has %d entries, more than the %d a table is made "
                          "for; use v:get(i), v:min(), v:max() or export.vtu",
                       x->n, VALUES_MAX);
-  const double *values = push_host_values(L, x);
+  const double *values = felab_push_host_values(L, x);
   lua_createtable(L, x->n, 0);
   for (int i = 0; i < x->n; i++) {
     lua_pushnumber(L, values[i]);
@@ -252,16 +157,15 @@ static int vec_values(lua_State *L)
 /* v:error(f [, "L2" | "H1"]) -> || v - f || on v's space (f a number or function(x)) */
 static int vec_error(lua_State *L)
 {
-  fe_vector *x = check_vector(L, 1, "v:error", "self");
-  if (lua_type(L, 2) != LUA_TNUMBER && lua_type(L, 2) != LUA_TFUNCTION)
-    return luaL_error(L, "v:error: expected a number or a function(x) as argument 1, got %s",
-                      kind_of(L, 2));
+  fe_vector *x = felab_check_vector(L, 1, "v:error", "self");
+  lua_settop(L, 3);
+  felab_point_fn f;
+  felab_point_fn_init(L, 2, "v:error", &f);
   const char *norm = "L2";
   if (lua_type(L, 3) == LUA_TSTRING) norm = lua_tostring(L, 3);
   else if (!lua_isnoneornil(L, 3))
     return luaL_error(L, "v:error: argument 2 must be a norm name (\"L2\" or \"H1\"), got %s",
-                      kind_of(L, 3));
-  lua_settop(L, 3);
+                      felab_kind_of(L, 3));
   space_handle *sh = NULL;
   if (lua_getiuservalue(L, 1, 1) == LUA_TUSERDATA) sh = luaL_testudata(L, -1, FELAB_SPACE);
   if (!sh) return luaL_error(L, "v:error: error() needs a vector of a space");
@@ -269,19 +173,10 @@ static int vec_error(lua_State *L)
   if (x->n != sh->V->ndofs)
     return luaL_error(L, "v:error: the vector has %d entries but its space %s has %d dofs", x->n,
                       sh->V->name, sh->V->ndofs);
-  point_fn f = {L, 0, 0, 0.0};
-  if (lua_type(L, 2) == LUA_TNUMBER) f.constant = lua_tonumber(L, 2);
-  else f.fn = 2;
-  lua_createtable(L, 3, 0); /* filled now so the trampoline's stores never allocate */
-  for (int d = 0; d < 3; d++) {
-    lua_pushnumber(L, 0.0);
-    lua_rawseti(L, -2, d + 1);
-  }
-  f.x = lua_gettop(L);
-  const double *values = push_host_values(L, x);
+  const double *values = felab_push_host_values(L, x);
   double err;
   sh->borrowers++; /* the Lua function cannot free the space under the engine's feet */
-  int rc = fe_space_error(sh->V, values, point_fn_call, &f, norm, &err);
+  int rc = fe_space_error(sh->V, values, felab_point_fn_call, &f, norm, &err);
   sh->borrowers--;
   if (rc) return felab_raise(L);
   lua_pushnumber(L, err);
@@ -302,7 +197,7 @@ static int vec_free(lua_State *L)
 /* __len: #v */
 static int vec_len(lua_State *L)
 {
-  lua_pushinteger(L, check_vector(L, 1, "#v", "operand")->n);
+  lua_pushinteger(L, felab_check_vector(L, 1, "#v", "operand")->n);
   return 1;
 }
 
@@ -330,10 +225,8 @@ static int vec_tostring(lua_State *L)
 static int vec_index(lua_State *L)
 {
   fe_vector **p = luaL_checkudata(L, 1, FELAB_VECTOR);
-  lua_pushvalue(L, 2);
-  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
-  if (lua_type(L, 2) != LUA_TSTRING) return 1; /* the nil */
-  const char *k = lua_tostring(L, 2);
+  const char *k = felab_index_method(L);
+  if (!k) return 1;
   if (!*p) return luaL_error(L, "vector.%s: this vector was closed", k);
   const fe_vector *x = *p;
   if (!strcmp(k, "n")) lua_pushinteger(L, x->n);
@@ -363,11 +256,6 @@ int felab_open_vector(lua_State *L)
   felab_help_add(FELAB_VECTOR ":values", "u:values()",
                  "A Lua table of every entry (1-based), for small vectors (at most 1e6).\n"
                  "example: for i, v in ipairs(u:values()) do print(i, v) end");
-  luaL_newmetatable(L, FELAB_VECTOR);
-  luaL_setfuncs(L, meta, 0);
-  luaL_setfuncs(L, methods, 0); /* the methods in the metatable too, for help() */
-  luaL_newlib(L, methods);
-  lua_pushcclosure(L, vec_index, 1);
-  lua_setfield(L, -2, "__index");
+  felab_register_type(L, FELAB_VECTOR, meta, methods, vec_index);
   return 1;
 }

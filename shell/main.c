@@ -165,6 +165,8 @@ static int report(lua_State *L, int status)
     const char *msg = lua_tostring(L, -1);
     if (msg == NULL) msg = "(error object is not a string)";
     fflush(stdout);
+    if (interactive && interrupts_in_call > 0 && interrupts_in_call < 3)
+      fputc('\n', stderr); /* after the terminal's "^C" */
     fprintf(stderr, "%s\n", msg);
     fflush(stderr);
     lua_pop(L, 1);

@@ -2,6 +2,7 @@
 #ifndef FE_SHELL_H
 #define FE_SHELL_H
 
+#include <lauxlib.h>
 #include <lua.h>
 
 #define FELAB_VERSION "0.1.0"
@@ -44,5 +45,82 @@ void felab_help_add(const char *key, const char *signature, const char *text);
 #define FELAB_PHYSICS "felab.physics"
 #define FELAB_OPERATOR "felab.operator"
 #define FELAB_REPORT "felab.report"
+
+/* Handles: every felab userdata holds its engine pointer first (NULL once freed); vectors
+ * and operators are that pointer alone. Meshes, spaces and physics add how many live
+ * handles borrow them (spaces borrow their mesh, operators their space and physics), so
+ * that __close on a borrowed object leaves it to the collector; the borrower keeps its
+ * owner alive in a user value. */
+struct fe_mesh;
+struct fe_space;
+struct fe_physics;
+struct fe_vector;
+typedef struct mesh_handle {
+  struct fe_mesh *m;
+  int borrowers; /* live spaces on this mesh */
+} mesh_handle;
+typedef struct space_handle {
+  struct fe_space *V;
+  int borrowers; /* live operators on this space, or a running interpolation or error */
+} space_handle;
+typedef struct physics_handle {
+  struct fe_physics *p;
+  int borrowers; /* live operators made from this physics */
+} physics_handle;
+
+/* ----- helpers shared by the binding files (shell/lua-util.c) ----- */
+
+/* How a value reads in a message: "mesh" for a felab.mesh, else Lua's type name; and the
+ * same but a number as Lua prints it. */
+const char *felab_kind_of(lua_State *L, int i);
+const char *felab_number_or_kind(lua_State *L, int i);
+/* Whether the value at i is a number with an integer value (into *x); "3" is not. */
+int felab_is_integer(lua_State *L, int i, lua_Integer *x);
+/* Error unless every key of the option table at t is one of the NULL-ended list valid. */
+void felab_check_keys(lua_State *L, int t, const char *fname, const char *const *valid);
+
+/* The userdata of type tname at i, or an error "<fname>: expected a <type> as <what>, got
+ * <kind>"; felab_check_handle adds "<fname>: the <type> (<what>) was closed", and
+ * felab_check_self (for a method's self) "<fname>: this <type> was closed". */
+void *felab_expect(lua_State *L, int i, const char *tname, const char *fname, const char *what);
+void *felab_check_handle(lua_State *L, int i, const char *tname, const char *fname,
+                         const char *what);
+void *felab_check_self(lua_State *L, int i, const char *tname, const char *fname,
+                       const char *what);
+/* The open vector at i (felab_check_handle). */
+struct fe_vector *felab_check_vector(lua_State *L, int i, const char *fname, const char *what);
+
+/* An optional name: the value at i, or opts[key] of the table at t (NULL when nil or
+ * absent), or an error "<fname>: <what> must be a name, got <kind>". */
+const char *felab_opt_name(lua_State *L, int i, const char *fname, const char *what);
+const char *felab_opt_field_name(lua_State *L, int t, const char *fname, const char *key);
+
+/* Push a vector handle holding NULL (the caller stores the engine vector) that remembers the
+ * value at index space, or the space of the vector or operator at i. */
+struct fe_vector **felab_push_vector(lua_State *L, int space);
+struct fe_vector **felab_push_vector_like(lua_State *L, int i);
+/* Push the host doubles of x as a userdata (n + 1 doubles) and return them. */
+double *felab_push_host_values(lua_State *L, const struct fe_vector *x);
+
+/* __index's first step: NULL with the method of key 2 (or nil) pushed, or the field name. */
+const char *felab_index_method(lua_State *L);
+/* Register the metatable tname (meta, methods, __index = index over the methods) and leave
+ * it on the stack. */
+void felab_register_type(lua_State *L, const char *tname, const luaL_Reg *meta,
+                         const luaL_Reg *methods, lua_CFunction index);
+
+/* A Lua function (or a constant) seen by the engine as a fe_point_fn (engine/space.h):
+ * felab_point_fn_init checks argument i of where and pushes a reused argument table;
+ * felab_point_fn_call, the fe_point_fn, calls the function under lua_pcall and turns a Lua
+ * error into an engine error. */
+typedef struct felab_point_fn {
+  lua_State *L;
+  int fn;            /* stack index of the function, 0 for a constant */
+  int x;             /* stack index of the reused argument table {x, y, z} */
+  double constant;   /* the value when fn == 0 */
+  const char *where; /* the Lua-side name of the caller, for messages */
+} felab_point_fn;
+void felab_point_fn_init(lua_State *L, int i, const char *where, felab_point_fn *f);
+int felab_point_fn_call(void *ctx, const double x[3], double *value);
 
 #endif

@@ -243,7 +243,7 @@ static int cpu_run_compiler(cpu_impl *c, const char *csrc, const char *source_sh
                             const char *base)
 {
   char cpath[1200], tmp[1200], log[1200], cmd[4400];
-  snprintf(cpath, sizeof cpath, "%s.c", base);
+  snprintf(cpath, sizeof cpath, "%s.%d.c", base, (int)getpid()); /* per process: two may compile at once */
   snprintf(tmp, sizeof tmp, "%s.%d.so", base, (int)getpid());
   snprintf(log, sizeof log, "%s.%d.log", base, (int)getpid());
   FILE *f = fopen(cpath, "w");
@@ -265,6 +265,7 @@ static int cpu_run_compiler(cpu_impl *c, const char *csrc, const char *source_sh
     }
     remove(log);
     remove(tmp);
+    remove(cpath);
     if (rc == -1 || (WIFEXITED(rc) && WEXITSTATUS(rc) == 127)) {
       free(text);
       FE_ERROR(FE_ERR_UNAVAILABLE,
@@ -275,7 +276,9 @@ static int cpu_run_compiler(cpu_impl *c, const char *csrc, const char *source_sh
     return err;
   }
   remove(log);
-  char so[1200];
+  char so[1200], kept[1200];
+  snprintf(kept, sizeof kept, "%s.c", base); /* the source beside its object, for reading */
+  rename(cpath, kept);
   snprintf(so, sizeof so, "%s.so", base);
   if (rename(tmp, so)) FE_ERROR(FE_ERR_IO, "cannot move %s to %s: %s", tmp, so, strerror(errno));
   return 0;
