@@ -66,7 +66,7 @@ static void emit_physics_fn(fe_strbuf *b, const char *sig, const char *o0, const
                             const char *o1, const char *body1)
 {
   fe_strbuf_printf(b, "FE_DEVICE void %s\n{\n", sig);
-  fe_strbuf_append(b, "  (void)u; (void)du; (void)x;\n");
+  fe_strbuf_append(b, "  (void)u; (void)du; (void)x; (void)a;\n");
   fe_strbuf_printf(b, "  FE_UNROLL for (int k = 0; k < NC; k++) %s[k] = 0;\n", o0);
   fe_strbuf_printf(b, "  FE_UNROLL for (int k = 0; k < NC * DIM; k++) %s[k] = 0;\n", o1);
   if (body0) fe_strbuf_printf(b, "  {\n    %s\n  }\n", body0);
@@ -98,6 +98,7 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
                    s->geo_affine, s->geo_affine ? 1 : nq, fe_geo_stride(dim));
   fe_strbuf_printf(&b, "#define FE_JACOBIAN %d\n#define NEED_U %d\n#define NEED_X %d\n#define HAS_F0 %d\n",
                    n.jacobian, n.need_u, n.need_x, n.has_f0);
+  fe_strbuf_printf(&b, "#define NAUX %d /* per-cell constants a[] */\n", p->naux);
   fe_strbuf_append(&b, preamble);
   fe_strbuf_append(&b, "#ifndef M_PI\n#define M_PI 3.14159265358979323846\n#endif\n");
 
@@ -119,11 +120,11 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
   free(D);
 
   fe_strbuf_printf(&b, "\n/* physics: %s */\n", p->description ? p->description : p->name);
-  emit_physics_fn(&b, "fe_f(const real *u, const real *du, const real *x, real *f0, real *f1)",
+  emit_physics_fn(&b, "fe_f(const real *u, const real *du, const real *x, const real *a, real *f0, real *f1)",
                   "f0", p->f0, "f1", p->f1);
   emit_physics_fn(&b,
                   "fe_df(const real *u, const real *du, const real *w, const real *dw, "
-                  "const real *x, real *df0, real *df1)",
+                  "const real *x, const real *a, real *df0, real *df1)",
                   "df0", p->df0, "df1", p->df1);
   fe_strbuf_append(&b, "\n");
   fe_strbuf_append(&b, fe_kernel_template("common"));
@@ -167,6 +168,6 @@ void fe_codegen_model(const fe_kernel_spec *s, int ndirichlet, double *flops, do
   /* minimal traffic: each array once */
   double geo = ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;
   double in = (n.need_u ? ndofs : 0) + (s->action == FE_ACTION_APPLY ? ndofs : 0);
-  *bytes = ncells * nb * 4.0 + geo + (n.need_x ? nnodes * 3 * w : 0) + in * w + ndofs * w +
+  *bytes = ncells * nb * 4.0 + ncells * s->pde->naux * w + geo + (n.need_x ? nnodes * 3 * w : 0) + in * w + ndofs * w +
            ngroups * 4.0 + ndirichlet * (4.0 + 3 * w);
 }

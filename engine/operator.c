@@ -32,6 +32,7 @@ typedef struct op_device {
   fe_buffer cells;       /* ncells x NB node ids */
   fe_buffer geo[FE_NACTIONS]; /* geometric factors at each action's points (shared when equal) */
   fe_buffer coords;      /* nnodes x 3 */
+  fe_buffer aux;         /* per-cell constants of the physics, in stored cell order */
   fe_buffer didx;        /* constrained nodes */
   fe_buffer dval;        /* their prescribed values */
   fe_kernel *kernel[FE_NACTIONS];    /* integrate or diagonal */
@@ -48,6 +49,7 @@ struct fe_operator {
   const fe_physics *pde;
   fe_quadrature quad[FE_NACTIONS]; /* each action's rule: exact for its own integrand */
   int geo_affine;
+  double *aux;            /* ncells x naux per-cell constants from the physics' region table */
   int ndir;
   int *dir_nodes;
   double value;
@@ -85,6 +87,44 @@ static int quadrature_degree(const fe_space *V, const fe_physics *p, fe_action a
               p->df0 ? 2 * k + p->degree_df0 + u_dep : 0);
 }
 
+/* The physics' per-region constants spread over the cells; a cell whose region the physics
+ * does not name is an error listing what each side has. */
+static int build_aux(fe_operator *A)
+{
+  const fe_physics *p = A->pde;
+  const fe_mesh *m = A->V->mesh;
+  if (p->naux == 0) return 0;
+  int *ids;
+  FE_MALLOC(ids, p->nregions, "region ids");
+  for (int r = 0; r < p->nregions; r++) {
+    int rc = fe_mesh_tag_id(m, p->region_names[r], m->dim, &ids[r]);
+    if (rc) {
+      free(ids);
+      return fe_error_push(rc, __FILE__, __LINE__, __func__);
+    }
+  }
+  A->aux = malloc(sizeof(double) * (size_t)m->ncells * p->naux + 1);
+  if (!A->aux) {
+    free(ids);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for per-cell coefficients");
+  }
+  for (int c = 0; c < m->ncells; c++) {
+    int r = 0;
+    while (r < p->nregions && ids[r] != m->cell_tags[c]) r++;
+    if (r == p->nregions) {
+      const char *name = "?";
+      for (int t = 0; t < m->ntags; t++)
+        if (m->tags[t].dim == m->dim && m->tags[t].id == m->cell_tags[c]) name = m->tags[t].name;
+      free(ids);
+      FE_ERROR(FE_ERR_ARG, "the physics gives no coefficient for region '%s' (cell %d); "
+               "give one value per region of the mesh (see m:tags().cells)", name, c);
+    }
+    for (int k = 0; k < p->naux; k++) A->aux[(size_t)c * p->naux + k] = p->region_values[r * p->naux + k];
+  }
+  free(ids);
+  return 0;
+}
+
 int fe_operator_create(const fe_space *V, const fe_physics *pde, const char *const *dirichlet,
                        int ndirichlet, double value, fe_operator **out)
 {
@@ -97,6 +137,7 @@ int fe_operator_create(const fe_space *V, const fe_physics *pde, const char *con
   A->value = value;
   A->geo_affine = V->elem.cell == FE_CELL_TET || V->elem.cell == FE_CELL_TRI;
   int rc = fe_space_boundary_nodes(V, dirichlet, ndirichlet, &A->dir_nodes, &A->ndir);
+  if (!rc) rc = build_aux(A);
   for (int a = 0; a < FE_NACTIONS && !rc; a++)
     rc = fe_quadrature_create(V->elem.cell, quadrature_degree(V, pde, (fe_action)a), &A->quad[a]);
   if (rc) {
@@ -110,7 +151,7 @@ int fe_operator_create(const fe_space *V, const fe_physics *pde, const char *con
 static void op_device_free(op_device *d)
 {
   fe_backend *be = d->be;
-  fe_buffer *bufs[] = {&d->groups, &d->cells, &d->coords, &d->didx, &d->dval};
+  fe_buffer *bufs[] = {&d->groups, &d->cells, &d->coords, &d->aux, &d->didx, &d->dval};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i]->ptr) be->ops->release(be->impl, bufs[i]);
   for (int a = FE_NACTIONS - 1; a >= 0; a--) { /* shared buffers are released once, by the first */
@@ -131,6 +172,7 @@ void fe_operator_free(fe_operator *A)
   if (!A) return;
   for (int i = 0; i < A->ndev; i++) op_device_free(&A->dev[i]);
   for (int a = 0; a < FE_NACTIONS; a++) fe_quadrature_free(&A->quad[a]);
+  free(A->aux);
   free(A->dir_nodes);
   free(A);
 }
@@ -301,6 +343,21 @@ static int cell_permutation(const fe_operator *A, const op_device *d, const int 
   return 0;
 }
 
+/* The per-cell constants in stored cell order (one unused word when there are none). */
+static int upload_aux(const fe_operator *A, op_device *d, const int *perm, size_t npad)
+{
+  int na = A->pde->naux;
+  double *v;
+  FE_MALLOC(v, npad * na + 1, "per-cell coefficients");
+  v[0] = 0;
+  for (size_t i = 0; i < npad; i++)
+    for (int k = 0; k < na; k++)
+      v[i * na + k] = A->aux[(size_t)(perm[i] < 0 ? -perm[i] - 1 : perm[i]) * na + k];
+  int rc = upload_reals(d->be, d->prec, v, npad * na + 1, &d->aux);
+  free(v);
+  return rc;
+}
+
 /* The work-group schedule: identity, or groups sorted by color. */
 static int build_schedule(const fe_operator *A, op_device *d, int **list)
 {
@@ -357,6 +414,7 @@ static int op_device_setup(fe_operator *A, op_device *d)
     geo = NULL;
   }
   if (!rc) rc = upload_reals(be, d->prec, V->node_coords, 3 * (size_t)V->nnodes, &d->coords);
+  if (!rc) rc = upload_aux(A, d, perm, npad);
   if (!rc) rc = upload_ints(be, A->dir_nodes, (size_t)A->ndir, &d->didx);
   if (!rc && !(dv = malloc(sizeof(double) * (size_t)(A->ndir + 1)))) {
     rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
@@ -441,7 +499,7 @@ static int op_integrate(fe_operator *A, op_device *d, fe_action a, const fe_vect
   for (int c = 0; c < d->ncolors; c++) {
     FE_CHECK_INTERRUPT();
     int ng = d->color_start[c + 1] - d->color_start[c];
-    fe_arg args[10] = {
+    fe_arg args[11] = {
         {.kind = FE_ARG_INT, .i = ng},
         {.kind = FE_ARG_INT, .i = d->color_start[c]},
         {.kind = FE_ARG_INT, .i = (long long)(padded_cells(A, d->block) * (A->geo_affine ? 1 : A->quad[a].npoints))},
@@ -449,14 +507,15 @@ static int op_integrate(fe_operator *A, op_device *d, fe_action a, const fe_vect
         {.kind = FE_ARG_BUFFER, .buf = &d->cells},
         {.kind = FE_ARG_BUFFER, .buf = &d->geo[a]},
         {.kind = FE_ARG_BUFFER, .buf = &d->coords},
+        {.kind = FE_ARG_BUFFER, .buf = &d->aux},
         {.kind = FE_ARG_BUFFER, .buf = &u->buf},
         {.kind = FE_ARG_BUFFER, .buf = &w->buf},
         {.kind = FE_ARG_BUFFER, .buf = &y->buf},
     };
-    int nargs = 10;
+    int nargs = 11;
     if (a == FE_ACTION_DIAGONAL) { /* no direction argument */
-      args[8] = args[9];
-      nargs = 9;
+      args[9] = args[10];
+      nargs = 10;
     }
     double s;
     FE_CHECK(d->be->ops->launch(d->be->impl, d->kernel[a], (size_t)ng, group_size(d, A, a), nargs,

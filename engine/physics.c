@@ -107,9 +107,42 @@ int fe_physics_poisson(const char *kappa, const char *source, fe_physics **out)
   return 0;
 }
 
+int fe_physics_poisson_regions(const char *const *names, const double *kappa, int n,
+                               const char *source, fe_physics **out)
+{
+  FE_ASSERT(n > 0, FE_ERR_ARG, "physics.poisson: the kappa table names no region");
+  fe_physics *p;
+  FE_CHECK(fe_physics_poisson("a[0]", source, &p));
+  p->naux = 1;
+  p->nregions = n;
+  p->region_names = calloc((size_t)n, sizeof(char *));
+  p->region_values = malloc(sizeof(double) * (size_t)n);
+  int ok = p->region_names && p->region_values;
+  for (int i = 0; ok && i < n; i++) {
+    p->region_names[i] = strdup(names[i]);
+    p->region_values[i] = kappa[i];
+    ok = p->region_names[i] != NULL;
+  }
+  free(p->description);
+  fe_strbuf desc = {0};
+  fe_strbuf_printf(&desc, "-div(kappa grad u) = s, kappa per region (");
+  for (int i = 0; i < n; i++) fe_strbuf_printf(&desc, "%s%s = %g", i ? ", " : "", names[i], kappa[i]);
+  fe_strbuf_printf(&desc, "), s = %s", source && *source ? source : "0");
+  p->description = NULL;
+  if (!ok || fe_strbuf_finish(&desc, &p->description)) {
+    fe_physics_free(p);
+    FE_ERROR(FE_ERR_MEM, "out of host memory");
+  }
+  *out = p;
+  return 0;
+}
+
 void fe_physics_free(fe_physics *p)
 {
   if (!p) return;
+  for (int i = 0; p->region_names && i < p->nregions; i++) free(p->region_names[i]);
+  free(p->region_names);
+  free(p->region_values);
   free(p->f0);
   free(p->f1);
   free(p->df0);

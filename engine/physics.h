@@ -19,10 +19,18 @@ typedef struct fe_physics {
   double flops_f;            /* flops per point of f0 and f1 together (counted) */
   double flops_df;           /* flops per point of df0 and df1 together (counted) */
   char *description;         /* one line: the equation in words */
+  /* per-cell constants: the bodies read a[0 .. naux-1], taken from the cell's region */
+  int naux;
+  int nregions;              /* entries of the region table */
+  char **region_names;       /* nregions names of cell regions (mesh tags) */
+  double *region_values;     /* nregions x naux */
 } fe_physics;
 
 /* -div(kappa grad u) = source, kappa and source C expressions of x[0..2] (or numbers). */
 int fe_physics_poisson(const char *kappa, const char *source, fe_physics **out);
+/* The same with kappa constant per cell region: kappa[i] in the region named names[i]. */
+int fe_physics_poisson_regions(const char *const *names, const double *kappa, int n,
+                               const char *source, fe_physics **out);
 void fe_physics_free(fe_physics *p);
 /* Arithmetic operations in a C expression or statement list: + - * / and each call of a
  * math function count 1; literals, names and indexing count 0. */

@@ -34,9 +34,12 @@ static const char *read_coefficient(lua_State *L, int t, const char *key, const 
     if (!buf[strspn(buf, " \t\n")])
       luaL_error(L, "physics.poisson: %s is an empty C expression", key);
     expr = buf;
+  } else if (type == LUA_TTABLE && !strcmp(key, "kappa")) {
+    expr = NULL; /* per region: read by read_regions */
   } else if (type == LUA_TFUNCTION || type == LUA_TTABLE) {
-    luaL_error(L, "physics.poisson: %s as a function or per-region table arrives with traced "
-                  "physics (issue 5); use a number or a C expression of x[0..2]", key);
+    luaL_error(L, "physics.poisson: %s as a function%s arrives with traced physics (issue 5); "
+                  "use a number or a C expression of x[0..2]", key,
+               type == LUA_TTABLE ? " or per-region table" : "");
   } else if (type != LUA_TNIL) {
     luaL_error(L, "physics.poisson: %s must be a number or a C expression of x[0..2], got %s", key,
                felab_kind_of(L, -1));
@@ -45,7 +48,30 @@ static const char *read_coefficient(lua_State *L, int t, const char *key, const 
   return expr;
 }
 
-/* physics.poisson{kappa = 1, source = 0} -> physics */
+#define MAX_REGIONS 64
+
+/* opts.kappa as {region = number, ...} into names and values; returns the count. */
+static int read_regions(lua_State *L, int t, const char **names, double *values)
+{
+  int n = 0;
+  lua_getfield(L, t, "kappa");
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TNUMBER)
+      luaL_error(L, "physics.poisson: kappa per region must map region names to numbers, "
+                    "e.g. {heart = 0.4, lung = 0.05}; got %s = %s", felab_kind_of(L, -2),
+                 felab_kind_of(L, -1));
+    if (n == MAX_REGIONS) luaL_error(L, "physics.poisson: more than %d regions", MAX_REGIONS);
+    names[n] = lua_tostring(L, -2); /* anchored in the options table */
+    values[n++] = lua_tonumber(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  if (n == 0) luaL_error(L, "physics.poisson: the kappa table names no region");
+  return n;
+}
+
+/* physics.poisson{kappa = 1, source = 0} -> physics; kappa may be {region = value, ...} */
 static int physics_poisson(lua_State *L)
 {
   if (!lua_isnoneornil(L, 1) && !lua_istable(L, 1))
@@ -65,7 +91,14 @@ static int physics_poisson(lua_State *L)
   h->borrowers = 0;
   luaL_setmetatable(L, FELAB_PHYSICS);
   fe_physics *p = NULL;
-  FELAB_TRY(L, fe_physics_poisson(kappa, source, &p));
+  if (kappa) {
+    FELAB_TRY(L, fe_physics_poisson(kappa, source, &p));
+  } else {
+    const char *names[MAX_REGIONS];
+    double values[MAX_REGIONS];
+    int n = read_regions(L, 1, names, values);
+    FELAB_TRY(L, fe_physics_poisson_regions(names, values, n, source, &p));
+  }
   h->p = p;
   return 1;
 }
