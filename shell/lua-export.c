@@ -8,6 +8,7 @@
 
 #include "engine/mesh.h"
 #include "engine/vector.h"
+#include "engine/msh.h"
 #include "engine/vtu.h"
 #include "shell/shell.h"
 
@@ -17,17 +18,17 @@ static int field_cmp(const void *a, const void *b)
   return strcmp(((const fe_vtu_field *)a)->name, ((const fe_vtu_field *)b)->name);
 }
 
-/* export.vtu(path, m [, {name = vector, ...}]) -> path */
-static int export_vtu(lua_State *L)
+/* Check export.X(path, m [, {name = vector, ...}]) and gather the fields as host doubles
+ * (Lua-owned buffers, so an error anywhere leaks nothing); cell data only if cells_ok. */
+static fe_vtu_field *export_fields(lua_State *L, const char *fname, int cells_ok,
+                                   const fe_mesh **mesh, int *count)
 {
   if (lua_type(L, 1) != LUA_TSTRING)
-    return luaL_error(L, "export.vtu: expected a file path as argument 1, got %s",
-                      felab_kind_of(L, 1));
-  const fe_mesh *m =
-      ((mesh_handle *)felab_check_handle(L, 2, FELAB_MESH, "export.vtu", "argument 2"))->m;
+    luaL_error(L, "%s: expected a file path as argument 1, got %s", fname, felab_kind_of(L, 1));
+  const fe_mesh *m = ((mesh_handle *)felab_check_handle(L, 2, FELAB_MESH, fname, "argument 2"))->m;
   if (!lua_isnoneornil(L, 3) && !lua_istable(L, 3))
-    return luaL_error(L, "export.vtu: argument 3 must be a table {name = vector, ...}, got %s",
-                      felab_kind_of(L, 3));
+    luaL_error(L, "%s: argument 3 must be a table {name = vector, ...}, got %s", fname,
+               felab_kind_of(L, 3));
   lua_settop(L, 3);
   int nfields = 0;
   if (lua_istable(L, 3)) {
@@ -37,7 +38,6 @@ static int export_vtu(lua_State *L)
       nfields++;
     }
   }
-  /* every buffer below is Lua-owned, so an error anywhere leaks nothing */
   fe_vtu_field *fields = lua_newuserdatauv(L, sizeof *fields * (size_t)(nfields + 1), 0);
   lua_createtable(L, nfields, 0); /* index 5: anchors the value buffers */
   int k = 0;
@@ -45,18 +45,19 @@ static int export_vtu(lua_State *L)
     lua_pushnil(L);
     while (lua_next(L, 3)) {
       if (lua_type(L, -2) != LUA_TSTRING)
-        return luaL_error(L, "export.vtu: field names must be strings, got a %s key",
-                          luaL_typename(L, -2));
+        luaL_error(L, "%s: field names must be strings, got a %s key", fname, luaL_typename(L, -2));
       const char *name = lua_tostring(L, -2);
       fe_vector **vp = luaL_testudata(L, -1, FELAB_VECTOR);
-      if (!vp) return luaL_error(L, "export.vtu: field '%s' must be a vector, got %s", name,
-                                 felab_kind_of(L, -1));
-      if (!*vp) return luaL_error(L, "export.vtu: the vector of field '%s' was closed", name);
+      if (!vp) luaL_error(L, "%s: field '%s' must be a vector, got %s", fname, name, felab_kind_of(L, -1));
+      if (!*vp) luaL_error(L, "%s: the vector of field '%s' was closed", fname, name);
       const fe_vector *x = *vp;
-      if (x->n != m->nvertices && x->n != m->ncells)
-        return luaL_error(L, "export.vtu: field '%s' has %d values but the mesh has %d vertices "
-                             "(point data) and %d cells (cell data)",
-                          name, x->n, m->nvertices, m->ncells);
+      if (x->n != m->nvertices && (!cells_ok || x->n != m->ncells)) {
+        if (cells_ok)
+          luaL_error(L, "%s: field '%s' has %d values but the mesh has %d vertices "
+                        "(point data) and %d cells (cell data)", fname, name, x->n, m->nvertices, m->ncells);
+        luaL_error(L, "%s: field '%s' has %d values but the mesh has %d vertices (node data)",
+                   fname, name, x->n, m->nvertices);
+      }
       double *values = felab_push_host_values(L, x);
       lua_rawseti(L, 5, k + 1);
       fields[k].name = name; /* anchored as a key of the table */
@@ -67,7 +68,34 @@ static int export_vtu(lua_State *L)
     }
   }
   qsort(fields, (size_t)k, sizeof *fields, field_cmp);
+  *mesh = m;
+  *count = k;
+  return fields;
+}
+
+/* export.vtu(path, m [, {name = vector, ...}]) -> path */
+static int export_vtu(lua_State *L)
+{
+  const fe_mesh *m;
+  int k;
+  fe_vtu_field *fields = export_fields(L, "export.vtu", 1, &m, &k);
   FELAB_TRY(L, fe_vtu_write(lua_tostring(L, 1), m, k, fields));
+  lua_pushvalue(L, 1);
+  return 1;
+}
+
+/* export.msh(path, m [, {name = vector, ...}]) -> path: .msh 4.1 with node-data views */
+static int export_msh(lua_State *L)
+{
+  const fe_mesh *m;
+  int k;
+  fe_vtu_field *fields = export_fields(L, "export.msh", 0, &m, &k);
+  fe_msh_view *views = lua_newuserdatauv(L, sizeof *views * (size_t)(k + 1), 0);
+  for (int i = 0; i < k; i++) {
+    views[i].name = fields[i].name;
+    views[i].values = fields[i].values;
+  }
+  FELAB_TRY(L, fe_msh_write(lua_tostring(L, 1), m, k, views));
   lua_pushvalue(L, 1);
   return 1;
 }
@@ -78,5 +106,10 @@ int felab_open_export(lua_State *L)
   lua_newtable(L);
   lua_pushcfunction(L, export_vtu);
   lua_setfield(L, -2, "vtu");
+  lua_pushcfunction(L, export_msh);
+  lua_setfield(L, -2, "msh");
+  felab_help_add("export.msh", "export.msh(path, m [, {name = vector, ...}])",
+                 "Write the mesh as a Gmsh .msh 4.1 file with its physical groups and one node-data\n"
+                 "view per field; Gmsh opens it.\n  example: export.msh(\"out/u.msh\", m, {u = u})");
   return 1;
 }

@@ -1,0 +1,121 @@
+/* felab .msh 4.1 writer (the format of Gmsh 4, which opens the file with its views). Written
+ * by hand so that it works in builds without the Gmsh SDK. */
+#include "engine/msh.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/error.h"
+
+/* Gmsh element type numbers of the cell types, and of their facets. */
+static int gmsh_type(fe_cell_type t)
+{
+  static const int types[] = {2, 3, 4, 5, 6}; /* tri quad tet hex prism */
+  return types[t];
+}
+
+static int gmsh_facet_type(const fe_mesh *m)
+{
+  if (m->dim == 2) return 1;          /* lines */
+  return m->nvf == 4 ? 3 : 2;         /* quads or triangles */
+}
+
+/* The mesh's bounding box, for the entities. */
+static void bounding_box(const fe_mesh *m, double lo[3], double hi[3])
+{
+  for (int d = 0; d < 3; d++) lo[d] = hi[d] = m->nvertices ? m->coords[d] : 0;
+  for (int v = 0; v < m->nvertices; v++)
+    for (int d = 0; d < 3; d++) {
+      double x = m->coords[3 * (size_t)v + d];
+      if (x < lo[d]) lo[d] = x;
+      if (x > hi[d]) hi[d] = x;
+    }
+}
+
+/* Count of tags of one dimension. */
+static int count_tags(const fe_mesh *m, int dim)
+{
+  int n = 0;
+  for (int t = 0; t < m->ntags; t++) n += m->tags[t].dim == dim;
+  return n;
+}
+
+/* $Entities: a point-free description, one entity per tag, each its own physical group. */
+static void write_entities(FILE *f, const fe_mesh *m)
+{
+  double lo[3], hi[3];
+  bounding_box(m, lo, hi);
+  int nb = count_tags(m, m->dim - 1), nr = count_tags(m, m->dim);
+  int counts[4] = {0, 0, 0, 0};
+  counts[m->dim - 1] = nb;
+  counts[m->dim] = nr;
+  fprintf(f, "$Entities\n%d %d %d %d\n", counts[0], counts[1], counts[2], counts[3]);
+  for (int dim = m->dim - 1; dim <= m->dim; dim++)
+    for (int t = 0; t < m->ntags; t++) {
+      if (m->tags[t].dim != dim) continue;
+      fprintf(f, "%d %.17g %.17g %.17g %.17g %.17g %.17g 1 %d 0\n", m->tags[t].id, lo[0], lo[1],
+              lo[2], hi[0], hi[1], hi[2], m->tags[t].id);
+    }
+  fprintf(f, "$EndEntities\n");
+}
+
+/* The first region's id: the entity that holds every node. */
+static int first_region(const fe_mesh *m)
+{
+  for (int t = 0; t < m->ntags; t++)
+    if (m->tags[t].dim == m->dim) return m->tags[t].id;
+  return 1;
+}
+
+int fe_msh_write(const char *path, const fe_mesh *m, int nviews, const fe_msh_view *views)
+{
+  FILE *f = fopen(path, "w");
+  if (!f) FE_ERROR(FE_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+  fprintf(f, "$MeshFormat\n4.1 0 8\n$EndMeshFormat\n");
+  fprintf(f, "$PhysicalNames\n%d\n", count_tags(m, m->dim - 1) + count_tags(m, m->dim));
+  for (int t = 0; t < m->ntags; t++)
+    if (m->tags[t].dim >= m->dim - 1)
+      fprintf(f, "%d %d \"%s\"\n", m->tags[t].dim, m->tags[t].id, m->tags[t].name);
+  fprintf(f, "$EndPhysicalNames\n");
+  write_entities(f, m);
+  /* nodes: one block on the first region; tags are 1-based */
+  fprintf(f, "$Nodes\n1 %d 1 %d\n%d %d 0 %d\n", m->nvertices, m->nvertices, m->dim,
+          first_region(m), m->nvertices);
+  for (int v = 0; v < m->nvertices; v++) fprintf(f, "%d\n", v + 1);
+  for (int v = 0; v < m->nvertices; v++)
+    fprintf(f, "%.17g %.17g %.17g\n", m->coords[3 * (size_t)v], m->coords[3 * (size_t)v + 1],
+            m->coords[3 * (size_t)v + 2]);
+  fprintf(f, "$EndNodes\n");
+  /* elements: one block per region of cells, one per boundary tag of facets */
+  int nblocks = count_tags(m, m->dim) + count_tags(m, m->dim - 1);
+  long long nel = (long long)m->ncells + m->nfacets, tag = 1;
+  fprintf(f, "$Elements\n%d %lld 1 %lld\n", nblocks, nel, nel);
+  for (int pass = 0; pass < 2; pass++) {
+    int dim = pass == 0 ? m->dim : m->dim - 1;
+    int n = pass == 0 ? m->ncells : m->nfacets, nv = pass == 0 ? m->nvc : m->nvf;
+    const int *conn = pass == 0 ? m->cells : m->facets, *ids = pass == 0 ? m->cell_tags : m->facet_tags;
+    for (int t = 0; t < m->ntags; t++) {
+      if (m->tags[t].dim != dim) continue;
+      int count = 0;
+      for (int e = 0; e < n; e++) count += ids[e] == m->tags[t].id;
+      fprintf(f, "%d %d %d %d\n", dim, m->tags[t].id, pass == 0 ? gmsh_type(m->type) : gmsh_facet_type(m),
+              count);
+      for (int e = 0; e < n; e++) {
+        if (ids[e] != m->tags[t].id) continue;
+        fprintf(f, "%lld", tag++);
+        for (int k = 0; k < nv; k++) fprintf(f, " %d", conn[(size_t)e * nv + k] + 1);
+        fputc('\n', f);
+      }
+    }
+  }
+  fprintf(f, "$EndElements\n");
+  for (int i = 0; i < nviews; i++) {
+    fprintf(f, "$NodeData\n1\n\"%s\"\n1\n0\n3\n0\n1\n%d\n", views[i].name, m->nvertices);
+    for (int v = 0; v < m->nvertices; v++) fprintf(f, "%d %.17g\n", v + 1, views[i].values[v]);
+    fprintf(f, "$EndNodeData\n");
+  }
+  int bad = ferror(f);
+  if (fclose(f) || bad) FE_ERROR(FE_ERR_IO, "writing %s failed: %s", path, strerror(errno));
+  return 0;
+}

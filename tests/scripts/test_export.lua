@@ -1,0 +1,37 @@
+-- export.msh writes a .msh 4.1 that Gmsh reads back with its physical names and one
+-- node-data view per field; export.vtu writes tet and hex meshes with point data.
+local function read(path)
+  local f = assert(io.open(path)); local s = f:read("a"); f:close(); return s
+end
+local dir = os.tmpname(); os.remove(dir); os.execute("mkdir -p " .. dir)
+for _, cell in ipairs({"tet", "hex"}) do
+  local m = mesh.box{cells = {3, 2, 2}, cell = cell}
+  local V = fe.space(m, cell == "tet" and "P1" or "Q1")
+  local u = V:interpolate(function(x) return x[1] + x[2] end)
+  local w = V:interpolate(2)
+  local msh = export.msh(dir .. "/" .. cell .. ".msh", m, {u = u, w = w})
+  local s = read(msh)
+  assert(s:find("$MeshFormat\n4.1 0 8", 1, true), "no 4.1 header")
+  assert(s:find('"xmin"', 1, true) and s:find('"domain"', 1, true), "physical names missing")
+  local _, nviews = s:gsub("%$NodeData", "")
+  assert(nviews == 2, "expected 2 views, got " .. nviews)
+  -- Gmsh itself, where its command-line program is installed
+  if os.execute("command -v gmsh >/dev/null 2>&1") then
+    local geo = dir .. "/check.geo"
+    local f = assert(io.open(geo, "w"))
+    f:write(('Merge "%s";\nPrintf("felab-views %%g", PostProcessing.NbViews);\n'):format(msh))
+    f:close()
+    local p = assert(io.popen(("gmsh %s -0 -o %s/out.msh 2>&1"):format(geo, dir)))
+    local out = p:read("a"); p:close()
+    assert(out:find("felab-views 2", 1, true), "gmsh did not read 2 views:\n" .. out)
+    assert(not out:find("Error", 1, true), "gmsh reported an error:\n" .. out)
+    print(cell .. ": gmsh reads the .msh with 2 views ok")
+  end
+  local vtu = read(export.vtu(dir .. "/" .. cell .. ".vtu", m, {u = u}))
+  assert(vtu:find(('NumberOfCells="%d"'):format(m.ncells), 1, true), "vtu cell count")
+  assert(vtu:find('Name="u"', 1, true), "vtu field")
+  print(cell .. ": export.msh and export.vtu ok")
+end
+local ok, msg = pcall(export.msh, "/nonexistent-dir/x.msh", mesh.box{cells = 1})
+assert(not ok and msg:find("/nonexistent-dir/x.msh", 1, true), msg)
+os.execute("rm -rf " .. dir)
