@@ -1,16 +1,19 @@
 -- Benchmark (not a test): P1 Poisson Jacobian action on tet box meshes of growing size on
 -- one backend, against the bandwidth device.calibrate() measures on that backend.
--- usage: felab scripts/bench/skeleton.lua [backend] [precision] [reps]
+-- usage: felab scripts/bench/skeleton.lua [backend] [precision] [reps] [n1,n2,...]
+-- (n: cubes per side; cells = 6 n^3)
 local backend = arg[1] or "cpu"
 local precision = arg[2] or "double"
 local reps = tonumber(arg[3]) or 10
+local sizes = {}
+for n in (arg[4] or "24,40,56,64"):gmatch("%d+") do sizes[#sizes + 1] = tonumber(n) end
 
 local cal = device.calibrate(backend, precision)
 print(("%s, %s: calibrated triad %.2f GB/s, FMA %.1f GF/s, launch %.1f us"):format(
   backend, cal.device, cal.peak_gbytes, cal.peak_gflops, device.info(backend).calibration[precision].launch_us))
 
 local rows = {}
-for _, n in ipairs({24, 40, 56, 64}) do
+for _, n in ipairs(sizes) do
   local m = mesh.box{cells = {n, n, n}, cell = "tet"}
   local V = fe.space(m, "P1")
   local A = fe.operator(V, physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
