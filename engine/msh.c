@@ -15,11 +15,17 @@ static int gmsh_type(fe_cell_type t)
   return types[t];
 }
 
-static int gmsh_facet_type(const fe_mesh *m)
+/* The Gmsh type of facet e: lines in 2D; in 3D triangles, quads, or the triangles of prism
+ * meshes stored as quads with a repeated last vertex (a, b, c, c). */
+static int gmsh_facet_type(const fe_mesh *m, int e)
 {
-  if (m->dim == 2) return 1;          /* lines */
-  return m->nvf == 4 ? 3 : 2;         /* quads or triangles */
+  if (m->dim == 2) return 1;
+  if (m->nvf == 3) return 2;
+  const int *f = m->facets + (size_t)e * 4;
+  return f[3] == f[2] ? 2 : 3;
 }
+
+static int gmsh_type_nodes(int type) { return type == 1 ? 2 : type == 2 ? 3 : 4; }
 
 /* The mesh's bounding box, for the entities. */
 static void bounding_box(const fe_mesh *m, double lo[3], double hi[3])
@@ -87,24 +93,43 @@ int fe_msh_write(const char *path, const fe_mesh *m, int nviews, const fe_msh_vi
     fprintf(f, "%.17g %.17g %.17g\n", m->coords[3 * (size_t)v], m->coords[3 * (size_t)v + 1],
             m->coords[3 * (size_t)v + 2]);
   fprintf(f, "$EndNodes\n");
-  /* elements: one block per region of cells, one per boundary tag of facets */
-  int nblocks = count_tags(m, m->dim) + count_tags(m, m->dim - 1);
+  /* elements: one block per region of cells, one per (boundary tag, facet type) */
+  int nblocks = count_tags(m, m->dim);
+  for (int t = 0; t < m->ntags; t++)
+    if (m->tags[t].dim == m->dim - 1)
+      for (int type = 1; type <= 3; type++) {
+        int any = 0;
+        for (int e = 0; e < m->nfacets && !any; e++)
+          any = m->facet_tags[e] == m->tags[t].id && gmsh_facet_type(m, e) == type;
+        nblocks += any;
+      }
   long long nel = (long long)m->ncells + m->nfacets, tag = 1;
   fprintf(f, "$Elements\n%d %lld 1 %lld\n", nblocks, nel, nel);
-  for (int pass = 0; pass < 2; pass++) {
-    int dim = pass == 0 ? m->dim : m->dim - 1;
-    int n = pass == 0 ? m->ncells : m->nfacets, nv = pass == 0 ? m->nvc : m->nvf;
-    const int *conn = pass == 0 ? m->cells : m->facets, *ids = pass == 0 ? m->cell_tags : m->facet_tags;
-    for (int t = 0; t < m->ntags; t++) {
-      if (m->tags[t].dim != dim) continue;
+  for (int t = 0; t < m->ntags; t++) {
+    if (m->tags[t].dim != m->dim) continue;
+    int count = 0;
+    for (int c = 0; c < m->ncells; c++) count += m->cell_tags[c] == m->tags[t].id;
+    fprintf(f, "%d %d %d %d\n", m->dim, m->tags[t].id, gmsh_type(m->type), count);
+    for (int c = 0; c < m->ncells; c++) {
+      if (m->cell_tags[c] != m->tags[t].id) continue;
+      fprintf(f, "%lld", tag++);
+      for (int k = 0; k < m->nvc; k++) fprintf(f, " %d", m->cells[(size_t)c * m->nvc + k] + 1);
+      fputc('\n', f);
+    }
+  }
+  for (int t = 0; t < m->ntags; t++) {
+    if (m->tags[t].dim != m->dim - 1) continue;
+    for (int type = 1; type <= 3; type++) {
       int count = 0;
-      for (int e = 0; e < n; e++) count += ids[e] == m->tags[t].id;
-      fprintf(f, "%d %d %d %d\n", dim, m->tags[t].id, pass == 0 ? gmsh_type(m->type) : gmsh_facet_type(m),
-              count);
-      for (int e = 0; e < n; e++) {
-        if (ids[e] != m->tags[t].id) continue;
+      for (int e = 0; e < m->nfacets; e++)
+        count += m->facet_tags[e] == m->tags[t].id && gmsh_facet_type(m, e) == type;
+      if (!count) continue;
+      fprintf(f, "%d %d %d %d\n", m->dim - 1, m->tags[t].id, type, count);
+      for (int e = 0; e < m->nfacets; e++) {
+        if (m->facet_tags[e] != m->tags[t].id || gmsh_facet_type(m, e) != type) continue;
         fprintf(f, "%lld", tag++);
-        for (int k = 0; k < nv; k++) fprintf(f, " %d", conn[(size_t)e * nv + k] + 1);
+        for (int k = 0; k < gmsh_type_nodes(type); k++)
+          fprintf(f, " %d", m->facets[(size_t)e * m->nvf + k] + 1);
         fputc('\n', f);
       }
     }

@@ -34,3 +34,23 @@ for _, backend in ipairs({"cpu", "opencl"}) do
   end
 end
 assert(failures == 0, failures .. " convergence case(s) failed")
+
+-- 2D: P1 on triangles and Q1 on quads, u = sin(pi x) y (1 - y)
+local function exact2(x) return math.sin(math.pi * x[1]) * x[2] * (1 - x[2]) end
+local source2 = "M_PI*M_PI*sin(M_PI*x[0])*x[1]*(1 - x[1]) + 2*sin(M_PI*x[0])"
+for _, backend in ipairs({"cpu", "opencl"}) do
+  for _, case in ipairs({{"tri", "P1"}, {"quad", "Q1"}}) do
+    local e = {}
+    for i, n in ipairs({8, 16, 32}) do
+      local m = mesh.box{cells = {n, n}, cell = case[1]}
+      local A = fe.operator(fe.space(m, case[2]), physics.poisson{kappa = 1, source = source2},
+                            {dirichlet = "all"})
+      local u, info = solve.cg(A, {rtol = 1e-12, backend = backend})
+      assert(info.converged)
+      e[i] = u:error(exact2, "L2")
+    end
+    local r1, r2 = math.log(e[1] / e[2], 2), math.log(e[2] / e[3], 2)
+    print(("%-6s %s (2D)  rates %.3f %.3f"):format(backend, case[2], r1, r2))
+    assert(r1 > 1.8 and r1 < 2.3 and r2 > 1.8 and r2 < 2.3, "2D convergence rate off")
+  end
+end

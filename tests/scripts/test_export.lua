@@ -32,6 +32,21 @@ for _, cell in ipairs({"tet", "hex"}) do
   assert(vtu:find('Name="u"', 1, true), "vtu field")
   print(cell .. ": export.msh and export.vtu ok")
 end
+-- every cell type Gmsh reads back without an error (prism side facets are quads, its
+-- end facets triangles; 2D facets are lines)
+for _, case in ipairs({{"tri", {3, 2}}, {"quad", {3, 2}}, {"prism", {2, 2, 2}}}) do
+  local m = mesh.box{cells = case[2], cell = case[1]}
+  local msh = export.msh(dir .. "/" .. case[1] .. ".msh", m)
+  if os.execute("command -v gmsh >/dev/null 2>&1") then
+    local p = assert(io.popen(("gmsh %s -0 -o %s/out.msh 2>&1"):format(msh, dir)))
+    local out = p:read("a"); p:close()
+    assert(not out:find("Error", 1, true) and not out:find("Warning", 1, true), out)
+  end
+  local vtu = read(export.vtu(dir .. "/" .. case[1] .. ".vtu", m))
+  assert(vtu:find(('NumberOfCells="%d"'):format(m.ncells), 1, true), "vtu cell count")
+  print(case[1] .. ": export.msh and export.vtu ok")
+end
+
 local ok, msg = pcall(export.msh, "/nonexistent-dir/x.msh", mesh.box{cells = 1})
 assert(not ok and msg:find("/nonexistent-dir/x.msh", 1, true), msg)
 os.execute("rm -rf " .. dir)
