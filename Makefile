@@ -1,5 +1,5 @@
 # felab: `make` builds build/felab; `make run` and `make test` install what is missing first.
-# Options: HAVE_READLINE=0|1, HAVE_OPENCL=0|1, LUA_STATIC=path/to/liblua5.4.a, SANITIZE=1.
+# Options: HAVE_READLINE=0|1, HAVE_OPENCL=0|1, HAVE_GMSH=0|1, LUA_STATIC=path/to/liblua5.4.a, SANITIZE=1.
 
 CC       ?= gcc
 BUILD    ?= build
@@ -10,6 +10,7 @@ LUA_LIBS := $(LUA_STATIC)
 endif
 HAVE_READLINE ?= $(shell test -f /usr/include/readline/readline.h && echo 1 || echo 0)
 HAVE_OPENCL   ?= $(shell test -f /usr/include/CL/cl.h && echo 1 || echo 0)
+HAVE_GMSH     ?= $(shell test -f /usr/include/gmshc.h && echo 1 || echo 0)
 
 WARN    := -Wall -Wextra -Werror
 CFLAGS  ?= -O2 -g
@@ -22,6 +23,10 @@ endif
 ifeq ($(HAVE_OPENCL),1)
 CFLAGS  += -DFE_HAVE_OPENCL=1 -DCL_TARGET_OPENCL_VERSION=120
 LDLIBS  += -lOpenCL
+endif
+ifeq ($(HAVE_GMSH),1)
+CFLAGS  += -DFE_HAVE_GMSH=1
+LDLIBS  += -lgmsh
 endif
 SHELL_CFLAGS := $(LUA_CFLAGS)
 SHELL_LIBS   := $(LUA_LIBS)
@@ -41,7 +46,7 @@ KERNELS     := $(wildcard engine/kernels/*.knl)
 LIB_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRC) $(BACKEND_SRC)) $(BUILD)/obj/gen/kernels.o
 SHELL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(SHELL_SRC))
 
-.PHONY: all run test deps unit scripts prompt check-asan bench clean format
+.PHONY: all run test deps unit scripts prompt check-asan bench clean format fuzz
 all: $(BUILD)/felab
 
 deps:
@@ -100,3 +105,15 @@ clean:
 	rm -rf build build-asan
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# Fuzz the conversion from Gmsh SDK arrays to a felab mesh (clang's libFuzzer), for
+# FUZZ_SECONDS; crashes land in tests/fuzz/ as crash-* and become regression inputs.
+FUZZ_SECONDS ?= 600
+FUZZ_SRC := tests/fuzz/fuzz_mesh_arrays.c engine/gmsh-io.c engine/mesh.c engine/mesh-box.c \
+            engine/mesh-ops.c engine/error.c engine/strbuf.c
+build/fuzz-mesh: $(FUZZ_SRC)
+	@mkdir -p build
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -I. -o $@ $(FUZZ_SRC) -lm
+fuzz: build/fuzz-mesh
+	@mkdir -p build/fuzz-corpus
+	build/fuzz-mesh -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=tests/fuzz/ build/fuzz-corpus tests/fuzz/regressions

@@ -1,9 +1,14 @@
-/* felab structured box meshes: nx x ny x nz cubes, each one hexahedron or six tetrahedra.
+/* felab structured box meshes: nx x ny x nz cubes, each one hexahedron, six tetrahedra or two
+ * prisms; or, in 2D (cells[2] == 0), nx x ny squares, each one quadrilateral or two triangles.
  *
  * Numbering (used by tests and by anyone who wants to find a vertex or a cell by hand):
  *   vertex (i, j, k), 0 <= i <= nx, ...:   v = i + (nx + 1) * (j + (ny + 1) * k)   (x fastest)
  *   cube   (i, j, k), 0 <= i < nx, ...:    c = i + nx * (j + ny * k)
- *   hex cells:  cell c is cube c;   tet cells: cells 6c .. 6c+5 are the tets of cube c.
+ *   hex cells:  cell c is cube c;   tet cells: cells 6c .. 6c+5 are the tets of cube c;
+ *   prism cells: cells 2c, 2c+1, the triangles (0, 1, 3) and (0, 3, 2) of the bottom square
+ *   extruded along z (bottom triangle first, Gmsh order).
+ * In 2D the same formulas hold with nz = 0 (one layer of vertices at z = 0): quad cell c is
+ * square c, tri cells 2c, 2c+1 are (0, 1, 3) and (0, 3, 2), counter-clockwise.
  * Cube corners are numbered by their bits, corner q = bx + 2 by + 4 bz, so corner 0 is the
  * lower corner and corner 7 the upper one.
  *
@@ -15,7 +20,10 @@
  *
  * Boundary facets come face by face (xmin, xmax, ymin, ymax, zmin, zmax), oriented with the
  * outward normal by the right-hand rule; tet meshes cut each cube face into the two triangles
- * that the tets on it have, hex meshes use the quadrilateral. */
+ * that the tets on it have, hex meshes use the quadrilateral. Prism meshes store facets of 4
+ * vertices: quadrilaterals on the sides, and on zmin/zmax the triangles of the prisms with
+ * their last vertex repeated (a, b, c, c). 2D boxes have edge facets: xmin, xmax, ymin, ymax,
+ * oriented so that the domain lies to the left. */
 #include "engine/mesh.h"
 
 #include <limits.h>
@@ -57,10 +65,16 @@ void fe_box_opts_default(fe_box_opts *o)
 /* Check the options; on success fill the mesh sizes (cells, vertices, facets) in m. */
 static int box_check(const fe_box_opts *o, fe_mesh *m)
 {
-  if (o->type != FE_CELL_TET && o->type != FE_CELL_HEX)
-    FE_ERROR(FE_ERR_ARG, "mesh.box: cell type '%s' is not supported yet (tet, hex)",
+  const int dim = fe_cell_dim(o->type);
+  if (dim == 2 && o->cells[2] != 0)
+    FE_ERROR(FE_ERR_ARG,
+             "mesh.box: cell type '%s' is not supported yet (tet, hex) on a 3D box: 3D boxes "
+             "take tet, hex or prism; tri and quad need a 2D box (cells[2] = 0)",
              fe_cell_name(o->type));
-  for (int d = 0; d < 3; d++) {
+  if (dim != 2 && dim != 3)
+    FE_ERROR(FE_ERR_ARG, "mesh.box: unknown cell type %d (tri, quad, tet, hex, prism)",
+             (int)o->type);
+  for (int d = 0; d < dim; d++) {
     if (o->cells[d] <= 0)
       FE_ERROR(FE_ERR_ARG,
                "mesh.box: cells[%d] = %d: the number of cells along %s must be positive", d,
@@ -75,22 +89,24 @@ static int box_check(const fe_box_opts *o, fe_mesh *m)
 
   /* Counts in double: exact below 2^53, and anything above INT_MAX is refused anyway. */
   double nx = o->cells[0], ny = o->cells[1], nz = o->cells[2];
-  int per_cube = o->type == FE_CELL_TET ? 6 : 1;
-  double ncells = per_cube * nx * ny * nz;
+  int per_cube = o->type == FE_CELL_TET ? 6 : o->type == FE_CELL_HEX || o->type == FE_CELL_QUAD ? 1 : 2;
+  double ncells = per_cube * nx * ny * (dim == 3 ? nz : 1);
   double nvertices = (nx + 1) * (ny + 1) * (nz + 1);
   double nfacets = (o->type == FE_CELL_TET ? 4.0 : 2.0) * (nx * ny + ny * nz + nz * nx);
+  if (o->type == FE_CELL_PRISM) nfacets = 4.0 * nx * ny + 2.0 * (ny * nz + nz * nx);
+  if (dim == 2) nfacets = 2.0 * (nx + ny);
   if (ncells > INT_MAX || nvertices > INT_MAX || nfacets > INT_MAX)
     FE_ERROR(FE_ERR_ARG,
              "mesh.box: %d x %d x %d cubes make %.0f %s cells and %.0f vertices; a mesh holds at "
              "most %d of each",
              o->cells[0], o->cells[1], o->cells[2], ncells, fe_cell_name(o->type), nvertices,
              INT_MAX);
-  m->dim = 3;
+  m->dim = dim;
   m->type = o->type;
   m->nvc = fe_cell_nvertices(o->type);
   m->ncells = (int)ncells;
   m->nvertices = (int)nvertices;
-  m->nvf = o->type == FE_CELL_TET ? 3 : 4;
+  m->nvf = dim == 2 ? 2 : o->type == FE_CELL_TET ? 3 : 4;
   m->nfacets = (int)nfacets;
   return 0;
 }
@@ -107,7 +123,8 @@ static void fill_sine_table(double *table, int n, int k)
  * the boundary (so only interior vertices move and the box keeps its shape). Along its own
  * axis the mode is twice as fast (from 4 cells on), which makes cells non-affine. Wavelengths
  * are about 8 and 4 cells, so the map stays far from folding even at distort = 1: the
- * smallest tet keeps more than a third of its undistorted volume. */
+ * smallest tet keeps more than a third of its undistorted volume. In 2D (nz = 0) only x and y
+ * move, and z = 0. */
 static int box_coords(const fe_box_opts *o, fe_mesh *m)
 {
   const int nx = o->cells[0], ny = o->cells[1], nz = o->cells[2];
@@ -115,6 +132,7 @@ static int box_coords(const fe_box_opts *o, fe_mesh *m)
   double *line[3];   /* grid coordinates along each axis */
   double *wave[3][2]; /* [axis][0]: slow mode, [axis][1]: fast mode */
   double h[3];
+  const int dim = m->dim;
   for (int d = 0; d < 3; d++) {
     line[d] = fe_malloc((size_t)(n[d] + 1) * 3 * sizeof(double), "mesh.box grid lines");
     if (!line[d]) {
@@ -123,7 +141,7 @@ static int box_coords(const fe_box_opts *o, fe_mesh *m)
     }
     wave[d][0] = line[d] + (n[d] + 1);
     wave[d][1] = line[d] + 2 * (n[d] + 1);
-    h[d] = (o->upper[d] - o->lower[d]) / n[d];
+    h[d] = n[d] ? (o->upper[d] - o->lower[d]) / n[d] : 0.0;
     for (int i = 0; i <= n[d]; i++)
       line[d][i] = i == n[d] ? o->upper[d] : o->lower[d] + h[d] * i;
     int k = n[d] / 4 > 1 ? n[d] / 4 : 1;
@@ -137,12 +155,12 @@ static int box_coords(const fe_box_opts *o, fe_mesh *m)
       for (int i = 0; i <= nx; i++, x += 3) {
         x[0] = line[0][i];
         x[1] = line[1][j];
-        x[2] = line[2][k];
+        x[2] = dim == 3 ? line[2][k] : 0.0;
         if (s == 0.0) continue;
         const int idx[3] = {i, j, k};
-        for (int c = 0; c < 3; c++) {
+        for (int c = 0; c < dim; c++) {
           double bump = 1.0;
-          for (int a = 0; a < 3; a++) bump *= wave[a][a == c][idx[a]];
+          for (int a = 0; a < dim; a++) bump *= wave[a][a == c][idx[a]];
           x[c] += s * h[c] * bump;
         }
       }
@@ -150,10 +168,12 @@ static int box_coords(const fe_box_opts *o, fe_mesh *m)
   return 0;
 }
 
-/* Cells: cube by cube, x fastest; six Kuhn tets or one hexahedron per cube. */
+/* Cells: cube (square) by cube, x fastest; six Kuhn tets, one hexahedron, two prisms, one
+ * quadrilateral or two triangles per cube (square). */
 static void box_cells(const fe_box_opts *o, fe_mesh *m)
 {
-  const int nx = o->cells[0], ny = o->cells[1], nz = o->cells[2];
+  static const int split[2][3] = {{0, 1, 3}, {0, 3, 2}}; /* square corners, counter-clockwise */
+  const int nx = o->cells[0], ny = o->cells[1], nz = m->dim == 3 ? o->cells[2] : 1;
   const int sx = 1, sy = nx + 1, sz = (nx + 1) * (ny + 1);
   int corner[8]; /* vertex offset of each cube corner from corner 0 */
   for (int q = 0; q < 8; q++) corner[q] = (q & 1) * sx + ((q >> 1) & 1) * sy + ((q >> 2) & 1) * sz;
@@ -165,6 +185,14 @@ static void box_cells(const fe_box_opts *o, fe_mesh *m)
         if (o->type == FE_CELL_TET) {
           for (int t = 0; t < 6; t++, c += 4)
             for (int v = 0; v < 4; v++) c[v] = base + corner[kuhn_tets[t][v]];
+        } else if (o->type == FE_CELL_PRISM || o->type == FE_CELL_TRI) {
+          const int levels = o->type == FE_CELL_PRISM ? 2 : 1;
+          for (int t = 0; t < 2; t++)
+            for (int l = 0; l < levels; l++)
+              for (int v = 0; v < 3; v++) *c++ = base + corner[split[t][v] + 4 * l];
+        } else if (o->type == FE_CELL_QUAD) {
+          for (int v = 0; v < 4; v++) c[v] = base + corner[hex_corners[v]];
+          c += 4;
         } else {
           for (int v = 0; v < 8; v++) c[v] = base + corner[hex_corners[v]];
           c += 8;
@@ -172,6 +200,17 @@ static void box_cells(const fe_box_opts *o, fe_mesh *m)
       }
     }
   for (int e = 0; e < m->ncells; e++) m->cell_tags[e] = 1;
+}
+
+/* Boundary edges of a 2D box, the domain on their left, tagged 1..4 (xmin .. ymax). */
+static void box_edges(const fe_box_opts *o, fe_mesh *m)
+{
+  const int nx = o->cells[0], ny = o->cells[1], sy = nx + 1;
+  int *f = m->facets, *tag = m->facet_tags;
+  for (int j = 0; j < ny; j++, f += 2) *tag++ = 1, f[0] = sy * (j + 1), f[1] = sy * j;
+  for (int j = 0; j < ny; j++, f += 2) *tag++ = 2, f[0] = sy * j + nx, f[1] = sy * (j + 1) + nx;
+  for (int i = 0; i < nx; i++, f += 2) *tag++ = 3, f[0] = i, f[1] = i + 1;
+  for (int i = 0; i < nx; i++, f += 2) *tag++ = 4, f[0] = sy * ny + i + 1, f[1] = sy * ny + i;
 }
 
 /* Boundary facets of the six faces, outward oriented, tagged 1..6 (xmin .. zmax). */
@@ -191,12 +230,14 @@ static void box_facets(const fe_box_opts *o, fe_mesh *m)
           const int v00 = plane + ia * stride[a] + ib * stride[b];
           const int v10 = v00 + stride[a], v01 = v00 + stride[b], v11 = v10 + stride[b];
           const int t = 2 * axis + side + 1;
-          if (m->type == FE_CELL_TET) { /* cut along v00-v11, as the Kuhn tets do */
+          if (m->type == FE_CELL_TET || (m->type == FE_CELL_PRISM && axis == 2)) {
+            /* cut along v00-v11, as the Kuhn tets and the prisms do */
             const int tri[2][3] = {{v00, v10, v11}, {v00, v11, v01}};
-            for (int r = 0; r < 2; r++, f += 3) {
+            for (int r = 0; r < 2; r++, f += m->nvf) {
               f[0] = tri[r][0];
               f[1] = side ? tri[r][1] : tri[r][2];
               f[2] = side ? tri[r][2] : tri[r][1];
+              if (m->nvf == 4) f[3] = f[2]; /* a triangle among prism quads */
               *tag++ = t;
             }
           } else {
@@ -211,18 +252,19 @@ static void box_facets(const fe_box_opts *o, fe_mesh *m)
     }
 }
 
-/* Tags: the six boundary faces and the one region. */
+/* Tags: the six boundary faces (four edges in 2D) and the one region. */
 static void box_tags(fe_mesh *m)
 {
   static const char *const face_names[6] = {"xmin", "xmax", "ymin", "ymax", "zmin", "zmax"};
-  for (int t = 0; t < 6; t++) {
+  const int nfaces = 2 * m->dim;
+  for (int t = 0; t < nfaces; t++) {
     snprintf(m->tags[t].name, FE_NAME_MAX, "%s", face_names[t]);
     m->tags[t].id = t + 1;
-    m->tags[t].dim = 2;
+    m->tags[t].dim = m->dim - 1;
   }
-  snprintf(m->tags[6].name, FE_NAME_MAX, "%s", "domain");
-  m->tags[6].id = 1;
-  m->tags[6].dim = 3;
+  snprintf(m->tags[nfaces].name, FE_NAME_MAX, "%s", "domain");
+  m->tags[nfaces].id = 1;
+  m->tags[nfaces].dim = m->dim;
 }
 
 /* Allocate every array of a box mesh; on failure the caller frees what was made. */
@@ -233,7 +275,7 @@ static int box_alloc(fe_mesh *m)
   FE_MALLOC(m->cell_tags, m->ncells, "mesh.box cell regions");
   FE_MALLOC(m->facets, (size_t)m->nfacets * m->nvf, "mesh.box boundary facets");
   FE_MALLOC(m->facet_tags, m->nfacets, "mesh.box boundary tags");
-  m->ntags = 7;
+  m->ntags = 2 * m->dim + 1;
   FE_CALLOC(m->tags, m->ntags, "mesh.box tags");
   return 0;
 }
@@ -253,7 +295,8 @@ int fe_mesh_box(const fe_box_opts *o, fe_mesh **out)
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
   box_cells(o, m);
-  box_facets(o, m);
+  if (m->dim == 2) box_edges(o, m);
+  else box_facets(o, m);
   box_tags(m);
   *out = m;
   return 0;

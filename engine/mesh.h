@@ -42,7 +42,7 @@ typedef struct fe_mesh {
 
 typedef struct fe_box_opts {
   int cells[3];       /* cells per direction (cubes, each split into 6 tets for "tet") */
-  fe_cell_type type;  /* FE_CELL_TET or FE_CELL_HEX (tri/quad for 2D when cells[2] == 0) */
+  fe_cell_type type;  /* tet, hex or prism; tri or quad for 2D when cells[2] == 0 */
   double lower[3];    /* corners, default 0 and 1 */
   double upper[3];
   double distort;     /* 0..1: deterministic interior vertex perturbation, fraction of h/4 */
@@ -70,5 +70,84 @@ int fe_mesh_check(const fe_mesh *m);
  * any non-negative ids. At most 64 colors (FE_ERR_MESH beyond). Free color with free(). */
 int fe_mesh_color_groups(const fe_mesh *m, const int *cells, int nvc, int block, int **color,
                          int *ncolors);
+
+/* ----- mesh operations (engine/mesh-ops.c) ----- */
+
+/* Facets of prism meshes: nvf = 4, quadrilaterals as they are and triangles with their last
+ * vertex repeated (a, b, c, c), so that one array holds both kinds. 2D meshes have edge
+ * facets (nvf = 2). */
+
+/* Uniform refinement into a new mesh: tri -> 4, quad -> 4, tet -> 8 (the corner tets and the
+ * inner octahedron cut along its shortest diagonal), hex -> 8, prism -> 8. New vertices at
+ * edge midpoints, face centers of quadrilaterals and hex centers, shared between neighbours;
+ * boundary facets are refined keeping their tags, cells keep their regions. */
+int fe_mesh_refine(const fe_mesh *m, fe_mesh **out);
+/* Renumber vertices, cells and facets in place for locality: how = "rcm" (reverse
+ * Cuthill-McKee on the vertex graph; cells by their lowest new vertex) or "hilbert" (vertices
+ * and cell centroids along a Hilbert curve). Unknown how: FE_ERR_ARG listing the names. */
+int fe_mesh_reorder(fe_mesh *m, const char *how);
+
+/* Cell quality: the shape measure is 1 for the regular shape (equilateral tri and tet,
+ * square and cube, right prism on an equilateral triangle) and tends to 0 as a cell
+ * degenerates; tri, tet: 4 sqrt(3) A / sum l^2 and 6 sqrt(2) V / l_rms^3; quad, hex: the
+ * worst corner's scaled Jacobian; prism: the worse end triangle's measure times the worst
+ * corner's cosine between the vertical edge and the triangle normal. */
+typedef struct fe_mesh_quality_info {
+  double min, max, mean; /* shape measure over the cells */
+  double min_volume;     /* cell measure (area in 2D) */
+  double max_volume;
+  double volume;         /* the sum over the cells */
+  int worst_cell;        /* cell id (from 0, as in error messages) of the smallest measure */
+} fe_mesh_quality_info;
+/* Fill q; an inverted or degenerate cell is fe_mesh_check's error naming the cell. */
+int fe_mesh_quality(const fe_mesh *m, fe_mesh_quality_info *q);
+
+/* ----- meshes from files, through the Gmsh SDK (engine/gmsh-io.c) ----- */
+
+typedef struct fe_load_opts {
+  double size;           /* uniform mesh size when the file is meshed here (0: the file's own) */
+  int order;             /* 1, or 2 for curved geometry (only the vertex nodes are kept, for now) */
+  const char *algorithm; /* NULL or a Gmsh 3D algorithm: "delaunay", "frontal", "hxt", ... */
+} fe_load_opts;
+
+void fe_load_opts_default(fe_load_opts *o);
+/* Read a mesh (.msh 2.2/4.1 ASCII or binary) or mesh a geometry (.geo, STEP, BREP) with the
+ * Gmsh SDK. Physical groups of the top dimension become cell regions, those one dimension
+ * lower boundary tags (unnamed groups are named by their number); with none, every cell is
+ * in region "domain" and the whole boundary is tag "boundary". Errors (FE_ERR_IO,
+ * FE_ERR_MESH, FE_ERR_ARG) name the file; FE_ERR_UNAVAILABLE in builds without the SDK. */
+int fe_mesh_load(const char *path, const fe_load_opts *o, fe_mesh **out);
+
+/* The SDK's arrays, as fe_mesh_from_arrays takes them (no SDK needed). */
+typedef struct fe_mesh_block {
+  int gmsh_type;          /* MSH element type: 2 tri, 3 quad, 4 tet, 5 hex, 6 prism, 1 line, ... */
+  int entity;             /* the tag of the model entity the elements are classified on */
+  size_t nelements;
+  const size_t *nodes;    /* nelements x (nodes of the type) node tags */
+} fe_mesh_block;
+
+typedef struct fe_mesh_group {
+  int dim;                /* physical group of this dimension and tag */
+  int tag;
+  const char *name;       /* NULL or "": named by its number */
+  size_t nentities;
+  const int *entities;    /* entity tags (of dimension dim) in the group */
+} fe_mesh_group;
+
+typedef struct fe_mesh_arrays {
+  const char *source;     /* the file name, for messages */
+  size_t nnodes;
+  const size_t *node_tags; /* nnodes unique positive tags */
+  const double *coords;    /* nnodes x 3 */
+  size_t nblocks;
+  const fe_mesh_block *blocks;
+  size_t ngroups;
+  const fe_mesh_group *groups;
+} fe_mesh_arrays;
+
+/* The pure conversion: validates every count, type and node tag, keeps the vertex nodes of
+ * the cells of the top dimension (one cell type, else an error naming the types found),
+ * renumbers them 0..n-1, orients 2D cells counter-clockwise and runs fe_mesh_check. */
+int fe_mesh_from_arrays(const fe_mesh_arrays *a, fe_mesh **out);
 
 #endif

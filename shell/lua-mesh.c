@@ -1,5 +1,5 @@
-/* felab shell: meshes. mesh.box and the felab.mesh type (fields dim, ncells, nvertices,
- * cell; methods tags, check, color). Argument checks and conversions only: the mesh is
+/* felab shell: meshes. mesh.box, mesh.load and the felab.mesh type (fields dim, ncells, nvertices,
+ * cell; methods tags, check, color, refine, reorder, quality). Argument checks and conversions only: the mesh is
  * made, checked and colored by the engine (engine/mesh.h). */
 #include <lauxlib.h>
 #include <limits.h>
@@ -12,6 +12,7 @@
 
 static const char *const box_keys[] = {"cells", "cell", "lower", "upper", "distort", NULL};
 static const char *const color_keys[] = {"block", NULL};
+static const char *const load_keys[] = {"size", "order", "algorithm", NULL};
 static const char *const axis_names[3] = {"x", "y", "z"};
 
 /* The mesh of the handle at i (a method's self), or an error naming the function. */
@@ -40,26 +41,34 @@ static int read_cell_count(lua_State *L, int axis, int whole)
   return (int)n;
 }
 
-/* opts.cells: one integer n (n x n x n) or a table {nx, ny, nz}; absent keeps cells. */
-static void read_cells(lua_State *L, int t, int cells[3])
+/* opts.cells: one integer n (n x n x n), a table {nx, ny, nz} (nz = 0: 2D) or {nx, ny}
+ * (2D: cells[2] = 0); absent keeps cells. Returns the table's length, 0 for a number. */
+static int read_cells(lua_State *L, int t, int cells[3])
 {
+  int explicit_z = 0;
   int type = lua_getfield(L, t, "cells");
   if (type == LUA_TNUMBER) {
     cells[0] = cells[1] = cells[2] = read_cell_count(L, 0, 1);
   } else if (type == LUA_TTABLE) {
-    if (lua_rawlen(L, -1) != 3)
-      luaL_error(L, "mesh.box: cells must be a table of 3 positive integers, got a table of %d",
-                 (int)lua_rawlen(L, -1));
-    for (int d = 0; d < 3; d++) {
+    const int n = (int)lua_rawlen(L, -1);
+    if (n != 3 && n != 2)
+      luaL_error(L, "mesh.box: cells must be a table of 3 (or in 2D, 2) positive integers, got a "
+                    "table of %d", n);
+    cells[2] = 0;
+    for (int d = 0; d < n; d++) {
       lua_rawgeti(L, -1, d + 1);
-      cells[d] = read_cell_count(L, d, 0);
+      lua_Integer z;
+      if (d == 2 && felab_is_integer(L, -1, &z) && z == 0) cells[d] = 0; /* a 2D box */
+      else cells[d] = read_cell_count(L, d, 0);
       lua_pop(L, 1);
     }
+    explicit_z = n;
   } else if (type != LUA_TNIL) {
     luaL_error(L, "mesh.box: cells must be a table of 3 positive integers, got %s",
                felab_kind_of(L, -1));
   }
   lua_pop(L, 1);
+  return explicit_z;
 }
 
 /* opts[key]: a corner {x, y, z} (or one number for all three); absent keeps p. */
@@ -83,7 +92,8 @@ static void read_corner(lua_State *L, int t, const char *key, double p[3])
   lua_pop(L, 1);
 }
 
-/* mesh.box{cells =, cell =, lower =, upper =, distort =} -> mesh */
+/* mesh.box{cells =, cell =, lower =, upper =, distort =} -> mesh; tri and quad make a 2D box
+ * (cells = n, {nx, ny} or {nx, ny, 0}) */
 static int mesh_box(lua_State *L)
 {
   if (!lua_istable(L, 1))
@@ -92,13 +102,17 @@ static int mesh_box(lua_State *L)
   felab_check_keys(L, 1, "mesh.box", box_keys);
   fe_box_opts o;
   fe_box_opts_default(&o);
-  read_cells(L, 1, o.cells);
+  const int explicit_z = read_cells(L, 1, o.cells);
   int type = lua_getfield(L, 1, "cell");
   if (type == LUA_TSTRING) FELAB_TRY(L, fe_cell_parse(lua_tostring(L, -1), &o.type));
   else if (type != LUA_TNIL)
-    return luaL_error(L, "mesh.box: cell must be a cell type name (\"tet\", \"hex\"), got %s",
-                      felab_kind_of(L, -1));
+    return luaL_error(L, "mesh.box: cell must be a cell type name (\"tet\", \"hex\", \"prism\", "
+                         "\"tri\", \"quad\"), got %s", felab_kind_of(L, -1));
   lua_pop(L, 1);
+  if (fe_cell_dim(o.type) == 2 && explicit_z != 3) o.cells[2] = 0; /* tri, quad: a 2D box */
+  if (fe_cell_dim(o.type) == 3 && explicit_z == 2)
+    return luaL_error(L, "mesh.box: cells must be a table of 3 positive integers for %s cells "
+                         "(2 entries make a 2D box of tri or quad)", fe_cell_name(o.type));
   read_corner(L, 1, "lower", o.lower);
   read_corner(L, 1, "upper", o.upper);
   type = lua_getfield(L, 1, "distort");
@@ -114,6 +128,44 @@ static int mesh_box(lua_State *L)
   luaL_setmetatable(L, FELAB_MESH);
   fe_mesh *m = NULL;
   FELAB_TRY(L, fe_mesh_box(&o, &m));
+  h->m = m;
+  return 1;
+}
+
+/* mesh.load(path [, {size =, order =, algorithm =}]) -> mesh, read or meshed by the Gmsh SDK */
+static int mesh_load(lua_State *L)
+{
+  if (lua_type(L, 1) != LUA_TSTRING)
+    return luaL_error(L, "mesh.load: expected a file name (\"meshes/cube.geo\") as argument 1, "
+                         "got %s", felab_kind_of(L, 1));
+  const char *path = lua_tostring(L, 1);
+  fe_load_opts o;
+  fe_load_opts_default(&o);
+  if (lua_istable(L, 2)) {
+    felab_check_keys(L, 2, "mesh.load", load_keys);
+    int type = lua_getfield(L, 2, "size");
+    if (type == LUA_TNUMBER) o.size = lua_tonumber(L, -1);
+    if ((type != LUA_TNUMBER && type != LUA_TNIL) || !(o.size >= 0))
+      return luaL_error(L, "mesh.load: size must be a positive number (the mesh size), got %s",
+                        felab_number_or_kind(L, -1));
+    lua_pop(L, 1);
+    lua_Integer order = 1;
+    lua_getfield(L, 2, "order");
+    if (!lua_isnil(L, -1) && (!felab_is_integer(L, -1, &order) || order < 1 || order > 2))
+      return luaL_error(L, "mesh.load: order must be 1 or 2, got %s", felab_number_or_kind(L, -1));
+    lua_pop(L, 1);
+    o.order = (int)order;
+    o.algorithm = felab_opt_field_name(L, 2, "mesh.load", "algorithm");
+  } else if (!lua_isnoneornil(L, 2)) {
+    return luaL_error(L, "mesh.load: expected an options table {size =, order =, algorithm =} "
+                         "as argument 2, got %s", felab_kind_of(L, 2));
+  }
+  mesh_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
+  h->m = NULL;
+  h->borrowers = 0;
+  luaL_setmetatable(L, FELAB_MESH);
+  fe_mesh *m = NULL;
+  FELAB_TRY(L, fe_mesh_load(path, &o, &m));
   h->m = m;
   return 1;
 }
@@ -180,6 +232,55 @@ static int mesh_color(lua_State *L)
   return 2;
 }
 
+/* m:refine() -> a new mesh, each cell cut into 8 (4 in 2D) */
+static int mesh_refine(lua_State *L)
+{
+  fe_mesh *m = check_mesh(L, 1, "m:refine");
+  mesh_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
+  h->m = NULL;
+  h->borrowers = 0;
+  luaL_setmetatable(L, FELAB_MESH);
+  fe_mesh *r = NULL;
+  FELAB_TRY(L, fe_mesh_refine(m, &r));
+  h->m = r;
+  return 1;
+}
+
+/* m:reorder("rcm" | "hilbert") -> m, renumbered in place (refused while spaces use it) */
+static int mesh_reorder(lua_State *L)
+{
+  mesh_handle *h = felab_check_self(L, 1, FELAB_MESH, "m:reorder", "self (m:method())");
+  const char *how = felab_opt_name(L, 2, "m:reorder", "argument 1 (\"rcm\" or \"hilbert\")");
+  if (!how) return luaL_error(L, "m:reorder: expected an ordering name (rcm, hilbert)");
+  if (h->borrowers > 0)
+    return luaL_error(L, "m:reorder: %d space(s) use this mesh; reorder before making spaces",
+                      h->borrowers);
+  FELAB_TRY(L, fe_mesh_reorder(h->m, how));
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* m:quality() -> {min, max, mean, worst_cell, min_volume, max_volume, volume} */
+static int mesh_quality(lua_State *L)
+{
+  fe_mesh *m = check_mesh(L, 1, "m:quality");
+  fe_mesh_quality_info q;
+  FELAB_TRY(L, fe_mesh_quality(m, &q));
+  lua_createtable(L, 0, 7);
+  const struct {
+    const char *key;
+    double value;
+  } fields[] = {{"min", q.min}, {"max", q.max}, {"mean", q.mean}, {"min_volume", q.min_volume},
+                {"max_volume", q.max_volume}, {"volume", q.volume}};
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+    lua_pushnumber(L, fields[i].value);
+    lua_setfield(L, -2, fields[i].key);
+  }
+  lua_pushinteger(L, q.worst_cell);
+  lua_setfield(L, -2, "worst_cell");
+  return 1;
+}
+
 /* Free the mesh once (NULL-safe). */
 static void mesh_release(mesh_handle *h)
 {
@@ -235,7 +336,9 @@ static int mesh_index(lua_State *L)
 static void mesh_register(lua_State *L)
 {
   static const luaL_Reg methods[] = {
-      {"tags", mesh_tags}, {"check", mesh_check}, {"color", mesh_color}, {NULL, NULL}};
+      {"tags", mesh_tags},       {"check", mesh_check},     {"color", mesh_color},
+      {"refine", mesh_refine},   {"reorder", mesh_reorder}, {"quality", mesh_quality},
+      {NULL, NULL}};
   static const luaL_Reg meta[] = {{"__gc", mesh_free},
                                   {"__close", mesh_free},
                                   {"__tostring", mesh_tostring},
@@ -251,13 +354,34 @@ int felab_open_mesh(lua_State *L)
   felab_help_add(FELAB_MESH ":check", "m:check()",
                  "true if every cell has a positive measure; an inverted or degenerate cell is\n"
                  "an error naming its id.\nexample: assert(m:check())");
+  felab_help_add("mesh.load", "mesh.load(path, {size =, order = 1, algorithm =})",
+                 "Read a mesh (.msh 2.2/4.1) or mesh a geometry (.geo, STEP, BREP) with the Gmsh\n"
+                 "SDK. Physical groups become boundary tags and cell regions by name; without\n"
+                 "any, the boundary is \"boundary\" and the cells \"domain\". size: mesh size for\n"
+                 "geometries; order 2 meshes curved geometry (vertices kept for now); algorithm:\n"
+                 "delaunay, frontal, hxt.\nexample: m = mesh.load(\"meshes/cube.geo\", {size = 0.2})");
   felab_help_add(FELAB_MESH ":color", "m:color{block = 1}",
                  "Greedy coloring of groups of `block` consecutive cells (default 1: each cell)\n"
                  "so that no two groups of one color share a vertex. Returns the number of\n"
                  "colors and the number of groups of each color.\n"
                  "example: n, sizes = m:color{block = 64}; print(n, sizes[1])");
+  felab_help_add(FELAB_MESH ":refine", "m:refine()",
+                 "A new mesh, uniformly refined: tri and quad into 4, tet, hex and prism into 8.\n"
+                 "Midpoints are shared between neighbours; boundary tags and regions are kept.\n"
+                 "example: m2 = m:refine(); print(m2.ncells == 8 * m.ncells)");
+  felab_help_add(FELAB_MESH ":reorder", "m:reorder(\"rcm\" | \"hilbert\")",
+                 "Renumber vertices and cells in place for locality and return the mesh: rcm\n"
+                 "(reverse Cuthill-McKee, small bandwidth) or hilbert (along a Hilbert curve).\n"
+                 "Do it before making spaces on the mesh.\nexample: m:reorder(\"rcm\")");
+  felab_help_add(FELAB_MESH ":quality", "m:quality()",
+                 "Cell shape statistics {min, max, mean} (1 for regular cells, towards 0 as they\n"
+                 "degenerate), worst_cell (cell id from 0, as in error messages), min_volume,\n"
+                 "max_volume and the total volume (areas in 2D). An inverted or degenerate\n"
+                 "cell is an error naming it.\nexample: q = m:quality(); print(q.min, q.worst_cell)");
   lua_newtable(L);
   lua_pushcfunction(L, mesh_box);
   lua_setfield(L, -2, "box");
+  lua_pushcfunction(L, mesh_load);
+  lua_setfield(L, -2, "load");
   return 1;
 }

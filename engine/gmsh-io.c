@@ -1,0 +1,837 @@
+/* felab meshes from files through the Gmsh SDK (C API, gmshc.h).
+ *
+ * Two steps. fe_mesh_load asks the SDK to open the file (meshing a .geo or CAD file on the
+ * fly), then copies out its arrays: nodes, element blocks per model entity, physical groups.
+ * fe_mesh_from_arrays turns those arrays into a felab mesh and trusts nothing in them, so it
+ * can be unit-tested and fuzzed without files or the SDK:
+ *   1. sort the node tags (duplicates are an error) so that any tag can be found;
+ *   2. find the top dimension and its one cell type (a mix is an error naming the types);
+ *   3. look up every vertex node of every cell (a missing node is an error naming it);
+ *   4. keep only the nodes used as cell vertices, renumbered 0..n-1 in file order;
+ *   5. regions from the physical groups of the top dimension, boundary tags from those one
+ *      lower; without any, region "domain" and the facets seen once as tag "boundary";
+ *   6. cells sorted along a Morton curve (blocks of consecutive cells stay compact), the
+ *      vertices numbered in order of first use;
+ *   7. 2D cells turned counter-clockwise, then fe_mesh_check (degenerate, inverted cells).
+ * Builds without the SDK keep step 2 (fe_mesh_from_arrays); fe_mesh_load says why not. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "engine/error.h"
+#include "engine/mesh.h"
+
+#ifdef FE_HAVE_GMSH
+#include <gmshc.h>
+#endif
+
+void fe_load_opts_default(fe_load_opts *o)
+{
+  o->size = 0;
+  o->order = 1;
+  o->algorithm = NULL;
+}
+
+/* ----- the pure conversion ----- */
+
+/* What felab knows of a Gmsh element type: its dimension, node count, vertex count and the
+ * felab cell type (-1: a facet or lower-dimensional element, -2: a cell felab lacks). */
+typedef struct gmsh_type_info {
+  int type, dim, nnodes, nvertices, cell;
+  const char *name;
+} gmsh_type_info;
+
+static const gmsh_type_info gmsh_types[] = {
+    {1, 1, 2, 2, -1, "line"},           {2, 2, 3, 3, FE_CELL_TRI, "tri"},
+    {3, 2, 4, 4, FE_CELL_QUAD, "quad"}, {4, 3, 4, 4, FE_CELL_TET, "tet"},
+    {5, 3, 8, 8, FE_CELL_HEX, "hex"},   {6, 3, 6, 6, FE_CELL_PRISM, "prism"},
+    {7, 3, 5, 5, -2, "pyramid"},        {8, 1, 3, 2, -1, "line3"},
+    {9, 2, 6, 3, FE_CELL_TRI, "tri6"},  {10, 2, 9, 4, FE_CELL_QUAD, "quad9"},
+    {11, 3, 10, 4, FE_CELL_TET, "tet10"}, {12, 3, 27, 8, FE_CELL_HEX, "hex27"},
+    {13, 3, 18, 6, FE_CELL_PRISM, "prism18"}, {14, 3, 14, 5, -2, "pyramid14"},
+    {15, 0, 1, 1, -1, "point"},         {16, 2, 8, 4, FE_CELL_QUAD, "quad8"},
+    {17, 3, 20, 8, FE_CELL_HEX, "hex20"}, {18, 3, 15, 6, FE_CELL_PRISM, "prism15"},
+    {19, 3, 13, 5, -2, "pyramid13"},
+};
+
+/* The type's entry, or NULL for a type felab does not know. */
+static const gmsh_type_info *type_info(int type)
+{
+  for (size_t i = 0; i < sizeof gmsh_types / sizeof *gmsh_types; i++)
+    if (gmsh_types[i].type == type) return &gmsh_types[i];
+  return NULL;
+}
+
+typedef struct node_key {
+  size_t tag;
+  size_t index; /* position in the input arrays */
+} node_key;
+
+static int node_key_cmp(const void *a, const void *b)
+{
+  size_t x = ((const node_key *)a)->tag, y = ((const node_key *)b)->tag;
+  return x < y ? -1 : x > y;
+}
+
+/* The input position of node tag, or -1. */
+static long long find_node(const node_key *keys, size_t n, size_t tag)
+{
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (keys[mid].tag < tag) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < n && keys[lo].tag == tag ? (long long)keys[lo].index : -1;
+}
+
+/* Whether physical group g holds entity e. */
+static int group_has(const fe_mesh_group *g, int e)
+{
+  for (size_t k = 0; k < g->nentities; k++)
+    if (g->entities[k] == e) return 1;
+  return 0;
+}
+
+/* Local facets of the cell types, Gmsh vertex ordering; a triangle among a prism's quads
+ * repeats its last vertex (as mesh.box stores them). */
+static const int tri_edges[3][4] = {{0, 1}, {1, 2}, {2, 0}};
+static const int quad_edges[4][4] = {{0, 1}, {1, 2}, {2, 3}, {3, 0}};
+static const int tet_faces[4][4] = {{0, 2, 1}, {0, 1, 3}, {0, 3, 2}, {1, 2, 3}};
+static const int hex_faces[6][4] = {{0, 3, 2, 1}, {0, 1, 5, 4}, {0, 4, 7, 3},
+                                    {1, 2, 6, 5}, {2, 3, 7, 6}, {4, 5, 6, 7}};
+static const int prism_faces[5][4] = {{0, 2, 1, 1}, {3, 4, 5, 5}, {0, 1, 4, 3},
+                                      {0, 3, 5, 2}, {1, 2, 5, 4}};
+
+typedef struct facet_key {
+  int key[4];  /* sorted distinct vertices, INT_MAX padded */
+  int v[4];    /* the facet as the cell orders it */
+} facet_key;
+
+static int facet_key_cmp(const void *a, const void *b)
+{
+  const int *x = ((const facet_key *)a)->key, *y = ((const facet_key *)b)->key;
+  for (int k = 0; k < 4; k++)
+    if (x[k] != y[k]) return x[k] < y[k] ? -1 : 1;
+  return 0;
+}
+
+/* Facets that belong to exactly one cell: the boundary, all tagged 1 ("boundary"). */
+static int boundary_from_cells(fe_mesh *m)
+{
+  const int(*faces)[4];
+  int nf;
+  switch (m->type) {
+  case FE_CELL_TRI: faces = tri_edges, nf = 3; break;
+  case FE_CELL_QUAD: faces = quad_edges, nf = 4; break;
+  case FE_CELL_TET: faces = tet_faces, nf = 4; break;
+  case FE_CELL_HEX: faces = hex_faces, nf = 6; break;
+  default: faces = prism_faces, nf = 5; break;
+  }
+  const int nvf = m->nvf;
+  size_t total = (size_t)m->ncells * nf;
+  facet_key *all;
+  FE_MALLOC(all, total ? total : 1, "facets of the cells");
+  for (size_t e = 0, i = 0; e < (size_t)m->ncells; e++)
+    for (int f = 0; f < nf; f++, i++) {
+      const int *c = m->cells + e * m->nvc;
+      int *key = all[i].key;
+      for (int k = 0; k < 4; k++) key[k] = INT_MAX;
+      for (int k = 0; k < nvf; k++) all[i].v[k] = c[faces[f][k]];
+      int nk = 0;
+      for (int k = 0; k < nvf; k++) { /* insertion of distinct vertices, sorted */
+        int v = all[i].v[k], p = nk;
+        int dup = 0;
+        for (int j = 0; j < nk; j++) dup |= key[j] == v;
+        if (dup) continue;
+        while (p > 0 && key[p - 1] > v) key[p] = key[p - 1], p--;
+        key[p] = v, nk++;
+      }
+    }
+  qsort(all, total, sizeof *all, facet_key_cmp);
+  size_t nb = 0;
+  for (size_t i = 0; i < total;) {
+    size_t j = i + 1;
+    while (j < total && !facet_key_cmp(&all[i], &all[j])) j++;
+    if (j == i + 1) all[nb++] = all[i];
+    i = j;
+  }
+  if (nb > INT_MAX) {
+    free(all);
+    FE_ERROR(FE_ERR_MESH, "too many boundary facets (%zu)", nb);
+  }
+  m->facets = fe_malloc((nb ? nb : 1) * nvf * sizeof(int), "boundary facets");
+  m->facet_tags = fe_malloc((nb ? nb : 1) * sizeof(int), "boundary facet tags");
+  if (!m->facets || !m->facet_tags) {
+    free(all);
+    return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+  }
+  for (size_t i = 0; i < nb; i++) {
+    memcpy(m->facets + i * nvf, all[i].v, (size_t)nvf * sizeof(int));
+    m->facet_tags[i] = 1;
+  }
+  m->nfacets = (int)nb;
+  free(all);
+  return 0;
+}
+
+/* Append a tag (name, or the number when name is empty). */
+static void add_tag(fe_mesh *m, const char *name, int id, int dim)
+{
+  fe_tag *t = &m->tags[m->ntags++];
+  if (name && *name) snprintf(t->name, sizeof t->name, "%s", name);
+  else snprintf(t->name, sizeof t->name, "%d", id);
+  t->id = id;
+  t->dim = dim;
+}
+
+/* Everything of fe_mesh_from_arrays after the argument checks; m is freed by the caller on
+ * error. keys: the sorted node tags. */
+static int convert(const fe_mesh_arrays *a, const node_key *keys, fe_mesh *m)
+{
+  const char *src = a->source ? a->source : "mesh";
+  /* 2. the top dimension and its cell type */
+  int dim = 0;
+  for (size_t b = 0; b < a->nblocks; b++) {
+    const fe_mesh_block *bl = &a->blocks[b];
+    const gmsh_type_info *ti = type_info(bl->gmsh_type);
+    if (!ti)
+      FE_ERROR(FE_ERR_MESH, "%s: unknown element type %d (entity %d): felab knows Gmsh types 1-19",
+               src, bl->gmsh_type, bl->entity);
+    if (bl->nelements && !bl->nodes)
+      FE_ERROR(FE_ERR_MESH, "%s: element block %zu has %zu elements but no node tags", src, b,
+               bl->nelements);
+    if (bl->nelements > (size_t)INT_MAX / (size_t)ti->nnodes)
+      FE_ERROR(FE_ERR_MESH, "%s: element block %zu has too many elements (%zu)", src, b,
+               bl->nelements);
+    if (bl->nelements && ti->dim > dim) dim = ti->dim;
+  }
+  FE_ASSERT(dim >= 2, FE_ERR_MESH, "%s: no 2D or 3D elements in this mesh (top dimension %d)",
+            src, dim);
+  int types_seen = 0; /* bit per Gmsh type among the top dimension */
+  char found[256] = "";
+  size_t ncells = 0, flen = 0;
+  for (size_t b = 0; b < a->nblocks; b++) {
+    const gmsh_type_info *ti = type_info(a->blocks[b].gmsh_type);
+    if (ti->dim != dim || !a->blocks[b].nelements) continue;
+    if (ti->cell == -2)
+      FE_ERROR(FE_ERR_MESH, "%s: %s cells are not supported (felab has tri, quad, tet, hex, prism)",
+               src, ti->name);
+    if (!(types_seen & (1 << ti->type))) {
+      types_seen |= 1 << ti->type;
+      int w = snprintf(found + flen, sizeof found - flen, "%s%s", flen ? ", " : "", ti->name);
+      if (w > 0 && flen + (size_t)w < sizeof found) flen += (size_t)w;
+    }
+    if (m->nvc && (int)m->type != ti->cell) m->nvc = -1; /* mixed */
+    if (m->nvc >= 0) m->type = (fe_cell_type)ti->cell, m->nvc = ti->nvertices;
+    ncells += a->blocks[b].nelements;
+  }
+  if (m->nvc < 0 || __builtin_popcount((unsigned)types_seen) > 1)
+    FE_ERROR(FE_ERR_MESH,
+             "%s: the %dD cells mix types (%s): felab meshes have one cell type and one order",
+             src, dim, found);
+  FE_ASSERT(ncells <= INT_MAX, FE_ERR_MESH, "%s: too many cells (%zu)", src, ncells);
+  m->dim = dim;
+  m->ncells = (int)ncells;
+  m->nvf = dim == 2 ? 2 : m->type == FE_CELL_TET ? 3 : 4;
+
+  /* 3. cells as input node positions, and their regions */
+  int nregion_groups = 0, nfacet_groups = 0;
+  for (size_t g = 0; g < a->ngroups; g++) {
+    const fe_mesh_group *gr = &a->groups[g];
+    FE_ASSERT(!gr->nentities || gr->entities, FE_ERR_MESH,
+              "%s: physical group %d (dim %d) lists %zu entities but gives none", src, gr->tag,
+              gr->dim, gr->nentities);
+    nregion_groups += gr->dim == dim;
+    nfacet_groups += gr->dim == dim - 1;
+  }
+  FE_MALLOC(m->cells, ncells * m->nvc + 1, "mesh cells");
+  FE_MALLOC(m->cell_tags, ncells + 1, "mesh cell regions");
+  int unassigned_id = 0;
+  for (size_t g = 0; g < a->ngroups; g++)
+    if (a->groups[g].dim == dim && a->groups[g].tag >= unassigned_id)
+      unassigned_id = a->groups[g].tag + 1;
+  int any_unassigned = 0;
+  size_t e = 0;
+  for (size_t b = 0; b < a->nblocks; b++) {
+    const fe_mesh_block *bl = &a->blocks[b];
+    const gmsh_type_info *ti = type_info(bl->gmsh_type);
+    if (ti->dim != dim) continue;
+    int region = 1;
+    if (nregion_groups) {
+      region = unassigned_id;
+      for (size_t g = 0; g < a->ngroups; g++)
+        if (a->groups[g].dim == dim && group_has(&a->groups[g], bl->entity)) {
+          region = a->groups[g].tag;
+          break;
+        }
+      any_unassigned |= region == unassigned_id && bl->nelements;
+    }
+    for (size_t k = 0; k < bl->nelements; k++, e++) {
+      const size_t *nodes = bl->nodes + k * ti->nnodes;
+      for (int v = 0; v < ti->nvertices; v++) {
+        long long at = find_node(keys, a->nnodes, nodes[v]);
+        if (at < 0)
+          FE_ERROR(FE_ERR_MESH, "%s: %s element %zu of entity %d names node %zu, which does not exist",
+                   src, ti->name, k, bl->entity, nodes[v]);
+        m->cells[e * m->nvc + v] = (int)at;
+      }
+      m->cell_tags[e] = region;
+    }
+  }
+
+  /* 4. keep the cells' vertices, renumbered in input order */
+  int *newid;
+  FE_MALLOC(newid, a->nnodes, "node renumbering");
+  for (size_t i = 0; i < a->nnodes; i++) newid[i] = -1;
+  for (size_t k = 0; k < ncells * m->nvc; k++) newid[m->cells[k]] = 0;
+  int nv = 0;
+  for (size_t i = 0; i < a->nnodes; i++)
+    if (newid[i] == 0) newid[i] = nv++;
+  for (size_t k = 0; k < ncells * m->nvc; k++) m->cells[k] = newid[m->cells[k]];
+  m->nvertices = nv;
+  m->coords = fe_malloc((size_t)nv * 3 * sizeof(double) + 1, "mesh vertex coordinates");
+  if (!m->coords) {
+    free(newid);
+    return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+  }
+  for (size_t i = 0; i < a->nnodes; i++)
+    if (newid[i] >= 0) memcpy(m->coords + 3 * (size_t)newid[i], a->coords + 3 * i, 3 * sizeof(double));
+
+  /* 5. tags: the named groups, or the defaults; boundary facets from groups or the cells */
+  m->tags = fe_calloc(a->ngroups + 3, sizeof(fe_tag), "mesh tags");
+  if (!m->tags) {
+    free(newid);
+    return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+  }
+  for (size_t g = 0; g < a->ngroups; g++)
+    if (a->groups[g].dim == dim || a->groups[g].dim == dim - 1)
+      add_tag(m, a->groups[g].name, a->groups[g].tag, a->groups[g].dim);
+  if (!nregion_groups) add_tag(m, "domain", 1, dim);
+  if (any_unassigned) add_tag(m, "unassigned", unassigned_id, dim);
+  if (!nfacet_groups) {
+    free(newid);
+    add_tag(m, "boundary", 1, dim - 1);
+    return boundary_from_cells(m);
+  }
+  size_t nfacets = 0;
+  for (size_t b = 0; b < a->nblocks; b++) {
+    const gmsh_type_info *ti = type_info(a->blocks[b].gmsh_type);
+    if (ti->dim != dim - 1) continue;
+    for (size_t g = 0; g < a->ngroups; g++)
+      if (a->groups[g].dim == dim - 1 && group_has(&a->groups[g], a->blocks[b].entity))
+        nfacets += a->blocks[b].nelements;
+  }
+  if (nfacets > INT_MAX) {
+    free(newid);
+    FE_ERROR(FE_ERR_MESH, "%s: too many boundary facets (%zu)", src, nfacets);
+  }
+  m->facets = fe_malloc((nfacets * m->nvf + 1) * sizeof(int), "boundary facets");
+  m->facet_tags = fe_malloc((nfacets + 1) * sizeof(int), "boundary facet tags");
+  if (!m->facets || !m->facet_tags) {
+    free(newid);
+    return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+  }
+  size_t f = 0;
+  for (size_t b = 0; b < a->nblocks; b++) {
+    const fe_mesh_block *bl = &a->blocks[b];
+    const gmsh_type_info *ti = type_info(bl->gmsh_type);
+    if (ti->dim != dim - 1) continue;
+    if (ti->nvertices > m->nvf) {
+      free(newid);
+      FE_ERROR(FE_ERR_MESH, "%s: %s facets (entity %d) cannot bound %s cells", src, ti->name,
+               bl->entity, fe_cell_name(m->type));
+    }
+    for (size_t g = 0; g < a->ngroups; g++) {
+      if (a->groups[g].dim != dim - 1 || !group_has(&a->groups[g], bl->entity)) continue;
+      for (size_t k = 0; k < bl->nelements; k++, f++) {
+        const size_t *nodes = bl->nodes + k * ti->nnodes;
+        int *fv = m->facets + f * m->nvf;
+        for (int v = 0; v < m->nvf; v++) {
+          size_t tag = nodes[v < ti->nvertices ? v : ti->nvertices - 1];
+          long long at = find_node(keys, a->nnodes, tag);
+          int id = at < 0 ? -1 : newid[at];
+          if (id < 0) {
+            free(newid);
+            FE_ERROR(FE_ERR_MESH, "%s: %s facet %zu of entity %d names node %zu, which %s", src,
+                     ti->name, k, bl->entity, tag,
+                     at < 0 ? "does not exist" : "is not a vertex of any cell");
+          }
+          fv[v] = id;
+        }
+        m->facet_tags[f] = a->groups[g].tag;
+      }
+    }
+  }
+  m->nfacets = (int)f;
+  free(newid);
+  return 0;
+}
+
+/* Turn 2D cells with a negative area counter-clockwise (the orientation of a plane
+ * surface's mesh follows its normal, which may point down). */
+static void orient_2d(fe_mesh *m)
+{
+  if (m->dim != 2) return;
+  for (int e = 0; e < m->ncells; e++) {
+    int *c = m->cells + (size_t)e * m->nvc;
+    const double *x0 = m->coords + 3 * (size_t)c[0], *x1 = m->coords + 3 * (size_t)c[1];
+    const double *x2 = m->coords + 3 * (size_t)c[m->nvc - 1];
+    double area = (x1[0] - x0[0]) * (x2[1] - x0[1]) - (x1[1] - x0[1]) * (x2[0] - x0[0]);
+    if (area < 0) { /* reverse the cycle after vertex 0 */
+      int t = c[1];
+      c[1] = c[m->nvc - 1];
+      c[m->nvc - 1] = t;
+    }
+  }
+}
+
+/* Spread the low 21 bits of x to every third bit (for a 3D Morton key). */
+static uint64_t spread3(uint64_t x)
+{
+  x &= 0x1fffff;
+  x = (x | x << 32) & 0x1f00000000ffffULL;
+  x = (x | x << 16) & 0x1f0000ff0000ffULL;
+  x = (x | x << 8) & 0x100f00f00f00f00fULL;
+  x = (x | x << 4) & 0x10c30c30c30c30c3ULL;
+  x = (x | x << 2) & 0x1249249249249249ULL;
+  return x;
+}
+
+typedef struct cell_key {
+  uint64_t key;
+  int cell;
+} cell_key;
+
+static int cell_key_cmp(const void *a, const void *b)
+{
+  uint64_t x = ((const cell_key *)a)->key, y = ((const cell_key *)b)->key;
+  return x < y ? -1 : x > y;
+}
+
+/* Sort the cells along a Morton curve of their centroids and number the vertices in order
+ * of first use. Mesh generators hand out cells in no spatial order, and felab colors blocks
+ * of consecutive cells, which must be compact to need few colors. */
+static int order_for_locality(fe_mesh *m)
+{
+  const int n = m->ncells, nvc = m->nvc;
+  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  for (size_t v = 0; v < (size_t)m->nvertices; v++)
+    for (int d = 0; d < 3; d++) {
+      double x = m->coords[3 * v + d];
+      lo[d] = x < lo[d] ? x : lo[d];
+      hi[d] = x > hi[d] ? x : hi[d];
+    }
+  cell_key *keys;
+  FE_MALLOC(keys, (size_t)n + 1, "cell order");
+  for (int e = 0; e < n; e++) {
+    uint64_t key = 0;
+    for (int d = 0; d < 3; d++) {
+      double c = 0;
+      for (int k = 0; k < nvc; k++) c += m->coords[3 * (size_t)m->cells[(size_t)e * nvc + k] + d];
+      double t = hi[d] > lo[d] ? (c / nvc - lo[d]) / (hi[d] - lo[d]) : 0;
+      key |= spread3((uint64_t)(t * 2097151.0)) << d;
+    }
+    keys[e].key = key, keys[e].cell = e;
+  }
+  qsort(keys, (size_t)n, sizeof *keys, cell_key_cmp);
+  int *cells = fe_malloc(((size_t)n * nvc + 1) * sizeof(int), "ordered cells");
+  int *tags = fe_malloc(((size_t)n + 1) * sizeof(int), "ordered cell regions");
+  int *newid = fe_malloc(((size_t)m->nvertices + 1) * sizeof(int), "vertex order");
+  double *coords = fe_malloc(((size_t)m->nvertices * 3 + 1) * sizeof(double), "ordered vertices");
+  if (!cells || !tags || !newid || !coords) {
+    free(keys), free(cells), free(tags), free(newid), free(coords);
+    return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+  }
+  for (int v = 0; v < m->nvertices; v++) newid[v] = -1;
+  int next = 0;
+  for (int e = 0; e < n; e++) {
+    const int *c = m->cells + (size_t)keys[e].cell * nvc;
+    for (int k = 0; k < nvc; k++) {
+      if (newid[c[k]] < 0) newid[c[k]] = next++;
+      cells[(size_t)e * nvc + k] = newid[c[k]];
+    }
+    tags[e] = m->cell_tags[keys[e].cell];
+  }
+  for (int v = 0; v < m->nvertices; v++) memcpy(coords + 3 * (size_t)newid[v], m->coords + 3 * (size_t)v, 3 * sizeof(double));
+  for (size_t k = 0; k < (size_t)m->nfacets * m->nvf; k++) m->facets[k] = newid[m->facets[k]];
+  free(keys), free(newid);
+  free(m->cells), free(m->cell_tags), free(m->coords);
+  m->cells = cells, m->cell_tags = tags, m->coords = coords;
+  return 0;
+}
+
+int fe_mesh_from_arrays(const fe_mesh_arrays *a, fe_mesh **out)
+{
+  FE_ASSERT(a && out, FE_ERR_ARG, "mesh from arrays: missing arrays or output");
+  *out = NULL;
+  const char *src = a->source ? a->source : "mesh";
+  FE_ASSERT(a->nnodes > 0, FE_ERR_MESH, "%s: the mesh has no nodes", src);
+  FE_ASSERT(a->node_tags && a->coords, FE_ERR_MESH, "%s: %zu nodes but no tags or coordinates",
+            src, a->nnodes);
+  FE_ASSERT(a->nnodes <= INT_MAX, FE_ERR_MESH, "%s: too many nodes (%zu)", src, a->nnodes);
+  FE_ASSERT(!a->nblocks || a->blocks, FE_ERR_MESH, "%s: %zu element blocks but none given", src,
+            a->nblocks);
+  FE_ASSERT(!a->ngroups || a->groups, FE_ERR_MESH, "%s: %zu physical groups but none given", src,
+            a->ngroups);
+  for (size_t i = 0; i < 3 * a->nnodes; i++)
+    if (!isfinite(a->coords[i]))
+      FE_ERROR(FE_ERR_MESH, "%s: node %zu has a coordinate that is not a finite number", src,
+               a->node_tags[i / 3]);
+  node_key *keys;
+  FE_MALLOC(keys, a->nnodes, "node tag index");
+  for (size_t i = 0; i < a->nnodes; i++) keys[i].tag = a->node_tags[i], keys[i].index = i;
+  qsort(keys, a->nnodes, sizeof *keys, node_key_cmp);
+  for (size_t i = 1; i < a->nnodes; i++)
+    if (keys[i].tag == keys[i - 1].tag) {
+      size_t tag = keys[i].tag;
+      free(keys);
+      FE_ERROR(FE_ERR_MESH, "%s: node tag %zu appears twice", src, tag);
+    }
+  fe_mesh *m = fe_calloc(1, sizeof *m, "mesh");
+  if (!m) {
+    free(keys);
+    return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+  }
+  int rc = convert(a, keys, m);
+  free(keys);
+  if (!rc) rc = order_for_locality(m);
+  if (!rc) {
+    orient_2d(m);
+    rc = fe_mesh_check(m);
+    if (rc) { /* name the file in the check's message */
+      char msg[512];
+      snprintf(msg, sizeof msg, "%s", fe_error_message());
+      rc = fe_error_set(rc, __FILE__, __LINE__, __func__, "%s: %s", src, msg);
+    }
+  }
+  if (rc) {
+    fe_mesh_free(m);
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
+  *out = m;
+  return 0;
+}
+
+#ifdef FE_HAVE_GMSH
+/* ----- the SDK calls ----- */
+
+/* Gmsh is one global, non-reentrant session, started for each file and finalized after it:
+ * after a syntax error its parser reads nothing more until it is restarted. */
+static int gmsh_busy;
+
+/* Start the session quietly (no config files, nothing on the terminal, errors as codes). */
+static int gmsh_start(const char *src)
+{
+  int ierr = 0;
+  FE_ASSERT(!gmsh_busy, FE_ERR_ARG, "%s: the Gmsh SDK is already reading a file", src);
+  gmshInitialize(0, NULL, 0, &ierr);
+  FE_ASSERT(!ierr, FE_ERR_IO, "%s: the Gmsh SDK failed to start", src);
+  gmshOptionSetNumber("General.Terminal", 0, &ierr);
+  gmshOptionSetNumber("General.Verbosity", 2, &ierr); /* errors and warnings */
+  gmshLoggerStart(&ierr);
+  gmsh_busy = 1;
+  return 0;
+}
+
+/* Gmsh 4.8 leaves the rest of a file its .geo parser gave up on in the lexer's buffer, where
+ * the next file's parse starts (and fails): flush it. An internal C++ symbol, so weak. */
+extern void gmsh_lexer_flush(void) __asm__("_Z12gmsh_yyflushv") __attribute__((weak));
+
+static void gmsh_stop(void)
+{
+  int ierr = 0;
+  if (gmsh_lexer_flush) gmsh_lexer_flush();
+  gmshLoggerStop(&ierr);
+  gmshFinalize(&ierr);
+  gmsh_busy = 0;
+}
+
+/* The first error the SDK logged (or its last error), else what. Frees the log. */
+static void gmsh_error_text(char *buf, size_t n, const char *what)
+{
+  char **log = NULL;
+  size_t nlog = 0;
+  int ierr = 0;
+  snprintf(buf, n, "%s", what);
+  gmshLoggerGet(&log, &nlog, &ierr);
+  int found = 0;
+  for (size_t i = 0; i < nlog; i++) {
+    if (!found && log[i] && !strncmp(log[i], "Error", 5)) {
+      const char *t = log[i] + 5;
+      while (*t == ' ' || *t == ':') t++;
+      snprintf(buf, n, "%s", t);
+      found = 1;
+    }
+    gmshFree(log[i]);
+  }
+  gmshFree(log);
+  if (!found) {
+    char *last = NULL;
+    gmshLoggerGetLastError(&last, &ierr);
+    if (!ierr && last && *last) snprintf(buf, n, "%s", last);
+    gmshFree(last);
+  }
+}
+
+/* Whether the SDK logged an error since the logger started. */
+static int gmsh_logged_error(void)
+{
+  char **log = NULL;
+  size_t nlog = 0;
+  int ierr = 0, found = 0;
+  gmshLoggerGet(&log, &nlog, &ierr);
+  for (size_t i = 0; i < nlog; i++) {
+    found |= log[i] && !strncmp(log[i], "Error", 5);
+    gmshFree(log[i]);
+  }
+  gmshFree(log);
+  return found;
+}
+
+/* Gmsh 3D algorithm numbers by name. */
+static int gmsh_algorithm(const char *src, const char *name, int *number)
+{
+  static const struct { const char *name; int number; } algos[] = {
+      {"delaunay", 1}, {"initial", 3}, {"frontal", 4}, {"mmg3d", 7}, {"rtree", 9}, {"hxt", 10}};
+  for (size_t i = 0; i < sizeof algos / sizeof *algos; i++)
+    if (!strcmp(name, algos[i].name)) {
+      *number = algos[i].number;
+      return 0;
+    }
+  FE_ERROR(FE_ERR_ARG,
+           "%s: unknown mesh algorithm '%s' (delaunay frontal hxt mmg3d rtree initial)", src,
+           name);
+}
+
+/* Everything the SDK hands out, freed in one place. */
+typedef struct sdk_arrays {
+  size_t *node_tags;
+  double *coords, *param;
+  size_t nnodes;
+  int *dim_tags; /* entities */
+  size_t ndim_tags;
+  fe_mesh_block *blocks;
+  size_t nblocks, cap_blocks;
+  void **owned; /* per-entity arrays of the SDK to free */
+  size_t nowned, cap_owned;
+  int *groups_dt; /* physical groups (dim, tag) */
+  size_t ngroups_dt;
+  fe_mesh_group *groups;
+  char **names;
+  int **entities;
+} sdk_arrays;
+
+static void sdk_arrays_free(sdk_arrays *s)
+{
+  gmshFree(s->node_tags);
+  gmshFree(s->coords);
+  gmshFree(s->param);
+  gmshFree(s->dim_tags);
+  for (size_t i = 0; i < s->nowned; i++) gmshFree(s->owned[i]);
+  free(s->owned);
+  free(s->blocks);
+  size_t ng = s->ngroups_dt / 2;
+  for (size_t g = 0; s->names && g < ng; g++) gmshFree(s->names[g]);
+  for (size_t g = 0; s->entities && g < ng; g++) gmshFree(s->entities[g]);
+  free(s->names);
+  free(s->entities);
+  free(s->groups);
+  gmshFree(s->groups_dt);
+}
+
+/* Remember an SDK array for sdk_arrays_free (frees it now when out of memory). */
+static int own(sdk_arrays *s, void *p)
+{
+  if (s->nowned == s->cap_owned) {
+    size_t cap = s->cap_owned ? 2 * s->cap_owned : 64;
+    void **q = realloc(s->owned, cap * sizeof *q);
+    if (!q) {
+      gmshFree(p);
+      FE_ERROR(FE_ERR_MEM, "out of memory for the SDK's arrays");
+    }
+    s->owned = q, s->cap_owned = cap;
+  }
+  s->owned[s->nowned++] = p;
+  return 0;
+}
+
+/* Copy the model's nodes, element blocks per entity and physical groups out of the SDK. */
+static int sdk_read(const char *src, sdk_arrays *s)
+{
+  int ierr = 0;
+  size_t ncoords = 0, nparam = 0;
+  gmshModelMeshGetNodes(&s->node_tags, &s->nnodes, &s->coords, &ncoords, &s->param, &nparam, -1,
+                        -1, 0, 0, &ierr);
+  FE_ASSERT(!ierr, FE_ERR_IO, "%s: the Gmsh SDK could not give the nodes", src);
+  FE_ASSERT(ncoords == 3 * s->nnodes, FE_ERR_IO, "%s: %zu coordinates for %zu nodes", src,
+            ncoords, s->nnodes);
+  gmshModelGetEntities(&s->dim_tags, &s->ndim_tags, -1, &ierr);
+  FE_ASSERT(!ierr, FE_ERR_IO, "%s: the Gmsh SDK could not list the entities", src);
+  for (size_t i = 0; i + 1 < s->ndim_tags; i += 2) {
+    int dim = s->dim_tags[i], tag = s->dim_tags[i + 1];
+    if (dim < 1) continue;
+    int *types = NULL;
+    size_t ntypes = 0, **etags = NULL, *etags_n = NULL, etags_nn = 0, **ntags = NULL,
+           *ntags_n = NULL, ntags_nn = 0;
+    gmshModelMeshGetElements(&types, &ntypes, &etags, &etags_n, &etags_nn, &ntags, &ntags_n,
+                             &ntags_nn, dim, tag, &ierr);
+    /* own everything first so that any error below frees it */
+    int rc = own(s, types);
+    if (!rc) rc = own(s, etags);
+    if (!rc) rc = own(s, etags_n);
+    if (!rc) rc = own(s, ntags);
+    if (!rc) rc = own(s, ntags_n);
+    for (size_t k = 0; k < etags_nn; k++)
+      if (!rc) rc = own(s, etags[k]);
+      else gmshFree(etags[k]);
+    for (size_t k = 0; k < ntags_nn; k++)
+      if (!rc) rc = own(s, ntags[k]);
+      else gmshFree(ntags[k]);
+    if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
+    FE_ASSERT(!ierr && ntags_nn == ntypes && etags_nn == ntypes, FE_ERR_IO,
+              "%s: the Gmsh SDK could not give the elements of entity (%d, %d)", src, dim, tag);
+    for (size_t k = 0; k < ntypes; k++) {
+      if (s->nblocks == s->cap_blocks) {
+        size_t cap = s->cap_blocks ? 2 * s->cap_blocks : 16;
+        fe_mesh_block *q = realloc(s->blocks, cap * sizeof *q);
+        FE_ASSERT(q, FE_ERR_MEM, "out of memory for the element blocks");
+        s->blocks = q, s->cap_blocks = cap;
+      }
+      fe_mesh_block *b = &s->blocks[s->nblocks++];
+      b->gmsh_type = types[k];
+      b->entity = tag;
+      b->nelements = etags_n[k];
+      b->nodes = ntags[k];
+      const gmsh_type_info *ti = type_info(types[k]);
+      FE_ASSERT(!ti || ntags_n[k] == etags_n[k] * (size_t)ti->nnodes, FE_ERR_IO,
+                "%s: entity (%d, %d): %zu node tags for %zu %s elements", src, dim, tag,
+                ntags_n[k], etags_n[k], ti ? ti->name : "?");
+    }
+  }
+  gmshModelGetPhysicalGroups(&s->groups_dt, &s->ngroups_dt, -1, &ierr);
+  FE_ASSERT(!ierr, FE_ERR_IO, "%s: the Gmsh SDK could not list the physical groups", src);
+  size_t ng = s->ngroups_dt / 2;
+  s->groups = calloc(ng + 1, sizeof *s->groups);
+  s->names = calloc(ng + 1, sizeof *s->names);
+  s->entities = calloc(ng + 1, sizeof *s->entities);
+  FE_ASSERT(s->groups && s->names && s->entities, FE_ERR_MEM,
+            "out of memory for the physical groups");
+  for (size_t g = 0; g < ng; g++) {
+    fe_mesh_group *gr = &s->groups[g];
+    gr->dim = s->groups_dt[2 * g];
+    gr->tag = s->groups_dt[2 * g + 1];
+    gmshModelGetPhysicalName(gr->dim, gr->tag, &s->names[g], &ierr);
+    gr->name = s->names[g];
+    gmshModelGetEntitiesForPhysicalGroup(gr->dim, gr->tag, &s->entities[g], &gr->nentities, &ierr);
+    gr->entities = s->entities[g];
+    FE_ASSERT(!ierr, FE_ERR_IO, "%s: the Gmsh SDK could not give physical group %d", src, gr->tag);
+  }
+  return 0;
+}
+
+/* Open (and mesh, when it holds no mesh) the file in the cleared session. */
+static int sdk_open(const char *path, const fe_load_opts *o)
+{
+  int ierr = 0;
+  char why[512];
+  gmshOpen(path, &ierr);
+  if (ierr || gmsh_logged_error()) {
+    gmsh_error_text(why, sizeof why, "unreadable or unknown format");
+    FE_ERROR(FE_ERR_IO, "%s: Gmsh could not read it: %s", path, why);
+  }
+  int *types = NULL;
+  size_t ntypes = 0, **etags = NULL, *etags_n = NULL, etags_nn = 0, **ntags = NULL,
+         *ntags_n = NULL, ntags_nn = 0;
+  gmshModelMeshGetElements(&types, &ntypes, &etags, &etags_n, &etags_nn, &ntags, &ntags_n,
+                           &ntags_nn, -1, -1, &ierr);
+  int has_mesh = 0;
+  for (size_t k = 0; k < ntypes; k++) {
+    const gmsh_type_info *ti = type_info(types[k]);
+    has_mesh |= ti && ti->dim >= 2 && etags_n[k] > 0;
+  }
+  for (size_t k = 0; k < etags_nn; k++) gmshFree(etags[k]);
+  for (size_t k = 0; k < ntags_nn; k++) gmshFree(ntags[k]);
+  gmshFree(types), gmshFree(etags), gmshFree(etags_n), gmshFree(ntags), gmshFree(ntags_n);
+  if (!has_mesh) {
+    int dim = gmshModelGetDimension(&ierr);
+    FE_ASSERT(!ierr && dim >= 2, FE_ERR_MESH,
+              "%s: neither a 2D/3D mesh nor a geometry to mesh (model dimension %d)", path, dim);
+    if (o->size > 0) { /* uniform: the sizes at the file's points would win otherwise */
+      gmshOptionSetNumber("Mesh.MeshSizeFromPoints", 0, &ierr);
+      gmshOptionSetNumber("Mesh.MeshSizeMax", o->size, &ierr);
+    }
+    if (o->algorithm) {
+      int number;
+      FE_CHECK(gmsh_algorithm(path, o->algorithm, &number));
+      gmshOptionSetNumber("Mesh.Algorithm3D", number, &ierr);
+    }
+    gmshModelMeshGenerate(dim, &ierr);
+    if (ierr || gmsh_logged_error()) {
+      gmsh_error_text(why, sizeof why, "meshing failed");
+      FE_ERROR(FE_ERR_MESH, "%s: Gmsh could not mesh it: %s", path, why);
+    }
+  }
+  if (o->order == 2) { /* curved geometry: felab keeps the vertex nodes for now */
+    gmshModelMeshSetOrder(2, &ierr);
+    if (ierr) {
+      gmsh_error_text(why, sizeof why, "could not make second-order elements");
+      FE_ERROR(FE_ERR_MESH, "%s: %s", path, why);
+    }
+  }
+  return 0;
+}
+
+int fe_mesh_load(const char *path, const fe_load_opts *opts, fe_mesh **out)
+{
+  FE_ASSERT(path && out, FE_ERR_ARG, "mesh load: missing path or output");
+  *out = NULL;
+  fe_load_opts o;
+  fe_load_opts_default(&o);
+  if (opts) o = *opts;
+  FE_ASSERT(o.order == 1 || o.order == 2, FE_ERR_ARG, "%s: order = %d: felab loads order 1 or 2",
+            path, o.order);
+  FE_ASSERT(isfinite(o.size) && o.size >= 0, FE_ERR_ARG,
+            "%s: size = %g: the mesh size must be a positive number (0: the file's own)", path,
+            o.size);
+  if (o.algorithm) {
+    int number;
+    FE_CHECK(gmsh_algorithm(path, o.algorithm, &number));
+  }
+  struct stat st;
+  if (stat(path, &st) != 0)
+    FE_ERROR(FE_ERR_IO, "%s: cannot open mesh file: %s", path, strerror(errno));
+  FE_ASSERT(S_ISREG(st.st_mode), FE_ERR_IO, "%s: not a regular file", path);
+  FE_ASSERT(st.st_size > 0, FE_ERR_IO, "%s: empty file", path);
+  FILE *f = fopen(path, "rb");
+  if (!f) FE_ERROR(FE_ERR_IO, "%s: cannot open mesh file: %s", path, strerror(errno));
+  fclose(f);
+  FE_CHECK(gmsh_start(path));
+  int rc = sdk_open(path, &o);
+  sdk_arrays s;
+  memset(&s, 0, sizeof s);
+  if (!rc) rc = sdk_read(path, &s);
+  if (!rc) {
+    fe_mesh_arrays a = {path, s.nnodes, s.node_tags, s.coords, s.nblocks, s.blocks,
+                        s.ngroups_dt / 2, s.groups};
+    rc = fe_mesh_from_arrays(&a, out);
+  }
+  sdk_arrays_free(&s);
+  gmsh_stop();
+  if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  return 0;
+}
+#else
+int fe_mesh_load(const char *path, const fe_load_opts *o, fe_mesh **out)
+{
+  (void)path, (void)o;
+  if (out) *out = NULL;
+  FE_ERROR(FE_ERR_UNAVAILABLE, "mesh.load needs the Gmsh SDK: this felab was built without it "
+                               "(install libgmsh-dev and rebuild)");
+}
+#endif

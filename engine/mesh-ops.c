@@ -1,0 +1,729 @@
+/* felab mesh operations: uniform refinement, reordering for locality, cell quality.
+ *
+ * Refinement. Every cell type has a pattern: local nodes, each the average of a set of the
+ * cell's corners (one corner: the vertex itself; two: an edge midpoint; four: the center of a
+ * quadrilateral face; eight: the center of a hex), and children listed as local nodes in Gmsh
+ * order. A node of 2 or 4 corners is looked up in a hash map keyed by its sorted vertex ids,
+ * so that neighbouring cells (and the boundary facets) share it; the children then have the
+ * orientation of their parent. The tet's inner octahedron is cut along its shortest diagonal
+ * (three patterns, one per diagonal, oriented once on the reference tet).
+ *
+ * Reordering. "rcm": reverse Cuthill-McKee on the graph of vertices that share a cell, each
+ * component started from a pseudo-peripheral vertex; cells then follow their lowest new
+ * vertex. "hilbert": vertices and cell centroids sorted by their index along a Hilbert curve
+ * (Skilling's transpose algorithm, 21 bits per axis) through the bounding box. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/error.h"
+#include "engine/mesh.h"
+
+/* ----- refinement patterns ----- */
+
+typedef struct refine_pattern {
+  int nnodes;         /* local nodes of the refined cell */
+  int ncorner[27];    /* corners averaged by each node */
+  int corner[27][8];  /* those corners, as local vertex indices of the parent */
+  int nchild;         /* children per cell */
+  int nvc;            /* vertices per child */
+  int child[8][8];    /* each child's local nodes, Gmsh order */
+} refine_pattern;
+
+/* Triangle children on the nodes 0, 1, 2 (corners) and 3 = 01, 4 = 12, 5 = 02. */
+static const int tri_children[4][3] = {{0, 3, 5}, {3, 1, 4}, {5, 4, 2}, {3, 4, 5}};
+static const int tri_node_corners[6][2] = {{0, 0}, {1, 1}, {2, 2}, {0, 1}, {1, 2}, {0, 2}};
+/* Tet nodes 4..9: the midpoints of 01, 02, 03, 12, 13, 23; the octahedron's diagonals join
+ * opposite midpoints and each has a cycle of the four others around it. */
+static const int tet_edges[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
+static const int tet_corner_children[4][4] = {{0, 4, 5, 6}, {4, 1, 7, 8}, {5, 7, 2, 9}, {6, 8, 9, 3}};
+static const int tet_diagonals[3][2] = {{4, 9}, {5, 8}, {6, 7}};
+static const int tet_cycles[3][4] = {{5, 6, 8, 7}, {4, 6, 9, 7}, {4, 5, 9, 8}};
+/* Gmsh corners of quad and hex on the 3 x 3 (x 3) lattice, in units of the half cell. */
+static const int tensor_corners[8][3] = {{0, 0, 0}, {1, 0, 0}, {1, 1, 0}, {0, 1, 0},
+                                         {0, 0, 1}, {1, 0, 1}, {1, 1, 1}, {0, 1, 1}};
+
+/* Reference coordinates of the tet's local node n (for orienting the octahedron's tets). */
+static void tet_node_ref(const refine_pattern *p, int n, double x[3])
+{
+  static const double ref[4][3] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+  for (int d = 0; d < 3; d++) {
+    x[d] = 0;
+    for (int k = 0; k < p->ncorner[n]; k++) x[d] += ref[p->corner[n][k]][d] / p->ncorner[n];
+  }
+}
+
+/* Fill the pattern of the cell type; for tets, diag picks the octahedron's diagonal. */
+static void pattern_make(fe_cell_type type, int diag, refine_pattern *p)
+{
+  memset(p, 0, sizeof *p);
+  p->nvc = fe_cell_nvertices(type);
+  if (type == FE_CELL_TRI || type == FE_CELL_PRISM) {
+    /* node t + 6 l: triangle node t on level l (0: bottom, 1: middle, 2: top) */
+    static const int level_offsets[3][2] = {{0, 0}, {0, 3}, {3, 3}};
+    const int levels = type == FE_CELL_TRI ? 1 : 3;
+    p->nnodes = 6 * levels;
+    for (int l = 0; l < levels; l++)
+      for (int t = 0; t < 6; t++) {
+        const int n = t + 6 * l, ends = t < 3 ? 1 : 2;
+        for (int a = 0; a < (l == 1 ? 2 : 1); a++)
+          for (int k = 0; k < ends; k++)
+            p->corner[n][p->ncorner[n]++] = tri_node_corners[t][k] + level_offsets[l][a];
+      }
+    p->nchild = levels == 1 ? 4 : 8;
+    for (int c = 0; c < p->nchild; c++)
+      for (int v = 0; v < p->nvc; v++)
+        p->child[c][v] = tri_children[c % 4][v % 3] + 6 * (c / 4 + v / 3);
+  } else if (type == FE_CELL_TET) {
+    p->nnodes = 10, p->nchild = 8;
+    for (int n = 0; n < 4; n++) p->ncorner[n] = 1, p->corner[n][0] = n;
+    for (int e = 0; e < 6; e++) {
+      p->ncorner[4 + e] = 2;
+      p->corner[4 + e][0] = tet_edges[e][0], p->corner[4 + e][1] = tet_edges[e][1];
+    }
+    for (int c = 0; c < 4; c++)
+      for (int v = 0; v < 4; v++) p->child[c][v] = tet_corner_children[c][v];
+    for (int c = 0; c < 4; c++) {
+      int *t = p->child[4 + c];
+      t[0] = tet_diagonals[diag][0], t[1] = tet_diagonals[diag][1];
+      t[2] = tet_cycles[diag][c], t[3] = tet_cycles[diag][(c + 1) % 4];
+      double x[4][3], e[3][3];
+      for (int v = 0; v < 4; v++) tet_node_ref(p, t[v], x[v]);
+      for (int k = 0; k < 3; k++)
+        for (int d = 0; d < 3; d++) e[k][d] = x[k + 1][d] - x[0][d];
+      double det = e[0][0] * (e[1][1] * e[2][2] - e[1][2] * e[2][1]) -
+                   e[0][1] * (e[1][0] * e[2][2] - e[1][2] * e[2][0]) +
+                   e[0][2] * (e[1][0] * e[2][1] - e[1][1] * e[2][0]);
+      if (det < 0) {
+        int swap = t[2];
+        t[2] = t[3], t[3] = swap;
+      }
+    }
+  } else { /* quad, hex: lattice node i + 3 j + 9 k averages the corners it lies between */
+    const int dim = fe_cell_dim(type);
+    p->nnodes = dim == 2 ? 9 : 27, p->nchild = 1 << dim;
+    for (int n = 0; n < p->nnodes; n++) {
+      const int ijk[3] = {n % 3, n / 3 % 3, n / 9};
+      for (int v = 0; v < p->nvc; v++) {
+        int in = 1;
+        for (int d = 0; d < dim; d++) in &= ijk[d] == 1 || ijk[d] == 2 * tensor_corners[v][d];
+        if (in) p->corner[n][p->ncorner[n]++] = v;
+      }
+    }
+    for (int c = 0; c < p->nchild; c++)
+      for (int v = 0; v < p->nvc; v++) {
+        const int *s = tensor_corners[v];
+        p->child[c][v] = ((c & 1) + s[0]) + 3 * (((c >> 1) & 1) + s[1]) + 9 * ((c >> 2) + s[2]);
+      }
+  }
+}
+
+/* ----- shared new vertices: a hash map from sorted vertex ids to the new vertex ----- */
+
+typedef struct refine_ctx {
+  int (*keys)[4]; /* sorted ids, padded in front with -1; keys[s][3] < 0: empty slot */
+  int *values;
+  size_t cap, count;
+  double *coords; /* the refined mesh's vertices so far */
+  size_t ncoords, coords_cap;
+} refine_ctx;
+
+/* Slot index of key (its own, or the empty one where it belongs). */
+static size_t map_slot(const refine_ctx *r, const int key[4])
+{
+  uint64_t h = 1469598103934665603ull;
+  for (int k = 0; k < 4; k++) h = (h ^ (uint32_t)key[k]) * 1099511628211ull;
+  size_t s = (size_t)(h ^ (h >> 29)) & (r->cap - 1);
+  while (r->keys[s][3] >= 0 && memcmp(r->keys[s], key, sizeof r->keys[s]))
+    s = (s + 1) & (r->cap - 1);
+  return s;
+}
+
+/* Double the map (rehash every key). */
+static int map_grow(refine_ctx *r)
+{
+  refine_ctx old = *r;
+  r->cap = old.cap ? 2 * old.cap : 1024;
+  r->keys = fe_malloc(r->cap * sizeof *r->keys, "mesh refine edge map");
+  r->values = fe_malloc(r->cap * sizeof *r->values, "mesh refine edge map");
+  if (!r->keys || !r->values) {
+    free(r->keys), free(r->values);
+    r->keys = old.keys, r->values = old.values, r->cap = old.cap;
+    return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+  }
+  for (size_t s = 0; s < r->cap; s++) r->keys[s][3] = -1;
+  for (size_t s = 0; s < old.cap; s++)
+    if (old.keys[s][3] >= 0) {
+      size_t t = map_slot(r, old.keys[s]);
+      memcpy(r->keys[t], old.keys[s], sizeof r->keys[t]);
+      r->values[t] = old.values[s];
+    }
+  free(old.keys), free(old.values);
+  return 0;
+}
+
+/* Append a vertex at the average of the n vertices ids of the parent mesh m; *id gets it. */
+static int add_vertex(refine_ctx *r, const fe_mesh *m, const int *ids, int n, int *id)
+{
+  if (r->ncoords == r->coords_cap) {
+    size_t cap = 2 * r->coords_cap;
+    double *x = realloc(r->coords, 3 * cap * sizeof(double));
+    if (!x) FE_ERROR(FE_ERR_MEM, "mesh refine: out of memory for %zu vertices", cap);
+    r->coords = x, r->coords_cap = cap;
+  }
+  FE_ASSERT(r->ncoords < (size_t)INT32_MAX, FE_ERR_ARG, "mesh refine: more than %d vertices",
+            INT32_MAX);
+  double *x = r->coords + 3 * r->ncoords;
+  x[0] = x[1] = x[2] = 0;
+  for (int k = 0; k < n; k++)
+    for (int d = 0; d < 3; d++) x[d] += m->coords[3 * (size_t)ids[k] + d] / n;
+  *id = (int)r->ncoords++;
+  return 0;
+}
+
+/* The refined mesh's vertex averaging the parent vertices ids[0..n): the vertex itself, a new
+ * one (hex centers), or the shared one from the map (edges, quadrilateral faces). */
+static int node_vertex(refine_ctx *r, const fe_mesh *m, const int *ids, int n, int *id)
+{
+  if (n == 1) return *id = ids[0], 0;
+  if (n > 4) return add_vertex(r, m, ids, n, id);
+  int key[4] = {-1, -1, -1, -1};
+  memcpy(key + 4 - n, ids, (size_t)n * sizeof(int));
+  for (int i = 5 - n; i < 4; i++) /* insertion sort of the n ids */
+    for (int j = i; j > 4 - n && key[j - 1] > key[j]; j--) {
+      int swap = key[j];
+      key[j] = key[j - 1], key[j - 1] = swap;
+    }
+  if (2 * (r->count + 1) > r->cap) FE_CHECK(map_grow(r));
+  size_t s = map_slot(r, key);
+  if (r->keys[s][3] < 0) {
+    FE_CHECK(add_vertex(r, m, ids, n, &r->values[s]));
+    memcpy(r->keys[s], key, sizeof key);
+    r->count++;
+  }
+  *id = r->values[s];
+  return 0;
+}
+
+/* Squared distance between the midpoints of the parent edges (a, b) and (c, d). */
+static double midpoint_dist2(const fe_mesh *m, int a, int b, int c, int d)
+{
+  double s = 0;
+  for (int k = 0; k < 3; k++) {
+    double t = m->coords[3 * (size_t)a + k] + m->coords[3 * (size_t)b + k] -
+               m->coords[3 * (size_t)c + k] - m->coords[3 * (size_t)d + k];
+    s += t * t;
+  }
+  return s;
+}
+
+/* Refine the cells of m into out (arrays allocated by the caller). */
+static int refine_cells(const fe_mesh *m, refine_ctx *r, fe_mesh *out)
+{
+  refine_pattern pat[3];
+  for (int d = 0; d < 3; d++) pattern_make(m->type, d, &pat[d]);
+  int node[27], ids[8];
+  for (int e = 0; e < m->ncells; e++) {
+    const int *c = m->cells + (size_t)e * m->nvc;
+    int diag = 0;
+    if (m->type == FE_CELL_TET) { /* shortest diagonal: 01-23, 02-13 or 03-12 */
+      double d0 = midpoint_dist2(m, c[0], c[1], c[2], c[3]);
+      double d1 = midpoint_dist2(m, c[0], c[2], c[1], c[3]);
+      double d2 = midpoint_dist2(m, c[0], c[3], c[1], c[2]);
+      diag = d0 <= d1 && d0 <= d2 ? 0 : d1 <= d2 ? 1 : 2;
+    }
+    const refine_pattern *p = &pat[diag];
+    for (int n = 0; n < p->nnodes; n++) {
+      for (int k = 0; k < p->ncorner[n]; k++) ids[k] = c[p->corner[n][k]];
+      FE_CHECK(node_vertex(r, m, ids, p->ncorner[n], &node[n]));
+    }
+    for (int k = 0; k < p->nchild; k++) {
+      const size_t child = (size_t)e * p->nchild + k;
+      for (int v = 0; v < p->nvc; v++) out->cells[child * p->nvc + v] = node[p->child[k][v]];
+      out->cell_tags[child] = m->cell_tags[e];
+    }
+    if (e % 4096 == 0) FE_CHECK_INTERRUPT();
+  }
+  return 0;
+}
+
+/* Refine the boundary facets: edges into 2, triangles (also a, b, c, c) and quads into 4. */
+static int refine_facets(const fe_mesh *m, refine_ctx *r, fe_mesh *out)
+{
+  const int nvf = m->nvf;
+  for (int f = 0; f < m->nfacets; f++) {
+    const int *v = m->facets + (size_t)f * nvf;
+    int *dst = out->facets + (size_t)f * (nvf == 2 ? 2 : 4) * nvf;
+    int *tag = out->facet_tags + (size_t)f * (nvf == 2 ? 2 : 4);
+    const int nc = nvf == 4 && v[3] == v[2] ? 3 : nvf; /* corners */
+    int node[9], ids[4];
+    for (int k = 0; k < nc; k++) node[k] = v[k];
+    for (int k = 0; k < nc && nc > 2; k++) { /* edge midpoints, then a quad's center */
+      ids[0] = v[k], ids[1] = v[(k + 1) % nc];
+      FE_CHECK(node_vertex(r, m, ids, 2, &node[nc + k]));
+    }
+    if (nc == 4) FE_CHECK(node_vertex(r, m, v, 4, &node[8]));
+    if (nc == 2) {
+      FE_CHECK(node_vertex(r, m, v, 2, &node[2]));
+      dst[0] = v[0], dst[1] = node[2], dst[2] = node[2], dst[3] = v[1];
+      tag[0] = tag[1] = m->facet_tags[f];
+      continue;
+    }
+    /* triangle nodes: 3 = 01, 4 = 12, 5 = 20; quad nodes: 4 = 01, 5 = 12, 6 = 23, 7 = 30 */
+    static const int tri[4][4] = {{0, 3, 5, 5}, {3, 1, 4, 4}, {5, 4, 2, 2}, {3, 4, 5, 5}};
+    static const int quad[4][4] = {{0, 4, 8, 7}, {4, 1, 5, 8}, {8, 5, 2, 6}, {7, 8, 6, 3}};
+    for (int k = 0; k < 4; k++) {
+      for (int j = 0; j < nvf; j++) dst[k * nvf + j] = node[nc == 3 ? tri[k][j] : quad[k][j]];
+      tag[k] = m->facet_tags[f];
+    }
+  }
+  return 0;
+}
+
+/* Uniform refinement of m into a new mesh (see the top of this file). */
+int fe_mesh_refine(const fe_mesh *m, fe_mesh **out)
+{
+  FE_ASSERT(m && out, FE_ERR_ARG, "mesh refine: missing mesh or output");
+  *out = NULL;
+  FE_CHECK(fe_mesh_check(m));
+  refine_pattern p;
+  pattern_make(m->type, 0, &p);
+  const int nf = m->nvf == 2 ? 2 : 4;
+  FE_ASSERT((double)m->ncells * p.nchild <= INT32_MAX && (double)m->nfacets * nf <= INT32_MAX,
+            FE_ERR_ARG, "mesh refine: %d cells would make %.0f, more than a mesh holds (%d)",
+            m->ncells, (double)m->ncells * p.nchild, INT32_MAX);
+  fe_mesh *o;
+  FE_CALLOC(o, 1, "refined mesh");
+  *o = *m;
+  o->coords = NULL, o->cells = NULL, o->cell_tags = NULL, o->facets = NULL;
+  o->facet_tags = NULL, o->tags = NULL;
+  o->ncells = m->ncells * p.nchild;
+  o->nfacets = m->nfacets * nf;
+  refine_ctx r = {0};
+  r.coords_cap = (size_t)m->nvertices * 2 + 16;
+  int rc = 0;
+  o->cells = fe_malloc((size_t)o->ncells * o->nvc * sizeof(int), "refined cells");
+  o->cell_tags = fe_malloc((size_t)o->ncells * sizeof(int), "refined cell regions");
+  o->facets = fe_malloc(((size_t)o->nfacets * o->nvf + 1) * sizeof(int), "refined facets");
+  o->facet_tags = fe_malloc(((size_t)o->nfacets + 1) * sizeof(int), "refined facet tags");
+  o->tags = fe_malloc(((size_t)m->ntags + 1) * sizeof(fe_tag), "refined mesh tags");
+  r.coords = fe_malloc(3 * r.coords_cap * sizeof(double), "refined vertices");
+  if (!o->cells || !o->cell_tags || !o->facets || !o->facet_tags || !o->tags || !r.coords)
+    rc = fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+  if (!rc) {
+    memcpy(r.coords, m->coords, 3 * (size_t)m->nvertices * sizeof(double));
+    r.ncoords = (size_t)m->nvertices;
+    memcpy(o->tags, m->tags, (size_t)m->ntags * sizeof(fe_tag));
+    rc = map_grow(&r);
+  }
+  if (!rc) rc = refine_cells(m, &r, o);
+  if (!rc) rc = refine_facets(m, &r, o);
+  free(r.keys), free(r.values);
+  o->coords = r.coords;
+  o->nvertices = (int)r.ncoords;
+  if (rc) {
+    fe_mesh_free(o);
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
+  double *x = realloc(o->coords, 3 * r.ncoords * sizeof(double)); /* give back the slack */
+  if (x) o->coords = x;
+  *out = o;
+  return 0;
+}
+
+/* ----- reordering ----- */
+
+typedef struct sort_item {
+  uint64_t key;
+  int id;
+} sort_item;
+
+/* qsort order of sort items: by key, then by id (a stable sort). */
+static int sort_item_compare(const void *a, const void *b)
+{
+  const sort_item *x = a, *y = b;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Vertex graph of m (vertices sharing a cell) as sorted, unique CSR rows. */
+static int vertex_graph(const fe_mesh *m, int **ptr_out, int **adj_out)
+{
+  const int n = m->nvertices, nvc = m->nvc;
+  int *ptr, *adj;
+  FE_CALLOC(ptr, (size_t)n + 1, "vertex graph rows");
+  for (size_t k = 0; k < (size_t)m->ncells * nvc; k++) ptr[m->cells[k] + 1] += nvc - 1;
+  for (int v = 0; v < n; v++) ptr[v + 1] += ptr[v];
+  adj = fe_malloc(((size_t)ptr[n] + 1) * sizeof(int), "vertex graph");
+  int *fill = fe_malloc(((size_t)n + 1) * sizeof(int), "vertex graph fill");
+  if (!adj || !fill) {
+    free(ptr), free(adj), free(fill);
+    return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+  }
+  memcpy(fill, ptr, (size_t)n * sizeof(int));
+  for (int e = 0; e < m->ncells; e++) {
+    const int *c = m->cells + (size_t)e * nvc;
+    for (int i = 0; i < nvc; i++)
+      for (int j = 0; j < nvc; j++)
+        if (i != j) adj[fill[c[i]]++] = c[j];
+  }
+  int out = 0; /* sort each row, drop repeats, compact in place */
+  for (int v = 0, start = 0; v < n; v++) {
+    const int end = ptr[v + 1];
+    int *row = adj + start;
+    const int len = end - start;
+    for (int i = 1; i < len; i++)
+      for (int j = i; j > 0 && row[j - 1] > row[j]; j--) {
+        int swap = row[j];
+        row[j] = row[j - 1], row[j - 1] = swap;
+      }
+    ptr[v] = out;
+    for (int i = 0; i < len; i++)
+      if (row[i] != v && (i == 0 || row[i] != row[i - 1])) adj[out++] = row[i];
+    start = end;
+  }
+  ptr[n] = out;
+  free(fill);
+  *ptr_out = ptr, *adj_out = adj;
+  return 0;
+}
+
+/* Breadth-first search from start over unvisited vertices; returns the vertex of least degree
+ * on the last level and its depth in *depth. queue and level are scratch (level reset after). */
+static int bfs_far(const int *ptr, const int *adj, const unsigned char *visited, int start,
+                   int *queue, int *level, int *depth)
+{
+  int head = 0, tail = 0, far = -1;
+  queue[tail++] = start;
+  level[start] = 0;
+  while (head < tail) {
+    const int v = queue[head++];
+    for (int k = ptr[v]; k < ptr[v + 1]; k++) {
+      const int w = adj[k];
+      if (visited[w] || level[w] >= 0) continue;
+      level[w] = level[v] + 1;
+      queue[tail++] = w;
+    }
+  }
+  *depth = level[queue[tail - 1]];
+  for (int i = 0; i < tail; i++) {
+    const int v = queue[i];
+    if (level[v] == *depth && (far < 0 || ptr[v + 1] - ptr[v] < ptr[far + 1] - ptr[far]))
+      far = v;
+  }
+  for (int i = 0; i < tail; i++) level[queue[i]] = -1;
+  return far;
+}
+
+/* Reverse Cuthill-McKee: order[i] = the old vertex that becomes vertex i. */
+static int rcm_order(const fe_mesh *m, int *order)
+{
+  const int n = m->nvertices;
+  int *ptr = NULL, *adj = NULL;
+  FE_CHECK(vertex_graph(m, &ptr, &adj));
+  sort_item *by_degree = fe_malloc(((size_t)n + 1) * sizeof *by_degree, "rcm degrees");
+  int *level = fe_malloc(((size_t)n + 1) * sizeof(int), "rcm levels");
+  int *queue = fe_malloc(((size_t)n + 1) * sizeof(int), "rcm queue");
+  unsigned char *visited = fe_calloc((size_t)n + 1, 1, "rcm marks");
+  if (!by_degree || !level || !queue || !visited) {
+    free(ptr), free(adj), free(by_degree), free(level), free(queue), free(visited);
+    return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+  }
+  for (int v = 0; v < n; v++) {
+    by_degree[v].key = (uint64_t)(ptr[v + 1] - ptr[v]), by_degree[v].id = v;
+    level[v] = -1;
+  }
+  qsort(by_degree, (size_t)n, sizeof *by_degree, sort_item_compare);
+  int count = 0;
+  for (int s = 0; s < n; s++) {
+    int start = by_degree[s].id;
+    if (visited[start]) continue;
+    /* pseudo-peripheral start: go to the far end while the depth grows */
+    int depth = -1;
+    for (int iter = 0; iter < 8; iter++) {
+      int d, far = bfs_far(ptr, adj, visited, start, queue, level, &d);
+      if (d <= depth) break;
+      depth = d;
+      start = far;
+    }
+    /* Cuthill-McKee from start: neighbours in increasing degree */
+    int head = count;
+    order[count++] = start;
+    visited[start] = 1;
+    while (head < count) {
+      const int v = order[head++], first = count;
+      for (int k = ptr[v]; k < ptr[v + 1]; k++) {
+        const int w = adj[k];
+        if (visited[w]) continue;
+        visited[w] = 1;
+        int j = count++;
+        for (; j > first && ptr[order[j - 1] + 1] - ptr[order[j - 1]] > ptr[w + 1] - ptr[w]; j--)
+          order[j] = order[j - 1];
+        order[j] = w;
+      }
+    }
+  }
+  for (int i = 0; i < n / 2; i++) { /* reverse */
+    int swap = order[i];
+    order[i] = order[n - 1 - i], order[n - 1 - i] = swap;
+  }
+  free(ptr), free(adj), free(by_degree), free(level), free(queue), free(visited);
+  return 0;
+}
+
+/* Index along the Hilbert curve of the point with 21-bit integer coordinates X[0..n) (John
+ * Skilling, "Programming the Hilbert curve", 2004: axes to transpose, then interleave). */
+static uint64_t hilbert_index(uint32_t *X, int n)
+{
+  const int bits = 21;
+  const uint32_t M = 1u << (bits - 1);
+  for (uint32_t Q = M; Q > 1; Q >>= 1) { /* inverse undo */
+    const uint32_t P = Q - 1;
+    for (int i = 0; i < n; i++)
+      if (X[i] & Q) X[0] ^= P;
+      else {
+        uint32_t t = (X[0] ^ X[i]) & P;
+        X[0] ^= t, X[i] ^= t;
+      }
+  }
+  for (int i = 1; i < n; i++) X[i] ^= X[i - 1]; /* Gray encode */
+  uint32_t t = 0;
+  for (uint32_t Q = M; Q > 1; Q >>= 1)
+    if (X[n - 1] & Q) t ^= Q - 1;
+  for (int i = 0; i < n; i++) X[i] ^= t;
+  uint64_t h = 0;
+  for (int b = bits - 1; b >= 0; b--)
+    for (int i = 0; i < n; i++) h = (h << 1) | ((X[i] >> b) & 1u);
+  return h;
+}
+
+/* Hilbert key of point x in the box [lo, lo + span] of dimension dim. */
+static uint64_t hilbert_key(const double *x, const double *lo, const double *span, int dim)
+{
+  uint32_t X[3];
+  for (int d = 0; d < dim; d++) {
+    double s = span[d] > 0 ? (x[d] - lo[d]) / span[d] : 0;
+    s = s < 0 ? 0 : s > 1 ? 1 : s;
+    X[d] = (uint32_t)(s * ((1u << 21) - 1));
+  }
+  return hilbert_index(X, dim);
+}
+
+/* Renumber m in place: vertex v becomes newid[v]; cells sorted by key[] (sort items). */
+static int apply_order(fe_mesh *m, const int *newid, sort_item *cells_by)
+{
+  double *x = fe_malloc(3 * ((size_t)m->nvertices + 1) * sizeof(double), "reordered vertices");
+  int *c = fe_malloc(((size_t)m->ncells * m->nvc + 1) * sizeof(int), "reordered cells");
+  int *t = fe_malloc(((size_t)m->ncells + 1) * sizeof(int), "reordered cell regions");
+  if (!x || !c || !t) {
+    free(x), free(c), free(t);
+    return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+  }
+  for (int v = 0; v < m->nvertices; v++) memcpy(x + 3 * (size_t)newid[v], m->coords + 3 * (size_t)v, 3 * sizeof(double));
+  qsort(cells_by, (size_t)m->ncells, sizeof *cells_by, sort_item_compare);
+  for (int e = 0; e < m->ncells; e++) {
+    const int old = cells_by[e].id;
+    for (int k = 0; k < m->nvc; k++)
+      c[(size_t)e * m->nvc + k] = newid[m->cells[(size_t)old * m->nvc + k]];
+    t[e] = m->cell_tags[old];
+  }
+  for (size_t k = 0; k < (size_t)m->nfacets * m->nvf; k++) m->facets[k] = newid[m->facets[k]];
+  free(m->coords), free(m->cells), free(m->cell_tags);
+  m->coords = x, m->cells = c, m->cell_tags = t;
+  return 0;
+}
+
+/* Reorder m in place along "rcm" or "hilbert" (see the top of this file). */
+int fe_mesh_reorder(fe_mesh *m, const char *how)
+{
+  FE_ASSERT(m, FE_ERR_ARG, "mesh reorder: no mesh");
+  const int rcm = how && !strcmp(how, "rcm"), hilbert = how && !strcmp(how, "hilbert");
+  FE_ASSERT(rcm || hilbert, FE_ERR_ARG, "mesh reorder: unknown ordering '%s' (rcm, hilbert)",
+            how ? how : "(null)");
+  FE_CHECK(fe_mesh_check(m));
+  const int n = m->nvertices;
+  int *order = fe_malloc(((size_t)n + 1) * sizeof(int), "vertex order");
+  int *newid = fe_malloc(((size_t)n + 1) * sizeof(int), "vertex numbers");
+  sort_item *items = fe_malloc(((size_t)(n > m->ncells ? n : m->ncells) + 1) * sizeof *items,
+                               "reorder keys");
+  if (!order || !newid || !items) {
+    free(order), free(newid), free(items);
+    return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+  }
+  int rc = 0;
+  double lo[3] = {0, 0, 0}, span[3] = {0, 0, 0};
+  if (rcm) {
+    rc = rcm_order(m, order);
+  } else {
+    for (int d = 0; d < 3; d++) {
+      double hi = lo[d] = n ? m->coords[d] : 0;
+      for (int v = 0; v < n; v++) {
+        const double x = m->coords[3 * (size_t)v + d];
+        lo[d] = x < lo[d] ? x : lo[d], hi = x > hi ? x : hi;
+      }
+      span[d] = hi - lo[d];
+    }
+    for (int v = 0; v < n; v++)
+      items[v].key = hilbert_key(m->coords + 3 * (size_t)v, lo, span, m->dim), items[v].id = v;
+    qsort(items, (size_t)n, sizeof *items, sort_item_compare);
+    for (int v = 0; v < n; v++) order[v] = items[v].id;
+  }
+  if (!rc) {
+    for (int i = 0; i < n; i++) newid[order[i]] = i;
+    for (int e = 0; e < m->ncells; e++) { /* cell keys: lowest new vertex, or centroid */
+      const int *c = m->cells + (size_t)e * m->nvc;
+      double centroid[3] = {0, 0, 0};
+      int low = newid[c[0]];
+      for (int k = 0; k < m->nvc; k++) {
+        low = newid[c[k]] < low ? newid[c[k]] : low;
+        for (int d = 0; d < 3; d++) centroid[d] += m->coords[3 * (size_t)c[k] + d] / m->nvc;
+      }
+      items[e].key = rcm ? (uint64_t)low : hilbert_key(centroid, lo, span, m->dim);
+      items[e].id = e;
+    }
+    rc = apply_order(m, newid, items);
+  }
+  free(order), free(newid), free(items);
+  if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  return 0;
+}
+
+/* ----- quality ----- */
+
+/* b - a into e. */
+static void sub3(const double *b, const double *a, double *e)
+{
+  for (int d = 0; d < 3; d++) e[d] = b[d] - a[d];
+}
+static double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+/* a x b into c. */
+static void cross3(const double *a, const double *b, double *c)
+{
+  c[0] = a[1] * b[2] - a[2] * b[1], c[1] = a[2] * b[0] - a[0] * b[2], c[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+/* Triangle (a, b, c): area (signed by the z normal when planar: 2D) and 4 sqrt 3 A / sum l^2. */
+static double tri_quality(const double *a, const double *b, const double *c, double *area)
+{
+  double e0[3], e1[3], e2[3], n[3];
+  sub3(b, a, e0), sub3(c, a, e1), sub3(c, b, e2);
+  cross3(e0, e1, n);
+  *area = 0.5 * sqrt(dot3(n, n));
+  const double l2 = dot3(e0, e0) + dot3(e1, e1) + dot3(e2, e2);
+  return l2 > 0 ? 4 * sqrt(3.0) * *area / l2 : 0;
+}
+
+/* Jacobian matrix (columns) of the trilinear hex x at reference point (u, v, w) in [0,1]^3,
+ * and the bilinear quad when dim == 2 (third column e_z); returns det. */
+static double tensor_jacobian(const double *const *x, int dim, double u, double v, double w)
+{
+  static const int corners[8][3] = {{0, 0, 0}, {1, 0, 0}, {1, 1, 0}, {0, 1, 0},
+                                    {0, 0, 1}, {1, 0, 1}, {1, 1, 1}, {0, 1, 1}};
+  double J[3][3] = {{0}};
+  const double t[3] = {u, v, w};
+  for (int q = 0; q < (dim == 2 ? 4 : 8); q++)
+    for (int a = 0; a < dim; a++) {
+      double g = 1; /* d/dt_a of the product of the 1D hat functions */
+      for (int b = 0; b < dim; b++) {
+        const double s = corners[q][b] ? t[b] : 1 - t[b];
+        g *= a == b ? (corners[q][b] ? 1 : -1) : s;
+      }
+      for (int d = 0; d < 3; d++) J[a][d] += g * x[q][d];
+    }
+  if (dim == 2) return J[0][0] * J[1][1] - J[0][1] * J[1][0];
+  double c[3];
+  cross3(J[1], J[2], c);
+  return dot3(J[0], c);
+}
+
+/* Shape measure (1: regular) and exact measure of cell e. */
+static double cell_quality(const fe_mesh *m, int e, double *volume)
+{
+  const double *x[8];
+  const int *c = m->cells + (size_t)e * m->nvc;
+  for (int v = 0; v < m->nvc; v++) x[v] = m->coords + 3 * (size_t)c[v];
+  if (m->type == FE_CELL_TRI) return tri_quality(x[0], x[1], x[2], volume);
+  if (m->type == FE_CELL_TET) {
+    double e0[3], e1[3], e2[3], n[3], l2 = 0, d[3];
+    sub3(x[1], x[0], e0), sub3(x[2], x[0], e1), sub3(x[3], x[0], e2);
+    cross3(e1, e2, n);
+    *volume = dot3(e0, n) / 6;
+    for (int i = 0; i < 4; i++)
+      for (int j = i + 1; j < 4; j++) sub3(x[j], x[i], d), l2 += dot3(d, d);
+    const double lrms = sqrt(l2 / 6);
+    return lrms > 0 ? 6 * sqrt(2.0) * *volume / (lrms * lrms * lrms) : 0;
+  }
+  /* quad, hex: 2-point Gauss in each direction is exact for det J; the shape is the worst
+   * corner's scaled Jacobian det J / product of the edge lengths there */
+  static const int hex_nb[8][3] = {{1, 3, 4}, {0, 2, 5}, {3, 1, 6}, {2, 0, 7},
+                                   {5, 7, 0}, {4, 6, 1}, {7, 5, 2}, {6, 4, 3}};
+  const double g0 = 0.5 - 0.5 / sqrt(3.0), g1 = 0.5 + 0.5 / sqrt(3.0), gp[2] = {g0, g1};
+  double shape = INFINITY;
+  *volume = 0;
+  if (m->type == FE_CELL_QUAD || m->type == FE_CELL_HEX) {
+    const int dim = m->dim, nq = dim == 2 ? 4 : 8;
+    for (int q = 0; q < nq; q++)
+      *volume += tensor_jacobian(x, dim, gp[q & 1], gp[(q >> 1) & 1], gp[q >> 2]) / nq;
+    for (int q = 0; q < nq; q++) {
+      double e[3][3], det, scale = 1;
+      for (int k = 0; k < dim; k++) sub3(x[dim == 2 ? (k ? (q + 3) % 4 : (q + 1) % 4) : hex_nb[q][k]], x[q], e[k]);
+      if (dim == 2) { /* next and previous corner: positive for counter-clockwise quads */
+        det = e[0][0] * e[1][1] - e[0][1] * e[1][0];
+      } else {
+        double n[3];
+        cross3(e[1], e[2], n);
+        det = dot3(e[0], n) * ((q == 0 || q == 2 || q == 5 || q == 7) ? 1 : -1);
+      }
+      for (int k = 0; k < dim; k++) scale *= sqrt(dot3(e[k], e[k]));
+      shape = fmin(shape, scale > 0 ? det / scale : 0);
+    }
+    return shape;
+  }
+  /* prism: the end triangles' measure times the worst cosine between a vertical edge and the
+   * triangle normal; volume by the centroid rule on the triangle times 2-point Gauss in z */
+  double area;
+  shape = fmin(tri_quality(x[0], x[1], x[2], &area), tri_quality(x[3], x[4], x[5], &area));
+  double cosmin = 1;
+  for (int q = 0; q < 6; q++) {
+    const int l = q < 3 ? 0 : 3;
+    double e0[3], e1[3], up[3], n[3];
+    sub3(x[l + 1], x[l], e0), sub3(x[l + 2], x[l], e1), sub3(x[q < 3 ? q + 3 : q], x[q < 3 ? q : q - 3], up);
+    cross3(e0, e1, n);
+    const double s = sqrt(dot3(n, n) * dot3(up, up));
+    cosmin = fmin(cosmin, s > 0 ? dot3(n, up) / s : 0);
+  }
+  for (int g = 0; g < 2; g++) {
+    double p[3][3], J[3][3];
+    const double z = gp[g];
+    for (int i = 0; i < 3; i++)
+      for (int d = 0; d < 3; d++) p[i][d] = (1 - z) * x[i][d] + z * x[i + 3][d];
+    sub3(p[1], p[0], J[0]), sub3(p[2], p[0], J[1]);
+    for (int d = 0; d < 3; d++) J[2][d] = (x[3][d] + x[4][d] + x[5][d] - x[0][d] - x[1][d] - x[2][d]) / 3;
+    double n[3];
+    cross3(J[0], J[1], n);
+    *volume += 0.5 * dot3(n, J[2]) / 2; /* reference triangle area 1/2, Gauss weights 1/2 */
+  }
+  return shape * cosmin;
+}
+
+/* Shape and volume statistics over the cells of m (fe_mesh_check first). */
+int fe_mesh_quality(const fe_mesh *m, fe_mesh_quality_info *q)
+{
+  FE_ASSERT(m && q, FE_ERR_ARG, "mesh quality: missing mesh or output");
+  FE_CHECK(fe_mesh_check(m));
+  memset(q, 0, sizeof *q);
+  q->worst_cell = -1;
+  double sum = 0;
+  for (int e = 0; e < m->ncells; e++) {
+    double vol, s = cell_quality(m, e, &vol);
+    if (e == 0 || s < q->min) q->min = s, q->worst_cell = e;
+    if (e == 0 || s > q->max) q->max = s;
+    if (e == 0 || vol < q->min_volume) q->min_volume = vol;
+    if (e == 0 || vol > q->max_volume) q->max_volume = vol;
+    sum += s;
+    q->volume += vol;
+  }
+  q->mean = m->ncells ? sum / m->ncells : 0;
+  return 0;
+}

@@ -1,0 +1,26 @@
+// Plate [0,2] x [0,1] with a circular hole of radius 0.25 at (1, 0.5).
+h = 0.1;
+Point(1) = {0, 0, 0, h};
+Point(2) = {2, 0, 0, h};
+Point(3) = {2, 1, 0, h};
+Point(4) = {0, 1, 0, h};
+Line(1) = {1, 2};
+Line(2) = {2, 3};
+Line(3) = {3, 4};
+Line(4) = {4, 1};
+r = 0.25;
+Point(5) = {1, 0.5, 0, h / 2};
+Point(6) = {1 + r, 0.5, 0, h / 2};
+Point(7) = {1, 0.5 + r, 0, h / 2};
+Point(8) = {1 - r, 0.5, 0, h / 2};
+Point(9) = {1, 0.5 - r, 0, h / 2};
+Circle(5) = {6, 5, 7};
+Circle(6) = {7, 5, 8};
+Circle(7) = {8, 5, 9};
+Circle(8) = {9, 5, 6};
+Curve Loop(1) = {1, 2, 3, 4};
+Curve Loop(2) = {5, 6, 7, 8};
+Plane Surface(1) = {1, 2};
+Physical Curve("outer", 1) = {1, 2, 3, 4};
+Physical Curve("hole", 2) = {5, 6, 7, 8};
+Physical Surface("plate", 1) = {1};

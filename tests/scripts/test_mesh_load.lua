@@ -1,0 +1,57 @@
+-- mesh.load through the Gmsh SDK: named boundary tags drive fe.operator, per-region kappa on
+-- the torso, and bad files are errors naming the file. Skipped in builds without the SDK.
+local ok, m = pcall(mesh.load, "meshes/cube.geo")
+if not ok and m:find("needs the Gmsh SDK", 1, true) then
+  print("skipped: " .. m)
+  return
+end
+assert(ok, m)
+assert(m.cell == "tet" and m.dim == 3, tostring(m))
+local tags = m:tags()
+assert(#tags.boundary == 6 and tags.cells[1] == "domain", tostring(m))
+
+-- u = 1 on xmin and xmax, zero flux elsewhere, no source: u = 1, which P1 holds exactly
+local V = fe.space(m, "P1")
+local A = fe.operator(V, physics.poisson{kappa = 1, source = 0},
+                      {dirichlet = {"xmin", "xmax"}, value = 1})
+local u, info = solve.cg(A, {pc = "jacobi", rtol = 1e-12, maxit = 2000})
+assert(info.converged, info.reason)
+local err = u:error(function() return 1 end, "L2")
+assert(err < 1e-8, ("cube.geo: P1 is not exact for u = 1: L2 error %g"):format(err))
+print(("cube.geo: %d tets, u = 1 exact (%.1e) in %d iterations ok"):format(m.ncells, err,
+      info.iterations))
+
+-- the torso: four regions with their own conductivity, zero temperature on the skin
+local t = mesh.load("meshes/torso.geo")
+local kappa = {body = 0.2, lung_left = 0.05, lung_right = 0.05, heart = 0.4}
+local At = fe.operator(fe.space(t, "P1"), physics.poisson{kappa = kappa, source = 1},
+                       {dirichlet = "skin", value = 0})
+local ut, it = solve.cg(At, {pc = "jacobi", rtol = 1e-8, maxit = 5000})
+assert(it.converged, it.reason)
+print(("torso.geo: %d tets, 4 regions, cg converged in %d iterations ok"):format(t.ncells,
+      it.iterations))
+
+-- the other meshes and formats
+for _, f in ipairs({"meshes/cube_v2.msh", "meshes/cube_v41.msh"}) do
+  local c = mesh.load(f)
+  assert(c.ncells == m.ncells and c.nvertices == m.nvertices and c.nfacets == m.nfacets, f)
+end
+local p = mesh.load("meshes/plate_hole.geo", {size = 0.2})
+assert(p.cell == "tri" and p:tags().boundary[2] == "hole", tostring(p))
+assert(mesh.load("meshes/lshape.geo").cell == "tri")
+print("msh 2.2, msh 4.1 binary, 2D geometries ok")
+
+-- errors name the file, and the shell goes on
+local function fails(path, opts, want)
+  local okk, msg = pcall(mesh.load, path, opts)
+  assert(not okk and msg:find(want, 1, true), ("%s: expected an error with '%s', got %s"):format(
+         path, want, tostring(msg)))
+end
+fails("meshes/nope.msh", nil, "meshes/nope.msh: cannot open")
+fails("meshes/cube.geo", {algorithm = "magic"}, "unknown mesh algorithm 'magic'")
+fails("meshes/cube.geo", {order = 3}, "order must be 1 or 2")
+fails("meshes/cube.geo", {sise = 1}, "unknown option 'sise'")
+local okk, msg = pcall(fe.operator, V, physics.poisson{kappa = 1}, {dirichlet = {"inlet"}})
+assert(not okk and msg:find("inlet", 1, true) and msg:find("xmin", 1, true), msg)
+assert(mesh.load("meshes/cube.geo", {size = 0.5}).ncells < m.ncells)
+print("errors ok")

@@ -1,0 +1,302 @@
+/* Mesh generators for tri, quad and prism, and the mesh operations: uniform refinement,
+ * reordering (rcm, hilbert) and the quality measure. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/error.h"
+#include "engine/mesh.h"
+
+/* A box on [-1,1] x [0,0.5] (x [2,5] in 3D; nz = 0: a 2D box); fails the test on error. */
+static fe_mesh *make_box(fe_cell_type type, int nx, int ny, int nz, double distort)
+{
+  fe_box_opts o;
+  fe_box_opts_default(&o);
+  o.type = type;
+  o.cells[0] = nx, o.cells[1] = ny, o.cells[2] = nz;
+  o.lower[0] = -1, o.lower[1] = 0, o.lower[2] = 2;
+  o.upper[0] = 1, o.upper[1] = 0.5, o.upper[2] = 5;
+  o.distort = distort;
+  fe_mesh *m = NULL;
+  cr_assert_eq(fe_mesh_box(&o, &m), 0, "%s", fe_error_message());
+  return m;
+}
+
+/* Total measure of the cells (volume, or area in 2D). */
+static double total_volume(const fe_mesh *m)
+{
+  fe_mesh_quality_info q;
+  cr_assert_eq(fe_mesh_quality(m, &q), 0, "%s", fe_error_message());
+  return q.volume;
+}
+
+/* The faces of each cell type as local vertices (-1 ends a shorter face). */
+static int cell_faces(fe_cell_type t, int faces[6][4])
+{
+  static const int tri[3][4] = {{0, 1, -1}, {1, 2, -1}, {2, 0, -1}};
+  static const int quad[4][4] = {{0, 1, -1}, {1, 2, -1}, {2, 3, -1}, {3, 0, -1}};
+  static const int tet[4][4] = {{1, 2, 3, -1}, {0, 2, 3, -1}, {0, 1, 3, -1}, {0, 1, 2, -1}};
+  static const int hex[6][4] = {{0, 1, 2, 3}, {4, 5, 6, 7}, {0, 1, 5, 4},
+                                {1, 2, 6, 5}, {2, 3, 7, 6}, {3, 0, 4, 7}};
+  static const int prism[5][4] = {
+      {0, 1, 2, -1}, {3, 4, 5, -1}, {0, 1, 4, 3}, {1, 2, 5, 4}, {2, 0, 3, 5}};
+  const int(*src)[4] = t == FE_CELL_TRI ? tri : t == FE_CELL_QUAD ? quad : t == FE_CELL_TET ? tet
+                       : t == FE_CELL_HEX ? hex : prism;
+  const int n = t == FE_CELL_TRI ? 3 : t == FE_CELL_QUAD || t == FE_CELL_TET ? 4 : t == FE_CELL_HEX ? 6 : 5;
+  memcpy(faces, src, (size_t)n * sizeof *faces);
+  return n;
+}
+
+/* A face as 4 sorted distinct ids, padded with the largest: equal faces get equal keys. */
+static void face_key(const int *v, int n, int key[4])
+{
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    int dup = 0;
+    for (int j = 0; j < k; j++) dup |= key[j] == v[i];
+    if (!dup) key[k++] = v[i];
+  }
+  for (int i = 1; i < k; i++)
+    for (int j = i; j > 0 && key[j - 1] > key[j]; j--) {
+      int t = key[j];
+      key[j] = key[j - 1], key[j - 1] = t;
+    }
+  for (int i = k; i < 4; i++) key[i] = key[k - 1];
+}
+
+static int compare_keys(const void *a, const void *b) { return memcmp(a, b, 4 * sizeof(int)); }
+
+/* Every cell face is shared by two cells, or by one when it is a boundary facet, and every
+ * boundary facet is a cell face. */
+static void check_conforming(const fe_mesh *m)
+{
+  int local[6][4];
+  const int nfc = cell_faces(m->type, local);
+  const int nf = m->ncells * nfc;
+  int(*faces)[4] = malloc((size_t)nf * sizeof *faces);
+  int(*bnd)[4] = malloc(((size_t)m->nfacets + 1) * sizeof *bnd);
+  for (int e = 0; e < m->ncells; e++)
+    for (int f = 0; f < nfc; f++) {
+      int v[4], n = 0;
+      for (; n < 4 && local[f][n] >= 0; n++) v[n] = m->cells[e * m->nvc + local[f][n]];
+      face_key(v, n, faces[e * nfc + f]);
+    }
+  for (int f = 0; f < m->nfacets; f++) face_key(m->facets + f * m->nvf, m->nvf, bnd[f]);
+  qsort(faces, nf, sizeof *faces, compare_keys);
+  qsort(bnd, m->nfacets, sizeof *bnd, compare_keys);
+  int single = 0;
+  for (int i = 0; i < nf;) {
+    int j = i + 1;
+    while (j < nf && !compare_keys(faces[i], faces[j])) j++;
+    cr_assert(j - i == 1 || j - i == 2, "%s: a face is shared by %d cells", fe_cell_name(m->type),
+              j - i);
+    if (j - i == 1) {
+      cr_assert_lt(single, m->nfacets, "%s: more single faces than facets", fe_cell_name(m->type));
+      cr_assert_eq(compare_keys(faces[i], bnd[single]), 0,
+                   "%s: a face with one cell is not a boundary facet", fe_cell_name(m->type));
+      single++;
+    }
+    i = j;
+  }
+  cr_assert_eq(single, m->nfacets, "%s", fe_cell_name(m->type));
+  free(faces);
+  free(bnd);
+}
+
+/* How many facets carry tag id. */
+static int count_tag(const fe_mesh *m, int id)
+{
+  int n = 0;
+  for (int f = 0; f < m->nfacets; f++) n += m->facet_tags[f] == id;
+  return n;
+}
+
+static const fe_cell_type all_types[5] = {FE_CELL_TRI, FE_CELL_QUAD, FE_CELL_TET, FE_CELL_HEX,
+                                          FE_CELL_PRISM};
+
+/* A box of each type: 2D ones with nz = 0. */
+static fe_mesh *type_box(fe_cell_type t, double distort)
+{
+  return make_box(t, 3, 4, fe_cell_dim(t) == 2 ? 0 : 2, distort);
+}
+
+Test(mesh_ops, box_makes_tri_quad_and_prism_meshes)
+{
+  for (int i = 0; i < 5; i++)
+    for (int d = 0; d < 2; d++) {
+      fe_mesh *m = type_box(all_types[i], d ? 0.8 : 0.0);
+      const int dim = fe_cell_dim(m->type);
+      cr_assert_eq(m->dim, dim);
+      cr_assert_eq(fe_mesh_check(m), 0, "%s: %s", fe_cell_name(m->type), fe_error_message());
+      cr_assert_float_eq(total_volume(m), dim == 2 ? 1.0 : 3.0, 1e-12, "%s", fe_cell_name(m->type));
+      check_conforming(m);
+      int id;
+      cr_assert_eq(fe_mesh_tag_id(m, "domain", dim, &id), 0, "%s", fe_error_message());
+      cr_assert_eq(fe_mesh_tag_id(m, dim == 2 ? "ymax" : "zmax", dim - 1, &id), 0);
+      if (dim == 2) {
+        cr_assert_eq(m->nvf, 2);
+        cr_assert_eq(count_tag(m, 1), 4); /* xmin: ny edges */
+        cr_assert_eq(count_tag(m, 3), 3); /* ymin: nx edges */
+        for (int v = 0; v < m->nvertices; v++) cr_assert_eq(m->coords[3 * v + 2], 0.0);
+      }
+      if (m->type == FE_CELL_PRISM) {
+        cr_assert_eq(m->ncells, 2 * 3 * 4 * 2);
+        cr_assert_eq(count_tag(m, 5), 2 * 3 * 4); /* zmin: triangles (a, b, c, c) */
+        cr_assert_eq(m->facets[4 * m->nfacets - 1], m->facets[4 * m->nfacets - 2]);
+        cr_assert_eq(count_tag(m, 1), 4 * 2); /* xmin: quadrilaterals */
+      }
+      fe_mesh_free(m);
+    }
+}
+
+Test(mesh_ops, refine_keeps_volume_tags_and_conformity)
+{
+  for (int i = 0; i < 5; i++) {
+    fe_mesh *m = type_box(all_types[i], 0.6);
+    const int dim = m->dim, per = dim == 2 ? 4 : 8, fper = dim == 2 ? 2 : 4;
+    const double vol = total_volume(m);
+    for (int level = 0; level < 2; level++) {
+      fe_mesh *r = NULL;
+      cr_assert_eq(fe_mesh_refine(m, &r), 0, "%s: %s", fe_cell_name(m->type), fe_error_message());
+      cr_assert_eq(r->ncells, per * m->ncells);
+      cr_assert_eq(r->nfacets, fper * m->nfacets);
+      cr_assert_eq(r->type, m->type);
+      cr_assert_eq(fe_mesh_check(r), 0, "%s: %s", fe_cell_name(m->type), fe_error_message());
+      cr_assert_float_eq(total_volume(r), vol, 1e-11, "%s level %d", fe_cell_name(m->type), level);
+      for (int t = 1; t <= 2 * dim; t++) cr_assert_eq(count_tag(r, t), fper * count_tag(m, t));
+      for (int e = 0; e < r->ncells; e++) cr_assert_eq(r->cell_tags[e], 1);
+      cr_assert_eq(r->ntags, m->ntags);
+      check_conforming(r);
+      fe_mesh_free(m);
+      m = r;
+    }
+    fe_mesh_free(m);
+  }
+}
+
+Test(mesh_ops, refine_counts_shared_vertices)
+{
+  fe_mesh *m = make_box(FE_CELL_HEX, 2, 2, 2, 0), *r = NULL;
+  cr_assert_eq(fe_mesh_refine(m, &r), 0, "%s", fe_error_message());
+  cr_assert_eq(r->nvertices, 5 * 5 * 5); /* the 4 x 4 x 4 box: shared, never duplicated */
+  fe_mesh_free(r);
+  fe_mesh_free(m);
+  m = make_box(FE_CELL_TET, 2, 2, 2, 0);
+  cr_assert_eq(fe_mesh_refine(m, &r), 0, "%s", fe_error_message());
+  cr_assert_eq(r->nvertices, 5 * 5 * 5);
+  fe_mesh_free(r);
+  fe_mesh_free(m);
+}
+
+/* max |i - j| over vertex pairs sharing a cell. */
+static int bandwidth(const fe_mesh *m)
+{
+  int b = 0;
+  for (int e = 0; e < m->ncells; e++)
+    for (int i = 0; i < m->nvc; i++)
+      for (int j = 0; j < m->nvc; j++) {
+        int d = abs(m->cells[e * m->nvc + i] - m->cells[e * m->nvc + j]);
+        b = d > b ? d : b;
+      }
+  return b;
+}
+
+/* Renumber the vertices of m by a fixed pseudo-random permutation. */
+static void shuffle_vertices(fe_mesh *m)
+{
+  int *perm = malloc(m->nvertices * sizeof(int));
+  for (int v = 0; v < m->nvertices; v++) perm[v] = v;
+  unsigned s = 12345;
+  for (int v = m->nvertices - 1; v > 0; v--) {
+    s = s * 1103515245u + 12345u;
+    int w = (int)((s >> 8) % (unsigned)(v + 1)), t = perm[v];
+    perm[v] = perm[w], perm[w] = t;
+  }
+  double *x = malloc(3 * m->nvertices * sizeof(double));
+  for (int v = 0; v < m->nvertices; v++) memcpy(x + 3 * perm[v], m->coords + 3 * v, 3 * sizeof(double));
+  free(m->coords);
+  m->coords = x;
+  for (int k = 0; k < m->ncells * m->nvc; k++) m->cells[k] = perm[m->cells[k]];
+  for (int k = 0; k < m->nfacets * m->nvf; k++) m->facets[k] = perm[m->facets[k]];
+  free(perm);
+}
+
+Test(mesh_ops, reorder_rcm_shrinks_bandwidth_and_keeps_the_mesh)
+{
+  for (int i = 0; i < 5; i++) {
+    for (int h = 0; h < 2; h++) {
+      fe_mesh *m = make_box(all_types[i], 6, 5, fe_cell_dim(all_types[i]) == 2 ? 0 : 4, 0.3);
+      int tags[6];
+      for (int t = 0; t < 2 * m->dim; t++) tags[t] = count_tag(m, t + 1);
+      const double vol = total_volume(m);
+      shuffle_vertices(m);
+      const int before = bandwidth(m);
+      cr_assert_eq(fe_mesh_reorder(m, h ? "hilbert" : "rcm"), 0, "%s", fe_error_message());
+      cr_assert_eq(fe_mesh_check(m), 0, "%s", fe_error_message());
+      cr_assert_float_eq(total_volume(m), vol, 1e-12);
+      for (int t = 0; t < 2 * m->dim; t++) cr_assert_eq(count_tag(m, t + 1), tags[t]);
+      check_conforming(m);
+      const int after = bandwidth(m);
+      cr_assert_lt(after, before, "%s %s: bandwidth %d -> %d", fe_cell_name(m->type),
+                   h ? "hilbert" : "rcm", before, after);
+      if (!h) cr_assert_lt(2 * after, before, "rcm bandwidth %d -> %d", before, after);
+      fe_mesh_free(m);
+    }
+  }
+}
+
+Test(mesh_ops, reorder_unknown_name_lists_the_names)
+{
+  fe_mesh *m = make_box(FE_CELL_TET, 1, 1, 1, 0);
+  cr_assert_eq(fe_mesh_reorder(m, "metis"), FE_ERR_ARG);
+  cr_assert(strstr(fe_error_message(), "'metis' (rcm, hilbert)"), "%s", fe_error_message());
+  fe_mesh_free(m);
+}
+
+Test(mesh_ops, quality_is_one_for_regular_cells)
+{
+  static const fe_cell_type tensor[2] = {FE_CELL_QUAD, FE_CELL_HEX};
+  for (int i = 0; i < 2; i++) {
+    fe_mesh *m = make_box(tensor[i], 2, 2, i ? 2 : 0, 0);
+    fe_mesh_quality_info q;
+    cr_assert_eq(fe_mesh_quality(m, &q), 0, "%s", fe_error_message());
+    cr_assert_float_eq(q.min, 1.0, 1e-12);
+    cr_assert_float_eq(q.max, 1.0, 1e-12);
+    fe_mesh_free(m);
+  }
+  /* a regular tet: the box's first tet made regular */
+  fe_mesh *m = make_box(FE_CELL_TET, 1, 1, 1, 0);
+  const double reg[4][3] = {{1, 1, 1}, {1, -1, -1}, {-1, 1, -1}, {-1, -1, 1}};
+  m->ncells = 1;
+  memcpy(m->cells, (int[]){0, 1, 2, 3}, 4 * sizeof(int));
+  memcpy(m->coords, reg, sizeof reg);
+  fe_mesh_quality_info q;
+  if (fe_mesh_check(m)) { /* the other orientation */
+    int t = m->cells[1];
+    m->cells[1] = m->cells[2], m->cells[2] = t;
+  }
+  cr_assert_eq(fe_mesh_check(m), 0, "%s", fe_error_message());
+  cr_assert_eq(fe_mesh_quality(m, &q), 0, "%s", fe_error_message());
+  cr_assert_float_eq(q.min, 1.0, 1e-12);
+  cr_assert_float_eq(q.volume, 8.0 / 3.0, 1e-12);
+  fe_mesh_free(m);
+}
+
+Test(mesh_ops, quality_reports_worst_and_inverted_cells)
+{
+  fe_mesh *m = make_box(FE_CELL_HEX, 4, 4, 4, 1.0);
+  fe_mesh_quality_info q;
+  cr_assert_eq(fe_mesh_quality(m, &q), 0, "%s", fe_error_message());
+  cr_assert(q.min > 0 && q.min < q.mean && q.mean < q.max && q.max <= 1.0 + 1e-12);
+  cr_assert(q.worst_cell >= 0 && q.worst_cell < m->ncells);
+  cr_assert(q.min_volume > 0 && q.min_volume < q.max_volume);
+  cr_assert_float_eq(q.volume, 3.0, 1e-12);
+  int *c = m->cells + 8 * 5; /* mirror cell 5 */
+  int t = c[1];
+  c[1] = c[3], c[3] = t, t = c[5], c[5] = c[7], c[7] = t;
+  cr_assert_eq(fe_mesh_quality(m, &q), FE_ERR_MESH);
+  cr_assert(strstr(fe_error_message(), "cell 5"), "%s", fe_error_message());
+  cr_assert_eq(fe_mesh_refine(m, &(fe_mesh *){NULL}), FE_ERR_MESH);
+  fe_mesh_free(m);
+}
