@@ -46,7 +46,7 @@ KERNELS     := $(wildcard engine/kernels/*.knl)
 LIB_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRC) $(BACKEND_SRC)) $(BUILD)/obj/gen/kernels.o
 SHELL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(SHELL_SRC))
 
-.PHONY: all run test deps unit scripts prompt check-asan bench clean format fuzz
+.PHONY: all run test deps unit scripts prompt check-asan bench clean format fuzz gpu
 all: $(BUILD)/felab
 
 deps:
@@ -94,6 +94,12 @@ UNIT_SRC := $(wildcard tests/unit/*.c)
 $(BUILD)/unit-tests: $(UNIT_SRC) $(BUILD)/libfelab.a
 	$(CC) $(CFLAGS) $(shell pkg-config --cflags criterion) -o $@ $(UNIT_SRC) $(BUILD)/libfelab.a \
 	  $(shell pkg-config --libs criterion) $(LDLIBS)
+
+# A build for machines without readline, Gmsh or a Lua package (the GPU machine): Lua linked
+# statically from this machine's liblua5.4.a; copy build-gpu/felab into a carried folder.
+gpu:
+	@$(MAKE) --no-print-directory BUILD=build-gpu HAVE_READLINE=0 HAVE_GMSH=0 \
+	  LUA_STATIC=/usr/lib/x86_64-linux-gnu/liblua5.4.a build-gpu/felab
 
 bench: $(BUILD)/felab
 	$(BUILD)/felab scripts/bench/skeleton.lua
