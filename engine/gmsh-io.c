@@ -391,55 +391,14 @@ static void orient_2d(fe_mesh *m)
   }
 }
 
-/* Spread the low 21 bits of x to every third bit (for a 3D Morton key). */
-static uint64_t spread3(uint64_t x)
-{
-  x &= 0x1fffff;
-  x = (x | x << 32) & 0x1f00000000ffffULL;
-  x = (x | x << 16) & 0x1f0000ff0000ffULL;
-  x = (x | x << 8) & 0x100f00f00f00f00fULL;
-  x = (x | x << 4) & 0x10c30c30c30c30c3ULL;
-  x = (x | x << 2) & 0x1249249249249249ULL;
-  return x;
-}
-
-typedef struct cell_key {
-  uint64_t key;
-  int cell;
-} cell_key;
-
-static int cell_key_cmp(const void *a, const void *b)
-{
-  uint64_t x = ((const cell_key *)a)->key, y = ((const cell_key *)b)->key;
-  return x < y ? -1 : x > y;
-}
-
 /* Sort the cells along a Morton curve of their centroids and number the vertices in order
  * of first use. Mesh generators hand out cells in no spatial order, and felab colors blocks
  * of consecutive cells, which must be compact to need few colors. */
 static int order_for_locality(fe_mesh *m)
 {
   const int n = m->ncells, nvc = m->nvc;
-  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-  for (size_t v = 0; v < (size_t)m->nvertices; v++)
-    for (int d = 0; d < 3; d++) {
-      double x = m->coords[3 * v + d];
-      lo[d] = x < lo[d] ? x : lo[d];
-      hi[d] = x > hi[d] ? x : hi[d];
-    }
-  cell_key *keys;
-  FE_MALLOC(keys, (size_t)n + 1, "cell order");
-  for (int e = 0; e < n; e++) {
-    uint64_t key = 0;
-    for (int d = 0; d < 3; d++) {
-      double c = 0;
-      for (int k = 0; k < nvc; k++) c += m->coords[3 * (size_t)m->cells[(size_t)e * nvc + k] + d];
-      double t = hi[d] > lo[d] ? (c / nvc - lo[d]) / (hi[d] - lo[d]) : 0;
-      key |= spread3((uint64_t)(t * 2097151.0)) << d;
-    }
-    keys[e].key = key, keys[e].cell = e;
-  }
-  qsort(keys, (size_t)n, sizeof *keys, cell_key_cmp);
+  int *keys;
+  FE_CHECK(fe_mesh_morton_order(m, &keys));
   int *cells = fe_malloc(((size_t)n * nvc + 1) * sizeof(int), "ordered cells");
   int *tags = fe_malloc(((size_t)n + 1) * sizeof(int), "ordered cell regions");
   int *newid = fe_malloc(((size_t)m->nvertices + 1) * sizeof(int), "vertex order");
@@ -451,12 +410,12 @@ static int order_for_locality(fe_mesh *m)
   for (int v = 0; v < m->nvertices; v++) newid[v] = -1;
   int next = 0;
   for (int e = 0; e < n; e++) {
-    const int *c = m->cells + (size_t)keys[e].cell * nvc;
+    const int *c = m->cells + (size_t)keys[e] * nvc;
     for (int k = 0; k < nvc; k++) {
       if (newid[c[k]] < 0) newid[c[k]] = next++;
       cells[(size_t)e * nvc + k] = newid[c[k]];
     }
-    tags[e] = m->cell_tags[keys[e].cell];
+    tags[e] = m->cell_tags[keys[e]];
   }
   for (int v = 0; v < m->nvertices; v++) memcpy(coords + 3 * (size_t)newid[v], m->coords + 3 * (size_t)v, 3 * sizeof(double));
   for (size_t k = 0; k < (size_t)m->nfacets * m->nvf; k++) m->facets[k] = newid[m->facets[k]];

@@ -727,3 +727,59 @@ int fe_mesh_quality(const fe_mesh *m, fe_mesh_quality_info *q)
   q->mean = m->ncells ? sum / m->ncells : 0;
   return 0;
 }
+
+/* Spread the low 21 bits of x to every third bit (for a 3D Morton key). */
+static uint64_t morton_spread3(uint64_t x)
+{
+  x &= 0x1fffff;
+  x = (x | x << 32) & 0x1f00000000ffffULL;
+  x = (x | x << 16) & 0x1f0000ff0000ffULL;
+  x = (x | x << 8) & 0x100f00f00f00f00fULL;
+  x = (x | x << 4) & 0x10c30c30c30c30c3ULL;
+  x = (x | x << 2) & 0x1249249249249249ULL;
+  return x;
+}
+
+typedef struct morton_cell {
+  uint64_t key;
+  int cell;
+} morton_cell;
+
+static int morton_cell_cmp(const void *a, const void *b)
+{
+  const morton_cell *x = a, *y = b;
+  return x->key < y->key ? -1 : x->key > y->key ? 1 : x->cell - y->cell;
+}
+
+int fe_mesh_morton_order(const fe_mesh *m, int **order)
+{
+  const int n = m->ncells, nvc = m->nvc;
+  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  for (size_t v = 0; v < (size_t)m->nvertices; v++)
+    for (int d = 0; d < 3; d++) {
+      double x = m->coords[3 * v + d];
+      lo[d] = x < lo[d] ? x : lo[d];
+      hi[d] = x > hi[d] ? x : hi[d];
+    }
+  morton_cell *keys;
+  FE_MALLOC(keys, (size_t)n + 1, "cell order");
+  for (int e = 0; e < n; e++) {
+    uint64_t key = 0;
+    for (int d = 0; d < 3; d++) {
+      double c = 0;
+      for (int k = 0; k < nvc; k++) c += m->coords[3 * (size_t)m->cells[(size_t)e * nvc + k] + d];
+      double t = hi[d] > lo[d] ? (c / nvc - lo[d]) / (hi[d] - lo[d]) : 0;
+      key |= morton_spread3((uint64_t)(t * 2097151.0)) << d;
+    }
+    keys[e] = (morton_cell){key, e};
+  }
+  qsort(keys, (size_t)n, sizeof *keys, morton_cell_cmp);
+  *order = malloc(sizeof(int) * ((size_t)n + 1));
+  if (!*order) {
+    free(keys);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for a cell order");
+  }
+  for (int e = 0; e < n; e++) (*order)[e] = keys[e].cell;
+  free(keys);
+  return 0;
+}

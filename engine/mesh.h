@@ -150,4 +150,8 @@ typedef struct fe_mesh_arrays {
  * renumbers them 0..n-1, orients 2D cells counter-clockwise and runs fe_mesh_check. */
 int fe_mesh_from_arrays(const fe_mesh_arrays *a, fe_mesh **out);
 
+/* The cells in the order of a Morton (Z) curve through their centroids: consecutive cells
+ * are neighbours. order[k] is the k-th cell (malloc'd). */
+int fe_mesh_morton_order(const fe_mesh *m, int **order);
+
 #endif

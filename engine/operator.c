@@ -358,66 +358,6 @@ static int upload_aux(const fe_operator *A, op_device *d, const int *perm, size_
   return rc;
 }
 
-/* Spread the bits of a 21-bit integer three apart (for Morton codes). */
-static unsigned long long spread3(unsigned long long v)
-{
-  v &= 0x1fffff;
-  v = (v | v << 32) & 0x1f00000000ffffULL;
-  v = (v | v << 16) & 0x1f0000ff0000ffULL;
-  v = (v | v << 8) & 0x100f00f00f00f00fULL;
-  v = (v | v << 4) & 0x10c30c30c30c30c3ULL;
-  v = (v | v << 2) & 0x1249249249249249ULL;
-  return v;
-}
-
-typedef struct keyed_cell {
-  unsigned long long key;
-  int cell;
-} keyed_cell;
-
-static int keyed_cell_cmp(const void *a, const void *b)
-{
-  const keyed_cell *x = a, *y = b;
-  return x->key < y->key ? -1 : x->key > y->key ? 1 : x->cell - y->cell;
-}
-
-/* Cells in the order of the Morton (Z) curve through their centroids: consecutive cells are
- * neighbours, so a work group touches few nodes (and few colors are needed), whatever order
- * a mesh file gave. */
-static int locality_order(const fe_operator *A, int **order)
-{
-  const fe_mesh *m = A->V->mesh;
-  int nb = A->V->elem.nbasis, n = m->ncells;
-  double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
-  for (int v = 0; v < m->nvertices; v++)
-    for (int d = 0; d < 3; d++) {
-      double x = m->coords[3 * (size_t)v + d];
-      if (!v || x < lo[d]) lo[d] = x;
-      if (!v || x > hi[d]) hi[d] = x;
-    }
-  keyed_cell *k;
-  FE_MALLOC(k, n, "cell order");
-  for (int c = 0; c < n; c++) {
-    unsigned long long key = 0;
-    for (int d = 0; d < 3; d++) {
-      double x = 0;
-      for (int b = 0; b < nb; b++) x += A->V->node_coords[3 * (size_t)A->V->cell_nodes[(size_t)c * nb + b] + d];
-      double t = hi[d] > lo[d] ? (x / nb - lo[d]) / (hi[d] - lo[d]) : 0;
-      key |= spread3((unsigned long long)(t * 2097151.0)) << d;
-    }
-    k[c] = (keyed_cell){key, c};
-  }
-  qsort(k, (size_t)n, sizeof *k, keyed_cell_cmp);
-  *order = malloc(sizeof(int) * (size_t)(n + 1));
-  if (!*order) {
-    free(k);
-    FE_ERROR(FE_ERR_MEM, "out of host memory");
-  }
-  for (int c = 0; c < n; c++) (*order)[c] = k[c].cell;
-  free(k);
-  return 0;
-}
-
 /* The work-group schedule over cells taken in `order`: identity, or groups sorted by color. */
 static int build_schedule(const fe_operator *A, op_device *d, const int *order, int **list)
 {
@@ -463,7 +403,9 @@ static int op_device_setup(fe_operator *A, op_device *d)
   double t0 = now(), *geo = NULL, *dv = NULL;
   int *list = NULL, *perm = NULL, *order = NULL;
   size_t ngeo, npad = 0;
-  int rc = locality_order(A, &order);
+  /* cells along a Morton curve: a work group then touches few nodes (and few colors are
+   * needed), whatever order a mesh file gave */
+  int rc = fe_mesh_morton_order(A->V->mesh, &order);
   if (!rc) rc = build_schedule(A, d, order, &list);
   if (!rc) rc = cell_permutation(A, d, list, order, &perm, &npad);
   free(order);
