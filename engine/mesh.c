@@ -108,6 +108,15 @@ int fe_mesh_tag_id(const fe_mesh *m, const char *name, int dim, int *id)
       *id = m->tags[t].id;
       return 0;
     }
+  /* a physical group's number, written as a name ("3") */
+  char *end;
+  long num = strtol(name, &end, 10);
+  if (*name && !*end)
+    for (int t = 0; t < m->ntags; t++)
+      if ((dim < 0 || m->tags[t].dim == dim) && m->tags[t].id == num) {
+        *id = m->tags[t].id;
+        return 0;
+      }
   char known[1024];
   size_t len = 0;
   known[0] = '\0';

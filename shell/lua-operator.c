@@ -64,30 +64,32 @@ static const fe_vector *read_state(lua_State *L, int t, const char *fname)
   return at;
 }
 
-/* The dirichlet option at the top of the stack as an array of names in Lua-owned memory. */
+/* The dirichlet option at the top of the stack as an array of names in Lua-owned memory;
+ * physical-group numbers are taken as their decimal names ("3"). */
 static const char **read_dirichlet(lua_State *L, const char *fname, int *n)
 {
   int t = lua_gettop(L);
   *n = 0;
   if (lua_isnil(L, t)) return NULL;
-  if (lua_type(L, t) == LUA_TSTRING) {
-    const char **names = lua_newuserdatauv(L, sizeof(char *), 0);
-    names[0] = lua_tostring(L, t);
-    *n = 1;
-    return names;
-  }
-  if (!lua_istable(L, t))
-    luaL_error(L, "%s: dirichlet must be a tag name, \"all\" or a table of tag names, got %s",
+  int single = lua_type(L, t) == LUA_TSTRING || lua_isinteger(L, t);
+  if (!single && !lua_istable(L, t))
+    luaL_error(L, "%s: dirichlet must be a tag name or number, \"all\" or a table of them, got %s",
                fname, felab_kind_of(L, t));
-  int len = (int)lua_rawlen(L, t);
-  const char **names = lua_newuserdatauv(L, sizeof(char *) * (size_t)(len + 1), 0);
+  int len = single ? 1 : (int)lua_rawlen(L, t);
+  const char **names = lua_newuserdatauv(L, sizeof(char *) * (size_t)(len + 1), 1);
+  lua_createtable(L, len, 0); /* anchors the strings made from numbers */
   for (int i = 0; i < len; i++) {
-    if (lua_rawgeti(L, t, i + 1) != LUA_TSTRING)
-      luaL_error(L, "%s: dirichlet[%d] must be a tag name, got %s", fname, i + 1,
+    if (single) lua_pushvalue(L, t);
+    else lua_rawgeti(L, t, i + 1);
+    if (lua_type(L, -1) != LUA_TSTRING && !lua_isinteger(L, -1))
+      luaL_error(L, "%s: dirichlet[%d] must be a tag name or number, got %s", fname, i + 1,
                  felab_kind_of(L, -1));
-    names[i] = lua_tostring(L, -1); /* anchored in the table */
-    lua_pop(L, 1);
+    lua_pushstring(L, luaL_tolstring(L, -1, NULL));
+    names[i] = lua_tostring(L, -1);
+    lua_rawseti(L, -4, i + 1); /* into the anchor table */
+    lua_pop(L, 2);
   }
+  lua_setiuservalue(L, -2, 1);
   *n = len;
   return names;
 }

@@ -88,7 +88,7 @@ still_works()
 -- a dirichlet tag that does not exist: the message lists those that do
 expect_error(function() return fe.operator(V, pde, {dirichlet = {"xmin", "left"}}) end, "left",
              "xmin", "zmax")
-expect_error(function() return fe.operator(V, pde, {dirichlet = {"xmin", 3}}) end,
+expect_error(function() return fe.operator(V, pde, {dirichlet = {"xmin", true}}) end,
              "dirichlet[2]")
 still_works()
 
@@ -146,3 +146,8 @@ assert(tostring(m4):find("closed"))
 still_works()
 
 print(string.format("test_bindings_errors: %d error checks passed", nchecks))
+
+-- physical-group numbers work where names do; an unknown number lists the names
+assert(fe.operator(V, pde, {dirichlet = {1, "xmax"}}).ndirichlet == A.ndirichlet)
+expect_error(function() return fe.operator(V, pde, {dirichlet = 9}) end, "'9'", "xmin")
+print("group numbers ok")

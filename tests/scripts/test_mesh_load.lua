@@ -55,3 +55,12 @@ local okk, msg = pcall(fe.operator, V, physics.poisson{kappa = 1}, {dirichlet = 
 assert(not okk and msg:find("inlet", 1, true) and msg:find("xmin", 1, true), msg)
 assert(mesh.load("meshes/cube.geo", {size = 0.5}).ncells < m.ncells)
 print("errors ok")
+
+-- CAD through the SDK: a STEP file is meshed on load
+if (select(1, pcall(mesh.load, "meshes/cube.geo"))) then
+  local s = mesh.load("meshes/box.step", {size = 0.3})
+  local q = s:quality()
+  assert(s.cell == "tet" and s.ncells > 0 and math.abs(q.volume - 1) < 1e-10,
+         ("STEP box: %s %d cells, volume %g"):format(s.cell, s.ncells, q.volume))
+  print(("STEP: %d tets, volume %.12f ok"):format(s.ncells, q.volume))
+end
