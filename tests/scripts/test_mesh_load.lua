@@ -64,3 +64,19 @@ if (select(1, pcall(mesh.load, "meshes/cube.geo"))) then
          ("STEP box: %s %d cells, volume %g"):format(s.cell, s.ncells, q.volume))
   print(("STEP: %d tets, volume %.12f ok"):format(s.ncells, q.volume))
 end
+
+-- every cell type survives export.msh -> mesh.load: counts, volume and tags
+if (select(1, pcall(mesh.load, "meshes/cube.geo"))) then
+  local dir = os.tmpname(); os.remove(dir); os.execute("mkdir -p " .. dir)
+  for _, case in ipairs({{"tri", {3, 2}}, {"quad", {3, 2}}, {"tet", {2, 2, 2}}, {"hex", {2, 3, 2}},
+                         {"prism", {2, 2, 3}}}) do
+    local m = mesh.box{cells = case[2], cell = case[1], distort = 0.2}
+    local r = mesh.load(export.msh(dir .. "/" .. case[1] .. ".msh", m))
+    assert(r.cell == m.cell and r.ncells == m.ncells and r.nvertices == m.nvertices,
+           case[1] .. ": counts differ after a round trip")
+    assert(math.abs(r:quality().volume - m:quality().volume) < 1e-12, case[1] .. ": volume")
+    assert(#r:tags().boundary == #m:tags().boundary, case[1] .. ": boundary tags")
+    print(case[1] .. ": export.msh -> mesh.load round trip ok")
+  end
+  os.execute("rm -rf " .. dir)
+end
