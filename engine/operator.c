@@ -379,7 +379,11 @@ static int build_schedule(const fe_operator *A, op_device *d, const int *order, 
     memcpy(oc + (size_t)c * nb, V->cell_nodes + (size_t)order[c] * nb, sizeof(int) * nb);
   int rc = fe_mesh_color_groups(V->mesh, oc, nb, d->block, &color, &d->ncolors);
   free(oc);
-  FE_CHECK(rc);
+  if (rc) {
+    free(*list);
+    *list = NULL;
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
   FE_CALLOC(d->color_start, d->ncolors + 1, "colors");
   for (int g = 0; g < ng; g++) d->color_start[color[g] + 1]++;
   for (int c = 0; c < d->ncolors; c++) d->color_start[c + 1] += d->color_start[c];
@@ -403,10 +407,22 @@ static int op_device_setup(fe_operator *A, op_device *d)
   double t0 = now(), *geo = NULL, *dv = NULL;
   int *list = NULL, *perm = NULL, *order = NULL;
   size_t ngeo, npad = 0;
-  /* cells along a Morton curve: a work group then touches few nodes (and few colors are
-   * needed), whatever order a mesh file gave */
-  int rc = fe_mesh_morton_order(A->V->mesh, &order);
-  if (!rc) rc = build_schedule(A, d, order, &list);
+  /* the mesh's own cell order (box and loaded meshes are local; on the box it needs fewer
+   * colors than a Morton order, measured 6.3 vs 7.7 ms for the 1M-tet apply); when its
+   * groups need too many colors, cells along a Morton curve through their centroids */
+  int rc = 0;
+  order = malloc(sizeof(int) * ((size_t)V->mesh->ncells + 1));
+  if (!order) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
+  for (int c = 0; !rc && c < V->mesh->ncells; c++) order[c] = c;
+  if (!rc && build_schedule(A, d, order, &list)) {
+    fe_error_clear();
+    free(d->color_start);
+    d->color_start = NULL;
+    free(order);
+    order = NULL;
+    rc = fe_mesh_morton_order(A->V->mesh, &order);
+    if (!rc) rc = build_schedule(A, d, order, &list);
+  }
   if (!rc) rc = cell_permutation(A, d, list, order, &perm, &npad);
   free(order);
   for (int g = 0; !rc && g < d->ngroups; g++) list[g] = g; /* cells are stored in schedule order */
