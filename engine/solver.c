@@ -104,6 +104,7 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   }
   FE_CHECK(fe_vector_duplicate(x, &k->z));
   FE_CHECK(fe_vector_duplicate(x, &k->p));
+  double setup_s = rep.setup_seconds; /* moving the operator's data: the first call reports it */
   if (jacobi) FE_CHECK(fe_operator_diagonal(A, NULL, &act, &k->d, &rep));
   double rr, rz, rz_new, pq, r0;
   FE_CHECK(fe_vector_norm(k->r, &r0));
@@ -158,7 +159,7 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   fe_report *r = &info->report;
   double seconds = now() - t0;
   int n = info->iterations;
-  *r = apply_rep;
+  *r = n ? apply_rep : rep; /* the kind of call, backend and sizes (no iteration: the setup's) */
   snprintf(r->action, sizeof r->action, "cg");
   r->iterations = n;
   r->flops = n * (apply_rep.flops + vflops);
@@ -166,7 +167,7 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   r->launches = n * (apply_rep.launches + vlaunches);
   r->seconds = seconds;
   r->compile_seconds = compile_s;
-  r->setup_seconds = rep.setup_seconds;
+  r->setup_seconds = setup_s;
   FE_CHECK(fe_perf_predict(x->be, x->prec, r));
   return 0;
 }
