@@ -52,6 +52,8 @@ void fe_mesh_free(fe_mesh *m)
   free(m->facets);
   free(m->facet_tags);
   free(m->tags);
+  free(m->geo_cells);
+  free(m->geo_coords);
   free(m);
 }
 

@@ -38,6 +38,15 @@ typedef struct fe_mesh {
   int *facet_tags;    /* nfacets boundary tag ids */
   int ntags;
   fe_tag *tags;       /* boundary tags and regions */
+  /* Curved cells (mesh.load with order = 2). Straight meshes: geo_order 1, the arrays NULL.
+   * geo_cells lists each cell's second-order nodes in Gmsh's order for the complete types
+   * tri6, quad9, tet10, hex27, prism18 (vertices first, the same ids as in cells); ids index
+   * geo_coords, whose first nvertices rows are the vertices themselves. */
+  int geo_order;      /* 0 or 1: straight (the vertices are the geometry), 2: curved */
+  int ngn;            /* geometry nodes per cell: nvc when straight */
+  int ngeo_nodes;     /* rows of geo_coords: nvertices + edge/face/cell nodes */
+  int *geo_cells;     /* ncells x ngn, or NULL */
+  double *geo_coords; /* ngeo_nodes x 3, or NULL */
 } fe_mesh;
 
 typedef struct fe_box_opts {
