@@ -81,10 +81,12 @@ static int quadrature_degree(const fe_space *V, const fe_physics *p, fe_action a
   int k = V->elem.order;
   int grad = V->elem.cell == FE_CELL_TET || V->elem.cell == FE_CELL_TRI ? k - 1 : k;
   int u_dep = p->nonlinear ? k : 0; /* a term that also depends on u or du */
+  int curved = V->curved ? 2 : 0;   /* the map's polynomial part, for curved cells */
   if (a == FE_ACTION_RESIDUAL)
-    return imax(p->f1 ? 2 * grad + p->degree_f1 + u_dep : 0, p->f0 ? k + p->degree_f0 + u_dep : 0);
-  return imax(p->df1 ? 2 * grad + p->degree_df1 + u_dep : 0,
-              p->df0 ? 2 * k + p->degree_df0 + u_dep : 0);
+    return curved + imax(p->f1 ? 2 * grad + p->degree_f1 + u_dep : 0,
+                         p->f0 ? k + p->degree_f0 + u_dep : 0);
+  return curved + imax(p->df1 ? 2 * grad + p->degree_df1 + u_dep : 0,
+                       p->df0 ? 2 * k + p->degree_df0 + u_dep : 0);
 }
 
 /* The physics' per-region constants spread over the cells; a cell whose region the physics
@@ -135,8 +137,8 @@ int fe_operator_create(const fe_space *V, const fe_physics *pde, const char *con
   A->V = V;
   A->pde = pde;
   A->value = value;
-  A->geo_affine = V->elem.cell == FE_CELL_TET || V->elem.cell == FE_CELL_TRI;
-  int rc = fe_space_boundary_nodes(V, dirichlet, ndirichlet, &A->dir_nodes, &A->ndir);
+  A->geo_affine = V->affine;
+  int rc = fe_space_boundary_dofs(V, dirichlet, ndirichlet, &A->dir_nodes, &A->ndir);
   if (!rc) rc = build_aux(A);
   for (int a = 0; a < FE_NACTIONS && !rc; a++)
     rc = fe_quadrature_create(V->elem.cell, quadrature_degree(V, pde, (fe_action)a), &A->quad[a]);
@@ -200,13 +202,33 @@ static int resolve(const fe_action_opts *o, fe_backend **be, fe_precision *prec)
   return 0;
 }
 
-/* Cells per work group: 32 fills a GPU group with (cell, point) threads and, on a CPU,
- * measured fastest for the P1 apply (docs/benchmarks.md). */
-static int default_block(const fe_backend *be, const fe_operator *A)
+/* Shared (local) memory one cell of a work group needs in the integration kernel: its
+ * state and direction values, its node coordinates and the pulled-back physics at its
+ * points (integrate.knl). */
+static size_t shared_per_cell(const fe_operator *A, fe_precision prec)
 {
-  (void)be;
-  (void)A;
-  return 32;
+  const fe_space *V = A->V;
+  int nb = V->elem.nbasis, nc = V->ncomp, nq = 0;
+  for (int a = 0; a < FE_NACTIONS; a++) nq = imax(nq, A->quad[a].npoints);
+  return (size_t)(2 * nb * nc + 3 * nb + nc * (1 + V->elem.dim) * nq) * fe_precision_size(prec);
+}
+
+/* The most shared memory a work group may use: the device's local memory, or on the cpu
+ * (where "shared" arrays live on each thread's stack) 512 KiB. */
+static size_t shared_limit(const fe_backend *be)
+{
+  return !strcmp(be->name, "cpu") ? (size_t)512 << 10 : be->info.local_mem;
+}
+
+/* Cells per work group: 32 fills a GPU group with (cell, point) threads and, on a CPU,
+ * measured fastest for the P1 apply (docs/benchmarks.md); halved until the group's shared
+ * arrays fit the device (high orders). */
+static int default_block(const fe_backend *be, const fe_operator *A, fe_precision prec)
+{
+  int block = 32;
+  size_t per_cell = shared_per_cell(A, prec), limit = shared_limit(be);
+  while (block > 1 && block * per_cell > limit) block /= 2;
+  return block;
 }
 
 /* Only the cpu backend runs a group's threads one after another, so only there may groups
@@ -240,29 +262,21 @@ static int build_geometry(const fe_operator *A, const fe_quadrature *Q, const in
 {
   const fe_space *V = A->V;
   const fe_element *el = &V->elem;
-  int dim = el->dim, nb = el->nbasis, stride = fe_geo_stride(dim);
+  int dim = el->dim, stride = fe_geo_stride(dim);
   int ngq = A->geo_affine ? 1 : Q->npoints;
   size_t n = npad * ngq * stride;
   double *geo;
   FE_MALLOC(geo, n, "geometric factors");
-  /* derivatives of the geometry basis at the stored points */
-  double dphi[32][FE_MAX_BASIS * 3], phi[FE_MAX_BASIS];
-  FE_ASSERT(ngq <= 32, FE_ERR_INTERNAL, "too many geometry points");
-  for (int q = 0; q < ngq; q++) fe_element_eval(el, Q->points + q * dim, phi, dphi[q]);
   long long bad = -1;
   double bad_det = 0;
 #pragma omp parallel for schedule(static)
   for (size_t i = 0; i < npad; i++) {
     /* a padding cell: its group's first cell with zero measure, so it adds exact zeros */
     int pad = perm[i] < 0;
-    size_t c = (size_t)(pad ? -perm[i] - 1 : perm[i]);
-    const int *dof = V->cell_nodes + c * nb;
+    int c = pad ? -perm[i] - 1 : perm[i];
     for (int q = 0; q < ngq; q++) {
-      double J[9] = {0}, K[10];
-      for (int b = 0; b < nb; b++)
-        for (int d = 0; d < dim; d++)
-          for (int i = 0; i < dim; i++)
-            J[d * dim + i] += V->node_coords[3 * (size_t)dof[b] + d] * dphi[q][b * dim + i];
+      double J[9], K[10], x[3];
+      fe_space_cell_map(V, c, Q->points + q * dim, x, J);
       double det = fe_space_map_inverse(dim, J, K);
       K[dim * dim] = pad ? 0 : det;
       for (int j = 0; j < stride; j++) geo[(size_t)j * npad * ngq + i * ngq + q] = K[j];
@@ -406,7 +420,7 @@ static int op_device_setup(fe_operator *A, op_device *d)
   fe_backend *be = d->be;
   double t0 = now(), *geo = NULL, *dv = NULL;
   int *list = NULL, *perm = NULL, *order = NULL;
-  size_t ngeo, npad = 0;
+  size_t ngeo = 0, npad = 0;
   /* the mesh's own cell order (box and loaded meshes are local; on the box it needs fewer
    * colors than a Morton order, measured 6.3 vs 7.7 ms for the 1M-tet apply); when its
    * groups need too many colors, cells along a Morton curve through their centroids */
@@ -462,8 +476,12 @@ static int op_device_get(fe_operator *A, const fe_action_opts *o, op_device **ou
   fe_backend *be;
   fe_precision prec;
   FE_CHECK(resolve(o, &be, &prec));
-  int block = o && o->block > 0 ? o->block : default_block(be, A);
+  int block = o && o->block > 0 ? o->block : default_block(be, A, prec);
   FE_ASSERT(block <= 4096, FE_ERR_ARG, "block = %d cells per work group is too large", block);
+  size_t need = block * shared_per_cell(A, prec);
+  FE_ASSERT(need <= shared_limit(be) || block == 1, FE_ERR_ARG,
+            "block = %d cells of %s need %zu bytes of shared memory per work group; %s allows "
+            "%zu (use a smaller block)", block, A->V->name, need, be->name, shared_limit(be));
   for (int i = 0; i < A->ndev; i++)
     if (A->dev[i].be == be && A->dev[i].prec == prec && A->dev[i].block == block) {
       *out = &A->dev[i];
@@ -744,7 +762,7 @@ int fe_operator_source(fe_operator *A, const char *action, const fe_action_opts 
   fe_precision prec;
   FE_CHECK(resolve(o, &be, &prec));
   op_device d = {.be = be, .prec = prec};
-  d.block = o && o->block > 0 ? o->block : default_block(be, A);
+  d.block = o && o->block > 0 ? o->block : default_block(be, A, prec);
   d.colored = scatter_colored(be);
   fe_kernel_spec s;
   fill_spec(A, &d, a, &s);

@@ -1,5 +1,17 @@
-/* felab spaces: for P1 and Q1 the nodes are the mesh vertices, so the dof map is the cell
- * connectivity itself. Interpolation at nodes and errors by quadrature live here too. */
+/* felab spaces.
+ *
+ * The dof map. Every node of the element carries integer weights on the cell's vertices
+ * (engine/element.h); the vertices of nonzero weight span the vertex, edge or face the node
+ * lies on, and the pairs (global vertex id, weight), sorted by vertex id, name the node
+ * whatever the cell's local orientation: two cells that share an edge or a face give its
+ * nodes the same names, and a hash map turns names into global node ids. Vertex nodes keep
+ * the vertex ids; interior nodes belong to one cell and need no name.
+ *
+ * Boundary nodes of a set of tags: the vertices, edges and faces of the tagged facets go
+ * into a set, and a node is on the boundary when the entity it lies on is in the set.
+ *
+ * Node coordinates are the geometry map at the node's reference point: the first-order map
+ * of the vertices for straight cells, the second-order map for curved ones. */
 #include "engine/space.h"
 
 #include <ctype.h>
@@ -9,72 +21,237 @@
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/keymap.h"
 #include "engine/quadrature.h"
 
-/* "P1" -> ('P', 1); anything else is an error. */
-static int parse_space_name(const char *name, char *family, int *order)
+#define KEY_PAIRS 4 /* an edge or face node names at most the 4 vertices of a quad face */
+
+int fe_space_parse_name(const char *name, char *family, int *order)
 {
   char *end;
   if (!name || (name[0] != 'P' && name[0] != 'Q') || !isdigit((unsigned char)name[1]))
-    FE_ERROR(FE_ERR_ARG, "unknown space '%s' (use \"P1\" on tets, \"Q1\" on hexes)",
-             name ? name : "(null)");
+    FE_ERROR(FE_ERR_ARG, "unknown space '%s' (use \"P1\"..\"P7\" on tri/tet/prism, \"Q1\".."
+             "\"Q9\" on quad/hex)", name ? name : "(null)");
   long o = strtol(name + 1, &end, 10);
-  if (*end || o < 1 || o > 9)
-    FE_ERROR(FE_ERR_ARG, "unknown space '%s' (use \"P1\" on tets, \"Q1\" on hexes)", name);
+  if (*end || o < 1 || o > 99)
+    FE_ERROR(FE_ERR_ARG, "unknown space '%s' (use \"P1\"..\"P7\" on tri/tet/prism, \"Q1\".."
+             "\"Q9\" on quad/hex)", name);
   *family = name[0];
   *order = (int)o;
   return 0;
 }
 
-int fe_space_create(const fe_mesh *m, const char *name, fe_space **out)
+/* The sorted (vertex, weight) name of node b of cell c into key[2 * KEY_PAIRS] (padded with
+ * -1); returns the number of vertices of nonzero weight. */
+static int node_key(const fe_element *el, const int *verts, int b, int *key)
 {
-  char family = 0;
-  int order = 0;
-  FE_CHECK(parse_space_name(name, &family, &order));
-  fe_element el;
-  FE_CHECK(fe_element_create(m->type, family, order, &el));
-  FE_ASSERT(el.nbasis == m->nvc, FE_ERR_INTERNAL, "space %s: only vertex nodes are supported", name);
+  int n = 0;
+  for (int v = 0; v < el->nvertices; v++) {
+    int w = el->weights[b * el->nvertices + v];
+    if (!w) continue;
+    if (n == KEY_PAIRS) return el->nvertices; /* more than a face: the cell's interior */
+    int g = verts[v], i = n++;
+    while (i > 0 && key[2 * (i - 1)] > g) { /* insertion by global vertex id */
+      key[2 * i] = key[2 * (i - 1)];
+      key[2 * i + 1] = key[2 * (i - 1) + 1];
+      i--;
+    }
+    key[2 * i] = g;
+    key[2 * i + 1] = w;
+  }
+  for (int i = n; i < KEY_PAIRS; i++) key[2 * i] = key[2 * i + 1] = -1;
+  return n;
+}
+
+void fe_space_cell_map(const fe_space *V, int c, const double *xi, double x[3], double *J)
+{
+  const fe_mesh *m = V->mesh;
+  if (V->curved) {
+    fe_mesh_geo_map(m, c, xi, x, J);
+    return;
+  }
+  const fe_element *g = &V->lin;
+  const int dim = g->dim, nv = g->nbasis;
+  double phi[FE_MAX_VERTICES], dphi[FE_MAX_VERTICES * 3];
+  fe_element_eval(g, xi, phi, dphi);
+  x[0] = x[1] = x[2] = 0;
+  if (J)
+    for (int k = 0; k < dim * dim; k++) J[k] = 0;
+  for (int b = 0; b < nv; b++) {
+    const double *X = m->coords + 3 * (size_t)m->cells[(size_t)c * m->nvc + b];
+    for (int d = 0; d < 3; d++) x[d] += phi[b] * X[d];
+    if (J)
+      for (int d = 0; d < dim; d++)
+        for (int i = 0; i < dim; i++) J[d * dim + i] += X[d] * dphi[b * dim + i];
+  }
+}
+
+/* Number every node: vertices keep their ids, shared edge and face nodes are named by their
+ * keys, interior nodes are new. Fills cell_nodes, nnodes and node_coords. */
+static int build_dof_map(fe_space *V)
+{
+  const fe_mesh *m = V->mesh;
+  const fe_element *el = &V->elem;
+  const int nb = el->nbasis, nv = el->nvertices;
+  const size_t nc = (size_t)m->ncells;
+  FE_MALLOC(V->cell_nodes, nc * nb + 1, "dof map");
+  int shared = 0, key[2 * KEY_PAIRS];
+  const int local[FE_MAX_VERTICES] = {0, 1, 2, 3, 4, 5, 6, 7};
+  for (int b = nv; b < nb; b++) shared += node_key(el, local, b, key) < nv;
+  fe_keymap names;
+  FE_CHECK(fe_keymap_init(&names, 2 * KEY_PAIRS, nc * shared / 4 + 16));
+  size_t nnodes = (size_t)m->nvertices;
+  int rc = 0;
+  for (size_t c = 0; c < nc && !rc; c++) {
+    if ((c & 65535) == 0 && (rc = fe_interrupt_check())) break;
+    const int *verts = m->cells + c * nv;
+    int *dof = V->cell_nodes + c * nb;
+    for (int b = 0; b < nv; b++) dof[b] = verts[b];
+    for (int b = nv; b < nb && !rc; b++) {
+      if (nnodes >= (size_t)1 << 30) {
+        rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
+                          "space %s: more than 2^30 nodes", V->name);
+        break;
+      }
+      if (node_key(el, verts, b, key) == nv) { /* interior: this cell's own */
+        dof[b] = (int)nnodes++;
+        continue;
+      }
+      int inserted;
+      rc = fe_keymap_put(&names, key, (int)nnodes, &dof[b], &inserted);
+      nnodes += inserted;
+    }
+  }
+  fe_keymap_free(&names);
+  FE_CHECK(rc);
+  V->nnodes = (int)nnodes;
+  FE_MALLOC(V->node_coords, 3 * nnodes + 1, "node coordinates");
+  memcpy(V->node_coords, m->coords, sizeof(double) * 3 * (size_t)m->nvertices);
+  /* every non-vertex node at the map of its reference point; shared nodes are written by
+   * each of their cells with the same value (conforming geometry), which is harmless */
+#pragma omp parallel for schedule(static)
+  for (size_t c = 0; c < nc; c++)
+    for (int b = nv; b < nb; b++)
+      fe_space_cell_map(V, (int)c, el->nodes + 3 * b,
+                        V->node_coords + 3 * (size_t)V->cell_nodes[c * nb + b], NULL);
+  return 0;
+}
+
+int fe_space_create_opts(const fe_mesh *m, const fe_space_opts *o, fe_space **out)
+{
+  int ncomp = o->ncomp ? o->ncomp : 1;
+  FE_ASSERT(ncomp >= 1 && ncomp <= 3, FE_ERR_ARG,
+            "space: %d components (1, 2 or 3 are supported)", ncomp);
   fe_space *V;
   FE_CALLOC(V, 1, "space");
   V->mesh = m;
-  V->elem = el;
-  snprintf(V->name, sizeof V->name, "%s", name);
-  V->ncomp = 1;
-  V->nnodes = m->nvertices;
-  V->ndofs = V->nnodes * V->ncomp;
-  V->cell_nodes = malloc(sizeof(int) * (size_t)m->ncells * m->nvc);
-  V->node_coords = malloc(sizeof(double) * 3 * (size_t)m->nvertices);
-  if (!V->cell_nodes || !V->node_coords) {
+  V->ncomp = ncomp;
+  snprintf(V->name, sizeof V->name, "%c%d", o->family, o->order);
+  int rc = fe_element_create(m->type, o->family, o->order, o->kind, &V->elem);
+  if (!rc) rc = fe_element_linear(m->type, &V->lin);
+  if (rc) {
     fe_space_free(V);
-    FE_ERROR(FE_ERR_MEM, "out of host memory for the dof map of %s", name);
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
-  memcpy(V->cell_nodes, m->cells, sizeof(int) * (size_t)m->ncells * m->nvc);
-  memcpy(V->node_coords, m->coords, sizeof(double) * 3 * (size_t)m->nvertices);
+  V->curved = m->geo_order >= 2;
+  V->affine = !V->curved && (m->type == FE_CELL_TRI || m->type == FE_CELL_TET);
+  if (build_dof_map(V)) {
+    fe_space_free(V);
+    return fe_error_push(fe_error_code(), __FILE__, __LINE__, __func__);
+  }
+  V->ndofs = V->nnodes * ncomp;
   *out = V;
   return 0;
+}
+
+int fe_space_create(const fe_mesh *m, const char *name, fe_space **out)
+{
+  fe_space_opts o = {.ncomp = 1, .kind = FE_NODES_GLL};
+  FE_CHECK(fe_space_parse_name(name, &o.family, &o.order));
+  return fe_space_create_opts(m, &o, out);
 }
 
 void fe_space_free(fe_space *V)
 {
   if (!V) return;
+  fe_element_free(&V->elem);
+  fe_element_free(&V->lin);
   free(V->cell_nodes);
   free(V->node_coords);
   free(V);
 }
 
-/* Merge sorted unique b into sorted unique *a (both freed/replaced). */
-static int merge_sorted(int **a, int *na, int *b, int nb)
+/* The set of vertices, edges and faces (sorted vertex ids padded with -1) of the facets
+ * carrying one of the tag ids (ids == NULL: every facet). */
+static int facet_entities(const fe_mesh *m, const int *ids, int nids, fe_keymap *set)
 {
-  int *c = malloc(sizeof(int) * (size_t)(*na + nb + 1));
-  if (!c) FE_ERROR(FE_ERR_MEM, "out of host memory");
-  int i = 0, j = 0, k = 0;
-  while (i < *na || j < nb) {
-    int v = (j >= nb || (i < *na && (*a)[i] <= b[j])) ? (*a)[i++] : b[j++];
-    if (k == 0 || c[k - 1] != v) c[k++] = v;
+  FE_CHECK(fe_keymap_init(set, KEY_PAIRS, (size_t)m->nfacets * 8));
+  int rc = 0;
+  for (int f = 0; f < m->nfacets && !rc; f++) {
+    int take = !ids;
+    for (int t = 0; t < nids && !take; t++) take = m->facet_tags[f] == ids[t];
+    if (!take) continue;
+    int v[4], k = 0;
+    for (int i = 0; i < m->nvf; i++) /* distinct vertices (prism triangles repeat one) */
+      if (k == 0 || (m->facets[f * m->nvf + i] != v[k - 1] && m->facets[f * m->nvf + i] != v[0]))
+        v[k++] = m->facets[f * m->nvf + i];
+    int subsets[16][4], ns = 0; /* vertices, cyclic edges, the facet */
+    for (int i = 0; i < k; i++) {
+      subsets[ns][0] = v[i], subsets[ns++][1] = -1;
+      if (k > 2 || i == 0) /* an edge facet has one edge */
+        subsets[ns][0] = v[i], subsets[ns][1] = v[(i + 1) % k], subsets[ns++][2] = -1;
+    }
+    if (k >= 3) {
+      for (int i = 0; i < k; i++) subsets[ns][i] = v[i];
+      if (k < 4) subsets[ns][k] = -1;
+      ns++;
+    }
+    for (int s = 0; s < ns && !rc; s++) {
+      int key[KEY_PAIRS], n = 0, found, ins;
+      while (n < KEY_PAIRS && subsets[s][n] >= 0) key[n] = subsets[s][n], n++;
+      for (int i = 1; i < n; i++) /* sort */
+        for (int j = i; j > 0 && key[j - 1] > key[j]; j--) {
+          int t = key[j];
+          key[j] = key[j - 1];
+          key[j - 1] = t;
+        }
+      for (int i = n; i < KEY_PAIRS; i++) key[i] = -1;
+      rc = fe_keymap_put(set, key, 0, &found, &ins);
+    }
   }
-  free(*a);
-  *a = c;
-  *na = k;
+  if (rc) fe_keymap_free(set);
+  return rc;
+}
+
+/* Nodes of V whose entity lies in the set, sorted and unique. */
+static int nodes_in_set(const fe_space *V, const fe_keymap *set, int **nodes, int *n)
+{
+  const fe_mesh *m = V->mesh;
+  const fe_element *el = &V->elem;
+  const int nb = el->nbasis, nv = el->nvertices;
+  unsigned char *mark = calloc((size_t)V->nnodes + 1, 1);
+  if (!mark) FE_ERROR(FE_ERR_MEM, "out of host memory for boundary marks");
+  for (size_t c = 0; c < (size_t)m->ncells; c++)
+    for (int b = 0; b < nb; b++) {
+      int key[2 * KEY_PAIRS], ent[KEY_PAIRS];
+      int node = V->cell_nodes[c * nb + b];
+      if (mark[node]) continue;
+      int k = node_key(el, m->cells + c * nv, b, key);
+      if (k > KEY_PAIRS || k == nv) continue;
+      for (int i = 0; i < KEY_PAIRS; i++) ent[i] = key[2 * i];
+      if (fe_keymap_find(set, ent) >= 0) mark[node] = 1;
+    }
+  int count = 0;
+  for (int i = 0; i < V->nnodes; i++) count += mark[i];
+  *nodes = malloc(sizeof(int) * (size_t)count + 1);
+  if (!*nodes) {
+    free(mark);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for boundary nodes");
+  }
+  *n = 0;
+  for (int i = 0; i < V->nnodes; i++)
+    if (mark[i]) (*nodes)[(*n)++] = i;
+  free(mark);
   return 0;
 }
 
@@ -88,23 +265,46 @@ int fe_space_boundary_nodes(const fe_space *V, const char *const *tags, int ntag
     FE_CALLOC(*nodes, 1, "boundary nodes");
     return 0;
   }
-  if (ntags == 1 && !strcmp(tags[0], "all")) return fe_mesh_tag_vertices(m, -1, nodes, n);
-  int *acc = NULL, nacc = 0;
-  for (int t = 0; t < ntags; t++) {
-    int id, *v, nv;
-    int rc = fe_mesh_tag_id(m, tags[t], m->dim - 1, &id);
-    if (!rc) rc = fe_mesh_tag_vertices(m, id, &v, &nv);
-    if (!rc) {
-      rc = merge_sorted(&acc, &nacc, v, nv);
-      free(v);
-    }
-    if (rc) {
-      free(acc);
-      return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  int all = ntags == 1 && !strcmp(tags[0], "all");
+  int *ids = NULL;
+  if (!all) {
+    FE_MALLOC(ids, ntags, "tag ids");
+    for (int t = 0; t < ntags; t++) {
+      int rc = fe_mesh_tag_id(m, tags[t], m->dim - 1, &ids[t]);
+      if (rc) {
+        free(ids);
+        return fe_error_push(rc, __FILE__, __LINE__, __func__);
+      }
     }
   }
-  *nodes = acc ? acc : calloc(1, sizeof(int));
-  *n = nacc;
+  fe_keymap set;
+  int rc = facet_entities(m, ids, all ? 0 : ntags, &set);
+  free(ids);
+  FE_CHECK(rc);
+  rc = nodes_in_set(V, &set, nodes, n);
+  fe_keymap_free(&set);
+  return rc;
+}
+
+int fe_space_boundary_dofs(const fe_space *V, const char *const *tags, int ntags, int **dofs,
+                           int *n)
+{
+  int *nodes, nn;
+  FE_CHECK(fe_space_boundary_nodes(V, tags, ntags, &nodes, &nn));
+  if (V->ncomp == 1) {
+    *dofs = nodes;
+    *n = nn;
+    return 0;
+  }
+  *dofs = malloc(sizeof(int) * (size_t)nn * V->ncomp + 1);
+  if (!*dofs) {
+    free(nodes);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for boundary dofs");
+  }
+  for (int i = 0; i < nn; i++)
+    for (int k = 0; k < V->ncomp; k++) (*dofs)[i * V->ncomp + k] = nodes[i] * V->ncomp + k;
+  *n = nn * V->ncomp;
+  free(nodes);
   return 0;
 }
 
@@ -112,29 +312,13 @@ int fe_space_interpolate(const fe_space *V, fe_point_fn f, void *ctx, double *va
 {
   for (int i = 0; i < V->nnodes; i++) {
     if ((i & 4095) == 0) FE_CHECK_INTERRUPT();
-    FE_CHECK(f(ctx, V->node_coords + 3 * (size_t)i, &values[i]));
+    FE_CHECK(f(ctx, V->node_coords + 3 * (size_t)i, V->ncomp, values + (size_t)i * V->ncomp));
   }
   return 0;
 }
 
-/* Physical point and Jacobian (J[d][i] = dx_d/dxi_i) at xi for cell c. */
-static void cell_map(const fe_space *V, int c, const double *phi, const double *dphi, double *x,
-                     double *J)
-{
-  const fe_element *el = &V->elem;
-  int dim = el->dim;
-  for (int d = 0; d < 3; d++) x[d] = 0;
-  for (int k = 0; k < dim * dim; k++) J[k] = 0;
-  for (int b = 0; b < el->nbasis; b++) {
-    const double *X = V->mesh->coords + 3 * (size_t)V->mesh->cells[(size_t)c * V->mesh->nvc + b];
-    for (int d = 0; d < 3; d++) x[d] += phi[b] * X[d];
-    for (int d = 0; d < dim; d++)
-      for (int i = 0; i < dim; i++) J[d * dim + i] += X[d] * dphi[b * dim + i];
-  }
-}
-
 /* Determinant and inverse of a 3x3 (or 2x2) matrix. */
-static double invert(int dim, const double *J, double *K)
+double fe_space_map_inverse(int dim, const double *J, double *K)
 {
   if (dim == 2) {
     double det = J[0] * J[3] - J[1] * J[2];
@@ -155,7 +339,40 @@ static double invert(int dim, const double *J, double *K)
   return det;
 }
 
-double fe_space_map_inverse(int dim, const double *J, double *K) { return invert(dim, J, K); }
+/* The error's contribution at one point: |u_h - f|^2 (L2) or |grad u_h - grad f|^2 (H1). */
+static int point_error(const fe_space *V, const double *u, const int *dof, const double *phi,
+                       const double *dphi, const double *x, const double *K, double h, int h1,
+                       fe_point_fn f, void *ctx, double *sum)
+{
+  const int dim = V->elem.dim, nb = V->elem.nbasis, nc = V->ncomp;
+  double fe[3], fp[3], fm[3];
+  *sum = 0;
+  if (!h1) {
+    FE_CHECK(f(ctx, x, nc, fe));
+    for (int k = 0; k < nc; k++) {
+      double uh = 0;
+      for (int b = 0; b < nb; b++) uh += u[(size_t)dof[b] * nc + k] * phi[b];
+      *sum += (uh - fe[k]) * (uh - fe[k]);
+    }
+    return 0;
+  }
+  for (int d = 0; d < dim; d++) { /* the exact gradient by central differences of f */
+    double xp[3] = {x[0], x[1], x[2]}, xm[3] = {x[0], x[1], x[2]};
+    xp[d] += h;
+    xm[d] -= h;
+    FE_CHECK(f(ctx, xp, nc, fp));
+    FE_CHECK(f(ctx, xm, nc, fm));
+    for (int k = 0; k < nc; k++) {
+      double gh = 0;
+      for (int b = 0; b < nb; b++)
+        for (int i = 0; i < dim; i++)
+          gh += u[(size_t)dof[b] * nc + k] * dphi[b * dim + i] * K[i * dim + d];
+      double ge = (fp[k] - fm[k]) / (2 * h);
+      *sum += (gh - ge) * (gh - ge);
+    }
+  }
+  return 0;
+}
 
 int fe_space_error(const fe_space *V, const double *u, fe_point_fn f, void *ctx, const char *norm,
                    double *err)
@@ -166,40 +383,34 @@ int fe_space_error(const fe_space *V, const double *u, fe_point_fn f, void *ctx,
     FE_ERROR(FE_ERR_ARG, "unknown norm '%s' (\"L2\" or \"H1\")", norm);
   const fe_element *el = &V->elem;
   fe_quadrature Q;
-  FE_CHECK(fe_quadrature_create(el->cell, 2 * el->order + 2, &Q));
-  int dim = el->dim, nb = el->nbasis;
+  FE_CHECK(fe_quadrature_create(el->cell, 2 * el->order + 2 + (V->curved ? 2 : 0), &Q));
+  const int dim = el->dim, nb = el->nbasis;
+  double *phi = malloc(sizeof(double) * (size_t)Q.npoints * nb);
+  double *dphi = malloc(sizeof(double) * (size_t)Q.npoints * nb * dim);
+  if (!phi || !dphi) {
+    free(phi);
+    free(dphi);
+    fe_quadrature_free(&Q);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for a tabulation");
+  }
+  fe_element_tabulate(el, Q.npoints, Q.points, phi, dphi);
   double sum = 0;
   int rc = 0;
   for (int c = 0; c < V->mesh->ncells && !rc; c++) {
     if ((c & 1023) == 0 && (rc = fe_interrupt_check())) break;
     const int *dof = V->cell_nodes + (size_t)c * nb;
     for (int q = 0; q < Q.npoints && !rc; q++) {
-      double phi[FE_MAX_BASIS], dphi[FE_MAX_BASIS * 3], x[3], J[9], K[9];
-      fe_element_eval(el, Q.points + q * dim, phi, dphi);
-      cell_map(V, c, phi, dphi, x, J);
-      double det = invert(dim, J, K), wq = Q.weights[q] * fabs(det);
-      if (!h1) {
-        double uh = 0, ue;
-        for (int b = 0; b < nb; b++) uh += u[dof[b]] * phi[b];
-        rc = f(ctx, x, &ue);
-        sum += wq * (uh - ue) * (uh - ue);
-        continue;
-      }
-      /* H1 seminorm: the exact gradient by central differences of f */
+      double x[3], J[9], K[9], s;
+      fe_space_cell_map(V, c, Q.points + q * dim, x, J);
+      double det = fe_space_map_inverse(dim, J, K);
       double h = 1e-6 * cbrt(fabs(det)) + 1e-12;
-      for (int d = 0; d < dim && !rc; d++) {
-        double gh = 0, xp[3] = {x[0], x[1], x[2]}, xm[3] = {x[0], x[1], x[2]}, fp = 0, fm = 0;
-        for (int b = 0; b < nb; b++)
-          for (int i = 0; i < dim; i++) gh += u[dof[b]] * dphi[b * dim + i] * K[i * dim + d];
-        xp[d] += h;
-        xm[d] -= h;
-        rc = f(ctx, xp, &fp);
-        if (!rc) rc = f(ctx, xm, &fm);
-        double ge = (fp - fm) / (2 * h);
-        sum += wq * (gh - ge) * (gh - ge);
-      }
+      rc = point_error(V, u, dof, phi + (size_t)q * nb, dphi + (size_t)q * nb * dim, x, K, h, h1,
+                       f, ctx, &s);
+      sum += Q.weights[q] * fabs(det) * s;
     }
   }
+  free(phi);
+  free(dphi);
   fe_quadrature_free(&Q);
   FE_CHECK(rc);
   *err = sqrt(sum);

@@ -14,45 +14,58 @@
 #include "engine/vector.h"
 #include "shell/shell.h"
 
-static const char *const space_keys[] = {"family", "order", "components", NULL};
+static const char *const space_keys[] = {"family", "order", "components", "nodes", NULL};
 
-/* The space name of argument 2: "P1", or {family = "P", order = 1, components = 1} where
- * the family defaults to P on simplices and Q on tensor cells of m. */
-static const char *space_name(lua_State *L, const fe_mesh *m, char *buf, size_t n)
+/* The space of argument 2 into o: "P2", or {family = "P", order = 2, components = 3,
+ * nodes = "gll" | "equispaced"}; the family defaults to P on simplices and prisms and to Q on
+ * tensor cells of m. */
+static void space_opts(lua_State *L, const fe_mesh *m, fe_space_opts *o)
 {
-  if (lua_type(L, 2) == LUA_TSTRING) return lua_tostring(L, 2);
+  o->ncomp = 1;
+  o->kind = FE_NODES_GLL;
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    if (fe_space_parse_name(lua_tostring(L, 2), &o->family, &o->order)) felab_raise(L);
+    return;
+  }
   if (!lua_istable(L, 2))
-    luaL_error(L, "fe.space: expected a space name (\"P1\", \"Q1\") or {family = \"P\", order = 1} "
-                  "as argument 2, got %s", felab_kind_of(L, 2));
+    luaL_error(L, "fe.space: expected a space name (\"P2\", \"Q3\") or {family = \"P\", order = 2, "
+                  "components = 3} as argument 2, got %s", felab_kind_of(L, 2));
   felab_check_keys(L, 2, "fe.space", space_keys);
-  int simplex = m->type == FE_CELL_TRI || m->type == FE_CELL_TET;
+  int tensor = m->type == FE_CELL_QUAD || m->type == FE_CELL_HEX;
   int type = lua_getfield(L, 2, "family");
-  if (type != LUA_TSTRING && type != LUA_TNIL)
-    luaL_error(L, "fe.space: family must be a string (\"P\" or \"Q\"), got %s",
-               felab_kind_of(L, -1));
-  const char *family = type == LUA_TNIL ? (simplex ? "P" : "Q") : lua_tostring(L, -1);
+  if ((type != LUA_TSTRING && type != LUA_TNIL) ||
+      (type == LUA_TSTRING && strcmp(lua_tostring(L, -1), "P") && strcmp(lua_tostring(L, -1), "Q")))
+    luaL_error(L, "fe.space: family must be \"P\" or \"Q\", got %s", felab_number_or_kind(L, -1));
+  o->family = type == LUA_TNIL ? (tensor ? 'Q' : 'P') : lua_tostring(L, -1)[0];
   lua_getfield(L, 2, "order");
   lua_Integer order = 1;
   if (!lua_isnil(L, -1) && (!felab_is_integer(L, -1, &order) || order < 1 || order > 99))
     luaL_error(L, "fe.space: order must be a positive integer, got %s",
                felab_number_or_kind(L, -1));
+  o->order = (int)order;
   lua_getfield(L, 2, "components");
-  int isint = 0;
-  lua_Integer ncomp = lua_isnil(L, -1) ? 1 : lua_tointegerx(L, -1, &isint);
-  if (!lua_isnil(L, -1) && (!isint || ncomp != 1))
-    luaL_error(L, "fe.space: components = %s: only scalar spaces (components = 1) exist so far",
-               luaL_tolstring(L, -1, NULL));
-  snprintf(buf, n, "%s%lld", family, (long long)order);
-  lua_pop(L, 3);
-  return buf;
+  lua_Integer ncomp = 1;
+  if (!lua_isnil(L, -1) && (!felab_is_integer(L, -1, &ncomp) || ncomp < 1 || ncomp > 3))
+    luaL_error(L, "fe.space: components must be 1, 2 or 3, got %s", felab_number_or_kind(L, -1));
+  o->ncomp = (int)ncomp;
+  type = lua_getfield(L, 2, "nodes");
+  if (type != LUA_TNIL) {
+    const char *k = lua_tostring(L, -1);
+    if (type == LUA_TSTRING && !strcmp(k, "gll")) o->kind = FE_NODES_GLL;
+    else if (type == LUA_TSTRING && !strcmp(k, "equispaced")) o->kind = FE_NODES_EQUISPACED;
+    else
+      luaL_error(L, "fe.space: nodes must be \"gll\" or \"equispaced\", got %s",
+                 felab_number_or_kind(L, -1));
+  }
+  lua_pop(L, 4);
 }
 
-/* fe.space(m, "P1" | {family =, order =}) -> space (keeps m alive) */
+/* fe.space(m, "P1" | {family =, order =, components =, nodes =}) -> space (keeps m alive) */
 static int fe_space_new(lua_State *L)
 {
   mesh_handle *mh = felab_check_handle(L, 1, FELAB_MESH, "fe.space", "argument 1");
-  char buf[64];
-  const char *name = space_name(L, mh->m, buf, sizeof buf);
+  fe_space_opts o;
+  space_opts(L, mh->m, &o);
   lua_settop(L, 2);
   space_handle *h = lua_newuserdatauv(L, sizeof *h, 1);
   h->V = NULL;
@@ -61,14 +74,15 @@ static int fe_space_new(lua_State *L)
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
   fe_space *V = NULL;
-  FELAB_TRY(L, fe_space_create(mh->m, name, &V));
+  FELAB_TRY(L, fe_space_create_opts(mh->m, &o, &V));
   h->V = V;
   mh->borrowers++;
   return 1;
 }
 
 /* V:interpolate(f) -> vector on the default backend and precision; f a number or a
- * function(x) of x = {x, y, z} returning a number, called at every node. */
+ * function(x) of x = {x, y, z} returning a number (or, on a vector space, a table of one
+ * number per component), called at every node. */
 static int space_interpolate(lua_State *L)
 {
   space_handle *h = felab_check_self(L, 1, FELAB_SPACE, "V:interpolate", "self");
@@ -76,12 +90,9 @@ static int space_interpolate(lua_State *L)
   lua_settop(L, 2);
   felab_point_fn f;
   felab_point_fn_init(L, 2, "V:interpolate", &f);
-  if (V->nnodes != V->ndofs)
-    return luaL_error(L, "V:interpolate: %s has %d components; interpolate a scalar space",
-                      V->name, V->ncomp);
   fe_backend *be;
   FELAB_TRY(L, fe_backend_get(NULL, &be));
-  double *values = lua_newuserdatauv(L, (size_t)V->nnodes * sizeof(double) + 1, 0);
+  double *values = lua_newuserdatauv(L, (size_t)V->ndofs * sizeof(double) + 1, 0);
   fe_vector **out = felab_push_vector(L, 1);
   h->borrowers++; /* the Lua function cannot free V under the engine's feet */
   int rc = fe_space_interpolate(V, felab_point_fn_call, &f, values);
@@ -123,8 +134,10 @@ static int space_tostring(lua_State *L)
   space_handle *h = luaL_checkudata(L, 1, FELAB_SPACE);
   if (!h->V) lua_pushliteral(L, "space (closed)");
   else
-    lua_pushfstring(L, "space %s on %d-vertex %s mesh: %d dofs", h->V->name, h->V->mesh->nvertices,
-                    fe_cell_name(h->V->mesh->type), h->V->ndofs);
+    lua_pushfstring(L, "space %s%s%s on %d-cell %s mesh%s: %d nodes, %d dofs", h->V->name,
+                    h->V->ncomp > 1 ? "^" : "", h->V->ncomp > 1 ? (const char[]){(char)('0' + h->V->ncomp), 0} : "",
+                    h->V->mesh->ncells, fe_cell_name(h->V->mesh->type),
+                    h->V->curved ? " (curved)" : "", h->V->nnodes, h->V->ndofs);
   return 1;
 }
 

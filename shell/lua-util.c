@@ -185,12 +185,13 @@ void felab_register_type(lua_State *L, const char *tname, const luaL_Reg *meta,
 }
 
 /* fe_point_fn: call the Lua function at x under lua_pcall; a Lua error or a result that is
- * not a number becomes an engine error (the engine unwinds, the binding raises it). */
-int felab_point_fn_call(void *ctx, const double x[3], double *value)
+ * not a number (or, for n > 1 components, a number or a table of n numbers) becomes an engine
+ * error (the engine unwinds, the binding raises it). */
+int felab_point_fn_call(void *ctx, const double x[3], int n, double *values)
 {
   felab_point_fn *f = ctx;
   if (!f->fn) {
-    *value = f->constant;
+    for (int k = 0; k < n; k++) values[k] = f->constant;
     return 0;
   }
   lua_State *L = f->L;
@@ -208,14 +209,30 @@ int felab_point_fn_call(void *ctx, const double x[3], double *value)
     lua_pop(L, 1);
     return FE_ERR_ARG;
   }
-  if (lua_type(L, -1) != LUA_TNUMBER) {
-    fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
-                 "%s: the function must return a number, got %s at x = {%g, %g, %g}", f->where,
-                 luaL_typename(L, -1), x[0], x[1], x[2]);
+  int ok = lua_type(L, -1) == LUA_TNUMBER;
+  if (ok)
+    for (int k = 0; k < n; k++) values[k] = lua_tonumber(L, -1);
+  else if (n > 1 && lua_istable(L, -1) && lua_rawlen(L, -1) == (lua_Unsigned)n) {
+    ok = 1;
+    for (int k = 0; k < n && ok; k++) {
+      ok = lua_rawgeti(L, -1, k + 1) == LUA_TNUMBER;
+      values[k] = lua_tonumber(L, -1);
+      lua_pop(L, 1);
+    }
+  }
+  if (!ok) {
+    if (n > 1)
+      fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
+                   "%s: the function must return a number or a table of %d numbers (one per "
+                   "component), got %s at x = {%g, %g, %g}", f->where, n, luaL_typename(L, -1),
+                   x[0], x[1], x[2]);
+    else
+      fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
+                   "%s: the function must return a number, got %s at x = {%g, %g, %g}", f->where,
+                   luaL_typename(L, -1), x[0], x[1], x[2]);
     lua_pop(L, 1);
     return FE_ERR_ARG;
   }
-  *value = lua_tonumber(L, -1);
   lua_pop(L, 1);
   return 0;
 }

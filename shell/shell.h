@@ -121,6 +121,6 @@ typedef struct felab_point_fn {
   const char *where; /* the Lua-side name of the caller, for messages */
 } felab_point_fn;
 void felab_point_fn_init(lua_State *L, int i, const char *where, felab_point_fn *f);
-int felab_point_fn_call(void *ctx, const double x[3], double *value);
+int felab_point_fn_call(void *ctx, const double x[3], int n, double *values);
 
 #endif

@@ -153,9 +153,10 @@ Test(solver, cg_jacobi_needs_no_more_iterations_than_plain_on_distorted_mesh)
 }
 
 /* The manufactured solution u = x(1-x) y(1-y) z(1-z) e^x, zero on the boundary of [0,1]^3. */
-static int sv_exact(void *ctx, const double x[3], double *v)
+static int sv_exact(void *ctx, const double x[3], int n, double *v)
 {
   (void)ctx;
+  (void)n;
   *v = x[0] * (1 - x[0]) * x[1] * (1 - x[1]) * x[2] * (1 - x[2]) * exp(x[0]);
   return 0;
 }
