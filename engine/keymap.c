@@ -35,6 +35,13 @@ static int table_alloc(fe_keymap *h, size_t cap)
   return 0;
 }
 
+int fe_keymap_init_local(fe_keymap *h, int klen, size_t expect, int first_max)
+{
+  FE_CHECK(fe_keymap_init(h, klen, expect));
+  h->first_max = first_max > 0 ? first_max : 0;
+  return 0;
+}
+
 int fe_keymap_init(fe_keymap *h, int klen, size_t expect)
 {
   memset(h, 0, sizeof *h);
@@ -52,13 +59,27 @@ void fe_keymap_free(fe_keymap *h)
   memset(h, 0, sizeof *h);
 }
 
+/* Where a key's probe starts: a hash, or for local keys the position of the first id in
+ * the table plus a hash of the rest within a few slots. */
+static size_t home(const fe_keymap *h, const int *key)
+{
+  if (h->first_max <= 0 || key[0] < 0 || key[0] >= h->first_max)
+    return key_hash(key, h->klen) & (h->cap - 1);
+  size_t base = (size_t)((double)key[0] / h->first_max * (double)h->cap);
+  return (base + (key_hash(key + 1, h->klen - 1) & 7)) & (h->cap - 1);
+}
+
 /* The slot holding key, or the empty slot where it would go. */
 static size_t probe(const fe_keymap *h, const int *key)
 {
-  size_t mask = h->cap - 1, i = key_hash(key, h->klen) & mask;
-  while (h->vals[i] >= 0 && memcmp(h->keys + i * h->klen, key, sizeof(int) * h->klen))
-    i = (i + 1) & mask;
-  return i;
+  size_t mask = h->cap - 1, i = home(h, key);
+  for (;; i = (i + 1) & mask) {
+    if (h->vals[i] < 0) return i;
+    const int *k = h->keys + i * h->klen;
+    int same = 1;
+    for (int j = 0; j < h->klen && same; j++) same = k[j] == key[j];
+    if (same) return i;
+  }
 }
 
 int fe_keymap_find(const fe_keymap *h, const int *key)
@@ -71,6 +92,7 @@ static int grow(fe_keymap *h)
 {
   fe_keymap old = *h;
   FE_CHECK(table_alloc(h, old.cap * 2));
+  h->first_max = old.first_max;
   for (size_t i = 0; i < old.cap; i++)
     if (old.vals[i] >= 0) {
       size_t j = probe(h, old.keys + i * old.klen);

@@ -95,11 +95,16 @@ static int build_dof_map(fe_space *V)
   const int nb = el->nbasis, nv = el->nvertices;
   const size_t nc = (size_t)m->ncells;
   FE_MALLOC(V->cell_nodes, nc * nb + 1, "dof map");
-  int shared = 0, key[2 * KEY_PAIRS];
+  /* keys as long as the largest entity that shares nodes needs (2 pairs for edges) */
+  int shared = 0, pairs = 1, key[2 * KEY_PAIRS];
   const int local[FE_MAX_VERTICES] = {0, 1, 2, 3, 4, 5, 6, 7};
-  for (int b = nv; b < nb; b++) shared += node_key(el, local, b, key) < nv;
+  for (int b = nv; b < nb; b++) {
+    int k = node_key(el, local, b, key);
+    if (k < nv && k > pairs) pairs = k;
+    shared += k < nv;
+  }
   fe_keymap names;
-  FE_CHECK(fe_keymap_init(&names, 2 * KEY_PAIRS, nc * shared / 4 + 16));
+  FE_CHECK(fe_keymap_init_local(&names, 2 * pairs, nc * shared / 4 + 16, m->nvertices));
   size_t nnodes = (size_t)m->nvertices;
   int rc = 0;
   for (size_t c = 0; c < nc && !rc; c++) {
@@ -128,12 +133,27 @@ static int build_dof_map(fe_space *V)
   FE_MALLOC(V->node_coords, 3 * nnodes + 1, "node coordinates");
   memcpy(V->node_coords, m->coords, sizeof(double) * 3 * (size_t)m->nvertices);
   /* every non-vertex node at the map of its reference point; shared nodes are written by
-   * each of their cells with the same value (conforming geometry), which is harmless */
+   * each of their cells with the same value (conforming geometry), which is harmless.
+   * Straight cells: the first-order basis at the nodes, tabulated once. */
+  double *lphi = malloc(sizeof(double) * (size_t)nb * nv + 1);
+  if (!lphi) FE_ERROR(FE_ERR_MEM, "out of host memory for a tabulation");
+  for (int b = 0; b < nb; b++) fe_element_eval(&V->lin, el->nodes + 3 * b, lphi + b * nv, NULL);
 #pragma omp parallel for schedule(static)
   for (size_t c = 0; c < nc; c++)
-    for (int b = nv; b < nb; b++)
-      fe_space_cell_map(V, (int)c, el->nodes + 3 * b,
-                        V->node_coords + 3 * (size_t)V->cell_nodes[c * nb + b], NULL);
+    for (int b = nv; b < nb; b++) {
+      double *x = V->node_coords + 3 * (size_t)V->cell_nodes[c * nb + b];
+      if (V->curved) {
+        fe_space_cell_map(V, (int)c, el->nodes + 3 * b, x, NULL);
+        continue;
+      }
+      double y[3] = {0, 0, 0};
+      for (int v = 0; v < nv; v++) {
+        const double *X = m->coords + 3 * (size_t)m->cells[c * nv + v];
+        for (int d = 0; d < 3; d++) y[d] += lphi[b * nv + v] * X[d];
+      }
+      for (int d = 0; d < 3; d++) x[d] = y[d];
+    }
+  free(lphi);
   return 0;
 }
 
@@ -183,7 +203,8 @@ void fe_space_free(fe_space *V)
 
 /* The set of vertices, edges and faces (sorted vertex ids padded with -1) of the facets
  * carrying one of the tag ids (ids == NULL: every facet). */
-static int facet_entities(const fe_mesh *m, const int *ids, int nids, fe_keymap *set)
+static int facet_entities(const fe_mesh *m, const int *ids, int nids, fe_keymap *set,
+                          unsigned char *vmark)
 {
   FE_CHECK(fe_keymap_init(set, KEY_PAIRS, (size_t)m->nfacets * 8));
   int rc = 0;
@@ -195,6 +216,7 @@ static int facet_entities(const fe_mesh *m, const int *ids, int nids, fe_keymap 
     for (int i = 0; i < m->nvf; i++) /* distinct vertices (prism triangles repeat one) */
       if (k == 0 || (m->facets[f * m->nvf + i] != v[k - 1] && m->facets[f * m->nvf + i] != v[0]))
         v[k++] = m->facets[f * m->nvf + i];
+    for (int i = 0; i < k; i++) vmark[v[i]] = 1;
     int subsets[16][4], ns = 0; /* vertices, cyclic edges, the facet */
     for (int i = 0; i < k; i++) {
       subsets[ns][0] = v[i], subsets[ns++][1] = -1;
@@ -224,15 +246,18 @@ static int facet_entities(const fe_mesh *m, const int *ids, int nids, fe_keymap 
 }
 
 /* Nodes of V whose entity lies in the set, sorted and unique. */
-static int nodes_in_set(const fe_space *V, const fe_keymap *set, int **nodes, int *n)
+static int nodes_in_set(const fe_space *V, const fe_keymap *set, const unsigned char *vmark,
+                        int **nodes, int *n)
 {
   const fe_mesh *m = V->mesh;
   const fe_element *el = &V->elem;
   const int nb = el->nbasis, nv = el->nvertices;
   unsigned char *mark = calloc((size_t)V->nnodes + 1, 1);
   if (!mark) FE_ERROR(FE_ERR_MEM, "out of host memory for boundary marks");
-  for (size_t c = 0; c < (size_t)m->ncells; c++)
-    for (int b = 0; b < nb; b++) {
+  for (size_t c = 0; c < (size_t)m->ncells; c++) {
+    int touches = 0; /* cells without a vertex in the set have no node in it */
+    for (int v = 0; v < nv && !touches; v++) touches = vmark[m->cells[c * nv + v]];
+    for (int b = 0; b < nb && touches; b++) {
       int key[2 * KEY_PAIRS], ent[KEY_PAIRS];
       int node = V->cell_nodes[c * nb + b];
       if (mark[node]) continue;
@@ -241,6 +266,7 @@ static int nodes_in_set(const fe_space *V, const fe_keymap *set, int **nodes, in
       for (int i = 0; i < KEY_PAIRS; i++) ent[i] = key[2 * i];
       if (fe_keymap_find(set, ent) >= 0) mark[node] = 1;
     }
+  }
   int count = 0;
   for (int i = 0; i < V->nnodes; i++) count += mark[i];
   *nodes = malloc(sizeof(int) * (size_t)count + 1);
@@ -278,11 +304,15 @@ int fe_space_boundary_nodes(const fe_space *V, const char *const *tags, int ntag
     }
   }
   fe_keymap set;
-  int rc = facet_entities(m, ids, all ? 0 : ntags, &set);
+  unsigned char *vmark = calloc((size_t)m->nvertices + 1, 1);
+  int rc = vmark ? facet_entities(m, ids, all ? 0 : ntags, &set, vmark)
+                 : fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   free(ids);
-  FE_CHECK(rc);
-  rc = nodes_in_set(V, &set, nodes, n);
-  fe_keymap_free(&set);
+  if (!rc) {
+    rc = nodes_in_set(V, &set, vmark, nodes, n);
+    fe_keymap_free(&set);
+  }
+  free(vmark);
   return rc;
 }
 

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends/backend.h"
 #include "engine/error.h"
@@ -255,6 +256,15 @@ static int perf_clear(lua_State *L)
   return 0;
 }
 
+/* perf.clock() -> seconds of a monotonic wall clock (for timing a block of a script). */
+static int perf_clock(lua_State *L)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  lua_pushnumber(L, (lua_Number)ts.tv_sec + 1e-9 * (lua_Number)ts.tv_nsec);
+  return 1;
+}
+
 /* Register the felab.report metatable (idempotent); leaves the stack as it was. */
 static void report_register(lua_State *L)
 {
@@ -267,7 +277,8 @@ static void report_register(lua_State *L)
 /* Set the global perf table and push the device module table. */
 int felab_open_device(lua_State *L)
 {
-  static const luaL_Reg perf[] = {{"log", perf_log}, {"clear", perf_clear}, {NULL, NULL}};
+  static const luaL_Reg perf[] = {
+      {"log", perf_log}, {"clear", perf_clear}, {"clock", perf_clock}, {NULL, NULL}};
   static const luaL_Reg device[] = {{"list", device_list},
                                     {"use", device_use},
                                     {"current", device_current},
@@ -282,6 +293,9 @@ int felab_open_device(lua_State *L)
   felab_help_add(FELAB_REPORT ":print", "rep:print()",
                  "Print the report's block (the same text as print(rep)).\n"
                  "example: r, rep = A:residual(u); rep:print()");
+  felab_help_add("perf.clock", "perf.clock()",
+                 "Seconds of a monotonic wall clock, to time a block of a script.\n"
+                 "example: t = perf.clock(); V = fe.space(m, \"P2\"); print(perf.clock() - t)");
   felab_help_add("device.current", "device.current()",
                  "The session's default backend and precision.\n"
                  "example: print(device.current())");
