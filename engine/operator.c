@@ -127,6 +127,8 @@ static int build_aux(fe_operator *A)
   return 0;
 }
 
+static int make_rules(fe_operator *A, int degree, fe_quad_kind kind);
+
 int fe_operator_create(const fe_space *V, const fe_physics *pde, const char *const *dirichlet,
                        int ndirichlet, double value, fe_operator **out)
 {
@@ -140,14 +142,44 @@ int fe_operator_create(const fe_space *V, const fe_physics *pde, const char *con
   A->geo_affine = V->affine;
   int rc = fe_space_boundary_dofs(V, dirichlet, ndirichlet, &A->dir_nodes, &A->ndir);
   if (!rc) rc = build_aux(A);
-  for (int a = 0; a < FE_NACTIONS && !rc; a++)
-    rc = fe_quadrature_create(V->elem.cell, quadrature_degree(V, pde, (fe_action)a), &A->quad[a]);
+  if (!rc) rc = make_rules(A, -1, FE_QUAD_AUTO);
   if (rc) {
     fe_operator_free(A);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
   *out = A;
   return 0;
+}
+
+/* Each action's rule: exact for its integrand unless degree >= 0 overrides it. */
+static int make_rules(fe_operator *A, int degree, fe_quad_kind kind)
+{
+  for (int a = 0; a < FE_NACTIONS; a++) {
+    fe_quadrature q;
+    int k = degree >= 0 ? degree : quadrature_degree(A->V, A->pde, (fe_action)a);
+    FE_CHECK(fe_quadrature_create_kind(A->V->elem.cell, k, kind, &q));
+    fe_quadrature_free(&A->quad[a]);
+    A->quad[a] = q;
+  }
+  return 0;
+}
+
+static void op_device_free(op_device *d);
+
+int fe_operator_set_quadrature(fe_operator *A, int degree, int kind)
+{
+  FE_ASSERT(kind >= FE_QUAD_AUTO && kind <= FE_QUAD_GLL, FE_ERR_ARG, "unknown quadrature rule %d", kind);
+  FE_CHECK(make_rules(A, degree, (fe_quad_kind)kind));
+  for (int i = 0; i < A->ndev; i++) op_device_free(&A->dev[i]);
+  A->ndev = 0;
+  return 0;
+}
+
+const fe_quadrature *fe_operator_quadrature(const fe_operator *A, const char *action)
+{
+  fe_action a;
+  if (fe_action_parse(action, &a)) return NULL;
+  return &A->quad[a];
 }
 
 static void op_device_free(op_device *d)
@@ -628,6 +660,11 @@ static int op_report(fe_operator *A, op_device *d, fe_action a, const fe_action_
   snprintf(rep->device, sizeof rep->device, "%s", d->be->info.name);
   snprintf(rep->precision, sizeof rep->precision, "%s", fe_precision_name(d->prec));
   snprintf(rep->strategy, sizeof rep->strategy, "transpose");
+  const fe_quadrature *Q = &A->quad[a];
+  snprintf(rep->space, sizeof rep->space, "%s%s%s on %s", A->V->name, A->V->ncomp > 1 ? "^" : "",
+           A->V->ncomp > 1 ? (A->V->ncomp == 2 ? "2" : "3") : "", fe_cell_name(A->V->elem.cell));
+  snprintf(rep->quadrature, sizeof rep->quadrature, "%s, %d points, degree %d",
+           Q->name ? Q->name : "?", Q->npoints, Q->degree);
   rep->ncells = A->V->mesh->ncells;
   rep->ndofs = A->V->ndofs;
   fe_codegen_model(&s, A->ndir, &rep->flops, &rep->bytes);

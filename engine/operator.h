@@ -30,6 +30,11 @@ void fe_action_opts_default(fe_action_opts *o);
 int fe_operator_create(const fe_space *V, const fe_physics *pde, const char *const *dirichlet,
                        int ndirichlet, double value, fe_operator **out);
 void fe_operator_free(fe_operator *A);
+/* Replace every action's quadrature: degree k (-1: each action's own exact degree) of family
+ * kind (engine/quadrature.h). Realizations made so far are dropped. */
+int fe_operator_set_quadrature(fe_operator *A, int degree, int kind);
+/* The rule of an action ("residual", "apply", "diagonal"), for reports and tests. */
+const struct fe_quadrature *fe_operator_quadrature(const fe_operator *A, const char *action);
 const fe_space *fe_operator_space(const fe_operator *A);
 int fe_operator_ndirichlet(const fe_operator *A);
 

@@ -68,11 +68,14 @@ static const help_entry builtin[] = {
      "example: for _, t in ipairs(m:tags().boundary) do print(t) end"},
 
     /* spaces, vectors, operators */
-    {"fe.space", "fe.space(m, \"P1\")",
-     "A finite-element space on mesh m: \"P1\" on tets and triangles, \"Q1\" on hexes and\n"
-     "quads (higher orders and {family = \"P\", order = 2, components = 3} as they arrive).\n"
-     "The space keeps its mesh alive.\n"
-     "example: V = fe.space(m, \"P1\"); print(V.ndofs)"},
+    {"fe.space", "fe.space(m, \"P2\") or fe.space(m, {family =, order =, components =, nodes =})",
+     "A finite-element space on mesh m: \"P1\"..\"P7\" on triangles, tets and prisms (prisms:\n"
+     "triangle x line), \"Q1\"..\"Q9\" on quads and hexes with GLL nodes (spectral elements;\n"
+     "nodes = \"equispaced\" for the other kind). components = 2 or 3 makes a vector space\n"
+     "(dofs interleaved per node). Edge and face nodes are shared between neighbouring cells\n"
+     "whatever their orientation. The space keeps its mesh alive.\n"
+     "example: V = fe.space(m, \"P3\"); print(V, V.ndofs, V.nbasis)\n"
+     "         W = fe.space(m, {family = \"P\", order = 2, components = 3})"},
     {FELAB_SPACE, "V.ndofs; V:interpolate(f)",
      "A function space: its reference element, its dof map, its mesh.\n"
      "ndofs is the number of global degrees of freedom.\n"
@@ -80,11 +83,15 @@ static const help_entry builtin[] = {
     {FELAB_SPACE ":interpolate",
      "V:interpolate(f [, {backend = \"cpu\", precision = \"double\"}])",
      "A vector holding f at every node: f a number or function(x) with x = {x, y, z}\n"
-     "(1-based). The vector lives on the session's default backend unless told otherwise.\n"
+     "(1-based) returning a number, or on a vector space a table with one per component.\n"
+     "The vector lives on the session's default backend unless told otherwise.\n"
      "example: u = V:interpolate(function(x) return x[1] * x[2] end)"},
-    {"fe.operator", "fe.operator(V, pde, {dirichlet = {\"xmin\", \"xmax\"}, value = 0})",
+    {"fe.operator", "fe.operator(V, pde, {dirichlet = {\"xmin\", \"xmax\"}, value = 0, quadrature = {...}})",
      "An operator: space V, physics pde and boundary conditions. dirichlet lists boundary\n"
      "tag names (\"all\" for the whole boundary) where u = value is imposed strongly.\n"
+     "Each action picks the quadrature that is exact for its integrand (symmetric rules on\n"
+     "simplices where they are cheaper); quadrature = {degree = k, rule = \"auto\"|\"gauss\"|\"gll\"}\n"
+     "overrides it (reports name the rule). docs/quadrature.md lists the rules.\n"
      "Its actions (A:residual, A:apply, A:diagonal) each return (vector, report).\n"
      "example: A = fe.operator(V, physics.poisson{source = 1}, {dirichlet = \"all\"})"},
     {FELAB_OPERATOR, "A:residual(u, opts), A:apply(w, opts), A:diagonal(opts), A:source(action), "

@@ -70,6 +70,8 @@ static int report_index(lua_State *L)
   else if (!strcmp(k, "device")) lua_pushstring(L, r->device);
   else if (!strcmp(k, "precision")) lua_pushstring(L, r->precision);
   else if (!strcmp(k, "strategy")) lua_pushstring(L, r->strategy);
+  else if (!strcmp(k, "space")) lua_pushstring(L, r->space);
+  else if (!strcmp(k, "quadrature")) lua_pushstring(L, r->quadrature);
   else if (!strcmp(k, "bound")) lua_pushstring(L, r->bound);
   else if (!strcmp(k, "gflops")) lua_pushnumber(L, fe_report_gflops(r));
   else if (!strcmp(k, "gbytes")) lua_pushnumber(L, fe_report_gbytes(r));

@@ -9,9 +9,11 @@
 
 #include "backends/backend.h"
 #include "engine/operator.h"
+#include "engine/quadrature.h"
 #include "shell/shell.h"
 
-static const char *const create_keys[] = {"dirichlet", "value", NULL};
+static const char *const create_keys[] = {"dirichlet", "value", "quadrature", NULL};
+static const char *const quad_keys[] = {"degree", "rule", NULL};
 static const char *const action_keys[] = {"backend", "precision", "strategy", "block", NULL};
 static const char *const state_keys[] = {"backend", "precision", "strategy", "block", "at", NULL};
 static const char *const initial_keys[] = {"backend", "precision", "strategy", "block",
@@ -94,14 +96,51 @@ static const char **read_dirichlet(lua_State *L, const char *fname, int *n)
   return names;
 }
 
-/* fe.operator(V, pde [, {dirichlet = {...} | "all" | "xmin", value = 0}]) -> operator */
+/* The quadrature option at the top of the stack: nil, or {degree = k, rule = "auto" |
+ * "gauss" | "gll"}; *degree -1 leaves each action its own exact degree. Pops it. */
+static void read_quadrature(lua_State *L, int *degree, fe_quad_kind *kind)
+{
+  *degree = -1;
+  *kind = FE_QUAD_AUTO;
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    return;
+  }
+  if (!lua_istable(L, -1))
+    luaL_error(L, "fe.operator: quadrature must be a table {degree = k, rule = \"gauss\"}, got %s",
+               felab_kind_of(L, -1));
+  int t = lua_gettop(L);
+  felab_check_keys(L, t, "fe.operator quadrature", quad_keys);
+  lua_Integer d = -1;
+  if (lua_getfield(L, t, "degree") != LUA_TNIL && (!felab_is_integer(L, -1, &d) || d < 0 || d > 60))
+    luaL_error(L, "fe.operator: quadrature.degree must be an integer in 0..60, got %s",
+               felab_number_or_kind(L, -1));
+  *degree = (int)d;
+  if (lua_getfield(L, t, "rule") != LUA_TNIL) {
+    const char *r = lua_tostring(L, -1);
+    int found = 0;
+    for (int k = FE_QUAD_AUTO; k <= FE_QUAD_GLL && !found; k++)
+      if (lua_type(L, -1) == LUA_TSTRING && !strcmp(r, fe_quad_kind_name((fe_quad_kind)k))) {
+        *kind = (fe_quad_kind)k;
+        found = 1;
+      }
+    if (!found)
+      luaL_error(L, "fe.operator: quadrature.rule must be \"auto\", \"gauss\" or \"gll\", got %s",
+                 felab_number_or_kind(L, -1));
+  }
+  lua_settop(L, t - 1);
+}
+
+/* fe.operator(V, pde [, {dirichlet = {...} | "all" | "xmin", value = 0,
+ *                        quadrature = {degree =, rule =}}]) -> operator */
 static int op_new(lua_State *L)
 {
   space_handle *sh = felab_expect(L, 1, FELAB_SPACE, "fe.operator", "argument 1");
   physics_handle *ph = felab_expect(L, 2, FELAB_PHYSICS, "fe.operator", "argument 2");
   if (!sh->V || !ph->p) return luaL_error(L, "fe.operator: the space or the physics was closed");
   double value = 0.0;
-  int ndir = 0;
+  int ndir = 0, qdegree = -1;
+  fe_quad_kind qkind = FE_QUAD_AUTO;
   const char **dir = NULL;
   lua_settop(L, 3);
   if (!lua_isnil(L, 3)) {
@@ -113,6 +152,8 @@ static int op_new(lua_State *L)
     if (type == LUA_TNUMBER) value = lua_tonumber(L, -1);
     else if (type != LUA_TNIL)
       return luaL_error(L, "fe.operator: value must be a number, got %s", felab_kind_of(L, -1));
+    lua_getfield(L, 3, "quadrature");
+    read_quadrature(L, &qdegree, &qkind);
     lua_getfield(L, 3, "dirichlet");
     dir = read_dirichlet(L, "fe.operator", &ndir);
   }
@@ -126,6 +167,7 @@ static int op_new(lua_State *L)
   fe_operator *A = NULL;
   FELAB_TRY(L, fe_operator_create(sh->V, ph->p, dir, ndir, value, &A));
   *h = A;
+  if (qdegree >= 0 || qkind != FE_QUAD_AUTO) FELAB_TRY(L, fe_operator_set_quadrature(A, qdegree, qkind));
   sh->borrowers++;
   ph->borrowers++;
   return 1;
