@@ -622,3 +622,152 @@ Test(operator, shuffled_cells_give_the_same_results)
   op_problem_free(&a);
   op_problem_free(&b);
 }
+
+/* ---- higher orders and vector spaces ---- */
+
+/* A vector Laplacian with a different coefficient per component, as raw bodies: component
+ * k of f1 is (k + 1) grad u_k. Its action on a vector space is three scalar actions. */
+static fe_physics *op_vector_laplacian(void)
+{
+  fe_physics *p = calloc(1, sizeof *p);
+  snprintf(p->name, sizeof p->name, "vector-laplacian");
+  p->ncomp = 3;
+  p->f1 = strdup("FE_UNROLL for (int k = 0; k < NC; k++) FE_UNROLL for (int d = 0; d < DIM; d++) "
+                 "f1[k * DIM + d] = (k + 1) * du[k * DIM + d];");
+  p->df1 = strdup("FE_UNROLL for (int k = 0; k < NC; k++) FE_UNROLL for (int d = 0; d < DIM; d++) "
+                  "df1[k * DIM + d] = (k + 1) * dw[k * DIM + d];");
+  p->flops_f = p->flops_df = 9;
+  p->description = strdup("-(k+1) lap u_k = 0");
+  return p;
+}
+
+Test(operator, vector_space_acts_per_component)
+{
+  const char *tags[] = {"xmin", "zmax"};
+  for (int t = 0; t < 2; t++) {
+    fe_mesh *m = op_box(op_types[t], 2);
+    fe_space_opts so = {.family = t ? 'Q' : 'P', .order = 2, .ncomp = 3, .kind = FE_NODES_GLL};
+    op_problem s; /* the scalar problem, kappa 1, no source */
+    op_problem_on(&s, m, "1", "0", tags, 2);
+    fe_space_free(s.V); /* redo it as P2/Q2 */
+    fe_operator_free(s.A);
+    cr_assert_eq(fe_space_create(m, t ? "Q2" : "P2", &s.V), 0);
+    cr_assert_eq(fe_operator_create(s.V, s.pde, tags, 2, 0.25, &s.A), 0);
+    fe_space *V3;
+    cr_assert_eq(fe_space_create_opts(m, &so, &V3), 0, "%s", fe_error_message());
+    fe_physics *p3 = op_vector_laplacian();
+    fe_operator *A3;
+    cr_assert_eq(fe_operator_create(V3, p3, tags, 2, 0.25, &A3), 0, "%s", fe_error_message());
+    int n = s.V->ndofs;
+    double *w = op_random(3 * n, 21), *wk = malloc(sizeof(double) * n);
+    fe_vector *v3 = op_vector(w, 3 * n), *y3 = NULL;
+    fe_action_opts o = op_opts("cpu", FE_DOUBLE, 0);
+    fe_report rep;
+    cr_assert_eq(fe_operator_apply(A3, v3, NULL, &o, &y3, &rep), 0, "%s", fe_error_message());
+    double *h3 = malloc(sizeof(double) * 3 * n);
+    cr_assert_eq(fe_vector_get(y3, h3), 0);
+    for (int k = 0; k < 3; k++) {
+      for (int i = 0; i < n; i++) wk[i] = w[3 * i + k];
+      fe_vector *vk = op_vector(wk, n);
+      double *yk = op_run(&s, "apply", vk, &o, NULL), worst = 0;
+      for (int i = 0; i < n; i++) {
+        /* constrained rows are the identity in both, free rows scale with k + 1 */
+        double want = yk[i] == wk[i] ? yk[i] : (k + 1) * yk[i];
+        worst = fmax(worst, fabs(h3[3 * i + k] - want));
+      }
+      cr_expect_lt(worst, 1e-12 * (1 + op_infnorm(yk, n)), "%s component %d off by %g",
+                   fe_cell_name(m->type), k, worst);
+      free(yk);
+      fe_vector_free(vk);
+    }
+    free(h3);
+    free(w);
+    free(wk);
+    fe_vector_free(v3);
+    fe_vector_free(y3);
+    fe_operator_free(A3);
+    fe_physics_free(p3);
+    fe_space_free(V3);
+    op_problem_free(&s);
+  }
+}
+
+/* For every order and cell type: the Jacobian action is symmetric, and matches the
+ * difference of residuals (the physics is linear), on cpu; opencl agrees with cpu. */
+Test(operator, high_orders_are_symmetric_and_consistent)
+{
+  const struct {
+    fe_cell_type t;
+    const char *space;
+    int n;
+  } cs[] = {{FE_CELL_TET, "P3", 2}, {FE_CELL_HEX, "Q4", 2}, {FE_CELL_PRISM, "P3", 2},
+            {FE_CELL_TRI, "P5", 3}, {FE_CELL_QUAD, "Q6", 2}};
+  const char *tags[] = {"xmin", "ymax"};
+  fe_backend *cl = NULL;
+  if (fe_backend_get("opencl", &cl)) {
+    cl = NULL;
+    fe_error_clear();
+  }
+  for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+    fe_box_opts bo;
+    fe_box_opts_default(&bo);
+    bo.type = cs[c].t;
+    bo.cells[0] = bo.cells[1] = cs[c].n;
+    bo.cells[2] = fe_cell_dim(cs[c].t) == 3 ? cs[c].n : 0;
+    bo.distort = 0.3;
+    fe_mesh *m;
+    cr_assert_eq(fe_mesh_box(&bo, &m), 0);
+    op_problem p;
+    memset(&p, 0, sizeof p);
+    p.m = m;
+    cr_assert_eq(fe_space_create(m, cs[c].space, &p.V), 0, "%s", fe_error_message());
+    cr_assert_eq(fe_physics_poisson("1 + x[0]*x[1]", "1", &p.pde), 0);
+    cr_assert_eq(fe_operator_create(p.V, p.pde, tags, 2, 0.25, &p.A), 0);
+    int n = p.V->ndofs;
+    double *a = op_random(n, 3), *b = op_random(n, 4);
+    fe_vector *va = op_vector(a, n), *vb = op_vector(b, n);
+    fe_action_opts o = op_opts("cpu", FE_DOUBLE, 0);
+    double *Aa = op_run(&p, "apply", va, &o, NULL), *Ab = op_run(&p, "apply", vb, &o, NULL);
+    double ab = 0, ba = 0, scale = 0;
+    for (int i = 0; i < n; i++) {
+      ab += b[i] * Aa[i];
+      ba += a[i] * Ab[i];
+      scale += fabs(b[i] * Aa[i]);
+    }
+    cr_expect_lt(fabs(ab - ba), 1e-12 * scale, "%s: b.Aa %.17g vs a.Ab %.17g", cs[c].space, ab, ba);
+    /* residual(a) - residual(0) = J a on the free rows, for a that keeps the boundary values */
+    int *dofs, nd;
+    cr_assert_eq(fe_space_boundary_dofs(p.V, tags, 2, &dofs, &nd), 0);
+    for (int k = 0; k < nd; k++) a[dofs[k]] = 0;
+    free(dofs);
+    fe_vector_free(va);
+    free(Aa);
+    va = op_vector(a, n);
+    Aa = op_run(&p, "apply", va, &o, NULL);
+    double *zero = calloc((size_t)n, sizeof(double));
+    fe_vector *vz = op_vector(zero, n);
+    double *ra = op_run(&p, "residual", va, &o, NULL), *r0 = op_run(&p, "residual", vz, &o, NULL);
+    double worst = 0;
+    for (int i = 0; i < n; i++) worst = fmax(worst, fabs(ra[i] - r0[i] - Aa[i]));
+    cr_expect_lt(worst, 1e-11 * (1 + op_infnorm(Aa, n)), "%s: residual difference off by %g",
+                 cs[c].space, worst);
+    if (cl && cl->info.fp64) {
+      fe_action_opts ocl = op_opts("opencl", FE_DOUBLE, 0);
+      double *Acl = op_run(&p, "apply", va, &ocl, NULL);
+      cr_expect_lt(op_reldiff(Aa, Acl, n), 1e-12, "%s: opencl vs cpu %g", cs[c].space,
+                   op_reldiff(Aa, Acl, n));
+      free(Acl);
+    }
+    free(a);
+    free(b);
+    free(Aa);
+    free(Ab);
+    free(ra);
+    free(r0);
+    free(zero);
+    fe_vector_free(va);
+    fe_vector_free(vb);
+    fe_vector_free(vz);
+    op_problem_free(&p);
+  }
+}
