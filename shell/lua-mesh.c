@@ -358,11 +358,14 @@ int felab_open_mesh(lua_State *L)
                  "Read a mesh (.msh 2.2/4.1) or mesh a geometry (.geo, STEP, BREP) with the Gmsh\n"
                  "SDK. Physical groups become boundary tags and cell regions by name; without\n"
                  "any, the boundary is \"boundary\" and the cells \"domain\". size: mesh size for\n"
-                 "geometries; order 2 meshes curved geometry (vertices kept for now); algorithm:\n"
-                 "delaunay, frontal, hxt.\nexample: m = mesh.load(\"meshes/cube.geo\", {size = 0.2})");
+                 "geometries; order = 2 gives curved cells (second-order nodes on the CAD surface,\n"
+                 "used by every space's geometry map; a second-order .msh is curved as read);\n"
+                 "algorithm: delaunay, frontal, hxt.\n"
+                 "example: m = mesh.load(\"meshes/sphere.geo\", {size = 0.25, order = 2}); print(m)");
   felab_help_add(FELAB_MESH ":color", "m:color{block = 1}",
                  "Greedy coloring of groups of `block` consecutive cells (default 1: each cell)\n"
-                 "so that no two groups of one color share a vertex. Returns the number of\n"
+                 "so that no two groups of one color share a vertex (for continuous Lagrange\n"
+                 "spaces of any order, the same as sharing no dof). Returns the number of\n"
                  "colors and the number of groups of each color.\n"
                  "example: n, sizes = m:color{block = 64}; print(n, sizes[1])");
   felab_help_add(FELAB_MESH ":refine", "m:refine()",
