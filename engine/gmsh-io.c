@@ -7,12 +7,15 @@
  *   1. sort the node tags (duplicates are an error) so that any tag can be found;
  *   2. find the top dimension and its one cell type (a mix is an error naming the types);
  *   3. look up every vertex node of every cell (a missing node is an error naming it);
- *   4. keep only the nodes used as cell vertices, renumbered 0..n-1 in file order;
+ *   4. keep only the nodes used as cell vertices, renumbered 0..n-1 in file order; for
+ *      second-order cells (tri6 quad9 tet10 hex27 prism18) also their other nodes, numbered
+ *      from n on, as the curved geometry (geo_cells, geo_coords);
  *   5. regions from the physical groups of the top dimension, boundary tags from those one
  *      lower; without any, region "domain" and the facets seen once as tag "boundary";
  *   6. cells sorted along a Morton curve (blocks of consecutive cells stay compact), the
- *      vertices numbered in order of first use;
- *   7. 2D cells turned counter-clockwise, then fe_mesh_check (degenerate, inverted cells).
+ *      vertices (then the other geometry nodes) numbered in order of first use;
+ *   7. 2D cells turned counter-clockwise (second-order nodes with them), then fe_mesh_check
+ *      (degenerate, inverted cells; a curved map's Jacobian at the nodes).
  * Builds without the SDK keep step 2 (fe_mesh_from_arrays); fe_mesh_load says why not. */
 #include <errno.h>
 #include <limits.h>
@@ -39,24 +42,34 @@ void fe_load_opts_default(fe_load_opts *o)
 
 /* ----- the pure conversion ----- */
 
-/* What felab knows of a Gmsh element type: its dimension, node count, vertex count and the
- * felab cell type (-1: a facet or lower-dimensional element, -2: a cell felab lacks). */
+/* What felab knows of a Gmsh element type: its dimension, node count, vertex count, the
+ * felab cell type (-1: a facet or lower-dimensional element, -2: a cell felab lacks), its
+ * order, and whether it is an incomplete (serendipity) second-order type. */
 typedef struct gmsh_type_info {
-  int type, dim, nnodes, nvertices, cell;
+  int type, dim, nnodes, nvertices, cell, order, incomplete;
   const char *name;
 } gmsh_type_info;
 
 static const gmsh_type_info gmsh_types[] = {
-    {1, 1, 2, 2, -1, "line"},           {2, 2, 3, 3, FE_CELL_TRI, "tri"},
-    {3, 2, 4, 4, FE_CELL_QUAD, "quad"}, {4, 3, 4, 4, FE_CELL_TET, "tet"},
-    {5, 3, 8, 8, FE_CELL_HEX, "hex"},   {6, 3, 6, 6, FE_CELL_PRISM, "prism"},
-    {7, 3, 5, 5, -2, "pyramid"},        {8, 1, 3, 2, -1, "line3"},
-    {9, 2, 6, 3, FE_CELL_TRI, "tri6"},  {10, 2, 9, 4, FE_CELL_QUAD, "quad9"},
-    {11, 3, 10, 4, FE_CELL_TET, "tet10"}, {12, 3, 27, 8, FE_CELL_HEX, "hex27"},
-    {13, 3, 18, 6, FE_CELL_PRISM, "prism18"}, {14, 3, 14, 5, -2, "pyramid14"},
-    {15, 0, 1, 1, -1, "point"},         {16, 2, 8, 4, FE_CELL_QUAD, "quad8"},
-    {17, 3, 20, 8, FE_CELL_HEX, "hex20"}, {18, 3, 15, 6, FE_CELL_PRISM, "prism15"},
-    {19, 3, 13, 5, -2, "pyramid13"},
+    {1, 1, 2, 2, -1, 1, 0, "line"},
+    {2, 2, 3, 3, FE_CELL_TRI, 1, 0, "tri"},
+    {3, 2, 4, 4, FE_CELL_QUAD, 1, 0, "quad"},
+    {4, 3, 4, 4, FE_CELL_TET, 1, 0, "tet"},
+    {5, 3, 8, 8, FE_CELL_HEX, 1, 0, "hex"},
+    {6, 3, 6, 6, FE_CELL_PRISM, 1, 0, "prism"},
+    {7, 3, 5, 5, -2, 1, 0, "pyramid"},
+    {8, 1, 3, 2, -1, 2, 0, "line3"},
+    {9, 2, 6, 3, FE_CELL_TRI, 2, 0, "tri6"},
+    {10, 2, 9, 4, FE_CELL_QUAD, 2, 0, "quad9"},
+    {11, 3, 10, 4, FE_CELL_TET, 2, 0, "tet10"},
+    {12, 3, 27, 8, FE_CELL_HEX, 2, 0, "hex27"},
+    {13, 3, 18, 6, FE_CELL_PRISM, 2, 0, "prism18"},
+    {14, 3, 14, 5, -2, 2, 0, "pyramid14"},
+    {15, 0, 1, 1, -1, 1, 0, "point"},
+    {16, 2, 8, 4, FE_CELL_QUAD, 2, 1, "quad8"},
+    {17, 3, 20, 8, FE_CELL_HEX, 2, 1, "hex20"},
+    {18, 3, 15, 6, FE_CELL_PRISM, 2, 1, "prism15"},
+    {19, 3, 13, 5, -2, 2, 1, "pyramid13"},
 };
 
 /* The type's entry, or NULL for a type felab does not know. */
@@ -190,6 +203,36 @@ static void add_tag(fe_mesh *m, const char *name, int id, int dim)
   t->dim = dim;
 }
 
+/* Second-order cells: geo_cells holds input node positions. The vertices keep their vertex
+ * ids; the other nodes are numbered nvertices.. in input order, each node once, and
+ * geo_coords gets them all. newid (input position -> vertex id or -1) is extended to them. A
+ * node that is a vertex of one cell and an edge, face or inner node of another is an error. */
+static int number_geo_nodes(const fe_mesh_arrays *a, fe_mesh *m, int *newid)
+{
+  const char *src = a->source ? a->source : "mesh";
+  const size_t n = (size_t)m->ncells * m->ngn;
+  for (size_t k = 0; k < n; k++) {
+    if ((int)(k % m->ngn) < m->nvc) continue;
+    int at = m->geo_cells[k];
+    if (newid[at] >= 0 && newid[at] < m->nvertices)
+      FE_ERROR(FE_ERR_MESH,
+               "%s: node %zu is a vertex of one cell and a second-order node of cell %zu (its "
+               "node %d)",
+               src, a->node_tags[at], k / m->ngn, (int)(k % m->ngn));
+    newid[at] = -2;
+  }
+  int next = m->nvertices;
+  for (size_t i = 0; i < a->nnodes; i++)
+    if (newid[i] == -2) newid[i] = next++;
+  for (size_t k = 0; k < n; k++) m->geo_cells[k] = newid[m->geo_cells[k]];
+  m->ngeo_nodes = next;
+  FE_MALLOC(m->geo_coords, (size_t)next * 3 + 1, "mesh geometry nodes");
+  for (size_t i = 0; i < a->nnodes; i++)
+    if (newid[i] >= 0)
+      memcpy(m->geo_coords + 3 * (size_t)newid[i], a->coords + 3 * i, 3 * sizeof(double));
+  return 0;
+}
+
 /* Everything of fe_mesh_from_arrays after the argument checks; m is freed by the caller on
  * error. keys: the sorted node tags. */
 static int convert(const fe_mesh_arrays *a, const node_key *keys, fe_mesh *m)
@@ -222,6 +265,12 @@ static int convert(const fe_mesh_arrays *a, const node_key *keys, fe_mesh *m)
     if (ti->cell == -2)
       FE_ERROR(FE_ERR_MESH, "%s: %s cells are not supported (felab has tri, quad, tet, hex, prism)",
                src, ti->name);
+    if (ti->incomplete)
+      FE_ERROR(FE_ERR_MESH,
+               "%s: %s cells (Gmsh type %d) are incomplete second-order elements: felab takes "
+               "the complete ones (tri6, quad9, tet10, hex27, prism18); mesh with "
+               "Mesh.SecondOrderIncomplete = 0",
+               src, ti->name, ti->type);
     if (!(types_seen & (1 << ti->type))) {
       types_seen |= 1 << ti->type;
       int w = snprintf(found + flen, sizeof found - flen, "%s%s", flen ? ", " : "", ti->name);
@@ -229,12 +278,20 @@ static int convert(const fe_mesh_arrays *a, const node_key *keys, fe_mesh *m)
     }
     if (m->nvc && (int)m->type != ti->cell) m->nvc = -1; /* mixed */
     if (m->nvc >= 0) m->type = (fe_cell_type)ti->cell, m->nvc = ti->nvertices;
+    m->ngn = ti->nnodes, m->geo_order = ti->order;
     ncells += a->blocks[b].nelements;
   }
-  if (m->nvc < 0 || __builtin_popcount((unsigned)types_seen) > 1)
+  if (m->nvc < 0)
     FE_ERROR(FE_ERR_MESH,
              "%s: the %dD cells mix types (%s): felab meshes have one cell type and one order",
              src, dim, found);
+  if (__builtin_popcount((unsigned)types_seen) > 1)
+    FE_ERROR(FE_ERR_MESH,
+             "%s: the %dD cells mix first- and second-order %s cells (%s): felab meshes have one "
+             "order; mesh them all with one (Mesh.ElementOrder)",
+             src, dim, fe_cell_name(m->type), found);
+  const int curved = m->geo_order == 2;
+  if (!curved) m->geo_order = 1, m->ngn = m->nvc;
   FE_ASSERT(ncells <= INT_MAX, FE_ERR_MESH, "%s: too many cells (%zu)", src, ncells);
   m->dim = dim;
   m->ncells = (int)ncells;
@@ -252,6 +309,7 @@ static int convert(const fe_mesh_arrays *a, const node_key *keys, fe_mesh *m)
   }
   FE_MALLOC(m->cells, ncells * m->nvc + 1, "mesh cells");
   FE_MALLOC(m->cell_tags, ncells + 1, "mesh cell regions");
+  if (curved) FE_MALLOC(m->geo_cells, ncells * m->ngn + 1, "mesh second-order nodes");
   int unassigned_id = 0;
   for (size_t g = 0; g < a->ngroups; g++)
     if (a->groups[g].dim == dim && a->groups[g].tag >= unassigned_id)
@@ -274,12 +332,13 @@ static int convert(const fe_mesh_arrays *a, const node_key *keys, fe_mesh *m)
     }
     for (size_t k = 0; k < bl->nelements; k++, e++) {
       const size_t *nodes = bl->nodes + k * ti->nnodes;
-      for (int v = 0; v < ti->nvertices; v++) {
+      for (int v = 0; v < (curved ? ti->nnodes : ti->nvertices); v++) {
         long long at = find_node(keys, a->nnodes, nodes[v]);
         if (at < 0)
           FE_ERROR(FE_ERR_MESH, "%s: %s element %zu of entity %d names node %zu, which does not exist",
                    src, ti->name, k, bl->entity, nodes[v]);
-        m->cells[e * m->nvc + v] = (int)at;
+        if (v < ti->nvertices) m->cells[e * m->nvc + v] = (int)at;
+        if (curved) m->geo_cells[e * m->ngn + v] = (int)at;
       }
       m->cell_tags[e] = region;
     }
@@ -302,6 +361,13 @@ static int convert(const fe_mesh_arrays *a, const node_key *keys, fe_mesh *m)
   }
   for (size_t i = 0; i < a->nnodes; i++)
     if (newid[i] >= 0) memcpy(m->coords + 3 * (size_t)newid[i], a->coords + 3 * i, 3 * sizeof(double));
+  if (curved) {
+    int rc = number_geo_nodes(a, m, newid);
+    if (rc) {
+      free(newid);
+      return fe_error_push(rc, __FILE__, __LINE__, __func__);
+    }
+  }
 
   /* 5. tags: the named groups, or the defaults; boundary facets from groups or the cells */
   m->tags = fe_calloc(a->ngroups + 3, sizeof(fe_tag), "mesh tags");
@@ -356,7 +422,7 @@ static int convert(const fe_mesh_arrays *a, const node_key *keys, fe_mesh *m)
           size_t tag = nodes[v < ti->nvertices ? v : ti->nvertices - 1];
           long long at = find_node(keys, a->nnodes, tag);
           int id = at < 0 ? -1 : newid[at];
-          if (id < 0) {
+          if (id < 0 || id >= m->nvertices) {
             free(newid);
             FE_ERROR(FE_ERR_MESH, "%s: %s facet %zu of entity %d names node %zu, which %s", src,
                      ti->name, k, bl->entity, tag,
@@ -374,10 +440,16 @@ static int convert(const fe_mesh_arrays *a, const node_key *keys, fe_mesh *m)
 }
 
 /* Turn 2D cells with a negative area counter-clockwise (the orientation of a plane
- * surface's mesh follows its normal, which may point down). */
+ * surface's mesh follows its normal, which may point down). Reversing the cycle after vertex
+ * 0 reverses the edges too: the node on edge (a, b) becomes the one on (b, a), so tri6 takes
+ * its nodes in the order 0 2 1 5 4 3 and quad9 in 0 3 2 1 7 6 5 4 8. */
 static void orient_2d(fe_mesh *m)
 {
+  static const int tri6_flip[6] = {0, 2, 1, 5, 4, 3};
+  static const int quad9_flip[9] = {0, 3, 2, 1, 7, 6, 5, 4, 8};
   if (m->dim != 2) return;
+  const int curved = m->geo_order == 2 && m->geo_cells;
+  const int *flip = m->type == FE_CELL_TRI ? tri6_flip : quad9_flip;
   for (int e = 0; e < m->ncells; e++) {
     int *c = m->cells + (size_t)e * m->nvc;
     const double *x0 = m->coords + 3 * (size_t)c[0], *x1 = m->coords + 3 * (size_t)c[1];
@@ -387,8 +459,50 @@ static void orient_2d(fe_mesh *m)
       int t = c[1];
       c[1] = c[m->nvc - 1];
       c[m->nvc - 1] = t;
+      if (curved) {
+        int *g = m->geo_cells + (size_t)e * m->ngn, old[9];
+        memcpy(old, g, (size_t)m->ngn * sizeof(int));
+        for (int k = 0; k < m->ngn; k++) g[k] = old[flip[k]];
+      }
     }
   }
+}
+
+/* The second-order nodes follow the cells into their new order: row e of geo_cells is old
+ * row keys[e], vertices renumbered by newid, the other nodes numbered nvertices.. in order of
+ * first use; geo_coords rebuilt from the new vertex coordinates and the moved nodes. */
+static int order_geo_nodes(fe_mesh *m, const int *keys, const int *newid, const double *coords)
+{
+  const int nv = m->nvertices, ngn = m->ngn, nhigh = m->ngeo_nodes - nv;
+  int *cells = fe_malloc(((size_t)m->ncells * ngn + 1) * sizeof(int), "ordered geometry nodes");
+  int *hnew = fe_malloc(((size_t)nhigh + 1) * sizeof(int), "geometry node order");
+  double *x = fe_malloc(((size_t)m->ngeo_nodes * 3 + 1) * sizeof(double), "ordered geometry");
+  if (!cells || !hnew || !x) {
+    free(cells), free(hnew), free(x);
+    return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+  }
+  for (int k = 0; k < nhigh; k++) hnew[k] = -1;
+  int next = nv;
+  for (int e = 0; e < m->ncells; e++) {
+    const int *g = m->geo_cells + (size_t)keys[e] * ngn;
+    int *dst = cells + (size_t)e * ngn;
+    for (int k = 0; k < ngn; k++) {
+      if (k < m->nvc) {
+        dst[k] = newid[g[k]];
+        continue;
+      }
+      if (hnew[g[k] - nv] < 0) hnew[g[k] - nv] = next++;
+      dst[k] = hnew[g[k] - nv];
+    }
+  }
+  memcpy(x, coords, (size_t)nv * 3 * sizeof(double));
+  for (int k = 0; k < nhigh; k++)
+    if (hnew[k] >= 0)
+      memcpy(x + 3 * (size_t)hnew[k], m->geo_coords + 3 * ((size_t)nv + k), 3 * sizeof(double));
+  m->ngeo_nodes = next; /* nodes of no cell (none from the conversion) are dropped */
+  free(hnew), free(m->geo_cells), free(m->geo_coords);
+  m->geo_cells = cells, m->geo_coords = x;
+  return 0;
 }
 
 /* Sort the cells along a Morton curve of their centroids and number the vertices in order
@@ -419,9 +533,11 @@ static int order_for_locality(fe_mesh *m)
   }
   for (int v = 0; v < m->nvertices; v++) memcpy(coords + 3 * (size_t)newid[v], m->coords + 3 * (size_t)v, 3 * sizeof(double));
   for (size_t k = 0; k < (size_t)m->nfacets * m->nvf; k++) m->facets[k] = newid[m->facets[k]];
+  int rc = m->geo_order == 2 && m->geo_cells ? order_geo_nodes(m, keys, newid, coords) : 0;
   free(keys), free(newid);
   free(m->cells), free(m->cell_tags), free(m->coords);
   m->cells = cells, m->cell_tags = tags, m->coords = coords;
+  if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
   return 0;
 }
 
@@ -709,10 +825,11 @@ static int sdk_open(const char *path, const fe_load_opts *o)
          *ntags_n = NULL, ntags_nn = 0;
   gmshModelMeshGetElements(&types, &ntypes, &etags, &etags_n, &etags_nn, &ntags, &ntags_n,
                            &ntags_nn, -1, -1, &ierr);
-  int has_mesh = 0;
+  int has_mesh = 0, file_order = 1;
   for (size_t k = 0; k < ntypes; k++) {
     const gmsh_type_info *ti = type_info(types[k]);
     has_mesh |= ti && ti->dim >= 2 && etags_n[k] > 0;
+    if (ti && ti->dim >= 2 && etags_n[k] > 0 && ti->order > file_order) file_order = ti->order;
   }
   for (size_t k = 0; k < etags_nn; k++) gmshFree(etags[k]);
   for (size_t k = 0; k < ntags_nn; k++) gmshFree(ntags[k]);
@@ -736,11 +853,15 @@ static int sdk_open(const char *path, const fe_load_opts *o)
       FE_ERROR(FE_ERR_MESH, "%s: Gmsh could not mesh it: %s", path, why);
     }
   }
-  if (o->order == 2) { /* curved geometry: felab keeps the vertex nodes for now */
-    gmshModelMeshSetOrder(2, &ierr);
-    if (ierr) {
-      gmsh_error_text(why, sizeof why, "could not make second-order elements");
-      FE_ERROR(FE_ERR_MESH, "%s: %s", path, why);
+  /* The order asked for is the order felab gets: order 2 elevates a first-order mesh (new
+   * nodes on the CAD surfaces when the model has them, else at the straight midpoints), and
+   * order 1 makes a second-order file's mesh straight. */
+  if (o->order != file_order) {
+    gmshModelMeshSetOrder(o->order, &ierr);
+    if (ierr || gmsh_logged_error()) {
+      gmsh_error_text(why, sizeof why, "could not change the element order");
+      FE_ERROR(FE_ERR_MESH, "%s: Gmsh could not make order-%d elements: %s", path, o->order,
+               why);
     }
   }
   return 0;

@@ -104,6 +104,7 @@ static int box_check(const fe_box_opts *o, fe_mesh *m)
   m->dim = dim;
   m->type = o->type;
   m->nvc = fe_cell_nvertices(o->type);
+  m->geo_order = 1, m->ngn = m->nvc; /* straight: no curved arrays */
   m->ncells = (int)ncells;
   m->nvertices = (int)nvertices;
   m->nvf = dim == 2 ? 2 : o->type == FE_CELL_TET ? 3 : 4;

@@ -163,8 +163,10 @@ static int map_grow(refine_ctx *r)
   return 0;
 }
 
-/* Append a vertex at the average of the n vertices ids of the parent mesh m; *id gets it. */
-static int add_vertex(refine_ctx *r, const fe_mesh *m, const int *ids, int n, int *id)
+/* Append a vertex at x, or when x is NULL at the average of the n vertices ids of the parent
+ * mesh m; *id gets it. */
+static int add_vertex(refine_ctx *r, const fe_mesh *m, const int *ids, int n, const double *x0,
+                      int *id)
 {
   if (r->ncoords == r->coords_cap) {
     size_t cap = 2 * r->coords_cap;
@@ -176,18 +178,22 @@ static int add_vertex(refine_ctx *r, const fe_mesh *m, const int *ids, int n, in
             INT32_MAX);
   double *x = r->coords + 3 * r->ncoords;
   x[0] = x[1] = x[2] = 0;
-  for (int k = 0; k < n; k++)
-    for (int d = 0; d < 3; d++) x[d] += m->coords[3 * (size_t)ids[k] + d] / n;
+  if (x0) memcpy(x, x0, 3 * sizeof(double));
+  else
+    for (int k = 0; k < n; k++)
+      for (int d = 0; d < 3; d++) x[d] += m->coords[3 * (size_t)ids[k] + d] / n;
   *id = (int)r->ncoords++;
   return 0;
 }
 
-/* The refined mesh's vertex averaging the parent vertices ids[0..n): the vertex itself, a new
- * one (hex centers), or the shared one from the map (edges, quadrilateral faces). */
-static int node_vertex(refine_ctx *r, const fe_mesh *m, const int *ids, int n, int *id)
+/* The refined mesh's vertex between the parent vertices ids[0..n): the vertex itself, a new
+ * one (hex centers), or the shared one from the map (edges, quadrilateral faces). A new one is
+ * at x, or at the average of the ids when x is NULL. */
+static int node_vertex(refine_ctx *r, const fe_mesh *m, const int *ids, int n, const double *x,
+                       int *id)
 {
   if (n == 1) return *id = ids[0], 0;
-  if (n > 4) return add_vertex(r, m, ids, n, id);
+  if (n > 4) return add_vertex(r, m, ids, n, x, id);
   int key[4] = {-1, -1, -1, -1};
   memcpy(key + 4 - n, ids, (size_t)n * sizeof(int));
   for (int i = 5 - n; i < 4; i++) /* insertion sort of the n ids */
@@ -198,7 +204,7 @@ static int node_vertex(refine_ctx *r, const fe_mesh *m, const int *ids, int n, i
   if (2 * (r->count + 1) > r->cap) FE_CHECK(map_grow(r));
   size_t s = map_slot(r, key);
   if (r->keys[s][3] < 0) {
-    FE_CHECK(add_vertex(r, m, ids, n, &r->values[s]));
+    FE_CHECK(add_vertex(r, m, ids, n, x, &r->values[s]));
     memcpy(r->keys[s], key, sizeof key);
     r->count++;
   }
@@ -218,11 +224,53 @@ static double midpoint_dist2(const fe_mesh *m, int a, int b, int c, int d)
   return s;
 }
 
-/* Refine the cells of m into out (arrays allocated by the caller). */
-static int refine_cells(const fe_mesh *m, refine_ctx *r, fe_mesh *out)
+/* Reference coordinates (parent cell) of each local node of pattern p: the average of its
+ * corners. */
+static void pattern_ref(fe_cell_type type, const refine_pattern *p, double ref[27][3])
+{
+  const double *corner = fe_mesh_geo_nodes(type, 1, NULL);
+  for (int n = 0; n < p->nnodes; n++)
+    for (int d = 0; d < 3; d++) {
+      ref[n][d] = 0;
+      for (int k = 0; k < p->ncorner[n]; k++) ref[n][d] += corner[3 * p->corner[n][k] + d];
+      ref[n][d] /= p->ncorner[n];
+    }
+}
+
+/* The second-order nodes of child `child` (pattern p) of curved cell e, into row g of the
+ * refined geo_cells: its vertices as they are, the others placed by the parent's curved map
+ * at their reference point (the child's straight map of its corners' reference points, exact
+ * because every child is an affine image) and shared through the map gr, keyed by the child's
+ * vertices around them; their ids count from 0 here, from the new vertex count later. */
+static int refine_child_geo(const fe_mesh *m, int e, const refine_pattern *p, int child,
+                            const double pref[27][3], const int *node, refine_ctx *gr, int *g)
+{
+  const double *ref2 = fe_mesh_geo_nodes(m->type, 2, NULL);
+  const int *cv = p->child[child];
+  for (int k = 0; k < m->nvc; k++) g[k] = node[cv[k]];
+  for (int k = m->nvc; k < m->ngn; k++) {
+    double N[8], xi[3] = {0, 0, 0}, x[3];
+    int ids[8], n = 0;
+    fe_mesh_geo_shape(m->type, 1, ref2 + 3 * k, N, NULL);
+    for (int v = 0; v < m->nvc; v++) {
+      if (fabs(N[v]) < 1e-12) continue;
+      ids[n++] = node[cv[v]];
+      for (int d = 0; d < 3; d++) xi[d] += N[v] * pref[cv[v]][d];
+    }
+    FE_CHECK(fe_mesh_geo_map(m, e, xi, x, NULL));
+    FE_CHECK(node_vertex(gr, m, ids, n, x, &g[k]));
+  }
+  return 0;
+}
+
+/* Refine the cells of m into out (arrays allocated by the caller); gr: the map of the new
+ * second-order nodes when m is curved, else NULL. */
+static int refine_cells(const fe_mesh *m, refine_ctx *r, refine_ctx *gr, fe_mesh *out)
 {
   refine_pattern pat[3];
   for (int d = 0; d < 3; d++) pattern_make(m->type, d, &pat[d]);
+  double pref[3][27][3];
+  for (int d = 0; d < 3; d++) pattern_ref(m->type, &pat[d], pref[d]);
   int node[27], ids[8];
   for (int e = 0; e < m->ncells; e++) {
     const int *c = m->cells + (size_t)e * m->nvc;
@@ -235,13 +283,18 @@ static int refine_cells(const fe_mesh *m, refine_ctx *r, fe_mesh *out)
     }
     const refine_pattern *p = &pat[diag];
     for (int n = 0; n < p->nnodes; n++) {
+      double x[3];
       for (int k = 0; k < p->ncorner[n]; k++) ids[k] = c[p->corner[n][k]];
-      FE_CHECK(node_vertex(r, m, ids, p->ncorner[n], &node[n]));
+      if (gr && p->ncorner[n] > 1) FE_CHECK(fe_mesh_geo_map(m, e, pref[diag][n], x, NULL));
+      FE_CHECK(node_vertex(r, m, ids, p->ncorner[n], gr ? x : NULL, &node[n]));
     }
     for (int k = 0; k < p->nchild; k++) {
       const size_t child = (size_t)e * p->nchild + k;
       for (int v = 0; v < p->nvc; v++) out->cells[child * p->nvc + v] = node[p->child[k][v]];
       out->cell_tags[child] = m->cell_tags[e];
+      if (gr)
+        FE_CHECK(refine_child_geo(m, e, p, k, pref[diag], node, gr,
+                                  out->geo_cells + child * out->ngn));
     }
     if (e % 4096 == 0) FE_CHECK_INTERRUPT();
   }
@@ -261,11 +314,11 @@ static int refine_facets(const fe_mesh *m, refine_ctx *r, fe_mesh *out)
     for (int k = 0; k < nc; k++) node[k] = v[k];
     for (int k = 0; k < nc && nc > 2; k++) { /* edge midpoints, then a quad's center */
       ids[0] = v[k], ids[1] = v[(k + 1) % nc];
-      FE_CHECK(node_vertex(r, m, ids, 2, &node[nc + k]));
+      FE_CHECK(node_vertex(r, m, ids, 2, NULL, &node[nc + k]));
     }
-    if (nc == 4) FE_CHECK(node_vertex(r, m, v, 4, &node[8]));
+    if (nc == 4) FE_CHECK(node_vertex(r, m, v, 4, NULL, &node[8]));
     if (nc == 2) {
-      FE_CHECK(node_vertex(r, m, v, 2, &node[2]));
+      FE_CHECK(node_vertex(r, m, v, 2, NULL, &node[2]));
       dst[0] = v[0], dst[1] = node[2], dst[2] = node[2], dst[3] = v[1];
       tag[0] = tag[1] = m->facet_tags[f];
       continue;
@@ -278,6 +331,21 @@ static int refine_facets(const fe_mesh *m, refine_ctx *r, fe_mesh *out)
       tag[k] = m->facet_tags[f];
     }
   }
+  return 0;
+}
+
+/* The refined curved mesh's geometry nodes: its vertices, then the new second-order nodes
+ * of g, whose ids in geo_cells move past the vertices. */
+static int refine_geo_finish(fe_mesh *o, const refine_ctx *g)
+{
+  FE_ASSERT((double)o->nvertices + (double)g->ncoords <= INT32_MAX, FE_ERR_ARG,
+            "mesh refine: more than %d geometry nodes", INT32_MAX);
+  o->ngeo_nodes = o->nvertices + (int)g->ncoords;
+  FE_MALLOC(o->geo_coords, 3 * (size_t)o->ngeo_nodes + 1, "refined geometry nodes");
+  memcpy(o->geo_coords, o->coords, 3 * (size_t)o->nvertices * sizeof(double));
+  memcpy(o->geo_coords + 3 * (size_t)o->nvertices, g->coords, 3 * g->ncoords * sizeof(double));
+  for (int e = 0; e < o->ncells; e++)
+    for (int k = o->nvc; k < o->ngn; k++) o->geo_cells[(size_t)e * o->ngn + k] += o->nvertices;
   return 0;
 }
 
@@ -297,10 +365,12 @@ int fe_mesh_refine(const fe_mesh *m, fe_mesh **out)
   FE_CALLOC(o, 1, "refined mesh");
   *o = *m;
   o->coords = NULL, o->cells = NULL, o->cell_tags = NULL, o->facets = NULL;
-  o->facet_tags = NULL, o->tags = NULL;
+  o->facet_tags = NULL, o->tags = NULL, o->geo_cells = NULL, o->geo_coords = NULL;
+  const int curved = m->geo_order == 2 && m->geo_cells && m->geo_coords;
+  o->geo_order = curved ? 2 : 1, o->ngn = curved ? m->ngn : m->nvc, o->ngeo_nodes = 0;
   o->ncells = m->ncells * p.nchild;
   o->nfacets = m->nfacets * nf;
-  refine_ctx r = {0};
+  refine_ctx r = {0}, g = {0};
   r.coords_cap = (size_t)m->nvertices * 2 + 16;
   int rc = 0;
   o->cells = fe_malloc((size_t)o->ncells * o->nvc * sizeof(int), "refined cells");
@@ -311,17 +381,26 @@ int fe_mesh_refine(const fe_mesh *m, fe_mesh **out)
   r.coords = fe_malloc(3 * r.coords_cap * sizeof(double), "refined vertices");
   if (!o->cells || !o->cell_tags || !o->facets || !o->facet_tags || !o->tags || !r.coords)
     rc = fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+  if (!rc && curved) { /* the new second-order nodes, numbered from 0 until the end */
+    g.coords_cap = (size_t)m->ngeo_nodes * 4 + 16;
+    g.coords = fe_malloc(3 * g.coords_cap * sizeof(double), "refined geometry nodes");
+    o->geo_cells = fe_malloc((size_t)o->ncells * o->ngn * sizeof(int), "refined curved cells");
+    if (!g.coords || !o->geo_cells) rc = fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+    if (!rc) rc = map_grow(&g);
+  }
   if (!rc) {
     memcpy(r.coords, m->coords, 3 * (size_t)m->nvertices * sizeof(double));
     r.ncoords = (size_t)m->nvertices;
     memcpy(o->tags, m->tags, (size_t)m->ntags * sizeof(fe_tag));
     rc = map_grow(&r);
   }
-  if (!rc) rc = refine_cells(m, &r, o);
+  if (!rc) rc = refine_cells(m, &r, curved ? &g : NULL, o);
   if (!rc) rc = refine_facets(m, &r, o);
-  free(r.keys), free(r.values);
+  free(r.keys), free(r.values), free(g.keys), free(g.values);
   o->coords = r.coords;
   o->nvertices = (int)r.ncoords;
+  if (!rc && curved) rc = refine_geo_finish(o, &g);
+  free(g.coords);
   if (rc) {
     fe_mesh_free(o);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
@@ -510,6 +589,44 @@ static uint64_t hilbert_key(const double *x, const double *lo, const double *spa
   return hilbert_index(X, dim);
 }
 
+/* The curved geometry follows a reordering: row e of geo_cells is old row cells_by[e].id,
+ * its vertices renumbered by newid, its other nodes numbered nvertices.. in order of first
+ * use; geo_coords moves with them (x: the reordered vertices). */
+static int apply_order_geo(fe_mesh *m, const int *newid, const sort_item *cells_by,
+                           const double *x)
+{
+  const int nv = m->nvertices, ngn = m->ngn, nhigh = m->ngeo_nodes - nv;
+  int *g = fe_malloc(((size_t)m->ncells * ngn + 1) * sizeof(int), "reordered curved cells");
+  int *hnew = fe_malloc(((size_t)nhigh + 1) * sizeof(int), "geometry node order");
+  double *y = fe_malloc(((size_t)m->ngeo_nodes * 3 + 1) * sizeof(double), "reordered geometry");
+  if (!g || !hnew || !y) {
+    free(g), free(hnew), free(y);
+    return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+  }
+  for (int k = 0; k < nhigh; k++) hnew[k] = -1;
+  int next = nv;
+  for (int e = 0; e < m->ncells; e++) {
+    const int *old = m->geo_cells + (size_t)cells_by[e].id * ngn;
+    int *dst = g + (size_t)e * ngn;
+    for (int k = 0; k < ngn; k++) {
+      if (k < m->nvc) {
+        dst[k] = newid[old[k]];
+        continue;
+      }
+      if (hnew[old[k] - nv] < 0) hnew[old[k] - nv] = next++;
+      dst[k] = hnew[old[k] - nv];
+    }
+  }
+  memcpy(y, x, 3 * (size_t)nv * sizeof(double));
+  for (int k = 0; k < nhigh; k++)
+    if (hnew[k] >= 0)
+      memcpy(y + 3 * (size_t)hnew[k], m->geo_coords + 3 * ((size_t)nv + k), 3 * sizeof(double));
+  m->ngeo_nodes = next; /* a node of no cell is dropped */
+  free(hnew), free(m->geo_cells), free(m->geo_coords);
+  m->geo_cells = g, m->geo_coords = y;
+  return 0;
+}
+
 /* Renumber m in place: vertex v becomes newid[v]; cells sorted by key[] (sort items). */
 static int apply_order(fe_mesh *m, const int *newid, sort_item *cells_by)
 {
@@ -527,6 +644,13 @@ static int apply_order(fe_mesh *m, const int *newid, sort_item *cells_by)
     for (int k = 0; k < m->nvc; k++)
       c[(size_t)e * m->nvc + k] = newid[m->cells[(size_t)old * m->nvc + k]];
     t[e] = m->cell_tags[old];
+  }
+  if (m->geo_order == 2 && m->geo_cells && m->geo_coords) {
+    int rc = apply_order_geo(m, newid, cells_by, x);
+    if (rc) {
+      free(x), free(c), free(t);
+      return fe_error_push(rc, __FILE__, __LINE__, __func__);
+    }
   }
   for (size_t k = 0; k < (size_t)m->nfacets * m->nvf; k++) m->facets[k] = newid[m->facets[k]];
   free(m->coords), free(m->cells), free(m->cell_tags);
@@ -707,16 +831,53 @@ static double cell_quality(const fe_mesh *m, int e, double *volume)
   return shape * cosmin;
 }
 
-/* Shape and volume statistics over the cells of m (fe_mesh_check first). */
+/* Measure of curved cell e: det J of its second-order map integrated with 5 Gauss points per
+ * direction, simplices collapsed onto the cube (Duffy), exact for every det J these maps
+ * have. */
+static int curved_volume(const fe_mesh *m, int e, double *volume)
+{
+  static const double gx[5] = {-0.9061798459386640, -0.5384693101056831, 0,
+                               0.5384693101056831, 0.9061798459386640};
+  static const double gw[5] = {0.2369268850561891, 0.4786286704993665, 0.5688888888888889,
+                               0.4786286704993665, 0.2369268850561891};
+  const int dim = m->dim, n3 = dim == 3 ? 5 : 1;
+  double sum = 0;
+  for (int a = 0; a < 5; a++)
+    for (int b = 0; b < 5; b++)
+      for (int c = 0; c < n3; c++) {
+        const double t[3] = {gx[a], gx[b], dim == 3 ? gx[c] : 0};
+        double w = gw[a] * gw[b] * (dim == 3 ? gw[c] : 1), xi[3], J[9];
+        if (m->type == FE_CELL_QUAD || m->type == FE_CELL_HEX) {
+          memcpy(xi, t, sizeof xi);
+        } else { /* u in [0,1]^d onto the simplex: xi0 = u0, xi1 = u1 (1 - u0), ... */
+          const double u0 = (t[0] + 1) / 2, u1 = (t[1] + 1) / 2, u2 = (t[2] + 1) / 2;
+          xi[0] = u0, xi[1] = u1 * (1 - u0), xi[2] = t[2];
+          w *= (1 - u0) / 4;
+          if (m->type == FE_CELL_TET) xi[2] = u2 * (1 - u0) * (1 - u1), w *= (1 - u0) * (1 - u1) / 2;
+        }
+        FE_CHECK(fe_mesh_geo_map(m, e, xi, NULL, J));
+        sum += w * (dim == 2 ? J[0] * J[3] - J[1] * J[2]
+                             : J[0] * (J[4] * J[8] - J[5] * J[7]) -
+                                   J[1] * (J[3] * J[8] - J[5] * J[6]) +
+                                   J[2] * (J[3] * J[7] - J[4] * J[6]));
+      }
+  *volume = sum;
+  return 0;
+}
+
+/* Shape and volume statistics over the cells of m (fe_mesh_check first). On curved meshes
+ * the shape measure is the straight cell's, the volume the curved cell's. */
 int fe_mesh_quality(const fe_mesh *m, fe_mesh_quality_info *q)
 {
   FE_ASSERT(m && q, FE_ERR_ARG, "mesh quality: missing mesh or output");
   FE_CHECK(fe_mesh_check(m));
   memset(q, 0, sizeof *q);
   q->worst_cell = -1;
+  const int curved = m->geo_order == 2 && m->geo_cells && m->geo_coords;
   double sum = 0;
   for (int e = 0; e < m->ncells; e++) {
     double vol, s = cell_quality(m, e, &vol);
+    if (curved) FE_CHECK(curved_volume(m, e, &vol));
     if (e == 0 || s < q->min) q->min = s, q->worst_cell = e;
     if (e == 0 || s > q->max) q->max = s;
     if (e == 0 || vol < q->min_volume) q->min_volume = vol;

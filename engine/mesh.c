@@ -57,6 +57,12 @@ void fe_mesh_free(fe_mesh *m)
   free(m);
 }
 
+/* Whether m carries curved (second-order) geometry. */
+static int mesh_curved(const fe_mesh *m)
+{
+  return m->geo_order == 2 && m->geo_cells && m->geo_coords;
+}
+
 /* Append printf-style text at *len in buf (size n), never overflowing; keeps *len <= n. */
 static void buf_add(char *buf, size_t n, size_t *len, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -80,8 +86,11 @@ void fe_mesh_summary(const fe_mesh *m, char *buf, size_t n)
     buf_add(buf, n, &len, "mesh: (none)\n");
     return;
   }
-  buf_add(buf, n, &len, "mesh: %d %s cells, %d vertices, dim %d\n", m->ncells,
+  buf_add(buf, n, &len, "mesh: %d %s cells, %d vertices, dim %d", m->ncells,
           fe_cell_name(m->type), m->nvertices, m->dim);
+  if (mesh_curved(m))
+    buf_add(buf, n, &len, ", curved (order 2), %d geometry nodes", m->ngeo_nodes);
+  buf_add(buf, n, &len, "\n");
   double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
   for (int v = 0; v < m->nvertices; v++)
     for (int d = 0; d < 3; d++) {
@@ -257,6 +266,239 @@ static int cell_measure(const fe_mesh *m, const int *c, double *value, int *corn
   return det < -1e-12 * scale ? 1 : 2;
 }
 
+/* ----- geometry of the cells: the straight and the curved (second-order) map ----- */
+
+/* Reference coordinates of the geometry nodes in Gmsh's order, for the complete second-order
+ * types (checked against the SDK's localNodeCoord in test_gmsh.c); the first fe_cell_nvertices
+ * rows are the vertices, so they serve the straight map too. tri, tet: vertices 0 and e_i;
+ * quad, hex: [-1,1]^d; prism: the triangle times [-1,1], v0..v2 at z = -1. */
+static const double tri6_nodes[6][3] = {{0, 0, 0},   {1, 0, 0},     {0, 1, 0},
+                                        {0.5, 0, 0}, {0.5, 0.5, 0}, {0, 0.5, 0}};
+static const double quad9_nodes[9][3] = {{-1, -1, 0}, {1, -1, 0}, {1, 1, 0}, {-1, 1, 0}, {0, -1, 0},
+                                         {1, 0, 0},   {0, 1, 0},  {-1, 0, 0}, {0, 0, 0}};
+static const double tet10_nodes[10][3] = {{0, 0, 0},   {1, 0, 0},     {0, 1, 0},   {0, 0, 1},
+                                          {0.5, 0, 0}, {0.5, 0.5, 0}, {0, 0.5, 0}, {0, 0, 0.5},
+                                          {0, 0.5, 0.5}, {0.5, 0, 0.5}};
+static const double hex27_nodes[27][3] = {
+    {-1, -1, -1}, {1, -1, -1}, {1, 1, -1}, {-1, 1, -1}, {-1, -1, 1}, {1, -1, 1}, {1, 1, 1},
+    {-1, 1, 1},   {0, -1, -1}, {-1, 0, -1}, {-1, -1, 0}, {1, 0, -1}, {1, -1, 0}, {0, 1, -1},
+    {1, 1, 0},    {-1, 1, 0},  {0, -1, 1},  {-1, 0, 1},  {1, 0, 1},  {0, 1, 1},  {0, 0, -1},
+    {0, -1, 0},   {-1, 0, 0},  {1, 0, 0},   {0, 1, 0},   {0, 0, 1},  {0, 0, 0}};
+static const double prism18_nodes[18][3] = {
+    {0, 0, -1},   {1, 0, -1},   {0, 1, -1},     {0, 0, 1},   {1, 0, 1},   {0, 1, 1},
+    {0.5, 0, -1}, {0, 0.5, -1}, {0, 0, 0},      {0.5, 0.5, -1}, {1, 0, 0}, {0, 1, 0},
+    {0.5, 0, 1},  {0, 0.5, 1},  {0.5, 0.5, 1},  {0.5, 0, 0}, {0, 0.5, 0}, {0.5, 0.5, 0}};
+static const int geo_nnodes2[] = {6, 9, 10, 27, 18}; /* by fe_cell_type */
+
+/* Simplex nodes as pairs of barycentric coordinates: (i, i) the vertex i, with the quadratic
+ * L_i (2 L_i - 1); (i, j) the midpoint of edge ij, with 4 L_i L_j. L_0 = 1 - sum xi. */
+static const int tri6_pairs[6][2] = {{0, 0}, {1, 1}, {2, 2}, {0, 1}, {1, 2}, {2, 0}};
+static const int tet10_pairs[10][2] = {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {0, 1},
+                                       {1, 2}, {2, 0}, {0, 3}, {2, 3}, {1, 3}};
+/* Prism nodes: the triangle node (an index into tri6_pairs), the level z in {-1, 0, 1}. */
+static const int prism18_tri[18] = {0, 1, 2, 0, 1, 2, 3, 5, 0, 4, 1, 2, 3, 5, 4, 3, 5, 4};
+
+const double *fe_mesh_geo_nodes(fe_cell_type t, int order, int *n)
+{
+  static const double *const tables[] = {&tri6_nodes[0][0], &quad9_nodes[0][0],
+                                         &tet10_nodes[0][0], &hex27_nodes[0][0],
+                                         &prism18_nodes[0][0]};
+  if ((unsigned)t >= NCELL_TYPES || (order != 1 && order != 2)) {
+    if (n) *n = 0;
+    return NULL;
+  }
+  if (n) *n = order == 2 ? geo_nnodes2[t] : cell_nvertices[t];
+  return tables[t];
+}
+
+/* The 1D quadratic Lagrange function on the nodes -1, 0, 1 of node `level` at s, and its
+ * derivative; order 1: the hat (1 + level s) / 2 on -1, 1. */
+static void lagrange_1d(int order, int level, double s, double *v, double *dv)
+{
+  if (order == 1) {
+    *v = 0.5 * (1 + level * s), *dv = 0.5 * level;
+  } else if (level == 0) {
+    *v = 1 - s * s, *dv = -2 * s;
+  } else {
+    *v = 0.5 * s * (s + level), *dv = s + 0.5 * level;
+  }
+}
+
+/* Value and gradient of the simplex function of pair (i, j) from barycentrics L, dL. */
+static void simplex_fn(int order, int i, int j, const double *L, const double (*dL)[3], int dim,
+                       double *v, double *dv)
+{
+  if (order == 1) {
+    *v = L[i];
+    for (int d = 0; d < dim; d++) dv[d] = dL[i][d];
+  } else if (i == j) {
+    *v = L[i] * (2 * L[i] - 1);
+    for (int d = 0; d < dim; d++) dv[d] = (4 * L[i] - 1) * dL[i][d];
+  } else {
+    *v = 4 * L[i] * L[j];
+    for (int d = 0; d < dim; d++) dv[d] = 4 * (L[j] * dL[i][d] + L[i] * dL[j][d]);
+  }
+}
+
+int fe_mesh_geo_shape(fe_cell_type t, int order, const double *xi, double *N, double *dN)
+{
+  int n;
+  const double *ref = fe_mesh_geo_nodes(t, order, &n);
+  if (!ref || !xi) return 0;
+  const int dim = cell_dims[t];
+  double L[4], dL[4][3] = {{0}};
+  if (t == FE_CELL_TRI || t == FE_CELL_TET || t == FE_CELL_PRISM) {
+    const int nb = t == FE_CELL_TET ? 3 : 2; /* barycentric axes (the prism's triangle) */
+    L[0] = 1;
+    for (int d = 0; d < nb; d++) {
+      L[0] -= xi[d], L[d + 1] = xi[d];
+      dL[0][d] = -1, dL[d + 1][d] = 1;
+    }
+  }
+  double v, dv[3], g[3][2];
+  for (int k = 0; k < n; k++) {
+    double *dk = dN ? dN + (size_t)k * dim : dv;
+    switch (t) {
+    case FE_CELL_TRI:
+      simplex_fn(order, tri6_pairs[k][0], tri6_pairs[k][1], L, dL, 2, &v, dk);
+      break;
+    case FE_CELL_TET:
+      simplex_fn(order, tet10_pairs[k][0], tet10_pairs[k][1], L, dL, 3, &v, dk);
+      break;
+    case FE_CELL_PRISM: {
+      const int *p = tri6_pairs[prism18_tri[k]];
+      double tv, tdv[2], zv, zdv;
+      simplex_fn(order, p[0], p[1], L, dL, 2, &tv, tdv);
+      lagrange_1d(order, (int)ref[3 * k + 2], xi[2], &zv, &zdv);
+      v = tv * zv;
+      dk[0] = tdv[0] * zv, dk[1] = tdv[1] * zv, dk[2] = tv * zdv;
+      break;
+    }
+    default: /* quad, hex: products of 1D functions */
+      for (int d = 0; d < dim; d++) lagrange_1d(order, (int)ref[3 * k + d], xi[d], &g[d][0], &g[d][1]);
+      v = 1;
+      for (int d = 0; d < dim; d++) v *= g[d][0];
+      for (int d = 0; d < dim; d++) {
+        dk[d] = g[d][1];
+        for (int e = 0; e < dim; e++)
+          if (e != d) dk[d] *= g[e][0];
+      }
+    }
+    if (N) N[k] = v;
+  }
+  return n;
+}
+
+int fe_mesh_geo_map(const fe_mesh *m, int cell, const double *xi, double x[3], double *J)
+{
+  FE_ASSERT(m && xi, FE_ERR_ARG, "mesh geometry map: missing mesh or reference point");
+  FE_ASSERT(cell >= 0 && cell < m->ncells, FE_ERR_ARG,
+            "mesh geometry map: cell %d is outside 0..%d", cell, m->ncells - 1);
+  const int curved = mesh_curved(m), dim = m->dim;
+  const int n = curved ? m->ngn : m->nvc;
+  const int *c = curved ? m->geo_cells + (size_t)cell * n : m->cells + (size_t)cell * n;
+  const double *X = curved ? m->geo_coords : m->coords;
+  double N[27], dN[27 * 3];
+  FE_ASSERT(fe_mesh_geo_shape(m->type, curved ? 2 : 1, xi, N, dN) == n, FE_ERR_MESH,
+            "mesh geometry map: %d nodes per %s cell do not match its type", n,
+            fe_cell_name(m->type));
+  double y[3] = {0, 0, 0}, G[9] = {0};
+  for (int k = 0; k < n; k++) {
+    const double *p = X + 3 * (size_t)c[k], *g = dN + k * dim;
+    for (int d = 0; d < 3; d++) y[d] += N[k] * p[d];
+    for (int d = 0; d < dim; d++)
+      for (int i = 0; i < dim; i++) G[d * dim + i] += p[d] * g[i];
+  }
+  if (x) memcpy(x, y, sizeof y);
+  if (J) memcpy(J, G, (size_t)dim * dim * sizeof(double));
+  return 0;
+}
+
+int fe_mesh_geo_values(const fe_mesh *m, const double *vertex_values, double **out)
+{
+  FE_ASSERT(m && vertex_values && out, FE_ERR_ARG, "mesh geometry values: missing argument");
+  *out = NULL;
+  const int curved = mesh_curved(m);
+  const size_t n = (size_t)(curved ? m->ngeo_nodes : m->nvertices);
+  double *v;
+  FE_MALLOC(v, n + 1, "values at the geometry nodes");
+  memcpy(v, vertex_values, (size_t)m->nvertices * sizeof(double));
+  if (curved) {
+    const double *ref = fe_mesh_geo_nodes(m->type, 2, NULL);
+    double N[8];
+    for (int e = 0; e < m->ncells; e++) {
+      const int *g = m->geo_cells + (size_t)e * m->ngn, *c = m->cells + (size_t)e * m->nvc;
+      for (int k = m->nvc; k < m->ngn; k++) { /* the straight interpolant at the node */
+        fe_mesh_geo_shape(m->type, 1, ref + 3 * k, N, NULL);
+        double s = 0;
+        for (int j = 0; j < m->nvc; j++) s += N[j] * vertex_values[c[j]];
+        v[g[k]] = s;
+      }
+    }
+  }
+  *out = v;
+  return 0;
+}
+
+/* Determinant of the dim x dim matrix J (row-major). */
+static double det_dim(const double *J, int dim)
+{
+  if (dim == 2) return J[0] * J[3] - J[1] * J[2];
+  return J[0] * (J[4] * J[8] - J[5] * J[7]) - J[1] * (J[3] * J[8] - J[5] * J[6]) +
+         J[2] * (J[3] * J[7] - J[4] * J[6]);
+}
+
+/* The curved arrays agree with the vertices, and every cell's second-order map has a
+ * positive Jacobian determinant at each of its nodes (necessary, not sufficient, for an
+ * invertible map; the same test Gmsh's own validity check starts from). */
+static int check_curved(const fe_mesh *m)
+{
+  static const char *const names2[] = {"tri6", "quad9", "tet10", "hex27", "prism18"};
+  const char *name = names2[m->type];
+  FE_ASSERT(m->ngn == geo_nnodes2[m->type], FE_ERR_MESH,
+            "curved mesh has %d nodes per cell, but %s cells have %d", m->ngn, name,
+            geo_nnodes2[m->type]);
+  FE_ASSERT(m->ngeo_nodes >= m->nvertices, FE_ERR_MESH,
+            "curved mesh has %d geometry nodes, fewer than its %d vertices", m->ngeo_nodes,
+            m->nvertices);
+  for (size_t k = 0; k < 3 * (size_t)m->nvertices; k++)
+    if (m->geo_coords[k] != m->coords[k])
+      FE_ERROR(FE_ERR_MESH, "curved mesh: geometry node %zu is not at its vertex", k / 3);
+  const double *ref = fe_mesh_geo_nodes(m->type, 2, NULL);
+  const int dim = m->dim;
+  for (int e = 0; e < m->ncells; e++) {
+    const int *g = m->geo_cells + (size_t)e * m->ngn, *c = m->cells + (size_t)e * m->nvc;
+    for (int k = 0; k < m->ngn; k++) {
+      const int ok = k < m->nvc ? g[k] == c[k] : g[k] >= m->nvertices && g[k] < m->ngeo_nodes;
+      if (!ok)
+        FE_ERROR(FE_ERR_MESH, "cell %d (%s) has geometry node %d at its node %d, %s", e, name,
+                 g[k], k,
+                 k < m->nvc ? "not its vertex" : "outside the second-order nodes of the mesh");
+    }
+    double h = 0; /* the cell's size, for a scale-free test */
+    for (int k = 1; k < m->nvc; k++) {
+      double s = 0;
+      for (int d = 0; d < 3; d++) {
+        double t = m->coords[3 * (size_t)c[k] + d] - m->coords[3 * (size_t)c[0] + d];
+        s += t * t;
+      }
+      h = s > h ? s : h;
+    }
+    const double scale = dim == 2 ? h : h * sqrt(h);
+    for (int k = 0; k < m->ngn; k++) {
+      double J[9];
+      FE_CHECK(fe_mesh_geo_map(m, e, ref + 3 * k, NULL, J));
+      const double det = det_dim(J, dim);
+      if (det > 1e-12 * scale) continue;
+      FE_ERROR(FE_ERR_MESH,
+               "cell %d (%s) is %s: the Jacobian determinant of its curved map is %.3g at its "
+               "node %d",
+               e, name, det < -1e-12 * scale ? "inverted" : "degenerate", det, k);
+    }
+  }
+  return 0;
+}
+
 /* Every cell refers to real vertices and has a positive measure; else the first bad cell
  * is an FE_ERR_MESH error with its id. */
 int fe_mesh_check(const fe_mesh *m)
@@ -282,6 +524,7 @@ int fe_mesh_check(const fe_mesh *m)
     FE_ERROR(FE_ERR_MESH, "cell %d (%s) is %s: Jacobian determinant %.3g at its vertex %d", e,
              fe_cell_name(m->type), how, value, corner);
   }
+  if (mesh_curved(m)) FE_CHECK(check_curved(m));
   return 0;
 }
 

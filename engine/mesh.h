@@ -71,8 +71,30 @@ int fe_mesh_tag_id(const fe_mesh *m, const char *name, int dim, int *id);
 /* Sorted unique vertices of the facets carrying tag id (id < 0: every boundary facet). */
 int fe_mesh_tag_vertices(const fe_mesh *m, int id, int **verts, int *n);
 /* Signed measure of each cell; an inverted or degenerate cell is an FE_ERR_MESH error
- * naming the cell id. */
+ * naming the cell id. Curved meshes also: geo_cells agree with cells, and each cell's
+ * second-order map has a positive Jacobian determinant at every one of its nodes. */
 int fe_mesh_check(const fe_mesh *m);
+/* ----- cell geometry: the straight map from the vertices, the curved one from the
+ * second-order nodes (engine/mesh.c) ----- */
+
+/* Physical point x and J[d*dim+i] = dx_d/dxi_i of cell `cell` at reference point xi, from the
+ * vertices (straight: P1 tri/tet, Q1 quad/hex, P1 x linear prism) or the second-order nodes
+ * (curved: tri6, quad9, tet10, hex27, prism18). Reference cells: tri, tet with vertices 0 and
+ * e_i; quad, hex [-1,1]^d; prism the triangle x [-1,1] with v0..v2 at z = -1. x or J may be
+ * NULL; x[2] = 0 in 2D. An out-of-range cell is FE_ERR_ARG. */
+int fe_mesh_geo_map(const fe_mesh *m, int cell, const double *xi, double x[3], double *J);
+/* The geometry nodes' reference coordinates (rows of 3, z = 0 in 2D) in Gmsh's order for
+ * order 1 (the vertices) or 2 (the complete types); *n (may be NULL) gets their count. NULL
+ * for a bad type or order. */
+const double *fe_mesh_geo_nodes(fe_cell_type t, int order, int *n);
+/* Values N[k] and gradients dN[k*dim+i] = dN_k/dxi_i (either may be NULL) of the Lagrange
+ * basis of those nodes at xi; returns the node count (0 for a bad type or order). */
+int fe_mesh_geo_shape(fe_cell_type t, int order, const double *xi, double *N, double *dN);
+/* Per-vertex values extended to every geometry node (ngeo_nodes of them when curved, else
+ * nvertices) by the straight interpolant of the cell, for writers of curved cells. *out is
+ * malloc'd. */
+int fe_mesh_geo_values(const fe_mesh *m, const double *vertex_values, double **out);
+
 /* Greedy coloring of groups of `block` consecutive cells so that no two groups of one
  * color share a vertex. color[g] for each of ceil(ncells/block) groups; *ncolors set.
  * cells (ncells x nvc) may be reordered, or hold the nodes of a space instead of vertices:
@@ -89,11 +111,15 @@ int fe_mesh_color_groups(const fe_mesh *m, const int *cells, int nvc, int block,
 /* Uniform refinement into a new mesh: tri -> 4, quad -> 4, tet -> 8 (the corner tets and the
  * inner octahedron cut along its shortest diagonal), hex -> 8, prism -> 8. New vertices at
  * edge midpoints, face centers of quadrilaterals and hex centers, shared between neighbours;
- * boundary facets are refined keeping their tags, cells keep their regions. */
+ * boundary facets are refined keeping their tags, cells keep their regions. A curved mesh
+ * stays curved: the new vertices and second-order nodes are placed by the parent cell's
+ * second-order map (so the refined mesh has exactly the parent's geometry). */
 int fe_mesh_refine(const fe_mesh *m, fe_mesh **out);
 /* Renumber vertices, cells and facets in place for locality: how = "rcm" (reverse
  * Cuthill-McKee on the vertex graph; cells by their lowest new vertex) or "hilbert" (vertices
- * and cell centroids along a Hilbert curve). Unknown how: FE_ERR_ARG listing the names. */
+ * and cell centroids along a Hilbert curve). Unknown how: FE_ERR_ARG listing the names.
+ * Curved meshes: geo_cells follow the cells, the second-order nodes numbered from nvertices
+ * in order of first use. */
 int fe_mesh_reorder(fe_mesh *m, const char *how);
 
 /* Cell quality: the shape measure is 1 for the regular shape (equilateral tri and tet,
@@ -105,7 +131,7 @@ typedef struct fe_mesh_quality_info {
   double min, max, mean; /* shape measure over the cells */
   double min_volume;     /* cell measure (area in 2D) */
   double max_volume;
-  double volume;         /* the sum over the cells */
+  double volume;         /* the sum over the cells (curved cells: of their curved map) */
   int worst_cell;        /* cell id (from 0, as in error messages) of the smallest measure */
 } fe_mesh_quality_info;
 /* Fill q; an inverted or degenerate cell is fe_mesh_check's error naming the cell. */
@@ -115,13 +141,16 @@ int fe_mesh_quality(const fe_mesh *m, fe_mesh_quality_info *q);
 
 typedef struct fe_load_opts {
   double size;           /* uniform mesh size when the file is meshed here (0: the file's own) */
-  int order;             /* 1, or 2 for curved geometry (only the vertex nodes are kept, for now) */
+  int order;             /* 1: straight cells; 2: curved (see fe_mesh_load) */
   const char *algorithm; /* NULL or a Gmsh 3D algorithm: "delaunay", "frontal", "hxt", ... */
 } fe_load_opts;
 
 void fe_load_opts_default(fe_load_opts *o);
 /* Read a mesh (.msh 2.2/4.1 ASCII or binary) or mesh a geometry (.geo, STEP, BREP) with the
- * Gmsh SDK. Physical groups of the top dimension become cell regions, those one dimension
+ * Gmsh SDK. The mesh has the order asked for: order 2 gives curved cells (a geometry is meshed
+ * and elevated with Gmsh's SetOrder(2), which puts the new nodes on the CAD; a first-order
+ * .msh is elevated too, its new nodes at straight midpoints; a second-order .msh is read as it
+ * is), order 1 straight ones (a second-order .msh keeps its vertices). Physical groups of the top dimension become cell regions, those one dimension
  * lower boundary tags (unnamed groups are named by their number); with none, every cell is
  * in region "domain" and the whole boundary is tag "boundary". Errors (FE_ERR_IO,
  * FE_ERR_MESH, FE_ERR_ARG) name the file; FE_ERR_UNAVAILABLE in builds without the SDK. */
@@ -155,9 +184,17 @@ typedef struct fe_mesh_arrays {
 } fe_mesh_arrays;
 
 /* The pure conversion: validates every count, type and node tag, keeps the vertex nodes of
- * the cells of the top dimension (one cell type, else an error naming the types found),
- * renumbers them 0..n-1, orients 2D cells counter-clockwise and runs fe_mesh_check. */
+ * the cells of the top dimension (one cell type and one order, else an error naming the types
+ * found), renumbers them 0..n-1, orients 2D cells counter-clockwise and runs fe_mesh_check.
+ * Second-order cells of the complete types (tri6 9, quad9 10, tet10 11, hex27 12, prism18 13)
+ * make a curved mesh: geo_order 2, geo_cells with every node in Gmsh's order (the other nodes
+ * numbered from nvertices on), geo_coords; the incomplete types (quad8, hex20, prism15) are
+ * refused. Facets may be first or second order (line3, tri6, quad9): their vertices count. */
 int fe_mesh_from_arrays(const fe_mesh_arrays *a, fe_mesh **out);
+
+/* The physical point x and J[d*dim + i] = dx_d/dxi_i of cell `cell` at reference point xi,
+ * from the vertices (straight) or the second-order nodes (curved). J may be NULL. */
+int fe_mesh_geo_map(const fe_mesh *m, int cell, const double *xi, double x[3], double *J);
 
 /* The cells in the order of a Morton (Z) curve through their centroids: consecutive cells
  * are neighbours. order[k] is the k-th cell (malloc'd). */

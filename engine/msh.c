@@ -1,18 +1,24 @@
 /* felab .msh 4.1 writer (the format of Gmsh 4, which opens the file with its views). Written
- * by hand so that it works in builds without the Gmsh SDK. */
+ * by hand so that it works in builds without the Gmsh SDK. A curved mesh is written with its
+ * second-order cells (tri6 quad9 tet10 hex27 prism18: felab keeps Gmsh's node order) on all
+ * its geometry nodes, the views extended to them by each cell's straight interpolant; the
+ * boundary facets stay first order. */
 #include "engine/msh.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/error.h"
 
-/* Gmsh element type numbers of the cell types, and of their facets. */
-static int gmsh_type(fe_cell_type t)
+/* Gmsh element type numbers of the cell types (curved: their complete second-order types),
+ * and of their facets. */
+static int gmsh_type(fe_cell_type t, int curved)
 {
-  static const int types[] = {2, 3, 4, 5, 6}; /* tri quad tet hex prism */
-  return types[t];
+  static const int types[] = {2, 3, 4, 5, 6};     /* tri quad tet hex prism */
+  static const int types2[] = {9, 10, 11, 12, 13}; /* tri6 quad9 tet10 hex27 prism18 */
+  return curved ? types2[t] : types[t];
 }
 
 /* The Gmsh type of facet e: lines in 2D; in 3D triangles, quads, or the triangles of prism
@@ -76,6 +82,10 @@ static int first_region(const fe_mesh *m)
 
 int fe_msh_write(const char *path, const fe_mesh *m, int nviews, const fe_msh_view *views)
 {
+  const int curved = m->geo_order == 2 && m->geo_cells && m->geo_coords;
+  const int nnodes = curved ? m->ngeo_nodes : m->nvertices, npc = curved ? m->ngn : m->nvc;
+  const double *xyz = curved ? m->geo_coords : m->coords;
+  const int *cells = curved ? m->geo_cells : m->cells;
   FILE *f = fopen(path, "w");
   if (!f) FE_ERROR(FE_ERR_IO, "cannot write %s: %s", path, strerror(errno));
   fprintf(f, "$MeshFormat\n4.1 0 8\n$EndMeshFormat\n");
@@ -86,12 +96,12 @@ int fe_msh_write(const char *path, const fe_mesh *m, int nviews, const fe_msh_vi
   fprintf(f, "$EndPhysicalNames\n");
   write_entities(f, m);
   /* nodes: one block on the first region; tags are 1-based */
-  fprintf(f, "$Nodes\n1 %d 1 %d\n%d %d 0 %d\n", m->nvertices, m->nvertices, m->dim,
-          first_region(m), m->nvertices);
-  for (int v = 0; v < m->nvertices; v++) fprintf(f, "%d\n", v + 1);
-  for (int v = 0; v < m->nvertices; v++)
-    fprintf(f, "%.17g %.17g %.17g\n", m->coords[3 * (size_t)v], m->coords[3 * (size_t)v + 1],
-            m->coords[3 * (size_t)v + 2]);
+  fprintf(f, "$Nodes\n1 %d 1 %d\n%d %d 0 %d\n", nnodes, nnodes, m->dim, first_region(m),
+          nnodes);
+  for (int v = 0; v < nnodes; v++) fprintf(f, "%d\n", v + 1);
+  for (int v = 0; v < nnodes; v++)
+    fprintf(f, "%.17g %.17g %.17g\n", xyz[3 * (size_t)v], xyz[3 * (size_t)v + 1],
+            xyz[3 * (size_t)v + 2]);
   fprintf(f, "$EndNodes\n");
   /* elements: one block per region of cells, one per (boundary tag, facet type) */
   int nblocks = count_tags(m, m->dim);
@@ -109,11 +119,11 @@ int fe_msh_write(const char *path, const fe_mesh *m, int nviews, const fe_msh_vi
     if (m->tags[t].dim != m->dim) continue;
     int count = 0;
     for (int c = 0; c < m->ncells; c++) count += m->cell_tags[c] == m->tags[t].id;
-    fprintf(f, "%d %d %d %d\n", m->dim, m->tags[t].id, gmsh_type(m->type), count);
+    fprintf(f, "%d %d %d %d\n", m->dim, m->tags[t].id, gmsh_type(m->type, curved), count);
     for (int c = 0; c < m->ncells; c++) {
       if (m->cell_tags[c] != m->tags[t].id) continue;
       fprintf(f, "%lld", tag++);
-      for (int k = 0; k < m->nvc; k++) fprintf(f, " %d", m->cells[(size_t)c * m->nvc + k] + 1);
+      for (int k = 0; k < npc; k++) fprintf(f, " %d", cells[(size_t)c * npc + k] + 1);
       fputc('\n', f);
     }
   }
@@ -136,9 +146,16 @@ int fe_msh_write(const char *path, const fe_mesh *m, int nviews, const fe_msh_vi
   }
   fprintf(f, "$EndElements\n");
   for (int i = 0; i < nviews; i++) {
-    fprintf(f, "$NodeData\n1\n\"%s\"\n1\n0\n3\n0\n1\n%d\n", views[i].name, m->nvertices);
-    for (int v = 0; v < m->nvertices; v++) fprintf(f, "%d %.17g\n", v + 1, views[i].values[v]);
+    double *all = NULL;
+    if (curved && fe_mesh_geo_values(m, views[i].values, &all)) {
+      fclose(f);
+      return fe_error_push(fe_error_code(), __FILE__, __LINE__, __func__);
+    }
+    const double *val = curved ? all : views[i].values;
+    fprintf(f, "$NodeData\n1\n\"%s\"\n1\n0\n3\n0\n1\n%d\n", views[i].name, nnodes);
+    for (int v = 0; v < nnodes; v++) fprintf(f, "%d %.17g\n", v + 1, val[v]);
     fprintf(f, "$EndNodeData\n");
+    free(all);
   }
   int bad = ferror(f);
   if (fclose(f) || bad) FE_ERROR(FE_ERR_IO, "writing %s failed: %s", path, strerror(errno));

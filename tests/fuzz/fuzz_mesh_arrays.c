@@ -1,6 +1,7 @@
 /* libFuzzer harness for the conversion from Gmsh SDK arrays to a felab mesh
- * (fe_mesh_from_arrays): the bytes choose node tags, coordinates, element blocks (types,
- * entities, node tags, valid or not) and physical groups. Any input must give a mesh or a
+ * (fe_mesh_from_arrays): the bytes choose node tags, coordinates, element blocks (types of
+ * the first and second order, complete or not, entities, node tags, valid or not) and
+ * physical groups. Any input must give a mesh or a
  * clean error, never a crash, a leak or undefined behaviour.
  * Build and run: make fuzz (clang, -fsanitize=fuzzer,address,undefined). */
 #include <stddef.h>
@@ -39,15 +40,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
       coords[3 * i + d] = b == 255 ? 1.0 / 0.0 : (double)(b % 8) * 0.25; /* inf sometimes */
     }
   }
-  static const int types[] = {1, 2, 3, 4, 5, 6, 7, 15, 11, 99};
+  /* first and second order (complete: 8-13, incomplete: 16-18), and unknown types */
+  static const int types[] = {1, 2, 3, 4, 5, 6, 7, 15, 8, 9, 10, 11, 12, 13, 16, 17, 18, 99};
+  static const int nnodes_of[] = {2, 3, 4, 4, 8, 6, 5, 1, 3, 6, 9, 10, 27, 18, 8, 20, 15, 1};
+  const size_t ntypes = sizeof types / sizeof *types;
   size_t nblocks = next(&r) % 4;
   fe_mesh_block blocks[4];
-  size_t nodes[4][64];
+  size_t nodes[4][7 * 27];
   for (size_t b = 0; b < nblocks; b++) {
-    blocks[b].gmsh_type = types[next(&r) % 10];
+    const size_t t = next(&r) % ntypes;
+    blocks[b].gmsh_type = types[t];
     blocks[b].entity = (int)(next(&r) % 4);
-    blocks[b].nelements = next(&r) % 8; /* at most 7 x 8 nodes: fits nodes[b] */
-    for (size_t k = 0; k < 64; k++) nodes[b][k] = next(&r) % 48;
+    blocks[b].nelements = next(&r) % 8; /* at most 7 x 27 nodes: fits nodes[b] */
+    const size_t used = blocks[b].nelements * (size_t)nnodes_of[t];
+    for (size_t k = 0; k < used; k++) nodes[b][k] = next(&r) % 48;
     blocks[b].nodes = nodes[b];
   }
   size_t ngroups = next(&r) % 3;

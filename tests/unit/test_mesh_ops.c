@@ -1,12 +1,16 @@
 /* Mesh generators for tri, quad and prism, and the mesh operations: uniform refinement,
- * reordering (rcm, hilbert) and the quality measure. */
+ * reordering (rcm, hilbert) and the quality measure; the cell geometry map, straight and
+ * curved (second-order cells made with fe_mesh_from_arrays). */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/error.h"
 #include "engine/mesh.h"
+#include "engine/vtu.h"
 
 /* A box on [-1,1] x [0,0.5] (x [2,5] in 3D; nz = 0: a 2D box); fails the test on error. */
 static fe_mesh *make_box(fe_cell_type type, int nx, int ny, int nz, double distort)
@@ -299,4 +303,198 @@ Test(mesh_ops, quality_reports_worst_and_inverted_cells)
   cr_assert(strstr(fe_error_message(), "cell 5"), "%s", fe_error_message());
   cr_assert_eq(fe_mesh_refine(m, &(fe_mesh *){NULL}), FE_ERR_MESH);
   fe_mesh_free(m);
+}
+
+/* ----- cell geometry: the straight and the curved map ----- */
+
+/* phi(x, y, z) = (x (1 + 0.2 y), y, z): quadratic, so second-order cells hold it exactly; det
+ * D phi = 1 + 0.2 y, and make_box's boxes map to measure 3.15 (3D) and 1.05 (2D). */
+static void phi(const double *x, double *y)
+{
+  y[0] = x[0] * (1 + 0.2 * x[1]), y[1] = x[1], y[2] = x[2];
+}
+
+/* type_box(t) mapped by phi as a curved mesh through fe_mesh_from_arrays: the vertices shared,
+ * each cell's other nodes its own (at phi of the straight map at their reference points). */
+static fe_mesh *curved_box(fe_cell_type t)
+{
+  static const int gmsh_types[5] = {9, 10, 11, 12, 13};
+  fe_mesh *b = type_box(t, 0.3);
+  int ngn;
+  const double *ref = fe_mesh_geo_nodes(t, 2, &ngn);
+  const size_t n = (size_t)b->nvertices + (size_t)b->ncells * (ngn - b->nvc);
+  size_t *tags = malloc(n * sizeof *tags), *nodes = malloc((size_t)b->ncells * ngn * sizeof *nodes);
+  double *x = malloc(3 * n * sizeof *x);
+  size_t next = (size_t)b->nvertices;
+  for (int v = 0; v < b->nvertices; v++) tags[v] = (size_t)v + 1, phi(b->coords + 3 * v, x + 3 * v);
+  for (int e = 0; e < b->ncells; e++)
+    for (int k = 0; k < ngn; k++) {
+      if (k < b->nvc) {
+        nodes[(size_t)e * ngn + k] = (size_t)b->cells[e * b->nvc + k] + 1;
+        continue;
+      }
+      double p[3];
+      cr_assert_eq(fe_mesh_geo_map(b, e, ref + 3 * k, p, NULL), 0, "%s", fe_error_message());
+      phi(p, x + 3 * next);
+      tags[next] = next + 1;
+      nodes[(size_t)e * ngn + k] = ++next;
+    }
+  fe_mesh_block blk = {gmsh_types[t], 1, (size_t)b->ncells, nodes};
+  fe_mesh_arrays a = {"curved box", n, tags, x, 1, &blk, 0, NULL};
+  fe_mesh *m = NULL;
+  cr_assert_eq(fe_mesh_from_arrays(&a, &m), 0, "%s: %s", fe_cell_name(t), fe_error_message());
+  free(tags), free(nodes), free(x);
+  fe_mesh_free(b);
+  return m;
+}
+
+Test(mesh_ops, geo_shape_is_a_nodal_partition_of_unity)
+{
+  for (int i = 0; i < 5; i++)
+    for (int order = 1; order <= 2; order++) {
+      const fe_cell_type t = all_types[i];
+      const int dim = fe_cell_dim(t);
+      int n;
+      const double *ref = fe_mesh_geo_nodes(t, order, &n);
+      double N[27], dN[81], Np[27], Nm[27];
+      for (int k = 0; k < n; k++) { /* N_j(node k) = delta_jk */
+        cr_assert_eq(fe_mesh_geo_shape(t, order, ref + 3 * k, N, NULL), n);
+        for (int j = 0; j < n; j++)
+          cr_assert_float_eq(N[j], j == k, 1e-14, "%s order %d: N%d at node %d", fe_cell_name(t),
+                             order, j, k);
+      }
+      const double xi[3] = {0.21, 0.17, t == FE_CELL_TET ? 0.3 : -0.4};
+      fe_mesh_geo_shape(t, order, xi, N, dN);
+      double sum = 0, dsum[3] = {0, 0, 0};
+      for (int j = 0; j < n; j++) {
+        sum += N[j];
+        for (int d = 0; d < dim; d++) dsum[d] += dN[j * dim + d];
+      }
+      cr_assert_float_eq(sum, 1, 1e-14);
+      for (int d = 0; d < dim; d++) {
+        cr_assert_float_eq(dsum[d], 0, 1e-13);
+        double xp[3] = {xi[0], xi[1], xi[2]}, xm[3] = {xi[0], xi[1], xi[2]};
+        xp[d] += 1e-6, xm[d] -= 1e-6;
+        fe_mesh_geo_shape(t, order, xp, Np, NULL);
+        fe_mesh_geo_shape(t, order, xm, Nm, NULL);
+        for (int j = 0; j < n; j++) /* the gradient is the derivative of the values */
+          cr_assert_float_eq(dN[j * dim + d], (Np[j] - Nm[j]) / 2e-6, 1e-8, "%s order %d",
+                             fe_cell_name(t), order);
+      }
+    }
+  cr_assert_null(fe_mesh_geo_nodes(FE_CELL_TET, 3, NULL));
+}
+
+Test(mesh_ops, geo_map_of_straight_cells_hits_the_vertices)
+{
+  for (int i = 0; i < 5; i++) {
+    fe_mesh *m = type_box(all_types[i], 0.5);
+    cr_assert_eq(m->geo_order, 1);
+    cr_assert_eq(m->ngn, m->nvc);
+    cr_assert_null(m->geo_cells);
+    const double *ref = fe_mesh_geo_nodes(m->type, 1, NULL);
+    for (int e = 0; e < m->ncells; e += 7)
+      for (int k = 0; k < m->nvc; k++) {
+        double x[3], J[9];
+        cr_assert_eq(fe_mesh_geo_map(m, e, ref + 3 * k, x, J), 0);
+        for (int d = 0; d < 3; d++)
+          cr_assert_float_eq(x[d], m->coords[3 * m->cells[e * m->nvc + k] + d], 1e-14);
+        const double det = m->dim == 2 ? J[0] * J[3] - J[1] * J[2]
+                                       : J[0] * (J[4] * J[8] - J[5] * J[7]) -
+                                             J[1] * (J[3] * J[8] - J[5] * J[6]) +
+                                             J[2] * (J[3] * J[7] - J[4] * J[6]);
+        cr_assert_gt(det, 0, "%s cell %d", fe_cell_name(m->type), e);
+      }
+    double x[3];
+    cr_assert_eq(fe_mesh_geo_map(m, m->ncells, ref, x, NULL), FE_ERR_ARG);
+    fe_mesh *r = NULL; /* refined straight meshes stay straight */
+    cr_assert_eq(fe_mesh_refine(m, &r), 0, "%s", fe_error_message());
+    cr_assert_eq(r->geo_order, 1);
+    cr_assert_eq(r->ngn, r->nvc);
+    cr_assert_null(r->geo_cells);
+    fe_mesh_free(r);
+    fe_mesh_free(m);
+  }
+}
+
+Test(mesh_ops, curved_cells_hold_a_quadratic_map_exactly)
+{
+  for (int i = 0; i < 5; i++) {
+    fe_mesh *m = curved_box(all_types[i]);
+    const double exact = m->dim == 2 ? 1.05 : 3.15;
+    cr_assert_eq(m->geo_order, 2);
+    cr_assert_float_eq(total_volume(m), exact, 1e-12, "%s", fe_cell_name(m->type));
+    char buf[512];
+    fe_mesh_summary(m, buf, sizeof buf);
+    cr_assert(strstr(buf, "curved (order 2)"), "%s", buf);
+    fe_mesh_free(m);
+  }
+}
+
+Test(mesh_ops, refine_and_reorder_keep_curved_geometry)
+{
+  for (int i = 0; i < 5; i++) {
+    fe_mesh *m = curved_box(all_types[i]);
+    const double exact = m->dim == 2 ? 1.05 : 3.15;
+    const char *name = fe_cell_name(m->type);
+    fe_mesh *r = NULL;
+    cr_assert_eq(fe_mesh_refine(m, &r), 0, "%s: %s", name, fe_error_message());
+    cr_assert_eq(r->geo_order, 2);
+    cr_assert_eq(r->ngn, m->ngn);
+    cr_assert_eq(fe_mesh_check(r), 0, "%s: %s", name, fe_error_message());
+    cr_assert_float_eq(total_volume(r), exact, 1e-12, "%s refined", name);
+    check_conforming(r);
+    /* every new vertex lies on phi's image: its preimage (x / (1 + 0.2 y), y, z) is in the box */
+    for (int v = 0; v < r->nvertices; v++) {
+      const double *x = r->coords + 3 * v;
+      const double u = x[0] / (1 + 0.2 * x[1]);
+      cr_assert(u > -1 - 1e-12 && u < 1 + 1e-12, "%s: vertex %d off the mapped box", name, v);
+    }
+    for (int k = 0; k < 2; k++) {
+      cr_assert_eq(fe_mesh_reorder(r, k ? "hilbert" : "rcm"), 0, "%s", fe_error_message());
+      cr_assert_eq(fe_mesh_check(r), 0, "%s: %s", name, fe_error_message());
+      cr_assert_float_eq(total_volume(r), exact, 1e-12, "%s reordered", name);
+    }
+    fe_mesh_free(r);
+    fe_mesh_free(m);
+  }
+}
+
+Test(mesh_ops, curved_mesh_exports_second_order_cells)
+{
+  static const char *const vtk_types[5] = {"22", "28", "24", "29", "32"};
+  for (int i = 0; i < 5; i++) {
+    fe_mesh *m = curved_box(all_types[i]);
+    double *u = malloc((size_t)m->nvertices * sizeof *u);
+    for (int v = 0; v < m->nvertices; v++) { /* linear in the box, before phi */
+      const double *x = m->coords + 3 * v;
+      u[v] = x[0] / (1 + 0.2 * x[1]) + 2 * x[1];
+    }
+    double *all = NULL; /* the straight interpolant of a linear field is the field */
+    cr_assert_eq(fe_mesh_geo_values(m, u, &all), 0);
+    if (m->type == FE_CELL_TRI || m->type == FE_CELL_TET)
+      for (int n = 0; n < m->ngeo_nodes; n++) {
+        const double *x = m->geo_coords + 3 * n; /* phi moved x: undo it */
+        cr_assert_float_eq(all[n], x[0] / (1 + 0.2 * x[1]) + 2 * x[1], 1e-12);
+      }
+    free(all);
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/felab-curved-%d.vtu", i);
+    fe_vtu_field f = {"u", u, 0};
+    cr_assert_eq(fe_vtu_write(path, m, 1, &f), 0, "%s", fe_error_message());
+    FILE *in = fopen(path, "r");
+    char *text = calloc(1 << 22, 1);
+    size_t len = fread(text, 1, (1 << 22) - 1, in);
+    fclose(in);
+    cr_assert_gt(len, 0);
+    char want[64];
+    snprintf(want, sizeof want, "NumberOfPoints=\"%d\"", m->ngeo_nodes);
+    cr_assert(strstr(text, want), "%s: %s missing", fe_cell_name(m->type), want);
+    snprintf(want, sizeof want, "\n          %s %s", vtk_types[i], vtk_types[i]);
+    cr_assert(strstr(text, want), "%s: VTK type %s missing", fe_cell_name(m->type), vtk_types[i]);
+    free(text);
+    unlink(path);
+    free(u);
+    fe_mesh_free(m);
+  }
 }
