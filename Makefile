@@ -44,7 +44,8 @@ SHELL_SRC   := $(wildcard shell/*.c)
 KERNELS     := $(wildcard engine/kernels/*.knl)
 
 LIB_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRC) $(BACKEND_SRC)) $(BUILD)/obj/gen/kernels.o
-SHELL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(SHELL_SRC))
+LUALIB     := $(wildcard shell/lib/*.lua)
+SHELL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(SHELL_SRC)) $(BUILD)/obj/gen/lualib.o
 
 .PHONY: all run test deps unit scripts prompt check-asan bench clean format fuzz gpu
 all: $(BUILD)/felab
@@ -90,16 +91,28 @@ $(BUILD)/obj/gen/kernels.o: $(BUILD)/gen/kernels.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# The physics library in Lua becomes C strings (felab_lua_library(name)).
+$(BUILD)/gen/lualib.c: $(LUALIB) scripts/embed-lua.sh
+	@mkdir -p $(dir $@)
+	scripts/embed-lua.sh $(LUALIB) > $@
+
+$(BUILD)/obj/gen/lualib.o: $(BUILD)/gen/lualib.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
 UNIT_SRC := $(wildcard tests/unit/*.c)
 $(BUILD)/unit-tests: $(UNIT_SRC) $(BUILD)/libfelab.a
 	$(CC) $(CFLAGS) $(shell pkg-config --cflags criterion) -o $@ $(UNIT_SRC) $(BUILD)/libfelab.a \
 	  $(shell pkg-config --libs criterion) $(LDLIBS)
 
 # A build for machines without readline, Gmsh or a Lua package (the GPU machine): Lua linked
-# statically from this machine's liblua5.4.a; copy build-gpu/felab into a carried folder.
+# statically from this machine's liblua5.4.a, the OpenCL ICD loader copied beside it (lib/).
+# Carry $(GPU_BUILD) and run scripts/gpu-test.sh $(GPU_BUILD) there.
+GPU_BUILD ?= build-gpu
 gpu:
-	@$(MAKE) --no-print-directory BUILD=build-gpu HAVE_READLINE=0 HAVE_GMSH=0 \
-	  LUA_STATIC=/usr/lib/x86_64-linux-gnu/liblua5.4.a build-gpu/felab
+	@$(MAKE) --no-print-directory BUILD=$(GPU_BUILD) HAVE_READLINE=0 HAVE_GMSH=0 \
+	  LUA_STATIC=/usr/lib/x86_64-linux-gnu/liblua5.4.a $(GPU_BUILD)/felab
+	@mkdir -p $(GPU_BUILD)/lib && cp -L /usr/lib/x86_64-linux-gnu/libOpenCL.so.1 $(GPU_BUILD)/lib/ 2>/dev/null || true
 
 bench: $(BUILD)/felab
 	$(BUILD)/felab scripts/bench/skeleton.lua

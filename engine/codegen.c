@@ -37,6 +37,7 @@ typedef struct action_needs {
   int need_u;   /* gather the state u */
   int need_x;   /* gather the coordinates */
   int has_f0;   /* the term against basis values is present */
+  int need_f;   /* evaluate the auxiliary fields */
   double phys_flops;
 } action_needs;
 
@@ -48,6 +49,7 @@ static action_needs needs_of(const fe_kernel_spec *s)
   n.need_u = n.jacobian ? p->nonlinear : 1;
   n.need_x = p->uses_x;
   n.has_f0 = n.jacobian ? p->df0 != NULL : p->f0 != NULL;
+  n.need_f = p->nfields > 0 && p->uses_fields;
   n.phys_flops = n.jacobian ? p->flops_df : p->flops_f;
   return n;
 }
@@ -66,12 +68,74 @@ static void emit_physics_fn(fe_strbuf *b, const char *sig, const char *o0, const
                             const char *o1, const char *body1)
 {
   fe_strbuf_printf(b, "FE_DEVICE void %s\n{\n", sig);
-  fe_strbuf_append(b, "  (void)u; (void)du; (void)x; (void)a;\n");
+  fe_strbuf_append(b, "  (void)u; (void)du; (void)x; (void)a; (void)k; (void)f; (void)df;\n");
   fe_strbuf_printf(b, "  FE_UNROLL for (int k = 0; k < NC; k++) %s[k] = 0;\n", o0);
   fe_strbuf_printf(b, "  FE_UNROLL for (int k = 0; k < NC * DIM; k++) %s[k] = 0;\n", o1);
   if (body0) fe_strbuf_printf(b, "  {\n    %s\n  }\n", body0);
   if (body1) fe_strbuf_printf(b, "  {\n    %s\n  }\n", body1);
   fe_strbuf_append(b, "}\n");
+}
+
+int fe_codegen_field_map_width(const fe_physics *p)
+{
+  int n = 0;
+  for (int i = 0; i < p->nfields; i++) n += p->field_space[i]->elem.nbasis;
+  return n;
+}
+
+/* fe_fields: the auxiliary fields' values and gradients at point q of cell c, each from its
+ * own space's tables (at the action's points) and dof map (fmaps: NBF entries per cell). */
+static int emit_fields(fe_strbuf *b, const fe_kernel_spec *s)
+{
+  const fe_physics *p = s->pde;
+  const fe_quadrature *Q = s->quad;
+  int dim = s->V->elem.dim, moff = 0, voff = 0;
+  for (int i = 0; i < p->nfields; i++) {
+    const fe_element *el = &p->field_space[i]->elem;
+    int nb = el->nbasis, nq = Q->npoints;
+    double *B = malloc(sizeof(double) * nq * nb), *D = malloc(sizeof(double) * nq * nb * dim);
+    if (!B || !D) {
+      free(B);
+      free(D);
+      return -1;
+    }
+    for (int q = 0; q < nq; q++) fe_element_eval(el, Q->points + q * dim, B + q * nb, D + q * nb * dim);
+    char name[16];
+    snprintf(name, sizeof name, "BF%d", i);
+    emit_table(b, name, B, nq * nb);
+    snprintf(name, sizeof name, "DF%d", i);
+    emit_table(b, name, D, nq * nb * dim);
+    free(B);
+    free(D);
+  }
+  fe_strbuf_append(b, "FE_DEVICE void fe_fields(FE_GLOBAL const int *FE_RESTRICT fmaps, "
+                      "FE_GLOBAL const real *FE_RESTRICT fv0, FE_GLOBAL const real *FE_RESTRICT fv1, "
+                      "FE_GLOBAL const real *FE_RESTRICT fv2, const int c, const int q, const real *G, "
+                      "real *f, real *df)\n{\n  FE_GLOBAL const int *map = fmaps + (size_t)c * NBF;\n"
+                      "  (void)fv0; (void)fv1; (void)fv2;\n");
+  for (int i = 0; i < p->nfields; i++) {
+    int nb = p->field_space[i]->elem.nbasis, nc = p->field_ncomp[i];
+    fe_strbuf_printf(b, "  /* field %s: %s, %d values */\n", p->field_names[i], p->field_space[i]->name, nc);
+    fe_strbuf_printf(b, "  FE_UNROLL for (int kk = 0; kk < %d; kk++) {\n"
+                        "    real s = 0, r[DIM];\n"
+                        "    FE_UNROLL for (int i = 0; i < DIM; i++) r[i] = 0;\n"
+                        "    FE_UNROLL for (int b = 0; b < %d; b++) {\n"
+                        "      const real v = fv%d[(size_t)map[%d + b] * %d + kk];\n"
+                        "      s += BF%d[q * %d + b] * v;\n"
+                        "      FE_UNROLL for (int i = 0; i < DIM; i++) r[i] += DF%d[(q * %d + b) * DIM + i] * v;\n"
+                        "    }\n"
+                        "    f[%d + kk] = s;\n"
+                        "    FE_UNROLL for (int d = 0; d < DIM; d++) {\n"
+                        "      real gd = 0;\n"
+                        "      FE_UNROLL for (int i = 0; i < DIM; i++) gd += r[i] * G[i * DIM + d];\n"
+                        "      df[(%d + kk) * DIM + d] = gd;\n"
+                        "    }\n  }\n",
+                     nc, nb, i, moff, nc, i, nb, i, nb, voff, voff);
+    moff += nb;
+    voff += nc;
+  }
+  fe_strbuf_append(b, "}\n");
+  return b->failed ? -1 : 0;
 }
 
 int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *preamble,
@@ -99,6 +163,10 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
   fe_strbuf_printf(&b, "#define FE_JACOBIAN %d\n#define NEED_U %d\n#define NEED_X %d\n#define HAS_F0 %d\n",
                    n.jacobian, n.need_u, n.need_x, n.has_f0);
   fe_strbuf_printf(&b, "#define NAUX %d /* per-cell constants a[] */\n", p->naux);
+  fe_strbuf_printf(&b, "#define NK %d /* named constants k[] */\n", p->nconst);
+  fe_strbuf_printf(&b, "#define NFV %d /* auxiliary field values f[] */\n#define NEED_F %d\n",
+                   fe_physics_field_values(p), n.need_f);
+  fe_strbuf_printf(&b, "#define NBF %d /* auxiliary field map entries per cell */\n", fe_codegen_field_map_width(p));
   fe_strbuf_append(&b, preamble);
   fe_strbuf_append(&b, "#ifndef M_PI\n#define M_PI 3.14159265358979323846\n#endif\n");
 
@@ -120,12 +188,18 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
   free(D);
 
   fe_strbuf_printf(&b, "\n/* physics: %s */\n", p->description ? p->description : p->name);
-  emit_physics_fn(&b, "fe_f(const real *u, const real *du, const real *x, const real *a, real *f0, real *f1)",
+  emit_physics_fn(&b, "fe_f(const real *u, const real *du, const real *x, const real *a, "
+                      "const real *k, const real *f, const real *df, real *f0, real *f1)",
                   "f0", p->f0, "f1", p->f1);
   emit_physics_fn(&b,
                   "fe_df(const real *u, const real *du, const real *w, const real *dw, "
-                  "const real *x, const real *a, real *df0, real *df1)",
+                  "const real *x, const real *a, const real *k, const real *f, const real *df, "
+                  "real *df0, real *df1)",
                   "df0", p->df0, "df1", p->df1);
+  if (n.need_f && emit_fields(&b, s)) {
+    fe_strbuf_free(&b);
+    return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+  }
   fe_strbuf_append(&b, "\n");
   fe_strbuf_append(&b, fe_kernel_template("common"));
   fe_strbuf_append(&b, "\n");
@@ -133,6 +207,37 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
   fe_strbuf_append(&b, "\n");
   fe_strbuf_append(&b, fe_kernel_template("dirichlet"));
   return fe_strbuf_finish(&b, src);
+}
+
+int fe_codegen_physics_check(const fe_physics *p, int dim)
+{
+  fe_backend *be;
+  FE_CHECK(fe_backend_get("cpu", &be));
+  fe_strbuf b = {0};
+  fe_strbuf_printf(&b, "/* felab: checking physics %s */\n#define FE_DOUBLE 1\n#define FE_COLORED 0\n"
+                       "#define DIM %d\n#define NC %d\n#define NAUX %d\n#define NK %d\n#define NFV %d\n",
+                   p->name, dim, p->ncomp, p->naux, p->nconst, fe_physics_field_values(p));
+  fe_strbuf_append(&b, be->ops->preamble(be->impl, FE_DOUBLE));
+  emit_physics_fn(&b, "fe_f(const real *u, const real *du, const real *x, const real *a, "
+                      "const real *k, const real *f, const real *df, real *f0, real *f1)",
+                  "f0", p->f0, "f1", p->f1);
+  emit_physics_fn(&b, "fe_df(const real *u, const real *du, const real *w, const real *dw, "
+                      "const real *x, const real *a, const real *k, const real *f, const real *df, "
+                      "real *df0, real *df1)",
+                  "df0", p->df0, "df1", p->df1);
+  fe_strbuf_append(&b, "FE_KERNEL(fe_check)(FE_GLOBAL real *y)\n{\n  FE_GROUPS_BEGIN\n"
+                       "  real z[NC * DIM * 2 + NAUX + NK + NFV * (DIM + 1) + 8] = {0}, o[NC * (DIM + 1)];\n"
+                       "  fe_f(z, z, z, z, z, z, z, o, o + NC);\n  fe_df(z, z, z, z, z, z, z, z, z, o, o + NC);\n"
+                       "  y[0] = o[0];\n  FE_GROUPS_END\n}\n");
+  char *src;
+  FE_CHECK(fe_strbuf_finish(&b, &src));
+  fe_module *mod = NULL;
+  double secs;
+  int cached;
+  int rc = be->ops->compile(be->impl, src, &mod, &secs, &cached);
+  free(src);
+  if (mod) be->ops->module_free(be->impl, mod);
+  return rc;
 }
 
 /* Flops of fe_eval for one field at one point (common.knl). */
@@ -150,6 +255,13 @@ void fe_codegen_model(const fe_kernel_spec *s, int ndirichlet, double *flops, do
   double ngroups = (ncells + s->block - 1) / s->block;
   action_needs n = needs_of(s);
   double xf = n.need_x ? 2.0 * nb * dim : 0; /* coordinates at a point */
+  double ff = 0, fbytes = 0; /* auxiliary fields at a point; their values and maps */
+  for (int i = 0; n.need_f && i < s->pde->nfields; i++) {
+    const fe_space *F = s->pde->field_space[i];
+    ff += eval_flops(F->elem.nbasis, dim, s->pde->field_ncomp[i], 1);
+    fbytes += F->ndofs * w + ncells * F->elem.nbasis * 4.0;
+  }
+  xf += ff;
   double per_cell;
   if (s->action == FE_ACTION_DIAGONAL) {
     /* per (b, k, q): x, u, the direction's gradient, physics, contraction, accumulate */
@@ -169,5 +281,5 @@ void fe_codegen_model(const fe_kernel_spec *s, int ndirichlet, double *flops, do
   double geo = ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;
   double in = (n.need_u ? ndofs : 0) + (s->action == FE_ACTION_APPLY ? ndofs : 0);
   *bytes = ncells * nb * 4.0 + ncells * s->pde->naux * w + geo + (n.need_x ? nnodes * 3 * w : 0) + in * w + ndofs * w +
-           ngroups * 4.0 + ndirichlet * (4.0 + 3 * w);
+           ngroups * 4.0 + ndirichlet * (4.0 + 3 * w) + fbytes + s->pde->nconst * w;
 }

@@ -24,6 +24,13 @@ typedef struct fe_kernel_spec {
   int geo_affine;  /* 1: one set of geometric factors per cell, else one per point */
 } fe_kernel_spec;
 
+/* Entries of the auxiliary fields' dof maps per cell (the sum of their basis sizes). */
+int fe_codegen_field_map_width(const fe_physics *p);
+
+/* Compile the physics' bodies alone on the cpu backend (dimension dim), so a raw C physics
+ * that does not compile is an error when it is defined, quoting the offending line. */
+int fe_codegen_physics_check(const fe_physics *p, int dim);
+
 /* Words of geometric data per stored point: Jinv (DIM x DIM) then det J. */
 int fe_geo_stride(int dim);
 

@@ -33,6 +33,10 @@ typedef struct op_device {
   fe_buffer geo[FE_NACTIONS]; /* geometric factors at each action's points (shared when equal) */
   fe_buffer coords;      /* nnodes x 3 */
   fe_buffer aux;         /* per-cell constants of the physics, in stored cell order */
+  fe_buffer params;      /* the physics' named constants */
+  unsigned params_version; /* the physics' const_version they hold */
+  fe_buffer fmaps;       /* the auxiliary fields' dof maps, NBF per stored cell */
+  const fe_buffer *fv[FE_PHYSICS_MAX_FIELDS]; /* the auxiliary fields' values for this call */
   fe_buffer didx;        /* constrained nodes */
   fe_buffer dval;        /* their prescribed values */
   fe_kernel *kernel[FE_NACTIONS];    /* integrate or diagonal */
@@ -80,13 +84,15 @@ static int quadrature_degree(const fe_space *V, const fe_physics *p, fe_action a
 {
   int k = V->elem.order;
   int grad = V->elem.cell == FE_CELL_TET || V->elem.cell == FE_CELL_TRI ? k - 1 : k;
-  int u_dep = p->nonlinear ? k : 0; /* a term that also depends on u or du */
-  int curved = V->curved ? 2 : 0;   /* the map's polynomial part, for curved cells */
-  if (a == FE_ACTION_RESIDUAL)
-    return curved + imax(p->f1 ? 2 * grad + p->degree_f1 + u_dep : 0,
-                         p->f0 ? k + p->degree_f0 + u_dep : 0);
-  return curved + imax(p->df1 ? 2 * grad + p->degree_df1 + u_dep : 0,
-                       p->df0 ? 2 * k + p->degree_df0 + u_dep : 0);
+  int u_dep = p->nonlinear ? 2 * k : 0; /* a term that also depends on u or du: u^3 v is 4k */
+  int curved = V->curved ? 2 : 0;       /* the map's polynomial part, for curved cells */
+  int res = curved + imax(p->f1 ? 2 * grad + p->degree_f1 + u_dep : 0, p->f0 ? k + p->degree_f0 + u_dep : 0);
+  int jac = curved + imax(p->df1 ? 2 * grad + p->degree_df1 + u_dep : 0,
+                          p->df0 ? 2 * k + p->degree_df0 + u_dep : 0);
+  /* nonlinear physics: the Jacobian must be the exact derivative of the discrete residual
+   * (Newton's quadratic convergence), so every action integrates with the same rule */
+  if (p->nonlinear) return imax(res, jac);
+  return a == FE_ACTION_RESIDUAL ? res : jac;
 }
 
 /* The physics' per-region constants spread over the cells; a cell whose region the physics
@@ -134,6 +140,13 @@ int fe_operator_create(const fe_space *V, const fe_physics *pde, const char *con
 {
   FE_ASSERT(pde->ncomp == V->ncomp, FE_ERR_ARG,
             "the physics has %d components but the space %s has %d", pde->ncomp, V->name, V->ncomp);
+  FE_ASSERT(pde->dim == 0 || pde->dim == V->elem.dim, FE_ERR_ARG,
+            "the physics was traced in dimension %d but the space %s is in dimension %d", pde->dim,
+            V->name, V->elem.dim);
+  for (int i = 0; i < pde->nfields; i++)
+    FE_ASSERT(pde->field_space[i] && pde->field_space[i]->mesh == V->mesh, FE_ERR_ARG,
+              "the physics' field '%s' lives on another mesh than the space %s", pde->field_names[i],
+              V->name);
   fe_operator *A;
   FE_CALLOC(A, 1, "operator");
   A->V = V;
@@ -185,7 +198,8 @@ const fe_quadrature *fe_operator_quadrature(const fe_operator *A, const char *ac
 static void op_device_free(op_device *d)
 {
   fe_backend *be = d->be;
-  fe_buffer *bufs[] = {&d->groups, &d->cells, &d->coords, &d->aux, &d->didx, &d->dval};
+  fe_buffer *bufs[] = {&d->groups, &d->cells, &d->coords, &d->aux, &d->didx, &d->dval,
+                       &d->params, &d->fmaps};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i]->ptr) be->ops->release(be->impl, bufs[i]);
   for (int a = FE_NACTIONS - 1; a >= 0; a--) { /* shared buffers are released once, by the first */
@@ -404,6 +418,45 @@ static int upload_aux(const fe_operator *A, op_device *d, const int *perm, size_
   return rc;
 }
 
+/* The physics' named constants as they are now (one unused word when there are none). */
+static int upload_params(const fe_operator *A, op_device *d)
+{
+  const fe_physics *p = A->pde;
+  double *k;
+  FE_MALLOC(k, p->nconst + 1, "named constants");
+  k[p->nconst] = 0;
+  for (int i = 0; i < p->nconst; i++) k[i] = p->const_values[i];
+  if (d->params.ptr) d->be->ops->release(d->be->impl, &d->params);
+  int rc = upload_reals(d->be, d->prec, k, (size_t)p->nconst + 1, &d->params);
+  free(k);
+  d->params_version = p->const_version;
+  return rc;
+}
+
+/* The auxiliary fields' dof maps in stored cell order (one unused word when there are none),
+ * and the named constants. */
+static int upload_fields(const fe_operator *A, op_device *d, const int *perm, size_t npad)
+{
+  const fe_physics *p = A->pde;
+  int w = fe_codegen_field_map_width(p);
+  int *maps;
+  FE_MALLOC(maps, npad * w + 1, "auxiliary field maps");
+  maps[0] = 0;
+  for (size_t i = 0; i < npad; i++) {
+    size_t c = (size_t)(perm[i] < 0 ? -perm[i] - 1 : perm[i]);
+    int off = 0;
+    for (int f = 0; f < p->nfields; f++) {
+      int nb = p->field_space[f]->elem.nbasis;
+      memcpy(maps + i * w + off, p->field_space[f]->cell_nodes + c * nb, sizeof(int) * nb);
+      off += nb;
+    }
+  }
+  int rc = upload_ints(d->be, maps, npad * w + 1, &d->fmaps);
+  free(maps);
+  if (!rc) rc = upload_params(A, d);
+  return rc;
+}
+
 /* The work-group schedule over cells taken in `order`: identity, or groups sorted by color. */
 static int build_schedule(const fe_operator *A, op_device *d, const int *order, int **list)
 {
@@ -485,6 +538,7 @@ static int op_device_setup(fe_operator *A, op_device *d)
   }
   if (!rc) rc = upload_reals(be, d->prec, V->node_coords, 3 * (size_t)V->nnodes, &d->coords);
   if (!rc) rc = upload_aux(A, d, perm, npad);
+  if (!rc) rc = upload_fields(A, d, perm, npad);
   if (!rc) rc = upload_ints(be, A->dir_nodes, (size_t)A->ndir, &d->didx);
   if (!rc && !(dv = malloc(sizeof(double) * (size_t)(A->ndir + 1)))) {
     rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
@@ -573,7 +627,7 @@ static int op_integrate(fe_operator *A, op_device *d, fe_action a, const fe_vect
   for (int c = 0; c < d->ncolors; c++) {
     FE_CHECK_INTERRUPT();
     int ng = d->color_start[c + 1] - d->color_start[c];
-    fe_arg args[11] = {
+    fe_arg args[16] = {
         {.kind = FE_ARG_INT, .i = ng},
         {.kind = FE_ARG_INT, .i = d->color_start[c]},
         {.kind = FE_ARG_INT, .i = (long long)(padded_cells(A, d->block) * (A->geo_affine ? 1 : A->quad[a].npoints))},
@@ -582,14 +636,19 @@ static int op_integrate(fe_operator *A, op_device *d, fe_action a, const fe_vect
         {.kind = FE_ARG_BUFFER, .buf = &d->geo[a]},
         {.kind = FE_ARG_BUFFER, .buf = &d->coords},
         {.kind = FE_ARG_BUFFER, .buf = &d->aux},
+        {.kind = FE_ARG_BUFFER, .buf = &d->params},
+        {.kind = FE_ARG_BUFFER, .buf = &d->fmaps},
+        {.kind = FE_ARG_BUFFER, .buf = d->fv[0] ? d->fv[0] : &d->params},
+        {.kind = FE_ARG_BUFFER, .buf = d->fv[1] ? d->fv[1] : &d->params},
+        {.kind = FE_ARG_BUFFER, .buf = d->fv[2] ? d->fv[2] : &d->params},
         {.kind = FE_ARG_BUFFER, .buf = &u->buf},
         {.kind = FE_ARG_BUFFER, .buf = &w->buf},
         {.kind = FE_ARG_BUFFER, .buf = &y->buf},
     };
-    int nargs = 11;
+    int nargs = 16;
     if (a == FE_ACTION_DIAGONAL) { /* no direction argument */
-      args[9] = args[10];
-      nargs = 10;
+      args[14] = args[15];
+      nargs = 15;
     }
     double s;
     FE_CHECK(d->be->ops->launch(d->be->impl, d->kernel[a], (size_t)ng, group_size(d, A, a), nargs,
@@ -633,6 +692,23 @@ static int op_input(const fe_vector *x, const op_device *d, int n, const fe_vect
   FE_CHECK(fe_vector_convert(x, d->be, d->prec, tmp));
   *transfer += now() - t0;
   *use = *tmp;
+  return 0;
+}
+
+/* The physics' current constants and auxiliary fields on the action's device: constants
+ * are written again when they changed, fields converted when they live elsewhere. */
+static int op_bind_physics(fe_operator *A, op_device *d, fe_vector **tmp, double *transfer)
+{
+  const fe_physics *p = A->pde;
+  if (d->params_version != p->const_version) FE_CHECK(upload_params(A, d));
+  for (int i = 0; i < p->nfields; i++) {
+    const fe_vector *use;
+    FE_ASSERT(p->field_vec[i], FE_ERR_ARG, "the physics' field '%s' is not bound to a vector",
+              p->field_names[i]);
+    int rc = op_input(p->field_vec[i], d, p->field_space[i]->ndofs, &use, &tmp[i], transfer);
+    if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
+    d->fv[i] = &use->buf;
+  }
   return 0;
 }
 
@@ -714,9 +790,10 @@ static int op_action(fe_operator *A, fe_action a, const fe_vector *u_in, const f
   FE_CHECK(op_kernel(A, d, a, &compile_s));
   int n = A->V->ndofs, launches = 0, made = *out == NULL;
   const fe_vector *u, *w;
-  fe_vector *tu = NULL, *tw = NULL;
+  fe_vector *tu = NULL, *tw = NULL, *tf[FE_PHYSICS_MAX_FIELDS] = {NULL};
   int rc = op_input(u_in, d, n, &u, &tu, &transfer);
   if (!rc) rc = op_input(w_in, d, n, &w, &tw, &transfer);
+  if (!rc) rc = op_bind_physics(A, d, tf, &transfer);
   if (!rc) rc = op_output(d, n, out);
   if (!rc && !d->warm[a]) { /* the first run pays for lazy driver work (PoCL compiles at its
                               * first launch): count it as compile time, time the second */
@@ -732,6 +809,10 @@ static int op_action(fe_operator *A, fe_action a, const fe_vector *u_in, const f
   }
   fe_vector_free(tu);
   fe_vector_free(tw);
+  for (int i = 0; i < FE_PHYSICS_MAX_FIELDS; i++) {
+    fe_vector_free(tf[i]);
+    d->fv[i] = NULL;
+  }
   if (!rc) rc = op_report(A, d, a, o, seconds, compile_s, transfer, launches, rep);
   if (rc && made) {
     fe_vector_free(*out);

@@ -137,9 +137,77 @@ int fe_physics_poisson_regions(const char *const *names, const double *kappa, in
   return 0;
 }
 
+static char **copy_names(int n, const char *const *names)
+{
+  char **c = calloc((size_t)n + 1, sizeof(char *));
+  for (int i = 0; c && i < n; i++)
+    if (!(c[i] = strdup(names[i]))) {
+      while (i--) free(c[i]);
+      free(c);
+      return NULL;
+    }
+  return c;
+}
+
+static void free_names(char **names, int n)
+{
+  for (int i = 0; names && i < n; i++) free(names[i]);
+  free(names);
+}
+
+int fe_physics_set_names(fe_physics *p, int naux, const char *const *aux_names, int nconst,
+                         const char *const *const_names, const double *const_values)
+{
+  free_names(p->aux_names, p->naux);
+  free_names(p->const_names, p->nconst);
+  free(p->const_values);
+  p->aux_names = p->const_names = NULL;
+  p->const_values = NULL;
+  p->naux = naux;
+  p->nconst = nconst;
+  p->aux_names = naux ? copy_names(naux, aux_names) : NULL;
+  p->const_names = nconst ? copy_names(nconst, const_names) : NULL;
+  p->const_values = malloc(sizeof(double) * (size_t)(nconst + 1));
+  FE_ASSERT((!naux || p->aux_names) && (!nconst || p->const_names) && p->const_values, FE_ERR_MEM,
+            "out of host memory for the physics' names");
+  for (int i = 0; i < nconst; i++) p->const_values[i] = const_values[i];
+  p->const_version++;
+  return 0;
+}
+
+int fe_physics_set_constant(fe_physics *p, const char *name, double value)
+{
+  for (int i = 0; i < p->nconst; i++)
+    if (!strcmp(p->const_names[i], name)) {
+      p->const_values[i] = value;
+      p->const_version++;
+      return 0;
+    }
+  fe_strbuf known = {0};
+  for (int i = 0; i < p->nconst; i++) fe_strbuf_printf(&known, "%s%s", i ? ", " : "", p->const_names[i]);
+  int rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
+                        "physics %s has no constant '%s' (its constants: %s)", p->name, name,
+                        known.s ? known.s : "none");
+  fe_strbuf_free(&known);
+  return rc;
+}
+
+int fe_physics_field_values(const fe_physics *p)
+{
+  int n = 0;
+  for (int i = 0; i < p->nfields; i++) n += p->field_ncomp[i];
+  return n;
+}
+
 void fe_physics_free(fe_physics *p)
 {
   if (!p) return;
+  free_names(p->aux_names, p->naux);
+  free_names(p->const_names, p->nconst);
+  free(p->const_values);
+  for (int i = 0; i < p->nfields; i++) free(p->field_names[i]);
+  for (int i = 0; i < 4; i++) free(p->g[i]);
+  free(p->show);
   for (int i = 0; p->region_names && i < p->nregions; i++) free(p->region_names[i]);
   free(p->region_names);
   free(p->region_values);

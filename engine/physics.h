@@ -1,12 +1,22 @@
 /* felab pointwise physics: what the weak form evaluates at one quadrature point.
  *   residual:  integral of  f0(u, du, x) . v  +  f1(u, du, x) : grad v
  *   Jacobian action in direction w:  df0(u, du, w, dw, x) . v  +  df1(u, du, w, dw, x) : grad v
- * Each is a C statement body spliced into every backend's kernel (docs/kernels.md):
- *   inputs  u[NC], du[NC*DIM] (du[c*DIM + d] = d u_c / d x_d), x[3], and for the
- *           Jacobian w[NC], dw[NC*DIM]; outputs f0[NC], f1[NC*DIM] (df0, df1 likewise).
- * Traced Lua physics (issue 5) will emit exactly these bodies. */
+ * Each is a C statement body spliced into every backend's kernel (docs/physics.md):
+ *   inputs  u[NC], du[NC*DIM] (du[c*DIM + d] = d u_c / d x_d), x[3], a[NAUX] (per-cell
+ *           constants), k[NK] (named constants), f[NFV] and df[NFV*DIM] (auxiliary fields
+ *           and their gradients), and for the Jacobian w[NC], dw[NC*DIM];
+ *   outputs f0[NC], f1[NC*DIM] (df0, df1 likewise).
+ * The built-in C library writes bodies for any DIM; traced physics (physics-traced.c) writes
+ * them for one dimension from an expression graph, with the blocks g0..g3 as well. */
 #ifndef FE_PHYSICS_H
 #define FE_PHYSICS_H
+
+#define FE_PHYSICS_MAX_COMP 3   /* components of the unknown field */
+#define FE_PHYSICS_MAX_FIELDS 3 /* auxiliary fields (vectors of other spaces) */
+
+struct fe_vector;
+struct fe_space;
+struct fe_xgraph;
 
 typedef struct fe_physics {
   char name[32];
@@ -24,7 +34,49 @@ typedef struct fe_physics {
   int nregions;              /* entries of the region table */
   char **region_names;       /* nregions names of cell regions (mesh tags) */
   double *region_values;     /* nregions x naux */
+  char **aux_names;          /* naux names, or NULL */
+  /* named constants k[0 .. nconst-1]: values change between calls without recompiling */
+  int nconst;
+  char **const_names;
+  double *const_values;
+  unsigned const_version;    /* bumped by fe_physics_set_constant */
+  /* auxiliary fields: field i has field_ncomp[i] values f[field_off[i] ..] at each point */
+  int nfields;
+  char *field_names[FE_PHYSICS_MAX_FIELDS];
+  int field_ncomp[FE_PHYSICS_MAX_FIELDS];
+  const struct fe_vector *field_vec[FE_PHYSICS_MAX_FIELDS]; /* bound (borrowed) */
+  const struct fe_space *field_space[FE_PHYSICS_MAX_FIELDS];
+  int uses_fields;           /* some residual term reads f or df */
+  int dim;                   /* 0: any dimension; else the one it was traced for */
+  char *g[4];                /* Jacobian blocks g0..g3 as C statements (NULL: zero) */
+  char *show;                /* f0, f1, g0..g3 as mathematics and C, with flops; or NULL */
 } fe_physics;
+
+/* What a trace gives: roots in the graph g for f0[ncomp] and f1[ncomp*dim]. */
+typedef struct fe_trace {
+  struct fe_xgraph *g;
+  int dim, ncomp;
+  const int *f0, *f1;
+  const char *name, *description;
+  int naux;                    /* per-cell constants a[i] */
+  const char *const *aux_names;
+  int nconst;                  /* named constants k[i] */
+  const char *const *const_names;
+  const double *const_values;
+  int nfield_values;           /* auxiliary field values f[i], for printing */
+  const char *const *field_names;
+} fe_trace;
+
+/* Differentiate, emit and count a traced physics (engine/physics-traced.c). Per-region
+ * values and auxiliary fields are added by the caller afterwards. */
+int fe_physics_from_trace(const fe_trace *t, fe_physics **out);
+/* Copy the names of per-cell constants and the names and values of named constants. */
+int fe_physics_set_names(fe_physics *p, int naux, const char *const *aux_names, int nconst,
+                         const char *const *const_names, const double *const_values);
+/* Change named constant `name`; an unknown name is an error listing the known ones. */
+int fe_physics_set_constant(fe_physics *p, const char *name, double value);
+/* Number of auxiliary field values (the sum of field_ncomp). */
+int fe_physics_field_values(const fe_physics *p);
 
 /* -div(kappa grad u) = source, kappa and source C expressions of x[0..2] (or numbers). */
 int fe_physics_poisson(const char *kappa, const char *source, fe_physics **out);

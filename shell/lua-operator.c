@@ -165,7 +165,8 @@ static int op_new(lua_State *L)
   lua_pushvalue(L, 2);
   lua_setiuservalue(L, -2, 2);
   fe_operator *A = NULL;
-  FELAB_TRY(L, fe_operator_create(sh->V, ph->p, dir, ndir, value, &A));
+  struct fe_physics *pde = felab_physics_for(L, 2, sh->V->elem.dim, "fe.operator");
+  FELAB_TRY(L, fe_operator_create(sh->V, pde, dir, ndir, value, &A));
   *h = A;
   if (qdegree >= 0 || qkind != FE_QUAD_AUTO) FELAB_TRY(L, fe_operator_set_quadrature(A, qdegree, qkind));
   sh->borrowers++;

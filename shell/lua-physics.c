@@ -1,119 +1,504 @@
-/* felab shell: physics. physics.poisson and the felab.physics type (fields name,
- * description, flops, flops_jacobian, ncomp, nonlinear). The coefficients reach the engine
- * as C expressions of x[0..2] (engine/physics.h); numbers are printed exactly. */
+/* felab shell: physics. physics.new (traced Lua functions or raw C), the felab.physics type
+ * (fields name, description, flops, flops_jacobian, ncomp, nonlinear, constants; methods
+ * show, set), and the library (poisson, reaction_diffusion, elasticity, heat, p_laplacian),
+ * written in Lua on physics.new (shell/physics.lua, embedded at build time).
+ *
+ * A traced physics keeps its definition (user value 1) and is traced once per dimension,
+ * when fe.operator first needs it; physics.new traces it at once in 3D (or 2D for a
+ * components = 2 law) so mistakes show where they are made. Named things are ordered the same
+ * way in every trace: the constant t first, then constants, per-region values and fields by
+ * name. */
 #include <lauxlib.h>
 #include <lua.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "engine/codegen.h"
+#include "engine/expr.h"
 #include "engine/physics.h"
+#include "engine/space.h"
+#include "engine/vector.h"
+#include "shell/lua-sym.h"
 #include "shell/shell.h"
 
-static const char *const poisson_keys[] = {"kappa", "source", NULL};
+#define MAX_NAMES 64
 
-/* opts[key] as a C expression into buf: a string as is, a number printed to round-trip
- * (always with a '.' or an exponent, so C reads a double), absent: dflt. */
-static const char *read_coefficient(lua_State *L, int t, const char *key, const char *dflt,
-                                    char *buf, size_t n)
+/* Raise the engine's error from a function that returns no int. */
+#define TRY(L, call)                 \
+  do {                               \
+    if ((call) != 0) felab_raise(L); \
+  } while (0)
+
+static const char *const new_keys[] = {"f0", "f1", "g0", "g1", "g2", "g3", "components", "name",
+                                       "description", "constants", "regions", "fields", NULL};
+
+/* ---- the definition's named things, sorted ---- */
+
+typedef struct names {
+  int n;
+  const char *name[MAX_NAMES]; /* anchored in the definition table */
+} names;
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* The string keys of the table at t (or none when it is nil), sorted; `what` names it. */
+static void keys_of_table(lua_State *L, int t, const char *what, names *out)
 {
-  int type = lua_getfield(L, t, key);
-  const char *expr = dflt;
-  if (type == LUA_TNUMBER) {
-    double v = lua_tonumber(L, -1);
-    if (!isfinite(v))
-      luaL_error(L, "physics.poisson: %s = %s must be a finite number", key, lua_tostring(L, -1));
-    snprintf(buf, n, "%.17g", v);
-    if (!strpbrk(buf, ".e")) snprintf(buf + strlen(buf), n - strlen(buf), ".0");
-    expr = buf;
-  } else if (type == LUA_TSTRING) {
-    snprintf(buf, n, "%s", lua_tostring(L, -1));
-    if (strlen(lua_tostring(L, -1)) >= n)
-      luaL_error(L, "physics.poisson: %s: the C expression is longer than %d characters", key,
-                 (int)n - 1);
-    if (!buf[strspn(buf, " \t\n")])
-      luaL_error(L, "physics.poisson: %s is an empty C expression", key);
-    expr = buf;
-  } else if (type == LUA_TTABLE && !strcmp(key, "kappa")) {
-    expr = NULL; /* per region: read by read_regions */
-  } else if (type == LUA_TFUNCTION || type == LUA_TTABLE) {
-    luaL_error(L, "physics.poisson: %s as a function%s arrives with traced physics (issue 5); "
-                  "use a number or a C expression of x[0..2]", key,
-               type == LUA_TTABLE ? " or per-region table" : "");
-  } else if (type != LUA_TNIL) {
-    luaL_error(L, "physics.poisson: %s must be a number or a C expression of x[0..2], got %s", key,
-               felab_kind_of(L, -1));
+  t = lua_absindex(L, t);
+  out->n = 0;
+  if (lua_isnil(L, t)) return;
+  if (!lua_istable(L, t)) luaL_error(L, "physics.new: %s must be a table, got %s", what, felab_kind_of(L, t));
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    if (lua_type(L, -2) != LUA_TSTRING)
+      luaL_error(L, "physics.new: %s must map names to values, got a %s key", what, felab_kind_of(L, -2));
+    if (out->n == MAX_NAMES) luaL_error(L, "physics.new: more than %d entries in %s", MAX_NAMES, what);
+    out->name[out->n++] = lua_tostring(L, -2); /* anchored in the table */
+    lua_pop(L, 1);
   }
-  lua_pop(L, 1);
-  return expr;
+  qsort(out->name, (size_t)out->n, sizeof out->name[0], cmp_str);
 }
 
-#define MAX_REGIONS 64
-
-/* opts.kappa as {region = number, ...} into names and values; returns the count. */
-static int read_regions(lua_State *L, int t, const char **names, double *values)
+/* The keys of spec[key]. Leaves the stack as it was. */
+static void keys_of(lua_State *L, int spec, const char *key, names *out)
 {
-  int n = 0;
-  lua_getfield(L, t, "kappa");
-  lua_pushnil(L);
-  while (lua_next(L, -2)) {
-    if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TNUMBER)
-      luaL_error(L, "physics.poisson: kappa per region must map region names to numbers, "
-                    "e.g. {heart = 0.4, lung = 0.05}; got %s = %s", felab_kind_of(L, -2),
-                 felab_kind_of(L, -1));
-    if (n == MAX_REGIONS) luaL_error(L, "physics.poisson: more than %d regions", MAX_REGIONS);
-    names[n] = lua_tostring(L, -2); /* anchored in the options table */
-    values[n++] = lua_tonumber(L, -1);
+  lua_getfield(L, spec, key);
+  keys_of_table(L, -1, key, out);
+  lua_pop(L, 1);
+}
+
+/* The constants: t first (0 unless given), then the others by name. */
+static void constants_of(lua_State *L, int spec, names *nm, double *values)
+{
+  names user;
+  keys_of(L, spec, "constants", &user);
+  nm->n = 1;
+  nm->name[0] = "t";
+  values[0] = 0;
+  lua_getfield(L, spec, "constants");
+  for (int i = 0; i < user.n; i++) {
+    lua_getfield(L, -1, user.name[i]);
+    if (lua_type(L, -1) != LUA_TNUMBER)
+      luaL_error(L, "physics.new: constant %s must be a number, got %s", user.name[i], felab_kind_of(L, -1));
+    if (!strcmp(user.name[i], "t")) {
+      values[0] = lua_tonumber(L, -1);
+    } else {
+      if (nm->n == MAX_NAMES) luaL_error(L, "physics.new: too many constants");
+      values[nm->n] = lua_tonumber(L, -1);
+      nm->name[nm->n++] = user.name[i];
+    }
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
-  if (n == 0) luaL_error(L, "physics.poisson: the kappa table names no region");
-  return n;
 }
 
-/* physics.poisson{kappa = 1, source = 0} -> physics; kappa may be {region = value, ...} */
-static int physics_poisson(lua_State *L)
-{
-  if (!lua_isnoneornil(L, 1) && !lua_istable(L, 1))
-    return luaL_error(L, "physics.poisson: expected an options table {kappa = ..., source = ...} "
-                         "as argument 1, got %s", felab_kind_of(L, 1));
-  if (lua_isnoneornil(L, 1)) {
-    lua_settop(L, 0);
-    lua_newtable(L);
-  }
-  felab_check_keys(L, 1, "physics.poisson", poisson_keys);
-  char kbuf[4096], sbuf[4096];
-  const char *kappa = read_coefficient(L, 1, "kappa", "1.0", kbuf, sizeof kbuf);
-  const char *source = read_coefficient(L, 1, "source", "0.0", sbuf, sizeof sbuf);
+/* ---- tracing ---- */
 
-  physics_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
-  h->p = NULL;
-  h->borrowers = 0;
-  luaL_setmetatable(L, FELAB_PHYSICS);
-  fe_physics *p = NULL;
-  if (kappa) {
-    FELAB_TRY(L, fe_physics_poisson(kappa, source, &p));
-  } else {
-    const char *names[MAX_REGIONS];
-    double values[MAX_REGIONS];
-    int n = read_regions(L, 1, names, values);
-    FELAB_TRY(L, fe_physics_poisson_regions(names, values, n, source, &p));
+/* What a trace is made of; the graph is owned by a userdata so a Lua error frees it. */
+typedef struct trace_job {
+  int spec;        /* stack index of the definition */
+  int dim, ncomp;
+  fe_xgraph *g;
+  fe_physics *out;
+} trace_job;
+
+static int graph_gc(lua_State *L)
+{
+  fe_xgraph **g = lua_touserdata(L, 1);
+  fe_xgraph_free(*g);
+  *g = NULL;
+  return 0;
+}
+
+/* The table `a` handed to f0 and f1: constants, per-region values and fields by name. */
+static void push_aux_table(lua_State *L, const names *kn, const names *rn, const names *fn,
+                           const int *fncomp)
+{
+  lua_newtable(L);
+  for (int i = 0; i < kn->n; i++) {
+    felab_sym_push_var(L, FE_V_K, i, 0, 0);
+    lua_setfield(L, -2, kn->name[i]);
   }
-  h->p = p;
+  for (int i = 0; i < rn->n; i++) {
+    felab_sym_push_var(L, FE_V_A, i, 0, 0);
+    lua_setfield(L, -2, rn->name[i]);
+  }
+  for (int i = 0, off = 0; i < fn->n; off += fncomp[i], i++) {
+    felab_sym_push_var(L, FE_V_F, off, fncomp[i] > 1 ? fncomp[i] : 0, 0);
+    lua_setfield(L, -2, fn->name[i]);
+  }
+}
+
+/* The spaces and vectors of the fields, with their component counts. */
+static void fields_of(lua_State *L, int spec, const names *fn, int *ncomp, fe_vector **vec,
+                      const fe_space **space)
+{
+  if (fn->n > FE_PHYSICS_MAX_FIELDS)
+    luaL_error(L, "physics.new: at most %d fields, got %d", FE_PHYSICS_MAX_FIELDS, fn->n);
+  lua_getfield(L, spec, "fields");
+  for (int i = 0; i < fn->n; i++) {
+    lua_getfield(L, -1, fn->name[i]);
+    char what[96];
+    snprintf(what, sizeof what, "field %s", fn->name[i]);
+    vec[i] = felab_check_vector(L, -1, "physics.new", what);
+    space_handle *sh = NULL;
+    if (lua_getiuservalue(L, -1, 1) == LUA_TUSERDATA) sh = luaL_testudata(L, -1, FELAB_SPACE);
+    if (!sh || !sh->V)
+      luaL_error(L, "physics.new: field %s must be a vector of a space (made by V:interpolate or an "
+                    "action), not a free vector", fn->name[i]);
+    space[i] = sh->V;
+    ncomp[i] = sh->V->ncomp;
+    lua_pop(L, 2);
+  }
+  lua_pop(L, 1);
+}
+
+/* Call spec[key](u, du, x, a, t) and take its result as n roots of the given shape. */
+static void trace_term(lua_State *L, const trace_job *j, const char *key, int rows, int cols, int *ids)
+{
+  int top = lua_gettop(L); /* the table a */
+  lua_getfield(L, j->spec, key);
+  felab_sym_push_var(L, FE_V_U, 0, j->ncomp > 1 ? j->ncomp : 0, 0);
+  felab_sym_push_var(L, FE_V_DU, 0, j->ncomp > 1 ? j->ncomp : j->dim, j->ncomp > 1 ? j->dim : 0);
+  felab_sym_push_var(L, FE_V_X, 0, j->dim, 0);
+  lua_pushvalue(L, top); /* a, pushed by the caller just below top */
+  felab_sym_push_var(L, FE_V_K, 0, 0, 0);
+  lua_call(L, 5, 1);
+  char what[32];
+  snprintf(what, sizeof what, "physics %s", key);
+  felab_sym_roots(L, -1, rows, cols, ids, what);
+  lua_settop(L, top);
+}
+
+/* The protected part of a trace: arguments, calls, derivation. */
+static int trace_body(lua_State *L)
+{
+  trace_job *j = lua_touserdata(L, 1);
+  j->spec = 2; /* the definition, passed as argument 2: indices are per call frame */
+  names kn, rn, fn;
+  double kv[MAX_NAMES];
+  int fnc[FE_PHYSICS_MAX_FIELDS] = {0};
+  fe_vector *fvec[FE_PHYSICS_MAX_FIELDS];
+  const fe_space *fsp[FE_PHYSICS_MAX_FIELDS];
+  constants_of(L, j->spec, &kn, kv);
+  keys_of(L, j->spec, "regions", &rn);
+  keys_of(L, j->spec, "fields", &fn);
+  fields_of(L, j->spec, &fn, fnc, fvec, fsp);
+  push_aux_table(L, &kn, &rn, &fn, fnc); /* stays at the top for trace_term */
+  int nc = j->ncomp, nd = nc * j->dim;
+  int f0[FE_PHYSICS_MAX_COMP], f1[FE_PHYSICS_MAX_COMP * 3];
+  int has0 = lua_getfield(L, j->spec, "f0") == LUA_TFUNCTION, has1;
+  lua_pop(L, 1);
+  has1 = lua_getfield(L, j->spec, "f1") == LUA_TFUNCTION;
+  lua_pop(L, 1);
+  for (int i = 0; i < nc; i++) f0[i] = fe_x_const(j->g, 0);
+  for (int i = 0; i < nd; i++) f1[i] = fe_x_const(j->g, 0);
+  if (has0) trace_term(L, j, "f0", nc > 1 ? nc : 0, 0, f0);
+  if (has1) trace_term(L, j, "f1", nc > 1 ? nc : j->dim, nc > 1 ? j->dim : 0, f1);
+  /* names of the field values for printing */
+  const char *fvn[FE_PHYSICS_MAX_FIELDS * FE_PHYSICS_MAX_COMP];
+  int nfv = 0;
+  for (int i = 0; i < fn.n; i++)
+    for (int c = 0; c < fnc[i]; c++) fvn[nfv++] = fn.name[i];
+  lua_getfield(L, j->spec, "name");
+  lua_getfield(L, j->spec, "description");
+  fe_trace t = {j->g, j->dim, nc, f0, f1, lua_tostring(L, -2), lua_tostring(L, -1),
+                rn.n, rn.name, kn.n, kn.name, kv, nfv, fvn};
+  FELAB_TRY(L, fe_physics_from_trace(&t, &j->out));
+  return 0;
+}
+
+/* Per-region values: union of the regions named, a value for each (name, region) pair. */
+static void set_regions(lua_State *L, int spec, fe_physics *p)
+{
+  names rn, regions = {0};
+  keys_of(L, spec, "regions", &rn);
+  if (rn.n == 0) return;
+  lua_getfield(L, spec, "regions");
+  int rt = lua_gettop(L);
+  for (int i = 0; i < rn.n; i++) {
+    names r;
+    lua_getfield(L, rt, rn.name[i]);
+    if (!lua_istable(L, -1))
+      luaL_error(L, "physics.new: regions.%s must map region names to numbers, got %s", rn.name[i],
+                 felab_kind_of(L, -1));
+    keys_of_table(L, -1, rn.name[i], &r);
+    lua_pop(L, 1);
+    for (int k = 0; k < r.n; k++) {
+      int known = 0;
+      for (int m = 0; m < regions.n; m++) known |= !strcmp(regions.name[m], r.name[k]);
+      if (!known && regions.n < MAX_NAMES) regions.name[regions.n++] = r.name[k];
+    }
+  }
+  p->nregions = regions.n;
+  p->region_names = calloc((size_t)regions.n, sizeof(char *));
+  p->region_values = malloc(sizeof(double) * (size_t)(regions.n * rn.n));
+  if (!p->region_names || !p->region_values) luaL_error(L, "physics.new: out of memory");
+  for (int r = 0; r < regions.n; r++) {
+    p->region_names[r] = strdup(regions.name[r]);
+    for (int i = 0; i < rn.n; i++) {
+      lua_getfield(L, rt, rn.name[i]);
+      lua_getfield(L, -1, regions.name[r]);
+      if (lua_type(L, -1) != LUA_TNUMBER)
+        luaL_error(L, "physics.new: regions.%s has no number for region '%s' (got %s); every value "
+                      "needs one per region", rn.name[i], regions.name[r], felab_kind_of(L, -1));
+      p->region_values[r * rn.n + i] = lua_tonumber(L, -1);
+      lua_pop(L, 2);
+    }
+  }
+  lua_pop(L, 1);
+}
+
+/* The fields of the definition bound into p. */
+static void bind_fields(lua_State *L, int spec, fe_physics *p)
+{
+  names fn;
+  int fnc[FE_PHYSICS_MAX_FIELDS];
+  fe_vector *fvec[FE_PHYSICS_MAX_FIELDS];
+  const fe_space *fsp[FE_PHYSICS_MAX_FIELDS];
+  keys_of(L, spec, "fields", &fn);
+  fields_of(L, spec, &fn, fnc, fvec, fsp);
+  for (int i = 0; i < p->nfields; i++) free(p->field_names[i]);
+  p->nfields = fn.n;
+  for (int i = 0; i < fn.n; i++) {
+    p->field_names[i] = strdup(fn.name[i]);
+    p->field_ncomp[i] = fnc[i];
+    p->field_vec[i] = fvec[i];
+    p->field_space[i] = fsp[i];
+  }
+}
+
+static int components_of(lua_State *L, int spec, int dim)
+{
+  lua_getfield(L, spec, "components");
+  int nc = 1;
+  if (lua_type(L, -1) == LUA_TSTRING && !strcmp(lua_tostring(L, -1), "dim")) nc = dim;
+  else if (lua_isinteger(L, -1)) nc = (int)lua_tointeger(L, -1);
+  else if (!lua_isnil(L, -1))
+    luaL_error(L, "physics.new: components must be 1..%d or \"dim\", got %s", FE_PHYSICS_MAX_COMP,
+               felab_number_or_kind(L, -1));
+  lua_pop(L, 1);
+  if (nc < 1 || nc > FE_PHYSICS_MAX_COMP)
+    luaL_error(L, "physics.new: components must be 1..%d, got %d", FE_PHYSICS_MAX_COMP, nc);
+  return nc;
+}
+
+/* Trace the definition at spec for dimension dim. */
+static fe_physics *trace_for(lua_State *L, int spec, int dim)
+{
+  spec = lua_absindex(L, spec);
+  trace_job j = {spec, dim, components_of(L, spec, dim), NULL, NULL};
+  fe_xgraph **gh = lua_newuserdatauv(L, sizeof *gh, 0);
+  *gh = NULL;
+  lua_newtable(L);
+  lua_pushcfunction(L, graph_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  TRY(L, fe_xgraph_create(gh));
+  j.g = *gh;
+  felab_trace_begin(j.g, dim);
+  lua_pushcfunction(L, trace_body);
+  lua_pushlightuserdata(L, &j);
+  lua_pushvalue(L, spec);
+  int rc = lua_pcall(L, 2, 0, 0);
+  felab_trace_end();
+  if (rc != LUA_OK) lua_error(L);
+  lua_pop(L, 1); /* the graph: freed by the collector */
+  if (j.out) {
+    set_regions(L, spec, j.out);
+    bind_fields(L, spec, j.out);
+  }
+  return j.out;
+}
+
+/* ---- raw C ---- */
+
+static char *dup_field(lua_State *L, int spec, const char *key)
+{
+  int t = lua_getfield(L, spec, key);
+  char *s = NULL;
+  if (t == LUA_TSTRING) s = strdup(lua_tostring(L, -1));
+  else if (t != LUA_TNIL)
+    luaL_error(L, "physics.new: in raw C mode %s must be a string of C statements, got %s", key,
+               felab_kind_of(L, -1));
+  lua_pop(L, 1);
+  return s;
+}
+
+/* The Jacobian action from given blocks: df = g w + g dw for the blocks present. */
+static char *raw_action(const char *ga, const char *gb, const char *na, const char *nb, int first)
+{
+  if (!ga && !gb) return NULL;
+  fe_strbuf b = {0};
+  const char *rows = first ? "NC" : "NC * DIM";
+  if (ga) fe_strbuf_printf(&b, "real %s[%s * NC] = {0};\n    {\n    %s\n    }\n", na, rows, ga);
+  if (gb) fe_strbuf_printf(&b, "    real %s[%s * NC * DIM] = {0};\n    {\n    %s\n    }\n", nb, rows, gb);
+  fe_strbuf_printf(&b, "    FE_UNROLL for (int i = 0; i < %s; i++) {\n      real s = 0;\n", rows);
+  if (ga) fe_strbuf_printf(&b, "      FE_UNROLL for (int j = 0; j < NC; j++) s += %s[i * NC + j] * w[j];\n", na);
+  if (gb)
+    fe_strbuf_printf(&b, "      FE_UNROLL for (int j = 0; j < NC * DIM; j++) s += %s[i * NC * DIM + j] * dw[j];\n", nb);
+  fe_strbuf_printf(&b, "      %s[i] = s;\n    }", first ? "df0" : "df1");
+  char *s = NULL;
+  if (fe_strbuf_finish(&b, &s)) return NULL;
+  return s;
+}
+
+/* Whether C text reads u[..] or du[..]. */
+static int reads_state(const char *s)
+{
+  for (const char *p = s ? strstr(s, "u[") : NULL; p; p = strstr(p + 1, "u[")) {
+    char c = p == s ? ' ' : p[-1];
+    if (c == 'd' || !(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+      return 1;
+  }
+  return 0;
+}
+
+static fe_physics *raw_physics(lua_State *L, int spec)
+{
+  fe_physics *p = calloc(1, sizeof *p);
+  if (!p) luaL_error(L, "physics.new: out of memory");
+  lua_getfield(L, spec, "components");
+  if (lua_type(L, -1) == LUA_TSTRING) {
+    fe_physics_free(p);
+    luaL_error(L, "physics.new: raw C physics needs a number of components (its bodies see NC and DIM)");
+  }
+  lua_pop(L, 1);
+  p->ncomp = components_of(L, spec, 3);
+  lua_getfield(L, spec, "name");
+  snprintf(p->name, sizeof p->name, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "raw");
+  lua_pop(L, 1);
+  p->f0 = dup_field(L, spec, "f0");
+  p->f1 = dup_field(L, spec, "f1");
+  char *g[4];
+  static const char *const gn[4] = {"g0", "g1", "g2", "g3"};
+  for (int i = 0; i < 4; i++) g[i] = dup_field(L, spec, gn[i]);
+  p->df0 = raw_action(g[0], g[1], "g0", "g1", 1);
+  p->df1 = raw_action(g[2], g[3], "g2", "g3", 0);
+  double gf = 0;
+  for (int i = 0; i < 4; i++) {
+    gf += g[i] ? fe_count_flops(g[i]) : 0;
+    p->nonlinear |= reads_state(g[i]);
+    p->g[i] = g[i];
+  }
+  int nc = p->ncomp, nd = 3 * nc;
+  p->flops_f = (p->f0 ? fe_count_flops(p->f0) : 0) + (p->f1 ? fe_count_flops(p->f1) : 0);
+  p->flops_df = gf + (g[0] ? 2.0 * nc * nc : 0) + (g[1] ? 2.0 * nc * nd : 0) + (g[2] ? 2.0 * nd * nc : 0) +
+                (g[3] ? 2.0 * nd * nd : 0);
+  p->uses_x = 1;
+  p->uses_fields = 1;
+  p->degree_f0 = p->degree_f1 = p->degree_df0 = p->degree_df1 = 2;
+  p->description = strdup("raw C physics");
+  return p;
+}
+
+/* ---- physics.new and the handle ---- */
+
+static physics_handle *check_physics(lua_State *L, int i, const char *fname)
+{
+  physics_handle *h = felab_expect(L, i, FELAB_PHYSICS, fname, "the physics");
+  if (!h->p) luaL_error(L, "%s: this physics was closed", fname);
+  return h;
+}
+
+/* The names and values of constants from the definition into p. */
+static void set_constants(lua_State *L, int spec, fe_physics *p, int traced)
+{
+  names kn, rn;
+  double kv[MAX_NAMES];
+  constants_of(L, spec, &kn, kv);
+  keys_of(L, spec, "regions", &rn);
+  if (!traced) TRY(L, fe_physics_set_names(p, rn.n, rn.name, kn.n, kn.name, kv));
+}
+
+static int is_raw(lua_State *L, int spec)
+{
+  int raw = 0, fn = 0;
+  static const char *const terms[] = {"f0", "f1", "g0", "g1", "g2", "g3"};
+  for (int i = 0; i < 6; i++) {
+    int t = lua_getfield(L, spec, terms[i]);
+    raw |= t == LUA_TSTRING;
+    fn |= t == LUA_TFUNCTION;
+    if (t != LUA_TNIL && t != LUA_TSTRING && t != LUA_TFUNCTION)
+      luaL_error(L, "physics.new: %s must be a function (traced) or a string of C statements, got %s",
+                 terms[i], felab_kind_of(L, -1));
+    if (i >= 2 && t == LUA_TFUNCTION)
+      luaL_error(L, "physics.new: %s is derived from f0 and f1 by the tracer; give it only in raw C mode", terms[i]);
+    lua_pop(L, 1);
+  }
+  if (raw && fn) luaL_error(L, "physics.new: f0 and f1 are either both traced functions or both C strings");
+  if (!raw && !fn) luaL_error(L, "physics.new: give f0 and/or f1 (functions of u, du, x, a, t)");
+  return raw;
+}
+
+static physics_handle *push_handle(lua_State *L, int spec)
+{
+  physics_handle *h = lua_newuserdatauv(L, sizeof *h, 1);
+  memset(h, 0, sizeof *h);
+  luaL_setmetatable(L, FELAB_PHYSICS);
+  lua_pushvalue(L, spec);
+  lua_setiuservalue(L, -2, 1);
+  return h;
+}
+
+/* physics.new{f0 =, f1 =, components =, constants =, regions =, fields =, name =} */
+static int physics_new(lua_State *L)
+{
+  luaL_checktype(L, 1, LUA_TTABLE);
+  felab_check_keys(L, 1, "physics.new", new_keys);
+  lua_newtable(L); /* the definition: a copy, so later changes of the argument don't leak in */
+  lua_pushnil(L);
+  while (lua_next(L, 1)) {
+    lua_pushvalue(L, -2);
+    lua_insert(L, -2);
+    lua_settable(L, 2);
+  }
+  int raw = is_raw(L, 2);
+  physics_handle *h = push_handle(L, 2);
+  if (raw) {
+    h->p = raw_physics(L, 2);
+    set_constants(L, 2, h->p, 0);
+    set_regions(L, 2, h->p);
+    bind_fields(L, 2, h->p);
+    FELAB_TRY(L, fe_codegen_physics_check(h->p, 3));
+    return 1;
+  }
+  int dim = components_of(L, 2, 3) == 2 ? 2 : 3;
+  h->traced[dim] = trace_for(L, 2, dim);
+  h->p = h->traced[dim];
   return 1;
+}
+
+struct fe_physics *felab_physics_for(lua_State *L, int i, int dim, const char *fname)
+{
+  physics_handle *h = check_physics(L, i, fname);
+  if (h->p->dim == 0 || h->p->dim == dim) return h->p;
+  if (dim < 1 || dim > 3) luaL_error(L, "%s: dimension %d", fname, dim);
+  if (!h->traced[dim]) {
+    lua_getiuservalue(L, i, 1);
+    h->traced[dim] = trace_for(L, -1, dim);
+    lua_pop(L, 1);
+  }
+  return h->traced[dim];
 }
 
 /* Free the physics once (NULL-safe). */
 static void physics_release(physics_handle *h)
 {
-  if (h && h->p) {
-    fe_physics_free(h->p);
-    h->p = NULL;
+  if (!h) return;
+  int traced = 0;
+  for (int d = 1; d <= 3; d++) {
+    traced |= h->traced[d] == h->p;
+    fe_physics_free(h->traced[d]);
+    h->traced[d] = NULL;
   }
+  if (!traced) fe_physics_free(h->p);
+  h->p = NULL;
 }
 
-/* __gc and __close: free now unless a live operator borrows the physics (operators are
- * finalized before the physics they were made from, and give their borrows back). */
+/* __gc and __close: free now unless a live operator borrows the physics. */
 static int physics_free(lua_State *L)
 {
   physics_handle *h = luaL_checkudata(L, 1, FELAB_PHYSICS);
@@ -121,36 +506,107 @@ static int physics_free(lua_State *L)
   return 0;
 }
 
-/* __tostring: "physics poisson: <description>" */
 static int physics_tostring(lua_State *L)
 {
   physics_handle *h = luaL_checkudata(L, 1, FELAB_PHYSICS);
   if (!h->p) lua_pushliteral(L, "physics (closed)");
   else
-    lua_pushfstring(L, "physics %s: %s", h->p->name,
-                    h->p->description ? h->p->description : "(no description)");
+    lua_pushfstring(L, "physics %s: %s", h->p->name, h->p->description ? h->p->description : "(no description)");
   return 1;
 }
 
-/* __index: the fields name, description, flops, flops_jacobian, ncomp, nonlinear. */
+/* pde:show([dim]) prints f0, f1, g0..g3 as mathematics and as C, with flop counts. */
+static int physics_show(lua_State *L)
+{
+  check_physics(L, 1, "pde:show");
+  lua_Integer dim = 0;
+  if (!lua_isnoneornil(L, 2) && (!felab_is_integer(L, 2, &dim) || dim < 1 || dim > 3))
+    return luaL_error(L, "pde:show: the dimension must be 1, 2 or 3, got %s", felab_number_or_kind(L, 2));
+  physics_handle *h = lua_touserdata(L, 1);
+  fe_physics *p = dim ? felab_physics_for(L, 1, (int)dim, "pde:show") : h->p;
+  if (p->show) {
+    fputs(p->show, stdout);
+  } else {
+    printf("physics %s (%s): %d component%s\n", p->name, p->description ? p->description : "", p->ncomp,
+           p->ncomp > 1 ? "s" : "");
+    const char *b[4] = {p->f0, p->f1, p->df0, p->df1}, *n[4] = {"f0", "f1", "df0", "df1"};
+    for (int i = 0; i < 4; i++) printf("%s:\n    %s\n", n[i], b[i] ? b[i] : "0");
+    printf("residual: %g flops per point; Jacobian action: %g flops per point (counted in the C text)\n",
+           p->flops_f, p->flops_df);
+  }
+  fflush(stdout);
+  return 0;
+}
+
+/* pde:set{name = value, field = vector}: change constants (no recompiling) or rebind fields
+ * (a vector of the same space). */
+static int physics_set(lua_State *L)
+{
+  physics_handle *h = check_physics(L, 1, "pde:set");
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_getiuservalue(L, 1, 1);
+  int spec = lua_gettop(L);
+  lua_pushnil(L);
+  while (lua_next(L, 2)) {
+    if (lua_type(L, -2) != LUA_TSTRING) return luaL_error(L, "pde:set: keys must be names");
+    const char *k = lua_tostring(L, -2);
+    fe_physics *all[4] = {h->p, h->traced[1], h->traced[2], h->traced[3]};
+    if (lua_type(L, -1) == LUA_TNUMBER) {
+      for (int d = 0; d < 4; d++)
+        if (all[d] && (d == 0 || all[d] != h->p)) FELAB_TRY(L, fe_physics_set_constant(all[d], k, lua_tonumber(L, -1)));
+      lua_getfield(L, spec, "constants");
+      if (lua_istable(L, -1)) {
+        lua_pushvalue(L, -3);
+        lua_setfield(L, -2, k);
+      }
+      lua_pop(L, 1);
+    } else {
+      lua_getfield(L, spec, "fields");
+      int known = lua_istable(L, -1) && lua_getfield(L, -1, k) != LUA_TNIL;
+      if (!known) return luaL_error(L, "pde:set: physics %s has no constant or field '%s'", h->p->name, k);
+      lua_pop(L, 1);
+      lua_pushvalue(L, -2);
+      lua_setfield(L, -2, k); /* the definition now names the new vector */
+      lua_pop(L, 1);
+      for (int d = 0; d < 4; d++) {
+        if (!all[d]) continue;
+        const fe_space *old[FE_PHYSICS_MAX_FIELDS];
+        for (int f = 0; f < all[d]->nfields; f++) old[f] = all[d]->field_space[f];
+        bind_fields(L, spec, all[d]);
+        for (int f = 0; f < all[d]->nfields; f++)
+          if (old[f] != all[d]->field_space[f])
+            return luaL_error(L, "pde:set: field %s must stay on its space", all[d]->field_names[f]);
+      }
+    }
+    lua_pop(L, 1);
+  }
+  return 0;
+}
+
 static int physics_index(lua_State *L)
 {
   physics_handle *h = luaL_checkudata(L, 1, FELAB_PHYSICS);
   if (lua_type(L, 2) != LUA_TSTRING) return 0;
   const char *k = lua_tostring(L, 2);
-  if (!h->p) return luaL_error(L, "physics.%s: this physics was closed", k);
-  const fe_physics *p = h->p;
-  if (!strcmp(k, "name")) lua_pushstring(L, p->name);
-  else if (!strcmp(k, "description")) lua_pushstring(L, p->description ? p->description : "");
-  else if (!strcmp(k, "flops")) lua_pushnumber(L, p->flops_f);
-  else if (!strcmp(k, "flops_jacobian")) lua_pushnumber(L, p->flops_df);
-  else if (!strcmp(k, "ncomp")) lua_pushinteger(L, p->ncomp);
-  else if (!strcmp(k, "nonlinear")) lua_pushboolean(L, p->nonlinear);
-  else lua_pushnil(L);
+  if (!strcmp(k, "show")) lua_pushcfunction(L, physics_show);
+  else if (!strcmp(k, "set")) lua_pushcfunction(L, physics_set);
+  else if (!h->p) return luaL_error(L, "physics.%s: this physics was closed", k);
+  else if (!strcmp(k, "name")) lua_pushstring(L, h->p->name);
+  else if (!strcmp(k, "description")) lua_pushstring(L, h->p->description ? h->p->description : "");
+  else if (!strcmp(k, "flops")) lua_pushnumber(L, h->p->flops_f);
+  else if (!strcmp(k, "flops_jacobian")) lua_pushnumber(L, h->p->flops_df);
+  else if (!strcmp(k, "ncomp")) lua_pushinteger(L, h->p->ncomp);
+  else if (!strcmp(k, "nonlinear")) lua_pushboolean(L, h->p->nonlinear);
+  else if (!strcmp(k, "constants")) {
+    lua_newtable(L);
+    for (int i = 0; i < h->p->nconst; i++) {
+      lua_pushnumber(L, h->p->const_values[i]);
+      lua_setfield(L, -2, h->p->const_names[i]);
+    }
+  } else lua_pushnil(L);
   return 1;
 }
 
-/* Register the felab.physics metatable (idempotent); leaves the stack as it was. */
 static void physics_register(lua_State *L)
 {
   static const luaL_Reg meta[] = {{"__index", physics_index},
@@ -163,12 +619,21 @@ static void physics_register(lua_State *L)
   lua_pop(L, 1);
 }
 
-/* Push the physics module table. */
+/* The library in Lua (build/gen/lualib.c). */
+const char *felab_lua_library(const char *name);
+
 int felab_open_physics(lua_State *L)
 {
   physics_register(L);
   lua_newtable(L);
-  lua_pushcfunction(L, physics_poisson);
-  lua_setfield(L, -2, "poisson");
+  int t = lua_gettop(L);
+  lua_pushcfunction(L, physics_new);
+  lua_setfield(L, t, "new");
+  felab_sym_open(L, t);
+  const char *lib = felab_lua_library("physics");
+  if (!lib || luaL_loadbuffer(L, lib, strlen(lib), "=physics.lua") != LUA_OK)
+    return luaL_error(L, "felab: the physics library does not load: %s", lib ? lua_tostring(L, -1) : "missing");
+  lua_pushvalue(L, t);
+  lua_call(L, 1, 0);
   return 1;
 }

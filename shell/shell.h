@@ -64,9 +64,14 @@ typedef struct space_handle {
   int borrowers; /* live operators on this space, or a running interpolation or error */
 } space_handle;
 typedef struct physics_handle {
-  struct fe_physics *p;
+  struct fe_physics *p;          /* raw or built-in physics (any dimension), or the last trace */
+  struct fe_physics *traced[4];  /* traced physics per dimension 1..3 (p is one of them) */
   int borrowers; /* live operators made from this physics */
 } physics_handle;
+
+/* The physics at i for a space of dimension dim: traced for it on first use (the Lua
+ * functions are kept by the handle), or an error naming the Lua line of a failing trace. */
+struct fe_physics *felab_physics_for(lua_State *L, int i, int dim, const char *fname);
 
 /* ----- helpers shared by the binding files (shell/lua-util.c) ----- */
 

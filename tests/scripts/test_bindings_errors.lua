@@ -96,9 +96,11 @@ still_works()
 local bad = physics.poisson{kappa = "1 + + x[0]*"}
 local Abad = fe.operator(V, bad, {dirichlet = "all"})
 expect_error(function() return Abad:residual(u) end, "generated line")
-expect_error(function() return physics.poisson{kappa = function(x) return 1 end} end,
-             "issue 5")
-expect_error(function() return physics.poisson{source = {domain = 1}} end, "issue 5")
+-- functions of x and per-region values are traced; other kinds are named in the error
+assert(physics.poisson{kappa = function(x) return 1 + x[1] end})
+assert(physics.poisson{source = {domain = 1}})
+expect_error(function() return physics.poisson{kappa = true} end, "physics.poisson", "kappa", "boolean")
+expect_error(function() return physics.poisson{source = {domain = "a"}} end, "source", "region")
 still_works()
 
 -- vectors: size mismatch, out of range, bad functions

@@ -1,0 +1,105 @@
+/* felab expression graphs: what traced Lua physics becomes.
+ *
+ * A graph is a DAG of scalar nodes, hash-consed: making a node that already exists returns
+ * the existing one, so common subexpressions are shared by construction. Every constructor
+ * simplifies locally (constant folding, x + 0, 1 * x, 0 * x, --x, x - x, canonical operand
+ * order of + and *), so derivatives come out without the usual debris. Node ids grow from
+ * the leaves up: a node's operands always have smaller ids, which gives the topological
+ * order for emission for free.
+ *
+ * The graph knows the variables a pointwise physics reads (the field u and its gradient du,
+ * the point x, per-cell constants a, named constants k, auxiliary fields and their
+ * gradients, and the Jacobian's direction w, dw) and opaque C expressions ("raw" leaves, of x
+ * and a only). From a set of roots it counts flops (each distinct node once: the count of
+ * the code it emits), emits C statements with temporaries for shared nodes, and prints
+ * the roots as mathematics.
+ *
+ * Flop convention (docs/physics.md): + - * / and negation count 1; a call of sin cos tan exp
+ * log sqrt fabs tanh pow fmin fmax counts 1; a comparison counts 1, a select 0; x^n for an
+ * integer n is emitted as multiplications by repeated squaring and counts those (x^2: 1,
+ * x^3: 2, x^4: 2, a negative n one division more), x^0.5 is sqrt, x^-0.5 is 1/sqrt; a raw C
+ * leaf counts what fe_count_flops finds in it. */
+#ifndef FE_EXPR_H
+#define FE_EXPR_H
+
+#include "engine/strbuf.h"
+
+typedef enum {
+  FE_X_CONST, FE_X_VAR, FE_X_RAW, /* leaves */
+  FE_X_ADD, FE_X_SUB, FE_X_MUL, FE_X_DIV, FE_X_POW, FE_X_MIN, FE_X_MAX,
+  FE_X_LT, FE_X_LE, FE_X_GT, FE_X_GE, FE_X_EQ, FE_X_NE, /* 1 or 0 */
+  FE_X_NEG, FE_X_SIN, FE_X_COS, FE_X_TAN, FE_X_EXP, FE_X_LOG, FE_X_SQRT, FE_X_ABS, FE_X_TANH,
+  FE_X_SELECT, /* a ? b : c */
+  FE_X_NOPS
+} fe_xop;
+
+/* What a variable leaf reads. */
+typedef enum {
+  FE_V_U,    /* u[i]: component i of the field */
+  FE_V_DU,   /* du[i*DIM + d]: d u_i / d x_d */
+  FE_V_X,    /* x[d] */
+  FE_V_A,    /* a[i]: per-cell constant i (from the cell's region) */
+  FE_V_K,    /* k[i]: named constant i (changes between calls without recompiling) */
+  FE_V_F,    /* f[i]: value i of the auxiliary fields at the point */
+  FE_V_DF,   /* df[i*DIM + d]: their gradients */
+  FE_V_W,    /* w[i]: the Jacobian action's direction */
+  FE_V_DW,   /* dw[i*DIM + d] */
+  FE_NVARS
+} fe_var;
+
+typedef struct fe_xnode {
+  unsigned char op;    /* fe_xop */
+  unsigned char var;   /* fe_var of a FE_X_VAR */
+  int index;           /* variable index, or the raw leaf's index into the graph's texts */
+  int a, b, c;         /* operands (-1 when absent) */
+  double value;        /* FE_X_CONST */
+} fe_xnode;
+
+typedef struct fe_xgraph fe_xgraph;
+
+int fe_xgraph_create(fe_xgraph **out);
+void fe_xgraph_free(fe_xgraph *g);
+int fe_xgraph_size(const fe_xgraph *g);
+const fe_xnode *fe_xgraph_node(const fe_xgraph *g, int id);
+
+/* Constructors: each returns a node id, or -1 with the error set (out of memory, or an
+ * operation the graph refuses, such as a raw leaf that would be differentiated). */
+int fe_x_const(fe_xgraph *g, double v);
+int fe_x_var(fe_xgraph *g, fe_var v, int index);
+/* An opaque C expression of x[0..2] and a[..] (never of u): its text, copied. */
+int fe_x_raw(fe_xgraph *g, const char *c_expr);
+int fe_x_unary(fe_xgraph *g, fe_xop op, int a);
+int fe_x_binary(fe_xgraph *g, fe_xop op, int a, int b);
+int fe_x_select(fe_xgraph *g, int cond, int a, int b);
+
+/* Whether node n is the constant v. */
+int fe_x_is_const(const fe_xgraph *g, int n, double v);
+/* Whether node n reads variable kind v (any index); -1 for any of u, du, w, dw. */
+int fe_x_depends(fe_xgraph *g, int n, fe_var v);
+
+/* The derivative of node n with respect to variable (v, index), simplified. */
+int fe_x_diff(fe_xgraph *g, int n, fe_var v, int index);
+
+/* The value of node n with variables vals[v][index] (raw leaves evaluate to NaN): for tests
+ * against finite differences and for printing. */
+double fe_x_eval(const fe_xgraph *g, int n, const double *const *vals);
+
+/* Flops of computing all n roots (each distinct node once). */
+double fe_x_flops(const fe_xgraph *g, const int *roots, int n);
+/* Polynomial degree of node n in x (non-polynomial functions of x count their argument's
+ * degree + 2; a raw leaf that reads x counts 2). For choosing quadrature. */
+int fe_x_degree_x(const fe_xgraph *g, int n);
+
+/* C statements computing the roots: `lhs[i] = ...;` for each root, with `const real tN`
+ * temporaries for nodes used more than once. Roots that are the constant zero are skipped
+ * when skip_zero is set. indent: spaces before each line. */
+void fe_x_emit_c(const fe_xgraph *g, const int *roots, const char *const *lhs, int n,
+                 int skip_zero, int indent, fe_strbuf *b);
+/* Node n as mathematics, e.g. "kappa*u_x + sin(x)^2". names[v] gives each variable kind's
+ * printing function; NULL uses the C names. */
+typedef void (*fe_var_namer)(void *ctx, fe_var v, int index, fe_strbuf *b);
+void fe_x_print(const fe_xgraph *g, int n, fe_var_namer namer, void *ctx, fe_strbuf *b);
+
+const char *fe_xop_name(fe_xop op);
+
+#endif

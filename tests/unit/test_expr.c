@@ -1,0 +1,140 @@
+/* Expression graphs (engine/expr.c): every derivative rule against central finite
+ * differences at random points, simplification, sharing, and flop counts against hand
+ * counts; traced physics (engine/physics-traced.c): blocks g0..g3 against differences of
+ * f0 and f1, and the action df against g w. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "engine/expr.h"
+#include "engine/physics.h"
+
+static fe_xgraph *g;
+static void setup(void) { cr_assert_eq(fe_xgraph_create(&g), 0); }
+static void teardown(void) { fe_xgraph_free(g); }
+TestSuite(expr, .init = setup, .fini = teardown);
+
+#define V(k, i) fe_x_var(g, k, i)
+#define C(v) fe_x_const(g, v)
+#define B(op, a, b) fe_x_binary(g, op, a, b)
+#define U1(op, a) fe_x_unary(g, op, a)
+
+static double rnd(double lo, double hi) { return lo + (hi - lo) * (rand() / (double)RAND_MAX); }
+
+/* d node / d u[idx] against a central difference at vals. */
+static void check_derivative(int node, double *u, double *du, int var_is_du, int idx)
+{
+  const double *vals[FE_NVARS] = {u, du};
+  double *p = var_is_du ? du : u;
+  int d = fe_x_diff(g, node, var_is_du ? FE_V_DU : FE_V_U, idx);
+  cr_assert_geq(d, 0);
+  double exact = fe_x_eval(g, d, vals), h = 1e-6, save = p[idx];
+  p[idx] = save + h;
+  double fp = fe_x_eval(g, node, vals);
+  p[idx] = save - h;
+  double fm = fe_x_eval(g, node, vals);
+  p[idx] = save;
+  double fd = (fp - fm) / (2 * h);
+  cr_assert(fabs(exact - fd) <= 1e-6 * (1 + fabs(fd)), "node %d: derivative %.12g, difference %.12g", node, exact, fd);
+}
+
+Test(expr, every_rule_matches_finite_differences)
+{
+  int u = V(FE_V_U, 0), v = V(FE_V_DU, 0), w = V(FE_V_DU, 1);
+  int e[] = {
+    B(FE_X_ADD, u, v), B(FE_X_SUB, u, B(FE_X_MUL, v, w)), B(FE_X_MUL, u, u), B(FE_X_DIV, v, B(FE_X_ADD, C(2), u)),
+    B(FE_X_POW, u, C(3)), B(FE_X_POW, u, C(-2)), B(FE_X_POW, B(FE_X_ADD, C(2), u), C(0.5)),
+    B(FE_X_POW, B(FE_X_ADD, C(2), u), v), B(FE_X_POW, B(FE_X_ADD, C(1), B(FE_X_MUL, v, v)), C(0.7)),
+    U1(FE_X_SIN, B(FE_X_MUL, u, v)), U1(FE_X_COS, u), U1(FE_X_TAN, B(FE_X_MUL, C(0.3), u)),
+    U1(FE_X_EXP, B(FE_X_SUB, u, v)), U1(FE_X_LOG, B(FE_X_ADD, C(3), u)), U1(FE_X_SQRT, B(FE_X_ADD, C(3), v)),
+    U1(FE_X_ABS, B(FE_X_SUB, u, v)), U1(FE_X_TANH, B(FE_X_MUL, u, w)), U1(FE_X_NEG, B(FE_X_MUL, u, w)),
+    B(FE_X_MIN, u, v), B(FE_X_MAX, B(FE_X_MUL, u, u), v),
+    fe_x_select(g, B(FE_X_GT, u, v), B(FE_X_MUL, u, w), U1(FE_X_SIN, v)),
+  };
+  srand(7);
+  for (int trial = 0; trial < 20; trial++) {
+    double uu[1] = {rnd(-0.9, 0.9)}, dd[2] = {rnd(-0.9, 0.9), rnd(-0.9, 0.9)};
+    if (fabs(uu[0] - dd[0]) < 1e-3) continue; /* away from the kinks of abs, min, max, select */
+    for (size_t i = 0; i < sizeof e / sizeof e[0]; i++) {
+      check_derivative(e[i], uu, dd, 0, 0);
+      check_derivative(e[i], uu, dd, 1, 0);
+      check_derivative(e[i], uu, dd, 1, 1);
+    }
+  }
+}
+
+Test(expr, simplification_and_sharing)
+{
+  int u = V(FE_V_U, 0), x = V(FE_V_X, 0);
+  cr_expect_eq(B(FE_X_ADD, u, C(0)), u);
+  cr_expect_eq(B(FE_X_MUL, C(1), u), u);
+  cr_expect(fe_x_is_const(g, B(FE_X_MUL, C(0), u), 0));
+  cr_expect(fe_x_is_const(g, B(FE_X_SUB, u, u), 0));
+  cr_expect_eq(U1(FE_X_NEG, U1(FE_X_NEG, u)), u);
+  cr_expect_eq(B(FE_X_ADD, u, x), B(FE_X_ADD, x, u)); /* canonical order: one node */
+  cr_expect(fe_x_is_const(g, B(FE_X_ADD, C(2), C(3)), 5));
+  /* the derivative of a linear law is free of the state */
+  int f = B(FE_X_MUL, B(FE_X_ADD, C(1), x), V(FE_V_DU, 0));
+  cr_expect(!fe_x_depends(g, fe_x_diff(g, f, FE_V_DU, 0), FE_V_DU));
+  cr_expect(fe_x_is_const(g, fe_x_diff(g, f, FE_V_U, 0), 0));
+}
+
+Test(expr, flops_are_the_hand_count)
+{
+  int u = V(FE_V_U, 0), x = V(FE_V_X, 0), du0 = V(FE_V_DU, 0);
+  /* u^3 - sin(x): two products, a call, a subtraction */
+  int a = B(FE_X_SUB, B(FE_X_POW, u, C(3)), U1(FE_X_SIN, x));
+  cr_expect_eq(fe_x_flops(g, &a, 1), 4);
+  /* (1 + u*u) * du_k, k = 0..2: the shared factor costs 2 once, then 3 products */
+  int t = B(FE_X_ADD, C(1), B(FE_X_MUL, u, u));
+  int f[3] = {B(FE_X_MUL, t, du0), B(FE_X_MUL, t, V(FE_V_DU, 1)), B(FE_X_MUL, t, V(FE_V_DU, 2))};
+  cr_expect_eq(fe_x_flops(g, f, 3), 5);
+  /* u^4 by squaring: 2; u^-1: 1 division; u^0.5: one sqrt; u^0.7: one pow */
+  int p4 = B(FE_X_POW, u, C(4)), pm = B(FE_X_POW, u, C(-1)), ph = B(FE_X_POW, u, C(0.5)), pg = B(FE_X_POW, u, C(0.7));
+  cr_expect_eq(fe_x_flops(g, &p4, 1), 2);
+  cr_expect_eq(fe_x_flops(g, &pm, 1), 1);
+  cr_expect_eq(fe_x_flops(g, &ph, 1), 1);
+  cr_expect_eq(fe_x_flops(g, &pg, 1), 1);
+  /* a raw C leaf counts its own text: 1 + x[0]*x[1] is 2 */
+  int r = fe_x_raw(g, "1 + x[0]*x[1]");
+  cr_expect_eq(fe_x_flops(g, &r, 1), 2);
+}
+
+Test(expr, emitted_c_uses_temporaries_for_shared_nodes)
+{
+  int u = V(FE_V_U, 0);
+  int t = U1(FE_X_EXP, u);
+  int f[2] = {B(FE_X_MUL, t, V(FE_V_DU, 0)), B(FE_X_MUL, t, V(FE_V_DU, 1))};
+  const char *lhs[2] = {"f1[0]", "f1[1]"};
+  fe_strbuf b = {0};
+  fe_x_emit_c(g, f, lhs, 2, 1, 0, &b);
+  cr_assert_not_null(b.s);
+  cr_expect(strstr(b.s, "const real t0 = exp(u[0]);") != NULL, "%s", b.s);
+  cr_expect(strstr(b.s, "f1[1] = t0 * du[1];") != NULL, "%s", b.s);
+  fe_strbuf_free(&b);
+}
+
+/* Traced physics: g blocks against differences of f, in 2D with two components. */
+Test(expr, traced_blocks_match_differences_of_f)
+{
+  int dim = 2, nc = 2, u0 = V(FE_V_U, 0), u1 = V(FE_V_U, 1);
+  int d[4] = {V(FE_V_DU, 0), V(FE_V_DU, 1), V(FE_V_DU, 2), V(FE_V_DU, 3)};
+  int s = B(FE_X_ADD, C(1), B(FE_X_MUL, u0, u1));
+  int f0[2] = {B(FE_X_POW, u0, C(3)), U1(FE_X_SIN, B(FE_X_MUL, u1, d[0]))};
+  int f1[4] = {B(FE_X_MUL, s, d[0]), B(FE_X_MUL, s, d[1]), B(FE_X_MUL, U1(FE_X_EXP, u0), d[2]),
+               B(FE_X_ADD, d[3], B(FE_X_MUL, d[1], d[2]))};
+  fe_trace t = {g, dim, nc, f0, f1, "t", "test", 0, NULL, 0, NULL, NULL, 0, NULL};
+  fe_physics *p;
+  cr_assert_eq(fe_physics_from_trace(&t, &p), 0);
+  cr_expect(p->nonlinear);
+  cr_expect_not_null(p->g[0]);
+  cr_expect_not_null(p->g[3]);
+  /* the block entries as nodes again, checked against differences */
+  srand(3);
+  double uu[2] = {rnd(-1, 1), rnd(-1, 1)}, dd[4] = {rnd(-1, 1), rnd(-1, 1), rnd(-1, 1), rnd(-1, 1)};
+  for (int i = 0; i < nc; i++)
+    for (int j = 0; j < nc; j++) check_derivative(f0[i], uu, dd, 0, j);
+  for (int i = 0; i < nc * dim; i++)
+    for (int j = 0; j < nc * dim; j++) check_derivative(f1[i], uu, dd, 1, j);
+  fe_physics_free(p);
+}
