@@ -5,7 +5,9 @@
  * each step is one Jacobian action, three dot products and three vector updates:
  *   q = J p, alpha = (r, z) / (p, q), x += alpha p, r -= alpha q,
  *   z = M^-1 r, beta = (r, z)_new / (r, z)_old, p = z + beta p.
- * Jacobi takes M = diag(J). For linear physics, residual(u) = 0 is J u = b with
+ * Jacobi takes M = diag(J). J (and its diagonal) is taken at the state o->at: zero for
+ * linear physics, Newton's current iterate for nonlinear (engine/newton.c).
+ * For linear physics, residual(u) = 0 is J u = b with
  * b = J u0 - residual(u0): we start from u0 carrying the boundary values and iterate on
  * r0 = -residual(u0). */
 #include "engine/solver.h"
@@ -42,6 +44,45 @@ void fe_solver_info_free(fe_solver_info *info)
   info->nhistory = 0;
 }
 
+/* x <- x on free nodes and the boundary values g on constrained ones, as x .* mask + g0
+ * with g0 = initial(0) and mask = initial(1) - initial(0) (exactly 1 on free nodes, 0 on
+ * constrained ones). */
+static int impose_boundary(fe_operator *A, const fe_action_opts *act, fe_vector *x)
+{
+  if (fe_operator_ndirichlet(A) == 0) return 0;
+  fe_vector *g0 = NULL, *mask = NULL;
+  int rc = fe_operator_initial(A, act, 0.0, &g0);
+  if (!rc) rc = fe_operator_initial(A, act, 1.0, &mask);
+  if (!rc) rc = fe_vector_axpby(mask, -1.0, g0, 1.0); /* mask <- initial(1) - g0 */
+  if (!rc) rc = fe_vector_pointwise(x, x, mask, 0);   /* x <- x .* mask */
+  if (!rc) rc = fe_vector_axpby(x, 1.0, g0, 1.0);     /* x <- x + g0 */
+  fe_vector_free(g0);
+  fe_vector_free(mask);
+  FE_CHECK(rc);
+  return 0;
+}
+
+int fe_solver_initial(fe_operator *A, const fe_vector *x0, const fe_action_opts *act, int impose,
+                      fe_vector **x)
+{
+  *x = NULL;
+  if (!x0) return fe_operator_initial(A, act, 0.0, x);
+  FE_ASSERT(x0->n == fe_operator_space(A)->ndofs, FE_ERR_ARG,
+            "the initial guess has %d entries but the operator's space has %d", x0->n,
+            fe_operator_space(A)->ndofs);
+  fe_backend *be;
+  fe_precision prec = act->precision >= 0 ? (fe_precision)act->precision : fe_precision_default();
+  FE_CHECK(fe_backend_get(act->backend, &be));
+  FE_CHECK(fe_vector_convert(x0, be, prec, x));
+  int rc = impose ? impose_boundary(A, act, *x) : 0;
+  if (rc) {
+    fe_vector_free(*x);
+    *x = NULL;
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
+  return 0;
+}
+
 /* Counted work of the vector operations of one CG iteration on n reals of w bytes:
  * three dots (2n flops, 2n words each), three axpby (3n flops, 3n words), one pointwise
  * product (n flops, 3n words). */
@@ -66,16 +107,21 @@ static void cg_work_free(cg_work *k)
   fe_vector_free(k->d);
 }
 
-/* Record a norm in the history (grown by doubling). */
+int fe_solver_history_add(double **h, int *n, double v)
+{
+  if ((*n & (*n - 1)) == 0) { /* at powers of two: grow */
+    double *grown = realloc(*h, sizeof(double) * (size_t)(2 * *n + 1));
+    if (!grown) FE_ERROR(FE_ERR_MEM, "out of host memory for the residual history");
+    *h = grown;
+  }
+  (*h)[(*n)++] = v;
+  return 0;
+}
+
+/* Record a norm in the solve's history. */
 static int history_add(fe_solver_info *info, double v)
 {
-  if ((info->nhistory & (info->nhistory - 1)) == 0) { /* at powers of two: grow */
-    double *h = realloc(info->history, sizeof(double) * (size_t)(2 * info->nhistory + 1));
-    if (!h) FE_ERROR(FE_ERR_MEM, "out of host memory for the residual history");
-    info->history = h;
-  }
-  info->history[info->nhistory++] = v;
-  return 0;
+  return fe_solver_history_add(&info->history, &info->nhistory, v);
 }
 
 /* The iteration itself; x holds the initial guess and receives the solution. */
@@ -96,7 +142,7 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   }
   /* r = b - J x, or -residual(x) */
   if (b) {
-    FE_CHECK(fe_operator_apply(A, x, NULL, &act, &k->r, &rep));
+    FE_CHECK(fe_operator_apply(A, x, o->at, &act, &k->r, &rep));
     FE_CHECK(fe_vector_axpby(k->r, 1.0, b, -1.0));
   } else {
     FE_CHECK(fe_operator_residual(A, x, &act, &k->r, &rep));
@@ -105,7 +151,7 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   FE_CHECK(fe_vector_duplicate(x, &k->z));
   FE_CHECK(fe_vector_duplicate(x, &k->p));
   double setup_s = rep.setup_seconds; /* moving the operator's data: the first call reports it */
-  if (jacobi) FE_CHECK(fe_operator_diagonal(A, NULL, &act, &k->d, &rep));
+  if (jacobi) FE_CHECK(fe_operator_diagonal(A, o->at, &act, &k->d, &rep));
   double rr, rz, rz_new, pq, r0;
   FE_CHECK(fe_vector_norm(k->r, &r0));
   FE_CHECK(history_add(info, r0));
@@ -124,7 +170,7 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   }
   for (it = 1; it <= o->maxit && !info->converged; it++) {
     FE_CHECK_INTERRUPT();
-    FE_CHECK(fe_operator_apply(A, k->p, NULL, &act, &k->q, &apply_rep)); /* q = J p */
+    FE_CHECK(fe_operator_apply(A, k->p, o->at, &act, &k->q, &apply_rep)); /* q = J(at) p */
     FE_CHECK(fe_vector_dot(k->p, k->q, &pq));
     if (!(pq > 0)) {
       snprintf(info->reason, sizeof info->reason, "breakdown: (p, Jp) = %.3g at iteration %d", pq, it);
@@ -179,16 +225,8 @@ int fe_solve_cg(fe_operator *A, const fe_vector *b, const fe_vector *x0, const f
   FE_ASSERT(o->maxit >= 0, FE_ERR_ARG, "maxit must be >= 0, got %d", o->maxit);
   FE_ASSERT(o->rtol >= 0 && o->atol >= 0, FE_ERR_ARG, "tolerances must be >= 0");
   *x = NULL;
-  int rc;
-  if (x0) {
-    fe_backend *be;
-    fe_precision prec = o->act.precision >= 0 ? (fe_precision)o->act.precision : fe_precision_default();
-    rc = fe_backend_get(o->act.backend, &be);
-    if (!rc) rc = fe_vector_convert(x0, be, prec, x);
-  } else {
-    rc = fe_operator_initial(A, &o->act, 0.0, x);
-  }
-  FE_CHECK(rc);
+  FE_CHECK(fe_solver_initial(A, x0, &o->act, b == NULL, x));
+  int rc = 0;
   const fe_vector *bb = b;
   fe_vector *bconv = NULL;
   if (b && (b->be != (*x)->be || b->prec != (*x)->prec)) {
@@ -205,6 +243,6 @@ int fe_solve_cg(fe_operator *A, const fe_vector *b, const fe_vector *x0, const f
     fe_solver_info_free(info);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
-  fe_perf_log_add(&info->report);
+  if (!o->act.nolog) fe_perf_log_add(&info->report);
   return 0;
 }

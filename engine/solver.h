@@ -11,6 +11,8 @@ typedef struct fe_solver_opts {
   int maxit;
   fe_action_opts act;  /* backend, precision, strategy */
   int monitor;         /* print each iteration's residual norm */
+  const fe_vector *at; /* state at which J and diag(J) are taken (NULL: the zero state);
+                        * Newton sets it to the current iterate */
 } fe_solver_opts;
 
 typedef struct fe_solver_info {
@@ -25,9 +27,21 @@ typedef struct fe_solver_info {
 void fe_solver_opts_default(fe_solver_opts *o);
 void fe_solver_info_free(fe_solver_info *info);
 
+/* The starting vector of a solve on the backend and precision of act: a copy of x0, or
+ * (x0 NULL) the operator's boundary values on constrained nodes and zero elsewhere.
+ * impose: put the boundary values on x0's constrained nodes too. Solves of residual(u) = 0
+ * need it: the Jacobian action ignores the constrained entries of its direction (operator.h),
+ * so it cannot account for boundary values that are still moving. */
+int fe_solver_initial(fe_operator *A, const fe_vector *x0, const fe_action_opts *act, int impose,
+                      fe_vector **x);
+/* Append v to the history *h of *n norms (grown by doubling). */
+int fe_solver_history_add(double **h, int *n, double v);
+
 /* Preconditioned CG on J x = b (b != NULL), or on residual(u) = 0 for linear physics
  * (b == NULL: x = u0 + J^{-1}(-residual(u0)) where u0 carries the boundary values).
- * x0: initial guess or NULL. *x is made on the solve's backend. */
+ * J and the Jacobi diagonal are taken at o->at. x0: initial guess or NULL (with b NULL, its
+ * constrained entries are replaced by the boundary values). *x is made on the solve's
+ * backend. The solve's report goes to the session log unless o->act.nolog. */
 int fe_solve_cg(fe_operator *A, const fe_vector *b, const fe_vector *x0, const fe_solver_opts *o,
                 fe_vector **x, fe_solver_info *info);
 

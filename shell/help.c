@@ -30,7 +30,7 @@ static const struct {
     {"mesh", "meshes: the built-in box generator, cell and boundary tags"},
     {"fe", "function spaces, operators and their actions (residual, apply, diagonal)"},
     {"physics", "pointwise physics: Poisson and friends"},
-    {"solve", "matrix-free Krylov solvers: solve.cg"},
+    {"solve", "matrix-free solvers: solve.cg, solve.newton"},
     {"device", "backends (cpu, opencl, cuda): list, choose, calibrate, describe"},
     {"perf", "the session's performance log: every call, predicted vs measured"},
     {"export", "files for other tools: export.vtu for ParaView"},
@@ -150,9 +150,24 @@ static const help_entry builtin[] = {
      "example: print(u:error(function(x) return x[1] * (1 - x[1]) / 2 end, \"L2\"))"},
 
     /* physics */
+    {"physics.new", "physics.new{f0 = function(u, du, x, a, t) ... end, f1 = ...}",
+     "Pointwise physics: the residual is the integral of f0 v + f1 : grad v. f0 and f1 are\n"
+     "called once on symbols (u, du = grad u, x, a = named values, t) and traced: felab derives\n"
+     "the Jacobian blocks g0..g3, shares common subexpressions, counts the flops per point and\n"
+     "writes the kernel code. + - * / ^, math.sin cos tan exp log sqrt abs tanh pow min max,\n"
+     "u[i], du[i] (a row), physics.dot inner outer transpose sym tr det identity norm grad,\n"
+     "physics.select(physics.gt(a, b), x, y) for conditions (not if). Options: components =\n"
+     "n or \"dim\", constants = {dt = 0.1} (pde:set{dt = 0.05} needs no recompiling),\n"
+     "regions = {kappa = {heart = 0.4, lung = 0.05}} (a.kappa per cell), fields = {uold = v}\n"
+     "(a vector of a space on the same mesh; physics.grad(a.uold)). Raw C: f0, f1, g0..g3 as\n"
+     "strings of C statements (compiled at once; errors quote the line). pde:show() prints it all.\n"
+     "example: pde = physics.new{f1 = function(u, du) return (1 + u^2) * du end, f0 = function() return -1 end}"},
     {"physics.poisson", "physics.poisson{kappa = 1, source = 1}",
      "-div(kappa grad u) = source. kappa and source are numbers, C expressions of x[0..2]\n"
-     "(e.g. \"1 + x[0]*x[1]\"), or functions of x traced once into expressions.\n"
+     "(e.g. \"1 + x[0]*x[1]\"), functions of x (traced), or {region = value} per cell region.\n"
+     "Also physics.reaction_diffusion{c, kappa, source}, physics.elasticity{E, nu | lambda, mu,\n"
+     "force} (components = dim), physics.heat{c, kappa, source, dt, u_old} (one backward-Euler\n"
+     "step: pde:set{u_old = u} between steps), physics.p_laplacian{p = 3, eps = 0.1, source}.\n"
      "example: pde = physics.poisson{kappa = 1, source = \"sin(x[0])\"}"},
     {FELAB_PHYSICS, "print(pde)",
      "Pointwise physics f0(u, grad u, x) and f1(u, grad u, x) with their Jacobian blocks\n"
@@ -167,6 +182,16 @@ static const help_entry builtin[] = {
      "(linear physics), with b solves J x = b. pc is \"jacobi\" or \"none\".\n"
      "Returns u, info: info.iterations, converged, reason, history, report.\n"
      "example: u, info = solve.cg(A, {pc = \"jacobi\", rtol = 1e-10}); print(info.iterations)"},
+    {"solve.newton",
+     "solve.newton(A, {linear = \"cg\", pc = \"jacobi\", rtol = 1e-10, atol = 0, maxit = 50, "
+     "linear_rtol = 1e-12, linear_maxit = 1000, linesearch = \"backtrack\", monitor = false, "
+     "x0 = u0, backend = ..., precision = ...})",
+     "Newton's method for residual(u) = 0 (nonlinear physics): each step solves J(u) du = -r\n"
+     "by CG (linear = \"cg\", the only one so far) with the Jacobian and Jacobi diagonal at u,\n"
+     "to linear_rtol, then halves the step until |r| decreases (linesearch = \"none\": full\n"
+     "steps). Starts from x0 or the boundary values; linear physics converges in one step.\n"
+     "Returns u, info: iterations, converged, reason, history, linear_iterations, report.\n"
+     "example: u, info = solve.newton(A, {rtol = 1e-10, monitor = true}); print(info.iterations)"},
 
     /* devices and performance */
     {"device.list", "device.list()",

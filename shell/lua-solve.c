@@ -1,6 +1,6 @@
-/* felab shell: solvers. solve.cg(A [, b] [, opts]) -> x, info. A solve that stops without
- * converging is a result (info.converged = false), not an error; a breakdown, a divergence
- * or an interrupt is an engine error and raised. */
+/* felab shell: solvers. solve.cg(A [, b] [, opts]) -> x, info; solve.newton(A [, opts]) ->
+ * u, info. A solve that stops without converging is a result (info.converged = false), not
+ * an error; a breakdown, a divergence or an interrupt is an engine error and raised. */
 #include <lauxlib.h>
 #include <limits.h>
 #include <lua.h>
@@ -8,39 +8,69 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "engine/newton.h"
 #include "engine/solver.h"
 #include "shell/shell.h"
 
 static const char *const cg_keys[] = {"pc",       "rtol",      "atol",    "maxit",
                                       "backend",  "precision", "strategy", "block",
                                       "monitor",  "x0",        NULL};
+static const char *const newton_keys[] = {"linear",     "pc",           "rtol",     "atol",
+                                          "maxit",      "linear_rtol",  "linear_maxit",
+                                          "linesearch", "backend",      "precision",
+                                          "strategy",   "block",        "monitor",
+                                          "x0",         NULL};
 
-/* opts[key] as a finite number >= 0 into *v (kept when absent). */
-static void opt_tolerance(lua_State *L, int t, const char *key, double *v)
+/* opts[key] as a finite number >= 0 into *v (kept when absent); fname names the caller. */
+static void opt_tolerance(lua_State *L, int t, const char *fname, const char *key, double *v)
 {
   int type = lua_getfield(L, t, key);
   if (type == LUA_TNUMBER) {
     double x = lua_tonumber(L, -1);
     if (!(x >= 0) || !isfinite(x))
-      luaL_error(L, "solve.cg: %s = %s must be a finite number >= 0", key, lua_tostring(L, -1));
+      luaL_error(L, "%s: %s = %s must be a finite number >= 0", fname, key, lua_tostring(L, -1));
     *v = x;
   } else if (type != LUA_TNIL) {
-    luaL_error(L, "solve.cg: %s must be a number, got %s", key, felab_kind_of(L, -1));
+    luaL_error(L, "%s: %s must be a number, got %s", fname, key, felab_kind_of(L, -1));
   }
   lua_pop(L, 1);
 }
 
 /* opts[key] as an integer in [lo, INT_MAX] into *v (kept when absent). */
-static void opt_integer(lua_State *L, int t, const char *key, int lo, int *v)
+static void opt_integer(lua_State *L, int t, const char *fname, const char *key, int lo, int *v)
 {
   if (lua_getfield(L, t, key) != LUA_TNIL) {
     lua_Integer x;
     if (!felab_is_integer(L, -1, &x) || x < lo || x > INT_MAX)
-      luaL_error(L, "solve.cg: %s must be an integer >= %d, got %s", key, lo,
+      luaL_error(L, "%s: %s must be an integer >= %d, got %s", fname, key, lo,
                  felab_number_or_kind(L, -1));
     *v = (int)x;
   }
   lua_pop(L, 1);
+}
+
+/* The options every solve shares: where it runs (backend, precision, strategy, block), monitor
+ * and x0 (*x0 NULL when absent). */
+static void read_common_opts(lua_State *L, int t, const char *fname, fe_action_opts *act,
+                             int *monitor, const fe_vector **x0)
+{
+  opt_integer(L, t, fname, "block", 0, &act->block);
+  act->backend = felab_opt_field_name(L, t, fname, "backend");
+  act->strategy = felab_opt_field_name(L, t, fname, "strategy");
+  const char *prec = felab_opt_field_name(L, t, fname, "precision");
+  if (prec) {
+    fe_precision p;
+    if (fe_precision_parse(prec, &p)) felab_raise(L);
+    act->precision = (int)p;
+  }
+  int type = lua_getfield(L, t, "monitor");
+  if (type == LUA_TBOOLEAN) *monitor = lua_toboolean(L, -1);
+  else if (type != LUA_TNIL)
+    luaL_error(L, "%s: monitor must be true or false, got %s", fname, felab_kind_of(L, -1));
+  lua_pop(L, 1);
+  lua_getfield(L, t, "x0");
+  if (!lua_isnil(L, -1)) *x0 = felab_check_vector(L, -1, fname, "opts.x0");
+  lua_pop(L, 1); /* still anchored in the table */
 }
 
 /* Fill o from the options table at t; *x0 gets opts.x0 (NULL when absent). */
@@ -52,34 +82,51 @@ static void read_cg_opts(lua_State *L, int t, fe_solver_opts *o, const fe_vector
   felab_check_keys(L, t, "solve.cg", cg_keys);
   const char *pc = felab_opt_field_name(L, t, "solve.cg", "pc");
   if (pc) o->pc = pc;
-  opt_tolerance(L, t, "rtol", &o->rtol);
-  opt_tolerance(L, t, "atol", &o->atol);
-  opt_integer(L, t, "maxit", 0, &o->maxit);
-  opt_integer(L, t, "block", 0, &o->act.block);
-  o->act.backend = felab_opt_field_name(L, t, "solve.cg", "backend");
-  o->act.strategy = felab_opt_field_name(L, t, "solve.cg", "strategy");
-  const char *prec = felab_opt_field_name(L, t, "solve.cg", "precision");
-  if (prec) {
-    fe_precision p;
-    if (fe_precision_parse(prec, &p)) felab_raise(L);
-    o->act.precision = (int)p;
-  }
-  int type = lua_getfield(L, t, "monitor");
-  if (type == LUA_TBOOLEAN) o->monitor = lua_toboolean(L, -1);
-  else if (type != LUA_TNIL)
-    luaL_error(L, "solve.cg: monitor must be true or false, got %s", felab_kind_of(L, -1));
-  lua_pop(L, 1);
-  lua_getfield(L, t, "x0");
-  if (!lua_isnil(L, -1)) *x0 = felab_check_vector(L, -1, "solve.cg", "opts.x0");
-  lua_pop(L, 1); /* still anchored in the table */
+  opt_tolerance(L, t, "solve.cg", "rtol", &o->rtol);
+  opt_tolerance(L, t, "solve.cg", "atol", &o->atol);
+  opt_integer(L, t, "solve.cg", "maxit", 0, &o->maxit);
+  read_common_opts(L, t, "solve.cg", &o->act, &o->monitor, x0);
 }
 
-/* Protected: build the info table from the fe_solver_info at the light userdata 1, so that
- * the caller can free its history whatever happens. */
+/* Fill o from solve.newton's options table at t; *x0 gets opts.x0 (NULL when absent). */
+static void read_newton_opts(lua_State *L, int t, fe_newton_opts *o, const fe_vector **x0)
+{
+  const char *fname = "solve.newton";
+  fe_newton_opts_default(o);
+  *x0 = NULL;
+  if (lua_isnoneornil(L, t)) return;
+  felab_check_keys(L, t, fname, newton_keys);
+  const char *linear = felab_opt_field_name(L, t, fname, "linear");
+  if (linear && strcmp(linear, "cg") != 0)
+    luaL_error(L, "%s: linear = \"%s\" is not available: only \"cg\" for now (bicg, bicgstab "
+               "and gmres are not written yet)", fname, linear);
+  const char *pc = felab_opt_field_name(L, t, fname, "pc");
+  if (pc) o->pc = pc;
+  const char *ls = felab_opt_field_name(L, t, fname, "linesearch");
+  if (ls) o->linesearch = ls;
+  opt_tolerance(L, t, fname, "rtol", &o->rtol);
+  opt_tolerance(L, t, fname, "atol", &o->atol);
+  opt_tolerance(L, t, fname, "linear_rtol", &o->linear_rtol);
+  opt_integer(L, t, fname, "maxit", 0, &o->maxit);
+  opt_integer(L, t, fname, "linear_maxit", 0, &o->linear_maxit);
+  read_common_opts(L, t, fname, &o->act, &o->monitor, x0);
+}
+
+/* What the info table shows, from a CG or a Newton solve. */
+typedef struct info_view {
+  int iterations, converged, nhistory;
+  const char *reason;
+  const double *history;
+  const fe_report *report;
+  int linear_iterations; /* -1: not a Newton solve */
+} info_view;
+
+/* Protected: build the info table from the info_view at the light userdata 1, so that the
+ * caller can free its history whatever happens. */
 static int push_info(lua_State *L)
 {
-  const fe_solver_info *info = lua_touserdata(L, 1);
-  lua_createtable(L, 0, 5);
+  const info_view *info = lua_touserdata(L, 1);
+  lua_createtable(L, 0, 6);
   lua_pushinteger(L, info->iterations);
   lua_setfield(L, -2, "iterations");
   lua_pushboolean(L, info->converged);
@@ -92,9 +139,21 @@ static int push_info(lua_State *L)
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, -2, "history");
-  felab_push_report(L, &info->report);
+  if (info->linear_iterations >= 0) {
+    lua_pushinteger(L, info->linear_iterations);
+    lua_setfield(L, -2, "linear_iterations");
+  }
+  felab_push_report(L, info->report);
   lua_setfield(L, -2, "report");
   return 1;
+}
+
+/* Push the info table (or leave an error message) under lua_pcall: the Lua status. */
+static int push_info_protected(lua_State *L, const info_view *v)
+{
+  lua_pushcfunction(L, push_info);
+  lua_pushlightuserdata(L, (void *)v);
+  return lua_pcall(L, 1, 1, 0);
 }
 
 /* solve.cg(A [, b] [, opts]) -> x, info {iterations, converged, reason, history, report} */
@@ -133,12 +192,47 @@ static int solve_cg(lua_State *L)
     return felab_raise(L);
   }
   *out = x;
-  lua_pushcfunction(L, push_info);
-  lua_pushlightuserdata(L, &info);
-  int status = lua_pcall(L, 1, 1, 0);
+  info_view v = {info.iterations, info.converged, info.nhistory, info.reason, info.history,
+                 &info.report, -1};
+  int status = push_info_protected(L, &v);
   fe_solver_info_free(&info);
   if (status != LUA_OK) return lua_error(L);
   lua_pushvalue(L, xi);
+  lua_insert(L, -2);
+  return 2;
+}
+
+/* solve.newton(A [, opts]) -> u, info {iterations, converged, reason, history,
+ * linear_iterations, report} */
+static int solve_newton(lua_State *L)
+{
+  const char *fname = "solve.newton";
+  fe_operator *A = *(fe_operator **)felab_check_handle(L, 1, FELAB_OPERATOR, fname, "argument 1");
+  if (!lua_isnoneornil(L, 2) && !lua_istable(L, 2))
+    return luaL_error(L, "%s: argument 2 must be an options table, got %s (an initial guess "
+                      "goes in opts.x0)", fname, felab_kind_of(L, 2));
+  lua_settop(L, 2);
+  fe_newton_opts o;
+  const fe_vector *x0;
+  read_newton_opts(L, 2, &o, &x0);
+
+  fe_vector **out = felab_push_vector_like(L, 1); /* u remembers A's space */
+  int ui = lua_gettop(L);
+
+  fe_newton_info info;
+  memset(&info, 0, sizeof info);
+  fe_vector *u = NULL;
+  if (fe_solve_newton(A, x0, &o, &u, &info)) {
+    fe_newton_info_free(&info);
+    return felab_raise(L);
+  }
+  *out = u;
+  info_view v = {info.iterations, info.converged, info.nhistory, info.reason, info.history,
+                 &info.report, info.linear_iterations};
+  int status = push_info_protected(L, &v);
+  fe_newton_info_free(&info);
+  if (status != LUA_OK) return lua_error(L);
+  lua_pushvalue(L, ui);
   lua_insert(L, -2);
   return 2;
 }
@@ -151,5 +245,7 @@ int felab_open_solve(lua_State *L)
   lua_newtable(L);
   lua_pushcfunction(L, solve_cg);
   lua_setfield(L, -2, "cg");
+  lua_pushcfunction(L, solve_newton);
+  lua_setfield(L, -2, "newton");
   return 1;
 }
