@@ -187,7 +187,8 @@ int fe_cache_dir(const char *sub, char *path, size_t n)
 }
 
 /* Find "LINE:" numbers after the first ':' that follows a file-ish token, e.g.
- * "/tmp/x.c:57:12: error" or "<source>:57:3: error". Returns 0 if none. */
+ * "/tmp/x.c:57:12: error" or "<source>:57:3: error", or NVRTC's "felab.cu(57): error".
+ * Returns 0 if none. */
 static int log_line_number(const char *line)
 {
   const char *p = strchr(line, ':');
@@ -198,6 +199,12 @@ static int log_line_number(const char *line)
       if (*end == ':' || *end == ',' || *end == ')') return (int)v;
     }
     p = strchr(p + 1, ':');
+  }
+  for (p = strchr(line, '('); p; p = strchr(p + 1, '(')) {
+    if (!isdigit((unsigned char)p[1])) continue;
+    char *end;
+    long v = strtol(p + 1, &end, 10);
+    if (end[0] == ')' && end[1] == ':') return (int)v;
   }
   return 0;
 }

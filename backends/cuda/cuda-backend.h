@@ -1,0 +1,258 @@
+/* felab cuda backend, private: the few CUDA driver-API and NVRTC declarations felab uses,
+ * and the state of one open device, shared by the files of backends/cuda/ and by nothing
+ * else (the engine sees only the table in backend.h).
+ *
+ * felab never links against CUDA and never includes its headers: libcuda.so.1 (the driver)
+ * and libnvrtc (the run-time compiler) are opened with dlopen when the backend is first
+ * used, and every entry point is looked up by name into cuda_api. The types below are the
+ * ABI of those C functions (handles are opaque pointers, CUdeviceptr is 64 bits); the
+ * numbered constants are the ones of cuda.h and nvrtc.h, which are stable across versions.
+ *
+ *   cuda-loader.c    dlopen/dlsym of both libraries, error names
+ *   cuda-device.c    open, close, query, memory, timing events, finish
+ *   cuda-program.c   the dialect preamble, NVRTC compile with its caches, kernels, launch
+ *   cuda-vector.c    built-in kernels: fill, axpby, pointwise, dot, reduce
+ *   cuda-backend.c   the table */
+#ifndef FE_CUDA_BACKEND_H
+#define FE_CUDA_BACKEND_H
+
+#include <stddef.h>
+
+#include "backends/backend.h"
+
+/* ---- driver API (cuda.h) ---- */
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUevent_st *CUevent;
+typedef struct CUstream_st *CUstream;
+
+enum {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
+  CUDA_ERROR_NO_DEVICE = 100,
+  CUDA_ERROR_INVALID_PTX = 218,
+  CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
+  CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
+};
+
+enum { /* CUdevice_attribute */
+  CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+  CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X = 5,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8,
+  CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK = 12,
+  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+};
+
+enum { /* CUfunction_attribute */
+  CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+  CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
+};
+
+enum { /* CUjit_option, for loading PTX */
+  CU_JIT_ERROR_LOG_BUFFER = 5,
+  CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+};
+
+/* ---- NVRTC (nvrtc.h) ---- */
+typedef int nvrtcResult;
+typedef struct _nvrtcProgram *nvrtcProgram;
+enum {
+  NVRTC_SUCCESS = 0,
+  NVRTC_ERROR_INVALID_OPTION = 5,
+  NVRTC_ERROR_COMPILATION = 6,
+};
+
+/* Every entry point felab calls, looked up by cuda_api_load. Names are CUDA's own (the
+ * versioned symbol, e.g. cuMemAlloc_v2, is what the library exports for cuMemAlloc). */
+typedef struct cuda_api {
+  void *libcuda, *libnvrtc;
+  char nvrtc_path[512]; /* which NVRTC was opened, for messages */
+  /* driver */
+  CUresult (*cuInit)(unsigned flags);
+  CUresult (*cuDriverGetVersion)(int *version);
+  CUresult (*cuDeviceGetCount)(int *count);
+  CUresult (*cuDeviceGet)(CUdevice *dev, int ordinal);
+  CUresult (*cuDeviceGetName)(char *name, int len, CUdevice dev);
+  CUresult (*cuDeviceGetAttribute)(int *value, int attribute, CUdevice dev);
+  CUresult (*cuDeviceTotalMem)(size_t *bytes, CUdevice dev);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice dev);
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice dev);
+  CUresult (*cuCtxSetCurrent)(CUcontext ctx);
+  CUresult (*cuCtxSynchronize)(void);
+  CUresult (*cuMemGetInfo)(size_t *free_bytes, size_t *total_bytes);
+  CUresult (*cuMemAlloc)(CUdeviceptr *ptr, size_t bytes);
+  CUresult (*cuMemFree)(CUdeviceptr ptr);
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes);
+  CUresult (*cuMemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);
+  CUresult (*cuMemcpyDtoD)(CUdeviceptr dst, CUdeviceptr src, size_t bytes);
+  CUresult (*cuModuleLoadDataEx)(CUmodule *mod, const void *image, unsigned nopts, int *opts,
+                                 void **values);
+  CUresult (*cuModuleUnload)(CUmodule mod);
+  CUresult (*cuModuleGetFunction)(CUfunction *fn, CUmodule mod, const char *name);
+  CUresult (*cuFuncGetAttribute)(int *value, int attribute, CUfunction fn);
+  CUresult (*cuLaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                             unsigned by, unsigned bz, unsigned shared, CUstream stream,
+                             void **params, void **extra);
+  CUresult (*cuEventCreate)(CUevent *ev, unsigned flags);
+  CUresult (*cuEventRecord)(CUevent ev, CUstream stream);
+  CUresult (*cuEventSynchronize)(CUevent ev);
+  CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end);
+  CUresult (*cuEventDestroy)(CUevent ev);
+  CUresult (*cuGetErrorName)(CUresult err, const char **name);
+  CUresult (*cuGetErrorString)(CUresult err, const char **text);
+  /* NVRTC */
+  const char *(*nvrtcGetErrorString)(nvrtcResult err);
+  nvrtcResult (*nvrtcVersion)(int *major, int *minor);
+  nvrtcResult (*nvrtcGetNumSupportedArchs)(int *n); /* optional (NVRTC >= 11.2) */
+  nvrtcResult (*nvrtcGetSupportedArchs)(int *archs); /* optional */
+  nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram *prog, const char *src, const char *name,
+                                    int nheaders, const char *const *headers,
+                                    const char *const *include_names);
+  nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram *prog);
+  nvrtcResult (*nvrtcCompileProgram)(nvrtcProgram prog, int nopts, const char *const *opts);
+  nvrtcResult (*nvrtcGetProgramLogSize)(nvrtcProgram prog, size_t *size);
+  nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram prog, char *log);
+  nvrtcResult (*nvrtcGetCUBINSize)(nvrtcProgram prog, size_t *size);
+  nvrtcResult (*nvrtcGetCUBIN)(nvrtcProgram prog, char *cubin);
+  nvrtcResult (*nvrtcGetPTXSize)(nvrtcProgram prog, size_t *size);
+  nvrtcResult (*nvrtcGetPTX)(nvrtcProgram prog, char *ptx);
+} cuda_api;
+
+/* ---- the backend's own objects ---- */
+
+#define CUDA_MAX_ARGS 32 /* parameters of one kernel */
+
+/* A kernel's parameters as the source declares them: 'p' pointer, 'i' int, 'r' real. */
+typedef struct cuda_signature {
+  char name[64];
+  int nparams;
+  char kinds[CUDA_MAX_ARGS];
+  struct cuda_signature *next;
+} cuda_signature;
+
+/* One entry point of a module; owned by its module. */
+struct fe_kernel {
+  CUfunction fn;
+  char name[64];
+  const cuda_signature *sig; /* from the module's source */
+  int max_threads;           /* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK (registers bound it) */
+  int registers;             /* per thread */
+  struct fe_kernel *next;
+};
+
+/* A loaded module handed to the engine. */
+struct fe_module {
+  CUmodule handle;
+  cuda_signature *sigs;          /* every FE_KERNEL of its source */
+  struct fe_kernel *kernels;     /* made on demand by kernel() */
+  struct fe_module *prev, *next; /* live modules, so close can free what the engine left */
+};
+
+/* A compiled image in the session's memory cache, keyed by the source. */
+typedef struct cuda_cached {
+  unsigned long long hash; /* fe_hash_string(source, impl->seed) */
+  char *source;            /* the full text, compared on a hash hit */
+  void *image;             /* cubin, or NUL-terminated PTX */
+  size_t size;
+  struct cuda_cached *next;
+} cuda_cached;
+
+/* The built-in vector kernels, one module for both precisions, loaded on first use. */
+typedef struct cuda_vector {
+  fe_module *module;
+  CUfunction fill[FE_NPRECISIONS], axpby[FE_NPRECISIONS], pointwise[FE_NPRECISIONS];
+  CUfunction dot[FE_NPRECISIONS], reduce[FE_NPRECISIONS];
+  CUdeviceptr scratch;  /* result, done-counter, then one partial per block */
+  int max_blocks;       /* partials in scratch */
+} cuda_vector;
+
+typedef struct cuda_impl {
+  cuda_api api;
+  CUdevice device;
+  CUcontext context;     /* the device's primary context */
+  CUevent start, stop;   /* kernel timing */
+  fe_device_info info;
+  int cc;                /* compute capability, major * 10 + minor */
+  int driver_version;    /* e.g. 13000 */
+  int nvrtc_major, nvrtc_minor;
+  int registers;         /* 32-bit registers per block */
+  int shared_optin;      /* opt-in shared memory per block, bytes */
+  int max_grid;          /* blocks in x */
+  char arch[32];         /* "-arch=sm_90" or "-arch=compute_90" */
+  int ptx;               /* 1: arch is a virtual one, NVRTC makes PTX that the driver JITs */
+  char options[512];     /* further NVRTC options (FELAB_CUDA_OPTIONS) */
+  unsigned long long seed; /* hash of arch, options, NVRTC and driver versions: the cache key */
+  int disk_cache;        /* keep images under fe_cache_dir("cuda") */
+  int lost;              /* a kernel faulted: the context is unusable */
+  char *preamble[FE_NPRECISIONS];
+  cuda_cached *cache;
+  struct fe_module *modules;
+  cuda_vector vector;
+} cuda_impl;
+
+/* cuda-loader.c */
+/* Open libcuda.so.1 and NVRTC and look up every entry point; on failure an
+ * FE_ERR_UNAVAILABLE error says which library or symbol is missing and why. */
+int cuda_api_load(cuda_api *api);
+void cuda_api_unload(cuda_api *api);
+/* "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for messages. */
+const char *cuda_error_text(const cuda_api *api, CUresult err, char *buf, size_t n);
+
+/* cuda-device.c */
+int cuda_open(int device, void **impl);
+void cuda_close(void *impl);
+int cuda_query(void *impl, fe_device_info *info);
+int cuda_alloc(void *impl, size_t bytes, fe_buffer *buf);
+void cuda_release(void *impl, fe_buffer *buf);
+int cuda_write(void *impl, fe_buffer *dst, size_t offset, size_t bytes, const void *host);
+int cuda_read(void *impl, const fe_buffer *src, size_t offset, size_t bytes, void *host);
+int cuda_copy(void *impl, fe_buffer *dst, const fe_buffer *src, size_t bytes);
+int cuda_finish(void *impl);
+double cuda_now(void);
+/* An FE_ERR_BACKEND error for a failed driver call `what` (FE_ERR_MEM when out of memory);
+ * an error from a kernel that faulted marks the context lost. */
+int cuda_fail(cuda_impl *cu, CUresult err, const char *what);
+/* Fails with a clear message once the context is lost. */
+int cuda_usable(const cuda_impl *cu);
+/* Launch fn on ngroups x group threads with kernel parameters params and wait for it;
+ * if seconds is not NULL, time it with events. name is for messages. */
+int cuda_run(cuda_impl *cu, CUfunction fn, const char *name, size_t ngroups, size_t group,
+             void **params, double *seconds);
+
+/* cuda-program.c */
+int cuda_preamble_make(cuda_impl *cu); /* at open; close frees cu->preamble */
+const char *cuda_preamble(void *impl, fe_precision prec);
+int cuda_compile(void *impl, const char *source, fe_module **mod, double *seconds, int *cached);
+void cuda_module_free(void *impl, fe_module *mod);
+int cuda_kernel(void *impl, fe_module *mod, const char *name, fe_kernel **k);
+int cuda_launch(void *impl, fe_kernel *k, size_t ngroups, size_t group_size, int nargs,
+                const fe_arg *args, fe_precision prec, double *seconds);
+/* Choose the NVRTC target for the device (sets cu->arch, cu->ptx). */
+int cuda_choose_arch(cuda_impl *cu);
+void cuda_cache_free(cuda_impl *cu);
+/* Compile source with NVRTC for cu->arch into an image (malloc'ed; PTX is NUL-terminated).
+ * A failed compile is FE_ERR_COMPILE naming the generated line. Exposed for the tests. */
+int cuda_nvrtc_compile(cuda_impl *cu, const char *source, void **image, size_t *size);
+
+/* cuda-vector.c */
+int cuda_fill(void *impl, fe_buffer *x, size_t n, fe_precision prec, double value);
+int cuda_axpby(void *impl, fe_buffer *y, double a, const fe_buffer *x, double b, size_t n,
+               fe_precision prec);
+int cuda_pointwise(void *impl, fe_buffer *z, const fe_buffer *x, const fe_buffer *y, int divide,
+                   size_t n, fe_precision prec);
+int cuda_dot(void *impl, const fe_buffer *x, const fe_buffer *y, size_t n, fe_precision prec,
+             double *result);
+int cuda_reduce(void *impl, const fe_buffer *x, size_t n, fe_precision prec, fe_reduce_op op,
+                double *result);
+void cuda_vector_free(cuda_impl *cu);
+
+#endif

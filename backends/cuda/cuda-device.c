@@ -1,0 +1,346 @@
+/* felab cuda backend: opening a device, its description, memory and timed launches.
+ *
+ * The backend works in the device's primary context (the one the CUDA runtime and every
+ * library share) and on the legacy default stream, so work is ordered without explicit
+ * synchronization and a copy back to the host waits for the kernels before it. Device 0 is
+ * used unless FELAB_CUDA_DEVICE names another. A generated kernel's launch blocks until it
+ * is done and is timed with two events; the vector kernels (cuda-vector.c) do not block.
+ *
+ * A kernel that faults (an illegal address, say) leaves the context unusable for the rest
+ * of the process: the backend then refuses every call with that reason instead of
+ * returning the driver's sticky error from some unrelated later call. Running out of
+ * memory is not such a fault: the allocation fails with what was asked and what is free,
+ * and the session goes on. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backends/cuda/cuda-backend.h"
+#include "engine/error.h"
+
+double cuda_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* Errors after which the driver refuses every further call in this context. */
+static int cuda_error_is_sticky(CUresult err)
+{
+  return err == 700 || err == 702 || err == 710 || (err >= 714 && err <= 719) || err == 214;
+}
+
+int cuda_fail(cuda_impl *cu, CUresult err, const char *what)
+{
+  char text[256];
+  cuda_error_text(&cu->api, err, text, sizeof text);
+  if (cuda_error_is_sticky(err)) {
+    cu->lost = 1;
+    FE_ERROR(FE_ERR_BACKEND, "%s on %s failed: %s; the CUDA context is lost, restart felab to "
+             "use cuda again (other backends still work)", what, cu->info.name, text);
+  }
+  FE_ERROR(err == CUDA_ERROR_OUT_OF_MEMORY ? FE_ERR_MEM : FE_ERR_BACKEND, "%s on %s failed: %s",
+           what, cu->info.name, text);
+}
+
+int cuda_usable(const cuda_impl *cu)
+{
+  FE_ASSERT(!cu->lost, FE_ERR_BACKEND,
+            "the CUDA context on %s was lost after a kernel fault; restart felab to use cuda "
+            "again", cu->info.name);
+  /* the context is current on the thread that opened it; make it so on this one too */
+  cu->api.cuCtxSetCurrent(cu->context);
+  return 0;
+}
+
+/* Which device to open: FELAB_CUDA_DEVICE overrides the engine's index. */
+static int cuda_device_index(int device, int count, int *index)
+{
+  const char *env = getenv("FELAB_CUDA_DEVICE");
+  *index = device;
+  if (env && *env) {
+    char *end;
+    long v = strtol(env, &end, 10);
+    if (*end || v < 0 || v > 1000)
+      FE_ERROR(FE_ERR_UNAVAILABLE, "FELAB_CUDA_DEVICE='%s' is not a device index (0, 1, ...)",
+               env);
+    *index = (int)v;
+  }
+  if (*index < 0 || *index >= count)
+    FE_ERROR(FE_ERR_UNAVAILABLE, "CUDA device %d does not exist: there %s %d (0..%d)", *index,
+             count == 1 ? "is" : "are", count, count - 1);
+  return 0;
+}
+
+/* Start the driver and pick the device; the reasons a machine has no usable GPU. */
+static int cuda_find_device(cuda_impl *cu, int device)
+{
+  char text[256];
+  int count = 0, index;
+  CUresult err = cu->api.cuInit(0);
+  if (err == CUDA_ERROR_NO_DEVICE)
+    FE_ERROR(FE_ERR_UNAVAILABLE, "the NVIDIA driver is installed but sees no CUDA device");
+  if (err != CUDA_SUCCESS)
+    FE_ERROR(FE_ERR_UNAVAILABLE, "the NVIDIA driver does not start (cuInit: %s)",
+             cuda_error_text(&cu->api, err, text, sizeof text));
+  err = cu->api.cuDeviceGetCount(&count);
+  if (err != CUDA_SUCCESS || count <= 0)
+    FE_ERROR(FE_ERR_UNAVAILABLE, "the NVIDIA driver is installed but sees no CUDA device");
+  FE_CHECK(cuda_device_index(device, count, &index));
+  err = cu->api.cuDeviceGet(&cu->device, index);
+  if (err == CUDA_SUCCESS) err = cu->api.cuDevicePrimaryCtxRetain(&cu->context, cu->device);
+  if (err == CUDA_SUCCESS) err = cu->api.cuCtxSetCurrent(cu->context);
+  if (err != CUDA_SUCCESS) {
+    cu->context = NULL;
+    FE_ERROR(FE_ERR_UNAVAILABLE, "CUDA device %d cannot be opened: %s", index,
+             cuda_error_text(&cu->api, err, text, sizeof text));
+  }
+  return 0;
+}
+
+/* One integer attribute of the device (0 if the driver does not know it). */
+static int cuda_attribute(cuda_impl *cu, int attribute)
+{
+  int v = 0;
+  if (cu->api.cuDeviceGetAttribute(&v, attribute, cu->device) != CUDA_SUCCESS) v = 0;
+  return v;
+}
+
+/* Fill cu->info and the limits the backend needs. */
+static void cuda_describe(cuda_impl *cu)
+{
+  fe_device_info *in = &cu->info;
+  size_t mem = 0;
+  if (cu->api.cuDeviceGetName(in->name, (int)sizeof in->name, cu->device) != CUDA_SUCCESS)
+    snprintf(in->name, sizeof in->name, "CUDA device");
+  cu->api.cuDeviceTotalMem(&mem, cu->device);
+  cu->api.cuDriverGetVersion(&cu->driver_version);
+  cu->api.nvrtcVersion(&cu->nvrtc_major, &cu->nvrtc_minor);
+  cu->cc = 10 * cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) +
+           cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  cu->registers = cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
+  cu->shared_optin = cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  cu->max_grid = cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
+  if (cu->max_grid <= 0) cu->max_grid = 65535;
+  snprintf(in->vendor, sizeof in->vendor, "NVIDIA, sm_%d, CUDA %d.%d, %d regs/block", cu->cc,
+           cu->driver_version / 1000, cu->driver_version % 1000 / 10, cu->registers);
+  in->is_gpu = 1;
+  in->compute_units = cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  in->global_mem = mem;
+  /* static __shared__ arrays (what the templates declare) may use this much per block */
+  in->local_mem = (size_t)cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+  in->max_group = (size_t)cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  if (!in->max_group) in->max_group = 1024;
+  in->fp64 = 1;         /* every device since sm_13 */
+  in->fp64_atomics = 1; /* native from sm_60, a compare-and-swap loop before (preamble) */
+}
+
+/* The NVRTC options and the cache key of everything compiled in this session. */
+static void cuda_options(cuda_impl *cu)
+{
+  const char *extra = getenv("FELAB_CUDA_OPTIONS");
+  const char *disk = getenv("FELAB_CUDA_DISK_CACHE");
+  char versions[96];
+  snprintf(cu->options, sizeof cu->options, "%s", extra && *extra ? extra : "");
+  cu->disk_cache = !(disk && !strcmp(disk, "0"));
+  snprintf(versions, sizeof versions, "nvrtc %d.%d driver %d", cu->nvrtc_major, cu->nvrtc_minor,
+           cu->driver_version);
+  cu->seed = fe_hash_string(cu->arch, 0x6375646111ULL);
+  cu->seed = fe_hash_string(cu->options, cu->seed);
+  cu->seed = fe_hash_string(versions, cu->seed);
+}
+
+int cuda_open(int device, void **impl)
+{
+  cuda_impl *cu;
+  *impl = NULL;
+  FE_CALLOC(cu, 1, "cuda backend");
+  int rc = cuda_api_load(&cu->api);
+  if (!rc) rc = cuda_find_device(cu, device);
+  if (!rc) {
+    cuda_describe(cu);
+    rc = cuda_choose_arch(cu);
+  }
+  if (!rc) {
+    CUresult err = cu->api.cuEventCreate(&cu->start, 0);
+    if (err == CUDA_SUCCESS) err = cu->api.cuEventCreate(&cu->stop, 0);
+    if (err != CUDA_SUCCESS) rc = cuda_fail(cu, err, "cuEventCreate");
+  }
+  if (!rc) {
+    cuda_options(cu);
+    rc = cuda_preamble_make(cu);
+  }
+  if (rc) {
+    rc = fe_error_code();
+    cuda_close(cu);
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
+  *impl = cu;
+  return 0;
+}
+
+/* Release everything the device holds, modules the engine did not free included. */
+void cuda_close(void *impl)
+{
+  cuda_impl *cu = impl;
+  if (!cu) return;
+  if (cu->context) {
+    cu->api.cuCtxSetCurrent(cu->context);
+    if (!cu->lost) cu->api.cuCtxSynchronize();
+    while (cu->modules) cuda_module_free(cu, cu->modules);
+    cuda_vector_free(cu);
+    if (cu->start) cu->api.cuEventDestroy(cu->start);
+    if (cu->stop) cu->api.cuEventDestroy(cu->stop);
+    cu->api.cuDevicePrimaryCtxRelease(cu->device);
+  }
+  cuda_cache_free(cu);
+  for (int p = 0; p < FE_NPRECISIONS; p++) free(cu->preamble[p]);
+  cuda_api_unload(&cu->api);
+  free(cu);
+}
+
+int cuda_query(void *impl, fe_device_info *info)
+{
+  cuda_impl *cu = impl;
+  *info = cu->info;
+  return 0;
+}
+
+/* A size for people: "812 B", "1.6 KiB", "17.2 MiB", "139.8 GiB". */
+static const char *cuda_size(size_t bytes, char *buf, size_t n)
+{
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double v = (double)bytes;
+  int u = -1;
+  while (v >= 1024 && u < 3) v /= 1024, u++;
+  if (u < 0) snprintf(buf, n, "%zu B", bytes);
+  else snprintf(buf, n, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+/* The FE_ERR_MEM message of an allocation the device refused: asked, free and total. */
+static int cuda_out_of_memory(cuda_impl *cu, size_t bytes)
+{
+  size_t free_bytes = 0, total = 0;
+  char asked[32], avail[32], all[32];
+  cu->api.cuMemGetInfo(&free_bytes, &total);
+  FE_ERROR(FE_ERR_MEM,
+           "out of device memory on %s: asked for %s, %s free of %s (free some vectors or "
+           "operators, or use a smaller problem)",
+           cu->info.name, cuda_size(bytes, asked, sizeof asked),
+           cuda_size(free_bytes, avail, sizeof avail), cuda_size(total, all, sizeof all));
+}
+
+int cuda_alloc(void *impl, size_t bytes, fe_buffer *buf)
+{
+  cuda_impl *cu = impl;
+  CUdeviceptr p = 0;
+  buf->ptr = NULL;
+  buf->bytes = 0;
+  FE_CHECK(cuda_usable(cu));
+  /* an empty vector still gets a handle, so kernels can take it as an argument */
+  CUresult err = cu->api.cuMemAlloc(&p, bytes ? bytes : 256);
+  if (err == CUDA_ERROR_OUT_OF_MEMORY) return cuda_out_of_memory(cu, bytes);
+  if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "cuMemAlloc");
+  buf->ptr = (void *)(size_t)p;
+  buf->bytes = bytes;
+  return 0;
+}
+
+void cuda_release(void *impl, fe_buffer *buf)
+{
+  cuda_impl *cu = impl;
+  if (!buf) return;
+  if (buf->ptr) {
+    cu->api.cuCtxSetCurrent(cu->context);
+    cu->api.cuMemFree((CUdeviceptr)(size_t)buf->ptr); /* fails only on a lost context */
+  }
+  buf->ptr = NULL;
+  buf->bytes = 0;
+}
+
+/* Check that [offset, offset + bytes) lies inside buf. */
+static int cuda_check_range(const fe_buffer *buf, size_t offset, size_t bytes, const char *what)
+{
+  FE_ASSERT(buf && buf->ptr, FE_ERR_ARG, "%s: the device buffer is not allocated", what);
+  FE_ASSERT(offset <= buf->bytes && bytes <= buf->bytes - offset, FE_ERR_ARG,
+            "%s of %zu bytes at offset %zu overruns a device buffer of %zu bytes", what, bytes,
+            offset, buf->bytes);
+  return 0;
+}
+
+/* Host -> device; the host memory may be reused when this returns. */
+int cuda_write(void *impl, fe_buffer *dst, size_t offset, size_t bytes, const void *host)
+{
+  cuda_impl *cu = impl;
+  FE_CHECK(cuda_check_range(dst, offset, bytes, "copy to the device"));
+  if (!bytes) return 0;
+  FE_CHECK(cuda_usable(cu));
+  CUresult err = cu->api.cuMemcpyHtoD((CUdeviceptr)(size_t)dst->ptr + offset, host, bytes);
+  if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "copy to the device");
+  return 0;
+}
+
+/* Device -> host, after every kernel queued before it. */
+int cuda_read(void *impl, const fe_buffer *src, size_t offset, size_t bytes, void *host)
+{
+  cuda_impl *cu = impl;
+  FE_CHECK(cuda_check_range(src, offset, bytes, "copy from the device"));
+  if (!bytes) return 0;
+  FE_CHECK(cuda_usable(cu));
+  CUresult err = cu->api.cuMemcpyDtoH(host, (CUdeviceptr)(size_t)src->ptr + offset, bytes);
+  if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "copy from the device");
+  return 0;
+}
+
+/* Device -> device, the first `bytes` of each, blocking. */
+int cuda_copy(void *impl, fe_buffer *dst, const fe_buffer *src, size_t bytes)
+{
+  cuda_impl *cu = impl;
+  FE_CHECK(cuda_check_range(src, 0, bytes, "device copy (source)"));
+  FE_CHECK(cuda_check_range(dst, 0, bytes, "device copy (destination)"));
+  if (!bytes || src->ptr == dst->ptr) return 0;
+  FE_CHECK(cuda_usable(cu));
+  CUresult err = cu->api.cuMemcpyDtoD((CUdeviceptr)(size_t)dst->ptr,
+                                      (CUdeviceptr)(size_t)src->ptr, bytes);
+  if (err == CUDA_SUCCESS) err = cu->api.cuCtxSynchronize();
+  if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "device copy");
+  return 0;
+}
+
+/* Wait for everything queued. */
+int cuda_finish(void *impl)
+{
+  cuda_impl *cu = impl;
+  FE_CHECK(cuda_usable(cu));
+  CUresult err = cu->api.cuCtxSynchronize();
+  if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "waiting for the device");
+  return 0;
+}
+
+/* Launch, and with seconds wait and time with the two events (kernel time alone). */
+int cuda_run(cuda_impl *cu, CUfunction fn, const char *name, size_t ngroups, size_t group,
+             void **params, double *seconds)
+{
+  char what[160];
+  FE_CHECK(cuda_usable(cu));
+  FE_ASSERT(ngroups <= (size_t)cu->max_grid, FE_ERR_ARG,
+            "kernel '%s' asks for %zu blocks; %s allows %d", name, ngroups, cu->info.name,
+            cu->max_grid);
+  snprintf(what, sizeof what, "kernel '%.64s' (%zu blocks of %zu threads)", name, ngroups, group);
+  CUresult err = seconds ? cu->api.cuEventRecord(cu->start, NULL) : CUDA_SUCCESS;
+  if (err == CUDA_SUCCESS)
+    err = cu->api.cuLaunchKernel(fn, (unsigned)ngroups, 1, 1, (unsigned)group, 1, 1, 0, NULL,
+                                 params, NULL);
+  if (err != CUDA_SUCCESS) return cuda_fail(cu, err, what);
+  if (!seconds) return 0;
+  err = cu->api.cuEventRecord(cu->stop, NULL);
+  if (err == CUDA_SUCCESS) err = cu->api.cuEventSynchronize(cu->stop);
+  if (err != CUDA_SUCCESS) return cuda_fail(cu, err, what);
+  float ms = 0;
+  if (cu->api.cuEventElapsedTime(&ms, cu->start, cu->stop) != CUDA_SUCCESS) ms = 0;
+  *seconds = 1e-3 * ms;
+  return 0;
+}

@@ -1,0 +1,167 @@
+/* felab cuda backend: finding the driver and the run-time compiler at run time.
+ *
+ * Nothing of CUDA is linked into felab, so the program builds and starts on any machine.
+ * When the cuda backend is first asked for, libcuda.so.1 (installed with the NVIDIA
+ * driver) and NVRTC (installed with the CUDA toolkit, or a pip wheel) are opened with
+ * dlopen and their entry points looked up one by one. NVRTC is searched as FELAB_NVRTC
+ * (a path), then libnvrtc.so, .so.13, .so.12 on the loader's path, then the same names in
+ * $CUDA_HOME/lib64, $CUDA_PATH/lib64 and /usr/local/cuda/lib64. Whatever is missing
+ * becomes a one-sentence reason that device.list() shows. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda-backend.h"
+#include "engine/error.h"
+
+/* One entry point: its name in the library, an older name to try when the first is absent,
+ * and where the pointer goes in cuda_api. */
+typedef struct cuda_symbol {
+  const char *name, *alt;
+  size_t offset;
+  int optional; /* a NULL pointer is fine (the caller checks) */
+} cuda_symbol;
+
+#define SYM(field, name, alt) {name, alt, offsetof(cuda_api, field), 0}
+#define OPT(field, name) {name, NULL, offsetof(cuda_api, field), 1}
+
+static const cuda_symbol driver_symbols[] = {
+    SYM(cuInit, "cuInit", NULL),
+    SYM(cuDriverGetVersion, "cuDriverGetVersion", NULL),
+    SYM(cuDeviceGetCount, "cuDeviceGetCount", NULL),
+    SYM(cuDeviceGet, "cuDeviceGet", NULL),
+    SYM(cuDeviceGetName, "cuDeviceGetName", NULL),
+    SYM(cuDeviceGetAttribute, "cuDeviceGetAttribute", NULL),
+    SYM(cuDeviceTotalMem, "cuDeviceTotalMem_v2", "cuDeviceTotalMem"),
+    SYM(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL),
+    SYM(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"),
+    SYM(cuCtxSetCurrent, "cuCtxSetCurrent", NULL),
+    SYM(cuCtxSynchronize, "cuCtxSynchronize", NULL),
+    SYM(cuMemGetInfo, "cuMemGetInfo_v2", "cuMemGetInfo"),
+    SYM(cuMemAlloc, "cuMemAlloc_v2", "cuMemAlloc"),
+    SYM(cuMemFree, "cuMemFree_v2", "cuMemFree"),
+    SYM(cuMemcpyHtoD, "cuMemcpyHtoD_v2", "cuMemcpyHtoD"),
+    SYM(cuMemcpyDtoH, "cuMemcpyDtoH_v2", "cuMemcpyDtoH"),
+    SYM(cuMemcpyDtoD, "cuMemcpyDtoD_v2", "cuMemcpyDtoD"),
+    SYM(cuModuleLoadDataEx, "cuModuleLoadDataEx", NULL),
+    SYM(cuModuleUnload, "cuModuleUnload", NULL),
+    SYM(cuModuleGetFunction, "cuModuleGetFunction", NULL),
+    SYM(cuFuncGetAttribute, "cuFuncGetAttribute", NULL),
+    SYM(cuLaunchKernel, "cuLaunchKernel", NULL),
+    SYM(cuEventCreate, "cuEventCreate", NULL),
+    SYM(cuEventRecord, "cuEventRecord", NULL),
+    SYM(cuEventSynchronize, "cuEventSynchronize", NULL),
+    SYM(cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
+    SYM(cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy"),
+    SYM(cuGetErrorName, "cuGetErrorName", NULL),
+    SYM(cuGetErrorString, "cuGetErrorString", NULL),
+};
+
+static const cuda_symbol nvrtc_symbols[] = {
+    SYM(nvrtcGetErrorString, "nvrtcGetErrorString", NULL),
+    SYM(nvrtcVersion, "nvrtcVersion", NULL),
+    OPT(nvrtcGetNumSupportedArchs, "nvrtcGetNumSupportedArchs"),
+    OPT(nvrtcGetSupportedArchs, "nvrtcGetSupportedArchs"),
+    SYM(nvrtcCreateProgram, "nvrtcCreateProgram", NULL),
+    SYM(nvrtcDestroyProgram, "nvrtcDestroyProgram", NULL),
+    SYM(nvrtcCompileProgram, "nvrtcCompileProgram", NULL),
+    SYM(nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize", NULL),
+    SYM(nvrtcGetProgramLog, "nvrtcGetProgramLog", NULL),
+    SYM(nvrtcGetCUBINSize, "nvrtcGetCUBINSize", NULL),
+    SYM(nvrtcGetCUBIN, "nvrtcGetCUBIN", NULL),
+    SYM(nvrtcGetPTXSize, "nvrtcGetPTXSize", NULL),
+    SYM(nvrtcGetPTX, "nvrtcGetPTX", NULL),
+};
+
+/* Look every symbol of a list up in lib; the first missing one is an error. */
+static int cuda_bind(cuda_api *api, void *lib, const char *libname, const cuda_symbol *syms,
+                     size_t n)
+{
+  for (size_t i = 0; i < n; i++) {
+    void *p = dlsym(lib, syms[i].name);
+    if (!p && syms[i].alt) p = dlsym(lib, syms[i].alt);
+    if (!p && !syms[i].optional)
+      FE_ERROR(FE_ERR_UNAVAILABLE, "%s has no %s: the library is too old for felab", libname,
+               syms[i].name);
+    /* POSIX guarantees that a function's address survives the trip through void * */
+    memcpy((char *)api + syms[i].offset, &p, sizeof p);
+  }
+  return 0;
+}
+
+/* The driver library, or why it cannot be used. */
+static int cuda_open_driver(cuda_api *api)
+{
+  api->libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!api->libcuda) {
+    const char *why = dlerror();
+    if (!why || strstr(why, "No such file"))
+      FE_ERROR(FE_ERR_UNAVAILABLE, "libcuda.so.1 not found: no NVIDIA driver on this machine");
+    FE_ERROR(FE_ERR_UNAVAILABLE, "libcuda.so.1 cannot be loaded: %s", why);
+  }
+  return cuda_bind(api, api->libcuda, "libcuda.so.1", driver_symbols,
+                   sizeof driver_symbols / sizeof driver_symbols[0]);
+}
+
+/* Try one NVRTC file name; keep the handle and its name on success. */
+static int cuda_try_nvrtc(cuda_api *api, const char *path)
+{
+  api->libnvrtc = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (api->libnvrtc) snprintf(api->nvrtc_path, sizeof api->nvrtc_path, "%s", path);
+  return api->libnvrtc != NULL;
+}
+
+/* NVRTC from FELAB_NVRTC, the loader's path or the usual toolkit folders. */
+static int cuda_open_nvrtc(cuda_api *api)
+{
+  static const char *const names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"};
+  const char *dirs[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
+  const char *env = getenv("FELAB_NVRTC");
+  if (env && *env && !cuda_try_nvrtc(api, env))
+    FE_ERROR(FE_ERR_UNAVAILABLE, "FELAB_NVRTC=%s cannot be loaded: %s", env, dlerror());
+  for (size_t i = 0; !api->libnvrtc && i < sizeof names / sizeof names[0]; i++)
+    cuda_try_nvrtc(api, names[i]);
+  for (size_t d = 0; !api->libnvrtc && d < sizeof dirs / sizeof dirs[0]; d++) {
+    if (!dirs[d] || !*dirs[d]) continue;
+    for (size_t i = 0; !api->libnvrtc && i < sizeof names / sizeof names[0]; i++) {
+      char path[512];
+      snprintf(path, sizeof path, "%s/lib64/%s", dirs[d], names[i]);
+      cuda_try_nvrtc(api, path);
+    }
+  }
+  if (!api->libnvrtc)
+    FE_ERROR(FE_ERR_UNAVAILABLE, "the NVIDIA driver is here but NVRTC is not (libnvrtc.so, "
+                                 ".so.13, .so.12 not found; install the CUDA toolkit's NVRTC "
+                                 "or set FELAB_NVRTC to its path)");
+  return cuda_bind(api, api->libnvrtc, api->nvrtc_path, nvrtc_symbols,
+                   sizeof nvrtc_symbols / sizeof nvrtc_symbols[0]);
+}
+
+int cuda_api_load(cuda_api *api)
+{
+  memset(api, 0, sizeof *api);
+  if (cuda_open_driver(api) || cuda_open_nvrtc(api)) {
+    int rc = fe_error_code();
+    cuda_api_unload(api);
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
+  return 0;
+}
+
+/* The libraries stay mapped: the driver may still run threads of its own, and unloading
+ * it under them is a known way to crash at exit. Only the table is cleared. */
+void cuda_api_unload(cuda_api *api)
+{
+  memset(api, 0, sizeof *api);
+}
+
+const char *cuda_error_text(const cuda_api *api, CUresult err, char *buf, size_t n)
+{
+  const char *name = NULL, *text = NULL;
+  if (api->cuGetErrorName) api->cuGetErrorName(err, &name);
+  if (api->cuGetErrorString) api->cuGetErrorString(err, &text);
+  if (name && text) snprintf(buf, n, "%s (%s)", name, text);
+  else snprintf(buf, n, "CUDA error %d", (int)err);
+  return buf;
+}

@@ -1,0 +1,347 @@
+/* felab cuda backend: vector operations with built-in kernels. One small CUDA C++ source
+ * holds every kernel for both precisions (templates, instantiated as fe_vec_<op>_d and
+ * fe_vec_<op>_f); it is compiled on first use through the same caches as generated
+ * kernels, so after the first session it costs a file read.
+ *
+ * Element-wise kernels use grid-stride loops over a bounded grid (neighbouring threads
+ * touch neighbouring values) and do not wait: the stream orders them, and the next read
+ * back waits for them. dot and reduce accumulate in double for float vectors too, as
+ * backend.h promises, and finish on the device in one launch: each thread accumulates its
+ * slice, each block combines its threads (warp shuffles, then the warps' results through
+ * shared memory) into one partial in global scratch, and the last block to finish (the one
+ * that draws the last ticket of an atomic counter) combines the partials in a fixed order
+ * and resets the counter. The result is therefore the same bits at every call, whatever
+ * order the blocks ran in. The host reads the one double back. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda-backend.h"
+#include "engine/error.h"
+
+#define VECTOR_BLOCK 256          /* threads per block, whole warps */
+#define VECTOR_BLOCKS_PER_SM 32   /* grid bound of element-wise kernels */
+#define REDUCE_BLOCKS_PER_SM 8    /* grid bound of reductions (= partials) */
+
+static const char vector_source[] =
+    "/* felab cuda backend: built-in vector kernels (cuda-vector.c) */\n"
+    "typedef long long idx;\n"
+    "__device__ __forceinline__ idx fe_first()\n"
+    "{\n"
+    "  return (idx)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "}\n"
+    "__device__ __forceinline__ idx fe_stride() { return (idx)gridDim.x * blockDim.x; }\n"
+    "\n"
+    "/* x <- v */\n"
+    "template <typename T> __device__ void fe_fill(T *x, idx n, T v)\n"
+    "{\n"
+    "  for (idx i = fe_first(); i < n; i += fe_stride()) x[i] = v;\n"
+    "}\n"
+    "\n"
+    "/* y <- a x + b y; y is not read when b = 0 (BLAS convention) */\n"
+    "template <typename T> __device__ void fe_axpby(T *y, T a, const T *x, T b, idx n)\n"
+    "{\n"
+    "  if (b == (T)0)\n"
+    "    for (idx i = fe_first(); i < n; i += fe_stride()) y[i] = a * x[i];\n"
+    "  else\n"
+    "    for (idx i = fe_first(); i < n; i += fe_stride()) y[i] = a * x[i] + b * y[i];\n"
+    "}\n"
+    "\n"
+    "/* z <- x .* y, or x ./ y */\n"
+    "template <typename T>\n"
+    "__device__ void fe_pointwise(T *z, const T *x, const T *y, int divide, idx n)\n"
+    "{\n"
+    "  if (divide)\n"
+    "    for (idx i = fe_first(); i < n; i += fe_stride()) z[i] = x[i] / y[i];\n"
+    "  else\n"
+    "    for (idx i = fe_first(); i < n; i += fe_stride()) z[i] = x[i] * y[i];\n"
+    "}\n"
+    "\n"
+    "/* op 0: sum, 1: min, 2: max, always in double */\n"
+    "__device__ __forceinline__ double fe_combine(double a, double b, int op)\n"
+    "{\n"
+    "  return op == 0 ? a + b : op == 1 ? fmin(a, b) : fmax(a, b);\n"
+    "}\n"
+    "__device__ __forceinline__ double fe_identity(int op)\n"
+    "{\n"
+    "  const long long inf = 0x7ff0000000000000LL, minus_inf = (long long)0xfff0000000000000ULL;\n"
+    "  return op == 0 ? 0.0 : __longlong_as_double(op == 1 ? inf : minus_inf);\n"
+    "}\n"
+    "\n"
+    "/* The block's values combined (the result is in thread 0): shuffles within each warp,\n"
+    " * then warp 0 combines the warps' results through s[32]. */\n"
+    "__device__ double fe_block_combine(double v, int op, double *s)\n"
+    "{\n"
+    "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+    "  const int nwarps = (blockDim.x + 31) >> 5;\n"
+    "  for (int o = 16; o > 0; o >>= 1)\n"
+    "    v = fe_combine(v, __shfl_down_sync(0xffffffffu, v, o), op);\n"
+    "  if (lane == 0) s[warp] = v;\n"
+    "  __syncthreads();\n"
+    "  v = threadIdx.x < nwarps ? s[threadIdx.x] : fe_identity(op);\n"
+    "  if (warp == 0)\n"
+    "    for (int o = 16; o > 0; o >>= 1)\n"
+    "      v = fe_combine(v, __shfl_down_sync(0xffffffffu, v, o), op);\n"
+    "  return v;\n"
+    "}\n"
+    "\n"
+    "/* scratch[0] <- the sum (op 0), min or max of x (or of x .* y when dot), see the top of\n"
+    " * cuda-vector.c; scratch[1] holds the ticket counter, scratch[2 ...] the partials */\n"
+    "template <typename T> __device__ void fe_reduce(const T *x, const T *y, int dot, idx n,\n"
+    "                                                int op, double *scratch, double *s, int *last)\n"
+    "{\n"
+    "  unsigned int *done = (unsigned int *)(scratch + 1);\n"
+    "  double *partial = scratch + 2;\n"
+    "  double v = fe_identity(op);\n"
+    "  if (dot)\n"
+    "    for (idx i = fe_first(); i < n; i += fe_stride())\n"
+    "      v += (double)x[i] * (double)y[i];\n"
+    "  else\n"
+    "    for (idx i = fe_first(); i < n; i += fe_stride())\n"
+    "      v = fe_combine(v, (double)x[i], op);\n"
+    "  v = fe_block_combine(v, op, s);\n"
+    "  if (threadIdx.x == 0) {\n"
+    "    partial[blockIdx.x] = v;\n"
+    "    __threadfence(); /* the partial is visible before the ticket is drawn */\n"
+    "    *last = atomicAdd(done, 1u) == gridDim.x - 1;\n"
+    "  }\n"
+    "  __syncthreads();\n"
+    "  if (!*last) return;\n"
+    "  __threadfence();\n"
+    "  double w = fe_identity(op);\n"
+    "  for (int i = threadIdx.x; i < (int)gridDim.x; i += blockDim.x)\n"
+    "    w = fe_combine(w, ((volatile double *)partial)[i], op);\n"
+    "  w = fe_block_combine(w, op, s);\n"
+    "  if (threadIdx.x == 0) {\n"
+    "    scratch[0] = w;\n"
+    "    *done = 0; /* ready for the next reduction */\n"
+    "  }\n"
+    "}\n"
+    "\n"
+    "#define FE_VECTOR_KERNELS(T, S) \\\n"
+    "  extern \"C\" __global__ void fe_vec_fill_##S(T *x, idx n, T v) { fe_fill(x, n, v); } \\\n"
+    "  extern \"C\" __global__ void fe_vec_axpby_##S(T *y, T a, const T *x, T b, idx n) \\\n"
+    "  { \\\n"
+    "    fe_axpby(y, a, x, b, n); \\\n"
+    "  } \\\n"
+    "  extern \"C\" __global__ void fe_vec_pointwise_##S(T *z, const T *x, const T *y, \\\n"
+    "                                                  int divide, idx n) \\\n"
+    "  { \\\n"
+    "    fe_pointwise(z, x, y, divide, n); \\\n"
+    "  } \\\n"
+    "  extern \"C\" __global__ void fe_vec_dot_##S(const T *x, const T *y, idx n, double *scratch) \\\n"
+    "  { \\\n"
+    "    __shared__ double s[32]; \\\n"
+    "    __shared__ int last; \\\n"
+    "    fe_reduce(x, y, 1, n, 0, scratch, s, &last); \\\n"
+    "  } \\\n"
+    "  extern \"C\" __global__ void fe_vec_reduce_##S(const T *x, idx n, int op, double *scratch) \\\n"
+    "  { \\\n"
+    "    __shared__ double s[32]; \\\n"
+    "    __shared__ int last; \\\n"
+    "    fe_reduce(x, x, 0, n, op, scratch, s, &last); \\\n"
+    "  }\n"
+    "FE_VECTOR_KERNELS(double, d)\n"
+    "FE_VECTOR_KERNELS(float, f)\n";
+
+/* One function of the vector module. */
+static int cuda_vector_function(cuda_impl *cu, const char *op, int prec, CUfunction *fn)
+{
+  char name[64];
+  snprintf(name, sizeof name, "fe_vec_%s_%c", op, prec == FE_FLOAT ? 'f' : 'd');
+  CUresult err = cu->api.cuModuleGetFunction(fn, cu->vector.module->handle, name);
+  if (err != CUDA_SUCCESS) return cuda_fail(cu, err, name);
+  return 0;
+}
+
+/* The scratch of a reduction: result, counter, partials; zeroed once. */
+static int cuda_vector_scratch(cuda_impl *cu)
+{
+  cuda_vector *v = &cu->vector;
+  int sms = cu->info.compute_units > 0 ? cu->info.compute_units : 1;
+  size_t n = 2 + (size_t)sms * REDUCE_BLOCKS_PER_SM;
+  double *zeros = calloc(n, sizeof *zeros);
+  if (!zeros) FE_ERROR(FE_ERR_MEM, "out of host memory for reduction scratch");
+  fe_buffer b;
+  int rc = cuda_alloc(cu, n * sizeof(double), &b);
+  if (!rc) rc = cuda_write(cu, &b, 0, n * sizeof(double), zeros);
+  free(zeros);
+  if (rc) {
+    if (b.ptr) cuda_release(cu, &b);
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
+  v->scratch = (CUdeviceptr)(size_t)b.ptr;
+  v->max_blocks = sms * REDUCE_BLOCKS_PER_SM;
+  return 0;
+}
+
+/* The vector module and its functions, made on first use. */
+static int cuda_vector_get(cuda_impl *cu)
+{
+  cuda_vector *v = &cu->vector;
+  double seconds;
+  int cached;
+  if (v->scratch) return 0;
+  if (!v->module) {
+    FE_CHECK(cuda_compile(cu, vector_source, &v->module, &seconds, &cached));
+    /* the module is the backend's own: off the list that close frees for the engine */
+    cu->modules = v->module->next;
+    if (cu->modules) cu->modules->prev = NULL;
+    v->module->next = NULL;
+  }
+  for (int p = 0; p < FE_NPRECISIONS; p++) {
+    FE_CHECK(cuda_vector_function(cu, "fill", p, &v->fill[p]));
+    FE_CHECK(cuda_vector_function(cu, "axpby", p, &v->axpby[p]));
+    FE_CHECK(cuda_vector_function(cu, "pointwise", p, &v->pointwise[p]));
+    FE_CHECK(cuda_vector_function(cu, "dot", p, &v->dot[p]));
+    FE_CHECK(cuda_vector_function(cu, "reduce", p, &v->reduce[p]));
+  }
+  return cuda_vector_scratch(cu);
+}
+
+void cuda_vector_free(cuda_impl *cu)
+{
+  cuda_vector *v = &cu->vector;
+  if (v->scratch) cu->api.cuMemFree(v->scratch);
+  if (v->module) cuda_module_free(cu, v->module);
+  memset(v, 0, sizeof *v);
+}
+
+/* Check that a vector argument holds n reals. */
+static int cuda_vector_check(const fe_buffer *b, size_t n, fe_precision prec, const char *op,
+                             const char *arg)
+{
+  size_t need = n * fe_precision_size(prec);
+  FE_ASSERT(b && (b->ptr || !n), FE_ERR_ARG, "%s: vector %s is not allocated", op, arg);
+  FE_ASSERT(b->bytes >= need, FE_ERR_ARG, "%s: vector %s holds %zu bytes, %zu %s values need %zu",
+            op, arg, b->bytes, n, fe_precision_name(prec), need);
+  return 0;
+}
+
+/* Blocks for n values, at most per_sm per multiprocessor (and cap). */
+static size_t cuda_vector_blocks(const cuda_impl *cu, size_t n, size_t per_sm, size_t cap)
+{
+  size_t sms = cu->info.compute_units > 0 ? (size_t)cu->info.compute_units : 1;
+  size_t nb = (n + VECTOR_BLOCK - 1) / VECTOR_BLOCK, most = sms * per_sm;
+  if (cap && most > cap) most = cap;
+  return nb < most ? nb : most;
+}
+
+/* A real kernel argument in the precision of the vectors. */
+typedef struct cuda_real {
+  double d;
+  float f;
+} cuda_real;
+
+static void *cuda_real_arg(cuda_real *r, double v, fe_precision prec)
+{
+  r->d = v;
+  r->f = (float)v;
+  return prec == FE_FLOAT ? (void *)&r->f : (void *)&r->d;
+}
+
+/* Launch an element-wise kernel without waiting. */
+static int cuda_vector_run(cuda_impl *cu, CUfunction fn, const char *name, size_t n, void **params)
+{
+  return cuda_run(cu, fn, name, cuda_vector_blocks(cu, n, VECTOR_BLOCKS_PER_SM, 0), VECTOR_BLOCK,
+                  params, NULL);
+}
+
+/* x <- value */
+int cuda_fill(void *impl, fe_buffer *x, size_t n, fe_precision prec, double value)
+{
+  cuda_impl *cu = impl;
+  FE_CHECK(cuda_vector_check(x, n, prec, "fill", "x"));
+  if (!n) return 0;
+  FE_CHECK(cuda_usable(cu));
+  FE_CHECK(cuda_vector_get(cu));
+  CUdeviceptr px = (CUdeviceptr)(size_t)x->ptr;
+  long long nn = (long long)n;
+  cuda_real v;
+  void *params[] = {&px, &nn, cuda_real_arg(&v, value, prec)};
+  return cuda_vector_run(cu, cu->vector.fill[prec], "fe_vec_fill", n, params);
+}
+
+/* y <- a x + b y (y is not read when b = 0) */
+int cuda_axpby(void *impl, fe_buffer *y, double a, const fe_buffer *x, double b, size_t n,
+               fe_precision prec)
+{
+  cuda_impl *cu = impl;
+  FE_CHECK(cuda_vector_check(y, n, prec, "axpby", "y"));
+  FE_CHECK(cuda_vector_check(x, n, prec, "axpby", "x"));
+  if (!n) return 0;
+  FE_CHECK(cuda_usable(cu));
+  FE_CHECK(cuda_vector_get(cu));
+  CUdeviceptr py = (CUdeviceptr)(size_t)y->ptr, px = (CUdeviceptr)(size_t)x->ptr;
+  long long nn = (long long)n;
+  cuda_real ra, rb;
+  void *params[] = {&py, cuda_real_arg(&ra, a, prec), &px, cuda_real_arg(&rb, b, prec), &nn};
+  return cuda_vector_run(cu, cu->vector.axpby[prec], "fe_vec_axpby", n, params);
+}
+
+/* z <- x .* y, or x ./ y */
+int cuda_pointwise(void *impl, fe_buffer *z, const fe_buffer *x, const fe_buffer *y, int divide,
+                   size_t n, fe_precision prec)
+{
+  cuda_impl *cu = impl;
+  FE_CHECK(cuda_vector_check(z, n, prec, "pointwise", "z"));
+  FE_CHECK(cuda_vector_check(x, n, prec, "pointwise", "x"));
+  FE_CHECK(cuda_vector_check(y, n, prec, "pointwise", "y"));
+  if (!n) return 0;
+  FE_CHECK(cuda_usable(cu));
+  FE_CHECK(cuda_vector_get(cu));
+  CUdeviceptr pz = (CUdeviceptr)(size_t)z->ptr, px = (CUdeviceptr)(size_t)x->ptr;
+  CUdeviceptr py = (CUdeviceptr)(size_t)y->ptr;
+  long long nn = (long long)n;
+  int div = divide ? 1 : 0;
+  void *params[] = {&pz, &px, &py, &div, &nn};
+  return cuda_vector_run(cu, cu->vector.pointwise[prec], "fe_vec_pointwise", n, params);
+}
+
+/* Run a reduction kernel and read its one double back. */
+static int cuda_reduce_run(cuda_impl *cu, CUfunction fn, const char *name, size_t n,
+                           void **params, double *result)
+{
+  size_t blocks = cuda_vector_blocks(cu, n, REDUCE_BLOCKS_PER_SM, (size_t)cu->vector.max_blocks);
+  FE_CHECK(cuda_run(cu, fn, name, blocks, VECTOR_BLOCK, params, NULL));
+  CUresult err = cu->api.cuMemcpyDtoH(result, cu->vector.scratch, sizeof *result);
+  if (err != CUDA_SUCCESS) return cuda_fail(cu, err, name);
+  return 0;
+}
+
+/* x . y, accumulated in double; 0 for n = 0 */
+int cuda_dot(void *impl, const fe_buffer *x, const fe_buffer *y, size_t n, fe_precision prec,
+             double *result)
+{
+  cuda_impl *cu = impl;
+  *result = 0.0;
+  FE_CHECK(cuda_vector_check(x, n, prec, "dot", "x"));
+  FE_CHECK(cuda_vector_check(y, n, prec, "dot", "y"));
+  if (!n) return 0;
+  FE_CHECK(cuda_usable(cu));
+  FE_CHECK(cuda_vector_get(cu));
+  CUdeviceptr px = (CUdeviceptr)(size_t)x->ptr, py = (CUdeviceptr)(size_t)y->ptr;
+  long long nn = (long long)n;
+  void *params[] = {&px, &py, &nn, &cu->vector.scratch};
+  return cuda_reduce_run(cu, cu->vector.dot[prec], "fe_vec_dot", n, params, result);
+}
+
+/* sum, min or max of x in double; for n = 0: 0, +inf, -inf */
+int cuda_reduce(void *impl, const fe_buffer *x, size_t n, fe_precision prec, fe_reduce_op op,
+                double *result)
+{
+  cuda_impl *cu = impl;
+  FE_ASSERT(op == FE_REDUCE_SUM || op == FE_REDUCE_MIN || op == FE_REDUCE_MAX, FE_ERR_ARG,
+            "unknown reduction %d", (int)op);
+  *result = op == FE_REDUCE_SUM ? 0.0 : op == FE_REDUCE_MIN ? INFINITY : -INFINITY;
+  FE_CHECK(cuda_vector_check(x, n, prec, "reduce", "x"));
+  if (!n) return 0;
+  FE_CHECK(cuda_usable(cu));
+  FE_CHECK(cuda_vector_get(cu));
+  CUdeviceptr px = (CUdeviceptr)(size_t)x->ptr;
+  long long nn = (long long)n;
+  int kop = op == FE_REDUCE_SUM ? 0 : op == FE_REDUCE_MIN ? 1 : 2;
+  void *params[] = {&px, &nn, &kop, &cu->vector.scratch};
+  return cuda_reduce_run(cu, cu->vector.reduce[prec], "fe_vec_reduce", n, params, result);
+}

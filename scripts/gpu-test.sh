@@ -1,0 +1,63 @@
+#!/bin/sh
+# felab's tests on the GPU machine, which has no Lua, Gmsh, readline or Criterion: build
+# here with `make gpu` (static Lua; GPU_BUILD=folder to build elsewhere), carry the build
+# folder, and run there
+#   scripts/gpu-test.sh [build folder] [log folder]
+# It registers NVIDIA's OpenCL driver (so the opencl backend runs on the GPU too), then runs
+#   cuda.log     tests/scripts/test_cuda.lua: cuda vs cpu vs opencl, PCG, vectors, rates
+#   scripts.log  test_backends.lua and test_convergence.lua: cpu and opencl on the GPU
+#   checks.log   scripts/gpu-checks.lua twice on one fresh cache (cold JIT, then cached),
+#                the second time also running out of device memory
+#   sanitizer.log compute-sanitizer memcheck and racecheck on test_cuda.lua, if installed
+#                (its quick part: FELAB_TEST_QUICK=1), with -lineinfo in the kernels
+# and prints one line per step; exits nonzero if any step failed.
+BUILD=${1:-build-gpu}
+LOGS=${2:-${OUT:-out/gpu}}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT" || exit 1
+mkdir -p "$LOGS"
+FELAB="$ROOT/$BUILD/felab"
+[ -d "$BUILD/lib" ] && export LD_LIBRARY_PATH="$ROOT/$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if [ -z "${OCL_ICD_VENDORS:-}" ]; then
+  mkdir -p /tmp/felab-icd
+  echo libnvidia-opencl.so.1 > /tmp/felab-icd/nvidia.icd
+  export OCL_ICD_VENDORS=/tmp/felab-icd
+fi
+export FELAB_CACHE="${FELAB_CACHE:-$(mktemp -d /tmp/felab-cache.XXXXXX)}"
+command -v nvidia-smi > /dev/null && nvidia-smi -L
+fail=0
+
+# step NAME LOG COMMAND...: run (at most STEP_TIMEOUT seconds), append to LOG, print the
+# status and the time
+step() {
+  name=$1 log=$2
+  shift 2
+  start=$(date +%s)
+  echo "==== $name" >> "$LOGS/$log"
+  timeout "${STEP_TIMEOUT:-300}" "$@" >> "$LOGS/$log" 2>&1
+  rc=$?
+  [ $rc = 0 ] && s=ok || { s="FAILED (rc $rc)"; fail=1; }
+  echo "  $s  $name ($(( $(date +%s) - start )) s)"
+}
+
+step "test_cuda.lua" cuda.log "$FELAB" tests/scripts/test_cuda.lua
+step "test_backends.lua (opencl on the GPU)" scripts.log "$FELAB" tests/scripts/test_backends.lua
+step "test_convergence.lua (opencl on the GPU)" scripts.log "$FELAB" tests/scripts/test_convergence.lua
+CHECKS_CACHE=$(mktemp -d /tmp/felab-cache.XXXXXX) # cold: nothing compiled yet
+step "gpu-checks.lua (cold JIT)" checks.log env FELAB_CACHE="$CHECKS_CACHE" "$FELAB" \
+  scripts/gpu-checks.lua
+step "gpu-checks.lua (cached JIT, out of memory)" checks.log env FELAB_CACHE="$CHECKS_CACHE" \
+  "$FELAB" scripts/gpu-checks.lua oom
+SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2> /dev/null)
+if [ -n "$SANITIZER" ]; then
+  STEP_TIMEOUT=${SANITIZER_TIMEOUT:-150}
+  for tool in memcheck racecheck; do
+    step "compute-sanitizer --tool $tool test_cuda.lua" sanitizer.log env FELAB_TEST_QUICK=1 \
+      FELAB_CUDA_OPTIONS=-lineinfo "$SANITIZER" --tool $tool \
+      --error-exitcode 99 --print-limit 20 "$FELAB" tests/scripts/test_cuda.lua
+  done
+else
+  echo "  compute-sanitizer not found: memcheck and racecheck not run"
+fi
+[ $fail = 0 ] && echo "== all GPU steps passed" || echo "== SOME GPU STEPS FAILED"
+exit $fail
