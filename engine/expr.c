@@ -395,9 +395,7 @@ int fe_x_select(fe_xgraph *g, int cond, int a, int b)
 
 int fe_x_depends(fe_xgraph *g, int n, fe_var v)
 {
-  unsigned mask = (int)v < 0 ? (1u << FE_V_U) | (1u << FE_V_DU) | (1u << FE_V_W) | (1u << FE_V_DW)
-                             : 1u << v;
-  return n >= 0 && (g->deps[n] & mask) != 0;
+  return n >= 0 && (unsigned)v < FE_NVARS && (g->deps[n] & (1u << v)) != 0;
 }
 
 /* ---- differentiation ---- */
@@ -602,21 +600,24 @@ double fe_x_flops(const fe_xgraph *g, const int *roots, int n)
   return f;
 }
 
-static int degree_rec(const fe_xgraph *g, int n, int *memo)
+static int degree_rec(const fe_xgraph *g, int n, int *memo, const int *const *var_degree)
 {
   if (n < 0) return 0;
   if (memo[n] >= 0) return memo[n];
   const fe_xnode *x = &g->nodes[n];
-  int da = x->a >= 0 ? degree_rec(g, x->a, memo) : 0, db = x->b >= 0 ? degree_rec(g, x->b, memo) : 0;
+  int da = x->a >= 0 ? degree_rec(g, x->a, memo, var_degree) : 0;
+  int db = x->b >= 0 ? degree_rec(g, x->b, memo, var_degree) : 0;
   int d = da > db ? da : db, e;
   switch (x->op) {
   case FE_X_CONST: d = 0; break;
-  case FE_X_VAR: d = x->var == FE_V_X; break;
+  case FE_X_VAR:
+    d = var_degree && var_degree[x->var] ? var_degree[x->var][x->index] : x->var == FE_V_X;
+    break;
   case FE_X_RAW: d = (g->deps[n] & (1u << FE_V_X)) ? 2 : 0; break;
   case FE_X_MUL: d = da + db; break;
   case FE_X_DIV: d = da + (db ? db + 2 : 0); break;
   case FE_X_POW: d = int_exponent(g, x, &e) && e > 0 ? da * e : (da || db ? da + db + 2 : 0); break;
-  case FE_X_SELECT: d = db > degree_rec(g, x->c, memo) ? db : degree_rec(g, x->c, memo); break;
+  case FE_X_SELECT: e = degree_rec(g, x->c, memo, var_degree), d = db > e ? db : e; break;
   case FE_X_ADD: case FE_X_SUB: case FE_X_MIN: case FE_X_MAX: case FE_X_NEG: break;
   default: d = d ? d + 2 : 0; break; /* functions and comparisons */
   }
@@ -625,13 +626,13 @@ static int degree_rec(const fe_xgraph *g, int n, int *memo)
   return d;
 }
 
-int fe_x_degree_x(const fe_xgraph *g, int n)
+int fe_x_degree_x(const fe_xgraph *g, int n, const int *const *var_degree)
 {
   if (n < 0) return 0;
   int *memo = malloc(sizeof(int) * (size_t)(n + 1));
   if (!memo) return 2;
   memset(memo, 0xff, sizeof(int) * (size_t)(n + 1));
-  int d = degree_rec(g, n, memo);
+  int d = degree_rec(g, n, memo, var_degree);
   free(memo);
   return d;
 }

@@ -74,7 +74,7 @@ int fe_x_select(fe_xgraph *g, int cond, int a, int b);
 
 /* Whether node n is the constant v. */
 int fe_x_is_const(const fe_xgraph *g, int n, double v);
-/* Whether node n reads variable kind v (any index); -1 for any of u, du, w, dw. */
+/* Whether node n reads variable kind v (any index). */
 int fe_x_depends(fe_xgraph *g, int n, fe_var v);
 
 /* The derivative of node n with respect to variable (v, index), simplified. */
@@ -87,8 +87,11 @@ double fe_x_eval(const fe_xgraph *g, int n, const double *const *vals);
 /* Flops of computing all n roots (each distinct node once). */
 double fe_x_flops(const fe_xgraph *g, const int *roots, int n);
 /* Polynomial degree of node n in x (non-polynomial functions of x count their argument's
- * degree + 2; a raw leaf that reads x counts 2). For choosing quadrature. */
-int fe_x_degree_x(const fe_xgraph *g, int n);
+ * degree + 2; a raw leaf that reads x counts 2). For choosing quadrature. var_degree: NULL,
+ * or for each variable kind NULL or the degree in x of each index of it (an auxiliary
+ * field's values and gradients are polynomials of the field's order); a kind without one
+ * counts 1 for x and 0 for every other variable. */
+int fe_x_degree_x(const fe_xgraph *g, int n, const int *const *var_degree);
 
 /* C statements computing the roots: `lhs[i] = ...;` for each root, with `const real tN`
  * temporaries for nodes used more than once. Roots that are the constant zero are skipped

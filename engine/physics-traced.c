@@ -139,11 +139,15 @@ static int depends_any(fe_xgraph *g, const int *r, int n, fe_var v)
   return 0;
 }
 
-static int degree_of(const fe_xgraph *g, const int *r, int n)
+/* The largest degree in x of n roots, auxiliary fields counting their own degrees. */
+static int degree_of(const fe_trace *t, const int *r, int n)
 {
+  const int *vd[FE_NVARS] = {0};
+  vd[FE_V_F] = t->field_degree;
+  vd[FE_V_DF] = t->field_grad_degree;
   int d = 0;
   for (int i = 0; i < n; i++) {
-    int k = fe_x_degree_x(g, r[i]);
+    int k = fe_x_degree_x(t->g, r[i], vd);
     if (k > d) d = k;
   }
   return d;
@@ -218,10 +222,10 @@ static int fill(fe_physics *p, const fe_trace *t, const derived *d)
                  depends_any(g, d->df1, nd, FE_V_U) || depends_any(g, d->df1, nd, FE_V_DU);
   p->uses_fields = depends_any(g, t->f0, nc, FE_V_F) || depends_any(g, t->f1, nd, FE_V_F) ||
                    depends_any(g, t->f0, nc, FE_V_DF) || depends_any(g, t->f1, nd, FE_V_DF);
-  p->degree_f0 = degree_of(g, t->f0, nc);
-  p->degree_f1 = degree_of(g, t->f1, nd);
-  p->degree_df0 = degree_of(g, d->df0, nc);
-  p->degree_df1 = degree_of(g, d->df1, nd);
+  p->degree_f0 = degree_of(t, t->f0, nc);
+  p->degree_f1 = degree_of(t, t->f1, nd);
+  p->degree_df0 = degree_of(t, d->df0, nc);
+  p->degree_df1 = degree_of(t, d->df1, nd);
   fe_strbuf s = {0};
   show_text(&s, t, d, p);
   return fe_strbuf_finish(&s, &p->show);

@@ -10,6 +10,15 @@
 #include "engine/error.h"
 #include "engine/strbuf.h"
 
+/* Whether the n characters at s are a C keyword that takes a parenthesis (not a call). */
+static int is_keyword(const char *s, size_t n)
+{
+  static const char *const kw[] = {"for", "if", "while", "switch", "return", "sizeof"};
+  for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++)
+    if (strlen(kw[i]) == n && !strncmp(s, kw[i], n)) return 1;
+  return 0;
+}
+
 double fe_count_flops(const char *c)
 {
   double n = 0;
@@ -29,16 +38,18 @@ double fe_count_flops(const char *c)
       continue;
     }
     if (isalpha((unsigned char)*p) || *p == '_') { /* a name; followed by '(' it is a call */
+      const char *name = p;
       while (isalnum((unsigned char)p[1]) || p[1] == '_') p++;
       const char *q = p + 1;
       while (*q == ' ') q++;
-      if (*q == '(') n += 1;
+      if (*q == '(' && !is_keyword(name, (size_t)(p + 1 - name))) n += 1;
       continue;
     }
-    if (*p == '+' || *p == '-' || *p == '*' || *p == '/') {
-      if ((p[1] == '+' && *p == '+') || (p[1] == '-' && *p == '-')) p++; /* ++ and -- */
-      n += 1;
+    if ((*p == '+' && p[1] == '+') || (*p == '-' && (p[1] == '-' || p[1] == '>'))) {
+      p++; /* ++ and -- step loop counters (integers), -> is a member */
+      continue;
     }
+    if (*p == '+' || *p == '-' || *p == '*' || *p == '/') n += 1;
   }
   return n;
 }

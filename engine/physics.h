@@ -65,6 +65,8 @@ typedef struct fe_trace {
   const double *const_values;
   int nfield_values;           /* auxiliary field values f[i], for printing */
   const char *const *field_names;
+  const int *field_degree;      /* degree in x of f[i] (the field's order), or NULL: 0 */
+  const int *field_grad_degree; /* degree in x of df[i*dim + d], or NULL: 0 */
 } fe_trace;
 
 /* Differentiate, emit and count a traced physics (engine/physics-traced.c). Per-region
@@ -84,8 +86,10 @@ int fe_physics_poisson(const char *kappa, const char *source, fe_physics **out);
 int fe_physics_poisson_regions(const char *const *names, const double *kappa, int n,
                                const char *source, fe_physics **out);
 void fe_physics_free(fe_physics *p);
-/* Arithmetic operations in a C expression or statement list: + - * / and each call of a
- * math function count 1; literals, names and indexing count 0. */
+/* Arithmetic operations in a C expression or statement list, each as written once (a loop
+ * body is not multiplied by its trip count): + - * / (unary minus and compound assignments
+ * included) and each function call count 1; literals, names, indexing (anything inside [ ]),
+ * comparisons, keywords such as for and if, and the loop steps ++ and -- count 0. */
 double fe_count_flops(const char *c_code);
 
 #endif

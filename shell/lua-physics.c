@@ -131,6 +131,25 @@ static void push_aux_table(lua_State *L, const names *kn, const names *rn, const
   }
 }
 
+/* The vector at i as the value of field `field`, with its space into *space: a field is a
+ * vector of a space (made by V:interpolate or an action), never a free vector. */
+static fe_vector *field_vector(lua_State *L, int i, const char *fname, const char *field,
+                               const fe_space **space)
+{
+  i = lua_absindex(L, i);
+  char what[96];
+  snprintf(what, sizeof what, "field %s", field);
+  fe_vector *v = felab_check_vector(L, i, fname, what);
+  space_handle *sh = NULL;
+  if (lua_getiuservalue(L, i, 1) == LUA_TUSERDATA) sh = luaL_testudata(L, -1, FELAB_SPACE);
+  if (!sh || !sh->V)
+    luaL_error(L, "%s: field %s must be a vector of a space (made by V:interpolate or an action), not a "
+                  "free vector", fname, field);
+  lua_pop(L, 1);
+  *space = sh->V;
+  return v;
+}
+
 /* The spaces and vectors of the fields, with their component counts. */
 static void fields_of(lua_State *L, int spec, const names *fn, int *ncomp, fe_vector **vec,
                       const fe_space **space)
@@ -140,17 +159,9 @@ static void fields_of(lua_State *L, int spec, const names *fn, int *ncomp, fe_ve
   lua_getfield(L, spec, "fields");
   for (int i = 0; i < fn->n; i++) {
     lua_getfield(L, -1, fn->name[i]);
-    char what[96];
-    snprintf(what, sizeof what, "field %s", fn->name[i]);
-    vec[i] = felab_check_vector(L, -1, "physics.new", what);
-    space_handle *sh = NULL;
-    if (lua_getiuservalue(L, -1, 1) == LUA_TUSERDATA) sh = luaL_testudata(L, -1, FELAB_SPACE);
-    if (!sh || !sh->V)
-      luaL_error(L, "physics.new: field %s must be a vector of a space (made by V:interpolate or an "
-                    "action), not a free vector", fn->name[i]);
-    space[i] = sh->V;
-    ncomp[i] = sh->V->ncomp;
-    lua_pop(L, 2);
+    vec[i] = field_vector(L, -1, "physics.new", fn->name[i], &space[i]);
+    ncomp[i] = space[i]->ncomp;
+    lua_pop(L, 1);
   }
   lua_pop(L, 1);
 }
@@ -197,15 +208,26 @@ static int trace_body(lua_State *L)
   for (int i = 0; i < nd; i++) f1[i] = fe_x_const(j->g, 0);
   if (has0) trace_term(L, j, "f0", nc > 1 ? nc : 0, 0, f0);
   if (has1) trace_term(L, j, "f1", nc > 1 ? nc : j->dim, nc > 1 ? j->dim : 0, f1);
-  /* names of the field values for printing */
+  /* names of the field values for printing, and their degrees in x for the quadrature: a
+   * field of order k is a polynomial of degree k, its gradient k - 1 on simplices (k per
+   * direction on tensor cells and prisms, as the operator counts them) */
   const char *fvn[FE_PHYSICS_MAX_FIELDS * FE_PHYSICS_MAX_COMP];
+  int fdeg[FE_PHYSICS_MAX_FIELDS * FE_PHYSICS_MAX_COMP];
+  int gdeg[FE_PHYSICS_MAX_FIELDS * FE_PHYSICS_MAX_COMP * 3];
   int nfv = 0;
-  for (int i = 0; i < fn.n; i++)
-    for (int c = 0; c < fnc[i]; c++) fvn[nfv++] = fn.name[i];
+  for (int i = 0; i < fn.n; i++) {
+    const fe_element *el = &fsp[i]->elem;
+    int simplex = el->cell == FE_CELL_TRI || el->cell == FE_CELL_TET;
+    for (int c = 0; c < fnc[i]; c++) {
+      for (int d = 0; d < j->dim; d++) gdeg[nfv * j->dim + d] = simplex ? el->order - 1 : el->order;
+      fdeg[nfv] = el->order;
+      fvn[nfv++] = fn.name[i];
+    }
+  }
   lua_getfield(L, j->spec, "name");
   lua_getfield(L, j->spec, "description");
   fe_trace t = {j->g, j->dim, nc, f0, f1, lua_tostring(L, -2), lua_tostring(L, -1),
-                rn.n, rn.name, kn.n, kn.name, kv, nfv, fvn};
+                rn.n, rn.name, kn.n, kn.name, kv, nfv, fvn, fdeg, gdeg};
   FELAB_TRY(L, fe_physics_from_trace(&t, &j->out));
   return 0;
 }
@@ -304,8 +326,12 @@ static fe_physics *trace_for(lua_State *L, int spec, int dim)
   lua_pushvalue(L, spec);
   int rc = lua_pcall(L, 2, 0, 0);
   felab_trace_end();
+  /* the physics holds only the code emitted from the graph, and a later trace (another
+   * dimension) makes a graph of its own: free this one now rather than at collection */
+  fe_xgraph_free(*gh);
+  *gh = NULL;
   if (rc != LUA_OK) lua_error(L);
-  lua_pop(L, 1); /* the graph: freed by the collector */
+  lua_pop(L, 1); /* the emptied graph handle */
   if (j.out) {
     set_regions(L, spec, j.out);
     bind_fields(L, spec, j.out);
@@ -358,15 +384,15 @@ static int reads_state(const char *s)
 
 static fe_physics *raw_physics(lua_State *L, int spec)
 {
+  /* every check that can raise comes before the allocation (is_raw checked the terms) */
+  lua_getfield(L, spec, "components");
+  if (lua_type(L, -1) == LUA_TSTRING)
+    luaL_error(L, "physics.new: raw C physics needs a number of components (its bodies see NC and DIM)");
+  lua_pop(L, 1);
+  int ncomp = components_of(L, spec, 3);
   fe_physics *p = calloc(1, sizeof *p);
   if (!p) luaL_error(L, "physics.new: out of memory");
-  lua_getfield(L, spec, "components");
-  if (lua_type(L, -1) == LUA_TSTRING) {
-    fe_physics_free(p);
-    luaL_error(L, "physics.new: raw C physics needs a number of components (its bodies see NC and DIM)");
-  }
-  lua_pop(L, 1);
-  p->ncomp = components_of(L, spec, 3);
+  p->ncomp = ncomp;
   lua_getfield(L, spec, "name");
   snprintf(p->name, sizeof p->name, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "raw");
   lua_pop(L, 1);
@@ -383,6 +409,8 @@ static fe_physics *raw_physics(lua_State *L, int spec)
     p->nonlinear |= reads_state(g[i]);
     p->g[i] = g[i];
   }
+  /* the contraction df = g0 w + g1 dw, df1 = g2 w + g3 dw written around the blocks: a product
+   * and a sum per block entry, counted for DIM = 3 whatever the mesh */
   int nc = p->ncomp, nd = 3 * nc;
   p->flops_f = (p->f0 ? fe_count_flops(p->f0) : 0) + (p->f1 ? fe_count_flops(p->f1) : 0);
   p->flops_df = gf + (g[0] ? 2.0 * nc * nc : 0) + (g[1] ? 2.0 * nc * nd : 0) + (g[2] ? 2.0 * nd * nc : 0) +
@@ -403,14 +431,15 @@ static physics_handle *check_physics(lua_State *L, int i, const char *fname)
   return h;
 }
 
-/* The names and values of constants from the definition into p. */
-static void set_constants(lua_State *L, int spec, fe_physics *p, int traced)
+/* The names of per-region values and the names and values of constants from the definition
+ * into a raw C physics (a traced one gets them from its trace). */
+static void set_constants(lua_State *L, int spec, fe_physics *p)
 {
   names kn, rn;
   double kv[MAX_NAMES];
   constants_of(L, spec, &kn, kv);
   keys_of(L, spec, "regions", &rn);
-  if (!traced) TRY(L, fe_physics_set_names(p, rn.n, rn.name, kn.n, kn.name, kv));
+  TRY(L, fe_physics_set_names(p, rn.n, rn.name, kn.n, kn.name, kv));
 }
 
 static int is_raw(lua_State *L, int spec)
@@ -443,23 +472,37 @@ static physics_handle *push_handle(lua_State *L, int spec)
   return h;
 }
 
+/* Push a copy of the table at i whose table values are copied too, down to depth levels:
+ * the definition keeps its own constants, regions and fields, so pde:set never writes into
+ * the caller's tables and later changes of them never reach a trace made later. */
+static void copy_table(lua_State *L, int i, int depth)
+{
+  i = lua_absindex(L, i);
+  luaL_checkstack(L, 5, "physics.new: copying the definition");
+  lua_newtable(L);
+  lua_pushnil(L);
+  while (lua_next(L, i)) {
+    if (depth > 1 && lua_type(L, -1) == LUA_TTABLE) {
+      copy_table(L, -1, depth - 1);
+      lua_remove(L, -2);
+    }
+    lua_pushvalue(L, -2);
+    lua_insert(L, -2);
+    lua_settable(L, -4);
+  }
+}
+
 /* physics.new{f0 =, f1 =, components =, constants =, regions =, fields =, name =} */
 static int physics_new(lua_State *L)
 {
   luaL_checktype(L, 1, LUA_TTABLE);
   felab_check_keys(L, 1, "physics.new", new_keys);
-  lua_newtable(L); /* the definition: a copy, so later changes of the argument don't leak in */
-  lua_pushnil(L);
-  while (lua_next(L, 1)) {
-    lua_pushvalue(L, -2);
-    lua_insert(L, -2);
-    lua_settable(L, 2);
-  }
+  copy_table(L, 1, 3); /* the definition, at 2: regions = {kappa = {heart = 0.4}} is 3 deep */
   int raw = is_raw(L, 2);
   physics_handle *h = push_handle(L, 2);
   if (raw) {
     h->p = raw_physics(L, 2);
-    set_constants(L, 2, h->p, 0);
+    set_constants(L, 2, h->p);
     set_regions(L, 2, h->p);
     bind_fields(L, 2, h->p);
     FELAB_TRY(L, fe_codegen_physics_check(h->p, 3));
@@ -538,46 +581,144 @@ static int physics_show(lua_State *L)
   return 0;
 }
 
+/* The physics of a handle, each once: p and the traces of other dimensions. */
+static int physics_all(physics_handle *h, fe_physics **all)
+{
+  int n = 0;
+  all[n++] = h->p;
+  for (int d = 1; d <= 3; d++)
+    if (h->traced[d] && h->traced[d] != h->p) all[n++] = h->traced[d];
+  return n;
+}
+
+static int const_index(const fe_physics *p, const char *name)
+{
+  for (int i = 0; i < p->nconst; i++)
+    if (!strcmp(p->const_names[i], name)) return i;
+  return -1;
+}
+
+static int field_index(const fe_physics *p, const char *name)
+{
+  for (int i = 0; i < p->nfields; i++)
+    if (!strcmp(p->field_names[i], name)) return i;
+  return -1;
+}
+
+/* "P1, 1 component, 27 dofs" into buf. */
+static const char *space_words(const fe_space *V, char *buf, size_t n)
+{
+  snprintf(buf, n, "%s, %d component%s, %d dofs", V->name, V->ncomp, V->ncomp > 1 ? "s" : "", V->ndofs);
+  return buf;
+}
+
+/* Error unless the vector at i can replace field f of p: a vector of the very space the
+ * field was bound with (the kernels were generated for its element and read its dof map),
+ * with one entry per dof. Nothing is bound here. */
+static void check_rebind(lua_State *L, int i, const fe_physics *p, int f)
+{
+  const char *name = p->field_names[f];
+  const fe_space *old = p->field_space[f], *V;
+  const fe_vector *v = field_vector(L, i, "pde:set", name, &V);
+  char a[96], b[96];
+  if (V->mesh != old->mesh)
+    luaL_error(L, "pde:set: field %s lives on the mesh of its space (%s, %d cells); the vector given is "
+                  "on another mesh (%s, %d cells)", name, space_words(old, a, sizeof a), old->mesh->ncells,
+               space_words(V, b, sizeof b), V->mesh->ncells);
+  if (V != old && V->ncomp == old->ncomp && V->ndofs == old->ndofs && !strcmp(V->name, old->name))
+    luaL_error(L, "pde:set: field %s must stay on its space (%s); the vector given is of another %s space "
+                  "of the same mesh: make it with the space the field had in physics.new",
+               name, space_words(old, a, sizeof a), V->name);
+  if (V != old)
+    luaL_error(L, "pde:set: field %s must stay on its space (%s); the vector given is of %s", name,
+               space_words(old, a, sizeof a), space_words(V, b, sizeof b));
+  if (v->n != old->ndofs)
+    luaL_error(L, "pde:set: field %s: the vector given has %d entries but its space %s has %d dofs", name,
+               v->n, old->name, old->ndofs);
+}
+
+/* Error naming what p has, for a name it does not have. */
+static int unknown_name(lua_State *L, const fe_physics *p, const char *k)
+{
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (int i = 0; i < p->nconst; i++) {
+    luaL_addstring(&b, i ? ", " : "");
+    luaL_addstring(&b, p->const_names[i]);
+  }
+  luaL_addstring(&b, p->nfields ? "; its fields: " : "; no fields");
+  for (int i = 0; i < p->nfields; i++) {
+    luaL_addstring(&b, i ? ", " : "");
+    luaL_addstring(&b, p->field_names[i]);
+  }
+  luaL_pushresult(&b);
+  return luaL_error(L, "pde:set: physics %s has no constant '%s' and no field of that name (its constants: %s)",
+                    p->name, k, lua_tostring(L, -1));
+}
+
+/* Error unless the entry of pde:set's table at the top (key, value) fits p: a number for a
+ * constant, a vector of the field's space for a field. */
+static void check_setting(lua_State *L, const fe_physics *p)
+{
+  if (lua_type(L, -2) != LUA_TSTRING)
+    luaL_error(L, "pde:set: keys must be names of constants or fields, got a %s key", felab_kind_of(L, -2));
+  const char *k = lua_tostring(L, -2);
+  int f = field_index(p, k);
+  if (const_index(p, k) >= 0) {
+    if (lua_type(L, -1) != LUA_TNUMBER)
+      luaL_error(L, "pde:set: constant %s must be a number, got %s", k, felab_kind_of(L, -1));
+  } else if (f >= 0) {
+    check_rebind(L, -1, p, f);
+  } else {
+    unknown_name(L, p, k);
+  }
+}
+
+/* spec[group][key] = value for the key and value at the top, making spec[group] if absent:
+ * a trace made later (another dimension) reads them from there. */
+static void remember(lua_State *L, int spec, const char *group)
+{
+  int key = lua_gettop(L) - 1;
+  if (lua_getfield(L, spec, group) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, spec, group);
+  }
+  lua_pushvalue(L, key);
+  lua_pushvalue(L, key + 1);
+  lua_settable(L, -3);
+  lua_pop(L, 1);
+}
+
 /* pde:set{name = value, field = vector}: change constants (no recompiling) or rebind fields
- * (a vector of the same space). */
+ * (a vector of the same space). Every entry is checked before any is applied, so a set that
+ * fails changes nothing. */
 static int physics_set(lua_State *L)
 {
   physics_handle *h = check_physics(L, 1, "pde:set");
   luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);
+  lua_pushnil(L);
+  while (lua_next(L, 2)) {
+    check_setting(L, h->p);
+    lua_pop(L, 1);
+  }
+  fe_physics *all[4];
+  int n = physics_all(h, all);
   lua_getiuservalue(L, 1, 1);
   int spec = lua_gettop(L);
   lua_pushnil(L);
   while (lua_next(L, 2)) {
-    if (lua_type(L, -2) != LUA_TSTRING) return luaL_error(L, "pde:set: keys must be names");
     const char *k = lua_tostring(L, -2);
-    fe_physics *all[4] = {h->p, h->traced[1], h->traced[2], h->traced[3]};
-    if (lua_type(L, -1) == LUA_TNUMBER) {
-      for (int d = 0; d < 4; d++)
-        if (all[d] && (d == 0 || all[d] != h->p)) FELAB_TRY(L, fe_physics_set_constant(all[d], k, lua_tonumber(L, -1)));
-      lua_getfield(L, spec, "constants");
-      if (lua_istable(L, -1)) {
-        lua_pushvalue(L, -3);
-        lua_setfield(L, -2, k);
-      }
-      lua_pop(L, 1);
-    } else {
-      lua_getfield(L, spec, "fields");
-      int known = lua_istable(L, -1) && lua_getfield(L, -1, k) != LUA_TNIL;
-      if (!known) return luaL_error(L, "pde:set: physics %s has no constant or field '%s'", h->p->name, k);
-      lua_pop(L, 1);
-      lua_pushvalue(L, -2);
-      lua_setfield(L, -2, k); /* the definition now names the new vector */
-      lua_pop(L, 1);
-      for (int d = 0; d < 4; d++) {
-        if (!all[d]) continue;
-        const fe_space *old[FE_PHYSICS_MAX_FIELDS];
-        for (int f = 0; f < all[d]->nfields; f++) old[f] = all[d]->field_space[f];
-        bind_fields(L, spec, all[d]);
-        for (int f = 0; f < all[d]->nfields; f++)
-          if (old[f] != all[d]->field_space[f])
-            return luaL_error(L, "pde:set: field %s must stay on its space", all[d]->field_names[f]);
-      }
+    int constant = const_index(h->p, k) >= 0;
+    fe_vector *v = constant ? NULL : felab_check_vector(L, -1, "pde:set", k);
+    for (int d = 0; d < n; d++) {
+      int f = field_index(all[d], k);
+      if (constant) FELAB_TRY(L, fe_physics_set_constant(all[d], k, lua_tonumber(L, -1)));
+      else if (f >= 0) all[d]->field_vec[f] = v; /* the definition anchors v (remember) */
     }
+    remember(L, spec, constant ? "constants" : "fields");
     lua_pop(L, 1);
   }
   return 0;

@@ -2,21 +2,8 @@
 -- what was expected, and the session goes on working after each error.
 -- Run: build/felab tests/scripts/test_bindings_errors.lua (exits nonzero on failure).
 
-local nchecks = 0
-
--- fn must raise an error whose message contains every plain-text pattern given.
-local function expect_error(fn, ...)
-  local ok, msg = pcall(fn)
-  assert(not ok, "expected an error, but the call succeeded")
-  msg = tostring(msg)
-  for _, pattern in ipairs({...}) do
-    if not string.find(msg, pattern, 1, true) then
-      error(string.format("error message lacks %q:\n  %s", pattern, msg), 2)
-    end
-  end
-  nchecks = nchecks + 1
-  return msg
-end
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
+local check, expect_error = T.check, T.expect_error
 
 -- A working setup, checked again after every error.
 local m = mesh.box{cells = {3, 3, 3}, cell = "tet"}
@@ -29,10 +16,10 @@ local reference = r0:norm()
 
 local function still_works()
   local r, rep = A:residual(u)
-  assert(math.abs(r:norm() - reference) <= 1e-12 * reference, "residual changed after an error")
-  assert(rep.flops > 0, "report lost its flops")
-  assert(#u == V.ndofs and u:get(1) == u:get(1), "vector broken after an error")
-  assert(mesh.box{cells = 2}.ncells == 48, "mesh.box broken after an error")
+  check(math.abs(r:norm() - reference) <= 1e-12 * reference, "residual changed after an error")
+  check(rep.flops > 0, "report lost its flops")
+  check(#u == V.ndofs and u:get(1) == u:get(1), "vector broken after an error")
+  check(mesh.box{cells = 2}.ncells == 48, "mesh.box broken after an error")
 end
 
 -- unknown backend: the message lists the known ones
@@ -97,8 +84,8 @@ local bad = physics.poisson{kappa = "1 + + x[0]*"}
 local Abad = fe.operator(V, bad, {dirichlet = "all"})
 expect_error(function() return Abad:residual(u) end, "generated line")
 -- functions of x and per-region values are traced; other kinds are named in the error
-assert(physics.poisson{kappa = function(x) return 1 + x[1] end})
-assert(physics.poisson{source = {domain = 1}})
+check(physics.poisson{kappa = function(x) return 1 + x[1] end}, "kappa as a function of x")
+check(physics.poisson{source = {domain = 1}}, "source per region")
 expect_error(function() return physics.poisson{kappa = true} end, "physics.poisson", "kappa", "boolean")
 expect_error(function() return physics.poisson{source = {domain = "a"}} end, "source", "region")
 still_works()
@@ -125,10 +112,10 @@ expect_error(function() return solve.cg(A, {maxit = -1}) end, "maxit")
 expect_error(function() return solve.cg(A, {rtol = -1}) end, "rtol")
 expect_error(function() return solve.cg(A, {monitor = "yes"}) end, "monitor")
 local x, info = solve.cg(A, {maxit = 1})
-assert(info.converged == false and info.reason == "maxit", "a non-converged solve is not an error")
-assert(#info.history >= 1 and info.report.iterations == 1)
+check(info.converged == false and info.reason == "maxit", "a non-converged solve is not an error")
+check(#info.history >= 1 and info.report.iterations == 1, "maxit = 1: history and report")
 x, info = solve.cg(A)
-assert(info.converged and x:error(function(p) return 0 end) >= 0)
+check(info.converged and x:error(function(p) return 0 end) >= 0, "solve.cg with defaults did not converge")
 still_works()
 
 -- closing: a borrowed object stays usable; a closed one is a clear error, never a crash
@@ -136,7 +123,7 @@ do
   local m3 <close> = mesh.box{cells = 2}
   V3 = fe.space(m3, "P1")
 end
-assert(V3:interpolate(2):max() == 2, "a closed mesh borrowed by a space must stay alive")
+check(V3:interpolate(2):max() == 2, "a closed mesh borrowed by a space must stay alive")
 local m4
 do
   local m5 <close> = mesh.box{cells = 2}
@@ -144,12 +131,13 @@ do
 end
 expect_error(function() return m4.ncells end, "closed")
 expect_error(function() return fe.space(m4, "P1") end, "closed")
-assert(tostring(m4):find("closed"))
+check(tostring(m4):find("closed"))
 still_works()
 
-print(string.format("test_bindings_errors: %d error checks passed", nchecks))
-
 -- physical-group numbers work where names do; an unknown number lists the names
-assert(fe.operator(V, pde, {dirichlet = {1, "xmax"}}).ndirichlet == A.ndirichlet)
+check(fe.operator(V, pde, {dirichlet = {1, "xmax"}}).ndirichlet == A.ndirichlet,
+      "dirichlet = {1, \"xmax\"} does not constrain what {\"xmin\", \"xmax\"} does")
 expect_error(function() return fe.operator(V, pde, {dirichlet = 9}) end, "'9'", "xmin")
 print("group numbers ok")
+
+T.done("test_bindings_errors")

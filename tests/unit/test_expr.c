@@ -123,7 +123,7 @@ Test(expr, traced_blocks_match_differences_of_f)
   int f0[2] = {B(FE_X_POW, u0, C(3)), U1(FE_X_SIN, B(FE_X_MUL, u1, d[0]))};
   int f1[4] = {B(FE_X_MUL, s, d[0]), B(FE_X_MUL, s, d[1]), B(FE_X_MUL, U1(FE_X_EXP, u0), d[2]),
                B(FE_X_ADD, d[3], B(FE_X_MUL, d[1], d[2]))};
-  fe_trace t = {g, dim, nc, f0, f1, "t", "test", 0, NULL, 0, NULL, NULL, 0, NULL};
+  fe_trace t = {g, dim, nc, f0, f1, "t", "test", 0, NULL, 0, NULL, NULL, 0, NULL, NULL, NULL};
   fe_physics *p;
   cr_assert_eq(fe_physics_from_trace(&t, &p), 0);
   cr_expect(p->nonlinear);
@@ -137,4 +137,20 @@ Test(expr, traced_blocks_match_differences_of_f)
   for (int i = 0; i < nc * dim; i++)
     for (int j = 0; j < nc * dim; j++) check_derivative(f1[i], uu, dd, 1, j);
   fe_physics_free(p);
+}
+
+Test(expr, degree_in_x_counts_auxiliary_fields_at_their_order)
+{
+  /* (1 + f0^2) x0 df1: without field degrees only x counts; with a P2 field (values of
+   * degree 2, gradients 1) it is 2*2 + 1 + 1 */
+  int f = V(FE_V_F, 0), df = V(FE_V_DF, 1), x = V(FE_V_X, 0);
+  int e = B(FE_X_MUL, B(FE_X_MUL, B(FE_X_ADD, C(1), B(FE_X_MUL, f, f)), x), df);
+  cr_expect_eq(fe_x_degree_x(g, e, NULL), 1);
+  const int fdeg[1] = {2}, gdeg[3] = {1, 1, 1};
+  const int *vd[FE_NVARS] = {0};
+  vd[FE_V_F] = fdeg;
+  vd[FE_V_DF] = gdeg;
+  cr_expect_eq(fe_x_degree_x(g, e, vd), 6);
+  cr_expect_eq(fe_x_degree_x(g, U1(FE_X_SIN, f), vd), 4, "a function of a field: its degree + 2");
+  cr_expect_eq(fe_x_degree_x(g, B(FE_X_ADD, C(1), V(FE_V_U, 0)), vd), 0, "u is not a function of x here");
 }

@@ -46,6 +46,10 @@ Test(physics, count_flops_matches_hand_count)
       {"f1[d] = kappa * du[d];", 1},  /* indexing is free */
       {"y[i + 1] = x[2*j - 1];", 0},  /* arithmetic inside an index is addressing, not flops */
       {"f0[0] = -(1);", 1},
+      /* a loop body counts once; for, if and the integer step d++ are not flops */
+      {"for (int d = 0; d < DIM; d++) f1[d] = 2 * du[d];", 1},
+      {"if (u[0] > 0) f0[0] = u[0] * u[0]; else f0[0] = 0;", 1},
+      {"s += g[i] * w[i]; i--;", 2},
       {"", 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

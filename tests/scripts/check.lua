@@ -1,0 +1,73 @@
+-- Helpers shared by the Lua test scripts (not a test itself: scripts/run-tests.sh runs only
+-- test_*.lua, and run alone this file defines the helpers and returns them, checking nothing).
+-- Load it from a script with
+--   local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
+-- Every failure is a Lua error at the line of the test that made it, so felab exits nonzero.
+
+local T = {count = 0} -- count: checks made so far (check and expect_error)
+
+-- cond must hold; the message is fmt, formatted with the remaining arguments when there are any
+-- (so a message with a % in it can be passed alone).
+function T.check(cond, fmt, ...)
+  T.count = T.count + 1
+  if not cond then
+    local msg = select("#", ...) > 0 and string.format(fmt, ...) or tostring(fmt or "check failed")
+    error(msg, 2)
+  end
+  return cond
+end
+
+-- fn must raise an error whose message contains every plain-text pattern given; returns the
+-- message.
+function T.expect_error(fn, ...)
+  T.count = T.count + 1
+  local ok, msg = pcall(fn)
+  if ok then error("expected an error, but the call succeeded", 2) end
+  msg = tostring(msg)
+  for _, pattern in ipairs({...}) do
+    if not string.find(msg, pattern, 1, true) then
+      error(string.format("error message lacks %q:\n  %s", pattern, msg), 2)
+    end
+  end
+  return msg
+end
+
+-- Whether the numbers a and b agree to the relative tolerance tol (of the larger magnitude;
+-- two zeros agree).
+function T.close(a, b, tol)
+  return math.abs(a - b) <= tol * math.max(math.abs(a), math.abs(b))
+end
+
+-- |a - b| / |b| for two vectors of one space.
+function T.rel_diff(a, b)
+  return a:copy():axpy(-1, b):norm() / b:norm()
+end
+
+-- max |a_i - b_i| for two vectors of one space.
+function T.max_abs_diff(a, b)
+  local d = a:copy():axpy(-1, b)
+  return math.max(math.abs(d:max()), math.abs(d:min()))
+end
+
+-- The entry of device.list() for a backend, or nil when it is not compiled in.
+function T.device(name)
+  for _, d in ipairs(device.list()) do
+    if d.name == name then return d end
+  end
+  return nil
+end
+
+-- The backends a test runs on: cpu, and opencl where it is available here.
+function T.backends()
+  local list = {"cpu"}
+  local ocl = T.device("opencl")
+  if ocl and ocl.available then list[#list + 1] = "opencl" end
+  return list
+end
+
+-- The closing line of a script: its name and the number of checks made.
+function T.done(name)
+  print(string.format("%s: %d checks passed", name, T.count))
+end
+
+return T
