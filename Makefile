@@ -14,18 +14,18 @@ HAVE_GMSH     ?= $(shell test -f /usr/include/gmshc.h && echo 1 || echo 0)
 
 WARN    := -Wall -Wextra -Werror
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE $(WARN) -I. -I$(BUILD)/gen -fopenmp
+override CFLAGS += -std=c11 -D_GNU_SOURCE $(WARN) -I. -I$(BUILD)/gen -fopenmp
 LDLIBS  := -ldl -lm -fopenmp
 ifeq ($(SANITIZE),1)
-CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer
+override CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
 LDLIBS  += -fsanitize=address,undefined
 endif
 ifeq ($(HAVE_OPENCL),1)
-CFLAGS  += -DFE_HAVE_OPENCL=1 -DCL_TARGET_OPENCL_VERSION=120
+override CFLAGS += -DFE_HAVE_OPENCL=1 -DCL_TARGET_OPENCL_VERSION=120
 LDLIBS  += -lOpenCL
 endif
 ifeq ($(HAVE_GMSH),1)
-CFLAGS  += -DFE_HAVE_GMSH=1
+override CFLAGS += -DFE_HAVE_GMSH=1
 LDLIBS  += -lgmsh
 endif
 SHELL_CFLAGS := $(LUA_CFLAGS)
@@ -83,18 +83,18 @@ $(BUILD)/obj/%.o: %.c
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 # Kernel templates become C strings (fe_kernel_template(name)).
-$(BUILD)/gen/kernels.c: $(KERNELS) scripts/embed-kernels.sh
+$(BUILD)/gen/kernels.c: $(KERNELS) scripts/embed.sh
 	@mkdir -p $(dir $@)
-	scripts/embed-kernels.sh $(KERNELS) > $@
+	scripts/embed.sh fe_kernel_template $(KERNELS) > $@
 
 $(BUILD)/obj/gen/kernels.o: $(BUILD)/gen/kernels.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 # The physics library in Lua becomes C strings (felab_lua_library(name)).
-$(BUILD)/gen/lualib.c: $(LUALIB) scripts/embed-lua.sh
+$(BUILD)/gen/lualib.c: $(LUALIB) scripts/embed.sh
 	@mkdir -p $(dir $@)
-	scripts/embed-lua.sh $(LUALIB) > $@
+	scripts/embed.sh felab_lua_library $(LUALIB) > $@
 
 $(BUILD)/obj/gen/lualib.o: $(BUILD)/gen/lualib.c
 	@mkdir -p $(dir $@)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "engine/error.h"
 
@@ -157,6 +158,14 @@ unsigned long long fe_hash_string(const char *s, unsigned long long seed)
     h *= 1099511628211ULL;
   }
   return h;
+}
+
+/* Seconds of CLOCK_MONOTONIC: immune to changes of the wall-clock time. */
+double fe_clock(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
 /* mkdir -p for a path of at most a few levels. */

@@ -129,6 +129,8 @@ size_t fe_precision_size(fe_precision p);
 int fe_backend_compile_error(const char *backend, const char *source, const char *log);
 /* 64-bit FNV-1a hash of a string, for compile caches. */
 unsigned long long fe_hash_string(const char *s, unsigned long long seed);
+/* Seconds of a monotonic wall clock (CLOCK_MONOTONIC), for every stage and kernel timing. */
+double fe_clock(void);
 /* The user's cache directory for felab (created): $XDG_CACHE_HOME/felab or ~/.cache/felab. */
 int fe_cache_dir(const char *sub, char *path, size_t n);
 

@@ -162,6 +162,12 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
                    s->geo_affine, s->geo_affine ? 1 : nq, fe_geo_stride(dim));
   fe_strbuf_printf(&b, "#define FE_JACOBIAN %d\n#define NEED_U %d\n#define NEED_X %d\n#define HAS_F0 %d\n",
                    n.jacobian, n.need_u, n.need_x, n.has_f0);
+  fe_strbuf_printf(&b, "#define FE_DIAGONAL %d\n", s->action == FE_ACTION_DIAGONAL);
+  if (s->patch)
+    fe_strbuf_printf(&b, "#define MAXL %d /* nodes of the largest patch */\n#define LIDX %s\n"
+                         "#define GEO_RECOMPUTE %d\n",
+                     s->maxl, s->lidx_bytes == 1 ? "unsigned char" : "unsigned short",
+                     s->geo_recompute);
   fe_strbuf_printf(&b, "#define NAUX %d /* per-cell constants a[] */\n", p->naux);
   fe_strbuf_printf(&b, "#define NK %d /* named constants k[] */\n", p->nconst);
   fe_strbuf_printf(&b, "#define NFV %d /* auxiliary field values f[] */\n#define NEED_F %d\n",
@@ -203,7 +209,9 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
   fe_strbuf_append(&b, "\n");
   fe_strbuf_append(&b, fe_kernel_template("common"));
   fe_strbuf_append(&b, "\n");
-  fe_strbuf_append(&b, fe_kernel_template(s->action == FE_ACTION_DIAGONAL ? "diagonal" : "integrate"));
+  fe_strbuf_append(&b, fe_kernel_template(s->patch ? "patch"
+                                          : s->action == FE_ACTION_DIAGONAL ? "diagonal"
+                                                                            : "integrate"));
   fe_strbuf_append(&b, "\n");
   fe_strbuf_append(&b, fe_kernel_template("dirichlet"));
   return fe_strbuf_finish(&b, src);
@@ -246,6 +254,14 @@ static double eval_flops(int nb, int dim, int nc, int need)
   return need ? nc * (nb * (2.0 + 2.0 * dim) + 2.0 * dim * dim) : 0;
 }
 
+/* Flops of fe_map_factors at one point: the Jacobian from the node coordinates, then its
+ * inverse by cofactors and its determinant (patch.knl). */
+static double map_flops(int nb, int dim)
+{
+  static const double inverse[4] = {0, 1, 8, 42};
+  return 2.0 * nb * dim * dim + inverse[dim];
+}
+
 void fe_codegen_model(const fe_kernel_spec *s, int ndirichlet, double *flops, double *bytes)
 {
   const fe_space *V = s->V;
@@ -262,8 +278,15 @@ void fe_codegen_model(const fe_kernel_spec *s, int ndirichlet, double *flops, do
     fbytes += F->ndofs * w + ncells * F->elem.nbasis * 4.0;
   }
   xf += ff;
+  int recompute = s->patch && s->geo_recompute;
+  double geof = recompute ? (s->geo_affine ? 1 : nq) * map_flops(nb, dim) : 0;
   double per_cell;
-  if (s->action == FE_ACTION_DIAGONAL) {
+  if (s->action == FE_ACTION_DIAGONAL && s->patch) {
+    /* per point: x, u; per (q, b): the basis gradient; per (q, b, k): physics, contraction */
+    per_cell = geof + nq * (xf + eval_flops(nb, dim, nc, n.need_u) + 1 + nb * 2.0 * dim * dim +
+                            nb * nc * (n.phys_flops + (n.has_f0 ? 1 : 0) + 2.0 * dim + 2)) +
+               nb * nc;
+  } else if (s->action == FE_ACTION_DIAGONAL) {
     /* per (b, k, q): x, u, the direction's gradient, physics, contraction, accumulate */
     double per_q = xf + eval_flops(nb, dim, nc, n.need_u) + 2.0 * dim * dim + n.phys_flops +
                    (n.has_f0 ? 1 : 0) + 2.0 * dim + 3;
@@ -274,12 +297,22 @@ void fe_codegen_model(const fe_kernel_spec *s, int ndirichlet, double *flops, do
                    (n.jacobian ? eval_flops(nb, dim, nc, 1) : 0) + n.phys_flops + 1 +
                    nc * ((n.has_f0 ? 1 : 0) + dim * (2.0 * dim + 1));
     double per_b = nq * ((n.has_f0 ? 2.0 : 0) + 2.0 * dim) + 1;
-    per_cell = nq * per_q + nb * nc * per_b;
+    per_cell = geof + nq * per_q + nb * nc * per_b;
   }
   *flops = ncells * per_cell;
   /* minimal traffic: each array once */
-  double geo = ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;
   double in = (n.need_u ? ndofs : 0) + (s->action == FE_ACTION_APPLY ? ndofs : 0);
-  *bytes = ncells * nb * 4.0 + ncells * s->pde->naux * w + geo + (n.need_x ? nnodes * 3 * w : 0) + in * w + ndofs * w +
-           ngroups * 4.0 + ndirichlet * (4.0 + 3 * w) + fbytes + s->pde->nconst * w;
+  double common = ncells * s->pde->naux * w + in * w + ndofs * w + ndirichlet * (4.0 + 3 * w) +
+                  fbytes + s->pde->nconst * w;
+  if (s->patch) {
+    /* the patches' node lists, their runs' ends and offsets, the cells' local numbers, and
+     * the patch sums added into y once per patch node */
+    *flops += s->patch_nodes * nc;
+    double geo = recompute ? 0 : ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;
+    *bytes = common + s->patch_nodes * 8.0 + (ngroups + 1) * 4.0 + ncells * nb * s->lidx_bytes +
+             geo + (n.need_x || recompute ? nnodes * 3 * w : 0);
+    return;
+  }
+  double geo = ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;
+  *bytes = common + ncells * nb * 4.0 + geo + (n.need_x ? nnodes * 3 * w : 0) + ngroups * 4.0;
 }

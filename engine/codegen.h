@@ -22,6 +22,12 @@ typedef struct fe_kernel_spec {
   int block;       /* cells per work group */
   int colored;     /* 1: groups launched by color, plain stores are safe between groups */
   int geo_affine;  /* 1: one set of geometric factors per cell, else one per point */
+  /* strategy "patch" (patch.knl; all 0 for "transpose") */
+  int patch;          /* 1: the patch template */
+  int maxl;           /* nodes of the largest patch */
+  int lidx_bytes;     /* bytes of a local node number: 1 or 2 */
+  int geo_recompute;  /* 1: the map's factors from the node coordinates at each point */
+  double patch_nodes; /* nodes summed over patches (a node shared by k patches counts k) */
 } fe_kernel_spec;
 
 /* Entries of the auxiliary fields' dof maps per cell (the sum of their basis sizes). */

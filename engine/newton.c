@@ -39,20 +39,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "engine/error.h"
 
 #define NEWTON_DIVERGED 1e12 /* ||r_k|| above this times ||r_0||: diverged */
 #define LS_HALVINGS 12       /* backtracking tries lambda = 1 .. 2^-12 */
 #define LS_ALPHA 1e-4        /* sufficient decrease factor */
-
-static double now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 void fe_newton_opts_default(fe_newton_opts *o)
 {
@@ -295,7 +287,7 @@ static int newton_iterate(fe_operator *A, const fe_newton_opts *o, newton_work *
   double r0, rn;
   FE_CHECK(warm_up(A, o, w));
   FE_CHECK(fe_vector_duplicate(w->u, &w->ut));
-  double t0 = now(), compile0 = w->compile_s;
+  double t0 = fe_clock(), compile0 = w->compile_s;
   FE_CHECK(residual_norm(A, w, w->u, &w->r, &r0));
   FE_ASSERT(isfinite(r0), FE_ERR_SOLVER, "newton: the initial residual is not finite (%g)", r0);
   FE_CHECK(fe_solver_history_add(&info->history, &info->nhistory, r0));
@@ -309,7 +301,7 @@ static int newton_iterate(fe_operator *A, const fe_newton_opts *o, newton_work *
   }
   FE_CHECK(w->u->be->ops->finish(w->u->be->impl));
   /* the solve's time without the first residual's driver warm-up (counted as compile) */
-  w->last.seconds = now() - t0 - (w->compile_s - compile0);
+  w->last.seconds = fe_clock() - t0 - (w->compile_s - compile0);
   return 0;
 }
 

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "engine/codegen.h"
 #include "engine/error.h"
@@ -19,17 +18,29 @@
 
 #define OP_MAX_DEVICES 8
 
+/* Cells per patch: one work-group item each. (Tuned on the H200 by scripts/bench/gpu.lua.) */
+#define PATCH_BLOCK 512
+/* Items per patch work group: larger patches give each item several cells. */
+#define PATCH_ITEMS 256
+
 /* The operator on one backend in one precision. */
 typedef struct op_device {
   fe_backend *be;
   fe_precision prec;
   int block;             /* cells per work group */
+  int asked;             /* the block asked for (0: the default, which may have been halved) */
+  int patch;             /* strategy "patch" (else "transpose") */
   int colored;           /* groups run color by color, scatter with plain adds */
   int ngroups;
   int ncolors;
   int *color_start;      /* groups of color c: group list [color_start[c], color_start[c+1]) */
   fe_buffer groups;      /* group list, ordered by color */
   fe_buffer cells;       /* ncells x NB node ids */
+  fe_buffer pstart, pnodes, pend, lcells; /* patches: node list offsets, node lists, the ends
+                                           * of the nodes' runs, local cell maps */
+  int maxl, lidx_bytes;  /* patches: nodes of the largest, bytes of a local number */
+  double patch_nodes;    /* patches: their node counts summed */
+  int patch_too_big;     /* patches: a group's shared arrays exceed the device's */
   fe_buffer geo[FE_NACTIONS]; /* geometric factors at each action's points (shared when equal) */
   fe_buffer coords;      /* nnodes x 3 */
   fe_buffer aux;         /* per-cell constants of the physics, in stored cell order */
@@ -53,6 +64,7 @@ struct fe_operator {
   const fe_physics *pde;
   fe_quadrature quad[FE_NACTIONS]; /* each action's rule: exact for its own integrand */
   int geo_affine;
+  int geo_recompute;      /* first-order space on straight cells: its basis is the map */
   double *aux;            /* ncells x naux per-cell constants from the physics' region table */
   int ndir;
   int *dir_nodes;
@@ -60,13 +72,6 @@ struct fe_operator {
   op_device dev[OP_MAX_DEVICES];
   int ndev;
 };
-
-static double now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 void fe_action_opts_default(fe_action_opts *o)
 {
@@ -86,7 +91,10 @@ static int quadrature_degree(const fe_space *V, const fe_physics *p, fe_action a
   int grad = V->elem.cell == FE_CELL_TET || V->elem.cell == FE_CELL_TRI ? k - 1 : k;
   int u_dep = p->nonlinear ? 2 * k : 0; /* a term that also depends on u or du: u^3 v is 4k */
   int curved = V->curved ? 2 : 0;       /* the map's polynomial part, for curved cells */
-  int res = curved + imax(p->f1 ? 2 * grad + p->degree_f1 + u_dep : 0, p->f0 ? k + p->degree_f0 + u_dep : 0);
+  /* a linear f0 that depends on u (c u - s) is a product of u and the test function */
+  int u_lin = !p->nonlinear && p->df0 ? k : 0;
+  int res = curved + imax(p->f1 ? 2 * grad + p->degree_f1 + u_dep : 0,
+                          p->f0 ? k + p->degree_f0 + u_lin + u_dep : 0);
   int jac = curved + imax(p->df1 ? 2 * grad + p->degree_df1 + u_dep : 0,
                           p->df0 ? 2 * k + p->degree_df0 + u_dep : 0);
   /* nonlinear physics: the Jacobian must be the exact derivative of the discrete residual
@@ -153,6 +161,7 @@ int fe_operator_create(const fe_space *V, const fe_physics *pde, const char *con
   A->pde = pde;
   A->value = value;
   A->geo_affine = V->affine;
+  A->geo_recompute = V->elem.order == 1 && !V->curved;
   int rc = fe_space_boundary_dofs(V, dirichlet, ndirichlet, &A->dir_nodes, &A->ndir);
   if (!rc) rc = build_aux(A);
   if (!rc) rc = make_rules(A, -1, FE_QUAD_AUTO);
@@ -198,8 +207,9 @@ const fe_quadrature *fe_operator_quadrature(const fe_operator *A, const char *ac
 static void op_device_free(op_device *d)
 {
   fe_backend *be = d->be;
-  fe_buffer *bufs[] = {&d->groups, &d->cells, &d->coords, &d->aux, &d->didx, &d->dval,
-                       &d->params, &d->fmaps};
+  fe_buffer *bufs[] = {&d->groups, &d->cells, &d->coords, &d->aux,   &d->didx,
+                       &d->dval,   &d->params, &d->fmaps, &d->pstart, &d->pnodes, &d->pend,
+                       &d->lcells};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i]->ptr) be->ops->release(be->impl, bufs[i]);
   for (int a = FE_NACTIONS - 1; a >= 0; a--) { /* shared buffers are released once, by the first */
@@ -231,7 +241,24 @@ int fe_operator_ndirichlet(const fe_operator *A) { return A->ndir; }
 const char *fe_operator_strategies(const fe_operator *A)
 {
   (void)A;
-  return "transpose";
+  return "transpose, patch";
+}
+
+/* The strategy an action runs with: the one asked for, else "patch" on cuda for first-order
+ * spaces on straight cells (it recomputes the geometry and scatters once per patch node,
+ * docs/kernels.md), else "transpose". */
+static int pick_strategy(const fe_action_opts *o, const fe_backend *be, const fe_operator *A,
+                         int *patch)
+{
+  const char *s = o ? o->strategy : NULL;
+  if (!s) {
+    *patch = !strcmp(be->name, "cuda") && A->geo_recompute;
+    return 0;
+  }
+  FE_ASSERT(!strcmp(s, "transpose") || !strcmp(s, "patch"), FE_ERR_ARG,
+            "unknown strategy '%s' for this operator (available: transpose, patch)", s);
+  *patch = !strcmp(s, "patch");
+  return 0;
 }
 
 /* Resolve backend and precision of an action. */
@@ -239,8 +266,8 @@ static int resolve(const fe_action_opts *o, fe_backend **be, fe_precision *prec)
 {
   FE_CHECK(fe_backend_get(o ? o->backend : NULL, be));
   *prec = o && o->precision >= 0 ? (fe_precision)o->precision : fe_precision_default();
-  if (o && o->strategy && strcmp(o->strategy, "transpose"))
-    FE_ERROR(FE_ERR_ARG, "unknown strategy '%s' for this operator (available: transpose)",
+  if (o && o->strategy && strcmp(o->strategy, "transpose") && strcmp(o->strategy, "patch"))
+    FE_ERROR(FE_ERR_ARG, "unknown strategy '%s' for this operator (available: transpose, patch)",
              o->strategy);
   if (*prec == FE_DOUBLE && !(*be)->info.fp64)
     FE_ERROR(FE_ERR_UNAVAILABLE, "%s (%s) has no double precision; use precision = \"single\"",
@@ -269,8 +296,9 @@ static size_t shared_limit(const fe_backend *be)
 /* Cells per work group: 32 fills a GPU group with (cell, point) threads and, on a CPU,
  * measured fastest for the P1 apply (docs/benchmarks.md); halved until the group's shared
  * arrays fit the device (high orders). */
-static int default_block(const fe_backend *be, const fe_operator *A, fe_precision prec)
+static int default_block(const fe_backend *be, const fe_operator *A, fe_precision prec, int patch)
 {
+  if (patch) return PATCH_BLOCK;
   int block = 32;
   size_t per_cell = shared_per_cell(A, prec), limit = shared_limit(be);
   while (block > 1 && block * per_cell > limit) block /= 2;
@@ -291,6 +319,11 @@ static void fill_spec(const fe_operator *A, const op_device *d, fe_action a, fe_
   s->block = d->block;
   s->colored = d->colored;
   s->geo_affine = A->geo_affine;
+  s->patch = d->patch;
+  s->maxl = d->maxl;
+  s->lidx_bytes = d->lidx_bytes;
+  s->geo_recompute = d->patch && A->geo_recompute;
+  s->patch_nodes = d->patch_nodes;
 }
 
 /* Cells rounded up to whole work groups. */
@@ -302,7 +335,8 @@ static size_t padded_cells(const fe_operator *A, int block)
 
 /* Geometric factors in double at the points of rule Q, structure-of-arrays: factor j of
  * every (cell, point) then factor j + 1; the factors are Jinv (row-major, dxi_i/dx_d) then
- * det J. Affine cells store one point per cell. */
+ * det J. Affine cells store one point per cell. With geo_out NULL the cells are only
+ * checked (a kernel that recomputes the factors still needs every det J > 0). */
 static int build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *perm,
                           size_t npad, double **geo_out, size_t *nwords)
 {
@@ -311,8 +345,8 @@ static int build_geometry(const fe_operator *A, const fe_quadrature *Q, const in
   int dim = el->dim, stride = fe_geo_stride(dim);
   int ngq = A->geo_affine ? 1 : Q->npoints;
   size_t n = npad * ngq * stride;
-  double *geo;
-  FE_MALLOC(geo, n, "geometric factors");
+  double *geo = NULL;
+  if (geo_out) FE_MALLOC(geo, n, "geometric factors");
   long long bad = -1;
   double bad_det = 0;
 #pragma omp parallel for schedule(static)
@@ -325,7 +359,7 @@ static int build_geometry(const fe_operator *A, const fe_quadrature *Q, const in
       fe_space_cell_map(V, c, Q->points + q * dim, x, J);
       double det = fe_space_map_inverse(dim, J, K);
       K[dim * dim] = pad ? 0 : det;
-      for (int j = 0; j < stride; j++) geo[(size_t)j * npad * ngq + i * ngq + q] = K[j];
+      for (int j = 0; geo && j < stride; j++) geo[(size_t)j * npad * ngq + i * ngq + q] = K[j];
       if (!(det > 0)) {
 #pragma omp critical
         if (bad < 0 || (long long)c < bad) {
@@ -340,7 +374,7 @@ static int build_geometry(const fe_operator *A, const fe_quadrature *Q, const in
     FE_ERROR(FE_ERR_MESH, "cell %lld (%s) is %s: det J = %.3g", bad, fe_cell_name(el->cell),
              bad_det < 0 ? "inverted" : "degenerate", bad_det);
   }
-  *geo_out = geo;
+  if (geo_out) *geo_out = geo;
   *nwords = n;
   return 0;
 }
@@ -400,6 +434,117 @@ static int cell_permutation(const fe_operator *A, const op_device *d, const int 
       size_t c = (size_t)list[k] * bs + j, first = (size_t)list[k] * bs;
       (*perm)[k * bs + j] = c < nc ? order[c] : -order[first] - 1;
     }
+  return 0;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* Position of v in the sorted list l[0..n-1] (present by construction). */
+static int find_sorted(const int *l, int n, int v)
+{
+  int lo = 0, hi = n - 1;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (l[mid] < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* The patches of strategy "patch": work group g owns stored cells [g*BLOCK, (g+1)*BLOCK);
+ * its nodes, sorted, are pnodes[pstart[g] ..], and lcells holds each cell's local numbers
+ * (1 byte when every patch has at most 256 nodes, else 2). pend[pstart[g] + i] ends local
+ * node i's run in the patch's list of (cell, basis function) contributions: the number of
+ * contributions to nodes 0..i. */
+static int upload_patches(const fe_operator *A, op_device *d, const int *perm, size_t npad)
+{
+  const fe_space *V = A->V;
+  int nb = V->elem.nbasis, bs = d->block, ng = d->ngroups;
+  size_t per = (size_t)bs * nb;
+  int *lists = NULL, *count = NULL, *start = NULL, *nodes = NULL, *ends = NULL;
+  void *lc = NULL;
+  FE_MALLOC(lists, npad * nb, "patch node lists");
+  count = malloc(sizeof(int) * ((size_t)ng + 1));
+  start = malloc(sizeof(int) * ((size_t)ng + 1));
+  int rc = count && start ? 0 : fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
+                                              "out of host memory for the patches");
+#pragma omp parallel for schedule(dynamic, 64) if (!rc)
+  for (int g = 0; g < ng; g++) {
+    int *l = lists + (size_t)g * per, n = 0;
+    for (int j = 0; j < bs; j++) {
+      int c = perm[(size_t)g * bs + j];
+      if (c < 0) continue; /* padding */
+      memcpy(l + n, V->cell_nodes + (size_t)c * nb, sizeof(int) * nb);
+      n += nb;
+    }
+    qsort(l, (size_t)n, sizeof(int), cmp_int);
+    int u = 0;
+    for (int i = 0; i < n; i++)
+      if (i == 0 || l[i] != l[u - 1]) l[u++] = l[i];
+    count[g] = u;
+  }
+  int maxl = 0;
+  long long total = 0;
+  for (int g = 0; !rc && g < ng; g++) {
+    start[g] = (int)total;
+    total += count[g];
+    if (count[g] > maxl) maxl = count[g];
+  }
+  if (!rc) {
+    start[ng] = (int)total;
+    FE_ASSERT(total < 2147483647LL, FE_ERR_ARG, "the patches hold %lld nodes, more than an int "
+              "counts (use a larger block)", total);
+    FE_ASSERT(maxl <= 65536, FE_ERR_ARG, "a patch of %d cells touches %d nodes, more than 65536 "
+              "(use a smaller block)", bs, maxl);
+    d->maxl = maxl;
+    d->lidx_bytes = maxl <= 256 ? 1 : 2;
+    d->patch_nodes = (double)total;
+    nodes = malloc(sizeof(int) * ((size_t)total + 1));
+    ends = calloc((size_t)total + 1, sizeof(int));
+    lc = calloc(npad * nb, (size_t)d->lidx_bytes);
+    if (!nodes || !ends || !lc) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
+                                         "out of host memory for the patches");
+  }
+#pragma omp parallel for schedule(dynamic, 64) if (!rc)
+  for (int g = 0; g < ng; g++) {
+    const int *l = lists + (size_t)g * per;
+    memcpy(nodes + start[g], l, sizeof(int) * (size_t)count[g]);
+    for (int j = 0; j < bs; j++) {
+      size_t i = (size_t)g * bs + j;
+      int c = perm[i];
+      for (int b = 0; c >= 0 && b < nb; b++) {
+        int k = find_sorted(l, count[g], V->cell_nodes[(size_t)c * nb + b]);
+        ends[start[g] + k]++;
+        if (d->lidx_bytes == 1) ((unsigned char *)lc)[i * nb + b] = (unsigned char)k;
+        else ((unsigned short *)lc)[i * nb + b] = (unsigned short)k;
+      }
+    }
+    for (int k = 1; k < count[g]; k++) ends[start[g] + k] += ends[start[g] + k - 1];
+  }
+  if (!rc) rc = upload_ints(d->be, start, (size_t)ng + 1, &d->pstart);
+  if (!rc) rc = upload_ints(d->be, nodes, (size_t)total + 1, &d->pnodes);
+  if (!rc) rc = upload_ints(d->be, ends, (size_t)total + 1, &d->pend);
+  if (!rc) rc = d->be->ops->alloc(d->be->impl, npad * nb * d->lidx_bytes, &d->lcells);
+  if (!rc) rc = d->be->ops->write(d->be->impl, &d->lcells, 0, npad * nb * d->lidx_bytes, lc);
+  free(lists);
+  free(count);
+  free(start);
+  free(nodes);
+  free(ends);
+  free(lc);
+  FE_CHECK(rc);
+  /* shared memory: the patch's state, direction and coordinates, the contributions, the runs */
+  size_t need = ((size_t)maxl * (3 + 2 * V->ncomp) + (size_t)bs * nb * V->ncomp) *
+                    fe_precision_size(d->prec) + (2 * (size_t)maxl + 1) * sizeof(int);
+  d->patch_too_big = need > shared_limit(d->be);
+  FE_ASSERT(need <= shared_limit(d->be), FE_ERR_ARG,
+            "block = %d cells of %s touch up to %d nodes, %zu bytes of shared memory per work "
+            "group; %s allows %zu (use a smaller block)", bs, V->name, maxl, need, d->be->name,
+            shared_limit(d->be));
   return 0;
 }
 
@@ -503,7 +648,7 @@ static int op_device_setup(fe_operator *A, op_device *d)
 {
   const fe_space *V = A->V;
   fe_backend *be = d->be;
-  double t0 = now(), *geo = NULL, *dv = NULL;
+  double t0 = fe_clock(), *geo = NULL, *dv = NULL;
   int *list = NULL, *perm = NULL, *order = NULL;
   size_t ngeo = 0, npad = 0;
   /* the mesh's own cell order (box and loaded meshes are local; on the box it needs fewer
@@ -526,8 +671,11 @@ static int op_device_setup(fe_operator *A, op_device *d)
   free(order);
   for (int g = 0; !rc && g < d->ngroups; g++) list[g] = g; /* cells are stored in schedule order */
   if (!rc) rc = upload_ints(be, list, (size_t)d->ngroups, &d->groups);
-  if (!rc) rc = upload_cells(A, d, perm, npad);
-  for (int a = 0; a < FE_NACTIONS && !rc; a++) {
+  if (!rc && !d->patch) rc = upload_cells(A, d, perm, npad);
+  if (!rc && d->patch) rc = upload_patches(A, d, perm, npad);
+  if (!rc && d->patch && A->geo_recompute) /* factors made in the kernel: only check the cells */
+    rc = build_geometry(A, &A->quad[FE_ACTION_RESIDUAL], perm, npad, NULL, &ngeo);
+  for (int a = 0; a < FE_NACTIONS && !rc && !(d->patch && A->geo_recompute); a++) {
     for (int b = 0; b < a; b++) /* the same points as an earlier action: share */
       if (A->geo_affine || A->quad[b].degree == A->quad[a].degree) d->geo[a] = d->geo[b];
     if (d->geo[a].ptr) continue;
@@ -552,7 +700,7 @@ static int op_device_setup(fe_operator *A, op_device *d)
   free(geo);
   free(dv);
   FE_CHECK(rc);
-  d->setup_seconds = now() - t0;
+  d->setup_seconds = fe_clock() - t0;
   return 0;
 }
 
@@ -562,14 +710,17 @@ static int op_device_get(fe_operator *A, const fe_action_opts *o, op_device **ou
   fe_backend *be;
   fe_precision prec;
   FE_CHECK(resolve(o, &be, &prec));
-  int block = o && o->block > 0 ? o->block : default_block(be, A, prec);
+  int patch;
+  FE_CHECK(pick_strategy(o, be, A, &patch));
+  int block = o && o->block > 0 ? o->block : default_block(be, A, prec, patch);
   FE_ASSERT(block <= 4096, FE_ERR_ARG, "block = %d cells per work group is too large", block);
-  size_t need = block * shared_per_cell(A, prec);
+  size_t need = patch ? 0 : block * shared_per_cell(A, prec); /* patches: checked when made */
   FE_ASSERT(need <= shared_limit(be) || block == 1, FE_ERR_ARG,
             "block = %d cells of %s need %zu bytes of shared memory per work group; %s allows "
             "%zu (use a smaller block)", block, A->V->name, need, be->name, shared_limit(be));
   for (int i = 0; i < A->ndev; i++)
-    if (A->dev[i].be == be && A->dev[i].prec == prec && A->dev[i].block == block) {
+    if (A->dev[i].be == be && A->dev[i].prec == prec && A->dev[i].patch == patch &&
+        A->dev[i].asked == (o && o->block > 0 ? o->block : 0)) {
       *out = &A->dev[i];
       return 0;
     }
@@ -583,8 +734,21 @@ static int op_device_get(fe_operator *A, const fe_action_opts *o, op_device **ou
   d->be = be;
   d->prec = prec;
   d->block = block;
-  d->colored = scatter_colored(be);
-  if (op_device_setup(A, d)) {
+  d->asked = o && o->block > 0 ? o->block : 0;
+  d->patch = patch;
+  d->colored = !patch && scatter_colored(be);
+  int rc = op_device_setup(A, d);
+  /* default patches too large for shared memory: halve them until they fit */
+  while (rc && patch && !(o && o->block > 0) && d->patch_too_big && d->block > 1) {
+    fe_error_clear();
+    op_device_free(d);
+    d->be = be;
+    d->prec = prec;
+    d->patch = 1;
+    d->block = block /= 2;
+    rc = op_device_setup(A, d);
+  }
+  if (rc) {
     op_device_free(d);
     return fe_error_push(fe_error_code(), __FILE__, __LINE__, __func__);
   }
@@ -607,7 +771,9 @@ static int op_kernel(fe_operator *A, op_device *d, fe_action a, double *compile_
   free(src);
   FE_CHECK(rc);
   FE_CHECK(d->be->ops->kernel(d->be->impl, d->module[a],
-                              a == FE_ACTION_DIAGONAL ? "fe_diagonal" : "fe_integrate", &d->kernel[a]));
+                              d->patch ? "fe_patch" : a == FE_ACTION_DIAGONAL ? "fe_diagonal"
+                                                                              : "fe_integrate",
+                              &d->kernel[a]));
   FE_CHECK(d->be->ops->kernel(d->be->impl, d->module[a], "fe_dirichlet", &d->dirichlet[a]));
   return 0;
 }
@@ -615,15 +781,50 @@ static int op_kernel(fe_operator *A, op_device *d, fe_action a, double *compile_
 /* Threads per group on a GPU-like device: one per (cell, point) or (cell, basis function). */
 static size_t group_size(const op_device *d, const fe_operator *A, fe_action a)
 {
-  size_t n = (size_t)d->block * (size_t)imax(A->quad[a].npoints, A->V->elem.nbasis);
+  size_t n = d->patch ? (size_t)(d->block < PATCH_ITEMS ? d->block : PATCH_ITEMS) /* per cell */
+                      : (size_t)d->block * (size_t)imax(A->quad[a].npoints, A->V->elem.nbasis);
   n = (n + 31) / 32 * 32;
   return n > d->be->info.max_group ? d->be->info.max_group : n;
+}
+
+/* The patch kernel: one launch over every patch. */
+static int op_integrate_patches(fe_operator *A, op_device *d, fe_action a, const fe_vector *u,
+                                const fe_vector *w, fe_vector *y, int *launches)
+{
+  FE_CHECK_INTERRUPT();
+  const fe_buffer *geo = d->geo[a].ptr ? &d->geo[a] : &d->params; /* unused when recomputed */
+  fe_arg args[18] = {
+      {.kind = FE_ARG_INT, .i = d->ngroups},
+      {.kind = FE_ARG_INT, .i = A->V->mesh->ncells},
+      {.kind = FE_ARG_INT, .i = (long long)(padded_cells(A, d->block) * (A->geo_affine ? 1 : A->quad[a].npoints))},
+      {.kind = FE_ARG_BUFFER, .buf = &d->pstart},
+      {.kind = FE_ARG_BUFFER, .buf = &d->pnodes},
+      {.kind = FE_ARG_BUFFER, .buf = &d->pend},
+      {.kind = FE_ARG_BUFFER, .buf = &d->lcells},
+      {.kind = FE_ARG_BUFFER, .buf = geo},
+      {.kind = FE_ARG_BUFFER, .buf = &d->coords},
+      {.kind = FE_ARG_BUFFER, .buf = &d->aux},
+      {.kind = FE_ARG_BUFFER, .buf = &d->params},
+      {.kind = FE_ARG_BUFFER, .buf = &d->fmaps},
+      {.kind = FE_ARG_BUFFER, .buf = d->fv[0] ? d->fv[0] : &d->params},
+      {.kind = FE_ARG_BUFFER, .buf = d->fv[1] ? d->fv[1] : &d->params},
+      {.kind = FE_ARG_BUFFER, .buf = d->fv[2] ? d->fv[2] : &d->params},
+      {.kind = FE_ARG_BUFFER, .buf = &u->buf},
+      {.kind = FE_ARG_BUFFER, .buf = &w->buf},
+      {.kind = FE_ARG_BUFFER, .buf = &y->buf},
+  };
+  double s;
+  FE_CHECK(d->be->ops->launch(d->be->impl, d->kernel[a], (size_t)d->ngroups, group_size(d, A, a),
+                              18, args, d->prec, &s));
+  (*launches)++;
+  return 0;
 }
 
 /* One launch per color of the integration (or diagonal) kernel. */
 static int op_integrate(fe_operator *A, op_device *d, fe_action a, const fe_vector *u,
                         const fe_vector *w, fe_vector *y, int *launches)
 {
+  if (d->patch) return op_integrate_patches(A, d, a, u, w, y, launches);
   for (int c = 0; c < d->ncolors; c++) {
     FE_CHECK_INTERRUPT();
     int ng = d->color_start[c + 1] - d->color_start[c];
@@ -688,9 +889,9 @@ static int op_input(const fe_vector *x, const op_device *d, int n, const fe_vect
   FE_ASSERT(x->n == n, FE_ERR_ARG, "the vector has %d entries but the operator's space has %d",
             x->n, n);
   if (x->be == d->be && x->prec == d->prec) return 0;
-  double t0 = now();
+  double t0 = fe_clock();
   FE_CHECK(fe_vector_convert(x, d->be, d->prec, tmp));
-  *transfer += now() - t0;
+  *transfer += fe_clock() - t0;
   *use = *tmp;
   return 0;
 }
@@ -735,7 +936,7 @@ static int op_report(fe_operator *A, op_device *d, fe_action a, const fe_action_
   snprintf(rep->backend, sizeof rep->backend, "%s", d->be->name);
   snprintf(rep->device, sizeof rep->device, "%s", d->be->info.name);
   snprintf(rep->precision, sizeof rep->precision, "%s", fe_precision_name(d->prec));
-  snprintf(rep->strategy, sizeof rep->strategy, "transpose");
+  snprintf(rep->strategy, sizeof rep->strategy, "%s", d->patch ? "patch" : "transpose");
   const fe_quadrature *Q = &A->quad[a];
   snprintf(rep->space, sizeof rep->space, "%s%s%s on %s", A->V->name, A->V->ncomp > 1 ? "^" : "",
            A->V->ncomp > 1 ? (A->V->ncomp == 2 ? "2" : "3") : "", fe_cell_name(A->V->elem.cell));
@@ -797,15 +998,15 @@ static int op_action(fe_operator *A, fe_action a, const fe_vector *u_in, const f
   if (!rc) rc = op_output(d, n, out);
   if (!rc && !d->warm[a]) { /* the first run pays for lazy driver work (PoCL compiles at its
                               * first launch): count it as compile time, time the second */
-    double t0 = now();
+    double t0 = fe_clock();
     rc = op_run(A, d, a, u, w, *out, &launches);
-    compile_s += now() - t0;
+    compile_s += fe_clock() - t0;
     d->warm[a] = 1;
   }
   if (!rc) {
-    double t0 = now();
+    double t0 = fe_clock();
     rc = op_run(A, d, a, u, w, *out, &launches);
-    seconds = now() - t0;
+    seconds = fe_clock() - t0;
   }
   fe_vector_free(tu);
   fe_vector_free(tw);
@@ -879,10 +1080,18 @@ int fe_operator_source(fe_operator *A, const char *action, const fe_action_opts 
   fe_backend *be;
   fe_precision prec;
   FE_CHECK(resolve(o, &be, &prec));
-  op_device d = {.be = be, .prec = prec};
-  d.block = o && o->block > 0 ? o->block : default_block(be, A, prec);
-  d.colored = scatter_colored(be);
+  int patch;
+  FE_CHECK(pick_strategy(o, be, A, &patch));
   fe_kernel_spec s;
+  if (patch) { /* the source depends on the patches (MAXL): make them */
+    op_device *dp;
+    FE_CHECK(op_device_get(A, o, &dp));
+    fill_spec(A, dp, a, &s);
+    return fe_codegen_action(&s, be->name, be->ops->preamble(be->impl, prec), src);
+  }
+  op_device d = {.be = be, .prec = prec};
+  d.block = o && o->block > 0 ? o->block : default_block(be, A, prec, 0);
+  d.colored = scatter_colored(be);
   fill_spec(A, &d, a, &s);
   return fe_codegen_action(&s, be->name, be->ops->preamble(be->impl, prec), src);
 }

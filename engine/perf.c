@@ -11,19 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "engine/error.h"
 #include "engine/strbuf.h"
 
 const char *fe_kernel_template(const char *name);
-
-static double now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 double fe_report_gflops(const fe_report *r) { return r->seconds > 0 ? r->flops / r->seconds / 1e9 : 0; }
 double fe_report_gbytes(const fe_report *r) { return r->seconds > 0 ? r->bytes / r->seconds / 1e9 : 0; }
@@ -103,10 +95,10 @@ static int best_time(fe_backend *be, fe_kernel *k, size_t ngroups, size_t gs, in
 {
   *best = INFINITY;
   for (int r = 0; r < reps; r++) {
-    double s, t0 = now();
+    double s, t0 = fe_clock();
     FE_CHECK(be->ops->launch(be->impl, k, ngroups, gs, nargs, args, prec, &s));
     FE_CHECK(be->ops->finish(be->impl));
-    double t = now() - t0;
+    double t = fe_clock() - t0;
     if (t < *best) *best = t;
   }
   return 0;

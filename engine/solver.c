@@ -16,16 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "engine/error.h"
-
-static double now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 void fe_solver_opts_default(fe_solver_opts *o)
 {
@@ -160,7 +152,7 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   FE_CHECK(fe_vector_copy(k->p, k->z));
   FE_CHECK(fe_vector_dot(k->r, k->z, &rz));
   if (o->monitor) printf("  cg %4d  |r| = %.6e\n", 0, r0);
-  double t0 = now(), vflops, vbytes;
+  double t0 = fe_clock(), vflops, vbytes;
   int vlaunches, it = 0;
   cg_vector_model(x->n, (double)fe_precision_size(x->prec), jacobi, &vflops, &vbytes, &vlaunches);
   snprintf(info->reason, sizeof info->reason, "maxit");
@@ -203,7 +195,7 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   FE_CHECK(x->be->ops->finish(x->be->impl));
   /* the report: the iterations, each an apply plus the vector work */
   fe_report *r = &info->report;
-  double seconds = now() - t0;
+  double seconds = fe_clock() - t0;
   int n = info->iterations;
   *r = n ? apply_rep : rep; /* the kind of call, backend and sizes (no iteration: the setup's) */
   snprintf(r->action, sizeof r->action, "cg");

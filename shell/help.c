@@ -97,8 +97,10 @@ static const help_entry builtin[] = {
     {FELAB_OPERATOR, "A:residual(u, opts), A:apply(w, opts), A:diagonal(opts), A:source(action), "
                      "A:strategies()",
      "A matrix-free operator. Every action takes opts {backend = \"cpu\"|\"opencl\"|\"cuda\",\n"
-     "precision = \"double\"|\"single\", strategy = \"transpose\", block = cells per group}\n"
+     "precision = \"double\"|\"single\", strategy = \"transpose\"|\"patch\", block = cells per group}\n"
      "and returns (vector, report); the report compares measured and predicted rates.\n"
+     "\"patch\" (the default on cuda for P1/Q1 on straight cells) gathers each patch's nodes\n"
+     "once, recomputes first-order geometry and adds once per patch node (docs/kernels.md).\n"
      "example: r, rep = A:residual(u); print(rep)"},
     {FELAB_OPERATOR ":residual",
      "A:residual(u, {backend = \"opencl\", precision = \"double\", strategy = \"transpose\"})",

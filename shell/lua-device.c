@@ -6,7 +6,6 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "backends/backend.h"
 #include "engine/error.h"
@@ -261,9 +260,7 @@ static int perf_clear(lua_State *L)
 /* perf.clock() -> seconds of a monotonic wall clock (for timing a block of a script). */
 static int perf_clock(lua_State *L)
 {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  lua_pushnumber(L, (lua_Number)ts.tv_sec + 1e-9 * (lua_Number)ts.tv_nsec);
+  lua_pushnumber(L, (lua_Number)fe_clock());
   return 1;
 }
 

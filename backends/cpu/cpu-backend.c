@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "backends/backend.h"
@@ -39,8 +38,8 @@ typedef struct cpu_impl {
   char cc[256];         /* compiler command */
   char flags[256];      /* compiler flags (part of the cache key) */
   fe_module *modules;   /* every module loaded, closed at the end */
-  int nkernels;
-  fe_kernel *kernels[256];
+  int nkernels, cap;
+  fe_kernel **kernels;  /* every kernel handed out (a session may make any number) */
 } cpu_impl;
 
 static const char cpu_preamble_text[] =
@@ -71,15 +70,9 @@ static const char cpu_preamble_text[] =
     "#else\n"
     "#define FE_ATOMIC_ADD(p, v) do { _Pragma(\"omp atomic\") *(p) += (v); } while (0)\n"
     "#endif\n"
+    "/* a group's items run one after another on one thread: shared counters need no atomics */\n"
+    "#define FE_LOCAL_ATOMIC_INC(p) ((*(p))++)\n"
     "/* ---- end of the cpu preamble ---- */\n";
-
-/* Wall-clock seconds. */
-static double cpu_now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 /* The backend: a cache directory and a compiler; no device to open. */
 static int cpu_open(int device, void **impl)
@@ -108,6 +101,7 @@ static void cpu_close(void *impl)
     free(m);
   }
   for (int i = 0; i < c->nkernels; i++) free(c->kernels[i]);
+  free(c->kernels);
   free(c);
 }
 
@@ -290,7 +284,7 @@ static int cpu_compile(void *impl, const char *source, fe_module **mod, double *
                        int *cached)
 {
   cpu_impl *c = impl;
-  double t0 = cpu_now();
+  double t0 = fe_clock();
   fe_strbuf full = {0};
   fe_strbuf_append(&full, source);
   cpu_add_launchers(source, &full);
@@ -321,7 +315,7 @@ static int cpu_compile(void *impl, const char *source, fe_module **mod, double *
   m->next = c->modules;
   c->modules = m;
   *mod = m;
-  *seconds = cpu_now() - t0;
+  *seconds = fe_clock() - t0;
   return 0;
 }
 
@@ -344,8 +338,13 @@ static int cpu_kernel(void *impl, fe_module *mod, const char *name, fe_kernel **
       *k = c->kernels[i];
       return 0;
     }
-  FE_ASSERT(c->nkernels < (int)(sizeof c->kernels / sizeof c->kernels[0]), FE_ERR_INTERNAL,
-            "too many cpu kernels");
+  if (c->nkernels == c->cap) {
+    int cap = c->cap ? 2 * c->cap : 64;
+    fe_kernel **more = realloc(c->kernels, sizeof *more * (size_t)cap);
+    if (!more) FE_ERROR(FE_ERR_MEM, "out of host memory for cpu kernels");
+    c->kernels = more;
+    c->cap = cap;
+  }
   fe_kernel *kn;
   FE_CALLOC(kn, 1, "cpu kernel");
   *(void **)&kn->fn = fn;
@@ -377,9 +376,9 @@ static int cpu_launch(void *impl, fe_kernel *k, size_t ngroups, size_t group_siz
       break;
     }
   }
-  double t0 = cpu_now();
+  double t0 = fe_clock();
   k->fn(a);
-  *seconds = cpu_now() - t0;
+  *seconds = fe_clock() - t0;
   return 0;
 }
 

@@ -217,7 +217,6 @@ int cuda_write(void *impl, fe_buffer *dst, size_t offset, size_t bytes, const vo
 int cuda_read(void *impl, const fe_buffer *src, size_t offset, size_t bytes, void *host);
 int cuda_copy(void *impl, fe_buffer *dst, const fe_buffer *src, size_t bytes);
 int cuda_finish(void *impl);
-double cuda_now(void);
 /* An FE_ERR_BACKEND error for a failed driver call `what` (FE_ERR_MEM when out of memory);
  * an error from a kernel that faulted marks the context lost. */
 int cuda_fail(cuda_impl *cu, CUresult err, const char *what);

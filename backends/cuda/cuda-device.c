@@ -14,17 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backends/cuda/cuda-backend.h"
 #include "engine/error.h"
-
-double cuda_now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 /* Errors after which the driver refuses every further call in this context. */
 static int cuda_error_is_sticky(CUresult err)

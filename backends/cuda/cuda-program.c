@@ -70,7 +70,9 @@ static const char preamble_body[] =
     "#define FE_ATOMIC_ADD(p, v) fe_atomic_add((p), (v))\n"
     "#else\n"
     "#define FE_ATOMIC_ADD(p, v) atomicAdd((p), (v))\n"
-    "#endif\n";
+    "#endif\n"
+    "/* a shared int counter: returns the old value (one native instruction) */\n"
+    "#define FE_LOCAL_ATOMIC_INC(p) atomicAdd((p), 1)\n";
 
 /* Math functions wrapped to take and return reals, so that pow(x, 2) or fmin(x, 0.5) mean
  * the same in float kernels as in C: unary, then binary (the float names end in f). */
@@ -456,7 +458,7 @@ static int cuda_module_load(cuda_impl *cu, const void *image, CUmodule *mod)
 int cuda_compile(void *impl, const char *source, fe_module **mod, double *seconds, int *cached)
 {
   cuda_impl *cu = impl;
-  double t0 = cuda_now();
+  double t0 = fe_clock();
   cuda_cached *c;
   CUmodule handle = NULL;
   *mod = NULL;
@@ -482,7 +484,7 @@ int cuda_compile(void *impl, const char *source, fe_module **mod, double *second
   if (cu->modules) cu->modules->prev = m;
   cu->modules = m;
   *mod = m;
-  *seconds = cuda_now() - t0;
+  *seconds = fe_clock() - t0;
   return 0;
 }
 

@@ -74,7 +74,6 @@ int opencl_read(void *impl, const fe_buffer *src, size_t offset, size_t bytes, v
 int opencl_copy(void *impl, fe_buffer *dst, const fe_buffer *src, size_t bytes);
 int opencl_finish(void *impl);
 const char *opencl_error_name(cl_int err);
-double opencl_now(void);
 /* Run a kernel whose arguments are set: global = ngroups * group items, wait for it and,
  * if seconds is not NULL, give its profiled time. name is for error messages. */
 int opencl_enqueue(opencl_impl *cl, cl_kernel k, const char *name, size_t ngroups, size_t group,

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backends/opencl/opencl-backend.h"
 #include "engine/error.h"
@@ -72,14 +71,6 @@ const char *opencl_error_name(cl_int err)
   default:
     return "unknown OpenCL error";
   }
-}
-
-/* Wall-clock seconds, for compile times. */
-double opencl_now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
 /* Whether a space-separated extension list holds the extension `name` exactly. */

@@ -43,6 +43,8 @@ static const char preamble_body[] =
     "(int)get_local_size(0))\n"
     "#define FE_INNER_VEC(t, n) FE_INNER(t, n)\n"
     "#define FE_BARRIER barrier(CLK_LOCAL_MEM_FENCE)\n"
+    "/* a shared int counter: returns the old value */\n"
+    "#define FE_LOCAL_ATOMIC_INC(p) atomic_inc(p)\n"
     "#define FE_UNROLL /* the OpenCL compiler unrolls short constant loops by itself */\n"
     "/* atomic add: compare-and-swap on the bits until no other item got in between */\n"
     "#if FE_DOUBLE && FE_INT64_ATOMICS\n"
@@ -293,7 +295,7 @@ void opencl_cache_free(opencl_impl *cl)
 int opencl_compile(void *impl, const char *source, fe_module **mod, double *seconds, int *cached)
 {
   opencl_impl *cl = impl;
-  double t0 = opencl_now();
+  double t0 = fe_clock();
   cl_program prog;
   *mod = NULL;
   *seconds = 0;
@@ -310,7 +312,7 @@ int opencl_compile(void *impl, const char *source, fe_module **mod, double *seco
   if (cl->modules) cl->modules->prev = m;
   cl->modules = m;
   *mod = m;
-  *seconds = opencl_now() - t0;
+  *seconds = fe_clock() - t0;
   return 0;
 }
 

@@ -1,5 +1,5 @@
 -- felab's physics library, written on physics.new and embedded in the binary
--- (scripts/embed-lua.sh). Each law is a pair of pointwise functions f0(u, du, x, a, t) and
+-- (scripts/embed.sh). Each law is a pair of pointwise functions f0(u, du, x, a, t) and
 -- f1(...) that the tracer differentiates: nothing here writes a Jacobian by hand.
 local physics = ...
 
