@@ -4,7 +4,8 @@
 # folder, and run there
 #   scripts/gpu-test.sh [build folder] [log folder]
 # It registers NVIDIA's OpenCL driver (so the opencl backend runs on the GPU too), then runs
-#   cuda.log     tests/scripts/test_cuda.lua: cuda vs cpu vs opencl, PCG, vectors, rates
+#   cuda.log     tests/scripts/test_cuda.lua: cuda vs cpu vs opencl, PCG, vectors, rates;
+#                test_patch.lua: strategy patch against transpose on every backend
 #   scripts.log  test_backends.lua and test_convergence.lua: cpu and opencl on the GPU
 #   checks.log   scripts/gpu-checks.lua twice on one fresh cache (cold JIT, then cached),
 #                the second time also running out of device memory
@@ -41,6 +42,7 @@ step() {
 }
 
 step "test_cuda.lua" cuda.log "$FELAB" tests/scripts/test_cuda.lua
+step "test_patch.lua (patch = transpose on cpu, opencl, cuda)" cuda.log "$FELAB" tests/scripts/test_patch.lua
 step "test_backends.lua (opencl on the GPU)" scripts.log "$FELAB" tests/scripts/test_backends.lua
 step "test_convergence.lua (opencl on the GPU)" scripts.log "$FELAB" tests/scripts/test_convergence.lua
 CHECKS_CACHE=$(mktemp -d /tmp/felab-cache.XXXXXX) # cold: nothing compiled yet

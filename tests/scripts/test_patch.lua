@@ -89,7 +89,8 @@ for _, c in ipairs(cases) do
   end
   print(("%-5s %s%s %-9s patch = transpose (residual, apply, diagonal) on %s%s")
         :format(c.cell, c.space, c.components and "^3" or "  ", c.physics or "", table.concat(backends, ", "),
-                first and "; single too; 7-cell patches" or ""))
+                (first and "; single too; 7-cell patches" or "") ..
+                (c.big_tables and nvidia_opencl and " (not NVIDIA's opencl: constant memory)" or "")))
 end
 
 -- the model: patches recompute first-order geometry, so they move fewer bytes; the counted
