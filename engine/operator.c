@@ -787,6 +787,19 @@ static size_t group_size(const op_device *d, const fe_operator *A, fe_action a)
   return n > d->be->info.max_group ? d->be->info.max_group : n;
 }
 
+/* The arguments every integration kernel ends with: coordinates, per-cell constants, named
+ * constants, field maps and values, then u, w and y (10 in all). */
+static void physics_args(const op_device *d, const fe_vector *u, const fe_vector *w,
+                         fe_vector *y, fe_arg *a)
+{
+  const fe_buffer *bufs[10] = {&d->coords, &d->aux, &d->params, &d->fmaps,
+                               d->fv[0] ? d->fv[0] : &d->params,
+                               d->fv[1] ? d->fv[1] : &d->params,
+                               d->fv[2] ? d->fv[2] : &d->params,
+                               &u->buf, &w->buf, &y->buf};
+  for (int i = 0; i < 10; i++) a[i] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = bufs[i]};
+}
+
 /* The patch kernel: one launch over every patch. */
 static int op_integrate_patches(fe_operator *A, op_device *d, fe_action a, const fe_vector *u,
                                 const fe_vector *w, fe_vector *y, int *launches)
@@ -802,17 +815,8 @@ static int op_integrate_patches(fe_operator *A, op_device *d, fe_action a, const
       {.kind = FE_ARG_BUFFER, .buf = &d->pend},
       {.kind = FE_ARG_BUFFER, .buf = &d->lcells},
       {.kind = FE_ARG_BUFFER, .buf = geo},
-      {.kind = FE_ARG_BUFFER, .buf = &d->coords},
-      {.kind = FE_ARG_BUFFER, .buf = &d->aux},
-      {.kind = FE_ARG_BUFFER, .buf = &d->params},
-      {.kind = FE_ARG_BUFFER, .buf = &d->fmaps},
-      {.kind = FE_ARG_BUFFER, .buf = d->fv[0] ? d->fv[0] : &d->params},
-      {.kind = FE_ARG_BUFFER, .buf = d->fv[1] ? d->fv[1] : &d->params},
-      {.kind = FE_ARG_BUFFER, .buf = d->fv[2] ? d->fv[2] : &d->params},
-      {.kind = FE_ARG_BUFFER, .buf = &u->buf},
-      {.kind = FE_ARG_BUFFER, .buf = &w->buf},
-      {.kind = FE_ARG_BUFFER, .buf = &y->buf},
   };
+  physics_args(d, u, w, y, args + 8);
   double s;
   FE_CHECK(d->be->ops->launch(d->be->impl, d->kernel[a], (size_t)d->ngroups, group_size(d, A, a),
                               18, args, d->prec, &s));
@@ -835,17 +839,8 @@ static int op_integrate(fe_operator *A, op_device *d, fe_action a, const fe_vect
         {.kind = FE_ARG_BUFFER, .buf = &d->groups},
         {.kind = FE_ARG_BUFFER, .buf = &d->cells},
         {.kind = FE_ARG_BUFFER, .buf = &d->geo[a]},
-        {.kind = FE_ARG_BUFFER, .buf = &d->coords},
-        {.kind = FE_ARG_BUFFER, .buf = &d->aux},
-        {.kind = FE_ARG_BUFFER, .buf = &d->params},
-        {.kind = FE_ARG_BUFFER, .buf = &d->fmaps},
-        {.kind = FE_ARG_BUFFER, .buf = d->fv[0] ? d->fv[0] : &d->params},
-        {.kind = FE_ARG_BUFFER, .buf = d->fv[1] ? d->fv[1] : &d->params},
-        {.kind = FE_ARG_BUFFER, .buf = d->fv[2] ? d->fv[2] : &d->params},
-        {.kind = FE_ARG_BUFFER, .buf = &u->buf},
-        {.kind = FE_ARG_BUFFER, .buf = &w->buf},
-        {.kind = FE_ARG_BUFFER, .buf = &y->buf},
     };
+    physics_args(d, u, w, y, args + 6);
     int nargs = 16;
     if (a == FE_ACTION_DIAGONAL) { /* no direction argument */
       args[14] = args[15];
