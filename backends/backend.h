@@ -86,6 +86,17 @@ typedef struct fe_backend_ops {
              double *result);
   int (*reduce)(void *impl, const fe_buffer *x, size_t n, fe_precision prec, fe_reduce_op op,
                 double *result);
+  /* Optional (NULL: the engine composes axpby, pointwise and dot). The update of one
+   * preconditioned CG step in one pass: x <- x + alpha p, r <- r - alpha q, then with
+   * z = r ./ d (z = r when d is NULL), never stored, *rr <- (r, r) and *rz <- (r, z) of the
+   * updated r, both accumulated in double. */
+  int (*cg_update)(void *impl, fe_buffer *x, fe_buffer *r, const fe_buffer *p,
+                   const fe_buffer *q, const fe_buffer *d, double alpha, size_t n,
+                   fe_precision prec, double *rr, double *rz);
+  /* Optional (NULL: pointwise and axpby). CG's new direction in one pass:
+   * p <- r ./ d + beta p (p <- r + beta p when d is NULL). */
+  int (*cg_direction)(void *impl, fe_buffer *p, const fe_buffer *r, const fe_buffer *d,
+                      double beta, size_t n, fe_precision prec);
 } fe_backend_ops;
 
 /* Measured ceilings of one backend in one precision (device.calibrate). */

@@ -163,11 +163,19 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
   fe_strbuf_printf(&b, "#define FE_JACOBIAN %d\n#define NEED_U %d\n#define NEED_X %d\n#define HAS_F0 %d\n",
                    n.jacobian, n.need_u, n.need_x, n.has_f0);
   fe_strbuf_printf(&b, "#define FE_DIAGONAL %d\n", s->action == FE_ACTION_DIAGONAL);
-  if (s->patch)
+  if (s->patch) {
     fe_strbuf_printf(&b, "#define MAXL %d /* nodes of the largest patch */\n#define LIDX %s\n"
-                         "#define GEO_RECOMPUTE %d\n",
-                     s->maxl, s->lidx_bytes == 1 ? "unsigned char" : "unsigned short",
-                     s->geo_recompute);
+                         "#define GEO_RECOMPUTE %d\n#define MAXC %d /* contributions of the "
+                         "largest patch */\n",
+                     s->maxl, s->walk > 0 ? "unsigned int" : s->lidx_bytes == 1 ? "unsigned char"
+                                                                    : "unsigned short",
+                     s->geo_recompute, s->maxc);
+    fe_strbuf_printf(&b, "#define WALK %d\n#define WALK_CELLS %d /* cells per walk */\n"
+                         "#define ITEMS %d /* walks per patch */\n"
+                         "#define MAXE %d /* events of the largest patch */\n",
+                     s->walk > 0, s->walk > 0 ? s->walk : 1, s->walk > 0 ? s->items : 1,
+                     s->walk > 0 ? s->maxe : 1);
+  }
   fe_strbuf_printf(&b, "#define NAUX %d /* per-cell constants a[] */\n", p->naux);
   fe_strbuf_printf(&b, "#define NK %d /* named constants k[] */\n", p->nconst);
   fe_strbuf_printf(&b, "#define NFV %d /* auxiliary field values f[] */\n#define NEED_F %d\n",
@@ -309,8 +317,11 @@ void fe_codegen_model(const fe_kernel_spec *s, int ndirichlet, double *flops, do
      * the patch sums added into y once per patch node */
     *flops += s->patch_nodes * nc;
     double geo = recompute ? 0 : ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;
-    *bytes = common + s->patch_nodes * 8.0 + (ngroups + 1) * 4.0 + ncells * nb * s->lidx_bytes +
-             geo + (n.need_x || recompute ? nnodes * 3 * w : 0);
+    /* walks read their events (4 bytes each) instead of the local numbers */
+    double cellmap = s->walk > 0 ? s->walk_events * 4.0 + (ngroups + 1) * 4.0
+                                 : ncells * nb * s->lidx_bytes;
+    *bytes = common + s->patch_nodes * 8.0 + (ngroups + 1) * 4.0 + cellmap + geo +
+             (n.need_x || recompute ? nnodes * 3 * w : 0);
     return;
   }
   double geo = ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;

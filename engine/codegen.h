@@ -28,6 +28,12 @@ typedef struct fe_kernel_spec {
   int lidx_bytes;     /* bytes of a local node number: 1 or 2 */
   int geo_recompute;  /* 1: the map's factors from the node coordinates at each point */
   double patch_nodes; /* nodes summed over patches (a node shared by k patches counts k) */
+  int maxc;           /* contributions filed by the largest patch (places in its runs) */
+  int walk;           /* cells per walk (0: one item per cell) */
+  int items;          /* walks per patch */
+  int maxe;           /* walks: events of the largest patch */
+  double walk_loads;  /* walks: node loads into slots, summed over patches */
+  double walk_events; /* walks: event words read, padding included */
 } fe_kernel_spec;
 
 /* Entries of the auxiliary fields' dof maps per cell (the sum of their basis sizes). */

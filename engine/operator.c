@@ -14,12 +14,15 @@
 
 #include "engine/codegen.h"
 #include "engine/error.h"
+#include "engine/patch.h"
 #include "engine/quadrature.h"
 
 #define OP_MAX_DEVICES 8
 
-/* Cells per patch: one work-group item each. (Tuned on the H200 by scripts/bench/gpu.lua.) */
+/* Cells per patch: one work-group item each, or WALK_CELLS per item when walking.
+ * (Tuned by scripts/bench/gpu.lua: docs/benchmarks.md.) */
 #define PATCH_BLOCK 512
+#define PATCH_WALK_BLOCK_CELLS 128 /* walks per patch */
 /* Items per patch work group: larger patches give each item several cells. */
 #define PATCH_ITEMS 256
 
@@ -37,9 +40,14 @@ typedef struct op_device {
   fe_buffer groups;      /* group list, ordered by color */
   fe_buffer cells;       /* ncells x NB node ids */
   fe_buffer pstart, pnodes, pend, lcells; /* patches: node list offsets, node lists, the ends
-                                           * of the nodes' runs, local cell maps */
-  int maxl, lidx_bytes;  /* patches: nodes of the largest, bytes of a local number */
-  double patch_nodes;    /* patches: their node counts summed */
+                                           * of the nodes' runs, local cell maps or events */
+  fe_buffer estart;      /* patches with walks: event offsets */
+  int walk, asked_walk;  /* patches: cells per walk (0: an item per cell), as asked */
+  int reuse;             /* walks keep nodes across cells in another vertex order */
+  int items;             /* walks per patch */
+  int maxl, maxc, maxe, lidx_bytes; /* patches: nodes, contributions and events of the
+                                    * largest, bytes of a local number */
+  double patch_nodes, patch_places, walk_loads, walk_events; /* summed over patches */
   int patch_too_big;     /* patches: a group's shared arrays exceed the device's */
   fe_buffer geo[FE_NACTIONS]; /* geometric factors at each action's points (shared when equal) */
   fe_buffer coords;      /* nnodes x 3 */
@@ -209,7 +217,7 @@ static void op_device_free(op_device *d)
   fe_backend *be = d->be;
   fe_buffer *bufs[] = {&d->groups, &d->cells, &d->coords, &d->aux,   &d->didx,
                        &d->dval,   &d->params, &d->fmaps, &d->pstart, &d->pnodes, &d->pend,
-                       &d->lcells};
+                       &d->lcells, &d->estart};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i]->ptr) be->ops->release(be->impl, bufs[i]);
   for (int a = FE_NACTIONS - 1; a >= 0; a--) { /* shared buffers are released once, by the first */
@@ -245,14 +253,16 @@ const char *fe_operator_strategies(const fe_operator *A)
 }
 
 /* The strategy an action runs with: the one asked for, else "patch" on cuda for first-order
- * spaces on straight cells (it recomputes the geometry and scatters once per patch node,
+ * spaces on straight cells and P2 simplices (it recomputes the geometry and scatters once per patch node,
  * docs/kernels.md), else "transpose". */
 static int pick_strategy(const fe_action_opts *o, const fe_backend *be, const fe_operator *A,
                          int *patch)
 {
   const char *s = o ? o->strategy : NULL;
-  if (!s) {
-    *patch = !strcmp(be->name, "cuda") && A->geo_recompute;
+  if (!s) { /* P2 simplices too: 0.83 against 1.49 ms on the H100 (docs/benchmarks.md) */
+    fe_cell_type t = A->V->elem.cell;
+    int p2 = A->V->elem.order == 2 && (t == FE_CELL_TET || t == FE_CELL_TRI);
+    *patch = !strcmp(be->name, "cuda") && (A->geo_recompute || p2);
     return 0;
   }
   FE_ASSERT(!strcmp(s, "transpose") || !strcmp(s, "patch"), FE_ERR_ARG,
@@ -296,9 +306,10 @@ static size_t shared_limit(const fe_backend *be)
 /* Cells per work group: 32 fills a GPU group with (cell, point) threads and, on a CPU,
  * measured fastest for the P1 apply (docs/benchmarks.md); halved until the group's shared
  * arrays fit the device (high orders). */
-static int default_block(const fe_backend *be, const fe_operator *A, fe_precision prec, int patch)
+static int default_block(const fe_backend *be, const fe_operator *A, fe_precision prec, int patch,
+                         int walk)
 {
-  if (patch) return PATCH_BLOCK;
+  if (patch) return walk > 0 ? PATCH_WALK_BLOCK_CELLS * walk : PATCH_BLOCK;
   int block = 32;
   size_t per_cell = shared_per_cell(A, prec), limit = shared_limit(be);
   while (block > 1 && block * per_cell > limit) block /= 2;
@@ -321,9 +332,15 @@ static void fill_spec(const fe_operator *A, const op_device *d, fe_action a, fe_
   s->geo_affine = A->geo_affine;
   s->patch = d->patch;
   s->maxl = d->maxl;
+  s->maxc = d->maxc;
+  s->maxe = d->maxe;
   s->lidx_bytes = d->lidx_bytes;
   s->geo_recompute = d->patch && A->geo_recompute;
   s->patch_nodes = d->patch_nodes;
+  s->walk = d->walk;
+  s->items = d->items;
+  s->walk_loads = d->walk_loads;
+  s->walk_events = d->walk_events;
 }
 
 /* Cells rounded up to whole work groups. */
@@ -437,114 +454,51 @@ static int cell_permutation(const fe_operator *A, const op_device *d, const int 
   return 0;
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-  int x = *(const int *)a, y = *(const int *)b;
-  return (x > y) - (x < y);
-}
-
-/* Position of v in the sorted list l[0..n-1] (present by construction). */
-static int find_sorted(const int *l, int n, int v)
-{
-  int lo = 0, hi = n - 1;
-  while (lo < hi) {
-    int mid = (lo + hi) / 2;
-    if (l[mid] < v) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/* The patches of strategy "patch": work group g owns stored cells [g*BLOCK, (g+1)*BLOCK);
- * its nodes, sorted, are pnodes[pstart[g] ..], and lcells holds each cell's local numbers
- * (1 byte when every patch has at most 256 nodes, else 2). pend[pstart[g] + i] ends local
- * node i's run in the patch's list of (cell, basis function) contributions: the number of
- * contributions to nodes 0..i. */
-static int upload_patches(const fe_operator *A, op_device *d, const int *perm, size_t npad)
+/* The patches of strategy "patch" (engine/patch.c): work group g owns stored cells
+ * [g*BLOCK, (g+1)*BLOCK) and the sorted list of their nodes (constrained ones as ~node, so
+ * the kernel masks the direction itself). With walks the cells of each patch are reordered
+ * along its tour (perm is rewritten: every per-cell array uploaded after this follows it). */
+static int upload_patches(const fe_operator *A, op_device *d, int *perm, size_t npad)
 {
   const fe_space *V = A->V;
-  int nb = V->elem.nbasis, bs = d->block, ng = d->ngroups;
-  size_t per = (size_t)bs * nb;
-  int *lists = NULL, *count = NULL, *start = NULL, *nodes = NULL, *ends = NULL;
-  void *lc = NULL;
-  FE_MALLOC(lists, npad * nb, "patch node lists");
-  count = malloc(sizeof(int) * ((size_t)ng + 1));
-  start = malloc(sizeof(int) * ((size_t)ng + 1));
-  int rc = count && start ? 0 : fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
-                                              "out of host memory for the patches");
-#pragma omp parallel for schedule(dynamic, 64) if (!rc)
-  for (int g = 0; g < ng; g++) {
-    int *l = lists + (size_t)g * per, n = 0;
-    for (int j = 0; j < bs; j++) {
-      int c = perm[(size_t)g * bs + j];
-      if (c < 0) continue; /* padding */
-      memcpy(l + n, V->cell_nodes + (size_t)c * nb, sizeof(int) * nb);
-      n += nb;
-    }
-    qsort(l, (size_t)n, sizeof(int), cmp_int);
-    int u = 0;
-    for (int i = 0; i < n; i++)
-      if (i == 0 || l[i] != l[u - 1]) l[u++] = l[i];
-    count[g] = u;
-  }
-  int maxl = 0;
-  long long total = 0;
-  for (int g = 0; !rc && g < ng; g++) {
-    start[g] = (int)total;
-    total += count[g];
-    if (count[g] > maxl) maxl = count[g];
-  }
-  if (!rc) {
-    start[ng] = (int)total;
-    FE_ASSERT(total < 2147483647LL, FE_ERR_ARG, "the patches hold %lld nodes, more than an int "
-              "counts (use a larger block)", total);
-    FE_ASSERT(maxl <= 65536, FE_ERR_ARG, "a patch of %d cells touches %d nodes, more than 65536 "
-              "(use a smaller block)", bs, maxl);
-    d->maxl = maxl;
-    d->lidx_bytes = maxl <= 256 ? 1 : 2;
-    d->patch_nodes = (double)total;
-    nodes = malloc(sizeof(int) * ((size_t)total + 1));
-    ends = calloc((size_t)total + 1, sizeof(int));
-    lc = calloc(npad * nb, (size_t)d->lidx_bytes);
-    if (!nodes || !ends || !lc) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
-                                         "out of host memory for the patches");
-  }
-#pragma omp parallel for schedule(dynamic, 64) if (!rc)
-  for (int g = 0; g < ng; g++) {
-    const int *l = lists + (size_t)g * per;
-    memcpy(nodes + start[g], l, sizeof(int) * (size_t)count[g]);
-    for (int j = 0; j < bs; j++) {
-      size_t i = (size_t)g * bs + j;
-      int c = perm[i];
-      for (int b = 0; c >= 0 && b < nb; b++) {
-        int k = find_sorted(l, count[g], V->cell_nodes[(size_t)c * nb + b]);
-        ends[start[g] + k]++;
-        if (d->lidx_bytes == 1) ((unsigned char *)lc)[i * nb + b] = (unsigned char)k;
-        else ((unsigned short *)lc)[i * nb + b] = (unsigned short)k;
-      }
-    }
-    for (int k = 1; k < count[g]; k++) ends[start[g] + k] += ends[start[g] + k - 1];
-  }
-  if (!rc) rc = upload_ints(d->be, start, (size_t)ng + 1, &d->pstart);
-  if (!rc) rc = upload_ints(d->be, nodes, (size_t)total + 1, &d->pnodes);
-  if (!rc) rc = upload_ints(d->be, ends, (size_t)total + 1, &d->pend);
-  if (!rc) rc = d->be->ops->alloc(d->be->impl, npad * nb * d->lidx_bytes, &d->lcells);
-  if (!rc) rc = d->be->ops->write(d->be->impl, &d->lcells, 0, npad * nb * d->lidx_bytes, lc);
-  free(lists);
-  free(count);
-  free(start);
-  free(nodes);
-  free(ends);
-  free(lc);
+  unsigned char *con = calloc((size_t)V->nnodes + 1, 1);
+  if (!con) FE_ERROR(FE_ERR_MEM, "out of host memory for the patches");
+  for (int i = 0; i < A->ndir; i++) con[A->dir_nodes[i] / V->ncomp] = 1;
+  fe_patches P;
+  int rc = fe_patches_build(V, con, perm, npad, d->block, d->walk, d->reuse, &P);
+  free(con);
+  FE_CHECK(rc);
+  d->maxl = P.maxl;
+  d->maxc = P.maxc;
+  d->maxe = P.maxe;
+  d->lidx_bytes = P.lidx_bytes;
+  d->items = P.items;
+  d->patch_nodes = P.nodes_total;
+  d->patch_places = P.places_total;
+  d->walk_loads = P.loads_total;
+  d->walk_events = (double)P.nevents;
+  int ng = P.npatch;
+  size_t total = (size_t)P.start[ng];
+  rc = upload_ints(d->be, P.start, (size_t)ng + 1, &d->pstart);
+  if (!rc) rc = upload_ints(d->be, P.nodes, total + 1, &d->pnodes);
+  if (!rc) rc = upload_ints(d->be, P.ends, total + 1, &d->pend);
+  size_t lbytes = d->walk > 0 ? sizeof(unsigned) * (P.nevents + 1)
+                              : npad * V->elem.nbasis * (size_t)P.lidx_bytes;
+  const void *lsrc = d->walk > 0 ? (const void *)P.events : P.lcells;
+  if (!rc) rc = d->be->ops->alloc(d->be->impl, lbytes, &d->lcells);
+  if (!rc) rc = d->be->ops->write(d->be->impl, &d->lcells, 0, lbytes, lsrc);
+  if (!rc && d->walk > 0) rc = upload_ints(d->be, P.estart, (size_t)ng + 1, &d->estart);
+  fe_patches_free(&P);
   FE_CHECK(rc);
   /* shared memory: the patch's state, direction and coordinates, the contributions, the runs */
-  size_t need = ((size_t)maxl * (3 + 2 * V->ncomp) + (size_t)bs * nb * V->ncomp) *
-                    fe_precision_size(d->prec) + (2 * (size_t)maxl + 1) * sizeof(int);
+  size_t need = ((size_t)d->maxl * (3 + 2 * V->ncomp) + (size_t)d->maxc * V->ncomp) *
+                    fe_precision_size(d->prec) +
+                ((d->walk > 0 ? 1 : 2) * (size_t)d->maxl + 1 + (size_t)d->maxe) * sizeof(int);
   d->patch_too_big = need > shared_limit(d->be);
   FE_ASSERT(need <= shared_limit(d->be), FE_ERR_ARG,
             "block = %d cells of %s touch up to %d nodes, %zu bytes of shared memory per work "
-            "group; %s allows %zu (use a smaller block)", bs, V->name, maxl, need, d->be->name,
-            shared_limit(d->be));
+            "group; %s allows %zu (use a smaller block)", d->block, V->name, d->maxl, need,
+            d->be->name, shared_limit(d->be));
   return 0;
 }
 
@@ -658,6 +612,12 @@ static int op_device_setup(fe_operator *A, op_device *d)
   order = malloc(sizeof(int) * ((size_t)V->mesh->ncells + 1));
   if (!order) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   for (int c = 0; !rc && c < V->mesh->ncells; c++) order[c] = c;
+  if (!rc && d->patch) { /* patches: compact ones along a Morton curve (a box's own order makes
+                          * strips one cell thick, whose nodes are shared by four patches) */
+    free(order);
+    order = NULL;
+    rc = fe_mesh_morton_order(A->V->mesh, &order);
+  }
   if (!rc && build_schedule(A, d, order, &list)) {
     fe_error_clear();
     free(d->color_start);
@@ -704,15 +664,43 @@ static int op_device_setup(fe_operator *A, op_device *d)
   return 0;
 }
 
+/* Cells per walk of a patch realization: asked (> 0, first-order straight cells whose nodes
+ * fit the slots), else none: one item per cell. Walks read a quarter of the shared node data
+ * per tet, but measured slower on the H100 (more registers, a select per slot and event:
+ * docs/benchmarks.md), so they are asked for, not automatic. Walks keep nodes across cells
+ * only where that changes nothing but rounding. */
+static int pick_walk(const fe_action_opts *o, const fe_operator *A, int patch, int *walk,
+                     int *reuse)
+{
+  int asked = o ? o->walk : 0, nb = A->V->elem.nbasis;
+  *walk = 0;
+  *reuse = 0;
+  if (!patch || asked < 0) return 0;
+  if (asked > 0) {
+    FE_ASSERT(A->geo_recompute, FE_ERR_ARG, "walk = %d: walks need first-order cells on "
+              "straight geometry (P1, Q1, prisms P1); %s is not", asked, A->V->name);
+    FE_ASSERT(nb <= FE_WALK_MAX_SLOTS, FE_ERR_ARG, "walk = %d: a walk holds at most %d nodes "
+              "per cell, %s has %d", asked, FE_WALK_MAX_SLOTS, A->V->name, nb);
+    FE_ASSERT(asked <= 256, FE_ERR_ARG, "walk = %d cells is too long (at most 256)", asked);
+  }
+  if (asked <= 0) return 0;
+  *walk = asked;
+  /* fields are evaluated in the cell's own vertex order: keep it */
+  int fields = A->pde->nfields > 0 && A->pde->uses_fields;
+  *reuse = !fields && fe_patch_walk_reuses(A->V->elem.cell, A->quad, FE_NACTIONS);
+  return 0;
+}
+
 /* The realization for these options, made on first use. */
 static int op_device_get(fe_operator *A, const fe_action_opts *o, op_device **out)
 {
   fe_backend *be;
   fe_precision prec;
   FE_CHECK(resolve(o, &be, &prec));
-  int patch;
+  int patch, walk, reuse;
   FE_CHECK(pick_strategy(o, be, A, &patch));
-  int block = o && o->block > 0 ? o->block : default_block(be, A, prec, patch);
+  FE_CHECK(pick_walk(o, A, patch, &walk, &reuse));
+  int block = o && o->block > 0 ? o->block : default_block(be, A, prec, patch, walk);
   FE_ASSERT(block <= 4096, FE_ERR_ARG, "block = %d cells per work group is too large", block);
   size_t need = patch ? 0 : block * shared_per_cell(A, prec); /* patches: checked when made */
   FE_ASSERT(need <= shared_limit(be) || block == 1, FE_ERR_ARG,
@@ -720,7 +708,8 @@ static int op_device_get(fe_operator *A, const fe_action_opts *o, op_device **ou
             "%zu (use a smaller block)", block, A->V->name, need, be->name, shared_limit(be));
   for (int i = 0; i < A->ndev; i++)
     if (A->dev[i].be == be && A->dev[i].prec == prec && A->dev[i].patch == patch &&
-        A->dev[i].asked == (o && o->block > 0 ? o->block : 0)) {
+        A->dev[i].asked == (o && o->block > 0 ? o->block : 0) &&
+        A->dev[i].asked_walk == (patch && o ? o->walk : 0)) {
       *out = &A->dev[i];
       return 0;
     }
@@ -736,6 +725,9 @@ static int op_device_get(fe_operator *A, const fe_action_opts *o, op_device **ou
   d->block = block;
   d->asked = o && o->block > 0 ? o->block : 0;
   d->patch = patch;
+  d->walk = walk;
+  d->reuse = reuse;
+  d->asked_walk = patch && o ? o->walk : 0;
   d->colored = !patch && scatter_colored(be);
   int rc = op_device_setup(A, d);
   /* default patches too large for shared memory: halve them until they fit */
@@ -745,6 +737,9 @@ static int op_device_get(fe_operator *A, const fe_action_opts *o, op_device **ou
     d->be = be;
     d->prec = prec;
     d->patch = 1;
+    d->walk = walk;
+    d->reuse = reuse;
+    d->asked_walk = o ? o->walk : 0;
     d->block = block /= 2;
     rc = op_device_setup(A, d);
   }
@@ -781,7 +776,8 @@ static int op_kernel(fe_operator *A, op_device *d, fe_action a, double *compile_
 /* Threads per group on a GPU-like device: one per (cell, point) or (cell, basis function). */
 static size_t group_size(const op_device *d, const fe_operator *A, fe_action a)
 {
-  size_t n = d->patch ? (size_t)(d->block < PATCH_ITEMS ? d->block : PATCH_ITEMS) /* per cell */
+  size_t n = d->patch && d->walk > 0 ? (size_t)d->items /* per walk */
+            : d->patch ? (size_t)(d->block < PATCH_ITEMS ? d->block : PATCH_ITEMS) /* per cell */
                       : (size_t)d->block * (size_t)imax(A->quad[a].npoints, A->V->elem.nbasis);
   n = (n + 31) / 32 * 32;
   return n > d->be->info.max_group ? d->be->info.max_group : n;
@@ -806,20 +802,21 @@ static int op_integrate_patches(fe_operator *A, op_device *d, fe_action a, const
 {
   FE_CHECK_INTERRUPT();
   const fe_buffer *geo = d->geo[a].ptr ? &d->geo[a] : &d->params; /* unused when recomputed */
-  fe_arg args[18] = {
+  fe_arg args[19] = {
       {.kind = FE_ARG_INT, .i = d->ngroups},
       {.kind = FE_ARG_INT, .i = A->V->mesh->ncells},
       {.kind = FE_ARG_INT, .i = (long long)(padded_cells(A, d->block) * (A->geo_affine ? 1 : A->quad[a].npoints))},
       {.kind = FE_ARG_BUFFER, .buf = &d->pstart},
       {.kind = FE_ARG_BUFFER, .buf = &d->pnodes},
       {.kind = FE_ARG_BUFFER, .buf = &d->pend},
-      {.kind = FE_ARG_BUFFER, .buf = &d->lcells},
+      {.kind = FE_ARG_BUFFER, .buf = &d->lcells}, /* or the walks' events */
+      {.kind = FE_ARG_BUFFER, .buf = d->walk > 0 ? &d->estart : &d->pstart}, /* unread: no walks */
       {.kind = FE_ARG_BUFFER, .buf = geo},
   };
-  physics_args(d, u, w, y, args + 8);
+  physics_args(d, u, w, y, args + 9);
   double s;
   FE_CHECK(d->be->ops->launch(d->be->impl, d->kernel[a], (size_t)d->ngroups, group_size(d, A, a),
-                              18, args, d->prec, &s));
+                              19, args, d->prec, &s));
   (*launches)++;
   return 0;
 }
@@ -959,12 +956,14 @@ static int op_run(fe_operator *A, op_device *d, fe_action a, const fe_vector *u,
 {
   int n = A->V->ndofs;
   *launches = 0;
-  if (a == FE_ACTION_APPLY && A->ndir > 0) { /* the direction without its constrained part */
+  /* the direction without its constrained part (patch kernels read it as zero themselves) */
+  int mask = a == FE_ACTION_APPLY && A->ndir > 0 && !d->patch;
+  if (mask) {
     if (!d->scratch) FE_CHECK(fe_vector_create(d->be, d->prec, n, &d->scratch));
     FE_CHECK(fe_vector_copy(d->scratch, w));
     FE_CHECK(op_dirichlet(A, d, a, d->scratch, 0, 0, 0, d->scratch, launches));
   }
-  const fe_vector *wm = a == FE_ACTION_APPLY && A->ndir > 0 ? d->scratch : w;
+  const fe_vector *wm = mask ? d->scratch : w;
   if (!u && !d->zero) FE_CHECK(fe_vector_create(d->be, d->prec, n, &d->zero)); /* zeroed */
   if (!u) u = d->zero;
   FE_CHECK(fe_vector_fill(out, 0.0));
@@ -1085,7 +1084,7 @@ int fe_operator_source(fe_operator *A, const char *action, const fe_action_opts 
     return fe_codegen_action(&s, be->name, be->ops->preamble(be->impl, prec), src);
   }
   op_device d = {.be = be, .prec = prec};
-  d.block = o && o->block > 0 ? o->block : default_block(be, A, prec, 0);
+  d.block = o && o->block > 0 ? o->block : default_block(be, A, prec, 0, 0);
   d.colored = scatter_colored(be);
   fill_spec(A, &d, a, &s);
   return fe_codegen_action(&s, be->name, be->ops->preamble(be->impl, prec), src);

@@ -20,6 +20,8 @@ typedef struct fe_action_opts {
   int precision;         /* -1: default, else fe_precision */
   const char *strategy;  /* "transpose" (the only one of the skeleton) */
   int block;             /* cells per work group, 0: automatic */
+  int walk;              /* strategy "patch": cells per walk (first-order straight cells); 0 or
+                          * -1: one item per cell */
   int nolog;             /* 1: keep this call out of the session log (solvers' inner calls) */
 } fe_action_opts;
 

@@ -5,7 +5,10 @@
  * each step is one Jacobian action, three dot products and three vector updates:
  *   q = J p, alpha = (r, z) / (p, q), x += alpha p, r -= alpha q,
  *   z = M^-1 r, beta = (r, z)_new / (r, z)_old, p = z + beta p.
- * Jacobi takes M = diag(J). J (and its diagonal) is taken at the state o->at: zero for
+ * Jacobi takes M = diag(J). The vector work after q = J p is three passes (launches on a
+ * GPU): (p, q); one fused update of x and r that also returns (r, r) and (r, z) without
+ * storing z (fe_vector_cg_update); and p = z + beta p with z = M^-1 r recomputed on the
+ * fly (fe_vector_cg_direction). J (and its diagonal) is taken at the state o->at: zero for
  * linear physics, Newton's current iterate for nonlinear (engine/newton.c).
  * For linear physics, residual(u) = 0 is J u = b with
  * b = J u0 - residual(u0): we start from u0 carrying the boundary values and iterate on
@@ -75,15 +78,20 @@ int fe_solver_initial(fe_operator *A, const fe_vector *x0, const fe_action_opts 
   return 0;
 }
 
-/* Counted work of the vector operations of one CG iteration on n reals of w bytes:
- * three dots (2n flops, 2n words each), three axpby (3n flops, 3n words), one pointwise
- * product (n flops, 3n words). */
+/* Counted work of the vector operations of one CG iteration on n reals of w bytes, in
+ * three launches:
+ *   (p, q)        2n flops; reads p, q: 2n words
+ *   cg_update     x += alpha p, r -= alpha q (4n), (r, r) (2n), and with Jacobi z = r ./ d
+ *                 (n) and (r, z) (2n); reads x, p, r, q (and d), writes x, r: 6n (7n) words
+ *   cg_direction  p = z + beta p (2n), with Jacobi z = r ./ d again (n); reads r, p (and d),
+ *                 writes p: 3n (4n) words
+ * Without a preconditioner z = r: (r, z) is (r, r), counted once. */
 static void cg_vector_model(double n, double w, int jacobi, double *flops, double *bytes,
                             int *launches)
 {
-  *flops = 3 * 2 * n + 3 * 3 * n + (jacobi ? n : 0);
-  *bytes = (3 * 2 * n + 3 * 3 * n + (jacobi ? 3 * n : 2 * n)) * w;
-  *launches = 7;
+  *flops = 2 * n + (jacobi ? 9 * n : 6 * n) + (jacobi ? 3 * n : 2 * n);
+  *bytes = (2 * n + (jacobi ? 7 * n : 6 * n) + (jacobi ? 4 * n : 3 * n)) * w;
+  *launches = 3;
 }
 
 typedef struct cg_work {
@@ -144,6 +152,7 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   FE_CHECK(fe_vector_duplicate(x, &k->p));
   double setup_s = rep.setup_seconds; /* moving the operator's data: the first call reports it */
   if (jacobi) FE_CHECK(fe_operator_diagonal(A, o->at, &act, &k->d, &rep));
+  const fe_vector *d = jacobi ? k->d : NULL; /* M = diag(J), or none */
   double rr, rz, rz_new, pq, r0;
   FE_CHECK(fe_vector_norm(k->r, &r0));
   FE_CHECK(history_add(info, r0));
@@ -170,12 +179,8 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
                info->reason);
     }
     double alpha = rz / pq;
-    FE_CHECK(fe_vector_axpby(x, alpha, k->p, 1.0));     /* x <- x + alpha p */
-    FE_CHECK(fe_vector_axpby(k->r, -alpha, k->q, 1.0)); /* r <- r - alpha q */
-    if (jacobi) FE_CHECK(fe_vector_pointwise(k->z, k->r, k->d, 1)); /* z <- r ./ diag */
-    else FE_CHECK(fe_vector_copy(k->z, k->r));
-    FE_CHECK(fe_vector_dot(k->r, k->r, &rr));
-    FE_CHECK(fe_vector_dot(k->r, k->z, &rz_new));
+    /* x <- x + alpha p, r <- r - alpha q; rr = (r, r), rz_new = (r, z) with z = r ./ diag */
+    FE_CHECK(fe_vector_cg_update(x, k->r, k->p, k->q, d, alpha, k->z, &rr, &rz_new));
     double rn = sqrt(rr);
     FE_CHECK(history_add(info, rn));
     if (o->monitor) printf("  cg %4d  |r| = %.6e\n", it, rn);
@@ -189,7 +194,7 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
       snprintf(info->reason, sizeof info->reason, rn <= o->atol ? "atol" : "rtol");
       break;
     }
-    FE_CHECK(fe_vector_axpby(k->p, 1.0, k->z, rz_new / rz)); /* p <- z + beta p */
+    FE_CHECK(fe_vector_cg_direction(k->p, k->r, d, rz_new / rz, k->z)); /* p <- z + beta p */
     rz = rz_new;
   }
   FE_CHECK(x->be->ops->finish(x->be->impl));

@@ -158,3 +158,72 @@ int fe_vector_get_entry(const fe_vector *x, int i, double *value)
   *value = f;
   return 0;
 }
+
+/* work, or a new vector like x when work is NULL (*made says which, to free it). */
+static int vector_work(const fe_vector *x, fe_vector *work, const char *what, fe_vector **z,
+                       int *made)
+{
+  *made = !work;
+  if (work) {
+    FE_CHECK(fe_vector_check_compatible(x, work, what));
+    *z = work;
+    return 0;
+  }
+  return fe_vector_duplicate(x, z);
+}
+
+/* Without the backend's fused slot: two axpby, z = r ./ d into work, and the dots. */
+static int vector_cg_update_unfused(fe_vector *x, fe_vector *r, const fe_vector *p,
+                                    const fe_vector *q, const fe_vector *d, double alpha,
+                                    fe_vector *work, double *rr, double *rz)
+{
+  FE_CHECK(fe_vector_axpby(x, alpha, p, 1.0));  /* x <- x + alpha p */
+  FE_CHECK(fe_vector_axpby(r, -alpha, q, 1.0)); /* r <- r - alpha q */
+  FE_CHECK(fe_vector_dot(r, r, rr));
+  if (!d) {
+    *rz = *rr; /* z = r */
+    return 0;
+  }
+  fe_vector *z;
+  int made;
+  FE_CHECK(vector_work(x, work, "cg_update", &z, &made));
+  int rc = fe_vector_pointwise(z, r, d, 1); /* z <- r ./ d */
+  if (!rc) rc = fe_vector_dot(r, z, rz);
+  if (made) fe_vector_free(z);
+  FE_CHECK(rc);
+  return 0;
+}
+
+int fe_vector_cg_update(fe_vector *x, fe_vector *r, const fe_vector *p, const fe_vector *q,
+                        const fe_vector *d, double alpha, fe_vector *work, double *rr,
+                        double *rz)
+{
+  FE_CHECK(fe_vector_check_compatible(x, r, "cg_update"));
+  FE_CHECK(fe_vector_check_compatible(x, p, "cg_update"));
+  FE_CHECK(fe_vector_check_compatible(x, q, "cg_update"));
+  if (d) FE_CHECK(fe_vector_check_compatible(x, d, "cg_update"));
+  const fe_backend_ops *ops = x->be->ops;
+  if (!ops->cg_update) return vector_cg_update_unfused(x, r, p, q, d, alpha, work, rr, rz);
+  return ops->cg_update(x->be->impl, &x->buf, &r->buf, &p->buf, &q->buf, d ? &d->buf : NULL,
+                        alpha, (size_t)x->n, x->prec, rr, rz);
+}
+
+int fe_vector_cg_direction(fe_vector *p, const fe_vector *r, const fe_vector *d, double beta,
+                           fe_vector *work)
+{
+  FE_CHECK(fe_vector_check_compatible(p, r, "cg_direction"));
+  if (d) FE_CHECK(fe_vector_check_compatible(p, d, "cg_direction"));
+  const fe_backend_ops *ops = p->be->ops;
+  if (ops->cg_direction)
+    return ops->cg_direction(p->be->impl, &p->buf, &r->buf, d ? &d->buf : NULL, beta,
+                             (size_t)p->n, p->prec);
+  if (!d) return fe_vector_axpby(p, 1.0, r, beta); /* p <- r + beta p */
+  fe_vector *z;
+  int made;
+  FE_CHECK(vector_work(p, work, "cg_direction", &z, &made));
+  int rc = fe_vector_pointwise(z, r, d, 1);      /* z <- r ./ d */
+  if (!rc) rc = fe_vector_axpby(p, 1.0, z, beta); /* p <- z + beta p */
+  if (made) fe_vector_free(z);
+  FE_CHECK(rc);
+  return 0;
+}

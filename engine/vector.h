@@ -27,6 +27,17 @@ int fe_vector_norm(const fe_vector *x, double *result);
 int fe_vector_min(const fe_vector *x, double *result);
 int fe_vector_max(const fe_vector *x, double *result);
 int fe_vector_get_entry(const fe_vector *x, int i, double *value);
+/* The update of one preconditioned CG step, fused where the backend can: x <- x + alpha p,
+ * r <- r - alpha q, then rr = (r, r) and rz = (r, z) of the new r with z = r ./ d (z = r
+ * when d is NULL), in double. work (may be NULL) serves only backends without the fused
+ * slot, which need z stored (one is made and freed when work is NULL). */
+int fe_vector_cg_update(fe_vector *x, fe_vector *r, const fe_vector *p, const fe_vector *q,
+                        const fe_vector *d, double alpha, fe_vector *work, double *rr,
+                        double *rz);
+/* CG's new direction, fused where the backend can: p <- r ./ d + beta p (p <- r + beta p
+ * when d is NULL); work as in fe_vector_cg_update. */
+int fe_vector_cg_direction(fe_vector *p, const fe_vector *r, const fe_vector *d, double beta,
+                           fe_vector *work);
 /* Check two vectors can be combined (same length; converts nothing): error names both. */
 int fe_vector_check_compatible(const fe_vector *x, const fe_vector *y, const char *what);
 

@@ -43,6 +43,7 @@ step() {
 
 step "test_cuda.lua" cuda.log "$FELAB" tests/scripts/test_cuda.lua
 step "test_patch.lua (patch = transpose on cpu, opencl, cuda)" cuda.log "$FELAB" tests/scripts/test_patch.lua
+step "test_patch_options.lua" cuda.log "$FELAB" tests/scripts/test_patch_options.lua
 step "test_backends.lua (opencl on the GPU)" scripts.log "$FELAB" tests/scripts/test_backends.lua
 step "test_convergence.lua (opencl on the GPU)" scripts.log "$FELAB" tests/scripts/test_convergence.lua
 CHECKS_CACHE=$(mktemp -d /tmp/felab-cache.XXXXXX) # cold: nothing compiled yet

@@ -99,8 +99,11 @@ static const help_entry builtin[] = {
      "A matrix-free operator. Every action takes opts {backend = \"cpu\"|\"opencl\"|\"cuda\",\n"
      "precision = \"double\"|\"single\", strategy = \"transpose\"|\"patch\", block = cells per group}\n"
      "and returns (vector, report); the report compares measured and predicted rates.\n"
-     "\"patch\" (the default on cuda for P1/Q1 on straight cells) gathers each patch's nodes\n"
-     "once, recomputes first-order geometry and adds once per patch node (docs/kernels.md).\n"
+     "\"patch\" (the default on cuda for P1/Q1 on straight cells and P2 simplices) gathers\n"
+     "each patch's nodes once, recomputes first-order geometry and adds once per patch node\n"
+     "(docs/kernels.md);\n"
+     "with walk = n (first-order cells) each item walks n cells that share nodes, keeping\n"
+     "them in registers, and the sums are the same bits at every call.\n"
      "example: r, rep = A:residual(u); print(rep)"},
     {FELAB_OPERATOR ":residual",
      "A:residual(u, {backend = \"opencl\", precision = \"double\", strategy = \"transpose\"})",

@@ -14,9 +14,11 @@
 
 static const char *const create_keys[] = {"dirichlet", "value", "quadrature", NULL};
 static const char *const quad_keys[] = {"degree", "rule", NULL};
-static const char *const action_keys[] = {"backend", "precision", "strategy", "block", NULL};
-static const char *const state_keys[] = {"backend", "precision", "strategy", "block", "at", NULL};
-static const char *const initial_keys[] = {"backend", "precision", "strategy", "block",
+static const char *const action_keys[] = {"backend", "precision", "strategy", "block", "walk",
+                                          NULL};
+static const char *const state_keys[] = {"backend", "precision", "strategy", "block", "walk",
+                                         "at", NULL};
+static const char *const initial_keys[] = {"backend", "precision", "strategy", "block", "walk",
                                            "interior", NULL};
 
 /* The open operator at i (a method's self), or an error naming the function. */
@@ -52,6 +54,14 @@ static void read_action_opts(lua_State *L, int t, const char *fname, const char 
       luaL_error(L, "%s: block must be an integer >= 0 (cells per work group, 0: automatic), "
                  "got %s", fname, felab_number_or_kind(L, -1));
     o->block = (int)b;
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, t, "walk") != LUA_TNIL) {
+    lua_Integer b;
+    if (!felab_is_integer(L, -1, &b) || b < -1 || b > INT_MAX)
+      luaL_error(L, "%s: walk must be an integer >= -1 (strategy \"patch\": cells per walk, 0 or "
+                 "-1: one item per cell), got %s", fname, felab_number_or_kind(L, -1));
+    o->walk = (int)b;
   }
   lua_pop(L, 1);
 }

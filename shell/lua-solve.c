@@ -14,12 +14,12 @@
 
 static const char *const cg_keys[] = {"pc",       "rtol",      "atol",    "maxit",
                                       "backend",  "precision", "strategy", "block",
-                                      "monitor",  "x0",        NULL};
+                                      "walk",     "monitor",   "x0",       NULL};
 static const char *const newton_keys[] = {"linear",     "pc",           "rtol",     "atol",
                                           "maxit",      "linear_rtol",  "linear_maxit",
                                           "linesearch", "backend",      "precision",
-                                          "strategy",   "block",        "monitor",
-                                          "x0",         NULL};
+                                          "strategy",   "block",        "walk",
+                                          "monitor",    "x0",           NULL};
 
 /* opts[key] as a finite number >= 0 into *v (kept when absent); fname names the caller. */
 static void opt_tolerance(lua_State *L, int t, const char *fname, const char *key, double *v)
@@ -55,6 +55,7 @@ static void read_common_opts(lua_State *L, int t, const char *fname, fe_action_o
                              int *monitor, const fe_vector **x0)
 {
   opt_integer(L, t, fname, "block", 0, &act->block);
+  opt_integer(L, t, fname, "walk", -1, &act->walk);
   act->backend = felab_opt_field_name(L, t, fname, "backend");
   act->strategy = felab_opt_field_name(L, t, fname, "strategy");
   const char *prec = felab_opt_field_name(L, t, fname, "precision");

@@ -26,4 +26,6 @@ const fe_backend_ops fe_backend_cuda_ops = {
     .pointwise = cuda_pointwise,
     .dot = cuda_dot,
     .reduce = cuda_reduce,
+    .cg_update = cuda_cg_update,
+    .cg_direction = cuda_cg_direction,
 };

@@ -11,7 +11,7 @@
  *   cuda-loader.c    dlopen/dlsym of both libraries, error names
  *   cuda-device.c    open, close, query, memory, timing events, finish
  *   cuda-program.c   the dialect preamble, NVRTC compile with its caches, kernels, launch
- *   cuda-vector.c    built-in kernels: fill, axpby, pointwise, dot, reduce
+ *   cuda-vector.c    built-in kernels: fill, axpby, pointwise, dot, reduce, the fused CG steps
  *   cuda-backend.c   the table */
 #ifndef FE_CUDA_BACKEND_H
 #define FE_CUDA_BACKEND_H
@@ -171,7 +171,8 @@ typedef struct cuda_vector {
   fe_module *module;
   CUfunction fill[FE_NPRECISIONS], axpby[FE_NPRECISIONS], pointwise[FE_NPRECISIONS];
   CUfunction dot[FE_NPRECISIONS], reduce[FE_NPRECISIONS];
-  CUdeviceptr scratch;  /* result, done-counter, then one partial per block */
+  CUfunction cg_update[FE_NPRECISIONS], cg_direction[FE_NPRECISIONS];
+  CUdeviceptr scratch;  /* done-counter, two results, then two partials per block */
   int max_blocks;       /* partials in scratch */
 } cuda_vector;
 
@@ -252,6 +253,11 @@ int cuda_dot(void *impl, const fe_buffer *x, const fe_buffer *y, size_t n, fe_pr
              double *result);
 int cuda_reduce(void *impl, const fe_buffer *x, size_t n, fe_precision prec, fe_reduce_op op,
                 double *result);
+int cuda_cg_update(void *impl, fe_buffer *x, fe_buffer *r, const fe_buffer *p,
+                   const fe_buffer *q, const fe_buffer *d, double alpha, size_t n,
+                   fe_precision prec, double *rr, double *rz);
+int cuda_cg_direction(void *impl, fe_buffer *p, const fe_buffer *r, const fe_buffer *d,
+                      double beta, size_t n, fe_precision prec);
 void cuda_vector_free(cuda_impl *cu);
 
 #endif

@@ -11,7 +11,9 @@
  * shared memory) into one partial in global scratch, and the last block to finish (the one
  * that draws the last ticket of an atomic counter) combines the partials in a fixed order
  * and resets the counter. The result is therefore the same bits at every call, whatever
- * order the blocks ran in. The host reads the one double back. */
+ * order the blocks ran in. The host reads the one double back. The fused CG update
+ * (x += alpha p, r -= alpha q, then (r, r) and (r, M^-1 r)) is one such launch with two
+ * sums, read back in one copy of two doubles; CG's new direction is element-wise. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,37 +88,93 @@ static const char vector_source[] =
     "  return v;\n"
     "}\n"
     "\n"
-    "/* scratch[0] <- the sum (op 0), min or max of x (or of x .* y when dot), see the top of\n"
-    " * cuda-vector.c; scratch[1] holds the ticket counter, scratch[2 ...] the partials */\n"
-    "template <typename T> __device__ void fe_reduce(const T *x, const T *y, int dot, idx n,\n"
-    "                                                int op, double *scratch, double *s, int *last)\n"
+    "/* The scratch of a reduction: scratch[0] holds the ticket counter, scratch[1] and\n"
+    " * scratch[2] the results, scratch[3 ...] the partials, K per block (sum k of block b at\n"
+    " * 3 + k * blocks + b). */\n"
+    "#define FE_SCRATCH_PARTIALS 3\n"
+    "\n"
+    "/* scratch[1 + k] <- v[k] combined over the grid (op 0 sum, 1 min, 2 max), for K <= 2\n"
+    " * values per thread; s holds 32 K doubles. See the top of cuda-vector.c. */\n"
+    "template <int K>\n"
+    "__device__ void fe_grid_combine(double (&v)[K], int op, double *scratch, double *s,\n"
+    "                                int *last)\n"
     "{\n"
-    "  unsigned int *done = (unsigned int *)(scratch + 1);\n"
-    "  double *partial = scratch + 2;\n"
-    "  double v = fe_identity(op);\n"
-    "  if (dot)\n"
-    "    for (idx i = fe_first(); i < n; i += fe_stride())\n"
-    "      v += (double)x[i] * (double)y[i];\n"
-    "  else\n"
-    "    for (idx i = fe_first(); i < n; i += fe_stride())\n"
-    "      v = fe_combine(v, (double)x[i], op);\n"
-    "  v = fe_block_combine(v, op, s);\n"
+    "  unsigned int *done = (unsigned int *)scratch;\n"
+    "  double *partial = scratch + FE_SCRATCH_PARTIALS;\n"
+    "  for (int k = 0; k < K; k++) v[k] = fe_block_combine(v[k], op, s + 32 * k);\n"
     "  if (threadIdx.x == 0) {\n"
-    "    partial[blockIdx.x] = v;\n"
-    "    __threadfence(); /* the partial is visible before the ticket is drawn */\n"
+    "    for (int k = 0; k < K; k++) partial[k * gridDim.x + blockIdx.x] = v[k];\n"
+    "    __threadfence(); /* the partials are visible before the ticket is drawn */\n"
     "    *last = atomicAdd(done, 1u) == gridDim.x - 1;\n"
     "  }\n"
     "  __syncthreads();\n"
     "  if (!*last) return;\n"
     "  __threadfence();\n"
-    "  double w = fe_identity(op);\n"
-    "  for (int i = threadIdx.x; i < (int)gridDim.x; i += blockDim.x)\n"
-    "    w = fe_combine(w, ((volatile double *)partial)[i], op);\n"
-    "  w = fe_block_combine(w, op, s);\n"
-    "  if (threadIdx.x == 0) {\n"
-    "    scratch[0] = w;\n"
-    "    *done = 0; /* ready for the next reduction */\n"
+    "  for (int k = 0; k < K; k++) {\n"
+    "    double w = fe_identity(op);\n"
+    "    for (int i = threadIdx.x; i < (int)gridDim.x; i += blockDim.x)\n"
+    "      w = fe_combine(w, ((volatile double *)partial)[k * gridDim.x + i], op);\n"
+    "    w = fe_block_combine(w, op, s + 32 * k);\n"
+    "    if (threadIdx.x == 0) scratch[1 + k] = w;\n"
     "  }\n"
+    "  if (threadIdx.x == 0) *done = 0; /* ready for the next reduction */\n"
+    "}\n"
+    "\n"
+    "/* scratch[1] <- the sum (op 0), min or max of x (or of x .* y when dot) */\n"
+    "template <typename T> __device__ void fe_reduce(const T *x, const T *y, int dot, idx n,\n"
+    "                                                int op, double *scratch, double *s, int *last)\n"
+    "{\n"
+    "  double v[1] = {fe_identity(op)};\n"
+    "  if (dot)\n"
+    "    for (idx i = fe_first(); i < n; i += fe_stride())\n"
+    "      v[0] += (double)x[i] * (double)y[i];\n"
+    "  else\n"
+    "    for (idx i = fe_first(); i < n; i += fe_stride())\n"
+    "      v[0] = fe_combine(v[0], (double)x[i], op);\n"
+    "  fe_grid_combine<1>(v, op, scratch, s, last);\n"
+    "}\n"
+    "\n"
+    "/* CG's update in one pass: x <- x + alpha p, r <- r - alpha q, and with z = r ./ d\n"
+    " * (z = r when d is null), never stored, scratch[1] <- (r, r) and scratch[2] <- (r, z) of\n"
+    " * the new r */\n"
+    "template <typename T>\n"
+    "__device__ void fe_cg_update(T *x, T *r, const T *p, const T *q, const T *d, T alpha, idx n,\n"
+    "                             double *scratch, double *s, int *last)\n"
+    "{\n"
+    "  double v[2] = {0.0, 0.0}; /* (r, r), (r, z) */\n"
+    "  if (d) {\n"
+    "    for (idx i = fe_first(); i < n; i += fe_stride()) {\n"
+    "      const T ri = r[i] - alpha * q[i], zi = ri / d[i];\n"
+    "      x[i] = x[i] + alpha * p[i];\n"
+    "      r[i] = ri;\n"
+    "      v[0] += (double)ri * (double)ri;\n"
+    "      v[1] += (double)ri * (double)zi;\n"
+    "    }\n"
+    "  } else {\n"
+    "    for (idx i = fe_first(); i < n; i += fe_stride()) {\n"
+    "      const T ri = r[i] - alpha * q[i];\n"
+    "      x[i] = x[i] + alpha * p[i];\n"
+    "      r[i] = ri;\n"
+    "      v[0] += (double)ri * (double)ri;\n"
+    "    }\n"
+    "    v[1] = v[0]; /* z = r */\n"
+    "  }\n"
+    "  fe_grid_combine<2>(v, 0, scratch, s, last);\n"
+    "}\n"
+    "\n"
+    "/* CG's new direction: p <- r ./ d + beta p (r + beta p when d is null); p is not read\n"
+    " * when beta = 0 */\n"
+    "template <typename T>\n"
+    "__device__ void fe_cg_direction(T *p, const T *r, const T *d, T beta, idx n)\n"
+    "{\n"
+    "  if (d && beta == (T)0)\n"
+    "    for (idx i = fe_first(); i < n; i += fe_stride()) p[i] = r[i] / d[i];\n"
+    "  else if (d)\n"
+    "    for (idx i = fe_first(); i < n; i += fe_stride()) p[i] = r[i] / d[i] + beta * p[i];\n"
+    "  else if (beta == (T)0)\n"
+    "    for (idx i = fe_first(); i < n; i += fe_stride()) p[i] = r[i];\n"
+    "  else\n"
+    "    for (idx i = fe_first(); i < n; i += fe_stride()) p[i] = r[i] + beta * p[i];\n"
     "}\n"
     "\n"
     "#define FE_VECTOR_KERNELS(T, S) \\\n"
@@ -141,6 +199,19 @@ static const char vector_source[] =
     "    __shared__ double s[32]; \\\n"
     "    __shared__ int last; \\\n"
     "    fe_reduce(x, x, 0, n, op, scratch, s, &last); \\\n"
+    "  } \\\n"
+    "  extern \"C\" __global__ void fe_vec_cg_update_##S(T *x, T *r, const T *p, const T *q, \\\n"
+    "                                                  const T *d, T alpha, idx n, \\\n"
+    "                                                  double *scratch) \\\n"
+    "  { \\\n"
+    "    __shared__ double s[64]; \\\n"
+    "    __shared__ int last; \\\n"
+    "    fe_cg_update(x, r, p, q, d, alpha, n, scratch, s, &last); \\\n"
+    "  } \\\n"
+    "  extern \"C\" __global__ void fe_vec_cg_direction_##S(T *p, const T *r, const T *d, \\\n"
+    "                                                     T beta, idx n) \\\n"
+    "  { \\\n"
+    "    fe_cg_direction(p, r, d, beta, n); \\\n"
     "  }\n"
     "FE_VECTOR_KERNELS(double, d)\n"
     "FE_VECTOR_KERNELS(float, f)\n";
@@ -155,12 +226,13 @@ static int cuda_vector_function(cuda_impl *cu, const char *op, int prec, CUfunct
   return 0;
 }
 
-/* The scratch of a reduction: result, counter, partials; zeroed once. */
+/* The scratch of a reduction: counter, two results, two partials per block (the layout
+ * the kernels' FE_SCRATCH_PARTIALS describes); zeroed once. */
 static int cuda_vector_scratch(cuda_impl *cu)
 {
   cuda_vector *v = &cu->vector;
   int sms = cu->info.compute_units > 0 ? cu->info.compute_units : 1;
-  size_t n = 2 + (size_t)sms * REDUCE_BLOCKS_PER_SM;
+  size_t n = 3 + 2 * (size_t)sms * REDUCE_BLOCKS_PER_SM;
   double *zeros = calloc(n, sizeof *zeros);
   if (!zeros) FE_ERROR(FE_ERR_MEM, "out of host memory for reduction scratch");
   fe_buffer b;
@@ -196,6 +268,8 @@ static int cuda_vector_get(cuda_impl *cu)
     FE_CHECK(cuda_vector_function(cu, "pointwise", p, &v->pointwise[p]));
     FE_CHECK(cuda_vector_function(cu, "dot", p, &v->dot[p]));
     FE_CHECK(cuda_vector_function(cu, "reduce", p, &v->reduce[p]));
+    FE_CHECK(cuda_vector_function(cu, "cg_update", p, &v->cg_update[p]));
+    FE_CHECK(cuda_vector_function(cu, "cg_direction", p, &v->cg_direction[p]));
   }
   return cuda_vector_scratch(cu);
 }
@@ -299,13 +373,14 @@ int cuda_pointwise(void *impl, fe_buffer *z, const fe_buffer *x, const fe_buffer
   return cuda_vector_run(cu, cu->vector.pointwise[prec], "fe_vec_pointwise", n, params);
 }
 
-/* Run a reduction kernel and read its one double back. */
+/* Run a reduction kernel and read its nresults doubles (1 or 2) back in one copy. */
 static int cuda_reduce_run(cuda_impl *cu, CUfunction fn, const char *name, size_t n,
-                           void **params, double *result)
+                           void **params, int nresults, double *result)
 {
   size_t blocks = cuda_vector_blocks(cu, n, REDUCE_BLOCKS_PER_SM, (size_t)cu->vector.max_blocks);
   FE_CHECK(cuda_run(cu, fn, name, blocks, VECTOR_BLOCK, params, NULL));
-  CUresult err = cu->api.cuMemcpyDtoH(result, cu->vector.scratch, sizeof *result);
+  CUresult err = cu->api.cuMemcpyDtoH(result, cu->vector.scratch + sizeof(double),
+                                      (size_t)nresults * sizeof *result);
   if (err != CUDA_SUCCESS) return cuda_fail(cu, err, name);
   return 0;
 }
@@ -324,7 +399,7 @@ int cuda_dot(void *impl, const fe_buffer *x, const fe_buffer *y, size_t n, fe_pr
   CUdeviceptr px = (CUdeviceptr)(size_t)x->ptr, py = (CUdeviceptr)(size_t)y->ptr;
   long long nn = (long long)n;
   void *params[] = {&px, &py, &nn, &cu->vector.scratch};
-  return cuda_reduce_run(cu, cu->vector.dot[prec], "fe_vec_dot", n, params, result);
+  return cuda_reduce_run(cu, cu->vector.dot[prec], "fe_vec_dot", n, params, 1, result);
 }
 
 /* sum, min or max of x in double; for n = 0: 0, +inf, -inf */
@@ -343,5 +418,55 @@ int cuda_reduce(void *impl, const fe_buffer *x, size_t n, fe_precision prec, fe_
   long long nn = (long long)n;
   int kop = op == FE_REDUCE_SUM ? 0 : op == FE_REDUCE_MIN ? 1 : 2;
   void *params[] = {&px, &nn, &kop, &cu->vector.scratch};
-  return cuda_reduce_run(cu, cu->vector.reduce[prec], "fe_vec_reduce", n, params, result);
+  return cuda_reduce_run(cu, cu->vector.reduce[prec], "fe_vec_reduce", n, params, 1, result);
+}
+
+/* x <- x + alpha p, r <- r - alpha q; (r, r) and (r, r ./ d) of the new r (d NULL: both
+ * (r, r)) in double, finished on the device in the same launch; 0 for n = 0 */
+int cuda_cg_update(void *impl, fe_buffer *x, fe_buffer *r, const fe_buffer *p,
+                   const fe_buffer *q, const fe_buffer *d, double alpha, size_t n,
+                   fe_precision prec, double *rr, double *rz)
+{
+  cuda_impl *cu = impl;
+  *rr = *rz = 0.0;
+  FE_CHECK(cuda_vector_check(x, n, prec, "cg_update", "x"));
+  FE_CHECK(cuda_vector_check(r, n, prec, "cg_update", "r"));
+  FE_CHECK(cuda_vector_check(p, n, prec, "cg_update", "p"));
+  FE_CHECK(cuda_vector_check(q, n, prec, "cg_update", "q"));
+  if (d) FE_CHECK(cuda_vector_check(d, n, prec, "cg_update", "d"));
+  if (!n) return 0;
+  FE_CHECK(cuda_usable(cu));
+  FE_CHECK(cuda_vector_get(cu));
+  CUdeviceptr px = (CUdeviceptr)(size_t)x->ptr, pr = (CUdeviceptr)(size_t)r->ptr;
+  CUdeviceptr pp = (CUdeviceptr)(size_t)p->ptr, pq = (CUdeviceptr)(size_t)q->ptr;
+  CUdeviceptr pd = d ? (CUdeviceptr)(size_t)d->ptr : 0; /* null: no preconditioner */
+  long long nn = (long long)n;
+  cuda_real ra;
+  void *params[] = {&px, &pr, &pp, &pq, &pd, cuda_real_arg(&ra, alpha, prec), &nn,
+                    &cu->vector.scratch};
+  double sums[2];
+  FE_CHECK(cuda_reduce_run(cu, cu->vector.cg_update[prec], "fe_vec_cg_update", n, params, 2,
+                           sums));
+  *rr = sums[0];
+  *rz = sums[1];
+  return 0;
+}
+
+/* p <- r ./ d + beta p, or r + beta p when d is NULL (p is not read when beta = 0) */
+int cuda_cg_direction(void *impl, fe_buffer *p, const fe_buffer *r, const fe_buffer *d,
+                      double beta, size_t n, fe_precision prec)
+{
+  cuda_impl *cu = impl;
+  FE_CHECK(cuda_vector_check(p, n, prec, "cg_direction", "p"));
+  FE_CHECK(cuda_vector_check(r, n, prec, "cg_direction", "r"));
+  if (d) FE_CHECK(cuda_vector_check(d, n, prec, "cg_direction", "d"));
+  if (!n) return 0;
+  FE_CHECK(cuda_usable(cu));
+  FE_CHECK(cuda_vector_get(cu));
+  CUdeviceptr pp = (CUdeviceptr)(size_t)p->ptr, pr = (CUdeviceptr)(size_t)r->ptr;
+  CUdeviceptr pd = d ? (CUdeviceptr)(size_t)d->ptr : 0; /* null: no preconditioner */
+  long long nn = (long long)n;
+  cuda_real rb;
+  void *params[] = {&pp, &pr, &pd, cuda_real_arg(&rb, beta, prec), &nn};
+  return cuda_vector_run(cu, cu->vector.cg_direction[prec], "fe_vec_cg_direction", n, params);
 }

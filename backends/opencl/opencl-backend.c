@@ -24,4 +24,6 @@ const fe_backend_ops fe_backend_opencl_ops = {
     .pointwise = opencl_pointwise,
     .dot = opencl_dot,
     .reduce = opencl_reduce,
+    .cg_update = opencl_cg_update,
+    .cg_direction = opencl_cg_direction,
 };

@@ -2,7 +2,7 @@
  * backends/opencl/ and by nothing else (the engine sees only the table in backend.h).
  *   opencl-device.c   open, close, query, memory, errors, the enqueue-and-wait helper
  *   opencl-program.c  the dialect preamble, compile with its caches, kernels, launch
- *   opencl-vector.c   built-in kernels: fill, axpby, pointwise, dot, reduce
+ *   opencl-vector.c   built-in kernels: fill, axpby, pointwise, dot, reduce, the fused CG steps
  *   opencl-backend.c  the table */
 #ifndef FE_OPENCL_BACKEND_H
 #define FE_OPENCL_BACKEND_H
@@ -38,7 +38,7 @@ typedef struct opencl_cached {
 /* The built-in vector kernels of one precision, built on first use. */
 typedef struct opencl_vector {
   cl_program program;
-  cl_kernel fill, axpby, pointwise, dot, reduce;
+  cl_kernel fill, axpby, pointwise, dot, reduce, cg_update, cg_direction;
 } opencl_vector;
 
 typedef struct opencl_impl {
@@ -102,6 +102,11 @@ int opencl_dot(void *impl, const fe_buffer *x, const fe_buffer *y, size_t n, fe_
                double *result);
 int opencl_reduce(void *impl, const fe_buffer *x, size_t n, fe_precision prec, fe_reduce_op op,
                   double *result);
+int opencl_cg_update(void *impl, fe_buffer *x, fe_buffer *r, const fe_buffer *p,
+                     const fe_buffer *q, const fe_buffer *d, double alpha, size_t n,
+                     fe_precision prec, double *rr, double *rz);
+int opencl_cg_direction(void *impl, fe_buffer *p, const fe_buffer *r, const fe_buffer *d,
+                        double beta, size_t n, fe_precision prec);
 void opencl_vector_free(opencl_impl *cl);
 
 #endif

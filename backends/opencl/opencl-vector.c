@@ -6,10 +6,11 @@
  * values, and one contiguous chunk on a CPU device (PoCL), where that is 25x faster.
  * dot and reduce are two-stage: every work item accumulates its slice, each group
  * combines its items by a tree in local memory and writes one partial, and the host adds
- * (or takes the min/max of) the partials in double. Accumulation on the device is in
- * double whenever the device has fp64, for float vectors too, as backend.h promises
- * ("reductions accumulate in double"); only a device without fp64 accumulates floats in
- * float. */
+ * (or takes the min/max of) the partials in double. The fused CG update is a reduction of
+ * the same shape with two sums, (r, r) and (r, M^-1 r): two partials per group, read back
+ * in one copy. Accumulation on the device is in double whenever the device has fp64, for
+ * float vectors too, as backend.h promises ("reductions accumulate in double"); only a
+ * device without fp64 accumulates floats in float. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,26 @@ static const char vector_source[] =
     "  fe_group_reduce(s, sum, 0, partial);\n"
     "}\n"
     "\n"
+    "/* two sums at once: partial[group] <- sum of a, partial[groups + group] <- sum of b */\n"
+    "static inline void fe_group_reduce2(__local acc *s, acc a, acc b, __global acc *partial)\n"
+    "{\n"
+    "  const int t = (int)get_local_id(0), m = (int)get_local_size(0);\n"
+    "  s[t] = a;\n"
+    "  s[m + t] = b;\n"
+    "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "  for (int h = m / 2; h > 0; h /= 2) {\n"
+    "    if (t < h) {\n"
+    "      s[t] += s[t + h];\n"
+    "      s[m + t] += s[m + t + h];\n"
+    "    }\n"
+    "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "  }\n"
+    "  if (t == 0) {\n"
+    "    partial[get_group_id(0)] = s[0];\n"
+    "    partial[get_num_groups(0) + get_group_id(0)] = s[m];\n"
+    "  }\n"
+    "}\n"
+    "\n"
     "/* partial[group] <- sum, min or max of x over the group's slices */\n"
     "__kernel void fe_vec_reduce(__global const real *x, const long n, const int op,\n"
     "                            __global acc *partial, __local acc *s)\n"
@@ -121,6 +142,52 @@ static const char vector_source[] =
     "  acc r = op == 0 ? (acc)0 : op == 1 ? (acc)INFINITY : (acc)-INFINITY;\n"
     "  FE_SLICE(i, n) r = fe_combine(r, (acc)x[i], op);\n"
     "  fe_group_reduce(s, r, op, partial);\n"
+    "}\n"
+    "\n"
+    "/* CG's update in one pass: x <- x + alpha p, r <- r - alpha q, and with z = r ./ d\n"
+    " * (z = r without precond), never stored, partial[group] <- (r, r) and\n"
+    " * partial[groups + group] <- (r, z) over the group's slices of the new r */\n"
+    "__kernel void fe_vec_cg_update(__global real *x, __global real *r, __global const real *p,\n"
+    "                               __global const real *q, __global const real *d,\n"
+    "                               const int precond, const real alpha, const long n,\n"
+    "                               __global acc *partial, __local acc *s)\n"
+    "{\n"
+    "  acc rr = 0, rz = 0;\n"
+    "  if (precond) {\n"
+    "    FE_SLICE(i, n) {\n"
+    "      const real ri = r[i] - alpha * q[i], zi = ri / d[i];\n"
+    "      x[i] = x[i] + alpha * p[i];\n"
+    "      r[i] = ri;\n"
+    "      rr += (acc)ri * (acc)ri;\n"
+    "      rz += (acc)ri * (acc)zi;\n"
+    "    }\n"
+    "  } else {\n"
+    "    FE_SLICE(i, n) {\n"
+    "      const real ri = r[i] - alpha * q[i];\n"
+    "      x[i] = x[i] + alpha * p[i];\n"
+    "      r[i] = ri;\n"
+    "      rr += (acc)ri * (acc)ri;\n"
+    "    }\n"
+    "    rz = rr; /* z = r */\n"
+    "  }\n"
+    "  fe_group_reduce2(s, rr, rz, partial);\n"
+    "}\n"
+    "\n"
+    "/* CG's new direction: p <- r ./ d + beta p, or r + beta p without precond; p is not read\n"
+    " * when beta = 0 */\n"
+    "__kernel void fe_vec_cg_direction(__global real *p, __global const real *r,\n"
+    "                                  __global const real *d, const int precond,\n"
+    "                                  const real beta, const long n)\n"
+    "{\n"
+    "  if (precond && beta == (real)0) {\n"
+    "    FE_SLICE(i, n) p[i] = r[i] / d[i];\n"
+    "  } else if (precond) {\n"
+    "    FE_SLICE(i, n) p[i] = r[i] / d[i] + beta * p[i];\n"
+    "  } else if (beta == (real)0) {\n"
+    "    FE_SLICE(i, n) p[i] = r[i];\n"
+    "  } else {\n"
+    "    FE_SLICE(i, n) p[i] = r[i] + beta * p[i];\n"
+    "  }\n"
     "}\n";
 
 /* Make one built-in kernel of the vector program. */
@@ -137,7 +204,8 @@ static int opencl_vector_kernel(opencl_impl *cl, cl_program prog, const char *na
 /* Release one precision's vector program and kernels. */
 static void opencl_vector_release(opencl_vector *v)
 {
-  cl_kernel ks[] = {v->fill, v->axpby, v->pointwise, v->dot, v->reduce};
+  cl_kernel ks[] = {v->fill,   v->axpby,     v->pointwise,   v->dot,
+                    v->reduce, v->cg_update, v->cg_direction};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
     if (ks[i]) clReleaseKernel(ks[i]);
   if (v->program) clReleaseProgram(v->program);
@@ -155,7 +223,7 @@ static int opencl_vector_get(opencl_impl *cl, fe_precision prec, opencl_vector *
 {
   opencl_vector *v = &cl->vector[prec];
   *out = v;
-  if (v->reduce) return 0;
+  if (v->program) return 0; /* built, with every kernel (a failure releases it) */
   FE_ASSERT(prec == FE_FLOAT || cl->info.fp64, FE_ERR_UNAVAILABLE,
             "%s has no double precision (no cl_khr_fp64): use precision = \"single\"",
             cl->info.name);
@@ -174,7 +242,9 @@ static int opencl_vector_get(opencl_impl *cl, fe_precision prec, opencl_vector *
       opencl_vector_kernel(cl, v->program, "fe_vec_axpby", &v->axpby) ||
       opencl_vector_kernel(cl, v->program, "fe_vec_pointwise", &v->pointwise) ||
       opencl_vector_kernel(cl, v->program, "fe_vec_dot", &v->dot) ||
-      opencl_vector_kernel(cl, v->program, "fe_vec_reduce", &v->reduce)) {
+      opencl_vector_kernel(cl, v->program, "fe_vec_reduce", &v->reduce) ||
+      opencl_vector_kernel(cl, v->program, "fe_vec_cg_update", &v->cg_update) ||
+      opencl_vector_kernel(cl, v->program, "fe_vec_cg_direction", &v->cg_direction)) {
     opencl_vector_release(v);
     return fe_error_push(FE_ERR_INTERNAL, __FILE__, __LINE__, __func__);
   }
@@ -327,31 +397,35 @@ static int opencl_partials(opencl_impl *cl)
 }
 
 /* Run a reduction kernel whose first arguments are set (partials and scratch are set
- * here, at ipartial and ipartial + 1), then combine the partials on the host in double. */
+ * here, at ipartial and ipartial + 1), then combine the partials on the host in double.
+ * The kernel makes nsums results (1, or 2 sums), writing result k of group g at partial
+ * k * groups + g; result[k] gets it. */
 static int opencl_reduce_run(opencl_impl *cl, cl_kernel k, const char *name, cl_uint ipartial,
-                             size_t n, int op, double *result)
+                             size_t n, int op, int nsums, double *result)
 {
   FE_CHECK(opencl_partials(cl));
   size_t group = opencl_vector_group(cl, k);
   size_t ngroups = opencl_vector_ngroups(cl, n, group, REDUCE_GROUPS_PER_CU);
-  if (ngroups > cl->npartials) ngroups = cl->npartials;
+  if (ngroups * (size_t)nsums > cl->npartials) ngroups = cl->npartials / (size_t)nsums;
   size_t accsize = cl->info.fp64 ? sizeof(cl_double) : sizeof(cl_float);
   cl_int err = opencl_arg(CL_SUCCESS, k, ipartial, sizeof cl->partials, &cl->partials);
-  err = opencl_arg(err, k, ipartial + 1, group * accsize, NULL);
+  err = opencl_arg(err, k, ipartial + 1, (size_t)nsums * group * accsize, NULL);
   if (err) return opencl_arg_error(cl, name, err);
   FE_CHECK(opencl_enqueue(cl, k, name, ngroups, group, NULL));
-  err = clEnqueueReadBuffer(cl->queue, cl->partials, CL_TRUE, 0, ngroups * accsize,
+  err = clEnqueueReadBuffer(cl->queue, cl->partials, CL_TRUE, 0, (size_t)nsums * ngroups * accsize,
                             cl->host_partials, 0, NULL, NULL);
   if (err != CL_SUCCESS)
     FE_ERROR(FE_ERR_BACKEND, "reading the partials of '%s' from %s failed: %s", name,
              cl->info.name, opencl_error_name(err));
   const float *pf = (const float *)cl->host_partials;
-  double r = op == FE_REDUCE_SUM ? 0.0 : op == FE_REDUCE_MIN ? INFINITY : -INFINITY;
-  for (size_t i = 0; i < ngroups; i++) {
-    double p = cl->info.fp64 ? cl->host_partials[i] : (double)pf[i];
-    r = op == FE_REDUCE_SUM ? r + p : op == FE_REDUCE_MIN ? fmin(r, p) : fmax(r, p);
+  for (int s = 0; s < nsums; s++) {
+    double r = op == FE_REDUCE_SUM ? 0.0 : op == FE_REDUCE_MIN ? INFINITY : -INFINITY;
+    for (size_t i = (size_t)s * ngroups; i < (size_t)(s + 1) * ngroups; i++) {
+      double p = cl->info.fp64 ? cl->host_partials[i] : (double)pf[i];
+      r = op == FE_REDUCE_SUM ? r + p : op == FE_REDUCE_MIN ? fmin(r, p) : fmax(r, p);
+    }
+    result[s] = r;
   }
-  *result = r;
   return 0;
 }
 
@@ -372,7 +446,7 @@ int opencl_dot(void *impl, const fe_buffer *x, const fe_buffer *y, size_t n, fe_
   err = opencl_arg(err, v->dot, 1, sizeof my, &my);
   err = opencl_arg(err, v->dot, 2, sizeof nn, &nn);
   if (err) return opencl_arg_error(cl, "fe_vec_dot", err);
-  FE_CHECK(opencl_reduce_run(cl, v->dot, "fe_vec_dot", 3, n, FE_REDUCE_SUM, result));
+  FE_CHECK(opencl_reduce_run(cl, v->dot, "fe_vec_dot", 3, n, FE_REDUCE_SUM, 1, result));
   return 0;
 }
 
@@ -395,6 +469,70 @@ int opencl_reduce(void *impl, const fe_buffer *x, size_t n, fe_precision prec, f
   err = opencl_arg(err, v->reduce, 1, sizeof nn, &nn);
   err = opencl_arg(err, v->reduce, 2, sizeof kop, &kop);
   if (err) return opencl_arg_error(cl, "fe_vec_reduce", err);
-  FE_CHECK(opencl_reduce_run(cl, v->reduce, "fe_vec_reduce", 3, n, op, result));
+  FE_CHECK(opencl_reduce_run(cl, v->reduce, "fe_vec_reduce", 3, n, op, 1, result));
+  return 0;
+}
+
+/* x <- x + alpha p, r <- r - alpha q; (r, r) and (r, r ./ d) of the new r (d NULL: both
+ * (r, r)), accumulated in double where the device has it, in one pass; 0 for n = 0 */
+int opencl_cg_update(void *impl, fe_buffer *x, fe_buffer *r, const fe_buffer *p,
+                     const fe_buffer *q, const fe_buffer *d, double alpha, size_t n,
+                     fe_precision prec, double *rr, double *rz)
+{
+  opencl_impl *cl = impl;
+  opencl_vector *v;
+  *rr = *rz = 0.0;
+  FE_CHECK(opencl_vector_check(x, n, prec, "cg_update", "x"));
+  FE_CHECK(opencl_vector_check(r, n, prec, "cg_update", "r"));
+  FE_CHECK(opencl_vector_check(p, n, prec, "cg_update", "p"));
+  FE_CHECK(opencl_vector_check(q, n, prec, "cg_update", "q"));
+  if (d) FE_CHECK(opencl_vector_check(d, n, prec, "cg_update", "d"));
+  if (!n) return 0;
+  FE_CHECK(opencl_vector_get(cl, prec, &v));
+  cl_mem mx = (cl_mem)x->ptr, mr = (cl_mem)r->ptr, mp = (cl_mem)p->ptr, mq = (cl_mem)q->ptr;
+  cl_mem md = d ? (cl_mem)d->ptr : mr; /* not read without precond */
+  cl_int precond = d != NULL;
+  cl_long nn = (cl_long)n;
+  cl_int err = opencl_arg(CL_SUCCESS, v->cg_update, 0, sizeof mx, &mx);
+  err = opencl_arg(err, v->cg_update, 1, sizeof mr, &mr);
+  err = opencl_arg(err, v->cg_update, 2, sizeof mp, &mp);
+  err = opencl_arg(err, v->cg_update, 3, sizeof mq, &mq);
+  err = opencl_arg(err, v->cg_update, 4, sizeof md, &md);
+  err = opencl_arg(err, v->cg_update, 5, sizeof precond, &precond);
+  if (!err) err = opencl_real_arg(v->cg_update, 6, alpha, prec);
+  err = opencl_arg(err, v->cg_update, 7, sizeof nn, &nn);
+  if (err) return opencl_arg_error(cl, "fe_vec_cg_update", err);
+  double sums[2];
+  FE_CHECK(opencl_reduce_run(cl, v->cg_update, "fe_vec_cg_update", 8, n, FE_REDUCE_SUM, 2, sums));
+  *rr = sums[0];
+  *rz = sums[1];
+  return 0;
+}
+
+/* p <- r ./ d + beta p, or r + beta p when d is NULL (p is not read when beta = 0) */
+int opencl_cg_direction(void *impl, fe_buffer *p, const fe_buffer *r, const fe_buffer *d,
+                        double beta, size_t n, fe_precision prec)
+{
+  opencl_impl *cl = impl;
+  opencl_vector *v;
+  FE_CHECK(opencl_vector_check(p, n, prec, "cg_direction", "p"));
+  FE_CHECK(opencl_vector_check(r, n, prec, "cg_direction", "r"));
+  if (d) FE_CHECK(opencl_vector_check(d, n, prec, "cg_direction", "d"));
+  if (!n) return 0;
+  FE_CHECK(opencl_vector_get(cl, prec, &v));
+  cl_mem mp = (cl_mem)p->ptr, mr = (cl_mem)r->ptr;
+  cl_mem md = d ? (cl_mem)d->ptr : mr; /* not read without precond */
+  cl_int precond = d != NULL;
+  cl_long nn = (cl_long)n;
+  cl_int err = opencl_arg(CL_SUCCESS, v->cg_direction, 0, sizeof mp, &mp);
+  err = opencl_arg(err, v->cg_direction, 1, sizeof mr, &mr);
+  err = opencl_arg(err, v->cg_direction, 2, sizeof md, &md);
+  err = opencl_arg(err, v->cg_direction, 3, sizeof precond, &precond);
+  if (!err) err = opencl_real_arg(v->cg_direction, 4, beta, prec);
+  err = opencl_arg(err, v->cg_direction, 5, sizeof nn, &nn);
+  if (err) return opencl_arg_error(cl, "fe_vec_cg_direction", err);
+  size_t group = opencl_vector_group(cl, v->cg_direction);
+  FE_CHECK(opencl_enqueue(cl, v->cg_direction, "fe_vec_cg_direction",
+                          opencl_vector_ngroups(cl, n, group, VECTOR_GROUPS_PER_CU), group, NULL));
   return 0;
 }

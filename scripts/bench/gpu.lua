@@ -14,7 +14,7 @@ local cg_iterations = 200
 
 -- name, cell, space, cells per side (before scale), strategies; the peer's case name
 local cases = {
-  {name = "P1-tet", cell = "tet", space = "P1", n = 192, strategies = {"patch", "transpose"}, peer = "P1 tet"},
+  {name = "P1-tet", cell = "tet", space = "P1", n = 192, strategies = {"patch", "patch w8", "transpose"}, peer = "P1 tet"},
   {name = "Q1-hex", cell = "hex", space = "Q1", n = 192, strategies = {"patch", "transpose"}, peer = "Q1 hex"},
   {name = "P2-tet", cell = "tet", space = "P2", n = 96, strategies = {"transpose", "patch"}},
   {name = "Q2-hex", cell = "hex", space = "Q2", n = 96, strategies = {"transpose", "patch"}, peer = "Q2 hex"},
@@ -72,13 +72,14 @@ for _, c in ipairs(cases) do
     for _, prec in ipairs({"double", "single"}) do
       local w = V:interpolate(function(x) return x[1] * (1 - x[2]) + x[3] end):to(backend, prec)
       for _, strategy in ipairs(c.strategies) do
-        local opts = {backend = backend, precision = prec, strategy = strategy}
+        local walk = tonumber(strategy:match(" w(%d+)$"))
+        local opts = {backend = backend, precision = prec, strategy = strategy:match("^%a+"), walk = walk}
         local ok, rep = pcall(best_apply, A, w, opts, 10)
         if not ok then
           print(("  %s %s: %s"):format(prec, strategy, rep))
         else
-          local _, info = solve.cg(A, {backend = backend, precision = prec, strategy = strategy,
-                                       pc = "jacobi", rtol = 0, atol = 0, maxit = cg_iterations})
+          local _, info = solve.cg(A, {backend = backend, precision = prec, strategy = opts.strategy,
+                                       walk = walk, pc = "jacobi", rtol = 0, atol = 0, maxit = cg_iterations})
           local cg = info.report
           local row = {case = c.name, prec = prec, strategy = strategy, rep = rep, peer = c.peer,
                        cg_ms = 1e3 * cg.seconds / info.iterations, its = info.iterations,

@@ -1,7 +1,8 @@
 -- The cuda backend agrees with cpu, and with opencl where opencl runs: residual, Jacobian
 -- action and diagonal to 1e-12 relative in double and 1e-5 in single on distorted P1 tets
--- and Q1 hexes and on P2 tets and Q2 hexes; Jacobi-PCG reaches the same solution in the
--- same number of iterations; vector reductions (dot, norm, min, max, axpy) match on sizes
+-- and Q1 hexes and on P2 tets and Q2 hexes; Jacobi-PCG (and plain CG in double: the fused
+-- CG kernels with and without a diagonal) reaches the same solution in the same number of
+-- iterations; vector reductions (dot, norm, min, max, axpy) match on sizes
 -- that are not whole blocks; repeated residuals agree to rounding (atomic scatter); CG
 -- solves on cuda converge at rate p+1 (L2) and p (H1) for P1..P4, Q1..Q4 and prism P1..P3.
 -- Where cuda is not available (no NVIDIA driver, as on CI) it says why and skips.
@@ -70,18 +71,26 @@ for _, c in ipairs(cases) do
   end
 end
 
--- Jacobi-PCG: the same iterations and the same solution as on cpu
+-- Jacobi-PCG (and, in double, plain CG: the fused CG kernels without a diagonal): the same
+-- iterations and the same solution as on cpu
 for _, op in ipairs(ops) do
-  for _, prec in ipairs({"double", "single"}) do
+  for _, run in ipairs({{"double", "jacobi"}, {"single", "jacobi"}, {"double", "none"}}) do
+    local prec, pc = run[1], run[2]
     local rtol = prec == "double" and 1e-10 or 1e-5
-    local ref, ri = solve.cg(op.A, {pc = "jacobi", rtol = rtol, backend = "cpu", precision = prec})
-    local x, xi = solve.cg(op.A, {pc = "jacobi", rtol = rtol, backend = "cuda", precision = prec})
-    assert(xi.converged, op.name .. " " .. prec .. ": cuda PCG did not converge: " .. tostring(xi.reason))
+    local name = pc == "jacobi" and "PCG" or "CG "
+    local ref, ri = solve.cg(op.A, {pc = pc, rtol = rtol, maxit = 2000, backend = "cpu",
+                                    precision = prec})
+    local x, xi = solve.cg(op.A, {pc = pc, rtol = rtol, maxit = 2000, backend = "cuda",
+                                  precision = prec})
+    assert(xi.converged, op.name .. " " .. prec .. ": cuda " .. name .. " did not converge: " ..
+           tostring(xi.reason))
     local d = rel_diff(ref:to("cpu", "double"), x:to("cpu", "double"))
-    check(("%s %-6s PCG cuda vs cpu (%d vs %d its)"):format(op.name, prec, xi.iterations,
+    check(("%s %-6s %s cuda vs cpu (%d vs %d its)"):format(op.name, prec, name, xi.iterations,
           ri.iterations), d, prec == "double" and 1e-8 or 1e-3)
-    if math.abs(xi.iterations - ri.iterations) > 1 then
-      print("FAILED: iteration counts differ by more than one")
+    -- plain CG's count is more sensitive to rounding (the atomic scatter's) than PCG's
+    local slack = pc == "jacobi" and 1 or 3
+    if math.abs(xi.iterations - ri.iterations) > slack then
+      print(("FAILED: iteration counts differ by more than %d"):format(slack))
       failures = failures + 1
     end
   end

@@ -302,3 +302,66 @@ Test(solver, interrupt_stops_cg)
   fe_vector_free(x);
   sv_problem_free(&p);
 }
+
+/* The solve of sv_problem p with options o, on backend o->act.backend with or without the
+ * backend's fused CG slots (without: the engine's unfused fallback, the vector work CG did
+ * before the fused steps). */
+static fe_vector *sv_solve_fused(sv_problem *p, const fe_solver_opts *o, int fused,
+                                 fe_solver_info *info)
+{
+  fe_backend *be;
+  cr_assert_eq(fe_backend_get(o->act.backend, &be), 0, "%s", fe_error_message());
+  const fe_backend_ops *saved = be->ops;
+  fe_backend_ops unfused = *saved;
+  unfused.cg_update = NULL;
+  unfused.cg_direction = NULL;
+  if (!fused) be->ops = &unfused;
+  fe_vector *x = NULL;
+  int rc = fe_solve_cg(p->A, NULL, NULL, o, &x, info);
+  be->ops = saved;
+  cr_assert_eq(rc, 0, "cg: %s\n%s", fe_error_message(), fe_error_trace());
+  return x;
+}
+
+/* The fused vector work of a CG iteration (one update pass giving (r, r) and (r, z), one
+ * direction pass) changes neither the iterations nor the residual history and the
+ * solution: on cpu, for vectors this short (summed in order), not even by rounding. */
+Test(solver, fused_cg_steps_keep_iterations_history_and_solution)
+{
+  const fe_cell_type types[] = {FE_CELL_TET, FE_CELL_HEX};
+  const char *pcs[] = {"jacobi", "none"};
+  for (int t = 0; t < 2; t++) {
+    sv_problem p;
+    sv_problem_make(&p, types[t], 8, 0.3, "1 + 20*x[0]*x[0]", "1");
+    for (int k = 0; k < 2; k++) {
+      fe_solver_opts o = sv_opts(pcs[k], 1e-8, 1000);
+      fe_solver_info fi, ui;
+      fe_vector *xf = sv_solve_fused(&p, &o, 1, &fi), *xu = sv_solve_fused(&p, &o, 0, &ui);
+      const char *what = fe_cell_name(types[t]);
+      cr_log_info("%s %s: %d iterations fused, %d unfused", what, pcs[k], fi.iterations,
+                  ui.iterations);
+      cr_expect_eq(fi.converged, 1, "%s %s: %s", what, pcs[k], fi.reason);
+      cr_expect_eq(fi.iterations, ui.iterations, "%s %s: %d iterations fused, %d unfused", what,
+                   pcs[k], fi.iterations, ui.iterations);
+      int nh = fi.nhistory < ui.nhistory ? fi.nhistory : ui.nhistory;
+      for (int i = 0; i < nh; i++)
+        cr_expect(fi.history[i] == ui.history[i], "%s %s: |r_%d| = %.17g fused, %.17g unfused",
+                  what, pcs[k], i, fi.history[i], ui.history[i]);
+      double *a = malloc(sizeof(double) * (size_t)p.V->ndofs);
+      double *b = malloc(sizeof(double) * (size_t)p.V->ndofs);
+      cr_assert_eq(fe_vector_get(xf, a), 0, "%s", fe_error_message());
+      cr_assert_eq(fe_vector_get(xu, b), 0, "%s", fe_error_message());
+      double dmax = 0, smax = 0;
+      for (int i = 0; i < p.V->ndofs; i++) {
+        dmax = fmax(dmax, fabs(a[i] - b[i]));
+        smax = fmax(smax, fabs(b[i]));
+      }
+      cr_expect_eq(dmax, 0.0, "%s %s: solutions differ by %.3g (max %.3g)", what, pcs[k], dmax,
+                   smax);
+      free(a), free(b);
+      fe_solver_info_free(&fi), fe_solver_info_free(&ui);
+      fe_vector_free(xf), fe_vector_free(xu);
+    }
+    sv_problem_free(&p);
+  }
+}

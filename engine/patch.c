@@ -1,0 +1,477 @@
+/* felab patches: node lists, runs and walks for strategy "patch" (engine/patch.h).
+ *
+ * A patch's contributions go to runs, one per node, in a shared list; a node's run is then
+ * summed and added to the output once. With one item per cell the places in a run are handed
+ * out by a shared counter at run time. With walks every place is fixed here: a walk is a
+ * sequence of events (load a node into a slot, flush a slot's sum to a place, integrate the
+ * cell the slots hold), and the host knows every flush.
+ *
+ * The walks of a patch are cut from one tour of its cells: from the cell just visited go to
+ * the unvisited neighbour across a facet that has the fewest unvisited facet neighbours left
+ * (Warnsdorff's rule, which keeps the tour from stranding cells), else to the unvisited cell
+ * sharing the most nodes, else to the first unvisited cell. Walk t of a patch takes the
+ * tour's cells [t*walk, (t+1)*walk), so the stored cell a walk integrates is known from its
+ * position and the per-cell data (constants, fields) follow the tour's order. */
+#include "engine/patch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/error.h"
+
+static int cmp_int(const void *a, const void *b)
+{
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* Position of v in the sorted list l[0..n-1] (present by construction). */
+static int find_sorted(const int *l, int n, int v)
+{
+  int lo = 0, hi = n - 1;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (l[mid] < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* The barycentric coordinates of reference point xi of a simplex of dimension dim, permuted
+ * by p (lambda'_i = lambda_{p[i]}), back to reference coordinates. */
+static void simplex_permute(int dim, const double *xi, const int *p, double *out)
+{
+  double lam[4], s = 1;
+  for (int i = 0; i < dim; i++) s -= xi[i];
+  lam[0] = s;
+  for (int i = 0; i < dim; i++) lam[i + 1] = xi[i];
+  for (int i = 0; i < dim; i++) out[i] = lam[p[i + 1]];
+}
+
+/* Whether rule Q maps onto itself (points and weights) under the vertex permutation p. */
+static int rule_invariant(const fe_quadrature *Q, const int *p)
+{
+  int dim = Q->dim;
+  for (int q = 0; q < Q->npoints; q++) {
+    double m[3];
+    simplex_permute(dim, Q->points + q * dim, p, m);
+    int found = 0;
+    for (int r = 0; r < Q->npoints && !found; r++) {
+      double d = 0;
+      for (int i = 0; i < dim; i++) {
+        double e = m[i] - Q->points[r * dim + i];
+        d += e < 0 ? -e : e;
+      }
+      double dw = Q->weights[r] - Q->weights[q];
+      found = d < 1e-12 && (dw < 0 ? -dw : dw) <= 1e-12 * (Q->weights[q] < 0 ? -Q->weights[q]
+                                                                              : Q->weights[q]);
+    }
+    if (!found) return 0;
+  }
+  return 1;
+}
+
+int fe_patch_walk_reuses(fe_cell_type cell, const fe_quadrature *rules, int nrules)
+{
+  if (cell != FE_CELL_TET && cell != FE_CELL_TRI) return 0;
+  /* a transposition and a cycle generate every permutation of the vertices */
+  static const int swap01[4] = {1, 0, 2, 3}, cyc3[4] = {1, 2, 0, 3}, cyc4[4] = {1, 2, 3, 0};
+  const int *gens[2] = {swap01, cell == FE_CELL_TET ? cyc4 : cyc3};
+  for (int r = 0; r < nrules; r++)
+    for (int k = 0; k < 2; k++)
+      if (!rule_invariant(&rules[r], gens[k])) return 0;
+  return 1;
+}
+
+void fe_patches_free(fe_patches *P)
+{
+  free(P->start);
+  free(P->nodes);
+  free(P->ends);
+  free(P->lcells);
+  free(P->events);
+  free(P->estart);
+  memset(P, 0, sizeof *P);
+}
+
+/* Nodes shared by a cell's facet with its neighbour's: tri and quad 2, tet and prism 3, hex 4. */
+static int facet_nodes(fe_cell_type t)
+{
+  return t == FE_CELL_HEX ? 4 : t == FE_CELL_TET || t == FE_CELL_PRISM ? 3 : 2;
+}
+
+#define MAX_FACETS 6
+
+/* One patch's work space: its cells' local numbers and the node -> cell lists. */
+typedef struct walk_ws {
+  int n, nb, nl;
+  const int *lc;   /* n x nb local numbers, patch order */
+  int *noff, *ncell; /* node i's cells: ncell[noff[i] .. noff[i+1]) */
+  int *mark, *touched;
+  int *nbr;        /* n x MAX_FACETS facet neighbours, -1 padded */
+  int *deg;        /* unvisited facet neighbours */
+  char *visited;
+} walk_ws;
+
+/* Cells sharing nodes with cell j: touched[0..*nt) with mark[k] = shared count (caller
+ * clears mark). */
+static void shared_with(walk_ws *w, int j, int *nt)
+{
+  *nt = 0;
+  for (int b = 0; b < w->nb; b++) {
+    int i = w->lc[j * w->nb + b];
+    for (int p = w->noff[i]; p < w->noff[i + 1]; p++) {
+      int k = w->ncell[p];
+      if (k == j) continue;
+      if (w->mark[k]++ == 0) w->touched[(*nt)++] = k;
+    }
+  }
+}
+
+/* The tour of one patch's cells (tour[0..n)), see the file comment. */
+static void patch_tour(walk_ws *w, int facet, int *tour)
+{
+  int n = w->n, nt;
+  for (int j = 0; j < n; j++) { /* facet neighbours */
+    shared_with(w, j, &nt);
+    int f = 0;
+    for (int t = 0; t < nt; t++) {
+      int k = w->touched[t];
+      if (w->mark[k] >= facet && f < MAX_FACETS) w->nbr[j * MAX_FACETS + f++] = k;
+      w->mark[k] = 0;
+    }
+    for (; f < MAX_FACETS; f++) w->nbr[j * MAX_FACETS + f] = -1;
+    w->deg[j] = 0;
+    for (f = 0; f < MAX_FACETS; f++) w->deg[j] += w->nbr[j * MAX_FACETS + f] >= 0;
+    w->visited[j] = 0;
+  }
+  int cur = -1, first = 0;
+  for (int pos = 0; pos < n; pos++) {
+    int next = -1;
+    for (int f = 0; cur >= 0 && f < MAX_FACETS; f++) {
+      int k = w->nbr[cur * MAX_FACETS + f];
+      if (k >= 0 && !w->visited[k] && (next < 0 || w->deg[k] < w->deg[next])) next = k;
+    }
+    if (next < 0 && cur >= 0) { /* a dead end: the unvisited cell sharing the most nodes */
+      shared_with(w, cur, &nt);
+      for (int t = 0; t < nt; t++) {
+        int k = w->touched[t];
+        if (!w->visited[k] && (next < 0 || w->mark[k] > w->mark[next])) next = k;
+      }
+      for (int t = 0; t < nt; t++) w->mark[w->touched[t]] = 0;
+    }
+    if (next < 0) {
+      while (w->visited[first]) first++;
+      next = first;
+    }
+    w->visited[next] = 1;
+    tour[pos] = next;
+    for (int f = 0; f < MAX_FACETS; f++) {
+      int k = w->nbr[next * MAX_FACETS + f];
+      if (k >= 0) w->deg[k]--;
+    }
+    cur = next;
+  }
+}
+
+/* One event before the places are known. */
+typedef struct walk_event {
+  int load;   /* local node to load, -1: none */
+  int flush;  /* local node whose sum is flushed, -1: none */
+  int slot;
+  int compute;
+} walk_event;
+
+/* The events of one walk over cells cells[0..nc) (local numbers lc, patch order) into ev;
+ * returns their count. */
+static int walk_events(const int *lc, int nb, const int *cells, int nc, int reuse,
+                       walk_event *ev)
+{
+  int slot[FE_WALK_MAX_SLOTS], ne = 0;
+  for (int b = 0; b < nb; b++) slot[b] = -1;
+  for (int j = 0; j < nc; j++) {
+    const int *cn = lc + (size_t)cells[j] * nb;
+    int want[FE_WALK_MAX_SLOTS]; /* the node each slot holds for this cell */
+    if (reuse) {                 /* keep the slots whose node the cell has, fill the others */
+      int used[FE_WALK_MAX_SLOTS] = {0}, keep[FE_WALK_MAX_SLOTS] = {0};
+      for (int s = 0; s < nb; s++)
+        for (int b = 0; b < nb && slot[s] >= 0; b++)
+          if (cn[b] == slot[s] && !used[b]) {
+            used[b] = keep[s] = 1;
+            break;
+          }
+      int b = 0;
+      for (int s = 0; s < nb; s++) {
+        if (keep[s]) {
+          want[s] = slot[s];
+          continue;
+        }
+        while (used[b]) b++;
+        used[b] = 1;
+        want[s] = cn[b];
+      }
+    } else { /* the cell's own order; a node already in its slot stays */
+      for (int s = 0; s < nb; s++) want[s] = cn[s];
+    }
+    int first = ne;
+    for (int s = 0; s < nb; s++) {
+      if (want[s] == slot[s]) continue;
+      ev[ne++] = (walk_event){.load = want[s], .flush = slot[s], .slot = s, .compute = 0};
+      slot[s] = want[s];
+    }
+    if (ne == first) ev[ne++] = (walk_event){.load = -1, .flush = -1, .slot = 0, .compute = 0};
+    ev[ne - 1].compute = 1;
+  }
+  for (int s = 0; s < nb; s++)
+    if (slot[s] >= 0) ev[ne++] = (walk_event){.load = -1, .flush = slot[s], .slot = s, .compute = 0};
+  return ne;
+}
+
+/* Patch g's tour, walks and events: rewrites perm (the patch's stored cells) into tour order,
+ * fills ends[0..nl) and returns the packed events (items x *ne, walk-interleaved). */
+static int patch_walks(walk_ws *w, int facet, int walk, int items, int reuse, int *perm,
+                       int *ends, unsigned **out, int *ne_out, int *maxc, double *loads)
+{
+  int n = w->n, nb = w->nb, nl = w->nl;
+  int per = walk * nb + nb + walk; /* the most events one walk can have */
+  int *tour = malloc(sizeof(int) * (size_t)(n + 1)), *cnt = calloc((size_t)items + 1, sizeof(int));
+  int *tmp = malloc(sizeof(int) * (size_t)((n > nl ? n : nl) + 1)); /* cells, then nodes */
+  walk_event *ev = malloc(sizeof(walk_event) * (size_t)items * per);
+  if (!tour || !cnt || !tmp || !ev) {
+    free(tour), free(cnt), free(tmp), free(ev);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for the walks");
+  }
+  patch_tour(w, facet, tour);
+  for (int j = 0; j < n; j++) tmp[j] = perm[tour[j]];
+  memcpy(perm, tmp, sizeof(int) * (size_t)n);
+  int ne = 0;
+  for (int t = 0; t < items; t++) {
+    int c0 = t * walk, nc = c0 >= n ? 0 : (n - c0 < walk ? n - c0 : walk);
+    cnt[t] = nc ? walk_events(w->lc, nb, tour + c0, nc, reuse, ev + (size_t)t * per) : 0;
+    if (cnt[t] > ne) ne = cnt[t];
+  }
+  /* the runs: flushes per node, then each flush's place in event order */
+  memset(ends, 0, sizeof(int) * (size_t)nl);
+  for (int t = 0; t < items; t++)
+    for (int k = 0; k < cnt[t]; k++) {
+      const walk_event *e = &ev[(size_t)t * per + k];
+      if (e->flush >= 0) ends[e->flush]++;
+      if (e->load >= 0) (*loads)++;
+    }
+  int total = 0;
+  for (int i = 0; i < nl; i++) { /* tmp: the next place of node i */
+    tmp[i] = total;
+    total += ends[i];
+    ends[i] = total;
+  }
+  *maxc = total;
+  unsigned *packed = calloc((size_t)items * ne + 1, sizeof(unsigned));
+  if (!packed || total > FE_WALK_MAX_PLACES) {
+    free(tour), free(cnt), free(tmp), free(ev), free(packed);
+    if (packed) FE_ERROR(FE_ERR_ARG, "a patch files %d contributions, more than a walk's "
+                         "events can place (%d): use a smaller block", total, FE_WALK_MAX_PLACES);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for the walk events");
+  }
+  for (int t = 0; t < items; t++)
+    for (int k = 0; k < cnt[t]; k++) {
+      const walk_event *e = &ev[(size_t)t * per + k];
+      unsigned v = (unsigned)e->slot << 26;
+      if (e->flush >= 0) v |= (unsigned)tmp[e->flush]++ << 11 | 1u << 29;
+      if (e->load >= 0) v |= (unsigned)e->load | 1u << 30;
+      if (e->compute) v |= 1u << 31;
+      packed[(size_t)k * items + t] = v;
+    }
+  free(tour), free(cnt), free(tmp), free(ev);
+  *out = packed;
+  *ne_out = ne;
+  return 0;
+}
+
+/* The sorted nodes each patch touches: lists[g*block*nb ..] with count[g] entries. */
+static void patch_node_lists(const fe_space *V, const int *perm, int ng, int block, int *lists,
+                             int *count)
+{
+  int nb = V->elem.nbasis;
+  size_t per = (size_t)block * nb;
+#pragma omp parallel for schedule(dynamic, 64)
+  for (int g = 0; g < ng; g++) {
+    int *l = lists + (size_t)g * per, n = 0;
+    for (int j = 0; j < block; j++) {
+      int c = perm[(size_t)g * block + j];
+      if (c < 0) continue; /* padding */
+      memcpy(l + n, V->cell_nodes + (size_t)c * nb, sizeof(int) * nb);
+      n += nb;
+    }
+    qsort(l, (size_t)n, sizeof(int), cmp_int);
+    int u = 0;
+    for (int i = 0; i < n; i++)
+      if (i == 0 || l[i] != l[u - 1]) l[u++] = l[i];
+    count[g] = u;
+  }
+}
+
+/* Patch g's walks: its cells' local numbers, the node -> cell lists, then patch_walks. */
+static int build_one_walk(const fe_space *V, const int *list, int nl, int *perm, int block,
+                          int walk, int items, int reuse, int *ends, unsigned **ev, int *ne,
+                          int *maxc, double *loads)
+{
+  int nb = V->elem.nbasis, n = 0;
+  while (n < block && perm[n] >= 0) n++;
+  walk_ws w = {.n = n, .nb = nb, .nl = nl};
+  int *lc = malloc(sizeof(int) * ((size_t)n * nb + 1));
+  w.noff = calloc((size_t)nl + 2, sizeof(int));
+  w.ncell = malloc(sizeof(int) * ((size_t)n * nb + 1));
+  w.mark = calloc((size_t)n + 1, sizeof(int));
+  w.touched = malloc(sizeof(int) * ((size_t)n + 1));
+  w.nbr = malloc(sizeof(int) * ((size_t)n * MAX_FACETS + 1));
+  w.deg = malloc(sizeof(int) * ((size_t)n + 1));
+  w.visited = malloc((size_t)n + 1);
+  int rc = 0;
+  if (!lc || !w.noff || !w.ncell || !w.mark || !w.touched || !w.nbr || !w.deg || !w.visited) {
+    rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the walks");
+  } else {
+    for (int j = 0; j < n; j++)
+      for (int b = 0; b < nb; b++) {
+        int i = find_sorted(list, nl, V->cell_nodes[(size_t)perm[j] * nb + b]);
+        lc[j * nb + b] = i;
+        w.noff[i + 2]++;
+      }
+    for (int i = 0; i < nl; i++) w.noff[i + 2] += w.noff[i + 1];
+    for (int j = 0; j < n; j++)
+      for (int b = 0; b < nb; b++) w.ncell[w.noff[lc[j * nb + b] + 1]++] = j;
+    w.lc = lc;
+    rc = patch_walks(&w, facet_nodes(V->elem.cell), walk, items, reuse, perm, ends, ev, ne, maxc,
+                     loads);
+  }
+  free(lc), free(w.noff), free(w.ncell), free(w.mark), free(w.touched), free(w.nbr), free(w.deg);
+  free(w.visited);
+  return rc;
+}
+
+/* One item per cell: local numbers and the runs' ends (contributions per node). */
+static void build_one_lcells(const fe_space *V, const int *list, int nl, const int *perm,
+                             int block, int lidx_bytes, void *lc, size_t first, int *ends, int *maxc)
+{
+  int nb = V->elem.nbasis;
+  memset(ends, 0, sizeof(int) * (size_t)nl);
+  for (int j = 0; j < block; j++) {
+    size_t i = first + (size_t)j;
+    int c = perm[j];
+    for (int b = 0; c >= 0 && b < nb; b++) {
+      int k = find_sorted(list, nl, V->cell_nodes[(size_t)c * nb + b]);
+      ends[k]++;
+      if (lidx_bytes == 1) ((unsigned char *)lc)[i * nb + b] = (unsigned char)k;
+      else ((unsigned short *)lc)[i * nb + b] = (unsigned short)k;
+    }
+  }
+  for (int k = 1; k < nl; k++) ends[k] += ends[k - 1];
+  *maxc = nl ? ends[nl - 1] : 0;
+}
+
+int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *perm, size_t npad,
+                     int block, int walk, int reuse, fe_patches *P)
+{
+  int nb = V->elem.nbasis, ng = (int)(npad / (size_t)block);
+  memset(P, 0, sizeof *P);
+  P->npatch = ng;
+  P->block = block;
+  P->walk = walk;
+  P->items = walk > 0 ? (block + walk - 1) / walk : 0;
+  FE_ASSERT(walk <= 0 || nb <= FE_WALK_MAX_SLOTS, FE_ERR_ARG,
+            "walks hold at most %d nodes per cell; %s has %d", FE_WALK_MAX_SLOTS, V->name, nb);
+  size_t per = (size_t)block * nb;
+  int *lists = malloc(sizeof(int) * (npad * nb + 1)), *count = malloc(sizeof(int) * ((size_t)ng + 1));
+  P->start = malloc(sizeof(int) * ((size_t)ng + 1));
+  if (!lists || !count || !P->start) {
+    free(lists), free(count);
+    fe_patches_free(P);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for the patches");
+  }
+  patch_node_lists(V, perm, ng, block, lists, count);
+  long long total = 0;
+  for (int g = 0; g < ng; g++) {
+    P->start[g] = (int)total;
+    total += count[g];
+    if (count[g] > P->maxl) P->maxl = count[g];
+  }
+  P->start[ng] = (int)total;
+  P->nodes_total = (double)total;
+  int rc = 0;
+  if (total >= 2147483647LL)
+    rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
+                      "the patches hold %lld nodes, more than an int counts (use a larger block)", total);
+  else if (P->maxl > (walk > 0 ? FE_WALK_MAX_NODES : 65536))
+    rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
+                      "a patch of %d cells touches %d nodes, more than %d (use a smaller block)",
+                      block, P->maxl, walk > 0 ? FE_WALK_MAX_NODES : 65536);
+  P->lidx_bytes = P->maxl <= 256 ? 1 : 2;
+  unsigned **ev = NULL;
+  int *ne = NULL, *maxc = NULL;
+  double *loads = NULL;
+  if (!rc) {
+    P->nodes = malloc(sizeof(int) * ((size_t)total + 1));
+    P->ends = calloc((size_t)total + 1, sizeof(int));
+    maxc = calloc((size_t)ng + 1, sizeof(int));
+    if (walk > 0) {
+      ev = calloc((size_t)ng + 1, sizeof(unsigned *));
+      ne = calloc((size_t)ng + 1, sizeof(int));
+      loads = calloc((size_t)ng + 1, sizeof(double));
+    } else {
+      P->lcells = calloc(npad * nb + 1, (size_t)P->lidx_bytes);
+    }
+    if (!P->nodes || !P->ends || !maxc || (walk > 0 ? !ev || !ne || !loads : !P->lcells))
+      rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the patches");
+  }
+  int failed = 0;
+  int ngo = rc ? 0 : ng; /* nothing to do after a failure */
+#pragma omp parallel for schedule(dynamic, 16)
+  for (int g = 0; g < ngo; g++) {
+    const int *l = lists + (size_t)g * per;
+    int *ends = P->ends + P->start[g];
+    memcpy(P->nodes + P->start[g], l, sizeof(int) * (size_t)count[g]);
+    int bad = 0;
+    if (walk > 0) {
+      bad = build_one_walk(V, l, count[g], perm + (size_t)g * block, block, walk, P->items,
+                           reuse, ends, &ev[g], &ne[g], &maxc[g], &loads[g]);
+    } else {
+      build_one_lcells(V, l, count[g], perm + (size_t)g * block, block, P->lidx_bytes, P->lcells,
+                       (size_t)g * block, ends, &maxc[g]);
+    }
+    if (bad) {
+#pragma omp critical
+      failed = bad; /* the message of one failure is kept */
+    }
+  }
+  if (!rc && failed) rc = failed;
+  for (int g = 0; !rc && g < ng; g++) {
+    if (maxc[g] > P->maxc) P->maxc = maxc[g];
+    P->places_total += P->start[g + 1] > P->start[g] ? P->ends[P->start[g + 1] - 1] : 0;
+    if (loads) P->loads_total += loads[g];
+  }
+  if (!rc && walk > 0) { /* the events, patch after patch */
+    P->estart = malloc(sizeof(int) * ((size_t)ng + 1));
+    size_t n = 0;
+    for (int g = 0; P->estart && g < ng; g++) {
+      P->estart[g] = (int)n;
+      n += (size_t)ne[g] * P->items;
+      if (ne[g] * P->items > P->maxe) P->maxe = ne[g] * P->items;
+    }
+    if (P->estart) P->estart[ng] = (int)n;
+    P->nevents = n;
+    P->events = malloc(sizeof(unsigned) * (n + 1));
+    if (!P->estart || !P->events || n >= 2147483647u)
+      rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "too many walk events (%zu)", n);
+    for (int g = 0; !rc && g < ng; g++)
+      memcpy(P->events + P->estart[g], ev[g], sizeof(unsigned) * (size_t)ne[g] * P->items);
+  }
+  for (int g = 0; ev && g < ng; g++) free(ev[g]);
+  free(ev), free(ne), free(maxc), free(loads), free(lists), free(count);
+  if (!rc && constrained)
+    for (long long i = 0; i < total; i++)
+      if (constrained[P->nodes[i]]) P->nodes[i] = ~P->nodes[i];
+  if (rc) {
+    fe_patches_free(P);
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
+  return 0;
+}

@@ -1,0 +1,53 @@
+/* felab patches: the host side of strategy "patch" (engine/kernels/patch.knl). A work group
+ * owns `block` consecutive stored cells (a patch) and the sorted list of the nodes they
+ * touch; its items integrate the cells, either one item per cell (the cells' local node
+ * numbers are stored) or one item per walk through `walk` cells that share nodes, driven
+ * by a stream of events (docs/kernels.md, "The patch template"). */
+#ifndef FE_PATCH_H
+#define FE_PATCH_H
+
+#include <stddef.h>
+
+#include "engine/quadrature.h"
+#include "engine/space.h"
+
+/* Limits of the event words: a local node in 11 bits, a place in the runs in 15, a slot in 3. */
+#define FE_WALK_MAX_NODES 2048
+#define FE_WALK_MAX_PLACES 32768
+#define FE_WALK_MAX_SLOTS 8
+
+typedef struct fe_patches {
+  int npatch;          /* patches (work groups) */
+  int block;           /* stored cells per patch */
+  int walk;            /* cells per walk; 0: one item per cell */
+  int items;           /* walks per patch (walk > 0) */
+  int maxl;            /* nodes of the largest patch */
+  int maxc;            /* places in the runs of the largest patch */
+  int maxe;            /* walks: events of the largest patch (padding included) */
+  int lidx_bytes;      /* one item per cell: bytes of a local node number, 1 or 2 */
+  double nodes_total;  /* nodes summed over patches (a node in k patches counts k) */
+  double places_total; /* places summed over patches (contributions filed) */
+  double loads_total;  /* walks: node loads into slots, summed */
+  size_t nevents;      /* walks: event words, padding included */
+  int *start;          /* npatch + 1: patch g's nodes are nodes[start[g] .. start[g+1]) */
+  int *nodes;          /* global node numbers, ~node for a constrained node */
+  int *ends;           /* the end of each patch node's run (contributions to nodes 0..i) */
+  void *lcells;        /* one item per cell: npad x NB local numbers */
+  unsigned *events;    /* walks: patch g's are events[estart[g] + k*items + t] */
+  int *estart;         /* walks: npatch + 1 */
+} fe_patches;
+
+/* Whether walks may keep a node in its slot from one cell to the next: the cells are
+ * simplices (any order of the vertices is the same cell) and every rule is invariant under
+ * relabelling the vertices, so the integral over a relabelled cell is the same to rounding. */
+int fe_patch_walk_reuses(fe_cell_type cell, const fe_quadrature *rules, int nrules);
+
+/* Build the patches over the npad stored cells perm[] (perm[i] < 0: padding) of V.
+ * constrained[n] != 0 marks constrained nodes (NULL: none). walk > 0 orders each patch's
+ * cells into walks (rewriting perm within the patch) and makes the events; reuse says whether
+ * a walk may keep nodes across cells in another order (fe_patch_walk_reuses). */
+int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *perm, size_t npad,
+                     int block, int walk, int reuse, fe_patches *P);
+void fe_patches_free(fe_patches *P);
+
+#endif

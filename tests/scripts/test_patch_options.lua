@@ -1,0 +1,90 @@
+-- Strategy "patch" beyond patch = transpose (test_patch.lua): its model, its source, PCG with
+-- it, default patches halved to fit shared memory, walks under a rule that is not symmetric
+-- (each cell in its own order), and the mistakes a user can make with its options.
+local failures = 0
+local function check(ok, fmt, ...)
+  if not ok then
+    failures = failures + 1
+    print("FAILED: " .. fmt:format(...))
+  end
+end
+
+local function rel_diff(a, b)
+  local d = a:copy():axpy(-1, b)
+  return math.max(math.abs(d:max()), math.abs(d:min())) /
+         math.max(math.abs(a:max()), math.abs(a:min()))
+end
+
+local backends, nvidia_opencl = {"cpu"}, false
+for _, d in ipairs(device.list()) do
+  if (d.name == "opencl" or d.name == "cuda") and d.available then backends[#backends + 1] = d.name end
+  if d.name == "opencl" and d.available and tostring(d.device):find("NVIDIA") then nvidia_opencl = true end
+end
+
+-- the model: patches recompute first-order geometry, so they move fewer bytes; the counted
+-- flops include the map at each point
+local m = mesh.box{cells = {8, 8, 8}, cell = "tet"}
+local V = fe.space(m, "P1")
+local A = fe.operator(V, physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
+local w = V:interpolate(function(x) return x[1] * x[2] end)
+local _, rt = A:apply(w, {strategy = "transpose"})
+local _, rp = A:apply(w, {strategy = "patch"})
+check(rp.bytes < 0.6 * rt.bytes, "patch bytes %g not below transpose's %g", rp.bytes, rt.bytes)
+check(rp.flops > rt.flops, "patch flops %g should include the map (transpose %g)", rp.flops, rt.flops)
+print(("P1 apply model: transpose %.3g bytes %.3g flops, patch %.3g bytes %.3g flops")
+      :format(rt.bytes, rt.flops, rp.bytes, rp.flops))
+
+-- the source names its template and its sizes
+local src = A:source("apply", {strategy = "patch"})
+check(src:find("FE_KERNEL(fe_patch)", 1, true) and src:find("#define MAXL", 1, true) and
+      src:find("#define WALK 0", 1, true), "A:source of the patch strategy lacks fe_patch, MAXL or WALK 0")
+check(A:source("apply", {strategy = "patch", walk = 8}):find("#define WALK 1", 1, true),
+      "walk = 8 should give walks")
+local names = table.concat(A:strategies(), " ")
+check(names:find("patch") and names:find("transpose"), "A:strategies() = %s", names)
+
+-- PCG: the same iterations and solution with either strategy
+for _, be in ipairs(backends) do
+  local ut, it = solve.cg(A, {backend = be, strategy = "transpose", rtol = 1e-10})
+  local up, ip = solve.cg(A, {backend = be, strategy = "patch", rtol = 1e-10})
+  local d = rel_diff(ut:to("cpu"), up:to("cpu"))
+  check(it.iterations == ip.iterations and d < 1e-9, "%s PCG: %d vs %d iterations, difference %.2e",
+        be, it.iterations, ip.iterations, d)
+  print(("%s PCG: %d iterations with either strategy, solutions differ by %.1e"):format(be, ip.iterations, d))
+end
+
+-- default patches too large for the group's shared memory are halved until they fit (on the
+-- cpu a group may use 512 KiB: 512 Q3 hexes need more)
+do
+  local mq = mesh.box{cells = {8, 8, 8}, cell = "hex"}
+  local Q = fe.space(mq, "Q3")
+  local AQ = fe.operator(Q, physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
+  local block = tonumber(AQ:source("residual", {backend = "cpu", strategy = "patch"}):match("#define BLOCK (%d+)"))
+  local uq = Q:interpolate(function(x) return x[1] * x[2] end)
+  local d = rel_diff(AQ:residual(uq, {strategy = "transpose"}), AQ:residual(uq, {strategy = "patch"}))
+  check(block and block < 512 and d < 1e-13, "Q3 patches: block %s, patch vs transpose %.2e", tostring(block), d)
+  print(("Q3 hex: default patches halved to %s cells; patch = transpose to %.1e"):format(tostring(block), d))
+end
+
+-- a non-symmetric rule: walks keep each cell's own vertex order and still agree
+do
+  local Ag = fe.operator(V, physics.poisson{kappa = "1 + x[0]", source = 1}, {dirichlet = "all",
+                         quadrature = {degree = 3, rule = "gauss"}})
+  local d = rel_diff(Ag:apply(w, {strategy = "transpose"}), Ag:apply(w, {strategy = "patch", walk = 8}))
+  check(d < 1e-13, "collapsed Gauss rule: walks vs transpose %.2e", d)
+  print(("collapsed Gauss rule: walks in each cell's own order, patch = transpose to %.1e"):format(d))
+end
+
+-- mistakes
+local e1 = select(2, pcall(function() return A:apply(w, {strategy = "patch", walk = -2}) end))
+check(tostring(e1):find("walk must be an integer >= %-1"), "walk = -2: %s", tostring(e1))
+local P2 = fe.operator(fe.space(m, "P2"), physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
+local e2 = select(2, pcall(function() return P2:residual(P2_u or fe.space(m, "P2"):interpolate(1),
+                                                         {strategy = "patch", walk = 4}) end))
+check(tostring(e2):find("walks need first%-order cells"), "walk on P2: %s", tostring(e2))
+local ok, err = pcall(function() return A:apply(w, {strategy = "patches"}) end)
+check(not ok and tostring(err):find("unknown strategy 'patches'") and tostring(err):find("patch"),
+      "a bad strategy name: %s", tostring(err))
+
+assert(failures == 0, failures .. " check(s) failed")
+print("patch strategy options: all checks passed")

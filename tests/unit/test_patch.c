@@ -1,0 +1,183 @@
+/* Patches and walks of strategy "patch" (engine/patch.c): every cell is integrated once with
+ * exactly its own nodes, every contribution lands in its node's run at a place of its own,
+ * walks through tets keep three of four nodes from one cell to the next, and walks reuse
+ * nodes only where the rule is invariant under relabelling the vertices. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/error.h"
+#include "engine/patch.h"
+#include "engine/quadrature.h"
+#include "engine/space.h"
+
+/* A box of n0 x n1 x n2 cubes of the given cell type, distorted, and its first-order space. */
+static void walk_space(fe_cell_type type, int n0, int n1, int n2, fe_mesh **m, fe_space **V)
+{
+  fe_box_opts o;
+  fe_box_opts_default(&o);
+  o.type = type;
+  o.cells[0] = n0;
+  o.cells[1] = n1;
+  o.cells[2] = n2;
+  o.distort = 0.2;
+  cr_assert_eq(fe_mesh_box(&o, m), 0, "%s", fe_error_message());
+  cr_assert_eq(fe_space_create(*m, type == FE_CELL_HEX ? "Q1" : "P1", V), 0, "%s",
+               fe_error_message());
+}
+
+/* The stored cells in mesh order, padded to whole patches with -(first + 1). */
+static int *walk_perm(int ncells, int block, size_t *npad)
+{
+  *npad = (size_t)(ncells + block - 1) / block * block;
+  int *perm = malloc(sizeof(int) * *npad);
+  for (size_t i = 0; i < *npad; i++) perm[i] = i < (size_t)ncells ? (int)i : -(int)(i / block * block) - 1;
+  return perm;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* Run every walk's events as the kernel does; check each integrated cell's slots against the
+ * stored cell's nodes and each place against its node's run. Returns the loads per cell. */
+static double replay_walks(const fe_space *V, const fe_patches *P, const int *perm, size_t npad)
+{
+  int nb = V->elem.nbasis, ncells = V->mesh->ncells;
+  char *done = calloc((size_t)ncells, 1);
+  double loads = 0;
+  for (int g = 0; g < P->npatch; g++) {
+    int n0 = P->start[g], nl = P->start[g + 1] - n0;
+    int ne = (P->estart[g + 1] - P->estart[g]) / P->items;
+    int places = nl ? P->ends[n0 + nl - 1] : 0;
+    char *used = calloc((size_t)places + 1, 1);
+    for (int t = 0; t < P->items; t++) {
+      int slot[FE_WALK_MAX_SLOTS], c = g * P->block + t * P->walk;
+      for (int s = 0; s < nb; s++) slot[s] = -1;
+      for (int k = 0; k < ne; k++) {
+        unsigned ev = P->events[P->estart[g] + (size_t)k * P->items + t];
+        int l = (int)(ev & 0x7ffu), place = (int)((ev >> 11) & 0x7fffu), s = (int)((ev >> 26) & 7u);
+        cr_assert_lt(s, nb);
+        if (ev & (1u << 29)) {
+          int i = slot[s];
+          cr_assert_geq(i, 0, "flush of an empty slot");
+          int lo = i ? P->ends[n0 + i - 1] : 0;
+          cr_assert(place >= lo && place < P->ends[n0 + i], "place %d outside node %d's run", place, i);
+          cr_assert(!used[place], "place %d filled twice", place);
+          used[place] = 1;
+          slot[s] = -1;
+        }
+        if (ev & (1u << 30)) {
+          cr_assert_lt(l, nl);
+          slot[s] = l;
+          loads++;
+        }
+        if (ev & (1u << 31)) {
+          cr_assert_lt((size_t)c, npad);
+          int cell = perm[c++];
+          cr_assert_geq(cell, 0, "a walk integrates a padding cell");
+          cr_assert(!done[cell], "cell %d integrated twice", cell);
+          done[cell] = 1;
+          int have[FE_WALK_MAX_SLOTS], want[FE_WALK_MAX_SLOTS];
+          for (int s2 = 0; s2 < nb; s2++) {
+            cr_assert_geq(slot[s2], 0);
+            int pn = P->nodes[n0 + slot[s2]];
+            have[s2] = pn < 0 ? ~pn : pn;
+            want[s2] = V->cell_nodes[(size_t)cell * nb + s2];
+          }
+          qsort(have, nb, sizeof(int), cmp_int);
+          qsort(want, nb, sizeof(int), cmp_int);
+          cr_assert(!memcmp(have, want, sizeof(int) * nb), "cell %d: the slots hold other nodes", cell);
+        }
+      }
+      for (int s = 0; s < nb; s++) cr_assert_eq(slot[s], -1, "walk %d of patch %d ends unflushed", t, g);
+    }
+    for (int p = 0; p < places; p++) cr_assert(used[p], "patch %d: place %d never filled", g, p);
+    free(used);
+  }
+  for (int c = 0; c < ncells; c++) cr_assert(done[c], "cell %d never integrated", c);
+  free(done);
+  return loads / ncells;
+}
+
+/* Build walks of `walk` cells in patches of `block` and replay them. */
+static double check_walks(fe_cell_type type, int block, int walk, int reuse)
+{
+  fe_mesh *m;
+  fe_space *V;
+  walk_space(type, 7, 5, 4, &m, &V);
+  size_t npad;
+  int *perm = walk_perm(m->ncells, block, &npad);
+  unsigned char *con = calloc((size_t)V->nnodes, 1);
+  for (int i = 0; i < V->nnodes; i += 3) con[i] = 1;
+  fe_patches P;
+  cr_assert_eq(fe_patches_build(V, con, perm, npad, block, walk, reuse, &P), 0, "%s", fe_error_message());
+  cr_assert_eq(P.items, (block + walk - 1) / walk);
+  for (int i = 0; i < P.start[P.npatch]; i++) { /* constrained nodes are stored as ~node */
+    int pn = P.nodes[i], node = pn < 0 ? ~pn : pn;
+    cr_assert_eq(pn < 0, con[node] != 0, "node %d: constrained flag lost", node);
+  }
+  double per_cell = replay_walks(V, &P, perm, npad);
+  fe_patches_free(&P);
+  free(con);
+  free(perm);
+  fe_space_free(V);
+  fe_mesh_free(m);
+  return per_cell;
+}
+
+Test(patch, tet_walks_replay_exactly_and_keep_three_nodes)
+{
+  double loads = check_walks(FE_CELL_TET, 200, 8, 1);
+  /* four loads to start each walk of eight, about one per cell after it */
+  cr_assert_lt(loads, 1.8, "tet walks load %.2f nodes per cell", loads);
+}
+
+Test(patch, walks_of_odd_length_and_small_patches)
+{
+  check_walks(FE_CELL_TET, 37, 3, 1);
+  check_walks(FE_CELL_TET, 64, 64, 1);
+}
+
+Test(patch, hex_walks_keep_each_cells_own_order)
+{
+  double loads = check_walks(FE_CELL_HEX, 64, 8, 0);
+  cr_assert_leq(loads, 8.0);
+}
+
+Test(patch, reuse_only_with_rules_invariant_under_relabelling)
+{
+  fe_quadrature q;
+  for (int deg = 1; deg <= 6; deg++) { /* the automatic rules on tets are symmetric */
+    cr_assert_eq(fe_quadrature_create(FE_CELL_TET, deg, &q), 0);
+    cr_assert(fe_patch_walk_reuses(FE_CELL_TET, &q, 1), "tet rule of degree %d", deg);
+    fe_quadrature_free(&q);
+  }
+  cr_assert_eq(fe_quadrature_create_kind(FE_CELL_TET, 3, FE_QUAD_GAUSS, &q), 0);
+  cr_assert(!fe_patch_walk_reuses(FE_CELL_TET, &q, 1), "a collapsed rule is not symmetric");
+  fe_quadrature_free(&q);
+  cr_assert_eq(fe_quadrature_create_kind(FE_CELL_TRI, 4, FE_QUAD_GAUSS, &q), 0);
+  cr_assert(!fe_patch_walk_reuses(FE_CELL_TRI, &q, 1));
+  fe_quadrature_free(&q);
+  cr_assert_eq(fe_quadrature_create(FE_CELL_HEX, 2, &q), 0);
+  cr_assert(!fe_patch_walk_reuses(FE_CELL_HEX, &q, 1), "hexes keep their own order");
+  fe_quadrature_free(&q);
+}
+
+Test(patch, too_many_nodes_for_the_event_words_is_a_clear_error)
+{
+  fe_mesh *m;
+  fe_space *V;
+  walk_space(FE_CELL_TET, 16, 16, 16, &m, &V);
+  size_t npad;
+  int *perm = walk_perm(m->ncells, 16384, &npad);
+  fe_patches P;
+  cr_assert_neq(fe_patches_build(V, NULL, perm, npad, 16384, 8, 1, &P), 0);
+  cr_assert(strstr(fe_error_message(), "use a smaller block"), "%s", fe_error_message());
+  fe_error_clear();
+  free(perm);
+  fe_space_free(V);
+  fe_mesh_free(m);
+}
