@@ -172,9 +172,10 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
                      s->geo_recompute, s->maxc);
     fe_strbuf_printf(&b, "#define WALK %d\n#define WALK_CELLS %d /* cells per walk */\n"
                          "#define ITEMS %d /* walks per patch */\n"
-                         "#define MAXE %d /* events of the largest patch */\n",
+                         "#define MAXE %d /* events of the largest patch */\n"
+                         "#define GROUP_ITEMS %d /* work items per group */\n",
                      s->walk > 0, s->walk > 0 ? s->walk : 1, s->walk > 0 ? s->items : 1,
-                     s->walk > 0 ? s->maxe : 1);
+                     s->walk > 0 ? s->maxe : 1, s->group_items);
   }
   fe_strbuf_printf(&b, "#define NAUX %d /* per-cell constants a[] */\n", p->naux);
   fe_strbuf_printf(&b, "#define NK %d /* named constants k[] */\n", p->nconst);
@@ -317,9 +318,9 @@ void fe_codegen_model(const fe_kernel_spec *s, int ndirichlet, double *flops, do
      * the patch sums added into y once per patch node */
     *flops += s->patch_nodes * nc;
     double geo = recompute ? 0 : ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;
-    /* walks read their events (4 bytes each) instead of the local numbers */
+    /* walks read their events (4 bytes each) instead of the local numbers and the places */
     double cellmap = s->walk > 0 ? s->walk_events * 4.0 + (ngroups + 1) * 4.0
-                                 : ncells * nb * s->lidx_bytes;
+                                 : ncells * nb * (s->lidx_bytes + 2.0);
     *bytes = common + s->patch_nodes * 8.0 + (ngroups + 1) * 4.0 + cellmap + geo +
              (n.need_x || recompute ? nnodes * 3 * w : 0);
     return;

@@ -31,6 +31,7 @@ typedef struct fe_kernel_spec {
   int maxc;           /* contributions filed by the largest patch (places in its runs) */
   int walk;           /* cells per walk (0: one item per cell) */
   int items;          /* walks per patch */
+  int group_items;    /* work items per group of the launch */
   int maxe;           /* walks: events of the largest patch */
   double walk_loads;  /* walks: node loads into slots, summed over patches */
   double walk_events; /* walks: event words read, padding included */

@@ -42,6 +42,7 @@ typedef struct op_device {
   fe_buffer pstart, pnodes, pend, lcells; /* patches: node list offsets, node lists, the ends
                                            * of the nodes' runs, local cell maps or events */
   fe_buffer estart;      /* patches with walks: event offsets */
+  fe_buffer places;      /* patches, one item per cell: each contribution's place in the runs */
   int walk, asked_walk;  /* patches: cells per walk (0: an item per cell), as asked */
   int reuse;             /* walks keep nodes across cells in another vertex order */
   int items;             /* walks per patch */
@@ -217,7 +218,7 @@ static void op_device_free(op_device *d)
   fe_backend *be = d->be;
   fe_buffer *bufs[] = {&d->groups, &d->cells, &d->coords, &d->aux,   &d->didx,
                        &d->dval,   &d->params, &d->fmaps, &d->pstart, &d->pnodes, &d->pend,
-                       &d->lcells, &d->estart};
+                       &d->lcells, &d->estart, &d->places};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i]->ptr) be->ops->release(be->impl, bufs[i]);
   for (int a = FE_NACTIONS - 1; a >= 0; a--) { /* shared buffers are released once, by the first */
@@ -320,6 +321,8 @@ static int default_block(const fe_backend *be, const fe_operator *A, fe_precisio
  * of one color scatter with plain adds; GPUs and OpenCL devices use atomics. */
 static int scatter_colored(const fe_backend *be) { return !strcmp(be->name, "cpu"); }
 
+static size_t group_size(const op_device *d, const fe_operator *A, fe_action a);
+
 static void fill_spec(const fe_operator *A, const op_device *d, fe_action a, fe_kernel_spec *s)
 {
   s->V = A->V;
@@ -339,6 +342,7 @@ static void fill_spec(const fe_operator *A, const op_device *d, fe_action a, fe_
   s->patch_nodes = d->patch_nodes;
   s->walk = d->walk;
   s->items = d->items;
+  s->group_items = (int)group_size(d, A, a);
   s->walk_loads = d->walk_loads;
   s->walk_events = d->walk_events;
 }
@@ -488,12 +492,16 @@ static int upload_patches(const fe_operator *A, op_device *d, int *perm, size_t 
   if (!rc) rc = d->be->ops->alloc(d->be->impl, lbytes, &d->lcells);
   if (!rc) rc = d->be->ops->write(d->be->impl, &d->lcells, 0, lbytes, lsrc);
   if (!rc && d->walk > 0) rc = upload_ints(d->be, P.estart, (size_t)ng + 1, &d->estart);
+  size_t pbytes = sizeof(unsigned short) * (npad * V->elem.nbasis + 1);
+  if (!rc && d->walk <= 0) rc = d->be->ops->alloc(d->be->impl, pbytes, &d->places);
+  if (!rc && d->walk <= 0) rc = d->be->ops->write(d->be->impl, &d->places, 0, pbytes, P.places);
   fe_patches_free(&P);
   FE_CHECK(rc);
-  /* shared memory: the patch's state, direction and coordinates, the contributions, the runs */
+  /* shared memory: the patch's state, direction and coordinates, the contributions, the runs,
+   * the events */
   size_t need = ((size_t)d->maxl * (3 + 2 * V->ncomp) + (size_t)d->maxc * V->ncomp) *
                     fe_precision_size(d->prec) +
-                ((d->walk > 0 ? 1 : 2) * (size_t)d->maxl + 1 + (size_t)d->maxe) * sizeof(int);
+                ((size_t)d->maxl + 1 + (size_t)d->maxe) * sizeof(int);
   d->patch_too_big = need > shared_limit(d->be);
   FE_ASSERT(need <= shared_limit(d->be), FE_ERR_ARG,
             "block = %d cells of %s touch up to %d nodes, %zu bytes of shared memory per work "
@@ -802,7 +810,7 @@ static int op_integrate_patches(fe_operator *A, op_device *d, fe_action a, const
 {
   FE_CHECK_INTERRUPT();
   const fe_buffer *geo = d->geo[a].ptr ? &d->geo[a] : &d->params; /* unused when recomputed */
-  fe_arg args[19] = {
+  fe_arg args[20] = {
       {.kind = FE_ARG_INT, .i = d->ngroups},
       {.kind = FE_ARG_INT, .i = A->V->mesh->ncells},
       {.kind = FE_ARG_INT, .i = (long long)(padded_cells(A, d->block) * (A->geo_affine ? 1 : A->quad[a].npoints))},
@@ -811,12 +819,13 @@ static int op_integrate_patches(fe_operator *A, op_device *d, fe_action a, const
       {.kind = FE_ARG_BUFFER, .buf = &d->pend},
       {.kind = FE_ARG_BUFFER, .buf = &d->lcells}, /* or the walks' events */
       {.kind = FE_ARG_BUFFER, .buf = d->walk > 0 ? &d->estart : &d->pstart}, /* unread: no walks */
+      {.kind = FE_ARG_BUFFER, .buf = d->walk > 0 ? &d->pstart : &d->places}, /* unread: walks */
       {.kind = FE_ARG_BUFFER, .buf = geo},
   };
-  physics_args(d, u, w, y, args + 9);
+  physics_args(d, u, w, y, args + 10);
   double s;
   FE_CHECK(d->be->ops->launch(d->be->impl, d->kernel[a], (size_t)d->ngroups, group_size(d, A, a),
-                              19, args, d->prec, &s));
+                              20, args, d->prec, &s));
   (*launches)++;
   return 0;
 }

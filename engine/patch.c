@@ -1,8 +1,9 @@
 /* felab patches: node lists, runs and walks for strategy "patch" (engine/patch.h).
  *
  * A patch's contributions go to runs, one per node, in a shared list; a node's run is then
- * summed and added to the output once. With one item per cell the places in a run are handed
- * out by a shared counter at run time. With walks every place is fixed here: a walk is a
+ * summed and added to the output once. Every place is fixed here, so the kernel needs no
+ * atomics and the sums are the same bits at every call. With one item per cell, a node's run
+ * takes its contributions in cell order. With walks a walk is a
  * sequence of events (load a node into a slot, flush a slot's sum to a place, integrate the
  * cell the slots hold), and the host knows every flush.
  *
@@ -89,6 +90,7 @@ void fe_patches_free(fe_patches *P)
   free(P->nodes);
   free(P->ends);
   free(P->lcells);
+  free(P->places);
   free(P->events);
   free(P->estart);
   memset(P, 0, sizeof *P);
@@ -348,23 +350,36 @@ static int build_one_walk(const fe_space *V, const int *list, int nl, int *perm,
   return rc;
 }
 
-/* One item per cell: local numbers and the runs' ends (contributions per node). */
+/* One item per cell: local numbers, the runs' ends (contributions per node) and each
+ * contribution's place; first = the patch's first entry in lcells and places. fill[nl] is
+ * scratch. */
 static void build_one_lcells(const fe_space *V, const int *list, int nl, const int *perm,
-                             int block, int lidx_bytes, void *lc, size_t first, int *ends, int *maxc)
+                             int block, int lidx_bytes, void *lc, unsigned short *places,
+                             size_t first, int *ends, int *fill, int *maxc)
 {
   int nb = V->elem.nbasis;
   memset(ends, 0, sizeof(int) * (size_t)nl);
   for (int j = 0; j < block; j++) {
-    size_t i = first + (size_t)j;
     int c = perm[j];
     for (int b = 0; c >= 0 && b < nb; b++) {
+      size_t i = first + (size_t)b * block + (size_t)j;
       int k = find_sorted(list, nl, V->cell_nodes[(size_t)c * nb + b]);
       ends[k]++;
-      if (lidx_bytes == 1) ((unsigned char *)lc)[i * nb + b] = (unsigned char)k;
-      else ((unsigned short *)lc)[i * nb + b] = (unsigned short)k;
+      if (lidx_bytes == 1) ((unsigned char *)lc)[i] = (unsigned char)k;
+      else ((unsigned short *)lc)[i] = (unsigned short)k;
     }
   }
-  for (int k = 1; k < nl; k++) ends[k] += ends[k - 1];
+  for (int k = 0, sum = 0; k < nl; k++) { /* run k: [fill[k], ends[k]) */
+    fill[k] = sum;
+    sum += ends[k];
+    ends[k] = sum;
+  }
+  for (int j = 0; j < block; j++) /* cell order within each run */
+    for (int b = 0; perm[j] >= 0 && b < nb; b++) {
+      size_t i = first + (size_t)b * block + (size_t)j;
+      int k = lidx_bytes == 1 ? ((unsigned char *)lc)[i] : ((unsigned short *)lc)[i];
+      places[i] = (unsigned short)fill[k]++;
+    }
   *maxc = nl ? ends[nl - 1] : 0;
 }
 
@@ -404,6 +419,10 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
     rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
                       "a patch of %d cells touches %d nodes, more than %d (use a smaller block)",
                       block, P->maxl, walk > 0 ? FE_WALK_MAX_NODES : 65536);
+  else if (walk <= 0 && (size_t)block * nb > 65536)
+    rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
+                      "a patch of %d cells of %d basis functions files %zu contributions, more than "
+                      "65536 (use a smaller block)", block, nb, (size_t)block * nb);
   P->lidx_bytes = P->maxl <= 256 ? 1 : 2;
   unsigned **ev = NULL;
   int *ne = NULL, *maxc = NULL;
@@ -418,8 +437,10 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
       loads = calloc((size_t)ng + 1, sizeof(double));
     } else {
       P->lcells = calloc(npad * nb + 1, (size_t)P->lidx_bytes);
+      P->places = calloc(npad * nb + 1, sizeof(unsigned short));
     }
-    if (!P->nodes || !P->ends || !maxc || (walk > 0 ? !ev || !ne || !loads : !P->lcells))
+    if (!P->nodes || !P->ends || !maxc ||
+        (walk > 0 ? !ev || !ne || !loads : !P->lcells || !P->places))
       rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the patches");
   }
   int failed = 0;
@@ -434,8 +455,13 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
       bad = build_one_walk(V, l, count[g], perm + (size_t)g * block, block, walk, P->items,
                            reuse, ends, &ev[g], &ne[g], &maxc[g], &loads[g]);
     } else {
-      build_one_lcells(V, l, count[g], perm + (size_t)g * block, block, P->lidx_bytes, P->lcells,
-                       (size_t)g * block, ends, &maxc[g]);
+      int *fill = malloc(sizeof(int) * ((size_t)count[g] + 1));
+      if (fill)
+        build_one_lcells(V, l, count[g], perm + (size_t)g * block, block, P->lidx_bytes,
+                         P->lcells, P->places, (size_t)g * per, ends, fill, &maxc[g]);
+      else
+        bad = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the patches");
+      free(fill);
     }
     if (bad) {
 #pragma omp critical

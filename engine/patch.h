@@ -1,7 +1,7 @@
 /* felab patches: the host side of strategy "patch" (engine/kernels/patch.knl). A work group
  * owns `block` consecutive stored cells (a patch) and the sorted list of the nodes they
  * touch; its items integrate the cells, either one item per cell (the cells' local node
- * numbers are stored) or one item per walk through `walk` cells that share nodes, driven
+ * numbers are stored, and each contribution's place in its node's run) or one item per walk through `walk` cells that share nodes, driven
  * by a stream of events (docs/kernels.md, "The patch template"). */
 #ifndef FE_PATCH_H
 #define FE_PATCH_H
@@ -32,7 +32,10 @@ typedef struct fe_patches {
   int *start;          /* npatch + 1: patch g's nodes are nodes[start[g] .. start[g+1]) */
   int *nodes;          /* global node numbers, ~node for a constrained node */
   int *ends;           /* the end of each patch node's run (contributions to nodes 0..i) */
-  void *lcells;        /* one item per cell: npad x NB local numbers */
+  void *lcells;        /* one item per cell: patch g's are lcells[g*block*NB + b*block + j]
+                        * (basis function b of its cell j) */
+  unsigned short *places; /* one item per cell: the place in its node's run of each
+                           * contribution, indexed as lcells */
   unsigned *events;    /* walks: patch g's are events[estart[g] + k*items + t] */
   int *estart;         /* walks: npatch + 1 */
 } fe_patches;

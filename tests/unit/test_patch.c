@@ -147,6 +147,56 @@ Test(patch, hex_walks_keep_each_cells_own_order)
   cr_assert_leq(loads, 8.0);
 }
 
+/* One item per cell: the local numbers name each cell's own nodes, and the contributions of
+ * the patch's cells fill every place of their node's run once, in cell order. */
+static void check_places(fe_cell_type type, int block)
+{
+  fe_mesh *m;
+  fe_space *V;
+  walk_space(type, 7, 5, 4, &m, &V);
+  int nb = V->elem.nbasis;
+  size_t npad;
+  int *perm = walk_perm(m->ncells, block, &npad);
+  fe_patches P;
+  cr_assert_eq(fe_patches_build(V, NULL, perm, npad, block, 0, 0, &P), 0, "%s", fe_error_message());
+  cr_assert_eq(P.walk, 0);
+  int *owner = malloc(sizeof(int) * (size_t)block * nb); /* cell j that took each place */
+  for (int g = 0; g < P.npatch; g++) {
+    size_t first = (size_t)g * block * nb;
+    int n0 = P.start[g], nl = P.start[g + 1] - n0, cells = 0;
+    int places = nl ? P.ends[n0 + nl - 1] : 0;
+    for (int p = 0; p < places; p++) owner[p] = -1;
+    for (int j = 0; j < block && perm[(size_t)g * block + j] >= 0; j++, cells++)
+      for (int b = 0; b < nb; b++) {
+        size_t i = first + (size_t)b * block + (size_t)j;
+        int l = P.lidx_bytes == 1 ? ((unsigned char *)P.lcells)[i] : ((unsigned short *)P.lcells)[i];
+        int c = perm[(size_t)g * block + j], p = P.places[i];
+        cr_assert(l >= 0 && l < nl, "patch %d, cell %d: local number %d of %d", g, j, l, nl);
+        cr_assert_eq(P.nodes[n0 + l], V->cell_nodes[(size_t)c * nb + b], "patch %d, cell %d: wrong node", g, c);
+        int lo = l ? P.ends[n0 + l - 1] : 0;
+        cr_assert(p >= lo && p < P.ends[n0 + l], "patch %d: place %d outside node %d's run", g, p, l);
+        cr_assert_eq(owner[p], -1, "patch %d: place %d filed twice", g, p);
+        owner[p] = j;
+      }
+    cr_assert_eq(places, cells * nb, "patch %d: %d places for %d contributions", g, places, cells * nb);
+    for (int i = 0; i < nl; i++) /* each run in cell order */
+      for (int p = (i ? P.ends[n0 + i - 1] : 0) + 1; p < P.ends[n0 + i]; p++)
+        cr_assert_lt(owner[p - 1], owner[p], "patch %d, node %d: run not in cell order", g, i);
+  }
+  free(owner);
+  fe_patches_free(&P);
+  free(perm);
+  fe_space_free(V);
+  fe_mesh_free(m);
+}
+
+Test(patch, one_item_per_cell_fills_each_place_once_in_cell_order)
+{
+  check_places(FE_CELL_TET, 200);
+  check_places(FE_CELL_TET, 37);
+  check_places(FE_CELL_HEX, 64);
+}
+
 Test(patch, reuse_only_with_rules_invariant_under_relabelling)
 {
   fe_quadrature q;
