@@ -167,8 +167,7 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
     fe_strbuf_printf(&b, "#define MAXL %d /* nodes of the largest patch */\n#define LIDX %s\n"
                          "#define GEO_RECOMPUTE %d\n#define MAXC %d /* contributions of the "
                          "largest patch */\n",
-                     s->maxl, s->walk > 0 ? "unsigned int" : s->lidx_bytes == 1 ? "unsigned char"
-                                                                    : "unsigned short",
+                     s->maxl, "unsigned int",
                      s->geo_recompute, s->maxc);
     fe_strbuf_printf(&b, "#define WALK %d\n#define WALK_CELLS %d /* cells per walk */\n"
                          "#define ITEMS %d /* walks per patch */\n"
@@ -318,9 +317,9 @@ void fe_codegen_model(const fe_kernel_spec *s, int ndirichlet, double *flops, do
      * the patch sums added into y once per patch node */
     *flops += s->patch_nodes * nc;
     double geo = recompute ? 0 : ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;
-    /* walks read their events (4 bytes each) instead of the local numbers and the places */
+    /* walks read their events (4 bytes each), one item per cell a word per (cell, function) */
     double cellmap = s->walk > 0 ? s->walk_events * 4.0 + (ngroups + 1) * 4.0
-                                 : ncells * nb * (s->lidx_bytes + 2.0);
+                                 : ncells * nb * 4.0;
     *bytes = common + s->patch_nodes * 8.0 + (ngroups + 1) * 4.0 + cellmap + geo +
              (n.need_x || recompute ? nnodes * 3 * w : 0);
     return;

@@ -25,7 +25,6 @@ typedef struct fe_kernel_spec {
   /* strategy "patch" (patch.knl; all 0 for "transpose") */
   int patch;          /* 1: the patch template */
   int maxl;           /* nodes of the largest patch */
-  int lidx_bytes;     /* bytes of a local node number: 1 or 2 */
   int geo_recompute;  /* 1: the map's factors from the node coordinates at each point */
   double patch_nodes; /* nodes summed over patches (a node shared by k patches counts k) */
   int maxc;           /* contributions filed by the largest patch (places in its runs) */

@@ -42,12 +42,10 @@ typedef struct op_device {
   fe_buffer pstart, pnodes, pend, lcells; /* patches: node list offsets, node lists, the ends
                                            * of the nodes' runs, local cell maps or events */
   fe_buffer estart;      /* patches with walks: event offsets */
-  fe_buffer places;      /* patches, one item per cell: each contribution's place in the runs */
   int walk, asked_walk;  /* patches: cells per walk (0: an item per cell), as asked */
   int reuse;             /* walks keep nodes across cells in another vertex order */
   int items;             /* walks per patch */
-  int maxl, maxc, maxe, lidx_bytes; /* patches: nodes, contributions and events of the
-                                    * largest, bytes of a local number */
+  int maxl, maxc, maxe;  /* patches: nodes, contributions and events of the largest */
   double patch_nodes, patch_places, walk_loads, walk_events; /* summed over patches */
   int patch_too_big;     /* patches: a group's shared arrays exceed the device's */
   fe_buffer geo[FE_NACTIONS]; /* geometric factors at each action's points (shared when equal) */
@@ -218,7 +216,7 @@ static void op_device_free(op_device *d)
   fe_backend *be = d->be;
   fe_buffer *bufs[] = {&d->groups, &d->cells, &d->coords, &d->aux,   &d->didx,
                        &d->dval,   &d->params, &d->fmaps, &d->pstart, &d->pnodes, &d->pend,
-                       &d->lcells, &d->estart, &d->places};
+                       &d->lcells, &d->estart};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i]->ptr) be->ops->release(be->impl, bufs[i]);
   for (int a = FE_NACTIONS - 1; a >= 0; a--) { /* shared buffers are released once, by the first */
@@ -310,7 +308,14 @@ static size_t shared_limit(const fe_backend *be)
 static int default_block(const fe_backend *be, const fe_operator *A, fe_precision prec, int patch,
                          int walk)
 {
-  if (patch) return walk > 0 ? PATCH_WALK_BLOCK_CELLS * walk : PATCH_BLOCK;
+  if (patch && walk > 0) return PATCH_WALK_BLOCK_CELLS * walk;
+  /* On a GPU an item of a higher-order space holds many registers (a P2 tet in double ~155):
+   * smaller patches let more groups share a multiprocessor. P2 tets on the H100: 0.80 ms with
+   * 128 cells against 1.08 with 256 in double; 0.39 with 256 against 0.46 with 128 in single
+   * (docs/benchmarks.md). */
+  if (patch && be->info.is_gpu && A->V->elem.order > 1)
+    return PATCH_BLOCK / (prec == FE_DOUBLE ? 4 : 2);
+  if (patch) return PATCH_BLOCK;
   int block = 32;
   size_t per_cell = shared_per_cell(A, prec), limit = shared_limit(be);
   while (block > 1 && block * per_cell > limit) block /= 2;
@@ -337,7 +342,6 @@ static void fill_spec(const fe_operator *A, const op_device *d, fe_action a, fe_
   s->maxl = d->maxl;
   s->maxc = d->maxc;
   s->maxe = d->maxe;
-  s->lidx_bytes = d->lidx_bytes;
   s->geo_recompute = d->patch && A->geo_recompute;
   s->patch_nodes = d->patch_nodes;
   s->walk = d->walk;
@@ -475,7 +479,6 @@ static int upload_patches(const fe_operator *A, op_device *d, int *perm, size_t 
   d->maxl = P.maxl;
   d->maxc = P.maxc;
   d->maxe = P.maxe;
-  d->lidx_bytes = P.lidx_bytes;
   d->items = P.items;
   d->patch_nodes = P.nodes_total;
   d->patch_places = P.places_total;
@@ -487,14 +490,11 @@ static int upload_patches(const fe_operator *A, op_device *d, int *perm, size_t 
   if (!rc) rc = upload_ints(d->be, P.nodes, total + 1, &d->pnodes);
   if (!rc) rc = upload_ints(d->be, P.ends, total + 1, &d->pend);
   size_t lbytes = d->walk > 0 ? sizeof(unsigned) * (P.nevents + 1)
-                              : npad * V->elem.nbasis * (size_t)P.lidx_bytes;
+                              : npad * V->elem.nbasis * sizeof(unsigned);
   const void *lsrc = d->walk > 0 ? (const void *)P.events : P.lcells;
   if (!rc) rc = d->be->ops->alloc(d->be->impl, lbytes, &d->lcells);
   if (!rc) rc = d->be->ops->write(d->be->impl, &d->lcells, 0, lbytes, lsrc);
   if (!rc && d->walk > 0) rc = upload_ints(d->be, P.estart, (size_t)ng + 1, &d->estart);
-  size_t pbytes = sizeof(unsigned short) * (npad * V->elem.nbasis + 1);
-  if (!rc && d->walk <= 0) rc = d->be->ops->alloc(d->be->impl, pbytes, &d->places);
-  if (!rc && d->walk <= 0) rc = d->be->ops->write(d->be->impl, &d->places, 0, pbytes, P.places);
   fe_patches_free(&P);
   FE_CHECK(rc);
   /* shared memory: the patch's state, direction and coordinates, the contributions, the runs,
@@ -810,7 +810,7 @@ static int op_integrate_patches(fe_operator *A, op_device *d, fe_action a, const
 {
   FE_CHECK_INTERRUPT();
   const fe_buffer *geo = d->geo[a].ptr ? &d->geo[a] : &d->params; /* unused when recomputed */
-  fe_arg args[20] = {
+  fe_arg args[19] = {
       {.kind = FE_ARG_INT, .i = d->ngroups},
       {.kind = FE_ARG_INT, .i = A->V->mesh->ncells},
       {.kind = FE_ARG_INT, .i = (long long)(padded_cells(A, d->block) * (A->geo_affine ? 1 : A->quad[a].npoints))},
@@ -819,13 +819,12 @@ static int op_integrate_patches(fe_operator *A, op_device *d, fe_action a, const
       {.kind = FE_ARG_BUFFER, .buf = &d->pend},
       {.kind = FE_ARG_BUFFER, .buf = &d->lcells}, /* or the walks' events */
       {.kind = FE_ARG_BUFFER, .buf = d->walk > 0 ? &d->estart : &d->pstart}, /* unread: no walks */
-      {.kind = FE_ARG_BUFFER, .buf = d->walk > 0 ? &d->pstart : &d->places}, /* unread: walks */
       {.kind = FE_ARG_BUFFER, .buf = geo},
   };
-  physics_args(d, u, w, y, args + 10);
+  physics_args(d, u, w, y, args + 9);
   double s;
   FE_CHECK(d->be->ops->launch(d->be->impl, d->kernel[a], (size_t)d->ngroups, group_size(d, A, a),
-                              20, args, d->prec, &s));
+                              19, args, d->prec, &s));
   (*launches)++;
   return 0;
 }

@@ -90,7 +90,6 @@ void fe_patches_free(fe_patches *P)
   free(P->nodes);
   free(P->ends);
   free(P->lcells);
-  free(P->places);
   free(P->events);
   free(P->estart);
   memset(P, 0, sizeof *P);
@@ -351,11 +350,9 @@ static int build_one_walk(const fe_space *V, const int *list, int nl, int *perm,
 }
 
 /* One item per cell: local numbers, the runs' ends (contributions per node) and each
- * contribution's place; first = the patch's first entry in lcells and places. fill[nl] is
- * scratch. */
+ * contribution's place; first = the patch's first entry in lc. fill[nl] is scratch. */
 static void build_one_lcells(const fe_space *V, const int *list, int nl, const int *perm,
-                             int block, int lidx_bytes, void *lc, unsigned short *places,
-                             size_t first, int *ends, int *fill, int *maxc)
+                             int block, unsigned *lc, size_t first, int *ends, int *fill, int *maxc)
 {
   int nb = V->elem.nbasis;
   memset(ends, 0, sizeof(int) * (size_t)nl);
@@ -365,8 +362,7 @@ static void build_one_lcells(const fe_space *V, const int *list, int nl, const i
       size_t i = first + (size_t)b * block + (size_t)j;
       int k = find_sorted(list, nl, V->cell_nodes[(size_t)c * nb + b]);
       ends[k]++;
-      if (lidx_bytes == 1) ((unsigned char *)lc)[i] = (unsigned char)k;
-      else ((unsigned short *)lc)[i] = (unsigned short)k;
+      lc[i] = (unsigned)k;
     }
   }
   for (int k = 0, sum = 0; k < nl; k++) { /* run k: [fill[k], ends[k]) */
@@ -377,8 +373,7 @@ static void build_one_lcells(const fe_space *V, const int *list, int nl, const i
   for (int j = 0; j < block; j++) /* cell order within each run */
     for (int b = 0; perm[j] >= 0 && b < nb; b++) {
       size_t i = first + (size_t)b * block + (size_t)j;
-      int k = lidx_bytes == 1 ? ((unsigned char *)lc)[i] : ((unsigned short *)lc)[i];
-      places[i] = (unsigned short)fill[k]++;
+      lc[i] |= (unsigned)fill[lc[i]]++ << 16;
     }
   *maxc = nl ? ends[nl - 1] : 0;
 }
@@ -423,7 +418,6 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
     rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
                       "a patch of %d cells of %d basis functions files %zu contributions, more than "
                       "65536 (use a smaller block)", block, nb, (size_t)block * nb);
-  P->lidx_bytes = P->maxl <= 256 ? 1 : 2;
   unsigned **ev = NULL;
   int *ne = NULL, *maxc = NULL;
   double *loads = NULL;
@@ -436,11 +430,9 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
       ne = calloc((size_t)ng + 1, sizeof(int));
       loads = calloc((size_t)ng + 1, sizeof(double));
     } else {
-      P->lcells = calloc(npad * nb + 1, (size_t)P->lidx_bytes);
-      P->places = calloc(npad * nb + 1, sizeof(unsigned short));
+      P->lcells = calloc(npad * nb + 1, sizeof(unsigned));
     }
-    if (!P->nodes || !P->ends || !maxc ||
-        (walk > 0 ? !ev || !ne || !loads : !P->lcells || !P->places))
+    if (!P->nodes || !P->ends || !maxc || (walk > 0 ? !ev || !ne || !loads : !P->lcells))
       rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the patches");
   }
   int failed = 0;
@@ -457,8 +449,8 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
     } else {
       int *fill = malloc(sizeof(int) * ((size_t)count[g] + 1));
       if (fill)
-        build_one_lcells(V, l, count[g], perm + (size_t)g * block, block, P->lidx_bytes,
-                         P->lcells, P->places, (size_t)g * per, ends, fill, &maxc[g]);
+        build_one_lcells(V, l, count[g], perm + (size_t)g * block, block, P->lcells,
+                         (size_t)g * per, ends, fill, &maxc[g]);
       else
         bad = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the patches");
       free(fill);

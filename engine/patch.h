@@ -1,7 +1,7 @@
 /* felab patches: the host side of strategy "patch" (engine/kernels/patch.knl). A work group
  * owns `block` consecutive stored cells (a patch) and the sorted list of the nodes they
  * touch; its items integrate the cells, either one item per cell (the cells' local node
- * numbers are stored, and each contribution's place in its node's run) or one item per walk through `walk` cells that share nodes, driven
+ * numbers and each contribution's place in its node's run are stored) or one item per walk through `walk` cells that share nodes, driven
  * by a stream of events (docs/kernels.md, "The patch template"). */
 #ifndef FE_PATCH_H
 #define FE_PATCH_H
@@ -24,7 +24,6 @@ typedef struct fe_patches {
   int maxl;            /* nodes of the largest patch */
   int maxc;            /* places in the runs of the largest patch */
   int maxe;            /* walks: events of the largest patch (padding included) */
-  int lidx_bytes;      /* one item per cell: bytes of a local node number, 1 or 2 */
   double nodes_total;  /* nodes summed over patches (a node in k patches counts k) */
   double places_total; /* places summed over patches (contributions filed) */
   double loads_total;  /* walks: node loads into slots, summed */
@@ -32,10 +31,9 @@ typedef struct fe_patches {
   int *start;          /* npatch + 1: patch g's nodes are nodes[start[g] .. start[g+1]) */
   int *nodes;          /* global node numbers, ~node for a constrained node */
   int *ends;           /* the end of each patch node's run (contributions to nodes 0..i) */
-  void *lcells;        /* one item per cell: patch g's are lcells[g*block*NB + b*block + j]
-                        * (basis function b of its cell j) */
-  unsigned short *places; /* one item per cell: the place in its node's run of each
-                           * contribution, indexed as lcells */
+  unsigned *lcells;    /* one item per cell: patch g's cell j, basis function b at
+                        * lcells[g*block*NB + b*block + j]: its local node number (bits 0-15)
+                        * and the place of its contribution in that node's run (16-31) */
   unsigned *events;    /* walks: patch g's are events[estart[g] + k*items + t] */
   int *estart;         /* walks: npatch + 1 */
 } fe_patches;

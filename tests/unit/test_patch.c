@@ -169,8 +169,8 @@ static void check_places(fe_cell_type type, int block)
     for (int j = 0; j < block && perm[(size_t)g * block + j] >= 0; j++, cells++)
       for (int b = 0; b < nb; b++) {
         size_t i = first + (size_t)b * block + (size_t)j;
-        int l = P.lidx_bytes == 1 ? ((unsigned char *)P.lcells)[i] : ((unsigned short *)P.lcells)[i];
-        int c = perm[(size_t)g * block + j], p = P.places[i];
+        int l = (int)(P.lcells[i] & 0xffffu), p = (int)(P.lcells[i] >> 16);
+        int c = perm[(size_t)g * block + j];
         cr_assert(l >= 0 && l < nl, "patch %d, cell %d: local number %d of %d", g, j, l, nl);
         cr_assert_eq(P.nodes[n0 + l], V->cell_nodes[(size_t)c * nb + b], "patch %d, cell %d: wrong node", g, c);
         int lo = l ? P.ends[n0 + l - 1] : 0;
