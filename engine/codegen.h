@@ -32,7 +32,6 @@ typedef struct fe_kernel_spec {
   int items;          /* walks per patch */
   int group_items;    /* work items per group of the launch */
   int maxe;           /* walks: events of the largest patch */
-  double walk_loads;  /* walks: node loads into slots, summed over patches */
   double walk_events; /* walks: event words read, padding included */
 } fe_kernel_spec;
 

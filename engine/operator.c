@@ -46,7 +46,7 @@ typedef struct op_device {
   int reuse;             /* walks keep nodes across cells in another vertex order */
   int items;             /* walks per patch */
   int maxl, maxc, maxe;  /* patches: nodes, contributions and events of the largest */
-  double patch_nodes, patch_places, walk_loads, walk_events; /* summed over patches */
+  double patch_nodes, walk_events; /* summed over patches */
   int patch_too_big;     /* patches: a group's shared arrays exceed the device's */
   fe_buffer geo[FE_NACTIONS]; /* geometric factors at each action's points (shared when equal) */
   fe_buffer coords;      /* nnodes x 3 */
@@ -347,7 +347,6 @@ static void fill_spec(const fe_operator *A, const op_device *d, fe_action a, fe_
   s->walk = d->walk;
   s->items = d->items;
   s->group_items = (int)group_size(d, A, a);
-  s->walk_loads = d->walk_loads;
   s->walk_events = d->walk_events;
 }
 
@@ -481,8 +480,6 @@ static int upload_patches(const fe_operator *A, op_device *d, int *perm, size_t 
   d->maxe = P.maxe;
   d->items = P.items;
   d->patch_nodes = P.nodes_total;
-  d->patch_places = P.places_total;
-  d->walk_loads = P.loads_total;
   d->walk_events = (double)P.nevents;
   int ng = P.npatch;
   size_t total = (size_t)P.start[ng];
@@ -683,15 +680,12 @@ static int pick_walk(const fe_action_opts *o, const fe_operator *A, int patch, i
   int asked = o ? o->walk : 0, nb = A->V->elem.nbasis;
   *walk = 0;
   *reuse = 0;
-  if (!patch || asked < 0) return 0;
-  if (asked > 0) {
-    FE_ASSERT(A->geo_recompute, FE_ERR_ARG, "walk = %d: walks need first-order cells on "
-              "straight geometry (P1, Q1, prisms P1); %s is not", asked, A->V->name);
-    FE_ASSERT(nb <= FE_WALK_MAX_SLOTS, FE_ERR_ARG, "walk = %d: a walk holds at most %d nodes "
-              "per cell, %s has %d", asked, FE_WALK_MAX_SLOTS, A->V->name, nb);
-    FE_ASSERT(asked <= 256, FE_ERR_ARG, "walk = %d cells is too long (at most 256)", asked);
-  }
-  if (asked <= 0) return 0;
+  if (!patch || asked <= 0) return 0;
+  FE_ASSERT(A->geo_recompute, FE_ERR_ARG, "walk = %d: walks need first-order cells on "
+            "straight geometry (P1, Q1, prisms P1); %s is not", asked, A->V->name);
+  FE_ASSERT(nb <= FE_WALK_MAX_SLOTS, FE_ERR_ARG, "walk = %d: a walk holds at most %d nodes "
+            "per cell, %s has %d", asked, FE_WALK_MAX_SLOTS, A->V->name, nb);
+  FE_ASSERT(asked <= 256, FE_ERR_ARG, "walk = %d cells is too long (at most 256)", asked);
   *walk = asked;
   /* fields are evaluated in the cell's own vertex order: keep it */
   int fields = A->pde->nfields > 0 && A->pde->uses_fields;
@@ -727,27 +721,17 @@ static int op_device_get(fe_operator *A, const fe_action_opts *o, op_device **ou
     A->ndev--;
   }
   op_device *d = &A->dev[A->ndev];
-  memset(d, 0, sizeof *d);
-  d->be = be;
-  d->prec = prec;
-  d->block = block;
-  d->asked = o && o->block > 0 ? o->block : 0;
-  d->patch = patch;
-  d->walk = walk;
-  d->reuse = reuse;
-  d->asked_walk = patch && o ? o->walk : 0;
-  d->colored = !patch && scatter_colored(be);
+  const op_device init = {.be = be, .prec = prec, .block = block,
+                          .asked = o && o->block > 0 ? o->block : 0, .patch = patch,
+                          .walk = walk, .reuse = reuse, .asked_walk = patch && o ? o->walk : 0,
+                          .colored = !patch && scatter_colored(be)};
+  *d = init;
   int rc = op_device_setup(A, d);
   /* default patches too large for shared memory: halve them until they fit */
-  while (rc && patch && !(o && o->block > 0) && d->patch_too_big && d->block > 1) {
+  while (rc && patch && !init.asked && d->patch_too_big && d->block > 1) {
     fe_error_clear();
     op_device_free(d);
-    d->be = be;
-    d->prec = prec;
-    d->patch = 1;
-    d->walk = walk;
-    d->reuse = reuse;
-    d->asked_walk = o ? o->walk : 0;
+    *d = init;
     d->block = block /= 2;
     rc = op_device_setup(A, d);
   }

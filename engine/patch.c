@@ -38,6 +38,19 @@ static int find_sorted(const int *l, int n, int v)
   return lo;
 }
 
+/* Per-node counts ends[0..nl) turned into the starts of the nodes' runs; returns the total.
+ * Filing each contribution of node k at ends[k]++ then leaves ends[k] at the end of its run. */
+static int runs_from_counts(int *ends, int nl)
+{
+  int total = 0;
+  for (int k = 0; k < nl; k++) {
+    int count = ends[k];
+    ends[k] = total;
+    total += count;
+  }
+  return total;
+}
+
 /* The barycentric coordinates of reference point xi of a simplex of dimension dim, permuted
  * by p (lambda'_i = lambda_{p[i]}), back to reference coordinates. */
 static void simplex_permute(int dim, const double *xi, const int *p, double *out)
@@ -231,12 +244,12 @@ static int walk_events(const int *lc, int nb, const int *cells, int nc, int reus
 /* Patch g's tour, walks and events: rewrites perm (the patch's stored cells) into tour order,
  * fills ends[0..nl) and returns the packed events (items x *ne, walk-interleaved). */
 static int patch_walks(walk_ws *w, int facet, int walk, int items, int reuse, int *perm,
-                       int *ends, unsigned **out, int *ne_out, int *maxc, double *loads)
+                       int *ends, unsigned **out, int *ne_out, int *maxc)
 {
   int n = w->n, nb = w->nb, nl = w->nl;
   int per = walk * nb + nb + walk; /* the most events one walk can have */
   int *tour = malloc(sizeof(int) * (size_t)(n + 1)), *cnt = calloc((size_t)items + 1, sizeof(int));
-  int *tmp = malloc(sizeof(int) * (size_t)((n > nl ? n : nl) + 1)); /* cells, then nodes */
+  int *tmp = malloc(sizeof(int) * (size_t)(n + 1));
   walk_event *ev = malloc(sizeof(walk_event) * (size_t)items * per);
   if (!tour || !cnt || !tmp || !ev) {
     free(tour), free(cnt), free(tmp), free(ev);
@@ -254,17 +267,9 @@ static int patch_walks(walk_ws *w, int facet, int walk, int items, int reuse, in
   /* the runs: flushes per node, then each flush's place in event order */
   memset(ends, 0, sizeof(int) * (size_t)nl);
   for (int t = 0; t < items; t++)
-    for (int k = 0; k < cnt[t]; k++) {
-      const walk_event *e = &ev[(size_t)t * per + k];
-      if (e->flush >= 0) ends[e->flush]++;
-      if (e->load >= 0) (*loads)++;
-    }
-  int total = 0;
-  for (int i = 0; i < nl; i++) { /* tmp: the next place of node i */
-    tmp[i] = total;
-    total += ends[i];
-    ends[i] = total;
-  }
+    for (int k = 0; k < cnt[t]; k++)
+      if (ev[(size_t)t * per + k].flush >= 0) ends[ev[(size_t)t * per + k].flush]++;
+  int total = runs_from_counts(ends, nl);
   *maxc = total;
   unsigned *packed = calloc((size_t)items * ne + 1, sizeof(unsigned));
   if (!packed || total > FE_WALK_MAX_PLACES) {
@@ -277,7 +282,7 @@ static int patch_walks(walk_ws *w, int facet, int walk, int items, int reuse, in
     for (int k = 0; k < cnt[t]; k++) {
       const walk_event *e = &ev[(size_t)t * per + k];
       unsigned v = (unsigned)e->slot << 26;
-      if (e->flush >= 0) v |= (unsigned)tmp[e->flush]++ << 11 | 1u << 29;
+      if (e->flush >= 0) v |= (unsigned)ends[e->flush]++ << 11 | 1u << 29;
       if (e->load >= 0) v |= (unsigned)e->load | 1u << 30;
       if (e->compute) v |= 1u << 31;
       packed[(size_t)k * items + t] = v;
@@ -314,7 +319,7 @@ static void patch_node_lists(const fe_space *V, const int *perm, int ng, int blo
 /* Patch g's walks: its cells' local numbers, the node -> cell lists, then patch_walks. */
 static int build_one_walk(const fe_space *V, const int *list, int nl, int *perm, int block,
                           int walk, int items, int reuse, int *ends, unsigned **ev, int *ne,
-                          int *maxc, double *loads)
+                          int *maxc)
 {
   int nb = V->elem.nbasis, n = 0;
   while (n < block && perm[n] >= 0) n++;
@@ -341,8 +346,7 @@ static int build_one_walk(const fe_space *V, const int *list, int nl, int *perm,
     for (int j = 0; j < n; j++)
       for (int b = 0; b < nb; b++) w.ncell[w.noff[lc[j * nb + b] + 1]++] = j;
     w.lc = lc;
-    rc = patch_walks(&w, facet_nodes(V->elem.cell), walk, items, reuse, perm, ends, ev, ne, maxc,
-                     loads);
+    rc = patch_walks(&w, facet_nodes(V->elem.cell), walk, items, reuse, perm, ends, ev, ne, maxc);
   }
   free(lc), free(w.noff), free(w.ncell), free(w.mark), free(w.touched), free(w.nbr), free(w.deg);
   free(w.visited);
@@ -350,9 +354,9 @@ static int build_one_walk(const fe_space *V, const int *list, int nl, int *perm,
 }
 
 /* One item per cell: local numbers, the runs' ends (contributions per node) and each
- * contribution's place; first = the patch's first entry in lc. fill[nl] is scratch. */
+ * contribution's place; first = the patch's first entry in lc. */
 static void build_one_lcells(const fe_space *V, const int *list, int nl, const int *perm,
-                             int block, unsigned *lc, size_t first, int *ends, int *fill, int *maxc)
+                             int block, unsigned *lc, size_t first, int *ends, int *maxc)
 {
   int nb = V->elem.nbasis;
   memset(ends, 0, sizeof(int) * (size_t)nl);
@@ -365,17 +369,12 @@ static void build_one_lcells(const fe_space *V, const int *list, int nl, const i
       lc[i] = (unsigned)k;
     }
   }
-  for (int k = 0, sum = 0; k < nl; k++) { /* run k: [fill[k], ends[k]) */
-    fill[k] = sum;
-    sum += ends[k];
-    ends[k] = sum;
-  }
+  *maxc = runs_from_counts(ends, nl);
   for (int j = 0; j < block; j++) /* cell order within each run */
     for (int b = 0; perm[j] >= 0 && b < nb; b++) {
       size_t i = first + (size_t)b * block + (size_t)j;
-      lc[i] |= (unsigned)fill[lc[i]]++ << 16;
+      lc[i] |= (unsigned)ends[lc[i]]++ << 16;
     }
-  *maxc = nl ? ends[nl - 1] : 0;
 }
 
 int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *perm, size_t npad,
@@ -420,7 +419,6 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
                       "65536 (use a smaller block)", block, nb, (size_t)block * nb);
   unsigned **ev = NULL;
   int *ne = NULL, *maxc = NULL;
-  double *loads = NULL;
   if (!rc) {
     P->nodes = malloc(sizeof(int) * ((size_t)total + 1));
     P->ends = calloc((size_t)total + 1, sizeof(int));
@@ -428,11 +426,10 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
     if (walk > 0) {
       ev = calloc((size_t)ng + 1, sizeof(unsigned *));
       ne = calloc((size_t)ng + 1, sizeof(int));
-      loads = calloc((size_t)ng + 1, sizeof(double));
     } else {
       P->lcells = calloc(npad * nb + 1, sizeof(unsigned));
     }
-    if (!P->nodes || !P->ends || !maxc || (walk > 0 ? !ev || !ne || !loads : !P->lcells))
+    if (!P->nodes || !P->ends || !maxc || (walk > 0 ? !ev || !ne : !P->lcells))
       rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the patches");
   }
   int failed = 0;
@@ -445,15 +442,10 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
     int bad = 0;
     if (walk > 0) {
       bad = build_one_walk(V, l, count[g], perm + (size_t)g * block, block, walk, P->items,
-                           reuse, ends, &ev[g], &ne[g], &maxc[g], &loads[g]);
+                           reuse, ends, &ev[g], &ne[g], &maxc[g]);
     } else {
-      int *fill = malloc(sizeof(int) * ((size_t)count[g] + 1));
-      if (fill)
-        build_one_lcells(V, l, count[g], perm + (size_t)g * block, block, P->lcells,
-                         (size_t)g * per, ends, fill, &maxc[g]);
-      else
-        bad = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the patches");
-      free(fill);
+      build_one_lcells(V, l, count[g], perm + (size_t)g * block, block, P->lcells,
+                       (size_t)g * per, ends, &maxc[g]);
     }
     if (bad) {
 #pragma omp critical
@@ -461,11 +453,8 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
     }
   }
   if (!rc && failed) rc = failed;
-  for (int g = 0; !rc && g < ng; g++) {
+  for (int g = 0; !rc && g < ng; g++)
     if (maxc[g] > P->maxc) P->maxc = maxc[g];
-    P->places_total += P->start[g + 1] > P->start[g] ? P->ends[P->start[g + 1] - 1] : 0;
-    if (loads) P->loads_total += loads[g];
-  }
   if (!rc && walk > 0) { /* the events, patch after patch */
     P->estart = malloc(sizeof(int) * ((size_t)ng + 1));
     size_t n = 0;
@@ -483,7 +472,7 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
       memcpy(P->events + P->estart[g], ev[g], sizeof(unsigned) * (size_t)ne[g] * P->items);
   }
   for (int g = 0; ev && g < ng; g++) free(ev[g]);
-  free(ev), free(ne), free(maxc), free(loads), free(lists), free(count);
+  free(ev), free(ne), free(maxc), free(lists), free(count);
   if (!rc && constrained)
     for (long long i = 0; i < total; i++)
       if (constrained[P->nodes[i]]) P->nodes[i] = ~P->nodes[i];

@@ -25,8 +25,6 @@ typedef struct fe_patches {
   int maxc;            /* places in the runs of the largest patch */
   int maxe;            /* walks: events of the largest patch (padding included) */
   double nodes_total;  /* nodes summed over patches (a node in k patches counts k) */
-  double places_total; /* places summed over patches (contributions filed) */
-  double loads_total;  /* walks: node loads into slots, summed */
   size_t nevents;      /* walks: event words, padding included */
   int *start;          /* npatch + 1: patch g's nodes are nodes[start[g] .. start[g+1]) */
   int *nodes;          /* global node numbers, ~node for a constrained node */
