@@ -57,12 +57,26 @@ function T.device(name)
   return nil
 end
 
--- The backends a test runs on: cpu, and opencl where it is available here.
-function T.backends()
+-- max |a_i - b_i| / max |a_i| for two vectors of one space.
+function T.max_rel_diff(a, b)
+  return T.max_abs_diff(a, b) / math.max(math.abs(a:max()), math.abs(a:min()))
+end
+
+-- The backends a test runs on: cpu, and opencl where it is available here (and cuda, where
+-- it is available, when with_cuda is true).
+function T.backends(with_cuda)
   local list = {"cpu"}
-  local ocl = T.device("opencl")
-  if ocl and ocl.available then list[#list + 1] = "opencl" end
+  for _, name in ipairs(with_cuda and {"opencl", "cuda"} or {"opencl"}) do
+    local d = T.device(name)
+    if d and d.available then list[#list + 1] = name end
+  end
   return list
+end
+
+-- Whether the opencl backend here runs on NVIDIA's driver (its known limits differ).
+function T.nvidia_opencl()
+  local d = T.device("opencl")
+  return d ~= nil and d.available and tostring(d.device):find("NVIDIA") ~= nil
 end
 
 -- The closing line of a script: its name and the number of checks made.

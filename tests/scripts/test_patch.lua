@@ -6,25 +6,9 @@
 -- two), without walks (one item per cell, the default) and with them (first-order cells: 8
 -- and 3 cells per walk). The reference is transpose on the cpu. PCG takes the same
 -- iterations with either.
-local failures = 0
-local function check(ok, fmt, ...)
-  if not ok then
-    failures = failures + 1
-    print("FAILED: " .. fmt:format(...))
-  end
-end
-
-local function rel_diff(a, b)
-  local d = a:copy():axpy(-1, b)
-  return math.max(math.abs(d:max()), math.abs(d:min())) /
-         math.max(math.abs(a:max()), math.abs(a:min()))
-end
-
-local backends, nvidia_opencl = {"cpu"}, false
-for _, d in ipairs(device.list()) do
-  if (d.name == "opencl" or d.name == "cuda") and d.available then backends[#backends + 1] = d.name end
-  if d.name == "opencl" and d.available and tostring(d.device):find("NVIDIA") then nvidia_opencl = true end
-end
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
+local check, rel_diff = T.check, T.max_rel_diff
+local backends, nvidia_opencl = T.backends(true), T.nvidia_opencl()
 
 -- a nonlinear law with an auxiliary field of the same mesh: exercises NEED_U, NEED_X, NEED_F
 local function nonlinear(V)
@@ -101,6 +85,4 @@ for _, c in ipairs(cases) do
                 (c.big_tables and nvidia_opencl and " (not NVIDIA's opencl: constant memory)" or "")))
 end
 
-
-assert(failures == 0, failures .. " check(s) failed")
 print("patch strategy: patch = transpose everywhere")
