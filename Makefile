@@ -101,7 +101,7 @@ $(BUILD)/obj/gen/lualib.o: $(BUILD)/gen/lualib.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
 UNIT_SRC := $(wildcard tests/unit/*.c)
-$(BUILD)/unit-tests: $(UNIT_SRC) $(BUILD)/libfelab.a
+$(BUILD)/unit-tests: $(UNIT_SRC) $(wildcard tests/unit/*.h) $(BUILD)/libfelab.a
 	$(CC) $(CFLAGS) $(shell pkg-config --cflags criterion) -o $@ $(UNIT_SRC) $(BUILD)/libfelab.a \
 	  $(shell pkg-config --libs criterion) $(LDLIBS)
 

@@ -11,6 +11,7 @@
 
 #include "backends/backend.h"
 #include "engine/error.h"
+#include "tests/unit/fixtures.h"
 
 static void shutdown_backends(void) { fe_backend_shutdown(); }
 
@@ -25,17 +26,7 @@ static int cuda_index(void)
 }
 
 /* The opened cuda backend, or skip the test saying why there is none. */
-static fe_backend *cuda_or_skip(void)
-{
-  fe_backend *be = NULL;
-  if (fe_backend_get("cuda", &be)) {
-    char why[1024];
-    snprintf(why, sizeof why, "%s", fe_error_message());
-    fe_error_clear();
-    cr_skip_test("cuda backend unavailable: %s", why);
-  }
-  return be;
-}
+static fe_backend *cuda_or_skip(void) { return test_backend_or_skip("cuda"); }
 
 Test(cuda, registered_and_says_why_when_unavailable)
 {

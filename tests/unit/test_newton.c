@@ -12,6 +12,7 @@
 #include "engine/error.h"
 #include "engine/newton.h"
 #include "engine/quadrature.h"
+#include "tests/unit/fixtures.h"
 
 /* The cache of compiled kernels and calibrations, unless the runner chose one. */
 static void nt_suite_init(void) { setenv("FELAB_CACHE", "/tmp/felab-test-cache", 0); }
@@ -216,14 +217,7 @@ Test(newton, nonlinear_diffusion_converges_quadratically)
 /* The opened opencl backend, or skip the test saying why there is none. */
 static void nt_opencl_or_skip(void)
 {
-  fe_backend *be = NULL;
-  if (fe_backend_get("opencl", &be)) {
-    char why[1024];
-    snprintf(why, sizeof why, "%s", fe_error_message());
-    fe_error_clear();
-    cr_skip_test("opencl backend unavailable: %s", why);
-  }
-  if (!be->info.fp64) cr_skip_test("%s has no fp64", be->info.name);
+  test_need_precision(test_backend_or_skip("opencl"), FE_DOUBLE);
 }
 
 Test(newton, opencl_matches_cpu_to_1e10)

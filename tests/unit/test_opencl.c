@@ -9,41 +9,17 @@
 
 #include "backends/backend.h"
 #include "engine/error.h"
+#include "tests/unit/fixtures.h"
 
 #define N_ODD 100003 /* not a multiple of any group size */
 
 /* The opened opencl backend, or skip the test saying why there is none. */
-static fe_backend *opencl_or_skip(void)
-{
-  fe_backend *be = NULL;
-  if (fe_backend_get("opencl", &be)) {
-    char why[1024];
-    snprintf(why, sizeof why, "%s", fe_error_message());
-    fe_error_clear();
-    cr_skip_test("opencl backend unavailable: %s", why);
-  }
-  return be;
-}
+static fe_backend *opencl_or_skip(void) { return test_backend_or_skip("opencl"); }
 
-/* Skip a double-precision test on a device without fp64. */
-static void need_precision(fe_backend *be, fe_precision p)
-{
-  if (p == FE_DOUBLE && !be->info.fp64) cr_skip_test("%s has no fp64", be->info.name);
-}
 
 static void shutdown_backends(void) { fe_backend_shutdown(); }
 
 TestSuite(opencl, .fini = shutdown_backends);
-
-/* Deterministic values in [lo, hi). */
-static double det_value(size_t i, unsigned seed, double lo, double hi)
-{
-  unsigned long long h = (i + 1) * 6364136223846793005ULL + seed * 1442695040888963407ULL;
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  return lo + (hi - lo) * (double)(h >> 11) / 9007199254740992.0;
-}
 
 /* A device vector of n reals from det_value, and its host copy in double (rounded through
  * the precision, so the host computes on exactly what the device holds). */
@@ -54,7 +30,7 @@ static void make_vector(fe_backend *be, fe_precision p, size_t n, unsigned seed,
   void *raw = malloc(n * es + 1);
   *host = malloc(n * sizeof(double) + 1);
   for (size_t i = 0; i < n; i++) {
-    double v = det_value(i, seed, lo, hi);
+    double v = test_value(i, seed, lo, hi);
     if (p == FE_FLOAT) {
       ((float *)raw)[i] = (float)v;
       (*host)[i] = (float)v;
@@ -160,7 +136,7 @@ Test(opencl, huge_alloc_is_out_of_memory_with_sizes)
 static void check_vector_ops(fe_precision p, size_t n, double tol)
 {
   fe_backend *be = opencl_or_skip();
-  need_precision(be, p);
+  test_need_precision(be, p);
   void *impl = be->impl;
   const fe_backend_ops *ops = be->ops;
   fe_buffer x, y, z;
@@ -239,7 +215,7 @@ Test(opencl, vector_ops_match_host_on_tiny_vectors)
 static void check_empty(fe_precision p)
 {
   fe_backend *be = opencl_or_skip();
-  need_precision(be, p);
+  test_need_precision(be, p);
   fe_buffer x;
   double r = 42;
   cr_assert_eq(be->ops->alloc(be->impl, 0, &x), 0, "%s", fe_error_message());
@@ -314,7 +290,7 @@ static const char group_sum_body[] =
 static void check_group_sums(fe_precision p, const char *defines)
 {
   fe_backend *be = opencl_or_skip();
-  need_precision(be, p);
+  test_need_precision(be, p);
   if (p == FE_DOUBLE && !be->info.fp64_atomics)
     cr_skip_test("%s has no 64-bit atomics", be->info.name);
   const int n = N_ODD, chunk = 1000, ngroups = (n + chunk - 1) / chunk;

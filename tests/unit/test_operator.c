@@ -12,6 +12,7 @@
 #include "backends/backend.h"
 #include "engine/error.h"
 #include "engine/operator.h"
+#include "tests/unit/fixtures.h"
 
 /* The cache of compiled kernels and calibrations, unless the runner chose one. */
 static void op_suite_init(void) { setenv("FELAB_CACHE", "/tmp/felab-test-cache", 0); }
@@ -532,22 +533,10 @@ Test(operator, source_contains_the_phases)
   op_problem_free(&p);
 }
 
-/* The opencl backend, or skip the test saying why it is unavailable. */
-static fe_backend *op_opencl_or_skip(void)
-{
-  fe_backend *be = NULL;
-  if (fe_backend_get("opencl", &be)) {
-    char why[1024];
-    snprintf(why, sizeof why, "%s", fe_error_message());
-    fe_error_clear();
-    cr_skip_test("opencl backend unavailable: %s", why);
-  }
-  return be;
-}
 
 Test(operator, opencl_matches_cpu)
 {
-  fe_backend *cl = op_opencl_or_skip();
+  fe_backend *cl = test_backend_or_skip("opencl");
   const char *tags[] = {"xmin", "zmax"};
   const char *actions[] = {"residual", "apply", "diagonal"};
   for (int t = 0; t < 2; t++) {

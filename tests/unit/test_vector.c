@@ -10,9 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/backend.h"
-#include "engine/error.h"
 #include "engine/vector.h"
+#include "tests/unit/fixtures.h"
 
 #define N_ODD 100003 /* not a multiple of any block or group size */
 
@@ -25,25 +24,9 @@ TestSuite(vector, .init = vec_suite_init, .fini = vec_suite_fini);
  * run precision p). */
 static fe_backend *backend_or_skip(const char *name, fe_precision p)
 {
-  fe_backend *be = NULL;
-  if (fe_backend_get(name, &be)) {
-    char why[1024];
-    snprintf(why, sizeof why, "%s", fe_error_message());
-    fe_error_clear();
-    cr_skip_test("%s backend unavailable: %s", name, why);
-  }
-  if (p == FE_DOUBLE && !be->info.fp64) cr_skip_test("%s has no fp64", be->info.name);
+  fe_backend *be = test_backend_or_skip(name);
+  test_need_precision(be, p);
   return be;
-}
-
-/* Deterministic values in [lo, hi). */
-static double det_value(size_t i, unsigned seed, double lo, double hi)
-{
-  unsigned long long h = (i + 1) * 6364136223846793005ULL + seed * 1442695040888963407ULL;
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  return lo + (hi - lo) * (double)(h >> 11) / 9007199254740992.0;
 }
 
 /* A vector of n values from det_value on be in precision p. */
@@ -52,7 +35,7 @@ static fe_vector *make_vector(fe_backend *be, fe_precision p, int n, unsigned se
 {
   fe_vector *v;
   double *h = malloc(sizeof(double) * (size_t)(n ? n : 1));
-  for (int i = 0; i < n; i++) h[i] = det_value((size_t)i, seed, lo, hi);
+  for (int i = 0; i < n; i++) h[i] = test_value((size_t)i, seed, lo, hi);
   cr_assert_eq(fe_vector_create(be, p, n, &v), 0, "%s", fe_error_message());
   cr_assert_eq(fe_vector_set(v, h), 0, "%s", fe_error_message());
   free(h);
