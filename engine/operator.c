@@ -42,7 +42,7 @@ typedef struct op_device {
   fe_buffer pstart, pnodes, pend, lcells; /* patches: node list offsets, node lists, the ends
                                            * of the nodes' runs, local cell maps or events */
   fe_buffer estart;      /* patches with walks: event offsets */
-  int walk, asked_walk;  /* patches: cells per walk (0: an item per cell), as asked */
+  int walk;              /* patches: cells per walk (0: an item per cell) */
   int reuse;             /* walks keep nodes across cells in another vertex order */
   int items;             /* walks per patch */
   int maxl, maxc, maxe;  /* patches: nodes, contributions and events of the largest */
@@ -711,7 +711,7 @@ static int op_device_get(fe_operator *A, const fe_action_opts *o, op_device **ou
   for (int i = 0; i < A->ndev; i++)
     if (A->dev[i].be == be && A->dev[i].prec == prec && A->dev[i].patch == patch &&
         A->dev[i].asked == (o && o->block > 0 ? o->block : 0) &&
-        A->dev[i].asked_walk == (patch && o ? o->walk : 0)) {
+        A->dev[i].walk == walk) {
       *out = &A->dev[i];
       return 0;
     }
@@ -723,8 +723,7 @@ static int op_device_get(fe_operator *A, const fe_action_opts *o, op_device **ou
   op_device *d = &A->dev[A->ndev];
   const op_device init = {.be = be, .prec = prec, .block = block,
                           .asked = o && o->block > 0 ? o->block : 0, .patch = patch,
-                          .walk = walk, .reuse = reuse, .asked_walk = patch && o ? o->walk : 0,
-                          .colored = !patch && scatter_colored(be)};
+                          .walk = walk, .reuse = reuse, .colored = !patch && scatter_colored(be)};
   *d = init;
   int rc = op_device_setup(A, d);
   /* default patches too large for shared memory: halve them until they fit */
