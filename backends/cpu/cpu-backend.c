@@ -70,8 +70,6 @@ static const char cpu_preamble_text[] =
     "#else\n"
     "#define FE_ATOMIC_ADD(p, v) do { _Pragma(\"omp atomic\") *(p) += (v); } while (0)\n"
     "#endif\n"
-    "/* a group's items run one after another on one thread: shared counters need no atomics */\n"
-    "#define FE_LOCAL_ATOMIC_INC(p) ((*(p))++)\n"
     "/* ---- end of the cpu preamble ---- */\n";
 
 /* The backend: a cache directory and a compiler; no device to open. */

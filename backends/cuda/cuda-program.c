@@ -72,9 +72,7 @@ static const char preamble_body[] =
     "#define FE_ATOMIC_ADD(p, v) fe_atomic_add((p), (v))\n"
     "#else\n"
     "#define FE_ATOMIC_ADD(p, v) atomicAdd((p), (v))\n"
-    "#endif\n"
-    "/* a shared int counter: returns the old value (one native instruction) */\n"
-    "#define FE_LOCAL_ATOMIC_INC(p) atomicAdd((p), 1)\n";
+    "#endif\n";
 
 /* Math functions wrapped to take and return reals, so that pow(x, 2) or fmin(x, 0.5) mean
  * the same in float kernels as in C: unary, then binary (the float names end in f). */

@@ -43,8 +43,6 @@ static const char preamble_body[] =
     "(int)get_local_size(0))\n"
     "#define FE_INNER_VEC(t, n) FE_INNER(t, n)\n"
     "#define FE_BARRIER barrier(CLK_LOCAL_MEM_FENCE)\n"
-    "/* a shared int counter: returns the old value */\n"
-    "#define FE_LOCAL_ATOMIC_INC(p) atomic_inc(p)\n"
     "#define FE_UNROLL /* the OpenCL compiler unrolls short constant loops by itself */\n"
     "/* atomic add: compare-and-swap on the bits until no other item got in between */\n"
     "#if FE_DOUBLE && FE_INT64_ATOMICS\n"
