@@ -47,7 +47,7 @@ LIB_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRC) $(BACKEND_SRC)) $(BUI
 LUALIB     := $(wildcard shell/lib/*.lua)
 SHELL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(SHELL_SRC)) $(BUILD)/obj/gen/lualib.o
 
-.PHONY: all run test deps unit scripts prompt check-asan bench clean format fuzz gpu
+.PHONY: all run test deps unit scripts prompt check-asan bench bank-model clean format fuzz gpu
 all: $(BUILD)/felab
 
 deps:
@@ -116,6 +116,10 @@ gpu:
 
 bench: $(BUILD)/felab
 	$(BUILD)/felab scripts/bench/skeleton.lua
+
+# The shared-memory wavefronts of the patch kernel, counted on the host (docs/kernels.md).
+bank-model: $(BUILD)/libfelab.a scripts/bench/bank_model.c
+	$(CC) $(CFLAGS) -o $(BUILD)/bank-model scripts/bench/bank_model.c $(BUILD)/libfelab.a $(LDLIBS)
 
 format:
 	clang-format -i engine/*.[ch] backends/*.[ch] backends/*/*.[ch] shell/*.[ch] tests/unit/*.c

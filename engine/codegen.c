@@ -165,10 +165,10 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
   fe_strbuf_printf(&b, "#define FE_DIAGONAL %d\n", s->action == FE_ACTION_DIAGONAL);
   if (s->patch) {
     fe_strbuf_printf(&b, "#define MAXL %d /* nodes of the largest patch */\n#define LIDX %s\n"
-                         "#define GEO_RECOMPUTE %d\n#define MAXC %d /* contributions of the "
-                         "largest patch */\n",
-                     s->maxl, "unsigned int",
-                     s->geo_recompute, s->maxc);
+                         "#define GEO_RECOMPUTE %d\n#define MAXC %d /* places in the runs of "
+                         "the largest patch */\n#define LANES %d /* nodes whose runs are "
+                         "interleaved */\n",
+                     s->maxl, "unsigned int", s->geo_recompute, s->maxc, s->lanes);
     fe_strbuf_printf(&b, "#define WALK %d\n#define WALK_CELLS %d /* cells per walk */\n"
                          "#define ITEMS %d /* walks per patch */\n"
                          "#define MAXE %d /* events of the largest patch */\n"
@@ -313,7 +313,7 @@ void fe_codegen_model(const fe_kernel_spec *s, int ndirichlet, double *flops, do
   double common = ncells * s->pde->naux * w + in * w + ndofs * w + ndirichlet * (4.0 + 3 * w) +
                   fbytes + s->pde->nconst * w;
   if (s->patch) {
-    /* the patches' node lists, their runs' ends and offsets, the cells' local numbers, and
+    /* the patches' node lists, their run words and offsets, the cells' local numbers, and
      * the patch sums added into y once per patch node */
     *flops += s->patch_nodes * nc;
     double geo = recompute ? 0 : ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;

@@ -27,7 +27,8 @@ typedef struct fe_kernel_spec {
   int maxl;           /* nodes of the largest patch */
   int geo_recompute;  /* 1: the map's factors from the node coordinates at each point */
   double patch_nodes; /* nodes summed over patches (a node shared by k patches counts k) */
-  int maxc;           /* contributions filed by the largest patch (places in its runs) */
+  int maxc;           /* places in the runs of the largest patch (padding included) */
+  int lanes;          /* nodes whose runs are interleaved (fe_patch_place) */
   int walk;           /* cells per walk (0: one item per cell) */
   int items;          /* walks per patch */
   int group_items;    /* work items per group of the launch */

@@ -22,6 +22,8 @@ typedef struct fe_action_opts {
   int block;             /* cells per work group, 0: automatic */
   int walk;              /* strategy "patch": cells per walk (first-order straight cells); 0 or
                           * -1: one item per cell */
+  int lanes;             /* strategy "patch": nodes whose runs are interleaved (a power of two
+                          * up to 64), 0: the backend's (GPUs: a shared-memory row) */
   int nolog;             /* 1: keep this call out of the session log (solvers' inner calls) */
 } fe_action_opts;
 

@@ -1,18 +1,19 @@
 /* felab patches: node lists, runs and walks for strategy "patch" (engine/patch.h).
  *
- * A patch's contributions go to runs, one per node, in a shared list; a node's run is then
- * summed and added to the output once. Every place is fixed here, so the kernel needs no
- * atomics and the sums are the same bits at every call. With one item per cell, a node's run
- * takes its contributions in cell order. With walks a walk is a
- * sequence of events (load a node into a slot, flush a slot's sum to a place, integrate the
- * cell the slots hold), and the host knows every flush.
+ * A patch's contributions go to runs, one per node, in a shared list; a node's run is then summed
+ * and added to the output once. Every place is fixed here, so the kernel needs no atomics and the
+ * sums are the same bits at every call. With one item per cell, a node's run takes its
+ * contributions in cell order. On a GPU the runs of `lanes` consecutive nodes are interleaved
+ * (fe_patch_place), so the items summing them read side by side. With walks a walk is a sequence
+ * of events (load a node into a slot, flush a slot's sum to a place, integrate the cell the slots
+ * hold), and the host knows every flush.
  *
- * The walks of a patch are cut from one tour of its cells: from the cell just visited go to
- * the unvisited neighbour across a facet that has the fewest unvisited facet neighbours left
+ * The walks of a patch are cut from one tour of its cells: from the cell just visited go to the
+ * unvisited neighbour across a facet that has the fewest unvisited facet neighbours left
  * (Warnsdorff's rule, which keeps the tour from stranding cells), else to the unvisited cell
- * sharing the most nodes, else to the first unvisited cell. Walk t of a patch takes the
- * tour's cells [t*walk, (t+1)*walk), so the stored cell a walk integrates is known from its
- * position and the per-cell data (constants, fields) follow the tour's order. */
+ * sharing the most nodes, else to the first unvisited cell. Walk t of a patch takes the tour's
+ * cells [t*walk, (t+1)*walk), so the stored cell a walk integrates is known from its position and
+ * the per-cell data (constants, fields) follow the tour's order. */
 #include "engine/patch.h"
 
 #include <stdlib.h>
@@ -38,17 +39,31 @@ static int find_sorted(const int *l, int n, int v)
   return lo;
 }
 
-/* Per-node counts ends[0..nl) turned into the starts of the nodes' runs; returns the total.
- * Filing each contribution of node k at ends[k]++ then leaves ends[k] at the end of its run. */
-static int runs_from_counts(int *ends, int nl)
+/* The runs' layout: counts runs[0..nl) (contributions per node) turned into run words
+ * (first place | count << 16, fe_patch_place) for nodes in groups of `lanes`; returns the
+ * places in all, padding included, or -1 when a run word cannot hold them. A group of
+ * nodes takes lanes x (its longest run) places, its k-th contributions side by side, so a
+ * warp summing the runs of `lanes` consecutive nodes reads one row of places at each step;
+ * lanes = 1 is runs one after the other. */
+static int runs_from_counts(int *runs, int nl, int lanes)
 {
   int total = 0;
-  for (int k = 0; k < nl; k++) {
-    int count = ends[k];
-    ends[k] = total;
-    total += count;
+  for (int i0 = 0; i0 < nl; i0 += lanes) {
+    int longest = 0;
+    for (int i = i0; i < i0 + lanes && i < nl; i++) {
+      int count = runs[i];
+      if (count > longest) longest = count;
+      runs[i] = (total + i - i0) | count << 16;
+    }
+    total += longest * lanes;
   }
-  return total;
+  return total > 65536 ? -1 : total;
+}
+
+/* Contributions filed in order: the next place of local node i (fill[i] of its run so far). */
+static int next_place(const int *runs, int *fill, int i, int lanes)
+{
+  return fe_patch_place((unsigned)runs[i], fill[i]++, lanes);
 }
 
 /* The barycentric coordinates of reference point xi of a simplex of dimension dim, permuted
@@ -101,7 +116,7 @@ void fe_patches_free(fe_patches *P)
 {
   free(P->start);
   free(P->nodes);
-  free(P->ends);
+  free(P->runs);
   free(P->lcells);
   free(P->events);
   free(P->estart);
@@ -242,9 +257,9 @@ static int walk_events(const int *lc, int nb, const int *cells, int nc, int reus
 }
 
 /* Patch g's tour, walks and events: rewrites perm (the patch's stored cells) into tour order,
- * fills ends[0..nl) and returns the packed events (items x *ne, walk-interleaved). */
-static int patch_walks(walk_ws *w, int facet, int walk, int items, int reuse, int *perm,
-                       int *ends, unsigned **out, int *ne_out, int *maxc)
+ * fills runs[0..nl) (run words) and returns the packed events (items x *ne, walk-interleaved). */
+static int patch_walks(walk_ws *w, int facet, int walk, int items, int reuse, int lanes,
+                       int *perm, int *runs, unsigned **out, int *ne_out, int *maxc)
 {
   int n = w->n, nb = w->nb, nl = w->nl;
   int per = walk * nb + nb + walk; /* the most events one walk can have */
@@ -265,29 +280,34 @@ static int patch_walks(walk_ws *w, int facet, int walk, int items, int reuse, in
     if (cnt[t] > ne) ne = cnt[t];
   }
   /* the runs: flushes per node, then each flush's place in event order */
-  memset(ends, 0, sizeof(int) * (size_t)nl);
+  memset(runs, 0, sizeof(int) * (size_t)nl);
   for (int t = 0; t < items; t++)
     for (int k = 0; k < cnt[t]; k++)
-      if (ev[(size_t)t * per + k].flush >= 0) ends[ev[(size_t)t * per + k].flush]++;
-  int total = runs_from_counts(ends, nl);
+      if (ev[(size_t)t * per + k].flush >= 0) runs[ev[(size_t)t * per + k].flush]++;
+  int total = runs_from_counts(runs, nl, lanes);
   *maxc = total;
   unsigned *packed = calloc((size_t)items * ne + 1, sizeof(unsigned));
-  if (!packed || total > FE_WALK_MAX_PLACES) {
-    free(tour), free(cnt), free(tmp), free(ev), free(packed);
-    if (packed) FE_ERROR(FE_ERR_ARG, "a patch files %d contributions, more than a walk's "
-                         "events can place (%d): use a smaller block", total, FE_WALK_MAX_PLACES);
+  int *fill = calloc((size_t)nl + 1, sizeof(int));
+  if (!packed || !fill || total < 0 || total > FE_WALK_MAX_PLACES) {
+    free(tour), free(cnt), free(tmp), free(ev), free(fill);
+    if (packed && fill) {
+      free(packed);
+      FE_ERROR(FE_ERR_ARG, "a patch files %d places of contributions, more than a walk's "
+               "events can place (%d): use a smaller block", total, FE_WALK_MAX_PLACES);
+    }
+    free(packed);
     FE_ERROR(FE_ERR_MEM, "out of host memory for the walk events");
   }
   for (int t = 0; t < items; t++)
     for (int k = 0; k < cnt[t]; k++) {
       const walk_event *e = &ev[(size_t)t * per + k];
       unsigned v = (unsigned)e->slot << 26;
-      if (e->flush >= 0) v |= (unsigned)ends[e->flush]++ << 11 | 1u << 29;
+      if (e->flush >= 0) v |= (unsigned)next_place(runs, fill, e->flush, lanes) << 11 | 1u << 29;
       if (e->load >= 0) v |= (unsigned)e->load | 1u << 30;
       if (e->compute) v |= 1u << 31;
       packed[(size_t)k * items + t] = v;
     }
-  free(tour), free(cnt), free(tmp), free(ev);
+  free(tour), free(cnt), free(tmp), free(ev), free(fill);
   *out = packed;
   *ne_out = ne;
   return 0;
@@ -318,8 +338,8 @@ static void patch_node_lists(const fe_space *V, const int *perm, int ng, int blo
 
 /* Patch g's walks: its cells' local numbers, the node -> cell lists, then patch_walks. */
 static int build_one_walk(const fe_space *V, const int *list, int nl, int *perm, int block,
-                          int walk, int items, int reuse, int *ends, unsigned **ev, int *ne,
-                          int *maxc)
+                          int walk, int items, int reuse, int lanes, int *runs, unsigned **ev,
+                          int *ne, int *maxc)
 {
   int nb = V->elem.nbasis, n = 0;
   while (n < block && perm[n] >= 0) n++;
@@ -346,46 +366,55 @@ static int build_one_walk(const fe_space *V, const int *list, int nl, int *perm,
     for (int j = 0; j < n; j++)
       for (int b = 0; b < nb; b++) w.ncell[w.noff[lc[j * nb + b] + 1]++] = j;
     w.lc = lc;
-    rc = patch_walks(&w, facet_nodes(V->elem.cell), walk, items, reuse, perm, ends, ev, ne, maxc);
+    rc = patch_walks(&w, facet_nodes(V->elem.cell), walk, items, reuse, lanes, perm, runs, ev,
+                     ne, maxc);
   }
   free(lc), free(w.noff), free(w.ncell), free(w.mark), free(w.touched), free(w.nbr), free(w.deg);
   free(w.visited);
   return rc;
 }
 
-/* One item per cell: local numbers, the runs' ends (contributions per node) and each
- * contribution's place; first = the patch's first entry in lc. */
-static void build_one_lcells(const fe_space *V, const int *list, int nl, const int *perm,
-                             int block, unsigned *lc, size_t first, int *ends, int *maxc)
+/* One item per cell: local numbers, the run words and each contribution's place; first =
+ * the patch's first entry in lc. Returns the places in all, -1 when they do not fit 16 bits,
+ * -2 out of memory. */
+static int build_one_lcells(const fe_space *V, const int *list, int nl, const int *perm,
+                            int block, int lanes, unsigned *lc, size_t first, int *runs)
 {
   int nb = V->elem.nbasis;
-  memset(ends, 0, sizeof(int) * (size_t)nl);
+  int *fill = calloc((size_t)nl + 1, sizeof(int));
+  if (!fill) return -2;
+  memset(runs, 0, sizeof(int) * (size_t)nl);
   for (int j = 0; j < block; j++) {
     int c = perm[j];
     for (int b = 0; c >= 0 && b < nb; b++) {
       size_t i = first + (size_t)b * block + (size_t)j;
       int k = find_sorted(list, nl, V->cell_nodes[(size_t)c * nb + b]);
-      ends[k]++;
+      runs[k]++;
       lc[i] = (unsigned)k;
     }
   }
-  *maxc = runs_from_counts(ends, nl);
-  for (int j = 0; j < block; j++) /* cell order within each run */
+  int total = runs_from_counts(runs, nl, lanes);
+  for (int j = 0; total >= 0 && j < block; j++) /* cell order within each run */
     for (int b = 0; perm[j] >= 0 && b < nb; b++) {
       size_t i = first + (size_t)b * block + (size_t)j;
-      lc[i] |= (unsigned)ends[lc[i]]++ << 16;
+      lc[i] |= (unsigned)next_place(runs, fill, (int)lc[i], lanes) << 16;
     }
+  free(fill);
+  return total;
 }
 
 int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *perm, size_t npad,
-                     int block, int walk, int reuse, fe_patches *P)
+                     int block, int walk, int reuse, int lanes, fe_patches *P)
 {
   int nb = V->elem.nbasis, ng = (int)(npad / (size_t)block);
   memset(P, 0, sizeof *P);
   P->npatch = ng;
   P->block = block;
   P->walk = walk;
+  P->lanes = lanes;
   P->items = walk > 0 ? (block + walk - 1) / walk : 0;
+  FE_ASSERT(lanes >= 1 && lanes <= 64 && !(lanes & (lanes - 1)), FE_ERR_ARG,
+            "lanes = %d: the runs interleave a power of two of nodes, at most 64", lanes);
   FE_ASSERT(walk <= 0 || nb <= FE_WALK_MAX_SLOTS, FE_ERR_ARG,
             "walks hold at most %d nodes per cell; %s has %d", FE_WALK_MAX_SLOTS, V->name, nb);
   size_t per = (size_t)block * nb;
@@ -421,7 +450,7 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
   int *ne = NULL, *maxc = NULL;
   if (!rc) {
     P->nodes = malloc(sizeof(int) * ((size_t)total + 1));
-    P->ends = calloc((size_t)total + 1, sizeof(int));
+    P->runs = calloc((size_t)total + 1, sizeof(int));
     maxc = calloc((size_t)ng + 1, sizeof(int));
     if (walk > 0) {
       ev = calloc((size_t)ng + 1, sizeof(unsigned *));
@@ -429,7 +458,7 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
     } else {
       P->lcells = calloc(npad * nb + 1, sizeof(unsigned));
     }
-    if (!P->nodes || !P->ends || !maxc || (walk > 0 ? !ev || !ne : !P->lcells))
+    if (!P->nodes || !P->runs || !maxc || (walk > 0 ? !ev || !ne : !P->lcells))
       rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the patches");
   }
   int failed = 0;
@@ -437,15 +466,22 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
 #pragma omp parallel for schedule(dynamic, 16)
   for (int g = 0; g < ngo; g++) {
     const int *l = lists + (size_t)g * per;
-    int *ends = P->ends + P->start[g];
+    int *runs = P->runs + P->start[g];
     memcpy(P->nodes + P->start[g], l, sizeof(int) * (size_t)count[g]);
     int bad = 0;
     if (walk > 0) {
       bad = build_one_walk(V, l, count[g], perm + (size_t)g * block, block, walk, P->items,
-                           reuse, ends, &ev[g], &ne[g], &maxc[g]);
+                           reuse, lanes, runs, &ev[g], &ne[g], &maxc[g]);
     } else {
-      build_one_lcells(V, l, count[g], perm + (size_t)g * block, block, P->lcells,
-                       (size_t)g * per, ends, &maxc[g]);
+      maxc[g] = build_one_lcells(V, l, count[g], perm + (size_t)g * block, block, lanes,
+                                 P->lcells, (size_t)g * per, runs);
+      if (maxc[g] == -2)
+        bad = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
+                           "out of host memory for the patches");
+      else if (maxc[g] < 0)
+        bad = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
+                           "a patch of %d cells needs more than 65536 places of contributions "
+                           "(use a smaller block)", block);
     }
     if (bad) {
 #pragma omp critical

@@ -1,8 +1,8 @@
-/* felab patches: the host side of strategy "patch" (engine/kernels/patch.knl). A work group
- * owns `block` consecutive stored cells (a patch) and the sorted list of the nodes they
- * touch; its items integrate the cells, either one item per cell (the cells' local node
- * numbers and each contribution's place in its node's run are stored) or one item per walk through `walk` cells that share nodes, driven
- * by a stream of events (docs/kernels.md, "The patch template"). */
+/* felab patches: the host side of strategy "patch" (engine/kernels/patch.knl). A work group owns
+ * `block` consecutive stored cells (a patch) and the sorted list of the nodes they touch; its
+ * items integrate the cells, either one item per cell (the cells' local node numbers and each
+ * contribution's place in its node's run are stored) or one item per walk through `walk` cells
+ * that share nodes, driven by a stream of events (docs/kernels.md, "The patch template"). */
 #ifndef FE_PATCH_H
 #define FE_PATCH_H
 
@@ -28,7 +28,8 @@ typedef struct fe_patches {
   size_t nevents;      /* walks: event words, padding included */
   int *start;          /* npatch + 1: patch g's nodes are nodes[start[g] .. start[g+1]) */
   int *nodes;          /* global node numbers, ~node for a constrained node */
-  int *ends;           /* the end of each patch node's run (contributions to nodes 0..i) */
+  int lanes;           /* nodes whose runs are interleaved (fe_patch_place) */
+  int *runs;           /* each patch node's run word: its first place | its count << 16 */
   unsigned *lcells;    /* one item per cell: patch g's cell j, basis function b at
                         * lcells[g*block*NB + b*block + j]: its local node number (bits 0-15)
                         * and the place of its contribution in that node's run (16-31) */
@@ -36,17 +37,29 @@ typedef struct fe_patches {
   int *estart;         /* walks: npatch + 1 */
 } fe_patches;
 
+/* The place of the k-th contribution (in cell order) to the node of run word `run`. The
+ * nodes of a patch go in groups of `lanes` (a power of two); a group's k-th contributions
+ * fill one row of `lanes` places, rotated by k so that the cells filing at once seldom hit
+ * one memory bank: node l of the group at row k takes place row + (l + k) mod lanes. */
+static inline int fe_patch_place(unsigned run, int k, int lanes)
+{
+  int first = (int)(run & 0xffffu), lane = first & (lanes - 1);
+  return first - lane + k * lanes + ((lane + k) & (lanes - 1));
+}
+
 /* Whether walks may keep a node in its slot from one cell to the next: the cells are
  * simplices (any order of the vertices is the same cell) and every rule is invariant under
  * relabelling the vertices, so the integral over a relabelled cell is the same to rounding. */
 int fe_patch_walk_reuses(fe_cell_type cell, const fe_quadrature *rules, int nrules);
 
-/* Build the patches over the npad stored cells perm[] (perm[i] < 0: padding) of V.
+/* Build the patches over the npad stored cells perm[] (perm[i] < 0: padding) of V, their
+ * runs interleaved by `lanes` (1: one after the other; a GPU: its shared-memory banks'
+ * width in reals, so that summing the runs reads whole rows).
  * constrained[n] != 0 marks constrained nodes (NULL: none). walk > 0 orders each patch's
  * cells into walks (rewriting perm within the patch) and makes the events; reuse says whether
  * a walk may keep nodes across cells in another order (fe_patch_walk_reuses). */
 int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *perm, size_t npad,
-                     int block, int walk, int reuse, fe_patches *P);
+                     int block, int walk, int reuse, int lanes, fe_patches *P);
 void fe_patches_free(fe_patches *P);
 
 #endif

@@ -103,7 +103,8 @@ static const help_entry builtin[] = {
      "each patch's nodes once, recomputes first-order geometry and adds once per patch node\n"
      "(docs/kernels.md);\n"
      "with walk = n (first-order cells) each item walks n cells that share nodes, keeping\n"
-     "them in registers, and the sums are the same bits at every call.\n"
+     "them in registers, and the sums are the same bits at every call; lanes = n interleaves\n"
+     "the runs of n nodes (a power of two; default 1, on a GPU in double 16).\n"
      "example: r, rep = A:residual(u); print(rep)"},
     {FELAB_OPERATOR ":residual",
      "A:residual(u, {backend = \"opencl\", precision = \"double\", strategy = \"transpose\"})",

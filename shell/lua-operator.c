@@ -15,11 +15,11 @@
 static const char *const create_keys[] = {"dirichlet", "value", "quadrature", NULL};
 static const char *const quad_keys[] = {"degree", "rule", NULL};
 static const char *const action_keys[] = {"backend", "precision", "strategy", "block", "walk",
-                                          NULL};
+                                          "lanes", NULL};
 static const char *const state_keys[] = {"backend", "precision", "strategy", "block", "walk",
-                                         "at", NULL};
+                                         "lanes", "at", NULL};
 static const char *const initial_keys[] = {"backend", "precision", "strategy", "block", "walk",
-                                           "interior", NULL};
+                                           "lanes", "interior", NULL};
 
 /* The open operator at i (a method's self), or an error naming the function. */
 static fe_operator *check_operator(lua_State *L, int i, const char *fname)
@@ -62,6 +62,15 @@ static void read_action_opts(lua_State *L, int t, const char *fname, const char 
       luaL_error(L, "%s: walk must be an integer >= -1 (strategy \"patch\": cells per walk, 0 or "
                  "-1: one item per cell), got %s", fname, felab_number_or_kind(L, -1));
     o->walk = (int)b;
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, t, "lanes") != LUA_TNIL) {
+    lua_Integer b;
+    if (!felab_is_integer(L, -1, &b) || b < 0 || b > 64 || (b & (b - 1)))
+      luaL_error(L, "%s: lanes must be 0 or a power of two up to 64 (strategy \"patch\": nodes "
+                 "whose runs are interleaved, 0: the backend's), got %s", fname,
+                 felab_number_or_kind(L, -1));
+    o->lanes = (int)b;
   }
   lua_pop(L, 1);
 }

@@ -12,14 +12,16 @@
 #include "engine/solver.h"
 #include "shell/shell.h"
 
-static const char *const cg_keys[] = {"pc",       "rtol",      "atol",    "maxit",
+static const char *const cg_keys[] = {"pc",       "rtol",      "atol",     "maxit",
                                       "backend",  "precision", "strategy", "block",
-                                      "walk",     "monitor",   "x0",       NULL};
+                                      "walk",     "lanes",     "monitor",  "x0",
+                                      NULL};
 static const char *const newton_keys[] = {"linear",     "pc",           "rtol",     "atol",
                                           "maxit",      "linear_rtol",  "linear_maxit",
                                           "linesearch", "backend",      "precision",
                                           "strategy",   "block",        "walk",
-                                          "monitor",    "x0",           NULL};
+                                          "lanes",      "monitor",      "x0",
+                                          NULL};
 
 /* opts[key] as a finite number >= 0 into *v (kept when absent); fname names the caller. */
 static void opt_tolerance(lua_State *L, int t, const char *fname, const char *key, double *v)
@@ -49,13 +51,14 @@ static void opt_integer(lua_State *L, int t, const char *fname, const char *key,
   lua_pop(L, 1);
 }
 
-/* The options every solve shares: where it runs (backend, precision, strategy, block), monitor
- * and x0 (*x0 NULL when absent). */
+/* The options every solve shares: where it runs (backend, precision, strategy, block, walk,
+ * lanes), monitor and x0 (*x0 NULL when absent). */
 static void read_common_opts(lua_State *L, int t, const char *fname, fe_action_opts *act,
                              int *monitor, const fe_vector **x0)
 {
   opt_integer(L, t, fname, "block", 0, &act->block);
   opt_integer(L, t, fname, "walk", -1, &act->walk);
+  opt_integer(L, t, fname, "lanes", 0, &act->lanes); /* a power of two: the engine checks */
   act->backend = felab_opt_field_name(L, t, fname, "backend");
   act->strategy = felab_opt_field_name(L, t, fname, "strategy");
   const char *prec = felab_opt_field_name(L, t, fname, "precision");

@@ -3,12 +3,13 @@
 -- of `reps` applies (reps = 1: a single launch for `ncu`), then Jacobi-PCG for `its`
 -- iterations (0: none).
 -- usage: felab scripts/bench/one_case.lua [backend] [cell] [space] [cells per side]
---          [strategy] [precision] [reps] [its] [block]
+--          [strategy] [precision] [reps] [its] [block] [lanes]
 local backend, cell, space = arg[1] or "cuda", arg[2] or "tet", arg[3] or "P1"
 local n = tonumber(arg[4]) or 192
 local o = {backend = backend, strategy = arg[5] or "patch", precision = arg[6] or "double"}
 local reps, its = tonumber(arg[7]) or 10, tonumber(arg[8]) or 200
-o.block = tonumber(arg[9]) -- nil: the default
+o.block = tonumber(arg[9]) -- nil or 0: the default
+o.lanes = tonumber(arg[10]) -- patches: nodes whose runs are interleaved (nil or 0: the default)
 
 local t0 = perf.clock()
 local m = mesh.box{cells = {n, n, n}, cell = cell}
@@ -29,7 +30,8 @@ print(("apply %.3f ms  %.0f GB/s (%.0f%% of %.0f)  %.0f GF/s  predicted/measured
       best.seconds * 1e3, best.gbytes, 100 * best.gbytes / cal.peak_gbytes, cal.peak_gbytes,
       best.gflops, best.predicted_seconds / best.seconds))
 if its > 0 then
-  local _, info = solve.cg(A, {backend = backend, precision = o.precision, strategy = o.strategy, block = o.block,
+  local _, info = solve.cg(A, {backend = backend, precision = o.precision, strategy = o.strategy,
+                              block = o.block, lanes = o.lanes,
                               pc = "jacobi", rtol = 0, atol = 0, maxit = its})
   print(("PCG %.3f ms/iteration (%d iterations)"):format(1e3 * info.report.seconds / info.iterations,
         info.iterations))

@@ -51,7 +51,12 @@ static double replay_walks(const fe_space *V, const fe_patches *P, const int *pe
   for (int g = 0; g < P->npatch; g++) {
     int n0 = P->start[g], nl = P->start[g + 1] - n0;
     int ne = (P->estart[g + 1] - P->estart[g]) / P->items;
-    int places = nl ? P->ends[n0 + nl - 1] : 0;
+    int places = 0, *fill = calloc((size_t)nl + 1, sizeof(int));
+    for (int i = 0; i < nl; i++) {
+      int count = P->runs[n0 + i] >> 16;
+      int last = count ? fe_patch_place((unsigned)P->runs[n0 + i], count - 1, P->lanes) : -1;
+      if (last >= places) places = last + 1;
+    }
     char *used = calloc((size_t)places + 1, 1);
     for (int t = 0; t < P->items; t++) {
       int slot[FE_WALK_MAX_SLOTS], c = g * P->block + t * P->walk;
@@ -63,8 +68,9 @@ static double replay_walks(const fe_space *V, const fe_patches *P, const int *pe
         if (ev & (1u << 29)) {
           int i = slot[s];
           cr_assert_geq(i, 0, "flush of an empty slot");
-          int lo = i ? P->ends[n0 + i - 1] : 0;
-          cr_assert(place >= lo && place < P->ends[n0 + i], "place %d outside node %d's run", place, i);
+          cr_assert_lt(fill[i], P->runs[n0 + i] >> 16, "node %d: more flushes than its run", i);
+          cr_assert_eq(place, fe_patch_place((unsigned)P->runs[n0 + i], fill[i]++, P->lanes),
+                       "place %d is not the next of node %d's run", place, i);
           cr_assert(!used[place], "place %d filled twice", place);
           used[place] = 1;
           slot[s] = -1;
@@ -94,16 +100,18 @@ static double replay_walks(const fe_space *V, const fe_patches *P, const int *pe
       }
       for (int s = 0; s < nb; s++) cr_assert_eq(slot[s], -1, "walk %d of patch %d ends unflushed", t, g);
     }
-    for (int p = 0; p < places; p++) cr_assert(used[p], "patch %d: place %d never filled", g, p);
-    free(used);
+    for (int i = 0; i < nl; i++)
+      cr_assert_eq(fill[i], P->runs[n0 + i] >> 16, "patch %d: node %d's run not filled", g, i);
+    free(used), free(fill);
   }
   for (int c = 0; c < ncells; c++) cr_assert(done[c], "cell %d never integrated", c);
   free(done);
   return loads / ncells;
 }
 
-/* Build walks of `walk` cells in patches of `block` and replay them. */
-static double check_walks(fe_cell_type type, int block, int walk, int reuse)
+/* Build walks of `walk` cells in patches of `block`, runs interleaved by `lanes`, and replay
+ * them. */
+static double check_walks(fe_cell_type type, int block, int walk, int reuse, int lanes)
 {
   fe_mesh *m;
   fe_space *V;
@@ -113,7 +121,8 @@ static double check_walks(fe_cell_type type, int block, int walk, int reuse)
   unsigned char *con = calloc((size_t)V->nnodes, 1);
   for (int i = 0; i < V->nnodes; i += 3) con[i] = 1;
   fe_patches P;
-  cr_assert_eq(fe_patches_build(V, con, perm, npad, block, walk, reuse, &P), 0, "%s", fe_error_message());
+  cr_assert_eq(fe_patches_build(V, con, perm, npad, block, walk, reuse, lanes, &P), 0, "%s",
+               fe_error_message());
   cr_assert_eq(P.items, (block + walk - 1) / walk);
   for (int i = 0; i < P.start[P.npatch]; i++) { /* constrained nodes are stored as ~node */
     int pn = P.nodes[i], node = pn < 0 ? ~pn : pn;
@@ -130,26 +139,29 @@ static double check_walks(fe_cell_type type, int block, int walk, int reuse)
 
 Test(patch, tet_walks_replay_exactly_and_keep_three_nodes)
 {
-  double loads = check_walks(FE_CELL_TET, 200, 8, 1);
+  double loads = check_walks(FE_CELL_TET, 200, 8, 1, 1);
   /* four loads to start each walk of eight, about one per cell after it */
   cr_assert_lt(loads, 1.8, "tet walks load %.2f nodes per cell", loads);
 }
 
 Test(patch, walks_of_odd_length_and_small_patches)
 {
-  check_walks(FE_CELL_TET, 37, 3, 1);
-  check_walks(FE_CELL_TET, 64, 64, 1);
+  check_walks(FE_CELL_TET, 37, 3, 1, 1);
+  check_walks(FE_CELL_TET, 64, 64, 1, 1);
+  check_walks(FE_CELL_TET, 37, 3, 1, 16); /* runs interleaved as on a GPU */
+  check_walks(FE_CELL_TET, 128, 8, 1, 32);
 }
 
 Test(patch, hex_walks_keep_each_cells_own_order)
 {
-  double loads = check_walks(FE_CELL_HEX, 64, 8, 0);
+  double loads = check_walks(FE_CELL_HEX, 64, 8, 0, 16);
   cr_assert_leq(loads, 8.0);
 }
 
 /* One item per cell: the local numbers name each cell's own nodes, and the contributions of
- * the patch's cells fill every place of their node's run once, in cell order. */
-static void check_places(fe_cell_type type, int block)
+ * the patch's cells fill their node's run once each, in cell order. With lanes > 1 the k-th
+ * contributions of a group of `lanes` consecutive nodes share one row of `lanes` places. */
+static void check_places(fe_cell_type type, int block, int lanes)
 {
   fe_mesh *m;
   fe_space *V;
@@ -158,14 +170,17 @@ static void check_places(fe_cell_type type, int block)
   size_t npad;
   int *perm = walk_perm(m->ncells, block, &npad);
   fe_patches P;
-  cr_assert_eq(fe_patches_build(V, NULL, perm, npad, block, 0, 0, &P), 0, "%s", fe_error_message());
+  cr_assert_eq(fe_patches_build(V, NULL, perm, npad, block, 0, 0, lanes, &P), 0, "%s",
+               fe_error_message());
   cr_assert_eq(P.walk, 0);
-  int *owner = malloc(sizeof(int) * (size_t)block * nb); /* cell j that took each place */
+  cr_assert_eq(P.lanes, lanes);
+  int room = 4 * block * nb;
+  int *owner = malloc(sizeof(int) * (size_t)room); /* cell j that took each place */
+  int *node = malloc(sizeof(int) * (size_t)room);  /* and for which local node */
   for (int g = 0; g < P.npatch; g++) {
     size_t first = (size_t)g * block * nb;
-    int n0 = P.start[g], nl = P.start[g + 1] - n0, cells = 0;
-    int places = nl ? P.ends[n0 + nl - 1] : 0;
-    for (int p = 0; p < places; p++) owner[p] = -1;
+    int n0 = P.start[g], nl = P.start[g + 1] - n0, cells = 0, filed = 0;
+    for (int p = 0; p < room; p++) owner[p] = node[p] = -1;
     for (int j = 0; j < block && perm[(size_t)g * block + j] >= 0; j++, cells++)
       for (int b = 0; b < nb; b++) {
         size_t i = first + (size_t)b * block + (size_t)j;
@@ -173,17 +188,28 @@ static void check_places(fe_cell_type type, int block)
         int c = perm[(size_t)g * block + j];
         cr_assert(l >= 0 && l < nl, "patch %d, cell %d: local number %d of %d", g, j, l, nl);
         cr_assert_eq(P.nodes[n0 + l], V->cell_nodes[(size_t)c * nb + b], "patch %d, cell %d: wrong node", g, c);
-        int lo = l ? P.ends[n0 + l - 1] : 0;
-        cr_assert(p >= lo && p < P.ends[n0 + l], "patch %d: place %d outside node %d's run", g, p, l);
+        cr_assert_lt(p, P.maxc, "patch %d: place %d beyond the %d places", g, p, P.maxc);
         cr_assert_eq(owner[p], -1, "patch %d: place %d filed twice", g, p);
         owner[p] = j;
+        node[p] = l;
+        filed++;
       }
-    cr_assert_eq(places, cells * nb, "patch %d: %d places for %d contributions", g, places, cells * nb);
-    for (int i = 0; i < nl; i++) /* each run in cell order */
-      for (int p = (i ? P.ends[n0 + i - 1] : 0) + 1; p < P.ends[n0 + i]; p++)
-        cr_assert_lt(owner[p - 1], owner[p], "patch %d, node %d: run not in cell order", g, i);
+    cr_assert_eq(filed, cells * nb);
+    for (int i = 0; i < nl; i++) { /* each run: its count of places, in cell order, in its row */
+      unsigned run = (unsigned)P.runs[n0 + i];
+      int count = (int)(run >> 16), row0 = (int)(run & 0xffffu) / lanes * lanes;
+      for (int k = 0; k < count; k++) {
+        int p = fe_patch_place(run, k, lanes);
+        cr_assert_eq(node[p], i, "patch %d: place %d of node %d's run filed for node %d", g, p, i, node[p]);
+        cr_assert(k == 0 || owner[fe_patch_place(run, k - 1, lanes)] < owner[p],
+                  "patch %d, node %d: run not in cell order", g, i);
+        cr_assert_eq(p / lanes, row0 / lanes + k, "patch %d, node %d: contribution %d off its row", g, i, k);
+        cr_assert_eq(row0 / lanes, (int)(P.runs[n0 + i / lanes * lanes] & 0xffffu) / lanes,
+                     "patch %d: node %d is not in its group's rows", g, i);
+      }
+    }
   }
-  free(owner);
+  free(owner), free(node);
   fe_patches_free(&P);
   free(perm);
   fe_space_free(V);
@@ -192,9 +218,12 @@ static void check_places(fe_cell_type type, int block)
 
 Test(patch, one_item_per_cell_fills_each_place_once_in_cell_order)
 {
-  check_places(FE_CELL_TET, 200);
-  check_places(FE_CELL_TET, 37);
-  check_places(FE_CELL_HEX, 64);
+  check_places(FE_CELL_TET, 200, 1);
+  check_places(FE_CELL_TET, 37, 1);
+  check_places(FE_CELL_HEX, 64, 1);
+  check_places(FE_CELL_TET, 200, 16);
+  check_places(FE_CELL_TET, 37, 32);
+  check_places(FE_CELL_HEX, 64, 16);
 }
 
 Test(patch, reuse_only_with_rules_invariant_under_relabelling)
@@ -224,7 +253,7 @@ Test(patch, too_many_nodes_for_the_event_words_is_a_clear_error)
   size_t npad;
   int *perm = walk_perm(m->ncells, 16384, &npad);
   fe_patches P;
-  cr_assert_neq(fe_patches_build(V, NULL, perm, npad, 16384, 8, 1, &P), 0);
+  cr_assert_neq(fe_patches_build(V, NULL, perm, npad, 16384, 8, 1, 1, &P), 0);
   cr_assert(strstr(fe_error_message(), "use a smaller block"), "%s", fe_error_message());
   fe_error_clear();
   free(perm);
