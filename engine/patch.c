@@ -41,7 +41,7 @@ static int find_sorted(const int *l, int n, int v)
 
 /* The runs' layout: counts runs[0..nl) (contributions per node) turned into run words
  * (first place | count << 16, fe_patch_place) for nodes in groups of `lanes`; returns the
- * places in all, padding included, or -1 when a run word cannot hold them. A group of
+ * places in all, padding included (the callers refuse more than their words hold). A group of
  * nodes takes lanes x (its longest run) places, its k-th contributions side by side, so a
  * warp summing the runs of `lanes` consecutive nodes reads one row of places at each step;
  * lanes = 1 is runs one after the other. */
@@ -57,7 +57,7 @@ static int runs_from_counts(int *runs, int nl, int lanes)
     }
     total += longest * lanes;
   }
-  return total > 65536 ? -1 : total;
+  return total;
 }
 
 /* Contributions filed in order: the next place of local node i (fill[i] of its run so far). */
@@ -288,12 +288,12 @@ static int patch_walks(walk_ws *w, int facet, int walk, int items, int reuse, in
   *maxc = total;
   unsigned *packed = calloc((size_t)items * ne + 1, sizeof(unsigned));
   int *fill = calloc((size_t)nl + 1, sizeof(int));
-  if (!packed || !fill || total < 0 || total > FE_WALK_MAX_PLACES) {
+  if (!packed || !fill || total > FE_WALK_MAX_PLACES) {
     free(tour), free(cnt), free(tmp), free(ev), free(fill);
     if (packed && fill) {
       free(packed);
-      FE_ERROR(FE_ERR_ARG, "a patch files %d places of contributions, more than a walk's "
-               "events can place (%d): use a smaller block", total, FE_WALK_MAX_PLACES);
+      FE_ERROR(FE_ERR_ARG, "a patch needs %d places for its contributions, more than a walk's "
+               "events can name (%d): use a smaller block", total, FE_WALK_MAX_PLACES);
     }
     free(packed);
     FE_ERROR(FE_ERR_MEM, "out of host memory for the walk events");
@@ -375,14 +375,14 @@ static int build_one_walk(const fe_space *V, const int *list, int nl, int *perm,
 }
 
 /* One item per cell: local numbers, the run words and each contribution's place; first =
- * the patch's first entry in lc. Returns the places in all, -1 when they do not fit 16 bits,
- * -2 out of memory. */
+ * the patch's first entry in lc. Returns the places in all (more than 65536: the words cannot
+ * name them, nothing filed), -1 out of memory. */
 static int build_one_lcells(const fe_space *V, const int *list, int nl, const int *perm,
                             int block, int lanes, unsigned *lc, size_t first, int *runs)
 {
   int nb = V->elem.nbasis;
   int *fill = calloc((size_t)nl + 1, sizeof(int));
-  if (!fill) return -2;
+  if (!fill) return -1;
   memset(runs, 0, sizeof(int) * (size_t)nl);
   for (int j = 0; j < block; j++) {
     int c = perm[j];
@@ -394,7 +394,7 @@ static int build_one_lcells(const fe_space *V, const int *list, int nl, const in
     }
   }
   int total = runs_from_counts(runs, nl, lanes);
-  for (int j = 0; total >= 0 && j < block; j++) /* cell order within each run */
+  for (int j = 0; total <= 65536 && j < block; j++) /* cell order within each run */
     for (int b = 0; perm[j] >= 0 && b < nb; b++) {
       size_t i = first + (size_t)b * block + (size_t)j;
       lc[i] |= (unsigned)next_place(runs, fill, (int)lc[i], lanes) << 16;
@@ -475,13 +475,13 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
     } else {
       maxc[g] = build_one_lcells(V, l, count[g], perm + (size_t)g * block, block, lanes,
                                  P->lcells, (size_t)g * per, runs);
-      if (maxc[g] == -2)
+      if (maxc[g] < 0)
         bad = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
                            "out of host memory for the patches");
-      else if (maxc[g] < 0)
+      else if (maxc[g] > 65536)
         bad = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
-                           "a patch of %d cells needs more than 65536 places of contributions "
-                           "(use a smaller block)", block);
+                           "a patch of %d cells needs %d places for its contributions, more "
+                           "than 65536 (use a smaller block)", block, maxc[g]);
     }
     if (bad) {
 #pragma omp critical

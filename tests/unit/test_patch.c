@@ -260,3 +260,27 @@ Test(patch, too_many_nodes_for_the_event_words_is_a_clear_error)
   fe_space_free(V);
   fe_mesh_free(m);
 }
+
+Test(patch, too_many_places_for_the_cell_words_is_a_clear_error)
+{
+  fe_mesh *m;
+  fe_space *V;
+  walk_space(FE_CELL_HEX, 16, 16, 16, &m, &V);
+  fe_space_free(V);
+  cr_assert_eq(fe_space_create(m, "Q2", &V), 0, "%s", fe_error_message());
+  size_t npad;
+  int *perm = walk_perm(m->ncells, 2048, &npad);
+  fe_patches P;
+  /* 2048 Q2 hexes file 55296 contributions; their runs interleaved by 64 need more places
+   * than a cell's word can name */
+  cr_assert_neq(fe_patches_build(V, NULL, perm, npad, 2048, 0, 0, 64, &P), 0);
+  cr_assert(strstr(fe_error_message(), "more than 65536 (use a smaller block)"), "%s",
+            fe_error_message());
+  fe_error_clear();
+  cr_assert_eq(fe_patches_build(V, NULL, perm, npad, 2048, 0, 0, 1, &P), 0, "%s", fe_error_message());
+  cr_assert_eq(P.maxc, 2048 * 27, "one after the other, the runs take exactly the contributions");
+  fe_patches_free(&P);
+  free(perm);
+  fe_space_free(V);
+  fe_mesh_free(m);
+}
