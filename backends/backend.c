@@ -150,6 +150,19 @@ int fe_precision_parse(const char *s, fe_precision *p)
 const char *fe_precision_name(fe_precision p) { return p == FE_FLOAT ? "single" : "double"; }
 size_t fe_precision_size(fe_precision p) { return p == FE_FLOAT ? sizeof(float) : sizeof(double); }
 
+int fe_vectors_check(const char *op, const char *names, const fe_buffer *const *v, size_t n,
+                     fe_precision prec)
+{
+  size_t need = n * fe_precision_size(prec);
+  for (int i = 0; names[i]; i++) {
+    FE_ASSERT(v[i] && (v[i]->ptr || !n), FE_ERR_ARG, "%s: vector %c is not allocated", op,
+              names[i]);
+    FE_ASSERT(v[i]->bytes >= need, FE_ERR_ARG, "%s: vector %c holds %zu bytes, %zu %s values "
+              "need %zu", op, names[i], v[i]->bytes, n, fe_precision_name(prec), need);
+  }
+  return 0;
+}
+
 unsigned long long fe_hash_string(const char *s, unsigned long long seed)
 {
   unsigned long long h = 1469598103934665603ULL ^ seed;

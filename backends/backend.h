@@ -133,6 +133,11 @@ void fe_precision_set_default(fe_precision p);
 int fe_precision_parse(const char *s, fe_precision *p); /* "double", "single" or "float" */
 const char *fe_precision_name(fe_precision p);          /* "double" or "single" */
 size_t fe_precision_size(fe_precision p);
+/* Check the vector arguments of a built-in vector operation op: v[i] (named by the letter
+ * names[i]) must be allocated and hold n reals of precision prec. */
+int fe_vectors_check(const char *op, const char *names, const fe_buffer *const *v, size_t n,
+                     fe_precision prec);
+#define FE_VECTORS(...) ((const fe_buffer *const[]){__VA_ARGS__})
 
 /* helpers shared by backends */
 /* Set an FE_ERR_COMPILE error from a compiler log: names each source line the log points

@@ -282,17 +282,6 @@ void cuda_vector_free(cuda_impl *cu)
   memset(v, 0, sizeof *v);
 }
 
-/* Check that a vector argument holds n reals. */
-static int cuda_vector_check(const fe_buffer *b, size_t n, fe_precision prec, const char *op,
-                             const char *arg)
-{
-  size_t need = n * fe_precision_size(prec);
-  FE_ASSERT(b && (b->ptr || !n), FE_ERR_ARG, "%s: vector %s is not allocated", op, arg);
-  FE_ASSERT(b->bytes >= need, FE_ERR_ARG, "%s: vector %s holds %zu bytes, %zu %s values need %zu",
-            op, arg, b->bytes, n, fe_precision_name(prec), need);
-  return 0;
-}
-
 /* Blocks for n values, at most per_sm per multiprocessor (and cap). */
 static size_t cuda_vector_blocks(const cuda_impl *cu, size_t n, size_t per_sm, size_t cap)
 {
@@ -326,7 +315,7 @@ static int cuda_vector_run(cuda_impl *cu, CUfunction fn, const char *name, size_
 int cuda_fill(void *impl, fe_buffer *x, size_t n, fe_precision prec, double value)
 {
   cuda_impl *cu = impl;
-  FE_CHECK(cuda_vector_check(x, n, prec, "fill", "x"));
+  FE_CHECK(fe_vectors_check("fill", "x", FE_VECTORS(x), n, prec));
   if (!n) return 0;
   FE_CHECK(cuda_usable(cu));
   FE_CHECK(cuda_vector_get(cu));
@@ -342,8 +331,7 @@ int cuda_axpby(void *impl, fe_buffer *y, double a, const fe_buffer *x, double b,
                fe_precision prec)
 {
   cuda_impl *cu = impl;
-  FE_CHECK(cuda_vector_check(y, n, prec, "axpby", "y"));
-  FE_CHECK(cuda_vector_check(x, n, prec, "axpby", "x"));
+  FE_CHECK(fe_vectors_check("axpby", "yx", FE_VECTORS(y, x), n, prec));
   if (!n) return 0;
   FE_CHECK(cuda_usable(cu));
   FE_CHECK(cuda_vector_get(cu));
@@ -359,9 +347,7 @@ int cuda_pointwise(void *impl, fe_buffer *z, const fe_buffer *x, const fe_buffer
                    size_t n, fe_precision prec)
 {
   cuda_impl *cu = impl;
-  FE_CHECK(cuda_vector_check(z, n, prec, "pointwise", "z"));
-  FE_CHECK(cuda_vector_check(x, n, prec, "pointwise", "x"));
-  FE_CHECK(cuda_vector_check(y, n, prec, "pointwise", "y"));
+  FE_CHECK(fe_vectors_check("pointwise", "zxy", FE_VECTORS(z, x, y), n, prec));
   if (!n) return 0;
   FE_CHECK(cuda_usable(cu));
   FE_CHECK(cuda_vector_get(cu));
@@ -391,8 +377,7 @@ int cuda_dot(void *impl, const fe_buffer *x, const fe_buffer *y, size_t n, fe_pr
 {
   cuda_impl *cu = impl;
   *result = 0.0;
-  FE_CHECK(cuda_vector_check(x, n, prec, "dot", "x"));
-  FE_CHECK(cuda_vector_check(y, n, prec, "dot", "y"));
+  FE_CHECK(fe_vectors_check("dot", "xy", FE_VECTORS(x, y), n, prec));
   if (!n) return 0;
   FE_CHECK(cuda_usable(cu));
   FE_CHECK(cuda_vector_get(cu));
@@ -410,7 +395,7 @@ int cuda_reduce(void *impl, const fe_buffer *x, size_t n, fe_precision prec, fe_
   FE_ASSERT(op == FE_REDUCE_SUM || op == FE_REDUCE_MIN || op == FE_REDUCE_MAX, FE_ERR_ARG,
             "unknown reduction %d", (int)op);
   *result = op == FE_REDUCE_SUM ? 0.0 : op == FE_REDUCE_MIN ? INFINITY : -INFINITY;
-  FE_CHECK(cuda_vector_check(x, n, prec, "reduce", "x"));
+  FE_CHECK(fe_vectors_check("reduce", "x", FE_VECTORS(x), n, prec));
   if (!n) return 0;
   FE_CHECK(cuda_usable(cu));
   FE_CHECK(cuda_vector_get(cu));
@@ -429,11 +414,8 @@ int cuda_cg_update(void *impl, fe_buffer *x, fe_buffer *r, const fe_buffer *p,
 {
   cuda_impl *cu = impl;
   *rr = *rz = 0.0;
-  FE_CHECK(cuda_vector_check(x, n, prec, "cg_update", "x"));
-  FE_CHECK(cuda_vector_check(r, n, prec, "cg_update", "r"));
-  FE_CHECK(cuda_vector_check(p, n, prec, "cg_update", "p"));
-  FE_CHECK(cuda_vector_check(q, n, prec, "cg_update", "q"));
-  if (d) FE_CHECK(cuda_vector_check(d, n, prec, "cg_update", "d"));
+  FE_CHECK(fe_vectors_check("cg_update", "xrpq", FE_VECTORS(x, r, p, q), n, prec));
+  if (d) FE_CHECK(fe_vectors_check("cg_update", "d", FE_VECTORS(d), n, prec));
   if (!n) return 0;
   FE_CHECK(cuda_usable(cu));
   FE_CHECK(cuda_vector_get(cu));
@@ -457,9 +439,8 @@ int cuda_cg_direction(void *impl, fe_buffer *p, const fe_buffer *r, const fe_buf
                       double beta, size_t n, fe_precision prec)
 {
   cuda_impl *cu = impl;
-  FE_CHECK(cuda_vector_check(p, n, prec, "cg_direction", "p"));
-  FE_CHECK(cuda_vector_check(r, n, prec, "cg_direction", "r"));
-  if (d) FE_CHECK(cuda_vector_check(d, n, prec, "cg_direction", "d"));
+  FE_CHECK(fe_vectors_check("cg_direction", "pr", FE_VECTORS(p, r), n, prec));
+  if (d) FE_CHECK(fe_vectors_check("cg_direction", "d", FE_VECTORS(d), n, prec));
   if (!n) return 0;
   FE_CHECK(cuda_usable(cu));
   FE_CHECK(cuda_vector_get(cu));

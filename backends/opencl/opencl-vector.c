@@ -251,19 +251,6 @@ static int opencl_vector_get(opencl_impl *cl, fe_precision prec, opencl_vector *
   return 0;
 }
 
-
-/* Check that a vector argument holds n reals. */
-static int opencl_vector_check(const fe_buffer *b, size_t n, fe_precision prec, const char *op,
-                               const char *arg)
-{
-  size_t need = n * fe_precision_size(prec);
-  FE_ASSERT(b && (b->ptr || !n), FE_ERR_ARG, "%s: vector %s is not allocated", op, arg);
-  FE_ASSERT(b->bytes >= need, FE_ERR_ARG,
-            "%s: vector %s holds %zu bytes, %zu %s values need %zu", op, arg, b->bytes, n,
-            fe_precision_name(prec), need);
-  return 0;
-}
-
 /* Work-group size for a built-in kernel: VECTOR_GROUP or the largest power of two below
  * what the kernel allows here. */
 static size_t opencl_vector_group(opencl_impl *cl, cl_kernel k)
@@ -312,7 +299,7 @@ int opencl_fill(void *impl, fe_buffer *x, size_t n, fe_precision prec, double va
 {
   opencl_impl *cl = impl;
   opencl_vector *v;
-  FE_CHECK(opencl_vector_check(x, n, prec, "fill", "x"));
+  FE_CHECK(fe_vectors_check("fill", "x", FE_VECTORS(x), n, prec));
   if (!n) return 0;
   FE_CHECK(opencl_vector_get(cl, prec, &v));
   cl_mem mx = (cl_mem)x->ptr;
@@ -333,8 +320,7 @@ int opencl_axpby(void *impl, fe_buffer *y, double a, const fe_buffer *x, double 
 {
   opencl_impl *cl = impl;
   opencl_vector *v;
-  FE_CHECK(opencl_vector_check(y, n, prec, "axpby", "y"));
-  FE_CHECK(opencl_vector_check(x, n, prec, "axpby", "x"));
+  FE_CHECK(fe_vectors_check("axpby", "yx", FE_VECTORS(y, x), n, prec));
   if (!n) return 0;
   FE_CHECK(opencl_vector_get(cl, prec, &v));
   cl_mem my = (cl_mem)y->ptr, mx = (cl_mem)x->ptr;
@@ -357,9 +343,7 @@ int opencl_pointwise(void *impl, fe_buffer *z, const fe_buffer *x, const fe_buff
 {
   opencl_impl *cl = impl;
   opencl_vector *v;
-  FE_CHECK(opencl_vector_check(z, n, prec, "pointwise", "z"));
-  FE_CHECK(opencl_vector_check(x, n, prec, "pointwise", "x"));
-  FE_CHECK(opencl_vector_check(y, n, prec, "pointwise", "y"));
+  FE_CHECK(fe_vectors_check("pointwise", "zxy", FE_VECTORS(z, x, y), n, prec));
   if (!n) return 0;
   FE_CHECK(opencl_vector_get(cl, prec, &v));
   cl_mem mz = (cl_mem)z->ptr, mx = (cl_mem)x->ptr, my = (cl_mem)y->ptr;
@@ -436,8 +420,7 @@ int opencl_dot(void *impl, const fe_buffer *x, const fe_buffer *y, size_t n, fe_
   opencl_impl *cl = impl;
   opencl_vector *v;
   *result = 0.0;
-  FE_CHECK(opencl_vector_check(x, n, prec, "dot", "x"));
-  FE_CHECK(opencl_vector_check(y, n, prec, "dot", "y"));
+  FE_CHECK(fe_vectors_check("dot", "xy", FE_VECTORS(x, y), n, prec));
   if (!n) return 0;
   FE_CHECK(opencl_vector_get(cl, prec, &v));
   cl_mem mx = (cl_mem)x->ptr, my = (cl_mem)y->ptr;
@@ -459,7 +442,7 @@ int opencl_reduce(void *impl, const fe_buffer *x, size_t n, fe_precision prec, f
   FE_ASSERT(op == FE_REDUCE_SUM || op == FE_REDUCE_MIN || op == FE_REDUCE_MAX, FE_ERR_ARG,
             "unknown reduction %d", (int)op);
   *result = op == FE_REDUCE_SUM ? 0.0 : op == FE_REDUCE_MIN ? INFINITY : -INFINITY;
-  FE_CHECK(opencl_vector_check(x, n, prec, "reduce", "x"));
+  FE_CHECK(fe_vectors_check("reduce", "x", FE_VECTORS(x), n, prec));
   if (!n) return 0;
   FE_CHECK(opencl_vector_get(cl, prec, &v));
   cl_mem mx = (cl_mem)x->ptr;
@@ -482,11 +465,8 @@ int opencl_cg_update(void *impl, fe_buffer *x, fe_buffer *r, const fe_buffer *p,
   opencl_impl *cl = impl;
   opencl_vector *v;
   *rr = *rz = 0.0;
-  FE_CHECK(opencl_vector_check(x, n, prec, "cg_update", "x"));
-  FE_CHECK(opencl_vector_check(r, n, prec, "cg_update", "r"));
-  FE_CHECK(opencl_vector_check(p, n, prec, "cg_update", "p"));
-  FE_CHECK(opencl_vector_check(q, n, prec, "cg_update", "q"));
-  if (d) FE_CHECK(opencl_vector_check(d, n, prec, "cg_update", "d"));
+  FE_CHECK(fe_vectors_check("cg_update", "xrpq", FE_VECTORS(x, r, p, q), n, prec));
+  if (d) FE_CHECK(fe_vectors_check("cg_update", "d", FE_VECTORS(d), n, prec));
   if (!n) return 0;
   FE_CHECK(opencl_vector_get(cl, prec, &v));
   cl_mem mx = (cl_mem)x->ptr, mr = (cl_mem)r->ptr, mp = (cl_mem)p->ptr, mq = (cl_mem)q->ptr;
@@ -515,9 +495,8 @@ int opencl_cg_direction(void *impl, fe_buffer *p, const fe_buffer *r, const fe_b
 {
   opencl_impl *cl = impl;
   opencl_vector *v;
-  FE_CHECK(opencl_vector_check(p, n, prec, "cg_direction", "p"));
-  FE_CHECK(opencl_vector_check(r, n, prec, "cg_direction", "r"));
-  if (d) FE_CHECK(opencl_vector_check(d, n, prec, "cg_direction", "d"));
+  FE_CHECK(fe_vectors_check("cg_direction", "pr", FE_VECTORS(p, r), n, prec));
+  if (d) FE_CHECK(fe_vectors_check("cg_direction", "d", FE_VECTORS(d), n, prec));
   if (!n) return 0;
   FE_CHECK(opencl_vector_get(cl, prec, &v));
   cl_mem mp = (cl_mem)p->ptr, mr = (cl_mem)r->ptr;
