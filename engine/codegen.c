@@ -164,11 +164,11 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
                    n.jacobian, n.need_u, n.need_x, n.has_f0);
   fe_strbuf_printf(&b, "#define FE_DIAGONAL %d\n", s->action == FE_ACTION_DIAGONAL);
   if (s->patch) {
-    fe_strbuf_printf(&b, "#define MAXL %d /* nodes of the largest patch */\n#define LIDX %s\n"
+    fe_strbuf_printf(&b, "#define MAXL %d /* nodes of the largest patch */\n"
                          "#define GEO_RECOMPUTE %d\n#define MAXC %d /* places in the runs of "
                          "the largest patch */\n#define LANES %d /* nodes whose runs are "
                          "interleaved */\n",
-                     s->maxl, "unsigned int", s->geo_recompute, s->maxc, s->lanes);
+                     s->maxl, s->geo_recompute, s->maxc, s->lanes);
     fe_strbuf_printf(&b, "#define WALK %d\n#define WALK_CELLS %d /* cells per walk */\n"
                          "#define ITEMS %d /* walks per patch */\n"
                          "#define MAXE %d /* events of the largest patch */\n"

@@ -174,13 +174,12 @@ static void check_places(fe_cell_type type, int block, int lanes)
                fe_error_message());
   cr_assert_eq(P.walk, 0);
   cr_assert_eq(P.lanes, lanes);
-  int room = 4 * block * nb;
-  int *owner = malloc(sizeof(int) * (size_t)room); /* cell j that took each place */
-  int *node = malloc(sizeof(int) * (size_t)room);  /* and for which local node */
+  int *owner = malloc(sizeof(int) * (size_t)P.maxc); /* cell j that took each place */
+  int *node = malloc(sizeof(int) * (size_t)P.maxc);  /* and for which local node */
   for (int g = 0; g < P.npatch; g++) {
     size_t first = (size_t)g * block * nb;
     int n0 = P.start[g], nl = P.start[g + 1] - n0, cells = 0, filed = 0;
-    for (int p = 0; p < room; p++) owner[p] = node[p] = -1;
+    for (int p = 0; p < P.maxc; p++) owner[p] = node[p] = -1;
     for (int j = 0; j < block && perm[(size_t)g * block + j] >= 0; j++, cells++)
       for (int b = 0; b < nb; b++) {
         size_t i = first + (size_t)b * block + (size_t)j;
