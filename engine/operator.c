@@ -706,12 +706,15 @@ static int op_device_get(fe_operator *A, const fe_action_opts *o, op_device **ou
   FE_CHECK(pick_walk(o, A, patch, &walk, &reuse));
   /* a GPU's items sum the runs a warp at a time: in double, interleave as many as a row of
    * its shared memory's banks holds (16), so that they read one row per step. Measured on
-   * the H100 (docs/benchmarks.md): P1 apply 6% faster than lanes = 1 in double, 10% slower
-   * with 16 or 32 in single, so single keeps its runs one after the other. */
-  int lanes = o && o->lanes > 0 ? o->lanes : patch && be->info.is_gpu && prec == FE_DOUBLE ? 16 : 1;
+   * the H100 (docs/benchmarks.md): the P1 apply 0.890 ms against 0.975 with lanes = 1 in
+   * double; in single 8-12% slower with 16 or 32, so single keeps its runs one after the
+   * other. */
+  int lanes = o && o->lanes > 0 ? o->lanes
+              : patch && be->info.is_gpu && prec == FE_DOUBLE ? 16 : 1;
   FE_ASSERT(lanes <= 64 && !(lanes & (lanes - 1)), FE_ERR_ARG,
             "lanes = %d: the runs of a power of two of nodes, at most 64, are interleaved", lanes);
-  int block = o && o->block > 0 ? o->block : default_block(be, A, prec, patch, walk);
+  int asked = o && o->block > 0 ? o->block : 0;
+  int block = asked ? asked : default_block(be, A, prec, patch, walk);
   FE_ASSERT(block <= 4096, FE_ERR_ARG, "block = %d cells per work group is too large", block);
   size_t need = patch ? 0 : block * shared_per_cell(A, prec); /* patches: checked when made */
   FE_ASSERT(need <= shared_limit(be) || block == 1, FE_ERR_ARG,
@@ -719,7 +722,7 @@ static int op_device_get(fe_operator *A, const fe_action_opts *o, op_device **ou
             "%zu (use a smaller block)", block, A->V->name, need, be->name, shared_limit(be));
   for (int i = 0; i < A->ndev; i++)
     if (A->dev[i].be == be && A->dev[i].prec == prec && A->dev[i].patch == patch &&
-        A->dev[i].asked == (o && o->block > 0 ? o->block : 0) &&
+        A->dev[i].asked == asked &&
         A->dev[i].walk == walk && A->dev[i].lanes == lanes) {
       *out = &A->dev[i];
       return 0;
@@ -730,9 +733,9 @@ static int op_device_get(fe_operator *A, const fe_action_opts *o, op_device **ou
     A->ndev--;
   }
   op_device *d = &A->dev[A->ndev];
-  const op_device init = {.be = be, .prec = prec, .block = block,
-                          .asked = o && o->block > 0 ? o->block : 0, .patch = patch,
-                          .walk = walk, .reuse = reuse, .lanes = lanes, .colored = !patch && scatter_colored(be)};
+  const op_device init = {.be = be, .prec = prec, .block = block, .asked = asked,
+                          .patch = patch, .walk = walk, .reuse = reuse, .lanes = lanes,
+                          .colored = !patch && scatter_colored(be)};
   *d = init;
   int rc = op_device_setup(A, d);
   /* default patches too large for shared memory: halve them until they fit */
