@@ -35,7 +35,7 @@ SHELL_CFLAGS += -DFE_HAVE_READLINE=1
 SHELL_LIBS   += -lreadline
 endif
 
-ENGINE_SRC  := $(wildcard engine/*.c)
+ENGINE_SRC  := $(wildcard engine/*.c engine/strategies/*.c)
 BACKEND_SRC := backends/backend.c $(wildcard backends/cpu/*.c) $(wildcard backends/cuda/*.c)
 ifeq ($(HAVE_OPENCL),1)
 BACKEND_SRC += $(wildcard backends/opencl/*.c)
@@ -122,7 +122,7 @@ bank-model: $(BUILD)/libfelab.a scripts/bench/bank_model.c
 	$(CC) $(CFLAGS) -o $(BUILD)/bank-model scripts/bench/bank_model.c $(BUILD)/libfelab.a $(LDLIBS)
 
 format:
-	clang-format -i engine/*.[ch] backends/*.[ch] backends/*/*.[ch] shell/*.[ch] tests/unit/*.c
+	clang-format -i engine/*.[ch] engine/strategies/*.[ch] backends/*.[ch] backends/*/*.[ch] shell/*.[ch] tests/unit/*.c
 
 clean:
 	rm -rf build build-asan

@@ -31,20 +31,10 @@ int fe_action_parse(const char *s, fe_action *a)
 
 int fe_geo_stride(int dim) { return dim * dim + 1; }
 
-/* What the physics of this action reads and writes. */
-typedef struct action_needs {
-  int jacobian; /* the linearization fe_df rather than fe_f */
-  int need_u;   /* gather the state u */
-  int need_x;   /* gather the coordinates */
-  int has_f0;   /* the term against basis values is present */
-  int need_f;   /* evaluate the auxiliary fields */
-  double phys_flops;
-} action_needs;
-
-static action_needs needs_of(const fe_kernel_spec *s)
+fe_action_needs fe_codegen_needs(const fe_kernel_spec *s)
 {
   const fe_physics *p = s->pde;
-  action_needs n;
+  fe_action_needs n;
   n.jacobian = s->action != FE_ACTION_RESIDUAL;
   n.need_u = n.jacobian ? p->nonlinear : 1;
   n.need_x = p->uses_x;
@@ -138,6 +128,27 @@ static int emit_fields(fe_strbuf *b, const fe_kernel_spec *s)
   return b->failed ? -1 : 0;
 }
 
+/* The dense tables at the rule's points: B[q][b], D[q][b][i], W[q]. */
+static int emit_dense_tables(fe_strbuf *b, const fe_element *el, const fe_quadrature *Q)
+{
+  int nb = el->nbasis, nq = Q->npoints, dim = el->dim;
+  double *B = malloc(sizeof(double) * nq * nb), *D = malloc(sizeof(double) * nq * nb * dim);
+  if (!B || !D) {
+    free(B);
+    free(D);
+    return -1;
+  }
+  for (int q = 0; q < nq; q++) fe_element_eval(el, Q->points + q * dim, B + q * nb, D + q * nb * dim);
+  fe_strbuf_printf(b, "\n/* tabulation: B[q*NB + b] = phi_b(xi_q), D[(q*NB + b)*DIM + i] = "
+                      "d phi_b / d xi_i (xi_q), W[q] = weights */\n");
+  emit_table(b, "B", B, nq * nb);
+  emit_table(b, "D", D, nq * nb * dim);
+  emit_table(b, "W", Q->weights, nq);
+  free(B);
+  free(D);
+  return 0;
+}
+
 int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *preamble,
                       char **src)
 {
@@ -145,7 +156,7 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
   const fe_quadrature *Q = s->quad;
   const fe_physics *p = s->pde;
   int nb = el->nbasis, nq = Q->npoints, dim = el->dim, nc = s->V->ncomp;
-  action_needs n = needs_of(s);
+  fe_action_needs n = fe_codegen_needs(s);
   fe_strbuf b = {0};
 
   fe_strbuf_printf(&b, "/* felab kernel: %s of %s on %s (%s cells), %s backend, %s precision */\n",
@@ -162,20 +173,9 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
                    s->geo_affine, s->geo_affine ? 1 : nq, fe_geo_stride(dim));
   fe_strbuf_printf(&b, "#define FE_JACOBIAN %d\n#define NEED_U %d\n#define NEED_X %d\n#define HAS_F0 %d\n",
                    n.jacobian, n.need_u, n.need_x, n.has_f0);
-  fe_strbuf_printf(&b, "#define FE_DIAGONAL %d\n", s->action == FE_ACTION_DIAGONAL);
-  if (s->patch) {
-    fe_strbuf_printf(&b, "#define MAXL %d /* nodes of the largest patch */\n"
-                         "#define GEO_RECOMPUTE %d\n#define MAXC %d /* places in the runs of "
-                         "the largest patch */\n#define LANES %d /* nodes whose runs are "
-                         "interleaved */\n",
-                     s->maxl, s->geo_recompute, s->maxc, s->lanes);
-    fe_strbuf_printf(&b, "#define WALK %d\n#define WALK_CELLS %d /* cells per walk */\n"
-                         "#define ITEMS %d /* walks per patch */\n"
-                         "#define MAXE %d /* events of the largest patch */\n"
-                         "#define GROUP_ITEMS %d /* work items per group */\n",
-                     s->walk > 0, s->walk > 0 ? s->walk : 1, s->walk > 0 ? s->items : 1,
-                     s->walk > 0 ? s->maxe : 1, s->group_items);
-  }
+  fe_strbuf_printf(&b, "#define FE_DIAGONAL %d\n#define FE_DENSE %d\n", s->action == FE_ACTION_DIAGONAL,
+                   s->dense);
+  if (s->defines) fe_strbuf_append(&b, s->defines);
   fe_strbuf_printf(&b, "#define NAUX %d /* per-cell constants a[] */\n", p->naux);
   fe_strbuf_printf(&b, "#define NK %d /* named constants k[] */\n", p->nconst);
   fe_strbuf_printf(&b, "#define NFV %d /* auxiliary field values f[] */\n#define NEED_F %d\n",
@@ -184,22 +184,11 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
   fe_strbuf_append(&b, preamble);
   fe_strbuf_append(&b, "#ifndef M_PI\n#define M_PI 3.14159265358979323846\n#endif\n");
 
-  /* tabulation at the quadrature points */
-  double *B = malloc(sizeof(double) * nq * nb), *D = malloc(sizeof(double) * nq * nb * dim);
-  if (!B || !D) {
-    free(B);
-    free(D);
+  if (s->dense && emit_dense_tables(&b, el, Q)) {
     fe_strbuf_free(&b);
     FE_ERROR(FE_ERR_MEM, "out of host memory while tabulating");
   }
-  for (int q = 0; q < nq; q++) fe_element_eval(el, Q->points + q * dim, B + q * nb, D + q * nb * dim);
-  fe_strbuf_printf(&b, "\n/* tabulation: B[q*NB + b] = phi_b(xi_q), D[(q*NB + b)*DIM + i] = "
-                       "d phi_b / d xi_i (xi_q), W[q] = weights */\n");
-  emit_table(&b, "B", B, nq * nb);
-  emit_table(&b, "D", D, nq * nb * dim);
-  emit_table(&b, "W", Q->weights, nq);
-  free(B);
-  free(D);
+  if (s->tables) fe_strbuf_append(&b, s->tables);
 
   fe_strbuf_printf(&b, "\n/* physics: %s */\n", p->description ? p->description : p->name);
   emit_physics_fn(&b, "fe_f(const real *u, const real *du, const real *x, const real *a, "
@@ -217,9 +206,12 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
   fe_strbuf_append(&b, "\n");
   fe_strbuf_append(&b, fe_kernel_template("common"));
   fe_strbuf_append(&b, "\n");
-  fe_strbuf_append(&b, fe_kernel_template(s->patch ? "patch"
-                                          : s->action == FE_ACTION_DIAGONAL ? "diagonal"
-                                                                            : "integrate"));
+  const char *tmpl = fe_kernel_template(s->template_name);
+  if (!tmpl) {
+    fe_strbuf_free(&b);
+    FE_ERROR(FE_ERR_INTERNAL, "no kernel template '%s' in this build", s->template_name);
+  }
+  fe_strbuf_append(&b, tmpl);
   fe_strbuf_append(&b, "\n");
   fe_strbuf_append(&b, fe_kernel_template("dirichlet"));
   return fe_strbuf_finish(&b, src);
@@ -256,74 +248,38 @@ int fe_codegen_physics_check(const fe_physics *p, int dim)
   return rc;
 }
 
-/* Flops of fe_eval for one field at one point (common.knl). */
-static double eval_flops(int nb, int dim, int nc, int need)
+double fe_codegen_eval_flops(int nb, int dim, int nc, int need)
 {
   return need ? nc * (nb * (2.0 + 2.0 * dim) + 2.0 * dim * dim) : 0;
 }
 
-/* Flops of fe_map_factors at one point: the Jacobian from the node coordinates, then its
- * inverse by cofactors and its determinant (patch.knl). */
-static double map_flops(int nb, int dim)
+/* The Jacobian from the node coordinates, then its inverse by cofactors and its determinant
+ * (patch.knl's fe_map_factors). */
+double fe_codegen_map_flops(int nb, int dim)
 {
   static const double inverse[4] = {0, 1, 8, 42};
   return 2.0 * nb * dim * dim + inverse[dim];
 }
 
-void fe_codegen_model(const fe_kernel_spec *s, int ndirichlet, double *flops, double *bytes)
+void fe_codegen_field_counts(const fe_kernel_spec *s, double *flops_per_point, double *bytes)
 {
-  const fe_space *V = s->V;
-  int nb = V->elem.nbasis, nq = s->quad->npoints, dim = V->elem.dim, nc = V->ncomp;
-  double ncells = V->mesh->ncells, nnodes = V->nnodes, ndofs = V->ndofs;
-  double w = (double)fe_precision_size(s->prec);
-  double ngroups = (ncells + s->block - 1) / s->block;
-  action_needs n = needs_of(s);
-  double xf = n.need_x ? 2.0 * nb * dim : 0; /* coordinates at a point */
-  double ff = 0, fbytes = 0; /* auxiliary fields at a point; their values and maps */
+  fe_action_needs n = fe_codegen_needs(s);
+  double w = (double)fe_precision_size(s->prec), ncells = s->V->mesh->ncells;
+  *flops_per_point = 0;
+  *bytes = 0;
   for (int i = 0; n.need_f && i < s->pde->nfields; i++) {
     const fe_space *F = s->pde->field_space[i];
-    ff += eval_flops(F->elem.nbasis, dim, s->pde->field_ncomp[i], 1);
-    fbytes += F->ndofs * w + ncells * F->elem.nbasis * 4.0;
+    *flops_per_point += fe_codegen_eval_flops(F->elem.nbasis, s->V->elem.dim, s->pde->field_ncomp[i], 1);
+    *bytes += F->ndofs * w + ncells * F->elem.nbasis * 4.0;
   }
-  xf += ff;
-  int recompute = s->patch && s->geo_recompute;
-  double geof = recompute ? (s->geo_affine ? 1 : nq) * map_flops(nb, dim) : 0;
-  double per_cell;
-  if (s->action == FE_ACTION_DIAGONAL && s->patch) {
-    /* per point: x, u; per (q, b): the basis gradient; per (q, b, k): physics, contraction */
-    per_cell = geof + nq * (xf + eval_flops(nb, dim, nc, n.need_u) + 1 + nb * 2.0 * dim * dim +
-                            nb * nc * (n.phys_flops + (n.has_f0 ? 1 : 0) + 2.0 * dim + 2)) +
-               nb * nc;
-  } else if (s->action == FE_ACTION_DIAGONAL) {
-    /* per (b, k, q): x, u, the direction's gradient, physics, contraction, accumulate */
-    double per_q = xf + eval_flops(nb, dim, nc, n.need_u) + 2.0 * dim * dim + n.phys_flops +
-                   (n.has_f0 ? 1 : 0) + 2.0 * dim + 3;
-    per_cell = nb * nc * (nq * per_q + 1);
-  } else {
-    /* quadrature phase per point, then basis phase per (b, k) */
-    double per_q = xf + eval_flops(nb, dim, nc, n.need_u) +
-                   (n.jacobian ? eval_flops(nb, dim, nc, 1) : 0) + n.phys_flops + 1 +
-                   nc * ((n.has_f0 ? 1 : 0) + dim * (2.0 * dim + 1));
-    double per_b = nq * ((n.has_f0 ? 2.0 : 0) + 2.0 * dim) + 1;
-    per_cell = geof + nq * per_q + nb * nc * per_b;
-  }
-  *flops = ncells * per_cell;
-  /* minimal traffic: each array once */
+}
+
+double fe_codegen_common_bytes(const fe_kernel_spec *s, int ndirichlet)
+{
+  fe_action_needs n = fe_codegen_needs(s);
+  double w = (double)fe_precision_size(s->prec), ndofs = s->V->ndofs, ff, fbytes;
+  fe_codegen_field_counts(s, &ff, &fbytes);
   double in = (n.need_u ? ndofs : 0) + (s->action == FE_ACTION_APPLY ? ndofs : 0);
-  double common = ncells * s->pde->naux * w + in * w + ndofs * w + ndirichlet * (4.0 + 3 * w) +
-                  fbytes + s->pde->nconst * w;
-  if (s->patch) {
-    /* the patches' node lists, their run words and offsets, the cells' local numbers, and
-     * the patch sums added into y once per patch node */
-    *flops += s->patch_nodes * nc;
-    double geo = recompute ? 0 : ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;
-    /* walks read their events (4 bytes each), one item per cell a word per (cell, function) */
-    double cellmap = s->walk > 0 ? s->walk_events * 4.0 + (ngroups + 1) * 4.0
-                                 : ncells * nb * 4.0;
-    *bytes = common + s->patch_nodes * 8.0 + (ngroups + 1) * 4.0 + cellmap + geo +
-             (n.need_x || recompute ? nnodes * 3 * w : 0);
-    return;
-  }
-  double geo = ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;
-  *bytes = common + ncells * nb * 4.0 + geo + (n.need_x ? nnodes * 3 * w : 0) + ngroups * 4.0;
+  return s->V->mesh->ncells * s->pde->naux * w + in * w + ndofs * w +
+         ndirichlet * (4.0 + 3 * w) + fbytes + s->pde->nconst * w;
 }

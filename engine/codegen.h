@@ -22,19 +22,32 @@ typedef struct fe_kernel_spec {
   int block;       /* cells per work group */
   int colored;     /* 1: groups launched by color, plain stores are safe between groups */
   int geo_affine;  /* 1: one set of geometric factors per cell, else one per point */
-  /* strategy "patch" (patch.knl; all 0 for "transpose") */
-  int patch;          /* 1: the patch template */
-  int maxl;           /* nodes of the largest patch */
-  int geo_recompute;  /* 1: the map's factors from the node coordinates at each point */
-  double patch_nodes; /* nodes summed over patches (a node shared by k patches counts k) */
-  int maxc;           /* places in the runs of the largest patch (padding included) */
-  int lanes;          /* nodes whose runs are interleaved (fe_patch_place) */
-  int walk;           /* cells per walk (0: one item per cell) */
-  int items;          /* walks per patch */
-  int group_items;    /* work items per group of the launch */
-  int maxe;           /* walks: events of the largest patch */
-  double walk_events; /* walks: event words read, padding included */
+  int dense;       /* 1: the dense tables B, D, W at the rule's points */
+  const char *template_name; /* engine/kernels/<name>.knl, after common.knl */
+  const char *defines;       /* the strategy's own #defines (NULL: none) */
+  const char *tables;        /* the strategy's own tables, after the preamble (NULL: none) */
 } fe_kernel_spec;
+
+/* What the physics of an action reads and writes. */
+typedef struct fe_action_needs {
+  int jacobian; /* the linearization fe_df rather than fe_f */
+  int need_u;   /* gather the state u */
+  int need_x;   /* gather the coordinates */
+  int has_f0;   /* the term against basis values is present */
+  int need_f;   /* evaluate the auxiliary fields */
+  double phys_flops;
+} fe_action_needs;
+
+fe_action_needs fe_codegen_needs(const fe_kernel_spec *s);
+/* Flops of fe_eval (common.knl) for one field of nb basis functions and nc components at a
+ * point (0 when need is 0); of the map's factors from nb node coordinates at a point. */
+double fe_codegen_eval_flops(int nb, int dim, int nc, int need);
+double fe_codegen_map_flops(int nb, int dim);
+/* Flops of the auxiliary fields at one point, and their bytes on the whole mesh. */
+void fe_codegen_field_counts(const fe_kernel_spec *s, double *flops_per_point, double *bytes);
+/* Bytes every strategy moves at least: the state and direction read, the output written,
+ * the constrained rows, the per-cell constants, the fields and the named constants. */
+double fe_codegen_common_bytes(const fe_kernel_spec *s, int ndirichlet);
 
 /* Entries of the auxiliary fields' dof maps per cell (the sum of their basis sizes). */
 int fe_codegen_field_map_width(const fe_physics *p);
@@ -49,8 +62,6 @@ int fe_geo_stride(int dim);
 /* The whole source: engine defines, the backend preamble, tables, physics, templates. */
 int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *preamble,
                       char **src);
-/* Counted flops and minimal bytes of one action on the whole mesh. */
-void fe_codegen_model(const fe_kernel_spec *s, int ndirichlet, double *flops, double *bytes);
 
 /* The kernel templates (build/gen/kernels.c, made from the .knl files in engine/kernels). */
 const char *fe_kernel_template(const char *name);

@@ -18,14 +18,19 @@ typedef struct fe_operator fe_operator;
 typedef struct fe_action_opts {
   const char *backend;   /* "cpu", "opencl", "cuda" */
   int precision;         /* -1: default, else fe_precision */
-  const char *strategy;  /* "transpose" (the only one of the skeleton) */
+  const char *strategy;  /* "transpose", "patch", "sumfact" (NULL: the default, A:strategies()) */
   int block;             /* cells per work group, 0: automatic */
   int walk;              /* strategy "patch": cells per walk (first-order straight cells); 0 or
                           * -1: one item per cell */
   int lanes;             /* strategy "patch": nodes whose runs are interleaved (a power of two
                           * up to 64), 0: the backend's (GPUs: a shared-memory row) */
+  int geometry;          /* strategy "sumfact": FE_GEOMETRY_AUTO, _STORED or _VERTICES */
   int nolog;             /* 1: keep this call out of the session log (solvers' inner calls) */
 } fe_action_opts;
+
+/* Where sumfact's geometric factors come from: the model's choice, stored per point, or
+ * recomputed from the cell's corners (straight cells only). */
+enum { FE_GEOMETRY_AUTO, FE_GEOMETRY_STORED, FE_GEOMETRY_VERTICES };
 
 void fe_action_opts_default(fe_action_opts *o);
 
@@ -63,7 +68,15 @@ int fe_operator_initial(fe_operator *A, const fe_action_opts *o, double interior
 /* The complete source an action compiles to on a backend (backend preamble included);
  * action "residual", "apply" or "diagonal". *src is malloc'd. */
 int fe_operator_source(fe_operator *A, const char *action, const fe_action_opts *o, char **src);
-/* Strategies that apply to this operator, comma separated. */
-const char *fe_operator_strategies(const fe_operator *A);
+/* What A:strategies() shows: every strategy, whether it applies on the backend and
+ * precision of o (and why not), its predicted apply time, and which the default is. */
+typedef struct fe_strategy_info {
+  const char *name, *summary;
+  int applies, is_default;
+  double predicted_seconds; /* the model's apply time (applies only) */
+  char why[256];            /* why not, or why it is the default */
+} fe_strategy_info;
+int fe_operator_strategy_info(fe_operator *A, const fe_action_opts *o, fe_strategy_info *info,
+                              int max, int *n);
 
 #endif

@@ -225,6 +225,8 @@ void fe_report_format(const fe_report *r, char *buf, size_t n)
                      fe_report_gbytes(r), r->launches, tp, r->bound, r->peak_gbytes, r->peak_gflops,
                      ratio);
   if (len < 0 || (size_t)len >= n) return;
+  if (r->why[0]) len += snprintf(buf + len, n - (size_t)len, "\n  strategy   %s", r->why);
+  if (len < 0 || (size_t)len >= n) return;
   if (r->space[0] || r->quadrature[0])
     len += snprintf(buf + len, n - (size_t)len, "\n  element    %s, quadrature %s", r->space,
                     r->quadrature[0] ? r->quadrature : "none");

@@ -10,6 +10,7 @@ typedef struct fe_report {
   char device[128];
   char precision[8];
   char strategy[16];
+  char why[160];        /* why that strategy ran: asked, or the model's pick and its figures */
   char space[24];       /* "P2 on tet", "Q4^3 on hex": what was integrated ("" if none) */
   char quadrature[64];  /* the rule: "symmetric, 24 points, degree 6" ("" if none) */
   long long ncells, ndofs;

@@ -97,8 +97,13 @@ static const help_entry builtin[] = {
     {FELAB_OPERATOR, "A:residual(u, opts), A:apply(w, opts), A:diagonal(opts), A:source(action), "
                      "A:strategies()",
      "A matrix-free operator. Every action takes opts {backend = \"cpu\"|\"opencl\"|\"cuda\",\n"
-     "precision = \"double\"|\"single\", strategy = \"transpose\"|\"patch\", block = cells per group}\n"
-     "and returns (vector, report); the report compares measured and predicted rates.\n"
+     "precision = \"double\"|\"single\", strategy = \"transpose\"|\"patch\"|\"sumfact\",\n"
+     "block = cells per group, geometry = \"stored\"|\"vertices\" (sumfact)} and returns\n"
+     "(vector, report); the report compares measured and predicted rates and says which\n"
+     "strategy ran and why (rep.why). Without strategy the model's fastest runs\n"
+     "(A:strategies() shows each one's prediction).\n"
+     "\"sumfact\" (quads, hexes Q1..Q8) contracts 1D tables one direction at a time, with the\n"
+     "geometry stored per point or recomputed from the cell's corners (straight cells).\n"
      "\"patch\" (the default on cuda for P1/Q1 on straight cells and P2 simplices) gathers\n"
      "each patch's nodes once, recomputes first-order geometry and adds once per patch node\n"
      "(docs/kernels.md);\n"
@@ -124,9 +129,11 @@ static const help_entry builtin[] = {
      "The complete generated kernel source of an action (\"residual\", \"apply\" or\n"
      "\"diagonal\") as the backend compiles it, preamble included.\n"
      "example: print(A:source(\"residual\", {backend = \"opencl\"}))"},
-    {FELAB_OPERATOR ":strategies", "A:strategies()",
-     "The kernel strategies that apply to this operator (e.g. \"transpose\").\n"
-     "example: print(A:strategies())"},
+    {FELAB_OPERATOR ":strategies", "A:strategies([{backend =, precision =}])",
+     "The strategies that apply to this operator on a backend, as a list of names, then a\n"
+     "table of every strategy: applies, why (why not, or why it is the default), default,\n"
+     "predicted_seconds (the model's apply time) and summary.\n"
+     "example: names, info = A:strategies(); print(info.sumfact.why)"},
     {FELAB_VECTOR,
      "u:size(), u:norm(), u:dot(v), u:axpy(a, v), u:copy(), u:to(backend), u:min(), u:max(), "
      "u:get(i), u:error(f, norm)",

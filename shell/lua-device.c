@@ -69,6 +69,7 @@ static int report_index(lua_State *L)
   else if (!strcmp(k, "device")) lua_pushstring(L, r->device);
   else if (!strcmp(k, "precision")) lua_pushstring(L, r->precision);
   else if (!strcmp(k, "strategy")) lua_pushstring(L, r->strategy);
+  else if (!strcmp(k, "why")) lua_pushstring(L, r->why);
   else if (!strcmp(k, "space")) lua_pushstring(L, r->space);
   else if (!strcmp(k, "quadrature")) lua_pushstring(L, r->quadrature);
   else if (!strcmp(k, "bound")) lua_pushstring(L, r->bound);

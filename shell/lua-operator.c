@@ -15,11 +15,11 @@
 static const char *const create_keys[] = {"dirichlet", "value", "quadrature", NULL};
 static const char *const quad_keys[] = {"degree", "rule", NULL};
 static const char *const action_keys[] = {"backend", "precision", "strategy", "block", "walk",
-                                          "lanes", NULL};
+                                          "lanes", "geometry", NULL};
 static const char *const state_keys[] = {"backend", "precision", "strategy", "block", "walk",
-                                         "lanes", "at", NULL};
+                                         "lanes", "geometry", "at", NULL};
 static const char *const initial_keys[] = {"backend", "precision", "strategy", "block", "walk",
-                                           "lanes", "interior", NULL};
+                                           "lanes", "geometry", "interior", NULL};
 
 /* The open operator at i (a method's self), or an error naming the function. */
 static fe_operator *check_operator(lua_State *L, int i, const char *fname)
@@ -36,6 +36,7 @@ static void read_action_opts(lua_State *L, int t, const char *fname, const char 
   if (!lua_istable(L, t))
     luaL_error(L, "%s: the options must be a table, got %s", fname, felab_kind_of(L, t));
   felab_check_keys(L, t, fname, valid);
+  felab_read_geometry(L, t, fname, o);
   o->backend = felab_opt_field_name(L, t, fname, "backend");
   o->strategy = felab_opt_field_name(L, t, fname, "strategy");
   int type = lua_getfield(L, t, "precision");
@@ -279,22 +280,40 @@ static int op_source(lua_State *L)
   return 1;
 }
 
-/* A:strategies() -> {names...} */
+/* A:strategies([{backend =, precision =}]) -> {names that apply...}, {name = {applies =,
+ * why =, default =, predicted_seconds =, summary =}} */
 static int op_strategies(lua_State *L)
 {
-  const char *s = fe_operator_strategies(check_operator(L, 1, "A:strategies"));
-  lua_newtable(L);
+  fe_operator *A = check_operator(L, 1, "A:strategies");
+  fe_action_opts o;
+  read_action_opts(L, 2, "A:strategies", action_keys, &o);
+  fe_strategy_info info[16];
   int n = 0;
-  while (s && *s) {
-    size_t len = strcspn(s, ",");
-    size_t skip = strspn(s, " ");
-    if (len > skip) {
-      lua_pushlstring(L, s + skip, len - skip);
-      lua_rawseti(L, -2, ++n);
+  FELAB_TRY(L, fe_operator_strategy_info(A, &o, info, 16, &n));
+  lua_newtable(L);
+  lua_newtable(L);
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    if (info[i].applies) {
+      lua_pushstring(L, info[i].name);
+      lua_rawseti(L, -3, ++k);
     }
-    s += len + (s[len] == ',');
+    lua_createtable(L, 0, 5);
+    lua_pushboolean(L, info[i].applies);
+    lua_setfield(L, -2, "applies");
+    lua_pushboolean(L, info[i].is_default);
+    lua_setfield(L, -2, "default");
+    lua_pushstring(L, info[i].why);
+    lua_setfield(L, -2, "why");
+    lua_pushstring(L, info[i].summary);
+    lua_setfield(L, -2, "summary");
+    if (info[i].applies) {
+      lua_pushnumber(L, info[i].predicted_seconds);
+      lua_setfield(L, -2, "predicted_seconds");
+    }
+    lua_setfield(L, -2, info[i].name);
   }
-  return 1;
+  return 2;
 }
 
 /* Free the operator once (NULL-safe) and give back its borrows: __gc and __close. */

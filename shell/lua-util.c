@@ -9,6 +9,7 @@
 
 #include "engine/error.h"
 #include "engine/vector.h"
+#include "engine/operator.h"
 #include "shell/shell.h"
 
 /* The type of the value at i as a user reads it: "mesh" for a felab.mesh, else Lua's name. */
@@ -125,6 +126,20 @@ const char *felab_opt_field_name(lua_State *L, int t, const char *fname, const c
   const char *s = felab_opt_name(L, -1, fname, key);
   lua_pop(L, 1);
   return s;
+}
+
+void felab_read_geometry(lua_State *L, int t, const char *fname, fe_action_opts *o)
+{
+  static const char *const names[] = {"auto", "stored", "vertices"};
+  const char *g = felab_opt_field_name(L, t, fname, "geometry");
+  if (!g) return;
+  for (int i = 0; i < 3; i++)
+    if (!strcmp(g, names[i])) {
+      o->geometry = i; /* FE_GEOMETRY_AUTO, _STORED, _VERTICES */
+      return;
+    }
+  luaL_error(L, "%s: geometry must be \"stored\" (factors per point), \"vertices\" (from the "
+             "cell's corners) or \"auto\", got '%s'", fname, g);
 }
 
 /* Push a vector handle holding NULL that remembers the value at index space (a space). */

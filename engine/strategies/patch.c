@@ -1,0 +1,350 @@
+/* Strategy "patch": felab's own for low orders on GPUs (engine/kernels/patch.knl, the host
+ * side of the patches in engine/patch.c). Cells are grouped along a Morton curve into
+ * patches of `block` cells with a local node numbering; a work group copies its patch's node
+ * values and coordinates to shared memory once, integrates its cells in registers, files
+ * each contribution at a place fixed on the host, and adds each patch node's sum to the
+ * output once. First-order straight cells recompute their map from the coordinates, so no
+ * geometry is stored. Options: walk (cells per walk of one item) and lanes (interleaved
+ * runs). docs/kernels.md has the shape and its profile. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/error.h"
+#include "engine/patch.h"
+#include "engine/strategy.h"
+
+/* Cells per patch: one work-group item each, or WALK_CELLS per item when walking.
+ * (Tuned by scripts/bench/gpu.lua: docs/benchmarks.md.) */
+#define PATCH_BLOCK 512
+#define PATCH_WALK_BLOCK_CELLS 128 /* walks per patch */
+/* Items per patch work group: larger patches give each item several cells. */
+#define PATCH_ITEMS 256
+
+typedef struct patch_data {
+  fe_buffer pstart, pnodes, pruns, lcells; /* node list offsets, node lists, the nodes' run
+                                            * words, local cell maps or events */
+  fe_buffer estart;      /* with walks: event offsets */
+  int walk;              /* cells per walk (0: an item per cell) */
+  int reuse;             /* walks keep nodes across cells in another vertex order */
+  int items;             /* walks per patch */
+  int maxl, maxc, maxe;  /* nodes, places (padding included) and events of the largest */
+  int lanes;             /* nodes whose runs are interleaved (fe_patch_place) */
+  int asked_block;       /* the block was asked for (else halved until the patches fit) */
+  double patch_nodes, walk_events; /* summed over patches */
+} patch_data;
+
+static int patch_applies(const fe_operator *A, const fe_backend *be, fe_precision prec,
+                         char *why, size_t n)
+{
+  (void)A, (void)be, (void)prec, (void)why, (void)n;
+  return 0; /* every cell; large cells make small patches (the block is halved to fit) */
+}
+
+/* Measured (docs/benchmarks.md): on the H100's cuda, first-order spaces on straight cells and
+ * P2 simplices run fastest as patches (P2: 0.83 against 1.49 ms with transpose); on a CPU,
+ * where a group's shared sums are plain loops, slower than transpose (P1: 5.6 against 4.2
+ * ms at 40^3 tets on this project's 2-core machine). */
+static int patch_measured(const fe_operator *A, const fe_backend *be, fe_precision prec,
+                          char *why, size_t n)
+{
+  (void)prec;
+  fe_cell_type t = A->V->elem.cell;
+  int p2 = A->V->elem.order == 2 && (t == FE_CELL_TET || t == FE_CELL_TRI);
+  if (!be->info.is_gpu) {
+    snprintf(why, n, "applies, but measured slower than transpose on CPUs: not a default there");
+    return -1;
+  }
+  if (strcmp(be->name, "cuda") || !(A->geo_recompute || p2)) return 0;
+  snprintf(why, n, "patch measured fastest on cuda for %s on %s cells (docs/benchmarks.md)",
+           A->V->name, fe_cell_name(t));
+  return 1;
+}
+
+/* Cells per walk: asked (> 0, first-order straight cells whose nodes fit the slots), else
+ * none: one item per cell. Walks read a quarter of the shared node data per tet, but measured
+ * slower on the H100 (more registers, a select per slot and event: docs/benchmarks.md), so
+ * they are asked for, not automatic. Walks keep nodes across cells only where that changes
+ * nothing but rounding. */
+static int pick_walk(const fe_action_opts *o, const fe_operator *A, int *walk, int *reuse)
+{
+  int asked = o->walk, nb = A->V->elem.nbasis;
+  *walk = 0;
+  *reuse = 0;
+  if (asked <= 0) return 0;
+  FE_ASSERT(A->geo_recompute, FE_ERR_ARG, "walk = %d: walks need first-order cells on "
+            "straight geometry (P1, Q1, prisms P1); %s is not", asked, A->V->name);
+  FE_ASSERT(nb <= FE_WALK_MAX_SLOTS, FE_ERR_ARG, "walk = %d: a walk holds at most %d nodes "
+            "per cell, %s has %d", asked, FE_WALK_MAX_SLOTS, A->V->name, nb);
+  FE_ASSERT(asked <= 256, FE_ERR_ARG, "walk = %d cells is too long (at most 256)", asked);
+  *walk = asked;
+  /* fields are evaluated in the cell's own vertex order: keep it */
+  int fields = A->pde->nfields > 0 && A->pde->uses_fields;
+  *reuse = !fields && fe_patch_walk_reuses(A->V->elem.cell, A->quad, FE_NACTIONS);
+  return 0;
+}
+
+static int patch_configure(fe_realization *r, const fe_action_opts *o)
+{
+  patch_data *d;
+  FE_CALLOC(d, 1, "patch data");
+  r->data = d;
+  FE_CHECK(pick_walk(o, r->A, &d->walk, &d->reuse));
+  /* a GPU's items sum the runs a warp at a time: in double, interleave as many as a row of
+   * its shared memory's banks holds (16), so that they read one row per step; in single,
+   * measured slower interleaved, the runs stay one after the other (docs/benchmarks.md) */
+  d->lanes = o->lanes > 0 ? o->lanes : r->be->info.is_gpu && r->prec == FE_DOUBLE ? 16 : 1;
+  FE_ASSERT(d->lanes <= 64 && !(d->lanes & (d->lanes - 1)), FE_ERR_ARG,
+            "lanes = %d: the runs of a power of two of nodes, at most 64, are interleaved",
+            d->lanes);
+  d->asked_block = o->block > 0;
+  int block;
+  if (o->block > 0) block = o->block;
+  else if (d->walk > 0) block = PATCH_WALK_BLOCK_CELLS * d->walk;
+  /* On a GPU an item of a higher-order space holds many registers (a P2 tet in double ~155):
+   * smaller patches let more groups share a multiprocessor (docs/benchmarks.md). */
+  else if (r->be->info.is_gpu && r->A->V->elem.order > 1)
+    block = PATCH_BLOCK / (r->prec == FE_DOUBLE ? 4 : 2);
+  else block = PATCH_BLOCK;
+  FE_ASSERT(block <= 4096, FE_ERR_ARG, "block = %d cells per work group is too large", block);
+  r->block = block;
+  r->colored = 0;
+  return 0;
+}
+
+/* The patches over the stored cells perm: work group g owns stored cells [g*BLOCK,
+ * (g+1)*BLOCK) and the sorted list of their nodes (constrained ones as ~node, so the kernel
+ * masks the direction itself). With walks the cells of each patch are reordered along its
+ * tour (perm is rewritten: every per-cell array uploaded after this follows it). *too_big
+ * says the largest patch's shared arrays exceed the device's. */
+static int upload_patches(fe_realization *r, int *perm, size_t npad, int *too_big)
+{
+  const fe_operator *A = r->A;
+  const fe_space *V = A->V;
+  patch_data *d = r->data;
+  unsigned char *con = calloc((size_t)V->nnodes + 1, 1);
+  if (!con) FE_ERROR(FE_ERR_MEM, "out of host memory for the patches");
+  for (int i = 0; i < A->ndir; i++) con[A->dir_nodes[i] / V->ncomp] = 1;
+  fe_patches P;
+  int rc = fe_patches_build(V, con, perm, npad, r->block, d->walk, d->reuse, d->lanes, &P);
+  free(con);
+  FE_CHECK(rc);
+  d->maxl = P.maxl;
+  d->maxc = P.maxc;
+  d->maxe = P.maxe;
+  d->items = P.items;
+  d->patch_nodes = P.nodes_total;
+  d->walk_events = (double)P.nevents;
+  /* shared memory: the patch's state, direction and coordinates, the contributions, the run
+   * words, the events */
+  size_t need = ((size_t)d->maxl * (3 + 2 * V->ncomp) + (size_t)d->maxc * V->ncomp) *
+                    fe_precision_size(r->prec) +
+                ((size_t)d->maxl + (size_t)d->maxe) * sizeof(int);
+  *too_big = need > fe_shared_limit(r->be);
+  if (*too_big) {
+    fe_patches_free(&P);
+    FE_ERROR(FE_ERR_ARG, "block = %d cells of %s touch up to %d nodes, %zu bytes of shared "
+             "memory per work group; %s allows %zu (use a smaller block)", r->block, V->name,
+             d->maxl, need, r->be->name, fe_shared_limit(r->be));
+  }
+  int ng = P.npatch;
+  size_t total = (size_t)P.start[ng];
+  rc = fe_upload_ints(r->be, P.start, (size_t)ng + 1, &d->pstart);
+  if (!rc) rc = fe_upload_ints(r->be, P.nodes, total + 1, &d->pnodes);
+  if (!rc) rc = fe_upload_ints(r->be, P.runs, total + 1, &d->pruns);
+  size_t lbytes = d->walk > 0 ? sizeof(unsigned) * (P.nevents + 1)
+                              : npad * V->elem.nbasis * sizeof(unsigned);
+  const void *lsrc = d->walk > 0 ? (const void *)P.events : P.lcells;
+  if (!rc) rc = r->be->ops->alloc(r->be->impl, lbytes, &d->lcells);
+  if (!rc) rc = r->be->ops->write(r->be->impl, &d->lcells, 0, lbytes, lsrc);
+  if (!rc && d->walk > 0) rc = fe_upload_ints(r->be, P.estart, (size_t)ng + 1, &d->estart);
+  fe_patches_free(&P);
+  return rc;
+}
+
+static void release_buffers(fe_realization *r)
+{
+  patch_data *d = r->data;
+  fe_buffer *bufs[] = {&d->pstart, &d->pnodes, &d->pruns, &d->lcells, &d->estart, &r->groups};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+    if (bufs[i]->ptr) r->be->ops->release(r->be->impl, bufs[i]);
+  free(r->color_start);
+  r->color_start = NULL;
+}
+
+/* Patches along a Morton curve (a box's own order makes strips one cell thick, whose nodes
+ * are shared by four patches); default patches too large for shared memory are halved until
+ * they fit. */
+static int patch_setup(fe_realization *r)
+{
+  patch_data *d = r->data;
+  int *perm = NULL, too_big = 0, rc;
+  size_t npad = 0;
+  for (;;) {
+    rc = fe_realization_schedule(r, 1, &perm, &npad);
+    if (!rc) rc = upload_patches(r, perm, npad, &too_big);
+    if (!rc || !too_big || d->asked_block || r->block == 1) break;
+    fe_error_clear();
+    free(perm);
+    perm = NULL;
+    release_buffers(r);
+    r->block /= 2;
+  }
+  if (!rc && r->A->geo_recompute) { /* factors made in the kernel: only check the cells */
+    size_t ngeo;
+    rc = fe_build_geometry(r->A, &r->A->quad[FE_ACTION_RESIDUAL], perm, npad, NULL, &ngeo);
+  } else if (!rc) {
+    rc = fe_realization_geometry(r, perm, npad);
+  }
+  if (!rc) rc = fe_realization_cell_data(r, perm, npad);
+  free(perm);
+  return rc;
+}
+
+static void patch_release(fe_realization *r)
+{
+  if (!r->data) return;
+  release_buffers(r);
+  free(r->data);
+  r->data = NULL;
+}
+
+static const char *patch_entry(fe_action a)
+{
+  (void)a;
+  return "fe_patch";
+}
+
+/* Items per group: one per cell (at most PATCH_ITEMS, which then take several) or per walk. */
+static size_t group_size(const fe_realization *r)
+{
+  const patch_data *d = r->data;
+  size_t n = d->walk > 0 ? (size_t)d->items
+                         : (size_t)(r->block < PATCH_ITEMS ? r->block : PATCH_ITEMS);
+  n = (n + 31) / 32 * 32;
+  return n > r->be->info.max_group ? r->be->info.max_group : n;
+}
+
+static int patch_source(const fe_realization *r, fe_action a, const char *preamble, char **src)
+{
+  const patch_data *d = r->data;
+  fe_kernel_spec s;
+  fe_realization_spec(r, a, &s);
+  s.template_name = "patch";
+  char defines[1024];
+  snprintf(defines, sizeof defines,
+           "#define MAXL %d /* nodes of the largest patch */\n#define GEO_RECOMPUTE %d\n"
+           "#define MAXC %d /* places in the runs of the largest patch */\n"
+           "#define LANES %d /* nodes whose runs are interleaved */\n"
+           "#define WALK %d\n#define WALK_CELLS %d /* cells per walk */\n"
+           "#define ITEMS %d /* walks per patch */\n"
+           "#define MAXE %d /* events of the largest patch */\n"
+           "#define GROUP_ITEMS %d /* work items per group */\n",
+           d->maxl, r->A->geo_recompute, d->maxc, d->lanes, d->walk > 0,
+           d->walk > 0 ? d->walk : 1, d->walk > 0 ? d->items : 1, d->walk > 0 ? d->maxe : 1,
+           (int)group_size(r));
+  s.defines = defines;
+  return fe_codegen_action(&s, r->be->name, preamble, src);
+}
+
+/* One launch over every patch. */
+static int patch_integrate(fe_realization *r, fe_action a, const fe_vector *u, const fe_vector *w,
+                           fe_vector *y, int *launches)
+{
+  FE_CHECK_INTERRUPT();
+  const fe_operator *A = r->A;
+  patch_data *d = r->data;
+  const fe_buffer *geo = r->geo[a].ptr ? &r->geo[a] : &r->params; /* unused when recomputed */
+  fe_arg args[19] = {
+      {.kind = FE_ARG_INT, .i = r->ngroups},
+      {.kind = FE_ARG_INT, .i = A->V->mesh->ncells},
+      {.kind = FE_ARG_INT, .i = (long long)(fe_padded_cells(A, r->block) * (A->geo_affine ? 1 : A->quad[a].npoints))},
+      {.kind = FE_ARG_BUFFER, .buf = &d->pstart},
+      {.kind = FE_ARG_BUFFER, .buf = &d->pnodes},
+      {.kind = FE_ARG_BUFFER, .buf = &d->pruns},
+      {.kind = FE_ARG_BUFFER, .buf = &d->lcells}, /* or the walks' events */
+      {.kind = FE_ARG_BUFFER, .buf = d->walk > 0 ? &d->estart : &d->pstart}, /* unread: no walks */
+      {.kind = FE_ARG_BUFFER, .buf = geo},
+  };
+  fe_physics_args(r, u, w, y, args + 9);
+  double s;
+  FE_CHECK(r->be->ops->launch(r->be->impl, r->kernel[a], (size_t)r->ngroups, group_size(r), 19,
+                              args, r->prec, &s));
+  (*launches)++;
+  return 0;
+}
+
+/* Counts of patch.knl on the whole mesh; patch_nodes and walk_events as built (or estimated). */
+static void patch_counts(const fe_kernel_spec *s, int ndir, int recompute, double patch_nodes,
+                         int walk, double walk_events, double *flops, double *bytes)
+{
+  const fe_space *V = s->V;
+  int nb = V->elem.nbasis, nq = s->quad->npoints, dim = V->elem.dim, nc = V->ncomp;
+  double ncells = V->mesh->ncells, nnodes = V->nnodes;
+  double w = (double)fe_precision_size(s->prec);
+  double ngroups = (ncells + s->block - 1) / s->block;
+  fe_action_needs n = fe_codegen_needs(s);
+  double ff, fbytes;
+  fe_codegen_field_counts(s, &ff, &fbytes);
+  double xf = (n.need_x ? 2.0 * nb * dim : 0) + ff;
+  double geof = recompute ? (s->geo_affine ? 1 : nq) * fe_codegen_map_flops(nb, dim) : 0;
+  double per_cell;
+  if (s->action == FE_ACTION_DIAGONAL) {
+    /* per point: x, u; per (q, b): the basis gradient; per (q, b, k): physics, contraction */
+    per_cell = geof + nq * (xf + fe_codegen_eval_flops(nb, dim, nc, n.need_u) + 1 +
+                            nb * 2.0 * dim * dim +
+                            nb * nc * (n.phys_flops + (n.has_f0 ? 1 : 0) + 2.0 * dim + 2)) +
+               nb * nc;
+  } else {
+    double per_q = xf + fe_codegen_eval_flops(nb, dim, nc, n.need_u) +
+                   (n.jacobian ? fe_codegen_eval_flops(nb, dim, nc, 1) : 0) + n.phys_flops + 1 +
+                   nc * ((n.has_f0 ? 1 : 0) + dim * (2.0 * dim + 1));
+    double per_b = nq * ((n.has_f0 ? 2.0 : 0) + 2.0 * dim) + 1;
+    per_cell = geof + nq * per_q + nb * nc * per_b;
+  }
+  /* the patch sums added into y once per patch node */
+  *flops = ncells * per_cell + patch_nodes * nc;
+  /* the patches' node lists, their run words and offsets, the cells' local numbers (walks:
+   * their events), the patch sums added into y once per patch node */
+  double geo = recompute ? 0 : ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;
+  double cellmap = walk > 0 ? walk_events * 4.0 + (ngroups + 1) * 4.0 : ncells * nb * 4.0;
+  *bytes = fe_codegen_common_bytes(s, ndir) + patch_nodes * 8.0 + (ngroups + 1) * 4.0 +
+           cellmap + geo + (n.need_x || recompute ? nnodes * 3 * w : 0);
+}
+
+static void patch_count(const fe_realization *r, fe_action a, double *flops, double *bytes)
+{
+  const patch_data *d = r->data;
+  fe_kernel_spec s;
+  fe_realization_spec(r, a, &s);
+  patch_counts(&s, r->A->ndir, r->A->geo_recompute, d->patch_nodes, d->walk, d->walk_events,
+               flops, bytes);
+}
+
+/* Before the patches exist: a patch touches its share of the nodes plus the nodes it shares
+ * with its neighbours; taken as 1.25 x the nodes (an estimate; the report counts them). */
+static void patch_estimate(const fe_operator *A, const fe_backend *be, fe_precision prec,
+                           fe_action a, double *flops, double *bytes)
+{
+  (void)be;
+  fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec,
+                      .geo_affine = A->geo_affine, .block = PATCH_BLOCK};
+  patch_counts(&s, A->ndir, A->geo_recompute, 1.25 * A->V->nnodes, 0, 0, flops, bytes);
+}
+
+const fe_strategy fe_strategy_patch = {
+    .name = "patch",
+    .summary = "patches of cells with local node lists in shared memory, one add per patch "
+               "node (felab's own, low orders on GPUs)",
+    .applies = patch_applies,
+    .configure = patch_configure,
+    .setup = patch_setup,
+    .release = patch_release,
+    .source = patch_source,
+    .entry = patch_entry,
+    .integrate = patch_integrate,
+    .count = patch_count,
+    .estimate = patch_estimate,
+    .measured = patch_measured,
+    .masks_direction = 1,
+};

@@ -1,0 +1,128 @@
+/* felab strategy "sumfact": counts of its kernel template (engine/kernels/sumfact.knl), phase
+ * by phase, from the template's loops. A multiply-add counts 2, a lone add, multiply or
+ * divide 1, an add into y 1; the tables a work group copies once are not counted per cell.
+ * The shared sizes mirror the template's SF_* macros. */
+#include "engine/strategies/sumfact-count.h"
+
+/* The template's sizes (its SF_* macros) for one shape. */
+typedef struct sf_sizes {
+  int zp, zq;     /* node and point layers along z (1 on quads) */
+  int nb, nq;     /* nodes and points of a cell */
+  int nvu, ng, nv; /* interpolated fields: the state, with the direction, with the coordinates */
+  int nf0, nfl;   /* fluxes per point: f0's, then all */
+  int interp_z;   /* contractions along z in registers (hexes, not collocated) */
+} sf_sizes;
+
+static int max2(int a, int b) { return a > b ? a : b; }
+
+static sf_sizes sizes_of(const fe_sumfact_shape *s)
+{
+  sf_sizes z;
+  z.zp = s->dim == 3 ? s->p1 : 1;
+  z.zq = s->dim == 3 ? s->q1 : 1;
+  z.nb = s->p1 * s->p1 * z.zp;
+  z.nq = s->q1 * s->q1 * z.zq;
+  z.nvu = s->need_u ? s->nc : 0;
+  z.ng = z.nvu + (s->jacobian && !s->diagonal ? s->nc : 0);
+  z.nv = z.ng + (s->need_x ? s->dim : 0);
+  z.nf0 = s->has_f0 ? s->nc : 0;
+  z.nfl = z.nf0 + s->nc * s->dim;
+  z.interp_z = s->dim == 3 && !s->collocated;
+  return z;
+}
+
+/* sf_geometry at one point: the multilinear map's J from the half edges (a product of
+ * DIM - 1 linear factors and DIM multiply-adds per edge), then sf_invert; stored: reads. */
+static double geometry_flops(const fe_sumfact_shape *s)
+{
+  int d = s->dim;
+  if (!s->vertices) return 0;
+  return (double)d * (1 << (d - 1)) * ((d - 2) + 2 * d) + (d == 2 ? 8 : 42);
+}
+
+/* Once per cell: the half edge vectors (a difference and a halving per coordinate). */
+static double edge_flops(const fe_sumfact_shape *s)
+{
+  return s->vertices ? 2.0 * s->dim * (s->dim << (s->dim - 1)) : 0;
+}
+
+/* The gather's z contraction and the interpolations in x and y of nv fields. */
+static double interpolation_flops(const fe_sumfact_shape *s, const sf_sizes *z)
+{
+  double p = s->p1, q = s->q1, f = 0;
+  if (s->collocated) return 0;
+  if (z->interp_z) f += 2.0 * z->nv * p * p * q * p;
+  f += 2.0 * z->nv * z->zq * q * p * p; /* x: items (qx, j), P1 terms per layer */
+  f += 2.0 * z->nv * z->zq * q * q * p; /* y: items (qx, qy) */
+  return f;
+}
+
+/* sf_point_values: the collocated derivative along each direction and Jinv^T per field. */
+static double values_flops(const fe_sumfact_shape *s, const sf_sizes *z)
+{
+  return z->ng * (2.0 * s->dim * s->q1 + 2.0 * s->dim * s->dim);
+}
+
+/* Residual and Jacobian action. */
+static double action_flops(const fe_sumfact_shape *s, const sf_sizes *z)
+{
+  double p = s->p1, q = s->q1, nc = s->nc, d = s->dim;
+  double point = geometry_flops(s) + (s->need_f ? s->field_flops : 0) + values_flops(s, z) +
+                 s->phys_flops + d /* W detJ */ + z->nf0 + nc * d * (2 * d + 1) /* fluxes */;
+  double f = edge_flops(s) + interpolation_flops(s, z) + z->nq * point;
+  /* transposed derivatives, and along z in registers */
+  f += nc * z->nq * (2.0 * d * q + (z->interp_z ? 2.0 * p : 0));
+  if (!s->collocated) {
+    f += 2.0 * nc * z->zp * p * q * q; /* transposed y */
+    f += 2.0 * nc * z->zp * p * p * q; /* transposed x */
+  }
+  return f + nc * z->nb; /* scatter */
+}
+
+/* The diagonal: interpolation once, then per component the quadrature phase (geometry, the
+ * state, 1 + DIM linearizations, the pairs, the z pass on hexes) and the y and x passes. */
+static double diagonal_flops(const fe_sumfact_shape *s, const sf_sizes *z)
+{
+  double p = s->p1, q = s->q1, d = s->dim;
+  double pairs = (1 + d) * (s->phys_flops + (s->has_f0 ? 1 : 0) + d * (2 * d + 1)) + d * (d + 1) / 2;
+  double point = geometry_flops(s) + (s->need_f ? s->field_flops : 0) + values_flops(s, z) + d +
+                 pairs + (s->dim == 3 ? 20.0 * p : 0);
+  double round = z->nq * point + 12.0 * q * p * z->zp * q /* y pass */ +
+                 6.0 * p * p * z->zp * q /* x pass */ + z->nb /* scatter */;
+  return edge_flops(s) + interpolation_flops(s, z) + s->nc * round;
+}
+
+double fe_sumfact_flops_per_cell(const fe_sumfact_shape *s)
+{
+  sf_sizes z = sizes_of(s);
+  return s->diagonal ? diagonal_flops(s, &z) : action_flops(s, &z);
+}
+
+size_t fe_sumfact_shared_bytes(const fe_sumfact_shape *s, int block, int real_size)
+{
+  sf_sizes z = sizes_of(s);
+  int p = s->p1, q = s->q1, nc = s->nc, interp = !s->collocated;
+  int sa = z.nv * z.zq * p * p, sb = z.nv * z.zq * p * q, sv = z.nv * z.nq;
+  int sf = z.nfl * z.nq, sc = nc * z.zp * q * q, sd = nc * z.zp * p * q, sr = nc * z.nb;
+  int sx, sy;
+  if (s->diagonal) {
+    sx = max2(interp ? sa : 0, sv + 3 * z.zp * p * q);
+    sy = max2(interp ? sb : 0, max2(6 * z.zp * q * q, z.nb));
+  } else if (s->collocated) {
+    sx = max2(sv, sr);
+    sy = sf;
+  } else {
+    sx = max2(max2(sa, sv), max2(sc, sr));
+    sy = max2(max2(sb, sf), sd);
+  }
+  int se = s->vertices ? s->dim * (s->dim << (s->dim - 1)) : 0;
+  int tables = 2 * q * p + q * q + q + (s->vertices ? 2 * q : 0) + (s->diagonal ? 3 * q * p : 0);
+  return ((size_t)tables + (size_t)(sx + sy + se) * (size_t)block) * (size_t)real_size;
+}
+
+int fe_sumfact_group_items(const fe_sumfact_shape *s, int block)
+{
+  int n = max2(s->p1, s->q1);
+  int items = block * n * n; /* the widest plane of a cell: (x, y), walking z */
+  return (items + 31) / 32 * 32;
+}

@@ -1,0 +1,30 @@
+/* felab strategy "sumfact": what its kernel template (engine/kernels/sumfact.knl) does per
+ * cell and per work group, counted from its loops: floating-point operations, shared memory
+ * and the work items it is shaped for. Pure C: no backend, no Lua. Keep in step with the
+ * template, phase by phase. */
+#ifndef FE_SUMFACT_COUNT_H
+#define FE_SUMFACT_COUNT_H
+
+#include <stddef.h>
+
+typedef struct fe_sumfact_shape {
+  int dim, nc;            /* space dimension (2, 3), components */
+  int p1, q1;             /* nodes and points per direction */
+  int collocated;         /* 1: the points are the nodes (B1 = identity, interpolation skipped) */
+  int vertices;           /* 1: geometry recomputed from the corners (GEO_VERTICES), 0: stored */
+  int jacobian, diagonal; /* the action: residual (0,0), apply (1,0), diagonal (1,1) */
+  int need_u, need_x, has_f0, need_f;
+  double phys_flops;      /* flops of one fe_f (residual) or fe_df (apply, diagonal) call */
+  double field_flops;     /* flops of one fe_fields call (0 when need_f is 0) */
+} fe_sumfact_shape;
+
+/* Floating-point operations of one cell (an FMA counts 2), from the template's loops. */
+double fe_sumfact_flops_per_cell(const fe_sumfact_shape *s);
+
+/* Bytes of FE_SHARED arrays of one work group of `block` cells with reals of real_size bytes. */
+size_t fe_sumfact_shared_bytes(const fe_sumfact_shape *s, int block, int real_size);
+
+/* Work items per group the template is shaped for (a multiple of 32, before any device cap). */
+int fe_sumfact_group_items(const fe_sumfact_shape *s, int block);
+
+#endif

@@ -1,0 +1,389 @@
+/* Strategy "sumfact": sum factorization on tensor cells (quads, hexes), the spectral-hex
+ * kernels of Remacle, Gandham and Warburton (engine/kernels/sumfact.knl). The basis of a Qp
+ * cell is a product of 1D Lagrange polynomials, so its values and gradients at a tensor rule's
+ * points come from 1D contractions, one direction at a time: O(p^(d+1)) work per cell instead
+ * of the O(p^(2d)) of a kernel with dense tables, and only 1D tables (B1, G1, DQ: (p+1) x q
+ * each). The pointwise physics runs at the points unchanged. The geometry is stored per point
+ * (Jinv and det J) or recomputed from the cell's corners (straight cells: the paper's r'
+ * kernel). The diagonal is sum-factorized too: per point the pulled-back linearization, then
+ * 1D contractions with products of the 1D tables. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/error.h"
+#include "engine/strategies/sumfact-count.h"
+#include "engine/strategy.h"
+#include "engine/strbuf.h"
+
+#define SUMFACT_MAX_ORDER 8   /* Q1..Q8 */
+#define SUMFACT_MAX_POINTS 12 /* points per direction */
+
+typedef struct sumfact_data {
+  fe_buffer cells;  /* stored cells x NB node ids, lexicographic (x fastest) */
+  int vertices;     /* geometry recomputed from the corners (else stored per point) */
+  int pad0, pad1;   /* stored cells [pad0, pad1) are padding */
+} sumfact_data;
+
+/* Points per direction of a tensor rule. */
+static int points_per_direction(const fe_quadrature *Q, int dim)
+{
+  int n = (int)lround(pow((double)Q->npoints, 1.0 / dim));
+  while (n > 1 && (int)lround(pow(n, dim)) > Q->npoints) n--;
+  return n;
+}
+
+static int sumfact_applies(const fe_operator *A, const fe_backend *be, fe_precision prec,
+                           char *why, size_t n)
+{
+  (void)be, (void)prec;
+  const fe_element *el = &A->V->elem;
+  if (el->cell != FE_CELL_HEX && el->cell != FE_CELL_QUAD) {
+    snprintf(why, n, "sum factorization needs tensor cells (quads, hexes); these are %ss",
+             fe_cell_name(el->cell));
+    return 1;
+  }
+  if (el->order > SUMFACT_MAX_ORDER) {
+    snprintf(why, n, "%s is above Q%d, the highest order sumfact compiles", A->V->name,
+             SUMFACT_MAX_ORDER);
+    return 1;
+  }
+  for (int a = 0; a < FE_NACTIONS; a++) {
+    const fe_quadrature *Q = &A->quad[a];
+    int q1 = points_per_direction(Q, el->dim);
+    if (strcmp(Q->name, "Gauss") && strcmp(Q->name, "GLL")) {
+      snprintf(why, n, "the %s rule is not a tensor Gauss or GLL rule (%s)",
+               fe_action_name((fe_action)a), Q->name);
+      return 1;
+    }
+    if (q1 > SUMFACT_MAX_POINTS) {
+      snprintf(why, n, "the %s rule has %d points per direction, above %d",
+               fe_action_name((fe_action)a), q1, SUMFACT_MAX_POINTS);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* What the template's loops depend on, for action a with or without vertices. */
+static fe_sumfact_shape shape_of(const fe_operator *A, fe_precision prec, fe_action a, int vertices)
+{
+  const fe_element *el = &A->V->elem;
+  fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec};
+  fe_action_needs n = fe_codegen_needs(&s);
+  double ff, fb;
+  fe_codegen_field_counts(&s, &ff, &fb);
+  int q1 = points_per_direction(&A->quad[a], el->dim);
+  int coll = q1 == el->order + 1 && !strcmp(A->quad[a].name, "GLL") && el->kind == FE_NODES_GLL;
+  fe_sumfact_shape sh = {.dim = el->dim, .nc = A->V->ncomp, .p1 = el->order + 1, .q1 = q1,
+                         .collocated = coll, .vertices = vertices, .jacobian = n.jacobian,
+                         .diagonal = a == FE_ACTION_DIAGONAL, .need_u = n.need_u,
+                         .need_x = n.need_x, .has_f0 = n.has_f0, .need_f = n.need_f,
+                         .phys_flops = n.phys_flops, .field_flops = ff};
+  return sh;
+}
+
+/* Cells per work group: on the cpu 8 (SIMD lanes are cells); on a GPU as many as make about
+ * 128 items; halved until the group's shared arrays fit. */
+static int default_block(const fe_operator *A, const fe_backend *be, fe_precision prec)
+{
+  int block;
+  if (!be->info.is_gpu) {
+    block = 8;
+  } else {
+    fe_sumfact_shape sh = shape_of(A, prec, FE_ACTION_APPLY, 0);
+    int plane = fe_sumfact_group_items(&sh, 1);
+    block = plane >= 128 ? 1 : 128 / plane;
+  }
+  return block;
+}
+
+/* The counts of action a on the whole mesh. */
+static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a, int vertices,
+                           double *flops, double *bytes)
+{
+  const fe_space *V = A->V;
+  fe_sumfact_shape sh = shape_of(A, prec, a, vertices);
+  fe_kernel_spec s = {.V = V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec};
+  double w = (double)fe_precision_size(prec), ncells = V->mesh->ncells;
+  *flops = ncells * fe_sumfact_flops_per_cell(&sh);
+  /* the cell map, then the geometry: factors per point, or the corners' coordinates */
+  double geo = vertices ? V->mesh->nvertices * 3 * w
+                        : ncells * A->quad[a].npoints * fe_geo_stride(V->elem.dim) * w;
+  *bytes = fe_codegen_common_bytes(&s, A->ndir) + ncells * V->elem.nbasis * 4.0 + geo +
+           (sh.need_x ? V->nnodes * 3 * w : 0);
+}
+
+/* The model's time of the apply with or without vertices. */
+static double predict_apply(const fe_operator *A, fe_backend *be, fe_precision prec, int vertices)
+{
+  fe_report rep;
+  memset(&rep, 0, sizeof rep);
+  sumfact_counts(A, prec, FE_ACTION_APPLY, vertices, &rep.flops, &rep.bytes);
+  rep.launches = 1;
+  if (fe_perf_predict(be, prec, &rep)) {
+    fe_error_clear();
+    return rep.bytes; /* no calibration: fewer bytes first */
+  }
+  return rep.predicted_seconds;
+}
+
+static int sumfact_configure(fe_realization *r, const fe_action_opts *o)
+{
+  const fe_operator *A = r->A;
+  sumfact_data *d;
+  FE_CALLOC(d, 1, "sumfact data");
+  r->data = d;
+  FE_ASSERT(o->geometry != FE_GEOMETRY_VERTICES || !A->V->curved, FE_ERR_ARG,
+            "geometry = \"vertices\" needs straight cells; this mesh is curved (order 2): use "
+            "\"stored\"");
+  if (o->geometry == FE_GEOMETRY_AUTO)
+    d->vertices = !A->V->curved &&
+                  predict_apply(A, r->be, r->prec, 1) <= predict_apply(A, r->be, r->prec, 0);
+  else d->vertices = o->geometry == FE_GEOMETRY_VERTICES;
+  int block = o->block > 0 ? o->block : default_block(A, r->be, r->prec);
+  FE_ASSERT(block <= 1024, FE_ERR_ARG, "block = %d cells per work group is too large", block);
+  size_t limit = fe_shared_limit(r->be), need = 0;
+  for (;;) {
+    need = 0;
+    for (int a = 0; a < FE_NACTIONS; a++) {
+      fe_sumfact_shape sh = shape_of(A, r->prec, (fe_action)a, d->vertices);
+      size_t b = fe_sumfact_shared_bytes(&sh, block, (int)fe_precision_size(r->prec));
+      if (b > need) need = b;
+    }
+    if (need <= limit || o->block > 0 || block == 1) break;
+    block /= 2;
+  }
+  FE_ASSERT(need <= limit, FE_ERR_ARG, "block = %d cells of %s need %zu bytes of shared memory "
+            "per work group; %s allows %zu%s", block, A->V->name, need, r->be->name, limit,
+            block > 1 ? " (use a smaller block)" : "");
+  r->block = block;
+  r->colored = !strcmp(r->be->name, "cpu"); /* as transpose: plain adds color by color */
+  return 0;
+}
+
+/* The cell map in lexicographic node order, in the stored order perm; the padding range. */
+static int upload_cells(fe_realization *r, const int *perm, size_t npad)
+{
+  const fe_space *V = r->A->V;
+  sumfact_data *d = r->data;
+  int nb = V->elem.nbasis;
+  int *cells;
+  FE_MALLOC(cells, npad * nb, "cell map");
+  d->pad0 = d->pad1 = 0;
+  for (size_t i = 0; i < npad; i++) {
+    const int *src = V->cell_nodes + (size_t)fe_stored_cell(perm, i) * nb;
+    for (int l = 0; l < nb; l++) cells[i * nb + l] = src[V->elem.lex[l]];
+    if (perm[i] < 0) { /* padding cells are one run, in the last block */
+      if (d->pad1 == d->pad0) d->pad0 = (int)i;
+      d->pad1 = (int)i + 1;
+    }
+  }
+  int rc = fe_upload_ints(r->be, cells, npad * nb, &d->cells);
+  free(cells);
+  return rc;
+}
+
+static int sumfact_setup(fe_realization *r)
+{
+  sumfact_data *d = r->data;
+  int *perm = NULL;
+  size_t npad = 0;
+  int rc = fe_realization_schedule(r, 0, &perm, &npad);
+  if (!rc) rc = upload_cells(r, perm, npad);
+  if (!rc && d->vertices) { /* factors made in the kernel: only check the cells */
+    size_t ngeo;
+    rc = fe_build_geometry(r->A, &r->A->quad[FE_ACTION_RESIDUAL], perm, npad, NULL, &ngeo);
+  } else if (!rc) {
+    rc = fe_realization_geometry(r, perm, npad);
+  }
+  if (!rc) rc = fe_realization_cell_data(r, perm, npad);
+  free(perm);
+  return rc;
+}
+
+static void sumfact_release(fe_realization *r)
+{
+  sumfact_data *d = r->data;
+  if (!d) return;
+  if (d->cells.ptr) r->be->ops->release(r->be->impl, &d->cells);
+  free(d);
+  r->data = NULL;
+}
+
+static const char *sumfact_entry(fe_action a)
+{
+  (void)a;
+  return "fe_sumfact";
+}
+
+/* The 1D Lagrange polynomial i through nodes x[0..n-1], and its derivative, at t. */
+static double lagrange(const double *x, int n, int i, double t)
+{
+  double v = 1;
+  for (int m = 0; m < n; m++)
+    if (m != i) v *= (t - x[m]) / (x[i] - x[m]);
+  return v;
+}
+
+static double lagrange_deriv(const double *x, int n, int i, double t)
+{
+  double s = 0;
+  for (int m = 0; m < n; m++) {
+    if (m == i) continue;
+    double v = 1 / (x[i] - x[m]);
+    for (int l = 0; l < n; l++)
+      if (l != i && l != m) v *= (t - x[l]) / (x[i] - x[l]);
+    s += v;
+  }
+  return s;
+}
+
+/* A table as a constant array, full precision. */
+static void emit_table(fe_strbuf *b, const char *name, const double *v, int n)
+{
+  fe_strbuf_printf(b, "FE_CONSTANT real %s[%d] = {", name, n);
+  for (int i = 0; i < n; i++)
+    fe_strbuf_printf(b, "%s%.17g", i % 4 ? ", " : (i ? ",\n  " : "\n  "), v[i]);
+  fe_strbuf_append(b, "};\n");
+}
+
+/* The 1D tables of action a: B1, G1 (the basis and its derivative at the points), W1, DQ (the
+ * derivative through the points). The tensor rule's points must be the 1D points' products. */
+static int emit_tables(const fe_operator *A, fe_action a, int q1, fe_strbuf *b)
+{
+  const fe_element *el = &A->V->elem;
+  const fe_quadrature *Q = &A->quad[a];
+  int p1 = el->order + 1, gll = !strcmp(Q->name, "GLL");
+  fe_quadrature L;
+  FE_CHECK(gll ? fe_quadrature_gll(q1, &L) : fe_quadrature_line(q1, &L));
+  int ok = 1;
+  for (int q = 0; q < q1; q++) ok &= fabs(L.points[q] - Q->points[q * el->dim]) < 1e-14;
+  if (!ok) {
+    fe_quadrature_free(&L);
+    FE_ERROR(FE_ERR_INTERNAL, "sumfact: the %s rule's points are not a tensor product of %d "
+             "1D %s points", fe_action_name(a), q1, Q->name);
+  }
+  double B1[SUMFACT_MAX_POINTS * (SUMFACT_MAX_ORDER + 1)], G1[sizeof B1 / sizeof B1[0]];
+  double DQ[SUMFACT_MAX_POINTS * SUMFACT_MAX_POINTS];
+  for (int q = 0; q < q1; q++) {
+    for (int i = 0; i < p1; i++) {
+      B1[q * p1 + i] = lagrange(el->line, p1, i, L.points[q]);
+      G1[q * p1 + i] = lagrange_deriv(el->line, p1, i, L.points[q]);
+    }
+    for (int j = 0; j < q1; j++) DQ[q * q1 + j] = lagrange_deriv(L.points, q1, j, L.points[q]);
+  }
+  fe_strbuf_printf(b, "\n/* 1D tables: B1[q*P1 + i] = l_i(xi_q), G1[q*P1 + i] = l_i'(xi_q) (the "
+                      "basis through the nodes), W1[q] = the 1D weights, DQ[q*Q1 + r] = the "
+                      "derivative at xi_q of the polynomial through the points that is 1 at "
+                      "xi_r (%d %s points) */\n", q1, Q->name);
+  emit_table(b, "B1", B1, q1 * p1);
+  emit_table(b, "G1", G1, q1 * p1);
+  emit_table(b, "W1", L.weights, q1);
+  emit_table(b, "DQ", DQ, q1 * q1);
+  fe_quadrature_free(&L);
+  return b->failed ? fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory") : 0;
+}
+
+/* Items per group of the launch, capped by the device. */
+static size_t group_size(const fe_realization *r, fe_action a)
+{
+  const sumfact_data *d = r->data;
+  fe_sumfact_shape sh = shape_of(r->A, r->prec, a, d->vertices);
+  size_t n = (size_t)fe_sumfact_group_items(&sh, r->block);
+  return n > r->be->info.max_group ? r->be->info.max_group : n;
+}
+
+static int sumfact_source(const fe_realization *r, fe_action a, const char *preamble, char **src)
+{
+  const sumfact_data *d = r->data;
+  fe_sumfact_shape sh = shape_of(r->A, r->prec, a, d->vertices);
+  fe_kernel_spec s;
+  fe_realization_spec(r, a, &s);
+  s.template_name = "sumfact";
+  s.dense = 0;
+  char defines[512];
+  snprintf(defines, sizeof defines,
+           "#define P1 %d /* nodes per direction */\n#define Q1 %d /* points per direction */\n"
+           "#define COLLOCATED %d /* the points are the nodes */\n"
+           "#define GEO_VERTICES %d /* the map from the corners (else stored factors) */\n"
+           "#define GROUP_ITEMS %d /* work items per group */\n",
+           sh.p1, sh.q1, sh.collocated, d->vertices, (int)group_size(r, a));
+  s.defines = defines;
+  fe_strbuf t = {0};
+  int rc = emit_tables(r->A, a, sh.q1, &t);
+  char *tables = NULL;
+  if (!rc) rc = fe_strbuf_finish(&t, &tables);
+  else fe_strbuf_free(&t);
+  FE_CHECK(rc);
+  s.tables = tables;
+  rc = fe_codegen_action(&s, r->be->name, preamble, src);
+  free(tables);
+  return rc;
+}
+
+/* One launch per color. */
+static int sumfact_integrate(fe_realization *r, fe_action a, const fe_vector *u,
+                             const fe_vector *w, fe_vector *y, int *launches)
+{
+  const fe_operator *A = r->A;
+  sumfact_data *d = r->data;
+  long long geo_n = (long long)(fe_padded_cells(A, r->block) * A->quad[a].npoints);
+  const fe_buffer *geo = r->geo[a].ptr ? &r->geo[a] : &r->params; /* unread: vertices */
+  for (int c = 0; c < r->ncolors; c++) {
+    FE_CHECK_INTERRUPT();
+    int ng = r->color_start[c + 1] - r->color_start[c];
+    fe_arg args[18] = {
+        {.kind = FE_ARG_INT, .i = ng},
+        {.kind = FE_ARG_INT, .i = r->color_start[c]},
+        {.kind = FE_ARG_INT, .i = geo_n},
+        {.kind = FE_ARG_INT, .i = d->pad0},
+        {.kind = FE_ARG_INT, .i = d->pad1},
+        {.kind = FE_ARG_BUFFER, .buf = &r->groups},
+        {.kind = FE_ARG_BUFFER, .buf = &d->cells},
+        {.kind = FE_ARG_BUFFER, .buf = geo},
+    };
+    fe_physics_args(r, u, w, y, args + 8);
+    double s;
+    FE_CHECK(r->be->ops->launch(r->be->impl, r->kernel[a], (size_t)ng, group_size(r, a), 18,
+                                args, r->prec, &s));
+    (*launches)++;
+  }
+  return 0;
+}
+
+static void sumfact_count(const fe_realization *r, fe_action a, double *flops, double *bytes)
+{
+  const sumfact_data *d = r->data;
+  sumfact_counts(r->A, r->prec, a, d->vertices, flops, bytes);
+}
+
+static void sumfact_estimate(const fe_operator *A, const fe_backend *be, fe_precision prec,
+                             fe_action a, double *flops, double *bytes)
+{
+  (void)be;
+  double f2, b2;
+  sumfact_counts(A, prec, a, 0, flops, bytes);
+  if (A->V->curved) return;
+  sumfact_counts(A, prec, a, 1, &f2, &b2);
+  if (b2 < *bytes) { /* the cheaper of the two geometries by the bytes that bind them */
+    *flops = f2;
+    *bytes = b2;
+  }
+}
+
+const fe_strategy fe_strategy_sumfact = {
+    .name = "sumfact",
+    .summary = "sum factorization on quads and hexes: 1D contractions per direction, geometry "
+               "stored or from the corners (Remacle-Gandham-Warburton)",
+    .applies = sumfact_applies,
+    .configure = sumfact_configure,
+    .setup = sumfact_setup,
+    .release = sumfact_release,
+    .source = sumfact_source,
+    .entry = sumfact_entry,
+    .integrate = sumfact_integrate,
+    .count = sumfact_count,
+    .estimate = sumfact_estimate,
+};

@@ -1,0 +1,216 @@
+/* Strategy "transpose": the quadrature kernel per cell in the thread-transposition shape of
+ * Knepley, Rupp and Terrel (engine/kernels/integrate.knl, diagonal.knl). A work group holds
+ * `block` cells; its threads own (cell, point) pairs in the quadrature phase and (cell, basis
+ * function) pairs in the basis phase, with the pulled-back physics crossing between them in
+ * shared memory. Geometric factors are stored per point (one per cell on affine cells). The
+ * scatter adds atomically, or plainly on the cpu, where the groups run color by color. Any
+ * cell and order; its cost grows as NB x NQ per cell (O(p^6) on hexes). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/error.h"
+#include "engine/strategy.h"
+
+typedef struct transpose_data {
+  fe_buffer cells; /* stored cells x NB node ids */
+} transpose_data;
+
+static int imax(int a, int b) { return a > b ? a : b; }
+
+static int transpose_applies(const fe_operator *A, const fe_backend *be, fe_precision prec,
+                             char *why, size_t n)
+{
+  (void)A, (void)be, (void)prec, (void)why, (void)n;
+  return 0; /* every cell, order and physics */
+}
+
+/* Shared (local) memory one cell of a work group needs: its state and direction values, its
+ * node coordinates and the pulled-back physics at its points (integrate.knl). */
+static size_t shared_per_cell(const fe_operator *A, fe_precision prec)
+{
+  const fe_space *V = A->V;
+  int nb = V->elem.nbasis, nc = V->ncomp, nq = 0;
+  for (int a = 0; a < FE_NACTIONS; a++) nq = imax(nq, A->quad[a].npoints);
+  return (size_t)(2 * nb * nc + 3 * nb + nc * (1 + V->elem.dim) * nq) * fe_precision_size(prec);
+}
+
+/* Cells per work group: 32 fills a GPU group with (cell, point) threads and, on a CPU,
+ * measured fastest for the P1 apply (docs/benchmarks.md); halved until the group's shared
+ * arrays fit the device (high orders). */
+static int default_block(const fe_backend *be, const fe_operator *A, fe_precision prec)
+{
+  int block = 32;
+  size_t per_cell = shared_per_cell(A, prec), limit = fe_shared_limit(be);
+  while (block > 1 && block * per_cell > limit) block /= 2;
+  return block;
+}
+
+static int transpose_configure(fe_realization *r, const fe_action_opts *o)
+{
+  int block = o->block > 0 ? o->block : default_block(r->be, r->A, r->prec);
+  FE_ASSERT(block <= 4096, FE_ERR_ARG, "block = %d cells per work group is too large", block);
+  size_t need = block * shared_per_cell(r->A, r->prec), limit = fe_shared_limit(r->be);
+  FE_ASSERT(need <= limit || block == 1, FE_ERR_ARG,
+            "block = %d cells of %s need %zu bytes of shared memory per work group; %s allows "
+            "%zu (use a smaller block)", block, r->A->V->name, need, r->be->name, limit);
+  r->block = block;
+  /* only the cpu runs a group's threads one after another, so only there may groups of one
+   * color scatter with plain adds; GPUs and OpenCL devices use atomics */
+  r->colored = !strcmp(r->be->name, "cpu");
+  return 0;
+}
+
+/* The cell map in the order of perm, padding cells copying their group's first cell. */
+static int upload_cells(fe_realization *r, const int *perm, size_t npad, fe_buffer *buf)
+{
+  const fe_space *V = r->A->V;
+  int nb = V->elem.nbasis;
+  int *cells;
+  FE_MALLOC(cells, npad * nb, "cell map");
+  for (size_t i = 0; i < npad; i++)
+    memcpy(cells + i * nb, V->cell_nodes + (size_t)fe_stored_cell(perm, i) * nb, sizeof(int) * nb);
+  int rc = fe_upload_ints(r->be, cells, npad * nb, buf);
+  free(cells);
+  return rc;
+}
+
+static int transpose_setup(fe_realization *r)
+{
+  transpose_data *d;
+  FE_CALLOC(d, 1, "transpose data");
+  r->data = d;
+  int *perm = NULL;
+  size_t npad = 0;
+  int rc = fe_realization_schedule(r, 0, &perm, &npad);
+  if (!rc) rc = upload_cells(r, perm, npad, &d->cells);
+  if (!rc) rc = fe_realization_geometry(r, perm, npad);
+  if (!rc) rc = fe_realization_cell_data(r, perm, npad);
+  free(perm);
+  return rc;
+}
+
+static void transpose_release(fe_realization *r)
+{
+  transpose_data *d = r->data;
+  if (!d) return;
+  if (d->cells.ptr) r->be->ops->release(r->be->impl, &d->cells);
+  free(d);
+  r->data = NULL;
+}
+
+static const char *transpose_entry(fe_action a)
+{
+  return a == FE_ACTION_DIAGONAL ? "fe_diagonal" : "fe_integrate";
+}
+
+static int transpose_source(const fe_realization *r, fe_action a, const char *preamble, char **src)
+{
+  fe_kernel_spec s;
+  fe_realization_spec(r, a, &s);
+  s.template_name = a == FE_ACTION_DIAGONAL ? "diagonal" : "integrate";
+  return fe_codegen_action(&s, r->be->name, preamble, src);
+}
+
+/* Threads per group on a GPU-like device: one per (cell, point) or (cell, basis function). */
+static size_t group_size(const fe_realization *r, fe_action a)
+{
+  size_t n = (size_t)r->block * (size_t)imax(r->A->quad[a].npoints, r->A->V->elem.nbasis);
+  n = (n + 31) / 32 * 32;
+  return n > r->be->info.max_group ? r->be->info.max_group : n;
+}
+
+/* One launch per color of the integration (or diagonal) kernel. */
+static int transpose_integrate(fe_realization *r, fe_action a, const fe_vector *u,
+                               const fe_vector *w, fe_vector *y, int *launches)
+{
+  const fe_operator *A = r->A;
+  transpose_data *d = r->data;
+  long long geo_n = (long long)(fe_padded_cells(A, r->block) * (A->geo_affine ? 1 : A->quad[a].npoints));
+  for (int c = 0; c < r->ncolors; c++) {
+    FE_CHECK_INTERRUPT();
+    int ng = r->color_start[c + 1] - r->color_start[c];
+    fe_arg args[16] = {
+        {.kind = FE_ARG_INT, .i = ng},
+        {.kind = FE_ARG_INT, .i = r->color_start[c]},
+        {.kind = FE_ARG_INT, .i = geo_n},
+        {.kind = FE_ARG_BUFFER, .buf = &r->groups},
+        {.kind = FE_ARG_BUFFER, .buf = &d->cells},
+        {.kind = FE_ARG_BUFFER, .buf = &r->geo[a]},
+    };
+    fe_physics_args(r, u, w, y, args + 6);
+    int nargs = 16;
+    if (a == FE_ACTION_DIAGONAL) { /* no direction argument */
+      args[14] = args[15];
+      nargs = 15;
+    }
+    double s;
+    FE_CHECK(r->be->ops->launch(r->be->impl, r->kernel[a], (size_t)ng, group_size(r, a), nargs,
+                                args, r->prec, &s));
+    (*launches)++;
+  }
+  return 0;
+}
+
+/* Counts of the templates' loops on the whole mesh, for cells of `block` per group. */
+static void transpose_counts(const fe_kernel_spec *s, int ndir, double *flops, double *bytes)
+{
+  const fe_space *V = s->V;
+  int nb = V->elem.nbasis, nq = s->quad->npoints, dim = V->elem.dim, nc = V->ncomp;
+  double ncells = V->mesh->ncells, nnodes = V->nnodes;
+  double w = (double)fe_precision_size(s->prec);
+  double ngroups = (ncells + s->block - 1) / s->block;
+  fe_action_needs n = fe_codegen_needs(s);
+  double ff, fbytes;
+  fe_codegen_field_counts(s, &ff, &fbytes);
+  double xf = (n.need_x ? 2.0 * nb * dim : 0) + ff; /* coordinates and fields at a point */
+  double per_cell;
+  if (s->action == FE_ACTION_DIAGONAL) {
+    /* per (b, k, q): x, u, the direction's gradient, physics, contraction, accumulate */
+    double per_q = xf + fe_codegen_eval_flops(nb, dim, nc, n.need_u) + 2.0 * dim * dim +
+                   n.phys_flops + (n.has_f0 ? 1 : 0) + 2.0 * dim + 3;
+    per_cell = nb * nc * (nq * per_q + 1);
+  } else {
+    /* quadrature phase per point, then basis phase per (b, k) */
+    double per_q = xf + fe_codegen_eval_flops(nb, dim, nc, n.need_u) +
+                   (n.jacobian ? fe_codegen_eval_flops(nb, dim, nc, 1) : 0) + n.phys_flops + 1 +
+                   nc * ((n.has_f0 ? 1 : 0) + dim * (2.0 * dim + 1));
+    double per_b = nq * ((n.has_f0 ? 2.0 : 0) + 2.0 * dim) + 1;
+    per_cell = nq * per_q + nb * nc * per_b;
+  }
+  *flops = ncells * per_cell;
+  /* minimal traffic: each array once */
+  double geo = ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;
+  *bytes = fe_codegen_common_bytes(s, ndir) + ncells * nb * 4.0 + geo +
+           (n.need_x ? nnodes * 3 * w : 0) + ngroups * 4.0;
+}
+
+static void transpose_count(const fe_realization *r, fe_action a, double *flops, double *bytes)
+{
+  fe_kernel_spec s;
+  fe_realization_spec(r, a, &s);
+  transpose_counts(&s, r->A->ndir, flops, bytes);
+}
+
+static void transpose_estimate(const fe_operator *A, const fe_backend *be, fe_precision prec,
+                               fe_action a, double *flops, double *bytes)
+{
+  fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec,
+                      .geo_affine = A->geo_affine, .block = default_block(be, A, prec)};
+  transpose_counts(&s, A->ndir, flops, bytes);
+}
+
+const fe_strategy fe_strategy_transpose = {
+    .name = "transpose",
+    .summary = "a quadrature kernel per cell: (cell, point) then (cell, basis function) threads, "
+               "stored geometry (Knepley-Rupp-Terrel)",
+    .applies = transpose_applies,
+    .configure = transpose_configure,
+    .setup = transpose_setup,
+    .release = transpose_release,
+    .source = transpose_source,
+    .entry = transpose_entry,
+    .integrate = transpose_integrate,
+    .count = transpose_count,
+    .estimate = transpose_estimate,
+};

@@ -1,0 +1,143 @@
+/* felab strategies: how an operator's actions are computed on a device. A strategy is one
+ * unit behind one table, as a backend is: it says which operators, backends and actions it
+ * applies to (and why not), builds its own device data once per realization, writes its
+ * kernel's source, launches it, and counts its flops and bytes. The operator
+ * (engine/operator.c) keeps what every strategy shares: the space, the physics, the
+ * boundary conditions, the rules, the coordinates, the constants, the Dirichlet kernel and
+ * the report. This header is private to the engine: it shows the operator's insides to the
+ * strategies (engine/strategies/), the way PETSc's private headers do. */
+#ifndef FE_STRATEGY_H
+#define FE_STRATEGY_H
+
+#include <stddef.h>
+
+#include "engine/codegen.h"
+#include "engine/operator.h"
+#include "engine/quadrature.h"
+
+typedef struct fe_realization fe_realization;
+
+/* The table of one strategy. Every int-returning slot returns 0 or an fe_err code. */
+typedef struct fe_strategy {
+  const char *name;    /* "transpose", "patch", "sumfact" */
+  const char *summary; /* one line: what it does */
+  /* 0 if it can run every action of A on be in prec, else 1 with the reason in why. */
+  int (*applies)(const fe_operator *A, const fe_backend *be, fe_precision prec, char *why,
+                 size_t nwhy);
+  /* Fill r->block (0 asked: the strategy's own) and check the asked options; called before
+   * setup, so an option that does not fit is an error naming it. */
+  int (*configure)(fe_realization *r, const fe_action_opts *o);
+  /* Build the strategy's device data (r->data, its cell order, r->aux, r->fmaps, r->geo...). */
+  int (*setup)(fe_realization *r);
+  void (*release)(fe_realization *r); /* free r->data and its buffers */
+  /* The whole kernel source of action a, and the name of its entry point. */
+  int (*source)(const fe_realization *r, fe_action a, const char *preamble, char **src);
+  const char *(*entry)(fe_action a);
+  /* Launch the integration of action a: y (zeroed) += the action of u (state) and w. */
+  int (*integrate)(fe_realization *r, fe_action a, const fe_vector *u, const fe_vector *w,
+                   fe_vector *y, int *launches);
+  /* Counted flops and minimal bytes of action a on the whole mesh (its own loops). */
+  void (*count)(const fe_realization *r, fe_action a, double *flops, double *bytes);
+  /* Flops and bytes of action a before any device data exists, to choose the default:
+   * the same formulas as count where they need nothing built, an estimate otherwise. */
+  void (*estimate)(const fe_operator *A, const fe_backend *be, fe_precision prec, fe_action a,
+                   double *flops, double *bytes);
+  /* Optional: what measurements say here, whatever the model predicts (it does not yet
+   * count shared memory and atomics): 1 the default (the reason in why), -1 never the
+   * default (it measured slower), 0 the model decides. */
+  int (*measured)(const fe_operator *A, const fe_backend *be, fe_precision prec, char *why,
+                  size_t nwhy);
+  /* 1: the kernel reads constrained entries of a direction as zero itself (no masking). */
+  int masks_direction;
+} fe_strategy;
+
+extern const fe_strategy fe_strategy_transpose, fe_strategy_patch, fe_strategy_sumfact;
+
+/* Every strategy, in the order A:strategies() lists them. */
+int fe_strategy_count(void);
+const fe_strategy *fe_strategy_at(int i);
+const fe_strategy *fe_strategy_find(const char *name);
+
+/* The operator on one backend in one precision with one strategy and its options. */
+struct fe_realization {
+  fe_operator *A;
+  const fe_strategy *st;
+  fe_backend *be;
+  fe_precision prec;
+  fe_action_opts asked;  /* the options it was made for (strings dropped) */
+  int block;             /* cells per work group */
+  void *data;            /* the strategy's own (its release frees it) */
+  /* a cell order shared by strategies that take one (transpose, sumfact): work groups of
+   * `block` stored cells, launched color by color when `colored` (plain adds on the cpu) */
+  int colored;
+  int ngroups;
+  int ncolors;
+  int *color_start;      /* groups of color c: [color_start[c], color_start[c+1]) */
+  fe_buffer groups;      /* group list, ordered by color */
+  fe_buffer geo[FE_NACTIONS]; /* stored geometric factors per action (shared when equal) */
+  fe_buffer coords;      /* nnodes x 3 */
+  fe_buffer aux;         /* per-cell constants of the physics, in stored cell order */
+  fe_buffer params;      /* the physics' named constants */
+  unsigned params_version; /* the physics' const_version they hold */
+  fe_buffer fmaps;       /* the auxiliary fields' dof maps, NBF per stored cell */
+  const fe_buffer *fv[FE_PHYSICS_MAX_FIELDS]; /* the auxiliary fields' values for this call */
+  fe_buffer didx;        /* constrained dofs */
+  fe_buffer dval;        /* their prescribed values */
+  fe_kernel *kernel[FE_NACTIONS];    /* the strategy's entry */
+  fe_kernel *dirichlet[FE_NACTIONS]; /* the dirichlet kernel of that action's module */
+  fe_module *module[FE_NACTIONS];
+  int warm[FE_NACTIONS];  /* the action ran once (its first run is not timed) */
+  fe_vector *scratch;    /* the masked direction of a Jacobian action */
+  fe_vector *zero;       /* the state of a Jacobian taken at zero */
+  double setup_seconds;  /* building and moving the data above, reported once */
+};
+
+/* The operator (private: strategies read it, only operator.c writes it). */
+struct fe_operator {
+  const fe_space *V;
+  const fe_physics *pde;
+  fe_quadrature quad[FE_NACTIONS]; /* each action's rule: exact for its own integrand */
+  int geo_affine;
+  int geo_recompute;      /* first-order space on straight cells: its basis is the map */
+  double *aux;            /* ncells x naux per-cell constants from the physics' region table */
+  int ndir;
+  int *dir_nodes;
+  double value;
+  fe_realization *real[8]; /* made on first use; the oldest is dropped past 8 */
+  int nreal;
+};
+
+/* ---- helpers the strategies share (engine/operator.c) ---- */
+/* The spec of action a for codegen (the fields every strategy shares). */
+void fe_realization_spec(const fe_realization *r, fe_action a, fe_kernel_spec *s);
+/* Upload n doubles as reals of r's precision, or n ints, into a new buffer. */
+int fe_upload_reals(fe_backend *be, fe_precision prec, const double *v, size_t n, fe_buffer *buf);
+int fe_upload_ints(fe_backend *be, const int *v, size_t n, fe_buffer *buf);
+/* The most shared memory a work group may use on be (the cpu: 512 KiB of stack). */
+size_t fe_shared_limit(const fe_backend *be);
+/* Group g's schedule over the cells (fills ngroups, ncolors, color_start, groups), then the
+ * stored order perm[npad] (perm[i] < 0: padding, -(c + 1) with c its group's first cell).
+ * Cells in the mesh's order, or along a Morton curve when asked or when the mesh's order
+ * needs too many colors. */
+int fe_realization_schedule(fe_realization *r, int morton, int **perm, size_t *npad);
+/* Per-cell constants and field maps in the stored order perm. */
+int fe_realization_cell_data(fe_realization *r, const int *perm, size_t npad);
+/* Geometric factors in double at the points of Q for the stored cells perm (geo_out NULL:
+ * only check that every det J > 0, with the cell's id in the error). */
+int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *perm, size_t npad,
+                      double **geo_out, size_t *nwords);
+/* Stored factors of every action at its own points in r->geo (shared between equal rules). */
+int fe_realization_geometry(fe_realization *r, const int *perm, size_t npad);
+/* Cells rounded up to whole groups of `block`. */
+size_t fe_padded_cells(const fe_operator *A, int block);
+/* The ten arguments every integration kernel ends with: coordinates, per-cell constants,
+ * named constants, field maps and values, then u, w and y. */
+void fe_physics_args(const fe_realization *r, const fe_vector *u, const fe_vector *w,
+                     fe_vector *y, fe_arg *a);
+/* The cell of stored index i of perm (padding copies its group's first cell). */
+static inline int fe_stored_cell(const int *perm, size_t i)
+{
+  return perm[i] < 0 ? -perm[i] - 1 : perm[i];
+}
+
+#endif
