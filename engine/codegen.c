@@ -45,7 +45,7 @@ fe_action_needs fe_codegen_needs(const fe_kernel_spec *s)
 }
 
 /* A table as a constant array, full precision. */
-static void emit_table(fe_strbuf *b, const char *name, const double *v, int n)
+void fe_codegen_table(fe_strbuf *b, const char *name, const double *v, int n)
 {
   fe_strbuf_printf(b, "FE_CONSTANT real %s[%d] = {", name, n);
   for (int i = 0; i < n; i++)
@@ -92,9 +92,9 @@ static int emit_fields(fe_strbuf *b, const fe_kernel_spec *s)
     for (int q = 0; q < nq; q++) fe_element_eval(el, Q->points + q * dim, B + q * nb, D + q * nb * dim);
     char name[16];
     snprintf(name, sizeof name, "BF%d", i);
-    emit_table(b, name, B, nq * nb);
+    fe_codegen_table(b, name, B, nq * nb);
     snprintf(name, sizeof name, "DF%d", i);
-    emit_table(b, name, D, nq * nb * dim);
+    fe_codegen_table(b, name, D, nq * nb * dim);
     free(B);
     free(D);
   }
@@ -141,9 +141,9 @@ static int emit_dense_tables(fe_strbuf *b, const fe_element *el, const fe_quadra
   for (int q = 0; q < nq; q++) fe_element_eval(el, Q->points + q * dim, B + q * nb, D + q * nb * dim);
   fe_strbuf_printf(b, "\n/* tabulation: B[q*NB + b] = phi_b(xi_q), D[(q*NB + b)*DIM + i] = "
                       "d phi_b / d xi_i (xi_q), W[q] = weights */\n");
-  emit_table(b, "B", B, nq * nb);
-  emit_table(b, "D", D, nq * nb * dim);
-  emit_table(b, "W", Q->weights, nq);
+  fe_codegen_table(b, "B", B, nq * nb);
+  fe_codegen_table(b, "D", D, nq * nb * dim);
+  fe_codegen_table(b, "W", Q->weights, nq);
   free(B);
   free(D);
   return 0;

@@ -49,6 +49,10 @@ void fe_codegen_field_counts(const fe_kernel_spec *s, double *flops_per_point, d
  * the constrained rows, the per-cell constants, the fields and the named constants. */
 double fe_codegen_common_bytes(const fe_kernel_spec *s, int ndirichlet);
 
+/* A table as an FE_CONSTANT real array at full precision, appended to b. */
+struct fe_strbuf;
+void fe_codegen_table(struct fe_strbuf *b, const char *name, const double *v, int n);
+
 /* Entries of the auxiliary fields' dof maps per cell (the sum of their basis sizes). */
 int fe_codegen_field_map_width(const fe_physics *p);
 

@@ -160,6 +160,7 @@ int fe_operator_set_quadrature(fe_operator *A, int degree, int kind)
   FE_CHECK(make_rules(A, degree, (fe_quad_kind)kind));
   for (int i = 0; i < A->nreal; i++) realization_free(A->real[i]);
   A->nreal = 0;
+  A->npick = 0; /* the rules changed the counts */
   return 0;
 }
 
@@ -465,9 +466,13 @@ int fe_realization_cell_data(fe_realization *r, const int *perm, size_t npad)
   return upload_fields(r->A, r, perm, npad);
 }
 
-int fe_realization_geometry(fe_realization *r, const int *perm, size_t npad)
+int fe_realization_geometry(fe_realization *r, int recompute, const int *perm, size_t npad)
 {
   fe_operator *A = r->A;
+  if (recompute) {
+    size_t ngeo;
+    return fe_build_geometry(A, &A->quad[FE_ACTION_RESIDUAL], perm, npad, NULL, &ngeo);
+  }
   for (int a = 0; a < FE_NACTIONS; a++) {
     for (int b = 0; b < a; b++) /* the same points as an earlier action: share */
       if (A->geo_affine || (A->quad[b].degree == A->quad[a].degree &&
@@ -505,20 +510,31 @@ static int strategy_applies(const fe_strategy *st, const fe_operator *A, const f
   return st->applies(A, be, prec, why, n) == 0;
 }
 
+double fe_predict_seconds(fe_backend *be, fe_precision prec, double flops, double bytes)
+{
+  fe_report rep;
+  memset(&rep, 0, sizeof rep);
+  rep.flops = flops;
+  rep.bytes = bytes;
+  rep.launches = 1;
+  if (fe_perf_predict(be, prec, &rep)) {
+    fe_error_clear();
+    return bytes;
+  }
+  return rep.predicted_seconds;
+}
+
 /* The model's time for action a with strategy st, before anything is built. */
 static double strategy_predict(const fe_strategy *st, fe_operator *A, fe_backend *be,
                                fe_precision prec, fe_action a)
 {
-  fe_report rep;
-  memset(&rep, 0, sizeof rep);
-  st->estimate(A, be, prec, a, &rep.flops, &rep.bytes);
-  rep.launches = 1;
-  if (fe_perf_predict(be, prec, &rep)) {
-    fe_error_clear();
-    return rep.flops + rep.bytes; /* no calibration: still an order */
-  }
-  return rep.predicted_seconds;
+  double flops, bytes;
+  st->estimate(A, be, prec, a, &flops, &bytes);
+  return fe_predict_seconds(be, prec, flops, bytes);
 }
+
+static int choose_default(fe_operator *A, fe_backend *be, fe_precision prec,
+                          const fe_strategy **out, char *why, size_t nwhy);
 
 /* The strategy an action runs with: the one asked for (an error with the reason when it does
  * not apply), else one that measurements made the default here, else the one the model
@@ -544,6 +560,29 @@ static int pick_strategy(fe_operator *A, const fe_action_opts *o, fe_backend *be
     snprintf(why, nwhy, "asked for");
     return 0;
   }
+  for (int i = 0; i < A->npick; i++) /* chosen before: every action of a solve asks */
+    if (A->pick[i].be == be && A->pick[i].prec == prec) {
+      *out = A->pick[i].st;
+      snprintf(why, nwhy, "%s", A->pick[i].why);
+      return 0;
+    }
+  FE_CHECK(choose_default(A, be, prec, out, why, nwhy));
+  if (A->npick < (int)(sizeof A->pick / sizeof A->pick[0])) {
+    A->pick[A->npick].be = be;
+    A->pick[A->npick].prec = prec;
+    A->pick[A->npick].st = *out;
+    snprintf(A->pick[A->npick].why, sizeof A->pick[A->npick].why, "%s", why);
+    A->npick++;
+  }
+  return 0;
+}
+
+/* The default: a strategy that measurements made the default here, else the one the model
+ * predicts fastest for the Jacobian action, leaving out those measured slower here. */
+static int choose_default(fe_operator *A, fe_backend *be, fe_precision prec,
+                          const fe_strategy **out, char *why, size_t nwhy)
+{
+  char reason[256];
   for (int i = 0; i < NSTRATEGIES; i++) {
     const fe_strategy *st = strategy_list[i];
     if (st->measured && strategy_applies(st, A, be, prec, reason, sizeof reason) &&

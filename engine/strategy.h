@@ -105,6 +105,13 @@ struct fe_operator {
   double value;
   fe_realization *real[8]; /* made on first use; the oldest is dropped past 8 */
   int nreal;
+  struct {                 /* the default strategy per backend and precision, chosen once */
+    const fe_backend *be;
+    fe_precision prec;
+    const struct fe_strategy *st;
+    char why[160];
+  } pick[8];
+  int npick;
 };
 
 /* ---- helpers the strategies share (engine/operator.c) ---- */
@@ -126,8 +133,12 @@ int fe_realization_cell_data(fe_realization *r, const int *perm, size_t npad);
  * only check that every det J > 0, with the cell's id in the error). */
 int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *perm, size_t npad,
                       double **geo_out, size_t *nwords);
-/* Stored factors of every action at its own points in r->geo (shared between equal rules). */
-int fe_realization_geometry(fe_realization *r, const int *perm, size_t npad);
+/* Stored factors of every action at its own points in r->geo (shared between equal rules);
+ * with recompute (the kernel makes the factors itself) only the check that every det J > 0. */
+int fe_realization_geometry(fe_realization *r, int recompute, const int *perm, size_t npad);
+/* The model's seconds for flops and bytes in one launch on be (the bytes when the backend
+ * has no calibration: still an order). */
+double fe_predict_seconds(fe_backend *be, fe_precision prec, double flops, double bytes);
 /* Cells rounded up to whole groups of `block`. */
 size_t fe_padded_cells(const fe_operator *A, int block);
 /* The ten arguments every integration kernel ends with: coordinates, per-cell constants,

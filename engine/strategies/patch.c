@@ -42,9 +42,8 @@ static int patch_applies(const fe_operator *A, const fe_backend *be, fe_precisio
 }
 
 /* Measured (docs/benchmarks.md): on the H100's cuda, first-order spaces on straight cells and
- * P2 simplices run fastest as patches (P2: 0.83 against 1.49 ms with transpose); on a CPU,
- * where a group's shared sums are plain loops, slower than transpose (P1: 5.6 against 4.2
- * ms at 40^3 tets on this project's 2-core machine). */
+ * P2 simplices run fastest as patches; on a CPU, where a group's shared sums are plain loops,
+ * slower than transpose. */
 static int patch_measured(const fe_operator *A, const fe_backend *be, fe_precision prec,
                           char *why, size_t n)
 {
@@ -190,12 +189,8 @@ static int patch_setup(fe_realization *r)
     release_buffers(r);
     r->block /= 2;
   }
-  if (!rc && r->A->geo_recompute) { /* factors made in the kernel: only check the cells */
-    size_t ngeo;
-    rc = fe_build_geometry(r->A, &r->A->quad[FE_ACTION_RESIDUAL], perm, npad, NULL, &ngeo);
-  } else if (!rc) {
-    rc = fe_realization_geometry(r, perm, npad);
-  }
+  /* first-order straight cells: the kernel makes the factors from the coordinates */
+  if (!rc) rc = fe_realization_geometry(r, r->A->geo_recompute, perm, npad);
   if (!rc) rc = fe_realization_cell_data(r, perm, npad);
   free(perm);
   return rc;

@@ -118,15 +118,9 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
 /* The model's time of the apply with or without vertices. */
 static double predict_apply(const fe_operator *A, fe_backend *be, fe_precision prec, int vertices)
 {
-  fe_report rep;
-  memset(&rep, 0, sizeof rep);
-  sumfact_counts(A, prec, FE_ACTION_APPLY, vertices, &rep.flops, &rep.bytes);
-  rep.launches = 1;
-  if (fe_perf_predict(be, prec, &rep)) {
-    fe_error_clear();
-    return rep.bytes; /* no calibration: fewer bytes first */
-  }
-  return rep.predicted_seconds;
+  double flops, bytes;
+  sumfact_counts(A, prec, FE_ACTION_APPLY, vertices, &flops, &bytes);
+  return fe_predict_seconds(be, prec, flops, bytes);
 }
 
 static int sumfact_configure(fe_realization *r, const fe_action_opts *o)
@@ -192,12 +186,7 @@ static int sumfact_setup(fe_realization *r)
   size_t npad = 0;
   int rc = fe_realization_schedule(r, 0, &perm, &npad);
   if (!rc) rc = upload_cells(r, perm, npad);
-  if (!rc && d->vertices) { /* factors made in the kernel: only check the cells */
-    size_t ngeo;
-    rc = fe_build_geometry(r->A, &r->A->quad[FE_ACTION_RESIDUAL], perm, npad, NULL, &ngeo);
-  } else if (!rc) {
-    rc = fe_realization_geometry(r, perm, npad);
-  }
+  if (!rc) rc = fe_realization_geometry(r, d->vertices, perm, npad);
   if (!rc) rc = fe_realization_cell_data(r, perm, npad);
   free(perm);
   return rc;
@@ -240,15 +229,6 @@ static double lagrange_deriv(const double *x, int n, int i, double t)
   return s;
 }
 
-/* A table as a constant array, full precision. */
-static void emit_table(fe_strbuf *b, const char *name, const double *v, int n)
-{
-  fe_strbuf_printf(b, "FE_CONSTANT real %s[%d] = {", name, n);
-  for (int i = 0; i < n; i++)
-    fe_strbuf_printf(b, "%s%.17g", i % 4 ? ", " : (i ? ",\n  " : "\n  "), v[i]);
-  fe_strbuf_append(b, "};\n");
-}
-
 /* The 1D tables of action a: B1, G1 (the basis and its derivative at the points), W1, DQ (the
  * derivative through the points). The tensor rule's points must be the 1D points' products. */
 static int emit_tables(const fe_operator *A, fe_action a, int q1, fe_strbuf *b)
@@ -278,10 +258,10 @@ static int emit_tables(const fe_operator *A, fe_action a, int q1, fe_strbuf *b)
                       "basis through the nodes), W1[q] = the 1D weights, DQ[q*Q1 + r] = the "
                       "derivative at xi_q of the polynomial through the points that is 1 at "
                       "xi_r (%d %s points) */\n", q1, Q->name);
-  emit_table(b, "B1", B1, q1 * p1);
-  emit_table(b, "G1", G1, q1 * p1);
-  emit_table(b, "W1", L.weights, q1);
-  emit_table(b, "DQ", DQ, q1 * q1);
+  fe_codegen_table(b, "B1", B1, q1 * p1);
+  fe_codegen_table(b, "G1", G1, q1 * p1);
+  fe_codegen_table(b, "W1", L.weights, q1);
+  fe_codegen_table(b, "DQ", DQ, q1 * q1);
   fe_quadrature_free(&L);
   return b->failed ? fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory") : 0;
 }

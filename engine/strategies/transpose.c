@@ -84,7 +84,7 @@ static int transpose_setup(fe_realization *r)
   size_t npad = 0;
   int rc = fe_realization_schedule(r, 0, &perm, &npad);
   if (!rc) rc = upload_cells(r, perm, npad, &d->cells);
-  if (!rc) rc = fe_realization_geometry(r, perm, npad);
+  if (!rc) rc = fe_realization_geometry(r, 0, perm, npad);
   if (!rc) rc = fe_realization_cell_data(r, perm, npad);
   free(perm);
   return rc;
