@@ -263,7 +263,12 @@ int fe_backend_compile_error(const char *backend, const char *source, const char
     l = eol ? eol + 1 : l + ll;
   }
   if (!shown && len + 100 < sizeof msg)
-    snprintf(msg + len, sizeof msg - len, "\n%.2000s", log ? log : "(no compiler log)");
+    len += (size_t)snprintf(msg + len, sizeof msg - len, "\n%.2000s", log ? log : "(no compiler log)");
+  if (log && strstr(log, "too much global constant data") && len < sizeof msg)
+    snprintf(msg + len, sizeof msg - len,
+             "\n  the kernel's tables (__constant arrays) exceed the device's constant memory "
+             "(64 KB on NVIDIA's OpenCL): dense tables of a high order or of an auxiliary field; "
+             "the cuda and cpu backends have no such limit");
   return fe_error_set(FE_ERR_COMPILE, __FILE__, __LINE__, __func__, "%s", msg);
 }
 

@@ -38,6 +38,7 @@ typedef struct fe_device_info {
   int compute_units;   /* cores, SMs, or OpenCL compute units */
   size_t global_mem;   /* bytes */
   size_t local_mem;    /* bytes of shared/local memory per work group */
+  size_t local_mem_optin; /* more a kernel may opt into (kernel_shared), else 0 */
   size_t max_group;    /* largest work-group size */
   int fp64;            /* double precision supported */
   int fp64_atomics;    /* native or emulated atomic add on doubles */
@@ -68,10 +69,14 @@ typedef struct fe_backend_ops {
   void (*module_free)(void *impl, fe_module *mod);
   int (*kernel)(void *impl, fe_module *mod, const char *name, fe_kernel **k);
   /* Launch ngroups work groups of group_size threads each (the cpu backend runs the
-   * groups on OpenMP threads and ignores group_size). Blocks until done; *seconds gets the
-   * kernel's own time (events on GPUs). */
+   * groups on OpenMP threads and ignores group_size). With seconds, blocks until done and
+   * *seconds gets the kernel's own time (events on GPUs); with seconds NULL a GPU backend
+   * returns at once, and a failure shows at the next finish. */
   int (*launch)(void *impl, fe_kernel *k, size_t ngroups, size_t group_size, int nargs,
                 const fe_arg *args, fe_precision prec, double *seconds);
+  /* Optional (NULL: none): launches of k get bytes of dynamic shared memory, up to
+   * info.local_mem_optin (the kernel declares it `extern`). */
+  int (*kernel_shared)(void *impl, fe_kernel *k, size_t bytes);
   int (*finish)(void *impl);
 
   /* vector work on n reals of precision prec; reductions accumulate in double */

@@ -5,7 +5,8 @@
 #   scripts/gpu-test.sh [build folder] [log folder]
 # It registers NVIDIA's OpenCL driver (so the opencl backend runs on the GPU too), then runs
 #   cuda.log     tests/scripts/test_cuda.lua: cuda vs cpu vs opencl, PCG, vectors, rates;
-#                test_patch.lua: strategy patch against transpose on every backend
+#                test_patch.lua: strategy patch against transpose on every backend;
+#                test_sumfact.lua: strategy sumfact against transpose on every backend
 #   scripts.log  test_backends.lua and test_convergence.lua: cpu and opencl on the GPU
 #   checks.log   scripts/gpu-checks.lua twice on one fresh cache (cold JIT, then cached),
 #                the second time also running out of device memory
@@ -62,5 +63,9 @@ if [ -n "$SANITIZER" ]; then
 else
   echo "  compute-sanitizer not found: memcheck and racecheck not run"
 fi
+# last: it compiles transpose's dense tables on three backends (minutes)
+STEP_TIMEOUT=${SUMFACT_TIMEOUT:-600}
+step "test_sumfact.lua (sumfact = transpose on cpu, opencl, cuda)" cuda.log "$FELAB" \
+  tests/scripts/test_sumfact.lua
 [ $fail = 0 ] && echo "== all GPU steps passed" || echo "== SOME GPU STEPS FAILED"
 exit $fail

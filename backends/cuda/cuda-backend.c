@@ -20,6 +20,7 @@ const fe_backend_ops fe_backend_cuda_ops = {
     .module_free = cuda_module_free,
     .kernel = cuda_kernel,
     .launch = cuda_launch,
+    .kernel_shared = cuda_kernel_shared,
     .finish = cuda_finish,
     .fill = cuda_fill,
     .axpby = cuda_axpby,

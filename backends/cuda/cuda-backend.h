@@ -55,6 +55,7 @@ enum { /* CUdevice_attribute */
 enum { /* CUfunction_attribute */
   CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
   CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
+  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
 };
 
 enum { /* CUjit_option, for loading PTX */
@@ -99,6 +100,7 @@ typedef struct cuda_api {
   CUresult (*cuModuleUnload)(CUmodule mod);
   CUresult (*cuModuleGetFunction)(CUfunction *fn, CUmodule mod, const char *name);
   CUresult (*cuFuncGetAttribute)(int *value, int attribute, CUfunction fn);
+  CUresult (*cuFuncSetAttribute)(CUfunction fn, int attribute, int value);
   CUresult (*cuLaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                              unsigned by, unsigned bz, unsigned shared, CUstream stream,
                              void **params, void **extra);
@@ -146,6 +148,7 @@ struct fe_kernel {
   const cuda_signature *sig; /* from the module's source */
   int max_threads;           /* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK (registers bound it) */
   int registers;             /* per thread */
+  unsigned shared;           /* bytes of dynamic shared memory per launch */
   struct fe_kernel *next;
 };
 
@@ -226,7 +229,7 @@ int cuda_usable(const cuda_impl *cu);
 /* Launch fn on ngroups x group threads with kernel parameters params and wait for it;
  * if seconds is not NULL, time it with events. name is for messages. */
 int cuda_run(cuda_impl *cu, CUfunction fn, const char *name, size_t ngroups, size_t group,
-             void **params, double *seconds);
+             unsigned shared, void **params, double *seconds);
 
 /* cuda-program.c */
 int cuda_preamble_make(cuda_impl *cu); /* at open; close frees cu->preamble */
@@ -236,6 +239,7 @@ void cuda_module_free(void *impl, fe_module *mod);
 int cuda_kernel(void *impl, fe_module *mod, const char *name, fe_kernel **k);
 int cuda_launch(void *impl, fe_kernel *k, size_t ngroups, size_t group_size, int nargs,
                 const fe_arg *args, fe_precision prec, double *seconds);
+int cuda_kernel_shared(void *impl, fe_kernel *k, size_t bytes);
 /* Choose the NVRTC target for the device (sets cu->arch, cu->ptx). */
 int cuda_choose_arch(cuda_impl *cu);
 void cuda_cache_free(cuda_impl *cu);

@@ -123,6 +123,8 @@ static void cuda_describe(cuda_impl *cu)
   in->global_mem = mem;
   /* static __shared__ arrays (what the templates declare) may use this much per block */
   in->local_mem = (size_t)cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+  in->local_mem_optin = cu->shared_optin > 0 && (size_t)cu->shared_optin > in->local_mem
+                            ? (size_t)cu->shared_optin : 0;
   in->max_group = (size_t)cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   if (!in->max_group) in->max_group = 1024;
   in->fp64 = 1;         /* every device since sm_13 */
@@ -314,7 +316,7 @@ int cuda_finish(void *impl)
 
 /* Launch, and with seconds wait and time with the two events (kernel time alone). */
 int cuda_run(cuda_impl *cu, CUfunction fn, const char *name, size_t ngroups, size_t group,
-             void **params, double *seconds)
+             unsigned shared, void **params, double *seconds)
 {
   char what[160];
   FE_CHECK(cuda_usable(cu));
@@ -324,7 +326,7 @@ int cuda_run(cuda_impl *cu, CUfunction fn, const char *name, size_t ngroups, siz
   snprintf(what, sizeof what, "kernel '%.64s' (%zu blocks of %zu threads)", name, ngroups, group);
   CUresult err = seconds ? cu->api.cuEventRecord(cu->start, NULL) : CUDA_SUCCESS;
   if (err == CUDA_SUCCESS)
-    err = cu->api.cuLaunchKernel(fn, (unsigned)ngroups, 1, 1, (unsigned)group, 1, 1, 0, NULL,
+    err = cu->api.cuLaunchKernel(fn, (unsigned)ngroups, 1, 1, (unsigned)group, 1, 1, shared, NULL,
                                  params, NULL);
   if (err != CUDA_SUCCESS) return cuda_fail(cu, err, what);
   if (!seconds) return 0;

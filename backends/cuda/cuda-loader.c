@@ -48,6 +48,7 @@ static const cuda_symbol driver_symbols[] = {
     SYM(cuModuleUnload, "cuModuleUnload", NULL),
     SYM(cuModuleGetFunction, "cuModuleGetFunction", NULL),
     SYM(cuFuncGetAttribute, "cuFuncGetAttribute", NULL),
+    SYM(cuFuncSetAttribute, "cuFuncSetAttribute", NULL),
     SYM(cuLaunchKernel, "cuLaunchKernel", NULL),
     SYM(cuEventCreate, "cuEventCreate", NULL),
     SYM(cuEventRecord, "cuEventRecord", NULL),

@@ -584,7 +584,7 @@ int cuda_launch(void *impl, fe_kernel *k, size_t ngroups, size_t group_size, int
 {
   cuda_impl *cu = impl;
   cuda_args s;
-  *seconds = 0;
+  if (seconds) *seconds = 0;
   FE_ASSERT(k, FE_ERR_ARG, "launch of a NULL CUDA kernel");
   FE_ASSERT(nargs == k->sig->nparams && nargs <= CUDA_MAX_ARGS, FE_ERR_ARG,
             "CUDA kernel '%s' takes %d arguments, the launch passes %d", k->name,
@@ -594,5 +594,25 @@ int cuda_launch(void *impl, fe_kernel *k, size_t ngroups, size_t group_size, int
   size_t group = group_size ? group_size : 1;
   if (group > (size_t)k->max_threads) group = (size_t)k->max_threads / 32 * 32;
   if (!group) group = 1;
-  return cuda_run(cu, k->fn, k->name, ngroups, group, s.params, seconds);
+  return cuda_run(cu, k->fn, k->name, ngroups, group, k->shared, s.params, seconds);
+}
+
+int cuda_kernel_shared(void *impl, fe_kernel *k, size_t bytes)
+{
+  cuda_impl *cu = impl;
+  FE_ASSERT(k, FE_ERR_ARG, "dynamic shared memory for a NULL CUDA kernel");
+  FE_ASSERT(bytes <= (size_t)(cu->info.local_mem_optin > cu->info.local_mem
+                                  ? cu->info.local_mem_optin : cu->info.local_mem),
+            FE_ERR_ARG, "kernel '%s' asks for %zu bytes of shared memory; %s allows %zu", k->name,
+            bytes, cu->info.name, cu->info.local_mem_optin);
+  if (k->shared == bytes) return 0;
+  CUresult err = cu->api.cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                            (int)bytes);
+  if (err != CUDA_SUCCESS) {
+    char what[128];
+    snprintf(what, sizeof what, "allowing kernel '%.64s' %zu bytes of shared memory", k->name, bytes);
+    return cuda_fail(cu, err, what);
+  }
+  k->shared = (unsigned)bytes;
+  return 0;
 }

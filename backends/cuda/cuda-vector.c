@@ -308,7 +308,7 @@ static void *cuda_real_arg(cuda_real *r, double v, fe_precision prec)
 static int cuda_vector_run(cuda_impl *cu, CUfunction fn, const char *name, size_t n, void **params)
 {
   return cuda_run(cu, fn, name, cuda_vector_blocks(cu, n, VECTOR_BLOCKS_PER_SM, 0), VECTOR_BLOCK,
-                  params, NULL);
+                  0, params, NULL);
 }
 
 /* x <- value */
@@ -364,7 +364,7 @@ static int cuda_reduce_run(cuda_impl *cu, CUfunction fn, const char *name, size_
                            void **params, int nresults, double *result)
 {
   size_t blocks = cuda_vector_blocks(cu, n, REDUCE_BLOCKS_PER_SM, (size_t)cu->vector.max_blocks);
-  FE_CHECK(cuda_run(cu, fn, name, blocks, VECTOR_BLOCK, params, NULL));
+  FE_CHECK(cuda_run(cu, fn, name, blocks, VECTOR_BLOCK, 0, params, NULL));
   CUresult err = cu->api.cuMemcpyDtoH(result, cu->vector.scratch + sizeof(double),
                                       (size_t)nresults * sizeof *result);
   if (err != CUDA_SUCCESS) return cuda_fail(cu, err, name);

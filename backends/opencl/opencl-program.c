@@ -415,7 +415,7 @@ int opencl_launch(void *impl, fe_kernel *k, size_t ngroups, size_t group_size, i
                   const fe_arg *args, fe_precision prec, double *seconds)
 {
   opencl_impl *cl = impl;
-  *seconds = 0;
+  if (seconds) *seconds = 0;
   FE_ASSERT(k, FE_ERR_ARG, "launch of a NULL OpenCL kernel");
   FE_ASSERT(nargs >= 0 && (cl_uint)nargs == k->nargs, FE_ERR_ARG,
             "OpenCL kernel '%s' takes %u arguments, the launch passes %d", k->name, k->nargs,

@@ -9,7 +9,7 @@ typedef struct sf_sizes {
   int zp, zq;     /* node and point layers along z (1 on quads) */
   int nb, nq;     /* nodes and points of a cell */
   int nvu, ng, nv; /* interpolated fields: the state, with the direction, with the coordinates */
-  int nf0, nfl;   /* fluxes per point: f0's, then all */
+  int nf0, nfl;   /* per point: f0's fluxes; the shared fluxes (S0 if any, x, y) */
   int interp_z;   /* contractions along z in registers (hexes, not collocated) */
 } sf_sizes;
 
@@ -26,18 +26,25 @@ static sf_sizes sizes_of(const fe_sumfact_shape *s)
   z.ng = z.nvu + (s->jacobian && !s->diagonal ? s->nc : 0);
   z.nv = z.ng + (s->need_x ? s->dim : 0);
   z.nf0 = s->has_f0 ? s->nc : 0;
-  z.nfl = z.nf0 + s->nc * s->dim;
+  z.nfl = (s->dim == 3 || s->has_f0 ? s->nc : 0) + 2 * s->nc;
   z.interp_z = s->dim == 3 && !s->collocated;
   return z;
 }
 
-/* sf_geometry at one point: the multilinear map's J from the half edges (a product of
- * DIM - 1 linear factors and DIM multiply-adds per edge), then sf_invert; stored: reads. */
+/* sf_geometry at one point: on hexes J from the column's J0, J1 (6 entries linear in z),
+ * then sf_invert; stored: reads. */
 static double geometry_flops(const fe_sumfact_shape *s)
 {
-  int d = s->dim;
   if (!s->vertices) return 0;
-  return (double)d * (1 << (d - 1)) * ((d - 2) + 2 * d) + (d == 2 ? 8 : 42);
+  return s->dim == 2 ? 8 : 18 + 42;
+}
+
+/* sf_column_geometry, once per column of points: per coordinate, two 2-term sums for each
+ * of J0 and J1 along x and y on hexes (a 4-term nested sum for z), two on quads. */
+static double column_flops(const fe_sumfact_shape *s)
+{
+  if (!s->vertices) return 0;
+  return s->dim == 2 ? 2 * 2 * 3 : 3 * (4 * 3 + 7);
 }
 
 /* Once per cell: the half edge vectors (a difference and a halving per coordinate). */
@@ -69,7 +76,8 @@ static double action_flops(const fe_sumfact_shape *s, const sf_sizes *z)
   double p = s->p1, q = s->q1, nc = s->nc, d = s->dim;
   double point = geometry_flops(s) + (s->need_f ? s->field_flops : 0) + values_flops(s, z) +
                  s->phys_flops + d /* W detJ */ + z->nf0 + nc * d * (2 * d + 1) /* fluxes */;
-  double f = edge_flops(s) + interpolation_flops(s, z) + z->nq * point;
+  double f = edge_flops(s) + interpolation_flops(s, z) + z->nq * point +
+             q * q * column_flops(s);
   /* transposed derivatives, and along z in registers */
   f += nc * z->nq * (2.0 * d * q + (z->interp_z ? 2.0 * p : 0));
   if (!s->collocated) {
@@ -87,7 +95,7 @@ static double diagonal_flops(const fe_sumfact_shape *s, const sf_sizes *z)
   double pairs = (1 + d) * (s->phys_flops + (s->has_f0 ? 1 : 0) + d * (2 * d + 1)) + d * (d + 1) / 2;
   double point = geometry_flops(s) + (s->need_f ? s->field_flops : 0) + values_flops(s, z) + d +
                  pairs + (s->dim == 3 ? 20.0 * p : 0);
-  double round = z->nq * point + 12.0 * q * p * z->zp * q /* y pass */ +
+  double round = z->nq * point + q * q * column_flops(s) + 12.0 * q * p * z->zp * q /* y pass */ +
                  6.0 * p * p * z->zp * q /* x pass */ + z->nb /* scatter */;
   return edge_flops(s) + interpolation_flops(s, z) + s->nc * round;
 }

@@ -23,6 +23,8 @@
 typedef struct sumfact_data {
   fe_buffer cells;  /* stored cells x NB node ids, lexicographic (x fastest) */
   int vertices;     /* geometry recomputed from the corners (else stored per point) */
+  size_t dynamic;   /* bytes of dynamic shared memory (above the static limit), else 0 */
+  int dynamic_set[FE_NACTIONS]; /* the kernel of action a was given them */
   int pad0, pad1;   /* stored cells [pad0, pad1) are padding */
 } sumfact_data;
 
@@ -139,6 +141,7 @@ static int sumfact_configure(fe_realization *r, const fe_action_opts *o)
   int block = o->block > 0 ? o->block : default_block(A, r->be, r->prec);
   FE_ASSERT(block <= 1024, FE_ERR_ARG, "block = %d cells per work group is too large", block);
   size_t limit = fe_shared_limit(r->be), need = 0;
+  size_t optin = r->be->ops->kernel_shared ? r->be->info.local_mem_optin : 0;
   for (;;) {
     need = 0;
     for (int a = 0; a < FE_NACTIONS; a++) {
@@ -149,31 +152,48 @@ static int sumfact_configure(fe_realization *r, const fe_action_opts *o)
     if (need <= limit || o->block > 0 || block == 1) break;
     block /= 2;
   }
-  FE_ASSERT(need <= limit, FE_ERR_ARG, "block = %d cells of %s need %zu bytes of shared memory "
-            "per work group; %s allows %zu%s", block, A->V->name, need, r->be->name, limit,
-            block > 1 ? " (use a smaller block)" : "");
+  /* above the static limit: dynamic shared memory where the backend offers more (cuda) */
+  if (need > limit && need <= optin) d->dynamic = need;
+  FE_ASSERT(need <= limit || d->dynamic, FE_ERR_ARG, "block = %d cells of %s need %zu bytes of "
+            "shared memory per work group; %s allows %zu%s", block, A->V->name, need,
+            r->be->name, optin > limit ? optin : limit, block > 1 ? " (use a smaller block)" : "");
   r->block = block;
   r->colored = !strcmp(r->be->name, "cpu"); /* as transpose: plain adds color by color */
   return 0;
 }
 
-/* The cell map in lexicographic node order, in the stored order perm; the padding range. */
+/* The cell map in lexicographic node order, in the stored order perm, a constrained node as
+ * ~node (the kernel masks the direction there and adds nothing to its rows, which the
+ * Dirichlet step sets after: every component of a boundary node is constrained); the
+ * padding range. */
 static int upload_cells(fe_realization *r, const int *perm, size_t npad)
 {
-  const fe_space *V = r->A->V;
+  const fe_operator *A = r->A;
+  const fe_space *V = A->V;
   sumfact_data *d = r->data;
   int nb = V->elem.nbasis;
   int *cells;
-  FE_MALLOC(cells, npad * nb, "cell map");
+  unsigned char *con = calloc((size_t)V->nnodes + 1, 1);
+  if (!con) FE_ERROR(FE_ERR_MEM, "out of host memory for the constrained nodes");
+  for (int i = 0; i < A->ndir; i++) con[A->dir_nodes[i] / V->ncomp] = 1;
+  cells = malloc(sizeof(int) * npad * nb + 1);
+  if (!cells) {
+    free(con);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for the cell map");
+  }
   d->pad0 = d->pad1 = 0;
   for (size_t i = 0; i < npad; i++) {
     const int *src = V->cell_nodes + (size_t)fe_stored_cell(perm, i) * nb;
-    for (int l = 0; l < nb; l++) cells[i * nb + l] = src[V->elem.lex[l]];
+    for (int l = 0; l < nb; l++) {
+      int node = src[V->elem.lex[l]];
+      cells[i * nb + l] = con[node] ? ~node : node;
+    }
     if (perm[i] < 0) { /* padding cells are one run, in the last block */
       if (d->pad1 == d->pad0) d->pad0 = (int)i;
       d->pad1 = (int)i + 1;
     }
   }
+  free(con);
   int rc = fe_upload_ints(r->be, cells, npad * nb, &d->cells);
   free(cells);
   return rc;
@@ -288,8 +308,8 @@ static int sumfact_source(const fe_realization *r, fe_action a, const char *prea
            "#define P1 %d /* nodes per direction */\n#define Q1 %d /* points per direction */\n"
            "#define COLLOCATED %d /* the points are the nodes */\n"
            "#define GEO_VERTICES %d /* the map from the corners (else stored factors) */\n"
-           "#define GROUP_ITEMS %d /* work items per group */\n",
-           sh.p1, sh.q1, sh.collocated, d->vertices, (int)group_size(r, a));
+           "#define SF_DYNAMIC %d /* the shared arrays are dynamic (cuda, above 48 KB) */\n",
+           sh.p1, sh.q1, sh.collocated, d->vertices, d->dynamic > 0);
   s.defines = defines;
   fe_strbuf t = {0};
   int rc = emit_tables(r->A, a, sh.q1, &t);
@@ -325,9 +345,12 @@ static int sumfact_integrate(fe_realization *r, fe_action a, const fe_vector *u,
         {.kind = FE_ARG_BUFFER, .buf = geo},
     };
     fe_physics_args(r, u, w, y, args + 8);
-    double s;
+    if (d->dynamic && !d->dynamic_set[a]) {
+      FE_CHECK(r->be->ops->kernel_shared(r->be->impl, r->kernel[a], d->dynamic));
+      d->dynamic_set[a] = 1;
+    }
     FE_CHECK(r->be->ops->launch(r->be->impl, r->kernel[a], (size_t)ng, group_size(r, a), 18,
-                                args, r->prec, &s));
+                                args, r->prec, NULL));
     (*launches)++;
   }
   return 0;
@@ -366,4 +389,5 @@ const fe_strategy fe_strategy_sumfact = {
     .integrate = sumfact_integrate,
     .count = sumfact_count,
     .estimate = sumfact_estimate,
+    .masks_direction = 1,
 };

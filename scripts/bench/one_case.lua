@@ -3,18 +3,21 @@
 -- of `reps` applies (reps = 1: a single launch for `ncu`), then Jacobi-PCG for `its`
 -- iterations (0: none).
 -- usage: felab scripts/bench/one_case.lua [backend] [cell] [space] [cells per side]
---          [strategy] [precision] [reps] [its] [block] [lanes]
+--          [strategy] [precision] [reps] [its] [block] [lanes] [geometry] [rule]
 local backend, cell, space = arg[1] or "cuda", arg[2] or "tet", arg[3] or "P1"
 local n = tonumber(arg[4]) or 192
 local o = {backend = backend, strategy = arg[5] or "patch", precision = arg[6] or "double"}
 local reps, its = tonumber(arg[7]) or 10, tonumber(arg[8]) or 200
 o.block = tonumber(arg[9]) -- nil or 0: the default
 o.lanes = tonumber(arg[10]) -- patches: nodes whose runs are interleaved (nil or 0: the default)
+o.geometry = arg[11] -- sumfact: "stored", "vertices" or nil (the model's choice)
+local rule = arg[12] -- "gll": the collocated rule on GLL nodes; nil: the default (Gauss)
 
 local t0 = perf.clock()
 local m = mesh.box{cells = {n, n, n}, cell = cell}
 local V = fe.space(m, space)
-local A = fe.operator(V, physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
+local A = fe.operator(V, physics.poisson{kappa = 1, source = 1},
+                      {dirichlet = "all", quadrature = rule and {rule = rule} or nil})
 local w = V:interpolate(function(x) return x[1] * (1 - x[2]) + x[3] end):to(backend, o.precision)
 print(("%s %s, %d cells, %d dofs, %s %s (%.1f s)"):format(space, cell, m.ncells, V.ndofs, o.strategy,
       o.precision, perf.clock() - t0))
@@ -31,7 +34,7 @@ print(("apply %.3f ms  %.0f GB/s (%.0f%% of %.0f)  %.0f GF/s  predicted/measured
       best.gflops, best.predicted_seconds / best.seconds))
 if its > 0 then
   local _, info = solve.cg(A, {backend = backend, precision = o.precision, strategy = o.strategy,
-                              block = o.block, lanes = o.lanes,
+                              block = o.block, lanes = o.lanes, geometry = o.geometry,
                               pc = "jacobi", rtol = 0, atol = 0, maxit = its})
   print(("PCG %.3f ms/iteration (%d iterations)"):format(1e3 * info.report.seconds / info.iterations,
         info.iterations))

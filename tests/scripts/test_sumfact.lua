@@ -7,7 +7,7 @@
 -- manufactured problem at rate p + 1, and is the cpu's default for Q3.
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, rel_diff, expect_error = T.check, T.max_rel_diff, T.expect_error
-local backends = T.backends(true)
+local backends, nvidia_opencl = T.backends(true), T.nvidia_opencl()
 
 local function nonlinear(V)
   local k = V:interpolate(function(x) return 1 + x[1] * x[2] end)
@@ -77,7 +77,14 @@ for _, c in ipairs(cases) do
     local A = fe.operator(V, pde, {dirichlet = {"xmin", "ymax"}, value = 0.5,
                                    quadrature = rule == "gll" and {rule = "gll"} or nil})
     for _, be in ipairs(high and {"cpu"} or backends) do
-      for _, geometry in ipairs({"stored", "vertices"}) do
+      -- NVIDIA's OpenCL holds 64 KB of __constant tables: the auxiliary field's dense tables
+      -- (Q3, 216 points) do not fit, and the error says so
+      local too_big = be == "opencl" and nvidia_opencl and c.physics and order >= 3
+      if too_big then
+        expect_error(function() return A:residual(u, {backend = be, strategy = "sumfact"}) end,
+                     "exceed the device's constant memory")
+      end
+      for _, geometry in ipairs(too_big and {} or {"stored", "vertices"}) do
         local worst = compare(A, V, u, w, {backend = be, geometry = geometry}, 1e-12,
                               ("%s %s %s %s"):format(label, rule, be, geometry))
         if be == "cpu" and geometry == "vertices" and rule == "gauss" then
@@ -98,8 +105,12 @@ local u, w = fields(fe.space(hexes, "Q3"), 1, 3)
 for _, block in ipairs({1, 5}) do compare(A, A.space, u, w, {block = block}, 1e-12, "Q3 block " .. block) end
 
 -- curved second-order hexes (Gmsh): stored factors; "vertices" is refused
-if mesh.load then
-  local m = mesh.load("meshes/shell_hex.geo", {order = 2})
+-- (a .geo file needs the Gmsh SDK, which the GPU build lacks: said and skipped there)
+local gmsh_ok, m = pcall(mesh.load, "meshes/shell_hex.geo", {order = 2})
+if not gmsh_ok and tostring(m):find("without it", 1, true) then
+  print("curved Q2 hexes: skipped, " .. tostring(m))
+else
+  if not gmsh_ok then error(m) end
   local Vc = fe.space(m, "Q2")
   local Ac = fe.operator(Vc, scalar, {dirichlet = {"inner"}})
   local uc, wc = fields(Vc, 1, 3)
