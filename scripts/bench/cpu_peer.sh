@@ -1,7 +1,8 @@
 #!/bin/sh
 # Issue 14's cpu benchmark in one run: PETSc 3.18 CG + Jacobi on the assembled matrices
-# (../shared/peers/petsc_cpu.py, copied to .peers/), then felab's sumfact on the same meshes
-# and dofs (scripts/bench/one_case.lua): Q1 on N^3 hexes, Q3 on (N/3)^3.
+# (../shared/peers/petsc_cpu.py, copied to .peers/ with the cupy_cg.py it reads), then
+# felab's sumfact on the same meshes and dofs (scripts/bench/one_case.lua): Q1 on N^3
+# hexes, Q3 on (N/3)^3.
 #   scripts/bench/cpu_peer.sh [N]          (default 126: Q1 and Q3 at about 2.05M dofs)
 # Needs python3-petsc4py and python3-scipy (Debian), run with /usr/bin/python3.
 N=${1:-126}
