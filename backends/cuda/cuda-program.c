@@ -601,10 +601,10 @@ int cuda_kernel_shared(void *impl, fe_kernel *k, size_t bytes)
 {
   cuda_impl *cu = impl;
   FE_ASSERT(k, FE_ERR_ARG, "dynamic shared memory for a NULL CUDA kernel");
-  FE_ASSERT(bytes <= (size_t)(cu->info.local_mem_optin > cu->info.local_mem
-                                  ? cu->info.local_mem_optin : cu->info.local_mem),
-            FE_ERR_ARG, "kernel '%s' asks for %zu bytes of shared memory; %s allows %zu", k->name,
-            bytes, cu->info.name, cu->info.local_mem_optin);
+  size_t most = cu->info.local_mem_optin > cu->info.local_mem ? cu->info.local_mem_optin
+                                                               : cu->info.local_mem;
+  FE_ASSERT(bytes <= most, FE_ERR_ARG, "kernel '%s' asks for %zu bytes of shared memory; %s "
+            "allows %zu", k->name, bytes, cu->info.name, most);
   if (k->shared == bytes) return 0;
   CUresult err = cu->api.cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                             (int)bytes);

@@ -24,7 +24,6 @@ typedef struct sumfact_data {
   fe_buffer cells;  /* stored cells x NB node ids, lexicographic (x fastest) */
   int vertices;     /* geometry recomputed from the corners (else stored per point) */
   size_t dynamic;   /* bytes of dynamic shared memory (above the static limit), else 0 */
-  int dynamic_set[FE_NACTIONS]; /* the kernel of action a was given them */
   int pad0, pad1;   /* stored cells [pad0, pad1) are padding */
 } sumfact_data;
 
@@ -345,10 +344,8 @@ static int sumfact_integrate(fe_realization *r, fe_action a, const fe_vector *u,
         {.kind = FE_ARG_BUFFER, .buf = geo},
     };
     fe_physics_args(r, u, w, y, args + 8);
-    if (d->dynamic && !d->dynamic_set[a]) {
+    if (d->dynamic) /* kept by the kernel: a call that changes nothing returns at once */
       FE_CHECK(r->be->ops->kernel_shared(r->be->impl, r->kernel[a], d->dynamic));
-      d->dynamic_set[a] = 1;
-    }
     FE_CHECK(r->be->ops->launch(r->be->impl, r->kernel[a], (size_t)ng, group_size(r, a), 18,
                                 args, r->prec, NULL));
     (*launches)++;
