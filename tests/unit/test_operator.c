@@ -382,12 +382,14 @@ Test(operator, report_counts_are_positive_and_consistent)
         cr_expect_str_eq(q->bound, tm >= tc ? "memory" : "compute");
         cr_expect_geq(q->predicted_seconds, fmax(tm, tc) * (1 - 1e-12));
       }
-      /* one strategy in both precisions (the defaults may differ: on Q1 hexes the model's
-       * near tie between transpose and sumfact falls either way with the calibration) */
+      /* one strategy and one geometry in both precisions (the defaults may differ: on Q1
+       * hexes the model's near ties, transpose or sumfact and sumfact's stored or vertices
+       * geometry, fall either way with the calibration) */
       fe_report s[2];
       for (int prec = 0; prec < 2; prec++) {
         fe_action_opts o = op_opts("cpu", (fe_precision)prec, 0);
         o.strategy = r[0].strategy;
+        if (!strcmp(o.strategy, "sumfact")) o.geometry = FE_GEOMETRY_STORED;
         o.nolog = 1;
         free(op_run(&p, actions[a], vw, &o, &s[prec]));
       }
