@@ -1,12 +1,8 @@
 -- Manufactured-solution Poisson on every order: rate p+1 in L2 and p in H1 for P1..P4 on
 -- tets, Q1..Q4 on hexes (GLL nodes) and P1..P3 on prisms, on cpu and on opencl.
 -- u = x(1-x) y(1-y) z(1-z) exp(x): zero on the boundary, in no finite element space.
-local function exact(x)
-  local a, b, c = x[1], x[2], x[3]
-  return a * (1 - a) * b * (1 - b) * c * (1 - c) * math.exp(a)
-end
-local source = "exp(x[0]) * (x[0]*(x[0] + 3) * x[1]*(1 - x[1]) * x[2]*(1 - x[2])" ..
-               " + 2 * x[0]*(1 - x[0]) * (x[2]*(1 - x[2]) + x[1]*(1 - x[1])))"
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
+local exact, source = T.mms_exact, T.mms_source
 
 -- the two mesh sizes per order: fine enough to be asymptotic, small enough to be quick
 local sizes = {[1] = {4, 8}, [2] = {3, 6}, [3] = {2, 4}, [4] = {2, 4}}

@@ -136,12 +136,8 @@ if os.getenv("FELAB_TEST_QUICK") == "1" then
   assert(failures == 0, failures .. " comparison(s) failed")
   return
 end
-local function exact(x)
-  local a, b, c = x[1], x[2], x[3]
-  return a * (1 - a) * b * (1 - b) * c * (1 - c) * math.exp(a)
-end
-local source = "exp(x[0]) * (x[0]*(x[0] + 3) * x[1]*(1 - x[1]) * x[2]*(1 - x[2])" ..
-               " + 2 * x[0]*(1 - x[0]) * (x[2]*(1 - x[2]) + x[1]*(1 - x[1])))"
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
+local exact, source = T.mms_exact, T.mms_source
 local sizes = {[1] = {4, 8}, [2] = {3, 6}, [3] = {2, 4}, [4] = {2, 4}}
 local orders = {}
 for p = 1, 4 do orders[#orders + 1] = {"tet", "P" .. p, p} end

@@ -10,14 +10,7 @@ local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, rel_diff = T.check, T.max_rel_diff
 local backends, nvidia_opencl = T.backends(true), T.nvidia_opencl()
 
--- a nonlinear law with an auxiliary field of the same mesh: exercises NEED_U, NEED_X, NEED_F
-local function nonlinear(V)
-  local k = V:interpolate(function(x) return 1 + x[1] * x[2] end)
-  return physics.new{
-    f1 = function(u, du, x, a) return (a.k + u * u) * du end,
-    f0 = function(u, du, x) return u * u * u - math.sin(3 * x[1]) end,
-    fields = {k = k}}
-end
+local nonlinear = T.nonlinear -- exercises NEED_U, NEED_X, NEED_F
 
 local scalar = physics.poisson{kappa = "1 + x[0]*x[1]", source = "sin(3*x[0]) + x[1]"}
 local cases = {

@@ -10,13 +10,7 @@ local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, rel_diff, expect_error = T.check, T.max_rel_diff, T.expect_error
 local backends, nvidia_opencl = T.backends(true), T.nvidia_opencl()
 
-local function nonlinear(V)
-  local k = V:interpolate(function(x) return 1 + x[1] * x[2] end)
-  return physics.new{
-    f1 = function(u, du, x, a) return (a.k + u * u) * du end,
-    f0 = function(u, du, x) return u * u * u - math.sin(3 * x[1]) end,
-    fields = {k = k}}
-end
+local nonlinear = T.nonlinear
 local scalar = physics.poisson{kappa = "1 + x[0]*x[1]", source = "sin(3*x[0]) + x[1]"}
 
 -- every action with strategy s (and opts o) against transpose on the cpu in double
@@ -145,12 +139,7 @@ check(list:find("transpose") and not list:find("sumfact"), "P2 tets: %s", list)
 
 -- manufactured solution on distorted hexes: -lap u = f with u = x(1-x) y(1-y) z(1-z) exp(x),
 -- zero on the boundary; sumfact with Gauss points and with GLL points at the nodes (BP5)
-local function exact(x)
-  local a, b, c = x[1], x[2], x[3]
-  return a * (1 - a) * b * (1 - b) * c * (1 - c) * math.exp(a)
-end
-local source = "exp(x[0]) * (x[0]*(x[0] + 3) * x[1]*(1 - x[1]) * x[2]*(1 - x[2])" ..
-               " + 2 * x[0]*(1 - x[0]) * (x[2]*(1 - x[2]) + x[1]*(1 - x[1])))"
+local exact, source = T.mms_exact, T.mms_source
 for _, c in ipairs({{2, "gauss"}, {3, "gauss"}, {3, "gll"}}) do
   local p, rule, err = c[1], c[2], {}
   for i, n in ipairs({2, 4}) do
