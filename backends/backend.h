@@ -70,8 +70,8 @@ typedef struct fe_backend_ops {
   int (*kernel)(void *impl, fe_module *mod, const char *name, fe_kernel **k);
   /* Launch ngroups work groups of group_size threads each (the cpu backend runs the
    * groups on OpenMP threads and ignores group_size). With seconds, blocks until done and
-   * *seconds gets the kernel's own time (events on GPUs); with seconds NULL a GPU backend
-   * returns at once, and a failure shows at the next finish. */
+   * *seconds gets the kernel's own time (events on GPUs); with seconds NULL cuda returns at
+   * once, and a failure shows at the next finish (opencl still waits). */
   int (*launch)(void *impl, fe_kernel *k, size_t ngroups, size_t group_size, int nargs,
                 const fe_arg *args, fe_precision prec, double *seconds);
   /* Optional (NULL: none): launches of k get bytes of dynamic shared memory, up to

@@ -439,7 +439,7 @@ int opencl_finish(void *impl)
   return 0;
 }
 
-/* Run a kernel (arguments set); with seconds, wait and read its profiled time. */
+/* Run a kernel (arguments set) and wait; with seconds, read its profiled time. */
 int opencl_enqueue(opencl_impl *cl, cl_kernel k, const char *name, size_t ngroups, size_t group,
                    double *seconds)
 {
@@ -450,11 +450,7 @@ int opencl_enqueue(opencl_impl *cl, cl_kernel k, const char *name, size_t ngroup
     FE_ERROR(err == CL_MEM_OBJECT_ALLOCATION_FAILURE ? FE_ERR_MEM : FE_ERR_BACKEND,
              "launching OpenCL kernel '%s' (%zu groups of %zu) on %s failed: %s", name, ngroups,
              group, cl->info.name, opencl_error_name(err));
-  if (!seconds) { /* no wait: a failure shows at the next finish */
-    clReleaseEvent(ev);
-    return 0;
-  }
-  err = clWaitForEvents(1, &ev);
+  err = clWaitForEvents(1, &ev); /* always: PoCL's threads idle at exit (LSan's tracer) */
   cl_int status = CL_COMPLETE;
   clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
   if (err != CL_SUCCESS || status < 0) {
@@ -462,10 +458,12 @@ int opencl_enqueue(opencl_impl *cl, cl_kernel k, const char *name, size_t ngroup
     FE_ERROR(FE_ERR_BACKEND, "OpenCL kernel '%s' (%zu groups of %zu) failed on %s: %s", name,
              ngroups, group, cl->info.name, opencl_error_name(status < 0 ? status : err));
   }
-  cl_ulong t0 = 0, t1 = 0;
-  clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
-  clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
-  *seconds = t1 > t0 ? 1e-9 * (double)(t1 - t0) : 0.0;
+  if (seconds) {
+    cl_ulong t0 = 0, t1 = 0;
+    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+    *seconds = t1 > t0 ? 1e-9 * (double)(t1 - t0) : 0.0;
+  }
   clReleaseEvent(ev);
   return 0;
 }
