@@ -665,13 +665,14 @@ static int realization_get(fe_operator *A, const fe_action_opts *o, fe_realizati
     key.walk = o->walk;
     key.lanes = o->lanes;
     key.geometry = o->geometry;
+    key.scatter = o->scatter;
   }
   key.precision = (int)prec;
   for (int i = 0; i < A->nreal; i++) {
     fe_realization *r = A->real[i];
     if (r->be == be && r->prec == prec && r->st == st && r->asked.block == key.block &&
         r->asked.walk == key.walk && r->asked.lanes == key.lanes &&
-        r->asked.geometry == key.geometry) {
+        r->asked.geometry == key.geometry && r->asked.scatter == key.scatter) {
       *out = r;
       return 0;
     }

@@ -25,12 +25,18 @@ typedef struct fe_action_opts {
   int lanes;             /* strategy "patch": nodes whose runs are interleaved (a power of two
                           * up to 64), 0: the backend's (GPUs: a shared-memory row) */
   int geometry;          /* strategy "sumfact": FE_GEOMETRY_AUTO, _STORED or _VERTICES */
+  int scatter;           /* strategy "sumfact": FE_SCATTER_AUTO, _ATOMIC or _NODES */
   int nolog;             /* 1: keep this call out of the session log (solvers' inner calls) */
 } fe_action_opts;
 
 /* Where sumfact's geometric factors come from: the model's choice, stored per point, or
  * recomputed from the cell's corners (straight cells only). */
 enum { FE_GEOMETRY_AUTO, FE_GEOMETRY_STORED, FE_GEOMETRY_VERTICES };
+
+/* How sumfact adds the cells' results into y: the default, an atomic add per (cell, node),
+ * or per node: the cells write an E-vector (cells x nodes, plain stores) and a second
+ * kernel sums each node's entries through the node -> (cell, node) map. */
+enum { FE_SCATTER_AUTO, FE_SCATTER_ATOMIC, FE_SCATTER_NODES };
 
 void fe_action_opts_default(fe_action_opts *o);
 

@@ -15,11 +15,11 @@
 static const char *const create_keys[] = {"dirichlet", "value", "quadrature", NULL};
 static const char *const quad_keys[] = {"degree", "rule", NULL};
 static const char *const action_keys[] = {"backend", "precision", "strategy", "block", "walk",
-                                          "lanes", "geometry", NULL};
+                                          "lanes", "geometry", "scatter", NULL};
 static const char *const state_keys[] = {"backend", "precision", "strategy", "block", "walk",
-                                         "lanes", "geometry", "at", NULL};
+                                         "lanes", "geometry", "scatter", "at", NULL};
 static const char *const initial_keys[] = {"backend", "precision", "strategy", "block", "walk",
-                                           "lanes", "geometry", "interior", NULL};
+                                           "lanes", "geometry", "scatter", "interior", NULL};
 
 /* The open operator at i (a method's self), or an error naming the function. */
 static fe_operator *check_operator(lua_State *L, int i, const char *fname)
@@ -36,7 +36,7 @@ static void read_action_opts(lua_State *L, int t, const char *fname, const char 
   if (!lua_istable(L, t))
     luaL_error(L, "%s: the options must be a table, got %s", fname, felab_kind_of(L, t));
   felab_check_keys(L, t, fname, valid);
-  felab_read_geometry(L, t, fname, o);
+  felab_read_sumfact_opts(L, t, fname, o);
   o->backend = felab_opt_field_name(L, t, fname, "backend");
   o->strategy = felab_opt_field_name(L, t, fname, "strategy");
   int type = lua_getfield(L, t, "precision");

@@ -14,13 +14,13 @@
 
 static const char *const cg_keys[] = {"pc",       "rtol",      "atol",     "maxit",
                                       "backend",  "precision", "strategy", "block",
-                                      "walk",     "lanes",     "geometry", "monitor",
+                                      "walk",     "lanes",     "geometry", "scatter", "monitor",
                                       "x0",       NULL};
 static const char *const newton_keys[] = {"linear",     "pc",           "rtol",     "atol",
                                           "maxit",      "linear_rtol",  "linear_maxit",
                                           "linesearch", "backend",      "precision",
                                           "strategy",   "block",        "walk",
-                                          "lanes",      "geometry",     "monitor",
+                                          "lanes",      "geometry", "scatter",     "monitor",
                                           "x0",         NULL};
 
 /* opts[key] as a finite number >= 0 into *v (kept when absent); fname names the caller. */
@@ -59,7 +59,7 @@ static void read_common_opts(lua_State *L, int t, const char *fname, fe_action_o
   opt_integer(L, t, fname, "block", 0, &act->block);
   opt_integer(L, t, fname, "walk", -1, &act->walk);
   opt_integer(L, t, fname, "lanes", 0, &act->lanes); /* a power of two: the engine checks */
-  felab_read_geometry(L, t, fname, act);
+  felab_read_sumfact_opts(L, t, fname, act);
   act->backend = felab_opt_field_name(L, t, fname, "backend");
   act->strategy = felab_opt_field_name(L, t, fname, "strategy");
   const char *prec = felab_opt_field_name(L, t, fname, "precision");

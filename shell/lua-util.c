@@ -128,18 +128,29 @@ const char *felab_opt_field_name(lua_State *L, int t, const char *fname, const c
   return s;
 }
 
-void felab_read_geometry(lua_State *L, int t, const char *fname, fe_action_opts *o)
+void felab_read_sumfact_opts(lua_State *L, int t, const char *fname, fe_action_opts *o)
 {
   static const char *const names[] = {"auto", "stored", "vertices"};
+  static const char *const scatters[] = {"auto", "atomic", "nodes"};
   const char *g = felab_opt_field_name(L, t, fname, "geometry");
-  if (!g) return;
-  for (int i = 0; i < 3; i++)
-    if (!strcmp(g, names[i])) {
-      o->geometry = i; /* FE_GEOMETRY_AUTO, _STORED, _VERTICES */
-      return;
-    }
-  luaL_error(L, "%s: geometry must be \"stored\" (factors per point), \"vertices\" (from the "
-             "cell's corners) or \"auto\", got '%s'", fname, g);
+  const char *s = felab_opt_field_name(L, t, fname, "scatter");
+  if (g) {
+    int i = 0;
+    while (i < 3 && strcmp(g, names[i])) i++;
+    if (i == 3)
+      luaL_error(L, "%s: geometry must be \"stored\" (factors per point), \"vertices\" (from "
+                 "the cell's corners) or \"auto\", got '%s'", fname, g);
+    o->geometry = i; /* FE_GEOMETRY_AUTO, _STORED, _VERTICES */
+  }
+  if (s) {
+    int i = 0;
+    while (i < 3 && strcmp(s, scatters[i])) i++;
+    if (i == 3)
+      luaL_error(L, "%s: scatter must be \"atomic\" (an atomic add per cell and node), "
+                 "\"nodes\" (cells write their own entries, then a sum per node) or \"auto\", "
+                 "got '%s'", fname, s);
+    o->scatter = i; /* FE_SCATTER_AUTO, _ATOMIC, _NODES */
+  }
 }
 
 /* Push a vector handle holding NULL that remembers the value at index space (a space). */

@@ -99,10 +99,10 @@ struct fe_vector *felab_check_vector(lua_State *L, int i, const char *fname, con
  * absent), or an error "<fname>: <what> must be a name, got <kind>". */
 const char *felab_opt_name(lua_State *L, int i, const char *fname, const char *what);
 const char *felab_opt_field_name(lua_State *L, int t, const char *fname, const char *key);
-/* opts.geometry of the table at t ("stored" | "vertices" | "auto", absent: auto) into
- * o->geometry, or an error naming fname. */
+/* sumfact's opts.geometry ("stored" | "vertices" | "auto") and opts.scatter ("atomic" |
+ * "nodes" | "auto") of the table at t (absent: auto) into o, or an error naming fname. */
 struct fe_action_opts;
-void felab_read_geometry(lua_State *L, int t, const char *fname, struct fe_action_opts *o);
+void felab_read_sumfact_opts(lua_State *L, int t, const char *fname, struct fe_action_opts *o);
 
 /* Push a vector handle holding NULL (the caller stores the engine vector) that remembers the
  * value at index space, or the space of the vector or operator at i. */

@@ -25,7 +25,13 @@ typedef struct sumfact_data {
   int vertices;     /* geometry recomputed from the corners (else stored per point) */
   size_t dynamic;   /* bytes of dynamic shared memory (above the static limit), else 0 */
   int pad0, pad1;   /* stored cells [pad0, pad1) are padding */
+  int nodesum;      /* scatter "nodes": an E-vector, then fe_nodesum (else atomic adds) */
+  fe_buffer evec;   /* nodesum: stored cells x NC x NB reals */
+  fe_buffer noff, nidx; /* nodesum: node n's entries idx[off[n] .. off[n + 1]) = s NC NB + l */
+  fe_kernel *sum[FE_NACTIONS]; /* nodesum: fe_nodesum of each action's module */
 } sumfact_data;
+
+#define SUMFACT_SUM_ITEMS 128 /* nodes per group of fe_nodesum */
 
 /* Points per direction of a tensor rule. */
 static int points_per_direction(const fe_quadrature *Q, int dim)
@@ -102,7 +108,7 @@ static int default_block(const fe_operator *A, const fe_backend *be, fe_precisio
 
 /* The counts of action a on the whole mesh. */
 static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a, int vertices,
-                           double *flops, double *bytes)
+                           int nodesum, double *flops, double *bytes)
 {
   const fe_space *V = A->V;
   fe_sumfact_shape sh = shape_of(A, prec, a, vertices);
@@ -114,13 +120,15 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
                         : ncells * A->quad[a].npoints * fe_geo_stride(V->elem.dim) * w;
   *bytes = fe_codegen_common_bytes(&s, A->ndir) + ncells * V->elem.nbasis * 4.0 + geo +
            (sh.need_x ? V->nnodes * 3 * w : 0);
+  /* scatter "nodes": the E-vector written and read back, its index and the node offsets */
+  if (nodesum) *bytes += ncells * V->elem.nbasis * (2.0 * V->ncomp * w + 4) + V->nnodes * 4.0;
 }
 
 /* The model's time of the apply with or without vertices. */
 static double predict_apply(const fe_operator *A, fe_backend *be, fe_precision prec, int vertices)
 {
   double flops, bytes;
-  sumfact_counts(A, prec, FE_ACTION_APPLY, vertices, &flops, &bytes);
+  sumfact_counts(A, prec, FE_ACTION_APPLY, vertices, 0, &flops, &bytes);
   return fe_predict_seconds(be, prec, flops, bytes);
 }
 
@@ -157,8 +165,46 @@ static int sumfact_configure(fe_realization *r, const fe_action_opts *o)
             "shared memory per work group; %s allows %zu%s", block, A->V->name, need,
             r->be->name, optin > limit ? optin : limit, block > 1 ? " (use a smaller block)" : "");
   r->block = block;
-  r->colored = !strcmp(r->be->name, "cpu"); /* as transpose: plain adds color by color */
+  /* atomics unless asked: measured faster on the H100 at Q3 and Q7 (docs/benchmarks.md) */
+  d->nodesum = o->scatter == FE_SCATTER_NODES;
+  /* as transpose, the cpu adds plainly color by color; the E-vector needs no colors */
+  r->colored = !strcmp(r->be->name, "cpu") && !d->nodesum;
   return 0;
+}
+
+/* scatter "nodes": the node -> E-vector map (CSR over the nodes, each node's entries in
+ * stored cell order; a constrained node has none) and the E-vector itself. */
+static int upload_node_map(fe_realization *r, const int *cells, size_t npad)
+{
+  const fe_space *V = r->A->V;
+  sumfact_data *d = r->data;
+  size_t nb = (size_t)V->elem.nbasis, nn = (size_t)V->nnodes, nc = (size_t)V->ncomp;
+  FE_ASSERT(npad * nb * nc < (size_t)1 << 31, FE_ERR_ARG, "scatter = \"nodes\": %zu cells x %zu "
+            "entries do not fit int indices", npad, nb * nc);
+  int *off = calloc(nn + 1, sizeof(int)), *idx = malloc(sizeof(int) * (npad * nb + 1));
+  if (!off || !idx) {
+    free(off);
+    free(idx);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for the node map");
+  }
+  for (size_t i = 0; i < npad * nb; i++) {
+    int s = (int)(i / nb);
+    if (cells[i] >= 0 && (s < d->pad0 || s >= d->pad1)) off[cells[i] + 1]++;
+  }
+  for (size_t n = 0; n < nn; n++) off[n + 1] += off[n];
+  for (size_t i = 0; i < npad * nb; i++) { /* off[n] walks to off[n + 1], then shifts back */
+    int s = (int)(i / nb);
+    if (cells[i] >= 0 && (s < d->pad0 || s >= d->pad1))
+      idx[off[cells[i]]++] = (int)((size_t)s * nc * nb + i % nb);
+  }
+  for (size_t n = nn; n > 0; n--) off[n] = off[n - 1];
+  off[0] = 0;
+  int rc = fe_upload_ints(r->be, off, nn + 1, &d->noff);
+  if (!rc) rc = fe_upload_ints(r->be, idx, (size_t)off[nn] + 1, &d->nidx);
+  free(off);
+  free(idx);
+  if (!rc) rc = r->be->ops->alloc(r->be->impl, npad * nb * nc * fe_precision_size(r->prec), &d->evec);
+  return rc;
 }
 
 /* The cell map in lexicographic node order, in the stored order perm, a constrained node as
@@ -194,6 +240,7 @@ static int upload_cells(fe_realization *r, const int *perm, size_t npad)
   }
   free(con);
   int rc = fe_upload_ints(r->be, cells, npad * nb, &d->cells);
+  if (!rc && d->nodesum) rc = upload_node_map(r, cells, npad);
   free(cells);
   return rc;
 }
@@ -215,7 +262,9 @@ static void sumfact_release(fe_realization *r)
 {
   sumfact_data *d = r->data;
   if (!d) return;
-  if (d->cells.ptr) r->be->ops->release(r->be->impl, &d->cells);
+  fe_buffer *bufs[] = {&d->cells, &d->evec, &d->noff, &d->nidx};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+    if (bufs[i]->ptr) r->be->ops->release(r->be->impl, bufs[i]);
   free(d);
   r->data = NULL;
 }
@@ -307,8 +356,11 @@ static int sumfact_source(const fe_realization *r, fe_action a, const char *prea
            "#define P1 %d /* nodes per direction */\n#define Q1 %d /* points per direction */\n"
            "#define COLLOCATED %d /* the points are the nodes */\n"
            "#define GEO_VERTICES %d /* the map from the corners (else stored factors) */\n"
-           "#define SF_DYNAMIC %d /* the shared arrays are dynamic (cuda, above 48 KB) */\n",
-           sh.p1, sh.q1, sh.collocated, d->vertices, d->dynamic > 0);
+           "#define SF_DYNAMIC %d /* the shared arrays are dynamic (cuda, above 48 KB) */\n"
+           "#define SF_NODESUM %d /* the cells write an E-vector, fe_nodesum adds it up */\n"
+           "#define SF_SUM_ITEMS %d /* nodes per group of fe_nodesum */\n",
+           sh.p1, sh.q1, sh.collocated, d->vertices, d->dynamic > 0, d->nodesum,
+           SUMFACT_SUM_ITEMS);
   s.defines = defines;
   fe_strbuf t = {0};
   int rc = emit_tables(r->A, a, sh.q1, &t);
@@ -344,19 +396,35 @@ static int sumfact_integrate(fe_realization *r, fe_action a, const fe_vector *u,
         {.kind = FE_ARG_BUFFER, .buf = geo},
     };
     fe_physics_args(r, u, w, y, args + 8);
+    if (d->nodesum) args[17].buf = &d->evec; /* the cells' own entries */
     if (d->dynamic) /* kept by the kernel: a call that changes nothing returns at once */
       FE_CHECK(r->be->ops->kernel_shared(r->be->impl, r->kernel[a], d->dynamic));
     FE_CHECK(r->be->ops->launch(r->be->impl, r->kernel[a], (size_t)ng, group_size(r, a), 18,
                                 args, r->prec, NULL));
     (*launches)++;
   }
+  if (!d->nodesum) return 0;
+  if (!d->sum[a])
+    FE_CHECK(r->be->ops->kernel(r->be->impl, r->module[a], "fe_nodesum", &d->sum[a]));
+  int nn = A->V->nnodes, ng = (nn + SUMFACT_SUM_ITEMS - 1) / SUMFACT_SUM_ITEMS;
+  fe_arg args[6] = {
+      {.kind = FE_ARG_INT, .i = ng},
+      {.kind = FE_ARG_INT, .i = nn},
+      {.kind = FE_ARG_BUFFER, .buf = &d->noff},
+      {.kind = FE_ARG_BUFFER, .buf = &d->nidx},
+      {.kind = FE_ARG_BUFFER, .buf = &d->evec},
+      {.kind = FE_ARG_BUFFER, .buf = &y->buf},
+  };
+  FE_CHECK(r->be->ops->launch(r->be->impl, d->sum[a], (size_t)ng, SUMFACT_SUM_ITEMS, 6, args,
+                              r->prec, NULL));
+  (*launches)++;
   return 0;
 }
 
 static void sumfact_count(const fe_realization *r, fe_action a, double *flops, double *bytes)
 {
   const sumfact_data *d = r->data;
-  sumfact_counts(r->A, r->prec, a, d->vertices, flops, bytes);
+  sumfact_counts(r->A, r->prec, a, d->vertices, d->nodesum, flops, bytes);
 }
 
 static void sumfact_estimate(const fe_operator *A, const fe_backend *be, fe_precision prec,
@@ -364,9 +432,9 @@ static void sumfact_estimate(const fe_operator *A, const fe_backend *be, fe_prec
 {
   (void)be;
   double f2, b2;
-  sumfact_counts(A, prec, a, 0, flops, bytes);
+  sumfact_counts(A, prec, a, 0, 0, flops, bytes);
   if (A->V->curved) return;
-  sumfact_counts(A, prec, a, 1, &f2, &b2);
+  sumfact_counts(A, prec, a, 1, 0, &f2, &b2);
   if (b2 < *bytes) { /* the cheaper of the two geometries by the bytes that bind them */
     *flops = f2;
     *bytes = b2;

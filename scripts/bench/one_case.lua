@@ -3,7 +3,7 @@
 -- of `reps` applies (reps = 1: a single launch for `ncu`), then Jacobi-PCG for `its`
 -- iterations (0: none).
 -- usage: felab scripts/bench/one_case.lua [backend] [cell] [space] [cells per side]
---          [strategy] [precision] [reps] [its] [block] [lanes] [geometry] [rule]
+--          [strategy] [precision] [reps] [its] [block] [lanes] [geometry] [rule] [scatter]
 local backend, cell, space = arg[1] or "cuda", arg[2] or "tet", arg[3] or "P1"
 local n = tonumber(arg[4]) or 192
 local o = {backend = backend, strategy = arg[5] or "patch", precision = arg[6] or "double"}
@@ -11,7 +11,8 @@ local reps, its = tonumber(arg[7]) or 10, tonumber(arg[8]) or 200
 o.block = tonumber(arg[9]) -- nil or 0: the default
 o.lanes = tonumber(arg[10]) -- patches: nodes whose runs are interleaved (nil or 0: the default)
 o.geometry = arg[11] -- sumfact: "stored", "vertices" or nil (the model's choice)
-local rule = arg[12] -- "gll": the collocated rule on GLL nodes; nil: the default (Gauss)
+local rule = arg[12] ~= "" and arg[12] or nil -- "gll": the collocated rule on GLL nodes; nil: the default (Gauss)
+o.scatter = arg[13] -- sumfact: "atomic", "nodes" or nil (the default)
 
 local t0 = perf.clock()
 local m = mesh.box{cells = {n, n, n}, cell = cell}
@@ -34,7 +35,7 @@ print(("apply %.3f ms  %.0f GB/s (%.0f%% of %.0f)  %.0f GF/s  predicted/measured
       best.gflops, best.predicted_seconds / best.seconds))
 if its > 0 then
   local _, info = solve.cg(A, {backend = backend, precision = o.precision, strategy = o.strategy,
-                              block = o.block, lanes = o.lanes, geometry = o.geometry,
+                              block = o.block, lanes = o.lanes, geometry = o.geometry, scatter = o.scatter,
                               pc = "jacobi", rtol = 0, atol = 0, maxit = its})
   print(("PCG %.3f ms/iteration (%d iterations)"):format(1e3 * info.report.seconds / info.iterations,
         info.iterations))
