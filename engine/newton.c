@@ -32,7 +32,12 @@
  * steps. Either way a non-finite residual, or one above 1e12 ||r_0||, is a divergence.
  *
  * Stop when ||r_k|| <= rtol ||r_0|| or ||r_k|| <= atol (2-norms, constrained rows
- * included). Ctrl-C is checked between steps, between line-search trials and inside CG. */
+ * included). Ctrl-C is checked between steps, between line-search trials and inside CG.
+ *
+ * linear = "bicg", "bicgstab" or "gmres" (engine/krylov.c) solve each step instead of CG
+ * when J(u) is nonsymmetric (convection, quasi-linear diffusion). A step whose solve breaks
+ * down or diverges stops the solve with an error naming the step and the reason; one that
+ * reaches linear_maxit takes its inexact du, as CG's does. */
 #include "engine/newton.h"
 
 #include <math.h>
@@ -56,6 +61,7 @@ void fe_newton_opts_default(fe_newton_opts *o)
   o->maxit = 50;
   o->linear_rtol = 1e-12;
   o->linear_maxit = 1000;
+  o->restart = 30;
   o->linesearch = "backtrack";
   fe_action_opts_default(&o->act);
 }
@@ -108,9 +114,10 @@ static void account_vector(newton_work *w, double flops, double words, int launc
 
 static int check_opts(const fe_newton_opts *o)
 {
-  FE_ASSERT(o->linear && !strcmp(o->linear, "cg"), FE_ERR_ARG,
-            "newton: unknown linear solver '%s': only \"cg\" for now (bicg, bicgstab and gmres "
-            "are not written yet)", o->linear ? o->linear : "(null)");
+  FE_ASSERT(fe_solver_known(o->linear), FE_ERR_ARG,
+            "newton: unknown linear solver '%s' (cg, bicg, bicgstab, gmres)",
+            o->linear ? o->linear : "(null)");
+  FE_ASSERT(o->restart >= 1, FE_ERR_ARG, "newton: restart must be >= 1, got %d", o->restart);
   FE_ASSERT(o->pc && (!strcmp(o->pc, "jacobi") || !strcmp(o->pc, "none")), FE_ERR_ARG,
             "newton: unknown preconditioner '%s' (jacobi, none)", o->pc ? o->pc : "(null)");
   FE_ASSERT(o->linesearch && (!strcmp(o->linesearch, "backtrack") ||
@@ -166,7 +173,7 @@ static int warm_up(fe_operator *A, const fe_newton_opts *o, newton_work *w)
   return 0;
 }
 
-/* A CG breakdown inside step k gets the step in its message. */
+/* A linear solver's error inside step k gets the step in its message. */
 static int step_error(int rc, int step)
 {
   if (rc != FE_ERR_SOLVER) return rc;
@@ -175,7 +182,7 @@ static int step_error(int rc, int step)
   return fe_error_set(rc, __FILE__, __LINE__, __func__, "newton step %d: %s", step, msg);
 }
 
-/* w->du solves J(u) du = -r to linear_rtol; *its gets CG's iterations. */
+/* w->du solves J(u) du = -r to linear_rtol; *its gets the linear solver's iterations. */
 static int linear_step(fe_operator *A, const fe_newton_opts *o, newton_work *w, int step,
                        int *its)
 {
@@ -189,11 +196,18 @@ static int linear_step(fe_operator *A, const fe_newton_opts *o, newton_work *w, 
   co.maxit = o->linear_maxit;
   co.act = w->act;
   co.at = w->u; /* J and its diagonal at the current iterate */
+  co.restart = o->restart;
   fe_solver_info ci;
   fe_vector_free(w->du);
   w->du = NULL;
-  int rc = fe_solve_cg(A, w->b, w->zero, &co, &w->du, &ci);
+  int rc = fe_solve_linear(o->linear, A, w->b, w->zero, &co, &w->du, &ci);
   FE_CHECK(step_error(rc, step));
+  if (!ci.converged && strcmp(ci.reason, "maxit") != 0) { /* a breakdown, a divergence */
+    rc = fe_error_set(FE_ERR_SOLVER, __FILE__, __LINE__, __func__, "newton step %d: %s %s",
+                      step, o->linear, ci.reason);
+    fe_solver_info_free(&ci);
+    return rc;
+  }
   *its = ci.iterations;
   account(w, &ci.report);
   w->flops += w->setup.flops;
@@ -276,7 +290,7 @@ static int newton_step(fe_operator *A, const fe_newton_opts *o, newton_work *w, 
   info->iterations = k;
   FE_CHECK(fe_solver_history_add(&info->history, &info->nhistory, rtn));
   if (o->monitor)
-    printf("  newton %3d  |r| = %.6e  cg %4d its  step %g\n", k, rtn, its, lambda);
+    printf("  newton %3d  |r| = %.6e  %s %4d its  step %g\n", k, rtn, o->linear, its, lambda);
   return 0;
 }
 

@@ -1,18 +1,20 @@
 /* felab Newton's method for nonlinear physics: residual(u) = 0 with matrix-free Jacobian
- * actions and preconditioned CG for each linear step (engine/newton.c explains). */
+ * actions and a preconditioned Krylov solve for each linear step (engine/newton.c explains). */
 #ifndef FE_NEWTON_H
 #define FE_NEWTON_H
 
 #include "engine/solver.h"
 
 typedef struct fe_newton_opts {
-  const char *linear;     /* the linear solver of each step: "cg" (the only one so far) */
+  const char *linear;     /* the linear solver of each step: "cg" (default), "bicg",
+                           * "bicgstab" or "gmres" (J(u) nonsymmetric) */
   const char *pc;         /* its preconditioner: "jacobi" (diag J(u), default) or "none" */
   double rtol;            /* stop when ||r_k|| <= rtol ||r_0|| ... */
   double atol;            /* ... or ||r_k|| <= atol */
   int maxit;              /* Newton steps at most */
   double linear_rtol;     /* each step: ||J du + r_k|| <= linear_rtol ||r_k|| (fixed, 1e-12) */
-  int linear_maxit;       /* CG iterations at most per step */
+  int linear_maxit;       /* linear iterations at most per step */
+  int restart;            /* gmres: its restart (30) */
   const char *linesearch; /* "backtrack" (default: halve the step until ||r|| decreases) or
                            * "none" (full steps) */
   fe_action_opts act;     /* backend, precision, strategy of every action and vector */
@@ -25,7 +27,7 @@ typedef struct fe_newton_info {
   char reason[160];      /* "rtol", "atol", "maxit", "stagnated: ...", ... */
   int nhistory;
   double *history;       /* ||r_k||, k = 0..iterations (malloc'd) */
-  int linear_iterations; /* CG iterations of all steps together */
+  int linear_iterations; /* linear iterations of all steps together */
   fe_report report;      /* the whole solve: residuals, CG solves and vector work */
 } fe_newton_info;
 
@@ -35,7 +37,8 @@ void fe_newton_info_free(fe_newton_info *info);
 /* Solve residual(u) = 0 by Newton's method from u0 (NULL: the boundary values, zero
  * elsewhere). *u is made on the solve's backend. A solve that ends without converging
  * (maxit, stagnation) returns 0 with info->converged = 0; a non-finite or exploding
- * residual, a CG breakdown (J not positive definite at some step) or Ctrl-C is an error. */
+ * residual, a breakdown of the linear solver (CG: J not positive definite at some step) or
+ * Ctrl-C is an error naming the step. */
 int fe_solve_newton(fe_operator *A, const fe_vector *u0, const fe_newton_opts *o, fe_vector **u,
                     fe_newton_info *info);
 

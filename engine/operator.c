@@ -22,7 +22,7 @@
 #define OP_MAX_REALIZATIONS 8
 
 static const fe_strategy *const strategy_list[] = {&fe_strategy_transpose, &fe_strategy_patch,
-                                                   &fe_strategy_sumfact};
+                                                   &fe_strategy_sumfact, &fe_strategy_csr};
 #define NSTRATEGIES ((int)(sizeof strategy_list / sizeof strategy_list[0]))
 
 int fe_strategy_count(void) { return NSTRATEGIES; }
@@ -186,6 +186,8 @@ static void realization_free(fe_realization *r)
   }
   for (int a = 0; a < FE_NACTIONS; a++)
     if (r->module[a]) be->ops->module_free(be->impl, r->module[a]);
+  if (r->emodule) be->ops->module_free(be->impl, r->emodule);
+  free(r->perm);
   fe_vector_free(r->scratch);
   fe_vector_free(r->zero);
   free(r->color_start);
@@ -195,6 +197,7 @@ static void realization_free(fe_realization *r)
 void fe_operator_free(fe_operator *A)
 {
   if (!A) return;
+  if (A->transposed != A) fe_operator_free(A->transposed); /* its physics is the pde's */
   for (int i = 0; i < A->nreal; i++) realization_free(A->real[i]);
   for (int a = 0; a < FE_NACTIONS; a++) fe_quadrature_free(&A->quad[a]);
   free(A->aux);
@@ -453,6 +456,13 @@ int fe_realization_schedule(fe_realization *r, int morton, int **perm, size_t *n
     if (!rc) rc = build_schedule(A, r, order, &list);
   }
   if (!rc) rc = cell_permutation(A, r, list, order, perm, npad);
+  if (!rc) { /* kept for element matrices, which are returned in the mesh's order */
+    free(r->perm);
+    r->npad = *npad;
+    r->perm = malloc(sizeof(int) * (*npad + 1));
+    if (r->perm) memcpy(r->perm, *perm, sizeof(int) * *npad);
+    else rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
+  }
   free(order);
   for (int g = 0; !rc && g < r->ngroups; g++) list[g] = g; /* cells are stored in schedule order */
   if (!rc) rc = fe_upload_ints(r->be, list, (size_t)r->ngroups, &r->groups);
@@ -780,6 +790,26 @@ static int op_bind_physics(fe_realization *r, fe_vector **tmp, double *transfer)
   return 0;
 }
 
+int fe_operator_realize(fe_operator *A, const fe_action_opts *o, fe_realization **r, char *why,
+                        size_t nwhy)
+{
+  return realization_get(A, o, r, why, nwhy);
+}
+
+int fe_realization_bind(fe_realization *r, fe_vector **tmp, double *transfer)
+{
+  return op_bind_physics(r, tmp, transfer);
+}
+
+void fe_realization_unbind(fe_realization *r, fe_vector **tmp)
+{
+  for (int i = 0; i < FE_PHYSICS_MAX_FIELDS; i++) {
+    fe_vector_free(tmp[i]);
+    tmp[i] = NULL;
+    r->fv[i] = NULL;
+  }
+}
+
 /* The output: reuse *out when it fits, else make one. */
 static int op_output(const fe_realization *r, int n, fe_vector **out)
 {
@@ -954,4 +984,73 @@ int fe_operator_source(fe_operator *A, const char *action, const fe_action_opts 
   FE_CHECK(fe_action_parse(action, &a));
   FE_CHECK(realization_get(A, o, &r, why, sizeof why));
   return r->st->source(r, a, r->be->ops->preamble(r->be->impl, r->prec), src);
+}
+
+/* ---- the transposed operator (BiCG's shadow system) ----
+ * J^T has the same space, Dirichlet nodes and value as J; its physics is the pde's adjoint
+ * (engine/physics.h: M^T at every point) and its rules are A's own, so that (v, J w) and
+ * (J^T v, w) are the same sums. Dirichlet rows (J w)_i = w_i with constrained entries of w
+ * masked make J = P J0 P + (I - P), whose transpose is P J0^T P + (I - P): the same
+ * treatment of the adjoint physics. */
+
+/* Whether T's rules are A's (A:set_quadrature may have changed A's since T was made). */
+static int same_rules(const fe_operator *A, const fe_operator *T)
+{
+  for (int a = 0; a < FE_NACTIONS; a++) {
+    const fe_quadrature *p = &A->quad[a], *q = &T->quad[a];
+    if (p->npoints != q->npoints || p->degree != q->degree || p->name != q->name) return 0;
+    for (int i = 0; i < p->npoints * p->dim; i++)
+      if (p->points[i] != q->points[i]) return 0;
+  }
+  return 1;
+}
+
+/* T's rules and boundary as A's (T made with none). */
+static int transpose_copy(const fe_operator *A, fe_operator *T)
+{
+  for (int a = 0; a < FE_NACTIONS; a++) {
+    const fe_quadrature *p = &A->quad[a];
+    fe_quadrature *q = &T->quad[a];
+    fe_quadrature_free(q);
+    *q = *p;
+    q->points = malloc(sizeof(double) * (size_t)(p->npoints * p->dim + 1));
+    q->weights = malloc(sizeof(double) * (size_t)(p->npoints + 1));
+    FE_ASSERT(q->points && q->weights, FE_ERR_MEM, "out of host memory for the transpose's rules");
+    memcpy(q->points, p->points, sizeof(double) * (size_t)(p->npoints * p->dim));
+    memcpy(q->weights, p->weights, sizeof(double) * (size_t)p->npoints);
+  }
+  free(T->dir_nodes);
+  T->dir_nodes = malloc(sizeof(int) * (size_t)(A->ndir + 1));
+  FE_ASSERT(T->dir_nodes, FE_ERR_MEM, "out of host memory for the transpose's boundary");
+  memcpy(T->dir_nodes, A->dir_nodes, sizeof(int) * (size_t)A->ndir);
+  T->ndir = A->ndir;
+  T->value = A->value;
+  return 0;
+}
+
+int fe_operator_transpose(fe_operator *A, fe_operator **AT)
+{
+  *AT = NULL;
+  if (A->pde->symmetric) { /* M = M^T pointwise: J^T = J */
+    *AT = A->transposed = A;
+    return 0;
+  }
+  const fe_physics *adj;
+  FE_CHECK(fe_physics_adjoint(A->pde, &adj)); /* also brings its constants up to date */
+  if (A->transposed && !same_rules(A, A->transposed)) {
+    fe_operator_free(A->transposed);
+    A->transposed = NULL;
+  }
+  if (!A->transposed) {
+    fe_operator *T;
+    FE_CHECK(fe_operator_create(A->V, adj, NULL, 0, A->value, &T));
+    int rc = transpose_copy(A, T);
+    if (rc) {
+      fe_operator_free(T);
+      return fe_error_push(rc, __FILE__, __LINE__, __func__);
+    }
+    A->transposed = T;
+  }
+  *AT = A->transposed;
+  return 0;
 }

@@ -85,4 +85,10 @@ typedef struct fe_strategy_info {
 int fe_operator_strategy_info(fe_operator *A, const fe_action_opts *o, fe_strategy_info *info,
                               int max, int *n);
 
+/* J^T as an operator on A's space (its apply is the transposed Jacobian action at the same
+ * state; BiCG's shadow system): A itself when the physics is symmetric pointwise, else a
+ * companion made once, owned by A and freed with it. A physics written in C (not traced)
+ * has no known transpose: an error naming it. */
+int fe_operator_transpose(fe_operator *A, fe_operator **AT);
+
 #endif

@@ -6,7 +6,13 @@
  * and the linearization the kernels run is their action on the direction (w, dw):
  *   df0_i = g0[i][.] w + g1[i][.] dw,   df1_id = g2[id][.] w + g3[id][.] dw,
  * built in the same graph, so zero blocks vanish, unit entries cost nothing and everything
- * the action shares with itself is computed once. Flops are counted on what is emitted. */
+ * the action shares with itself is computed once. Flops are counted on what is emitted.
+ *
+ * The adjoint (for J^T, BiCG's shadow system): with M = [g0 g1; g2 g3] acting on [w; dw],
+ *   (v, J w) = integral of [v; grad v] . M [w; grad w] = integral of M^T [v; grad v] . [w; grad w],
+ * so J^T is the operator whose pointwise linearization is M^T = [g0^T g2^T; g1^T g3^T]. Its
+ * action is built from the same nodes, transposed; when every block entry equals its
+ * transposed partner (the same node: the graph is hash-consed) M is symmetric and J^T = J. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,18 +48,25 @@ static void math_name(void *ctx, fe_var v, int i, fe_strbuf *b)
   }
 }
 
-/* The four blocks and the action, as node ids. */
+/* The four blocks and the action, as node ids, and the same for the adjoint (M^T). */
 typedef struct derived {
   int *g[4];   /* g0 nc*nc, g1 nc*nc*dim, g2 nc*dim*nc, g3 (nc*dim)^2 */
   int *df0, *df1;
   int n[4];
+  int *ag[4];  /* g0^T, g2^T, g1^T, g3^T: the blocks of M^T, shaped as g0..g3 */
+  int *adf0, *adf1;
 } derived;
 
 static void derived_free(derived *d)
 {
-  for (int i = 0; i < 4; i++) free(d->g[i]);
+  for (int i = 0; i < 4; i++) {
+    free(d->g[i]);
+    free(d->ag[i]);
+  }
   free(d->df0);
   free(d->df1);
+  free(d->adf0);
+  free(d->adf1);
 }
 
 /* d(out[r]) / d(var j) for every (r, j) into blk[r * ncols + j]. */
@@ -74,6 +87,33 @@ static int contract(fe_xgraph *g, const int *blk, int r, int ncols, fe_var v)
   return s;
 }
 
+/* The action of blocks b (shaped as g0..g3) on (w, dw): df0[nc], df1[nd]; nonzero on error. */
+static int action(fe_xgraph *g, int *const *b, int nc, int nd, int *df0, int *df1)
+{
+  int rc = 0;
+  for (int i = 0; !rc && i < nc; i++)
+    rc = (df0[i] = fe_x_binary(g, FE_X_ADD, contract(g, b[0], i, nc, FE_V_W),
+                               contract(g, b[1], i, nd, FE_V_DW))) < 0;
+  for (int i = 0; !rc && i < nd; i++)
+    rc = (df1[i] = fe_x_binary(g, FE_X_ADD, contract(g, b[2], i, nc, FE_V_W),
+                               contract(g, b[3], i, nd, FE_V_DW))) < 0;
+  return rc;
+}
+
+/* M^T's blocks from M's: ag0 = g0^T, ag1 = g2^T, ag2 = g1^T, ag3 = g3^T. */
+static void transpose_blocks(derived *d, int nc, int nd)
+{
+  for (int i = 0; i < nc; i++)
+    for (int j = 0; j < nc; j++) d->ag[0][j * nc + i] = d->g[0][i * nc + j];
+  for (int r = 0; r < nd; r++)
+    for (int j = 0; j < nc; j++) {
+      d->ag[1][j * nd + r] = d->g[2][r * nc + j];
+      d->ag[2][r * nc + j] = d->g[1][j * nd + r];
+    }
+  for (int r = 0; r < nd; r++)
+    for (int c = 0; c < nd; c++) d->ag[3][c * nd + r] = d->g[3][r * nd + c];
+}
+
 static int derive(const fe_trace *t, derived *d)
 {
   fe_xgraph *g = t->g;
@@ -82,21 +122,27 @@ static int derive(const fe_trace *t, derived *d)
   d->n[0] = nc * nc;
   d->n[1] = d->n[2] = nc * nd;
   d->n[3] = nd * nd;
-  for (int i = 0; i < 4; i++) d->g[i] = malloc(sizeof(int) * (size_t)d->n[i]);
+  int ok = 1;
+  for (int i = 0; i < 4; i++) {
+    d->g[i] = malloc(sizeof(int) * (size_t)d->n[i]);
+    d->ag[i] = malloc(sizeof(int) * (size_t)d->n[i]);
+    ok = ok && d->g[i] && d->ag[i];
+  }
   d->df0 = malloc(sizeof(int) * (size_t)nc);
   d->df1 = malloc(sizeof(int) * (size_t)nd);
-  if (!d->g[0] || !d->g[1] || !d->g[2] || !d->g[3] || !d->df0 || !d->df1) {
+  d->adf0 = malloc(sizeof(int) * (size_t)nc);
+  d->adf1 = malloc(sizeof(int) * (size_t)nd);
+  if (!ok || !d->df0 || !d->df1 || !d->adf0 || !d->adf1) {
     derived_free(d);
     FE_ERROR(FE_ERR_MEM, "out of host memory deriving the Jacobian");
   }
   int rc = block(g, t->f0, nc, FE_V_U, nc, d->g[0]) || block(g, t->f0, nc, FE_V_DU, nd, d->g[1]) ||
            block(g, t->f1, nd, FE_V_U, nc, d->g[2]) || block(g, t->f1, nd, FE_V_DU, nd, d->g[3]);
-  for (int i = 0; !rc && i < nc; i++)
-    rc = (d->df0[i] = fe_x_binary(g, FE_X_ADD, contract(g, d->g[0], i, nc, FE_V_W),
-                                  contract(g, d->g[1], i, nd, FE_V_DW))) < 0;
-  for (int i = 0; !rc && i < nd; i++)
-    rc = (d->df1[i] = fe_x_binary(g, FE_X_ADD, contract(g, d->g[2], i, nc, FE_V_W),
-                                  contract(g, d->g[3], i, nd, FE_V_DW))) < 0;
+  if (!rc) rc = action(g, d->g, nc, nd, d->df0, d->df1);
+  if (!rc) {
+    transpose_blocks(d, nc, nd);
+    rc = action(g, d->ag, nc, nd, d->adf0, d->adf1);
+  }
   if (rc) {
     derived_free(d);
     return fe_error_push(FE_ERR_ARG, __FILE__, __LINE__, __func__);
@@ -210,10 +256,22 @@ static int fill(fe_physics *p, const fe_trace *t, const derived *d)
   p->df0 = body(g, d->df0, nc, "df0");
   p->df1 = body(g, d->df1, nd, "df1");
   static const char *const gn[4] = {"g0", "g1", "g2", "g3"};
-  for (int i = 0; i < 4; i++) p->g[i] = body(g, d->g[i], d->n[i], gn[i]);
+  p->symmetric = 1;
+  for (int i = 0; i < 4; i++) {
+    p->g[i] = body(g, d->g[i], d->n[i], gn[i]);
+    p->ag[i] = body(g, d->ag[i], d->n[i], gn[i]);
+    p->symmetric = p->symmetric && !memcmp(d->g[i], d->ag[i], sizeof(int) * (size_t)d->n[i]);
+  }
+  p->adf0 = body(g, d->adf0, nc, "df0"); /* the adjoint's bodies write its own df0, df1 */
+  p->adf1 = body(g, d->adf1, nd, "df1");
+  p->has_adjoint = 1;
   int missing = (!p->f0 && !all_zero(g, t->f0, nc)) || (!p->f1 && !all_zero(g, t->f1, nd)) ||
-                (!p->df0 && !all_zero(g, d->df0, nc)) || (!p->df1 && !all_zero(g, d->df1, nd));
+                (!p->df0 && !all_zero(g, d->df0, nc)) || (!p->df1 && !all_zero(g, d->df1, nd)) ||
+                (!p->adf0 && !all_zero(g, d->adf0, nc)) || (!p->adf1 && !all_zero(g, d->adf1, nd));
   FE_ASSERT(!missing, FE_ERR_MEM, "out of host memory emitting the physics");
+  p->flops_adf = flops2(g, d->adf0, nc, d->adf1, nd);
+  p->degree_adf0 = degree_of(t, d->adf0, nc);
+  p->degree_adf1 = degree_of(t, d->adf1, nd);
   p->flops_f = flops2(g, t->f0, nc, t->f1, nd);
   p->flops_df = flops2(g, d->df0, nc, d->df1, nd);
   p->uses_x = depends_any(g, t->f0, nc, FE_V_X) || depends_any(g, t->f1, nd, FE_V_X) ||

@@ -106,6 +106,7 @@ int fe_physics_poisson(const char *kappa, const char *source, fe_physics **out)
   }
   p->uses_x = reads_x(kappa) || reads_x(source);
   p->nonlinear = 0;
+  p->symmetric = 1; /* df1 = kappa dw: M = diag(0, kappa I) */
   /* an expression of x counts as a quadratic for the choice of quadrature */
   p->degree_f0 = reads_x(source) ? 2 : 0;
   p->degree_f1 = p->degree_df1 = reads_x(kappa) ? 2 : 0;
@@ -203,6 +204,81 @@ int fe_physics_set_constant(fe_physics *p, const char *name, double value)
   return rc;
 }
 
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+/* A new physics with p's terms, tables and fields whose Jacobian action is p's adjoint. */
+static int adjoint_make(const fe_physics *p, fe_physics **out)
+{
+  fe_physics *q;
+  FE_CALLOC(q, 1, "adjoint physics");
+  snprintf(q->name, sizeof q->name, "%.29s^T", p->name);
+  q->ncomp = p->ncomp;
+  q->dim = p->dim;
+  q->f0 = dup_or_null(p->f0);
+  q->f1 = dup_or_null(p->f1);
+  q->df0 = dup_or_null(p->adf0);
+  q->df1 = dup_or_null(p->adf1);
+  int ok = (!p->f0 || q->f0) && (!p->f1 || q->f1) && (!p->adf0 || q->df0) && (!p->adf1 || q->df1);
+  for (int i = 0; i < 4; i++) ok = ok && (!p->ag[i] || (q->g[i] = strdup(p->ag[i])));
+  q->uses_x = p->uses_x;
+  q->nonlinear = p->nonlinear; /* the same blocks, transposed: the same dependence on u */
+  q->degree_f0 = p->degree_f0;
+  q->degree_f1 = p->degree_f1;
+  q->degree_df0 = p->degree_adf0;
+  q->degree_df1 = p->degree_adf1;
+  q->flops_f = p->flops_f;
+  q->flops_df = p->flops_adf;
+  fe_strbuf desc = {0};
+  fe_strbuf_printf(&desc, "the transposed Jacobian of %s: %s", p->name,
+                   p->description ? p->description : "");
+  ok = !fe_strbuf_finish(&desc, &q->description) && ok;
+  q->nregions = p->nregions;
+  if (p->nregions) q->region_names = copy_names(p->nregions, (const char *const *)p->region_names);
+  q->region_values = malloc(sizeof(double) * (size_t)(p->nregions * p->naux + 1));
+  ok = ok && (!p->nregions || q->region_names) && q->region_values;
+  for (int i = 0; ok && i < p->nregions * p->naux; i++) q->region_values[i] = p->region_values[i];
+  q->nfields = p->nfields;
+  for (int i = 0; i < p->nfields; i++) {
+    ok = ok && (q->field_names[i] = strdup(p->field_names[i]));
+    q->field_ncomp[i] = p->field_ncomp[i];
+  }
+  q->uses_fields = p->uses_fields;
+  int rc = ok ? 0 : fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
+                                 "out of host memory for the adjoint of physics %s", p->name);
+  if (!rc)
+    rc = fe_physics_set_names(q, p->naux, (const char *const *)p->aux_names, p->nconst,
+                              (const char *const *)p->const_names, p->const_values);
+  if (rc) {
+    fe_physics_free(q);
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
+  *out = q;
+  return 0;
+}
+
+int fe_physics_adjoint(const fe_physics *p, const fe_physics **out)
+{
+  *out = NULL;
+  FE_ASSERT(p->has_adjoint, FE_ERR_UNAVAILABLE,
+            "physics '%s' is written in C (not traced): its transposed Jacobian is unknown; "
+            "write it with physics.new{f0 = function ..., f1 = function ...} so that felab can "
+            "derive and transpose it", p->name);
+  fe_physics *q = p->adjoint;
+  if (!q) {
+    FE_CHECK(adjoint_make(p, &q));
+    ((fe_physics *)p)->adjoint = q; /* a cache: p itself does not change */
+  }
+  /* what may change after a physics is made: its named constants and bound fields */
+  for (int i = 0; i < p->nconst; i++) q->const_values[i] = p->const_values[i];
+  q->const_version = p->const_version;
+  for (int i = 0; i < p->nfields; i++) {
+    q->field_vec[i] = p->field_vec[i];
+    q->field_space[i] = p->field_space[i];
+  }
+  *out = q;
+  return 0;
+}
+
 int fe_physics_field_values(const fe_physics *p)
 {
   int n = 0;
@@ -217,7 +293,13 @@ void fe_physics_free(fe_physics *p)
   free_names(p->const_names, p->nconst);
   free(p->const_values);
   for (int i = 0; i < p->nfields; i++) free(p->field_names[i]);
-  for (int i = 0; i < 4; i++) free(p->g[i]);
+  for (int i = 0; i < 4; i++) {
+    free(p->g[i]);
+    free(p->ag[i]);
+  }
+  free(p->adf0);
+  free(p->adf1);
+  fe_physics_free(p->adjoint);
   free(p->show);
   for (int i = 0; p->region_names && i < p->nregions; i++) free(p->region_names[i]);
   free(p->region_names);

@@ -50,6 +50,16 @@ typedef struct fe_physics {
   int dim;                   /* 0: any dimension; else the one it was traced for */
   char *g[4];                /* Jacobian blocks g0..g3 as C statements (NULL: zero) */
   char *show;                /* f0, f1, g0..g3 as mathematics and C, with flops; or NULL */
+  /* The adjoint: at a point the Jacobian action is [df0; df1] = M [w; dw] with
+   * M = [g0 g1; g2 g3]; the transposed operator J^T runs M^T [w; dw] (fe_operator_transpose). */
+  int symmetric;             /* 1: M = M^T at every point, J^T = J (traced, or known) */
+  int has_adjoint;           /* 1: the transposed bodies below exist (traced physics) */
+  char *adf0, *adf1;         /* M^T's action: adf0_j = g0_ij w_i + g2_ij dw_i, adf1_j = g1_ij
+                              * w_i + g3_ij dw_i (NULL: zero) */
+  char *ag[4];               /* M^T's blocks: g0^T, g2^T, g1^T, g3^T */
+  double flops_adf;          /* flops per point of adf0 and adf1 */
+  int degree_adf0, degree_adf1;
+  struct fe_physics *adjoint; /* made by fe_physics_adjoint on first use, freed with this one */
 } fe_physics;
 
 /* What a trace gives: roots in the graph g for f0[ncomp] and f1[ncomp*dim]. */
@@ -77,6 +87,10 @@ int fe_physics_set_names(fe_physics *p, int naux, const char *const *aux_names, 
                          const char *const *const_names, const double *const_values);
 /* Change named constant `name`; an unknown name is an error listing the known ones. */
 int fe_physics_set_constant(fe_physics *p, const char *name, double value);
+/* The physics whose Jacobian action is p's transposed pointwise (M^T above), at the same
+ * state, with p's regions, constants and bound fields (brought up to date at every call);
+ * owned by p. A physics written in C (no trace) has none: an error naming it. */
+int fe_physics_adjoint(const fe_physics *p, const fe_physics **out);
 /* Number of auxiliary field values (the sum of field_ncomp). */
 int fe_physics_field_values(const fe_physics *p);
 

@@ -29,6 +29,7 @@ void fe_solver_opts_default(fe_solver_opts *o)
   o->rtol = 1e-8;
   o->atol = 1e-50;
   o->maxit = 1000;
+  o->restart = 30;
   fe_action_opts_default(&o->act);
 }
 

@@ -13,6 +13,7 @@ typedef struct fe_solver_opts {
   int monitor;         /* print each iteration's residual norm */
   const fe_vector *at; /* state at which J and diag(J) are taken (NULL: the zero state);
                         * Newton sets it to the current iterate */
+  int restart;         /* gmres: Krylov vectors kept before a restart (30) */
 } fe_solver_opts;
 
 typedef struct fe_solver_info {
@@ -44,5 +45,22 @@ int fe_solver_history_add(double **h, int *n, double v);
  * backend. The solve's report goes to the session log unless o->act.nolog. */
 int fe_solve_cg(fe_operator *A, const fe_vector *b, const fe_vector *x0, const fe_solver_opts *o,
                 fe_vector **x, fe_solver_info *info);
+
+/* The nonsymmetric Krylov methods (engine/krylov.c), with fe_solve_cg's arguments and
+ * conventions, right-preconditioned: each stops on the true residual ||b - J x||. A
+ * breakdown is a result, not an error: converged = 0 and reason "breakdown: ...". bicg
+ * also needs J^T (fe_operator_transpose). */
+int fe_solve_bicg(fe_operator *A, const fe_vector *b, const fe_vector *x0,
+                  const fe_solver_opts *o, fe_vector **x, fe_solver_info *info);
+int fe_solve_bicgstab(fe_operator *A, const fe_vector *b, const fe_vector *x0,
+                      const fe_solver_opts *o, fe_vector **x, fe_solver_info *info);
+int fe_solve_gmres(fe_operator *A, const fe_vector *b, const fe_vector *x0,
+                   const fe_solver_opts *o, fe_vector **x, fe_solver_info *info);
+/* The solver named method ("cg", "bicg", "bicgstab", "gmres"); an unknown name is an error
+ * listing them. */
+int fe_solve_linear(const char *method, fe_operator *A, const fe_vector *b, const fe_vector *x0,
+                    const fe_solver_opts *o, fe_vector **x, fe_solver_info *info);
+/* Whether method names a solver fe_solve_linear knows. */
+int fe_solver_known(const char *method);
 
 #endif

@@ -19,7 +19,7 @@ typedef struct fe_realization fe_realization;
 
 /* The table of one strategy. Every int-returning slot returns 0 or an fe_err code. */
 typedef struct fe_strategy {
-  const char *name;    /* "transpose", "patch", "sumfact" */
+  const char *name;    /* "transpose", "patch", "sumfact", "csr" */
   const char *summary; /* one line: what it does */
   /* 0 if it can run every action of A on be in prec, else 1 with the reason in why. */
   int (*applies)(const fe_operator *A, const fe_backend *be, fe_precision prec, char *why,
@@ -51,7 +51,8 @@ typedef struct fe_strategy {
   int masks_direction;
 } fe_strategy;
 
-extern const fe_strategy fe_strategy_transpose, fe_strategy_patch, fe_strategy_sumfact;
+extern const fe_strategy fe_strategy_transpose, fe_strategy_patch, fe_strategy_sumfact,
+    fe_strategy_csr;
 
 /* Every strategy, in the order A:strategies() lists them. */
 int fe_strategy_count(void);
@@ -87,6 +88,10 @@ struct fe_realization {
   fe_kernel *dirichlet[FE_NACTIONS]; /* the dirichlet kernel of that action's module */
   fe_module *module[FE_NACTIONS];
   int warm[FE_NACTIONS];  /* the action ran once (its first run is not timed) */
+  int *perm;             /* host copy of the stored order (fe_realization_schedule), npad */
+  size_t npad;
+  fe_module *emodule;    /* element matrices (engine/matrix.c): their module, made on use */
+  fe_kernel *elemat;
   fe_vector *scratch;    /* the masked direction of a Jacobian action */
   fe_vector *zero;       /* the state of a Jacobian taken at zero */
   double setup_seconds;  /* building and moving the data above, reported once */
@@ -112,6 +117,7 @@ struct fe_operator {
     char why[160];
   } pick[8];
   int npick;
+  fe_operator *transposed; /* fe_operator_transpose's companion (owned), A itself, or NULL */
 };
 
 /* ---- helpers the strategies share (engine/operator.c) ---- */
@@ -145,6 +151,15 @@ size_t fe_padded_cells(const fe_operator *A, int block);
  * named constants, field maps and values, then u, w and y. */
 void fe_physics_args(const fe_realization *r, const fe_vector *u, const fe_vector *w,
                      fe_vector *y, fe_arg *a);
+/* For engine code beside the three actions (element matrices, engine/matrix.c): the
+ * realization of A for the options o (made on first use, kept by A), why its strategy; then
+ * the physics' constants and fields bound on it for one call (fe_realization_unbind frees
+ * the converted copies in tmp[FE_PHYSICS_MAX_FIELDS]). */
+int fe_operator_realize(fe_operator *A, const fe_action_opts *o, fe_realization **r, char *why,
+                        size_t nwhy);
+int fe_realization_bind(fe_realization *r, fe_vector **tmp, double *transfer);
+void fe_realization_unbind(fe_realization *r, fe_vector **tmp);
+
 /* The cell of stored index i of perm (padding copies its group's first cell). */
 static inline int fe_stored_cell(const int *perm, size_t i)
 {

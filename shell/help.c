@@ -30,7 +30,8 @@ static const struct {
     {"mesh", "meshes: the built-in box generator, cell and boundary tags"},
     {"fe", "function spaces, operators and their actions (residual, apply, diagonal)"},
     {"physics", "pointwise physics: Poisson and friends"},
-    {"solve", "matrix-free solvers: solve.cg, solve.newton"},
+    {"solve", "matrix-free solvers: solve.cg, solve.bicg, solve.bicgstab, solve.gmres, "
+              "solve.newton"},
     {"device", "backends (cpu, opencl, cuda): list, choose, calibrate, describe"},
     {"perf", "the session's performance log: every call, predicted vs measured"},
     {"export", "files for other tools: export.vtu for ParaView"},
@@ -198,12 +199,44 @@ static const help_entry builtin[] = {
      "(linear physics), with b solves J x = b. pc is \"jacobi\" or \"none\".\n"
      "Returns u, info: info.iterations, converged, reason, history, report.\n"
      "example: u, info = solve.cg(A, {pc = \"jacobi\", rtol = 1e-10}); print(info.iterations)"},
+    {"solve.bicgstab",
+     "solve.bicgstab(A [, b], {pc = \"jacobi\", rtol = 1e-8, atol = 0, maxit = 1000, x0 = ..., "
+     "monitor = false, backend = ..., precision = ..., strategy = ...})",
+     "BiCGStab for nonsymmetric J (convection, ...): two Jacobian actions per iteration,\n"
+     "right-preconditioned (pc \"jacobi\" or \"none\"), stops on the true |b - J x| as CG does.\n"
+     "A breakdown is a result: converged = false, reason \"breakdown: ...\" (never convergence).\n"
+     "Also solve.gmres(A [, b], {restart = 30, ...}) and solve.bicg(A [, b], {...}), which runs\n"
+     "J^T too (the transposed traced physics; solve.transpose_apply(A, v, {at = u}) shows it).\n"
+     "Returns x, info: info.iterations, converged, reason, history, report.\n"
+     "example: pde = physics.convection_diffusion{kappa = 0.05, velocity = {1, 0, 0}, source = 1}"},
+    {"solve.gmres",
+     "solve.gmres(A [, b], {restart = 30, pc = \"jacobi\", rtol = 1e-8, maxit = 1000, x0 = ..., "
+     "monitor = false, backend = ..., precision = ..., strategy = ...})",
+     "Restarted GMRES(restart): minimizes |b - J x| over the Krylov space, one Jacobian action\n"
+     "per iteration, restart + 1 stored vectors. Right-preconditioned; the history holds its\n"
+     "residual estimates, confirmed on the true residual at each restart. A singular Hessenberg\n"
+     "matrix is reason \"breakdown: ...\", converged = false. Returns x, info as solve.cg.\n"
+     "example: u, info = solve.gmres(A, {restart = 20, rtol = 1e-10}); print(info.reason)"},
+    {"solve.bicg",
+     "solve.bicg(A [, b], {pc = \"jacobi\", rtol = 1e-8, maxit = 1000, x0 = ..., monitor = false, "
+     "backend = ..., precision = ..., strategy = ...})",
+     "BiCG: one action of J and one of J^T per iteration. J^T is the transposed pointwise\n"
+     "Jacobian of the traced physics (A itself when the physics is symmetric); raw C physics\n"
+     "has none and is refused. Breakdowns ((M^-1 r, r~) = 0, (p~, J p) = 0) are reason\n"
+     "\"breakdown: ...\", converged = false. Returns x, info as solve.cg.\n"
+     "example: u, info = solve.bicg(A, {pc = \"none\"}); print(info.iterations, info.reason)"},
+    {"solve.transpose_apply",
+     "solve.transpose_apply(A, v, {at = u, backend = ..., precision = ...})",
+     "J(u)^T v: the transposed Jacobian action solve.bicg runs, e.g. to check\n"
+     "v:dot(A:apply(w)) == solve.transpose_apply(A, v):dot(w).\n"
+     "example: y = solve.transpose_apply(A, v)"},
     {"solve.newton",
      "solve.newton(A, {linear = \"cg\", pc = \"jacobi\", rtol = 1e-10, atol = 0, maxit = 50, "
      "linear_rtol = 1e-12, linear_maxit = 1000, linesearch = \"backtrack\", monitor = false, "
      "x0 = u0, backend = ..., precision = ...})",
      "Newton's method for residual(u) = 0 (nonlinear physics): each step solves J(u) du = -r\n"
-     "by CG (linear = \"cg\", the only one so far) with the Jacobian and Jacobi diagonal at u,\n"
+     "by CG (linear = \"cg\"; \"gmres\" (restart = 30), \"bicgstab\" or \"bicg\" for a\n"
+     "nonsymmetric J) with the Jacobian and Jacobi diagonal at u,\n"
      "to linear_rtol, then halves the step until |r| decreases (linesearch = \"none\": full\n"
      "steps). Starts from x0 or the boundary values; linear physics converges in one step.\n"
      "Returns u, info: iterations, converged, reason, history, linear_iterations, report.\n"

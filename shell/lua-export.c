@@ -108,6 +108,8 @@ int felab_open_export(lua_State *L)
   lua_setfield(L, -2, "vtu");
   lua_pushcfunction(L, export_msh);
   lua_setfield(L, -2, "msh");
+  lua_pushcfunction(L, felab_export_mtx);
+  lua_setfield(L, -2, "mtx");
   felab_help_add("export.msh", "export.msh(path, m [, {name = vector, ...}])",
                  "Write the mesh as a Gmsh .msh 4.1 file with its physical groups and one node-data\n"
                  "view per field; Gmsh opens it.\n  example: export.msh(\"out/u.msh\", m, {u = u})");

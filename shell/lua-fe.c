@@ -128,6 +128,27 @@ static int space_free(lua_State *L)
   return 0;
 }
 
+/* V:cell_dofs(c) -> {dofs of cell c}: 1-based, in the element's order, basis function b's
+ * component k at position b * ncomp + k + 1 (the rows of A:element_matrices' K:get(c)) */
+static int space_cell_dofs(lua_State *L)
+{
+  space_handle *h = felab_check_self(L, 1, FELAB_SPACE, "V:cell_dofs", "self");
+  const fe_space *V = h->V;
+  lua_Integer c;
+  if (!felab_is_integer(L, 2, &c))
+    return luaL_error(L, "V:cell_dofs: the cell must be an integer, got %s", felab_number_or_kind(L, 2));
+  if (c < 1 || c > V->mesh->ncells)
+    return luaL_error(L, "V:cell_dofs: cell %I is out of range (1..%d)", c, V->mesh->ncells);
+  int nb = V->elem.nbasis, nc = V->ncomp;
+  lua_createtable(L, nb * nc, 0);
+  for (int b = 0; b < nb; b++)
+    for (int k = 0; k < nc; k++) {
+      lua_pushinteger(L, (lua_Integer)V->cell_nodes[(size_t)(c - 1) * nb + b] * nc + k + 1);
+      lua_rawseti(L, -2, b * nc + k + 1);
+    }
+  return 1;
+}
+
 /* __tostring: "space P1 on 1331-vertex tet mesh: 1331 dofs" */
 static int space_tostring(lua_State *L)
 {
@@ -165,7 +186,8 @@ static int space_index(lua_State *L)
 /* Register the felab.space metatable (idempotent); leaves the stack as it was. */
 static void space_register(lua_State *L)
 {
-  static const luaL_Reg methods[] = {{"interpolate", space_interpolate}, {NULL, NULL}};
+  static const luaL_Reg methods[] = {{"interpolate", space_interpolate},
+                                     {"cell_dofs", space_cell_dofs}, {NULL, NULL}};
   static const luaL_Reg meta[] = {{"__gc", space_free},
                                   {"__close", space_free},
                                   {"__tostring", space_tostring},

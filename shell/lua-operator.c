@@ -372,11 +372,13 @@ int felab_open_operator(lua_State *L)
   static const luaL_Reg methods[] = {
       {"residual", op_residual}, {"apply", op_apply},   {"diagonal", op_diagonal},
       {"initial", op_initial},   {"source", op_source}, {"strategies", op_strategies},
+      {"element_matrices", felab_op_element_matrices}, {"assemble", felab_op_assemble},
       {NULL, NULL}};
   static const luaL_Reg meta[] = {
       {"__gc", op_free}, {"__close", op_free}, {"__tostring", op_tostring}, {NULL, NULL}};
   felab_register_type(L, FELAB_OPERATOR, meta, methods, op_index);
   lua_pop(L, 1);
+  felab_open_matrix(L);
   felab_help_add(FELAB_OPERATOR ":initial", "A:initial{interior = 0 [, backend =, precision =]}",
                  "A vector holding the Dirichlet values on constrained dofs and `interior`\n"
                  "elsewhere, on the action's backend (no report).\nexample: u0 = A:initial()");

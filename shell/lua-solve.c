@@ -1,10 +1,14 @@
-/* felab shell: solvers. solve.cg(A [, b] [, opts]) -> x, info; solve.newton(A [, opts]) ->
- * u, info. A solve that stops without converging is a result (info.converged = false), not
- * an error; a breakdown, a divergence or an interrupt is an engine error and raised. */
+/* felab shell: solvers. solve.cg, solve.bicg, solve.bicgstab, solve.gmres (A [, b] [, opts])
+ * -> x, info; solve.newton(A [, opts]) -> u, info. A solve that stops without converging is
+ * a result (info.converged = false), not an error. CG's breakdown (J not positive definite)
+ * or divergence is raised; the nonsymmetric solvers return theirs as a result (reason
+ * "breakdown: ..." or "diverged: ..."), so that x and the history can be looked at. An
+ * interrupt is always raised. */
 #include <lauxlib.h>
 #include <limits.h>
 #include <lua.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "backends/backend.h"
@@ -16,12 +20,16 @@ static const char *const cg_keys[] = {"pc",       "rtol",      "atol",     "maxi
                                       "backend",  "precision", "strategy", "block",
                                       "walk",     "lanes",     "geometry", "scatter", "monitor",
                                       "x0",       NULL};
+static const char *const gmres_keys[] = {"pc",      "rtol",      "atol",     "maxit",   "backend",
+                                         "precision", "strategy", "block",   "walk",    "lanes",
+                                         "geometry", "scatter",   "monitor", "x0",      "restart",
+                                         NULL};
 static const char *const newton_keys[] = {"linear",     "pc",           "rtol",     "atol",
                                           "maxit",      "linear_rtol",  "linear_maxit",
                                           "linesearch", "backend",      "precision",
                                           "strategy",   "block",        "walk",
                                           "lanes",      "geometry", "scatter",     "monitor",
-                                          "x0",         NULL};
+                                          "x0",         "restart",      NULL};
 
 /* opts[key] as a finite number >= 0 into *v (kept when absent); fname names the caller. */
 static void opt_tolerance(lua_State *L, int t, const char *fname, const char *key, double *v)
@@ -78,19 +86,31 @@ static void read_common_opts(lua_State *L, int t, const char *fname, fe_action_o
   lua_pop(L, 1); /* still anchored in the table */
 }
 
-/* Fill o from the options table at t; *x0 gets opts.x0 (NULL when absent). */
-static void read_cg_opts(lua_State *L, int t, fe_solver_opts *o, const fe_vector **x0)
+/* opts.pc: "jacobi" or "none" (the engine checks too; here the error names the caller). */
+static void opt_pc(lua_State *L, int t, const char *fname, const char **pc)
+{
+  const char *v = felab_opt_field_name(L, t, fname, "pc");
+  if (v && strcmp(v, "jacobi") && strcmp(v, "none"))
+    luaL_error(L, "%s: unknown preconditioner pc = \"%s\" (jacobi, none)", fname, v);
+  if (v) *pc = v;
+}
+
+/* Fill o from the options table at t of a linear solve fname ("solve.cg", ...); *x0 gets
+ * opts.x0 (NULL when absent). Only gmres takes restart. */
+static void read_linear_opts(lua_State *L, int t, const char *fname, fe_solver_opts *o,
+                             const fe_vector **x0)
 {
   fe_solver_opts_default(o);
   *x0 = NULL;
   if (lua_isnoneornil(L, t)) return;
-  felab_check_keys(L, t, "solve.cg", cg_keys);
-  const char *pc = felab_opt_field_name(L, t, "solve.cg", "pc");
-  if (pc) o->pc = pc;
-  opt_tolerance(L, t, "solve.cg", "rtol", &o->rtol);
-  opt_tolerance(L, t, "solve.cg", "atol", &o->atol);
-  opt_integer(L, t, "solve.cg", "maxit", 0, &o->maxit);
-  read_common_opts(L, t, "solve.cg", &o->act, &o->monitor, x0);
+  int gmres = !strcmp(fname, "solve.gmres");
+  felab_check_keys(L, t, fname, gmres ? gmres_keys : cg_keys);
+  opt_pc(L, t, fname, &o->pc);
+  opt_tolerance(L, t, fname, "rtol", &o->rtol);
+  opt_tolerance(L, t, fname, "atol", &o->atol);
+  opt_integer(L, t, fname, "maxit", 0, &o->maxit);
+  if (gmres) opt_integer(L, t, fname, "restart", 1, &o->restart);
+  read_common_opts(L, t, fname, &o->act, &o->monitor, x0);
 }
 
 /* Fill o from solve.newton's options table at t; *x0 gets opts.x0 (NULL when absent). */
@@ -102,11 +122,12 @@ static void read_newton_opts(lua_State *L, int t, fe_newton_opts *o, const fe_ve
   if (lua_isnoneornil(L, t)) return;
   felab_check_keys(L, t, fname, newton_keys);
   const char *linear = felab_opt_field_name(L, t, fname, "linear");
-  if (linear && strcmp(linear, "cg") != 0)
-    luaL_error(L, "%s: linear = \"%s\" is not available: only \"cg\" for now (bicg, bicgstab "
-               "and gmres are not written yet)", fname, linear);
-  const char *pc = felab_opt_field_name(L, t, fname, "pc");
-  if (pc) o->pc = pc;
+  if (linear && !fe_solver_known(linear))
+    luaL_error(L, "%s: unknown linear solver linear = \"%s\" (cg, bicg, bicgstab, gmres)", fname,
+               linear);
+  if (linear) o->linear = linear;
+  opt_pc(L, t, fname, &o->pc);
+  opt_integer(L, t, fname, "restart", 1, &o->restart);
   const char *ls = felab_opt_field_name(L, t, fname, "linesearch");
   if (ls) o->linesearch = ls;
   opt_tolerance(L, t, fname, "rtol", &o->rtol);
@@ -161,29 +182,31 @@ static int push_info_protected(lua_State *L, const info_view *v)
   return lua_pcall(L, 1, 1, 0);
 }
 
-/* solve.cg(A [, b] [, opts]) -> x, info {iterations, converged, reason, history, report} */
-static int solve_cg(lua_State *L)
+/* solve.<method>(A [, b] [, opts]) -> x, info {iterations, converged, reason, history,
+ * report}, method "cg", "bicg", "bicgstab" or "gmres". */
+static int solve_linear(lua_State *L, const char *method)
 {
-  fe_operator *A = *(fe_operator **)felab_check_handle(L, 1, FELAB_OPERATOR, "solve.cg",
-                                                        "argument 1");
+  char fname[32];
+  snprintf(fname, sizeof fname, "solve.%s", method);
+  fe_operator *A = *(fe_operator **)felab_check_handle(L, 1, FELAB_OPERATOR, fname, "argument 1");
   const fe_vector *b = NULL;
   int t = 2;
   if (luaL_testudata(L, 2, FELAB_VECTOR)) {
-    b = felab_check_vector(L, 2, "solve.cg", "argument 2 (b)");
+    b = felab_check_vector(L, 2, fname, "argument 2 (b)");
     t = 3;
   } else if (lua_isnil(L, 2) && !lua_isnone(L, 3)) {
     t = 3;
   } else if (!lua_isnoneornil(L, 2) && !lua_istable(L, 2)) {
-    return luaL_error(L, "solve.cg: argument 2 must be a vector b or an options table, got %s",
+    return luaL_error(L, "%s: argument 2 must be a vector b or an options table, got %s", fname,
                       felab_kind_of(L, 2));
   }
   if (!lua_isnoneornil(L, t) && !lua_istable(L, t))
-    return luaL_error(L, "solve.cg: argument %d must be an options table, got %s", t,
+    return luaL_error(L, "%s: argument %d must be an options table, got %s", fname, t,
                       felab_kind_of(L, t));
   lua_settop(L, 3);
   fe_solver_opts o;
   const fe_vector *x0;
-  read_cg_opts(L, t, &o, &x0);
+  read_linear_opts(L, t, fname, &o, &x0);
 
   fe_vector **out = felab_push_vector_like(L, 1); /* x remembers A's space */
   int xi = lua_gettop(L);
@@ -191,7 +214,7 @@ static int solve_cg(lua_State *L)
   fe_solver_info info;
   memset(&info, 0, sizeof info);
   fe_vector *x = NULL;
-  int rc = fe_solve_cg(A, b, x0, &o, &x, &info);
+  int rc = fe_solve_linear(method, A, b, x0, &o, &x, &info);
   if (rc) {
     fe_solver_info_free(&info);
     return felab_raise(L);
@@ -206,6 +229,11 @@ static int solve_cg(lua_State *L)
   lua_insert(L, -2);
   return 2;
 }
+
+static int solve_cg(lua_State *L) { return solve_linear(L, "cg"); }
+static int solve_bicg(lua_State *L) { return solve_linear(L, "bicg"); }
+static int solve_bicgstab(lua_State *L) { return solve_linear(L, "bicgstab"); }
+static int solve_gmres(lua_State *L) { return solve_linear(L, "gmres"); }
 
 /* solve.newton(A [, opts]) -> u, info {iterations, converged, reason, history,
  * linear_iterations, report} */
@@ -242,6 +270,42 @@ static int solve_newton(lua_State *L)
   return 2;
 }
 
+/* solve.transpose_apply(A, v [, {at = u, backend, precision, strategy}]) -> J(at)^T v: the
+ * transposed Jacobian action BiCG's shadow system runs (fe_operator_transpose), for checks
+ * such as (v, J w) = (J^T v, w). */
+static int solve_transpose_apply(lua_State *L)
+{
+  const char *fname = "solve.transpose_apply";
+  static const char *const keys[] = {"at", "backend", "precision", "strategy", NULL};
+  fe_operator *A = *(fe_operator **)felab_check_handle(L, 1, FELAB_OPERATOR, fname, "argument 1");
+  const fe_vector *v = felab_check_vector(L, 2, fname, "argument 2 (v)");
+  if (!lua_isnoneornil(L, 3) && !lua_istable(L, 3))
+    return luaL_error(L, "%s: argument 3 must be an options table, got %s", fname,
+                      felab_kind_of(L, 3));
+  lua_settop(L, 3);
+  fe_action_opts act;
+  fe_action_opts_default(&act);
+  const fe_vector *at = NULL;
+  if (lua_istable(L, 3)) {
+    felab_check_keys(L, 3, fname, keys);
+    act.backend = felab_opt_field_name(L, 3, fname, "backend");
+    act.strategy = felab_opt_field_name(L, 3, fname, "strategy");
+    const char *prec = felab_opt_field_name(L, 3, fname, "precision");
+    fe_precision p;
+    if (prec && fe_precision_parse(prec, &p)) return felab_raise(L);
+    if (prec) act.precision = (int)p;
+    lua_getfield(L, 3, "at");
+    if (!lua_isnil(L, -1)) at = felab_check_vector(L, -1, fname, "opts.at");
+    lua_pop(L, 1); /* still anchored in the table */
+  }
+  fe_vector **out = felab_push_vector_like(L, 1);
+  fe_operator *AT;
+  fe_report rep;
+  if (fe_operator_transpose(A, &AT) || fe_operator_apply(AT, v, at, &act, out, &rep))
+    return felab_raise(L);
+  return 1;
+}
+
 /* Push the solve module table (making sure vectors have their metatable). */
 int felab_open_solve(lua_State *L)
 {
@@ -250,6 +314,14 @@ int felab_open_solve(lua_State *L)
   lua_newtable(L);
   lua_pushcfunction(L, solve_cg);
   lua_setfield(L, -2, "cg");
+  lua_pushcfunction(L, solve_bicg);
+  lua_setfield(L, -2, "bicg");
+  lua_pushcfunction(L, solve_bicgstab);
+  lua_setfield(L, -2, "bicgstab");
+  lua_pushcfunction(L, solve_gmres);
+  lua_setfield(L, -2, "gmres");
+  lua_pushcfunction(L, solve_transpose_apply);
+  lua_setfield(L, -2, "transpose_apply");
   lua_pushcfunction(L, solve_newton);
   lua_setfield(L, -2, "newton");
   return 1;

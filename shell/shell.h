@@ -45,6 +45,15 @@ void felab_help_add(const char *key, const char *signature, const char *text);
 #define FELAB_PHYSICS "felab.physics"
 #define FELAB_OPERATOR "felab.operator"
 #define FELAB_REPORT "felab.report"
+#define FELAB_ELEMATS "felab.elemats"
+#define FELAB_MATRIX "felab.matrix"
+
+/* shell/lua-matrix.c: the types of element matrices and assembled matrices (registered by
+ * felab_open_matrix, which pushes nothing), A:element_matrices, A:assemble, export.mtx. */
+void felab_open_matrix(lua_State *L);
+int felab_op_element_matrices(lua_State *L);
+int felab_op_assemble(lua_State *L);
+int felab_export_mtx(lua_State *L);
 
 /* Handles: every felab userdata holds its engine pointer first (NULL once freed); vectors
  * and operators are that pointer alone. Meshes, spaces and physics add how many live

@@ -92,6 +92,45 @@ function physics.reaction_diffusion(o)
   }
 end
 
+-- Steady convection-diffusion: b . grad u - div(kappa grad u) = source, with a constant
+-- velocity b = {bx, by, bz} (the first dim entries are used; missing ones are 0). The
+-- convection term makes the Jacobian nonsymmetric: solve it with bicg, bicgstab or gmres.
+function physics.convection_diffusion(o)
+  local where = "physics.convection_diffusion"
+  o = check_keys(o, {"kappa", "velocity", "source"}, where)
+  local r = {}
+  local kappa = coefficient(o.kappa or 1, "kappa", r, where)
+  local source = coefficient(o.source or 0, "source", r, where)
+  local b = o.velocity or {}
+  if type(b) ~= "table" then
+    error(("%s: velocity must be a table {bx, by, bz} of numbers, got %s"):format(where, type(b)), 2)
+  end
+  for i = 1, 3 do
+    local bi = b[i]
+    if bi ~= nil and (type(bi) ~= "number" or bi ~= bi or bi == math.huge or bi == -math.huge) then
+      error(("%s: velocity[%d] must be a finite number, got %s"):format(where, i, tostring(bi)), 2)
+    end
+  end
+  for k in pairs(b) do
+    if math.type(k) ~= "integer" or k < 1 or k > 3 then
+      error(("%s: velocity must be a list {bx, by, bz}, got the key %s"):format(where, tostring(k)), 2)
+    end
+  end
+  return physics.new{
+    name = "convection_diffusion", regions = regions_or_nil(r),
+    description = ("b . grad u - div(kappa grad u) = s, b = (%g, %g, %g), kappa = %s, s = %s")
+                  :format(b[1] or 0, b[2] or 0, b[3] or 0, describe(o.kappa or 1), describe(o.source or 0)),
+    f0 = function(_, du, x, a)
+      local conv = 0
+      for i = 1, #x do
+        if (b[i] or 0) ~= 0 then conv = conv + b[i] * du[i] end
+      end
+      return conv - source(x, a)
+    end,
+    f1 = function(_, du, x, a) return kappa(x, a) * du end,
+  }
+end
+
 -- Linear elasticity: -div sigma(u) = force, sigma = lambda tr(eps) I + 2 mu eps, eps = sym(grad u).
 -- Lamé (lambda, mu) or Young's modulus and Poisson's ratio (E, nu); each may be per region.
 function physics.elasticity(o)

@@ -102,8 +102,8 @@ local function still_works()
 end
 expect_error(function() return solve.newton(A, {rtoll = 1e-8}) end, "solve.newton", "rtoll",
              "rtol")
-expect_error(function() return solve.newton(A, {linear = "gmres"}) end, "solve.newton",
-             "gmres", "only \"cg\"")
+expect_error(function() return solve.newton(A, {linear = "lu"}) end, "solve.newton",
+             "lu", "bicgstab")
 expect_error(function() return solve.newton(A, {linear = 3}) end, "solve.newton", "linear")
 expect_error(function() return solve.newton(A, {pc = "ilu"}) end, "ilu", "jacobi")
 expect_error(function() return solve.newton(A, {linesearch = "cubic"}) end, "cubic",

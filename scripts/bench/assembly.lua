@@ -1,0 +1,40 @@
+-- Benchmark (not a test): element matrices, device assembly and the csr strategy against
+-- the matrix-free default, P1 tets (and Q1 hexes when asked), double: the element-matrix
+-- kernel, the assembly (pattern on the host apart from the device's adds), the CSR product's
+-- time and share of the calibrated copy bandwidth, and Jacobi-PCG per iteration with csr and
+-- with the default strategy.
+-- usage: felab scripts/bench/assembly.lua [backend] [cells per side] [cell] [space] [its]
+local backend, n = arg[1] or "cuda", tonumber(arg[2]) or 64
+local cell, space, its = arg[3] or "tet", arg[4] or "P1", tonumber(arg[5]) or 100
+local t0 = perf.clock()
+local m = mesh.box{cells = {n, n, n}, cell = cell}
+local V = fe.space(m, space)
+local A = fe.operator(V, physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
+print(("%s %s %d^3: %d cells, %d dofs (%.1f s)"):format(space, cell, n, m.ncells, V.ndofs, perf.clock() - t0))
+local cal = device.calibrate(backend, "double")
+local _, krep = A:element_matrices{backend = backend}
+local _, krep2 = A:element_matrices{backend = backend}
+print(("element matrices: kernel %.2f ms (%.0f GF/s, %.0f%% of FMA %.0f), setup %.2f s"):format(
+      krep2.seconds * 1e3, krep2.gflops, 100 * krep2.gflops / cal.peak_gflops, cal.peak_gflops,
+      krep.setup_seconds))
+local t1 = perf.clock()
+local M, arep = A:assemble{backend = backend}
+local whole = perf.clock() - t1
+print(("assemble: %d nonzeros, device %.2f ms (element matrices and adds), host pattern and "
+       .. "uploads %.2f s, whole call %.2f s"):format(M.nnz, arep.seconds * 1e3, arep.setup_seconds, whole))
+local w = V:interpolate(function(x) return x[1] - x[2] * x[3] end):to(backend)
+local best
+for _ = 1, 20 do
+  local _, r = M:apply(w)
+  if not best or r.seconds < best.seconds then best = r end
+end
+print(("spmv: %.3f ms, %.0f GB/s (%.0f%% of %.0f)"):format(best.seconds * 1e3, best.gbytes,
+      100 * best.gbytes / cal.peak_gbytes, cal.peak_gbytes))
+for _, st in ipairs({"csr", "default"}) do
+  local o = {backend = backend, pc = "jacobi", rtol = 0, atol = 0, maxit = its,
+             strategy = st ~= "default" and st or nil}
+  solve.cg(A, o) -- setup, compile
+  local _, info = solve.cg(A, o)
+  print(("PCG %-9s %.3f ms/iteration (%s)"):format(st, 1e3 * info.report.seconds / info.iterations,
+        info.report.strategy))
+end

@@ -1,0 +1,278 @@
+/* felab shell: matrices. A:element_matrices{...} returns a batch of element matrices
+ * (felab.elemats), A:assemble{...} the assembled Jacobian (felab.matrix), both on a backend
+ * (engine/matrix.h). Each handle holds its engine pointer first and keeps its operator alive
+ * in user value 1. */
+#include <lauxlib.h>
+#include <limits.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "engine/matrix.h"
+#include "shell/shell.h"
+
+static const char *const matrix_keys[] = {"at", "strategy", "variant", "backend", "precision",
+                                          "block", NULL};
+
+/* The options of element_matrices and assemble at t into o, *at, *strategy, *variant. */
+static void read_matrix_opts(lua_State *L, int t, const char *fname, fe_action_opts *o,
+                             const fe_vector **at, const char **strategy, const char **variant)
+{
+  fe_action_opts_default(o);
+  *at = NULL;
+  *strategy = *variant = NULL;
+  if (lua_isnoneornil(L, t)) return;
+  if (!lua_istable(L, t))
+    luaL_error(L, "%s: the options must be a table, got %s", fname, felab_kind_of(L, t));
+  felab_check_keys(L, t, fname, matrix_keys);
+  o->backend = felab_opt_field_name(L, t, fname, "backend");
+  *strategy = felab_opt_field_name(L, t, fname, "strategy");
+  *variant = felab_opt_field_name(L, t, fname, "variant");
+  const char *prec = felab_opt_field_name(L, t, fname, "precision");
+  if (prec) {
+    fe_precision p;
+    if (fe_precision_parse(prec, &p)) felab_raise(L);
+    o->precision = (int)p;
+  }
+  if (lua_getfield(L, t, "block") != LUA_TNIL) {
+    lua_Integer b;
+    if (!felab_is_integer(L, -1, &b) || b < 0 || b > INT_MAX)
+      luaL_error(L, "%s: block must be an integer >= 0, got %s", fname, felab_number_or_kind(L, -1));
+    o->block = (int)b;
+  }
+  lua_pop(L, 1);
+  lua_getfield(L, t, "at");
+  if (!lua_isnil(L, -1)) *at = felab_check_vector(L, -1, fname, "opts.at");
+  lua_pop(L, 1); /* anchored in the table */
+}
+
+/* A new handle of type tname holding NULL, its user value the value at owner. */
+static void **push_handle(lua_State *L, const char *tname, int owner)
+{
+  owner = lua_absindex(L, owner);
+  void **p = lua_newuserdatauv(L, sizeof *p, 1);
+  *p = NULL;
+  luaL_setmetatable(L, tname);
+  lua_pushvalue(L, owner);
+  lua_setiuservalue(L, -2, 1);
+  return p;
+}
+
+/* A:element_matrices{at =, strategy = "quadrature", variant = "reg_jac", backend =,
+ * precision =} -> K, report */
+int felab_op_element_matrices(lua_State *L)
+{
+  const char *fname = "A:element_matrices";
+  fe_operator *A = *(fe_operator **)felab_check_self(L, 1, FELAB_OPERATOR, fname, "self");
+  fe_action_opts o;
+  const fe_vector *at;
+  const char *strategy, *variant;
+  read_matrix_opts(L, 2, fname, &o, &at, &strategy, &variant);
+  fe_elemats **out = (fe_elemats **)push_handle(L, FELAB_ELEMATS, 1);
+  fe_report rep;
+  fe_elemats *K = NULL;
+  FELAB_TRY(L, fe_element_matrices(A, at, &o, strategy, variant, &K, &rep));
+  *out = K;
+  felab_push_report(L, &rep);
+  return 2;
+}
+
+/* A:assemble{at =, backend =, precision =} -> M, report */
+int felab_op_assemble(lua_State *L)
+{
+  const char *fname = "A:assemble";
+  fe_operator *A = *(fe_operator **)felab_check_self(L, 1, FELAB_OPERATOR, fname, "self");
+  fe_action_opts o;
+  const fe_vector *at;
+  const char *strategy, *variant;
+  read_matrix_opts(L, 2, fname, &o, &at, &strategy, &variant);
+  if (strategy || variant)
+    return luaL_error(L, "%s: the element matrices of an assembly are \"quadrature\" "
+                      "\"reg_jac\" (strategy and variant are element_matrices' options)", fname);
+  fe_csr **out = (fe_csr **)push_handle(L, FELAB_MATRIX, 1);
+  fe_report rep;
+  fe_csr *M = NULL;
+  FELAB_TRY(L, fe_operator_assemble(A, at, &o, &M, &rep));
+  *out = M;
+  felab_push_report(L, &rep);
+  return 2;
+}
+
+/* ---- felab.elemats ---- */
+
+static fe_elemats *check_elemats(lua_State *L, int i, const char *fname)
+{
+  return *(fe_elemats **)felab_check_self(L, i, FELAB_ELEMATS, fname, "self");
+}
+
+static int em_free(lua_State *L)
+{
+  fe_elemats **p = luaL_checkudata(L, 1, FELAB_ELEMATS);
+  fe_elemats_free(*p);
+  *p = NULL;
+  return 0;
+}
+
+/* K:get(cell) -> {{K11, K12, ...}, ...}: the matrix of cell `cell` (1-based) */
+static int em_get(lua_State *L)
+{
+  fe_elemats *K = check_elemats(L, 1, "K:get");
+  lua_Integer c;
+  if (!felab_is_integer(L, 2, &c))
+    return luaL_error(L, "K:get: the cell must be an integer, got %s", felab_number_or_kind(L, 2));
+  if (c < 1 || c > K->ncells)
+    return luaL_error(L, "K:get: cell %I is out of range (1..%d)", c, K->ncells);
+  int n = K->n;
+  double *v = lua_newuserdatauv(L, sizeof(double) * (size_t)n * n, 0); /* collected */
+  FELAB_TRY(L, fe_elemats_get(K, (int)(c - 1), v));
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_createtable(L, n, 0);
+    for (int j = 0; j < n; j++) {
+      lua_pushnumber(L, v[i * n + j]);
+      lua_rawseti(L, -2, j + 1);
+    }
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+/* K:to(backend [, precision]) -> a copy there */
+static int em_to(lua_State *L)
+{
+  fe_elemats *K = check_elemats(L, 1, "K:to");
+  if (lua_type(L, 2) != LUA_TSTRING)
+    return luaL_error(L, "K:to: argument 1 must be a backend name, got %s", felab_kind_of(L, 2));
+  fe_precision prec = K->prec;
+  if (lua_type(L, 3) == LUA_TSTRING) FELAB_TRY(L, fe_precision_parse(lua_tostring(L, 3), &prec));
+  fe_backend *be;
+  FELAB_TRY(L, fe_backend_get(lua_tostring(L, 2), &be));
+  lua_getiuservalue(L, 1, 1);
+  fe_elemats **out = (fe_elemats **)push_handle(L, FELAB_ELEMATS, -1);
+  fe_elemats *k = NULL;
+  FELAB_TRY(L, fe_elemats_convert(K, be, prec, &k));
+  *out = k;
+  return 1;
+}
+
+static int em_index(lua_State *L)
+{
+  fe_elemats **p = luaL_checkudata(L, 1, FELAB_ELEMATS);
+  const char *k = felab_index_method(L);
+  if (!k) return 1;
+  if (!*p) return luaL_error(L, "elemats.%s: these element matrices were closed", k);
+  if (!strcmp(k, "ncells")) lua_pushinteger(L, (*p)->ncells);
+  else if (!strcmp(k, "n")) lua_pushinteger(L, (*p)->n);
+  else if (!strcmp(k, "backend")) lua_pushstring(L, (*p)->be->name);
+  else if (!strcmp(k, "precision")) lua_pushstring(L, fe_precision_name((*p)->prec));
+  else lua_pushnil(L);
+  return 1;
+}
+
+static int em_tostring(lua_State *L)
+{
+  fe_elemats **p = luaL_checkudata(L, 1, FELAB_ELEMATS);
+  if (!*p) lua_pushliteral(L, "element matrices (closed)");
+  else
+    lua_pushfstring(L, "element matrices: %d cells of %d x %d %s on %s", (*p)->ncells, (*p)->n,
+                    (*p)->n, (*p)->prec == FE_FLOAT ? "floats" : "doubles", (*p)->be->name);
+  return 1;
+}
+
+/* ---- felab.matrix ---- */
+
+static fe_csr *check_matrix(lua_State *L, int i, const char *fname)
+{
+  return *(fe_csr **)felab_check_self(L, i, FELAB_MATRIX, fname, "self");
+}
+
+static int mat_free(lua_State *L)
+{
+  fe_csr **p = luaL_checkudata(L, 1, FELAB_MATRIX);
+  fe_csr_free(*p);
+  *p = NULL;
+  return 0;
+}
+
+/* M:apply(x) -> M x, report (on the matrix's backend) */
+static int mat_apply(lua_State *L)
+{
+  fe_csr *M = check_matrix(L, 1, "M:apply");
+  const fe_vector *x = felab_check_vector(L, 2, "M:apply", "argument 1 (x)");
+  fe_vector **out = felab_push_vector_like(L, 2);
+  fe_vector *y = NULL;
+  fe_report rep;
+  FELAB_TRY(L, fe_csr_apply(M, x, &y, &rep));
+  *out = y;
+  felab_push_report(L, &rep);
+  return 2;
+}
+
+static int mat_index(lua_State *L)
+{
+  fe_csr **p = luaL_checkudata(L, 1, FELAB_MATRIX);
+  const char *k = felab_index_method(L);
+  if (!k) return 1;
+  if (!*p) return luaL_error(L, "matrix.%s: this matrix was closed", k);
+  if (!strcmp(k, "nnz")) lua_pushinteger(L, (*p)->nnz);
+  else if (!strcmp(k, "n")) lua_pushinteger(L, (*p)->n);
+  else if (!strcmp(k, "backend")) lua_pushstring(L, (*p)->be->name);
+  else if (!strcmp(k, "precision")) lua_pushstring(L, fe_precision_name((*p)->prec));
+  else lua_pushnil(L);
+  return 1;
+}
+
+static int mat_tostring(lua_State *L)
+{
+  fe_csr **p = luaL_checkudata(L, 1, FELAB_MATRIX);
+  if (!*p) lua_pushliteral(L, "matrix (closed)");
+  else
+    lua_pushfstring(L, "CSR matrix %d x %d, %I nonzeros, %s on %s", (*p)->n, (*p)->n,
+                    (lua_Integer)(*p)->nnz, fe_precision_name((*p)->prec), (*p)->be->name);
+  return 1;
+}
+
+/* export.mtx(path, M) -> path */
+int felab_export_mtx(lua_State *L)
+{
+  const char *path = luaL_checkstring(L, 1);
+  fe_csr *M = *(fe_csr **)felab_check_handle(L, 2, FELAB_MATRIX, "export.mtx", "argument 2 (M)");
+  FELAB_TRY(L, fe_csr_export_mtx(M, path));
+  lua_pushvalue(L, 1);
+  return 1;
+}
+
+/* Register felab.elemats and felab.matrix (idempotent) and their help; pushes nothing. */
+void felab_open_matrix(lua_State *L)
+{
+  static const luaL_Reg em_methods[] = {{"get", em_get}, {"to", em_to}, {NULL, NULL}};
+  static const luaL_Reg em_meta[] = {
+      {"__gc", em_free}, {"__close", em_free}, {"__tostring", em_tostring}, {NULL, NULL}};
+  static const luaL_Reg mat_methods[] = {{"apply", mat_apply}, {NULL, NULL}};
+  static const luaL_Reg mat_meta[] = {
+      {"__gc", mat_free}, {"__close", mat_free}, {"__tostring", mat_tostring}, {NULL, NULL}};
+  felab_register_type(L, FELAB_ELEMATS, em_meta, em_methods, em_index);
+  lua_pop(L, 1);
+  felab_register_type(L, FELAB_MATRIX, mat_meta, mat_methods, mat_index);
+  lua_pop(L, 1);
+  felab_help_add(FELAB_OPERATOR ":element_matrices",
+                 "K, rep = A:element_matrices{at = u, strategy = \"quadrature\", variant = "
+                 "\"reg_jac\", backend =, precision =}",
+                 "The element matrices of the Jacobian at u (zero when absent), one per cell, on\n"
+                 "the backend: K.ncells matrices of K.n x K.n, row-major in cell order, a cell's\n"
+                 "dof b*ncomp + k (basis function b, component k). K:get(cell) is a Lua table\n"
+                 "of rows (cell 1-based); K:to(\"cpu\") copies. The report has the stages:\n"
+                 "setup (prepare), transfer (in), seconds (the kernel). Strategy \"quadrature\"\n"
+                 "(Banas et al.), variant \"reg_jac\": a column per item in registers, the\n"
+                 "Jacobian's factors stored per point (the other variants and \"tensor\" are\n"
+                 "not built yet and say so).\nexample: K = A:element_matrices(); print(K:get(1)[1][1])");
+  felab_help_add(FELAB_OPERATOR ":assemble", "M, rep = A:assemble{at = u, backend =, precision =}",
+                 "The Jacobian at u assembled in CSR on the backend: the pattern from the dof map\n"
+                 "(host), the values added on the device from the element matrices (atomics).\n"
+                 "Constrained rows are the identity's and free rows have no constrained columns,\n"
+                 "so M:apply(w) equals A:apply(w). M.n, M.nnz; export.mtx(path, M) writes it as\n"
+                 "Matrix Market (scipy.io.mmread, PETSc, MATLAB).\n"
+                 "example: M = A:assemble(); y = M:apply(w)");
+  felab_help_add("export.mtx", "export.mtx(path, M)",
+                 "Write an assembled matrix (A:assemble) as Matrix Market coordinate real\n"
+                 "general, 1-based, full precision.\nexample: export.mtx(\"out/K.mtx\", M)");
+}
