@@ -19,12 +19,14 @@
 
 #define EM_ITEMS 128 /* items per group of fe_assemble and fe_spmv (elemat.knl) */
 
-/* The source of the elemat module of realization r (its block, precision and physics). */
-static int elemat_source(const fe_realization *r, char **src)
+int fe_elemat_source(const fe_realization *r, int lanes, char **src)
 {
   fe_kernel_spec s;
+  char defines[64];
   fe_realization_spec(r, FE_ACTION_APPLY, &s);
   s.template_name = "elemat";
+  snprintf(defines, sizeof defines, "#define EM_LANES %d /* items per row of fe_spmv */\n", lanes);
+  s.defines = defines;
   return fe_codegen_action(&s, r->be->name, r->be->ops->preamble(r->be->impl, r->prec), src);
 }
 
@@ -34,7 +36,7 @@ static int elemat_module(fe_realization *r, double *seconds)
   *seconds = 0;
   if (r->emodule) return 0;
   char *src;
-  FE_CHECK(elemat_source(r, &src));
+  FE_CHECK(fe_elemat_source(r, 1, &src));
   int cached = 0;
   int rc = r->be->ops->compile(r->be->impl, src, &r->emodule, seconds, &cached);
   free(src);
@@ -341,7 +343,7 @@ static int csr_module(fe_csr *M, const fe_realization *r, double *seconds)
 {
   char *src;
   int cached = 0;
-  FE_CHECK(elemat_source(r, &src));
+  FE_CHECK(fe_elemat_source(r, M->lanes, &src));
   int rc = M->be->ops->compile(M->be->impl, src, &M->mod, seconds, &cached);
   free(src);
   FE_CHECK(rc);
@@ -352,6 +354,9 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
                          fe_csr **Mout, fe_report *rep)
 {
   *Mout = NULL;
+  int asked = o ? o->lanes : 0;
+  FE_ASSERT(asked >= 0 && asked <= 64 && !(asked & (asked - 1)), FE_ERR_ARG, "lanes = %d: the "
+            "items per row of the CSR product must be a power of two up to 64", asked);
   const fe_space *V = A->V;
   int nd = V->ndofs, nc = V->mesh->ncells, nb = V->elem.nbasis;
   double t0 = fe_clock();
@@ -375,7 +380,8 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
   for (int i = 0; !rc && i < fe_operator_ndirichlet(A); i++) fixed[A->dir_nodes[i]] = 1;
   if (!rc) rc = build_pattern(V, fixed, &rowptr, &cols);
   if (!rc) {
-    *M = (fe_csr){.be = r->be, .prec = r->prec, .n = nd, .nnz = rowptr[nd]};
+    int lanes = oo.lanes > 0 ? oo.lanes : r->be->info.is_gpu ? 4 : 1; /* measured, H100 P1 */
+    *M = (fe_csr){.be = r->be, .prec = r->prec, .n = nd, .nnz = rowptr[nd], .lanes = lanes};
     vals = calloc((size_t)M->nnz + 1, sizeof(double));
     if (!vals) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
     for (int i = 0; !rc && i < nd; i++)
@@ -435,6 +441,21 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
   return 0;
 }
 
+int fe_csr_launch(const fe_csr *M, fe_kernel *k, const fe_buffer *x, fe_buffer *y, double *seconds)
+{
+  int rows = EM_ITEMS / M->lanes, ng = (M->n + rows - 1) / rows;
+  fe_arg args[7] = {
+      {.kind = FE_ARG_INT, .i = ng},
+      {.kind = FE_ARG_INT, .i = M->n},
+      {.kind = FE_ARG_BUFFER, .buf = &M->rowptr},
+      {.kind = FE_ARG_BUFFER, .buf = &M->cols},
+      {.kind = FE_ARG_BUFFER, .buf = &M->vals},
+      {.kind = FE_ARG_BUFFER, .buf = x},
+      {.kind = FE_ARG_BUFFER, .buf = y},
+  };
+  return M->be->ops->launch(M->be->impl, k, (size_t)ng, EM_ITEMS, 7, args, M->prec, seconds);
+}
+
 int fe_csr_apply(fe_csr *M, const fe_vector *x, fe_vector **y, fe_report *rep)
 {
   FE_ASSERT(x->n == M->n, FE_ERR_ARG, "the vector has %d entries but the matrix has %d rows",
@@ -450,19 +471,7 @@ int fe_csr_apply(fe_csr *M, const fe_vector *x, fe_vector **y, fe_report *rep)
   if (made) rc = fe_vector_create(M->be, M->prec, M->n, y);
   else FE_ASSERT((*y)->be == M->be && (*y)->prec == M->prec && (*y)->n == M->n, FE_ERR_ARG,
                  "the output vector does not match the matrix");
-  if (!rc) {
-    int ng = (M->n + EM_ITEMS - 1) / EM_ITEMS;
-    fe_arg args[7] = {
-        {.kind = FE_ARG_INT, .i = ng},
-        {.kind = FE_ARG_INT, .i = M->n},
-        {.kind = FE_ARG_BUFFER, .buf = &M->rowptr},
-        {.kind = FE_ARG_BUFFER, .buf = &M->cols},
-        {.kind = FE_ARG_BUFFER, .buf = &M->vals},
-        {.kind = FE_ARG_BUFFER, .buf = &x->buf},
-        {.kind = FE_ARG_BUFFER, .buf = &(*y)->buf},
-    };
-    rc = M->be->ops->launch(M->be->impl, M->spmv, (size_t)ng, EM_ITEMS, 7, args, M->prec, &seconds);
-  }
+  if (!rc) rc = fe_csr_launch(M, M->spmv, &x->buf, &(*y)->buf, &seconds);
   fe_vector_free(xc);
   if (rc) {
     if (made) {
@@ -477,7 +486,8 @@ int fe_csr_apply(fe_csr *M, const fe_vector *x, fe_vector **y, fe_report *rep)
   snprintf(rep->device, sizeof rep->device, "%s", M->be->info.name);
   snprintf(rep->precision, sizeof rep->precision, "%s", fe_precision_name(M->prec));
   snprintf(rep->strategy, sizeof rep->strategy, "csr");
-  snprintf(rep->why, sizeof rep->why, "scalar CSR, one item per row");
+  snprintf(rep->why, sizeof rep->why, "%s CSR, %d item%s per row", M->lanes > 1 ? "vector" : "scalar",
+           M->lanes, M->lanes > 1 ? "s" : "");
   rep->ndofs = M->n;
   double w = (double)fe_precision_size(M->prec);
   rep->flops = 2.0 * M->nnz;

@@ -24,6 +24,7 @@ typedef struct fe_csr {
   int n;
   long long nnz;
   fe_buffer rowptr, cols, vals;
+  int lanes;             /* items per row of its product (1: scalar CSR, more: vector CSR) */
   struct fe_module *mod; /* its fe_spmv */
   struct fe_kernel *spmv;
 } fe_csr;
@@ -42,11 +43,20 @@ int fe_elemats_convert(const fe_elemats *K, fe_backend *be, fe_precision prec, f
 void fe_elemats_free(fe_elemats *K);
 
 /* The Jacobian at `at` assembled on the device: the pattern from the dof map (on the host),
- * the values added by the device from the element matrices (atomics). Constrained rows are
+ * the values added by the device from the element matrices (atomics). o->lanes: items per
+ * row of its product (0: 4 on a GPU, 1 on the cpu). Constrained rows are
  * the identity's and free rows have no constrained columns: M x equals the matrix-free
  * action. The report: setup (pattern and element matrices), seconds (the adds). */
 int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
                          fe_csr **M, fe_report *rep);
+/* The elemat module's source for realization r (engine/strategy.h) with `lanes` items per
+ * row in its product. */
+struct fe_realization;
+int fe_elemat_source(const struct fe_realization *r, int lanes, char **src);
+/* Launch y = M x with kernel k (M's own or a module of the same lanes); seconds: NULL, or
+ * block and time it. */
+int fe_csr_launch(const fe_csr *M, struct fe_kernel *k, const fe_buffer *x, fe_buffer *y,
+                  double *seconds);
 /* y = M x (*y made when NULL; x converted when it lives elsewhere). */
 int fe_csr_apply(fe_csr *M, const fe_vector *x, fe_vector **y, fe_report *rep);
 /* The whole matrix on the host: rowptr[n + 1], cols[nnz], vals[nnz] (malloc'd). */

@@ -11,7 +11,7 @@
 #include "shell/shell.h"
 
 static const char *const matrix_keys[] = {"at", "strategy", "variant", "backend", "precision",
-                                          "block", NULL};
+                                          "block", "lanes", NULL};
 
 /* The options of element_matrices and assemble at t into o, *at, *strategy, *variant. */
 static void read_matrix_opts(lua_State *L, int t, const char *fname, fe_action_opts *o,
@@ -38,6 +38,14 @@ static void read_matrix_opts(lua_State *L, int t, const char *fname, fe_action_o
     if (!felab_is_integer(L, -1, &b) || b < 0 || b > INT_MAX)
       luaL_error(L, "%s: block must be an integer >= 0, got %s", fname, felab_number_or_kind(L, -1));
     o->block = (int)b;
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, t, "lanes") != LUA_TNIL) {
+    lua_Integer b;
+    if (!felab_is_integer(L, -1, &b) || b < 0 || b > 64)
+      luaL_error(L, "%s: lanes must be an integer in 0..64 (items per row of the CSR product, "
+                 "0: the backend's), got %s", fname, felab_number_or_kind(L, -1));
+    o->lanes = (int)b;
   }
   lua_pop(L, 1);
   lua_getfield(L, t, "at");
@@ -265,11 +273,13 @@ void felab_open_matrix(lua_State *L)
                  "(Banas et al.), variant \"reg_jac\": a column per item in registers, the\n"
                  "Jacobian's factors stored per point (the other variants and \"tensor\" are\n"
                  "not built yet and say so).\nexample: K = A:element_matrices(); print(K:get(1)[1][1])");
-  felab_help_add(FELAB_OPERATOR ":assemble", "M, rep = A:assemble{at = u, backend =, precision =}",
+  felab_help_add(FELAB_OPERATOR ":assemble",
+                 "M, rep = A:assemble{at = u, backend =, precision =, lanes =}",
                  "The Jacobian at u assembled in CSR on the backend: the pattern from the dof map\n"
                  "(host), the values added on the device from the element matrices (atomics).\n"
                  "Constrained rows are the identity's and free rows have no constrained columns,\n"
-                 "so M:apply(w) equals A:apply(w). M.n, M.nnz; export.mtx(path, M) writes it as\n"
+                 "so M:apply(w) equals A:apply(w). lanes = items per row of M:apply (1: scalar\n"
+                 "CSR; default 4 on a GPU, 1 on the cpu). M.n, M.nnz; export.mtx(path, M) writes it as\n"
                  "Matrix Market (scipy.io.mmread, PETSc, MATLAB).\n"
                  "example: M = A:assemble(); y = M:apply(w)");
   felab_help_add("export.mtx", "export.mtx(path, M)",

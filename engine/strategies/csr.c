@@ -46,6 +46,7 @@ static int csr_setup(fe_realization *r)
   fe_action_opts_default(&o);
   o.backend = r->be->name;
   o.precision = (int)r->prec;
+  o.lanes = r->asked.lanes; /* items per row of the product (0: the backend's) */
   o.nolog = 1;
   fe_report rep;
   return fe_operator_assemble(r->A, NULL, &o, &d->M, &rep);
@@ -68,11 +69,9 @@ static const char *csr_entry(fe_action a)
 
 static int csr_source(const fe_realization *r, fe_action a, const char *preamble, char **src)
 {
-  (void)a; /* one module for every action: the Jacobian's (fe_spmv and fe_dirichlet) */
-  fe_kernel_spec s;
-  fe_realization_spec(r, FE_ACTION_APPLY, &s);
-  s.template_name = "elemat";
-  return fe_codegen_action(&s, r->be->name, preamble, src);
+  (void)a, (void)preamble; /* one module for every action: fe_spmv and fe_dirichlet */
+  const csr_data *d = r->data;
+  return fe_elemat_source(r, d->M->lanes, src);
 }
 
 /* The options of the matrix-free calls the residual and diagonal make. */
@@ -104,17 +103,7 @@ static int csr_integrate(fe_realization *r, fe_action a, const fe_vector *u, con
     *launches += rep.launches;
     return 0;
   }
-  int ng = (M->n + 127) / 128; /* EM_ITEMS rows per group (elemat.knl) */
-  fe_arg args[7] = {
-      {.kind = FE_ARG_INT, .i = ng},
-      {.kind = FE_ARG_INT, .i = M->n},
-      {.kind = FE_ARG_BUFFER, .buf = &M->rowptr},
-      {.kind = FE_ARG_BUFFER, .buf = &M->cols},
-      {.kind = FE_ARG_BUFFER, .buf = &M->vals},
-      {.kind = FE_ARG_BUFFER, .buf = &w->buf},
-      {.kind = FE_ARG_BUFFER, .buf = &y->buf},
-  };
-  FE_CHECK(r->be->ops->launch(r->be->impl, r->kernel[a], (size_t)ng, 128, 7, args, r->prec, NULL));
+  FE_CHECK(fe_csr_launch(M, r->kernel[a], &w->buf, &y->buf, NULL));
   (*launches)++;
   return 0;
 }

@@ -4,8 +4,11 @@
 -- time and share of the calibrated copy bandwidth, and Jacobi-PCG per iteration with csr and
 -- with the default strategy.
 -- usage: felab scripts/bench/assembly.lua [backend] [cells per side] [cell] [space] [its]
+--          [lanes list, e.g. 1,4,8,16: items per row of the product; the first is PCG's]
 local backend, n = arg[1] or "cuda", tonumber(arg[2]) or 64
 local cell, space, its = arg[3] or "tet", arg[4] or "P1", tonumber(arg[5]) or 100
+local lanes = {}
+for l in (arg[6] or "0"):gmatch("%d+") do lanes[#lanes + 1] = tonumber(l) end
 local t0 = perf.clock()
 local m = mesh.box{cells = {n, n, n}, cell = cell}
 local V = fe.space(m, space)
@@ -17,22 +20,26 @@ local _, krep2 = A:element_matrices{backend = backend}
 print(("element matrices: kernel %.2f ms (%.0f GF/s, %.0f%% of FMA %.0f), setup %.2f s"):format(
       krep2.seconds * 1e3, krep2.gflops, 100 * krep2.gflops / cal.peak_gflops, cal.peak_gflops,
       krep.setup_seconds))
-local t1 = perf.clock()
-local M, arep = A:assemble{backend = backend}
-local whole = perf.clock() - t1
-print(("assemble: %d nonzeros, device %.2f ms (element matrices and adds), host pattern and "
-       .. "uploads %.2f s, whole call %.2f s"):format(M.nnz, arep.seconds * 1e3, arep.setup_seconds, whole))
 local w = V:interpolate(function(x) return x[1] - x[2] * x[3] end):to(backend)
-local best
-for _ = 1, 20 do
-  local _, r = M:apply(w)
-  if not best or r.seconds < best.seconds then best = r end
+for _, l in ipairs(lanes) do
+  local t1 = perf.clock()
+  local M, arep = A:assemble{backend = backend, lanes = l}
+  local whole = perf.clock() - t1
+  print(("assemble: %d nonzeros, device %.2f ms (element matrices and adds), host pattern and "
+         .. "uploads %.2f s, whole call %.2f s"):format(M.nnz, arep.seconds * 1e3, arep.setup_seconds, whole))
+  local best
+  for _ = 1, 20 do
+    local _, r = M:apply(w)
+    if not best or r.seconds < best.seconds then best = r end
+  end
+  print(("spmv (%s): %.3f ms, %.0f GB/s (%.0f%% of %.0f)"):format(best.why, best.seconds * 1e3,
+        best.gbytes, 100 * best.gbytes / cal.peak_gbytes, cal.peak_gbytes))
+  M = nil
+  collectgarbage()
 end
-print(("spmv: %.3f ms, %.0f GB/s (%.0f%% of %.0f)"):format(best.seconds * 1e3, best.gbytes,
-      100 * best.gbytes / cal.peak_gbytes, cal.peak_gbytes))
 for _, st in ipairs({"csr", "default"}) do
   local o = {backend = backend, pc = "jacobi", rtol = 0, atol = 0, maxit = its,
-             strategy = st ~= "default" and st or nil}
+             strategy = st ~= "default" and st or nil, lanes = st == "csr" and lanes[1] or nil}
   solve.cg(A, o) -- setup, compile
   local _, info = solve.cg(A, o)
   print(("PCG %-9s %.3f ms/iteration (%s)"):format(st, 1e3 * info.report.seconds / info.iterations,
