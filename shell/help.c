@@ -184,7 +184,9 @@ static const help_entry builtin[] = {
      "(e.g. \"1 + x[0]*x[1]\"), functions of x (traced), or {region = value} per cell region.\n"
      "Also physics.reaction_diffusion{c, kappa, source}, physics.elasticity{E, nu | lambda, mu,\n"
      "force} (components = dim), physics.heat{c, kappa, source, dt, u_old} (one backward-Euler\n"
-     "step: pde:set{u_old = u} between steps), physics.p_laplacian{p = 3, eps = 0.1, source}.\n"
+     "step: pde:set{u_old = u} between steps), physics.p_laplacian{p = 3, eps = 0.1, source},\n"
+     "physics.convection_diffusion{kappa, velocity = {bx, by, bz}, source} (nonsymmetric:\n"
+     "solve.bicgstab, gmres, bicg).\n"
      "example: pde = physics.poisson{kappa = 1, source = \"sin(x[0])\"}"},
     {FELAB_PHYSICS, "print(pde)",
      "Pointwise physics f0(u, grad u, x) and f1(u, grad u, x) with their Jacobian blocks\n"
