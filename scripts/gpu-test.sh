@@ -6,7 +6,10 @@
 # It registers NVIDIA's OpenCL driver (so the opencl backend runs on the GPU too), then runs
 #   cuda.log     tests/scripts/test_cuda.lua: cuda vs cpu vs opencl, PCG, vectors, rates;
 #                test_patch.lua: strategy patch against transpose on every backend;
+#                test_matrix.lua: element matrices, assembly and csr on every backend;
 #                test_sumfact.lua: strategy sumfact against transpose on every backend
+#                (last; SUMFACT=0 leaves it out)
+#   scripts.log  test_krylov.lua: BiCG, BiCGStab, GMRES
 #   scripts.log  test_backends.lua and test_convergence.lua: cpu and opencl on the GPU
 #   checks.log   scripts/gpu-checks.lua twice on one fresh cache (cold JIT, then cached),
 #                the second time also running out of device memory
@@ -45,6 +48,9 @@ step() {
 step "test_cuda.lua" cuda.log "$FELAB" tests/scripts/test_cuda.lua
 step "test_patch.lua (patch = transpose on cpu, opencl, cuda)" cuda.log "$FELAB" tests/scripts/test_patch.lua
 step "test_patch_options.lua" cuda.log "$FELAB" tests/scripts/test_patch_options.lua
+step "test_matrix.lua (element matrices, assembly, csr on cpu, opencl, cuda)" cuda.log "$FELAB" \
+  tests/scripts/test_matrix.lua
+step "test_krylov.lua (BiCG, BiCGStab, GMRES)" scripts.log "$FELAB" tests/scripts/test_krylov.lua
 step "test_backends.lua (opencl on the GPU)" scripts.log "$FELAB" tests/scripts/test_backends.lua
 step "test_convergence.lua (opencl on the GPU)" scripts.log "$FELAB" tests/scripts/test_convergence.lua
 CHECKS_CACHE=$(mktemp -d /tmp/felab-cache.XXXXXX) # cold: nothing compiled yet
@@ -65,7 +71,7 @@ else
 fi
 # last: it compiles transpose's dense tables on three backends (7.7 minutes on the H100 machine)
 STEP_TIMEOUT=${SUMFACT_TIMEOUT:-900}
-step "test_sumfact.lua (sumfact = transpose on cpu, opencl, cuda)" cuda.log "$FELAB" \
+[ "${SUMFACT:-1}" = 1 ] && step "test_sumfact.lua (sumfact = transpose on cpu, opencl, cuda)" cuda.log "$FELAB" \
   tests/scripts/test_sumfact.lua
 [ $fail = 0 ] && echo "== all GPU steps passed" || echo "== SOME GPU STEPS FAILED"
 exit $fail
