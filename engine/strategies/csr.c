@@ -33,7 +33,9 @@ static int csr_applies(const fe_operator *A, const fe_backend *be, fe_precision 
 
 static int csr_configure(fe_realization *r, const fe_action_opts *o)
 {
-  FE_CALLOC(r->data, 1, "csr data");
+  csr_data *d;
+  FE_CALLOC(d, 1, "csr data");
+  r->data = d;
   r->block = o->block > 0 ? o->block : 32; /* the block of the elemat module's spec */
   r->colored = 0;
   return 0;
