@@ -181,8 +181,9 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
   fe_realization_spec(r, FE_ACTION_APPLY, &s);
   double w = (double)fe_precision_size(r->prec), npts = A->geo_affine ? 1 : s.quad->npoints;
   rep->flops = nc * elemat_flops_per_cell(r, &s);
+  /* the matrices written, the factors, the cell map and ids read, the state when it is read */
   rep->bytes = (double)nc * n * n * w + nc * npts * fe_geo_stride(V->elem.dim) * w +
-               nc * (V->elem.nbasis + 1) * 4.0 + (s.quad ? V->ndofs * w : 0);
+               nc * (V->elem.nbasis + 1) * 4.0 + (fe_codegen_needs(&s).need_u ? V->ndofs * w : 0);
   rep->seconds = seconds;
   rep->compile_seconds = compile_s;
   rep->transfer_seconds = transfer;

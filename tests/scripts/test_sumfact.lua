@@ -50,8 +50,9 @@ end
 
 local hexes = mesh.box{cells = {3, 2, 2}, cell = "hex", distort = 0.3}
 local cases = {}
--- under the sanitizers (FELAB_ASAN=1, make check-asan) Q1..Q3: the suite's time budget
-for p = 1, os.getenv("FELAB_ASAN") == "1" and 3 or 6 do cases[#cases + 1] = {mesh = hexes, space = "Q" .. p, dim = 3} end
+-- under the sanitizers (FELAB_ASAN=1, make check-asan) Q1..Q2 (Q3 runs in the cases below): the
+-- suite's time budget
+for p = 1, os.getenv("FELAB_ASAN") == "1" and 2 or 6 do cases[#cases + 1] = {mesh = hexes, space = "Q" .. p, dim = 3} end
 cases[#cases + 1] = {mesh = hexes, space = "Q2", dim = 3, components = 3}
 cases[#cases + 1] = {mesh = hexes, space = "Q3", dim = 3, physics = "nonlinear"}
 cases[#cases + 1] = {mesh = mesh.box{cells = {5, 3}, cell = "quad", distort = 0.3}, space = "Q3",
