@@ -22,7 +22,8 @@
 #define OP_MAX_REALIZATIONS 8
 
 static const fe_strategy *const strategy_list[] = {&fe_strategy_transpose, &fe_strategy_patch,
-                                                   &fe_strategy_sumfact, &fe_strategy_csr};
+                                                   &fe_strategy_sumfact, &fe_strategy_csr,
+                                                   &fe_strategy_ebe};
 #define NSTRATEGIES ((int)(sizeof strategy_list / sizeof strategy_list[0]))
 
 int fe_strategy_count(void) { return NSTRATEGIES; }

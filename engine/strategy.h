@@ -19,7 +19,7 @@ typedef struct fe_realization fe_realization;
 
 /* The table of one strategy. Every int-returning slot returns 0 or an fe_err code. */
 typedef struct fe_strategy {
-  const char *name;    /* "transpose", "patch", "sumfact", "csr" */
+  const char *name;    /* "transpose", "patch", "sumfact", "csr", "ebe" */
   const char *summary; /* one line: what it does */
   /* 0 if it can run every action of A on be in prec, else 1 with the reason in why. */
   int (*applies)(const fe_operator *A, const fe_backend *be, fe_precision prec, char *why,
@@ -52,7 +52,16 @@ typedef struct fe_strategy {
 } fe_strategy;
 
 extern const fe_strategy fe_strategy_transpose, fe_strategy_patch, fe_strategy_sumfact,
-    fe_strategy_csr;
+    fe_strategy_csr, fe_strategy_ebe;
+
+/* What the strategies built on matrices (csr, ebe: engine/strategies/csr.c) share: they
+ * apply when the Jacobian does not depend on the state (one build serves every call), and
+ * compute the residual and the diagonal matrix-free with "transpose" into y (the operator
+ * sets the constrained rows after). */
+int fe_stored_matrix_applies(const fe_operator *A, const fe_backend *be, fe_precision prec,
+                             char *why, size_t n);
+int fe_stored_matrix_other(fe_realization *r, fe_action a, const fe_vector *u, fe_vector *y,
+                           int *launches);
 
 /* Every strategy, in the order A:strategies() lists them. */
 int fe_strategy_count(void);

@@ -17,15 +17,15 @@ typedef struct csr_data {
   fe_csr *M;
 } csr_data;
 
-static int csr_applies(const fe_operator *A, const fe_backend *be, fe_precision prec, char *why,
-                       size_t n)
+int fe_stored_matrix_applies(const fe_operator *A, const fe_backend *be, fe_precision prec,
+                             char *why, size_t n)
 {
   (void)be;
   fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[FE_ACTION_APPLY],
                       .action = FE_ACTION_APPLY, .prec = prec};
   if (fe_codegen_needs(&s).need_u) {
-    snprintf(why, n, "the Jacobian of %s depends on the state (nonlinear): csr assembles once "
-             "and would be stale", A->pde->name);
+    snprintf(why, n, "the Jacobian of %s depends on the state (nonlinear): a matrix built once "
+             "would be stale", A->pde->name);
     return 1;
   }
   return 0;
@@ -76,8 +76,8 @@ static int csr_source(const fe_realization *r, fe_action a, const char *preamble
   return fe_elemat_source(r, d->M->lanes, src);
 }
 
-/* The options of the matrix-free calls the residual and diagonal make. */
-static fe_action_opts transpose_opts(const fe_realization *r)
+int fe_stored_matrix_other(fe_realization *r, fe_action a, const fe_vector *u, fe_vector *y,
+                           int *launches)
 {
   fe_action_opts o;
   fe_action_opts_default(&o);
@@ -85,7 +85,15 @@ static fe_action_opts transpose_opts(const fe_realization *r)
   o.precision = (int)r->prec;
   o.strategy = "transpose";
   o.nolog = 1;
-  return o;
+  fe_vector *t = NULL;
+  fe_report rep;
+  int rc = a == FE_ACTION_RESIDUAL ? fe_operator_residual(r->A, u, &o, &t, &rep)
+                                   : fe_operator_diagonal(r->A, NULL, &o, &t, &rep);
+  if (!rc) rc = fe_vector_copy(y, t);
+  fe_vector_free(t);
+  FE_CHECK(rc);
+  *launches += rep.launches;
+  return 0;
 }
 
 static int csr_integrate(fe_realization *r, fe_action a, const fe_vector *u, const fe_vector *w,
@@ -93,18 +101,7 @@ static int csr_integrate(fe_realization *r, fe_action a, const fe_vector *u, con
 {
   csr_data *d = r->data;
   fe_csr *M = d->M;
-  if (a != FE_ACTION_APPLY) { /* matrix-free; op_run sets the constrained rows after */
-    fe_action_opts o = transpose_opts(r);
-    fe_vector *t = NULL;
-    fe_report rep;
-    int rc = a == FE_ACTION_RESIDUAL ? fe_operator_residual(r->A, u, &o, &t, &rep)
-                                     : fe_operator_diagonal(r->A, NULL, &o, &t, &rep);
-    if (!rc) rc = fe_vector_copy(y, t);
-    fe_vector_free(t);
-    FE_CHECK(rc);
-    *launches += rep.launches;
-    return 0;
-  }
+  if (a != FE_ACTION_APPLY) return fe_stored_matrix_other(r, a, u, y, launches);
   FE_CHECK(fe_csr_launch(M, r->kernel[a], &w->buf, &y->buf, NULL));
   (*launches)++;
   return 0;
@@ -159,7 +156,7 @@ const fe_strategy fe_strategy_csr = {
     .name = "csr",
     .summary = "the Jacobian assembled once on the device (element matrices, atomic adds), "
                "then one CSR product per action",
-    .applies = csr_applies,
+    .applies = fe_stored_matrix_applies,
     .configure = csr_configure,
     .setup = csr_setup,
     .release = csr_release,
