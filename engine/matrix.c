@@ -79,27 +79,6 @@ static int upload_stored(fe_realization *r, fe_buffer *cells, fe_buffer *ids)
   return rc;
 }
 
-/* Fill the parts of a report every matrix call shares. */
-static void matrix_report(const fe_realization *r, const char *action, const char *strategy,
-                          const char *why, fe_report *rep)
-{
-  const fe_operator *A = r->A;
-  memset(rep, 0, sizeof *rep);
-  snprintf(rep->action, sizeof rep->action, "%s", action);
-  snprintf(rep->backend, sizeof rep->backend, "%s", r->be->name);
-  snprintf(rep->device, sizeof rep->device, "%s", r->be->info.name);
-  snprintf(rep->precision, sizeof rep->precision, "%s", fe_precision_name(r->prec));
-  snprintf(rep->strategy, sizeof rep->strategy, "%s", strategy);
-  snprintf(rep->why, sizeof rep->why, "%s", why);
-  const fe_quadrature *Q = &A->quad[FE_ACTION_APPLY];
-  snprintf(rep->space, sizeof rep->space, "%s%s%s on %s", A->V->name, A->V->ncomp > 1 ? "^" : "",
-           A->V->ncomp > 1 ? (A->V->ncomp == 2 ? "2" : "3") : "", fe_cell_name(A->V->elem.cell));
-  snprintf(rep->quadrature, sizeof rep->quadrature, "%s, %d points, degree %d",
-           Q->name ? Q->name : "?", Q->npoints, Q->degree);
-  rep->ncells = A->V->mesh->ncells;
-  rep->ndofs = A->V->ndofs;
-}
-
 int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
                         const char *strategy, const char *variant, fe_elemats **K,
                         fe_report *rep)
@@ -175,8 +154,9 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
     fe_elemats_free(k);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
-  matrix_report(r, "element_matrices", "quadrature", "variant reg_jac: a column per item in "
-                "registers, Jacobian factors stored per point", rep);
+  fe_report_begin(rep, "element_matrices", r->be, r->prec, "quadrature", "variant reg_jac: a "
+                  "column per item in registers, Jacobian factors stored per point");
+  fe_report_operator(rep, A, FE_ACTION_APPLY);
   fe_kernel_spec s;
   fe_realization_spec(r, FE_ACTION_APPLY, &s);
   double w = (double)fe_precision_size(r->prec), npts = A->geo_affine ? 1 : s.quad->npoints;
@@ -425,8 +405,9 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
     fe_csr_free(M);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
-  matrix_report(r, "assemble", "quadrature", "element matrices (reg_jac), then atomic adds "
-                "into a pattern built on the host", rep);
+  fe_report_begin(rep, "assemble", r->be, r->prec, "quadrature", "element matrices (reg_jac), "
+                  "then atomic adds into a pattern built on the host");
+  fe_report_operator(rep, A, FE_ACTION_APPLY);
   double w = (double)fe_precision_size(r->prec), nk = (double)nc * K->n * K->n;
   /* the adds, then the element matrices' own work */
   rep->flops = nk + krep.flops;
@@ -481,14 +462,10 @@ int fe_csr_apply(fe_csr *M, const fe_vector *x, fe_vector **y, fe_report *rep)
     }
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
-  memset(rep, 0, sizeof *rep);
-  snprintf(rep->action, sizeof rep->action, "spmv");
-  snprintf(rep->backend, sizeof rep->backend, "%s", M->be->name);
-  snprintf(rep->device, sizeof rep->device, "%s", M->be->info.name);
-  snprintf(rep->precision, sizeof rep->precision, "%s", fe_precision_name(M->prec));
-  snprintf(rep->strategy, sizeof rep->strategy, "csr");
-  snprintf(rep->why, sizeof rep->why, "%s CSR, %d item%s per row", M->lanes > 1 ? "vector" : "scalar",
+  char why[64];
+  snprintf(why, sizeof why, "%s CSR, %d item%s per row", M->lanes > 1 ? "vector" : "scalar",
            M->lanes, M->lanes > 1 ? "s" : "");
+  fe_report_begin(rep, "spmv", M->be, M->prec, "csr", why);
   rep->ndofs = M->n;
   double w = (double)fe_precision_size(M->prec);
   rep->flops = 2.0 * M->nnz;

@@ -823,26 +823,24 @@ static int op_output(const fe_realization *r, int n, fe_vector **out)
   return fe_vector_create(r->be, r->prec, n, out);
 }
 
-/* Fill the report of one action and log it. */
-static int op_report(fe_realization *r, fe_action a, const fe_action_opts *o, const char *why,
-                     double seconds, double compile_s, double transfer, int launches,
-                     fe_report *rep)
+void fe_report_operator(fe_report *rep, const fe_operator *A, fe_action rule)
 {
-  fe_operator *A = r->A;
-  memset(rep, 0, sizeof *rep);
-  snprintf(rep->action, sizeof rep->action, "%s", fe_action_name(a));
-  snprintf(rep->backend, sizeof rep->backend, "%s", r->be->name);
-  snprintf(rep->device, sizeof rep->device, "%s", r->be->info.name);
-  snprintf(rep->precision, sizeof rep->precision, "%s", fe_precision_name(r->prec));
-  snprintf(rep->strategy, sizeof rep->strategy, "%s", r->st->name);
-  snprintf(rep->why, sizeof rep->why, "%s", why);
-  const fe_quadrature *Q = &A->quad[a];
+  const fe_quadrature *Q = &A->quad[rule];
   snprintf(rep->space, sizeof rep->space, "%s%s%s on %s", A->V->name, A->V->ncomp > 1 ? "^" : "",
            A->V->ncomp > 1 ? (A->V->ncomp == 2 ? "2" : "3") : "", fe_cell_name(A->V->elem.cell));
   snprintf(rep->quadrature, sizeof rep->quadrature, "%s, %d points, degree %d",
            Q->name ? Q->name : "?", Q->npoints, Q->degree);
   rep->ncells = A->V->mesh->ncells;
   rep->ndofs = A->V->ndofs;
+}
+
+/* Fill the report of one action and log it. */
+static int op_report(fe_realization *r, fe_action a, const fe_action_opts *o, const char *why,
+                     double seconds, double compile_s, double transfer, int launches,
+                     fe_report *rep)
+{
+  fe_report_begin(rep, fe_action_name(a), r->be, r->prec, r->st->name, why);
+  fe_report_operator(rep, r->A, a);
   r->st->count(r, a, &rep->flops, &rep->bytes);
   rep->seconds = seconds;
   rep->compile_seconds = compile_s;

@@ -264,3 +264,15 @@ void fe_perf_log_clear(void)
   log_entries = NULL;
   log_count = log_cap = 0;
 }
+
+void fe_report_begin(fe_report *rep, const char *action, const fe_backend *be, fe_precision prec,
+                     const char *strategy, const char *why)
+{
+  memset(rep, 0, sizeof *rep);
+  snprintf(rep->action, sizeof rep->action, "%s", action);
+  snprintf(rep->backend, sizeof rep->backend, "%s", be->name);
+  snprintf(rep->device, sizeof rep->device, "%s", be->info.name);
+  snprintf(rep->precision, sizeof rep->precision, "%s", fe_precision_name(prec));
+  snprintf(rep->strategy, sizeof rep->strategy, "%s", strategy);
+  snprintf(rep->why, sizeof rep->why, "%s", why);
+}

@@ -27,6 +27,10 @@ typedef struct fe_report {
   int iterations;           /* solvers */
 } fe_report;
 
+/* Zero rep, then its head: the action, the backend's name and device, the precision, the
+ * strategy and why it ran. */
+void fe_report_begin(fe_report *rep, const char *action, const fe_backend *be, fe_precision prec,
+                     const char *strategy, const char *why);
 /* Roofline prediction for one call into rep (uses rep->flops, bytes, launches and the
  * backend's calibration, calibrating it first if needed). */
 int fe_perf_predict(fe_backend *be, fe_precision prec, fe_report *rep);

@@ -62,6 +62,9 @@ int fe_stored_matrix_applies(const fe_operator *A, const fe_backend *be, fe_prec
                              char *why, size_t n);
 int fe_stored_matrix_other(fe_realization *r, fe_action a, const fe_vector *u, fe_vector *y,
                            int *launches);
+/* Their `measured` slot: never a default until measured against the matrix-free ones. */
+int fe_stored_matrix_measured(const fe_operator *A, const fe_backend *be, fe_precision prec,
+                              char *why, size_t n);
 
 /* Every strategy, in the order A:strategies() lists them. */
 int fe_strategy_count(void);
@@ -168,6 +171,10 @@ int fe_operator_realize(fe_operator *A, const fe_action_opts *o, fe_realization 
                         size_t nwhy);
 int fe_realization_bind(fe_realization *r, fe_vector **tmp, double *transfer);
 void fe_realization_unbind(fe_realization *r, fe_vector **tmp);
+
+/* What a report says of the operator: its space, the rule of action `rule`, its sizes
+ * (after fe_report_begin). */
+void fe_report_operator(fe_report *rep, const fe_operator *A, fe_action rule);
 
 /* The cell of stored index i of perm (padding copies its group's first cell). */
 static inline int fe_stored_cell(const int *perm, size_t i)

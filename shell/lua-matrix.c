@@ -53,18 +53,6 @@ static void read_matrix_opts(lua_State *L, int t, const char *fname, fe_action_o
   lua_pop(L, 1); /* anchored in the table */
 }
 
-/* A new handle of type tname holding NULL, its user value the value at owner. */
-static void **push_handle(lua_State *L, const char *tname, int owner)
-{
-  owner = lua_absindex(L, owner);
-  void **p = lua_newuserdatauv(L, sizeof *p, 1);
-  *p = NULL;
-  luaL_setmetatable(L, tname);
-  lua_pushvalue(L, owner);
-  lua_setiuservalue(L, -2, 1);
-  return p;
-}
-
 /* A:element_matrices{at =, strategy = "quadrature", variant = "reg_jac", backend =,
  * precision =} -> K, report */
 int felab_op_element_matrices(lua_State *L)
@@ -75,7 +63,7 @@ int felab_op_element_matrices(lua_State *L)
   const fe_vector *at;
   const char *strategy, *variant;
   read_matrix_opts(L, 2, fname, &o, &at, &strategy, &variant);
-  fe_elemats **out = (fe_elemats **)push_handle(L, FELAB_ELEMATS, 1);
+  fe_elemats **out = (fe_elemats **)felab_push_handle(L, FELAB_ELEMATS, 1);
   fe_report rep;
   fe_elemats *K = NULL;
   FELAB_TRY(L, fe_element_matrices(A, at, &o, strategy, variant, &K, &rep));
@@ -96,7 +84,7 @@ int felab_op_assemble(lua_State *L)
   if (strategy || variant)
     return luaL_error(L, "%s: the element matrices of an assembly are \"quadrature\" "
                       "\"reg_jac\" (strategy and variant are element_matrices' options)", fname);
-  fe_csr **out = (fe_csr **)push_handle(L, FELAB_MATRIX, 1);
+  fe_csr **out = (fe_csr **)felab_push_handle(L, FELAB_MATRIX, 1);
   fe_report rep;
   fe_csr *M = NULL;
   FELAB_TRY(L, fe_operator_assemble(A, at, &o, &M, &rep));
@@ -155,7 +143,7 @@ static int em_to(lua_State *L)
   fe_backend *be;
   FELAB_TRY(L, fe_backend_get(lua_tostring(L, 2), &be));
   lua_getiuservalue(L, 1, 1);
-  fe_elemats **out = (fe_elemats **)push_handle(L, FELAB_ELEMATS, -1);
+  fe_elemats **out = (fe_elemats **)felab_push_handle(L, FELAB_ELEMATS, -1);
   fe_elemats *k = NULL;
   FELAB_TRY(L, fe_elemats_convert(K, be, prec, &k));
   *out = k;

@@ -153,16 +153,21 @@ void felab_read_sumfact_opts(lua_State *L, int t, const char *fname, fe_action_o
   }
 }
 
+void **felab_push_handle(lua_State *L, const char *tname, int owner)
+{
+  owner = lua_absindex(L, owner);
+  void **p = lua_newuserdatauv(L, sizeof *p, 1);
+  *p = NULL;
+  luaL_setmetatable(L, tname);
+  lua_pushvalue(L, owner);
+  lua_setiuservalue(L, -2, 1);
+  return p;
+}
+
 /* Push a vector handle holding NULL that remembers the value at index space (a space). */
 fe_vector **felab_push_vector(lua_State *L, int space)
 {
-  space = lua_absindex(L, space);
-  fe_vector **p = lua_newuserdatauv(L, sizeof *p, 1);
-  *p = NULL;
-  luaL_setmetatable(L, FELAB_VECTOR);
-  lua_pushvalue(L, space);
-  lua_setiuservalue(L, -2, 1);
-  return p;
+  return (fe_vector **)felab_push_handle(L, FELAB_VECTOR, space);
 }
 
 /* Push a vector handle holding NULL that remembers the space of the vector or operator at i

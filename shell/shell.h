@@ -113,6 +113,9 @@ const char *felab_opt_field_name(lua_State *L, int t, const char *fname, const c
 struct fe_action_opts;
 void felab_read_sumfact_opts(lua_State *L, int t, const char *fname, struct fe_action_opts *o);
 
+/* Push a handle of type tname holding NULL (the caller stores the engine pointer), its user
+ * value 1 the value at index owner (kept alive while the handle lives). */
+void **felab_push_handle(lua_State *L, const char *tname, int owner);
 /* Push a vector handle holding NULL (the caller stores the engine vector) that remembers the
  * value at index space, or the space of the vector or operator at i. */
 struct fe_vector **felab_push_vector(lua_State *L, int space);

@@ -141,14 +141,12 @@ static void csr_estimate(const fe_operator *A, const fe_backend *be, fe_precisio
   spmv_counts(A, prec, A->V->mesh->ncells * n * n, flops, bytes);
 }
 
-/* Not a default until measured against the matrix-free strategies on each device
- * (issue 15's benchmark); asked by name it runs anywhere it applies. */
-static int csr_measured(const fe_operator *A, const fe_backend *be, fe_precision prec, char *why,
-                        size_t n)
+int fe_stored_matrix_measured(const fe_operator *A, const fe_backend *be, fe_precision prec,
+                              char *why, size_t n)
 {
   (void)A, (void)be, (void)prec;
-  snprintf(why, n, "csr is not yet measured against the matrix-free strategies here; ask for it "
-                   "by name");
+  snprintf(why, n, "the strategies on stored matrices (csr, ebe) are not yet measured against "
+                   "the matrix-free ones here; ask for them by name");
   return -1;
 }
 
@@ -165,6 +163,6 @@ const fe_strategy fe_strategy_csr = {
     .integrate = csr_integrate,
     .count = csr_count,
     .estimate = csr_estimate,
-    .measured = csr_measured,
+    .measured = fe_stored_matrix_measured,
     .masks_direction = 1,
 };

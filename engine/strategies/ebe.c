@@ -107,15 +107,6 @@ static void ebe_count(const fe_realization *r, fe_action a, double *flops, doubl
   ebe_estimate(r->A, r->be, r->prec, a, flops, bytes);
 }
 
-static int ebe_measured(const fe_operator *A, const fe_backend *be, fe_precision prec, char *why,
-                        size_t n)
-{
-  (void)A, (void)be, (void)prec;
-  snprintf(why, n, "ebe is not yet measured against the other strategies here; ask for it by "
-                   "name");
-  return -1;
-}
-
 const fe_strategy fe_strategy_ebe = {
     .name = "ebe",
     .summary = "element by element: the element matrices stored on the device, each action "
@@ -129,5 +120,5 @@ const fe_strategy fe_strategy_ebe = {
     .integrate = ebe_integrate,
     .count = ebe_count,
     .estimate = ebe_estimate,
-    .measured = ebe_measured,
+    .measured = fe_stored_matrix_measured,
 };
