@@ -62,6 +62,8 @@ typedef struct fe_backend_ops {
   int (*write)(void *impl, fe_buffer *dst, size_t offset, size_t bytes, const void *host);
   int (*read)(void *impl, const fe_buffer *src, size_t offset, size_t bytes, void *host);
   int (*copy)(void *impl, fe_buffer *dst, const fe_buffer *src, size_t bytes);
+  /* Optional: the buffer's contents in host memory, readable in place (the cpu), or NULL. */
+  void *(*host)(void *impl, const fe_buffer *buf);
 
   /* kernels: the dialect preamble for a precision, compile (cached), look up, launch */
   const char *(*preamble)(void *impl, fe_precision prec);

@@ -177,7 +177,8 @@ static void realization_free(fe_realization *r)
   if (!r) return;
   fe_backend *be = r->be;
   if (r->st && r->st->release) r->st->release(r);
-  fe_buffer *bufs[] = {&r->groups, &r->coords, &r->aux, &r->didx, &r->dval, &r->params, &r->fmaps};
+  fe_buffer *bufs[] = {&r->groups, &r->coords, &r->aux,   &r->didx,  &r->dval,
+                       &r->params, &r->fmaps,  &r->ecells, &r->eids};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i]->ptr) be->ops->release(be->impl, bufs[i]);
   for (int a = FE_NACTIONS - 1; a >= 0; a--) { /* shared buffers are released once, by the first */
@@ -187,7 +188,7 @@ static void realization_free(fe_realization *r)
   }
   for (int a = 0; a < FE_NACTIONS; a++)
     if (r->module[a]) be->ops->module_free(be->impl, r->module[a]);
-  if (r->emodule) be->ops->module_free(be->impl, r->emodule);
+  for (int v = 0; v < FE_ELEMAT_VARIANTS; v++) if (r->emodule[v]) be->ops->module_free(be->impl, r->emodule[v]);
   free(r->perm);
   fe_vector_free(r->scratch);
   fe_vector_free(r->zero);
@@ -677,13 +678,23 @@ static int realization_get(fe_operator *A, const fe_action_opts *o, fe_realizati
     key.lanes = o->lanes;
     key.geometry = o->geometry;
     key.scatter = o->scatter;
+    key.format = o->format; /* strategy csr's product */
+    key.chunk = o->chunk;
+    key.sigma = o->sigma;
+    key.recompute = o->recompute; /* strategy ebe */
   }
   key.precision = (int)prec;
   for (int i = 0; i < A->nreal; i++) {
     fe_realization *r = A->real[i];
-    if (r->be == be && r->prec == prec && r->st == st && r->asked.block == key.block &&
-        r->asked.walk == key.walk && r->asked.lanes == key.lanes &&
-        r->asked.geometry == key.geometry && r->asked.scatter == key.scatter) {
+    const fe_action_opts *k = &r->asked;
+    if (r->be == be && r->prec == prec && r->st == st && k->block == key.block &&
+        k->walk == key.walk && k->lanes == key.lanes && k->geometry == key.geometry &&
+        k->scatter == key.scatter && k->format == key.format && k->chunk == key.chunk &&
+        k->sigma == key.sigma && k->recompute == key.recompute) {
+      /* the most recently used goes last, so that a full list forgets the least recently
+       * used: never a realization whose action is running (ebe's and csr's inner calls) */
+      memmove(&A->real[i], &A->real[i + 1], sizeof(A->real[0]) * (size_t)(A->nreal - 1 - i));
+      A->real[A->nreal - 1] = r;
       *out = r;
       return 0;
     }
@@ -708,7 +719,7 @@ static int realization_get(fe_operator *A, const fe_action_opts *o, fe_realizati
     return fe_error_push(fe_error_code(), __FILE__, __LINE__, __func__);
   }
   r->setup_seconds = fe_clock() - t0;
-  if (A->nreal == OP_MAX_REALIZATIONS) { /* forget the oldest */
+  if (A->nreal == OP_MAX_REALIZATIONS) { /* forget the least recently used */
     realization_free(A->real[0]);
     memmove(&A->real[0], &A->real[1], sizeof(A->real[0]) * (OP_MAX_REALIZATIONS - 1));
     A->nreal--;
@@ -982,6 +993,16 @@ int fe_operator_source(fe_operator *A, const char *action, const fe_action_opts 
   char why[160];
   FE_CHECK(fe_action_parse(action, &a));
   FE_CHECK(realization_get(A, o, &r, why, sizeof why));
+  const fe_strategy *d = r->st->delegate ? r->st->delegate(a) : NULL;
+  if (d) { /* the kernel that computes this action is another strategy's */
+    fe_action_opts od;
+    if (o) od = *o;
+    else fe_action_opts_default(&od);
+    od.backend = r->be->name;
+    od.precision = (int)r->prec;
+    od.strategy = d->name;
+    FE_CHECK(realization_get(A, &od, &r, why, sizeof why));
+  }
   return r->st->source(r, a, r->be->ops->preamble(r->be->impl, r->prec), src);
 }
 

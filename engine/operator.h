@@ -25,7 +25,14 @@ typedef struct fe_action_opts {
   int lanes;             /* strategy "patch": nodes whose runs are interleaved (a power of two
                           * up to 64), 0: the backend's (GPUs: a shared-memory row) */
   int geometry;          /* strategy "sumfact": FE_GEOMETRY_AUTO, _STORED or _VERTICES */
-  int scatter;           /* strategy "sumfact": FE_SCATTER_AUTO, _ATOMIC or _NODES */
+  int scatter;           /* sumfact: FE_SCATTER_AUTO, _ATOMIC or _NODES; ebe and assembly:
+                          * FE_SCATTER_AUTO, _ATOMIC or _COLOR */
+  int recompute;         /* strategy "ebe": 1 computes the element matrices in every action */
+  int format;            /* assembly and strategy "csr": the product's layout, FE_FORMAT_AUTO
+                          * (CSR until SELL is measured faster), _CSR or _SELL */
+  int chunk;             /* SELL: rows per chunk C (0: the device's, 32 on a GPU, 8 on the cpu) */
+  int sigma;             /* SELL: rows per sorting window (0: the device's, 8 chunks; 1: no
+                          * sorting) */
   int nolog;             /* 1: keep this call out of the session log (solvers' inner calls) */
 } fe_action_opts;
 
@@ -35,8 +42,15 @@ enum { FE_GEOMETRY_AUTO, FE_GEOMETRY_STORED, FE_GEOMETRY_VERTICES };
 
 /* How sumfact adds the cells' results into y: the default, an atomic add per (cell, node),
  * or per node: the cells write an E-vector (cells x nodes, plain stores) and a second
- * kernel sums each node's entries through the node -> (cell, node) map. */
-enum { FE_SCATTER_AUTO, FE_SCATTER_ATOMIC, FE_SCATTER_NODES };
+ * kernel sums each node's entries through the node -> (cell, node) map. ebe's action and
+ * the assembly's fill: atomic adds, or by color (cells of one color share no node: plain
+ * adds, a launch per color). */
+enum { FE_SCATTER_AUTO, FE_SCATTER_ATOMIC, FE_SCATTER_NODES, FE_SCATTER_COLOR };
+
+/* The layout of an assembled matrix's product: CSR, or SELL-C-sigma (Kreutzer et al. 2014:
+ * rows sorted by length within windows of sigma rows, chunks of C rows padded to their
+ * longest row and stored column-major, so the C items of a chunk read consecutive slots). */
+enum { FE_FORMAT_AUTO, FE_FORMAT_CSR, FE_FORMAT_SELL };
 
 void fe_action_opts_default(fe_action_opts *o);
 

@@ -17,6 +17,10 @@
 
 typedef struct fe_realization fe_realization;
 
+/* The variants of the element matrices' strategy "quadrature" (engine/matrix.c): reg_nojac,
+ * reg_jac, shm_nojac, shm_jac. */
+#define FE_ELEMAT_VARIANTS 4
+
 /* The table of one strategy. Every int-returning slot returns 0 or an fe_err code. */
 typedef struct fe_strategy {
   const char *name;    /* "transpose", "patch", "sumfact", "csr", "ebe" */
@@ -49,6 +53,9 @@ typedef struct fe_strategy {
                   size_t nwhy);
   /* 1: the kernel reads constrained entries of a direction as zero itself (no masking). */
   int masks_direction;
+  /* Optional: the strategy whose kernel computes action a, when another one's does (csr and
+   * ebe: the residual and the diagonal by "transpose"), else NULL. A:source shows that one. */
+  const struct fe_strategy *(*delegate)(fe_action a);
 } fe_strategy;
 
 extern const fe_strategy fe_strategy_transpose, fe_strategy_patch, fe_strategy_sumfact,
@@ -62,9 +69,7 @@ int fe_stored_matrix_applies(const fe_operator *A, const fe_backend *be, fe_prec
                              char *why, size_t n);
 int fe_stored_matrix_other(fe_realization *r, fe_action a, const fe_vector *u, fe_vector *y,
                            int *launches);
-/* Their `measured` slot: never a default until measured against the matrix-free ones. */
-int fe_stored_matrix_measured(const fe_operator *A, const fe_backend *be, fe_precision prec,
-                              char *why, size_t n);
+const fe_strategy *fe_stored_matrix_delegate(fe_action a);
 
 /* Every strategy, in the order A:strategies() lists them. */
 int fe_strategy_count(void);
@@ -102,8 +107,13 @@ struct fe_realization {
   int warm[FE_NACTIONS];  /* the action ran once (its first run is not timed) */
   int *perm;             /* host copy of the stored order (fe_realization_schedule), npad */
   size_t npad;
-  fe_module *emodule;    /* element matrices (engine/matrix.c): their module, made on use */
-  fe_kernel *elemat;
+  /* element matrices (engine/matrix.c): a module per variant of strategy "quadrature",
+   * made on use, and the cells per work group it was compiled for */
+  fe_module *emodule[FE_ELEMAT_VARIANTS];
+  fe_kernel *elemat[FE_ELEMAT_VARIANTS];
+  int eblock[FE_ELEMAT_VARIANTS];
+  fe_buffer ecells;      /* their cell map in the stored order (NB per stored cell), and */
+  fe_buffer eids;        /* the mesh cell of each stored cell (-1: padding); uploaded once */
   fe_vector *scratch;    /* the masked direction of a Jacobian action */
   fe_vector *zero;       /* the state of a Jacobian taken at zero */
   double setup_seconds;  /* building and moving the data above, reported once */

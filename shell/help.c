@@ -98,9 +98,10 @@ static const help_entry builtin[] = {
     {FELAB_OPERATOR, "A:residual(u, opts), A:apply(w, opts), A:diagonal(opts), A:source(action), "
                      "A:strategies()",
      "A matrix-free operator. Every action takes opts {backend = \"cpu\"|\"opencl\"|\"cuda\",\n"
-     "precision = \"double\"|\"single\", strategy = \"transpose\"|\"patch\"|\"sumfact\",\n"
-     "block = cells per group, geometry = \"stored\"|\"vertices\", scatter = \"atomic\"|\"nodes\"\n"
-     "(sumfact)} and returns (vector, report); the report compares measured and predicted\n"
+     "precision = \"double\"|\"single\", strategy = \"transpose\"|\"patch\"|\"sumfact\"|\"csr\"|\n"
+     "\"ebe\", block = cells per group, geometry = \"stored\"|\"vertices\", scatter = \"atomic\"|\n"
+     "\"nodes\" (sumfact)|\"color\" (ebe), recompute = true (ebe)} and returns (vector, report);\n"
+     "the report compares measured and predicted\n"
      "rates and says which strategy ran and why (rep.why). Without strategy the model's\n"
      "fastest runs\n"
      "(A:strategies() shows each one's prediction).\n"
@@ -114,6 +115,9 @@ static const help_entry builtin[] = {
      "with walk = n (first-order cells) each item walks n cells that share nodes, keeping\n"
      "them in registers, and the sums are the same bits at every call; lanes = n interleaves\n"
      "the runs of n nodes (a power of two; default 1, on a GPU in double 16).\n"
+     "\"ebe\" (Jacobians that do not depend on the state) multiplies the element matrices\n"
+     "cell by cell (Kiss et al.), adding rows atomically or, with scatter = \"color\", color\n"
+     "by color with plain adds; recompute = true computes the matrices in every action.\n"
      "example: r, rep = A:residual(u); print(rep)"},
     {FELAB_OPERATOR ":residual",
      "A:residual(u, {backend = \"opencl\", precision = \"double\", strategy = \"transpose\"})",

@@ -11,7 +11,8 @@
 #include "shell/shell.h"
 
 static const char *const matrix_keys[] = {"at", "strategy", "variant", "backend", "precision",
-                                          "block", "lanes", NULL};
+                                          "block", "lanes", "scatter", "format", "chunk",
+                                          "sigma", NULL};
 
 /* The options of element_matrices and assemble at t into o, *at, *strategy, *variant. */
 static void read_matrix_opts(lua_State *L, int t, const char *fname, fe_action_opts *o,
@@ -48,12 +49,13 @@ static void read_matrix_opts(lua_State *L, int t, const char *fname, fe_action_o
     o->lanes = (int)b;
   }
   lua_pop(L, 1);
+  felab_read_sumfact_opts(L, t, fname, o); /* scatter (the fill), format, chunk, sigma */
   lua_getfield(L, t, "at");
   if (!lua_isnil(L, -1)) *at = felab_check_vector(L, -1, fname, "opts.at");
   lua_pop(L, 1); /* anchored in the table */
 }
 
-/* A:element_matrices{at =, strategy = "quadrature", variant = "reg_jac", backend =,
+/* A:element_matrices{at =, strategy = "quadrature", variant = "reg_nojac", backend =,
  * precision =} -> K, report */
 int felab_op_element_matrices(lua_State *L)
 {
@@ -63,6 +65,9 @@ int felab_op_element_matrices(lua_State *L)
   const fe_vector *at;
   const char *strategy, *variant;
   read_matrix_opts(L, 2, fname, &o, &at, &strategy, &variant);
+  if (o.format || o.chunk || o.sigma)
+    return luaL_error(L, "%s: format, chunk and sigma are A:assemble's options (the layout of "
+                      "the assembled matrix's product)", fname);
   fe_elemats **out = (fe_elemats **)felab_push_handle(L, FELAB_ELEMATS, 1);
   fe_report rep;
   fe_elemats *K = NULL;
@@ -72,7 +77,8 @@ int felab_op_element_matrices(lua_State *L)
   return 2;
 }
 
-/* A:assemble{at =, backend =, precision =} -> M, report */
+/* A:assemble{at =, backend =, precision =, lanes =, scatter =, format =, chunk =, sigma =}
+ * -> M, report */
 int felab_op_assemble(lua_State *L)
 {
   const char *fname = "A:assemble";
@@ -83,7 +89,7 @@ int felab_op_assemble(lua_State *L)
   read_matrix_opts(L, 2, fname, &o, &at, &strategy, &variant);
   if (strategy || variant)
     return luaL_error(L, "%s: the element matrices of an assembly are \"quadrature\" "
-                      "\"reg_jac\" (strategy and variant are element_matrices' options)", fname);
+                      "\"reg_nojac\" (strategy and variant are element_matrices' options)", fname);
   fe_csr **out = (fe_csr **)felab_push_handle(L, FELAB_MATRIX, 1);
   fe_report rep;
   fe_csr *M = NULL;
@@ -213,6 +219,11 @@ static int mat_index(lua_State *L)
   else if (!strcmp(k, "n")) lua_pushinteger(L, (*p)->n);
   else if (!strcmp(k, "backend")) lua_pushstring(L, (*p)->be->name);
   else if (!strcmp(k, "precision")) lua_pushstring(L, fe_precision_name((*p)->prec));
+  else if (!strcmp(k, "format")) lua_pushstring(L, fe_csr_format_name(*p));
+  else if (!strcmp(k, "chunk") && (*p)->format == FE_FORMAT_SELL) lua_pushinteger(L, (*p)->chunk);
+  else if (!strcmp(k, "sigma") && (*p)->format == FE_FORMAT_SELL) lua_pushinteger(L, (*p)->sigma);
+  else if (!strcmp(k, "padding")) /* the share of the product's slots that are padding */
+    lua_pushnumber(L, (double)((*p)->nslots - (*p)->nnz) / (double)((*p)->nslots + !(*p)->nslots));
   else lua_pushnil(L);
   return 1;
 }
@@ -222,7 +233,8 @@ static int mat_tostring(lua_State *L)
   fe_csr **p = luaL_checkudata(L, 1, FELAB_MATRIX);
   if (!*p) lua_pushliteral(L, "matrix (closed)");
   else
-    lua_pushfstring(L, "CSR matrix %d x %d, %I nonzeros, %s on %s", (*p)->n, (*p)->n,
+    lua_pushfstring(L, "%s matrix %d x %d, %I nonzeros, %s on %s",
+                    (*p)->format == FE_FORMAT_SELL ? "SELL-C-sigma" : "CSR", (*p)->n, (*p)->n,
                     (lua_Integer)(*p)->nnz, fe_precision_name((*p)->prec), (*p)->be->name);
   return 1;
 }
@@ -252,23 +264,36 @@ void felab_open_matrix(lua_State *L)
   lua_pop(L, 1);
   felab_help_add(FELAB_OPERATOR ":element_matrices",
                  "K, rep = A:element_matrices{at = u, strategy = \"quadrature\", variant = "
-                 "\"reg_jac\", backend =, precision =}",
+                 "\"reg_nojac\", block =, backend =, precision =}",
                  "The element matrices of the Jacobian at u (zero when absent), one per cell, on\n"
                  "the backend: K.ncells matrices of K.n x K.n, row-major in cell order, a cell's\n"
                  "dof b*ncomp + k (basis function b, component k). K:get(cell) is a Lua table\n"
                  "of rows (cell 1-based); K:to(\"cpu\") copies. The report has the stages:\n"
                  "setup (prepare), transfer (in), seconds (the kernel). Strategy \"quadrature\"\n"
-                 "(Banas et al.), variant \"reg_jac\": a column per item in registers, the\n"
-                 "Jacobian's factors stored per point (the other variants and \"tensor\" are\n"
-                 "not built yet and say so).\nexample: K = A:element_matrices(); print(K:get(1)[1][1])");
+                 "(Banas et al.), four variants that give the same matrices: reg_* keep a column\n"
+                 "per item in registers, shm_* the matrices under construction in shared memory\n"
+                 "(block = cells per work group; parts of columns where they do not fit);\n"
+                 "*_nojac read the Jacobian's factors stored per point, *_jac compute them from\n"
+                 "the node coordinates (refused where the space's nodes cannot carry the map:\n"
+                 "first-order spaces on curved meshes); rep.why says the shape that ran (default\n"
+                 "reg_nojac). Strategy \"tensor\" (Knepley-Terrel; no variant): reference tensors\n"
+                 "computed once contracted with a geometric tensor per cell, block cells per work\n"
+                 "group (default 32); affine simplices and a Jacobian constant per cell only (not\n"
+                 "reading u, x or fields; the error says which).\n"
+                 "example: K = A:element_matrices{strategy = \"tensor\"}; print(K:get(1)[1][1])");
   felab_help_add(FELAB_OPERATOR ":assemble",
-                 "M, rep = A:assemble{at = u, backend =, precision =, lanes =}",
+                 "M, rep = A:assemble{at = u, backend =, precision =, lanes =, format =, chunk =, "
+                 "sigma =}",
                  "The Jacobian at u assembled in CSR on the backend: the pattern from the dof map\n"
                  "(host), the values added on the device from the element matrices (atomics).\n"
                  "Constrained rows are the identity's and free rows have no constrained columns,\n"
                  "so M:apply(w) equals A:apply(w). lanes = items per row of M:apply (1: scalar\n"
-                 "CSR; default 4 on a GPU, 1 on the cpu). M.n, M.nnz; export.mtx(path, M) writes it as\n"
-                 "Matrix Market (scipy.io.mmread, PETSc, MATLAB).\n"
+                 "CSR; default 4 on a GPU, 1 on the cpu). format = \"sell\" makes M:apply read a\n"
+                 "SELL-C-sigma copy (rows sorted by length in windows of sigma rows, chunks of\n"
+                 "C = chunk rows padded to their longest and stored column-major; default C = 32\n"
+                 "on a GPU, 8 on the cpu, sigma = 8 C; sigma = 1: no sorting). M.format, M.chunk,\n"
+                 "M.sigma, M.padding (the share of padded slots); M.n, M.nnz; export.mtx(path, M)\n"
+                 "writes it as Matrix Market (scipy.io.mmread, PETSc, MATLAB).\n"
                  "example: M = A:assemble(); y = M:apply(w)");
   felab_help_add("export.mtx", "export.mtx(path, M)",
                  "Write an assembled matrix (A:assemble) as Matrix Market coordinate real\n"

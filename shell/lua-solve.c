@@ -18,17 +18,20 @@
 
 static const char *const cg_keys[] = {"pc",       "rtol",      "atol",     "maxit",
                                       "backend",  "precision", "strategy", "block",
-                                      "walk",     "lanes",     "geometry", "scatter", "monitor",
+                                      "walk",     "lanes",     "geometry", "scatter", "recompute",
+                                      "format",   "chunk",     "sigma",    "monitor",
                                       "x0",       NULL};
 static const char *const gmres_keys[] = {"pc",      "rtol",      "atol",     "maxit",   "backend",
                                          "precision", "strategy", "block",   "walk",    "lanes",
-                                         "geometry", "scatter",   "monitor", "x0",      "restart",
+                                         "geometry", "scatter", "recompute", "format", "chunk",
+                                         "sigma",   "monitor",   "x0",       "restart",
                                          NULL};
 static const char *const newton_keys[] = {"linear",     "pc",           "rtol",     "atol",
                                           "maxit",      "linear_rtol",  "linear_maxit",
                                           "linesearch", "backend",      "precision",
                                           "strategy",   "block",        "walk",
-                                          "lanes",      "geometry", "scatter",     "monitor",
+                                          "lanes",      "geometry", "scatter", "recompute",
+                                          "format",     "chunk",    "sigma",   "monitor",
                                           "x0",         "restart",      NULL};
 
 /* opts[key] as a finite number >= 0 into *v (kept when absent); fname names the caller. */

@@ -4,6 +4,7 @@
  * the trampoline that lets the engine call a Lua function of a point. Every message has the
  * shape "<fname>: <what went wrong>", fname being the Lua-side name of the caller. */
 #include <lauxlib.h>
+#include <limits.h>
 #include <lua.h>
 #include <string.h>
 
@@ -131,7 +132,7 @@ const char *felab_opt_field_name(lua_State *L, int t, const char *fname, const c
 void felab_read_sumfact_opts(lua_State *L, int t, const char *fname, fe_action_opts *o)
 {
   static const char *const names[] = {"auto", "stored", "vertices"};
-  static const char *const scatters[] = {"auto", "atomic", "nodes"};
+  static const char *const scatters[] = {"auto", "atomic", "nodes", "color"};
   const char *g = felab_opt_field_name(L, t, fname, "geometry");
   const char *s = felab_opt_field_name(L, t, fname, "scatter");
   if (g) {
@@ -144,12 +145,36 @@ void felab_read_sumfact_opts(lua_State *L, int t, const char *fname, fe_action_o
   }
   if (s) {
     int i = 0;
-    while (i < 3 && strcmp(s, scatters[i])) i++;
-    if (i == 3)
+    while (i < 4 && strcmp(s, scatters[i])) i++;
+    if (i == 4)
       luaL_error(L, "%s: scatter must be \"atomic\" (an atomic add per cell and node), "
-                 "\"nodes\" (cells write their own entries, then a sum per node) or \"auto\", "
-                 "got '%s'", fname, s);
-    o->scatter = i; /* FE_SCATTER_AUTO, _ATOMIC, _NODES */
+                 "\"nodes\" (sumfact: cells write their own entries, then a sum per node), "
+                 "\"color\" (ebe, assemble: plain adds, color by color) or \"auto\", got '%s'",
+                 fname, s);
+    o->scatter = i; /* FE_SCATTER_AUTO, _ATOMIC, _NODES, _COLOR */
+  }
+  int type = lua_getfield(L, t, "recompute");
+  if (type == LUA_TBOOLEAN) o->recompute = lua_toboolean(L, -1);
+  else if (type != LUA_TNIL)
+    luaL_error(L, "%s: recompute must be a boolean (strategy \"ebe\": the element matrices "
+               "computed in every action), got %s", fname, felab_kind_of(L, -1));
+  lua_pop(L, 1);
+  const char *f = felab_opt_field_name(L, t, fname, "format"); /* assembly and strategy csr */
+  if (f && strcmp(f, "csr") && strcmp(f, "sell"))
+    luaL_error(L, "%s: format must be \"csr\" or \"sell\" (SELL-C-sigma), got '%s'", fname, f);
+  if (f) o->format = strcmp(f, "sell") ? FE_FORMAT_CSR : FE_FORMAT_SELL;
+  const char *what[2] = {"chunk", "sigma"};
+  int *dst[2] = {&o->chunk, &o->sigma}, hi[2] = {1024, INT_MAX};
+  for (int i = 0; i < 2; i++) {
+    if (lua_getfield(L, t, what[i]) != LUA_TNIL) {
+      lua_Integer v;
+      if (!felab_is_integer(L, -1, &v) || v < 1 || v > hi[i])
+        luaL_error(L, "%s: %s must be an integer in 1..%d (format \"sell\": rows per %s), got %s",
+                   fname, what[i], hi[i], i ? "sorting window" : "chunk",
+                   felab_number_or_kind(L, -1));
+      *dst[i] = (int)v;
+    }
+    lua_pop(L, 1);
   }
 }
 

@@ -109,7 +109,8 @@ struct fe_vector *felab_check_vector(lua_State *L, int i, const char *fname, con
 const char *felab_opt_name(lua_State *L, int i, const char *fname, const char *what);
 const char *felab_opt_field_name(lua_State *L, int t, const char *fname, const char *key);
 /* sumfact's opts.geometry ("stored" | "vertices" | "auto") and opts.scatter ("atomic" |
- * "nodes" | "auto") of the table at t (absent: auto) into o, or an error naming fname. */
+ * "nodes" | "auto") of the table at t (absent: auto), and the assembled product's
+ * opts.format ("csr" | "sell"), opts.chunk and opts.sigma into o, or an error naming fname. */
 struct fe_action_opts;
 void felab_read_sumfact_opts(lua_State *L, int t, const char *fname, struct fe_action_opts *o);
 

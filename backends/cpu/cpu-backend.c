@@ -151,6 +151,12 @@ static int cpu_alloc(void *impl, size_t bytes, fe_buffer *buf)
   return 0;
 }
 
+static void *cpu_host(void *impl, const fe_buffer *buf)
+{
+  (void)impl;
+  return buf->ptr; /* the cpu's buffers are host memory */
+}
+
 static void cpu_release(void *impl, fe_buffer *buf)
 {
   (void)impl;
@@ -576,6 +582,7 @@ const fe_backend_ops fe_backend_cpu_ops = {
     .release = cpu_release,
     .write = cpu_write,
     .read = cpu_read,
+    .host = cpu_host,
     .copy = cpu_copy,
     .preamble = cpu_preamble,
     .compile = cpu_compile,

@@ -42,12 +42,12 @@ static int patch_applies(const fe_operator *A, const fe_backend *be, fe_precisio
 }
 
 /* Measured (docs/benchmarks.md): on the H100's cuda, first-order spaces on straight cells and
- * P2 simplices run fastest as patches; on a CPU, where a group's shared sums are plain loops,
+ * P2 simplices run fastest as patches among the matrix-free strategies (csr beats them for
+ * linear physics, and is the default there); on a CPU, where a group's shared sums are plain loops,
  * slower than transpose. */
 static int patch_measured(const fe_operator *A, const fe_backend *be, fe_precision prec,
                           char *why, size_t n)
 {
-  (void)prec;
   fe_cell_type t = A->V->elem.cell;
   int p2 = A->V->elem.order == 2 && (t == FE_CELL_TET || t == FE_CELL_TRI);
   if (!be->info.is_gpu) {
@@ -55,8 +55,12 @@ static int patch_measured(const fe_operator *A, const fe_backend *be, fe_precisi
     return -1;
   }
   if (strcmp(be->name, "cuda") || !(A->geo_recompute || p2)) return 0;
-  snprintf(why, n, "patch measured fastest on cuda for %s on %s cells (docs/benchmarks.md)",
-           A->V->name, fe_cell_name(t));
+  char other[8];
+  if (!fe_stored_matrix_applies(A, be, prec, other, sizeof other) &&
+      fe_strategy_csr.measured(A, be, prec, other, sizeof other) > 0)
+    return 0; /* linear physics: csr measured faster still (csr.c) */
+  snprintf(why, n, "patch measured fastest on cuda for %s on %s cells among the matrix-free "
+           "strategies (docs/benchmarks.md)", A->V->name, fe_cell_name(t));
   return 1;
 }
 

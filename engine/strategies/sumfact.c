@@ -165,6 +165,9 @@ static int sumfact_configure(fe_realization *r, const fe_action_opts *o)
             "shared memory per work group; %s allows %zu%s", block, A->V->name, need,
             r->be->name, optin > limit ? optin : limit, block > 1 ? " (use a smaller block)" : "");
   r->block = block;
+  FE_ASSERT(o->scatter != FE_SCATTER_COLOR, FE_ERR_ARG, "sumfact: scatter = \"color\" is "
+            "ebe's and the assembly's; sumfact takes \"atomic\" or \"nodes\"");
+  FE_ASSERT(!o->recompute, FE_ERR_ARG, "sumfact: recompute is an option of strategy \"ebe\"");
   /* atomics unless asked: measured faster on the H100 at Q3 and Q7 (docs/benchmarks.md) */
   d->nodesum = o->scatter == FE_SCATTER_NODES;
   /* as transpose, the cpu adds plainly color by color; the E-vector needs no colors */

@@ -1,14 +1,21 @@
 -- Benchmark (not a test): element matrices, device assembly and the csr strategy against
 -- the matrix-free default, P1 tets (and Q1 hexes when asked), double: the element-matrix
--- kernel, the assembly (pattern on the host apart from the device's adds), the CSR product's
--- time and share of the calibrated copy bandwidth, and Jacobi-PCG per iteration with csr and
--- with the default strategy.
+-- kernel, the assembly (pattern on the host apart from the device's adds), the CSR and
+-- SELL-C-sigma products' time and share of the calibrated copy bandwidth (by the report's
+-- bytes: SELL's padding counted), and Jacobi-PCG per iteration with csr (and csr with format
+-- "sell") and with the default strategy.
 -- usage: felab scripts/bench/assembly.lua [backend] [cells per side] [cell] [space] [its]
 --          [lanes list, e.g. 1,4,8,16: items per row of the product; the first is PCG's]
+--          [SELL-C-sigma list of chunk:sigma, e.g. 32:256,32:1024,32:1 (0:0: the device's;
+--           "none": skip); PCG with csr also runs the first with format "sell"]
 local backend, n = arg[1] or "cuda", tonumber(arg[2]) or 64
 local cell, space, its = arg[3] or "tet", arg[4] or "P1", tonumber(arg[5]) or 100
-local lanes = {}
+local lanes, sells = {}, {}
 for l in (arg[6] or "0"):gmatch("%d+") do lanes[#lanes + 1] = tonumber(l) end
+for c, s in (arg[7] or "0:0"):gmatch("(%d+):(%d+)") do
+  sells[#sells + 1] = {chunk = tonumber(c) > 0 and tonumber(c) or nil,
+                       sigma = tonumber(s) > 0 and tonumber(s) or nil}
+end
 local t0 = perf.clock()
 local m = mesh.box{cells = {n, n, n}, cell = cell}
 local V = fe.space(m, space)
@@ -21,9 +28,15 @@ print(("element matrices: kernel %.2f ms (%.0f GF/s, %.0f%% of FMA %.0f), setup 
       krep2.seconds * 1e3, krep2.gflops, 100 * krep2.gflops / cal.peak_gflops, cal.peak_gflops,
       krep.setup_seconds))
 local w = V:interpolate(function(x) return x[1] - x[2] * x[3] end):to(backend)
-for _, l in ipairs(lanes) do
+-- the products: CSR with each lanes, then SELL-C-sigma with each chunk:sigma
+local products = {}
+for _, l in ipairs(lanes) do products[#products + 1] = {backend = backend, lanes = l} end
+for _, s in ipairs(sells) do
+  products[#products + 1] = {backend = backend, format = "sell", chunk = s.chunk, sigma = s.sigma}
+end
+for _, o in ipairs(products) do
   local t1 = perf.clock()
-  local M, arep = A:assemble{backend = backend, lanes = l}
+  local M, arep = A:assemble(o)
   local whole = perf.clock() - t1
   print(("assemble: %d nonzeros, device %.2f ms (element matrices and adds), host pattern and "
          .. "uploads %.2f s, whole call %.2f s"):format(M.nnz, arep.seconds * 1e3, arep.setup_seconds, whole))
@@ -37,9 +50,21 @@ for _, l in ipairs(lanes) do
   M = nil
   collectgarbage()
 end
-for _, st in ipairs({"csr", "default"}) do
+do -- the fill by color instead of atomics (the adds alone: seconds less the element matrices)
+  local t1 = perf.clock()
+  local M, arep = A:assemble{backend = backend, scatter = "color"}
+  print(("assemble, fill by color: device %.2f ms (%s), whole call %.2f s"):format(
+        arep.seconds * 1e3, arep.why, perf.clock() - t1))
+  M = nil
+  collectgarbage()
+end
+for _, st in ipairs(#sells > 0 and {"csr", "csr-sell", "default", "patch"} or {"csr", "default", "patch"}) do
+  local sell = st == "csr-sell" and sells[1] or nil
   local o = {backend = backend, pc = "jacobi", rtol = 0, atol = 0, maxit = its,
-             strategy = st ~= "default" and st or nil, lanes = st == "csr" and lanes[1] or nil}
+             strategy = st == "patch" and "patch" or st ~= "default" and "csr" or nil,
+             lanes = st == "csr" and lanes[1] or nil,
+             format = sell and "sell" or nil, chunk = sell and sell.chunk or nil,
+             sigma = sell and sell.sigma or nil}
   solve.cg(A, o) -- setup, compile
   local _, info = solve.cg(A, o)
   print(("PCG %-9s %.3f ms/iteration (%s)"):format(st, 1e3 * info.report.seconds / info.iterations,
