@@ -22,17 +22,20 @@
 /* The variants of strategy "quadrature" (Banas et al.; elemat.knl): where the sums of the
  * matrices under construction live (registers, or shared memory with each point's data) and
  * whether the Jacobian's factors are read (stored per point) or computed in the kernel from
- * the node coordinates. */
+ * the node coordinates; gemm: K = B^T D B, the pointwise coefficient matrices D probed at
+ * each point, then a register-tiled GEMM against the reference tables (fe_elemat_gemm). */
 static const struct {
   const char *name;
   int shm, nojac;
-  const char *summary; /* the report's line (shm: its shape is added) */
+  const char *summary; /* the report's line (shm, gemm: its shape is added) */
+  int gemm;            /* 1: kernel fe_elemat_gemm */
 } elemat_variants[FE_ELEMAT_VARIANTS] = {
-    {"reg_nojac", 0, 1, "a column per item in registers, Jacobian factors stored per point"},
+    {"reg_nojac", 0, 1, "a column per item in registers, Jacobian factors stored per point", 0},
     {"reg_jac", 0, 0, "a column per item in registers, Jacobian factors computed per point "
-                        "from the node coordinates"},
-    {"shm_nojac", 1, 1, "in shared memory, factors stored"},
-    {"shm_jac", 1, 0, "in shared memory, factors computed from the nodes"},
+                        "from the node coordinates", 0},
+    {"shm_nojac", 1, 1, "in shared memory, factors stored", 0},
+    {"shm_jac", 1, 0, "in shared memory, factors computed from the nodes", 0},
+    {"gemm", 0, 1, "K = sum_q T_q^T D_q T_q, D_q probed per point, factors stored", 1},
 };
 
 /* How one variant's kernel is compiled and launched. */
@@ -43,6 +46,10 @@ typedef struct elemat_shape {
   size_t shared;  /* bytes of shared memory per work group */
   size_t dynamic; /* the same when they are dynamic (cuda, above the static limit), else 0 */
   size_t items;   /* work-group size */
+  /* gemm: the slots kept per component (the value, the DIM reference derivatives), points
+   * per chunk, the register tile (rows x columns of K per item), sums kept in registers
+   * over the chunks (1: an item per tile) */
+  int gv, gg, qc, ti, tj, reg;
 } elemat_shape;
 
 /* The elemat module's source; sh: the element matrices' variant and shape, or NULL (the
@@ -50,7 +57,7 @@ typedef struct elemat_shape {
 static int elemat_source(const fe_realization *r, int lanes, const elemat_shape *sh, char **src)
 {
   fe_kernel_spec s;
-  char defines[384];
+  char defines[1024];
   fe_realization_spec(r, FE_ACTION_APPLY, &s);
   s.template_name = "elemat";
   int len = snprintf(defines, sizeof defines,
@@ -63,6 +70,18 @@ static int elemat_source(const fe_realization *r, int lanes, const elemat_shape 
              "#define EM_PC %d /* columns per part (shm) */\n"
              "#define EM_DYNAMIC %d /* dynamic shared memory (cuda) */\n",
              elemat_variants[sh->v].shm, elemat_variants[sh->v].nojac, sh->pc, sh->dynamic > 0);
+    if (elemat_variants[sh->v].gemm) {
+      len = (int)strlen(defines);
+      snprintf(defines + len, sizeof defines - len,
+               "#define EM_GEMM 1 /* variant gemm: fe_elemat_gemm */\n"
+               "#define GM_V %d /* the value slot kept */\n"
+               "#define GM_G %d /* the reference-derivative slots kept */\n"
+               "#define GM_QC %d /* points per chunk */\n"
+               "#define GM_TI %d /* rows of K per item */\n"
+               "#define GM_TJ %d /* columns of K per item */\n"
+               "#define GM_REG %d /* an item per tile, its sums in registers over the chunks */\n",
+               sh->gv, sh->gg, sh->qc, sh->ti, sh->tj, sh->reg);
+    }
   }
   s.defines = defines;
   return fe_codegen_action(&s, r->be->name, r->be->ops->preamble(r->be->impl, r->prec), src);
@@ -99,6 +118,67 @@ static int shm_columns(const fe_realization *r, int nojac, int block, size_t byt
   return (int)(pc < n ? pc : n);
 }
 
+/* gemm's bytes of shared memory per group of `block` cells with qc points per chunk
+ * (elemat.knl's fe_elemat_gemm): the state and coordinates, D and E of the chunk, the ids. */
+static size_t gemm_shared(const fe_realization *r, const elemat_shape *sh, int block, int qc)
+{
+  const fe_space *V = r->A->V;
+  size_t nb = V->elem.nbasis, nc = V->ncomp, n = nb * nc;
+  size_t f = nc * (size_t)(sh->gv + V->elem.dim * sh->gg);
+  size_t words = nb * (nc + 3) + (size_t)qc * f * (f + n);
+  return (size_t)block * (words * fe_precision_size(r->prec) + sizeof(int));
+}
+
+/* gemm's shape: the slots the physics needs (its Jacobian blocks g0..g3 when it has them:
+ * the value slot for g0, g1 or g2, the derivatives for g1, g2 or g3; all without them), a
+ * tile of up to 4 x 4 entries, the asked block or the cells (up to 32) that give a group 128
+ * tiles while all the points fit (on a device: chunks of 8 points, since its sums stay in
+ * registers over the chunks), then as many points per chunk as shared memory holds, in
+ * chunks of equal size. On a device each item holds at most one tile (its sums stay in
+ * registers) when the tiles fit one group; the cpu's items run in turn and add into K. */
+static int gemm_shape(const fe_realization *r, const fe_action_opts *o, elemat_shape *sh)
+{
+  const fe_space *V = r->A->V;
+  const fe_physics *p = r->A->pde;
+  int nb = V->elem.nbasis, nc = V->ncomp, n = nb * nc, nq = r->A->quad[FE_ACTION_APPLY].npoints;
+  if (p->g[0] || p->g[1] || p->g[2] || p->g[3]) {
+    sh->gv = p->g[0] || p->g[1] || p->g[2];
+    sh->gg = p->g[1] || p->g[2] || p->g[3];
+  } else {
+    sh->gv = sh->gg = 1;
+  }
+  if (!sh->gv && !sh->gg) sh->gv = 1; /* a zero Jacobian: one slot of zeros */
+  sh->ti = nb >= 16 ? 4 : nb >= 6 ? 2 : 1;
+  sh->tj = n >= 16 ? 4 : n >= 6 ? 2 : 1;
+  size_t limit = fe_shared_limit(r->be);
+  size_t tiles = (size_t)nc * ((nb + sh->ti - 1) / sh->ti) * ((n + sh->tj - 1) / sh->tj);
+  int asked = o && o->block > 0 ? o->block : 0, block = asked;
+  int cpu = !strcmp(r->be->name, "cpu");
+  int fit = cpu || nq < 8 ? nq : 8; /* the points a chunk must hold while the block grows */
+  FE_ASSERT(block <= 4096, FE_ERR_ARG, "block = %d cells per work group is too large", block);
+  if (!block)
+    for (block = 1; block < 32 && block * tiles < 128;) {
+      if (gemm_shared(r, sh, 2 * block, fit) > limit) break;
+      block *= 2;
+    }
+  int qc = nq;
+  while (qc > 0 && gemm_shared(r, sh, block, qc) > limit) qc--;
+  FE_ASSERT(qc > 0, FE_ERR_ARG, "variant gemm: %s%d cell%s of %s need%s %zu bytes of shared "
+            "memory per work group for one point at a time; %s allows %zu (use %s)",
+            asked ? "block = " : "", block, block > 1 ? "s" : "", V->name, block > 1 ? "" : "s",
+            gemm_shared(r, sh, block, 1), r->be->name, limit,
+            asked ? "a smaller block" : "reg_nojac");
+  int chunks = (nq + qc - 1) / qc;
+  sh->block = block;
+  sh->qc = (nq + chunks - 1) / chunks;
+  sh->shared = gemm_shared(r, sh, block, sh->qc);
+  tiles *= (size_t)block;
+  sh->reg = !cpu && tiles <= r->be->info.max_group;
+  sh->items = ((tiles > 128 ? tiles : 128) + 31) / 32 * 32;
+  if (sh->items > r->be->info.max_group) sh->items = r->be->info.max_group;
+  return 0;
+}
+
 /* The shape of variant v on r: reg takes r's block and a column per item; shm takes the
  * asked block (o->block) or the smallest that gives a group 256 entries (up to 32 cells),
  * then as many columns per part as fit the backend's shared memory, in parts of equal size
@@ -112,6 +192,7 @@ static int elemat_shape_of(const fe_realization *r, const fe_action_opts *o, int
   int n = V->elem.nbasis * V->ncomp, nojac = elemat_variants[v].nojac;
   size_t w = fe_precision_size(r->prec), limit = fe_shared_limit(r->be), most = limit;
   *sh = (elemat_shape){.v = v, .block = r->block, .pc = n};
+  if (elemat_variants[v].gemm) return gemm_shape(r, o, sh);
   if (!elemat_variants[v].shm) {
     sh->shared = (size_t)r->block * V->elem.nbasis * (V->ncomp + 3) * w;
     sh->items = ((size_t)r->block * n + 31) / 32 * 32;
@@ -159,7 +240,8 @@ static int elemat_module(fe_realization *r, const elemat_shape *sh, double *seco
   int rc = r->be->ops->compile(r->be->impl, src, &r->emodule[v], seconds, &cached);
   free(src);
   FE_CHECK(rc);
-  FE_CHECK(r->be->ops->kernel(r->be->impl, r->emodule[v], "fe_elemat", &r->elemat[v]));
+  FE_CHECK(r->be->ops->kernel(r->be->impl, r->emodule[v],
+                              elemat_variants[v].gemm ? "fe_elemat_gemm" : "fe_elemat", &r->elemat[v]));
   r->eblock[v] = sh->block;
   return 0;
 }
@@ -183,6 +265,12 @@ static double elemat_flops_per_cell(const fe_realization *r, const fe_kernel_spe
   double x = need.need_x ? 2.0 * nb * 3 : 0;
   double col = ff + 2.0 * dim * dim + need.phys_flops + 1 + nc * (dim * (2.0 * dim + 1) + 1);
   double test = (need.has_f0 ? 2.0 : 0) + 2.0 * dim; /* per entry and point */
+  if (elemat_variants[sh->v].gemm) { /* the probes per (point, kj), D_q T_q, the GEMM */
+    double slots = sh->gv + dim * sh->gg, f = nc * slots;
+    double probe = need.phys_flops + nc * (sh->gv + sh->gg * dim * (2.0 * dim + 1));
+    double item = x + ff + fe_codegen_eval_flops(nb, dim, nc, need.need_u) + 1 + slots * probe;
+    return nq * (nc * item + 2.0 * slots * f * n + 2.0 * n * n * slots);
+  }
   if (!elemat_variants[sh->v].shm)
     return n * (nq * (x + fe_codegen_eval_flops(nb, dim, nc, need.need_u) + col + n * test) +
                 (nojac ? 0 : maps * fe_codegen_map_flops(nb, dim)));
@@ -233,7 +321,7 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
   int v = 0; /* reg_nojac unless asked */
   while (variant && v < FE_ELEMAT_VARIANTS && strcmp(variant, elemat_variants[v].name)) v++;
   FE_ASSERT(v < FE_ELEMAT_VARIANTS, FE_ERR_ARG, "element matrices: unknown variant '%s' (reg_nojac, "
-            "reg_jac, shm_nojac, shm_jac)", variant);
+            "reg_jac, shm_nojac, shm_jac, gemm)", variant);
   const fe_space *V = A->V;
   /* jac maps with the space's own basis through its nodes: exact when that basis holds the
    * geometry's map (straight cells: order 1 and up; curved, second-order cells: 2 and up) */
@@ -248,12 +336,18 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
   if (o) oo = *o;
   else fe_action_opts_default(&oo);
   oo.strategy = "transpose"; /* its data: stored order, factors per point, dense tables */
-  if (elemat_variants[v].shm) oo.block = 0; /* an asked block is the shm kernel's own */
+  if (elemat_variants[v].shm || elemat_variants[v].gemm)
+    oo.block = 0; /* an asked block is the shm or gemm kernel's own */
   double t0 = fe_clock(), compile_s = 0, transfer = 0;
   fe_realization *r;
   char why[160];
   elemat_shape sh;
   FE_CHECK(fe_operator_realize(A, &oo, &r, why, sizeof why));
+  /* No variant asked: gemm on a GPU from N = 20 (H100, fp64: P3 tets 0.50 against
+   * reg_nojac's 1.11 ms, P4 1.64 against 5.92, Q3 1.79 against 12.2; below N = 20 reg_*
+   * leads), reg_nojac on a CPU (this machine: 1.3-1.8x ahead of gemm at P2..P4, Q2..Q4) */
+  if (!variant && r->be->info.is_gpu && V->elem.nbasis * V->ncomp >= 20)
+    while (!elemat_variants[v].gemm) v++;
   FE_CHECK(elemat_shape_of(r, o, v, &sh));
   FE_CHECK(elemat_module(r, &sh, &compile_s));
   int n = V->elem.nbasis * V->ncomp, nc = V->mesh->ncells;
@@ -302,8 +396,15 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
     if (!reuse) fe_elemats_free(k);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
-  char line[160];
-  if (elemat_variants[v].shm)
+  char line[160]; /* the report's why */
+  int gf = V->ncomp * (sh.gv + V->elem.dim * sh.gg); /* gemm: D's rows and columns */
+  if (elemat_variants[v].gemm)
+    snprintf(line, sizeof line, "variant gemm: K = T^T D T, D %dx%d (%s%s); %d cell%s per group, "
+             "%d of %d points per chunk, %dx%d tiles%s, %.1f KB", gf, gf, sh.gv ? "value" : "",
+             sh.gv && sh.gg ? "+grad" : sh.gg ? "grad" : "", sh.block, sh.block > 1 ? "s" : "",
+             sh.qc, A->quad[FE_ACTION_APPLY].npoints, sh.ti, sh.tj, sh.reg ? " in registers" : "",
+             sh.shared / 1024.0);
+  else if (elemat_variants[v].shm)
     snprintf(line, sizeof line, "variant %s: %d cell%s x %d of %d columns %s, point data "
              "shared (%.1f KB%s)", elemat_variants[v].name, sh.block, sh.block > 1 ? "s" : "",
              sh.pc, n, elemat_variants[v].summary, sh.shared / 1024.0,
@@ -740,7 +841,7 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
    * device adds them, atomically (the default) or color by color (measured 2.4x slower on
    * the cpu, P1 48^3: a color's cells are spread over the mesh, so each launch walks all of
    * the values). */
-  void *kh = r->be->ops->host ? r->be->ops->host(r->be->impl, &K->vals) : NULL;
+  void *kh = !rc && r->be->ops->host ? r->be->ops->host(r->be->impl, &K->vals) : NULL;
   if (scatter == FE_SCATTER_AUTO) scatter = kh ? FE_SCATTER_NODES : FE_SCATTER_ATOMIC;
   if (!rc && scatter == FE_SCATTER_NODES && !kh)
     rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__, "assemble: scatter = \"nodes\" "
@@ -753,9 +854,13 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
   if (by_rows) seconds = fe_clock() - tp; /* the fill is the pattern's second pass */
   if (!rc) {
     int lanes = oo.lanes > 0 ? oo.lanes : r->be->info.is_gpu ? 4 : 1; /* measured, H100 P1 */
-    /* format auto: CSR, until SELL is measured faster */
+    /* format auto: SELL on a GPU unless CSR's lanes are asked (H100, P1 7.19M dofs: 0.491
+     * against vector CSR's 0.566 ms, 97% against 83% of the copy bandwidth), CSR on a CPU
+     * (this 2-core machine, P1 275k dofs: 0.97 against SELL-8's 1.12 ms) */
+    if (format == FE_FORMAT_AUTO)
+      format = r->be->info.is_gpu && !asked ? FE_FORMAT_SELL : FE_FORMAT_CSR;
     *M = (fe_csr){.be = r->be, .prec = r->prec, .n = nd, .nnz = rowptr[nd], .lanes = lanes,
-                  .format = format == FE_FORMAT_SELL ? FE_FORMAT_SELL : FE_FORMAT_CSR,
+                  .format = format,
                   .nslots = rowptr[nd]};
     if (M->format == FE_FORMAT_SELL) {
       /* C: a warp on a GPU (32; two chunks to an AMD wavefront), so a chunk's items read

@@ -18,8 +18,8 @@
 typedef struct fe_realization fe_realization;
 
 /* The variants of the element matrices' strategy "quadrature" (engine/matrix.c): reg_nojac,
- * reg_jac, shm_nojac, shm_jac. */
-#define FE_ELEMAT_VARIANTS 4
+ * reg_jac, shm_nojac, shm_jac, gemm. */
+#define FE_ELEMAT_VARIANTS 5
 
 /* The table of one strategy. Every int-returning slot returns 0 or an fe_err code. */
 typedef struct fe_strategy {

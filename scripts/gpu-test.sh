@@ -7,6 +7,8 @@
 #   cuda.log     tests/scripts/test_cuda.lua: cuda vs cpu vs opencl, PCG, vectors, rates;
 #                test_patch.lua: strategy patch against transpose on every backend;
 #                test_matrix.lua: element matrices, assembly and csr on every backend;
+#                test_elemat_variants, test_elemat_tensor, test_ebe_variants, test_sell:
+#                the element-matrix variants, tensor, ebe's variants, SELL-C-sigma;
 #                test_sumfact.lua: strategy sumfact against transpose on every backend
 #                (last; SUMFACT=0 leaves it out)
 #   scripts.log  test_krylov.lua: BiCG, BiCGStab, GMRES
@@ -50,6 +52,9 @@ step "test_patch.lua (patch = transpose on cpu, opencl, cuda)" cuda.log "$FELAB"
 step "test_patch_options.lua" cuda.log "$FELAB" tests/scripts/test_patch_options.lua
 step "test_matrix.lua (element matrices, assembly, csr on cpu, opencl, cuda)" cuda.log "$FELAB" \
   tests/scripts/test_matrix.lua
+for t in test_elemat_variants test_elemat_tensor test_ebe_variants test_sell; do
+  step "$t.lua (cpu, opencl, cuda)" cuda.log "$FELAB" tests/scripts/$t.lua
+done
 step "test_krylov.lua (BiCG, BiCGStab, GMRES)" scripts.log "$FELAB" tests/scripts/test_krylov.lua
 step "test_backends.lua (opencl on the GPU)" scripts.log "$FELAB" tests/scripts/test_backends.lua
 step "test_convergence.lua (opencl on the GPU)" scripts.log "$FELAB" tests/scripts/test_convergence.lua

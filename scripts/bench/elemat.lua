@@ -1,6 +1,6 @@
 -- Benchmark (not a test): element matrices of the Jacobian for p = 1..7 on tets and hexes,
--- strategy "quadrature" in its four variants (Banas et al.: reg_nojac, reg_jac, shm_nojac,
--- shm_jac) and strategy "tensor" where it applies (else its refusal). Per case: the
+-- strategy "quadrature" in its five variants (Banas et al.: reg_nojac, reg_jac, shm_nojac,
+-- shm_jac; and gemm, K = B^T D B as a batched small GEMM) and strategy "tensor" where it applies (else its refusal). Per case: the
 -- kernel's best time of `reps` calls (the first compiles and builds), GF/s by the counted
 -- flops (rep.flops / rep.seconds), the share of the backend's FMA ceiling in that precision
 -- (rep.peak_gflops: calibrated, or the device table's), and the shape that ran (rep.why).
@@ -8,6 +8,7 @@
 -- the memory budget.
 -- usage: felab scripts/bench/elemat.lua [backend] [precision] [n tets] [n hexes]
 --          [orders, e.g. 1-7 or 2,4] [physics: poisson | elasticity] [budget MB] [reps]
+--          [variants, e.g. gemm,reg_jac (default: all five, then tensor)]
 local backend = arg[1] or "cuda"
 local prec = arg[2] or "double"
 local n_tet, n_hex = tonumber(arg[3]) or 24, tonumber(arg[4]) or 32
@@ -21,7 +22,11 @@ end
 local which = arg[6] or "poisson"
 local budget = (tonumber(arg[7]) or 2048) * 2^20
 local reps = tonumber(arg[8]) or 5
-local variants = {"reg_nojac", "reg_jac", "shm_nojac", "shm_jac"}
+local variants = {"reg_nojac", "reg_jac", "shm_nojac", "shm_jac", "gemm"}
+if arg[9] then
+  variants = {}
+  for v in arg[9]:gmatch("[%w_]+") do variants[#variants + 1] = v end
+end
 local word = prec == "double" and 8 or 4
 
 local cal = device.calibrate(backend, prec)

@@ -155,13 +155,18 @@ do
   for i = 0, n - 1 do f:write(("%d 2 2 1 1 1 %d %d\n"):format(i + 1, i + 2, (i + 1) % n + 2)) end
   f:write("$EndElements\n")
   f:close()
-  local fan = mesh.load(path)
+  local loaded, fan = pcall(mesh.load, path)
   os.remove(path)
-  local A = fe.operator(fe.space(fan, "P1"), poisson)
-  local w = A.space:interpolate(smooth)
-  expect_error(function() return A:apply(w, {strategy = "ebe", scatter = "color"}) end,
-               "ebe", "color", "more than 64 colors", "atomic")
-  local y = A:apply(w, {strategy = "ebe"})
-  check(rel_diff(y, A:apply(w, {strategy = "transpose"})) <= 1e-12, "the fan by atomics")
+  if not loaded and tostring(fan):find("needs the Gmsh SDK", 1, true) then
+    print("the fan of 70 triangles: skipped, " .. fan)
+  else
+    assert(loaded, fan)
+    local A = fe.operator(fe.space(fan, "P1"), poisson)
+    local w = A.space:interpolate(smooth)
+    expect_error(function() return A:apply(w, {strategy = "ebe", scatter = "color"}) end,
+                 "ebe", "color", "more than 64 colors", "atomic")
+    local y = A:apply(w, {strategy = "ebe"})
+    check(rel_diff(y, A:apply(w, {strategy = "transpose"})) <= 1e-12, "the fan by atomics")
+  end
 end
 T.done("test_ebe_variants.lua")

@@ -1,15 +1,16 @@
--- The four variants of the quadrature element matrices (Banas et al.; engine/matrix.c,
--- fe_elemat in engine/kernels/elemat.knl) compute the same matrices: reg_jac, shm_nojac and
--- shm_jac equal reg_nojac to 1e-12 relative in double (1e-5 in single) for P1..P4 tets and
+-- The five variants of the quadrature element matrices (Banas et al.'s four, fe_elemat, and
+-- gemm, fe_elemat_gemm, in engine/kernels/elemat.knl; engine/matrix.c) compute the same
+-- matrices: reg_jac, shm_nojac, shm_jac and gemm equal reg_nojac to 1e-12 relative in double (1e-5 in single) for P1..P4 tets and
 -- Q1..Q3 hexes on distorted meshes, P2 elasticity, a nonlinear physics with an auxiliary
 -- field at a nonzero state, blocks that do not divide the cell count, shared memory in
 -- several parts, and P2 on curved (second-order) tets; on the cpu, and on opencl (and cuda
 -- where there is one, with dynamic shared memory past 48 KB) for a few cases, each distinct
--- kernel compiling slowly there. The jac variants refuse a map the space's nodes cannot
+-- kernel compiling slowly there; gemm also in chunks of points (cpu) and with its sums in
+-- registers (opencl). The jac variants refuse a map the space's nodes cannot
 -- carry (P1 on curved tets), and errors name the variant or the block.
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, expect_error = T.check, T.expect_error
-local variants = {"reg_nojac", "reg_jac", "shm_nojac", "shm_jac"}
+local variants = {"reg_nojac", "reg_jac", "shm_nojac", "shm_jac", "gemm"}
 
 -- max |a - b| / max |a| over every entry of two batches of element matrices
 local function rel(Ka, Kb)
@@ -55,7 +56,7 @@ for p = 1, 4 do cases[#cases + 1] = {tets, "P" .. p} end
 for p = 1, 3 do cases[#cases + 1] = {hexes, "Q" .. p} end
 for _, c in ipairs(cases) do
   local A = fe.operator(fe.space(c[1], c[2]), poisson)
-  print(("%s: the four variants agree to %.1e"):format(c[2], compare(A, {}, nil, c[2])))
+  print(("%s: the five variants agree to %.1e"):format(c[2], compare(A, {}, nil, c[2])))
 end
 do
   local V = fe.space(tets, {family = "P", order = 2, components = 3})
@@ -79,7 +80,12 @@ do
   local A = fe.operator(fe.space(tets, "P3"), poisson)
   compare(A, {block = 5}, nil, "P3 block 5", {"reg_jac"})
   compare(A, {block = 7}, nil, "P3 block 7", {"shm_nojac"})
-  compare(A, {precision = "single"}, nil, "P3 single", {"reg_jac", "shm_jac"})
+  compare(A, {precision = "single"}, nil, "P3 single", {"reg_jac", "shm_jac", "gemm"})
+  -- gemm: 64 cells hold 12 of the 24 points at a time in the cpu's 512 KiB (two chunks)
+  local Kg, rep = A:element_matrices{variant = "gemm", block = 64}
+  local d = rel(A:element_matrices(), Kg)
+  check(rep.why:find("64 cells per group, 12 of 24 points per chunk", 1, true) and d <= 1e-12,
+        "gemm in chunks: %.1e, %s", d, rep.why)
 end
 
 -- curved second-order tets (Gmsh): P2's nodes carry the map, P1's cannot
@@ -103,7 +109,7 @@ for _, be in ipairs(T.backends(true)) do
   if be ~= "cpu" then
     local A = fe.operator(fe.space(hexes, "Q2"), poisson)
     print(("%s Q2: %.1e"):format(be, compare(A, {backend = be}, nil, "Q2")))
-    compare(A, {backend = be, block = 3}, nil, "Q2 block 3", {"shm_jac"})
+    compare(A, {backend = be, block = 3}, nil, "Q2 block 3", {"shm_jac", "gemm"})
     compare(A, {backend = be, precision = "single"}, nil, "Q2 single", {"shm_nojac"})
     if be == "cuda" then -- 60 cells pass the static 48 KB: dynamic shared memory
       local _, rep = A:element_matrices{backend = be, variant = "shm_nojac", block = 60}

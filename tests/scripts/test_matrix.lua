@@ -19,9 +19,29 @@ do
   check(K.ncells == tets.ncells and K.n == 10, "P2 elemats: %d cells of %d", K.ncells, K.n)
   check(rep.seconds >= 0 and rep.flops > 0 and rep.strategy == "quadrature",
         "report: %s %g flops", rep.strategy, rep.flops)
-  local asym, rowsum, scale, diag_pos = 0, 0, 0, true
+  -- semidefinite: the matrix less its last row and column has a Cholesky factor with
+  -- positive pivots, so (interlacing, with K 1 = 0) K's eigenvalues are 0 and positive ones
+  local function leading_spd(k, n)
+    local l = {}
+    for i = 1, n do
+      l[i] = {}
+      for j = 1, i do
+        local s = k[i][j]
+        for m = 1, j - 1 do s = s - l[i][m] * l[j][m] end
+        if i == j then
+          if s <= 0 then return false end
+          l[i][i] = math.sqrt(s)
+        else
+          l[i][j] = s / l[j][j]
+        end
+      end
+    end
+    return true
+  end
+  local asym, rowsum, scale, diag_pos, psd = 0, 0, 0, true, true
   for c = 1, K.ncells do
     local k = K:get(c)
+    psd = psd and leading_spd(k, K.n - 1)
     for i = 1, K.n do
       local s = 0
       for j = 1, K.n do
@@ -33,9 +53,9 @@ do
       diag_pos = diag_pos and k[i][i] > 0
     end
   end
-  check(asym <= 1e-13 * scale and rowsum <= 1e-12 * scale and diag_pos,
-        "P2 Poisson elemats symmetric (%.1e) with zero row sums (%.1e), positive diagonal",
-        asym / scale, rowsum / scale)
+  check(asym <= 1e-13 * scale and rowsum <= 1e-12 * scale and diag_pos and psd,
+        "P2 Poisson elemats symmetric (%.1e) with zero row sums (%.1e), positive diagonal, "
+        .. "semidefinite (%s)", asym / scale, rowsum / scale, tostring(psd))
   print(("P2 Poisson element matrices: asymmetry %.1e, row sums %.1e"):format(asym / scale,
         rowsum / scale))
   -- backends and precisions agree

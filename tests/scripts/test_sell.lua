@@ -38,9 +38,13 @@ for _, c in ipairs(cases) do
     return s
   end)
   for _, be in ipairs(backends) do
-    local M0 = A:assemble{backend = be}
+    local M0 = A:assemble{backend = be, format = "csr"} -- a GPU's default is sell
     local y0 = M0:apply(w):to("cpu", "double")
     check(M0.format == "csr" and M0.chunk == nil and M0.padding == 0, "csr: format %s", M0.format)
+    if be == "cpu" or be == "cuda" then -- the default layout: CSR on a CPU, SELL on a GPU
+      local Md = A:assemble{backend = be}
+      check(Md.format == (be == "cpu" and "csr" or "sell"), "%s: default format %s", be, Md.format)
+    end
     local worst, pads = 0, {}
     for _, l in ipairs(layouts) do
       local M, arep = A:assemble{backend = be, format = "sell", chunk = l.chunk, sigma = l.sigma}
@@ -116,7 +120,8 @@ do
   local A = fe.operator(fe.space(mesh.box{cells = {6, 6, 6}, cell = "tet"}, "P1"), poisson,
                         {dirichlet = "all"})
   for _, be in ipairs(backends) do
-    local x1, i1 = solve.cg(A, {backend = be, strategy = "csr", pc = "jacobi", rtol = 1e-10})
+    local x1, i1 = solve.cg(A, {backend = be, strategy = "csr", format = "csr", pc = "jacobi",
+                                rtol = 1e-10})
     local x2, i2 = solve.cg(A, {backend = be, strategy = "csr", format = "sell", chunk = 7,
                                 sigma = 30, pc = "jacobi", rtol = 1e-10})
     local d = rel(x2, x1:to("cpu", "double"))
