@@ -23,19 +23,22 @@
  * matrices under construction live (registers, or shared memory with each point's data) and
  * whether the Jacobian's factors are read (stored per point) or computed in the kernel from
  * the node coordinates; gemm: K = B^T D B, the pointwise coefficient matrices D probed at
- * each point, then a register-tiled GEMM against the reference tables (fe_elemat_gemm). */
+ * each point, then a register-tiled GEMM against the reference tables (fe_elemat_gemm);
+ * gemm_mma: the same kernel with that GEMM in warp mma tiles on fp64 tensor cores (cuda). */
 static const struct {
   const char *name;
   int shm, nojac;
   const char *summary; /* the report's line (shm, gemm: its shape is added) */
   int gemm;            /* 1: kernel fe_elemat_gemm */
+  int mma;             /* 1: its phase 3 on fp64 tensor cores (GM_MMA: cuda, double only) */
 } elemat_variants[FE_ELEMAT_VARIANTS] = {
-    {"reg_nojac", 0, 1, "a column per item in registers, Jacobian factors stored per point", 0},
+    {"reg_nojac", 0, 1, "a column per item in registers, Jacobian factors stored per point", 0, 0},
     {"reg_jac", 0, 0, "a column per item in registers, Jacobian factors computed per point "
-                        "from the node coordinates", 0},
-    {"shm_nojac", 1, 1, "in shared memory, factors stored", 0},
-    {"shm_jac", 1, 0, "in shared memory, factors computed from the nodes", 0},
-    {"gemm", 0, 1, "K = sum_q T_q^T D_q T_q, D_q probed per point, factors stored", 1},
+                        "from the node coordinates", 0, 0},
+    {"shm_nojac", 1, 1, "in shared memory, factors stored", 0, 0},
+    {"shm_jac", 1, 0, "in shared memory, factors computed from the nodes", 0, 0},
+    {"gemm", 0, 1, "K = sum_q T_q^T D_q T_q, D_q probed per point, factors stored", 1, 0},
+    {"gemm_mma", 0, 1, "gemm, its T^T E in 8x8x4 fp64 tensor-core steps", 1, 1},
 };
 
 /* How one variant's kernel is compiled and launched. */
@@ -50,6 +53,7 @@ typedef struct elemat_shape {
    * per chunk, the register tile (rows x columns of K per item), sums kept in registers
    * over the chunks (1: an item per tile) */
   int gv, gg, qc, ti, tj, reg;
+  int warps; /* gemm_mma: warps per group, each owning strips of 8x8 tiles of K */
 } elemat_shape;
 
 /* The elemat module's source; sh: the element matrices' variant and shape, or NULL (the
@@ -57,7 +61,7 @@ typedef struct elemat_shape {
 static int elemat_source(const fe_realization *r, int lanes, const elemat_shape *sh, char **src)
 {
   fe_kernel_spec s;
-  char defines[1024];
+  char defines[1536];
   fe_realization_spec(r, FE_ACTION_APPLY, &s);
   s.template_name = "elemat";
   int len = snprintf(defines, sizeof defines,
@@ -81,6 +85,13 @@ static int elemat_source(const fe_realization *r, int lanes, const elemat_shape 
                "#define GM_TJ %d /* columns of K per item */\n"
                "#define GM_REG %d /* an item per tile, its sums in registers over the chunks */\n",
                sh->gv, sh->gg, sh->qc, sh->ti, sh->tj, sh->reg);
+    }
+    if (elemat_variants[sh->v].mma) {
+      len = (int)strlen(defines);
+      snprintf(defines + len, sizeof defines - len,
+               "#define GM_MMA 1 /* variant gemm_mma: phase 3 on fp64 tensor cores */\n"
+               "#define MM_WARPS %d /* warps per group (the group's items / 32) */\n",
+               sh->warps);
     }
   }
   s.defines = defines;
@@ -129,6 +140,27 @@ static size_t gemm_shared(const fe_realization *r, const elemat_shape *sh, int b
   return (size_t)block * (words * fe_precision_size(r->prec) + sizeof(int));
 }
 
+/* gemm_mma's warps for sh->block cells: 4 to 8, the one that leaves the fewest of its strips
+ * (rows of 8x8 tiles of K per cell and component) idle, the most on a tie; fewer when the
+ * group has fewer than 4 strips. Each lane keeps 2 sums per tile of its warp's strips. */
+static int mma_warps(const fe_realization *r, elemat_shape *sh, int asked)
+{
+  const fe_space *V = r->A->V;
+  int nb = V->elem.nbasis, nc = V->ncomp, nt = (nb * nc + 7) / 8;
+  int strips = sh->block * nc * ((nb + 7) / 8), best = strips < 4 ? strips : 8;
+  for (int w = best; w >= 4; w--)
+    if ((strips + w - 1) / w * w - strips < (strips + best - 1) / best * best - strips) best = w;
+  int spw = (strips + best - 1) / best;
+  FE_ASSERT(spw * nt <= 64, FE_ERR_ARG, "variant gemm_mma: %s%d cell%s of %s give each of %d "
+            "warps %d tiles of 8x8 (%d sums per lane in registers, at most 128)%s",
+            asked ? "block = " : "", sh->block, sh->block > 1 ? "s" : "", V->name, best,
+            spw * nt, 2 * spw * nt, asked ? "; use a smaller block" : "; use gemm");
+  sh->warps = best;
+  sh->reg = 1;
+  sh->items = (size_t)best * 32;
+  return 0;
+}
+
 /* gemm's shape: the slots the physics needs (its Jacobian blocks g0..g3 when it has them:
  * the value slot for g0, g1 or g2, the derivatives for g1, g2 or g3; all without them), a
  * tile of up to 4 x 4 entries, the asked block or the cells (up to 32) that give a group 128
@@ -152,6 +184,10 @@ static int gemm_shape(const fe_realization *r, const fe_action_opts *o, elemat_s
   sh->tj = n >= 16 ? 4 : n >= 6 ? 2 : 1;
   size_t limit = fe_shared_limit(r->be);
   size_t tiles = (size_t)nc * ((nb + sh->ti - 1) / sh->ti) * ((n + sh->tj - 1) / sh->tj);
+  if (elemat_variants[sh->v].mma) { /* a strip (a row of 8x8 tiles) counts 8: 16 strips */
+    sh->ti = sh->tj = 8;
+    tiles = (size_t)nc * ((nb + 7) / 8) * 8;
+  }
   int asked = o && o->block > 0 ? o->block : 0, block = asked;
   int cpu = !strcmp(r->be->name, "cpu");
   int fit = cpu || nq < 8 ? nq : 8; /* the points a chunk must hold while the block grows */
@@ -172,6 +208,7 @@ static int gemm_shape(const fe_realization *r, const fe_action_opts *o, elemat_s
   sh->block = block;
   sh->qc = (nq + chunks - 1) / chunks;
   sh->shared = gemm_shared(r, sh, block, sh->qc);
+  if (elemat_variants[sh->v].mma) return mma_warps(r, sh, asked);
   tiles *= (size_t)block;
   sh->reg = !cpu && tiles <= r->be->info.max_group;
   sh->items = ((tiles > 128 ? tiles : 128) + 31) / 32 * 32;
@@ -321,7 +358,7 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
   int v = 0; /* reg_nojac unless asked */
   while (variant && v < FE_ELEMAT_VARIANTS && strcmp(variant, elemat_variants[v].name)) v++;
   FE_ASSERT(v < FE_ELEMAT_VARIANTS, FE_ERR_ARG, "element matrices: unknown variant '%s' (reg_nojac, "
-            "reg_jac, shm_nojac, shm_jac, gemm)", variant);
+            "reg_jac, shm_nojac, shm_jac, gemm, gemm_mma)", variant);
   const fe_space *V = A->V;
   /* jac maps with the space's own basis through its nodes: exact when that basis holds the
    * geometry's map (straight cells: order 1 and up; curved, second-order cells: 2 and up) */
@@ -343,6 +380,18 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
   char why[160];
   elemat_shape sh;
   FE_CHECK(fe_operator_realize(A, &oo, &r, why, sizeof why));
+  /* gemm_mma's phase 3 is inline PTX (mma.m8n8k4.f64): NVRTC and a double real only */
+  FE_ASSERT(!elemat_variants[v].mma || (!strcmp(r->be->name, "cuda") && r->prec == FE_DOUBLE),
+            FE_ERR_ARG, "element matrices: variant gemm_mma runs on fp64 tensor cores, on "
+            "cuda in double only (got %s, %s); use gemm", r->be->name,
+            r->prec == FE_DOUBLE ? "double" : "single");
+  /* written and compiled for sm_90 but not yet run on a GPU: refused until its check (the
+   * cuda branch of tests/scripts/test_elemat_variants.lua, run by scripts/gpu-test.sh with
+   * FELAB_UNVERIFIED=1) has passed on one */
+  const char *unverified = getenv("FELAB_UNVERIFIED");
+  FE_ASSERT(!elemat_variants[v].mma || (unverified && !strcmp(unverified, "1")),
+            FE_ERR_UNAVAILABLE, "element matrices: variant gemm_mma (fp64 tensor cores) has "
+            "not been checked on a GPU yet; use gemm (FELAB_UNVERIFIED=1 runs it anyway)");
   /* No variant asked: gemm on a GPU from N = 20 (H100, fp64: P3 tets 0.50 against
    * reg_nojac's 1.11 ms, P4 1.64 against 5.92, Q3 1.79 against 12.2; below N = 20 reg_*
    * leads), reg_nojac on a CPU (this machine: 1.3-1.8x ahead of gemm at P2..P4, Q2..Q4) */
@@ -396,13 +445,15 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
     if (!reuse) fe_elemats_free(k);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
-  char line[160]; /* the report's why */
+  char line[200]; /* the report's why */
   int gf = V->ncomp * (sh.gv + V->elem.dim * sh.gg); /* gemm: D's rows and columns */
   if (elemat_variants[v].gemm)
-    snprintf(line, sizeof line, "variant gemm: K = T^T D T, D %dx%d (%s%s); %d cell%s per group, "
-             "%d of %d points per chunk, %dx%d tiles%s, %.1f KB", gf, gf, sh.gv ? "value" : "",
+    snprintf(line, sizeof line, "variant %s: K = T^T D T, D %dx%d (%s%s); %d cell%s per group, "
+             "%d of %d points per chunk, %dx%d tiles%s, %.1f KB", elemat_variants[v].name, gf, gf,
+             sh.gv ? "value" : "",
              sh.gv && sh.gg ? "+grad" : sh.gg ? "grad" : "", sh.block, sh.block > 1 ? "s" : "",
-             sh.qc, A->quad[FE_ACTION_APPLY].npoints, sh.ti, sh.tj, sh.reg ? " in registers" : "",
+             sh.qc, A->quad[FE_ACTION_APPLY].npoints, sh.ti, sh.tj,
+             sh.warps ? " on tensor cores" : sh.reg ? " in registers" : "",
              sh.shared / 1024.0);
   else if (elemat_variants[v].shm)
     snprintf(line, sizeof line, "variant %s: %d cell%s x %d of %d columns %s, point data "

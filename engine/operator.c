@@ -851,6 +851,12 @@ static int op_report(fe_realization *r, fe_action a, const fe_action_opts *o, co
                      fe_report *rep)
 {
   fe_report_begin(rep, fe_action_name(a), r->be, r->prec, r->st->name, why);
+  if (r->st->describe) { /* "<why>; <how>" */
+    char how[96];
+    size_t len = strlen(rep->why);
+    r->st->describe(r, a, how, sizeof how);
+    if (len + 2 < sizeof rep->why) snprintf(rep->why + len, sizeof rep->why - len, "; %s", how);
+  }
   fe_report_operator(rep, r->A, a);
   r->st->count(r, a, &rep->flops, &rep->bytes);
   rep->seconds = seconds;

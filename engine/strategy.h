@@ -18,8 +18,8 @@
 typedef struct fe_realization fe_realization;
 
 /* The variants of the element matrices' strategy "quadrature" (engine/matrix.c): reg_nojac,
- * reg_jac, shm_nojac, shm_jac, gemm. */
-#define FE_ELEMAT_VARIANTS 5
+ * reg_jac, shm_nojac, shm_jac, gemm, gemm_mma (cuda, double). */
+#define FE_ELEMAT_VARIANTS 6
 
 /* The table of one strategy. Every int-returning slot returns 0 or an fe_err code. */
 typedef struct fe_strategy {
@@ -56,6 +56,9 @@ typedef struct fe_strategy {
   /* Optional: the strategy whose kernel computes action a, when another one's does (csr and
    * ebe: the residual and the diagonal by "transpose"), else NULL. A:source shows that one. */
   const struct fe_strategy *(*delegate)(fe_action a);
+  /* Optional: how r computes action a, in a few words (its variant: a scatter, a format),
+   * for the report's why. */
+  void (*describe)(const fe_realization *r, fe_action a, char *buf, size_t n);
 } fe_strategy;
 
 extern const fe_strategy fe_strategy_transpose, fe_strategy_patch, fe_strategy_sumfact,

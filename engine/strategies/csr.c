@@ -168,6 +168,14 @@ static int csr_measured(const fe_operator *A, const fe_backend *be, fe_precision
   return 1;
 }
 
+static void csr_describe(const fe_realization *r, fe_action a, char *buf, size_t n)
+{
+  const fe_csr *M = ((const csr_data *)r->data)->M;
+  if (a != FE_ACTION_APPLY) snprintf(buf, n, "matrix-free by transpose");
+  else if (M->format == FE_FORMAT_SELL) snprintf(buf, n, "SELL-%d-%d product", M->chunk, M->sigma);
+  else snprintf(buf, n, "CSR product, %d item%s per row", M->lanes, M->lanes > 1 ? "s" : "");
+}
+
 const fe_strategy fe_strategy_csr = {
     .name = "csr",
     .summary = "the Jacobian assembled once on the device (element matrices, atomic adds), "
@@ -184,4 +192,5 @@ const fe_strategy fe_strategy_csr = {
     .measured = csr_measured,
     .masks_direction = 1,
     .delegate = fe_stored_matrix_delegate,
+    .describe = csr_describe,
 };

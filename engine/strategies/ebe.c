@@ -255,6 +255,15 @@ static int ebe_measured(const fe_operator *A, const fe_backend *be, fe_precision
   return -1;
 }
 
+static void ebe_describe(const fe_realization *r, fe_action a, char *buf, size_t n)
+{
+  const ebe_data *d = r->data;
+  if (a != FE_ACTION_APPLY) snprintf(buf, n, "matrix-free by transpose");
+  else if (d->color) snprintf(buf, n, "matrices %s, adds by color (%d colors)",
+                              d->recompute ? "recomputed" : "stored", d->ncolors);
+  else snprintf(buf, n, "matrices %s, atomic adds", d->recompute ? "recomputed" : "stored");
+}
+
 const fe_strategy fe_strategy_ebe = {
     .name = "ebe",
     .summary = "element by element: each action multiplies the element matrices cell by cell "
@@ -272,4 +281,5 @@ const fe_strategy fe_strategy_ebe = {
     .estimate = ebe_estimate,
     .measured = ebe_measured,
     .delegate = fe_stored_matrix_delegate,
+    .describe = ebe_describe,
 };

@@ -6,8 +6,10 @@
 -- several parts, and P2 on curved (second-order) tets; on the cpu, and on opencl (and cuda
 -- where there is one, with dynamic shared memory past 48 KB) for a few cases, each distinct
 -- kernel compiling slowly there; gemm also in chunks of points (cpu) and with its sums in
--- registers (opencl). The jac variants refuse a map the space's nodes cannot
--- carry (P1 on curved tets), and errors name the variant or the block.
+-- registers (opencl). gemm_mma (gemm on fp64 tensor cores) equals reg_nojac on cuda for P3, P4
+-- tets and Q2, Q3 hexes and is refused elsewhere and in single, naming the backend and
+-- precision. The jac variants refuse a map the space's nodes cannot carry (P1 on curved
+-- tets), and errors name the variant or the block.
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, expect_error = T.check, T.expect_error
 local variants = {"reg_nojac", "reg_jac", "shm_nojac", "shm_jac", "gemm"}
@@ -111,6 +113,24 @@ for _, be in ipairs(T.backends(true)) do
     print(("%s Q2: %.1e"):format(be, compare(A, {backend = be}, nil, "Q2")))
     compare(A, {backend = be, block = 3}, nil, "Q2 block 3", {"shm_jac", "gemm"})
     compare(A, {backend = be, precision = "single"}, nil, "Q2 single", {"shm_nojac"})
+    if be ~= "cuda" then -- gemm_mma is inline PTX: cuda only
+      expect_error(function() return A:element_matrices{backend = be, variant = "gemm_mma"} end,
+                   "variant gemm_mma runs on fp64 tensor cores", "(got " .. be .. ", double)")
+    end
+    if be == "cuda" and os.getenv("FELAB_UNVERIFIED") ~= "1" then
+      expect_error(function() return A:element_matrices{backend = be, variant = "gemm_mma"} end,
+                   "not been checked on a GPU yet")
+    elseif be == "cuda" then -- gemm_mma: every order against reg_nojac on the cpu, a ragged block
+      for _, c in ipairs({{tets, "P3"}, {tets, "P4"}, {hexes, "Q2"}, {hexes, "Q3"}}) do
+        local Am = fe.operator(fe.space(c[1], c[2]), poisson)
+        print(("cuda gemm_mma %s: %.1e"):format(c[2],
+              compare(Am, {backend = be}, nil, c[2] .. " mma", {"gemm_mma"})))
+      end
+      compare(A, {backend = be, block = 3}, nil, "Q2 block 3 mma", {"gemm_mma"})
+      expect_error(function()
+        return A:element_matrices{backend = be, precision = "single", variant = "gemm_mma"}
+      end, "variant gemm_mma runs on fp64 tensor cores", "(got cuda, single)")
+    end
     if be == "cuda" then -- 60 cells pass the static 48 KB: dynamic shared memory
       local _, rep = A:element_matrices{backend = be, variant = "shm_nojac", block = 60}
       check(rep.why:find("KB dynamic", 1, true), "cuda block 60: %s", rep.why)
@@ -122,7 +142,9 @@ end
 -- errors name the variant or the block
 local A = fe.operator(fe.space(tets, "P4"), poisson)
 expect_error(function() return A:element_matrices{variant = "fast"} end, "unknown variant 'fast'",
-             "reg_nojac, reg_jac, shm_nojac, shm_jac")
+             "reg_nojac, reg_jac, shm_nojac, shm_jac, gemm, gemm_mma")
+expect_error(function() return A:element_matrices{variant = "gemm_mma"} end,
+             "variant gemm_mma runs on fp64 tensor cores", "(got cpu, double)", "use gemm")
 expect_error(function() return A:element_matrices{variant = "shm_nojac", block = 4096} end,
              "variant shm_nojac: block = 4096 cells of P4 need", "use a smaller block")
 expect_error(function() return A:element_matrices{variant = "shm_jac", block = 5000} end,
