@@ -154,17 +154,21 @@ static void csr_estimate(const fe_operator *A, const fe_backend *be, fe_precisio
 
 /* Measured (docs/benchmarks.md, Jacobi-PCG per iteration, fp64): on this 2-core cpu at 275k
  * dofs csr 1.58 ms against transpose 11.5 (P1 tets), 2.44 against 24.9 (Q1 hexes), 3.22
- * against 11.1 (P2 tets), with setups alike (0.9 s); on the H100 P1 7.19M dofs 0.947 ms
- * against patch's 1.203, and P2 tets 0.156 ms per action against transpose's 0.475. So
- * for linear physics of order 1 and 2 csr is the default everywhere; from order 3 the
- * matrix-free strategies (sumfact) are left to the model. */
+ * against 11.1 (P2 tets), with setups alike (0.9 s); on the H100 P1 7.19M dofs 0.830 ms
+ * (SELL) against patch's 1.181, and P2 tets 0.156 ms per action against transpose's 0.475.
+ * So csr is the default where it was measured: simplices of order 1 and 2 everywhere, Q1
+ * on a CPU. Elsewhere the model decides: a Q2 row holds up to 125 entries, whose bytes
+ * (4.8 GB at 3.18M dofs) would take the H100 three times sumfact's measured 0.57 ms. */
 static int csr_measured(const fe_operator *A, const fe_backend *be, fe_precision prec,
                         char *why, size_t n)
 {
-  (void)be, (void)prec;
-  if (A->V->elem.order > 2) return 0;
-  snprintf(why, n, "csr measured fastest for linear physics on order-%d spaces (cpu and H100, "
-                   "docs/benchmarks.md)", A->V->elem.order);
+  (void)prec;
+  const fe_element *el = &A->V->elem;
+  int simplex = el->cell == FE_CELL_TET || el->cell == FE_CELL_TRI;
+  int tensor = el->cell == FE_CELL_HEX || el->cell == FE_CELL_QUAD;
+  if (!(simplex && el->order <= 2) && !(tensor && el->order == 1 && !be->info.is_gpu)) return 0;
+  snprintf(why, n, "csr measured fastest for linear physics on %s (%s, docs/benchmarks.md)",
+           A->V->name, simplex ? "cpu and H100" : "cpu");
   return 1;
 }
 

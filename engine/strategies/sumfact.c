@@ -444,6 +444,14 @@ static void sumfact_estimate(const fe_operator *A, const fe_backend *be, fe_prec
   }
 }
 
+static void sumfact_describe(const fe_realization *r, fe_action a, char *buf, size_t n)
+{
+  (void)a;
+  const sumfact_data *d = r->data;
+  snprintf(buf, n, "geometry %s, %s", d->vertices ? "from the vertices" : "stored per point",
+           d->nodesum ? "a sum per node" : "atomic adds");
+}
+
 const fe_strategy fe_strategy_sumfact = {
     .name = "sumfact",
     .summary = "sum factorization on quads and hexes: 1D contractions per direction, geometry "
@@ -458,4 +466,5 @@ const fe_strategy fe_strategy_sumfact = {
     .count = sumfact_count,
     .estimate = sumfact_estimate,
     .masks_direction = 1,
+    .describe = sumfact_describe,
 };
