@@ -392,9 +392,9 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
   FE_ASSERT(!elemat_variants[v].mma || (unverified && !strcmp(unverified, "1")),
             FE_ERR_UNAVAILABLE, "element matrices: variant gemm_mma (fp64 tensor cores) has "
             "not been checked on a GPU yet; use gemm (FELAB_UNVERIFIED=1 runs it anyway)");
-  /* No variant asked: gemm on a GPU from N = 20 (H100, fp64: P3 tets 0.50 against
-   * reg_nojac's 1.11 ms, P4 1.64 against 5.92, Q3 1.79 against 12.2; below N = 20 reg_*
-   * leads), reg_nojac on a CPU (this machine: 1.3-1.8x ahead of gemm at P2..P4, Q2..Q4) */
+  /* No variant asked: gemm on a GPU from N = 20 (H100, fp64, one call: P3 tets 0.50 against
+   * reg_jac's 1.14 ms, P4 1.64 against 5.52, Q3 1.79 against 22.0; below N = 20 reg_* leads),
+   * reg_nojac on a CPU (this machine, one run: 1.3-1.8x ahead of gemm at P2..P4, Q2..Q4) */
   if (!variant && r->be->info.is_gpu && V->elem.nbasis * V->ncomp >= 20)
     while (!elemat_variants[v].gemm) v++;
   FE_CHECK(elemat_shape_of(r, o, v, &sh));
