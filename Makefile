@@ -35,7 +35,7 @@ SHELL_CFLAGS += -DFE_HAVE_READLINE=1
 SHELL_LIBS   += -lreadline
 endif
 
-ENGINE_SRC  := $(wildcard engine/*.c engine/strategies/*.c)
+ENGINE_SRC  := $(wildcard engine/*.c engine/strategies/*.c engine/precond/*.c)
 BACKEND_SRC := backends/backend.c $(wildcard backends/cpu/*.c) $(wildcard backends/cuda/*.c)
 ifeq ($(HAVE_OPENCL),1)
 BACKEND_SRC += $(wildcard backends/opencl/*.c)

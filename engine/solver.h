@@ -3,9 +3,13 @@
 #define FE_SOLVER_H
 
 #include "engine/operator.h"
+#include "engine/precond.h"
 
 typedef struct fe_solver_opts {
-  const char *pc;      /* "none" or "jacobi" */
+  const char *pc;      /* the preconditioner unit (engine/precond.h): "none", "jacobi", ... */
+  fe_precond_opts pc_opts; /* its options (pc_opts.name is ignored: pc names it) */
+  fe_precond *precond; /* made beforehand and reused (time steps), not freed by the solve;
+                        * NULL: the solve makes one from pc and pc_opts and frees it */
   double rtol;         /* stop when ||r|| <= rtol ||r0|| ... */
   double atol;         /* ... or ||r|| <= atol */
   int maxit;

@@ -1,0 +1,10 @@
+/* The preconditioner units the table in engine/precond.c lists, one file each here. */
+#ifndef FE_PRECOND_UNITS_H
+#define FE_PRECOND_UNITS_H
+
+#include "engine/precond.h"
+
+extern const fe_precond_kind fe_precond_none;      /* basic.c */
+extern const fe_precond_kind fe_precond_jacobi;    /* basic.c */
+
+#endif
