@@ -104,6 +104,16 @@ typedef struct fe_backend_ops {
    * p <- r ./ d + beta p (p <- r + beta p when d is NULL). */
   int (*cg_direction)(void *impl, fe_buffer *p, const fe_buffer *r, const fe_buffer *d,
                       double beta, size_t n, fe_precision prec);
+
+  /* Optional (NULL: none): the vendor's sparse product on felab's CSR arrays (cuSPARSE on
+   * cuda, opened at run time), the reference for felab's own products. sparse_make keeps
+   * the library's descriptors in *state (the arrays are not copied); sparse_spmv: y <- M x,
+   * timed as launch is; sparse_free releases the state. */
+  int (*sparse_make)(void *impl, int n, long long nnz, const fe_buffer *rowptr,
+                     const fe_buffer *cols, const fe_buffer *vals, fe_precision prec,
+                     void **state);
+  int (*sparse_spmv)(void *impl, void *state, const fe_buffer *x, fe_buffer *y, double *seconds);
+  void (*sparse_free)(void *impl, void *state);
 } fe_backend_ops;
 
 /* Measured ceilings of one backend in one precision (device.calibrate). */

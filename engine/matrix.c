@@ -732,13 +732,23 @@ static int csr_module(fe_csr *M, const fe_realization *r, double *seconds)
                             M->format == FE_FORMAT_SELL ? "fe_spmv_sell" : "fe_spmv", &M->spmv);
 }
 
+/* The library's product (format "cusparse"): its descriptors of M's CSR arrays. */
+static int csr_make_library(fe_csr *M)
+{
+  if (!M->be->ops->sparse_make)
+    FE_ERROR(FE_ERR_UNAVAILABLE, "format = \"cusparse\" is cuSPARSE's product, on the cuda "
+             "backend only (this matrix is on %s); use \"csr\" or \"sell\"", M->be->name);
+  return M->be->ops->sparse_make(M->be->impl, M->n, M->nnz, &M->rowptr, &M->cols, &M->vals,
+                                 M->prec, &M->sparse);
+}
+
 /* ---- SELL-C-sigma ---- */
 
 /* Check the asked layout of the product (lanes: CSR's items per row). */
 static int check_format(int format, int chunk, int sigma, int lanes)
 {
-  FE_ASSERT(format >= FE_FORMAT_AUTO && format <= FE_FORMAT_SELL, FE_ERR_ARG, "format = %d: "
-            "the product's layout is FE_FORMAT_AUTO, _CSR or _SELL", format);
+  FE_ASSERT(format >= FE_FORMAT_AUTO && format <= FE_FORMAT_CUSPARSE, FE_ERR_ARG, "format = %d: "
+            "the product's layout is FE_FORMAT_AUTO, _CSR, _SELL or _CUSPARSE", format);
   FE_ASSERT(chunk >= 0 && chunk <= 1024, FE_ERR_ARG, "chunk = %d: the rows per SELL chunk must "
             "be in 1..1024 (a chunk is read by one group of items; 0: the device's)", chunk);
   FE_ASSERT(sigma >= 0, FE_ERR_ARG, "sigma = %d: the rows per SELL sorting window must be >= 1 "
@@ -748,6 +758,8 @@ static int check_format(int format, int chunk, int sigma, int lanes)
             chunk ? chunk : sigma);
   FE_ASSERT(format != FE_FORMAT_SELL || !lanes, FE_ERR_ARG, "lanes = %d is CSR's (items per "
             "row); format = \"sell\" runs one item per row", lanes);
+  FE_ASSERT(format != FE_FORMAT_CUSPARSE || !lanes, FE_ERR_ARG, "lanes = %d is felab's CSR "
+            "product's; format = \"cusparse\" runs cuSPARSE's", lanes);
   return 0;
 }
 
@@ -958,6 +970,7 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
   }
   double sell_host = 0, sell_s = 0; /* the SELL copy, from the filled values */
   if (!rc && M->format == FE_FORMAT_SELL) rc = csr_make_sell(M, rowptr, &sell_host, &sell_s);
+  if (!rc && M->format == FE_FORMAT_CUSPARSE) rc = csr_make_library(M);
   free(order);
   free(cstart);
   if (border.ptr) r->be->ops->release(r->be->impl, &border);
@@ -1004,6 +1017,8 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
 
 int fe_csr_launch(const fe_csr *M, fe_kernel *k, const fe_buffer *x, fe_buffer *y, double *seconds)
 {
+  if (M->format == FE_FORMAT_CUSPARSE)
+    return M->be->ops->sparse_spmv(M->be->impl, M->sparse, x, y, seconds);
   if (M->format == FE_FORMAT_SELL) { /* one item per row */
     int ngs = (int)(((long long)M->n + EM_ITEMS - 1) / EM_ITEMS);
     fe_arg args[9] = {
@@ -1060,6 +1075,8 @@ int fe_csr_apply(fe_csr *M, const fe_vector *x, fe_vector **y, fe_report *rep)
   if (M->format == FE_FORMAT_SELL)
     snprintf(why, sizeof why, "SELL-%d-%d, one item per row, %.1f%% of the slots padding",
              M->chunk, M->sigma, 100.0 * (double)(M->nslots - M->nnz) / (double)M->nslots);
+  else if (M->format == FE_FORMAT_CUSPARSE)
+    snprintf(why, sizeof why, "cuSPARSE's product (cusparseSpMV) on the CSR arrays");
   else
     snprintf(why, sizeof why, "%s CSR, %d item%s per row", M->lanes > 1 ? "vector" : "scalar",
              M->lanes, M->lanes > 1 ? "s" : "");
@@ -1084,7 +1101,7 @@ void fe_csr_counts(const fe_csr *M, double *flops, double *bytes)
 
 const char *fe_csr_format_name(const fe_csr *M)
 {
-  return M->format == FE_FORMAT_SELL ? "sell" : "csr";
+  return M->format == FE_FORMAT_SELL ? "sell" : M->format == FE_FORMAT_CUSPARSE ? "cusparse" : "csr";
 }
 
 int fe_csr_get(const fe_csr *M, int **rowptr, int **cols, double **vals)
@@ -1142,6 +1159,7 @@ void fe_csr_free(fe_csr *M)
   fe_buffer *bufs[] = {&M->rowptr, &M->cols, &M->vals, &M->cstart, &M->perm, &M->scols, &M->svals};
   for (int i = 0; i < 7; i++)
     if (bufs[i]->ptr) M->be->ops->release(M->be->impl, bufs[i]);
+  if (M->sparse) M->be->ops->sparse_free(M->be->impl, M->sparse);
   if (M->mod) M->be->ops->module_free(M->be->impl, M->mod);
   free(M);
 }

@@ -36,6 +36,7 @@ typedef struct fe_csr {
   fe_buffer cstart, perm, scols, svals; /* SELL: chunk starts, row of each position, slots */
   struct fe_module *mod; /* its fe_spmv and fe_spmv_sell */
   struct fe_kernel *spmv; /* the product of its format */
+  void *sparse;          /* FE_FORMAT_CUSPARSE: the library's state (backend op sparse_make) */
 } fe_csr;
 
 /* The element matrices of A's Jacobian at the state at (NULL: zero) with strategy

@@ -49,8 +49,9 @@ enum { FE_SCATTER_AUTO, FE_SCATTER_ATOMIC, FE_SCATTER_NODES, FE_SCATTER_COLOR };
 
 /* The layout of an assembled matrix's product: CSR, or SELL-C-sigma (Kreutzer et al. 2014:
  * rows sorted by length within windows of sigma rows, chunks of C rows padded to their
- * longest row and stored column-major, so the C items of a chunk read consecutive slots). */
-enum { FE_FORMAT_AUTO, FE_FORMAT_CSR, FE_FORMAT_SELL };
+ * longest row and stored column-major, so the C items of a chunk read consecutive slots).
+ * FE_FORMAT_CUSPARSE: the CSR arrays multiplied by cuSPARSE (cuda only), the reference. */
+enum { FE_FORMAT_AUTO, FE_FORMAT_CSR, FE_FORMAT_SELL, FE_FORMAT_CUSPARSE };
 
 void fe_action_opts_default(fe_action_opts *o);
 

@@ -298,6 +298,8 @@ void felab_open_matrix(lua_State *L)
                  "M:apply read a SELL-C-sigma copy (rows sorted by length in windows of sigma\n"
                  "rows, chunks of C = chunk rows padded to their longest and stored column-major;\n"
                  "default C = 32 on a GPU, 8 on the cpu, sigma = 8 C; sigma = 1: no sorting).\n"
+                 "format = \"cusparse\" (cuda) multiplies the same CSR arrays with cuSPARSE, the\n"
+                 "reference felab's products are held against (FELAB_CUSPARSE: its path).\n"
                  "M.format, M.chunk, M.sigma, M.padding (the share of padded slots); M.n, M.nnz;\n"
                  "export.mtx(path, M) writes it as Matrix Market (scipy.io.mmread, PETSc, MATLAB).\n"
                  "example: M = A:assemble(); y = M:apply(w)");

@@ -160,9 +160,11 @@ void felab_read_sumfact_opts(lua_State *L, int t, const char *fname, fe_action_o
                "computed in every action), got %s", fname, felab_kind_of(L, -1));
   lua_pop(L, 1);
   const char *f = felab_opt_field_name(L, t, fname, "format"); /* assembly and strategy csr */
-  if (f && strcmp(f, "csr") && strcmp(f, "sell"))
-    luaL_error(L, "%s: format must be \"csr\" or \"sell\" (SELL-C-sigma), got '%s'", fname, f);
-  if (f) o->format = strcmp(f, "sell") ? FE_FORMAT_CSR : FE_FORMAT_SELL;
+  if (f && strcmp(f, "csr") && strcmp(f, "sell") && strcmp(f, "cusparse"))
+    luaL_error(L, "%s: format must be \"csr\", \"sell\" (SELL-C-sigma) or \"cusparse\" "
+               "(cuSPARSE's product, cuda), got '%s'", fname, f);
+  if (f) o->format = !strcmp(f, "sell") ? FE_FORMAT_SELL
+                     : !strcmp(f, "cusparse") ? FE_FORMAT_CUSPARSE : FE_FORMAT_CSR;
   const char *what[2] = {"chunk", "sigma"};
   int *dst[2] = {&o->chunk, &o->sigma}, hi[2] = {1024, INT_MAX};
   for (int i = 0; i < 2; i++) {

@@ -29,4 +29,7 @@ const fe_backend_ops fe_backend_cuda_ops = {
     .reduce = cuda_reduce,
     .cg_update = cuda_cg_update,
     .cg_direction = cuda_cg_direction,
+    .sparse_make = cuda_sparse_make,
+    .sparse_spmv = cuda_sparse_spmv,
+    .sparse_free = cuda_sparse_free,
 };

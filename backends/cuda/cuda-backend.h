@@ -8,15 +8,17 @@
  * ABI of those C functions (handles are opaque pointers, CUdeviceptr is 64 bits); the
  * numbered constants are the ones of cuda.h and nvrtc.h, which are stable across versions.
  *
- *   cuda-loader.c    dlopen/dlsym of both libraries, error names
+ *   cuda-loader.c    dlopen/dlsym of the libraries (cuSPARSE on first use), error names
  *   cuda-device.c    open, close, query, memory, timing events, finish
  *   cuda-program.c   the dialect preamble, NVRTC compile with its caches, kernels, launch
  *   cuda-vector.c    built-in kernels: fill, axpby, pointwise, dot, reduce, the fused CG steps
+ *   cuda-sparse.c    cuSPARSE's product on felab's CSR arrays (format "cusparse")
  *   cuda-backend.c   the table */
 #ifndef FE_CUDA_BACKEND_H
 #define FE_CUDA_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "backends/backend.h"
 
@@ -75,8 +77,9 @@ enum {
 /* Every entry point felab calls, looked up by cuda_api_load. Names are CUDA's own (the
  * versioned symbol, e.g. cuMemAlloc_v2, is what the library exports for cuMemAlloc). */
 typedef struct cuda_api {
-  void *libcuda, *libnvrtc;
+  void *libcuda, *libnvrtc, *libcusparse;
   char nvrtc_path[512]; /* which NVRTC was opened, for messages */
+  char cusparse_path[512]; /* which cuSPARSE (opened on first use of format "cusparse") */
   /* driver */
   CUresult (*cuInit)(unsigned flags);
   CUresult (*cuDriverGetVersion)(int *version);
@@ -127,7 +130,32 @@ typedef struct cuda_api {
   nvrtcResult (*nvrtcGetCUBIN)(nvrtcProgram prog, char *cubin);
   nvrtcResult (*nvrtcGetPTXSize)(nvrtcProgram prog, size_t *size);
   nvrtcResult (*nvrtcGetPTX)(nvrtcProgram prog, char *ptx);
+  /* cuSPARSE's generic API (cusparse.h; handles and descriptors are opaque pointers) */
+  int (*cusparseCreate)(void **handle);
+  int (*cusparseDestroy)(void *handle);
+  const char *(*cusparseGetErrorString)(int status);
+  int (*cusparseCreateCsr)(void **mat, int64_t rows, int64_t cols, int64_t nnz, void *rowptr,
+                           void *colind, void *vals, int rowptr_type, int colind_type, int base,
+                           int value_type);
+  int (*cusparseDestroySpMat)(void *mat);
+  int (*cusparseCreateDnVec)(void **vec, int64_t size, void *values, int value_type);
+  int (*cusparseDnVecSetValues)(void *vec, void *values);
+  int (*cusparseDestroyDnVec)(void *vec);
+  int (*cusparseSpMV_bufferSize)(void *handle, int op, const void *alpha, void *mat, void *x,
+                                 const void *beta, void *y, int compute_type, int alg,
+                                 size_t *bytes);
+  int (*cusparseSpMV)(void *handle, int op, const void *alpha, void *mat, void *x,
+                      const void *beta, void *y, int compute_type, int alg, void *buffer);
 } cuda_api;
+
+enum { /* cuSPARSE's and CUDA's numbered constants (cusparse.h, library_types.h) */
+  CUSPARSE_INDEX_32I = 2,
+  CUSPARSE_INDEX_BASE_ZERO = 0,
+  CUSPARSE_OPERATION_NON_TRANSPOSE = 0,
+  CUSPARSE_SPMV_ALG_DEFAULT = 0,
+  CUDA_R_32F = 0,
+  CUDA_R_64F = 1,
+};
 
 /* ---- the backend's own objects ---- */
 
@@ -201,6 +229,7 @@ typedef struct cuda_impl {
   cuda_cached *cache;
   struct fe_module *modules;
   cuda_vector vector;
+  void *sparse;          /* the cuSPARSE handle, made on first use */
 } cuda_impl;
 
 /* cuda-loader.c */
@@ -210,6 +239,19 @@ int cuda_api_load(cuda_api *api);
 void cuda_api_unload(cuda_api *api);
 /* "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for messages. */
 const char *cuda_error_text(const cuda_api *api, CUresult err, char *buf, size_t n);
+
+/* Open cuSPARSE (FELAB_CUSPARSE, then libcusparse.so, .so.13, .so.12 on the loader's path
+ * and in the toolkit folders) and look up its entry points; FE_ERR_UNAVAILABLE says why not. */
+int cuda_api_load_cusparse(cuda_api *api);
+
+/* cuda-sparse.c: a product by cuSPARSE on felab's CSR arrays, the reference for its own */
+int cuda_sparse_make(void *impl, int n, long long nnz, const fe_buffer *rowptr,
+                     const fe_buffer *cols, const fe_buffer *vals, fe_precision prec,
+                     void **state);
+int cuda_sparse_spmv(void *impl, void *state, const fe_buffer *x, fe_buffer *y,
+                     double *seconds);
+void cuda_sparse_free(void *impl, void *state);
+void cuda_sparse_close(cuda_impl *cu);
 
 /* cuda-device.c */
 int cuda_open(int device, void **impl);

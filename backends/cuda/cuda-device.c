@@ -185,6 +185,7 @@ void cuda_close(void *impl)
     if (!cu->lost) cu->api.cuCtxSynchronize();
     while (cu->modules) cuda_module_free(cu, cu->modules);
     cuda_vector_free(cu);
+    cuda_sparse_close(cu);
     if (cu->start) cu->api.cuEventDestroy(cu->start);
     if (cu->stop) cu->api.cuEventDestroy(cu->stop);
     cu->api.cuDevicePrimaryCtxRelease(cu->device);

@@ -6,7 +6,9 @@
  * dlopen and their entry points looked up one by one. NVRTC is searched as FELAB_NVRTC
  * (a path), then libnvrtc.so, .so.13, .so.12 on the loader's path, then the same names in
  * $CUDA_HOME/lib64, $CUDA_PATH/lib64 and /usr/local/cuda/lib64. Whatever is missing
- * becomes a one-sentence reason that device.list() shows. */
+ * becomes a one-sentence reason that device.list() shows. cuSPARSE, the reference product
+ * for assembled matrices (format "cusparse"), is found the same way (FELAB_CUSPARSE) when
+ * it is first asked for. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +77,19 @@ static const cuda_symbol nvrtc_symbols[] = {
     SYM(nvrtcGetPTX, "nvrtcGetPTX", NULL),
 };
 
+static const cuda_symbol cusparse_symbols[] = {
+    SYM(cusparseCreate, "cusparseCreate", NULL),
+    SYM(cusparseDestroy, "cusparseDestroy", NULL),
+    SYM(cusparseGetErrorString, "cusparseGetErrorString", NULL),
+    SYM(cusparseCreateCsr, "cusparseCreateCsr", NULL),
+    SYM(cusparseDestroySpMat, "cusparseDestroySpMat", NULL),
+    SYM(cusparseCreateDnVec, "cusparseCreateDnVec", NULL),
+    SYM(cusparseDnVecSetValues, "cusparseDnVecSetValues", NULL),
+    SYM(cusparseDestroyDnVec, "cusparseDestroyDnVec", NULL),
+    SYM(cusparseSpMV_bufferSize, "cusparseSpMV_bufferSize", NULL),
+    SYM(cusparseSpMV, "cusparseSpMV", NULL),
+};
+
 /* Look every symbol of a list up in lib; the first missing one is an error. */
 static int cuda_bind(cuda_api *api, void *lib, const char *libname, const cuda_symbol *syms,
                      size_t n)
@@ -105,38 +120,65 @@ static int cuda_open_driver(cuda_api *api)
                    sizeof driver_symbols / sizeof driver_symbols[0]);
 }
 
-/* Try one NVRTC file name; keep the handle and its name on success. */
-static int cuda_try_nvrtc(cuda_api *api, const char *path)
+/* Try one file name; keep the handle and its name on success. */
+static int cuda_try(void **lib, char *path, size_t npath, const char *name)
 {
-  api->libnvrtc = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (api->libnvrtc) snprintf(api->nvrtc_path, sizeof api->nvrtc_path, "%s", path);
-  return api->libnvrtc != NULL;
+  *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  if (*lib) snprintf(path, npath, "%s", name);
+  return *lib != NULL;
+}
+
+/* A toolkit library: the path in environment variable env, else names on the loader's path,
+ * else the same names in $CUDA_HOME/lib64, $CUDA_PATH/lib64 and /usr/local/cuda/lib64.
+ * *lib stays NULL when none was found; env naming a file that cannot be loaded is an error. */
+static int cuda_find(const char *env, const char *const *names, size_t nnames, void **lib,
+                     char *path, size_t npath)
+{
+  const char *dirs[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
+  const char *given = getenv(env);
+  *lib = NULL;
+  if (given && *given && !cuda_try(lib, path, npath, given))
+    FE_ERROR(FE_ERR_UNAVAILABLE, "%s=%s cannot be loaded: %s", env, given, dlerror());
+  for (size_t i = 0; !*lib && i < nnames; i++) cuda_try(lib, path, npath, names[i]);
+  for (size_t d = 0; !*lib && d < sizeof dirs / sizeof dirs[0]; d++) {
+    if (!dirs[d] || !*dirs[d]) continue;
+    for (size_t i = 0; !*lib && i < nnames; i++) {
+      char full[512];
+      snprintf(full, sizeof full, "%s/lib64/%s", dirs[d], names[i]);
+      cuda_try(lib, path, npath, full);
+    }
+  }
+  return 0;
 }
 
 /* NVRTC from FELAB_NVRTC, the loader's path or the usual toolkit folders. */
 static int cuda_open_nvrtc(cuda_api *api)
 {
   static const char *const names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"};
-  const char *dirs[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
-  const char *env = getenv("FELAB_NVRTC");
-  if (env && *env && !cuda_try_nvrtc(api, env))
-    FE_ERROR(FE_ERR_UNAVAILABLE, "FELAB_NVRTC=%s cannot be loaded: %s", env, dlerror());
-  for (size_t i = 0; !api->libnvrtc && i < sizeof names / sizeof names[0]; i++)
-    cuda_try_nvrtc(api, names[i]);
-  for (size_t d = 0; !api->libnvrtc && d < sizeof dirs / sizeof dirs[0]; d++) {
-    if (!dirs[d] || !*dirs[d]) continue;
-    for (size_t i = 0; !api->libnvrtc && i < sizeof names / sizeof names[0]; i++) {
-      char path[512];
-      snprintf(path, sizeof path, "%s/lib64/%s", dirs[d], names[i]);
-      cuda_try_nvrtc(api, path);
-    }
-  }
+  FE_CHECK(cuda_find("FELAB_NVRTC", names, sizeof names / sizeof names[0], &api->libnvrtc,
+                     api->nvrtc_path, sizeof api->nvrtc_path));
   if (!api->libnvrtc)
     FE_ERROR(FE_ERR_UNAVAILABLE, "the NVIDIA driver is here but NVRTC is not (libnvrtc.so, "
                                  ".so.13, .so.12 not found; install the CUDA toolkit's NVRTC "
                                  "or set FELAB_NVRTC to its path)");
   return cuda_bind(api, api->libnvrtc, api->nvrtc_path, nvrtc_symbols,
                    sizeof nvrtc_symbols / sizeof nvrtc_symbols[0]);
+}
+
+int cuda_api_load_cusparse(cuda_api *api)
+{
+  if (api->libcusparse) return 0;
+  static const char *const names[] = {"libcusparse.so", "libcusparse.so.13", "libcusparse.so.12"};
+  FE_CHECK(cuda_find("FELAB_CUSPARSE", names, sizeof names / sizeof names[0],
+                     &api->libcusparse, api->cusparse_path, sizeof api->cusparse_path));
+  if (!api->libcusparse)
+    FE_ERROR(FE_ERR_UNAVAILABLE, "format \"cusparse\" needs cuSPARSE (libcusparse.so, .so.13, "
+                                 ".so.12 not found; install the CUDA toolkit's cuSPARSE or set "
+                                 "FELAB_CUSPARSE to its path)");
+  int rc = cuda_bind(api, api->libcusparse, api->cusparse_path, cusparse_symbols,
+                     sizeof cusparse_symbols / sizeof cusparse_symbols[0]);
+  if (rc) api->libcusparse = NULL;
+  return rc;
 }
 
 int cuda_api_load(cuda_api *api)

@@ -1,7 +1,8 @@
 /* Strategy "csr": the Jacobian assembled once (engine/matrix.c: element matrices, then
  * atomic adds into a pattern from the dof map), then every Jacobian action is one CSR
  * product (fe_spmv in engine/kernels/elemat.knl, `lanes` items per row), or with format
- * "sell" one SELL-C-sigma product (fe_spmv_sell, one item per row). The matrix holds the
+ * "sell" one SELL-C-sigma product (fe_spmv_sell, one item per row), or with "cusparse"
+ * cuSPARSE's (cuda; the reference the others are held against). The matrix holds the
  * constrained rows as the identity's and no constrained column, so it masks the direction
  * itself. The residual and the diagonal are computed matrix-free by "transpose" (the matrix
  * would give the same diagonal; the residual needs the physics at the state). Applies to
@@ -177,6 +178,7 @@ static void csr_describe(const fe_realization *r, fe_action a, char *buf, size_t
   const fe_csr *M = ((const csr_data *)r->data)->M;
   if (a != FE_ACTION_APPLY) snprintf(buf, n, "matrix-free by transpose");
   else if (M->format == FE_FORMAT_SELL) snprintf(buf, n, "SELL-%d-%d product", M->chunk, M->sigma);
+  else if (M->format == FE_FORMAT_CUSPARSE) snprintf(buf, n, "cuSPARSE product");
   else snprintf(buf, n, "CSR product, %d item%s per row", M->lanes, M->lanes > 1 ? "s" : "");
 }
 

@@ -131,6 +131,30 @@ do
   print("cg on strategy csr: format sell = format csr on " .. table.concat(backends, ", "))
 end
 
+-- cusparse_is_the_reference_on_cuda: format "cusparse" multiplies felab's CSR arrays with
+-- cuSPARSE (cuda only; elsewhere an error naming the backend)
+do
+  local A = fe.operator(fe.space(tets, "P2"), poisson, {dirichlet = {"xmin"}})
+  local w = A.space:interpolate(function(x) return math.cos(x[1] - x[3]) end)
+  for _, be in ipairs(backends) do
+    if be == "cuda" then
+      local M0, M = A:assemble{backend = be, format = "csr"}, A:assemble{backend = be, format = "cusparse"}
+      local y, rep = M:apply(w)
+      local d = rel(y, M0:apply(w):to("cpu", "double"))
+      check(M.format == "cusparse" and d <= 1e-14 and rep.why:find("cuSPARSE"),
+            "cuda: cusparse product = csr's to %.1e (%s)", d, rep.why)
+      local x1 = solve.cg(A, {backend = be, strategy = "csr", format = "csr", rtol = 1e-10})
+      local x2, i2 = solve.cg(A, {backend = be, strategy = "csr", format = "cusparse", rtol = 1e-10})
+      d = rel(x2, x1:to("cpu", "double"))
+      check(i2.converged and d <= 1e-12, "cg on csr with cuSPARSE's product: %.1e", d)
+      print(("cuda: cuSPARSE's product = felab's CSR to %.1e; cg agrees"):format(d))
+    else
+      expect_error(function() return A:assemble{backend = be, format = "cusparse"} end,
+                   "cusparse", "cuda backend only")
+    end
+  end
+end
+
 -- bad_options_are_errors_naming_them
 local A = fe.operator(fe.space(tets, "P1"), poisson)
 local w = A:initial()
