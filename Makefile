@@ -1,5 +1,6 @@
 # felab: `make` builds build/felab; `make run` and `make test` install what is missing first.
-# Options: HAVE_READLINE=0|1, HAVE_OPENCL=0|1, HAVE_GMSH=0|1, LUA_STATIC=path/to/liblua5.4.a, SANITIZE=1.
+# Options: HAVE_READLINE=0|1, HAVE_OPENCL=0|1, HAVE_GMSH=0|1, LUA_STATIC=path/to/liblua5.4.a, SANITIZE=1,
+# HAVE_HYPRE=0|1 (HYPRE_DIR=folder from scripts/gpu-hypre.sh).
 
 CC       ?= gcc
 BUILD    ?= build
@@ -11,6 +12,7 @@ endif
 HAVE_READLINE ?= $(shell test -f /usr/include/readline/readline.h && echo 1 || echo 0)
 HAVE_OPENCL   ?= $(shell test -f /usr/include/CL/cl.h && echo 1 || echo 0)
 HAVE_GMSH     ?= $(shell test -f /usr/include/gmshc.h && echo 1 || echo 0)
+HAVE_HYPRE    ?= $(shell test -f $(or $(HYPRE_DIR),/usr)/include/hypre/HYPRE.h && echo 1 || echo 0)
 
 WARN    := -Wall -Wextra -Werror
 CFLAGS  ?= -O2 -g
@@ -27,6 +29,22 @@ endif
 ifeq ($(HAVE_GMSH),1)
 override CFLAGS += -DFE_HAVE_GMSH=1
 LDLIBS  += -lgmsh
+endif
+# hypre (the amg preconditioner, engine/precond/amg.c alone includes it): Debian's
+# libhypre-dev and OpenMPI, or HYPRE_DIR/{include,lib} made by scripts/gpu-hypre.sh, found at
+# run time through an rpath relative to the binary.
+ifeq ($(HAVE_HYPRE),1)
+ifdef HYPRE_DIR
+HYPRE_CFLAGS := -isystem $(HYPRE_DIR)/include/hypre -isystem $(HYPRE_DIR)/include
+LDLIBS  += -L$(HYPRE_DIR)/lib -Wl,-rpath-link,$(HYPRE_DIR)/lib \
+           $(patsubst %,-l:%,$(notdir $(wildcard $(HYPRE_DIR)/lib/libHYPRE*.so $(HYPRE_DIR)/lib/libmpi.so.*))) \
+           -Wl,-rpath,'$$ORIGIN/$(shell realpath -m --relative-to=$(BUILD) $(HYPRE_DIR)/lib)'
+else
+HYPRE_CFLAGS := -isystem /usr/include/hypre \
+                $(patsubst -I%,-isystem %,$(shell pkg-config --cflags-only-I ompi-c 2>/dev/null))
+LDLIBS  += -lHYPRE $(shell pkg-config --libs ompi-c 2>/dev/null || echo -lmpi)
+endif
+HYPRE_CFLAGS += -DFE_HAVE_HYPRE=1
 endif
 SHELL_CFLAGS := $(LUA_CFLAGS)
 SHELL_LIBS   := $(LUA_LIBS)
@@ -82,6 +100,14 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# amg.o alone sees hypre's headers; it is rebuilt when its flags change (HAVE_HYPRE, HYPRE_DIR).
+$(BUILD)/obj/engine/precond/amg.o: override CFLAGS += $(HYPRE_CFLAGS)
+$(BUILD)/obj/engine/precond/amg.o: $(BUILD)/gen/hypre-flags
+$(BUILD)/gen/hypre-flags: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(HYPRE_CFLAGS)' | cmp -s - $@ || echo '$(HYPRE_CFLAGS)' > $@
+FORCE:
+
 # Kernel templates become C strings (fe_kernel_template(name)).
 $(BUILD)/gen/kernels.c: $(KERNELS) scripts/embed.sh
 	@mkdir -p $(dir $@)
@@ -107,10 +133,14 @@ $(BUILD)/unit-tests: $(UNIT_SRC) $(wildcard tests/unit/*.h) $(BUILD)/libfelab.a
 
 # A build for machines without readline, Gmsh or a Lua package (the GPU machine): Lua linked
 # statically from this machine's liblua5.4.a, the OpenCL ICD loader copied beside it (lib/).
-# Carry $(GPU_BUILD) and run scripts/gpu-test.sh $(GPU_BUILD) there.
+# Carry $(GPU_BUILD) and run scripts/gpu-test.sh $(GPU_BUILD) there. hypre (amg) comes from
+# $(GPU_HYPRE) when scripts/gpu-hypre.sh has made it: carry that folder too.
 GPU_BUILD ?= build-gpu
+GPU_HYPRE ?= .carry/hypre
 gpu:
+	@$(if $(wildcard $(GPU_HYPRE)/lib/libHYPRE*.so),,echo "gpu: no $(GPU_HYPRE) (scripts/gpu-hypre.sh makes it): amg will be unavailable")
 	@$(MAKE) --no-print-directory BUILD=$(GPU_BUILD) HAVE_READLINE=0 HAVE_GMSH=0 \
+	  $(if $(wildcard $(GPU_HYPRE)/lib/libHYPRE*.so),HAVE_HYPRE=1 HYPRE_DIR=$(abspath $(GPU_HYPRE)),HAVE_HYPRE=0) \
 	  LUA_STATIC=/usr/lib/x86_64-linux-gnu/liblua5.4.a $(GPU_BUILD)/felab
 	@mkdir -p $(GPU_BUILD)/lib && cp -L /usr/lib/x86_64-linux-gnu/libOpenCL.so.1 $(GPU_BUILD)/lib/ 2>/dev/null || true
 

@@ -12,11 +12,14 @@
  *             and memory of iteration j grow with j, so the space is dropped (restarted
  *             from the current x) every m iterations.
  * All three are right-preconditioned: they solve J M^-1 y = b, x = M^-1 y, with M = diag(J)
- * (pc = "jacobi") or the identity (pc = "none"). Their residual is then the true one,
- * b - J x, and they stop on it exactly as CG does: ||r|| <= rtol ||r0|| or ||r|| <= atol.
- * (GMRES's residual inside a cycle is its least-squares estimate |g_{j+1}|, equal to the
- * true norm in exact arithmetic; the stop is confirmed on the true residual at the end of
- * the cycle.)
+ * (pc = "jacobi"), the identity (pc = "none"), or any unit of the preconditioner layer
+ * (engine/precond.h: "chebyshev", ...) applied as z = M^-1 r and counted per application.
+ * Their residual is then the true one, b - J x, and they stop on it exactly as CG does:
+ * ||r|| <= rtol ||r0|| or ||r|| <= atol. (GMRES's residual inside a cycle is its
+ * least-squares estimate |g_{j+1}|, equal to the true norm in exact arithmetic; the stop is
+ * confirmed on the true residual at the end of the cycle.) BiCG's shadow system needs M^-T:
+ * diag(J) is its own transpose, and so is every unit made for a symmetric J; on a
+ * nonsymmetric J use bicgstab or gmres with the other units.
  *
  * A breakdown is a scalar the recurrence must divide by coming out exactly zero (or not
  * finite): BiCG's rho = (z, r~) or (p~, J p), BiCGStab's rho = (r~, r), (r~, J p) or
@@ -34,6 +37,7 @@
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/precond/units.h"
 #include "engine/solver.h"
 
 /* One solve's shared state: the operator, the options, the running account of work. */
@@ -44,7 +48,11 @@ typedef struct krylov {
   fe_action_opts act;       /* o->act, kept out of the session log */
   const fe_vector *b;       /* NULL: residual(u) = 0 */
   fe_vector *x;             /* the iterate */
-  fe_vector *d;             /* diag J for Jacobi, or NULL */
+  fe_vector *diag;          /* diag J made by the solve for Jacobi, or NULL */
+  const fe_vector *d;       /* M = diag J (diag or a given jacobi unit's), or NULL */
+  fe_precond *pc;           /* the unit o->precond, or one made for the solve (made = 1) */
+  fe_precond *U;            /* pc when applied through the layer (not none or jacobi) */
+  int made;
   fe_solver_info *info;
   double r0;                /* ||r_0|| */
   fe_report last;           /* the last Jacobian action: the kind of call for the report */
@@ -85,6 +93,12 @@ static int norm(krylov *k, const fe_vector *x, double *v)
 /* z <- M^-1 r (z is made when NULL) */
 static int precondition(krylov *k, const fe_vector *r, fe_vector **z)
 {
+  if (k->U) {
+    k->flops += k->U->flops;
+    k->bytes += k->U->bytes;
+    k->launches += k->U->launches;
+    return fe_precond_apply(k->U, r, z);
+  }
   if (!*z) FE_CHECK(fe_vector_duplicate(r, z));
   if (!k->d) {
     count_vector(k, 0, 2);
@@ -424,23 +438,24 @@ static int krylov_iterate(krylov *k, krylov_method method)
 {
   const fe_solver_opts *o = k->o;
   fe_solver_info *info = k->info;
-  int jacobi = !strcmp(o->pc, "jacobi");
-  FE_ASSERT(jacobi || !strcmp(o->pc, "none"), FE_ERR_ARG,
-            "%s: unknown preconditioner '%s' (jacobi, none)", k->name, o->pc);
   double compile_s;
   FE_CHECK(prepare(k, &compile_s));
   fe_vector *r = NULL;
   fe_report rep;
   int rc = true_residual(k, &r);
-  if (!rc && jacobi) rc = fe_operator_diagonal(k->A, o->at, &k->act, &k->d, &rep);
+  fe_report first = k->last;
+  if (!rc) rc = fe_solver_precond(k->name, k->A, o, &k->pc, &k->made, info);
+  int jacobi = !rc && (k->pc ? k->pc->kind == &fe_precond_jacobi : !strcmp(o->pc, "jacobi"));
+  k->U = k->pc && !jacobi && k->pc->kind != &fe_precond_none ? k->pc : NULL;
+  if (!rc && jacobi && !k->pc) rc = fe_operator_diagonal(k->A, o->at, &k->act, &k->diag, &rep);
+  k->d = jacobi ? (k->pc ? k->pc->diag : k->diag) : NULL;
   if (!rc) rc = fe_vector_norm(r, &k->r0);
   if (!rc) rc = fe_solver_history_add(&info->history, &info->nhistory, k->r0);
   if (!rc && o->monitor) printf("  %s %4d  |r| = %.6e\n", k->name, 0, k->r0);
   snprintf(info->reason, sizeof info->reason, "maxit");
   k->flops = k->bytes = 0; /* count the iterations only, as CG does */
   k->launches = 0;
-  fe_report first = k->last;
-  double setup_s = k->last.setup_seconds, t0 = fe_clock();
+  double setup_s = first.setup_seconds + info->pc_setup_seconds, t0 = fe_clock();
   if (!rc && !isfinite(k->r0)) {
     snprintf(info->reason, sizeof info->reason, "diverged: |r0| = %g", k->r0);
   } else if (!rc && k->r0 <= o->atol) {
@@ -494,7 +509,8 @@ static int krylov_solve(const char *name, krylov_method method, fe_operator *A,
   }
   if (!rc) rc = krylov_iterate(&k, method);
   fe_vector_free(bconv);
-  fe_vector_free(k.d);
+  fe_vector_free(k.diag);
+  if (k.made) fe_precond_free(k.pc);
   if (rc) {
     fe_vector_free(k.x);
     fe_solver_info_free(info);

@@ -8,7 +8,9 @@
 typedef struct fe_newton_opts {
   const char *linear;     /* the linear solver of each step: "cg" (default), "bicg",
                            * "bicgstab" or "gmres" (J(u) nonsymmetric) */
-  const char *pc;         /* its preconditioner: "jacobi" (diag J(u), default) or "none" */
+  const char *pc;         /* its preconditioner unit (engine/precond.h): "jacobi" (diag J(u),
+                           * default), "none", "chebyshev", ...; made anew at every u */
+  fe_precond_opts pc_opts; /* the unit's options (pc_opts.name is ignored: pc names it) */
   double rtol;            /* stop when ||r_k|| <= rtol ||r_0|| ... */
   double atol;            /* ... or ||r_k|| <= atol */
   int maxit;              /* Newton steps at most */
@@ -29,6 +31,8 @@ typedef struct fe_newton_info {
   double *history;       /* ||r_k||, k = 0..iterations (malloc'd) */
   int linear_iterations; /* linear iterations of all steps together */
   fe_report report;      /* the whole solve: residuals, CG solves and vector work */
+  char pc[200];          /* the last step's preconditioner (its describe) */
+  double pc_setup_seconds; /* the preconditioners' setups, all steps together */
 } fe_newton_info;
 
 void fe_newton_opts_default(fe_newton_opts *o);

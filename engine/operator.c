@@ -8,6 +8,7 @@
  * rows, the choice of the default strategy and the helpers for cell orders and geometry. */
 #include "engine/operator.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -192,6 +193,7 @@ static void realization_free(fe_realization *r)
   free(r->perm);
   fe_vector_free(r->scratch);
   fe_vector_free(r->zero);
+  free(r->built_constants);
   free(r->color_start);
   free(r);
 }
@@ -661,6 +663,43 @@ int fe_operator_strategy_info(fe_operator *A, const fe_action_opts *o, fe_strate
 
 /* ---- realizations ---- */
 
+/* Whether the C body reads named constant i (the text k[i], not part of a longer name). */
+static int body_reads_constant(const char *body, int i)
+{
+  char key[24];
+  snprintf(key, sizeof key, "k[%d]", i);
+  for (const char *s = body ? strstr(body, key) : NULL; s; s = strstr(s + 1, key))
+    if (s == body || !(isalnum((unsigned char)s[-1]) || s[-1] == '_')) return 1;
+  return 0;
+}
+
+/* Whether a stored Jacobian built with the constants k is stale: a constant that the
+ * Jacobian action or its blocks read has another value now (pde:set{dt = ...}); a change of
+ * one only the residual reads (the time t of a source) keeps it. Only the Jacobian action
+ * asks: csr's and ebe's residual and diagonal are matrix-free (fe_stored_matrix_other). */
+static int stored_jacobian_stale(const fe_physics *p, const double *k)
+{
+  for (int i = 0; i < p->nconst; i++) {
+    if (p->const_values[i] == k[i]) continue;
+    const char *bodies[6] = {p->df0, p->df1, p->g[0], p->g[1], p->g[2], p->g[3]};
+    for (int b = 0; b < 6; b++)
+      if (body_reads_constant(bodies[b], i)) return 1;
+  }
+  return 0;
+}
+
+/* Forget r (one of A's realizations) and free it. */
+static void realization_drop(fe_operator *A, fe_realization *r)
+{
+  for (int i = 0; i < A->nreal; i++)
+    if (A->real[i] == r) {
+      memmove(&A->real[i], &A->real[i + 1], sizeof(A->real[0]) * (size_t)(A->nreal - 1 - i));
+      A->nreal--;
+      break;
+    }
+  realization_free(r);
+}
+
 /* The realization for these options, made on first use. */
 static int realization_get(fe_operator *A, const fe_action_opts *o, fe_realization **out,
                            char *why, size_t nwhy)
@@ -705,6 +744,11 @@ static int realization_get(fe_operator *A, const fe_action_opts *o, fe_realizati
   double t0 = fe_clock(), *dv = NULL;
   int rc = st->configure(r, &key);
   if (!rc) rc = st->setup(r);
+  if (!rc && st->delegate) { /* csr, ebe: remember the constants the matrices were made with */
+    if ((r->built_constants = malloc(sizeof(double) * (size_t)(A->pde->nconst + 1))))
+      memcpy(r->built_constants, A->pde->const_values, sizeof(double) * (size_t)A->pde->nconst);
+    else rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
+  }
   if (!rc) rc = fe_upload_reals(be, prec, A->V->node_coords, 3 * (size_t)A->V->nnodes, &r->coords);
   if (!rc) rc = fe_upload_ints(be, A->dir_nodes, (size_t)A->ndir, &r->didx);
   if (!rc && !(dv = malloc(sizeof(double) * (size_t)(A->ndir + 1))))
@@ -905,6 +949,11 @@ static int op_action(fe_operator *A, fe_action a, const fe_vector *u_in, const f
   fe_realization *r = NULL;
   char why[160];
   FE_CHECK(realization_get(A, o, &r, why, sizeof why));
+  if (a == FE_ACTION_APPLY && r->built_constants &&
+      stored_jacobian_stale(A->pde, r->built_constants)) { /* csr, ebe: made anew */
+    realization_drop(A, r);
+    FE_CHECK(realization_get(A, o, &r, why, sizeof why));
+  }
   double compile_s, transfer = 0, seconds = 0;
   FE_CHECK(realization_kernel(r, a, &compile_s));
   int n = A->V->ndofs, launches = 0, made = *out == NULL;

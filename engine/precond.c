@@ -10,6 +10,9 @@
 
 static const fe_precond_kind *const kinds[] = {
   &fe_precond_none, &fe_precond_jacobi,
+  &fe_precond_chebyshev,
+  &fe_precond_amg,
+  &fe_precond_twoscale,
 };
 
 const fe_precond_kind *const *fe_precond_kinds(int *n)
@@ -73,7 +76,15 @@ int fe_precond_create(fe_operator *A, const fe_vector *at, const fe_action_opts 
   if (o) P->o = *o;
   else fe_precond_opts_default(&P->o);
   P->o.name = kind->name;
-  int rc = at ? fe_vector_convert(at, at->be, at->prec, &P->at) : 0;
+  /* the state on P's own backend and precision: the actions would convert it at every call */
+  fe_backend *be;
+  int rc = fe_backend_get(act->backend, &be);
+  fe_precision prec = act->precision >= 0 ? (fe_precision)act->precision : fe_precision_default();
+  if (!rc && at) rc = fe_vector_convert(at, be, prec, &P->at);
+  if (!rc) { /* pinned: a later device.use() must not move P's default */
+    P->act.backend = be->name;
+    P->act.precision = (int)prec;
+  }
   double t0 = fe_clock();
   if (!rc) rc = kind->setup(P);
   P->setup_seconds = fe_clock() - t0;

@@ -10,6 +10,12 @@
  * storing z (fe_vector_cg_update); and p = z + beta p with z = M^-1 r recomputed on the
  * fly (fe_vector_cg_direction). J (and its diagonal) is taken at the state o->at: zero for
  * linear physics, Newton's current iterate for nonlinear (engine/newton.c).
+ * Every other preconditioner is a unit of the layer (engine/precond.h), made for the solve
+ * (and freed by it) or given made beforehand (o->precond, reused across solves). Its z is
+ * stored: the update returns (r, r) alone, then come z = M^-1 r (fe_precond_apply: the
+ * unit's work, counted per iteration as it states it), (r, z) and p = z + beta p.
+ * Its setup (Chebyshev's Lanczos steps, AMG's hierarchy) is timed apart from the
+ * iterations.
  * For linear physics, residual(u) = 0 is J u = b with
  * b = J u0 - residual(u0): we start from u0 carrying the boundary values and iterate on
  * r0 = -residual(u0). */
@@ -21,6 +27,7 @@
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/precond/units.h"
 
 void fe_solver_opts_default(fe_solver_opts *o)
 {
@@ -31,6 +38,49 @@ void fe_solver_opts_default(fe_solver_opts *o)
   o->maxit = 1000;
   o->restart = 30;
   fe_action_opts_default(&o->act);
+}
+
+/* "cpu in double": where the actions of act run, into out. */
+static int place_name(const fe_action_opts *act, char *out, size_t size)
+{
+  fe_backend *be;
+  FE_CHECK(fe_backend_get(act->backend, &be));
+  fe_precision prec = act->precision >= 0 ? (fe_precision)act->precision : fe_precision_default();
+  snprintf(out, size, "%s in %s", be->name, fe_precision_name(prec));
+  return 0;
+}
+
+int fe_solver_precond(const char *name, fe_operator *A, const fe_solver_opts *o,
+                      fe_precond **P, int *made, fe_solver_info *info)
+{
+  *P = NULL;
+  *made = 0;
+  info->pc_setup_seconds = 0;
+  if (o->precond) {
+    fe_precond *G = o->precond;
+    FE_ASSERT(G->A == A, FE_ERR_ARG,
+              "%s: the preconditioner (%s) was made for another operator", name, G->describe);
+    if (!fe_precond_matches(G, A, &o->act)) {
+      char made_on[64], runs_on[64];
+      FE_CHECK(place_name(&G->act, made_on, sizeof made_on));
+      FE_CHECK(place_name(&o->act, runs_on, sizeof runs_on));
+      FE_ERROR(FE_ERR_ARG, "%s: the preconditioner (%s) was made for %s, the solve runs on %s "
+               "(make it with the solve's backend and precision)", name, G->describe, made_on,
+               runs_on);
+    }
+    *P = G;
+  } else {
+    FE_ASSERT(o->pc, FE_ERR_ARG, "%s: no preconditioner named (pc is NULL)", name);
+    if (strcmp(o->pc, "none") && strcmp(o->pc, "jacobi")) {
+      fe_precond_opts po = o->pc_opts;
+      po.name = o->pc;
+      FE_CHECK(fe_precond_create(A, o->at, &o->act, &po, P));
+      *made = 1;
+      info->pc_setup_seconds = (*P)->setup_seconds;
+    }
+  }
+  snprintf(info->pc, sizeof info->pc, "%s", *P ? (*P)->describe : o->pc);
+  return 0;
 }
 
 void fe_solver_info_free(fe_solver_info *info)
@@ -95,8 +145,20 @@ static void cg_vector_model(double n, double w, int jacobi, double *flops, doubl
   *launches = 3;
 }
 
+/* The same with a unit of the layer, its own work left out: (p, q) 2n flops, 2n words;
+ * cg_update without d (6n, 6n words); (r, z) (2n, 2n words); p = z + beta p (3n, 3n words). */
+static void cg_unfused_model(double n, double w, double *flops, double *bytes, int *launches)
+{
+  *flops = 13 * n;
+  *bytes = 13 * n * w;
+  *launches = 4;
+}
+
 typedef struct cg_work {
-  fe_vector *r, *p, *q, *d; /* no z: the fused vector operations recompute it */
+  fe_vector *r, *p, *q, *d; /* no z with jacobi or none: the fused operations recompute it */
+  fe_vector *z;             /* z = M^-1 r of a unit applied through the layer */
+  fe_precond *P;            /* the unit (o->precond, or made here when made = 1), or NULL */
+  int made;
 } cg_work;
 
 static void cg_work_free(cg_work *k)
@@ -105,6 +167,8 @@ static void cg_work_free(cg_work *k)
   fe_vector_free(k->p);
   fe_vector_free(k->q);
   fe_vector_free(k->d);
+  fe_vector_free(k->z);
+  if (k->made) fe_precond_free(k->P);
 }
 
 int fe_solver_history_add(double **h, int *n, double v)
@@ -131,9 +195,6 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   fe_action_opts act = o->act;
   act.nolog = 1;
   fe_report rep, apply_rep = {0};
-  int jacobi = !strcmp(o->pc, "jacobi");
-  FE_ASSERT(jacobi || !strcmp(o->pc, "none"), FE_ERR_ARG,
-            "unknown preconditioner '%s' (jacobi, none)", o->pc);
   double compile_s = 0, cs; /* compile outside the timed iterations */
   const char *actions[] = {"residual", "apply", "diagonal"};
   for (int i = 0; i < 3; i++) {
@@ -150,19 +211,37 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   }
   FE_CHECK(fe_vector_duplicate(x, &k->p));
   double setup_s = rep.setup_seconds; /* moving the operator's data: the first call reports it */
-  if (jacobi) FE_CHECK(fe_operator_diagonal(A, o->at, &act, &k->d, &rep));
-  const fe_vector *d = jacobi ? k->d : NULL; /* M = diag(J), or none */
+  FE_CHECK(fe_solver_precond("cg", A, o, &k->P, &k->made, info));
+  /* jacobi and none fuse into the updates; any other unit runs through the layer (U) */
+  int jacobi = k->P ? k->P->kind == &fe_precond_jacobi : !strcmp(o->pc, "jacobi");
+  fe_precond *U = k->P && !jacobi && k->P->kind != &fe_precond_none ? k->P : NULL;
+  if (jacobi && !k->P) FE_CHECK(fe_operator_diagonal(A, o->at, &act, &k->d, &rep));
+  const fe_vector *d = jacobi ? (k->P ? k->P->diag : k->d) : NULL; /* M = diag(J), or none */
   double rr, rz, rz_new, pq, r0;
   FE_CHECK(fe_vector_norm(k->r, &r0));
   FE_CHECK(history_add(info, r0));
   /* p = z = M^-1 r, rz = (r, z) */
-  if (jacobi) FE_CHECK(fe_vector_pointwise(k->p, k->r, k->d, 1));
-  else FE_CHECK(fe_vector_copy(k->p, k->r));
+  if (U) {
+    FE_CHECK(fe_precond_apply(U, k->r, &k->z));
+    FE_CHECK(fe_vector_copy(k->p, k->z));
+  } else if (jacobi) {
+    FE_CHECK(fe_vector_pointwise(k->p, k->r, d, 1));
+  } else {
+    FE_CHECK(fe_vector_copy(k->p, k->r));
+  }
   FE_CHECK(fe_vector_dot(k->r, k->p, &rz));
   if (o->monitor) printf("  cg %4d  |r| = %.6e\n", 0, r0);
   double t0 = fe_clock(), vflops, vbytes;
   int vlaunches, it = 0;
-  cg_vector_model(x->n, (double)fe_precision_size(x->prec), jacobi, &vflops, &vbytes, &vlaunches);
+  if (U) {
+    cg_unfused_model(x->n, (double)fe_precision_size(x->prec), &vflops, &vbytes, &vlaunches);
+    vflops += U->flops;
+    vbytes += U->bytes;
+    vlaunches += U->launches;
+  } else {
+    cg_vector_model(x->n, (double)fe_precision_size(x->prec), jacobi, &vflops, &vbytes,
+                    &vlaunches);
+  }
   snprintf(info->reason, sizeof info->reason, "maxit");
   if (r0 <= o->atol) {
     info->converged = 1;
@@ -178,7 +257,8 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
                info->reason);
     }
     double alpha = rz / pq;
-    /* x <- x + alpha p, r <- r - alpha q; rr = (r, r), rz_new = (r, z) with z = r ./ diag */
+    /* x <- x + alpha p, r <- r - alpha q; rr = (r, r), rz_new = (r, z) with z = r ./ diag
+     * (a unit's rz_new comes below, from its stored z) */
     FE_CHECK(fe_vector_cg_update(x, k->r, k->p, k->q, d, alpha, NULL, &rr, &rz_new));
     double rn = sqrt(rr);
     FE_CHECK(history_add(info, rn));
@@ -193,9 +273,21 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
       snprintf(info->reason, sizeof info->reason, rn <= o->atol ? "atol" : "rtol");
       break;
     }
-    /* p <- z + beta p (every backend has the fused slots; the unfused fallback would make
-     * its own z at each call) */
-    FE_CHECK(fe_vector_cg_direction(k->p, k->r, d, rz_new / rz, NULL));
+    if (U) {
+      FE_CHECK(fe_precond_apply(U, k->r, &k->z)); /* z = M^-1 r */
+      FE_CHECK(fe_vector_dot(k->r, k->z, &rz_new));
+      if (!(rz_new > 0)) {
+        snprintf(info->reason, sizeof info->reason,
+                 "breakdown: (r, M^-1 r) = %.3g at iteration %d", rz_new, it);
+        FE_ERROR(FE_ERR_SOLVER, "cg %s: the preconditioner (%s) is not positive definite",
+                 info->reason, U->describe);
+      }
+      FE_CHECK(fe_vector_axpby(k->p, 1.0, k->z, rz_new / rz)); /* p <- z + beta p */
+    } else {
+      /* p <- z + beta p (every backend has the fused slots; the unfused fallback would make
+       * its own z at each call) */
+      FE_CHECK(fe_vector_cg_direction(k->p, k->r, d, rz_new / rz, NULL));
+    }
     rz = rz_new;
   }
   FE_CHECK(x->be->ops->finish(x->be->impl));
@@ -211,7 +303,7 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   r->launches = n * (apply_rep.launches + vlaunches);
   r->seconds = seconds;
   r->compile_seconds = compile_s;
-  r->setup_seconds = setup_s;
+  r->setup_seconds = setup_s + info->pc_setup_seconds;
   FE_CHECK(fe_perf_predict(x->be, x->prec, r));
   return 0;
 }

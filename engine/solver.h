@@ -27,6 +27,9 @@ typedef struct fe_solver_info {
   int nhistory;
   double *history;     /* residual norms, iteration 0..iterations (malloc'd) */
   fe_report report;    /* the whole solve: flops, bytes and time of every kernel */
+  char pc[200];        /* the preconditioner that ran (its describe) */
+  double pc_setup_seconds; /* its setup in this solve (0: made beforehand), not in the
+                            * iterations' time */
 } fe_solver_info;
 
 void fe_solver_opts_default(fe_solver_opts *o);
@@ -39,6 +42,13 @@ void fe_solver_info_free(fe_solver_info *info);
  * so it cannot account for boundary values that are still moving. */
 int fe_solver_initial(fe_operator *A, const fe_vector *x0, const fe_action_opts *act, int impose,
                       fe_vector **x);
+/* The preconditioner of a solve on A: o->precond (an error unless it was made for A on the
+ * solve's backend and precision), or one made from o->pc and o->pc_opts at o->at (*made = 1:
+ * the solve frees it), or NULL for pc "none" and "jacobi", which the solvers fuse into their
+ * vector updates. name ("cg", ...) starts the messages; info->pc and pc_setup_seconds are
+ * filled. */
+int fe_solver_precond(const char *name, fe_operator *A, const fe_solver_opts *o,
+                      fe_precond **P, int *made, fe_solver_info *info);
 /* Append v to the history *h of *n norms (grown by doubling). */
 int fe_solver_history_add(double **h, int *n, double v);
 

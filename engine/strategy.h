@@ -119,6 +119,8 @@ struct fe_realization {
   fe_buffer eids;        /* the mesh cell of each stored cell (-1: padding); uploaded once */
   fe_vector *scratch;    /* the masked direction of a Jacobian action */
   fe_vector *zero;       /* the state of a Jacobian taken at zero */
+  double *built_constants; /* csr, ebe: the named constants their stored Jacobian was built
+                            * with (a change of one the Jacobian reads rebuilds it) */
   double setup_seconds;  /* building and moving the data above, reported once */
 };
 

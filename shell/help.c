@@ -31,7 +31,7 @@ static const struct {
     {"fe", "function spaces, operators and their actions (residual, apply, diagonal)"},
     {"physics", "pointwise physics: Poisson and friends"},
     {"solve", "matrix-free solvers: solve.cg, solve.bicg, solve.bicgstab, solve.gmres, "
-              "solve.newton"},
+              "solve.newton; preconditioners: solve.precond"},
     {"device", "backends (cpu, opencl, cuda): list, choose, calibrate, describe"},
     {"perf", "the session's performance log: every call, predicted vs measured"},
     {"export", "files for other tools: export.vtu for ParaView"},
@@ -202,14 +202,17 @@ static const help_entry builtin[] = {
      "solve.cg(A [, b], {pc = \"jacobi\", rtol = 1e-8, atol = 0, maxit = 1000, backend = ..., "
      "precision = ...})",
      "Preconditioned conjugate gradients, matrix-free: without b solves residual(u) = 0\n"
-     "(linear physics), with b solves J x = b. pc is \"jacobi\" or \"none\".\n"
-     "Returns u, info: info.iterations, converged, reason, history, report.\n"
+     "(linear physics), with b solves J x = b. pc: \"jacobi\" (default), \"none\",\n"
+     "\"chebyshev\" (degree = 3, lanczos = 10, ratio = 0), \"amg\" and \"twoscale\" (cycles,\n"
+     "parts) where built, or a P made by solve.precond (every solver takes the same pc options).\n"
+     "Returns u, info: info.iterations, converged, reason, history, report, pc (which\n"
+     "preconditioner ran, how), pc_setup_seconds (its setup, apart from the iterations).\n"
      "example: u, info = solve.cg(A, {pc = \"jacobi\", rtol = 1e-10}); print(info.iterations)"},
     {"solve.bicgstab",
      "solve.bicgstab(A [, b], {pc = \"jacobi\", rtol = 1e-8, atol = 0, maxit = 1000, x0 = ..., "
      "monitor = false, backend = ..., precision = ..., strategy = ...})",
      "BiCGStab for nonsymmetric J (convection, ...): two Jacobian actions per iteration,\n"
-     "right-preconditioned (pc \"jacobi\" or \"none\"), stops on the true |b - J x| as CG does.\n"
+     "right-preconditioned (pc as solve.cg's), stops on the true |b - J x| as CG does.\n"
      "A breakdown is a result: converged = false, reason \"breakdown: ...\" (never convergence).\n"
      "Also solve.gmres(A [, b], {restart = 30, ...}) and solve.bicg(A [, b], {...}), which runs\n"
      "J^T too (the transposed traced physics; solve.transpose_apply(A, v, {at = u}) shows it).\n"
@@ -236,17 +239,42 @@ static const help_entry builtin[] = {
      "J(u)^T v: the transposed Jacobian action solve.bicg runs, e.g. to check\n"
      "v:dot(A:apply(w)) == solve.transpose_apply(A, v):dot(w).\n"
      "example: y = solve.transpose_apply(A, v)"},
+    {"solve.precond",
+     "P = solve.precond(A, {pc = \"chebyshev\", degree = 3, lanczos = 10, ratio = 0, "
+     "cycles = 1, parts = \"both\", verbose = false, at = u, backend = ..., precision = ...})",
+     "A preconditioner z = M^-1 r for J(at), set up once on that backend and precision and\n"
+     "passed to any number of solves of A as pc = P (time steps: the setup is paid once). pc:\n"
+     "none, jacobi (diag J), chebyshev (a degree-k Chebyshev polynomial in D^-1 J: k - 1\n"
+     "Jacobian actions per application, its interval [a, b] from lanczos Jacobi-PCG steps,\n"
+     "b = 1.1 x the largest Ritz value, a = the smallest or ratio * b), amg, twoscale (where\n"
+     "built). P:apply(r) -> z; P.name, P.describe, P.setup_seconds, P.applications,\n"
+     "P.apply_seconds, P.flops, P.bytes, P.launches (per application), P.backend, P.precision.\n"
+     "A P of another operator, backend or precision is refused by the solve, saying which.\n"
+     "example: P = solve.precond(A, {pc = \"chebyshev\", verbose = true}); u = solve.cg(A, {pc = P})"},
     {"solve.newton",
      "solve.newton(A, {linear = \"cg\", pc = \"jacobi\", rtol = 1e-10, atol = 0, maxit = 50, "
      "linear_rtol = 1e-12, linear_maxit = 1000, linesearch = \"backtrack\", monitor = false, "
      "x0 = u0, backend = ..., precision = ...})",
      "Newton's method for residual(u) = 0 (nonlinear physics): each step solves J(u) du = -r\n"
      "by CG (linear = \"cg\"; \"gmres\" (restart = 30), \"bicgstab\" or \"bicg\" for a\n"
-     "nonsymmetric J) with the Jacobian and Jacobi diagonal at u,\n"
+     "nonsymmetric J) with the Jacobian and its preconditioner at u (pc = \"jacobi\",\n"
+     "\"chebyshev\", ... with its options; made anew at every step),\n"
      "to linear_rtol, then halves the step until |r| decreases (linesearch = \"none\": full\n"
      "steps). Starts from x0 or the boundary values; linear physics converges in one step.\n"
      "Returns u, info: iterations, converged, reason, history, linear_iterations, report.\n"
      "example: u, info = solve.newton(A, {rtol = 1e-10, monitor = true}); print(info.iterations)"},
+    {"solve.heat",
+     "u, info = solve.heat(A, u0, {steps = 70, dt = ..., t0 = 0, pc = \"jacobi\" | P, rtol = 1e-8, "
+     "maxit =, backend =, precision =, strategy =, monitor = false, out = \"frames\", every = 1, "
+     "name = \"u\", on_step = function(k, t, u, info) end})",
+     "Backward Euler from u0 with ONE operator A (of physics.heat: constant dt, field u_old) and\n"
+     "ONE preconditioner (made once from pc and its options, or the P given) for every step:\n"
+     "pde:set{t = t0 + k dt, u_old = u}, then CG from the last u. dt given is set on the physics.\n"
+     "out writes out/name_0000.vtu every `every` steps (and the last) with out/name.pvd, the\n"
+     "series ParaView opens, rewritten after each frame. on_step returning false stops.\n"
+     "info: steps, iterations (per step), total_iterations, seconds (CG, setup apart),\n"
+     "setup_seconds (the preconditioner's), flops, gflops, wall_seconds, precond, t, report.\n"
+     "example: u, info = solve.heat(A, u0, {steps = 70, pc = \"chebyshev\", out = \"heat\"})"},
 
     /* devices and performance */
     {"device.list", "device.list()",
@@ -280,8 +308,19 @@ static const help_entry builtin[] = {
     /* output */
     {"export.vtu", "export.vtu(\"out/u.vtu\", m, {u = u, ...})",
      "Write the mesh with named fields (vectors of the mesh's vertices, or of its cells) as\n"
-     "a VTK XML file for ParaView; cell regions are always written.\n"
+     "a VTK XML file for ParaView; cell regions are always written. A vector of a scalar\n"
+     "space of higher order (P2, Q3, ...) on m is written at the vertices.\n"
      "example: export.vtu(\"u.vtu\", m, {u = u})"},
+    {"export.pvd", "export.pvd(\"out/u.pvd\", {{file = \"u_0000.vtu\", time = 0}, ...})",
+     "Write a ParaView collection (.pvd): the frames, files relative to the .pvd's folder, as one\n"
+     "time series. Written whole or not at all (a temporary file renamed). solve.heat's out\n"
+     "writes one.\n"
+     "example: export.pvd(\"out/u.pvd\", {{file = \"u_0000.vtu\", time = 0}, {file = \"u_0001.vtu\", time = 0.1}})"},
+    {"fe.integral", "a [, b, c] = fe.integral(u)",
+     "The integral over the mesh of the finite-element function u: sum_j u_j int phi_j (the\n"
+     "weights are the residual of f0 = 1 on u's space, made once per space, backend and\n"
+     "precision). One number per component.\n"
+     "example: print(fe.integral(V:interpolate(function(x) return x[1] end)))"},
 };
 #define NBUILTIN (sizeof builtin / sizeof builtin[0])
 

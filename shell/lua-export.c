@@ -1,6 +1,8 @@
 /* felab shell: output. export.vtu(path, m, {name = vector, ...}) writes the mesh and its
  * fields for ParaView (engine/vtu.h); vectors are brought to host doubles first. A field
- * with one value per vertex is point data, one per cell is cell data. */
+ * with one value per vertex is point data, one per cell is cell data; a vector of a scalar
+ * space of higher order on the mesh is written at the vertices. The series index that
+ * ParaView opens over many frames (export.pvd) is written in Lua (shell/lib/timestep.lua). */
 #include <lauxlib.h>
 #include <lua.h>
 #include <stdlib.h>
@@ -9,6 +11,7 @@
 #include "engine/mesh.h"
 #include "engine/vector.h"
 #include "engine/msh.h"
+#include "engine/space.h"
 #include "engine/vtu.h"
 #include "shell/shell.h"
 
@@ -16,6 +19,20 @@
 static int field_cmp(const void *a, const void *b)
 {
   return strcmp(((const fe_vtu_field *)a)->name, ((const fe_vtu_field *)b)->name);
+}
+
+/* The values of the vector at i (n entries) that export writes: a vector of a scalar space
+ * of any order on m has its vertex values first (vertices keep their ids as nodes), so it is
+ * written at the vertices (nvertices); any other vector as it is (n). */
+static int higher_order_vertices(lua_State *L, int i, const fe_mesh *m, int n)
+{
+  const space_handle *sh = NULL;
+  if (lua_getiuservalue(L, i, 1) == LUA_TUSERDATA) sh = luaL_testudata(L, -1, FELAB_SPACE);
+  lua_pop(L, 1);
+  if (sh && sh->V && sh->V->mesh == m && sh->V->ncomp == 1 && n == sh->V->ndofs &&
+      n > m->nvertices)
+    return m->nvertices;
+  return n;
 }
 
 /* Check export.X(path, m [, {name = vector, ...}]) and gather the fields as host doubles
@@ -51,7 +68,8 @@ static fe_vtu_field *export_fields(lua_State *L, const char *fname, int cells_ok
       if (!vp) luaL_error(L, "%s: field '%s' must be a vector, got %s", fname, name, felab_kind_of(L, -1));
       if (!*vp) luaL_error(L, "%s: the vector of field '%s' was closed", fname, name);
       const fe_vector *x = *vp;
-      if (x->n != m->nvertices && (!cells_ok || x->n != m->ncells)) {
+      int n = higher_order_vertices(L, -1, m, x->n);
+      if (n != m->nvertices && (!cells_ok || n != m->ncells)) {
         if (cells_ok)
           luaL_error(L, "%s: field '%s' has %d values but the mesh has %d vertices "
                         "(point data) and %d cells (cell data)", fname, name, x->n, m->nvertices, m->ncells);
@@ -62,7 +80,7 @@ static fe_vtu_field *export_fields(lua_State *L, const char *fname, int cells_ok
       lua_rawseti(L, 5, k + 1);
       fields[k].name = name; /* anchored as a key of the table */
       fields[k].values = values;
-      fields[k].per_cell = x->n != m->nvertices;
+      fields[k].per_cell = n != m->nvertices;
       k++;
       lua_pop(L, 1);
     }

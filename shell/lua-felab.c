@@ -14,7 +14,11 @@
 #include "engine/error.h"
 #include "shell/shell.h"
 
-/* Open each module and make it a global (and a loaded package); the stack is unchanged. */
+/* The libraries written in Lua (build/gen/lualib.c). */
+const char *felab_lua_library(const char *name);
+
+/* Open each module and make it a global (and a loaded package), then the libraries written
+ * in Lua on them; the stack is unchanged. */
 void felab_open_all(lua_State *L)
 {
   static const luaL_Reg modules[] = {
@@ -26,6 +30,14 @@ void felab_open_all(lua_State *L)
     luaL_requiref(L, m->name, m->func, 1);
     lua_pop(L, 1);
   }
+  /* written in Lua on the modules above (build/gen/lualib.c): solve.heat, export.pvd,
+   * fe.integral */
+  const char *lib = felab_lua_library("timestep");
+  if (!lib || luaL_loadbuffer(L, lib, strlen(lib), "=timestep.lua") != LUA_OK)
+    luaL_error(L, "felab: the time-stepping library does not load: %s", lib ? lua_tostring(L, -1) : "missing");
+  const char *args[] = {"solve", "export", "fe", "physics", "perf"};
+  for (int i = 0; i < 5; i++) lua_getglobal(L, args[i]);
+  lua_call(L, 5, 0);
 }
 
 /* Whether FELAB_TRACEBACK asks for engine tracebacks. */

@@ -1,5 +1,8 @@
 /* felab shell: solvers. solve.cg, solve.bicg, solve.bicgstab, solve.gmres (A [, b] [, opts])
- * -> x, info; solve.newton(A [, opts]) -> u, info. A solve that stops without converging is
+ * -> x, info; solve.newton(A [, opts]) -> u, info; solve.precond(A, opts) -> P, a
+ * preconditioner (felab.precond) made once and passed to solves as pc = P. The options pc,
+ * degree, lanczos, ratio, parts and cycles choose a unit of engine/precond.h and set its
+ * options. A solve that stops without converging is
  * a result (info.converged = false), not an error. CG's breakdown (J not positive definite)
  * or divergence is raised; the nonsymmetric solvers return theirs as a result (reason
  * "breakdown: ..." or "diverged: ..."), so that x and the history can be looked at. An
@@ -13,26 +16,41 @@
 
 #include "backends/backend.h"
 #include "engine/newton.h"
+#include "engine/precond.h"
 #include "engine/solver.h"
 #include "shell/shell.h"
+
+#define FELAB_PRECOND "felab.precond"
+
+/* A preconditioner handle: the engine object first (NULL once freed), then copies of the
+ * strings it keeps pointers to (the options table they came from may be collected).
+ * User value 1: the operator it was made for. */
+typedef struct precond_handle {
+  fe_precond *P;
+  char strategy[64], parts[32];
+} precond_handle;
 
 static const char *const cg_keys[] = {"pc",       "rtol",      "atol",     "maxit",
                                       "backend",  "precision", "strategy", "block",
                                       "walk",     "lanes",     "geometry", "scatter", "recompute",
                                       "format",   "chunk",     "sigma",    "monitor",
-                                      "x0",       NULL};
+                                      "x0",       "degree",    "lanczos",  "ratio",
+                                      "parts",    "cycles",    NULL};
 static const char *const gmres_keys[] = {"pc",      "rtol",      "atol",     "maxit",   "backend",
                                          "precision", "strategy", "block",   "walk",    "lanes",
                                          "geometry", "scatter", "recompute", "format", "chunk",
                                          "sigma",   "monitor",   "x0",       "restart",
-                                         NULL};
+                                         "degree",  "lanczos",   "ratio",    "parts",
+                                         "cycles",  NULL};
 static const char *const newton_keys[] = {"linear",     "pc",           "rtol",     "atol",
                                           "maxit",      "linear_rtol",  "linear_maxit",
                                           "linesearch", "backend",      "precision",
                                           "strategy",   "block",        "walk",
                                           "lanes",      "geometry", "scatter", "recompute",
                                           "format",     "chunk",    "sigma",   "monitor",
-                                          "x0",         "restart",      NULL};
+                                          "x0",         "restart",      "degree",
+                                          "lanczos",    "ratio",        "parts",
+                                          "cycles",     NULL};
 
 /* opts[key] as a finite number >= 0 into *v (kept when absent); fname names the caller. */
 static void opt_tolerance(lua_State *L, int t, const char *fname, const char *key, double *v)
@@ -62,10 +80,8 @@ static void opt_integer(lua_State *L, int t, const char *fname, const char *key,
   lua_pop(L, 1);
 }
 
-/* The options every solve shares: where it runs (backend, precision, strategy, block, walk,
- * lanes), monitor and x0 (*x0 NULL when absent). */
-static void read_common_opts(lua_State *L, int t, const char *fname, fe_action_opts *act,
-                             int *monitor, const fe_vector **x0)
+/* Where the actions run: backend, precision, strategy, block, walk, lanes and sumfact's. */
+static void read_action_opts(lua_State *L, int t, const char *fname, fe_action_opts *act)
 {
   opt_integer(L, t, fname, "block", 0, &act->block);
   opt_integer(L, t, fname, "walk", -1, &act->walk);
@@ -79,6 +95,14 @@ static void read_common_opts(lua_State *L, int t, const char *fname, fe_action_o
     if (fe_precision_parse(prec, &p)) felab_raise(L);
     act->precision = (int)p;
   }
+}
+
+/* The options every solve shares: where it runs (read_action_opts), monitor and x0 (*x0 NULL
+ * when absent). */
+static void read_common_opts(lua_State *L, int t, const char *fname, fe_action_opts *act,
+                             int *monitor, const fe_vector **x0)
+{
+  read_action_opts(L, t, fname, act);
   int type = lua_getfield(L, t, "monitor");
   if (type == LUA_TBOOLEAN) *monitor = lua_toboolean(L, -1);
   else if (type != LUA_TNIL)
@@ -89,13 +113,72 @@ static void read_common_opts(lua_State *L, int t, const char *fname, fe_action_o
   lua_pop(L, 1); /* still anchored in the table */
 }
 
-/* opts.pc: "jacobi" or "none" (the engine checks too; here the error names the caller). */
-static void opt_pc(lua_State *L, int t, const char *fname, const char **pc)
+/* "none, jacobi, chebyshev, ...": the preconditioner units, into names. */
+static void pc_names(char *names, size_t size)
 {
+  int n;
+  const fe_precond_kind *const *kinds = fe_precond_kinds(&n);
+  size_t used = 0;
+  names[0] = 0;
+  for (int i = 0; i < n && used < size; i++)
+    used += (size_t)snprintf(names + used, size - used, "%s%s", i ? ", " : "", kinds[i]->name);
+}
+
+/* The open preconditioner at i whose operator is still open, or an error naming fname. */
+static fe_precond *check_precond(lua_State *L, int i, const char *fname, const char *what)
+{
+  fe_precond *P = *(fe_precond **)felab_check_handle(L, i, FELAB_PRECOND, fname, what);
+  lua_getiuservalue(L, i, 1);
+  int closed = *(fe_operator **)lua_touserdata(L, -1) == NULL;
+  lua_pop(L, 1);
+  if (closed)
+    luaL_error(L, "%s: the operator the preconditioner (%s) was made for was closed", fname,
+               what);
+  return P;
+}
+
+/* opts.pc: a unit's name (checked against the table; the error lists them), or, where given
+ * is not NULL, a preconditioner made by solve.precond (into *given, *pc its unit's name). */
+static void opt_pc(lua_State *L, int t, const char *fname, const char **pc, fe_precond **given)
+{
+  if (lua_getfield(L, t, "pc") == LUA_TUSERDATA && given) {
+    *given = check_precond(L, -1, fname, "opts.pc");
+    *pc = (*given)->kind->name;
+    lua_pop(L, 1); /* still anchored in the table */
+    return;
+  }
+  if (luaL_testudata(L, -1, FELAB_PRECOND))
+    luaL_error(L, "%s: pc must be a unit's name here, not a preconditioner made by "
+               "solve.precond (solve.newton makes one anew for J at every step)", fname);
+  lua_pop(L, 1);
   const char *v = felab_opt_field_name(L, t, fname, "pc");
-  if (v && strcmp(v, "jacobi") && strcmp(v, "none"))
-    luaL_error(L, "%s: unknown preconditioner pc = \"%s\" (jacobi, none)", fname, v);
-  if (v) *pc = v;
+  if (!v) return;
+  int n, known = 0;
+  const fe_precond_kind *const *kinds = fe_precond_kinds(&n);
+  for (int i = 0; i < n && !known; i++) known = !strcmp(v, kinds[i]->name);
+  if (!known) {
+    char names[200];
+    pc_names(names, sizeof names);
+    luaL_error(L, "%s: unknown preconditioner pc = \"%s\" (%s)", fname, v, names);
+  }
+  *pc = v;
+}
+
+/* The units' options degree, lanczos, ratio, parts, cycles of the table at t into po. */
+static void read_pc_opts(lua_State *L, int t, const char *fname, fe_precond_opts *po)
+{
+  opt_integer(L, t, fname, "degree", 1, &po->degree);
+  opt_integer(L, t, fname, "lanczos", 1, &po->lanczos);
+  opt_integer(L, t, fname, "cycles", 1, &po->cycles);
+  opt_tolerance(L, t, fname, "ratio", &po->ratio);
+  if (!(po->ratio < 1)) {
+    char v[32];
+    snprintf(v, sizeof v, "%g", po->ratio);
+    luaL_error(L, "%s: ratio = %s must be below 1 (the lower bound is ratio * the upper)", fname,
+               v);
+  }
+  const char *parts = felab_opt_field_name(L, t, fname, "parts");
+  if (parts) po->parts = parts;
 }
 
 /* Fill o from the options table at t of a linear solve fname ("solve.cg", ...); *x0 gets
@@ -108,12 +191,14 @@ static void read_linear_opts(lua_State *L, int t, const char *fname, fe_solver_o
   if (lua_isnoneornil(L, t)) return;
   int gmres = !strcmp(fname, "solve.gmres");
   felab_check_keys(L, t, fname, gmres ? gmres_keys : cg_keys);
-  opt_pc(L, t, fname, &o->pc);
+  opt_pc(L, t, fname, &o->pc, &o->precond);
+  read_pc_opts(L, t, fname, &o->pc_opts);
   opt_tolerance(L, t, fname, "rtol", &o->rtol);
   opt_tolerance(L, t, fname, "atol", &o->atol);
   opt_integer(L, t, fname, "maxit", 0, &o->maxit);
   if (gmres) opt_integer(L, t, fname, "restart", 1, &o->restart);
   read_common_opts(L, t, fname, &o->act, &o->monitor, x0);
+  o->pc_opts.verbose = o->monitor;
 }
 
 /* Fill o from solve.newton's options table at t; *x0 gets opts.x0 (NULL when absent). */
@@ -129,7 +214,8 @@ static void read_newton_opts(lua_State *L, int t, fe_newton_opts *o, const fe_ve
     luaL_error(L, "%s: unknown linear solver linear = \"%s\" (cg, bicg, bicgstab, gmres)", fname,
                linear);
   if (linear) o->linear = linear;
-  opt_pc(L, t, fname, &o->pc);
+  opt_pc(L, t, fname, &o->pc, NULL);
+  read_pc_opts(L, t, fname, &o->pc_opts);
   opt_integer(L, t, fname, "restart", 1, &o->restart);
   const char *ls = felab_opt_field_name(L, t, fname, "linesearch");
   if (ls) o->linesearch = ls;
@@ -139,6 +225,7 @@ static void read_newton_opts(lua_State *L, int t, fe_newton_opts *o, const fe_ve
   opt_integer(L, t, fname, "maxit", 0, &o->maxit);
   opt_integer(L, t, fname, "linear_maxit", 0, &o->linear_maxit);
   read_common_opts(L, t, fname, &o->act, &o->monitor, x0);
+  o->pc_opts.verbose = o->monitor;
 }
 
 /* What the info table shows, from a CG or a Newton solve. */
@@ -148,6 +235,8 @@ typedef struct info_view {
   const double *history;
   const fe_report *report;
   int linear_iterations; /* -1: not a Newton solve */
+  const char *pc;        /* the preconditioner that ran */
+  double pc_setup_seconds;
 } info_view;
 
 /* Protected: build the info table from the info_view at the light userdata 1, so that the
@@ -172,6 +261,10 @@ static int push_info(lua_State *L)
     lua_pushinteger(L, info->linear_iterations);
     lua_setfield(L, -2, "linear_iterations");
   }
+  lua_pushstring(L, info->pc);
+  lua_setfield(L, -2, "pc");
+  lua_pushnumber(L, info->pc_setup_seconds);
+  lua_setfield(L, -2, "pc_setup_seconds");
   felab_push_report(L, info->report);
   lua_setfield(L, -2, "report");
   return 1;
@@ -224,7 +317,7 @@ static int solve_linear(lua_State *L, const char *method)
   }
   *out = x;
   info_view v = {info.iterations, info.converged, info.nhistory, info.reason, info.history,
-                 &info.report, -1};
+                 &info.report, -1, info.pc, info.pc_setup_seconds};
   int status = push_info_protected(L, &v);
   fe_solver_info_free(&info);
   if (status != LUA_OK) return lua_error(L);
@@ -264,7 +357,7 @@ static int solve_newton(lua_State *L)
   }
   *out = u;
   info_view v = {info.iterations, info.converged, info.nhistory, info.reason, info.history,
-                 &info.report, info.linear_iterations};
+                 &info.report, info.linear_iterations, info.pc, info.pc_setup_seconds};
   int status = push_info_protected(L, &v);
   fe_newton_info_free(&info);
   if (status != LUA_OK) return lua_error(L);
@@ -309,10 +402,141 @@ static int solve_transpose_apply(lua_State *L)
   return 1;
 }
 
+/* ---- felab.precond ---- */
+
+static const char *const precond_keys[] = {
+    "pc",       "degree",    "lanczos",  "ratio",   "parts",    "cycles", "verbose",
+    "at",       "backend",   "precision", "strategy", "block",  "walk",   "lanes",
+    "geometry", "scatter",   "recompute", "format",  "chunk",    "sigma",  NULL};
+
+/* solve.precond(A, {pc = "chebyshev", degree =, lanczos =, ratio =, parts =, cycles =,
+ * verbose =, at = u, backend =, precision =, strategy = ...}) -> P, set up for J(at) on that
+ * backend and precision, to pass to solves as pc = P. */
+static int solve_precond(lua_State *L)
+{
+  const char *fname = "solve.precond";
+  fe_operator *A = *(fe_operator **)felab_check_handle(L, 1, FELAB_OPERATOR, fname, "argument 1");
+  if (!lua_istable(L, 2))
+    return luaL_error(L, "%s: argument 2 must be an options table {pc = \"chebyshev\", ...}, "
+                      "got %s", fname, felab_kind_of(L, 2));
+  lua_settop(L, 2);
+  felab_check_keys(L, 2, fname, precond_keys);
+  fe_precond_opts po;
+  fe_precond_opts_default(&po);
+  opt_pc(L, 2, fname, &po.name, NULL);
+  read_pc_opts(L, 2, fname, &po);
+  if (lua_getfield(L, 2, "verbose") == LUA_TBOOLEAN) po.verbose = lua_toboolean(L, -1);
+  else if (!lua_isnil(L, -1))
+    return luaL_error(L, "%s: verbose must be true or false, got %s", fname, felab_kind_of(L, -1));
+  lua_pop(L, 1);
+  fe_action_opts act;
+  fe_action_opts_default(&act);
+  read_action_opts(L, 2, fname, &act);
+  const fe_vector *at = NULL;
+  lua_getfield(L, 2, "at");
+  if (!lua_isnil(L, -1)) at = felab_check_vector(L, -1, fname, "opts.at");
+  lua_pop(L, 1); /* still anchored in the table */
+  int n = fe_operator_space(A)->ndofs;
+  if (at && at->n != n)
+    return luaL_error(L, "%s: opts.at has %d entries but the operator's space has %d", fname,
+                      at->n, n);
+  precond_handle *h = lua_newuserdatauv(L, sizeof *h, 1);
+  memset(h, 0, sizeof *h);
+  luaL_setmetatable(L, FELAB_PRECOND);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1);
+  if (act.strategy) { /* P keeps the pointers: copies that live as long as the handle */
+    snprintf(h->strategy, sizeof h->strategy, "%s", act.strategy);
+    act.strategy = h->strategy;
+  }
+  if (po.parts) {
+    snprintf(h->parts, sizeof h->parts, "%s", po.parts);
+    po.parts = h->parts;
+  }
+  fe_precond *P = NULL;
+  FELAB_TRY(L, fe_precond_create(A, at, &act, &po, &P));
+  h->P = P;
+  return 1;
+}
+
+/* P:apply(r) -> z = M^-1 r on P's backend and precision (r is converted when elsewhere) */
+static int precond_apply(lua_State *L)
+{
+  const char *fname = "P:apply";
+  fe_precond *P = *(fe_precond **)felab_check_self(L, 1, FELAB_PRECOND, fname, "self");
+  check_precond(L, 1, fname, "self");
+  const fe_vector *r = felab_check_vector(L, 2, fname, "argument 1 (r)");
+  int n = fe_operator_space(P->A)->ndofs;
+  if (r->n != n)
+    return luaL_error(L, "%s: r has %d entries but the preconditioner's space has %d", fname,
+                      r->n, n);
+  fe_backend *be;
+  FELAB_TRY(L, fe_backend_get(P->act.backend, &be));
+  fe_vector **out = felab_push_vector_like(L, 2);
+  fe_vector *rc = NULL, *z = NULL;
+  const fe_vector *rr = r;
+  if (r->be != be || (int)r->prec != P->act.precision) {
+    FELAB_TRY(L, fe_vector_convert(r, be, (fe_precision)P->act.precision, &rc));
+    rr = rc;
+  }
+  int err = fe_precond_apply(P, rr, &z);
+  fe_vector_free(rc);
+  if (err) return felab_raise(L);
+  *out = z;
+  return 1;
+}
+
+static int precond_free(lua_State *L)
+{
+  precond_handle *h = luaL_checkudata(L, 1, FELAB_PRECOND);
+  fe_precond_free(h->P);
+  h->P = NULL;
+  return 0;
+}
+
+static int precond_index(lua_State *L)
+{
+  precond_handle *h = luaL_checkudata(L, 1, FELAB_PRECOND);
+  const char *k = felab_index_method(L);
+  if (!k) return 1;
+  if (!h->P) return luaL_error(L, "precond.%s: this preconditioner was closed", k);
+  const fe_precond *P = h->P;
+  if (!strcmp(k, "name")) lua_pushstring(L, P->kind->name);
+  else if (!strcmp(k, "describe")) lua_pushstring(L, P->describe);
+  else if (!strcmp(k, "setup_seconds")) lua_pushnumber(L, P->setup_seconds);
+  else if (!strcmp(k, "apply_seconds")) lua_pushnumber(L, P->apply_seconds);
+  else if (!strcmp(k, "applications")) lua_pushinteger(L, P->applications);
+  else if (!strcmp(k, "flops")) lua_pushnumber(L, P->flops);
+  else if (!strcmp(k, "bytes")) lua_pushnumber(L, P->bytes);
+  else if (!strcmp(k, "launches")) lua_pushinteger(L, P->launches);
+  else if (!strcmp(k, "backend")) lua_pushstring(L, P->act.backend);
+  else if (!strcmp(k, "precision"))
+    lua_pushstring(L, fe_precision_name((fe_precision)P->act.precision));
+  else lua_pushnil(L);
+  return 1;
+}
+
+static int precond_tostring(lua_State *L)
+{
+  precond_handle *h = luaL_checkudata(L, 1, FELAB_PRECOND);
+  if (!h->P) lua_pushliteral(L, "preconditioner (closed)");
+  else
+    lua_pushfstring(L, "preconditioner %s: %s, on %s in %s, %I applications", h->P->kind->name,
+                    h->P->describe, h->P->act.backend,
+                    fe_precision_name((fe_precision)h->P->act.precision),
+                    (lua_Integer)h->P->applications);
+  return 1;
+}
+
 /* Push the solve module table (making sure vectors have their metatable). */
 int felab_open_solve(lua_State *L)
 {
   felab_open_vector(L);
+  lua_pop(L, 1);
+  static const luaL_Reg precond_methods[] = {{"apply", precond_apply}, {NULL, NULL}};
+  static const luaL_Reg precond_meta[] = {{"__gc", precond_free}, {"__close", precond_free},
+                                          {"__tostring", precond_tostring}, {NULL, NULL}};
+  felab_register_type(L, FELAB_PRECOND, precond_meta, precond_methods, precond_index);
   lua_pop(L, 1);
   lua_newtable(L);
   lua_pushcfunction(L, solve_cg);
@@ -327,5 +551,7 @@ int felab_open_solve(lua_State *L)
   lua_setfield(L, -2, "transpose_apply");
   lua_pushcfunction(L, solve_newton);
   lua_setfield(L, -2, "newton");
+  lua_pushcfunction(L, solve_precond);
+  lua_setfield(L, -2, "precond");
   return 1;
 }

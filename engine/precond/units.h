@@ -6,5 +6,8 @@
 
 extern const fe_precond_kind fe_precond_none;      /* basic.c */
 extern const fe_precond_kind fe_precond_jacobi;    /* basic.c */
+extern const fe_precond_kind fe_precond_chebyshev; /* chebyshev.c */
+extern const fe_precond_kind fe_precond_amg;       /* amg.c */
+extern const fe_precond_kind fe_precond_twoscale;  /* twoscale.c */
 
 #endif
