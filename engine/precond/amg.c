@@ -19,7 +19,8 @@
  * (one function per component; felab interleaves components, as hypre expects).
  *
  * The matrix is assembled on the solve's backend in double (fe_operator_assemble: constrained
- * rows are the identity's, so M x equals the matrix-free action) and handed to hypre in
+ * rows are the identity's, so M x equals the matrix-free action; on the cpu where the
+ * backend cannot compile the element matrices) and handed to hypre in
  * double whatever the solve's precision; each application copies r to the host and z back.
  * hypre's IJ interface wants MPI: the first setup starts MPI as a singleton (one process,
  * no mpirun) and felab finalizes it at exit. */
@@ -57,6 +58,7 @@ typedef struct amg {
   HYPRE_Solver solver;
   double *bdata, *xdata;   /* b's and x's entries, in hypre's memory */
   int n;
+  int assembled_on_cpu;    /* the backend could not compile the element matrices */
 } amg;
 
 /* hypre's message for err (its error flags), as a felab error naming the call. */
@@ -218,8 +220,9 @@ static void count(fe_precond *P, amg *M, int cycles, int on_host)
   P->host_bytes = on_host ? 0 : 2 * n * w;
   P->launches = 0; /* it runs on the host: no kernel of the backend */
   snprintf(P->describe, sizeof P->describe,
-           "BoomerAMG: %d levels, operator complexity %.2f, HMIS, ext+i, l1-GS, %d V-cycle%s",
-           L, nnz / nnz0, cycles, cycles == 1 ? "" : "s");
+           "BoomerAMG: %d levels, operator complexity %.2f, HMIS, ext+i, l1-GS, %d V-cycle%s%s",
+           L, nnz / nnz0, cycles, cycles == 1 ? "" : "s",
+           M->assembled_on_cpu ? " (matrix assembled on the cpu)" : "");
 }
 
 static void amg_destroy(fe_precond *P)
@@ -269,6 +272,19 @@ static int amg_build(fe_precond *P, amg *M, fe_backend *be, int cycles)
   fe_csr *K = NULL;
   fe_report rep;
   int rc = fe_operator_assemble(P->A, at, &o, &K, &rep);
+  if (rc == FE_ERR_COMPILE && strcmp(be->name, "cpu")) {
+    /* the element matrices do not compile there (NVIDIA's OpenCL: dense tables past its
+     * 64 KB of constant memory at Q3): hypre wants the matrix on the host anyway */
+    fe_backend *cpu;
+    fe_vector_free(at);
+    at = NULL;
+    o.backend = "cpu";
+    fe_error_clear();
+    rc = fe_backend_get("cpu", &cpu);
+    if (!rc && P->at) rc = fe_vector_convert(P->at, cpu, FE_DOUBLE, &at);
+    if (!rc) rc = fe_operator_assemble(P->A, at, &o, &K, &rep);
+    if (!rc) M->assembled_on_cpu = 1;
+  }
   fe_vector_free(at);
   int *rowptr = NULL, *cols = NULL;
   double *vals = NULL;
