@@ -64,6 +64,10 @@ typedef struct fe_backend_ops {
   int (*copy)(void *impl, fe_buffer *dst, const fe_buffer *src, size_t bytes);
   /* Optional: the buffer's contents in host memory, readable in place (the cpu), or NULL. */
   void *(*host)(void *impl, const fe_buffer *buf);
+  /* Optional (the cpu; NULL elsewhere): a buffer that is the host memory [host, host + bytes)
+   * itself, no copy. The caller keeps that memory alive while the buffer is in use and never
+   * releases the buffer. */
+  int (*wrap)(void *impl, void *host, size_t bytes, fe_buffer *buf);
 
   /* kernels: the dialect preamble for a precision, compile (cached), look up, launch */
   const char *(*preamble)(void *impl, fe_precision prec);

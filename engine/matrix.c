@@ -4,11 +4,13 @@
  * Element matrices reuse the data of strategy "transpose" (its stored cell order, geometric
  * factors per point, per-cell constants, fields) and compile one more template against the
  * same physics: the linearization fe_df applied to each trial basis function in turn. The
- * assembled matrix has its pattern from the dof map, built once on the host, and its values
- * from the element matrices, added by the device with atomics at positions found by binary
- * search in the sorted rows. */
+ * assembled matrix has its pattern from the dof map, built on the host, and its values from
+ * the element matrices: on a GPU added by the device with atomics (or color by color) at
+ * positions found by binary search in the sorted rows; on the cpu summed row by row as the
+ * pattern is written, the matrices made as the rows need them (see "assembly" below). */
 #include "engine/matrix.h"
 
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,7 +233,12 @@ static int elemat_shape_of(const fe_realization *r, const fe_action_opts *o, int
   *sh = (elemat_shape){.v = v, .block = r->block, .pc = n};
   if (elemat_variants[v].gemm) return gemm_shape(r, o, sh);
   if (!elemat_variants[v].shm) {
-    sh->shared = (size_t)r->block * V->elem.nbasis * (V->ncomp + 3) * w;
+    /* the gathered cells; reg_jac: each cell's factors on affine cells, else on the cpu one
+     * cell's at every point (elemat.knl) */
+    size_t stride = (size_t)fe_geo_stride(V->elem.dim), gs = 0;
+    if (!nojac && r->A->geo_affine) gs = stride * r->block;
+    else if (!nojac && !strcmp(r->be->name, "cpu")) gs = stride * r->A->quad[FE_ACTION_APPLY].npoints;
+    sh->shared = ((size_t)r->block * V->elem.nbasis * (V->ncomp + 3) + gs) * w;
     sh->items = ((size_t)r->block * n + 31) / 32 * 32;
   } else {
     if (r->be->ops->kernel_shared && info->local_mem_optin > limit) most = info->local_mem_optin;
@@ -285,16 +292,18 @@ static int elemat_module(fe_realization *r, const elemat_shape *sh, double *seco
 
 /* Counted flops of the element matrix of one cell, from the loops of elemat.knl. reg: per
  * (column, point) the state's value and gradient, x, the fields, the trial gradient, the
- * physics, the pull-back and the column's test; jac adds the map's factors per point (once
- * on affine cells). shm: per part and point the cell's data once (x, the state's sums, with
- * jac the Jacobian's sums), per (column, point) the state's gradient, with jac the
- * factors' inverse, the fields, trial, physics and pull-back, per (entry, point) the test. */
+ * physics, the pull-back and the column's test; jac adds the map's factors per (column,
+ * point), on affine cells once per cell, on the cpu once per (cell, point). shm: per part
+ * and point the cell's data once (x, the state's sums, with jac the Jacobian's sums), per
+ * (column, point) the state's gradient, with jac the factors' inverse, the fields, trial,
+ * physics and pull-back, per (entry, point) the test. */
 static double elemat_flops_per_cell(const fe_realization *r, const fe_kernel_spec *s,
                                     const elemat_shape *sh)
 {
   const fe_space *V = r->A->V;
   int nb = V->elem.nbasis, nc = V->ncomp, dim = V->elem.dim, n = nb * nc;
   double nq = s->quad->npoints, maps = s->geo_affine ? 1 : nq; /* points where jac maps */
+  double reg_maps = s->geo_affine ? 1 : !strcmp(r->be->name, "cpu") ? nq : n * nq; /* reg_jac */
   int nojac = elemat_variants[sh->v].nojac;
   fe_action_needs need = fe_codegen_needs(s);
   double ff, fb;
@@ -309,8 +318,8 @@ static double elemat_flops_per_cell(const fe_realization *r, const fe_kernel_spe
     return nq * (nc * item + 2.0 * slots * f * n + 2.0 * n * n * slots);
   }
   if (!elemat_variants[sh->v].shm)
-    return n * (nq * (x + fe_codegen_eval_flops(nb, dim, nc, need.need_u) + col + n * test) +
-                (nojac ? 0 : maps * fe_codegen_map_flops(nb, dim)));
+    return n * nq * (x + fe_codegen_eval_flops(nb, dim, nc, need.need_u) + col + n * test) +
+           (nojac ? 0 : reg_maps * fe_codegen_map_flops(nb, dim));
   double parts = (n + sh->pc - 1) / sh->pc;
   double sums = need.need_u ? nc * nb * (2.0 + 2.0 * dim) : 0; /* fe_eval less the pull */
   double pull = fe_codegen_eval_flops(nb, dim, nc, need.need_u) - sums;
@@ -385,13 +394,6 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
             FE_ERR_ARG, "element matrices: variant gemm_mma runs on fp64 tensor cores, on "
             "cuda in double only (got %s, %s); use gemm", r->be->name,
             r->prec == FE_DOUBLE ? "double" : "single");
-  /* written and compiled for sm_90 but not yet run on a GPU: refused until its check (the
-   * cuda branch of tests/scripts/test_elemat_variants.lua, run by scripts/gpu-test.sh with
-   * FELAB_UNVERIFIED=1) has passed on one */
-  const char *unverified = getenv("FELAB_UNVERIFIED");
-  FE_ASSERT(!elemat_variants[v].mma || (unverified && !strcmp(unverified, "1")),
-            FE_ERR_UNAVAILABLE, "element matrices: variant gemm_mma (fp64 tensor cores) has "
-            "not been checked on a GPU yet; use gemm (FELAB_UNVERIFIED=1 runs it anyway)");
   /* No variant asked: gemm on a GPU from N = 20 (H100, fp64, one call: P3 tets 0.50 against
    * reg_jac's 1.14 ms, P4 1.64 against 5.52, Q3 1.79 against 22.0; below N = 20 reg_* leads),
    * reg_nojac on a CPU (this machine, one run: 1.3-1.8x ahead of gemm at P2..P4, Q2..Q4) */
@@ -536,162 +538,570 @@ void fe_elemats_free(fe_elemats *K)
   free(K);
 }
 
-/* ---- assembly ---- */
+/* ---- assembly ----
+ * The pattern: row (node a, component k) couples to every dof of the cells that hold a,
+ * sorted; a constrained row holds its diagonal only and no free row holds a constrained
+ * column, so the matrix acts as the matrix-free Jacobian does. It comes from the cells of
+ * each node (the cell map inverted, in cell order) in two parallel passes over the nodes:
+ * one counts each row's distinct neighbours, one writes them sorted, each thread a
+ * contiguous range of nodes.
+ * The values, where buffers are host memory (the cpu), are summed by that second pass, row
+ * by row from the row's cells: no add is shared (no atomics, reproducible sums), and the
+ * element matrices are never stored. Each thread computes them (variant reg_jac: no stored
+ * factors) in launches of `batch` consecutive cells into its window of W matrices (cell c
+ * at slot c mod W), whose front moves on as its rows need: on a local mesh the cells of a
+ * node lie in a band of the cell order (about a layer of a box), so W is that band, not the
+ * mesh. The window outgrows the caches at large sizes, so while a row is summed the next
+ * row's matrices are prefetched. A row whose cells do not fit the window (outliers, or a
+ * window capped by FELAB_FILL_WINDOW) has them computed apart, gathered into one launch.
+ * Elsewhere the device adds stored element matrices into the pattern (fe_assemble). */
 
-/* The CSR pattern of V's dofs: row i couples to every dof of the cells that hold i's node,
- * sorted; a fixed row holds its diagonal only and no free row holds a fixed column. Built in
- * parallel over the nodes from the node -> cells map: each thread marks the distinct
- * neighbours of its nodes in its own array, once to count the rows, once to fill them.
- * Kd or Kf (the element matrices in host memory, double or float; both NULL: values left to
- * the device): the values are summed row by row as the rows are filled, from the cells of
- * each row's node in cell order, so no add is shared and the sums are reproducible. */
-static int build_pattern(const fe_space *V, const int *fixed, const double *Kd, const float *Kf,
-                         int **rowptr_out, int **cols_out, double **vals_out)
+/* What the pattern is built from: V, its constrained dofs and the cells of each node. */
+typedef struct pattern {
+  const fe_space *V;
+  const int *fixed; /* per dof: 1 constrained */
+  int *start;       /* the cells of node a: list[start[a] .. start[a + 1]), in cell order */
+  int *list;
+  int *nfree;       /* free components per node */
+  int maxdeg;       /* the most cells of one node */
+} pattern;
+
+static void pattern_free(pattern *P)
 {
-  const int host_vals = Kd || Kf, n = V->elem.nbasis * V->ncomp;
-  double *vals = NULL;
+  free(P->start);
+  free(P->list);
+  free(P->nfree);
+}
+
+/* P->start, list, nfree, maxdeg. Each thread counts the nodes of its range of cells in its
+ * own array (over the nodes those cells touch: about nn / threads on a local mesh); the
+ * counts give every (node, thread) its first slot, and each thread fills its cells in order,
+ * so every node's list is in cell order. */
+static int node_cells(pattern *P)
+{
+  const fe_space *V = P->V;
   const int nn = V->nnodes, nb = V->elem.nbasis, nc = V->ncomp, ncell = V->mesh->ncells;
-  const int nd = V->ndofs, *cn = V->cell_nodes;
+  const int *cn = V->cell_nodes, most = omp_get_max_threads();
   const size_t nent = (size_t)ncell * nb;
-  int *start = calloc((size_t)nn + 1, sizeof(int)), *list = malloc(sizeof(int) * (nent + 1));
-  int *nfree = malloc(sizeof(int) * ((size_t)nn + 1)); /* free components per node */
-  long long *cnt = malloc(sizeof(long long) * ((size_t)nn + 1)); /* free neighbour dofs */
-  int *rowptr = malloc(sizeof(int) * ((size_t)nd + 1)), *cols = NULL, rc = 0, maxdeg = 0;
-  if (!start || !list || !nfree || !cnt || !rowptr) {
-    rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the "
-                      "matrix pattern");
-    goto done;
-  }
-  for (size_t i = 0; i < nent; i++) start[cn[i] + 1]++;
-  for (int a = 0; a < nn; a++) {
-    start[a + 1] += start[a];
-    if (start[a + 1] - start[a] > maxdeg) maxdeg = start[a + 1] - start[a];
-  }
-  { /* the cells of each node, in cell order (a sequential fill keeps it deterministic) */
-    int *fill = malloc(sizeof(int) * ((size_t)nn + 1));
-    if (!fill) {
-      rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
-      goto done;
+  FE_ASSERT(nent <= 2147483647u, FE_ERR_ARG, "the matrix pattern: %zu (cell, node) pairs pass "
+            "2^31 (int indices)", nent);
+  int **cnt = calloc((size_t)most, sizeof(int *)), *lo = malloc(sizeof(int) * (size_t)most);
+  int *hi = malloc(sizeof(int) * (size_t)most), failed = 0;
+  P->start = calloc((size_t)nn + 1, sizeof(int));
+  P->list = malloc(sizeof(int) * (nent + 1));
+  P->nfree = malloc(sizeof(int) * ((size_t)nn + 1));
+  if (!cnt || !lo || !hi || !P->start || !P->list || !P->nfree) failed = 1;
+  if (!failed)
+#pragma omp parallel
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int c0 = (int)((long long)ncell * t / nt), c1 = (int)((long long)ncell * (t + 1) / nt);
+    int l = nn, h = -1, *my = NULL, stop;
+    for (size_t i = (size_t)c0 * nb; i < (size_t)c1 * nb; i++) {
+      l = cn[i] < l ? cn[i] : l;
+      h = cn[i] > h ? cn[i] : h;
     }
-    memcpy(fill, start, sizeof(int) * (size_t)nn);
-    for (size_t i = 0; i < nent; i++) list[fill[cn[i]]++] = (int)(i / (size_t)nb);
-    free(fill);
-  }
-#pragma omp parallel for schedule(static)
-  for (int a = 0; a < nn; a++) {
-    int f = 0;
-    for (int k = 0; k < nc; k++) f += !fixed[a * nc + k];
-    nfree[a] = f;
-  }
-  for (int pass = 0; pass < 2 && !rc; pass++) {
-    int failed = 0;
-#pragma omp parallel reduction(| : failed)
-    {
-      int *mark = malloc(sizeof(int) * ((size_t)nn + 1));
-      int *nbr = malloc(sizeof(int) * ((size_t)maxdeg * nb + 1)); /* a node's neighbours */
-      /* with values: each neighbour's first free column in the row, by node */
-      int *at = pass && host_vals ? malloc(sizeof(int) * ((size_t)nn + 1)) : NULL;
-      if (!mark || !nbr || (pass && host_vals && !at)) failed = 1;
-      else
-        for (int a = 0; a < nn; a++) mark[a] = -1;
-#pragma omp for schedule(dynamic, 1024)
-      for (int a = 0; a < nn; a++) {
-        if (failed) continue;
-        int m = 0;
-        long long c = 0;
-        for (int t = start[a]; t < start[a + 1]; t++) {
-          const int *nodes = cn + (size_t)list[t] * nb;
-          for (int b = 0; b < nb; b++)
-            if (mark[nodes[b]] != a) {
-              mark[nodes[b]] = a;
-              nbr[m++] = nodes[b];
-              c += nfree[nodes[b]];
-            }
-        }
-        if (!pass) {
-          cnt[a] = c;
-          continue;
-        }
-        for (int i = 1; i < m; i++) { /* insertion sort: rows are short */
-          int v = nbr[i], j = i - 1;
-          while (j >= 0 && nbr[j] > v) nbr[j + 1] = nbr[j], j--;
-          nbr[j + 1] = v;
-        }
-        for (int k = 0; k < nc; k++) {
-          int gi = a * nc + k, *row = cols + rowptr[gi];
-          if (fixed[gi]) {
-            row[0] = gi;
-            if (host_vals) vals[rowptr[gi]] = 1; /* the identity's row */
-            continue;
-          }
-          for (int i = 0; i < m; i++) {
-            if (at) at[nbr[i]] = (int)(row - (cols + rowptr[gi]));
-            for (int kk = 0; kk < nc; kk++)
-              if (!fixed[nbr[i] * nc + kk]) *row++ = nbr[i] * nc + kk;
-          }
-          if (!at) continue;
-          double *v = vals + rowptr[gi];
-          for (int t = start[a]; t < start[a + 1]; t++) { /* row (b a, k) of each cell of a */
-            const size_t c = (size_t)list[t];
-            const int *nodes = cn + c * nb;
-            int ba = 0;
-            while (nodes[ba] != a) ba++;
-            const size_t krow = (c * n + (size_t)ba * nc + k) * n;
-            for (int b = 0; b < nb; b++) {
-              int p = at[nodes[b]];
-              for (int kk = 0; kk < nc; kk++) {
-                if (fixed[nodes[b] * nc + kk]) continue;
-                v[p++] += Kd ? Kd[krow + (size_t)b * nc + kk] : Kf[krow + (size_t)b * nc + kk];
-              }
-            }
-          }
-        }
+    if (h >= l && !(my = calloc((size_t)(h - l) + 1, sizeof(int)))) {
+#pragma omp atomic write
+      failed = 1;
+    }
+    for (size_t i = (size_t)c0 * nb; my && i < (size_t)c1 * nb; i++) my[cn[i] - l]++;
+    cnt[t] = my;
+    lo[t] = l;
+    hi[t] = h;
+#pragma omp barrier
+#pragma omp atomic read
+    stop = failed;
+    if (!stop) {
+#pragma omp for schedule(static)
+      for (int a = 0; a < nn; a++) { /* the node's cells */
+        int s = 0, f = 0;
+        for (int u = 0; u < nt; u++)
+          if (a >= lo[u] && a <= hi[u]) s += cnt[u][a - lo[u]];
+        for (int k = 0; k < nc; k++) f += !P->fixed[a * nc + k];
+        P->start[a + 1] = s;
+        P->nfree[a] = f;
       }
-      free(mark);
-      free(nbr);
-      free(at);
-    }
-    if (failed) {
-      rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the "
-                        "matrix pattern");
-      break;
-    }
-    if (!pass) { /* row lengths: a fixed row 1, a free row its node's free neighbour dofs */
-      long long nz = 0;
-      for (int gi = 0; gi < nd; gi++) {
-        rowptr[gi] = (int)nz;
-        nz += fixed[gi] ? 1 : cnt[gi / nc];
-        if (nz > 2147483647LL) {
-          rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__, "the matrix has more "
-                            "than 2^31 nonzeros (int indices)");
-          break;
-        }
+#pragma omp single
+      for (int a = 0; a < nn; a++) P->start[a + 1] += P->start[a];
+#pragma omp for schedule(static)
+      for (int a = 0; a < nn; a++) { /* each thread's first slot in the node's list */
+        int s = P->start[a];
+        for (int u = 0; u < nt; u++)
+          if (a >= lo[u] && a <= hi[u]) {
+            int v = cnt[u][a - lo[u]];
+            cnt[u][a - lo[u]] = s;
+            s += v;
+          }
       }
-      if (rc) break;
-      rowptr[nd] = (int)nz;
-      cols = malloc(sizeof(int) * ((size_t)nz + 1));
-      vals = calloc((size_t)nz + 1, sizeof(double)); /* the device's start when it fills */
-      if (!cols || !vals) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of "
-                                            "host memory for %lld nonzeros", nz);
+      for (int c = c0; my && c < c1; c++)
+        for (int b = 0; b < nb; b++) P->list[my[cn[(size_t)c * nb + b] - l]++] = c;
     }
+    free(my);
   }
-done:
-  free(start);
-  free(list);
-  free(nfree);
+  for (int a = 0; !failed && a < nn; a++)
+    if (P->start[a + 1] - P->start[a] > P->maxdeg) P->maxdeg = P->start[a + 1] - P->start[a];
   free(cnt);
-  if (rc) {
-    free(rowptr);
-    free(cols);
-    free(vals);
-    return rc;
+  free(lo);
+  free(hi);
+  FE_ASSERT(!failed, FE_ERR_MEM, "out of host memory for the matrix pattern's node -> cells map");
+  return 0;
+}
+
+/* The distinct nodes of node a's cells into nbr (seen: a thread's marks, seen[b] == a once b
+ * is in); sorted when asked (insertion: rows are short). Returns their number. */
+static int node_neighbours(const pattern *P, int a, int *seen, int *nbr, int sorted)
+{
+  const int nb = P->V->elem.nbasis, *cn = P->V->cell_nodes;
+  int m = 0;
+  for (int t = P->start[a]; t < P->start[a + 1]; t++) {
+    const int *nodes = cn + (size_t)P->list[t] * nb;
+    for (int b = 0; b < nb; b++)
+      if (seen[nodes[b]] != a) {
+        seen[nodes[b]] = a;
+        nbr[m++] = nodes[b];
+      }
   }
-  if (!host_vals)
-    for (int i = 0; i < nd; i++)
-      if (fixed[i]) vals[rowptr[i]] = 1; /* the identity's row; the device adds the rest */
-  *rowptr_out = rowptr;
-  *cols_out = cols;
-  *vals_out = vals;
+  for (int i = 1; sorted && i < m; i++) {
+    int v = nbr[i], j = i - 1;
+    while (j >= 0 && nbr[j] > v) nbr[j + 1] = nbr[j], j--;
+    nbr[j + 1] = v;
+  }
+  return m;
+}
+
+/* The first pass: rowptr (ndofs + 1) from each node's free neighbour dofs (a constrained
+ * row: 1). */
+static int count_rows(const pattern *P, int *rowptr)
+{
+  const fe_space *V = P->V;
+  const int nn = V->nnodes, nc = V->ncomp, nd = V->ndofs, nb = V->elem.nbasis;
+  long long *cnt = malloc(sizeof(long long) * ((size_t)nn + 1));
+  int failed = !cnt;
+  if (!failed)
+#pragma omp parallel reduction(| : failed)
+  {
+    int *seen = malloc(sizeof(int) * ((size_t)nn + 1));
+    int *nbr = malloc(sizeof(int) * ((size_t)P->maxdeg * nb + 1));
+    if (!seen || !nbr) failed = 1;
+    for (int a = 0; !failed && a < nn; a++) seen[a] = -1;
+#pragma omp for schedule(static)
+    for (int a = 0; a < nn; a++) {
+      if (failed) continue;
+      int m = node_neighbours(P, a, seen, nbr, 0);
+      long long c = 0;
+      for (int i = 0; i < m; i++) c += P->nfree[nbr[i]];
+      cnt[a] = c;
+    }
+    free(seen);
+    free(nbr);
+  }
+  long long nz = 0;
+  for (int gi = 0; !failed && gi < nd; gi++) {
+    rowptr[gi] = (int)nz;
+    nz += P->fixed[gi] ? 1 : cnt[gi / nc];
+    if (nz > 2147483647LL) failed = 2;
+  }
+  free(cnt);
+  FE_ASSERT(failed != 2, FE_ERR_ARG, "the matrix has more than 2^31 nonzeros (int indices)");
+  FE_ASSERT(!failed, FE_ERR_MEM, "out of host memory for the matrix pattern");
+  rowptr[nd] = (int)nz;
+  return 0;
+}
+
+/* The fused fill's element matrices (a backend whose buffers are host memory): variant
+ * reg_jac (the Jacobian from the nodes: no stored factors) on a realization made here in the
+ * mesh's cell order and not kept by A. Its coordinates and per-cell constants are the host's
+ * own arrays, wrapped (converted once in single precision); its field maps are gathered per
+ * cell; the named constants and the fields are bound as for any call. */
+typedef struct host_fill {
+  fe_realization h;
+  elemat_shape sh;
+  fe_kernel *k;
+  int batch;            /* cells per launch of a window's front */
+  int dbl;              /* the matrices in double (else float) */
+  size_t kn;            /* entries of an element matrix */
+  size_t window;        /* about the most matrices a thread's window holds */
+  const char *aux;      /* per-cell constants, aux_bytes per cell (NULL: none) */
+  size_t aux_bytes;
+  const int *maps;      /* the fields' dof maps, nbf per cell (NULL: none) */
+  int nbf;
+  void *own[3];         /* what was allocated here: converted coordinates and constants, maps */
+  fe_vector *u;         /* the state made here (zero, or converted), or NULL */
+  fe_vector *tf[FE_PHYSICS_MAX_FIELDS];
+  fe_arg args[15];      /* fe_elemat's; per launch: groups, cells, constants, maps, ids, K */
+} host_fill;
+
+static void host_fill_free(host_fill *F)
+{
+  fe_realization *h = &F->h;
+  fe_realization_unbind(h, F->tf);
+  fe_vector_free(F->u);
+  for (int i = 0; i < 3; i++) free(F->own[i]);
+  if (h->params.ptr) h->be->ops->release(h->be->impl, &h->params);
+  for (int v = 0; v < FE_ELEMAT_VARIANTS; v++)
+    if (h->emodule[v]) h->be->ops->module_free(h->be->impl, h->emodule[v]);
+}
+
+/* A host copy of n doubles in precision prec: src itself in double, else a float copy in
+ * *own. */
+static const void *host_reals(const double *src, size_t n, fe_precision prec, void **own)
+{
+  if (prec == FE_DOUBLE) return src;
+  float *f = malloc(sizeof(float) * (n + 1));
+  for (size_t i = 0; f && i < n; i++) f[i] = (float)src[i];
+  *own = f;
+  return f;
+}
+
+static int host_fill_make(fe_operator *A, const fe_vector *at, fe_backend *be, fe_precision prec,
+                          host_fill *F, double *compile_s, double *transfer)
+{
+  const fe_space *V = A->V;
+  const fe_physics *p = A->pde;
+  const int nc = V->mesh->ncells, nn = V->nnodes;
+  fe_realization *h = &F->h;
+  *h = (fe_realization){.A = A, .be = be, .prec = prec, .block = 32}; /* transpose's, on a cpu */
+  h->params_version = p->const_version - 1; /* never current: bind uploads the constants */
+  F->dbl = prec == FE_DOUBLE;
+  F->kn = (size_t)(V->elem.nbasis * V->ncomp) * (V->elem.nbasis * V->ncomp);
+  size_t w = fe_precision_size(prec);
+  int v = 0;
+  while (strcmp(elemat_variants[v].name, "reg_jac")) v++;
+  FE_CHECK(elemat_shape_of(h, NULL, v, &F->sh));
+  FE_CHECK(elemat_module(h, &F->sh, compile_s));
+  F->k = h->elemat[v];
+  const void *xyz = host_reals(V->node_coords, 3 * (size_t)nn, prec, &F->own[0]);
+  if (p->naux) F->aux = host_reals(A->aux, (size_t)nc * p->naux, prec, &F->own[1]);
+  F->aux_bytes = (size_t)p->naux * w;
+  if (p->nfields) { /* the fields' maps side by side per cell, as fe_fields reads them */
+    int *maps = malloc(sizeof(int) * ((size_t)nc * fe_codegen_field_map_width(p) + 1));
+    F->nbf = fe_codegen_field_map_width(p);
+    for (int c = 0; maps && c < nc; c++)
+      for (int f = 0, off = 0; f < p->nfields; off += p->field_space[f]->elem.nbasis, f++)
+        memcpy(maps + (size_t)c * F->nbf + off, p->field_space[f]->cell_nodes +
+               (size_t)c * p->field_space[f]->elem.nbasis,
+               sizeof(int) * (size_t)p->field_space[f]->elem.nbasis);
+    F->maps = F->own[2] = maps;
+  }
+  FE_ASSERT(xyz && (!p->naux || F->aux) && (!p->nfields || F->maps), FE_ERR_MEM,
+            "out of host memory for the assembly's coordinates, constants or field maps");
+  FE_CHECK(be->ops->wrap(be->impl, (void *)xyz, 3 * (size_t)nn * w, &h->coords));
+  FE_CHECK(fe_realization_bind(h, F->tf, transfer));
+  fe_kernel_spec s;
+  fe_realization_spec(h, FE_ACTION_APPLY, &s);
+  const fe_vector *u = at;
+  if (at && (at->be != be || at->prec != prec)) {
+    double t0 = fe_clock();
+    FE_CHECK(fe_vector_convert(at, be, prec, &F->u));
+    *transfer += fe_clock() - t0;
+    u = F->u;
+  } else if (!at && fe_codegen_needs(&s).need_u) {
+    FE_CHECK(fe_vector_create(be, prec, V->ndofs, &F->u)); /* zeroed */
+    u = F->u;
+  }
+  /* a window: 512 MB over the threads, or FELAB_FILL_WINDOW matrices (less memory, more
+   * rows apart: tests/scripts/test_assembly.lua); a launch: whole groups, about 256 KB of
+   * matrices, at most half a window */
+  const char *cap = getenv("FELAB_FILL_WINDOW");
+  F->window = ((size_t)512 << 20) / (size_t)omp_get_max_threads() / (F->kn * w);
+  if (cap && atol(cap) > 0) F->window = (size_t)atol(cap);
+  size_t batch = (256 << 10) / (F->kn * w);
+  batch = (batch < F->window / 2 ? batch : F->window / 2) / (size_t)F->sh.block * F->sh.block;
+  F->batch = batch > (size_t)F->sh.block ? (int)batch : F->sh.block;
+  if (F->window < (size_t)2 * F->batch) F->window = (size_t)2 * F->batch;
+  fe_arg *a = F->args;
+  a[2] = (fe_arg){.kind = FE_ARG_INT, .i = 0}; /* geo_n: jac reads no factors */
+  a[4] = a[5] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = &h->coords};
+  a[7] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = &h->params};
+  for (int i = 0; i < 3; i++)
+    a[9 + i] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = h->fv[i] ? h->fv[i] : &h->params};
+  a[12] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = u ? &u->buf : &h->params};
+  return 0;
+}
+
+/* Element matrices of count cells into the slots ids of K: the cells' nodes, per-cell
+ * constants and field maps start at cells, aux and maps (count of each). Called by threads:
+ * a failure returns its code without a frame. */
+static int host_fill_launch(const host_fill *F, const int *cells, const char *aux,
+                            const int *maps, const int *ids, int count, void *K, size_t kslots)
+{
+  const fe_realization *h = &F->h;
+  const fe_backend *be = h->be;
+  const int nb = h->A->V->elem.nbasis;
+  fe_buffer bc, ba, bm, bi, bk;
+  fe_arg a[15];
+  memcpy(a, F->args, sizeof a);
+  a[0] = (fe_arg){.kind = FE_ARG_INT, .i = (count + F->sh.block - 1) / F->sh.block};
+  a[1] = (fe_arg){.kind = FE_ARG_INT, .i = count};
+  int rc = be->ops->wrap(be->impl, (void *)cells, sizeof(int) * (size_t)count * nb, &bc);
+  if (!rc) rc = be->ops->wrap(be->impl, (void *)ids, sizeof(int) * (size_t)count, &bi);
+  if (!rc) rc = be->ops->wrap(be->impl, K, kslots * F->kn * fe_precision_size(h->prec), &bk);
+  a[3] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = &bc};
+  a[13] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = &bi};
+  a[14] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = &bk};
+  a[6] = a[7]; /* no constants, no maps: a word the kernel does not read */
+  a[8] = a[7];
+  if (!rc && aux) {
+    rc = be->ops->wrap(be->impl, (void *)aux, (size_t)count * F->aux_bytes, &ba);
+    a[6] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = &ba};
+  }
+  if (!rc && maps) {
+    rc = be->ops->wrap(be->impl, (void *)maps, sizeof(int) * (size_t)count * F->nbf, &bm);
+    a[8] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = &bm};
+  }
+  if (rc) return rc;
+  return be->ops->launch(be->impl, F->k, (size_t)a[0].i, F->sh.items, 15, a, h->prec, NULL);
+}
+
+/* A thread's window of element matrices: cells [front - W, front) at slots c mod W (W a
+ * power of two), then maxdeg slots for a row's cells computed apart; end: past the last
+ * cell its rows need; fit: the widest span of a row it takes. */
+typedef struct cell_window {
+  int W, front, end, fit;
+  void *K;
+} cell_window;
+
+/* A thread's scratch for the fill: a launch's slots and a gathered row's cells (nodes,
+ * constants, maps), the rows' marks and places (fill_row), its launches. */
+typedef struct fill_scratch {
+  int *ids, *gcells, *gmaps, *seen, *at, *nbr, *slot;
+  char *gaux;
+  double *acc;
+  int launches;
+} fill_scratch;
+
+/* Thread t of nt's nodes [*a0, *a1): contiguous, balanced by their cells. */
+static void node_range(const pattern *P, int t, int nt, int *a0, int *a1)
+{
+  const int nn = P->V->nnodes;
+  const long long nent = P->start[nn];
+  int lo = 0, hi = nn;
+  for (int e = 0; e < 2; e++) { /* the first node whose cells start at or past the share */
+    const long long x = nent * (t + e) / nt;
+    int l = 0, h = nn;
+    while (l < h) {
+      const int m = l + (h - l) / 2;
+      if (P->start[m] < x) l = m + 1;
+      else h = m;
+    }
+    if (e) hi = t == nt - 1 ? nn : l;
+    else lo = t == 0 ? 0 : l;
+  }
+  *a0 = lo;
+  *a1 = hi;
+}
+
+/* The window for rows [a0, a1). A row spans its cells from the first to the last; rows
+ * spanning more than 4 times the spans of 99% of the rows (outliers: a few cells far from
+ * the others in the mesh's order) have their cells computed apart, so that they neither
+ * widen the window nor move its front. W: the widest span from a row's first cell to the
+ * front when it is summed (the last cell of the rows so far, plus a launch), as a power of
+ * two up to about F->window. */
+static int window_make(const host_fill *F, const pattern *P, int a0, int a1, cell_window *w)
+{
+  long long hist[32] = {0}, rows = 0, need = 0;
+  for (int a = a0; a < a1; a++) /* the spans' powers of two */
+    if (P->start[a] < P->start[a + 1]) {
+      const int span = P->list[P->start[a + 1] - 1] - P->list[P->start[a]] + 1;
+      int e = 0;
+      while ((1LL << e) < span) e++;
+      hist[e]++, rows++;
+    }
+  int e = 0;
+  for (long long sum = hist[0]; 100 * sum < 99 * rows; sum += hist[++e]) {}
+  const long long fit = 4LL << e; /* 4 times the 99th percentile, up to a power of two */
+  int first = P->V->mesh->ncells, last = -1;
+  for (int a = a0; a < a1; a++) {
+    if (P->start[a] == P->start[a + 1]) continue;
+    const int cmin = P->list[P->start[a]], cmax = P->list[P->start[a + 1] - 1];
+    if (cmax - cmin + 1 > fit) continue;
+    first = cmin < first ? cmin : first;
+    last = cmax > last ? cmax : last;
+    need = last + 1 - cmin > need ? last + 1 - cmin : need;
+  }
+  need += F->batch;
+  size_t W = 1;
+  while (W < (size_t)need && W < F->window) W *= 2;
+  *w = (cell_window){.W = (int)W, .front = last >= first ? first : 0, .end = last + 1,
+                     .fit = (int)(fit < (long long)W - F->batch ? fit : (long long)W - F->batch)};
+  w->K = malloc((W + (size_t)P->maxdeg) * F->kn * fe_precision_size(F->h.prec));
+  return w->K ? 0 : FE_ERR_MEM;
+}
+
+/* Node a's cells' slots: in the window when the row fits it and its cells are all there
+ * once the front has passed the last of them (moved on as far as needed, in launches of
+ * F->batch cells), else computed apart (gathered into one launch). Called by threads (a
+ * failure: its code). */
+static int window_row(const host_fill *F, const pattern *P, cell_window *w, int a,
+                      fill_scratch *x)
+{
+  const int nb = P->V->elem.nbasis, *cn = P->V->cell_nodes, B = F->batch;
+  const int t0 = P->start[a], deg = P->start[a + 1] - t0;
+  const int cmin = P->list[t0], cmax = P->list[t0 + deg - 1];
+  int front = w->front;
+  while (cmax - cmin < w->fit && front <= cmax) front = front + B < w->end ? front + B : w->end;
+  if (cmax - cmin < w->fit && cmin >= front - w->W) {
+    while (w->front < front) { /* the front's launches */
+      const size_t c = (size_t)w->front;
+      const int n = front - w->front < B ? front - w->front : B;
+      for (int s = 0; s < n; s++) x->ids[s] = (int)((c + s) & (size_t)(w->W - 1));
+      int rc = host_fill_launch(F, cn + c * nb, F->aux ? F->aux + c * F->aux_bytes : NULL,
+                                F->maps ? F->maps + c * F->nbf : NULL, x->ids, n, w->K,
+                                (size_t)w->W);
+      if (rc) return rc;
+      w->front += n;
+      x->launches++;
+    }
+    for (int i = 0; i < deg; i++) x->slot[i] = P->list[t0 + i] & (w->W - 1);
+    return 0;
+  }
+  for (int i = 0; i < deg; i++) { /* apart: gathered */
+    const size_t c = (size_t)P->list[t0 + i];
+    memcpy(x->gcells + (size_t)i * nb, cn + c * nb, sizeof(int) * nb);
+    if (F->aux) memcpy(x->gaux + i * F->aux_bytes, F->aux + c * F->aux_bytes, F->aux_bytes);
+    if (F->maps) memcpy(x->gmaps + (size_t)i * F->nbf, F->maps + c * F->nbf, sizeof(int) * F->nbf);
+    x->ids[i] = x->slot[i] = w->W + i;
+  }
+  x->launches++;
+  return host_fill_launch(F, x->gcells, F->aux ? x->gaux : NULL, F->maps ? x->gmaps : NULL,
+                          x->ids, deg, w->K, (size_t)w->W + P->maxdeg);
+}
+
+/* Prefetch the matrices of node a's cells that the window holds (the next row's, while
+ * this one is summed: their reads miss the cache, the window being about a layer of cells). */
+static void window_prefetch(const host_fill *F, const pattern *P, const cell_window *w, int a)
+{
+  const size_t bytes = F->kn * fe_precision_size(F->h.prec);
+  for (int t = P->start[a]; t < P->start[a + 1]; t++) {
+    const int c = P->list[t];
+    if (c >= w->front || c < w->front - w->W) continue;
+    const char *k = (const char *)w->K + (size_t)(c & (w->W - 1)) * bytes;
+    for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(k + b);
+  }
+}
+
+/* Add row (b_a, k) of every cell of node a, from its slot in K (kd: double, else float),
+ * into acc; at[b]: node b's first column in the row (all its components free: column
+ * at[b] + kk; none free: a spare slot past the row), or -(first + 1) when some are fixed. */
+static void add_cells_row(const pattern *P, const int *slot, const void *K, size_t kn, int kd,
+                          int a, int k, const int *at, double *acc)
+{
+  const int nb = P->V->elem.nbasis, nc = P->V->ncomp, n = nb * nc, *cn = P->V->cell_nodes;
+  for (int t = P->start[a], i = 0; t < P->start[a + 1]; t++, i++) {
+    const int *nodes = cn + (size_t)P->list[t] * nb;
+    int ba = 0;
+    for (int b = 1; b < nb; b++) ba = nodes[b] == a ? b : ba; /* no branch to mispredict */
+    const size_t off = (size_t)slot[i] * kn + (size_t)(ba * nc + k) * n;
+    const double *Kd = (const double *)K + off;
+    const float *Kf = (const float *)K + off;
+    for (int b = 0; b < nb; b++) {
+      int p = at[nodes[b]];
+      if (p >= 0 && kd)
+        for (int kk = 0; kk < nc; kk++) acc[p + kk] += Kd[b * nc + kk];
+      else if (p >= 0)
+        for (int kk = 0; kk < nc; kk++) acc[p + kk] += Kf[b * nc + kk];
+      else
+        for (int kk = 0, q = -p - 1; kk < nc; kk++)
+          if (!P->fixed[nodes[b] * nc + kk]) acc[q++] += kd ? Kd[b * nc + kk] : Kf[b * nc + kk];
+    }
+  }
+}
+
+/* Row a of the second pass into cols (and, with F, vals: each row the sum of its cells'
+ * rows, in double, in the order of the cells). Called by threads (a failure: its code). */
+static int fill_row(const pattern *P, const int *rowptr, int *cols, void *vals,
+                    const host_fill *F, cell_window *w, int a, fill_scratch *x)
+{
+  const int nc = P->V->ncomp;
+  const int m = node_neighbours(P, a, x->seen, x->nbr, 1);
+  int rc = F && m ? window_row(F, P, w, a, x) : 0, len = 0, *row0 = NULL;
+  if (rc) return rc;
+  if (F && a + 1 < P->V->nnodes) window_prefetch(F, P, w, a + 1);
+  for (int i = 0; i < m; i++) len += P->nfree[x->nbr[i]]; /* a free row's columns */
+  for (int i = 0, p = 0; i < m; i++) { /* none free: the spare slots past the row */
+    const int b = x->nbr[i], f = P->nfree[b];
+    x->at[b] = f == nc ? p : f ? -p - 1 : len;
+    p += f;
+  }
+  for (int k = 0; k < nc; k++) {
+    const int gi = a * nc + k, r0 = rowptr[gi];
+    int *row = cols + r0, rl = 1;
+    double *acc = x->acc;
+    if (P->fixed[gi]) { /* the identity's row */
+      row[0] = gi;
+      acc[0] = 1;
+    } else {
+      rl = len;
+      if (row0) memcpy(row, row0, sizeof(int) * (size_t)len); /* every free row alike */
+      else
+        for (int i = 0, p = 0; i < m; i++)
+          for (int kk = 0; kk < nc; kk++)
+            if (!P->fixed[x->nbr[i] * nc + kk]) row[p++] = x->nbr[i] * nc + kk;
+      row0 = row;
+      if (!F) continue;
+      for (int i = 0; i < len + nc; i++) acc[i] = 0;
+      add_cells_row(P, x->slot, w->K, F->kn, F->dbl, a, k, x->at, acc);
+    }
+    if (!F) continue;
+    if (F->dbl) memcpy((double *)vals + r0, acc, sizeof(double) * (size_t)rl);
+    else
+      for (int i = 0; i < rl; i++) ((float *)vals)[r0 + i] = (float)acc[i];
+  }
+  return 0;
+}
+
+static void scratch_free(fill_scratch *x)
+{
+  free(x->ids), free(x->gcells), free(x->gmaps), free(x->seen), free(x->at), free(x->nbr);
+  free(x->slot), free(x->gaux), free(x->acc);
+}
+
+/* A thread's scratch (0, or FE_ERR_MEM). */
+static int scratch_make(const pattern *P, const host_fill *F, fill_scratch *x)
+{
+  const int nn = P->V->nnodes, nb = P->V->elem.nbasis, nc = P->V->ncomp, d = P->maxdeg;
+  const size_t most = (size_t)d * nb + 1, batch = F ? (size_t)F->batch : 0;
+  *x = (fill_scratch){0};
+  x->seen = malloc(sizeof(int) * ((size_t)nn + 1));
+  x->at = malloc(sizeof(int) * ((size_t)nn + 1));
+  x->nbr = malloc(sizeof(int) * most);
+  x->slot = malloc(sizeof(int) * ((size_t)d + 1));
+  x->ids = malloc(sizeof(int) * (batch > (size_t)d ? batch : (size_t)d));
+  x->gcells = malloc(sizeof(int) * most);
+  x->gmaps = malloc(sizeof(int) * ((size_t)d * (F ? F->nbf : 0) + 1));
+  x->gaux = malloc((size_t)d * (F ? F->aux_bytes : 0) + 1);
+  x->acc = malloc(sizeof(double) * (most + 1) * nc); /* a row and its spare slots */
+  if (!x->seen || !x->at || !x->nbr || !x->slot || !x->ids || !x->gcells || !x->gmaps ||
+      !x->gaux || !x->acc)
+    return FE_ERR_MEM;
+  for (int a = 0; a < nn; a++) x->seen[a] = -1;
+  return 0;
+}
+
+/* The pattern's second pass, writing cols (and with F vals) in place: each thread its
+ * contiguous range of nodes, with F its own window. */
+static int fill_pattern(const pattern *P, const int *rowptr, int *cols, void *vals,
+                        const host_fill *F, int *launches)
+{
+  int rc = 0, nl = 0;
+#pragma omp parallel reduction(max : rc) reduction(+ : nl)
+  {
+    int a0, a1;
+    node_range(P, omp_get_thread_num(), omp_get_num_threads(), &a0, &a1);
+    fill_scratch x;
+    cell_window w = {0};
+    int e = scratch_make(P, F, &x);
+    if (!e && F) e = window_make(F, P, a0, a1, &w);
+    for (int a = a0; !e && a < a1; a++) e = fill_row(P, rowptr, cols, vals, F, &w, a, &x);
+    rc = e; /* the private copy of the reduction (which starts at INT_MIN) */
+    nl += x.launches;
+    free(w.K);
+    scratch_free(&x);
+  }
+  FE_ASSERT(rc != FE_ERR_MEM, FE_ERR_MEM, "out of host memory for the matrix pattern's fill");
+  FE_CHECK(rc); /* a launch's error (set by the backend) */
+  *launches = nl;
   return 0;
 }
 
@@ -880,51 +1290,61 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
   const fe_space *V = A->V;
   int nd = V->ndofs, nc = V->mesh->ncells, nb = V->elem.nbasis;
   double t0 = fe_clock();
+  fe_backend *be;
+  FE_CHECK(fe_backend_get(o ? o->backend : NULL, &be));
+  /* The fill: where buffers are host memory (the cpu) each row sums its cells' entries as
+   * the pattern is written, the element matrices made as the rows need them ("nodes",
+   * measured fastest there; it computes the Jacobian from the nodes, which an order-1 space
+   * on curved cells cannot); else the device adds stored element matrices, atomically (the
+   * default) or color by color (measured 2.4x slower on the cpu, P1 48^3: a color's cells
+   * are spread over the mesh, so each launch walks all of the values). */
+  int host = be->ops->wrap && be->ops->host, jac = !V->curved || V->elem.order >= 2;
+  if (scatter == FE_SCATTER_AUTO) scatter = host && jac ? FE_SCATTER_NODES : FE_SCATTER_ATOMIC;
+  FE_ASSERT(scatter != FE_SCATTER_NODES || (host && jac), FE_ERR_ARG, "assemble: scatter = "
+            "\"nodes\" (each row sums its cells' element matrices, made as the rows need them) "
+            "%s; use \"atomic\" or \"color\"", !host ? "runs where buffers are host memory (the "
+            "cpu)" : "computes the Jacobian from the nodes, which this order-1 space cannot on "
+            "curved cells");
+  const int by_rows = scatter == FE_SCATTER_NODES;
   fe_elemats *K = NULL;
-  fe_report krep;
-  FE_CHECK(fe_element_matrices(A, at, o, NULL, NULL, &K, &krep));
-  fe_action_opts oo;
-  if (o) oo = *o;
-  else fe_action_opts_default(&oo);
-  oo.strategy = "transpose";
-  fe_realization *r;
-  char why[160];
-  int rc = fe_operator_realize(A, &oo, &r, why, sizeof why);
-  int *fixed = calloc((size_t)nd + 1, sizeof(int)), *rowptr = NULL, *cols = NULL;
-  double *vals = NULL;
+  fe_report krep = {0};
+  host_fill F = {0};
+  fe_realization *r = NULL;
+  double compile_s = 0, transfer = 0, seconds = 0;
+  int rc;
+  if (by_rows) {
+    fe_precision prec = fe_precision_default();
+    if (o && o->precision >= 0) prec = (fe_precision)o->precision;
+    rc = host_fill_make(A, at, be, prec, &F, &compile_s, &transfer);
+    r = &F.h;
+  } else {
+    rc = fe_element_matrices(A, at, o, NULL, NULL, &K, &krep);
+    fe_action_opts oo;
+    if (o) oo = *o;
+    else fe_action_opts_default(&oo);
+    oo.strategy = "transpose";
+    char why[160];
+    if (!rc) rc = fe_operator_realize(A, &oo, &r, why, sizeof why);
+    compile_s = krep.compile_seconds;
+    transfer = krep.transfer_seconds;
+  }
+  int *fixed = calloc((size_t)nd + 1, sizeof(int)), *rowptr = NULL, *cols = NULL, nfill = 0;
+  double *vals = NULL; /* the device path's start: zeros and the identity's rows */
   fe_csr *M = calloc(1, sizeof *M);
+  pattern P = {.V = V, .fixed = fixed};
   fe_buffer bcells = {0}, bfixed = {0}, border = {0};
   fe_kernel *kasm = NULL;
   int *order = NULL, *cstart = NULL, ncolors = 0;
-  double compile_s = krep.compile_seconds, seconds = 0;
   if (!rc && (!fixed || !M)) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   for (int i = 0; !rc && i < fe_operator_ndirichlet(A); i++) fixed[A->dir_nodes[i]] = 1;
-  /* The fill: where the element matrices are in host memory (the cpu) each row sums its
-   * own cells' entries as the pattern is built ("nodes", measured fastest there); else the
-   * device adds them, atomically (the default) or color by color (measured 2.4x slower on
-   * the cpu, P1 48^3: a color's cells are spread over the mesh, so each launch walks all of
-   * the values). */
-  void *kh = !rc && r->be->ops->host ? r->be->ops->host(r->be->impl, &K->vals) : NULL;
-  if (scatter == FE_SCATTER_AUTO) scatter = kh ? FE_SCATTER_NODES : FE_SCATTER_ATOMIC;
-  if (!rc && scatter == FE_SCATTER_NODES && !kh)
-    rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__, "assemble: scatter = \"nodes\" "
-                      "(each row sums its cells) runs where the element matrices are in host "
-                      "memory (the cpu); on %s use \"atomic\" or \"color\"", r->be->name);
-  int by_rows = scatter == FE_SCATTER_NODES;
-  double tp = fe_clock();
-  if (!rc) rc = build_pattern(V, fixed, by_rows && r->prec == FE_DOUBLE ? kh : NULL,
-                              by_rows && r->prec == FE_FLOAT ? kh : NULL, &rowptr, &cols, &vals);
-  if (by_rows) seconds = fe_clock() - tp; /* the fill is the pattern's second pass */
   if (!rc) {
-    int lanes = oo.lanes > 0 ? oo.lanes : r->be->info.is_gpu ? 4 : 1; /* measured, H100 P1 */
+    int lanes = asked > 0 ? asked : r->be->info.is_gpu ? 4 : 1; /* measured, H100 P1 */
     /* format auto: SELL on a GPU unless CSR's lanes are asked (H100, P1 7.19M dofs: 0.491
      * against vector CSR's 0.566 ms, 97% against 83% of the copy bandwidth), CSR on a CPU
      * (this 2-core machine, P1 275k dofs: 0.97 against SELL-8's 1.12 ms) */
     if (format == FE_FORMAT_AUTO)
       format = r->be->info.is_gpu && !asked ? FE_FORMAT_SELL : FE_FORMAT_CSR;
-    *M = (fe_csr){.be = r->be, .prec = r->prec, .n = nd, .nnz = rowptr[nd], .lanes = lanes,
-                  .format = format,
-                  .nslots = rowptr[nd]};
+    *M = (fe_csr){.be = r->be, .prec = r->prec, .n = nd, .lanes = lanes, .format = format};
     if (M->format == FE_FORMAT_SELL) {
       /* C: a warp on a GPU (32; two chunks to an AMD wavefront), so a chunk's items read
        * consecutive slots in one coalesced step; 8 on the cpu (a vector of doubles). sigma:
@@ -933,10 +1353,33 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
       M->chunk = chunk ? chunk : r->be->info.is_gpu ? 32 : 8;
       M->sigma = sigma ? sigma : 8 * M->chunk;
     }
+    rc = node_cells(&P);
   }
-  if (!rc) rc = fe_upload_ints(r->be, rowptr, (size_t)nd + 1, &M->rowptr);
-  if (!rc) rc = fe_upload_ints(r->be, cols, (size_t)M->nnz, &M->cols);
-  if (!rc) rc = fe_upload_reals(r->be, r->prec, vals, (size_t)M->nnz, &M->vals);
+  /* the arrays: with the host's fill, M's own buffers written in place */
+  size_t w = fe_precision_size(r ? r->prec : FE_DOUBLE);
+  if (!rc && by_rows && !(rc = be->ops->alloc(be->impl, sizeof(int) * ((size_t)nd + 1),
+                                              &M->rowptr)))
+    rowptr = be->ops->host(be->impl, &M->rowptr);
+  else if (!rc && !by_rows && !(rowptr = malloc(sizeof(int) * ((size_t)nd + 1))))
+    rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
+  if (!rc) rc = count_rows(&P, rowptr);
+  if (!rc) M->nnz = M->nslots = rowptr[nd];
+  if (!rc && by_rows && !(rc = be->ops->alloc(be->impl, sizeof(int) * (size_t)M->nnz, &M->cols)))
+    rc = be->ops->alloc(be->impl, w * (size_t)M->nnz, &M->vals);
+  if (!rc && by_rows) cols = be->ops->host(be->impl, &M->cols);
+  else if (!rc && (!(cols = malloc(sizeof(int) * ((size_t)M->nnz + 1))) ||
+                   !(vals = calloc((size_t)M->nnz + 1, sizeof(double)))))
+    rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for %lld "
+                      "nonzeros", M->nnz);
+  double tf = fe_clock();
+  if (!rc) rc = fill_pattern(&P, rowptr, cols, by_rows ? be->ops->host(be->impl, &M->vals) : NULL,
+                             by_rows ? &F : NULL, &nfill);
+  if (by_rows) seconds = fe_clock() - tf; /* the fill is the pattern's second pass */
+  for (int i = 0; !rc && !by_rows && i < nd; i++)
+    if (fixed[i]) vals[rowptr[i]] = 1; /* the identity's row; the device adds the rest */
+  if (!rc && !by_rows) rc = fe_upload_ints(r->be, rowptr, (size_t)nd + 1, &M->rowptr);
+  if (!rc && !by_rows) rc = fe_upload_ints(r->be, cols, (size_t)M->nnz, &M->cols);
+  if (!rc && !by_rows) rc = fe_upload_reals(r->be, r->prec, vals, (size_t)M->nnz, &M->vals);
   if (!rc && !by_rows) rc = fe_upload_ints(r->be, V->cell_nodes, (size_t)nc * nb, &bcells);
   if (!rc && !by_rows) rc = fe_upload_ints(r->be, fixed, (size_t)nd, &bfixed);
   if (!rc && scatter == FE_SCATTER_COLOR) rc = fe_space_cell_colors(V, &order, &cstart, &ncolors);
@@ -946,8 +1389,8 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
     rc = csr_module(M, r, &cs);
     compile_s += cs;
   }
-  if (!rc) rc = r->be->ops->kernel(r->be->impl, M->mod, "fe_assemble", &kasm);
-  double setup = fe_clock() - t0 - compile_s - seconds;
+  if (!rc && !by_rows) rc = r->be->ops->kernel(r->be->impl, M->mod, "fe_assemble", &kasm);
+  double setup = fe_clock() - t0 - compile_s - transfer - seconds;
   for (int c = 0; !rc && c < (by_rows ? 0 : order ? ncolors : 1); c++) { /* per color, or one */
     int first = order ? cstart[c] : 0, count = order ? cstart[c + 1] - first : nc;
     long long rows = (long long)count * K->n, ng = (rows + EM_ITEMS - 1) / EM_ITEMS;
@@ -971,23 +1414,38 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
   double sell_host = 0, sell_s = 0; /* the SELL copy, from the filled values */
   if (!rc && M->format == FE_FORMAT_SELL) rc = csr_make_sell(M, rowptr, &sell_host, &sell_s);
   if (!rc && M->format == FE_FORMAT_CUSPARSE) rc = csr_make_library(M);
+  /* what the report counts of the element matrices: their kernel's flops, and its bytes less
+   * the matrices (the fused fill never stores them) */
+  fe_kernel_spec s;
+  if (!rc && by_rows) {
+    fe_realization_spec(r, FE_ACTION_APPLY, &s);
+    double ff, fb;
+    fe_codegen_field_counts(&s, &ff, &fb);
+    krep.flops = nc * elemat_flops_per_cell(r, &s, &F.sh);
+    krep.bytes = V->nnodes * 3.0 * w + nc * (nb * 4.0 + A->pde->naux * w) + fb +
+                 (fe_codegen_needs(&s).need_u ? nd * w : 0);
+  }
   free(order);
   free(cstart);
   if (border.ptr) r->be->ops->release(r->be->impl, &border);
   if (bcells.ptr) r->be->ops->release(r->be->impl, &bcells);
   if (bfixed.ptr) r->be->ops->release(r->be->impl, &bfixed);
+  pattern_free(&P);
   free(fixed);
-  free(rowptr);
-  free(cols);
-  free(vals);
+  if (!by_rows) {
+    free(rowptr);
+    free(cols);
+    free(vals);
+  }
+  if (by_rows) host_fill_free(&F);
   if (rc) {
     fe_elemats_free(K);
     fe_csr_free(M);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
   char how[160];
-  if (by_rows) snprintf(how, sizeof how, "element matrices (reg_nojac), then the pattern built "
-                        "on the host, each row summing its cells' entries (timed together)");
+  if (by_rows) snprintf(how, sizeof how, "element matrices (reg_jac) made as the rows need them, "
+                        "each row summing its cells' entries as the pattern is written");
   else if (ncolors) snprintf(how, sizeof how, "element matrices (reg_nojac), then plain adds color "
                              "by color (%d colors) into a pattern built on the host", ncolors);
   else snprintf(how, sizeof how, "element matrices (reg_nojac), then atomic adds into a pattern "
@@ -995,20 +1453,22 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
   if (M->format == FE_FORMAT_SELL)
     snprintf(how + strlen(how), sizeof how - strlen(how), "; SELL-%d-%d, %.1f%% padding",
              M->chunk, M->sigma, 100.0 * (double)(M->nslots - M->nnz) / (double)M->nslots);
-  fe_report_begin(rep, "assemble", r->be, r->prec, "quadrature", how);
+  fe_report_begin(rep, "assemble", M->be, M->prec, "quadrature", how);
   fe_report_operator(rep, A, FE_ACTION_APPLY);
-  double w = (double)fe_precision_size(r->prec), nk = (double)nc * K->n * K->n;
-  /* the adds, then the element matrices' own work */
+  double nk = (double)nc * V->elem.nbasis * V->ncomp * V->elem.nbasis * V->ncomp;
+  /* the adds, then the element matrices' own work; the device path stores the matrices and
+   * reads them back */
   rep->flops = nk + krep.flops;
-  rep->bytes = nk * w + (double)M->nnz * (w + 4) + (nd + 1) * 4.0 + nc * nb * 4.0 + krep.bytes;
+  rep->bytes = (by_rows ? 0 : nk * w + nc * nb * 4.0) + (double)M->nnz * (w + 4) +
+               (nd + 1) * 4.0 + krep.bytes;
   if (M->format == FE_FORMAT_SELL) /* the fill: CSR and the layout read, the slots written */
     rep->bytes += (double)M->nnz * (w + 4) + (nd + 1) * 4.0 + nd * 4.0 +
                   (M->nchunks + 1) * 4.0 + (double)M->nslots * (w + 4);
   rep->seconds = seconds + sell_s + krep.seconds;
   rep->compile_seconds = compile_s;
-  rep->transfer_seconds = krep.transfer_seconds;
+  rep->transfer_seconds = transfer;
   rep->setup_seconds = setup + sell_host - krep.seconds;
-  rep->launches = 1 + (by_rows ? 0 : ncolors ? ncolors : 1) + (M->format == FE_FORMAT_SELL);
+  rep->launches = (by_rows ? nfill : 1 + (ncolors ? ncolors : 1)) + (M->format == FE_FORMAT_SELL);
   fe_elemats_free(K);
   FE_CHECK(fe_perf_predict(M->be, M->prec, rep));
   *Mout = M;

@@ -11,7 +11,8 @@
 #                the element-matrix variants, tensor, ebe's variants, SELL-C-sigma;
 #                test_sumfact.lua: strategy sumfact against transpose on every backend
 #                (last; SUMFACT=0 leaves it out)
-#   scripts.log  test_krylov.lua: BiCG, BiCGStab, GMRES
+#   scripts.log  test_krylov.lua: BiCG, BiCGStab, GMRES; test_precond, test_amg,
+#                test_twoscale, test_heat: the preconditioners and time stepping
 #   scripts.log  test_backends.lua and test_convergence.lua: cpu and opencl on the GPU
 #   checks.log   scripts/gpu-checks.lua twice on one fresh cache (cold JIT, then cached),
 #                the second time also running out of device memory
@@ -52,11 +53,13 @@ step "test_patch.lua (patch = transpose on cpu, opencl, cuda)" cuda.log "$FELAB"
 step "test_patch_options.lua" cuda.log "$FELAB" tests/scripts/test_patch_options.lua
 step "test_matrix.lua (element matrices, assembly, csr on cpu, opencl, cuda)" cuda.log "$FELAB" \
   tests/scripts/test_matrix.lua
-# FELAB_UNVERIFIED=1: the variants not yet checked on a GPU (gemm_mma) run, so this checks them
 for t in test_elemat_variants test_elemat_tensor test_ebe_variants test_sell; do
-  step "$t.lua (cpu, opencl, cuda)" cuda.log env FELAB_UNVERIFIED=1 "$FELAB" tests/scripts/$t.lua
+  step "$t.lua (cpu, opencl, cuda)" cuda.log "$FELAB" tests/scripts/$t.lua
 done
 step "test_krylov.lua (BiCG, BiCGStab, GMRES)" scripts.log "$FELAB" tests/scripts/test_krylov.lua
+for t in test_precond test_amg test_twoscale test_heat; do
+  step "$t.lua (preconditioners, time steps; cuda where it applies)" scripts.log "$FELAB" tests/scripts/$t.lua
+done
 step "test_backends.lua (opencl on the GPU)" scripts.log "$FELAB" tests/scripts/test_backends.lua
 step "test_convergence.lua (opencl on the GPU)" scripts.log "$FELAB" tests/scripts/test_convergence.lua
 CHECKS_CACHE=$(mktemp -d /tmp/felab-cache.XXXXXX) # cold: nothing compiled yet

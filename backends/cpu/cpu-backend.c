@@ -157,6 +157,16 @@ static void *cpu_host(void *impl, const fe_buffer *buf)
   return buf->ptr; /* the cpu's buffers are host memory */
 }
 
+/* Host memory is the cpu's memory: the buffer is the array itself. */
+static int cpu_wrap(void *impl, void *host, size_t bytes, fe_buffer *buf)
+{
+  (void)impl;
+  FE_ASSERT(host || !bytes, FE_ERR_INTERNAL, "cpu wrap of no memory");
+  buf->ptr = host;
+  buf->bytes = bytes;
+  return 0;
+}
+
 static void cpu_release(void *impl, fe_buffer *buf)
 {
   (void)impl;
@@ -583,6 +593,7 @@ const fe_backend_ops fe_backend_cpu_ops = {
     .write = cpu_write,
     .read = cpu_read,
     .host = cpu_host,
+    .wrap = cpu_wrap,
     .copy = cpu_copy,
     .preamble = cpu_preamble,
     .compile = cpu_compile,

@@ -1,9 +1,11 @@
 -- Benchmark (not a test): element matrices, device assembly and the csr strategy against
 -- the matrix-free default, P1 tets (and Q1 hexes when asked), double: the element-matrix
--- kernel, the assembly (pattern on the host apart from the device's adds), the CSR and
+-- kernel, the assembly (its first call whole, then its fill and setup: on the cpu the fill
+-- is the pattern's second pass with the element matrices and the rows' sums), the CSR and
 -- SELL-C-sigma products' time and share of the calibrated copy bandwidth (by the report's
 -- bytes: SELL's padding counted), and Jacobi-PCG per iteration with csr (and csr with format
--- "sell") and with the default strategy.
+-- "sell") and with the default strategy; on cuda also cuSPARSE's product on the same arrays
+-- (format "cusparse", the reference) and PCG with it.
 -- usage: felab scripts/bench/assembly.lua [backend] [cells per side] [cell] [space] [its]
 --          [lanes list, e.g. 1,4,8,16: items per row of the product; the first is PCG's]
 --          [SELL-C-sigma list of chunk:sigma, e.g. 32:256,32:1024,32:1 (0:0: the device's;
@@ -34,12 +36,16 @@ for _, l in ipairs(lanes) do products[#products + 1] = {backend = backend, lanes
 for _, s in ipairs(sells) do
   products[#products + 1] = {backend = backend, format = "sell", chunk = s.chunk, sigma = s.sigma}
 end
+if backend == "cuda" then products[#products + 1] = {backend = backend, format = "cusparse"} end
 for _, o in ipairs(products) do
   local t1 = perf.clock()
   local M, arep = A:assemble(o)
   local whole = perf.clock() - t1
-  print(("assemble: %d nonzeros, device %.2f ms (element matrices and adds), host pattern and "
-         .. "uploads %.2f s, whole call %.2f s"):format(M.nnz, arep.seconds * 1e3, arep.setup_seconds, whole))
+  -- the fill: the element matrices and their adds (on the cpu, with the pattern's second
+  -- pass); the setup: the rest of the pattern, uploads, the host's share
+  print(("assemble: %d nonzeros, fill %.2f ms, setup %.3f s, compile %.3f s, whole call %.3f s"
+         .. " (%s)"):format(M.nnz, arep.seconds * 1e3, arep.setup_seconds, arep.compile_seconds,
+                            whole, arep.why))
   local best
   for _ = 1, 20 do
     local _, r = M:apply(w)
@@ -58,15 +64,18 @@ do -- the fill by color instead of atomics (the adds alone: seconds less the ele
   M = nil
   collectgarbage()
 end
-for _, st in ipairs(#sells > 0 and {"csr", "csr-sell", "default", "patch"} or {"csr", "default", "patch"}) do
+local runs = #sells > 0 and {"csr", "csr-sell", "default", "patch"} or {"csr", "default", "patch"}
+if backend == "cuda" then table.insert(runs, 2, "csr-cusparse") end
+for _, st in ipairs(runs) do
   local sell = st == "csr-sell" and sells[1] or nil
   local o = {backend = backend, pc = "jacobi", rtol = 0, atol = 0, maxit = its,
              strategy = st == "patch" and "patch" or st ~= "default" and "csr" or nil,
              lanes = st == "csr" and lanes[1] or nil,
-             format = sell and "sell" or nil, chunk = sell and sell.chunk or nil,
+             format = sell and "sell" or st == "csr-cusparse" and "cusparse" or nil,
+             chunk = sell and sell.chunk or nil,
              sigma = sell and sell.sigma or nil}
   solve.cg(A, o) -- setup, compile
   local _, info = solve.cg(A, o)
-  print(("PCG %-9s %.3f ms/iteration (%s)"):format(st, 1e3 * info.report.seconds / info.iterations,
+  print(("PCG %-12s %.3f ms/iteration (%s)"):format(st, 1e3 * info.report.seconds / info.iterations,
         info.report.strategy))
 end

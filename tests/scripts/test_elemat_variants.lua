@@ -117,10 +117,7 @@ for _, be in ipairs(T.backends(true)) do
       expect_error(function() return A:element_matrices{backend = be, variant = "gemm_mma"} end,
                    "variant gemm_mma runs on fp64 tensor cores", "(got " .. be .. ", double)")
     end
-    if be == "cuda" and os.getenv("FELAB_UNVERIFIED") ~= "1" then
-      expect_error(function() return A:element_matrices{backend = be, variant = "gemm_mma"} end,
-                   "not been checked on a GPU yet")
-    elseif be == "cuda" then -- gemm_mma: every order against reg_nojac on the cpu, a ragged block
+    if be == "cuda" then -- gemm_mma: every order against reg_nojac on the cpu, a ragged block
       for _, c in ipairs({{tets, "P3"}, {tets, "P4"}, {hexes, "Q2"}, {hexes, "Q3"}}) do
         local Am = fe.operator(fe.space(c[1], c[2]), poisson)
         print(("cuda gemm_mma %s: %.1e"):format(c[2],

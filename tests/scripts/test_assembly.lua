@@ -1,0 +1,127 @@
+-- The cpu's assembly (engine/matrix.c): each row sums its cells' element matrices as the
+-- pattern is written, the matrices made in windows of cells as the rows need them (scatter
+-- "nodes", the cpu's default). It equals the device's fill (scatter "atomic" and "color":
+-- stored element matrices added into the pattern) for P1 and P2 tets, Q1 hexes, elasticity
+-- with Dirichlet on one side, per-region constants, a nonlinear physics with a field at a
+-- state, and in single precision; it is reproducible to the bit; rows whose cells do not fit
+-- the window (FELAB_FILL_WINDOW) have their cells computed apart and still sum right;
+-- "nodes" where it cannot run is an error.
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
+local check, expect_error = T.check, T.expect_error
+if arg[1] == "small-window" then print("-- again with FELAB_FILL_WINDOW=64") end
+
+-- M w for a fixed w, for each fill
+local function products(A, w, o)
+  local out, reps = {}, {}
+  for _, sc in ipairs({"nodes", "atomic", "color"}) do
+    local opts = {backend = "cpu", scatter = sc}
+    for k, v in pairs(o or {}) do opts[k] = v end
+    local M, rep = A:assemble(opts)
+    out[sc], reps[sc] = M:apply(w), rep
+    out[sc .. "_nnz"] = M.nnz
+  end
+  return out, reps
+end
+
+local box = mesh.box{cells = {4, 4, 3}, cell = "tet", distort = 0.2}
+local hex = mesh.box{cells = {3, 4, 3}, cell = "hex", distort = 0.2}
+local cases = {
+  {"P1 tets, Dirichlet", box, "P1", physics.poisson{kappa = "1 + x[0]*x[1]", source = 1}, "all"},
+  {"P2 tets", box, "P2", physics.poisson{kappa = 1, source = 1}, nil},
+  {"Q1 hexes, Dirichlet", hex, "Q1", physics.poisson{kappa = 2, source = 1}, "all"},
+  {"P1^3 elasticity, xmin fixed", box, {family = "P", order = 1, components = 3},
+   physics.elasticity{E = 10, nu = 0.3}, {"xmin"}},
+  {"P2 tets, kappa per region", box, "P2", physics.poisson{kappa = {domain = 2.5}, source = 1}, "all"},
+}
+for _, c in ipairs(cases) do
+  local name, m, sp, pde, dir = table.unpack(c)
+  local V = fe.space(m, sp)
+  local A = fe.operator(V, pde, {dirichlet = dir})
+  local w = V:interpolate(function(x) return 1 + x[1] - 2 * x[2] * x[3] end)
+  local y, reps = products(A, w)
+  check(y.nodes_nnz == y.atomic_nnz and y.nodes_nnz == y.color_nnz, "%s: nonzeros %d %d %d",
+        name, y.nodes_nnz, y.atomic_nnz, y.color_nnz)
+  local da, dc = T.max_rel_diff(y.nodes, y.atomic), T.max_rel_diff(y.nodes, y.color)
+  check(da <= 1e-13 and dc <= 1e-13, "%s: rows' sums off the device's fill by %.1e (atomic), "
+        .. "%.1e (color)", name, da, dc)
+  local r = reps.nodes
+  check(r.why:find("reg_jac", 1, true) and r.launches >= 1 and r.seconds > 0 and
+        r.setup_seconds >= 0 and r.flops > 0 and r.bytes > 0, "%s: report %s, %d launches",
+        name, r.why, r.launches)
+  check(reps.atomic.why:find("atomic", 1, true) and reps.color.why:find("color", 1, true),
+        "%s: the device fills say so: %s / %s", name, reps.atomic.why, reps.color.why)
+  print(("%-30s %6d nonzeros: nodes = atomic to %.1e, = color to %.1e (%d launches)"):format(
+        name, y.nodes_nnz, da, dc, r.launches))
+end
+
+-- a nonlinear physics with a field, at a state; single precision
+do
+  local V = fe.space(box, "P1")
+  local A = fe.operator(V, T.nonlinear(V), {dirichlet = "all"})
+  local u = V:interpolate(function(x) return x[1] * x[2] - x[3] end)
+  local w = V:interpolate(function(x) return x[1] + x[3] end)
+  local y = products(A, w, {at = u})
+  local d = T.max_rel_diff(y.nodes, y.atomic)
+  check(d <= 1e-13, "nonlinear at a state: %.1e", d)
+  local ys = products(A, w, {at = u, precision = "single"})
+  local ds = T.max_rel_diff(ys.nodes, ys.atomic)
+  local dd = math.abs(ys.nodes:norm() - y.nodes:norm()) / y.nodes:norm()
+  check(ds <= 1e-6 and dd <= 1e-6, "single: nodes = atomic to %.1e, its norm the double's to "
+        .. "%.1e", ds, dd)
+  print(("nonlinear with a field at a state: %.1e; single: %.1e, against double %.1e"):format(
+        d, ds, dd))
+end
+
+-- reproducible: two assemblies give the same bits
+do
+  local V = fe.space(box, "P2")
+  local A = fe.operator(V, physics.poisson{kappa = "1 + x[2]", source = 1}, {dirichlet = "all"})
+  local w = V:interpolate(function(x) return math.sin(3 * x[1]) + x[2] end)
+  local a, b = A:assemble{backend = "cpu"}:apply(w), A:assemble{backend = "cpu"}:apply(w)
+  check(T.max_abs_diff(a, b) == 0, "two assemblies differ by %.1e", T.max_abs_diff(a, b))
+end
+
+-- rows whose cells do not fit the window: computed apart, one launch each. A window of 64
+-- matrices (FELAB_FILL_WINDOW, in a second run of this script) holds no P1 row of a box
+-- whose layers are 384 cells, so almost every row goes apart, and the matrix is the same.
+if arg[1] == "small-window" then
+  local m = mesh.box{cells = {8, 8, 8}, cell = "tet"}
+  local V = fe.space(m, "P1")
+  local A = fe.operator(V, physics.poisson{kappa = "1 + x[0]", source = 1}, {dirichlet = {"xmin"}})
+  local w = V:interpolate(function(x) return x[1] - x[2] * x[3] end)
+  local y, reps = products(A, w)
+  local d = T.max_rel_diff(y.nodes, y.atomic)
+  check(d <= 1e-13 and reps.nodes.launches >= V.ndofs / 2, "rows apart: nodes = atomic to "
+        .. "%.1e, %d launches for %d rows", d, reps.nodes.launches, V.ndofs)
+  print(("a window of 64 matrices: nodes = atomic to %.1e, %d launches for %d rows"):format(d,
+        reps.nodes.launches, V.ndofs))
+  return
+end
+do
+  local i = 0
+  while arg[i - 1] do i = i - 1 end
+  local cmd = ("FELAB_FILL_WINDOW=64 '%s' '%s' small-window"):format(arg[i], arg[0])
+  check(os.execute(cmd), "the run with a small window failed: %s", cmd)
+end
+
+-- where the rows' fill cannot run
+do
+  local V = fe.space(box, "P1")
+  local A = fe.operator(V, physics.poisson{kappa = 1, source = 1})
+  local dev = T.device("opencl")
+  if dev and dev.available then
+    expect_error(function() return A:assemble{backend = "opencl", scatter = "nodes"} end,
+                 "scatter", "nodes", "host memory", "atomic")
+  end
+end
+if mesh.load then
+  local ok, m = pcall(mesh.load, "meshes/sphere.geo", {size = 0.6, order = 2})
+  if ok then
+    local A = fe.operator(fe.space(m, "P1"), physics.poisson{kappa = 1, source = 1})
+    expect_error(function() return A:assemble{scatter = "nodes"} end, "nodes", "curved",
+                 "atomic")
+    local M, rep = A:assemble{backend = "cpu"} -- the default there: the device's fill
+    check(rep.why:find("atomic", 1, true) and M.nnz > 0, "curved P1 on the cpu: %s", rep.why)
+  end
+end
+print(("test_assembly.lua: %d checks passed"):format(T.count))
