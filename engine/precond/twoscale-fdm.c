@@ -339,8 +339,10 @@ static int find_corner(const fe_space *V, int c2, int f2, int g, int *u, int *v)
   return -1;
 }
 
-/* The extension of cell c across face f into map (the ne^2 points of that layer). */
-static int extend_face(const fe_space *V, int c, int f, int c2, int f2, int *map)
+/* The extension of cell c across face f into map (the ne^2 points of that layer); a failure
+ * sets its message only with say (the parallel pass is silent, the rerun of the first failing
+ * cell speaks). */
+static int extend_face(const fe_space *V, int c, int f, int c2, int f2, int *map, int say)
 {
   int n = V->elem.order, ne = n + 3;
   int d = f / 2, s = f % 2, d1 = d == 0 ? 1 : 0, d2 = d == 2 ? 1 : 2;
@@ -351,8 +353,10 @@ static int extend_face(const fe_space *V, int c, int f, int c2, int f2, int *map
   int g0 = corner_node(V, c, face_corner(f, 0, 0)), gx = corner_node(V, c, face_corner(f, 1, 0)),
       gy = corner_node(V, c, face_corner(f, 0, 1));
   if (find_corner(V, c2, f2, g0, &o[0], &o[1]) || find_corner(V, c2, f2, gx, &x[0], &x[1]) ||
-      find_corner(V, c2, f2, gy, &y[0], &y[1]))
+      find_corner(V, c2, f2, gy, &y[0], &y[1])) {
+    if (!say) return FE_ERR_INTERNAL;
     FE_ERROR(FE_ERR_INTERNAL, "twoscale: cells %d and %d share a face but not its corners", c, c2);
+  }
   for (int b = 0; b <= n; b++)
     for (int a = 0; a <= n; a++) {
       int u = n * o[0] + a * (x[0] - o[0]) + b * (y[0] - o[0]); /* (a, b) on the neighbour */
@@ -364,9 +368,11 @@ static int extend_face(const fe_space *V, int c, int f, int c2, int f2, int *map
       l2[e] = s2 * n;
       l2[e1] = u;
       l2[e2] = v;
-      if (lattice_node(V, c, l[0], l[1], l[2]) != lattice_node(V, c2, l2[0], l2[1], l2[2]))
+      if (lattice_node(V, c, l[0], l[1], l[2]) != lattice_node(V, c2, l2[0], l2[1], l2[2])) {
+        if (!say) return FE_ERR_MESH;
         FE_ERROR(FE_ERR_MESH, "twoscale: the nodes of the face shared by cells %d and %d do not "
                  "match (a mesh with inconsistent face orientations?)", c, c2);
+      }
       l2[e] = s2 ? n - 1 : 1; /* one layer inside the neighbour */
       int g = lattice_node(V, c2, l2[0], l2[1], l2[2]);
       int p[3]; /* the extended lattice point, shifted by one */
@@ -378,29 +384,19 @@ static int extend_face(const fe_space *V, int c, int f, int c2, int f2, int *map
   return 0;
 }
 
-/* The cells at each node, cells[start[g] .. start[g + 1]) with the node's lattice index in
- * each (lex), for the lattice walks below. */
-typedef struct node_cells {
-  int *start, *cells, *lex;
-  int maxdeg; /* the most lattice neighbours a node can have: 6 per cell at it */
-  int *stamp; /* stamp[g] = c + 1: node g is in cell c's extended lattice already */
-} node_cells;
-
-static int node_cells_build(const fe_space *V, node_cells *nc_out)
+int fe_node_cells_build(const fe_space *V, fe_node_cells *out)
 {
   int nc = V->mesh->ncells, nb = V->elem.nbasis, nn = V->nnodes;
-  int *start, *cells, *lex, *at, *stamp;
+  int *start, *cells, *lex, *at;
   FE_CALLOC(start, (size_t)nn + 1, "the cells at each node");
   cells = malloc(sizeof(int) * nc * nb);
   lex = malloc(sizeof(int) * nc * nb);
   at = malloc(sizeof(int) * nn);
-  stamp = calloc((size_t)nn, sizeof(int));
-  if (!cells || !lex || !at || !stamp) {
+  if (!cells || !lex || !at) {
     free(start);
     free(cells);
     free(lex);
     free(at);
-    free(stamp);
     FE_ERROR(FE_ERR_MEM, "out of host memory for the cells at each node");
   }
   for (size_t t = 0; t < (size_t)nc * nb; t++) start[V->cell_nodes[t] + 1]++;
@@ -410,24 +406,59 @@ static int node_cells_build(const fe_space *V, node_cells *nc_out)
     start[g + 1] += start[g];
     at[g] = start[g];
   }
-  for (int c = 0; c < nc; c++)
+  for (int c = 0; c < nc; c++) /* cells in increasing order at every node */
     for (int l = 0; l < nb; l++) {
       int t = at[V->cell_nodes[(size_t)c * nb + V->elem.lex[l]]]++;
       cells[t] = c;
       lex[t] = l;
     }
   free(at);
-  nc_out->start = start;
-  nc_out->cells = cells;
-  nc_out->lex = lex;
-  nc_out->stamp = stamp;
-  nc_out->maxdeg = 6 * most;
+  out->start = start;
+  out->cells = cells;
+  out->lex = lex;
+  out->maxdeg = 6 * most;
   return 0;
+}
+
+void fe_node_cells_free(fe_node_cells *adj)
+{
+  free(adj->start);
+  free(adj->cells);
+  free(adj->lex);
+  adj->start = adj->cells = adj->lex = NULL;
+}
+
+/* The nodes of one cell's extended lattice, a set (open addressing, the cell's number as
+ * the stamp of a slot: no clearing between cells), and the walks' scratch; one per thread. */
+typedef struct lattice_set {
+  int *key, *stamp; /* TS_SET slots */
+  int mask;
+  int *buf;         /* 2 maxdeg: the lattice neighbours of two nodes */
+} lattice_set;
+
+static int set_slot(const lattice_set *S, int g)
+{
+  return (int)(((unsigned)g * 2654435761u) & (unsigned)S->mask);
+}
+
+/* Whether node g is in cell c's set; with add, put it there. */
+static int set_has(lattice_set *S, int c, int g, int add)
+{
+  for (int h = set_slot(S, g);; h = (h + 1) & S->mask) {
+    if (S->stamp[h] != c + 1) {
+      if (add) {
+        S->stamp[h] = c + 1;
+        S->key[h] = g;
+      }
+      return 0;
+    }
+    if (S->key[h] == g) return 1;
+  }
 }
 
 /* The nodes one lattice step from node g inside a cell at g, each once, into out; their
  * count. */
-static int lattice_neighbours(const fe_space *V, const node_cells *adj, int g, int *out)
+static int lattice_neighbours(const fe_space *V, const fe_node_cells *adj, int g, int *out)
 {
   int n = V->elem.order, p1 = n + 1, k = 0;
   for (int t = adj->start[g]; t < adj->start[g + 1]; t++) {
@@ -449,7 +480,7 @@ static int lattice_neighbours(const fe_space *V, const node_cells *adj, int g, i
  * is a lattice neighbour of each of g[0..m) (the points next to it that are one step closer
  * to the cell) and is neither one of them nor a node of c; -1 when there is none or more
  * than one (a boundary, an edge shared by other than four cells). */
-static int common_neighbour(const fe_space *V, const node_cells *adj, int c, const int *g, int m,
+static int common_neighbour(const fe_space *V, const fe_node_cells *adj, int c, const int *g, int m,
                             int *buf)
 {
   for (int i = 0; i < m; i++) {
@@ -485,11 +516,12 @@ static int common_neighbour(const fe_space *V, const node_cells *adj, int c, con
 /* The edge and corner regions of cell c's extended lattice m (ids, -1: none), from the face
  * layers: point (-1, -1, k) is the node next to both (-1, 0, k) and (0, -1, k), and so on. A
  * point found twice in the lattice is dropped. */
-static void extend_edges(const fe_space *V, const node_cells *adj, int c, int *m, int *buf)
+static void extend_edges(const fe_space *V, const fe_node_cells *adj, int c, int *m,
+                         lattice_set *S)
 {
   int n = V->elem.order, ne = n + 3;
   for (int t = 0; t < ne * ne * ne; t++)
-    if (m[t] >= 0) adj->stamp[m[t]] = c + 1;
+    if (m[t] >= 0) set_has(S, c, m[t], 1);
   for (int pass = 2; pass <= 3; pass++) /* edges first: the corners are found from them */
     for (int t = 0; t < ne * ne * ne; t++) {
       int p[3] = {t % ne, (t / ne) % ne, t / (ne * ne)}, out = 0, g[3], k = 0;
@@ -501,9 +533,8 @@ static void extend_edges(const fe_space *V, const node_cells *adj, int c, int *m
         q[d] = p[d] == 0 ? 1 : ne - 2; /* one step toward the cell */
         g[k++] = m[(q[2] * ne + q[1]) * ne + q[0]];
       }
-      int h = common_neighbour(V, adj, c, g, k, buf);
-      if (h >= 0 && adj->stamp[h] == c + 1) h = -1; /* in the lattice already */
-      if (h >= 0) adj->stamp[h] = c + 1;
+      int h = common_neighbour(V, adj, c, g, k, S->buf);
+      if (h >= 0 && set_has(S, c, h, 1)) h = -1; /* in the lattice already */
       m[t] = h;
     }
 }
@@ -524,8 +555,47 @@ static int boundary_end(const fe_space *V, int c, int f, const unsigned char *co
   return TS_END_FIXED;
 }
 
-int fe_schwarz_map(const fe_space *V, const unsigned char *con, int **out, int **pencil,
-                   long long *nvalid)
+/* Cell c's extended lattice m and pencil *pen (the top of fe_schwarz_map); the count of its
+ * valid entries, or minus an error code (a message only with say). */
+static long long map_cell(const fe_space *V, const fe_node_cells *adj, const unsigned char *con,
+                          const int *nbr, int c, int *m, int *pen, lattice_set *S, int say)
+{
+  int n = V->elem.order, ne = n + 3, ne3 = ne * ne * ne;
+  for (int t = 0; t < ne3; t++) m[t] = -1;
+  for (int k = 0; k <= n; k++) /* the cell's own nodes */
+    for (int j = 0; j <= n; j++)
+      for (int i = 0; i <= n; i++) m[((k + 1) * ne + j + 1) * ne + i + 1] = lattice_node(V, c, i, j, k);
+  int end[6];
+  for (int f = 0; f < 6; f++) {
+    int nb = nbr[c * 6 + f];
+    end[f] = nb >= 0 ? TS_END_NEIGHBOUR : boundary_end(V, c, f, con);
+    int rc = nb >= 0 ? extend_face(V, c, f, nb / 6, nb % 6, m, say) : 0;
+    if (rc) return -rc;
+  }
+  int p = 0, floating = 1;
+  for (int d = 2; d >= 0; d--) {
+    p = p * TS_PENCILS + end[2 * d] * 3 + end[2 * d + 1];
+    floating &= end[2 * d] == TS_END_FREE && end[2 * d + 1] == TS_END_FREE;
+  }
+  *pen = p;
+  if (floating) {
+    if (say)
+      fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__, "twoscale: cell %d has neither a "
+                   "neighbour nor a constrained face in any direction: its local problem is "
+                   "singular (a one-cell mesh without Dirichlet faces?)", c);
+    return -FE_ERR_ARG;
+  }
+  extend_edges(V, adj, c, m, S);
+  long long valid = 0;
+  for (int t = 0; t < ne3; t++) { /* constrained nodes are left out */
+    if (m[t] >= 0 && con[m[t]]) m[t] = -1;
+    valid += m[t] >= 0;
+  }
+  return valid;
+}
+
+int fe_schwarz_map(const fe_space *V, const fe_node_cells *adj, const unsigned char *con,
+                   int **out, int **pencil, long long *nvalid)
 {
   int nc = V->mesh->ncells, n = V->elem.order, ne = n + 3;
   size_t ne3 = (size_t)ne * ne * ne;
@@ -537,49 +607,49 @@ int fe_schwarz_map(const fe_space *V, const unsigned char *con, int **out, int *
   if (!rc && (!map || !pen))
     rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the "
                       "subdomains' map (%zu entries)", nc * ne3);
-  node_cells adj = {0};
-  int *buf = NULL;
-  if (!rc) rc = node_cells_build(V, &adj);
-  if (!rc && !(buf = malloc(sizeof(int) * 2 * adj.maxdeg)))
-    rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   long long valid = 0;
-  for (int c = 0; c < nc && !rc; c++) {
-    int *m = map + c * ne3;
-    for (size_t t = 0; t < ne3; t++) m[t] = -1;
-    for (int k = 0; k <= n; k++) /* the cell's own nodes */
-      for (int j = 0; j <= n; j++)
-        for (int i = 0; i <= n; i++) {
-          int g = lattice_node(V, c, i, j, k);
-          m[((k + 1) * ne + j + 1) * ne + i + 1] = g;
-        }
-    int end[6];
-    for (int f = 0; f < 6 && !rc; f++) {
-      int nb = nbr[c * 6 + f];
-      end[f] = nb >= 0 ? TS_END_NEIGHBOUR : boundary_end(V, c, f, con);
-      if (nb >= 0) rc = extend_face(V, c, f, nb / 6, nb % 6, m);
+  int failed = nc; /* the first failing cell */
+  int slots = 1;
+  while (slots < 4 * (int)ne3) slots *= 2;
+#pragma omp parallel if (!rc && nc > 64) reduction(+ : valid)
+  {
+    lattice_set S = {malloc(sizeof(int) * slots), calloc((size_t)slots, sizeof(int)), slots - 1,
+                     malloc(sizeof(int) * 2 * (adj->maxdeg + 1))};
+    int ok = S.key && S.stamp && S.buf;
+#pragma omp for schedule(dynamic, 16)
+    for (int c = 0; c < nc; c++) {
+      if (rc || !ok) continue;
+      long long v = map_cell(V, adj, con, nbr, c, map + c * ne3, pen + c, &S, 0);
+      if (v >= 0) {
+        valid += v;
+        continue;
+      }
+#pragma omp critical(twoscale_map)
+      failed = c < failed ? c : failed;
     }
-    pen[c] = 0;
-    int floating = 1;
-    for (int d = 2; d >= 0; d--) {
-      pen[c] = pen[c] * TS_PENCILS + end[2 * d] * 3 + end[2 * d + 1];
-      floating &= end[2 * d] == TS_END_FREE && end[2 * d + 1] == TS_END_FREE;
+    if (!ok) {
+#pragma omp critical(twoscale_map)
+      failed = -1;
     }
-    if (!rc && floating)
-      rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__, "twoscale: cell %d has neither "
-                        "a neighbour nor a constrained face in any direction: its local problem "
-                        "is singular (a one-cell mesh without Dirichlet faces?)", c);
-    if (!rc) extend_edges(V, &adj, c, m, buf);
-    for (size_t t = 0; t < ne3; t++) { /* constrained nodes are left out */
-      if (m[t] >= 0 && con[m[t]]) m[t] = -1;
-      valid += m[t] >= 0;
-    }
+    free(S.key);
+    free(S.stamp);
+    free(S.buf);
+  }
+  if (!rc && failed < 0)
+    rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the "
+                      "lattice walks");
+  else if (!rc && failed < nc) { /* again, alone, to say why */
+    lattice_set S = {malloc(sizeof(int) * slots), calloc((size_t)slots, sizeof(int)), slots - 1,
+                     malloc(sizeof(int) * 2 * (adj->maxdeg + 1))};
+    rc = S.key && S.stamp && S.buf ? 0 : FE_ERR_MEM;
+    long long v = rc ? 0 : map_cell(V, adj, con, nbr, failed, map + failed * ne3, pen + failed, &S, 1);
+    if (!rc) rc = v < 0 ? (int)-v : fe_error_set(FE_ERR_INTERNAL, __FILE__, __LINE__, __func__,
+                                                 "twoscale: cell %d failed once, not twice", failed);
+    free(S.key);
+    free(S.stamp);
+    free(S.buf);
   }
   free(nbr);
-  free(buf);
-  free(adj.start);
-  free(adj.cells);
-  free(adj.lex);
-  free(adj.stamp);
   if (rc) {
     free(map);
     free(pen);

@@ -29,15 +29,28 @@ int fe_schwarz_line(int n, int left, int right, int consistent, double *S, doubl
  * default). */
 int fe_schwarz_mass(int n, int consistent, double *mass);
 
+/* The cells at each node: cells[start[g] .. start[g + 1]), in increasing order, with the
+ * node's lattice index in each, lex (i + (n + 1) (j + (n + 1) k)); maxdeg: the most lattice
+ * neighbours a node can have (6 per cell at it). One O(cells x nodes) counting pass; the map,
+ * the boxes' weights and the coarse scale's restriction all walk it. */
+typedef struct fe_node_cells {
+  int *start, *cells, *lex;
+  int maxdeg;
+} fe_node_cells;
+
+int fe_node_cells_build(const fe_space *V, fe_node_cells *adj);
+void fe_node_cells_free(fe_node_cells *adj);
+
 /* The gather map of the subdomains: map[(c * ne + b) * ne + a] (ne = n + 3, lattice
  * (a, b, c) - 1 per direction, x fastest) is the global node of the extended lattice point,
  * or -1 for points outside the domain, constrained (con[node] != 0), or in an edge or corner
  * region that has no single node (an edge shared by other than four cells). Face neighbours
  * are found from the corners' node ids, whatever their relative orientation; the edge and
  * corner regions from the face layers. pencil[c] = px + TS_PENCILS (py + TS_PENCILS pz),
- * the pencil of each direction; *nvalid gets the number of entries >= 0. */
-int fe_schwarz_map(const fe_space *V, const unsigned char *con, int **map, int **pencil,
-                   long long *nvalid);
+ * the pencil of each direction; *nvalid gets the number of entries >= 0. Cells are done in
+ * parallel (OpenMP); an error names the first failing cell. */
+int fe_schwarz_map(const fe_space *V, const fe_node_cells *adj, const unsigned char *con,
+                   int **map, int **pencil, long long *nvalid);
 
 /* The box h[3] that approximates cell c: the mean length of its four edges along each
  * reference direction. */

@@ -161,6 +161,18 @@ do
   end
 end
 
+-- (d') the coarse transfers run on the solve's backend without atomics (a gather per
+-- vertex and per node in a fixed order): the same bits at every application
+if coarse then
+  local A, V = operator(3, 1, "Q3")
+  local x = V:interpolate(function(p) return math.sin(7 * p[1] + 3 * p[2]) + p[3] end)
+  local P = solve.precond(A, {pc = "twoscale", parts = "coarse", backend = "cpu"})
+  local a, b = P:apply(x):values(), P:apply(x):values()
+  local same = #a == #b
+  for i = 1, #a do same = same and a[i] == b[i] end
+  T.check(same, "coarse_transfers_are_deterministic: two applications differ")
+end
+
 -- (e) spaces it refuses, with the reason
 do
   local m = mesh.box{cells = {2, 2, 2}, cell = "tet"}
@@ -184,6 +196,16 @@ if T.device("opencl") and T.device("opencl").available then
   T.check(clf, "opencl single precision did not converge")
   if coarse then
     T.check(iterations(A, "both", {backend = "opencl"}), "opencl two-scale did not converge")
+    -- the coarse transfers' kernels on opencl against the cpu's, in double
+    local A2, V2 = operator(3, 1)
+    local x = V2:interpolate(function(p) return math.sin(7 * p[1] + 3 * p[2]) + p[3] end)
+    for _, parts in ipairs({"coarse", "both"}) do
+      local zc = solve.precond(A2, {pc = "twoscale", parts = parts, backend = "cpu"}):apply(x)
+      local zo = solve.precond(A2, {pc = "twoscale", parts = parts, backend = "opencl"}):apply(x)
+      local d = T.rel_diff(zo:to("cpu"), zc)
+      print(string.format("opencl vs cpu, parts = %s: relative difference %.2e", parts, d))
+      T.check(d < 1e-12, "opencl %s differs from the cpu by %g", parts, d)
+    end
   end
 else
   print("skipping opencl: not available")
