@@ -121,16 +121,9 @@ static void account_vector(newton_work *w, double flops, double words, int launc
 /* An error unless pc names a unit of the preconditioner layer; it lists them. */
 static int check_pc(const char *pc)
 {
-  int n;
-  const fe_precond_kind *const *kinds = fe_precond_kinds(&n);
-  char names[200] = "";
-  size_t used = 0;
-  for (int i = 0; i < n; i++) {
-    if (pc && !strcmp(pc, kinds[i]->name)) return 0;
-    if (used < sizeof names)
-      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
-                               kinds[i]->name);
-  }
+  if (pc && fe_precond_find(pc)) return 0;
+  char names[200];
+  fe_precond_names(names, sizeof names);
   FE_ERROR(FE_ERR_ARG, "newton: unknown preconditioner '%s' (%s)", pc ? pc : "(null)", names);
 }
 

@@ -27,7 +27,7 @@ void fe_precond_opts_default(fe_precond_opts *o)
   o->name = "jacobi";
 }
 
-static const fe_precond_kind *find(const char *name)
+const fe_precond_kind *fe_precond_find(const char *name)
 {
   int n;
   const fe_precond_kind *const *k = fe_precond_kinds(&n);
@@ -36,8 +36,7 @@ static const fe_precond_kind *find(const char *name)
   return NULL;
 }
 
-/* "none, jacobi, ..." */
-static void list_names(char *out, size_t size)
+void fe_precond_names(char *out, size_t size)
 {
   int n;
   const fe_precond_kind *const *k = fe_precond_kinds(&n);
@@ -61,10 +60,10 @@ int fe_precond_create(fe_operator *A, const fe_vector *at, const fe_action_opts 
 {
   *out = NULL;
   const char *name = o && o->name ? o->name : "jacobi";
-  const fe_precond_kind *kind = find(name);
+  const fe_precond_kind *kind = fe_precond_find(name);
   if (!kind) {
     char names[200];
-    list_names(names, sizeof names);
+    fe_precond_names(names, sizeof names);
     FE_ERROR(FE_ERR_ARG, "unknown preconditioner '%s' (%s)", name, names);
   }
   fe_precond *P = calloc(1, sizeof *P);

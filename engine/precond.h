@@ -67,6 +67,10 @@ int fe_precond_apply(fe_precond *P, const fe_vector *r, fe_vector **z);
 void fe_precond_free(fe_precond *P);
 /* The units, in the order help lists them; the count goes to *n. */
 const fe_precond_kind *const *fe_precond_kinds(int *n);
+/* The unit called name, or NULL. */
+const fe_precond_kind *fe_precond_find(const char *name);
+/* "none, jacobi, ...": the units' names into out (for errors that list them). */
+void fe_precond_names(char *out, size_t size);
 /* Whether P can serve a solve on backend be at precision prec (it was made for them). */
 int fe_precond_matches(const fe_precond *P, const fe_operator *A, const fe_action_opts *act);
 

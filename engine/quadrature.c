@@ -357,6 +357,27 @@ int fe_quadrature_gll(int n, fe_quadrature *q)
 }
 
 /* The n GLL nodes, ascending and exactly symmetric. */
+double fe_lagrange(const double *x, int n, int i, double t)
+{
+  double v = 1;
+  for (int m = 0; m < n; m++)
+    if (m != i) v *= (t - x[m]) / (x[i] - x[m]);
+  return v;
+}
+
+double fe_lagrange_deriv(const double *x, int n, int i, double t)
+{
+  double s = 0;
+  for (int m = 0; m < n; m++) {
+    if (m == i) continue;
+    double v = 1 / (x[i] - x[m]);
+    for (int l = 0; l < n; l++)
+      if (l != i && l != m) v *= (t - x[l]) / (x[i] - x[l]);
+    s += v;
+  }
+  return s;
+}
+
 int fe_gll_nodes(int n, double *x)
 {
   FE_ASSERT(x, FE_ERR_ARG, "quadrature: no array for the GLL nodes");

@@ -34,6 +34,9 @@ int fe_quadrature_line(int n, fe_quadrature *q);
 int fe_quadrature_gll(int n, fe_quadrature *q);
 /* The n >= 2 GLL nodes in ascending order, exactly symmetric (x[n-1-i] == -x[i]). */
 int fe_gll_nodes(int n, double *x);
+/* The 1D Lagrange polynomial i through the nodes x[0..n-1], and its derivative, at t. */
+double fe_lagrange(const double *x, int n, int i, double t);
+double fe_lagrange_deriv(const double *x, int n, int i, double t);
 
 /* Rules on reference cells: quads/hexes are [-1,1]^d, triangles/tets the simplex with
  * vertices 0, e_i, prisms triangle x [-1,1]. */

@@ -113,16 +113,6 @@ static void read_common_opts(lua_State *L, int t, const char *fname, fe_action_o
   lua_pop(L, 1); /* still anchored in the table */
 }
 
-/* "none, jacobi, chebyshev, ...": the preconditioner units, into names. */
-static void pc_names(char *names, size_t size)
-{
-  int n;
-  const fe_precond_kind *const *kinds = fe_precond_kinds(&n);
-  size_t used = 0;
-  names[0] = 0;
-  for (int i = 0; i < n && used < size; i++)
-    used += (size_t)snprintf(names + used, size - used, "%s%s", i ? ", " : "", kinds[i]->name);
-}
 
 /* The open preconditioner at i whose operator is still open, or an error naming fname. */
 static fe_precond *check_precond(lua_State *L, int i, const char *fname, const char *what)
@@ -153,12 +143,9 @@ static void opt_pc(lua_State *L, int t, const char *fname, const char **pc, fe_p
   lua_pop(L, 1);
   const char *v = felab_opt_field_name(L, t, fname, "pc");
   if (!v) return;
-  int n, known = 0;
-  const fe_precond_kind *const *kinds = fe_precond_kinds(&n);
-  for (int i = 0; i < n && !known; i++) known = !strcmp(v, kinds[i]->name);
-  if (!known) {
+  if (!fe_precond_find(v)) {
     char names[200];
-    pc_names(names, sizeof names);
+    fe_precond_names(names, sizeof names);
     luaL_error(L, "%s: unknown preconditioner pc = \"%s\" (%s)", fname, v, names);
   }
   *pc = v;

@@ -32,28 +32,6 @@
 #include "engine/precond/twoscale.h"
 #include "engine/quadrature.h"
 
-/* The derivative at t of the Lagrange polynomial i through x[0..n-1]. */
-static double lagrange_deriv(const double *x, int n, int i, double t)
-{
-  double s = 0;
-  for (int m = 0; m < n; m++) {
-    if (m == i) continue;
-    double v = 1 / (x[i] - x[m]);
-    for (int l = 0; l < n; l++)
-      if (l != i && l != m) v *= (t - x[l]) / (x[i] - x[l]);
-    s += v;
-  }
-  return s;
-}
-
-/* The value at t of the Lagrange polynomial i through x[0..n-1]. */
-static double lagrange_value(const double *x, int n, int i, double t)
-{
-  double v = 1;
-  for (int m = 0; m < n; m++)
-    if (m != i) v *= (t - x[m]) / (x[i] - x[m]);
-  return v;
-}
 
 int fe_schwarz_mass(int n, int consistent, double *mass)
 {
@@ -67,8 +45,8 @@ int fe_schwarz_mass(int n, int consistent, double *mass)
       for (int j = 0; j < p1; j++) {
         double s = 0;
         for (int q = 0; q < G.npoints; q++)
-          s += G.weights[q] * lagrange_value(L.points, p1, i, G.points[q]) *
-               lagrange_value(L.points, p1, j, G.points[q]);
+          s += G.weights[q] * fe_lagrange(L.points, p1, i, G.points[q]) *
+               fe_lagrange(L.points, p1, j, G.points[q]);
         mass[i * p1 + j] = s;
       }
     fe_quadrature_free(&G);
@@ -84,7 +62,7 @@ int fe_schwarz_gll_stiffness(int n, double *d, double *rho)
   FE_CHECK(fe_quadrature_gll(p1, &L));
   double D[(TS_MAX_ORDER + 1) * (TS_MAX_ORDER + 1)];
   for (int m = 0; m < p1; m++)
-    for (int i = 0; i < p1; i++) D[m * p1 + i] = lagrange_deriv(L.points, p1, i, L.points[m]);
+    for (int i = 0; i < p1; i++) D[m * p1 + i] = fe_lagrange_deriv(L.points, p1, i, L.points[m]);
   for (int i = 0; i < p1; i++) {
     rho[i] = L.weights[i];
     for (int j = 0; j < p1; j++) {

@@ -278,27 +278,6 @@ static const char *sumfact_entry(fe_action a)
   return "fe_sumfact";
 }
 
-/* The 1D Lagrange polynomial i through nodes x[0..n-1], and its derivative, at t. */
-static double lagrange(const double *x, int n, int i, double t)
-{
-  double v = 1;
-  for (int m = 0; m < n; m++)
-    if (m != i) v *= (t - x[m]) / (x[i] - x[m]);
-  return v;
-}
-
-static double lagrange_deriv(const double *x, int n, int i, double t)
-{
-  double s = 0;
-  for (int m = 0; m < n; m++) {
-    if (m == i) continue;
-    double v = 1 / (x[i] - x[m]);
-    for (int l = 0; l < n; l++)
-      if (l != i && l != m) v *= (t - x[l]) / (x[i] - x[l]);
-    s += v;
-  }
-  return s;
-}
 
 /* The 1D tables of action a: B1, G1 (the basis and its derivative at the points), W1, DQ (the
  * derivative through the points). The tensor rule's points must be the 1D points' products. */
@@ -320,10 +299,10 @@ static int emit_tables(const fe_operator *A, fe_action a, int q1, fe_strbuf *b)
   double DQ[SUMFACT_MAX_POINTS * SUMFACT_MAX_POINTS];
   for (int q = 0; q < q1; q++) {
     for (int i = 0; i < p1; i++) {
-      B1[q * p1 + i] = lagrange(el->line, p1, i, L.points[q]);
-      G1[q * p1 + i] = lagrange_deriv(el->line, p1, i, L.points[q]);
+      B1[q * p1 + i] = fe_lagrange(el->line, p1, i, L.points[q]);
+      G1[q * p1 + i] = fe_lagrange_deriv(el->line, p1, i, L.points[q]);
     }
-    for (int j = 0; j < q1; j++) DQ[q * q1 + j] = lagrange_deriv(L.points, q1, j, L.points[q]);
+    for (int j = 0; j < q1; j++) DQ[q * q1 + j] = fe_lagrange_deriv(L.points, q1, j, L.points[q]);
   }
   fe_strbuf_printf(b, "\n/* 1D tables: B1[q*P1 + i] = l_i(xi_q), G1[q*P1 + i] = l_i'(xi_q) (the "
                       "basis through the nodes), W1[q] = the 1D weights, DQ[q*Q1 + r] = the "
