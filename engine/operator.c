@@ -745,9 +745,10 @@ static int realization_get(fe_operator *A, const fe_action_opts *o, fe_realizati
   int rc = st->configure(r, &key);
   if (!rc) rc = st->setup(r);
   if (!rc && st->delegate) { /* csr, ebe: remember the constants the matrices were made with */
-    if ((r->built_constants = malloc(sizeof(double) * (size_t)(A->pde->nconst + 1))))
-      memcpy(r->built_constants, A->pde->const_values, sizeof(double) * (size_t)A->pde->nconst);
-    else rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
+    size_t nk = (size_t)A->pde->nconst;
+    if ((r->built_constants = malloc(sizeof(double) * (nk + 1)))) {
+      if (nk) memcpy(r->built_constants, A->pde->const_values, sizeof(double) * nk);
+    } else rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   }
   if (!rc) rc = fe_upload_reals(be, prec, A->V->node_coords, 3 * (size_t)A->V->nnodes, &r->coords);
   if (!rc) rc = fe_upload_ints(be, A->dir_nodes, (size_t)A->ndir, &r->didx);
