@@ -18,9 +18,10 @@ local function check_keys(o, valid, where)
   return o
 end
 
--- A coefficient as the traced functions see it, c(x, a): a number stays a number, a string is
--- a C expression of x[0..2], a function is called with the point x (1-based x[1..dim]), and a
--- table {region = value} becomes a per-cell constant a[name].
+-- A coefficient as the traced functions see it, c(x, a, t): a number stays a number, a string
+-- is a C expression of x[0..2], a function is called with the point x (1-based x[1..dim]) and
+-- the time t (the named constant pde:set{t = ...} changes), and a table {region = value}
+-- becomes a per-cell constant a[name].
 local function coefficient(v, name, regions, where)
   local t = type(v)
   if t == "number" then
@@ -32,7 +33,7 @@ local function coefficient(v, name, regions, where)
     if not v:find("%S") then error(("%s: %s is an empty C expression"):format(where, name), 3) end
     return function() return physics.cexpr(v) end
   elseif t == "function" then
-    return function(x) return v(x) end
+    return function(x, _, time) return v(x, time) end
   elseif t == "table" then
     local n = 0
     for r, val in pairs(v) do
@@ -71,7 +72,7 @@ function physics.poisson(o)
   return physics.new{
     name = "poisson", regions = regions_or_nil(r),
     description = ("-div(kappa grad u) = s, kappa = %s, s = %s"):format(describe(o.kappa or 1), describe(o.source or 0)),
-    f0 = function(_, _, x, a) return -source(x, a) end,
+    f0 = function(_, _, x, a, t) return -source(x, a, t) end,
     f1 = function(_, du, x, a) return kappa(x, a) * du end,
   }
 end
@@ -87,7 +88,7 @@ function physics.reaction_diffusion(o)
     name = "reaction_diffusion", regions = regions_or_nil(r),
     description = ("c u - div(kappa grad u) = s, c = %s, kappa = %s, s = %s")
                   :format(describe(o.c or 1), describe(o.kappa or 1), describe(o.source or 0)),
-    f0 = function(u, _, x, a) return c(x, a) * u - source(x, a) end,
+    f0 = function(u, _, x, a, t) return c(x, a) * u - source(x, a, t) end,
     f1 = function(_, du, x, a) return kappa(x, a) * du end,
   }
 end
@@ -120,12 +121,12 @@ function physics.convection_diffusion(o)
     name = "convection_diffusion", regions = regions_or_nil(r),
     description = ("b . grad u - div(kappa grad u) = s, b = (%g, %g, %g), kappa = %s, s = %s")
                   :format(b[1] or 0, b[2] or 0, b[3] or 0, describe(o.kappa or 1), describe(o.source or 0)),
-    f0 = function(_, du, x, a)
+    f0 = function(_, du, x, a, t)
       local conv = 0
       for i = 1, #x do
         if (b[i] or 0) ~= 0 then conv = conv + b[i] * du[i] end
       end
-      return conv - source(x, a)
+      return conv - source(x, a, t)
     end,
     f1 = function(_, du, x, a) return kappa(x, a) * du end,
   }
@@ -184,7 +185,7 @@ function physics.heat(o)
     description = ("backward Euler: c (u - u_old)/dt - div(kappa grad u) = s, c = %s, kappa = %s, s = %s")
                   :format(describe(o.c or 1), describe(o.kappa or 1), describe(o.source or 0)),
     constants = {dt = o.dt or 0.1}, fields = {u_old = o.u_old},
-    f0 = function(u, _, x, a) return c(x, a) * (u - a.u_old) / a.dt - source(x, a) end,
+    f0 = function(u, _, x, a, t) return c(x, a) * (u - a.u_old) / a.dt - source(x, a, t) end,
     f1 = function(_, du, x, a) return kappa(x, a) * du end,
   }
 end
@@ -201,7 +202,7 @@ function physics.p_laplacian(o)
     name = "p_laplacian", regions = regions_or_nil(r),
     description = ("-div((eps^2 + |grad u|^2)^((p-2)/2) grad u) = s, p = %g, eps = %g, s = %s")
                   :format(p, eps, describe(o.source or 1)),
-    f0 = function(_, _, x, a) return -source(x, a) end,
+    f0 = function(_, _, x, a, t) return -source(x, a, t) end,
     f1 = function(_, du) return (eps * eps + physics.dot(du, du)) ^ ((p - 2) / 2) * du end,
   }
 end

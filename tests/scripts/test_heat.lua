@@ -183,4 +183,17 @@ do
   expect_error(function() solve.heat(B, u0, {steps = 1}) end, "physics of A (poisson) has no constant dt")
   print("bad options ok")
 end
+-- a source function of x and t: physics.heat passes the time pde:set{t = ...} gives it
+do
+  local V = fe.space(mesh.box{cells = {2, 2, 2}, cell = "hex"}, "Q1")
+  local u0 = V:interpolate(0)
+  local pde = physics.heat{source = function(x, t) return t * (1 + x[1]) end, dt = 0.1, u_old = u0}
+  local A = fe.operator(V, pde)
+  pde:set{t = 1}
+  local r1 = A:residual(u0):norm()
+  pde:set{t = 2}
+  local r2 = A:residual(u0):norm()
+  check(r1 > 0 and math.abs(r2 / r1 - 2) < 1e-12, "source(x, t) sees t: |r| %g at t = 1, %g at t = 2", r1, r2)
+  print("a source of x and t follows pde:set{t = ...}")
+end
 print(("test_heat: %d checks passed"):format(T.count))
