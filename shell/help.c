@@ -39,8 +39,9 @@ static const struct {
 #define NMODULES (sizeof modules / sizeof modules[0])
 
 /* The object types, searched for methods. */
-static const char *const types[] = {FELAB_MESH,    FELAB_SPACE,    FELAB_VECTOR,
-                                    FELAB_PHYSICS, FELAB_OPERATOR, FELAB_REPORT};
+static const char *const types[] = {FELAB_MESH,     FELAB_SPACE,  FELAB_VECTOR,   FELAB_PHYSICS,
+                                    FELAB_OPERATOR, FELAB_REPORT, FELAB_ELEMATS,  FELAB_MATRIX,
+                                    "felab.symbol", "felab.precond"};
 #define NTYPES (sizeof types / sizeof types[0])
 
 /* The contract's texts. */
@@ -196,6 +197,129 @@ static const help_entry builtin[] = {
      "Pointwise physics f0(u, grad u, x) and f1(u, grad u, x) with their Jacobian blocks\n"
      "and flop counts; an operator combines it with a space.\n"
      "example: pde = physics.poisson{source = 1}; print(pde)"},
+    {FELAB_PHYSICS ":show", "pde:show([dim])",
+     "Prints f0, f1 and the Jacobian blocks as mathematics and as C, with flops per point.\n"
+     "With dim, the trace of that dimension.\n"
+     "example: physics.poisson{source = 1}:show()"},
+    {FELAB_PHYSICS ":set", "pde:set{name = value, field = vector}",
+     "Changes named constants (no recompiling) or rebinds fields to other vectors.\n"
+     "A field's new vector must be of the same space; every entry is checked first, so a set\n"
+     "that fails changes nothing.\n"
+     "example: pde:set{dt = 0.05, u_old = u}"},
+    {"physics.reaction_diffusion", "physics.reaction_diffusion{c = 1, kappa = 1, source = 0}",
+     "The physics of c u - div(kappa grad u) = source.\n"
+     "Each coefficient is a number, a C expression of x[0..2], a function of x or\n"
+     "{region = value}.\n"
+     "example: pde = physics.reaction_diffusion{c = 10, source = 1}"},
+    {"physics.convection_diffusion",
+     "physics.convection_diffusion{kappa = 1, velocity = {bx, by, bz}, source = 0}",
+     "The physics of b . grad u - div(kappa grad u) = source, b a constant velocity.\n"
+     "Its Jacobian is nonsymmetric: solve it with solve.bicgstab, solve.gmres or solve.bicg.\n"
+     "example: pde = physics.convection_diffusion{velocity = {1, 0, 0}, kappa = 0.01, source = 1}"},
+    {"physics.elasticity",
+     "physics.elasticity{E = 1, nu = 0.3 | lambda =, mu =, force = {fx, fy, fz}}",
+     "Linear elasticity: -div sigma(u) = force for a displacement u (dim components).\n"
+     "sigma = lambda tr(eps) I + 2 mu eps, eps = sym(grad u), from Young's modulus and\n"
+     "Poisson's ratio or the Lame constants (each may be per region); use a vector space.\n"
+     "example: pde = physics.elasticity{E = 200, nu = 0.3, force = {0, 0, -1}}"},
+    {"physics.heat", "physics.heat{c = 1, kappa = 1, source = 0, dt = 0.1, u_old = u}",
+     "One backward-Euler step of c du/dt - div(kappa grad u) = source.\n"
+     "The constant dt and the field u_old (the previous step, a vector of the space) change\n"
+     "with pde:set between steps.\n"
+     "example: pde = physics.heat{dt = 0.01, u_old = u0}; pde:set{u_old = u1}"},
+    {"physics.p_laplacian", "physics.p_laplacian{p = 3, eps = 0.1, source = 1}",
+     "The regularized p-Laplacian: -div((eps^2 + |grad u|^2)^((p-2)/2) grad u) = source.\n"
+     "It is nonlinear: solve it with solve.newton.\n"
+     "example: pde = physics.p_laplacian{p = 4}"},
+    {"physics.dot", "physics.dot(a, b)",
+     "The dot product sum_i a_i b_i of two vectors of the same length (symbols inside f0, f1).\n"
+     "example: f1 = function(u, du) return physics.dot(du, du) * du end"},
+    {"physics.inner", "physics.inner(A, B)",
+     "The sum of the products of matching entries of two values of the same shape (A : B for\n"
+     "matrices).\n"
+     "example: f0 = function(u, du) return physics.inner(du, du) end"},
+    {"physics.outer", "physics.outer(a, b)",
+     "The outer product of two vectors: the matrix with entries a_i b_j.\n"
+     "example: M = physics.outer(du, du)"},
+    {"physics.transpose", "physics.transpose(A)",
+     "The transpose of a matrix symbol.\n"
+     "example: f1 = function(u, du) return physics.transpose(du) end"},
+    {"physics.sym", "physics.sym(A)",
+     "The symmetric part (A + A^T) / 2 of a square matrix, e.g. the strain of a displacement\n"
+     "gradient.\n"
+     "example: eps = physics.sym(du)"},
+    {"physics.tr", "physics.tr(A)",
+     "The trace of a square matrix: the sum of its diagonal entries.\n"
+     "example: s = physics.tr(physics.sym(du))"},
+    {"physics.det", "physics.det(A)",
+     "The determinant of a 1x1, 2x2 or 3x3 matrix symbol, written out as products.\n"
+     "example: J = physics.det(physics.identity() + du)"},
+    {"physics.identity", "physics.identity([n])",
+     "The n x n identity matrix (n in 1..9; the mesh's dimension by default).\n"
+     "example: sigma = lam * physics.tr(eps) * physics.identity() + 2 * mu * eps"},
+    {"physics.norm", "physics.norm(a)",
+     "The Euclidean norm sqrt(a . a) of a vector (Frobenius for a matrix, |a| for a scalar).\n"
+     "example: f1 = function(u, du) return physics.norm(du) * du end"},
+    {"physics.grad", "physics.grad(a.field)",
+     "The gradient of an auxiliary field (fields = {...}); the gradient of u is du.\n"
+     "A scalar field gives a vector, a vector field a matrix with a row per component.\n"
+     "example: f0 = function(u, du, x, a) return physics.dot(physics.grad(a.uold), du) end"},
+    {"physics.cexpr", "physics.cexpr(\"1 + x[0]*x[1]\")",
+     "An opaque C expression of x[0..2] and a[..] (never of u), computed as written.\n"
+     "The tracer treats it as a constant of the state (its derivative in u is 0).\n"
+     "example: f0 = function() return -physics.cexpr(\"sin(x[0])\") end"},
+    {"physics.select", "physics.select(cond, a, b)",
+     "a where cond is nonzero, else b (scalars): the traced form of if.\n"
+     "Make cond with physics.lt, le, gt, ge, eq or ne.\n"
+     "example: k = physics.select(physics.gt(u, 0.5), u, 0.5 * u)"},
+    {"physics.lt", "physics.lt(a, b)",
+     "1 where a < b, else 0, for scalar symbols (a condition for physics.select).\n"
+     "example: physics.select(physics.lt(u, 0), 0, u)"},
+    {"physics.le", "physics.le(a, b)",
+     "1 where a <= b, else 0, for scalar symbols (a condition for physics.select).\n"
+     "example: physics.select(physics.le(u, 0), 0, u)"},
+    {"physics.gt", "physics.gt(a, b)",
+     "1 where a > b, else 0, for scalar symbols (a condition for physics.select).\n"
+     "example: physics.select(physics.gt(u, 1), 1, u)"},
+    {"physics.ge", "physics.ge(a, b)",
+     "1 where a >= b, else 0, for scalar symbols (a condition for physics.select).\n"
+     "example: physics.select(physics.ge(u, 1), 1, u)"},
+    {"physics.eq", "physics.eq(a, b)",
+     "1 where a == b, else 0, for scalar symbols (a condition for physics.select).\n"
+     "example: physics.select(physics.eq(u, 0), 1, u)"},
+    {"physics.ne", "physics.ne(a, b)",
+     "1 where a ~= b, else 0, for scalar symbols (a condition for physics.select).\n"
+     "example: physics.select(physics.ne(u, 0), u, 1)"},
+    {"felab.symbol", "u, du, x, a.name inside f0 and f1",
+     "A symbol of traced physics: a scalar, vector or matrix of expression nodes that\n"
+     "physics.new hands to f0 and f1; + - * / ^ and math.* on it build the expression.\n"
+     "example: physics.new{f1 = function(u, du) print(du); return du end}"},
+
+    /* element matrices and assembled matrices */
+    {FELAB_SPACE ":cell_dofs", "V:cell_dofs(c)",
+     "The global dofs (1-based) of cell c in the element's order, basis function b's\n"
+     "component k at position b * ncomp + k + 1: the rows of A:element_matrices' K:get(c).\n"
+     "example: print(table.concat(V:cell_dofs(1), \" \"))"},
+    {FELAB_ELEMATS, "K.ncells, K.n, K.backend, K.precision; K:get(c), K:to(backend)",
+     "Element matrices from A:element_matrices: K.ncells matrices of K.n x K.n on a backend.\n"
+     "example: K = A:element_matrices(); print(K, K:get(1)[1][1])"},
+    {FELAB_ELEMATS ":get", "K:get(c)",
+     "The matrix of cell c (1-based) as a Lua table of rows.\n"
+     "example: row = K:get(1)[1]"},
+    {FELAB_ELEMATS ":to", "K:to(backend [, precision])",
+     "A copy of the element matrices on another backend (and precision).\n"
+     "example: Kc = K:to(\"cpu\")"},
+    {FELAB_MATRIX, "M.n, M.nnz, M.format, M.backend, M.precision; M:apply(x)",
+     "A sparse matrix assembled by A:assemble (CSR, or SELL-C-sigma) on a backend.\n"
+     "example: M = A:assemble(); print(M, M.nnz)"},
+    {FELAB_MATRIX ":apply", "y, rep = M:apply(x)",
+     "The product M x on the matrix's backend, with the report of the call.\n"
+     "example: y, rep = M:apply(x); print(rep.seconds)"},
+    {"show", "show(...)",
+     "Prints its values like print, but writes tables out: keys sorted, arrays on one line,\n"
+     "nested tables indented, 3 levels deep ({...} below), cycles as <cycle>. The prompt\n"
+     "prints an expression's values this way.\n"
+     "example: show(device.info())"},
 
     /* solvers */
     {"solve.cg",
@@ -251,6 +375,16 @@ static const help_entry builtin[] = {
      "P.apply_seconds, P.flops, P.bytes, P.launches (per application), P.backend, P.precision.\n"
      "A P of another operator, backend or precision is refused by the solve, saying which.\n"
      "example: P = solve.precond(A, {pc = \"chebyshev\", verbose = true}); u = solve.cg(A, {pc = P})"},
+    {"felab.precond",
+     "P.name, P.describe, P.setup_seconds, P.applications, P.apply_seconds, P.flops, P.bytes, "
+     "P.launches, P.backend, P.precision; P:apply(r)",
+     "A preconditioner made by solve.precond, set up once for one operator, backend and\n"
+     "precision; solves of that operator take it as pc = P.\n"
+     "example: P = solve.precond(A, {pc = \"jacobi\"}); print(P, P.setup_seconds)"},
+    {"felab.precond:apply", "z = P:apply(r)",
+     "The preconditioner's action z = M^-1 r on P's backend and precision (r is converted\n"
+     "when it lives elsewhere).\n"
+     "example: z = P:apply(r); print(z:norm())"},
     {"solve.newton",
      "solve.newton(A, {linear = \"cg\", pc = \"jacobi\", rtol = 1e-10, atol = 0, maxit = 50, "
      "linear_rtol = 1e-12, linear_maxit = 1000, linesearch = \"backtrack\", monitor = false, "
@@ -484,7 +618,9 @@ static void print_summary(const char *text, const char *indent)
 }
 
 /* Print a list of functions: "<prefix><name>" with signature and summary each, marking
- * registered ones that this build lacks (present == 0 for all of them). */
+ * registered ones that this build lacks (present == 0 for all of them). A type whose
+ * metatable lists no methods hands them out from an __index function (felab.physics):
+ * there, absence cannot be told and nothing is marked. */
 static void print_function_list(lua_State *L, int table, const char *prefix, int nometa)
 {
   name_list present = {0}, all = {0};
@@ -492,6 +628,7 @@ static void print_function_list(lua_State *L, int table, const char *prefix, int
     names_add_functions(L, table, &present, nometa);
     for (size_t i = 0; i < present.n; i++) names_add(&all, present.v[i], strlen(present.v[i]));
   }
+  int mark_absent = !(nometa && table && present.n == 0);
   names_add_registered(&all, prefix);
   qsort(all.v, all.n, sizeof *all.v, names_compare);
   for (size_t i = 0; i < all.n; i++) {
@@ -501,7 +638,7 @@ static void print_function_list(lua_State *L, int table, const char *prefix, int
     int here = 0;
     for (size_t j = 0; j < present.n; j++) here |= !strcmp(present.v[j], all.v[i]);
     printf("  %s%s\n", e && e->signature ? e->signature : key,
-           here ? "" : "   (not in this build)");
+           here || !mark_absent ? "" : "   (not in this build)");
     if (e) print_summary(e->text, "      ");
   }
   if (all.n == 0) printf("  (none)\n");
@@ -520,6 +657,7 @@ static void help_overview(void)
          "  help(mesh.box)    one function (also help(\"mesh.box\"))\n"
          "  help(m)           an object (a mesh, space, vector, operator, report): its fields\n"
          "                    and methods\n"
+         "  show(t)           a table written out (the prompt prints values this way)\n"
          "example: m = mesh.box{cells = {8, 8, 8}, cell = \"tet\"}; print(m); help(m)\n");
 }
 
@@ -580,18 +718,21 @@ static int module_of_table(lua_State *L, int idx)
   return -1;
 }
 
-/* Find the key of the function at idx: "module.field" or "type:method" (or "help"), by
- * walking the module tables and the type metatables. Writes "" when not found. */
+/* Find the key of the function at idx: "module.field" or "type:method" (or "help",
+ * "show"), by walking the module tables and the type metatables. Writes "" when not found. */
 static void function_key(lua_State *L, int idx, char *key, size_t n)
 {
   idx = lua_absindex(L, idx);
   key[0] = '\0';
-  lua_getglobal(L, "help");
-  int is_help = lua_rawequal(L, -1, idx);
-  lua_pop(L, 1);
-  if (is_help) {
-    snprintf(key, n, "help");
-    return;
+  static const char *const globals[] = {"help", "show"};
+  for (size_t i = 0; i < sizeof globals / sizeof globals[0]; i++) {
+    lua_getglobal(L, globals[i]);
+    int same = lua_rawequal(L, -1, idx);
+    lua_pop(L, 1);
+    if (same) {
+      snprintf(key, n, "%s", globals[i]);
+      return;
+    }
   }
   for (size_t pass = 0; pass < NMODULES + NTYPES && !key[0]; pass++) {
     const char *owner = pass < NMODULES ? modules[pass].name : types[pass - NMODULES];

@@ -18,7 +18,7 @@
 const char *felab_lua_library(const char *name);
 
 /* Open each module and make it a global (and a loaded package), then the libraries written
- * in Lua on them; the stack is unchanged. */
+ * in Lua on them (and the global show); the stack is unchanged. */
 void felab_open_all(lua_State *L)
 {
   static const luaL_Reg modules[] = {
@@ -38,6 +38,15 @@ void felab_open_all(lua_State *L)
   const char *args[] = {"solve", "export", "fe", "physics", "perf"};
   for (int i = 0; i < 5; i++) lua_getglobal(L, args[i]);
   lua_call(L, 5, 0);
+  /* show(...), the printer of values that the prompt uses too (registry "felab.show") */
+  lib = felab_lua_library("show");
+  if (!lib || luaL_loadbuffer(L, lib, strlen(lib), "=show.lua") != LUA_OK)
+    luaL_error(L, "felab: the printer of values does not load: %s",
+               lib ? lua_tostring(L, -1) : "missing");
+  lua_call(L, 0, 1);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, "felab.show");
+  lua_setglobal(L, "show");
 }
 
 /* Whether FELAB_TRACEBACK asks for engine tracebacks. */

@@ -174,14 +174,18 @@ static int report(lua_State *L, int status)
   return status;
 }
 
-/* Print every value above base with the global print (so __tostring is used: a mesh
- * prints its summary), separated by tabs. */
+/* Print every value above base, separated by tabs, with felab's show (shell/lib/show.lua:
+ * __tostring is used, so a mesh prints its summary, and a plain table is written out with
+ * sorted keys), or the global print if show is missing. */
 static int print_results(lua_State *L, int base)
 {
   int n = lua_gettop(L) - base;
   if (n <= 0) return LUA_OK;
   luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
-  lua_getglobal(L, "print");
+  if (lua_getfield(L, LUA_REGISTRYINDEX, "felab.show") != LUA_TFUNCTION) {
+    lua_pop(L, 1);
+    lua_getglobal(L, "print");
+  }
   lua_insert(L, base + 1);
   int status = docall(L, n, 0);
   if (status != LUA_OK) {
