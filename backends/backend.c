@@ -208,6 +208,21 @@ int fe_cache_dir(const char *sub, char *path, size_t n)
   return 0;
 }
 
+/* A cache entry that failed to load: remove it so that it is built again, and say so once
+ * per process (only when there was a file to remove). Returns 1 if it was removed. */
+int fe_cache_drop(const char *path, const char *reason)
+{
+  static int said;
+  if (remove(path)) return 0;
+  if (!said) {
+    said = 1;
+    const char *why = reason && *reason ? reason : "unreadable";
+    fprintf(stderr, "felab: dropped a damaged cache entry (%s: %.*s); rebuilding it\n", path,
+            (int)strcspn(why, "\n"), why); /* its first line: a compiler log may follow */
+  }
+  return 1;
+}
+
 /* Find "LINE:" numbers after the first ':' that follows a file-ish token, e.g.
  * "/tmp/x.c:57:12: error" or "<source>:57:3: error", or NVRTC's "felab.cu(57): error".
  * Returns 0 if none. */

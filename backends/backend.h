@@ -170,5 +170,8 @@ unsigned long long fe_hash_string(const char *s, unsigned long long seed);
 double fe_clock(void);
 /* The user's cache directory for felab (created): $XDG_CACHE_HOME/felab or ~/.cache/felab. */
 int fe_cache_dir(const char *sub, char *path, size_t n);
+/* Remove a cache entry that failed to load (truncated, corrupt, another compiler's), saying
+ * so on stderr the first time in a process; 1 if there was one to remove. */
+int fe_cache_drop(const char *path, const char *reason);
 
 #endif

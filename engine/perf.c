@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/error.h"
 #include "engine/strbuf.h"
@@ -30,39 +31,67 @@ static int calibration_path(const fe_backend *be, char *path, size_t n)
   return 0;
 }
 
+/* Read a stored calibration: lines "<precision> <GB/s> <GFlop/s> <launch us>". A file that
+ * does not parse (a line with another shape, an unknown precision, a rate that is not
+ * positive and finite) is dropped whole, with a word on stderr: the backend is measured
+ * again when a prediction needs it, and the new measurement is stored. */
 int fe_perf_load_calibration(fe_backend *be)
 {
   char path[4200];
   FE_CHECK(calibration_path(be, path, sizeof path));
   FILE *f = fopen(path, "r");
   if (!f) return 0;
-  char prec[16];
-  fe_calibration c;
-  while (fscanf(f, "%15s %lf %lf %lf", prec, &c.gbytes, &c.gflops, &c.launch_us) == 4) {
+  fe_calibration stored[FE_NPRECISIONS] = {0};
+  char line[256], prec[16], extra[2], why[320] = "";
+  int n = 0;
+  while (!why[0] && fgets(line, sizeof line, f)) {
+    fe_calibration c = {0};
     fe_precision p;
-    if (fe_precision_parse(prec, &p)) {
+    n++;
+    if (strspn(line, " \t\r\n") == strlen(line)) continue; /* blank */
+    if (!strchr(line, '\n') && !feof(f))
+      snprintf(why, sizeof why, "line %d is too long", n);
+    else if (sscanf(line, "%15s %lf %lf %lf %1s", prec, &c.gbytes, &c.gflops, &c.launch_us,
+                    extra) != 4)
+      snprintf(why, sizeof why, "line %d is not '<precision> <GB/s> <GFlop/s> <launch us>'", n);
+    else if (fe_precision_parse(prec, &p)) {
       fe_error_clear();
-      continue;
+      snprintf(why, sizeof why, "line %d: unknown precision '%s'", n, prec);
+    } else if (!(c.gbytes > 0 && c.gflops > 0 && c.launch_us >= 0 && isfinite(c.gbytes) &&
+                 isfinite(c.gflops) && isfinite(c.launch_us)))
+      snprintf(why, sizeof why, "line %d: a rate that is not positive", n);
+    else {
+      c.valid = 1;
+      stored[p] = c;
     }
-    c.valid = c.gbytes > 0 && c.gflops > 0;
-    be->calib[p] = c;
   }
+  if (!why[0] && ferror(f)) snprintf(why, sizeof why, "cannot be read");
   fclose(f);
+  if (why[0]) {
+    fe_cache_drop(path, why);
+    return 0;
+  }
+  for (int p = 0; p < FE_NPRECISIONS; p++)
+    if (stored[p].valid) be->calib[p] = stored[p];
   return 0;
 }
 
-/* Rewrite the stored calibration of a backend with what it holds now. */
+/* Rewrite the stored calibration of a backend with what it holds now (written aside, then
+ * renamed into place, so a reader never sees half a file). */
 static int save_calibration(const fe_backend *be)
 {
-  char path[4200];
+  char path[4200], tmp[4300];
   FE_CHECK(calibration_path(be, path, sizeof path));
-  FILE *f = fopen(path, "w");
+  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+  FILE *f = fopen(tmp, "w");
   if (!f) return 0; /* a read-only cache only costs a recalibration next session */
+  int ok = 1;
   for (int p = 0; p < FE_NPRECISIONS; p++)
     if (be->calib[p].valid)
-      fprintf(f, "%s %.6g %.6g %.6g\n", fe_precision_name((fe_precision)p), be->calib[p].gbytes,
-              be->calib[p].gflops, be->calib[p].launch_us);
-  fclose(f);
+      ok = fprintf(f, "%s %.6g %.6g %.6g\n", fe_precision_name((fe_precision)p),
+                   be->calib[p].gbytes, be->calib[p].gflops, be->calib[p].launch_us) > 0 && ok;
+  ok = !fclose(f) && ok;
+  if (!ok || rename(tmp, path)) remove(tmp); /* a failed write costs a recalibration only */
   return 0;
 }
 

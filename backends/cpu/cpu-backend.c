@@ -6,6 +6,7 @@
  * kernel, `void fe_launch_<name>(void **a)`, that unpacks an argument array and calls the
  * kernel; launch() fills the array. */
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
@@ -292,8 +293,51 @@ static int cpu_run_compiler(cpu_impl *c, const char *csrc, const char *source_sh
   return 0;
 }
 
+/* Why a cached object cannot be what the compiler wrote, or NULL if it looks whole:
+ * its ELF section headers (the end of a linked file) must lie inside it, so a truncated file
+ * is never mapped (touching a page past its end would be a SIGBUS). */
+static const char *cpu_object_damage(const char *so, char *why, size_t n)
+{
+  FILE *f = fopen(so, "rb");
+  if (!f) return NULL; /* gone: dlopen says so */
+  Elf64_Ehdr h;
+  size_t got = fread(&h, 1, sizeof h, f);
+  int end = fseek(f, 0, SEEK_END);
+  long size = end ? -1 : ftell(f);
+  fclose(f);
+  if (got < EI_NIDENT) return "file too short";
+  if (memcmp(h.e_ident, ELFMAG, SELFMAG)) return "not an ELF object";
+  if (h.e_ident[EI_CLASS] != ELFCLASS64) return NULL; /* not this layout: leave it to dlopen */
+  if (got < sizeof h) return "file too short";
+  unsigned long long need = h.e_shoff + (unsigned long long)h.e_shnum * h.e_shentsize;
+  if (size < 0 || need > (unsigned long long)size) {
+    snprintf(why, n, "truncated: %ld of %llu bytes", size, need);
+    return why;
+  }
+  return NULL;
+}
+
+/* Whether a loaded object holds the launcher of every kernel in csrc (a whole object may
+ * still be another source's). */
+static int cpu_object_has_launchers(void *handle, const char *csrc)
+{
+  const char *p = csrc, *tag = "void fe_launch_";
+  while ((p = strstr(p, tag)) != NULL) {
+    char sym[128];
+    p += strlen("void ");
+    size_t len = strcspn(p, "(");
+    if (len >= sizeof sym) return 0;
+    memcpy(sym, p, len);
+    sym[len] = '\0';
+    if (!dlsym(handle, sym)) return 0;
+    p += len;
+  }
+  return 1;
+}
+
 /* Compile (or find in the cache) and dlopen. The compiler's line numbers refer to the
- * source as given, because the launchers go at the end. */
+ * source as given, because the launchers go at the end. A cached object that does not load
+ * (truncated, corrupt, another compiler's) is dropped and compiled again, once. */
 static int cpu_compile(void *impl, const char *source, fe_module **mod, double *seconds,
                        int *cached)
 {
@@ -310,16 +354,35 @@ static int cpu_compile(void *impl, const char *source, fe_module **mod, double *
   snprintf(so, sizeof so, "%s.so", base);
   struct stat st;
   *cached = stat(so, &st) == 0;
-  if (!*cached) {
-    int rc = cpu_run_compiler(c, csrc, source, base);
-    if (rc) {
-      free(csrc);
-      return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  void *handle = NULL;
+  for (;;) {
+    if (!*cached) {
+      int rc = cpu_run_compiler(c, csrc, source, base);
+      if (rc) {
+        free(csrc);
+        return fe_error_push(rc, __FILE__, __LINE__, __func__);
+      }
     }
+    char why[256];
+    const char *damage = cpu_object_damage(so, why, sizeof why);
+    if (!damage && (handle = dlopen(so, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+      snprintf(why, sizeof why, "%s", dlerror());
+      damage = why;
+    }
+    if (!damage && !cpu_object_has_launchers(handle, csrc)) {
+      dlclose(handle);
+      handle = NULL;
+      damage = "it lacks this source's kernels";
+    }
+    if (!damage) break;
+    if (!*cached) { /* just compiled: not the cache's fault */
+      free(csrc);
+      FE_ERROR(FE_ERR_BACKEND, "cannot load the compiled kernel %s: %s", so, damage);
+    }
+    fe_cache_drop(so, damage);
+    *cached = 0;
   }
   free(csrc);
-  void *handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-  if (!handle) FE_ERROR(FE_ERR_BACKEND, "cannot load the compiled kernel %s: %s", so, dlerror());
   fe_module *m = calloc(1, sizeof *m);
   if (!m) {
     dlclose(handle);

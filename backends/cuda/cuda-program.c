@@ -253,27 +253,41 @@ static int cuda_disk_path(cuda_impl *cu, unsigned long long hash, const char *ex
   return 1;
 }
 
-/* An image from the disk cache, or NULL when there is none (or it is stale or unreadable:
- * then the source is compiled instead). Never an error. */
+/* An image from the disk cache, or NULL when there is none. A file that is not a whole
+ * image of this source (truncated, corrupt) is dropped, with a word on stderr, and the
+ * source is compiled instead (then stored again). Never an error. */
 static void *cuda_disk_load(cuda_impl *cu, const char *source, unsigned long long hash,
                             size_t *size)
 {
   char path[1100], magic[8];
-  unsigned long long check, sz;
+  const char *why = NULL;
+  unsigned long long check, sz = 0;
   void *image = NULL;
+  *size = 0;
   if (!cuda_disk_path(cu, hash, "bin", path, sizeof path)) return NULL;
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
-  if (fread(magic, 1, 8, f) == 8 && !memcmp(magic, disk_magic, 8) &&
-      fread(&check, sizeof check, 1, f) == 1 && check == fe_hash_string(source, ~cu->seed) &&
-      fread(&sz, sizeof sz, 1, f) == 1 && sz > 0 && sz < (1ULL << 31) &&
-      (image = malloc(sz)) && fread(image, 1, sz, f) != sz) {
-    free(image);
-    image = NULL;
-  }
+  if (fread(magic, 1, 8, f) != 8 || memcmp(magic, disk_magic, 8)) why = "not a felab CUDA image";
+  else if (fread(&check, sizeof check, 1, f) != 1 || fread(&sz, sizeof sz, 1, f) != 1)
+    why = "file too short";
+  else if (check != fe_hash_string(source, ~cu->seed)) why = "written for another source";
+  else if (sz == 0 || sz >= (1ULL << 31)) why = "an image of an impossible size";
+  else if ((image = malloc(sz)) && fread(image, 1, sz, f) != sz) why = "file too short";
   fclose(f);
+  if (why) {
+    free(image);
+    fe_cache_drop(path, why);
+    return NULL;
+  }
   *size = image ? (size_t)sz : 0;
   return image;
+}
+
+/* Drop the disk image of a source that the driver would not load (said once on stderr). */
+static void cuda_disk_drop(cuda_impl *cu, unsigned long long hash, const char *why)
+{
+  char path[1100];
+  if (cuda_disk_path(cu, hash, "bin", path, sizeof path)) fe_cache_drop(path, why);
 }
 
 /* Write a file aside and rename it into place, so a reader never sees half of it. */
@@ -469,7 +483,9 @@ int cuda_compile(void *impl, const char *source, fe_module **mod, double *second
   FE_CHECK(cuda_image_get(cu, source, 0, &c, cached));
   if (cuda_module_load(cu, c->image, &handle)) {
     if (!*cached || cu->lost) return fe_error_push(fe_error_code(), __FILE__, __LINE__, __func__);
-    fe_error_clear(); /* a stale cached image: compile it again */
+    /* a stale or damaged cached image: drop it and compile again, once */
+    cuda_disk_drop(cu, fe_hash_string(source, cu->seed), fe_error_message());
+    fe_error_clear();
     FE_CHECK(cuda_image_get(cu, source, 1, &c, cached));
     FE_CHECK(cuda_module_load(cu, c->image, &handle));
   }

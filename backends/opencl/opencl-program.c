@@ -179,35 +179,50 @@ static int opencl_disk_path(opencl_impl *cl, unsigned long long hash, char *path
 
 static const char disk_magic[8] = {'F', 'E', 'L', 'A', 'B', 'C', 'L', '1'};
 
-/* Load a program binary from the disk cache; *out stays NULL when there is none (or it is
- * stale or unreadable: then the source is built instead). Never an error. */
+/* Load a program binary from the disk cache; *out stays NULL when there is none. A file
+ * that does not load (truncated, corrupt, rejected by the driver) is dropped, with a word
+ * on stderr, and the source is built instead (then stored again). Never an error. */
 static void opencl_disk_load(opencl_impl *cl, const char *source, unsigned long long hash,
                              cl_program *out)
 {
-  char path[1100], magic[8];
+  char path[1100], magic[8], why[160] = "";
   unsigned long long check, size;
   *out = NULL;
   if (!opencl_disk_path(cl, hash, path, sizeof path)) return;
   FILE *f = fopen(path, "rb");
   if (!f) return;
   unsigned char *bin = NULL;
-  if (fread(magic, 1, 8, f) == 8 && !memcmp(magic, disk_magic, 8) &&
-      fread(&check, sizeof check, 1, f) == 1 && check == fe_hash_string(source, ~cl->seed) &&
-      fread(&size, sizeof size, 1, f) == 1 && size > 0 && size < (1ULL << 31) &&
-      (bin = malloc(size)) && fread(bin, 1, size, f) == size) {
-    cl_int err, status;
+  if (fread(magic, 1, 8, f) != 8 || memcmp(magic, disk_magic, 8))
+    snprintf(why, sizeof why, "not a felab OpenCL binary");
+  else if (fread(&check, sizeof check, 1, f) != 1 || fread(&size, sizeof size, 1, f) != 1)
+    snprintf(why, sizeof why, "file too short");
+  else if (check != fe_hash_string(source, ~cl->seed))
+    snprintf(why, sizeof why, "written for another source");
+  else if (size == 0 || size >= (1ULL << 31))
+    snprintf(why, sizeof why, "a binary of %llu bytes", size);
+  else if (!(bin = malloc(size))) {
+    fclose(f);
+    return; /* no memory for it: build, but keep the file */
+  } else if (fread(bin, 1, size, f) != size)
+    snprintf(why, sizeof why, "file too short");
+  else {
+    cl_int err, status, built = CL_SUCCESS;
     size_t sz = (size_t)size;
     const unsigned char *b = bin;
     cl_program prog =
         clCreateProgramWithBinary(cl->context, 1, &cl->device, &sz, &b, &status, &err);
     if (err == CL_SUCCESS && status == CL_SUCCESS &&
-        clBuildProgram(prog, 1, &cl->device, cl->options, NULL, NULL) == CL_SUCCESS)
+        (built = clBuildProgram(prog, 1, &cl->device, cl->options, NULL, NULL)) == CL_SUCCESS)
       *out = prog;
-    else if (err == CL_SUCCESS)
-      clReleaseProgram(prog);
+    else {
+      if (err == CL_SUCCESS) clReleaseProgram(prog);
+      snprintf(why, sizeof why, "the driver rejects the binary: %s",
+               opencl_error_name(err != CL_SUCCESS ? err : status != CL_SUCCESS ? status : built));
+    }
   }
   free(bin);
   fclose(f);
+  if (why[0]) fe_cache_drop(path, why);
 }
 
 /* Store a built program's binary in the disk cache (written aside, then renamed, so a

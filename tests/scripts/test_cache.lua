@@ -1,0 +1,143 @@
+-- The cache heals itself: a compiled kernel (cpu shared object, OpenCL program binary) or a
+-- calibration that is truncated, corrupt or another build's is dropped, rebuilt and named
+-- once on stderr, and felab goes on with the same results. Each run is a felab of its own
+-- on a fresh cache folder (FELAB_CACHE), so the suite's cache is never damaged.
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
+local check = T.check
+
+-- the child: calibrate each backend named in arg[3] ("calibrate"), or ask the model for a
+-- small operator's strategies on the cpu, which reads the stored calibration ("predict")
+if arg[1] == "child" then
+  if arg[2]:find("predict") then
+    local V = fe.space(mesh.box{cells = {2, 2, 2}, cell = "tet"}, "P1")
+    local A = fe.operator(V, physics.poisson{kappa = 1, source = 1})
+    local names, info = A:strategies{backend = "cpu", precision = "double"}
+    print(("predicted %.17g"):format(info[names[1]].predicted_seconds))
+  end
+  if arg[2]:find("calibrate") then
+    for name in arg[3]:gmatch("[^,]+") do
+      local rep = device.calibrate(name, "double")
+      assert(rep.peak_gbytes > 0 and rep.peak_gflops > 0, name .. ": no ceilings measured")
+      print(("calibrated %s %s"):format(name, rep.compile_seconds > 0 and "compiled" or "cached"))
+    end
+  end
+  return
+end
+
+local exe = (function()
+  local i = 0
+  while arg[i - 1] do i = i - 1 end
+  return arg[i]
+end)()
+local dir = os.tmpname()
+os.remove(dir)
+os.execute("mkdir -p '" .. dir .. "'")
+local backends = table.concat(T.backends(), ",")
+local warning = "felab: dropped a damaged cache entry"
+
+-- One child run on the test's cache: its output (stdout and stderr), and how many warnings.
+local function run(mode)
+  local cmd = ("FELAB_CACHE='%s' '%s' '%s' child %s %s 2>&1"):format(dir, exe, arg[0], mode, backends)
+  local p = assert(io.popen(cmd))
+  local out = p:read("a")
+  local ok = p:close()
+  check(ok, "the run '%s' failed:\n%s", mode, out)
+  local _, nwarn = out:gsub(warning, "")
+  return out, nwarn
+end
+
+local function read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+local function write(path, s)
+  local f = assert(io.open(path, "wb"))
+  f:write(s)
+  f:close()
+end
+-- The files of a cache subfolder whose names end in ext.
+local function entries(sub, ext)
+  local list = {}
+  local p = assert(io.popen(("ls '%s/%s' 2>/dev/null"):format(dir, sub)))
+  for name in p:lines() do
+    if name:sub(-#ext) == ext then list[#list + 1] = dir .. "/" .. sub .. "/" .. name end
+  end
+  p:close()
+  return list
+end
+
+-- a clean cache: everything compiled, nothing said
+local out, nwarn = run("calibrate")
+check(nwarn == 0, "a fresh cache warned:\n%s", out)
+local sos, bins = entries("cpu", ".so"), entries("opencl", ".bin")
+check(#sos == 1, "expected one cpu object in the cache, found %d", #sos)
+check(#bins >= (backends:find("opencl") and 1 or 0), "no OpenCL binary in the cache")
+local cpu_cal
+for _, path in ipairs(entries("calibration", ".txt")) do
+  if path:match("/cpu%-%x+%.txt$") then cpu_cal = path end
+end
+check(cpu_cal and read(cpu_cal):match("^double %S+ %S+ %S+\n$"), "no cpu calibration stored")
+local good = {}
+for _, path in ipairs(sos) do good[path] = read(path) end
+for _, path in ipairs(bins) do good[path] = read(path) end
+local function escaped(s) return (s:gsub("%p", "%%%0")) end
+-- Every kernel entry whole again: its magic, its header and more, and the cpu launchers.
+local function rebuilt(how)
+  for path, s in pairs(good) do
+    local now = read(path)
+    check(now:sub(1, 16) == s:sub(1, 16) and #now > 24, "%s: %s was not rebuilt", how, path)
+  end
+  check(read(sos[1]):find("fe_launch_fe_triad", 1, true), "%s: the cpu object lacks its kernels", how)
+end
+
+-- Damaged entries (truncated, too short, garbage) and a calibration that does not parse: the
+-- calibration is read first, so the one warning names it; all are dropped and built again,
+-- the prediction is made with ceilings measured again, and these are stored.
+local kinds = {
+  function(s) return s:sub(1, 10) end,               -- too short
+  function(s) return ("garbage\n"):rep(#s // 8) end, -- garbage
+}
+local k = 0
+for path, s in pairs(good) do
+  k = k % #kinds + 1
+  write(path, path == sos[1] and s:sub(1, #s // 2) or kinds[k](s)) -- the object: truncated
+end
+write(cpu_cal, "double fast\n")
+out, nwarn = run("predict,calibrate")
+check(nwarn == 1, "damaged entries: expected one warning, got %d:\n%s", nwarn, out)
+check(out:find(warning .. " %(" .. escaped(cpu_cal) .. ": line 1 is not"),
+      "the warning does not name the calibration:\n%s", out)
+check(tonumber(out:match("predicted (%S+)")), "no prediction:\n%s", out)
+check(read(cpu_cal):match("^double %S+ %S+ %S+\n$"), "the calibration is not measured again")
+rebuilt("damaged entries")
+
+-- Another build's entries: a whole shared object without these kernels (the C math library
+-- this process has loaded), a binary whose header names another source. Dropped, the first
+-- named, and compiled again.
+local libm
+for line in io.lines("/proc/self/maps") do libm = libm or line:match("(/%S*/libm%.so[.%d]*)$") end
+check(libm, "no libm in /proc/self/maps")
+for path, s in pairs(good) do
+  write(path, path == sos[1] and read(libm) or s:sub(1, 8) .. ("x"):rep(8) .. s:sub(17))
+end
+out, nwarn = run("calibrate")
+check(nwarn == 1, "another build's: expected one warning, got %d:\n%s", nwarn, out)
+check(out:find(warning .. " %(" .. escaped(sos[1]) .. ": it lacks this source's kernels"),
+      "the warning does not name the cpu object:\n%s", out)
+for name in backends:gmatch("[^,]+") do
+  check(out:find("calibrated " .. name .. " compiled", 1, true), "%s was not rebuilt:\n%s", name, out)
+end
+rebuilt("another build's")
+
+-- Healed: nothing compiled and nothing said, and a calibration that parses is read as it is
+-- (a launch of 1 ms predicts at least 1 ms).
+write(cpu_cal, "double 1 1 1000\n")
+out, nwarn = run("predict,calibrate")
+check(nwarn == 0 and not out:find("compiled", 1, true), "the healed cache is not used:\n%s", out)
+local t = tonumber(out:match("predicted (%S+)"))
+check(t and t >= 1e-3, "a stored launch of 1 ms predicts %s s", tostring(t))
+
+os.execute("rm -rf '" .. dir .. "'")
+T.done("test_cache")
