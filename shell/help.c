@@ -630,7 +630,7 @@ static void print_function_list(lua_State *L, int table, const char *prefix, int
   }
   int mark_absent = !(nometa && table && present.n == 0);
   names_add_registered(&all, prefix);
-  qsort(all.v, all.n, sizeof *all.v, names_compare);
+  if (all.n) qsort(all.v, all.n, sizeof *all.v, names_compare);
   for (size_t i = 0; i < all.n; i++) {
     char key[256];
     snprintf(key, sizeof key, "%s%s", prefix, all.v[i]);
