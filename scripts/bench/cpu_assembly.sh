@@ -8,12 +8,7 @@
 N=${1:-128}
 FELAB=${FELAB:-build/felab}
 cd "$(dirname "$0")/../.." || exit 1
-LOGS=${OUT:-out/bench}
-mkdir -p "$LOGS"
-PETSC_DIR=${PETSC_DIR:-$(ls -d /usr/lib/petscdir/petsc3.*/x86_64-linux-gnu-real 2> /dev/null | head -n 1)}
-export PETSC_DIR
-echo "== PETSc: petsc_cpu.py $N"
-/usr/bin/python3 .peers/petsc_cpu.py "$N" 2>&1 | tee "$LOGS/petsc.log"
+. scripts/bench/petsc-peer.sh
 for c in "tet P1" "hex Q1"; do
   set -- $c
   echo "== felab cpu assembly and csr, $2 on $N^3 ${1}s"

@@ -7,12 +7,7 @@
 # Needs python3-petsc4py and python3-scipy (Debian), run with /usr/bin/python3.
 N=${1:-126}
 cd "$(dirname "$0")/../.." || exit 1
-LOGS=${OUT:-out/bench}
-mkdir -p "$LOGS"
-PETSC_DIR=${PETSC_DIR:-$(ls -d /usr/lib/petscdir/petsc3.*/x86_64-linux-gnu-real 2> /dev/null | head -n 1)}
-export PETSC_DIR
-echo "== PETSc: petsc_cpu.py $N"
-/usr/bin/python3 .peers/petsc_cpu.py "$N" 2>&1 | tee "$LOGS/petsc.log"
+. scripts/bench/petsc-peer.sh
 for c in "Q1 $N vertices" "Q1 $N stored" "Q3 $((N / 3)) vertices" "Q3 $((N / 3)) stored"; do
   set -- $c
   echo "== felab cpu sumfact $1, $2^3 hexes, geometry $3"
