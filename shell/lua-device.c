@@ -250,6 +250,18 @@ static int perf_log(lua_State *L)
   return 1;
 }
 
+/* perf.history() -> {rep, ...}: copies of every report of the session, oldest first. */
+static int perf_history(lua_State *L)
+{
+  int n = fe_perf_log_count();
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    felab_push_report(L, fe_perf_log_get(i));
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
 /* perf.clear(): forget every report of the session. */
 static int perf_clear(lua_State *L)
 {
@@ -278,7 +290,7 @@ static void report_register(lua_State *L)
 int felab_open_device(lua_State *L)
 {
   static const luaL_Reg perf[] = {
-      {"log", perf_log}, {"clear", perf_clear}, {"clock", perf_clock}, {NULL, NULL}};
+      {"log", perf_log}, {"history", perf_history}, {"clear", perf_clear}, {"clock", perf_clock}, {NULL, NULL}};
   static const luaL_Reg device[] = {{"list", device_list},
                                     {"use", device_use},
                                     {"current", device_current},
@@ -293,6 +305,9 @@ int felab_open_device(lua_State *L)
   felab_help_add(FELAB_REPORT ":print", "rep:print()",
                  "Print the report's block (the same text as print(rep)).\n"
                  "example: r, rep = A:residual(u); rep:print()");
+  felab_help_add("perf.history", "perf.history()",
+                 "Every report of the session, oldest first (copies: rep.action, rep.seconds, ...).\n"
+                 "example: for i, rep in ipairs(perf.history()) do print(i, rep.action, rep.ratio) end");
   felab_help_add("perf.clock", "perf.clock()",
                  "Seconds of a monotonic wall clock, to time a block of a script.\n"
                  "example: t = perf.clock(); V = fe.space(m, \"P2\"); print(perf.clock() - t)");
