@@ -42,7 +42,23 @@ typedef struct fe_device_info {
   size_t max_group;    /* largest work-group size */
   int fp64;            /* double precision supported */
   int fp64_atomics;    /* native or emulated atomic add on doubles */
+  /* what bounds how many groups a compute unit holds at once (0: not known) */
+  int warp;            /* threads issued together (32 on NVIDIA; 1 on the cpu) */
+  int threads_per_cu;  /* resident threads per compute unit */
+  int regs_per_cu;     /* 32-bit registers per compute unit */
+  int groups_per_cu;   /* resident work groups per compute unit */
+  size_t shared_per_cu; /* bytes of shared memory per compute unit */
+  size_t l2_bytes;     /* last-level cache */
+  int clock_mhz;       /* core clock */
 } fe_device_info;
+
+/* What a compiled kernel needs of a compute unit (backend.kernel_resources); 0: not known. */
+typedef struct fe_kernel_resources {
+  int regs;            /* 32-bit registers per thread */
+  size_t shared;       /* bytes of shared memory per group: static, plus dynamic opted in */
+  size_t private_bytes; /* per-thread local (spilled) memory */
+  int max_threads;     /* the most threads per group it can be launched with */
+} fe_kernel_resources;
 
 typedef enum { FE_REDUCE_SUM, FE_REDUCE_MIN, FE_REDUCE_MAX } fe_reduce_op;
 
@@ -83,6 +99,9 @@ typedef struct fe_backend_ops {
   /* Optional (NULL: none): launches of k get bytes of dynamic shared memory, up to
    * info.local_mem_optin (the kernel declares it `extern`). */
   int (*kernel_shared)(void *impl, fe_kernel *k, size_t bytes);
+  /* Optional (NULL: not known): what k needs per thread and per group, from the compiled
+   * kernel (cuFuncGetAttribute, clGetKernelWorkGroupInfo), for the model's occupancy. */
+  int (*kernel_resources)(void *impl, fe_kernel *k, fe_kernel_resources *res);
   int (*finish)(void *impl);
 
   /* vector work on n reals of precision prec; reductions accumulate in double */
@@ -120,12 +139,25 @@ typedef struct fe_backend_ops {
   void (*sparse_free)(void *impl, void *state);
 } fe_backend_ops;
 
-/* Measured ceilings of one backend in one precision (device.calibrate). */
+/* The points of a calibrated curve of a ceiling against the warps resident per compute
+ * unit (GPUs): 2, 4, ..., 64. */
+#define FE_CURVE_POINTS 6
+
+/* Measured ceilings of one backend in one precision (device.calibrate): each from its own
+ * micro-benchmark (engine/kernels/calibrate.knl), never from a kernel the model predicts. */
 typedef struct fe_calibration {
   int valid;
-  double gbytes;  /* copy/triad bandwidth, GB/s */
-  double gflops;  /* FMA rate, GF/s */
-  double launch_us; /* empty-kernel launch overhead, microseconds */
+  double gbytes;    /* DRAM: stream triad bandwidth, GB/s */
+  double gflops;    /* FMA rate (an FMA counts 2), GF/s */
+  double launch_us; /* a launch queued behind others, microseconds */
+  double sync_us;   /* a launch and the host's wait for it, microseconds */
+  double l2_gbytes; /* a triad on arrays that fit the last-level cache, GB/s */
+  double shared_gbytes; /* shared-memory loads, one word per item, consecutive, GB/s */
+  double nonfma_gops;   /* divisions (chains of them), G/s */
+  double atomic_gops;   /* atomic adds to scattered addresses, G/s */
+  /* GPUs: the fraction of the ceiling reached with 2^(k+1) warps resident per compute unit
+   * (k = 0..5), for DRAM, shared memory and FMA; 0: not measured (the cpu) */
+  double curve[3][FE_CURVE_POINTS];
 } fe_calibration;
 
 /* An open backend, shared by everything that computes on it. */

@@ -28,6 +28,7 @@
 
 #include "engine/error.h"
 #include "engine/mesh.h"
+#include "engine/progress.h"
 
 #ifdef FE_HAVE_GMSH
 #include <gmshc.h>
@@ -847,7 +848,11 @@ static int sdk_open(const char *path, const fe_load_opts *o)
       FE_CHECK(gmsh_algorithm(path, o->algorithm, &number));
       gmshOptionSetNumber("Mesh.Algorithm3D", number, &ierr);
     }
-    gmshModelMeshGenerate(dim, &ierr);
+    char phase[32];
+    snprintf(phase, sizeof phase, "meshing %dD", dim);
+    fe_progress_phase(phase);
+    gmshModelMeshGenerate(dim, &ierr); /* Ctrl-C waits for it: Gmsh cannot be stopped */
+    FE_CHECK_INTERRUPT();
     if (ierr || gmsh_logged_error()) {
       gmsh_error_text(why, sizeof why, "meshing failed");
       FE_ERROR(FE_ERR_MESH, "%s: Gmsh could not mesh it: %s", path, why);
@@ -857,6 +862,7 @@ static int sdk_open(const char *path, const fe_load_opts *o)
    * nodes on the CAD surfaces when the model has them, else at the straight midpoints), and
    * order 1 makes a second-order file's mesh straight. */
   if (o->order != file_order) {
+    fe_progress_phase(o->order == 2 ? "making order-2 elements" : "making order-1 elements");
     gmshModelMeshSetOrder(o->order, &ierr);
     if (ierr || gmsh_logged_error()) {
       gmsh_error_text(why, sizeof why, "could not change the element order");
@@ -892,15 +898,21 @@ int fe_mesh_load(const char *path, const fe_load_opts *opts, fe_mesh **out)
   if (!f) FE_ERROR(FE_ERR_IO, "%s: cannot open mesh file: %s", path, strerror(errno));
   fclose(f);
   FE_CHECK(gmsh_start(path));
+  fe_progress_begin("gmsh", 0);
+  fe_progress_phase("reading the file");
+  fe_progress_watch(1); /* Gmsh reports nothing while it works: the time keeps moving */
   int rc = sdk_open(path, &o);
   sdk_arrays s;
   memset(&s, 0, sizeof s);
+  if (!rc) fe_progress_phase("converting to felab's mesh");
   if (!rc) rc = sdk_read(path, &s);
   if (!rc) {
     fe_mesh_arrays a = {path, s.nnodes, s.node_tags, s.coords, s.nblocks, s.blocks,
                         s.ngroups_dt / 2, s.groups};
     rc = fe_mesh_from_arrays(&a, out);
   }
+  fe_progress_watch(0);
+  fe_progress_end();
   sdk_arrays_free(&s);
   gmsh_stop();
   if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);

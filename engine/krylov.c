@@ -38,6 +38,7 @@
 
 #include "engine/error.h"
 #include "engine/precond/units.h"
+#include "engine/progress.h"
 #include "engine/solver.h"
 
 /* One solve's shared state: the operator, the options, the running account of work. */
@@ -146,6 +147,7 @@ static int record(krylov *k, int it, double rn, int *stop)
   FE_CHECK(fe_solver_history_add(&info->history, &info->nhistory, rn));
   info->iterations = it;
   if (k->o->monitor) printf("  %s %4d  |r| = %.6e\n", k->name, it, rn);
+  fe_progress_iteration(it, k->o->maxit, rn, fmax(k->o->rtol * k->r0, k->o->atol));
   *stop = 0;
   if (!isfinite(rn)) {
     snprintf(info->reason, sizeof info->reason, "diverged: |r| = %g at iteration %d", rn, it);
@@ -365,6 +367,7 @@ static int gmres_cycle(krylov *k, gmres_work *w, double beta, int *it, int *stop
     double est = fabs(w->g[j + 1]);
     FE_CHECK(fe_solver_history_add(&k->info->history, &k->info->nhistory, est));
     if (k->o->monitor) printf("  %s %4d  |r| ~ %.6e (estimate)\n", k->name, *it, est);
+    fe_progress_iteration(*it, k->o->maxit, est, fmax(k->o->rtol * k->r0, k->o->atol));
     k->info->iterations = *it;
     estimate = invariant || !isfinite(est) || est <= k->o->atol || est <= k->o->rtol * k->r0;
   }
@@ -452,6 +455,7 @@ static int krylov_iterate(krylov *k, krylov_method method)
   if (!rc) rc = fe_vector_norm(r, &k->r0);
   if (!rc) rc = fe_solver_history_add(&info->history, &info->nhistory, k->r0);
   if (!rc && o->monitor) printf("  %s %4d  |r| = %.6e\n", k->name, 0, k->r0);
+  if (!rc) fe_progress_iteration(0, o->maxit, k->r0, fmax(o->rtol * k->r0, o->atol));
   snprintf(info->reason, sizeof info->reason, "maxit");
   k->flops = k->bytes = 0; /* count the iterations only, as CG does */
   k->launches = 0;
@@ -507,7 +511,9 @@ static int krylov_solve(const char *name, krylov_method method, fe_operator *A,
     rc = fe_vector_convert(b, k.x->be, k.x->prec, &bconv);
     k.b = bconv;
   }
+  fe_progress_begin(name, o->monitor);
   if (!rc) rc = krylov_iterate(&k, method);
+  fe_progress_end();
   fe_vector_free(bconv);
   fe_vector_free(k.diag);
   if (k.made) fe_precond_free(k.pc);

@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/progress.h"
 
 #define NEWTON_DIVERGED 1e12 /* ||r_k|| above this times ||r_0||: diverged */
 #define LS_HALVINGS 12       /* backtracking tries lambda = 1 .. 2^-12 */
@@ -308,6 +309,7 @@ static int newton_step(fe_operator *A, const fe_newton_opts *o, newton_work *w, 
   FE_CHECK(fe_solver_history_add(&info->history, &info->nhistory, rtn));
   if (o->monitor)
     printf("  newton %3d  |r| = %.6e  %s %4d its  step %g\n", k, rtn, o->linear, its, lambda);
+  fe_progress_iteration(k, o->maxit, rtn, fmax(o->rtol * r0, o->atol));
   return 0;
 }
 
@@ -323,6 +325,7 @@ static int newton_iterate(fe_operator *A, const fe_newton_opts *o, newton_work *
   FE_ASSERT(isfinite(r0), FE_ERR_SOLVER, "newton: the initial residual is not finite (%g)", r0);
   FE_CHECK(fe_solver_history_add(&info->history, &info->nhistory, r0));
   if (o->monitor) printf("  newton %3d  |r| = %.6e\n", 0, r0);
+  fe_progress_iteration(0, o->maxit, r0, fmax(o->rtol * r0, o->atol));
   snprintf(info->reason, sizeof info->reason, "maxit");
   rn = r0;
   int stop = converged(o, rn, r0, info);
@@ -368,7 +371,9 @@ int fe_solve_newton(fe_operator *A, const fe_vector *u0, const fe_newton_opts *o
   w.act.nolog = 1;
   snprintf(w.pc, sizeof w.pc, "%s", o->pc); /* until a linear solve says how it ran */
   FE_CHECK(fe_solver_initial(A, u0, &o->act, 1, &w.u));
+  fe_progress_begin("newton", o->monitor);
   int rc = newton_iterate(A, o, &w, info);
+  fe_progress_end();
   if (!rc) rc = newton_report(&w, info);
   newton_work_free(&w);
   if (rc) {

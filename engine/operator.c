@@ -524,16 +524,15 @@ static int strategy_applies(const fe_strategy *st, const fe_operator *A, const f
   return st->applies(A, be, prec, why, n) == 0;
 }
 
-double fe_predict_seconds(fe_backend *be, fe_precision prec, double flops, double bytes)
+double fe_predict_seconds(fe_backend *be, fe_precision prec, const fe_work *w)
 {
   fe_report rep;
   memset(&rep, 0, sizeof rep);
-  rep.flops = flops;
-  rep.bytes = bytes;
+  fe_report_work(&rep, w);
   rep.launches = 1;
   if (fe_perf_predict(be, prec, &rep)) {
     fe_error_clear();
-    return bytes;
+    return w->bytes;
   }
   return rep.predicted_seconds;
 }
@@ -542,9 +541,9 @@ double fe_predict_seconds(fe_backend *be, fe_precision prec, double flops, doubl
 static double strategy_predict(const fe_strategy *st, fe_operator *A, fe_backend *be,
                                fe_precision prec, fe_action a)
 {
-  double flops, bytes;
-  st->estimate(A, be, prec, a, &flops, &bytes);
-  return fe_predict_seconds(be, prec, flops, bytes);
+  fe_work w = {0};
+  st->estimate(A, be, prec, a, &w);
+  return fe_predict_seconds(be, prec, &w);
 }
 
 static int choose_default(fe_operator *A, fe_backend *be, fe_precision prec,
@@ -903,13 +902,16 @@ static int op_report(fe_realization *r, fe_action a, const fe_action_opts *o, co
     if (len + 2 < sizeof rep->why) snprintf(rep->why + len, sizeof rep->why - len, "; %s", how);
   }
   fe_report_operator(rep, r->A, a);
-  r->st->count(r, a, &rep->flops, &rep->bytes);
+  fe_work w = {0};
+  r->st->count(r, a, &w);
+  fe_report_work(rep, &w);
   rep->seconds = seconds;
   rep->compile_seconds = compile_s;
   rep->transfer_seconds = transfer;
   rep->setup_seconds = r->setup_seconds;
   r->setup_seconds = 0; /* reported by the first call only */
   rep->launches = launches;
+  fe_perf_occupancy(r->be, r->kernel[a], rep);
   FE_CHECK(fe_perf_predict(r->be, r->prec, rep));
   if (!o || !o->nolog) fe_perf_log_add(rep);
   return 0;
@@ -934,6 +936,7 @@ static int op_run(fe_realization *r, fe_action a, const fe_vector *u, const fe_v
   if (!u && !r->zero) FE_CHECK(fe_vector_create(r->be, r->prec, n, &r->zero)); /* zeroed */
   if (!u) u = r->zero;
   FE_CHECK(fe_vector_fill(out, 0.0));
+  (*launches)++; /* the fill is a launch too */
   FE_CHECK(r->st->integrate(r, a, u, wm ? wm : u, out, launches));
   switch (a) {
   case FE_ACTION_RESIDUAL: FE_CHECK(op_dirichlet(r, a, u, 1, -1, 0, out, launches)); break;
@@ -1040,6 +1043,28 @@ int fe_operator_prepare(fe_operator *A, const char *action, const fe_action_opts
   FE_CHECK(fe_action_parse(action, &a));
   FE_CHECK(realization_get(A, o, &r, why, sizeof why));
   return realization_kernel(r, a, compile_seconds);
+}
+
+int fe_operator_model(fe_operator *A, const char *action, const fe_action_opts *o,
+                      fe_report *rep)
+{
+  fe_action a;
+  fe_realization *r = NULL;
+  char why[160];
+  double compile_s;
+  FE_CHECK(fe_action_parse(action, &a));
+  FE_CHECK(realization_get(A, o, &r, why, sizeof why));
+  FE_CHECK(realization_kernel(r, a, &compile_s));
+  fe_report_begin(rep, fe_action_name(a), r->be, r->prec, r->st->name, why);
+  fe_report_operator(rep, A, a);
+  fe_work w = {0};
+  r->st->count(r, a, &w);
+  fe_report_work(rep, &w);
+  /* the fill of the output, the integration (a launch per color), the constrained rows */
+  rep->launches = 1 + (r->ncolors > 0 ? r->ncolors : 1) + (A->ndir > 0 ? 1 : 0);
+  rep->compile_seconds = compile_s;
+  fe_perf_occupancy(r->be, r->kernel[a], rep);
+  return fe_perf_predict(r->be, r->prec, rep);
 }
 
 int fe_operator_source(fe_operator *A, const char *action, const fe_action_opts *o, char **src)

@@ -86,6 +86,11 @@ int fe_operator_prepare(fe_operator *A, const char *action, const fe_action_opts
  * constrained nodes and `interior` elsewhere. */
 int fe_operator_initial(fe_operator *A, const fe_action_opts *o, double interior, fe_vector **out);
 
+/* The model's view of an action without running it: the work its strategy counts per
+ * ceiling, the compiled kernel's occupancy and the prediction on o's backend, in rep
+ * (seconds 0: nothing measured). Builds and compiles what the action needs. */
+int fe_operator_model(fe_operator *A, const char *action, const fe_action_opts *o,
+                      fe_report *rep);
 /* The complete source an action compiles to on a backend (backend preamble included);
  * action "residual", "apply" or "diagonal". *src is malloc'd. */
 int fe_operator_source(fe_operator *A, const char *action, const fe_action_opts *o, char **src);

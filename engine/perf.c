@@ -1,13 +1,19 @@
-/* felab performance: calibration of a backend's ceilings, the roofline prediction of a
+/* felab performance: calibration of a backend's ceilings, the model's prediction of a
  * call, the report's printed block and the session log.
  *
- * The model: a call that performs F flops and must move at least B bytes takes
- *   t = max(F / peak_flops, B / peak_bandwidth) + launches * launch_overhead,
- * with the peaks measured on this backend by calibrate() (a stream triad and independent
- * FMA chains), so a prediction says how close a kernel is to what the device can do. */
+ * The model: a strategy counts what one call does against each ceiling (fe_work: DRAM
+ * bytes, further L2 loads, shared-memory wavefront bytes, flops, divisions, atomics); each
+ * ceiling is a rate measured by its own micro-benchmark (calibrate.knl), on a GPU also at
+ * 2..64 warps per compute unit. The compiled kernel's registers and shared memory give its
+ * occupancy, hence the fraction of each rate it can reach; the time of a ceiling alone is
+ * its work over that rate; the call takes the largest of them, stretched when the last
+ * wave of groups leaves compute units idle, plus its launches and the host's wait:
+ *   t = max_c(W_c / (R_c e_c(occupancy))) / fill + launches * t_launch + t_sync.
+ * No kernel's own timing feeds its own prediction. */
 #include "engine/perf.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,49 +27,130 @@ const char *fe_kernel_template(const char *name);
 double fe_report_gflops(const fe_report *r) { return r->seconds > 0 ? r->flops / r->seconds / 1e9 : 0; }
 double fe_report_gbytes(const fe_report *r) { return r->seconds > 0 ? r->bytes / r->seconds / 1e9 : 0; }
 
-/* Where a backend's calibration is stored: one file per backend and device. */
+const char *fe_ceiling_name(int c)
+{
+  static const char *names[FE_NCEILINGS] = {"dram",   "l2",      "shared",  "fma",
+                                            "nonfma", "atomics", "launches"};
+  return c >= 0 && c < FE_NCEILINGS ? names[c] : "?";
+}
+
+/* Where a backend's calibration is stored: one file per backend and device ("v2": the
+ * ceilings per micro-benchmark; a file of the first form is not read). */
 static int calibration_path(const fe_backend *be, char *path, size_t n)
 {
   char dir[4096];
   FE_CHECK(fe_cache_dir("calibration", dir, sizeof dir));
   unsigned long long h = fe_hash_string(be->info.name, fe_hash_string(be->name, 0));
-  snprintf(path, n, "%s/%s-%016llx.txt", dir, be->name, h);
+  snprintf(path, n, "%s/%s-v2-%016llx.txt", dir, be->name, h);
   return 0;
 }
 
-/* Read a stored calibration: lines "<precision> <GB/s> <GFlop/s> <launch us>". A file that
- * does not parse (a line with another shape, an unknown precision, a rate that is not
- * positive and finite) is dropped whole, with a word on stderr: the backend is measured
- * again when a prediction needs it, and the new measurement is stored. */
+/* The named numbers of a calibration line, in the order they are written. */
+typedef struct calib_field {
+  const char *key;
+  size_t offset;
+  int required; /* a rate that must be positive (launch and sync may be 0) */
+} calib_field;
+
+static const calib_field calib_fields[] = {
+    {"dram", offsetof(fe_calibration, gbytes), 1},
+    {"l2", offsetof(fe_calibration, l2_gbytes), 1},
+    {"shared", offsetof(fe_calibration, shared_gbytes), 1},
+    {"fma", offsetof(fe_calibration, gflops), 1},
+    {"nonfma", offsetof(fe_calibration, nonfma_gops), 1},
+    {"atomics", offsetof(fe_calibration, atomic_gops), 1},
+    {"launch", offsetof(fe_calibration, launch_us), 0},
+    {"sync", offsetof(fe_calibration, sync_us), 0},
+};
+#define NCALIB_FIELDS (sizeof calib_fields / sizeof calib_fields[0])
+static const char *curve_keys[3] = {"curve_dram", "curve_shared", "curve_fma"};
+
+/* Parse one stored line "<precision> key value key value ... curve_x a,b,c,d,e,f ..." into
+ * *c (valid set); else a reason in why. */
+static void parse_calibration_line(char *line, fe_precision *p, fe_calibration *c, char *why,
+                                   size_t nwhy)
+{
+  char *save = NULL, *tok = strtok_r(line, " \t\r\n", &save);
+  memset(c, 0, sizeof *c);
+  if (!tok || fe_precision_parse(tok, p)) {
+    fe_error_clear();
+    snprintf(why, nwhy, "unknown precision '%s'", tok ? tok : "");
+    return;
+  }
+  int seen = 0;
+  while ((tok = strtok_r(NULL, " \t\r\n", &save))) {
+    char *val = strtok_r(NULL, " \t\r\n", &save);
+    if (!val) {
+      snprintf(why, nwhy, "'%s' has no value", tok);
+      return;
+    }
+    int known = 0;
+    for (size_t i = 0; i < NCALIB_FIELDS && !known; i++)
+      if (!strcmp(tok, calib_fields[i].key)) {
+        char *end;
+        double v = strtod(val, &end);
+        double *dst = (double *)((char *)c + calib_fields[i].offset);
+        if (*end || !isfinite(v) || v < 0 || (calib_fields[i].required && v <= 0)) {
+          snprintf(why, nwhy, "'%s %s': a rate that is not positive", tok, val);
+          return;
+        }
+        *dst = v;
+        seen |= 1 << i;
+        known = 1;
+      }
+    for (int k = 0; k < 3 && !known; k++)
+      if (!strcmp(tok, curve_keys[k])) {
+        char *q = val;
+        for (int j = 0; j < FE_CURVE_POINTS; j++) {
+          char *end;
+          double v = strtod(q, &end);
+          if (end == q || !isfinite(v) || v <= 0 || (j < FE_CURVE_POINTS - 1 && *end != ',')) {
+            snprintf(why, nwhy, "'%s %s' is not %d positive numbers", tok, val, FE_CURVE_POINTS);
+            return;
+          }
+          c->curve[k][j] = v;
+          q = end + 1;
+        }
+        known = 1;
+      }
+    if (!known) {
+      snprintf(why, nwhy, "unknown field '%s'", tok);
+      return;
+    }
+  }
+  if (seen != (1 << NCALIB_FIELDS) - 1) {
+    snprintf(why, nwhy, "a ceiling is missing");
+    return;
+  }
+  c->valid = 1;
+}
+
+/* Read a stored calibration: one line per precision. A file that does not parse (a field
+ * unknown or missing, a rate that is not positive and finite) is dropped whole, with a
+ * word on stderr: the backend is measured again when a prediction needs it, and the new
+ * measurement is stored. */
 int fe_perf_load_calibration(fe_backend *be)
 {
   char path[4200];
   FE_CHECK(calibration_path(be, path, sizeof path));
   FILE *f = fopen(path, "r");
   if (!f) return 0;
-  fe_calibration stored[FE_NPRECISIONS] = {0};
-  char line[256], prec[16], extra[2], why[320] = "";
+  fe_calibration stored[FE_NPRECISIONS];
+  memset(stored, 0, sizeof stored);
+  char line[1024], why[320] = "", reason[256] = "";
   int n = 0;
   while (!why[0] && fgets(line, sizeof line, f)) {
-    fe_calibration c = {0};
-    fe_precision p;
+    fe_calibration c;
+    fe_precision p = FE_DOUBLE;
     n++;
     if (strspn(line, " \t\r\n") == strlen(line)) continue; /* blank */
-    if (!strchr(line, '\n') && !feof(f))
+    if (!strchr(line, '\n') && !feof(f)) {
       snprintf(why, sizeof why, "line %d is too long", n);
-    else if (sscanf(line, "%15s %lf %lf %lf %1s", prec, &c.gbytes, &c.gflops, &c.launch_us,
-                    extra) != 4)
-      snprintf(why, sizeof why, "line %d is not '<precision> <GB/s> <GFlop/s> <launch us>'", n);
-    else if (fe_precision_parse(prec, &p)) {
-      fe_error_clear();
-      snprintf(why, sizeof why, "line %d: unknown precision '%s'", n, prec);
-    } else if (!(c.gbytes > 0 && c.gflops > 0 && c.launch_us >= 0 && isfinite(c.gbytes) &&
-                 isfinite(c.gflops) && isfinite(c.launch_us)))
-      snprintf(why, sizeof why, "line %d: a rate that is not positive", n);
-    else {
-      c.valid = 1;
-      stored[p] = c;
+      break;
     }
+    parse_calibration_line(line, &p, &c, reason, sizeof reason);
+    if (!c.valid) snprintf(why, sizeof why, "line %d: %s", n, reason);
+    else stored[p] = c;
   }
   if (!why[0] && ferror(f)) snprintf(why, sizeof why, "cannot be read");
   fclose(f);
@@ -86,46 +173,35 @@ static int save_calibration(const fe_backend *be)
   FILE *f = fopen(tmp, "w");
   if (!f) return 0; /* a read-only cache only costs a recalibration next session */
   int ok = 1;
-  for (int p = 0; p < FE_NPRECISIONS; p++)
-    if (be->calib[p].valid)
-      ok = fprintf(f, "%s %.6g %.6g %.6g\n", fe_precision_name((fe_precision)p),
-                   be->calib[p].gbytes, be->calib[p].gflops, be->calib[p].launch_us) > 0 && ok;
+  for (int p = 0; p < FE_NPRECISIONS; p++) {
+    const fe_calibration *c = &be->calib[p];
+    if (!c->valid) continue;
+    ok = fprintf(f, "%s", fe_precision_name((fe_precision)p)) > 0 && ok;
+    for (size_t i = 0; i < NCALIB_FIELDS; i++)
+      ok = fprintf(f, " %s %.6g", calib_fields[i].key,
+                   *(const double *)((const char *)c + calib_fields[i].offset)) > 0 && ok;
+    for (int k = 0; k < 3; k++) {
+      if (!(c->curve[k][0] > 0)) continue;
+      ok = fprintf(f, " %s ", curve_keys[k]) > 0 && ok;
+      for (int j = 0; j < FE_CURVE_POINTS; j++)
+        ok = fprintf(f, "%s%.4g", j ? "," : "", c->curve[k][j]) > 0 && ok;
+    }
+    ok = fputc('\n', f) != EOF && ok;
+  }
   ok = !fclose(f) && ok;
   if (!ok || rename(tmp, path)) remove(tmp); /* a failed write costs a recalibration only */
   return 0;
 }
 
-/* Sizes of the calibration kernels for a kind of device. */
-typedef struct calib_sizes {
-  int block, chunk, chains, steps, fma_groups;
-  size_t n;
-} calib_sizes;
-
-static calib_sizes calib_sizes_for(const fe_backend *be, fe_precision prec)
-{
-  calib_sizes s;
-  size_t w = fe_precision_size(prec);
-  if (be->info.is_gpu) {
-    s = (calib_sizes){.block = 256, .chunk = 8, .chains = 8, .steps = 4096,
-                      .fma_groups = 8 * (be->info.compute_units > 0 ? be->info.compute_units : 16)};
-    s.n = (size_t)1 << 27;
-  } else {
-    s = (calib_sizes){.block = 1, .chunk = 1 << 14, .chains = 32, .steps = 1 << 15,
-                      .fma_groups = 4 * (be->info.compute_units > 0 ? be->info.compute_units : 1)};
-    s.n = (size_t)1 << 24;
-  }
-  while (s.n * w * 3 > be->info.global_mem / 4 && s.n > ((size_t)1 << 20)) s.n /= 2;
-  return s;
-}
-
-/* Best of `reps` launches of a kernel, wall clock. */
-static int best_time(fe_backend *be, fe_kernel *k, size_t ngroups, size_t gs, int nargs,
-                     const fe_arg *args, fe_precision prec, int reps, double *best)
+/* Best of `reps` runs of a kernel, wall clock; `queued` launches per run (the last waits). */
+static int best_time(fe_backend *be, fe_kernel *k, size_t ngroups, size_t block, int nargs,
+                     const fe_arg *args, fe_precision prec, int reps, int queued, double *best)
 {
   *best = INFINITY;
   for (int r = 0; r < reps; r++) {
-    double s, t0 = fe_clock();
-    FE_CHECK(be->ops->launch(be->impl, k, ngroups, gs, nargs, args, prec, &s));
+    double t0 = fe_clock();
+    for (int q = 0; q < queued; q++)
+      FE_CHECK(be->ops->launch(be->impl, k, ngroups, block, nargs, args, prec, NULL));
     FE_CHECK(be->ops->finish(be->impl));
     double t = fe_clock() - t0;
     if (t < *best) *best = t;
@@ -133,79 +209,175 @@ static int best_time(fe_backend *be, fe_kernel *k, size_t ngroups, size_t gs, in
   return 0;
 }
 
-/* Run the triad and FMA kernels; fill be->calib[prec]. */
+/* The calibration kernels of one backend and precision, and their buffers. */
+typedef struct calib_run {
+  fe_backend *be;
+  fe_precision prec;
+  fe_module *mod;
+  fe_kernel *triad, *stream, *cached, *fma, *shared, *divide, *atomics;
+  fe_buffer a, x, y, out;
+  size_t n;       /* reals per array */
+  int ngpu;       /* compute units (GPU) or threads (cpu) */
+  int steps;      /* FMA and shared-load steps per item */
+  int block;      /* items per group: two warps on a GPU, so that the number of groups sets
+                   * the warps resident per compute unit (the curves); 1 on the cpu */
+  int chains;     /* independent FMA chains per item (the cpu's SIMD lanes need more) */
+} calib_run;
+
+/* Seconds of a stream triad over n reals in g groups (grid-stride). */
+static int time_stream(calib_run *c, long long g, double *t)
+{
+  fe_arg args[6] = {{.kind = FE_ARG_INT, .i = g},          {.kind = FE_ARG_INT, .i = (long long)c->n},
+                    {.kind = FE_ARG_BUFFER, .buf = &c->a}, {.kind = FE_ARG_BUFFER, .buf = &c->x},
+                    {.kind = FE_ARG_BUFFER, .buf = &c->y}, {.kind = FE_ARG_REAL, .r = 3.0}};
+  return best_time(c->be, c->stream, (size_t)g, (size_t)c->block, 6, args, c->prec, 4, 1, t);
+}
+
+static int time_fma(calib_run *c, long long g, double *t)
+{
+  fe_arg args[3] = {{.kind = FE_ARG_INT, .i = g}, {.kind = FE_ARG_BUFFER, .buf = &c->out},
+                    {.kind = FE_ARG_REAL, .r = 0.999999}};
+  return best_time(c->be, c->fma, (size_t)g, (size_t)c->block, 3, args, c->prec, 3, 1, t);
+}
+
+static int time_shared(calib_run *c, long long g, double *t)
+{
+  fe_arg args[3] = {{.kind = FE_ARG_INT, .i = g}, {.kind = FE_ARG_BUFFER, .buf = &c->out},
+                    {.kind = FE_ARG_INT, .i = c->steps}};
+  return best_time(c->be, c->shared, (size_t)g, (size_t)c->block, 3, args, c->prec, 3, 1, t);
+}
+
+/* Run every micro-benchmark; fill be->calib[prec]. */
+static int calibrate_kernels(calib_run *c)
+{
+  fe_backend *be = c->be;
+  fe_calibration *cal = &be->calib[c->prec];
+  double w = (double)fe_precision_size(c->prec), t;
+  int gpu = be->info.is_gpu, cu = c->ngpu;
+  size_t B = (size_t)c->block;
+  /* DRAM: the triad over the whole arrays, CHUNK reals per item */
+  int chunk = gpu ? 16 : 1 << 14;
+  long long tg = (long long)((c->n + B * chunk - 1) / (B * chunk));
+  fe_arg targs[6] = {{.kind = FE_ARG_INT, .i = tg},         {.kind = FE_ARG_INT, .i = (long long)c->n},
+                     {.kind = FE_ARG_BUFFER, .buf = &c->a}, {.kind = FE_ARG_BUFFER, .buf = &c->x},
+                     {.kind = FE_ARG_BUFFER, .buf = &c->y}, {.kind = FE_ARG_REAL, .r = 3.0}};
+  FE_CHECK(best_time(be, c->triad, (size_t)tg, B, 6, targs, c->prec, 6, 1, &t));
+  cal->gbytes = 3.0 * (double)c->n * w / t / 1e9;
+  /* launches: an empty triad waited for, and 32 queued */
+  fe_arg largs[6];
+  memcpy(largs, targs, sizeof largs);
+  largs[0].i = 1;
+  largs[1].i = 0;
+  FE_CHECK(best_time(be, c->triad, 1, B, 6, largs, c->prec, 20, 1, &t));
+  cal->sync_us = t * 1e6;
+  FE_CHECK(best_time(be, c->triad, 1, B, 6, largs, c->prec, 5, 32, &t));
+  cal->launch_us = (t * 1e6 - cal->sync_us) / 31 > 0 ? (t * 1e6 - cal->sync_us) / 31 : 0;
+  /* the last-level cache: a triad on arrays of a third of its size, 16 passes */
+  size_t cache = be->info.l2_bytes ? be->info.l2_bytes : (size_t)1 << 20;
+  long long nc = (long long)(cache / 3 / 3 / (size_t)w);
+  long long cg = gpu ? (long long)cu * 32 : cu;
+  if (!gpu) nc = nc / cg * cg; /* the cpu: each group its own contiguous part */
+  int passes = 16;
+  fe_arg cargs[7] = {{.kind = FE_ARG_INT, .i = cg},          {.kind = FE_ARG_INT, .i = nc},
+                     {.kind = FE_ARG_INT, .i = passes},      {.kind = FE_ARG_BUFFER, .buf = &c->a},
+                     {.kind = FE_ARG_BUFFER, .buf = &c->x},  {.kind = FE_ARG_BUFFER, .buf = &c->y},
+                     {.kind = FE_ARG_REAL, .r = 2.0}};
+  FE_CHECK(best_time(be, c->cached, (size_t)cg, B, 7, cargs, c->prec, 3, 1, &t));
+  cal->l2_gbytes = 3.0 * (double)nc * passes * w / t / 1e9;
+  /* FMA and shared loads: four full waves of groups (32 groups of two warps per unit) */
+  long long full = gpu ? (long long)cu * 32 * 4 : (long long)cu * 4;
+  FE_CHECK(time_fma(c, full, &t));
+  cal->gflops = 2.0 * (double)full * B * c->chains * c->steps / t / 1e9;
+  FE_CHECK(time_shared(c, full, &t));
+  cal->shared_gbytes = 4.0 * (double)full * B * c->steps * w / t / 1e9;
+  /* divisions: a quarter of the FMA steps */
+  int dsteps = c->steps / 4;
+  fe_arg dargs[4] = {{.kind = FE_ARG_INT, .i = full}, {.kind = FE_ARG_BUFFER, .buf = &c->out},
+                     {.kind = FE_ARG_REAL, .r = 0.75}, {.kind = FE_ARG_INT, .i = dsteps}};
+  FE_CHECK(best_time(be, c->divide, (size_t)full, B, 4, dargs, c->prec, 3, 1, &t));
+  cal->nonfma_gops = (double)full * B * c->chains * dsteps / t / 1e9;
+  /* atomics: scattered over 2^22 reals (a vector of a few million dofs) */
+  long long na = (long long)1 << 22, ag = gpu ? (long long)cu * 64 : (long long)cu * 4096;
+  int asteps = 64;
+  FE_CHECK(be->ops->fill(be->impl, &c->a, (size_t)na, c->prec, 0.0));
+  fe_arg aargs[5] = {{.kind = FE_ARG_INT, .i = ag}, {.kind = FE_ARG_INT, .i = na},
+                     {.kind = FE_ARG_BUFFER, .buf = &c->a}, {.kind = FE_ARG_REAL, .r = 1.0},
+                     {.kind = FE_ARG_INT, .i = asteps}};
+  FE_CHECK(best_time(be, c->atomics, (size_t)ag, B, 5, aargs, c->prec, 3, 1, &t));
+  cal->atomic_gops = (double)ag * B * asteps / t / 1e9;
+  /* GPUs: each rate with 2, 4, ..., 64 warps resident per unit (one wave of groups of two
+   * warps), as a fraction of the rate above */
+  memset(cal->curve, 0, sizeof cal->curve);
+  if (gpu) {
+    for (int k = 0; k < FE_CURVE_POINTS; k++) {
+      long long g = (long long)cu << k; /* 2^(k+1) warps per unit */
+      FE_CHECK(time_stream(c, g, &t));
+      cal->curve[0][k] = 3.0 * (double)c->n * w / t / 1e9 / cal->gbytes;
+      FE_CHECK(time_shared(c, g, &t));
+      cal->curve[1][k] = 4.0 * (double)g * B * c->steps * w / t / 1e9 / cal->shared_gbytes;
+      FE_CHECK(time_fma(c, g, &t));
+      cal->curve[2][k] = 2.0 * (double)g * B * c->chains * c->steps / t / 1e9 / cal->gflops;
+    }
+  }
+  cal->valid = 1;
+  return 0;
+}
+
+/* Compile the calibration kernels, run them, fill be->calib[prec] and store it. */
 static int run_calibration(fe_backend *be, fe_precision prec, fe_report *rep)
 {
-  calib_sizes s = calib_sizes_for(be, prec);
+  calib_run c = {.be = be, .prec = prec};
   size_t w = fe_precision_size(prec);
+  c.ngpu = be->info.compute_units > 0 ? be->info.compute_units : 1;
+  c.steps = be->info.is_gpu ? 1024 : 4096;
+  c.block = be->info.is_gpu ? 64 : 1;
+  c.chains = be->info.is_gpu ? 8 : 32;
+  c.n = be->info.is_gpu ? (size_t)1 << 27 : (size_t)1 << 24;
+  while (c.n * w * 3 > be->info.global_mem / 4 && c.n > ((size_t)1 << 20)) c.n /= 2;
   fe_strbuf b = {0};
   fe_strbuf_printf(&b, "/* felab calibration kernels, %s backend, %s precision */\n", be->name,
                    fe_precision_name(prec));
   fe_strbuf_printf(&b, "#define FE_DOUBLE %d\n#define FE_COLORED 0\n#define BLOCK %d\n#define CHUNK %d\n"
                        "#define FMA_CHAINS %d\n#define FMA_STEPS %d\n",
-                   prec == FE_DOUBLE, s.block, s.chunk, s.chains, s.steps);
+                   prec == FE_DOUBLE, c.block, be->info.is_gpu ? 16 : 1 << 14, c.chains, c.steps);
   fe_strbuf_append(&b, be->ops->preamble(be->impl, prec));
   fe_strbuf_append(&b, fe_kernel_template("calibrate"));
   char *src;
   FE_CHECK(fe_strbuf_finish(&b, &src));
-  fe_module *mod = NULL;
-  double compile_s;
+  double compile_s, t0 = fe_clock();
   int cached;
-  int rc = be->ops->compile(be->impl, src, &mod, &compile_s, &cached);
+  int rc = be->ops->compile(be->impl, src, &c.mod, &compile_s, &cached);
   free(src);
   FE_CHECK(rc);
-  fe_kernel *triad, *fma;
-  fe_buffer a = {0}, x = {0}, y = {0}, out = {0};
-  rc = be->ops->kernel(be->impl, mod, "fe_triad", &triad);
-  if (!rc) rc = be->ops->kernel(be->impl, mod, "fe_fma", &fma);
-  if (!rc) rc = be->ops->alloc(be->impl, s.n * w, &a);
-  if (!rc) rc = be->ops->alloc(be->impl, s.n * w, &x);
-  if (!rc) rc = be->ops->alloc(be->impl, s.n * w, &y);
-  if (!rc) rc = be->ops->alloc(be->impl, (size_t)s.fma_groups * w, &out);
-  if (!rc) rc = be->ops->fill(be->impl, &x, s.n, prec, 1.0);
-  if (!rc) rc = be->ops->fill(be->impl, &y, s.n, prec, 2.0);
-  double t_triad = 0, t_fma = 0, t_launch = 0;
-  size_t per_group = (size_t)s.block * s.chunk, tg = (s.n + per_group - 1) / per_group;
-  fe_arg targs[6] = {{.kind = FE_ARG_INT, .i = (long long)tg}, {.kind = FE_ARG_INT, .i = (long long)s.n},
-                     {.kind = FE_ARG_BUFFER, .buf = &a},     {.kind = FE_ARG_BUFFER, .buf = &x},
-                     {.kind = FE_ARG_BUFFER, .buf = &y},     {.kind = FE_ARG_REAL, .r = 3.0}};
-  if (!rc) rc = best_time(be, triad, tg, (size_t)s.block, 6, targs, prec, 6, &t_triad);
-  fe_arg fargs[3] = {{.kind = FE_ARG_INT, .i = s.fma_groups}, {.kind = FE_ARG_BUFFER, .buf = &out},
-                     {.kind = FE_ARG_REAL, .r = 0.999999}};
-  if (!rc) rc = best_time(be, fma, (size_t)s.fma_groups, (size_t)s.block, 3, fargs, prec, 3, &t_fma);
-  fe_arg largs[6];
-  memcpy(largs, targs, sizeof largs);
-  largs[0].i = 1;
-  largs[1].i = 0; /* an empty triad: the cost of a launch */
-  if (!rc) rc = best_time(be, triad, 1, (size_t)s.block, 6, largs, prec, 20, &t_launch);
-  fe_buffer *bufs[] = {&a, &x, &y, &out};
+  struct { const char *name; fe_kernel **k; } ks[] = {
+      {"fe_triad", &c.triad},         {"fe_stream", &c.stream},   {"fe_cached", &c.cached},
+      {"fe_fma", &c.fma},             {"fe_shared_loads", &c.shared}, {"fe_divide", &c.divide},
+      {"fe_atomics", &c.atomics}};
+  for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !rc; i++)
+    rc = be->ops->kernel(be->impl, c.mod, ks[i].name, ks[i].k);
+  size_t nout = (size_t)c.ngpu * 32 * 4 + 64;
+  if (!rc) rc = be->ops->alloc(be->impl, c.n * w, &c.a);
+  if (!rc) rc = be->ops->alloc(be->impl, c.n * w, &c.x);
+  if (!rc) rc = be->ops->alloc(be->impl, c.n * w, &c.y);
+  if (!rc) rc = be->ops->alloc(be->impl, nout * w, &c.out);
+  if (!rc) rc = be->ops->fill(be->impl, &c.x, c.n, prec, 1.0);
+  if (!rc) rc = be->ops->fill(be->impl, &c.y, c.n, prec, 2.0);
+  if (!rc) rc = calibrate_kernels(&c);
+  fe_buffer *bufs[] = {&c.a, &c.x, &c.y, &c.out};
   for (int i = 0; i < 4; i++)
     if (bufs[i]->ptr) be->ops->release(be->impl, bufs[i]);
-  be->ops->module_free(be->impl, mod);
+  be->ops->module_free(be->impl, c.mod);
   FE_CHECK(rc);
-  double bytes = 3.0 * s.n * w;
-  double flops = 2.0 * s.fma_groups * s.block * (double)s.chains * s.steps;
-  fe_calibration *c = &be->calib[prec];
-  c->gbytes = bytes / t_triad / 1e9;
-  c->gflops = flops / t_fma / 1e9;
-  c->launch_us = t_launch * 1e6;
-  c->valid = 1;
+  const fe_calibration *cal = &be->calib[prec];
   if (rep) {
-    memset(rep, 0, sizeof *rep);
-    snprintf(rep->action, sizeof rep->action, "calibrate");
-    snprintf(rep->backend, sizeof rep->backend, "%s", be->name);
-    snprintf(rep->device, sizeof rep->device, "%s", be->info.name);
-    snprintf(rep->precision, sizeof rep->precision, "%s", fe_precision_name(prec));
-    snprintf(rep->strategy, sizeof rep->strategy, "triad+fma");
-    rep->flops = flops;
-    rep->bytes = bytes;
-    rep->seconds = t_triad + t_fma;
+    fe_report_begin(rep, "calibrate", be, prec, "micro-benchmarks",
+                    "stream triad, cached triad, shared loads, FMA and division chains, "
+                    "scattered atomics, launches");
+    rep->seconds = fe_clock() - t0 - (cached ? 0 : compile_s);
     rep->compile_seconds = cached ? 0 : compile_s;
-    rep->peak_gbytes = c->gbytes;
-    rep->peak_gflops = c->gflops;
-    rep->predicted_seconds = bytes / (c->gbytes * 1e9) + flops / (c->gflops * 1e9);
-    snprintf(rep->bound, sizeof rep->bound, "both");
-    rep->launches = 2;
+    rep->peak_gbytes = cal->gbytes;
+    rep->peak_gflops = cal->gflops;
+    snprintf(rep->bound, sizeof rep->bound, "all");
   }
   return save_calibration(be);
 }
@@ -217,16 +389,148 @@ int fe_perf_calibrate(fe_backend *be, fe_precision prec, fe_report *rep)
   return 0;
 }
 
+int fe_bank_wavefronts(const long long *idx, int n, int size)
+{
+  long long seen[32];
+  int ns = 0, per_bank[32] = {0}, most = 0, words = size / 4 > 0 ? size / 4 : 1;
+  for (int t = 0; t < n && t < 32; t++) {
+    int dup = idx[t] < 0;
+    for (int s = 0; s < ns && !dup; s++) dup = seen[s] == idx[t];
+    if (dup) continue;
+    seen[ns++] = idx[t];
+    for (int k = 0; k < words; k++) {
+      int bank = (int)((idx[t] * words + k) % 32);
+      if (++per_bank[bank] > most) most = per_bank[bank];
+    }
+  }
+  return most;
+}
+
+double fe_bank_random_wavefronts(int size)
+{
+  unsigned s = 12345u;
+  long long idx[32];
+  double sum = 0;
+  const int samples = 256;
+  for (int r = 0; r < samples; r++) {
+    for (int t = 0; t < 32; t++) {
+      s = s * 1664525u + 1013904223u;
+      idx[t] = (long long)(s >> 8) * 32 + t; /* distinct words, random banks */
+      idx[t] = (idx[t] / 32) % 4096;
+    }
+    sum += fe_bank_wavefronts(idx, 32, size);
+  }
+  return sum / samples;
+}
+
+void fe_report_work(fe_report *rep, const fe_work *w)
+{
+  rep->flops = w->flops;
+  rep->bytes = w->bytes;
+  rep->l2_bytes = w->l2_bytes;
+  rep->shared_bytes = w->shared_bytes;
+  rep->nonfma = w->nonfma;
+  rep->atomics = w->atomics;
+  rep->groups = w->groups;
+  rep->group_items = w->group_items;
+}
+
+void fe_perf_occupancy(fe_backend *be, fe_kernel *k, fe_report *rep)
+{
+  const fe_device_info *in = &be->info;
+  fe_kernel_resources res;
+  rep->occupancy = 0;
+  if (!k || !in->is_gpu || rep->group_items <= 0 || !be->ops->kernel_resources ||
+      be->ops->kernel_resources(be->impl, k, &res))
+    return;
+  fe_error_clear();
+  int warp = in->warp > 0 ? in->warp : 32, tpc = in->threads_per_cu > 0 ? in->threads_per_cu : 2048;
+  int wpg = (rep->group_items + warp - 1) / warp;
+  int groups = tpc / (wpg * warp);
+  const char *limit = "threads";
+  rep->regs = res.regs;
+  rep->shared_per_group = (long long)res.shared;
+  if (in->groups_per_cu > 0 && in->groups_per_cu < groups) groups = in->groups_per_cu, limit = "groups";
+  if (res.regs > 0 && in->regs_per_cu > 0) { /* registers go to warps in blocks of 256 */
+    int per_warp = (res.regs * warp + 255) / 256 * 256;
+    int g = in->regs_per_cu / (per_warp * wpg);
+    if (g < groups) groups = g, limit = "registers";
+  }
+  if (res.shared > 0 && in->shared_per_cu > 0) { /* 1 KiB of every group is the system's */
+    int g = (int)(in->shared_per_cu / (res.shared + (in->warp == 32 ? 1024 : 0)));
+    if (g < groups) groups = g, limit = "shared";
+  }
+  if (groups < 1) groups = 1;
+  rep->occupancy = (double)groups * wpg * warp / tpc;
+  snprintf(rep->occupancy_limit, sizeof rep->occupancy_limit, "%s", limit);
+}
+
+/* The fraction of a ceiling reached with `warps` resident per compute unit, from its
+ * calibrated curve (1 when not measured). */
+static double curve_at(const double *curve, double warps)
+{
+  if (!(curve[FE_CURVE_POINTS - 1] > 0) || !(warps > 0)) return 1;
+  double x = log2(warps) - 1, f;
+  if (x <= 0) f = curve[0] * warps / 2;
+  else if (x >= FE_CURVE_POINTS - 1) f = curve[FE_CURVE_POINTS - 1];
+  else {
+    int i = (int)x;
+    f = curve[i] + (x - i) * (curve[i + 1] - curve[i]);
+  }
+  return f > 1 ? 1 : f;
+}
+
+void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
+{
+  fe_calibration g = *c;
+  if (!(c->curve[0][FE_CURVE_POINTS - 1] > 0)) {
+    /* the cpu: its groups' "shared" arrays live in L1 and its groups add color by color
+     * without atomics, so neither is a ceiling of their own there */
+    g.shared_gbytes = g.atomic_gops = 0;
+  }
+  c = &g;
+  double warps = rep->occupancy > 0 ? rep->occupancy * 64 : 0; /* of 64 warps per unit */
+  double e_dram = curve_at(c->curve[0], warps), e_shared = curve_at(c->curve[1], warps),
+         e_fma = curve_at(c->curve[2], warps);
+  double *t = rep->ceiling_seconds;
+  t[FE_CEIL_DRAM] = rep->bytes / (c->gbytes * 1e9 * e_dram);
+  t[FE_CEIL_L2] = c->l2_gbytes > 0 ? rep->l2_bytes / (c->l2_gbytes * 1e9 * e_dram) : 0;
+  t[FE_CEIL_SHARED] = c->shared_gbytes > 0 ? rep->shared_bytes / (c->shared_gbytes * 1e9 * e_shared) : 0;
+  t[FE_CEIL_FMA] = rep->flops / (c->gflops * 1e9 * e_fma);
+  t[FE_CEIL_NONFMA] = c->nonfma_gops > 0 ? rep->nonfma / (c->nonfma_gops * 1e9 * e_fma) : 0;
+  t[FE_CEIL_ATOMIC] = c->atomic_gops > 0 ? rep->atomics / (c->atomic_gops * 1e9) : 0;
+  /* the last wave: groups beyond whole waves leave units idle */
+  double fill = 1;
+  if (rep->groups > 0 && compute_units > 0) {
+    double per_wave = compute_units;
+    if (rep->occupancy > 0 && rep->group_items > 0)
+      per_wave *= floor(rep->occupancy * 2048 / ((rep->group_items + 31) / 32 * 32) + 0.5);
+    if (per_wave < 1) per_wave = 1;
+    double waves = rep->groups / per_wave;
+    fill = waves / ceil(waves);
+  }
+  int bind = FE_CEIL_DRAM;
+  for (int i = 0; i < FE_CEIL_LAUNCH; i++) {
+    t[i] /= fill;
+    if (t[i] > t[bind]) bind = i;
+  }
+  t[FE_CEIL_LAUNCH] = (rep->launches * c->launch_us + c->sync_us) * 1e-6;
+  rep->efficiency = fill * (bind == FE_CEIL_DRAM || bind == FE_CEIL_L2 ? e_dram
+                            : bind == FE_CEIL_SHARED                   ? e_shared
+                            : bind == FE_CEIL_ATOMIC                   ? 1
+                                                                       : e_fma);
+  rep->peak_gbytes = c->gbytes;
+  rep->peak_gflops = c->gflops;
+  rep->predicted_seconds = t[bind] + t[FE_CEIL_LAUNCH];
+  if (t[FE_CEIL_LAUNCH] > t[bind]) bind = FE_CEIL_LAUNCH;
+  snprintf(rep->bound, sizeof rep->bound, "%s", fe_ceiling_name(bind));
+}
+
 int fe_perf_predict(fe_backend *be, fe_precision prec, fe_report *rep)
 {
   if (!be->calib[prec].valid) FE_CHECK(fe_perf_load_calibration(be));
   if (!be->calib[prec].valid) FE_CHECK(run_calibration(be, prec, NULL));
-  const fe_calibration *c = &be->calib[prec];
-  double tm = rep->bytes / (c->gbytes * 1e9), tc = rep->flops / (c->gflops * 1e9);
-  rep->peak_gbytes = c->gbytes;
-  rep->peak_gflops = c->gflops;
-  rep->predicted_seconds = (tm > tc ? tm : tc) + rep->launches * c->launch_us * 1e-6;
-  snprintf(rep->bound, sizeof rep->bound, "%s", tm >= tc ? "memory" : "compute");
+  fe_perf_model(&be->calib[prec], be->info.compute_units, rep);
   return 0;
 }
 
@@ -248,11 +552,31 @@ void fe_report_format(const fe_report *r, char *buf, size_t n)
                      "%s on %s (%s), %s, strategy %s: %lld cells, %lld dofs\n"
                      "  counted    %.4g flop, %.4g bytes (minimal)\n"
                      "  measured   %s  %.3g GF/s  %.3g GB/s  (%d launches)\n"
-                     "  predicted  %s  %s bound, ceilings %.3g GB/s %.3g GF/s  predicted/measured %.2f",
+                     "  predicted  %s  %s bound  predicted/measured %.2f",
                      r->action, r->backend, r->device, r->precision, r->strategy, r->ncells, r->ndofs,
                      r->flops, r->bytes, tm, fe_report_gflops(r),
-                     fe_report_gbytes(r), r->launches, tp, r->bound, r->peak_gbytes, r->peak_gflops,
-                     ratio);
+                     fe_report_gbytes(r), r->launches, tp, r->bound, ratio);
+  if (len < 0 || (size_t)len >= n) return;
+  /* each ceiling alone, the ones that count */
+  double most = 0;
+  for (int c = 0; c < FE_NCEILINGS; c++)
+    if (r->ceiling_seconds[c] > most) most = r->ceiling_seconds[c];
+  if (most > 0) {
+    len += snprintf(buf + len, n - (size_t)len, "\n  ceilings  ");
+    for (int c = 0; c < FE_NCEILINGS && len > 0 && (size_t)len < n; c++) {
+      if (!(r->ceiling_seconds[c] > 0.01 * most)) continue;
+      char t[32];
+      format_time(r->ceiling_seconds[c], t, sizeof t);
+      len += snprintf(buf + len, n - (size_t)len, " %s %s", fe_ceiling_name(c), t);
+    }
+    if (len < 0 || (size_t)len >= n) return;
+  }
+  if (r->occupancy > 0)
+    len += snprintf(buf + len, n - (size_t)len,
+                    "\n  occupancy  %.0f%% (%d items a group, %d registers, %lld B shared; "
+                    "bound by %s), efficiency %.2f",
+                    100 * r->occupancy, r->group_items, r->regs, r->shared_per_group,
+                    r->occupancy_limit, r->efficiency);
   if (len < 0 || (size_t)len >= n) return;
   if (r->why[0]) len += snprintf(buf + len, n - (size_t)len, "\n  strategy   %s", r->why);
   if (len < 0 || (size_t)len >= n) return;

@@ -4,6 +4,35 @@
 
 #include "backends/backend.h"
 
+/* The ceilings of the model: each is calibrated by its own micro-benchmark, and a call's
+ * work is counted against each. */
+typedef enum {
+  FE_CEIL_DRAM,    /* bytes to and from device memory */
+  FE_CEIL_L2,      /* global loads beyond the minimal bytes (gathers of shared nodes) */
+  FE_CEIL_SHARED,  /* shared-memory traffic, in wavefront bytes (128 per wavefront) */
+  FE_CEIL_FMA,     /* floating-point operations at the FMA rate */
+  FE_CEIL_NONFMA,  /* divisions and square roots */
+  FE_CEIL_ATOMIC,  /* atomic adds to global memory */
+  FE_CEIL_LAUNCH,  /* launches and the host's wait */
+  FE_NCEILINGS
+} fe_ceiling;
+
+/* "dram", "l2", "shared", "fma", "nonfma", "atomics", "launches" */
+const char *fe_ceiling_name(int c);
+
+/* What one action does, per ceiling: a strategy counts it from its own loops. */
+typedef struct fe_work {
+  double flops;        /* floating-point operations (an FMA counts 2) */
+  double bytes;        /* the minimal bytes the algorithm must move (DRAM) */
+  double l2_bytes;     /* global loads a kernel makes beyond those (re-reads of shared data) */
+  double shared_bytes; /* shared-memory wavefront bytes: a warp's access of 4-byte words
+                        * costs 128 bytes per wavefront (a word read by every item: one) */
+  double nonfma;       /* divisions and square roots (each also counted in flops) */
+  double atomics;      /* atomic adds to global memory */
+  long long groups;    /* work groups of the main kernel (0: not known) */
+  int group_items;     /* items (threads) per group */
+} fe_work;
+
 typedef struct fe_report {
   char action[32];      /* "residual", "apply", "diagonal", "cg", "calibrate", ... */
   char backend[16];
@@ -22,7 +51,17 @@ typedef struct fe_report {
   double setup_seconds;     /* building device data (geometry, maps) */
   double predicted_seconds; /* roofline model */
   double peak_gbytes, peak_gflops; /* the ceilings the prediction used */
-  char bound[16];           /* "memory" or "compute" */
+  char bound[16];           /* the ceiling that binds: "dram", "shared", "fma", ... */
+  /* the model's inputs besides flops and bytes (fe_work), and its answer per ceiling */
+  double l2_bytes, shared_bytes, nonfma, atomics;
+  long long groups;
+  int group_items;
+  int regs;                 /* the compiled kernel's registers per item (0: not known) */
+  long long shared_per_group; /* and its shared bytes per group */
+  double occupancy;         /* resident items over the compute unit's most (0: not known) */
+  char occupancy_limit[16]; /* what bounds it: "threads", "registers", "shared", "groups" */
+  double efficiency;        /* the calibrated curve at that occupancy times the last wave's fill */
+  double ceiling_seconds[FE_NCEILINGS]; /* the time each ceiling alone would take */
   int launches;
   int iterations;           /* solvers */
 } fe_report;
@@ -31,9 +70,28 @@ typedef struct fe_report {
  * strategy and why it ran. */
 void fe_report_begin(fe_report *rep, const char *action, const fe_backend *be, fe_precision prec,
                      const char *strategy, const char *why);
-/* Roofline prediction for one call into rep (uses rep->flops, bytes, launches and the
- * backend's calibration, calibrating it first if needed). */
+/* Shared-memory wavefronts of one warp's access to the words idx[0..n) (n <= 32) of `size`
+ * bytes each (idx < 0: the item is idle): 32 banks of 4 bytes serve one word each per
+ * wavefront, items reading the same word share it (the bank model of docs/kernels.md). */
+int fe_bank_wavefronts(const long long *idx, int n, int size);
+/* The expected wavefronts of a warp's access to 32 distinct words of `size` bytes at
+ * random places (a gather through a node list), by a fixed-seed sample. */
+double fe_bank_random_wavefronts(int size);
+
+/* Copy the counted work w into the report. */
+void fe_report_work(fe_report *rep, const fe_work *w);
+/* The occupancy of kernel k launched in groups of rep->group_items into rep (from the
+ * compiled kernel's registers and shared memory and the device's limits); nothing when the
+ * backend does not say. */
+void fe_perf_occupancy(fe_backend *be, fe_kernel *k, fe_report *rep);
+/* The model's prediction of one call into rep: the time of each ceiling alone (the work
+ * counted against it over its calibrated rate, at the kernel's occupancy), the largest of
+ * them stretched by the last wave's fill, plus the launches; calibrates the backend first
+ * if it has no calibration yet. */
 int fe_perf_predict(fe_backend *be, fe_precision prec, fe_report *rep);
+/* The same with given ceilings (what-if: another device's); rep's occupancy and groups
+ * are used as they are. */
+void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep);
 /* Measure the ceilings of a backend in one precision (stream triad + FMA kernels). */
 int fe_perf_calibrate(fe_backend *be, fe_precision prec, fe_report *rep);
 /* Load stored calibrations for this device from the cache dir (0 if none). */

@@ -28,6 +28,7 @@
 
 #include "engine/error.h"
 #include "engine/precond/units.h"
+#include "engine/progress.h"
 
 void fe_solver_opts_default(fe_solver_opts *o)
 {
@@ -231,6 +232,8 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   }
   FE_CHECK(fe_vector_dot(k->r, k->p, &rz));
   if (o->monitor) printf("  cg %4d  |r| = %.6e\n", 0, r0);
+  double target = fmax(o->rtol * r0, o->atol); /* the norm the solve stops at */
+  fe_progress_iteration(0, o->maxit, r0, target);
   double t0 = fe_clock(), vflops, vbytes;
   int vlaunches, it = 0;
   if (U) {
@@ -263,6 +266,7 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
     double rn = sqrt(rr);
     FE_CHECK(history_add(info, rn));
     if (o->monitor) printf("  cg %4d  |r| = %.6e\n", it, rn);
+    fe_progress_iteration(it, o->maxit, rn, target);
     if (!isfinite(rn)) {
       snprintf(info->reason, sizeof info->reason, "diverged: |r| = %g at iteration %d", rn, it);
       FE_ERROR(FE_ERR_SOLVER, "cg %s", info->reason);
@@ -324,7 +328,9 @@ int fe_solve_cg(fe_operator *A, const fe_vector *b, const fe_vector *x0, const f
     bb = bconv;
   }
   cg_work k = {0};
+  fe_progress_begin("cg", o->monitor);
   if (!rc) rc = cg_iterate(A, bb, *x, o, &k, info);
+  fe_progress_end();
   cg_work_free(&k);
   fe_vector_free(bconv);
   if (rc) {

@@ -40,12 +40,14 @@ typedef struct fe_strategy {
   /* Launch the integration of action a: y (zeroed) += the action of u (state) and w. */
   int (*integrate)(fe_realization *r, fe_action a, const fe_vector *u, const fe_vector *w,
                    fe_vector *y, int *launches);
-  /* Counted flops and minimal bytes of action a on the whole mesh (its own loops). */
-  void (*count)(const fe_realization *r, fe_action a, double *flops, double *bytes);
-  /* Flops and bytes of action a before any device data exists, to choose the default:
-   * the same formulas as count where they need nothing built, an estimate otherwise. */
+  /* The work of action a on the whole mesh per ceiling of the model, counted from its own
+   * loops (*w zeroed by the caller): flops, minimal bytes, shared-memory wavefront bytes,
+   * atomics, ..., and the main kernel's groups and items per group. */
+  void (*count)(const fe_realization *r, fe_action a, fe_work *w);
+  /* The same before any device data exists, to choose the default: the same formulas as
+   * count where they need nothing built, an estimate otherwise. */
   void (*estimate)(const fe_operator *A, const fe_backend *be, fe_precision prec, fe_action a,
-                   double *flops, double *bytes);
+                   fe_work *w);
   /* Optional: what measurements say here, whatever the model predicts (it does not yet
    * count shared memory and atomics): 1 the default (the reason in why), -1 never the
    * default (it measured slower), 0 the model decides. */
@@ -169,9 +171,9 @@ int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *p
 /* Stored factors of every action at its own points in r->geo (shared between equal rules);
  * with recompute (the kernel makes the factors itself) only the check that every det J > 0. */
 int fe_realization_geometry(fe_realization *r, int recompute, const int *perm, size_t npad);
-/* The model's seconds for flops and bytes in one launch on be (the bytes when the backend
- * has no calibration: still an order). */
-double fe_predict_seconds(fe_backend *be, fe_precision prec, double flops, double bytes);
+/* The model's seconds for the work w in one launch on be (the bytes when the backend has
+ * no calibration: still an order). */
+double fe_predict_seconds(fe_backend *be, fe_precision prec, const fe_work *w);
 /* Cells rounded up to whole groups of `block`. */
 size_t fe_padded_cells(const fe_operator *A, int block);
 /* The ten arguments every integration kernel ends with: coordinates, per-cell constants,

@@ -619,7 +619,7 @@ static void print_summary(const char *text, const char *indent)
 
 /* Print a list of functions: "<prefix><name>" with signature and summary each, marking
  * registered ones that this build lacks (present == 0 for all of them). A type whose
- * metatable lists no methods hands them out from an __index function (felab.physics):
+ * metatable lists no methods (felab.symbol) may hand them out from an __index function:
  * there, absence cannot be told and nothing is marked. */
 static void print_function_list(lua_State *L, int table, const char *prefix, int nometa)
 {

@@ -58,6 +58,12 @@ static int report_index(lua_State *L)
       {"compile_seconds", offsetof(fe_report, compile_seconds)},
       {"transfer_seconds", offsetof(fe_report, transfer_seconds)},
       {"setup_seconds", offsetof(fe_report, setup_seconds)},
+      {"l2_bytes", offsetof(fe_report, l2_bytes)},
+      {"shared_bytes", offsetof(fe_report, shared_bytes)},
+      {"nonfma", offsetof(fe_report, nonfma)},
+      {"atomics", offsetof(fe_report, atomics)},
+      {"occupancy", offsetof(fe_report, occupancy)},
+      {"efficiency", offsetof(fe_report, efficiency)},
   };
   for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++)
     if (!strcmp(k, numbers[i].name)) {
@@ -80,6 +86,17 @@ static int report_index(lua_State *L)
   else if (!strcmp(k, "ncells")) lua_pushinteger(L, (lua_Integer)r->ncells);
   else if (!strcmp(k, "ndofs")) lua_pushinteger(L, (lua_Integer)r->ndofs);
   else if (!strcmp(k, "ratio")) push_ratio(L, r);
+  else if (!strcmp(k, "ceilings")) { /* {dram = s, shared = s, ...}: each ceiling alone */
+    lua_createtable(L, 0, FE_NCEILINGS);
+    for (int c = 0; c < FE_NCEILINGS; c++) {
+      lua_pushnumber(L, r->ceiling_seconds[c]);
+      lua_setfield(L, -2, fe_ceiling_name(c));
+    }
+  } else if (!strcmp(k, "groups")) lua_pushinteger(L, (lua_Integer)r->groups);
+  else if (!strcmp(k, "group_items")) lua_pushinteger(L, r->group_items);
+  else if (!strcmp(k, "registers")) lua_pushinteger(L, r->regs);
+  else if (!strcmp(k, "shared_per_group")) lua_pushinteger(L, (lua_Integer)r->shared_per_group);
+  else if (!strcmp(k, "occupancy_limit")) lua_pushstring(L, r->occupancy_limit);
   else lua_pushnil(L);
   return 1;
 }
@@ -151,6 +168,37 @@ static int device_current(lua_State *L)
   return 2;
 }
 
+/* A calibration as a table: gbytes, gflops, launch_us, sync_us, l2_gbytes, shared_gbytes,
+ * nonfma_gops, atomic_gops and (GPUs) curves = {dram = {...}, shared = {...}, fma = {...}}. */
+void felab_push_calibration(lua_State *L, const fe_calibration *c)
+{
+  const struct {
+    const char *name;
+    double v;
+  } f[] = {{"gbytes", c->gbytes},           {"gflops", c->gflops},
+           {"launch_us", c->launch_us},     {"sync_us", c->sync_us},
+           {"l2_gbytes", c->l2_gbytes},     {"shared_gbytes", c->shared_gbytes},
+           {"nonfma_gops", c->nonfma_gops}, {"atomic_gops", c->atomic_gops}};
+  lua_createtable(L, 0, 9);
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+    lua_pushnumber(L, f[i].v);
+    lua_setfield(L, -2, f[i].name);
+  }
+  if (c->curve[0][FE_CURVE_POINTS - 1] > 0) {
+    static const char *names[3] = {"dram", "shared", "fma"};
+    lua_createtable(L, 0, 3);
+    for (int k = 0; k < 3; k++) {
+      lua_createtable(L, FE_CURVE_POINTS, 0);
+      for (int j = 0; j < FE_CURVE_POINTS; j++) {
+        lua_pushnumber(L, c->curve[k][j]);
+        lua_rawseti(L, -2, j + 1);
+      }
+      lua_setfield(L, -2, names[k]);
+    }
+    lua_setfield(L, -2, "curves");
+  }
+}
+
 /* device.info([name]) -> {backend, name, vendor, is_gpu, compute_units, global_mem,
  * local_mem, max_group, fp64, fp64_atomics, calibration = {double = {...}, single = {...}}} */
 static int device_info(lua_State *L)
@@ -186,13 +234,7 @@ static int device_info(lua_State *L)
     const fe_calibration *c = &be->calib[p];
     if (!c->valid) continue;
     if (!any++) lua_newtable(L);
-    lua_createtable(L, 0, 3);
-    lua_pushnumber(L, c->gbytes);
-    lua_setfield(L, -2, "gbytes");
-    lua_pushnumber(L, c->gflops);
-    lua_setfield(L, -2, "gflops");
-    lua_pushnumber(L, c->launch_us);
-    lua_setfield(L, -2, "launch_us");
+    felab_push_calibration(L, c);
     lua_setfield(L, -2, fe_precision_name((fe_precision)p));
   }
   if (any) lua_setfield(L, -2, "calibration");
@@ -262,6 +304,60 @@ static int perf_history(lua_State *L)
   return 1;
 }
 
+/* The number field k of table idx (0 when absent). */
+static double field_number(lua_State *L, int idx, const char *k)
+{
+  lua_getfield(L, idx, k);
+  double v = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0;
+  lua_pop(L, 1);
+  return v;
+}
+
+/* perf.model(rep, ceilings [, units [, device name]]) -> a copy of report rep predicted with
+ * the ceilings of another device (the table device.info().calibration.double has: gbytes, gflops, launch_us,
+ * sync_us, l2_gbytes, shared_gbytes, nonfma_gops, atomic_gops, curves), for units compute
+ * units: the what-if behind perf.predict. */
+static int perf_model(lua_State *L)
+{
+  const fe_report *r = luaL_checkudata(L, 1, FELAB_REPORT);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  int units = (int)luaL_optinteger(L, 3, 0);
+  fe_calibration c;
+  memset(&c, 0, sizeof c);
+  c.gbytes = field_number(L, 2, "gbytes");
+  c.gflops = field_number(L, 2, "gflops");
+  c.launch_us = field_number(L, 2, "launch_us");
+  c.sync_us = field_number(L, 2, "sync_us");
+  c.l2_gbytes = field_number(L, 2, "l2_gbytes");
+  c.shared_gbytes = field_number(L, 2, "shared_gbytes");
+  c.nonfma_gops = field_number(L, 2, "nonfma_gops");
+  c.atomic_gops = field_number(L, 2, "atomic_gops");
+  if (!(c.gbytes > 0 && c.gflops > 0))
+    return luaL_error(L, "perf.model: the ceilings need gbytes and gflops (positive numbers)");
+  if (lua_getfield(L, 2, "curves") == LUA_TTABLE) {
+    static const char *names[3] = {"dram", "shared", "fma"};
+    for (int k = 0; k < 3; k++) {
+      if (lua_getfield(L, -1, names[k]) == LUA_TTABLE)
+        for (int j = 0; j < FE_CURVE_POINTS; j++) {
+          lua_rawgeti(L, -1, j + 1);
+          c.curve[k][j] = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0;
+          lua_pop(L, 1);
+        }
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  fe_report copy = *r;
+  const char *name = luaL_optstring(L, 4, NULL);
+  if (name) { /* another device: nothing of this report was measured there */
+    snprintf(copy.device, sizeof copy.device, "%s", name);
+    copy.seconds = 0;
+  }
+  fe_perf_model(&c, units, &copy);
+  felab_push_report(L, &copy);
+  return 1;
+}
+
 /* perf.clear(): forget every report of the session. */
 static int perf_clear(lua_State *L)
 {
@@ -290,7 +386,7 @@ static void report_register(lua_State *L)
 int felab_open_device(lua_State *L)
 {
   static const luaL_Reg perf[] = {
-      {"log", perf_log}, {"history", perf_history}, {"clear", perf_clear}, {"clock", perf_clock}, {NULL, NULL}};
+      {"log", perf_log}, {"history", perf_history}, {"clear", perf_clear}, {"model", perf_model}, {"clock", perf_clock}, {NULL, NULL}};
   static const luaL_Reg device[] = {{"list", device_list},
                                     {"use", device_use},
                                     {"current", device_current},
@@ -305,6 +401,11 @@ int felab_open_device(lua_State *L)
   felab_help_add(FELAB_REPORT ":print", "rep:print()",
                  "Print the report's block (the same text as print(rep)).\n"
                  "example: r, rep = A:residual(u); rep:print()");
+  felab_help_add("perf.model", "perf.model(rep, ceilings [, units])",
+                 "The report rep predicted again with other ceilings (a table shaped like\n"
+                 "device.info().calibration.double) on `units` compute units: the what-if under\n"
+                 "perf.predict.\nexample: c = device.info().calibration.double; c.gbytes = 2 * c.gbytes;\n"
+                 "  print(perf.model(A:model(\"apply\"), c).predicted_seconds)");
   felab_help_add("perf.history", "perf.history()",
                  "Every report of the session, oldest first (copies: rep.action, rep.seconds, ...).\n"
                  "example: for i, rep in ipairs(perf.history()) do print(i, rep.action, rep.ratio) end");

@@ -5,6 +5,7 @@
  * table (help pushes the help function), and returns 1; felab_open_all stores it in
  * package.loaded and as the global of the module's name, so `require "mesh"` works too.
  * felab_open_device also sets the global `perf` itself and returns the `device` table. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,30 @@
 
 /* The libraries written in Lua (build/gen/lualib.c). */
 const char *felab_lua_library(const char *name);
+
+/* Run the library `name` written in Lua (build/gen/lualib.c) with the globals `args` and
+ * then the value at stack index `extra` (0: none) as its arguments; it returns a list of
+ * help entries {key, signature, text}, which are added. The stack is left as it was. */
+static void run_library(lua_State *L, const char *name, const char *const *args, int nargs,
+                        int extra)
+{
+  char chunk[64];
+  snprintf(chunk, sizeof chunk, "=%s.lua", name);
+  if (extra) extra = lua_absindex(L, extra);
+  const char *lib = felab_lua_library(name);
+  if (!lib || luaL_loadbuffer(L, lib, strlen(lib), chunk) != LUA_OK)
+    luaL_error(L, "felab: the library %s.lua does not load: %s", name,
+               lib ? lua_tostring(L, -1) : "missing");
+  for (int i = 0; i < nargs; i++) lua_getglobal(L, args[i]);
+  if (extra) lua_pushvalue(L, extra);
+  lua_call(L, nargs + (extra ? 1 : 0), 1);
+  for (lua_Integer i = 1; lua_istable(L, -1) && lua_rawgeti(L, -1, i) == LUA_TTABLE; i++) {
+    for (int j = 1; j <= 3; j++) lua_rawgeti(L, -j, j); /* key, signature, text */
+    felab_help_add(lua_tostring(L, -3), lua_tostring(L, -2), lua_tostring(L, -1));
+    lua_pop(L, 4);
+  }
+  lua_pop(L, lua_istable(L, -1) ? 2 : 1);
+}
 
 /* Open each module and make it a global (and a loaded package), then the libraries written
  * in Lua on them (and the global show); the stack is unchanged. */
@@ -38,6 +63,30 @@ void felab_open_all(lua_State *L)
   const char *args[] = {"solve", "export", "fe", "physics", "perf"};
   for (int i = 0; i < 5; i++) lua_getglobal(L, args[i]);
   lua_call(L, 5, 0);
+  /* written in Lua on perf (build/gen/lualib.c): perf.roofline, perf.sweep, perf.plot and
+   * info:plot through the metatable of the solvers' info tables; it returns help entries */
+  lib = felab_lua_library("plot");
+  if (!lib || luaL_loadbuffer(L, lib, strlen(lib), "=plot.lua") != LUA_OK)
+    luaL_error(L, "felab: the plotting library does not load: %s", lib ? lua_tostring(L, -1) : "missing");
+  const char *plot_args[] = {"perf", "mesh", "fe", "physics", "device", "solve"};
+  for (int i = 0; i < 6; i++) lua_getglobal(L, plot_args[i]);
+  luaL_newmetatable(L, FELAB_INFO);
+  lua_call(L, 7, 1);
+  for (lua_Integer i = 1; lua_rawgeti(L, -1, i) == LUA_TTABLE; i++) {
+    for (int j = 1; j <= 3; j++) lua_rawgeti(L, -j, j); /* key, signature, text */
+    felab_help_add(lua_tostring(L, -3), lua_tostring(L, -2), lua_tostring(L, -1));
+    lua_pop(L, 4);
+  }
+  lua_pop(L, 2);
+  /* what-if (perf.predict, perf.compare) on the datasheet table devices.lua */
+  const char *lib_devices = felab_lua_library("devices");
+  if (!lib_devices || luaL_loadbuffer(L, lib_devices, strlen(lib_devices), "=devices.lua") != LUA_OK)
+    luaL_error(L, "felab: the device table does not load: %s",
+               lib_devices ? lua_tostring(L, -1) : "missing");
+  lua_call(L, 0, 1);
+  const char *whatif_args[] = {"perf", "device"};
+  run_library(L, "whatif", whatif_args, 2, -1);
+  lua_pop(L, 1); /* the device table */
   /* show(...), the printer of values that the prompt uses too (registry "felab.show") */
   lib = felab_lua_library("show");
   if (!lib || luaL_loadbuffer(L, lib, strlen(lib), "=show.lua") != LUA_OK)

@@ -283,6 +283,22 @@ static int op_source(lua_State *L)
   return 1;
 }
 
+/* A:model(action [, opts]) -> a report of the model's view without running the action: the
+ * work per ceiling, the occupancy of the compiled kernel, the prediction (seconds 0). */
+static int op_model(lua_State *L)
+{
+  fe_operator *A = check_operator(L, 1, "A:model");
+  if (lua_type(L, 2) != LUA_TSTRING)
+    return luaL_error(L, "A:model: argument 1 must be an action name (\"residual\", \"apply\", "
+                         "\"diagonal\"), got %s", felab_kind_of(L, 2));
+  fe_action_opts o;
+  read_action_opts(L, 3, "A:model", action_keys, &o);
+  fe_report rep;
+  FELAB_TRY(L, fe_operator_model(A, lua_tostring(L, 2), &o, &rep));
+  felab_push_report(L, &rep);
+  return 1;
+}
+
 /* A:strategies([{backend =, precision =}]) -> {names that apply...}, {name = {applies =,
  * why =, default =, predicted_seconds =, summary =}} */
 static int op_strategies(lua_State *L)
@@ -374,7 +390,7 @@ int felab_open_operator(lua_State *L)
 {
   static const luaL_Reg methods[] = {
       {"residual", op_residual}, {"apply", op_apply},   {"diagonal", op_diagonal},
-      {"initial", op_initial},   {"source", op_source}, {"strategies", op_strategies},
+      {"initial", op_initial},   {"source", op_source}, {"strategies", op_strategies}, {"model", op_model},
       {"element_matrices", felab_op_element_matrices}, {"assemble", felab_op_assemble},
       {NULL, NULL}};
   static const luaL_Reg meta[] = {
@@ -382,6 +398,11 @@ int felab_open_operator(lua_State *L)
   felab_register_type(L, FELAB_OPERATOR, meta, methods, op_index);
   lua_pop(L, 1);
   felab_open_matrix(L);
+  felab_help_add(FELAB_OPERATOR ":model", "A:model(action [, {backend =, precision =, strategy =, ...}])",
+                 "The model's view of an action without running it: a report with the work per\n"
+                 "ceiling (rep.flops, rep.bytes, rep.shared_bytes, rep.atomics, ...), the compiled\n"
+                 "kernel's occupancy, the predicted time and each ceiling's time (rep.ceilings).\n"
+                 "example: rep = A:model(\"apply\", {strategy = \"sumfact\"}); print(rep.bound)");
   felab_help_add(FELAB_OPERATOR ":initial", "A:initial{interior = 0 [, backend =, precision =]}",
                  "A vector holding the Dirichlet values on constrained dofs and `interior`\n"
                  "elsewhere, on the action's backend (no report).\nexample: u0 = A:initial()");

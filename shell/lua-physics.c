@@ -755,8 +755,12 @@ static void physics_register(lua_State *L)
                                   {"__close", physics_free},
                                   {"__tostring", physics_tostring},
                                   {NULL, NULL}};
+  /* the methods physics_index hands out, kept in the metatable too: help(pde.show) and
+   * completion find them there (the same C functions, so equal values) */
+  static const luaL_Reg methods[] = {{"show", physics_show}, {"set", physics_set}, {NULL, NULL}};
   luaL_newmetatable(L, FELAB_PHYSICS);
   luaL_setfuncs(L, meta, 0);
+  luaL_setfuncs(L, methods, 0);
   lua_pop(L, 1);
 }
 

@@ -254,6 +254,7 @@ static int push_info(lua_State *L)
   lua_setfield(L, -2, "pc_setup_seconds");
   felab_push_report(L, info->report);
   lua_setfield(L, -2, "report");
+  luaL_setmetatable(L, FELAB_INFO); /* info:plot (shell/lib/plot.lua) */
   return 1;
 }
 

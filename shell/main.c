@@ -41,6 +41,7 @@
 
 #include "backends/backend.h"
 #include "engine/error.h"
+#include "engine/progress.h"
 #include "shell/shell.h"
 
 #define PROMPT "felab> "
@@ -56,6 +57,7 @@ static volatile sig_atomic_t prompt_interrupted; /* Ctrl-C arrived while a line 
 static volatile sig_atomic_t interrupts_in_call; /* Ctrl-C presses during the current call */
 static int interactive;    /* stdin is a terminal: banner and prompts */
 static int want_traceback; /* FELAB_TRACEBACK=1: errors carry a Lua traceback */
+static int progress_erased; /* the last call drew a progress line (erased when it ended) */
 
 /* ---------------------------------------------------------------------------------------
  * Signals
@@ -151,6 +153,7 @@ static int docall(lua_State *L, int narg, int nres)
   running_chunk = 1;
   int status = lua_pcall(L, narg, nres, base);
   running_chunk = 0; /* from here on the handler no longer touches the hook */
+  progress_erased = fe_progress_reset(); /* an error or Ctrl-C may have left the line */
   sigint_install(0);
   lua_sethook(L, NULL, 0, 0);
   lua_remove(L, base);
@@ -165,8 +168,8 @@ static int report(lua_State *L, int status)
     const char *msg = lua_tostring(L, -1);
     if (msg == NULL) msg = "(error object is not a string)";
     fflush(stdout);
-    if (interactive && interrupts_in_call > 0 && interrupts_in_call < 3)
-      fputc('\n', stderr); /* after the terminal's "^C" */
+    if (interactive && interrupts_in_call > 0 && interrupts_in_call < 3 && !progress_erased)
+      fputc('\n', stderr); /* after the terminal's "^C" (an erased line took it along) */
     fprintf(stderr, "%s\n", msg);
     fflush(stderr);
     lua_pop(L, 1);
@@ -707,6 +710,7 @@ static void print_usage(FILE *f)
           "  FELAB_BACKEND       default backend (--backend wins)\n"
           "  FELAB_TRACEBACK=1   errors carry a Lua and an engine traceback\n"
           "  FELAB_HISTORY       the prompt's history file (default ~/.felab_history)\n"
+          "  FELAB_PROGRESS=0    no live line for calls over FELAB_PROGRESS_AFTER (2) seconds\n"
           "A script sees its arguments in the table arg (arg[0] is the script) and in `...`.\n"
           "Exit status: 0; 1 after an error in a script, in -e code or in piped input; 2 for a\n"
           "bad command line.\n");
@@ -853,6 +857,7 @@ static int pmain(lua_State *L)
   luaL_checkversion(L);
   luaL_openlibs(L);
   felab_open_all(L);
+  felab_open_progress(L, interactive && isatty(STDERR_FILENO));
   create_arg_table(L, o);
   int ok = run_e_options(L, o);
   if (ok && o->script) {

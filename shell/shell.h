@@ -21,6 +21,9 @@ int felab_open_export(lua_State *L);  /* shell/lua-export.c:  export.vtu */
 int felab_open_help(lua_State *L);    /* shell/help.c:        help() */
 int felab_open_vector(lua_State *L);  /* shell/lua-vector.c:  the vector metatable */
 int felab_open_operator(lua_State *L); /* shell/lua-operator.c: fe.operator and its metatable */
+/* shell/lua-progress.c: the live line of long calls, drawn when terminal (stdin and stderr
+ * are terminals) unless FELAB_PROGRESS=0; adds perf.progress (after felab_open_all). */
+void felab_open_progress(lua_State *L, int terminal);
 
 /* Raise the engine's current error (engine/error.h) as a Lua error and clear it. */
 int felab_raise(lua_State *L);
@@ -34,6 +37,9 @@ int felab_raise(lua_State *L);
  * gflops, gbytes, predicted_seconds, bound, ...; tostring prints the block). */
 struct fe_report;
 void felab_push_report(lua_State *L, const struct fe_report *r);
+/* Push a calibration's ceilings as a table (device.info(...).calibration.double). */
+struct fe_calibration;
+void felab_push_calibration(lua_State *L, const struct fe_calibration *c);
 
 /* Help entries: key is "mesh.box", "fe.space", or a type name like "felab.mesh". */
 void felab_help_add(const char *key, const char *signature, const char *text);
@@ -47,6 +53,8 @@ void felab_help_add(const char *key, const char *signature, const char *text);
 #define FELAB_REPORT "felab.report"
 #define FELAB_ELEMATS "felab.elemats"
 #define FELAB_MATRIX "felab.matrix"
+/* The metatable of a solver's info table (a plain table): info:plot (shell/lib/plot.lua). */
+#define FELAB_INFO "felab.info"
 
 /* shell/lua-matrix.c: the types of element matrices and assembled matrices (registered by
  * felab_open_matrix, which pushes nothing), A:element_matrices, A:assemble, export.mtx. */

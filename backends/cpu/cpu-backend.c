@@ -138,6 +138,7 @@ static int cpu_query(void *impl, fe_device_info *info)
   info->max_group = 1 << 16;
   info->fp64 = 1;
   info->fp64_atomics = 1;
+  info->warp = info->threads_per_cu = info->groups_per_cu = 1; /* a group per thread */
   return 0;
 }
 

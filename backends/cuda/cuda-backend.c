@@ -21,6 +21,7 @@ const fe_backend_ops fe_backend_cuda_ops = {
     .kernel = cuda_kernel,
     .launch = cuda_launch,
     .kernel_shared = cuda_kernel_shared,
+    .kernel_resources = cuda_kernel_resources,
     .finish = cuda_finish,
     .fill = cuda_fill,
     .axpby = cuda_axpby,

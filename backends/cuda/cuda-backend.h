@@ -52,10 +52,19 @@ enum { /* CUdevice_attribute */
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
   CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+  CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10,
+  CU_DEVICE_ATTRIBUTE_CLOCK_RATE = 13,
+  CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38,
+  CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR = 39,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR = 81,
+  CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR = 82,
+  CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR = 106,
 };
 
 enum { /* CUfunction_attribute */
   CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+  CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
+  CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3,
   CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
 };
@@ -282,6 +291,7 @@ int cuda_kernel(void *impl, fe_module *mod, const char *name, fe_kernel **k);
 int cuda_launch(void *impl, fe_kernel *k, size_t ngroups, size_t group_size, int nargs,
                 const fe_arg *args, fe_precision prec, double *seconds);
 int cuda_kernel_shared(void *impl, fe_kernel *k, size_t bytes);
+int cuda_kernel_resources(void *impl, fe_kernel *k, fe_kernel_resources *res);
 /* Choose the NVRTC target for the device (sets cu->arch, cu->ptx). */
 int cuda_choose_arch(cuda_impl *cu);
 void cuda_cache_free(cuda_impl *cu);

@@ -127,6 +127,13 @@ static void cuda_describe(cuda_impl *cu)
                             ? (size_t)cu->shared_optin : 0;
   in->max_group = (size_t)cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   if (!in->max_group) in->max_group = 1024;
+  in->warp = cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+  in->threads_per_cu = cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+  in->regs_per_cu = cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
+  in->groups_per_cu = cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+  in->shared_per_cu = (size_t)cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+  in->l2_bytes = (size_t)cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+  in->clock_mhz = cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_CLOCK_RATE) / 1000;
   in->fp64 = 1;         /* every device since sm_13 */
   in->fp64_atomics = 1; /* native from sm_60, a compare-and-swap loop before (preamble) */
 }

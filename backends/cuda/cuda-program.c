@@ -613,6 +613,20 @@ int cuda_launch(void *impl, fe_kernel *k, size_t ngroups, size_t group_size, int
   return cuda_run(cu, k->fn, k->name, ngroups, group, k->shared, s.params, seconds);
 }
 
+int cuda_kernel_resources(void *impl, fe_kernel *k, fe_kernel_resources *res)
+{
+  cuda_impl *cu = impl;
+  int shared = 0, local = 0;
+  memset(res, 0, sizeof *res);
+  if (cu->api.cuFuncGetAttribute(&shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->fn)) shared = 0;
+  if (cu->api.cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, k->fn)) local = 0;
+  res->regs = k->registers;
+  res->shared = (size_t)shared + k->shared;
+  res->private_bytes = (size_t)local;
+  res->max_threads = k->max_threads;
+  return 0;
+}
+
 int cuda_kernel_shared(void *impl, fe_kernel *k, size_t bytes)
 {
   cuda_impl *cu = impl;

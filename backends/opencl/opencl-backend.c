@@ -17,6 +17,7 @@ const fe_backend_ops fe_backend_opencl_ops = {
     .compile = opencl_compile,
     .module_free = opencl_module_free,
     .kernel = opencl_kernel,
+    .kernel_resources = opencl_kernel_resources,
     .launch = opencl_launch,
     .finish = opencl_finish,
     .fill = opencl_fill,

@@ -85,6 +85,7 @@ const char *opencl_preamble(void *impl, fe_precision prec);
 int opencl_compile(void *impl, const char *source, fe_module **mod, double *seconds, int *cached);
 void opencl_module_free(void *impl, fe_module *mod);
 int opencl_kernel(void *impl, fe_module *mod, const char *name, fe_kernel **k);
+int opencl_kernel_resources(void *impl, fe_kernel *k, fe_kernel_resources *res);
 int opencl_launch(void *impl, fe_kernel *k, size_t ngroups, size_t group_size, int nargs,
                   const fe_arg *args, fe_precision prec, double *seconds);
 /* A built program for source (memory cache, then disk cache, then clBuildProgram); the

@@ -223,6 +223,9 @@ static int opencl_describe(opencl_impl *cl)
   in->global_mem = (size_t)gmem;
   in->local_mem = (size_t)lmem;
   in->max_group = group ? group : 1;
+  /* what a compute unit holds: OpenCL says only its local memory (a group may use it all) */
+  in->shared_per_cu = (size_t)lmem;
+  in->warp = in->is_gpu ? 0 : 1;
   in->fp64 = opencl_has_extension(exts, "cl_khr_fp64") || dfp != 0;
   cl->int64_atomics = opencl_has_extension(exts, "cl_khr_int64_base_atomics");
   /* atomic add on doubles: a compare-and-swap loop on 64-bit integers (see the preamble) */

@@ -349,6 +349,21 @@ void opencl_module_free(void *impl, fe_module *mod)
 }
 
 /* The kernel `name` of a module (made on first request, then the same handle). */
+int opencl_kernel_resources(void *impl, fe_kernel *k, fe_kernel_resources *res)
+{
+  opencl_impl *cl = impl;
+  cl_ulong local = 0, priv = 0;
+  memset(res, 0, sizeof *res);
+  clGetKernelWorkGroupInfo(k->handle, cl->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local, &local,
+                           NULL);
+  clGetKernelWorkGroupInfo(k->handle, cl->device, CL_KERNEL_PRIVATE_MEM_SIZE, sizeof priv, &priv,
+                           NULL);
+  res->shared = (size_t)local;
+  res->private_bytes = (size_t)priv;
+  res->max_threads = (int)k->max_group;
+  return 0;
+}
+
 int opencl_kernel(void *impl, fe_module *mod, const char *name, fe_kernel **k)
 {
   opencl_impl *cl = impl;

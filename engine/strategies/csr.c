@@ -129,28 +129,39 @@ static void spmv_counts(const fe_operator *A, fe_precision prec, double nnz, dou
   *bytes = nnz * (w + 4) + (n + 1) * 4 + 2 * n * w;
 }
 
-static void csr_count(const fe_realization *r, fe_action a, double *flops, double *bytes)
+/* The product's loads of x through the column indices beyond the minimal bytes: one real per
+ * nonzero, mostly from L2 (the rows of nearby nodes share their columns). */
+static void csr_traffic(const fe_operator *A, fe_precision prec, fe_work *w)
+{
+  double nnz = w->flops / 2;
+  (void)A;
+  w->l2_bytes = nnz * (double)fe_precision_size(prec);
+}
+
+static void csr_count(const fe_realization *r, fe_action a, fe_work *w)
 {
   const csr_data *d = r->data;
   if (a == FE_ACTION_APPLY) {
-    fe_csr_counts(d->M, flops, bytes); /* SELL: its padded slots too */
+    fe_csr_counts(d->M, &w->flops, &w->bytes); /* SELL: its padded slots too */
+    csr_traffic(r->A, r->prec, w);
     return;
   }
-  fe_strategy_transpose.estimate(r->A, r->be, r->prec, a, flops, bytes);
+  fe_strategy_transpose.estimate(r->A, r->be, r->prec, a, w);
 }
 
 /* Before assembling, the nonzeros are estimated as every cell's coupling counted once per
  * cell that shares it: the couplings of a node pair are shared by about as many cells as
  * the pair's nodes have in common, so this estimate is high (about 2-4x on P1 tets). */
 static void csr_estimate(const fe_operator *A, const fe_backend *be, fe_precision prec,
-                         fe_action a, double *flops, double *bytes)
+                         fe_action a, fe_work *w)
 {
   if (a != FE_ACTION_APPLY) {
-    fe_strategy_transpose.estimate(A, be, prec, a, flops, bytes);
+    fe_strategy_transpose.estimate(A, be, prec, a, w);
     return;
   }
   double n = (double)A->V->elem.nbasis * A->V->ncomp;
-  spmv_counts(A, prec, A->V->mesh->ncells * n * n, flops, bytes);
+  spmv_counts(A, prec, A->V->mesh->ncells * n * n, &w->flops, &w->bytes);
+  csr_traffic(A, prec, w);
 }
 
 /* Measured (docs/benchmarks.md, Jacobi-PCG per iteration, fp64): on this 2-core cpu at 275k

@@ -216,32 +216,44 @@ static void ebe_product(const fe_operator *A, fe_precision prec, double *flops, 
   *bytes = nc * n * n * w + nc * V->elem.nbasis * 4.0 + 3.0 * V->ndofs * w;
 }
 
+/* The product's loads of x at the cells' nodes beyond the minimal bytes (from L2), and its
+ * atomic adds (none when colored: plain adds, color by color). */
+static void ebe_traffic(const fe_operator *A, fe_precision prec, int color, fe_work *w)
+{
+  const fe_space *V = A->V;
+  double n = (double)V->elem.nbasis * V->ncomp, nc = V->mesh->ncells;
+  w->l2_bytes = nc * n * (double)fe_precision_size(prec);
+  w->atomics = color ? 0 : nc * n;
+}
+
 /* Before setup: the default variant (matrices stored, atomic adds). */
 static void ebe_estimate(const fe_operator *A, const fe_backend *be, fe_precision prec,
-                         fe_action a, double *flops, double *bytes)
+                         fe_action a, fe_work *w)
 {
   if (a != FE_ACTION_APPLY) {
-    fe_strategy_transpose.estimate(A, be, prec, a, flops, bytes);
+    fe_strategy_transpose.estimate(A, be, prec, a, w);
     return;
   }
-  ebe_product(A, prec, flops, bytes);
+  ebe_product(A, prec, &w->flops, &w->bytes);
+  ebe_traffic(A, prec, 0, w);
 }
 
 /* The product, plus the color list read once when recomputed ones are colored, plus the
  * element-matrix kernel's own counts (its flops; the matrices it writes, its factors, cell
  * map and ids it reads), since the batch is written and read back in every action. */
-static void ebe_count(const fe_realization *r, fe_action a, double *flops, double *bytes)
+static void ebe_count(const fe_realization *r, fe_action a, fe_work *w)
 {
   const ebe_data *d = r->data;
   if (a != FE_ACTION_APPLY) {
-    fe_strategy_transpose.estimate(r->A, r->be, r->prec, a, flops, bytes);
+    fe_strategy_transpose.estimate(r->A, r->be, r->prec, a, w);
     return;
   }
-  ebe_product(r->A, r->prec, flops, bytes);
+  ebe_product(r->A, r->prec, &w->flops, &w->bytes);
+  ebe_traffic(r->A, r->prec, d->color, w);
   if (d->recompute) {
-    if (d->color) *bytes += 4.0 * r->A->V->mesh->ncells;
-    *flops += d->em_flops;
-    *bytes += d->em_bytes;
+    if (d->color) w->bytes += 4.0 * r->A->V->mesh->ncells;
+    w->flops += d->em_flops;
+    w->bytes += d->em_bytes;
   }
 }
 

@@ -272,9 +272,34 @@ static int patch_integrate(fe_realization *r, fe_action a, const fe_vector *u, c
   return 0;
 }
 
+/* Shared wavefront bytes, L2 loads and atomics of patch.knl: an item per cell loads its nodes'
+ * state, direction and coordinates from the patch's node lists and stores its contributions
+ * in their runs (words at scattered places: the random bank model), then one item per patch
+ * node reads its run and adds it into y (one atomic per patch node and component). Walks
+ * read a quarter of the node data (docs/kernels.md): counted as the item-per-cell form. */
+static void patch_traffic(const fe_kernel_spec *s, const fe_action_needs *n, int recompute,
+                          double patch_nodes, int walk, fe_work *wk)
+{
+  const fe_space *V = s->V;
+  int nb = V->elem.nbasis, nc = V->ncomp, size = (int)fe_precision_size(s->prec);
+  double ncells = V->mesh->ncells;
+  double loads = nb * ((n->need_u ? nc : 0) + (n->jacobian ? nc : 0) +
+                       (n->need_x || recompute ? 3 : 0));
+  double stores = nb * nc, sums = nb * nc + nb; /* the runs' contributions and run words */
+  double random = fe_bank_random_wavefronts(size);
+  (void)walk;
+  wk->shared_bytes = ncells / 32 * (loads + stores + sums) * random * 128;
+  /* the patch's node lists: each patch node's values read once per patch (beyond the
+   * minimal once per node) */
+  wk->l2_bytes = patch_nodes * ((n->need_u ? nc : 0) + (n->jacobian ? nc : 0) + 3) * size;
+  wk->atomics = patch_nodes * nc;
+  wk->groups = (long long)((ncells + s->block - 1) / s->block);
+  wk->group_items = s->block;
+}
+
 /* Counts of patch.knl on the whole mesh; patch_nodes and walk_events as built (or estimated). */
 static void patch_counts(const fe_kernel_spec *s, int ndir, int recompute, double patch_nodes,
-                         int walk, double walk_events, double *flops, double *bytes)
+                         int walk, double walk_events, fe_work *wk)
 {
   const fe_space *V = s->V;
   int nb = V->elem.nbasis, nq = s->quad->npoints, dim = V->elem.dim, nc = V->ncomp;
@@ -301,33 +326,35 @@ static void patch_counts(const fe_kernel_spec *s, int ndir, int recompute, doubl
     per_cell = geof + nq * per_q + nb * nc * per_b;
   }
   /* the patch sums added into y once per patch node */
-  *flops = ncells * per_cell + patch_nodes * nc;
+  wk->flops = ncells * per_cell + patch_nodes * nc;
   /* the patches' node lists, their run words and offsets, the cells' local numbers (walks:
    * their events), the patch sums added into y once per patch node */
   double geo = recompute ? 0 : ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;
   double cellmap = walk > 0 ? walk_events * 4.0 + (ngroups + 1) * 4.0 : ncells * nb * 4.0;
-  *bytes = fe_codegen_common_bytes(s, ndir) + patch_nodes * 8.0 + (ngroups + 1) * 4.0 +
-           cellmap + geo + (n.need_x || recompute ? nnodes * 3 * w : 0);
+  wk->bytes = fe_codegen_common_bytes(s, ndir) + patch_nodes * 8.0 + (ngroups + 1) * 4.0 +
+              cellmap + geo + (n.need_x || recompute ? nnodes * 3 * w : 0);
+  patch_traffic(s, &n, recompute, patch_nodes, walk, wk);
 }
 
-static void patch_count(const fe_realization *r, fe_action a, double *flops, double *bytes)
+static void patch_count(const fe_realization *r, fe_action a, fe_work *w)
 {
   const patch_data *d = r->data;
   fe_kernel_spec s;
   fe_realization_spec(r, a, &s);
-  patch_counts(&s, r->A->ndir, r->A->geo_recompute, d->patch_nodes, d->walk, d->walk_events,
-               flops, bytes);
+  patch_counts(&s, r->A->ndir, r->A->geo_recompute, d->patch_nodes, d->walk, d->walk_events, w);
+  w->groups = r->ngroups;
+  w->group_items = (int)group_size(r);
 }
 
 /* Before the patches exist: a patch touches its share of the nodes plus the nodes it shares
  * with its neighbours; taken as 1.25 x the nodes (an estimate; the report counts them). */
 static void patch_estimate(const fe_operator *A, const fe_backend *be, fe_precision prec,
-                           fe_action a, double *flops, double *bytes)
+                           fe_action a, fe_work *w)
 {
   (void)be;
   fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec,
                       .geo_affine = A->geo_affine, .block = PATCH_BLOCK};
-  patch_counts(&s, A->ndir, A->geo_recompute, 1.25 * A->V->nnodes, 0, 0, flops, bytes);
+  patch_counts(&s, A->ndir, A->geo_recompute, 1.25 * A->V->nnodes, 0, 0, w);
 }
 
 const fe_strategy fe_strategy_patch = {

@@ -134,3 +134,50 @@ int fe_sumfact_group_items(const fe_sumfact_shape *s, int block)
   int items = block * n * n; /* the widest plane of a cell: (x, y), walking z */
   return (items + 31) / 32 * 32;
 }
+
+/* The quadrature phase of the residual and the Jacobian action, per column of points. */
+static double column_shared(const fe_sumfact_shape *s, const sf_sizes *z, double d, double t)
+{
+  double q = s->q1, nc = s->nc, dim = s->dim;
+  int zreg = s->dim == 3;
+  double col = 2 * t; /* the column's 1D weights */
+  if (s->vertices) col += 4 * t + (s->dim == 3 ? 36 : 8) * d; /* linear factors, edges */
+  if (zreg) col += z->ng * q * d;                            /* the column's values */
+  double point = (s->dim == 3 ? (s->vertices ? 2 : 0) + 1 : 0) * t; /* z factors, weight */
+  point += z->ng * (q * (2 * t + 2 * d + (s->dim == 3 ? t : 0)) + d); /* values, derivatives */
+  if (s->need_x) point += dim * d;
+  point += nc * 2 * d;                                /* FX, FY */
+  if (zreg) point += nc * q * t;                      /* DQ along z into the accumulators */
+  else if (s->has_f0) point += nc * d;                /* S0 */
+  return col + z->zq * point + (zreg ? nc * q * d : 0);
+}
+
+double fe_sumfact_shared_per_cell(const fe_sumfact_shape *s, int real_size)
+{
+  sf_sizes z = sizes_of(s);
+  double p = s->p1, q = s->q1, nc = s->nc, d = real_size, t = 4;
+  int interp = !s->collocated;
+  double b = 0;
+  if (s->vertices) b += (double)(s->dim << (s->dim - 1)) * s->dim * d; /* the edges */
+  if (z.nv > 0) /* the gather's stores, and B1 along z */
+    b += p * p * z.nv * (z.interp_z ? q * (d + p * t) : z.zp * d);
+  if (z.nv > 0 && interp) {
+    b += z.nv * z.zq * p * q * (p * (t + d) + d); /* x */
+    b += z.nv * z.zq * q * q * (p * (t + d) + d); /* y */
+  }
+  double phase;
+  if (s->diagonal) /* counted as nc rounds of the action's quadrature and passes: an estimate */
+    phase = nc * (q * q * column_shared(s, &z, d, t) / (nc > 0 ? nc : 1));
+  else phase = q * q * column_shared(s, &z, d, t);
+  b += phase;
+  /* transposed x and y derivatives per column, and z back in registers */
+  double ns0 = s->dim == 3 || s->has_f0;
+  b += q * q * nc * (z.zq * ((ns0 ? d : 0) + q * (2 * t + 2 * d) + (z.interp_z ? p * t : d)) +
+                     (z.interp_z ? p * d : 0));
+  if (interp) {
+    b += nc * z.zp * p * q * (q * (t + d) + d); /* transposed y */
+    b += nc * z.nb * (q * (t + d) + d);         /* transposed x */
+  }
+  b += nc * z.nb * d; /* the scatter's loads */
+  return b;
+}

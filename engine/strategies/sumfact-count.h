@@ -24,6 +24,11 @@ double fe_sumfact_flops_per_cell(const fe_sumfact_shape *s);
 /* Bytes of FE_SHARED arrays of one work group of `block` cells with reals of real_size bytes. */
 size_t fe_sumfact_shared_bytes(const fe_sumfact_shape *s, int block, int real_size);
 
+/* Shared-memory wavefront bytes of one cell, phase by phase from the template's loops: an
+ * item's access to a cell array (SoA, the cell index fastest) costs its real_size bytes, a
+ * read of the 1D tables (few distinct words per warp) 128 / 32 = 4 bytes. */
+double fe_sumfact_shared_per_cell(const fe_sumfact_shape *s, int real_size);
+
 /* Work items per group the template is shaped for (a multiple of 32, before any device cap). */
 int fe_sumfact_group_items(const fe_sumfact_shape *s, int block);
 

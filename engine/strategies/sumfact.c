@@ -108,28 +108,38 @@ static int default_block(const fe_operator *A, const fe_backend *be, fe_precisio
 
 /* The counts of action a on the whole mesh. */
 static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a, int vertices,
-                           int nodesum, double *flops, double *bytes)
+                           int nodesum, int block, fe_work *wk)
 {
   const fe_space *V = A->V;
   fe_sumfact_shape sh = shape_of(A, prec, a, vertices);
   fe_kernel_spec s = {.V = V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec};
   double w = (double)fe_precision_size(prec), ncells = V->mesh->ncells;
-  *flops = ncells * fe_sumfact_flops_per_cell(&sh);
+  wk->flops = ncells * fe_sumfact_flops_per_cell(&sh);
   /* the cell map, then the geometry: factors per point, or the corners' coordinates */
   double geo = vertices ? V->mesh->nvertices * 3 * w
                         : ncells * A->quad[a].npoints * fe_geo_stride(V->elem.dim) * w;
-  *bytes = fe_codegen_common_bytes(&s, A->ndir) + ncells * V->elem.nbasis * 4.0 + geo +
-           (sh.need_x ? V->nnodes * 3 * w : 0);
+  wk->bytes = fe_codegen_common_bytes(&s, A->ndir) + ncells * V->elem.nbasis * 4.0 + geo +
+              (sh.need_x ? V->nnodes * 3 * w : 0);
   /* scatter "nodes": the E-vector written and read back, its index and the node offsets */
-  if (nodesum) *bytes += ncells * V->elem.nbasis * (2.0 * V->ncomp * w + 4) + V->nnodes * 4.0;
+  if (nodesum) wk->bytes += ncells * V->elem.nbasis * (2.0 * V->ncomp * w + 4) + V->nnodes * 4.0;
+  /* shared memory; the gather's loads of the fields at the cells' nodes (each node read by
+   * every cell around it, mostly from L2); one atomic add per (cell, node, component) */
+  wk->shared_bytes = ncells * fe_sumfact_shared_per_cell(&sh, (int)w);
+  int fields = (sh.need_u ? V->ncomp : 0) + (sh.jacobian && !sh.diagonal ? V->ncomp : 0);
+  wk->l2_bytes = ncells * V->elem.nbasis * (fields * w + 4.0);
+  wk->atomics = nodesum ? 0 : ncells * V->elem.nbasis * V->ncomp;
+  if (block > 0) {
+    wk->groups = (long long)((V->mesh->ncells + block - 1) / block);
+    wk->group_items = fe_sumfact_group_items(&sh, block);
+  }
 }
 
 /* The model's time of the apply with or without vertices. */
 static double predict_apply(const fe_operator *A, fe_backend *be, fe_precision prec, int vertices)
 {
-  double flops, bytes;
-  sumfact_counts(A, prec, FE_ACTION_APPLY, vertices, 0, &flops, &bytes);
-  return fe_predict_seconds(be, prec, flops, bytes);
+  fe_work w = {0};
+  sumfact_counts(A, prec, FE_ACTION_APPLY, vertices, 0, 0, &w);
+  return fe_predict_seconds(be, prec, &w);
 }
 
 static int sumfact_configure(fe_realization *r, const fe_action_opts *o)
@@ -403,24 +413,22 @@ static int sumfact_integrate(fe_realization *r, fe_action a, const fe_vector *u,
   return 0;
 }
 
-static void sumfact_count(const fe_realization *r, fe_action a, double *flops, double *bytes)
+static void sumfact_count(const fe_realization *r, fe_action a, fe_work *w)
 {
   const sumfact_data *d = r->data;
-  sumfact_counts(r->A, r->prec, a, d->vertices, d->nodesum, flops, bytes);
+  sumfact_counts(r->A, r->prec, a, d->vertices, d->nodesum, r->block, w);
+  w->group_items = (int)group_size(r, a);
 }
 
 static void sumfact_estimate(const fe_operator *A, const fe_backend *be, fe_precision prec,
-                             fe_action a, double *flops, double *bytes)
+                             fe_action a, fe_work *w)
 {
-  (void)be;
-  double f2, b2;
-  sumfact_counts(A, prec, a, 0, 0, flops, bytes);
+  fe_work w2 = {0};
+  int block = default_block(A, be, prec);
+  sumfact_counts(A, prec, a, 0, 0, block, w);
   if (A->V->curved) return;
-  sumfact_counts(A, prec, a, 1, 0, &f2, &b2);
-  if (b2 < *bytes) { /* the cheaper of the two geometries by the bytes that bind them */
-    *flops = f2;
-    *bytes = b2;
-  }
+  sumfact_counts(A, prec, a, 1, 0, block, &w2);
+  if (w2.bytes < w->bytes) *w = w2; /* the cheaper geometry by the bytes that bind them */
 }
 
 static void sumfact_describe(const fe_realization *r, fe_action a, char *buf, size_t n)

@@ -151,8 +151,68 @@ static int transpose_integrate(fe_realization *r, fe_action a, const fe_vector *
   return 0;
 }
 
+/* Wavefronts of one group's accesses to a shared array, item t of `items` (items in warps
+ * of 32) touching word at(t, j) for j < n: the bank model, warp by warp. */
+typedef long long (*word_of)(int t, int j, const int *shape);
+
+static double group_wavefronts(int items, int n, int size, word_of at, const int *shape)
+{
+  double total = 0;
+  long long idx[32];
+  for (int j = 0; j < n; j++)
+    for (int t0 = 0; t0 < items; t0 += 32) {
+      int m = items - t0 < 32 ? items - t0 : 32;
+      for (int t = 0; t < m; t++) idx[t] = at(t0 + t, j, shape);
+      total += fe_bank_wavefronts(idx, m, size);
+    }
+  return total;
+}
+
+/* The templates' shared arrays (shape: BLOCK, NB, NQ, NC): the gather's stores to
+ * ue[(b NC + k) BLOCK + e] (item e NB + b, j = k); the quadrature phase's loads of
+ * ue[j BLOCK + e] (item e NQ + q) and its stores of fq[j BLOCK NQ + t]; the basis phase's
+ * loads of fq[j BLOCK NQ + e NQ + q] (item e NB + b, j over the fluxes and points). */
+static long long gather_word(int t, int j, const int *sh)
+{
+  return (long long)((t % sh[1]) * sh[3] + j) * sh[0] + t / sh[1];
+}
+static long long point_load_word(int t, int j, const int *sh) { return (long long)j * sh[0] + t / sh[2]; }
+static long long point_store_word(int t, int j, const int *sh)
+{
+  return (long long)j * sh[0] * sh[2] + t;
+}
+static long long basis_load_word(int t, int j, const int *sh)
+{
+  int q = j % sh[2], f = j / sh[2];
+  return (long long)f * sh[0] * sh[2] + (t / sh[1]) * sh[2] + q;
+}
+
+/* Shared wavefront bytes and atomics of integrate.knl and diagonal.knl on the whole mesh. */
+static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n, fe_work *wk)
+{
+  const fe_space *V = s->V;
+  int nb = V->elem.nbasis, nq = s->quad->npoints, nc = V->ncomp, dim = V->elem.dim;
+  int size = (int)fe_precision_size(s->prec), block = s->block > 0 ? s->block : 1;
+  int shape[4] = {block, nb, nq, nc};
+  int fields = (n->need_u ? 1 : 0) + (n->jacobian ? 1 : 0);
+  int nf = nc * (1 + dim); /* fluxes per point */
+  double w = 0;
+  w += (fields * nc) * group_wavefronts(block * nb, nc, size, gather_word, shape) / (nc > 0 ? nc : 1);
+  if (n->need_x) w += group_wavefronts(block * nb, 3, size, gather_word, shape);
+  w += fields * group_wavefronts(block * nq, nb * nc, size, point_load_word, shape);
+  if (n->need_x) w += group_wavefronts(block * nq, nb * 3, size, point_load_word, shape);
+  if (s->action != FE_ACTION_DIAGONAL) {
+    w += group_wavefronts(block * nq, nf, size, point_store_word, shape);
+    w += group_wavefronts(block * nb, nf * nq, size, basis_load_word, shape);
+  }
+  double ngroups = ((double)V->mesh->ncells + block - 1) / block;
+  wk->shared_bytes = ngroups * w * 128;
+  wk->atomics = (double)V->mesh->ncells * nb * nc;
+  wk->l2_bytes = (double)V->mesh->ncells * nb * (fields * nc * size + 4.0);
+}
+
 /* Counts of the templates' loops on the whole mesh, for cells of `block` per group. */
-static void transpose_counts(const fe_kernel_spec *s, int ndir, double *flops, double *bytes)
+static void transpose_counts(const fe_kernel_spec *s, int ndir, fe_work *wk)
 {
   const fe_space *V = s->V;
   int nb = V->elem.nbasis, nq = s->quad->npoints, dim = V->elem.dim, nc = V->ncomp;
@@ -177,26 +237,29 @@ static void transpose_counts(const fe_kernel_spec *s, int ndir, double *flops, d
     double per_b = nq * ((n.has_f0 ? 2.0 : 0) + 2.0 * dim) + 1;
     per_cell = nq * per_q + nb * nc * per_b;
   }
-  *flops = ncells * per_cell;
+  wk->flops = ncells * per_cell;
   /* minimal traffic: each array once */
   double geo = ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;
-  *bytes = fe_codegen_common_bytes(s, ndir) + ncells * nb * 4.0 + geo +
-           (n.need_x ? nnodes * 3 * w : 0) + ngroups * 4.0;
+  wk->bytes = fe_codegen_common_bytes(s, ndir) + ncells * nb * 4.0 + geo +
+              (n.need_x ? nnodes * 3 * w : 0) + ngroups * 4.0;
+  transpose_traffic(s, &n, wk);
 }
 
-static void transpose_count(const fe_realization *r, fe_action a, double *flops, double *bytes)
+static void transpose_count(const fe_realization *r, fe_action a, fe_work *w)
 {
   fe_kernel_spec s;
   fe_realization_spec(r, a, &s);
-  transpose_counts(&s, r->A->ndir, flops, bytes);
+  transpose_counts(&s, r->A->ndir, w);
+  w->groups = r->ngroups;
+  w->group_items = (int)group_size(r, a);
 }
 
 static void transpose_estimate(const fe_operator *A, const fe_backend *be, fe_precision prec,
-                               fe_action a, double *flops, double *bytes)
+                               fe_action a, fe_work *w)
 {
   fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec,
                       .geo_affine = A->geo_affine, .block = default_block(be, A, prec)};
-  transpose_counts(&s, A->ndir, flops, bytes);
+  transpose_counts(&s, A->ndir, w);
 }
 
 const fe_strategy fe_strategy_transpose = {

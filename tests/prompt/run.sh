@@ -227,5 +227,93 @@ ctrl_c_test() {
 }
 ctrl_c_test
 
+# ---- the live progress line of long calls ----
+# At a terminal (a pty, driven by pty_session.py) a long call draws one line in place on
+# stderr; FELAB_PROGRESS_AFTER=0 shows it at once. After the line's last drawing it must be
+# erased (\r ESC[K) before anything else is printed.
+PTY="$HERE/pty_session.py"
+SOLVE_SETUP='A = fe.operator(fe.space(mesh.box{cells = {6, 6, 6}}, "P1"), physics.poisson{source = 1}, {dirichlet = {"all"}})'
+ENDLESS='solve.gmres(A, {pc = "none", rtol = 0, atol = 0, maxit = 1e9, restart = 2})' # stalls at rounding
+SHORT='x, info = solve.gmres(A, {pc = "none", rtol = 0, atol = 0, maxit = 3000, restart = 2}); print("short", info.iterations)'
+
+# Print why transcript $1 does not show a line drawn ($3: a regex, default a solver's) and
+# then erased before the last occurrence of text $2; empty when it does.
+check_erased_before() {
+  python3 -c '
+import re, sys
+out, before = open(sys.argv[1], "rb").read(), sys.argv[2].encode()
+line = (sys.argv[3] if len(sys.argv) > 3 else r"\|r\| ").encode()
+at = out.rfind(before)
+drawn = [m.end() for m in re.finditer(rb"\r[^\r\n]*" + line + rb"[^\r\n]*\x1b\[K", out[:at])]
+if at < 0:
+    print("no %r in the transcript" % before)
+elif not drawn:
+    print("no progress line before %r" % before)
+elif not re.search(rb"\r\x1b\[K", out[drawn[-1]:at]):
+    print("the progress line was not erased before %r" % before)
+' "$@"
+}
+
+# Run pty_session.py in $TMP with FELAB_PROGRESS_AFTER=0: transcript $1, then the steps;
+# prints why it failed (empty when every step passed).
+pty_run() {
+  local tr="$1"
+  shift
+  (cd "$TMP" && FELAB_PROGRESS_AFTER=0 timeout 20 python3 "$PTY" "$tr" "$FELAB" "$@" 2>&1) ||
+    echo "$(tail -c 300 "$tr" | cat -v)"
+}
+
+progress_ctrl_c_test() {
+  local tr="$TMP/progress.tr" why
+  why="$(pty_run "$tr" 'send:x = 7' "send:$SOLVE_SETUP" "send:$ENDLESS" \
+    'expect:gmres [0-9]+/1000000000  \|r\| ' 'sleep:0.4' 'ctrl-c' 'expect:stdin:1: interrupted' \
+    'send:print("after", x)' 'expect:after\s+7' 'expect:felab> ' 'eof')"
+  [ -z "$why" ] && why="$(check_erased_before "$tr" "stdin:1: interrupted")"
+  verdict "progress_line_shows_and_ctrl_c_ends_it" "$why"
+}
+progress_ctrl_c_test
+
+progress_switch_test() {
+  local tr="$TMP/switch.tr" why
+  why="$(pty_run "$tr" "send:$SOLVE_SETUP" 'send:print("switch", perf.progress(false))' \
+    'expect:switch\s+false' "send:$SHORT" 'expect:short\s+3000' \
+    'send:print("switch", perf.progress(true))' 'expect:switch\s+true' "send:$SHORT" \
+    'expect:short\s+3000' 'expect:felab> ' 'eof')"
+  [ -z "$why" ] && why="$(python3 -c '
+import sys
+t = open(sys.argv[1], "rb").read()
+off = t.find(b"switch\tfalse")
+on = t.find(b"switch\ttrue")
+if t.count(b"|r| ", off, on):
+    print("a progress line while perf.progress(false)")
+elif not t.count(b"|r| ", on):
+    print("no progress line after perf.progress(true)")
+' "$tr")"
+  [ -z "$why" ] && why="$(check_erased_before "$tr" "$(printf 'short\t3000')")"
+  verdict "perf_progress_false_hides_the_line" "$why"
+}
+progress_switch_test
+
+progress_gmsh_test() {
+  local tr="$TMP/gmsh.tr" why
+  if ! "$FELAB" --version | grep -q 'Gmsh yes'; then
+    pass "gmsh_meshing_shows_its_phase (skipped: no Gmsh)"
+    return
+  fi
+  why="$(pty_run "$tr" \
+    "send:m = mesh.load('$HERE/../../meshes/sphere.geo', {size = 0.07}); print('cells', m.ncells)" \
+    'expect:gmsh meshing 3D' 'expect:cells\s+[0-9]+' 'expect:felab> ' 'eof')"
+  [ -z "$why" ] && why="$(check_erased_before "$tr" "$(printf 'cells\t')" "gmsh ")"
+  verdict "gmsh_meshing_shows_its_phase" "$why"
+}
+progress_gmsh_test
+
+# A script run (not a terminal) never holds the line, even with FELAB_PROGRESS_AFTER=0.
+printf '%s\n%s\n' "$SOLVE_SETUP" "$SHORT" > "$TMP/quiet.lua"
+CWD="$TMP" FELAB_PROGRESS_AFTER=0 run_felab quiet.lua
+why="$(check_run 0 stdout-is "$(printf 'short\t3000')" stderr-empty)"
+[ -z "$why" ] && grep -q "$(printf '\r')" "$out" && why="a carriage return in stdout"
+verdict "script_output_has_no_progress_line" "$why"
+
 echo "prompt tests: $((total - failures)) of $total passed"
 [ "$failures" -eq 0 ]

@@ -7,6 +7,7 @@ local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check = T.check
 
 local keys, want_name = {}, {} -- want_name[key]: a word the signature must contain
+local by_value = {} -- {key, expression}: help(expression), a function value, prints key's entry
 local function add(key, name)
   keys[#keys + 1] = key
   want_name[key] = name
@@ -37,16 +38,18 @@ for tname, mt in pairs(reg) do
     for k, v in pairs(methods) do
       if type(k) == "string" and type(v) == "function" and k:sub(1, 2) ~= "__" then
         add(tname .. ":" .. k, k)
+        by_value[#by_value + 1] = {tname .. ":" .. k, ("debug.getregistry()[%q][%q]"):format(tname, k)}
       end
     end
   end
 end
 check(ntypes >= 6, "only %d felab types found in the registry", ntypes)
--- methods handed out by an __index function, which no walk can find
+-- methods handed out by an __index function: help(pde.show) finds them by their value too
 local pde = physics.poisson{}
 for _, k in ipairs{"show", "set"} do
   check(type(pde[k]) == "function", "pde.%s is not a function", k)
   add("felab.physics:" .. k, k)
+  by_value[#by_value + 1] = {"felab.physics:" .. k, "physics.poisson{}." .. k}
 end
 add("help", "help")
 add("show", "show")
@@ -56,6 +59,7 @@ check(type(show) == "function", "the global show is missing")
 local script = os.tmpname()
 local f = assert(io.open(script, "w"))
 for _, k in ipairs(keys) do f:write(("print(%q); help(%q)\n"):format("@@" .. k, k)) end
+for _, v in ipairs(by_value) do f:write(("print(%q); help(%s)\n"):format("@@=" .. v[2], v[2])) end
 f:close()
 local felab = arg[-1]
 check(felab and not felab:find("'", 1, true), "arg[-1] names the felab binary")
@@ -95,5 +99,13 @@ for _, k in ipairs(keys) do
   end
 end
 check(#missing == 0, "no help entry for: %s", table.concat(missing, ", "))
+
+-- help(value) of a method prints the same entry as help("type:method")
+for _, v in ipairs(by_value) do
+  local got, want = sections["=" .. v[2]], sections[v[1]]
+  check(got and want and table.concat(got, "\n") == table.concat(want, "\n"),
+        "help(%s) does not print the entry of %s:\n%s", v[2], v[1], table.concat(got or {}, "\n"))
+end
+check(#by_value >= 10, "only %d methods were looked up by value", #by_value)
 
 print(("test_help: %d entries, %d checks passed"):format(#keys, T.count))

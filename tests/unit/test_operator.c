@@ -374,11 +374,17 @@ Test(operator, report_counts_are_positive_and_consistent)
         cr_expect_geq(q->launches, 2, "integration plus the constrained rows");
         cr_expect_gt(q->peak_gbytes, 0);
         cr_expect_gt(q->peak_gflops, 0);
-        cr_expect(!strcmp(q->bound, "memory") || !strcmp(q->bound, "compute"), "bound '%s'",
-                  q->bound);
-        /* the bound is the larger of the two roofline times */
+        /* the bound names the ceiling whose time alone is the largest; the prediction is at
+         * least the DRAM and FMA times, and the largest ceiling plus the launches */
+        int bound = -1;
+        double most = 0;
+        for (int c = 0; c < FE_NCEILINGS; c++)
+          if (q->ceiling_seconds[c] > most) most = q->ceiling_seconds[c], bound = c;
+        cr_expect(bound >= 0, "some ceiling has a time");
+        cr_expect_str_eq(q->bound, fe_ceiling_name(bound));
         double tm = q->bytes / (q->peak_gbytes * 1e9), tc = q->flops / (q->peak_gflops * 1e9);
-        cr_expect_str_eq(q->bound, tm >= tc ? "memory" : "compute");
+        cr_expect_geq(q->ceiling_seconds[FE_CEIL_DRAM], tm * (1 - 1e-12));
+        cr_expect_geq(q->ceiling_seconds[FE_CEIL_FMA], tc * (1 - 1e-12));
         cr_expect_geq(q->predicted_seconds, fmax(tm, tc) * (1 - 1e-12));
       }
       /* one strategy and one geometry in both precisions (the defaults may differ: on Q1

@@ -1,0 +1,96 @@
+-- Benchmark (not a test): the model against the measurement, case by case (issue 17). For
+-- each case of the GPU benchmark tables (spaces, strategies, both precisions) the Poisson
+-- Jacobian action, best of `reps` applies: measured, predicted, their ratio, the ceiling that
+-- binds, the occupancy and the time of each ceiling alone; then the what-if prediction for
+-- another device (`predict_for`, default H200) from this device's calibration, to be
+-- checked against a run there. Writes a CSV.
+-- usage: felab scripts/bench/model.lua [backend] [out.csv] [predict_for] [cases] [scale]
+--   cases: a comma list of names below (default all); scale: 1 = the table sizes, 0.5 = half
+local backend = arg[1] or "cuda"
+local out = arg[2] or "model.csv"
+local predict_for = arg[3] or "H200"
+local only = arg[4] and arg[4] ~= "" and arg[4] or nil
+local scale = tonumber(arg[5]) or 1
+local reps = 10
+
+-- name, cell, space, cells per side, strategies, options
+local cases = {
+  {"P1-tet", "tet", "P1", 96, {"patch", "transpose", "csr"}},
+  {"Q1-hex", "hex", "Q1", 128, {"transpose", "patch", "sumfact"}},
+  {"P2-tet", "tet", "P2", 48, {"patch", "transpose", "csr"}},
+  {"Q2-hex", "hex", "Q2", 64, {"sumfact", "transpose"}},
+  {"Q3-hex", "hex", "Q3", 48, {"sumfact"}, {geometry = "vertices"}},
+  {"Q3s-hex", "hex", "Q3", 48, {"sumfact"}, {geometry = "stored"}},
+  {"Q5-hex", "hex", "Q5", 29, {"sumfact"}, {geometry = "vertices"}},
+  {"Q7-hex", "hex", "Q7", 28, {"sumfact"}, {geometry = "vertices"}},
+}
+local wanted = {}
+if only then for name in only:gmatch("[^,]+") do wanted[name] = true end end
+
+device.use(backend)
+for _, p in ipairs({"double", "single"}) do
+  local c = device.calibrate(backend, p)
+  local k = device.info(backend).calibration[p]
+  print(("calibration %s %s: dram %.0f GB/s, l2 %.0f GB/s, shared %.0f GB/s, fma %.0f GF/s, " ..
+         "div %.1f G/s, atomics %.1f G/s, launch %.1f us, sync %.1f us (%.1f s)"):format(
+    backend, p, k.gbytes, k.l2_gbytes, k.shared_gbytes, k.gflops, k.nonfma_gops, k.atomic_gops,
+    k.launch_us, k.sync_us, c.seconds))
+  if k.curves then
+    for _, name in ipairs({"dram", "shared", "fma"}) do
+      local v = {}
+      for i, x in ipairs(k.curves[name]) do v[i] = ("%d:%.2f"):format(2 ^ i, x) end
+      print(("  %-6s at warps/unit %s"):format(name, table.concat(v, " ")))
+    end
+  end
+end
+
+local f = assert(io.open(out, "w"))
+local cols = {"case", "precision", "strategy", "dofs", "measured_ms", "predicted_ms", "ratio",
+              "bound", "occupancy", "dram_ms", "l2_ms", "shared_ms", "fma_ms", "nonfma_ms",
+              "atomics_ms", "launches_ms", "whatif_device", "whatif_ms"}
+f:write(table.concat(cols, ","), "\n")
+local rows = {}
+for _, c in ipairs(cases) do
+  if not only or wanted[c[1]] then
+    local n = math.max(2, math.floor(c[4] * scale + 0.5))
+    local m = mesh.box{cells = n, cell = c[2]}
+    local V = fe.space(m, c[3])
+    local A = fe.operator(V, physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
+    for _, prec in ipairs({"double", "single"}) do
+      local w = V:interpolate(function(x) return x[1] * (1 - x[2]) + x[3] end):to(backend, prec)
+      for _, s in ipairs(c[5]) do
+        local o = {backend = backend, precision = prec, strategy = s}
+        for k, v in pairs(c[6] or {}) do o[k] = v end
+        local ok, err = pcall(function()
+          local _, best = A:apply(w, o)
+          for _ = 2, reps do
+            local _, rep = A:apply(w, o)
+            if rep.seconds < best.seconds then best = rep end
+          end
+          local wi = perf.predict(A, {device = predict_for, strategy = s, precision = prec,
+                                      backend = backend, block = o.block})
+          local t = best.ceilings
+          local r = {c[1], prec, s, V.ndofs, best.seconds * 1e3, best.predicted_seconds * 1e3,
+                     best.ratio, best.bound, best.occupancy, t.dram * 1e3, t.l2 * 1e3,
+                     t.shared * 1e3, t.fma * 1e3, t.nonfma * 1e3, t.atomics * 1e3,
+                     t.launches * 1e3, predict_for, wi.predicted_seconds * 1e3}
+          f:write(table.concat(r, ","), "\n")
+          rows[#rows + 1] = r
+          print(best)
+        end)
+        if not ok then print(("%s %s %s: %s"):format(c[1], prec, s, err)) end
+      end
+    end
+  end
+end
+f:close()
+
+print(("\n%-8s %-6s %-9s %8s %9s %9s %6s %-8s %5s  %s"):format("case", "prec", "strategy",
+      "dofs", "meas ms", "pred ms", "ratio", "bound", "occ", predict_for .. " ms"))
+local within = 0
+for _, r in ipairs(rows) do
+  print(("%-8s %-6s %-9s %8d %9.4f %9.4f %6.2f %-8s %4.0f%%  %.4f"):format(r[1], r[2], r[3], r[4],
+        r[5], r[6], r[7], r[8], 100 * r[9], r[18]))
+  if math.abs(r[7] - 1) <= 0.15 then within = within + 1 end
+end
+print(("%d of %d cases within 15%% (csv: %s)"):format(within, #rows, out))

@@ -1,0 +1,166 @@
+-- felab's what-if: the model's prediction of an operator's action on a device that is not
+-- here (perf.predict), and one table of them across devices, strategies and precisions
+-- (perf.compare).
+--
+-- The work per ceiling is what the strategy counts (A:model: DRAM bytes, L2 loads, shared
+-- wavefront bytes, flops, divisions, atomics, launches, and the compiled kernel's occupancy).
+-- The ceilings are the present device's calibration scaled by the ratio of the target's and
+-- the present device's datasheet figures (shell/lib/devices.lua), so the efficiencies
+-- measured here carry over:
+--   DRAM by dram_gbs; FMA and divisions by fp64_gflops (fp32_gflops in single); shared
+--   memory by units x clock x shared bytes per clock; L2 and atomics by units x clock (the
+--   L2's slices run at the core clock: an assumption, not a datasheet figure); launches and
+--   host waits unchanged.
+-- When the present device is of another kind (a cpu here, a GPU asked) nothing calibrated
+-- carries over: the target's datasheet peaks are used as they are, with no launch cost and
+-- no occupancy curve, and the answer says so.
+local perf, device, devices = ...
+
+local help = {}
+
+-- The entry of devices.lua called `name`, or whose match strings occur in it.
+local function find(name)
+  local l = name:lower()
+  for _, d in ipairs(devices) do
+    if d.name:lower() == l then return d end
+  end
+  for _, d in ipairs(devices) do
+    for _, m in ipairs(d.match) do
+      if l:find(m, 1, true) then return d end
+    end
+  end
+end
+
+local function names()
+  local t = {}
+  for _, d in ipairs(devices) do t[#t + 1] = d.name end
+  return table.concat(t, ", ")
+end
+
+-- What one process sees of a device: an MI250X's figures are for its two dies.
+local function figures(d)
+  local g = d.gcds or 1
+  return {
+    units = d.units / g, clock = d.clock_ghz, dram = d.dram_gbs / g,
+    double = (d.fp64_gflops or 0) / g, single = (d.fp32_gflops or 0) / g,
+    shared = d.units / g * d.clock_ghz * d.shared_bytes_per_clock, core = d.units / g * d.clock_ghz,
+  }
+end
+
+-- The ceilings of target `to` from a calibration made on `from` (same kind of device).
+local function scaled(cal, from, to, precision)
+  local f, t = figures(from), figures(to)
+  local c = {}
+  for k, v in pairs(cal) do c[k] = v end
+  c.gbytes = cal.gbytes * t.dram / f.dram
+  c.gflops = cal.gflops * t[precision] / f[precision]
+  c.nonfma_gops = cal.nonfma_gops * t[precision] / f[precision]
+  c.shared_gbytes = cal.shared_gbytes * t.shared / f.shared
+  c.l2_gbytes = cal.l2_gbytes * t.core / f.core
+  c.atomic_gops = cal.atomic_gops * t.core / f.core
+  return c
+end
+
+-- The target's datasheet peaks as ceilings (nothing calibrated carries over).
+local function datasheet(to, precision)
+  local t = figures(to)
+  return {gbytes = t.dram, gflops = t[precision], shared_gbytes = to.kind == "gpu" and t.shared or 0,
+          launch_us = 0, sync_us = 0, l2_gbytes = 0, nonfma_gops = 0, atomic_gops = 0}
+end
+
+-- perf.predict(A, {action =, device =, precision =, strategy =, backend =, from =})
+function perf.predict(A, o)
+  o = o or {}
+  if type(o) ~= "table" then error("perf.predict: argument 2 must be an options table", 2) end
+  local rep = A:model(o.action or "apply", {backend = o.backend, precision = o.precision,
+                                            strategy = o.strategy, block = o.block})
+  if not o.device then return rep end
+  local target = find(o.device)
+  if not target then
+    error(("perf.predict: no device '%s' in shell/lib/devices.lua (it has: %s)"):format(
+      o.device, names()), 2)
+  end
+  local prec = rep.precision
+  if not (figures(target)[prec] > 0) then
+    error(("perf.predict: %s has no %s-precision rate in shell/lib/devices.lua"):format(
+      target.name, prec), 2)
+  end
+  local info = device.info(rep.backend)
+  local cal = info.calibration and info.calibration[prec]
+  local here = o.from and find(o.from) or find(info.name)
+  if o.from and not here then
+    error(("perf.predict: from = '%s' is not in shell/lib/devices.lua (it has: %s)"):format(
+      o.from, names()), 2)
+  end
+  local ceilings, basis
+  if cal and here and here.kind == target.kind then
+    ceilings = scaled(cal, here, target, prec)
+    basis = ("%s's calibration (%s), scaled by the datasheet ratios %s -> %s"):format(
+      rep.backend, info.name, here.name, target.name)
+  else
+    ceilings = datasheet(target, prec)
+    basis = ("%s's datasheet peaks (no calibration of a %s here%s)"):format(
+      target.name, target.kind, here and "" or ("; " .. info.name .. " is not in devices.lua"))
+  end
+  return perf.model(rep, ceilings, math.floor(figures(target).units), target.name), basis
+end
+help[#help + 1] = {"perf.predict",
+  "perf.predict(A, {action = \"apply\", device =, precision =, strategy =, backend =, from =})",
+  "The model's time of an action without running it, here or (device = a name of\n" ..
+  "shell/lib/devices.lua: A100, H100, H200, L40S, MI250X, MI300X, ...) on a device that is\n" ..
+  "not present: this device's calibrated ceilings scaled by the datasheet ratios, so its\n" ..
+  "efficiencies carry over (from = the entry this device is, when its name is not known).\n" ..
+  "Returns a report (predicted_seconds, bound, ceilings) and how its ceilings were made.\n" ..
+  "example: rep, basis = perf.predict(A, {device = \"H200\"}); print(rep.predicted_seconds, basis)"}
+
+local function ms(s) return ("%.4g"):format(s * 1e3) end
+
+-- perf.compare{A, action =, devices =, strategies =, precisions =, from =} -> rows
+function perf.compare(o)
+  if type(o) ~= "table" then error("perf.compare: expected an options table", 2) end
+  local A = o.A or o[1]
+  if not A then error("perf.compare: give the operator as A = ... (or first)", 2) end
+  local devs = o.devices or {"A100", "H100", "H200", "L40S", "MI250X", "MI300X"}
+  local precs = o.precisions or {"double", "single"}
+  local strats = o.strategies
+  if not strats then
+    strats = A:strategies({backend = o.backend})
+  end
+  local rows = {}
+  print(("%-14s %-10s %-9s %12s  %-8s %s"):format("device", "strategy", "precision",
+                                                  "predicted ms", "bound", "GDOF/s"))
+  for _, d in ipairs(devs) do
+    for _, s in ipairs(strats) do
+      for _, p in ipairs(precs) do
+        local ok, rep = pcall(perf.predict, A, {action = o.action, device = d, strategy = s,
+                                                 precision = p, backend = o.backend, from = o.from})
+        if ok then
+          local row = {device = d, strategy = s, precision = p, seconds = rep.predicted_seconds,
+                       bound = rep.bound, gdofs = rep.ndofs / rep.predicted_seconds / 1e9}
+          rows[#rows + 1] = row
+          print(("%-14s %-10s %-9s %12s  %-8s %.3g"):format(d, s, p, ms(row.seconds), row.bound,
+                                                          row.gdofs))
+        else
+          print(("%-14s %-10s %-9s %12s  %s"):format(d, s, p, "-", tostring(rep):gsub("^.-: ", "")))
+        end
+      end
+    end
+  end
+  return rows
+end
+help[#help + 1] = {"perf.compare",
+  "perf.compare{A, action = \"apply\", devices = {...}, strategies = {...}, precisions = {...}}",
+  "One table of predicted times (perf.predict) of an operator's action across devices,\n" ..
+  "strategies and precisions, printed and returned as rows {device, strategy, precision,\n" ..
+  "seconds, bound, gdofs}; a case the model cannot answer says why in its row.\n" ..
+  "example: perf.compare{A, devices = {\"H100\", \"H200\"}, precisions = {\"double\"}}"}
+
+function perf.devices()
+  return devices
+end
+help[#help + 1] = {"perf.devices", "perf.devices()",
+  "The datasheet table what-if predictions read (shell/lib/devices.lua): name, units,\n" ..
+  "clock_ghz, dram_gbs, fp64_gflops, fp32_gflops, shared_bytes_per_clock, sources, ...\n" ..
+  "example: for _, d in ipairs(perf.devices()) do print(d.name, d.dram_gbs) end"}
+
+return help
