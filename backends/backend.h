@@ -155,6 +155,7 @@ typedef struct fe_calibration {
   double shared_gbytes; /* shared-memory loads, one word per item, consecutive, GB/s */
   double nonfma_gops;   /* divisions (chains of them), G/s */
   double atomic_gops;   /* atomic adds to scattered addresses, G/s */
+  double constant_gops; /* constant-table words served, a warp reading 32 distinct ones, G/s */
   /* GPUs: the fraction of the ceiling reached with 2^(k+1) warps resident per compute unit
    * (k = 0..5), for DRAM, shared memory and FMA; 0: not measured (the cpu) */
   double curve[3][FE_CURVE_POINTS];

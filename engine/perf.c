@@ -6,10 +6,15 @@
  * ceiling is a rate measured by its own micro-benchmark (calibrate.knl), on a GPU also at
  * 2..64 warps per compute unit. The compiled kernel's registers and shared memory give its
  * occupancy, hence the fraction of each rate it can reach; the time of a ceiling alone is
- * its work over that rate; the call takes the largest of them, stretched when the last
- * wave of groups leaves compute units idle, plus its launches and the host's wait:
- *   t = max_c(W_c / (R_c e_c(occupancy))) / fill + launches * t_launch + t_sync.
- * No kernel's own timing feeds its own prediction. */
+ * its work over that rate, T_c = W_c / (R_c e_c(occupancy)). A group goes through its phases
+ * one after another (barriers between them), each phase on its own pipe; the G groups
+ * resident on a compute unit at once run different phases side by side, so the pipes'
+ * times overlap G-fold: the largest is paid whole, the others one G-th of theirs,
+ *   t = (max_c T_c + (sum_c T_c - max_c T_c) / G) / fill + launches * t_launch + t_sync,
+ * fill being the share of the last wave of groups that keeps compute units busy. G = 1: the
+ * phases add up; G large: the roofline's max. Where G is not known (the cpu, a kernel whose
+ * resources the backend does not tell) the max alone. No kernel's own timing feeds its own
+ * prediction. */
 #include "engine/perf.h"
 
 #include <math.h>
@@ -29,8 +34,8 @@ double fe_report_gbytes(const fe_report *r) { return r->seconds > 0 ? r->bytes /
 
 const char *fe_ceiling_name(int c)
 {
-  static const char *names[FE_NCEILINGS] = {"dram",   "l2",      "shared",  "fma",
-                                            "nonfma", "atomics", "launches"};
+  static const char *names[FE_NCEILINGS] = {"dram",    "l2",       "shared",  "fma",
+                                            "nonfma",  "atomics",  "constant", "launches"};
   return c >= 0 && c < FE_NCEILINGS ? names[c] : "?";
 }
 
@@ -59,6 +64,7 @@ static const calib_field calib_fields[] = {
     {"fma", offsetof(fe_calibration, gflops), 1},
     {"nonfma", offsetof(fe_calibration, nonfma_gops), 1},
     {"atomics", offsetof(fe_calibration, atomic_gops), 1},
+    {"constant", offsetof(fe_calibration, constant_gops), 1},
     {"launch", offsetof(fe_calibration, launch_us), 0},
     {"sync", offsetof(fe_calibration, sync_us), 0},
 };
@@ -214,7 +220,7 @@ typedef struct calib_run {
   fe_backend *be;
   fe_precision prec;
   fe_module *mod;
-  fe_kernel *triad, *stream, *cached, *fma, *shared, *divide, *atomics;
+  fe_kernel *triad, *stream, *cached, *fma, *shared, *divide, *atomics, *constant;
   fe_buffer a, x, y, out;
   size_t n;       /* reals per array */
   int ngpu;       /* compute units (GPU) or threads (cpu) */
@@ -305,6 +311,12 @@ static int calibrate_kernels(calib_run *c)
                      {.kind = FE_ARG_INT, .i = asteps}};
   FE_CHECK(best_time(be, c->atomics, (size_t)ag, B, 5, aargs, c->prec, 3, 1, &t));
   cal->atomic_gops = (double)ag * B * asteps / t / 1e9;
+  /* constant tables: every warp reads 32 distinct words at each of 2 loads a step (on the
+   * cpu: one item a group reading its own word) */
+  fe_arg kargs[3] = {{.kind = FE_ARG_INT, .i = full}, {.kind = FE_ARG_BUFFER, .buf = &c->out},
+                     {.kind = FE_ARG_INT, .i = dsteps}};
+  FE_CHECK(best_time(be, c->constant, (size_t)full, B, 3, kargs, c->prec, 3, 1, &t));
+  cal->constant_gops = 2.0 * (double)full * B * dsteps / t / 1e9;
   /* GPUs: each rate with 2, 4, ..., 64 warps resident per unit (one wave of groups of two
    * warps), as a fraction of the rate above */
   memset(cal->curve, 0, sizeof cal->curve);
@@ -352,7 +364,7 @@ static int run_calibration(fe_backend *be, fe_precision prec, fe_report *rep)
   struct { const char *name; fe_kernel **k; } ks[] = {
       {"fe_triad", &c.triad},         {"fe_stream", &c.stream},   {"fe_cached", &c.cached},
       {"fe_fma", &c.fma},             {"fe_shared_loads", &c.shared}, {"fe_divide", &c.divide},
-      {"fe_atomics", &c.atomics}};
+      {"fe_atomics", &c.atomics},     {"fe_constant_loads", &c.constant}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !rc; i++)
     rc = be->ops->kernel(be->impl, c.mod, ks[i].name, ks[i].k);
   size_t nout = (size_t)c.ngpu * 32 * 4 + 64;
@@ -406,6 +418,18 @@ int fe_bank_wavefronts(const long long *idx, int n, int size)
   return most;
 }
 
+int fe_distinct_words(const long long *idx, int n)
+{
+  long long seen[32];
+  int ns = 0;
+  for (int t = 0; t < n && t < 32; t++) {
+    int dup = idx[t] < 0;
+    for (int s = 0; s < ns && !dup; s++) dup = seen[s] == idx[t];
+    if (!dup) seen[ns++] = idx[t];
+  }
+  return ns;
+}
+
 double fe_bank_random_wavefronts(int size)
 {
   unsigned s = 12345u;
@@ -415,8 +439,7 @@ double fe_bank_random_wavefronts(int size)
   for (int r = 0; r < samples; r++) {
     for (int t = 0; t < 32; t++) {
       s = s * 1664525u + 1013904223u;
-      idx[t] = (long long)(s >> 8) * 32 + t; /* distinct words, random banks */
-      idx[t] = (idx[t] / 32) % 4096;
+      idx[t] = (long long)(s >> 8) % 4096; /* a random word of 4096 */
     }
     sum += fe_bank_wavefronts(idx, 32, size);
   }
@@ -431,6 +454,7 @@ void fe_report_work(fe_report *rep, const fe_work *w)
   rep->shared_bytes = w->shared_bytes;
   rep->nonfma = w->nonfma;
   rep->atomics = w->atomics;
+  rep->constant = w->constant;
   rep->groups = w->groups;
   rep->group_items = w->group_items;
 }
@@ -440,6 +464,7 @@ void fe_perf_occupancy(fe_backend *be, fe_kernel *k, fe_report *rep)
   const fe_device_info *in = &be->info;
   fe_kernel_resources res;
   rep->occupancy = 0;
+  rep->resident = 0;
   if (!k || !in->is_gpu || rep->group_items <= 0 || !be->ops->kernel_resources ||
       be->ops->kernel_resources(be->impl, k, &res))
     return;
@@ -462,6 +487,7 @@ void fe_perf_occupancy(fe_backend *be, fe_kernel *k, fe_report *rep)
   }
   if (groups < 1) groups = 1;
   rep->occupancy = (double)groups * wpg * warp / tpc;
+  rep->resident = groups;
   snprintf(rep->occupancy_limit, sizeof rep->occupancy_limit, "%s", limit);
 }
 
@@ -486,7 +512,7 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
   if (!(c->curve[0][FE_CURVE_POINTS - 1] > 0)) {
     /* the cpu: its groups' "shared" arrays live in L1 and its groups add color by color
      * without atomics, so neither is a ceiling of their own there */
-    g.shared_gbytes = g.atomic_gops = 0;
+    g.shared_gbytes = g.atomic_gops = g.constant_gops = 0;
   }
   c = &g;
   double warps = rep->occupancy > 0 ? rep->occupancy * 64 : 0; /* of 64 warps per unit */
@@ -499,21 +525,23 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
   t[FE_CEIL_FMA] = rep->flops / (c->gflops * 1e9 * e_fma);
   t[FE_CEIL_NONFMA] = c->nonfma_gops > 0 ? rep->nonfma / (c->nonfma_gops * 1e9 * e_fma) : 0;
   t[FE_CEIL_ATOMIC] = c->atomic_gops > 0 ? rep->atomics / (c->atomic_gops * 1e9) : 0;
+  t[FE_CEIL_CONSTANT] = c->constant_gops > 0 ? rep->constant / (c->constant_gops * 1e9 * e_shared) : 0;
   /* the last wave: groups beyond whole waves leave units idle */
   double fill = 1;
   if (rep->groups > 0 && compute_units > 0) {
-    double per_wave = compute_units;
-    if (rep->occupancy > 0 && rep->group_items > 0)
-      per_wave *= floor(rep->occupancy * 2048 / ((rep->group_items + 31) / 32 * 32) + 0.5);
-    if (per_wave < 1) per_wave = 1;
+    double per_wave = (double)compute_units * (rep->resident > 0 ? rep->resident : 1);
     double waves = rep->groups / per_wave;
     fill = waves / ceil(waves);
   }
   int bind = FE_CEIL_DRAM;
+  double sum = 0;
   for (int i = 0; i < FE_CEIL_LAUNCH; i++) {
     t[i] /= fill;
+    sum += t[i];
     if (t[i] > t[bind]) bind = i;
   }
+  /* the other pipes' times, overlapped by the groups resident at once */
+  double others = rep->resident > 0 ? (sum - t[bind]) / rep->resident : 0;
   t[FE_CEIL_LAUNCH] = (rep->launches * c->launch_us + c->sync_us) * 1e-6;
   rep->efficiency = fill * (bind == FE_CEIL_DRAM || bind == FE_CEIL_L2 ? e_dram
                             : bind == FE_CEIL_SHARED                   ? e_shared
@@ -521,7 +549,7 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
                                                                        : e_fma);
   rep->peak_gbytes = c->gbytes;
   rep->peak_gflops = c->gflops;
-  rep->predicted_seconds = t[bind] + t[FE_CEIL_LAUNCH];
+  rep->predicted_seconds = t[bind] + others + t[FE_CEIL_LAUNCH];
   if (t[FE_CEIL_LAUNCH] > t[bind]) bind = FE_CEIL_LAUNCH;
   snprintf(rep->bound, sizeof rep->bound, "%s", fe_ceiling_name(bind));
 }
@@ -573,9 +601,9 @@ void fe_report_format(const fe_report *r, char *buf, size_t n)
   }
   if (r->occupancy > 0)
     len += snprintf(buf + len, n - (size_t)len,
-                    "\n  occupancy  %.0f%% (%d items a group, %d registers, %lld B shared; "
-                    "bound by %s), efficiency %.2f",
-                    100 * r->occupancy, r->group_items, r->regs, r->shared_per_group,
+                    "\n  occupancy  %.0f%%: %d groups a unit of %d items (%d registers, %lld B "
+                    "shared; bound by %s), efficiency %.2f",
+                    100 * r->occupancy, r->resident, r->group_items, r->regs, r->shared_per_group,
                     r->occupancy_limit, r->efficiency);
   if (len < 0 || (size_t)len >= n) return;
   if (r->why[0]) len += snprintf(buf + len, n - (size_t)len, "\n  strategy   %s", r->why);

@@ -13,11 +13,12 @@ typedef enum {
   FE_CEIL_FMA,     /* floating-point operations at the FMA rate */
   FE_CEIL_NONFMA,  /* divisions and square roots */
   FE_CEIL_ATOMIC,  /* atomic adds to global memory */
+  FE_CEIL_CONSTANT, /* loads of the constant tables: one per distinct word a warp reads */
   FE_CEIL_LAUNCH,  /* launches and the host's wait */
   FE_NCEILINGS
 } fe_ceiling;
 
-/* "dram", "l2", "shared", "fma", "nonfma", "atomics", "launches" */
+/* "dram", "l2", "shared", "fma", "nonfma", "atomics", "constant", "launches" */
 const char *fe_ceiling_name(int c);
 
 /* What one action does, per ceiling: a strategy counts it from its own loops. */
@@ -29,6 +30,8 @@ typedef struct fe_work {
                         * costs 128 bytes per wavefront (a word read by every item: one) */
   double nonfma;       /* divisions and square roots (each also counted in flops) */
   double atomics;      /* atomic adds to global memory */
+  double constant;     /* constant-table loads, counted per distinct word a warp reads (the
+                        * constant cache serves one word at a time: divergent reads wait) */
   long long groups;    /* work groups of the main kernel (0: not known) */
   int group_items;     /* items (threads) per group */
 } fe_work;
@@ -53,12 +56,13 @@ typedef struct fe_report {
   double peak_gbytes, peak_gflops; /* the ceilings the prediction used */
   char bound[16];           /* the ceiling that binds: "dram", "shared", "fma", ... */
   /* the model's inputs besides flops and bytes (fe_work), and its answer per ceiling */
-  double l2_bytes, shared_bytes, nonfma, atomics;
+  double l2_bytes, shared_bytes, nonfma, atomics, constant;
   long long groups;
   int group_items;
   int regs;                 /* the compiled kernel's registers per item (0: not known) */
   long long shared_per_group; /* and its shared bytes per group */
   double occupancy;         /* resident items over the compute unit's most (0: not known) */
+  int resident;             /* groups resident on a compute unit at once (0: not known) */
   char occupancy_limit[16]; /* what bounds it: "threads", "registers", "shared", "groups" */
   double efficiency;        /* the calibrated curve at that occupancy times the last wave's fill */
   double ceiling_seconds[FE_NCEILINGS]; /* the time each ceiling alone would take */
@@ -74,6 +78,9 @@ void fe_report_begin(fe_report *rep, const char *action, const fe_backend *be, f
  * bytes each (idx < 0: the item is idle): 32 banks of 4 bytes serve one word each per
  * wavefront, items reading the same word share it (the bank model of docs/kernels.md). */
 int fe_bank_wavefronts(const long long *idx, int n, int size);
+/* The distinct words among idx[0..n) (idx < 0: idle): what one warp's read of a constant
+ * table costs the constant cache. */
+int fe_distinct_words(const long long *idx, int n);
 /* The expected wavefronts of a warp's access to 32 distinct words of `size` bytes at
  * random places (a gather through a node list), by a fixed-seed sample. */
 double fe_bank_random_wavefronts(int size);

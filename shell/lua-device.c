@@ -62,6 +62,7 @@ static int report_index(lua_State *L)
       {"shared_bytes", offsetof(fe_report, shared_bytes)},
       {"nonfma", offsetof(fe_report, nonfma)},
       {"atomics", offsetof(fe_report, atomics)},
+      {"constant_loads", offsetof(fe_report, constant)},
       {"occupancy", offsetof(fe_report, occupancy)},
       {"efficiency", offsetof(fe_report, efficiency)},
   };
@@ -94,6 +95,7 @@ static int report_index(lua_State *L)
     }
   } else if (!strcmp(k, "groups")) lua_pushinteger(L, (lua_Integer)r->groups);
   else if (!strcmp(k, "group_items")) lua_pushinteger(L, r->group_items);
+  else if (!strcmp(k, "resident")) lua_pushinteger(L, r->resident);
   else if (!strcmp(k, "registers")) lua_pushinteger(L, r->regs);
   else if (!strcmp(k, "shared_per_group")) lua_pushinteger(L, (lua_Integer)r->shared_per_group);
   else if (!strcmp(k, "occupancy_limit")) lua_pushstring(L, r->occupancy_limit);
@@ -169,7 +171,7 @@ static int device_current(lua_State *L)
 }
 
 /* A calibration as a table: gbytes, gflops, launch_us, sync_us, l2_gbytes, shared_gbytes,
- * nonfma_gops, atomic_gops and (GPUs) curves = {dram = {...}, shared = {...}, fma = {...}}. */
+ * nonfma_gops, atomic_gops, constant_gops and (GPUs) curves = {dram = {...}, shared = {...}, fma = {...}}. */
 void felab_push_calibration(lua_State *L, const fe_calibration *c)
 {
   const struct {
@@ -178,7 +180,8 @@ void felab_push_calibration(lua_State *L, const fe_calibration *c)
   } f[] = {{"gbytes", c->gbytes},           {"gflops", c->gflops},
            {"launch_us", c->launch_us},     {"sync_us", c->sync_us},
            {"l2_gbytes", c->l2_gbytes},     {"shared_gbytes", c->shared_gbytes},
-           {"nonfma_gops", c->nonfma_gops}, {"atomic_gops", c->atomic_gops}};
+           {"nonfma_gops", c->nonfma_gops}, {"atomic_gops", c->atomic_gops},
+           {"constant_gops", c->constant_gops}};
   lua_createtable(L, 0, 9);
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     lua_pushnumber(L, f[i].v);
@@ -315,7 +318,7 @@ static double field_number(lua_State *L, int idx, const char *k)
 
 /* perf.model(rep, ceilings [, units [, device name]]) -> a copy of report rep predicted with
  * the ceilings of another device (the table device.info().calibration.double has: gbytes, gflops, launch_us,
- * sync_us, l2_gbytes, shared_gbytes, nonfma_gops, atomic_gops, curves), for units compute
+ * sync_us, l2_gbytes, shared_gbytes, nonfma_gops, atomic_gops, constant_gops, curves), for units compute
  * units: the what-if behind perf.predict. */
 static int perf_model(lua_State *L)
 {
@@ -332,6 +335,7 @@ static int perf_model(lua_State *L)
   c.shared_gbytes = field_number(L, 2, "shared_gbytes");
   c.nonfma_gops = field_number(L, 2, "nonfma_gops");
   c.atomic_gops = field_number(L, 2, "atomic_gops");
+  c.constant_gops = field_number(L, 2, "constant_gops");
   if (!(c.gbytes > 0 && c.gflops > 0))
     return luaL_error(L, "perf.model: the ceilings need gbytes and gflops (positive numbers)");
   if (lua_getfield(L, 2, "curves") == LUA_TTABLE) {

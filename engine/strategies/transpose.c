@@ -163,7 +163,7 @@ static double group_wavefronts(int items, int n, int size, word_of at, const int
     for (int t0 = 0; t0 < items; t0 += 32) {
       int m = items - t0 < 32 ? items - t0 : 32;
       for (int t = 0; t < m; t++) idx[t] = at(t0 + t, j, shape);
-      total += fe_bank_wavefronts(idx, m, size);
+      total += size > 0 ? fe_bank_wavefronts(idx, m, size) : fe_distinct_words(idx, m);
     }
   return total;
 }
@@ -187,6 +187,11 @@ static long long basis_load_word(int t, int j, const int *sh)
   return (long long)f * sh[0] * sh[2] + (t / sh[1]) * sh[2] + q;
 }
 
+/* The constant tables' words: in the quadrature phase item e NQ + q reads row q of B and D
+ * (j over the row); in the basis phase item e NB + b reads column b of every row. */
+static long long point_table_word(int t, int j, const int *sh) { return (long long)(t % sh[2]) * 64 + j; }
+static long long basis_table_word(int t, int j, const int *sh) { return (long long)j * 64 + t % sh[1]; }
+
 /* Shared wavefront bytes and atomics of integrate.knl and diagonal.knl on the whole mesh. */
 static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n, fe_work *wk)
 {
@@ -205,8 +210,15 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
     w += group_wavefronts(block * nq, nf, size, point_store_word, shape);
     w += group_wavefronts(block * nb, nf * nq, size, basis_load_word, shape);
   }
+  /* the tables: per field the row of B and DIM of D at the item's point; per flux the column
+   * of the item's basis function at every point (pass 0 as the size: distinct words) */
+  double k = fields * group_wavefronts(block * nq, nb * (1 + dim), 0, point_table_word, shape);
+  if (s->action != FE_ACTION_DIAGONAL)
+    k += nc * group_wavefronts(block * nb, nq * ((n->has_f0 ? 1 : 0) + dim), 0, basis_table_word,
+                               shape);
   double ngroups = ((double)V->mesh->ncells + block - 1) / block;
   wk->shared_bytes = ngroups * w * 128;
+  wk->constant = ngroups * k;
   wk->atomics = (double)V->mesh->ncells * nb * nc;
   wk->l2_bytes = (double)V->mesh->ncells * nb * (fields * nc * size + 4.0);
 }

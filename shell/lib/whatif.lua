@@ -8,9 +8,9 @@
 -- the present device's datasheet figures (shell/lib/devices.lua), so the efficiencies
 -- measured here carry over:
 --   DRAM by dram_gbs; FMA and divisions by fp64_gflops (fp32_gflops in single); shared
---   memory by units x clock x shared bytes per clock; L2 and atomics by units x clock (the
---   L2's slices run at the core clock: an assumption, not a datasheet figure); launches and
---   host waits unchanged.
+--   memory by units x clock x shared bytes per clock; L2, atomics and the constant cache by
+--   units x clock (they run at the core clock: an assumption, not a datasheet figure);
+--   launches and host waits unchanged.
 -- When the present device is of another kind (a cpu here, a GPU asked) nothing calibrated
 -- carries over: the target's datasheet peaks are used as they are, with no launch cost and
 -- no occupancy curve, and the answer says so.
@@ -58,6 +58,7 @@ local function scaled(cal, from, to, precision)
   c.shared_gbytes = cal.shared_gbytes * t.shared / f.shared
   c.l2_gbytes = cal.l2_gbytes * t.core / f.core
   c.atomic_gops = cal.atomic_gops * t.core / f.core
+  c.constant_gops = (cal.constant_gops or 0) * t.core / f.core
   return c
 end
 
@@ -65,7 +66,8 @@ end
 local function datasheet(to, precision)
   local t = figures(to)
   return {gbytes = t.dram, gflops = t[precision], shared_gbytes = to.kind == "gpu" and t.shared or 0,
-          launch_us = 0, sync_us = 0, l2_gbytes = 0, nonfma_gops = 0, atomic_gops = 0}
+          launch_us = 0, sync_us = 0, l2_gbytes = 0, nonfma_gops = 0, atomic_gops = 0,
+          constant_gops = 0}
 end
 
 -- perf.predict(A, {action =, device =, precision =, strategy =, backend =, from =})

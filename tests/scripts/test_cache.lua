@@ -76,9 +76,11 @@ check(#sos == 1, "expected one cpu object in the cache, found %d", #sos)
 check(#bins >= (backends:find("opencl") and 1 or 0), "no OpenCL binary in the cache")
 local cpu_cal
 for _, path in ipairs(entries("calibration", ".txt")) do
-  if path:match("/cpu%-%x+%.txt$") then cpu_cal = path end
+  if path:match("/cpu%-v2%-%x+%.txt$") then cpu_cal = path end
 end
-check(cpu_cal and read(cpu_cal):match("^double %S+ %S+ %S+\n$"), "no cpu calibration stored")
+-- one line per precision: the precision, then "ceiling value" pairs
+local stored_form = "^double dram %S+ l2 %S+ shared %S+ fma %S+ nonfma %S+ atomics %S+ launch %S+ sync %S+\n$"
+check(cpu_cal and read(cpu_cal):match(stored_form), "no cpu calibration stored")
 local good = {}
 for _, path in ipairs(sos) do good[path] = read(path) end
 for _, path in ipairs(bins) do good[path] = read(path) end
@@ -107,10 +109,10 @@ end
 write(cpu_cal, "double fast\n")
 out, nwarn = run("predict,calibrate")
 check(nwarn == 1, "damaged entries: expected one warning, got %d:\n%s", nwarn, out)
-check(out:find(warning .. " %(" .. escaped(cpu_cal) .. ": line 1 is not"),
+check(out:find(warning .. " %(" .. escaped(cpu_cal) .. ": line 1: 'fast' has no value"),
       "the warning does not name the calibration:\n%s", out)
 check(tonumber(out:match("predicted (%S+)")), "no prediction:\n%s", out)
-check(read(cpu_cal):match("^double %S+ %S+ %S+\n$"), "the calibration is not measured again")
+check(read(cpu_cal):match(stored_form), "the calibration is not measured again")
 rebuilt("damaged entries")
 
 -- Another build's entries: a whole shared object without these kernels (the C math library
@@ -131,9 +133,17 @@ for name in backends:gmatch("[^,]+") do
 end
 rebuilt("another build's")
 
+-- A calibration with a rate that is not positive: dropped, named, measured again.
+local good_cal = read(cpu_cal)
+write(cpu_cal, (good_cal:gsub(" shared %S+", " shared 0")))
+out, nwarn = run("predict")
+check(nwarn == 1 and out:find("'shared 0': a rate that is not positive", 1, true),
+      "a rate of 0 is not named:\n%s", out)
+check(read(cpu_cal):match(stored_form), "the calibration is not measured again after a 0 rate")
+
 -- Healed: nothing compiled and nothing said, and a calibration that parses is read as it is
 -- (a launch of 1 ms predicts at least 1 ms).
-write(cpu_cal, "double 1 1 1000\n")
+write(cpu_cal, "double dram 1 l2 1 shared 1 fma 1 nonfma 1 atomics 1 launch 1000 sync 0\n")
 out, nwarn = run("predict,calibrate")
 check(nwarn == 0 and not out:find("compiled", 1, true), "the healed cache is not used:\n%s", out)
 local t = tonumber(out:match("predicted (%S+)"))
