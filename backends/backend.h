@@ -147,6 +147,7 @@ typedef struct fe_backend_ops {
  * micro-benchmark (engine/kernels/calibrate.knl), never from a kernel the model predicts. */
 typedef struct fe_calibration {
   int valid;
+  int gpu;          /* measured on a GPU: shared memory and atomics are ceilings of their own */
   double gbytes;    /* DRAM: stream triad bandwidth, GB/s */
   double gflops;    /* FMA rate (an FMA counts 2), GF/s */
   double launch_us; /* a launch queued behind others, microseconds */

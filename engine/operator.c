@@ -1060,8 +1060,10 @@ int fe_operator_model(fe_operator *A, const char *action, const fe_action_opts *
   fe_work w = {0};
   r->st->count(r, a, &w);
   fe_report_work(rep, &w);
-  /* the fill of the output, the integration (a launch per color), the constrained rows */
-  rep->launches = 1 + (r->ncolors > 0 ? r->ncolors : 1) + (A->ndir > 0 ? 1 : 0);
+  /* the fill of the output, the integration (a launch per color), the constrained rows,
+   * and for an apply the masking of the direction where the kernel does not do it itself */
+  rep->launches = 1 + (r->ncolors > 0 ? r->ncolors : 1) + (A->ndir > 0 ? 1 : 0) +
+                  (a == FE_ACTION_APPLY && A->ndir > 0 && !r->st->masks_direction ? 1 : 0);
   rep->compile_seconds = compile_s;
   fe_perf_occupancy(r->be, r->kernel[a], rep);
   return fe_perf_predict(r->be, r->prec, rep);

@@ -165,7 +165,10 @@ int fe_perf_load_calibration(fe_backend *be)
     return 0;
   }
   for (int p = 0; p < FE_NPRECISIONS; p++)
-    if (stored[p].valid) be->calib[p] = stored[p];
+    if (stored[p].valid) {
+      be->calib[p] = stored[p];
+      be->calib[p].gpu = be->info.is_gpu;
+    }
   return 0;
 }
 
@@ -331,6 +334,7 @@ static int calibrate_kernels(calib_run *c)
       cal->curve[2][k] = 2.0 * (double)g * B * c->chains * c->steps / t / 1e9 / cal->gflops;
     }
   }
+  cal->gpu = gpu;
   cal->valid = 1;
   return 0;
 }
@@ -439,7 +443,7 @@ double fe_bank_random_wavefronts(int size)
   for (int r = 0; r < samples; r++) {
     for (int t = 0; t < 32; t++) {
       s = s * 1664525u + 1013904223u;
-      idx[t] = (long long)(s >> 8) % 4096; /* a random word of 4096 */
+      idx[t] = (long long)(s >> 20); /* a random word of 4096 (the generator's high bits) */
     }
     sum += fe_bank_wavefronts(idx, 32, size);
   }
@@ -509,7 +513,7 @@ static double curve_at(const double *curve, double warps)
 void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
 {
   fe_calibration g = *c;
-  if (!(c->curve[0][FE_CURVE_POINTS - 1] > 0)) {
+  if (!c->gpu) {
     /* the cpu: its groups' "shared" arrays live in L1 and its groups add color by color
      * without atomics, so neither is a ceiling of their own there */
     g.shared_gbytes = g.atomic_gops = g.constant_gops = 0;
@@ -543,10 +547,10 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
   /* the other pipes' times, overlapped by the groups resident at once */
   double others = rep->resident > 0 ? (sum - t[bind]) / rep->resident : 0;
   t[FE_CEIL_LAUNCH] = (rep->launches * c->launch_us + c->sync_us) * 1e-6;
-  rep->efficiency = fill * (bind == FE_CEIL_DRAM || bind == FE_CEIL_L2 ? e_dram
-                            : bind == FE_CEIL_SHARED                   ? e_shared
-                            : bind == FE_CEIL_ATOMIC                   ? 1
-                                                                       : e_fma);
+  rep->efficiency = fill * (bind == FE_CEIL_DRAM || bind == FE_CEIL_L2            ? e_dram
+                            : bind == FE_CEIL_SHARED || bind == FE_CEIL_CONSTANT ? e_shared
+                            : bind == FE_CEIL_ATOMIC                             ? 1
+                                                                                 : e_fma);
   rep->peak_gbytes = c->gbytes;
   rep->peak_gflops = c->gflops;
   rep->predicted_seconds = t[bind] + others + t[FE_CEIL_LAUNCH];
@@ -578,12 +582,20 @@ void fe_report_format(const fe_report *r, char *buf, size_t n)
   double ratio = r->seconds > 0 ? r->predicted_seconds / r->seconds : 0;
   int len = snprintf(buf, n,
                      "%s on %s (%s), %s, strategy %s: %lld cells, %lld dofs\n"
-                     "  counted    %.4g flop, %.4g bytes (minimal)\n"
-                     "  measured   %s  %.3g GF/s  %.3g GB/s  (%d launches)\n"
-                     "  predicted  %s  %s bound  predicted/measured %.2f",
+                     "  counted    %.4g flop, %.4g bytes (minimal)\n",
                      r->action, r->backend, r->device, r->precision, r->strategy, r->ncells, r->ndofs,
-                     r->flops, r->bytes, tm, fe_report_gflops(r),
-                     fe_report_gbytes(r), r->launches, tp, r->bound, ratio);
+                     r->flops, r->bytes);
+  if (len < 0 || (size_t)len >= n) return;
+  if (r->seconds > 0)
+    len += snprintf(buf + len, n - (size_t)len,
+                    "  measured   %s  %.3g GF/s  %.3g GB/s  (%d launches)\n"
+                    "  predicted  %s  %s bound  predicted/measured %.2f",
+                    tm, fe_report_gflops(r), fe_report_gbytes(r), r->launches, tp, r->bound, ratio);
+  else /* the model's view alone (A:model, perf.predict) */
+    len += snprintf(buf + len, n - (size_t)len,
+                    "  measured   nothing (the model's view; %d launches)\n"
+                    "  predicted  %s  %s bound",
+                    r->launches, tp, r->bound);
   if (len < 0 || (size_t)len >= n) return;
   /* each ceiling alone, the ones that count */
   double most = 0;

@@ -171,7 +171,7 @@ static int device_current(lua_State *L)
 }
 
 /* A calibration as a table: gbytes, gflops, launch_us, sync_us, l2_gbytes, shared_gbytes,
- * nonfma_gops, atomic_gops, constant_gops and (GPUs) curves = {dram = {...}, shared = {...}, fma = {...}}. */
+ * nonfma_gops, atomic_gops, constant_gops, gpu (measured on a GPU) and (GPUs) curves = {dram = {...}, shared = {...}, fma = {...}}. */
 void felab_push_calibration(lua_State *L, const fe_calibration *c)
 {
   const struct {
@@ -182,11 +182,13 @@ void felab_push_calibration(lua_State *L, const fe_calibration *c)
            {"l2_gbytes", c->l2_gbytes},     {"shared_gbytes", c->shared_gbytes},
            {"nonfma_gops", c->nonfma_gops}, {"atomic_gops", c->atomic_gops},
            {"constant_gops", c->constant_gops}};
-  lua_createtable(L, 0, 9);
+  lua_createtable(L, 0, 11);
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     lua_pushnumber(L, f[i].v);
     lua_setfield(L, -2, f[i].name);
   }
+  lua_pushboolean(L, c->gpu);
+  lua_setfield(L, -2, "gpu");
   if (c->curve[0][FE_CURVE_POINTS - 1] > 0) {
     static const char *names[3] = {"dram", "shared", "fma"};
     lua_createtable(L, 0, 3);
@@ -336,6 +338,9 @@ static int perf_model(lua_State *L)
   c.nonfma_gops = field_number(L, 2, "nonfma_gops");
   c.atomic_gops = field_number(L, 2, "atomic_gops");
   c.constant_gops = field_number(L, 2, "constant_gops");
+  lua_getfield(L, 2, "gpu");
+  c.gpu = lua_toboolean(L, -1);
+  lua_pop(L, 1);
   if (!(c.gbytes > 0 && c.gflops > 0))
     return luaL_error(L, "perf.model: the ceilings need gbytes and gflops (positive numbers)");
   if (lua_getfield(L, 2, "curves") == LUA_TTABLE) {

@@ -87,6 +87,18 @@ void felab_open_all(lua_State *L)
   const char *whatif_args[] = {"perf", "device"};
   run_library(L, "whatif", whatif_args, 2, -1);
   lua_pop(L, 1); /* the device table */
+  /* A:explain (explain.lua), given {methods = the table the operator's __index reads (its
+   * upvalue 1), meta = the metatable (for help())} */
+  luaL_getmetatable(L, FELAB_OPERATOR);
+  lua_createtable(L, 0, 2);
+  lua_pushvalue(L, -2);
+  lua_setfield(L, -2, "meta");
+  lua_getfield(L, -2, "__index");
+  lua_getupvalue(L, -1, 1);
+  lua_setfield(L, -3, "methods");
+  lua_pop(L, 1); /* __index */
+  run_library(L, "explain", NULL, 0, -1);
+  lua_pop(L, 2); /* the table, the metatable */
   /* show(...), the printer of values that the prompt uses too (registry "felab.show") */
   lib = felab_lua_library("show");
   if (!lib || luaL_loadbuffer(L, lib, strlen(lib), "=show.lua") != LUA_OK)

@@ -67,7 +67,7 @@ local function datasheet(to, precision)
   local t = figures(to)
   return {gbytes = t.dram, gflops = t[precision], shared_gbytes = to.kind == "gpu" and t.shared or 0,
           launch_us = 0, sync_us = 0, l2_gbytes = 0, nonfma_gops = 0, atomic_gops = 0,
-          constant_gops = 0}
+          constant_gops = 0, gpu = to.kind == "gpu"}
 end
 
 -- perf.predict(A, {action =, device =, precision =, strategy =, backend =, from =})
@@ -94,17 +94,29 @@ function perf.predict(A, o)
     error(("perf.predict: from = '%s' is not in shell/lib/devices.lua (it has: %s)"):format(
       o.from, names()), 2)
   end
-  local ceilings, basis
-  if cal and here and here.kind == target.kind then
+  -- the calibration carries over only between devices of one kind: the backend's (a cpu
+  -- backend on a GPU entry named by `from` is still a cpu)
+  local kind = info.is_gpu and "gpu" or "cpu"
+  if here and here.kind ~= kind then
+    error(("perf.predict: from = '%s' is a %s, but the %s backend runs on a %s"):format(
+      here.name, here.kind, rep.backend, kind), 2)
+  end
+  local ceilings, basis, units
+  if cal and here and kind == target.kind then
     ceilings = scaled(cal, here, target, prec)
     basis = ("%s's calibration (%s), scaled by the datasheet ratios %s -> %s"):format(
       rep.backend, info.name, here.name, target.name)
+    -- the strategy's groups fill the target's units as they fill the present ones
+    units = math.max(1, math.floor(info.compute_units * figures(target).units /
+                                   figures(here).units + 0.5))
   else
     ceilings = datasheet(target, prec)
-    basis = ("%s's datasheet peaks (no calibration of a %s here%s)"):format(
-      target.name, target.kind, here and "" or ("; " .. info.name .. " is not in devices.lua"))
+    basis = ("%s's datasheet peaks (no calibration of a %s here%s; the work is counted for " ..
+             "the %s backend's kernels)"):format(target.name, target.kind,
+      here and "" or ("; " .. info.name .. " is not in devices.lua"), rep.backend)
+    units = 0 -- another kind's group shapes: no wave to fill
   end
-  return perf.model(rep, ceilings, math.floor(figures(target).units), target.name), basis
+  return perf.model(rep, ceilings, units, target.name), basis
 end
 help[#help + 1] = {"perf.predict",
   "perf.predict(A, {action = \"apply\", device =, precision =, strategy =, backend =, from =})",

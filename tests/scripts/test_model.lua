@@ -1,0 +1,279 @@
+-- The performance model from the shell, on the cpu (and opencl where it is available):
+-- device.calibrate stores every ceiling (positive, in the cache file too); an action's report
+-- (A:apply on a Q2 Poisson operator, strategies transpose, sumfact and csr) has every
+-- ceiling, its bound is the largest, its prediction is the largest throughput ceiling plus
+-- the launches, its ratio is predicted over measured; the strategies count shared-memory
+-- bytes and atomics (transpose, sumfact) or L2 loads (csr); A:model counts what the measured
+-- call counted and predicts the same ceilings; perf.model with every rate doubled halves each
+-- throughput ceiling; perf.predict for a GPU from the cpu uses the datasheet, for this kind
+-- of device the calibration (scaled by the ratio 1 for the same entry); an unknown device is
+-- an error naming the known ones; perf.compare gives one row per device x strategy x
+-- precision; every entry of perf.devices() has its figures and sources.
+--
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
+local check, close, expect_error = T.check, T.close, T.expect_error
+local NAMES = {"dram", "l2", "shared", "fma", "nonfma", "atomics", "constant", "launches"}
+local RATES = {"gbytes", "gflops", "l2_gbytes", "shared_gbytes", "nonfma_gops", "atomic_gops",
+               "constant_gops"}
+local TOL = 1e-12
+
+-- the largest throughput ceiling (all but launches) and its name, the largest of all, and
+-- the sum of the throughput ceilings
+local function largest(ceilings)
+  local most, name, all, sum = -1, nil, -1, 0
+  for k, v in pairs(ceilings) do
+    if k ~= "launches" then
+      sum = sum + v
+      if v > most then most, name = v, k end
+    end
+    if v > all then all = v end
+  end
+  return most, name, all, sum
+end
+
+-- ---- calibration ----------------------------------------------------------------------
+local cache = os.getenv("FELAB_CACHE")
+for _, b in ipairs(T.backends()) do
+  local info = device.info(b)
+  if info.fp64 then
+    local t0 = perf.clock()
+    local rep = device.calibrate(b, "double")
+    check(rep.action == "calibrate" and rep.backend == b, "%s: calibrate's report", b)
+    local c = device.info(b).calibration
+    check(c and c.double, "%s: device.info has no double calibration after device.calibrate", b)
+    c = c.double
+    for _, k in ipairs(RATES) do
+      check(type(c[k]) == "number" and c[k] > 0 and c[k] < math.huge, "%s: calibration %s = %s", b,
+            k, tostring(c[k]))
+    end
+    check(c.launch_us >= 0 and c.sync_us > 0, "%s: launch %g us, sync %g us", b, c.launch_us, c.sync_us)
+    check(rep.peak_gbytes == c.gbytes and rep.peak_gflops == c.gflops,
+          "%s: the report's peaks are the calibration's", b)
+    if info.is_gpu then
+      for _, k in ipairs({"dram", "shared", "fma"}) do
+        check(c.curves and #c.curves[k] == 6, "%s: curve %s has 6 points", b, k)
+        for j = 1, 6 do check(c.curves[k][j] > 0, "%s: curve %s[%d] = %g", b, k, j, c.curves[k][j]) end
+      end
+    else
+      check(c.curves == nil, "%s: a cpu device has no occupancy curves", b)
+    end
+    -- stored: calibration/<backend>-v2-<hash>.txt, a "double" line with the same DRAM figure
+    if cache then
+      local p = io.popen("ls '" .. cache .. "/calibration/' 2>/dev/null")
+      local found
+      for f in p:lines() do
+        if f:match("^" .. b .. "%-v2%-%x+%.txt$") then
+          for line in io.lines(cache .. "/calibration/" .. f) do
+            local dram = line:match("^double .*dram ([%d.e+-]+)")
+            if dram and close(tonumber(dram), c.gbytes, 1e-5) then found = f end
+          end
+        end
+      end
+      p:close()
+      check(found, "%s: no stored calibration file with the measured DRAM rate in %s", b, cache)
+    end
+    print(("%s calibrated in %.2f s: dram %.3g GB/s, fma %.3g GF/s"):format(b, perf.clock() - t0,
+                                                                          c.gbytes, c.gflops))
+  end
+end
+
+-- ---- reports of a measured call and of the model ---------------------------------------
+local m = mesh.box{cells = 4, cell = "hex"}
+local V = fe.space(m, "Q2")
+local A = fe.operator(V, physics.poisson{}, {dirichlet = "all"})
+local w = V:interpolate(function(x) return 1 + x[1] * x[2] - x[3] end)
+
+for _, b in ipairs(T.backends()) do
+  if device.info(b).fp64 then
+    local info = device.info(b)
+    local cal = info.calibration.double
+    local units = info.compute_units
+    local have = {}
+    for _, s in ipairs(A:strategies({backend = b})) do have[s] = true end
+    for _, s in ipairs({"transpose", "sumfact", "csr"}) do
+      check(have[s] or b ~= "cpu", "cpu: strategy %s is not offered", s)
+      if have[s] then
+        local o = {strategy = s, backend = b, precision = "double"}
+        local _, rep = A:apply(w, o)
+        local what = b .. "/" .. s
+        check(rep.strategy == s, "%s: ran %s", what, rep.strategy)
+        local ce = rep.ceilings
+        for _, k in ipairs(NAMES) do
+          check(type(ce[k]) == "number" and ce[k] >= 0 and ce[k] < math.huge,
+                "%s: ceiling %s = %s", what, k, tostring(ce[k]))
+        end
+        local most, name, all, sum = largest(ce)
+        check(ce[rep.bound] == all, "%s: bound %s (%g s) is not the largest ceiling (%g s)", what,
+              rep.bound, ce[rep.bound] or -1, all)
+        check(most > 0, "%s: no throughput ceiling counted", what)
+        check(rep.predicted_seconds >= most and rep.predicted_seconds >= ce.launches,
+              "%s: predicted %g below a ceiling", what, rep.predicted_seconds)
+        -- G groups resident at once overlap the other pipes G-fold (not known: the max alone)
+        local G = rep.resident or 0
+        check(info.is_gpu or G == 0, "%s: the cpu has %d groups resident", what, G)
+        local others = G > 0 and (sum - most) / G or 0
+        check(close(rep.predicted_seconds, most + others + ce.launches, TOL),
+              "%s: predicted %g != largest (%s %g) + others %g + launches %g", what,
+              rep.predicted_seconds, name, most, others, ce.launches)
+        check(rep.seconds > 0 and close(rep.ratio, rep.predicted_seconds / rep.seconds, TOL),
+              "%s: ratio %s", what, tostring(rep.ratio))
+        check(rep.launches > 0, "%s: no launches", what)
+        if s == "csr" then
+          check(rep.l2_bytes > 0, "%s: csr counts no L2 loads", what)
+        else
+          check(rep.shared_bytes > 0 and rep.atomics > 0, "%s: shared %g, atomics %g", what,
+                rep.shared_bytes, rep.atomics)
+        end
+        if not info.is_gpu then -- the cpu's groups use L1 and add by color: neither a ceiling
+          check(ce.shared == 0 and ce.atomics == 0, "%s: cpu shared %g, atomics %g s", what,
+                ce.shared, ce.atomics)
+        end
+
+        -- A:model: the same counts and, with the same calibration, the same throughput ceilings
+        local mr = A:model("apply", o)
+        check(mr.seconds == 0 and mr.ratio == nil, "%s: A:model measured something", what)
+        for _, k in ipairs({"flops", "bytes", "shared_bytes", "l2_bytes", "atomics", "nonfma",
+                            "groups", "group_items", "ndofs", "ncells"}) do
+          check(mr[k] == rep[k], "%s: A:model %s = %s, the call counted %s", what, k,
+                tostring(mr[k]), tostring(rep[k]))
+        end
+        for _, k in ipairs(NAMES) do
+          if k ~= "launches" then
+            check(close(mr.ceilings[k], ce[k], TOL), "%s: A:model's %s ceiling %g, the call's %g",
+                  what, k, mr.ceilings[k], ce[k])
+          end
+        end
+        check(mr.launches == rep.launches, "%s: A:model counts %d launches, the call made %d", what,
+              mr.launches, rep.launches)
+
+        -- perf.model: the same ceilings reproduce the report; every rate doubled halves each
+        -- throughput ceiling and leaves the launches
+        local same = perf.model(rep, cal, units)
+        for _, k in ipairs(NAMES) do
+          check(close(same.ceilings[k], ce[k], TOL), "%s: perf.model with the calibration: %s %g, not %g",
+                what, k, same.ceilings[k], ce[k])
+        end
+        local fast = {}
+        for k, v in pairs(cal) do fast[k] = v end
+        for k, v in pairs(cal) do
+          if type(v) == "number" and (k:match("_gbytes$") or k:match("_gops$") or k == "gbytes"
+                                      or k == "gflops") then
+            fast[k] = 2 * v
+          end
+        end
+        local r2 = perf.model(rep, fast, units)
+        for k, v in pairs(ce) do
+          local want = k == "launches" and v or v / 2
+          check(close(r2.ceilings[k], want, TOL), "%s: doubled rates: %s %g, expected %g", what, k,
+                r2.ceilings[k], want)
+        end
+        check(r2.bound == rep.bound or rep.bound == "launches" or r2.bound == "launches",
+              "%s: doubling every rate moved the bound from %s to %s", what, rep.bound, r2.bound)
+        check(r2.flops == rep.flops and r2.bytes == rep.bytes, "%s: perf.model changed the counts", what)
+      end
+    end
+  end
+end
+
+-- ---- what-if ----------------------------------------------------------------------------
+local devs = perf.devices()
+check(#devs > 0, "perf.devices() is empty")
+local byname = {}
+for _, d in ipairs(devs) do
+  check(type(d.name) == "string" and d.name ~= "", "a device without a name")
+  check(d.kind == "gpu" or d.kind == "cpu", "%s: kind %s", d.name, tostring(d.kind))
+  for _, k in ipairs({"units", "clock_ghz", "dram_gbs", "shared_bytes_per_clock"}) do
+    check(type(d[k]) == "number" and d[k] > 0, "%s: %s = %s", d.name, k, tostring(d[k]))
+  end
+  check((d.fp64_gflops or 0) > 0 or (d.fp32_gflops or 0) > 0, "%s: no flop rate", d.name)
+  check(type(d.sources) == "table" and #d.sources > 0, "%s: no sources", d.name)
+  for _, src in ipairs(d.sources) do check(type(src) == "string" and #src > 0, "%s: empty source", d.name) end
+  check(not byname[d.name], "%s: listed twice", d.name)
+  byname[d.name] = d
+end
+local H200, RYZEN = byname["H200"], byname["Ryzen 9 7950X"]
+check(H200 and H200.dram_gbs == 4800 and H200.units == 132 and H200.kind == "gpu",
+      "devices.lua: H200 is 4800 GB/s on 132 units")
+check(RYZEN and RYZEN.kind == "cpu", "devices.lua: Ryzen 9 7950X is a cpu")
+
+local cpu = device.info("cpu")
+local ocpu = {backend = "cpu", precision = "double", strategy = "sumfact"}
+for _, s in ipairs({"transpose", "sumfact", "csr"}) do
+  ocpu.strategy = s
+  local base = A:model("apply", ocpu)
+
+  -- a GPU from the cpu: nothing calibrated carries over; the datasheet's rates, and no
+  -- last wave (the cpu's groups are not the GPU's)
+  local p, basis = perf.predict(A, {device = "H200", strategy = s, backend = "cpu", precision = "double"})
+  check(basis:find("datasheet peaks", 1, true) and not basis:find("scaled", 1, true),
+        "H200 from the cpu: basis %q", basis)
+  local f = 1
+  check(close(p.ceilings.dram, p.bytes / 4.8e12 / f, TOL), "%s: H200 DRAM %g, expected %g / %g",
+        s, p.ceilings.dram, p.bytes / 4.8e12, f)
+  check(close(p.ceilings.fma, p.flops / (H200.fp64_gflops * 1e9) / f, TOL), "%s: H200 FMA %g", s,
+        p.ceilings.fma)
+  check(p.ceilings.launches == 0 and close(p.efficiency, f, TOL), "%s: datasheet launches %g, efficiency %g",
+        s, p.ceilings.launches, p.efficiency)
+  check(p.device == "H200" and p.seconds == 0 and p.flops == base.flops and p.bytes == base.bytes,
+        "%s: the H200 report", s)
+  -- from = a GPU's entry on the cpu backend: the kinds differ, an error that says so
+  expect_error(function()
+    perf.predict(A, {device = "H200", from = "H100", strategy = s, backend = "cpu", precision = "double"})
+  end, "perf.predict", "H100", "gpu", "cpu")
+  -- the datasheet's shared rate is a ceiling on a GPU
+  if p.shared_bytes > 0 then
+    check(p.ceilings.shared > 0, "%s: H200 datasheet shared ceiling is 0", s)
+  end
+
+  -- this device's own entry: its calibration, scaled by 1, the units of this machine: the
+  -- same ceilings as A:model's
+  local q, qb = perf.predict(A, {device = "Ryzen 9 7950X", from = "Ryzen 9 7950X", strategy = s,
+                                 backend = "cpu", precision = "double"})
+  check(qb:find("calibration", 1, true) and qb:find("scaled", 1, true) and
+        qb:find("Ryzen 9 7950X -> Ryzen 9 7950X", 1, true),
+        "Ryzen from Ryzen: basis %q", qb)
+  check(close(q.ceilings.dram, base.ceilings.dram, TOL), "%s: Ryzen DRAM %g, A:model %g",
+        s, q.ceilings.dram, base.ceilings.dram)
+  check(close(q.ceilings.fma, base.ceilings.fma, TOL), "%s: Ryzen FMA %g, A:model %g", s,
+        q.ceilings.fma, base.ceilings.fma)
+  check(close(q.ceilings.launches, base.ceilings.launches, TOL), "%s: Ryzen launches", s)
+end
+
+-- an unknown device: an error that names the known ones
+local names = {}
+for _, d in ipairs(devs) do names[#names + 1] = d.name end
+expect_error(function() perf.predict(A, {device = "Quantum 9000", backend = "cpu"}) end,
+             "perf.predict", "Quantum 9000", table.unpack(names))
+expect_error(function() perf.predict(A, {device = "H200", from = "Quantum 9000", backend = "cpu"}) end,
+             "Quantum 9000", "H100", "A100")
+
+-- perf.compare: one row per device x strategy x precision, each with a time
+local want_devs, want_strats, want_precs = {"H100", "H200", "A100"}, {"transpose", "sumfact", "csr"},
+                                           {"double", "single"}
+local rows = perf.compare{A, devices = want_devs, strategies = want_strats, precisions = want_precs,
+                          backend = "cpu"}
+check(#rows == #want_devs * #want_strats * #want_precs, "perf.compare: %d rows", #rows)
+local seen = {}
+for _, r in ipairs(rows) do
+  check(r.seconds > 0 and r.seconds < math.huge, "perf.compare %s/%s/%s: %s s", r.device, r.strategy,
+        r.precision, tostring(r.seconds))
+  check(r.gdofs > 0 and type(r.bound) == "string" and r.bound ~= "", "perf.compare: a row's bound or rate")
+  seen[r.device .. "/" .. r.strategy .. "/" .. r.precision] = r
+end
+for _, d in ipairs(want_devs) do
+  for _, s in ipairs(want_strats) do
+    for _, p in ipairs(want_precs) do
+      check(seen[d .. "/" .. s .. "/" .. p], "perf.compare: no row %s/%s/%s", d, s, p)
+    end
+  end
+end
+-- a row is perf.predict's answer
+local one = perf.predict(A, {device = "H200", strategy = "csr", precision = "single", backend = "cpu"})
+check(close(seen["H200/csr/single"].seconds, one.predicted_seconds, TOL),
+      "perf.compare's row %g, perf.predict %g",
+      seen["H200/csr/single"].seconds, one.predicted_seconds)
+check(seen["H200/csr/double"].seconds > seen["H200/csr/single"].seconds,
+      "csr on the H200: double (%g) not slower than single (%g)", seen["H200/csr/double"].seconds,
+      seen["H200/csr/single"].seconds)
+
+T.done("test_model")

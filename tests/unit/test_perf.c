@@ -1,0 +1,395 @@
+/* The performance model on the host, no backend opened: the shared-memory bank model
+ * (fe_bank_wavefronts on patterns counted by hand, fe_bank_random_wavefronts against a
+ * Monte Carlo reference), fe_perf_model with a hand-made calibration (each ceiling's time
+ * is its work over its rate, exactly; the bound is the largest; the launch term is added;
+ * the GPU curves divide the times at the curve point of the occupancy; the last wave's fill
+ * stretches them; the cpu has no shared or atomics ceiling) and fe_ceiling_name. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "engine/perf.h"
+
+TestSuite(perf);
+
+/* a and b agree to 1e-12 relative (two zeros agree) */
+#define assert_close(a, b)                                                                       \
+  do {                                                                                           \
+    double a_ = (a), b_ = (b);                                                                   \
+    cr_assert(fabs(a_ - b_) <= 1e-12 * fmax(fabs(a_), fabs(b_)), "%s = %.17g, expected %.17g", #a, \
+              a_, b_);                                                                           \
+  } while (0)
+
+/* ---- bank model ---------------------------------------------------------------------- */
+
+/* idx[t] = base + stride * t for the 32 items of a warp */
+static int strided(long long base, long long stride, int size)
+{
+  long long idx[32];
+  for (int t = 0; t < 32; t++) idx[t] = base + stride * t;
+  return fe_bank_wavefronts(idx, 32, size);
+}
+
+Test(perf, bank_consecutive)
+{
+  cr_assert_eq(strided(0, 1, 4), 1, "32 consecutive floats: one wavefront");
+  cr_assert_eq(strided(7, 1, 4), 1, "32 consecutive floats from an unaligned start: one");
+  cr_assert_eq(strided(0, 1, 8), 2, "32 consecutive doubles (64 words): two wavefronts");
+  cr_assert_eq(strided(0, 1, 16), 4, "32 consecutive 16-byte items (128 words): four");
+}
+
+Test(perf, bank_broadcast)
+{
+  cr_assert_eq(strided(5, 0, 4), 1, "every item reads one float: one wavefront");
+  cr_assert_eq(strided(5, 0, 8), 1, "every item reads one double: one wavefront");
+  long long idx[32];
+  for (int t = 0; t < 32; t++) idx[t] = t % 16; /* pairs of items share a word */
+  cr_assert_eq(fe_bank_wavefronts(idx, 32, 4), 1);
+  cr_assert_eq(fe_bank_wavefronts(idx, 32, 8), 1, "16 distinct doubles are 32 words: one");
+  long long two[2] = {0, 32}; /* two words of bank 0 */
+  cr_assert_eq(fe_bank_wavefronts(two, 2, 4), 2);
+}
+
+Test(perf, bank_strides)
+{
+  /* floats: stride s words lands 32/gcd(32, s) distinct banks, gcd(32, s) items a bank */
+  cr_assert_eq(strided(0, 32, 4), 32, "stride 32 floats: every item in bank 0");
+  cr_assert_eq(strided(3, 32, 4), 32, "stride 32 floats from word 3: every item in bank 3");
+  cr_assert_eq(strided(0, 2, 4), 2, "stride 2 floats: 16 banks, 2 items each");
+  cr_assert_eq(strided(0, 33, 4), 1, "stride 33 floats: every bank once");
+  cr_assert_eq(strided(0, 16, 4), 16, "stride 16 floats: banks 0 and 16, 16 items each");
+  /* doubles: item t covers words 2 idx, 2 idx + 1. Stride 2: words 4t, 4t + 1, banks
+   * 4t mod 32 (8 values, 4 items each) and one above: 4 wavefronts. */
+  cr_assert_eq(strided(0, 2, 8), 4, "stride 2 doubles");
+  cr_assert_eq(strided(0, 16, 8), 32, "stride 16 doubles: banks 0 and 1, 32 items each");
+  cr_assert_eq(strided(0, 17, 8), 2, "stride 17 doubles: words 34t, each bank twice");
+}
+
+Test(perf, bank_idle_items)
+{
+  long long idx[32];
+  for (int t = 0; t < 32; t++) idx[t] = t % 2 ? -1 : 32 * t; /* 16 items in bank 0 */
+  cr_assert_eq(fe_bank_wavefronts(idx, 32, 4), 16, "idle items (-1) are not counted");
+  for (int t = 0; t < 32; t++) idx[t] = -1;
+  cr_assert_eq(fe_bank_wavefronts(idx, 32, 4), 0, "an idle warp reads nothing");
+  for (int t = 0; t < 32; t++) idx[t] = t < 8 ? t : -1;
+  cr_assert_eq(fe_bank_wavefronts(idx, 32, 8), 1, "8 consecutive doubles: one wavefront");
+  for (int t = 0; t < 32; t++) idx[t] = 32 * t;
+  cr_assert_eq(fe_bank_wavefronts(idx, 5, 4), 5, "only the n items given count");
+}
+
+/* The expected wavefronts of 32 distinct words of `size` bytes placed at random among 4096
+ * (what fe_bank_random_wavefronts samples), by a good generator (splitmix64). */
+static double random_reference(int size, int samples)
+{
+  unsigned long long st = 42;
+  long long idx[32];
+  double sum = 0;
+  for (int r = 0; r < samples; r++) {
+    for (int t = 0; t < 32; t++) {
+      int dup;
+      do {
+        unsigned long long z = (st += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        idx[t] = (long long)((z ^ (z >> 31)) % 4096);
+        dup = 0;
+        for (int u = 0; u < t; u++) dup |= idx[u] == idx[t];
+      } while (dup);
+    }
+    sum += fe_bank_wavefronts(idx, 32, size);
+  }
+  return sum / samples;
+}
+
+Test(perf, bank_random)
+{
+  double r4 = fe_bank_random_wavefronts(4), r8 = fe_bank_random_wavefronts(8),
+         r16 = fe_bank_random_wavefronts(16);
+  /* 32 random floats: the most-loaded of 32 banks (at least 1; about 3.5). 32 random
+   * doubles cover 64 words, so at least 2 a bank, and fall on 16 bank pairs: the
+   * most-loaded pair carries more than the most-loaded single bank of the floats. */
+  cr_assert(r4 >= 1 && r4 <= 32, "r4 = %g", r4);
+  cr_assert(r8 >= 2 && r8 <= 32, "r8 = %g", r8);
+  cr_assert(r8 > r4, "random doubles (%g) must cost more than random floats (%g)", r8, r4);
+  cr_assert(r16 >= 4 && r16 > r8, "r16 = %g, r8 = %g", r16, r8);
+  cr_assert_eq(fe_bank_random_wavefronts(8), r8, "a fixed-seed sample gives one answer");
+  /* against the expectation (a fixed sample of 256 warps: within 10%) */
+  double e4 = random_reference(4, 20000), e8 = random_reference(8, 20000);
+  cr_assert(fabs(r4 - e4) < 0.1 * e4, "r4 = %g, the expectation is %g", r4, e4);
+  cr_assert(fabs(r8 - e8) < 0.1 * e8, "r8 = %g, the expectation is %g", r8, e8);
+}
+
+/* ---- the model --------------------------------------------------------------------------- */
+
+/* A cpu-like calibration (no curves): GB/s, GF/s, us, G/s */
+static fe_calibration cpu_cal(void)
+{
+  fe_calibration c;
+  memset(&c, 0, sizeof c);
+  c.valid = 1;
+  c.gbytes = 100;
+  c.gflops = 1000;
+  c.launch_us = 5;
+  c.sync_us = 20;
+  c.l2_gbytes = 400;
+  c.shared_gbytes = 2000;
+  c.nonfma_gops = 50;
+  c.atomic_gops = 10;
+  return c;
+}
+
+/* 10 ms of DRAM, 2.5 ms of L2, 2 ms of FMA, 2 ms of divisions, 3 launches */
+static fe_report work(void)
+{
+  fe_report r;
+  memset(&r, 0, sizeof r);
+  r.bytes = 1e9;
+  r.l2_bytes = 1e9;
+  r.flops = 2e9;
+  r.nonfma = 1e8;
+  r.shared_bytes = 1e9;
+  r.atomics = 1e8;
+  r.launches = 3;
+  return r;
+}
+
+Test(perf, model_ceilings_exact)
+{
+  fe_calibration c = cpu_cal();
+  fe_report r = work();
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_DRAM], 1e9 / 100e9);
+  assert_close(r.ceiling_seconds[FE_CEIL_L2], 1e9 / 400e9);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], 2e9 / 1000e9);
+  assert_close(r.ceiling_seconds[FE_CEIL_NONFMA], 1e8 / 50e9);
+  assert_close(r.ceiling_seconds[FE_CEIL_LAUNCH], (3 * 5 + 20) * 1e-6);
+  cr_assert_str_eq(r.bound, "dram");
+  assert_close(r.predicted_seconds, 0.01 + 35e-6);
+  assert_close(r.efficiency, 1);
+  assert_close(r.peak_gbytes, 100);
+  assert_close(r.peak_gflops, 1000);
+}
+
+Test(perf, model_cpu_has_no_shared_or_atomics)
+{
+  fe_calibration c = cpu_cal();
+  fe_report r = work();
+  r.shared_bytes = 1e15; /* would bind by far if they counted */
+  r.atomics = 1e15;
+  fe_perf_model(&c, 16, &r);
+  cr_assert_eq(r.ceiling_seconds[FE_CEIL_SHARED], 0);
+  cr_assert_eq(r.ceiling_seconds[FE_CEIL_ATOMIC], 0);
+  cr_assert_str_eq(r.bound, "dram");
+  assert_close(r.predicted_seconds, 0.01 + 35e-6);
+}
+
+Test(perf, model_bound_is_largest)
+{
+  fe_calibration c = cpu_cal();
+  fe_report r;
+  const struct {
+    double *field;
+    double value, seconds;
+    const char *bound;
+  } cases[4] = {{&r.flops, 5e10, 5e10 / 1000e9, "fma"},
+                {&r.nonfma, 1e10, 1e10 / 50e9, "nonfma"},
+                {&r.l2_bytes, 1e11, 1e11 / 400e9, "l2"},
+                {&r.bytes, 3e9, 3e9 / 100e9, "dram"}};
+  for (int i = 0; i < 4; i++) {
+    r = work();
+    *cases[i].field = cases[i].value;
+    fe_perf_model(&c, 16, &r);
+    cr_assert_str_eq(r.bound, cases[i].bound, "case %d", i);
+    assert_close(r.predicted_seconds, cases[i].seconds + 35e-6);
+    for (int k = 0; k < FE_CEIL_LAUNCH; k++)
+      cr_assert(r.ceiling_seconds[k] <= cases[i].seconds, "case %d: %s larger than the bound", i,
+                fe_ceiling_name(k));
+  }
+  /* launches bind when they take longest: 10000 x 5 us + 20 us = 50.02 ms */
+  r = work();
+  r.launches = 10000;
+  fe_perf_model(&c, 16, &r);
+  cr_assert_str_eq(r.bound, "launches");
+  assert_close(r.ceiling_seconds[FE_CEIL_LAUNCH], 10000 * 5e-6 + 20e-6);
+  assert_close(r.predicted_seconds, 0.01 + 10000 * 5e-6 + 20e-6);
+}
+
+Test(perf, model_rates_scale)
+{
+  fe_calibration c = cpu_cal();
+  fe_report a = work(), b = work();
+  fe_perf_model(&c, 16, &a);
+  c.gbytes *= 2;
+  fe_perf_model(&c, 16, &b);
+  assert_close(b.ceiling_seconds[FE_CEIL_DRAM], a.ceiling_seconds[FE_CEIL_DRAM] / 2);
+  for (int k = 0; k < FE_NCEILINGS; k++)
+    if (k != FE_CEIL_DRAM) assert_close(b.ceiling_seconds[k], a.ceiling_seconds[k]);
+  assert_close(b.predicted_seconds, 0.005 + 35e-6);
+  /* a rate of 0 (not measured) is no ceiling, not an infinite one */
+  c = cpu_cal();
+  c.l2_gbytes = c.nonfma_gops = 0;
+  a = work();
+  fe_perf_model(&c, 16, &a);
+  cr_assert_eq(a.ceiling_seconds[FE_CEIL_L2], 0);
+  cr_assert_eq(a.ceiling_seconds[FE_CEIL_NONFMA], 0);
+  cr_assert_str_eq(a.bound, "dram");
+}
+
+/* A GPU-like calibration: the curves (2, 4, 8, 16, 32, 64 warps) of each rate differ */
+static fe_calibration gpu_cal(void)
+{
+  fe_calibration c = cpu_cal();
+  static const double curves[3][FE_CURVE_POINTS] = {{0.1, 0.2, 0.35, 0.6, 0.85, 1.0},
+                                                    {0.05, 0.15, 0.3, 0.5, 0.75, 0.9},
+                                                    {0.125, 0.25, 0.5, 0.7, 0.9, 1.25}};
+  memcpy(c.curve, curves, sizeof curves);
+  c.gpu = 1;
+  return c;
+}
+
+Test(perf, model_curves)
+{
+  fe_calibration c = gpu_cal();
+  fe_report r = work();
+  r.occupancy = 0.25; /* 16 of 64 warps: the curves' point 3, exactly */
+  fe_perf_model(&c, 0, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_DRAM], 1e9 / (100e9 * 0.6));
+  assert_close(r.ceiling_seconds[FE_CEIL_L2], 1e9 / (400e9 * 0.6));
+  assert_close(r.ceiling_seconds[FE_CEIL_SHARED], 1e9 / (2000e9 * 0.5));
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], 2e9 / (1000e9 * 0.7));
+  assert_close(r.ceiling_seconds[FE_CEIL_NONFMA], 1e8 / (50e9 * 0.7));
+  assert_close(r.ceiling_seconds[FE_CEIL_ATOMIC], 1e8 / 10e9); /* atomics: no curve */
+  cr_assert_str_eq(r.bound, "dram");
+  assert_close(r.efficiency, 0.6);
+  assert_close(r.predicted_seconds, 1e9 / (100e9 * 0.6) + 35e-6);
+  /* the bound's own curve gives the efficiency */
+  r = work();
+  r.occupancy = 0.25;
+  r.shared_bytes = 1e11;
+  fe_perf_model(&c, 0, &r);
+  cr_assert_str_eq(r.bound, "shared");
+  assert_close(r.efficiency, 0.5);
+  assert_close(r.predicted_seconds, 1e11 / (2000e9 * 0.5) + 35e-6);
+  /* between points: 24 warps, linear in log2(warps) between 16 and 32 */
+  r = work();
+  r.occupancy = 0.375;
+  fe_perf_model(&c, 0, &r);
+  double x = log2(24.0) - 4;
+  assert_close(r.ceiling_seconds[FE_CEIL_DRAM], 1e9 / (100e9 * (0.6 + x * (0.85 - 0.6))));
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], 2e9 / (1000e9 * (0.7 + x * (0.9 - 0.7))));
+  /* full occupancy: the last points, a fraction above 1 counted as 1 */
+  r = work();
+  r.occupancy = 1;
+  fe_perf_model(&c, 0, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_DRAM], 1e9 / 100e9);
+  assert_close(r.ceiling_seconds[FE_CEIL_SHARED], 1e9 / (2000e9 * 0.9));
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], 2e9 / 1000e9);
+  /* occupancy not known: the full rates */
+  r = work();
+  fe_perf_model(&c, 0, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_DRAM], 1e9 / 100e9);
+  assert_close(r.ceiling_seconds[FE_CEIL_SHARED], 1e9 / 2000e9);
+}
+
+Test(perf, model_last_wave)
+{
+  /* 10 units, 4 groups resident on each: 40 groups a wave */
+  fe_calibration c = gpu_cal();
+  fe_report base = work();
+  base.occupancy = 0.25;
+  base.group_items = 128;
+  base.resident = 4;
+  base.groups = 40; /* one whole wave */
+  fe_perf_model(&c, 10, &base);
+  assert_close(base.ceiling_seconds[FE_CEIL_DRAM], 1e9 / (100e9 * 0.6));
+  const long long groups[] = {80, 60, 41, 20};
+  const double stretch[] = {1, 2 / 1.5, 2 / 1.025, 2}; /* whole waves over the waves */
+  for (int i = 0; i < 4; i++) {
+    fe_report r = base;
+    r.groups = groups[i];
+    fe_perf_model(&c, 10, &r);
+    for (int k = 0; k < FE_CEIL_LAUNCH; k++)
+      assert_close(r.ceiling_seconds[k], base.ceiling_seconds[k] * stretch[i]);
+    assert_close(r.ceiling_seconds[FE_CEIL_LAUNCH], base.ceiling_seconds[FE_CEIL_LAUNCH]);
+    assert_close(r.efficiency, 0.6 / stretch[i]);
+    cr_assert_str_eq(r.bound, "dram");
+    assert_close(r.predicted_seconds - r.ceiling_seconds[FE_CEIL_LAUNCH],
+                 (base.predicted_seconds - base.ceiling_seconds[FE_CEIL_LAUNCH]) * stretch[i]);
+  }
+  /* the cpu (nothing resident known): one group a unit a wave; 6 groups on 4 units are
+   * 1.5 waves */
+  fe_calibration cc = cpu_cal();
+  fe_report r = work();
+  r.groups = 6;
+  fe_perf_model(&cc, 4, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_DRAM], 0.01 * 2 / 1.5);
+  assert_close(r.efficiency, 1.5 / 2);
+  assert_close(r.predicted_seconds, 0.01 * 2 / 1.5 + 35e-6);
+  /* no units or no groups given: no stretch */
+  r = work();
+  r.groups = 6;
+  fe_perf_model(&cc, 0, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_DRAM], 0.01);
+  r = work();
+  fe_perf_model(&cc, 4, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_DRAM], 0.01);
+}
+
+Test(perf, model_resident_overlap)
+{
+  /* G groups resident: the largest ceiling whole, the others one G-th of theirs */
+  fe_calibration c = cpu_cal();
+  fe_report r0 = work();
+  fe_perf_model(&c, 16, &r0);
+  double sum = 0, most = r0.ceiling_seconds[FE_CEIL_DRAM];
+  for (int k = 0; k < FE_CEIL_LAUNCH; k++) sum += r0.ceiling_seconds[k];
+  assert_close(sum, 0.01 + 0.0025 + 0.002 + 0.002); /* the cpu: no shared or atomics */
+  const int G[] = {1, 2, 4, 1000};
+  for (int i = 0; i < 4; i++) {
+    fe_report r = work();
+    r.resident = G[i];
+    fe_perf_model(&c, 16, &r);
+    for (int k = 0; k < FE_NCEILINGS; k++) assert_close(r.ceiling_seconds[k], r0.ceiling_seconds[k]);
+    cr_assert_str_eq(r.bound, "dram");
+    assert_close(r.predicted_seconds, most + (sum - most) / G[i] + 35e-6);
+  }
+  /* G = 1: the phases add up */
+  fe_report r = work();
+  r.resident = 1;
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.predicted_seconds, sum + 35e-6);
+  /* with curves and a partial last wave: (max + others / G) / fill */
+  fe_calibration g = gpu_cal();
+  r = work();
+  r.occupancy = 0.25;
+  r.resident = 4;
+  r.groups = 60; /* 1.5 waves of 40 on 10 units */
+  fe_perf_model(&g, 10, &r);
+  double t[] = {1e9 / (100e9 * 0.6), 1e9 / (400e9 * 0.6), 1e9 / (2000e9 * 0.5),
+                2e9 / (1000e9 * 0.7), 1e8 / (50e9 * 0.7), 1e8 / 10e9};
+  double s = 0;
+  for (int k = 0; k < 6; k++) s += t[k];
+  for (int k = FE_CEIL_ATOMIC + 1; k < FE_CEIL_LAUNCH; k++) s += r.ceiling_seconds[k] * 1.5 / 2;
+  assert_close(r.predicted_seconds, (t[0] + (s - t[0]) / 4) * 2 / 1.5 + 35e-6);
+}
+
+Test(perf, ceiling_names)
+{
+  static const struct {
+    int c;
+    const char *name;
+  } names[] = {{FE_CEIL_DRAM, "dram"},     {FE_CEIL_L2, "l2"},          {FE_CEIL_SHARED, "shared"},
+               {FE_CEIL_FMA, "fma"},       {FE_CEIL_NONFMA, "nonfma"},  {FE_CEIL_ATOMIC, "atomics"},
+               {FE_CEIL_LAUNCH, "launches"}};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    cr_assert_str_eq(fe_ceiling_name(names[i].c), names[i].name);
+  cr_assert_eq(FE_CEIL_LAUNCH, FE_NCEILINGS - 1, "launches is the last ceiling");
+  for (int i = 0; i < FE_NCEILINGS; i++) { /* every ceiling named, and no two alike */
+    cr_assert_str_neq(fe_ceiling_name(i), "?");
+    for (int j = 0; j < i; j++) cr_assert_str_neq(fe_ceiling_name(i), fe_ceiling_name(j));
+  }
+  cr_assert_str_eq(fe_ceiling_name(FE_NCEILINGS), "?");
+  cr_assert_str_eq(fe_ceiling_name(-1), "?");
+  cr_assert_str_eq(fe_ceiling_name(1000), "?");
+}
