@@ -9,7 +9,8 @@
 #                test_matrix.lua: element matrices, assembly and csr on every backend;
 #                test_elemat_variants, test_elemat_tensor, test_ebe_variants, test_sell:
 #                the element-matrix variants, tensor, ebe's variants, SELL-C-sigma;
-#                test_sumfact.lua: strategy sumfact against transpose on every backend
+#                test_sumfact.lua: strategy sumfact against transpose on every backend;
+#                test_model.lua, test_explain.lua: the model and A:explain on every backend
 #                (last; SUMFACT=0 leaves it out)
 #   scripts.log  test_krylov.lua: BiCG, BiCGStab, GMRES; test_precond, test_amg,
 #                test_twoscale, test_heat: the preconditioners and time stepping
@@ -55,6 +56,10 @@ step "test_matrix.lua (element matrices, assembly, csr on cpu, opencl, cuda)" cu
   tests/scripts/test_matrix.lua
 for t in test_elemat_variants test_elemat_tensor test_ebe_variants test_sell; do
   step "$t.lua (cpu, opencl, cuda)" cuda.log "$FELAB" tests/scripts/$t.lua
+done
+for t in test_model test_explain; do
+  step "$t.lua (the model's counts and ceilings, what-if, explain; cpu, opencl, cuda)" cuda.log \
+    "$FELAB" tests/scripts/$t.lua
 done
 step "test_krylov.lua (BiCG, BiCGStab, GMRES)" scripts.log "$FELAB" tests/scripts/test_krylov.lua
 for t in test_precond test_amg test_twoscale test_heat; do
