@@ -78,12 +78,15 @@ run: deps
 test: deps
 	@$(MAKE) --no-print-directory $(BUILD)/felab $(BUILD)/unit-tests
 	@scripts/run-tests.sh $(BUILD)
-	@$(MAKE) --no-print-directory check-asan
+	@$(MAKE) --no-print-directory check-asan TEST_CACHE=$(abspath $(BUILD))/cache
 
-# The same suite built with AddressSanitizer and UBSan, in its own build folder.
+# The same suite built with AddressSanitizer and UBSan, in its own build folder. Its kernels
+# are the same (cc compiles them with the same flags whatever felab was built with), so
+# after `make test`'s plain pass it reads that pass's kernel cache (TEST_CACHE) instead of
+# compiling every kernel again; test_cache.lua still compiles into fresh caches under it.
 check-asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 build-asan/felab build-asan/unit-tests
-	@FELAB_ASAN=1 scripts/run-tests.sh build-asan
+	@FELAB_ASAN=1 FELAB_TEST_CACHE=$(TEST_CACHE) scripts/run-tests.sh build-asan
 
 $(BUILD)/felab: $(SHELL_OBJ) $(BUILD)/libfelab.a
 	$(CC) -o $@ $(SHELL_OBJ) $(BUILD)/libfelab.a $(SHELL_LIBS) $(LDLIBS)

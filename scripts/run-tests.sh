@@ -5,7 +5,9 @@
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
-export FELAB_CACHE="$ROOT/$BUILD/cache"
+# FELAB_TEST_CACHE: another build's kernel cache to read (the sanitized pass after the plain
+# one: the kernels are the same), else this build's own
+export FELAB_CACHE="${FELAB_TEST_CACHE:-$ROOT/$BUILD/cache}"
 # two test processes of two OpenMP threads on two cores: do not spin while waiting
 export OMP_WAIT_POLICY=passive
 if [ "${FELAB_ASAN:-0}" = 1 ]; then

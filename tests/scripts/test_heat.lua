@@ -2,13 +2,17 @@
 -- Checks: the integral of u is conserved with Neumann boundaries and no source; the error
 -- against an exact solution falls at order 1 in dt; the preconditioner is set up once; the
 -- VTU frames and the .pvd index; a change of dt reaches the stored matrices (csr, ebe);
--- bad options are errors that name them. On cpu, and on opencl where it runs.
+-- bad options are errors that name them. On cpu, and on opencl where it runs (not NVIDIA's:
+-- the Q2 operator with u_old as a field needs 111 KB of constant tables, above its 64 KB;
+-- the generated kernel's error says so).
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, expect_error = T.check, T.expect_error
 local pi = math.pi
 
 local backends = {"cpu"}
-if T.device("opencl") and T.device("opencl").available then backends[#backends + 1] = "opencl" end
+if T.device("opencl") and T.device("opencl").available and not T.nvidia_opencl() then
+  backends[#backends + 1] = "opencl"
+end
 
 -- (a) conservation: zero source, natural (zero-flux) boundaries, 70 steps: sum_i r_i(u) =
 -- c/dt (int u - int u_old) because the basis sums to 1, so int u stays put to the solver's

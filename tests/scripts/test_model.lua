@@ -64,7 +64,7 @@ for _, b in ipairs(T.backends()) do
       for f in p:lines() do
         if f:match("^" .. b .. "%-v2%-%x+%.txt$") then
           for line in io.lines(cache .. "/calibration/" .. f) do
-            local dram = line:match("^double .*dram ([%d.e+-]+)")
+            local dram = line:match("^double dram (%S+)")
             if dram and close(tonumber(dram), c.gbytes, 1e-5) then found = f end
           end
         end
