@@ -18,22 +18,40 @@
 /* The libraries written in Lua (build/gen/lualib.c). */
 const char *felab_lua_library(const char *name);
 
-/* Run the library `name` written in Lua (build/gen/lualib.c) with the globals `args` and
- * then the value at stack index `extra` (0: none) as its arguments; it returns a list of
- * help entries {key, signature, text}, which are added. The stack is left as it was. */
-static void run_library(lua_State *L, const char *name, const char *const *args, int nargs,
-                        int extra)
+/* Load the library `name` written in Lua (build/gen/lualib.c) and leave its chunk on the
+ * stack. */
+static void load_library(lua_State *L, const char *name)
 {
   char chunk[64];
   snprintf(chunk, sizeof chunk, "=%s.lua", name);
-  if (extra) extra = lua_absindex(L, extra);
   const char *lib = felab_lua_library(name);
   if (!lib || luaL_loadbuffer(L, lib, strlen(lib), chunk) != LUA_OK)
     luaL_error(L, "felab: the library %s.lua does not load: %s", name,
                lib ? lua_tostring(L, -1) : "missing");
+}
+
+void felab_push_util(lua_State *L)
+{
+  if (lua_getfield(L, LUA_REGISTRYINDEX, "felab:util") == LUA_TTABLE) return;
+  lua_pop(L, 1);
+  load_library(L, "util");
+  lua_call(L, 0, 1);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, "felab:util");
+}
+
+/* Run the library `name` with the globals `args`, then the value at stack index `extra` (0:
+ * none), then the shared helpers (util.lua) as its arguments; what it returns may be a list
+ * of help entries {key, signature, text}, which are added. The stack is left as it was. */
+static void run_library(lua_State *L, const char *name, const char *const *args, int nargs,
+                        int extra)
+{
+  if (extra) extra = lua_absindex(L, extra);
+  load_library(L, name);
   for (int i = 0; i < nargs; i++) lua_getglobal(L, args[i]);
   if (extra) lua_pushvalue(L, extra);
-  lua_call(L, nargs + (extra ? 1 : 0), 1);
+  felab_push_util(L);
+  lua_call(L, nargs + (extra ? 1 : 0) + 1, 1);
   for (lua_Integer i = 1; lua_istable(L, -1) && lua_rawgeti(L, -1, i) == LUA_TTABLE; i++) {
     for (int j = 1; j <= 3; j++) lua_rawgeti(L, -j, j); /* key, signature, text */
     felab_help_add(lua_tostring(L, -3), lua_tostring(L, -2), lua_tostring(L, -1));
@@ -55,40 +73,23 @@ void felab_open_all(lua_State *L)
     luaL_requiref(L, m->name, m->func, 1);
     lua_pop(L, 1);
   }
-  /* written in Lua on the modules above (build/gen/lualib.c): solve.heat, export.pvd,
-   * fe.integral */
-  const char *lib = felab_lua_library("timestep");
-  if (!lib || luaL_loadbuffer(L, lib, strlen(lib), "=timestep.lua") != LUA_OK)
-    luaL_error(L, "felab: the time-stepping library does not load: %s", lib ? lua_tostring(L, -1) : "missing");
-  const char *args[] = {"solve", "export", "fe", "physics", "perf"};
-  for (int i = 0; i < 5; i++) lua_getglobal(L, args[i]);
-  lua_call(L, 5, 0);
-  /* written in Lua on perf (build/gen/lualib.c): perf.roofline, perf.sweep, perf.plot and
-   * info:plot through the metatable of the solvers' info tables; it returns help entries */
-  lib = felab_lua_library("plot");
-  if (!lib || luaL_loadbuffer(L, lib, strlen(lib), "=plot.lua") != LUA_OK)
-    luaL_error(L, "felab: the plotting library does not load: %s", lib ? lua_tostring(L, -1) : "missing");
+  /* solve.heat, export.pvd, fe.integral */
+  const char *timestep_args[] = {"solve", "export", "fe", "physics", "perf"};
+  run_library(L, "timestep", timestep_args, 5, 0);
+  /* perf.roofline, perf.sweep, perf.plot, and info:plot through the metatable of the
+   * solvers' info tables */
   const char *plot_args[] = {"perf", "mesh", "fe", "physics", "device", "solve"};
-  for (int i = 0; i < 6; i++) lua_getglobal(L, plot_args[i]);
   luaL_newmetatable(L, FELAB_INFO);
-  lua_call(L, 7, 1);
-  for (lua_Integer i = 1; lua_rawgeti(L, -1, i) == LUA_TTABLE; i++) {
-    for (int j = 1; j <= 3; j++) lua_rawgeti(L, -j, j); /* key, signature, text */
-    felab_help_add(lua_tostring(L, -3), lua_tostring(L, -2), lua_tostring(L, -1));
-    lua_pop(L, 4);
-  }
-  lua_pop(L, 2);
+  run_library(L, "plot", plot_args, 6, -1);
+  lua_pop(L, 1);
   /* what-if (perf.predict, perf.compare) on the datasheet table devices.lua */
-  const char *lib_devices = felab_lua_library("devices");
-  if (!lib_devices || luaL_loadbuffer(L, lib_devices, strlen(lib_devices), "=devices.lua") != LUA_OK)
-    luaL_error(L, "felab: the device table does not load: %s",
-               lib_devices ? lua_tostring(L, -1) : "missing");
+  load_library(L, "devices");
   lua_call(L, 0, 1);
   const char *whatif_args[] = {"perf", "device"};
   run_library(L, "whatif", whatif_args, 2, -1);
-  lua_pop(L, 1); /* the device table */
-  /* A:explain (explain.lua), given {methods = the table the operator's __index reads (its
-   * upvalue 1), meta = the metatable (for help())} */
+  lua_pop(L, 1);
+  /* A:explain, given {methods = the table the operator's __index reads (its upvalue 1),
+   * meta = the metatable (for help())} */
   luaL_getmetatable(L, FELAB_OPERATOR);
   lua_createtable(L, 0, 2);
   lua_pushvalue(L, -2);
@@ -100,10 +101,7 @@ void felab_open_all(lua_State *L)
   run_library(L, "explain", NULL, 0, -1);
   lua_pop(L, 2); /* the table, the metatable */
   /* show(...), the printer of values that the prompt uses too (registry "felab.show") */
-  lib = felab_lua_library("show");
-  if (!lib || luaL_loadbuffer(L, lib, strlen(lib), "=show.lua") != LUA_OK)
-    luaL_error(L, "felab: the printer of values does not load: %s",
-               lib ? lua_tostring(L, -1) : "missing");
+  load_library(L, "show");
   lua_call(L, 0, 1);
   lua_pushvalue(L, -1);
   lua_setfield(L, LUA_REGISTRYINDEX, "felab.show");

@@ -779,6 +779,7 @@ int felab_open_physics(lua_State *L)
   if (!lib || luaL_loadbuffer(L, lib, strlen(lib), "=physics.lua") != LUA_OK)
     return luaL_error(L, "felab: the physics library does not load: %s", lib ? lua_tostring(L, -1) : "missing");
   lua_pushvalue(L, t);
-  lua_call(L, 1, 0);
+  felab_push_util(L);
+  lua_call(L, 2, 0);
   return 1;
 }

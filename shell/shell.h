@@ -37,6 +37,9 @@ int felab_raise(lua_State *L);
  * gflops, gbytes, predicted_seconds, bound, ...; tostring prints the block). */
 struct fe_report;
 void felab_push_report(lua_State *L, const struct fe_report *r);
+/* Push the helpers the libraries written in Lua share (shell/lib/util.lua: kind, options),
+ * loaded once. */
+void felab_push_util(lua_State *L);
 /* Push a calibration's ceilings as a table (device.info(...).calibration.double). */
 struct fe_calibration;
 void felab_push_calibration(lua_State *L, const struct fe_calibration *c);

@@ -1,22 +1,8 @@
 -- felab's physics library, written on physics.new and embedded in the binary
 -- (scripts/embed.sh). Each law is a pair of pointwise functions f0(u, du, x, a, t) and
 -- f1(...) that the tracer differentiates: nothing here writes a Jacobian by hand.
-local physics = ...
-
-local function check_keys(o, valid, where)
-  if o == nil then return {} end
-  if type(o) ~= "table" then
-    error(("%s: expected an options table, got %s"):format(where, type(o)), 3)
-  end
-  local ok = {}
-  for _, k in ipairs(valid) do ok[k] = true end
-  for k in pairs(o) do
-    if not ok[k] then
-      error(("%s: unknown option '%s' (valid: %s)"):format(where, tostring(k), table.concat(valid, ", ")), 3)
-    end
-  end
-  return o
-end
+local physics, util = ...
+local check_keys = util.options
 
 -- A coefficient as the traced functions see it, c(x, a, t): a number stays a number, a string
 -- is a C expression of x[0..2], a function is called with the point x (1-based x[1..dim]) and

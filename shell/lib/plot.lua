@@ -8,23 +8,8 @@
 -- on the PATH. Without gnuplot (or with FELAB_GNUPLOT=0, or the option gnuplot = false) the
 -- .csv and .gp are written anyway and one line says how to draw them later. The script picks
 -- the pngcairo terminal when that gnuplot has it, else png, so it runs on any gnuplot 5.
-local perf, mesh, fe, physics, device, solve, info_meta = ...
-
--- The felab type name of v ("felab.vector", ...), or Lua's type.
-local function kind(v)
-  local mt = type(v) == "userdata" and getmetatable(v)
-  return type(mt) == "table" and mt.__name or type(v)
-end
-
-local function check_keys(o, valid, where)
-  local ok = {}
-  for _, k in ipairs(valid) do ok[k] = true end
-  for k in pairs(o) do
-    if not ok[k] then
-      error(("%s: unknown option '%s' (valid: %s)"):format(where, tostring(k), table.concat(valid, ", ")), 3)
-    end
-  end
-end
+local perf, mesh, fe, physics, device, solve, info_meta, util = ...
+local kind, check_keys = util.kind, util.options
 
 -- o[key] as a list of strings (a single string is a list of one); default when absent.
 local function opt_strings(o, key, default, where)

@@ -9,23 +9,8 @@
 --     t_k = t0 + k dt,  pde:set{t = t_k, u_old = u_{k-1}},  u_k = CG(A, x0 = u_{k-1}, pc = P)
 -- (solve.cg without b solves residual(u) = 0, the whole step). Starting CG from the last
 -- step makes each solve cheap: u changes by O(dt) per step.
-local solve, export, fe, physics, perf = ...
-
--- The felab type name of v ("felab.vector", ...), or Lua's type.
-local function kind(v)
-  local mt = type(v) == "userdata" and getmetatable(v)
-  return type(mt) == "table" and mt.__name or type(v)
-end
-
-local function check_keys(o, valid, where)
-  local ok = {}
-  for _, k in ipairs(valid) do ok[k] = true end
-  for k in pairs(o) do
-    if not ok[k] then
-      error(("%s: unknown option '%s' (valid: %s)"):format(where, tostring(k), table.concat(valid, ", ")), 3)
-    end
-  end
-end
+local solve, export, fe, physics, perf, util = ...
+local kind, check_keys = util.kind, util.options
 
 -- opts[key] as an integer >= lo (default when absent).
 local function opt_integer(o, key, lo, default, where)
