@@ -267,17 +267,27 @@ static int op_initial(lua_State *L)
   return 1;
 }
 
+/* The operator, the action name and the options of A:fn(action [, opts]). */
+static fe_operator *action_call(lua_State *L, const char *fn, const char **action,
+                                fe_action_opts *o)
+{
+  fe_operator *A = check_operator(L, 1, fn);
+  if (lua_type(L, 2) != LUA_TSTRING)
+    luaL_error(L, "%s: argument 1 must be an action name (\"residual\", \"apply\", "
+                  "\"diagonal\"), got %s", fn, felab_kind_of(L, 2));
+  *action = lua_tostring(L, 2);
+  read_action_opts(L, 3, fn, action_keys, o);
+  return A;
+}
+
 /* A:source(action [, opts]) -> the complete kernel source of that action */
 static int op_source(lua_State *L)
 {
-  fe_operator *A = check_operator(L, 1, "A:source");
-  if (lua_type(L, 2) != LUA_TSTRING)
-    return luaL_error(L, "A:source: argument 1 must be an action name (\"residual\", \"apply\", "
-                         "\"diagonal\"), got %s", felab_kind_of(L, 2));
+  const char *action;
   fe_action_opts o;
-  read_action_opts(L, 3, "A:source", action_keys, &o);
+  fe_operator *A = action_call(L, "A:source", &action, &o);
   char *src = NULL;
-  FELAB_TRY(L, fe_operator_source(A, lua_tostring(L, 2), &o, &src));
+  FELAB_TRY(L, fe_operator_source(A, action, &o, &src));
   lua_pushstring(L, src);
   free(src);
   return 1;
@@ -287,14 +297,11 @@ static int op_source(lua_State *L)
  * work per ceiling, the occupancy of the compiled kernel, the prediction (seconds 0). */
 static int op_model(lua_State *L)
 {
-  fe_operator *A = check_operator(L, 1, "A:model");
-  if (lua_type(L, 2) != LUA_TSTRING)
-    return luaL_error(L, "A:model: argument 1 must be an action name (\"residual\", \"apply\", "
-                         "\"diagonal\"), got %s", felab_kind_of(L, 2));
+  const char *action;
   fe_action_opts o;
-  read_action_opts(L, 3, "A:model", action_keys, &o);
+  fe_operator *A = action_call(L, "A:model", &action, &o);
   fe_report rep;
-  FELAB_TRY(L, fe_operator_model(A, lua_tostring(L, 2), &o, &rep));
+  FELAB_TRY(L, fe_operator_model(A, action, &o, &rep));
   felab_push_report(L, &rep);
   return 1;
 }
