@@ -127,7 +127,12 @@ help[#help + 1] = {"perf.predict",
   "Returns a report (predicted_seconds, bound, ceilings) and how its ceilings were made.\n" ..
   "example: rep, basis = perf.predict(A, {device = \"H200\"}); print(rep.predicted_seconds, basis)"}
 
-local function ms(s) return ("%.4g"):format(s * 1e3) end
+-- A time with a unit that keeps three digits readable.
+local function time(s)
+  if s >= 1 then return ("%.3g s"):format(s) end
+  if s >= 1e-3 then return ("%.3g ms"):format(s * 1e3) end
+  return ("%.3g us"):format(s * 1e6)
+end
 
 -- perf.compare{A, action =, devices =, strategies =, precisions =, from =} -> rows
 function perf.compare(o)
@@ -141,25 +146,32 @@ function perf.compare(o)
     strats = A:strategies({backend = o.backend})
   end
   local rows = {}
-  print(("%-14s %-10s %-9s %12s  %-8s %s"):format("device", "strategy", "precision",
-                                                  "predicted ms", "bound", "GDOF/s"))
+  print(("%-14s %-10s %-9s %10s  %-8s %s"):format("device", "strategy", "precision",
+                                                  "predicted", "bound", "GDOF/s"))
+  local bases = {}
   for _, d in ipairs(devs) do
     for _, s in ipairs(strats) do
       for _, p in ipairs(precs) do
-        local ok, rep = pcall(perf.predict, A, {action = o.action, device = d, strategy = s,
-                                                 precision = p, backend = o.backend, from = o.from})
+        local ok, rep, basis = pcall(perf.predict, A, {action = o.action, device = d, strategy = s,
+                                                        precision = p, backend = o.backend,
+                                                        from = o.from})
         if ok then
           local row = {device = d, strategy = s, precision = p, seconds = rep.predicted_seconds,
                        bound = rep.bound, gdofs = rep.ndofs / rep.predicted_seconds / 1e9}
           rows[#rows + 1] = row
-          print(("%-14s %-10s %-9s %12s  %-8s %.3g"):format(d, s, p, ms(row.seconds), row.bound,
+          print(("%-14s %-10s %-9s %10s  %-8s %.3g"):format(d, s, p, time(row.seconds), row.bound,
                                                           row.gdofs))
+          if not bases[d] then
+            bases[d] = true
+            bases[#bases + 1] = ("  %s: %s"):format(d, basis)
+          end
         else
-          print(("%-14s %-10s %-9s %12s  %s"):format(d, s, p, "-", tostring(rep):gsub("^.-: ", "")))
+          print(("%-14s %-10s %-9s %10s  %s"):format(d, s, p, "-", tostring(rep):gsub("^.-: ", "")))
         end
       end
     end
   end
+  if #bases > 0 then print("ceilings:\n" .. table.concat(bases, "\n")) end
   return rows
 end
 help[#help + 1] = {"perf.compare",
