@@ -150,6 +150,8 @@ typedef struct fe_calibration {
   int gpu;          /* measured on a GPU: shared memory and atomics are ceilings of their own */
   double gbytes;    /* DRAM: stream triad bandwidth, GB/s */
   double gflops;    /* FMA rate (an FMA counts 2), GF/s */
+  double scalar_gflops; /* the same chains kept out of SIMD registers (the cpu's kernels: gcc
+                         * vectorizes few of their loops); a GPU's items are its lanes: gflops */
   double launch_us; /* a launch queued behind others, microseconds */
   double sync_us;   /* a launch and the host's wait for it, microseconds */
   double l2_gbytes; /* a triad on arrays that fit the last-level cache, GB/s */

@@ -62,6 +62,7 @@ static const calib_field calib_fields[] = {
     {"l2", offsetof(fe_calibration, l2_gbytes), 1},
     {"shared", offsetof(fe_calibration, shared_gbytes), 1},
     {"fma", offsetof(fe_calibration, gflops), 1},
+    {"scalar", offsetof(fe_calibration, scalar_gflops), 1},
     {"nonfma", offsetof(fe_calibration, nonfma_gops), 1},
     {"atomics", offsetof(fe_calibration, atomic_gops), 1},
     {"constant", offsetof(fe_calibration, constant_gops), 1},
@@ -223,7 +224,7 @@ typedef struct calib_run {
   fe_backend *be;
   fe_precision prec;
   fe_module *mod;
-  fe_kernel *triad, *stream, *cached, *fma, *shared, *divide, *atomics, *constant;
+  fe_kernel *triad, *stream, *cached, *fma, *scalar, *shared, *divide, *atomics, *constant;
   fe_buffer a, x, y, out;
   size_t n;       /* reals per array */
   int ngpu;       /* compute units (GPU) or threads (cpu) */
@@ -297,6 +298,13 @@ static int calibrate_kernels(calib_run *c)
   long long full = gpu ? (long long)cu * 32 * 4 : (long long)cu * 4;
   FE_CHECK(time_fma(c, full, &t));
   cal->gflops = 2.0 * (double)full * B * c->chains * c->steps / t / 1e9;
+  cal->scalar_gflops = cal->gflops;
+  if (!gpu) { /* the same chains, compiled without vectorization */
+    fe_arg sargs[3] = {{.kind = FE_ARG_INT, .i = full}, {.kind = FE_ARG_BUFFER, .buf = &c->out},
+                       {.kind = FE_ARG_REAL, .r = 0.999999}};
+    FE_CHECK(best_time(be, c->scalar, (size_t)full, B, 3, sargs, c->prec, 3, 1, &t));
+    cal->scalar_gflops = 2.0 * (double)full * B * c->chains * c->steps / t / 1e9;
+  }
   FE_CHECK(time_shared(c, full, &t));
   cal->shared_gbytes = 4.0 * (double)full * B * c->steps * w / t / 1e9;
   /* divisions: a quarter of the FMA steps */
@@ -367,7 +375,7 @@ static int run_calibration(fe_backend *be, fe_precision prec, fe_report *rep)
   FE_CHECK(rc);
   struct { const char *name; fe_kernel **k; } ks[] = {
       {"fe_triad", &c.triad},         {"fe_stream", &c.stream},   {"fe_cached", &c.cached},
-      {"fe_fma", &c.fma},             {"fe_shared_loads", &c.shared}, {"fe_divide", &c.divide},
+      {"fe_fma", &c.fma},             {"fe_fma_scalar", &c.scalar},             {"fe_shared_loads", &c.shared}, {"fe_divide", &c.divide},
       {"fe_atomics", &c.atomics},     {"fe_constant_loads", &c.constant}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !rc; i++)
     rc = be->ops->kernel(be->impl, c.mod, ks[i].name, ks[i].k);
@@ -517,6 +525,7 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
     /* the cpu: its groups' "shared" arrays live in L1 and its groups add color by color
      * without atomics, so neither is a ceiling of their own there */
     g.shared_gbytes = g.atomic_gops = g.constant_gops = 0;
+    if (g.scalar_gflops > 0) g.gflops = g.scalar_gflops; /* few of its loops are vectorized */
   }
   c = &g;
   double warps = rep->occupancy > 0 ? rep->occupancy * 64 : 0; /* of 64 warps per unit */

@@ -181,7 +181,7 @@ void felab_push_calibration(lua_State *L, const fe_calibration *c)
            {"launch_us", c->launch_us},     {"sync_us", c->sync_us},
            {"l2_gbytes", c->l2_gbytes},     {"shared_gbytes", c->shared_gbytes},
            {"nonfma_gops", c->nonfma_gops}, {"atomic_gops", c->atomic_gops},
-           {"constant_gops", c->constant_gops}};
+           {"constant_gops", c->constant_gops}, {"scalar_gflops", c->scalar_gflops}};
   lua_createtable(L, 0, 11);
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     lua_pushnumber(L, f[i].v);
@@ -338,6 +338,7 @@ static int perf_model(lua_State *L)
   c.nonfma_gops = field_number(L, 2, "nonfma_gops");
   c.atomic_gops = field_number(L, 2, "atomic_gops");
   c.constant_gops = field_number(L, 2, "constant_gops");
+  c.scalar_gflops = field_number(L, 2, "scalar_gflops");
   lua_getfield(L, 2, "gpu");
   c.gpu = lua_toboolean(L, -1);
   lua_pop(L, 1);

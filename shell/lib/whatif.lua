@@ -54,6 +54,7 @@ local function scaled(cal, from, to, precision)
   for k, v in pairs(cal) do c[k] = v end
   c.gbytes = cal.gbytes * t.dram / f.dram
   c.gflops = cal.gflops * t[precision] / f[precision]
+  c.scalar_gflops = (cal.scalar_gflops or 0) * t[precision] / f[precision]
   c.nonfma_gops = cal.nonfma_gops * t[precision] / f[precision]
   c.shared_gbytes = cal.shared_gbytes * t.shared / f.shared
   c.l2_gbytes = cal.l2_gbytes * t.core / f.core

@@ -79,7 +79,7 @@ for _, path in ipairs(entries("calibration", ".txt")) do
   if path:match("/cpu%-v2%-%x+%.txt$") then cpu_cal = path end
 end
 -- one line per precision: the precision, then "ceiling value" pairs
-local stored_form = "^double dram %S+ l2 %S+ shared %S+ fma %S+ nonfma %S+ atomics %S+ " ..
+local stored_form = "^double dram %S+ l2 %S+ shared %S+ fma %S+ scalar %S+ nonfma %S+ atomics %S+ " ..
                     "constant %S+ launch %S+ sync %S+\n$"
 check(cpu_cal and read(cpu_cal):match(stored_form), "no cpu calibration stored")
 local good = {}
@@ -144,7 +144,8 @@ check(read(cpu_cal):match(stored_form), "the calibration is not measured again a
 
 -- Healed: nothing compiled and nothing said, and a calibration that parses is read as it is
 -- (a launch of 1 ms predicts at least 1 ms).
-write(cpu_cal, "double dram 1 l2 1 shared 1 fma 1 nonfma 1 atomics 1 constant 1 launch 1000 sync 0\n")
+write(cpu_cal, "double dram 1 l2 1 shared 1 fma 1 scalar 1 nonfma 1 atomics 1 constant 1 launch 1000 " ..
+               "sync 0\n")
 out, nwarn = run("predict,calibrate")
 check(nwarn == 0 and not out:find("compiled", 1, true), "the healed cache is not used:\n%s", out)
 local t = tonumber(out:match("predicted (%S+)"))

@@ -13,8 +13,8 @@
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, close, expect_error = T.check, T.close, T.expect_error
 local NAMES = {"dram", "l2", "shared", "fma", "nonfma", "atomics", "constant", "launches"}
-local RATES = {"gbytes", "gflops", "l2_gbytes", "shared_gbytes", "nonfma_gops", "atomic_gops",
-               "constant_gops"}
+local RATES = {"gbytes", "gflops", "scalar_gflops", "l2_gbytes", "shared_gbytes", "nonfma_gops",
+               "atomic_gops", "constant_gops"}
 local TOL = 1e-12
 
 -- the largest throughput ceiling (all but launches) and its name, the largest of all, and
@@ -156,8 +156,8 @@ for _, b in ipairs(T.backends()) do
         local fast = {}
         for k, v in pairs(cal) do fast[k] = v end
         for k, v in pairs(cal) do
-          if type(v) == "number" and (k:match("_gbytes$") or k:match("_gops$") or k == "gbytes"
-                                      or k == "gflops") then
+          if type(v) == "number" and (k:match("_gbytes$") or k:match("_gops$") or
+                                      k:match("gflops$") or k == "gbytes") then
             fast[k] = 2 * v
           end
         end
