@@ -477,10 +477,11 @@ void fe_perf_occupancy(fe_backend *be, fe_kernel *k, fe_report *rep)
   fe_kernel_resources res;
   rep->occupancy = 0;
   rep->resident = 0;
-  if (!k || !in->is_gpu || rep->group_items <= 0 || !be->ops->kernel_resources ||
-      be->ops->kernel_resources(be->impl, k, &res))
+  if (!k || !in->is_gpu || rep->group_items <= 0 || !be->ops->kernel_resources) return;
+  if (be->ops->kernel_resources(be->impl, k, &res)) { /* not known: no occupancy */
+    fe_error_clear();
     return;
-  fe_error_clear();
+  }
   int warp = in->warp > 0 ? in->warp : 32, tpc = in->threads_per_cu > 0 ? in->threads_per_cu : 2048;
   int wpg = (rep->group_items + warp - 1) / warp;
   int groups = tpc / (wpg * warp);

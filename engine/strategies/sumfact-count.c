@@ -165,11 +165,9 @@ double fe_sumfact_shared_per_cell(const fe_sumfact_shape *s, int real_size)
     b += z.nv * z.zq * p * q * (p * (t + d) + d); /* x */
     b += z.nv * z.zq * q * q * (p * (t + d) + d); /* y */
   }
-  double phase;
-  if (s->diagonal) /* counted as nc rounds of the action's quadrature and passes: an estimate */
-    phase = nc * (q * q * column_shared(s, &z, d, t) / (nc > 0 ? nc : 1));
-  else phase = q * q * column_shared(s, &z, d, t);
-  b += phase;
+  /* the quadrature phase (the diagonal's own rounds are counted as the action's: an
+   * estimate) */
+  b += q * q * column_shared(s, &z, d, t);
   /* transposed x and y derivatives per column, and z back in registers */
   double ns0 = s->dim == 3 || s->has_f0;
   b += q * q * nc * (z.zq * ((ns0 ? d : 0) + q * (2 * t + 2 * d) + (z.interp_z ? p * t : d)) +

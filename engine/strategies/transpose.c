@@ -202,7 +202,7 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
   int fields = (n->need_u ? 1 : 0) + (n->jacobian ? 1 : 0);
   int nf = nc * (1 + dim); /* fluxes per point */
   double w = 0;
-  w += (fields * nc) * group_wavefronts(block * nb, nc, size, gather_word, shape) / (nc > 0 ? nc : 1);
+  w += fields * group_wavefronts(block * nb, nc, size, gather_word, shape);
   if (n->need_x) w += group_wavefronts(block * nb, 3, size, gather_word, shape);
   w += fields * group_wavefronts(block * nq, nb * nc, size, point_load_word, shape);
   if (n->need_x) w += group_wavefronts(block * nq, nb * 3, size, point_load_word, shape);

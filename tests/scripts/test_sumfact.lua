@@ -145,9 +145,12 @@ expect_error(function() return A:apply(w, {strategy = "sumfact", geometry = "cur
 expect_error(function() return A:apply(w, {strategy = "sumfact", scatter = "colors"}) end,
              "scatter must be")
 
--- the default for Q3 on the cpu is the model's pick, and the report says why
+-- the default for Q3 on the cpu is the model's pick (sumfact or csr: on this small mesh
+-- their predicted and measured times are within 10%), and the report says why
 local _, rep = A:apply(w)
-check(rep.strategy == "sumfact" and rep.why:find("predicted fastest"),
+local _, picks = A:strategies()
+check(picks[rep.strategy] and picks[rep.strategy].default and
+      (rep.strategy == "sumfact" or rep.strategy == "csr") and rep.why:find("predicted fastest"),
       "Q3 default: %s (%s)", rep.strategy, rep.why)
 local list = table.concat(names, " ")
 check(list:find("transpose") and not list:find("sumfact"), "P2 tets: %s", list)
