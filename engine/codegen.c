@@ -6,6 +6,7 @@
  *   5. the templates: common, then the action's own, then dirichlet.
  * fe_codegen_model counts what that source does; keep both in step with the templates. */
 #include "engine/codegen.h"
+#include "engine/perf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,7 +243,7 @@ int fe_codegen_physics_check(const fe_physics *p, int dim)
   fe_module *mod = NULL;
   double secs;
   int cached;
-  int rc = be->ops->compile(be->impl, src, &mod, &secs, &cached);
+  int rc = fe_compile(be, src, &mod, &secs, &cached);
   free(src);
   if (mod) be->ops->module_free(be->impl, mod);
   return rc;

@@ -281,7 +281,7 @@ static int elemat_module(fe_realization *r, const elemat_shape *sh, double *seco
   char *src;
   FE_CHECK(elemat_source(r, 1, sh, &src));
   int cached = 0;
-  int rc = r->be->ops->compile(r->be->impl, src, &r->emodule[v], seconds, &cached);
+  int rc = fe_compile(r->be, src, &r->emodule[v], seconds, &cached);
   free(src);
   FE_CHECK(rc);
   FE_CHECK(r->be->ops->kernel(r->be->impl, r->emodule[v],
@@ -1135,7 +1135,7 @@ static int csr_module(fe_csr *M, const fe_realization *r, double *seconds)
   char *src;
   int cached = 0;
   FE_CHECK(fe_elemat_source(r, M->lanes, &src));
-  int rc = M->be->ops->compile(M->be->impl, src, &M->mod, seconds, &cached);
+  int rc = fe_compile(M->be, src, &M->mod, seconds, &cached);
   free(src);
   FE_CHECK(rc);
   return M->be->ops->kernel(M->be->impl, M->mod,

@@ -434,7 +434,17 @@ static int build_schedule(const fe_operator *A, fe_realization *d, const int *or
   return 0;
 }
 
+static int realization_schedule(fe_realization *r, int morton, int **perm, size_t *npad);
+
 int fe_realization_schedule(fe_realization *r, int morton, int **perm, size_t *npad)
+{
+  double t0 = fe_clock();
+  int rc = realization_schedule(r, morton, perm, npad);
+  r->setup_part[0] += fe_clock() - t0;
+  return rc;
+}
+
+static int realization_schedule(fe_realization *r, int morton, int **perm, size_t *npad)
 {
   fe_operator *A = r->A;
   int *list = NULL, *order = NULL, rc = 0;
@@ -476,11 +486,24 @@ int fe_realization_schedule(fe_realization *r, int morton, int **perm, size_t *n
 
 int fe_realization_cell_data(fe_realization *r, const int *perm, size_t npad)
 {
-  FE_CHECK(upload_aux(r->A, r, perm, npad));
-  return upload_fields(r->A, r, perm, npad);
+  double t0 = fe_clock();
+  int rc = upload_aux(r->A, r, perm, npad);
+  if (!rc) rc = upload_fields(r->A, r, perm, npad);
+  r->setup_part[1] += fe_clock() - t0;
+  return rc;
 }
 
+static int realization_geometry(fe_realization *r, int recompute, const int *perm, size_t npad);
+
 int fe_realization_geometry(fe_realization *r, int recompute, const int *perm, size_t npad)
+{
+  double t0 = fe_clock();
+  int rc = realization_geometry(r, recompute, perm, npad);
+  r->setup_part[2] += fe_clock() - t0;
+  return rc;
+}
+
+static int realization_geometry(fe_realization *r, int recompute, const int *perm, size_t npad)
 {
   fe_operator *A = r->A;
   if (recompute) {
@@ -763,6 +786,7 @@ static int realization_get(fe_operator *A, const fe_action_opts *o, fe_realizati
     return fe_error_push(fe_error_code(), __FILE__, __LINE__, __func__);
   }
   r->setup_seconds = fe_clock() - t0;
+  fe_perf_count_setup();
   if (A->nreal == OP_MAX_REALIZATIONS) { /* forget the least recently used */
     realization_free(A->real[0]);
     memmove(&A->real[0], &A->real[1], sizeof(A->real[0]) * (OP_MAX_REALIZATIONS - 1));
@@ -781,9 +805,10 @@ static int realization_kernel(fe_realization *r, fe_action a, double *compile_se
   char *src;
   FE_CHECK(r->st->source(r, a, r->be->ops->preamble(r->be->impl, r->prec), &src));
   int cached = 0;
-  int rc = r->be->ops->compile(r->be->impl, src, &r->module[a], compile_seconds, &cached);
+  int rc = fe_compile(r->be, src, &r->module[a], compile_seconds, &cached);
   free(src);
   FE_CHECK(rc);
+  r->kernel_from[a] = cached ? 2 : 1;
   FE_CHECK(r->be->ops->kernel(r->be->impl, r->module[a], r->st->entry(a), &r->kernel[a]));
   FE_CHECK(r->be->ops->kernel(r->be->impl, r->module[a], "fe_dirichlet", &r->dirichlet[a]));
   return 0;
@@ -909,7 +934,16 @@ static int op_report(fe_realization *r, fe_action a, const fe_action_opts *o, co
   rep->compile_seconds = compile_s;
   rep->transfer_seconds = transfer;
   rep->setup_seconds = r->setup_seconds;
+  double parts = 0;
+  for (int i = 0; i < 3; i++) {
+    rep->setup_part[i] = r->setup_part[i];
+    parts += r->setup_part[i];
+    r->setup_part[i] = 0;
+  }
+  rep->setup_part[3] = r->setup_seconds > parts ? r->setup_seconds - parts : 0;
   r->setup_seconds = 0; /* reported by the first call only */
+  rep->kernel_from = r->kernel_from[a] ? r->kernel_from[a] : 3;
+  r->kernel_from[a] = 0;
   rep->launches = launches;
   fe_perf_occupancy(r->be, r->kernel[a], rep);
   FE_CHECK(fe_perf_predict(r->be, r->prec, rep));

@@ -370,7 +370,7 @@ static int run_calibration(fe_backend *be, fe_precision prec, fe_report *rep)
   FE_CHECK(fe_strbuf_finish(&b, &src));
   double compile_s, t0 = fe_clock();
   int cached;
-  int rc = be->ops->compile(be->impl, src, &c.mod, &compile_s, &cached);
+  int rc = fe_compile(be, src, &c.mod, &compile_s, &cached);
   free(src);
   FE_CHECK(rc);
   struct { const char *name; fe_kernel **k; } ks[] = {
@@ -456,6 +456,21 @@ double fe_bank_random_wavefronts(int size)
     sum += fe_bank_wavefronts(idx, 32, size);
   }
   return sum / samples;
+}
+
+static fe_build_counts build_counts;
+
+fe_build_counts fe_perf_build_counts(void) { return build_counts; }
+void fe_perf_count_setup(void) { build_counts.setups++; }
+
+int fe_compile(fe_backend *be, const char *source, fe_module **mod, double *seconds, int *cached)
+{
+  int c = 0;
+  FE_CHECK(be->ops->compile(be->impl, source, mod, seconds, &c));
+  if (c) build_counts.cached++;
+  else build_counts.compiled++;
+  if (cached) *cached = c;
+  return 0;
 }
 
 void fe_report_work(fe_report *rep, const fe_work *w)
@@ -637,7 +652,32 @@ void fe_report_format(const fe_report *r, char *buf, size_t n)
   if (r->iterations)
     len += snprintf(buf + len, n - (size_t)len, "\n  iterations %d", r->iterations);
   if (len < 0 || (size_t)len >= n) return;
-  if (r->compile_seconds > 0 || r->setup_seconds > 0 || r->transfer_seconds > 0)
+  if (r->kernel_from) { /* an operator's action: what this call built, part by part */
+    char ts[32], tk[32];
+    format_time(r->setup_seconds, ts, sizeof ts);
+    format_time(r->compile_seconds, tk, sizeof tk);
+    if (r->setup_seconds > 0) {
+      static const char *names[4] = {"schedule", "cell data", "geometry", "the strategy's own"};
+      len += snprintf(buf + len, n - (size_t)len, "\n  built      device data %s (", ts);
+      for (int i = 0, k = 0; i < 4 && len > 0 && (size_t)len < n; i++) {
+        if (!(r->setup_part[i] > 0)) continue;
+        char tp[32];
+        format_time(r->setup_part[i], tp, sizeof tp);
+        len += snprintf(buf + len, n - (size_t)len, "%s%s %s", k++ ? ", " : "", names[i], tp);
+      }
+      if (len < 0 || (size_t)len >= n) return;
+      len += snprintf(buf + len, n - (size_t)len, "); ");
+    } else
+      len += snprintf(buf + len, n - (size_t)len, "\n  built      no device data (ready); ");
+    if (len < 0 || (size_t)len >= n) return;
+    if (r->kernel_from == 1) len += snprintf(buf + len, n - (size_t)len, "kernel compiled, %s", tk);
+    else if (r->kernel_from == 2)
+      len += snprintf(buf + len, n - (size_t)len, "kernel loaded from the cache, %s", tk);
+    else len += snprintf(buf + len, n - (size_t)len, "kernel ready");
+    if (len < 0 || (size_t)len >= n) return;
+    if (r->transfer_seconds > 0)
+      snprintf(buf + len, n - (size_t)len, "; transfer %.3g s", r->transfer_seconds);
+  } else if (r->compile_seconds > 0 || r->setup_seconds > 0 || r->transfer_seconds > 0)
     snprintf(buf + len, n - (size_t)len, "\n  other      compile %.3g s, setup %.3g s, transfer %.3g s",
              r->compile_seconds, r->setup_seconds, r->transfer_seconds);
 }

@@ -52,6 +52,10 @@ typedef struct fe_report {
   double compile_seconds;   /* JIT time (0 when cached) */
   double transfer_seconds;  /* host<->device copies this call made */
   double setup_seconds;     /* building device data (geometry, maps) */
+  double setup_part[4];     /* of it: the schedule, the per-cell data, the geometry, the
+                             * strategy's own (an operator's first call on a realization) */
+  int kernel_from;          /* an operator action's kernel: 0 not one, 1 compiled by this call,
+                             * 2 loaded from a cache by this call, 3 ready from an earlier one */
   double predicted_seconds; /* roofline model */
   double peak_gbytes, peak_gflops; /* the ceilings the prediction used */
   char bound[16];           /* the ceiling that binds: "dram", "shared", "fma", ... */
@@ -84,6 +88,18 @@ int fe_distinct_words(const long long *idx, int n);
 /* The expected wavefronts of a warp's access to 32 distinct words of `size` bytes at
  * random places (a gather through a node list), by a fixed-seed sample. */
 double fe_bank_random_wavefronts(int size);
+
+/* What the session built, counted (not timed): kernels compiled, kernels loaded from a
+ * cache (the disk's or the session's), device data set up (an operator's realization for a
+ * backend, precision and strategy). */
+typedef struct fe_build_counts {
+  long long compiled, cached, setups;
+} fe_build_counts;
+fe_build_counts fe_perf_build_counts(void);
+void fe_perf_count_setup(void);
+/* Compile source on be (the backend's compile), counting what it did: every engine compile
+ * goes through here. */
+int fe_compile(fe_backend *be, const char *source, fe_module **mod, double *seconds, int *cached);
 
 /* Copy the counted work w into the report. */
 void fe_report_work(fe_report *rep, const fe_work *w);

@@ -124,6 +124,8 @@ struct fe_realization {
   double *built_constants; /* csr, ebe: the named constants their stored Jacobian was built
                             * with (a change of one the Jacobian reads rebuilds it) */
   double setup_seconds;  /* building and moving the data above, reported once */
+  double setup_part[3];  /* of which: the schedule, the per-cell data, the geometry */
+  int kernel_from[FE_NACTIONS]; /* an action's kernel: 1 compiled, 2 from a cache (reported once) */
 };
 
 /* The operator (private: strategies read it, only operator.c writes it). */

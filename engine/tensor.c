@@ -286,7 +286,7 @@ int fe_element_matrices_tensor(fe_operator *A, const fe_vector *at, const fe_act
   fe_buffer ids = {0};
   fe_vector *tf[FE_PHYSICS_MAX_FIELDS] = {NULL};
   int cached = 0, rc = tensor_source(r, &u, block, conc, &src);
-  if (!rc) rc = r->be->ops->compile(r->be->impl, src, &mod, &compile_s, &cached);
+  if (!rc) rc = fe_compile(r->be, src, &mod, &compile_s, &cached);
   free(src);
   if (!rc) rc = r->be->ops->kernel(r->be->impl, mod, "fe_elemat_tensor", &kern);
   if (!rc && reuse) {

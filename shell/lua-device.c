@@ -96,6 +96,18 @@ static int report_index(lua_State *L)
   } else if (!strcmp(k, "groups")) lua_pushinteger(L, (lua_Integer)r->groups);
   else if (!strcmp(k, "group_items")) lua_pushinteger(L, r->group_items);
   else if (!strcmp(k, "resident")) lua_pushinteger(L, r->resident);
+  else if (!strcmp(k, "kernel")) { /* an operator action's kernel: how this call got it */
+    static const char *from[4] = {NULL, "compiled", "cached", "ready"};
+    if (r->kernel_from > 0 && r->kernel_from < 4) lua_pushstring(L, from[r->kernel_from]);
+    else lua_pushnil(L);
+  } else if (!strcmp(k, "setup_parts")) { /* {schedule =, cell_data =, geometry =, strategy =} */
+    static const char *names[4] = {"schedule", "cell_data", "geometry", "strategy"};
+    lua_createtable(L, 0, 4);
+    for (int i = 0; i < 4; i++) {
+      lua_pushnumber(L, r->setup_part[i]);
+      lua_setfield(L, -2, names[i]);
+    }
+  }
   else if (!strcmp(k, "registers")) lua_pushinteger(L, r->regs);
   else if (!strcmp(k, "shared_per_group")) lua_pushinteger(L, (lua_Integer)r->shared_per_group);
   else if (!strcmp(k, "occupancy_limit")) lua_pushstring(L, r->occupancy_limit);
@@ -368,6 +380,21 @@ static int perf_model(lua_State *L)
   return 1;
 }
 
+/* perf.counts() -> {compiled =, cached =, setups =}: what the session built so far (kernels
+ * compiled, kernels loaded from a cache, operators' device data set up). */
+static int perf_counts(lua_State *L)
+{
+  fe_build_counts c = fe_perf_build_counts();
+  lua_createtable(L, 0, 3);
+  lua_pushinteger(L, (lua_Integer)c.compiled);
+  lua_setfield(L, -2, "compiled");
+  lua_pushinteger(L, (lua_Integer)c.cached);
+  lua_setfield(L, -2, "cached");
+  lua_pushinteger(L, (lua_Integer)c.setups);
+  lua_setfield(L, -2, "setups");
+  return 1;
+}
+
 /* perf.clear(): forget every report of the session. */
 static int perf_clear(lua_State *L)
 {
@@ -396,7 +423,8 @@ static void report_register(lua_State *L)
 int felab_open_device(lua_State *L)
 {
   static const luaL_Reg perf[] = {
-      {"log", perf_log}, {"history", perf_history}, {"clear", perf_clear}, {"model", perf_model}, {"clock", perf_clock}, {NULL, NULL}};
+      {"log", perf_log}, {"history", perf_history}, {"clear", perf_clear}, {"model", perf_model},
+      {"counts", perf_counts}, {"clock", perf_clock}, {NULL, NULL}};
   static const luaL_Reg device[] = {{"list", device_list},
                                     {"use", device_use},
                                     {"current", device_current},
@@ -416,6 +444,10 @@ int felab_open_device(lua_State *L)
                  "device.info().calibration.double) on `units` compute units: the what-if under\n"
                  "perf.predict.\nexample: c = device.info().calibration.double; c.gbytes = 2 * c.gbytes;\n"
                  "  print(perf.model(A:model(\"apply\"), c).predicted_seconds)");
+  felab_help_add("perf.counts", "perf.counts()",
+                 "What the session has built so far, counted: kernels compiled, kernels loaded\n"
+                 "from a cache, operators' device data set up ({compiled =, cached =, setups =}).\n"
+                 "example: c = perf.counts(); A:apply(w); print(perf.counts().compiled - c.compiled)");
   felab_help_add("perf.history", "perf.history()",
                  "Every report of the session, oldest first (copies: rep.action, rep.seconds, ...).\n"
                  "example: for i, rep in ipairs(perf.history()) do print(i, rep.action, rep.ratio) end");

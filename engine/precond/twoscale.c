@@ -514,7 +514,7 @@ static int twoscale_module(fe_precond *P)
   char *src;
   FE_CHECK(twoscale_source(ts, V, S, lam, &src));
   double seconds;
-  int cached, rc = ts->be->ops->compile(ts->be->impl, src, &ts->mod, &seconds, &cached);
+  int cached, rc = fe_compile(ts->be, src, &ts->mod, &seconds, &cached);
   free(src);
   FE_CHECK(rc);
   if (P->o.verbose)

@@ -1,0 +1,81 @@
+-- Setup shown apart and built once (issue 19), counted, not timed: an operator's first call
+-- builds its device data and gets its kernel (compiled or from the cache), and its report
+-- says so part by part; a second identical call builds and compiles nothing; a fresh process
+-- on a filled cache compiles nothing. Every backend here, three strategies.
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
+local check = T.check
+
+local function problem()
+  local m = mesh.box{cells = 3, cell = "hex"}
+  local V = fe.space(m, "Q2")
+  local A = fe.operator(V, physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
+  return A, V:interpolate(function(x) return x[1] * x[2] + x[3] end)
+end
+
+if arg[1] == "child" then -- one apply on the cpu, then what the process built
+  local A, w = problem()
+  A:apply(w, {backend = "cpu", strategy = "sumfact"})
+  local c = perf.counts()
+  print(("counts %d %d %d"):format(c.compiled, c.cached, c.setups))
+  return
+end
+
+local A, w = problem()
+for _, be in ipairs(T.backends()) do
+  for _, s in ipairs({"transpose", "sumfact", "csr"}) do
+    local o = {backend = be, strategy = s}
+    local what = be .. "/" .. s
+    local c0 = perf.counts()
+    local _, r1 = A:apply(w, o)
+    local c1 = perf.counts()
+    check(c1.setups == c0.setups + 1, "%s: the first call set up %d device data", what,
+          c1.setups - c0.setups)
+    check(c1.compiled + c1.cached > c0.compiled + c0.cached, "%s: the first call got no kernel", what)
+    check(r1.kernel == "compiled" or r1.kernel == "cached", "%s: first kernel %s", what,
+          tostring(r1.kernel))
+    local parts, sum = r1.setup_parts, 0
+    for _, k in ipairs({"schedule", "cell_data", "geometry", "strategy"}) do
+      check(parts[k] >= 0, "%s: setup part %s = %g", what, k, parts[k])
+      sum = sum + parts[k]
+    end
+    check(r1.setup_seconds > 0 and math.abs(sum - r1.setup_seconds) <= 1e-9 + 1e-6 * r1.setup_seconds,
+          "%s: the parts %g do not add up to the setup %g", what, sum, r1.setup_seconds)
+    check(tostring(r1):find("built      device data", 1, true) and
+          tostring(r1):find(r1.kernel == "compiled" and "kernel compiled" or "kernel loaded from the cache",
+                            1, true), "%s: the first report does not say what it built:\n%s", what, tostring(r1))
+
+    local _, r2 = A:apply(w, o)
+    local c2 = perf.counts()
+    check(c2.compiled == c1.compiled and c2.cached == c1.cached and c2.setups == c1.setups,
+          "%s: the second call built %d device data, compiled %d, loaded %d", what,
+          c2.setups - c1.setups, c2.compiled - c1.compiled, c2.cached - c1.cached)
+    check(r2.kernel == "ready" and r2.setup_seconds == 0 and
+          tostring(r2):find("built      no device data (ready); kernel ready", 1, true),
+          "%s: the second report:\n%s", what, tostring(r2))
+  end
+end
+
+-- Two fresh processes on one new cache: the first compiles, the second compiles nothing
+local exe = (function()
+  local i = 0
+  while arg[i - 1] do i = i - 1 end
+  return arg[i]
+end)()
+local dir = os.tmpname()
+os.remove(dir)
+local function child()
+  local p = assert(io.popen(("FELAB_CACHE='%s' '%s' '%s' child 2>&1"):format(dir, exe, arg[0])))
+  local out = p:read("a")
+  check(p:close(), "the child failed:\n%s", out)
+  local compiled, cached, setups = out:match("counts (%d+) (%d+) (%d+)")
+  check(compiled, "the child printed no counts:\n%s", out)
+  return tonumber(compiled), tonumber(cached), tonumber(setups)
+end
+local k1, l1, s1 = child()
+local k2, l2, s2 = child()
+os.execute("rm -rf '" .. dir .. "'")
+check(k1 >= 1 and s1 == 1, "a fresh cache: compiled %d, set up %d", k1, s1)
+check(k2 == 0 and l2 >= 1 and s2 == 1, "a filled cache: compiled %d (want 0), loaded %d, set up %d",
+      k2, l2, s2)
+print(("fresh cache: %d kernels compiled; filled cache: %d compiled, %d loaded"):format(k1, k2, l2))
+T.done("test_setup")
