@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/progress.h"
 
 /* The six Kuhn tets of a cube, as cube corners, each positively oriented. */
 static const int kuhn_tets[6][4] = {
@@ -288,17 +289,26 @@ int fe_mesh_box(const fe_box_opts *o, fe_mesh **out)
   *out = NULL;
   fe_mesh *m;
   FE_CALLOC(m, 1, "mesh");
+  fe_progress_begin("mesh.box", 0);
+  fe_progress_watch(1);
+  fe_progress_phase("the vertices");
   int rc = box_check(o, m);
   if (!rc) rc = box_alloc(m);
   if (!rc) rc = box_coords(o, m);
+  if (!rc) {
+    fe_progress_phase("the cells");
+    box_cells(o, m);
+    fe_progress_phase("the boundary");
+    if (m->dim == 2) box_edges(o, m);
+    else box_facets(o, m);
+    box_tags(m);
+  }
+  fe_progress_watch(0);
+  fe_progress_end();
   if (rc) {
     fe_mesh_free(m);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
-  box_cells(o, m);
-  if (m->dim == 2) box_edges(o, m);
-  else box_facets(o, m);
-  box_tags(m);
   *out = m;
   return 0;
 }

@@ -17,6 +17,7 @@
 
 #include "engine/codegen.h"
 #include "engine/error.h"
+#include "engine/progress.h"
 #include "engine/quadrature.h"
 #include "engine/strategy.h"
 
@@ -439,6 +440,7 @@ static int realization_schedule(fe_realization *r, int morton, int **perm, size_
 int fe_realization_schedule(fe_realization *r, int morton, int **perm, size_t *npad)
 {
   double t0 = fe_clock();
+  fe_progress_phase("the schedule");
   int rc = realization_schedule(r, morton, perm, npad);
   r->setup_part[0] += fe_clock() - t0;
   return rc;
@@ -487,6 +489,7 @@ static int realization_schedule(fe_realization *r, int morton, int **perm, size_
 int fe_realization_cell_data(fe_realization *r, const int *perm, size_t npad)
 {
   double t0 = fe_clock();
+  fe_progress_phase("the cell data");
   int rc = upload_aux(r->A, r, perm, npad);
   if (!rc) rc = upload_fields(r->A, r, perm, npad);
   r->setup_part[1] += fe_clock() - t0;
@@ -498,6 +501,7 @@ static int realization_geometry(fe_realization *r, int recompute, const int *per
 int fe_realization_geometry(fe_realization *r, int recompute, const int *perm, size_t npad)
 {
   double t0 = fe_clock();
+  fe_progress_phase("the geometry");
   int rc = realization_geometry(r, recompute, perm, npad);
   r->setup_part[2] += fe_clock() - t0;
   return rc;
@@ -764,8 +768,14 @@ static int realization_get(fe_operator *A, const fe_action_opts *o, fe_realizati
   FE_CALLOC(r, 1, "realization");
   *r = (fe_realization){.A = A, .st = st, .be = be, .prec = prec, .asked = key};
   double t0 = fe_clock(), *dv = NULL;
+  char what[48];
+  snprintf(what, sizeof what, "setting up %s", st->name);
+  fe_progress_begin(what, 0);
+  fe_progress_watch(1); /* the elapsed time moves through steps that report nothing */
   int rc = st->configure(r, &key);
   if (!rc) rc = st->setup(r);
+  fe_progress_watch(0);
+  fe_progress_end();
   if (!rc && st->delegate) { /* csr, ebe: remember the constants the matrices were made with */
     size_t nk = (size_t)A->pde->nconst;
     if ((r->built_constants = malloc(sizeof(double) * (nk + 1)))) {

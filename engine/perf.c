@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "engine/error.h"
+#include "engine/progress.h"
 #include "engine/strbuf.h"
 
 const char *fe_kernel_template(const char *name);
@@ -466,7 +467,12 @@ void fe_perf_count_setup(void) { build_counts.setups++; }
 int fe_compile(fe_backend *be, const char *source, fe_module **mod, double *seconds, int *cached)
 {
   int c = 0;
-  FE_CHECK(be->ops->compile(be->impl, source, mod, seconds, &c));
+  fe_progress_begin("getting the kernel", 0);
+  fe_progress_watch(1);
+  int rc = be->ops->compile(be->impl, source, mod, seconds, &c);
+  fe_progress_watch(0);
+  fe_progress_end();
+  FE_CHECK(rc);
   if (c) build_counts.cached++;
   else build_counts.compiled++;
   if (cached) *cached = c;

@@ -52,6 +52,7 @@ static struct {
   pthread_t watcher;
   int watching;        /* the watcher thread runs */
   int stop_watching;   /* asks it to end */
+  int watches;         /* open fe_progress_watch(1) calls (they nest: a compile in a setup) */
 } P = {.lock = PTHREAD_MUTEX_INITIALIZER, .after = -1};
 
 /* Seconds on a monotonic clock. */
@@ -254,9 +255,11 @@ void fe_progress_end(void)
   pthread_mutex_unlock(&P.lock);
 }
 
+static void watch(int on, int force);
+
 int fe_progress_reset(void)
 {
-  fe_progress_watch(0);
+  watch(0, 1);
   pthread_mutex_lock(&P.lock);
   P.depth = 0;
   erase();
@@ -289,21 +292,27 @@ static void *watch_loop(void *arg)
   }
 }
 
-void fe_progress_watch(int on)
+/* Start or stop the watcher; calls nest, the outermost stop ends it (force: end it now). */
+static void watch(int on, int force)
 {
   pthread_mutex_lock(&P.lock);
-  int running = P.watching, wanted = on && P.sink != NULL;
+  if (force) P.watches = 0;
+  else if (on) P.watches++;
+  else if (P.watches > 0) P.watches--;
+  int running = P.watching, wanted = P.watches > 0 && P.sink != NULL;
   if (wanted && !running) {
     P.stop_watching = 0;
     P.watching = pthread_create(&P.watcher, NULL, watch_loop, NULL) == 0;
-  } else if (!on && running) {
+  } else if (!wanted && running) {
     P.stop_watching = 1;
   }
   pthread_mutex_unlock(&P.lock);
-  if (!on && running) {
+  if (!wanted && running) {
     pthread_join(P.watcher, NULL);
     pthread_mutex_lock(&P.lock);
     P.watching = 0;
     pthread_mutex_unlock(&P.lock);
   }
 }
+
+void fe_progress_watch(int on) { watch(on, 0); }

@@ -42,7 +42,8 @@ void fe_progress_end(void);
 int fe_progress_reset(void);
 
 /* Start (on = 1) or stop (on = 0) a thread that redraws the line while the caller blocks in
- * a call that reports nothing (Gmsh meshing): the elapsed time keeps moving. */
+ * a call that reports nothing (Gmsh meshing): the elapsed time keeps moving. Calls nest (a
+ * kernel's compile inside an operator's setup): the outermost stop ends the thread. */
 void fe_progress_watch(int on);
 
 /* The line as it would be drawn now, into buf (for tests); "" when no frame is open. */

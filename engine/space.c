@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/progress.h"
 #include "engine/keymap.h"
 #include "engine/quadrature.h"
 
@@ -175,7 +176,12 @@ int fe_space_create_opts(const fe_mesh *m, const fe_space_opts *o, fe_space **ou
   }
   V->curved = m->geo_order >= 2;
   V->affine = !V->curved && (m->type == FE_CELL_TRI || m->type == FE_CELL_TET);
-  if (build_dof_map(V)) {
+  fe_progress_begin("fe.space: the dof map", 0);
+  fe_progress_watch(1);
+  rc = build_dof_map(V);
+  fe_progress_watch(0);
+  fe_progress_end();
+  if (rc) {
     fe_space_free(V);
     return fe_error_push(fe_error_code(), __FILE__, __LINE__, __func__);
   }

@@ -308,6 +308,20 @@ progress_gmsh_test() {
 }
 progress_gmsh_test
 
+# Building shows its line too: the mesh, the space's dof map, an operator's device data
+# (its phases) and getting the kernel (compiled or from the cache), each erased before the
+# result prints.
+progress_setup_test() {
+  local tr="$TMP/setup.tr" why
+  why="$(pty_run "$tr" \
+    "send:m = mesh.box{cells = 12, cell = 'tet'}; V = fe.space(m, 'P2'); A = fe.operator(V, physics.poisson{}, {dirichlet = 'all'}); y = A:apply(V:interpolate(1), {strategy = 'transpose', block = 7}); print('built', V.ndofs)" \
+    'expect:mesh.box ' 'expect:fe.space: the dof map' 'expect:setting up transpose the ' \
+    'expect:getting the kernel' 'expect:built\s+[0-9]+' 'expect:felab> ' 'eof')"
+  [ -z "$why" ] && why="$(check_erased_before "$tr" "$(printf 'built\t')" "getting the kernel")"
+  verdict "setup_shows_its_progress" "$why"
+}
+progress_setup_test
+
 # A script run (not a terminal) never holds the line, even with FELAB_PROGRESS_AFTER=0.
 printf '%s\n%s\n' "$SOLVE_SETUP" "$SHORT" > "$TMP/quiet.lua"
 CWD="$TMP" FELAB_PROGRESS_AFTER=0 run_felab quiet.lua
