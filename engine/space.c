@@ -176,8 +176,9 @@ int fe_space_create_opts(const fe_mesh *m, const fe_space_opts *o, fe_space **ou
   }
   V->curved = m->geo_order >= 2;
   V->affine = !V->curved && (m->type == FE_CELL_TRI || m->type == FE_CELL_TET);
-  fe_progress_begin("fe.space: the dof map", 0);
+  fe_progress_begin("fe.space", 0);
   fe_progress_watch(1);
+  fe_progress_phase("the dof map");
   rc = build_dof_map(V);
   fe_progress_watch(0);
   fe_progress_end();

@@ -308,16 +308,18 @@ progress_gmsh_test() {
 }
 progress_gmsh_test
 
-# Building shows its line too: the mesh, the space's dof map, an operator's device data
-# (its phases) and getting the kernel (compiled or from the cache), each erased before the
-# result prints.
+# Building shows its line too: the mesh, the space's dof map and an operator's device data
+# (its phases, then getting its kernel), each call's line erased before its result prints.
+# A call each, a pause between: the line is redrawn at most every 0.15 s.
 progress_setup_test() {
   local tr="$TMP/setup.tr" why
   why="$(pty_run "$tr" \
-    "send:m = mesh.box{cells = 12, cell = 'tet'}; V = fe.space(m, 'P2'); A = fe.operator(V, physics.poisson{}, {dirichlet = 'all'}); y = A:apply(V:interpolate(1), {strategy = 'transpose', block = 7}); print('built', V.ndofs)" \
-    'expect:mesh.box ' 'expect:fe.space: the dof map' 'expect:setting up transpose the ' \
-    'expect:getting the kernel' 'expect:built\s+[0-9]+' 'expect:felab> ' 'eof')"
-  [ -z "$why" ] && why="$(check_erased_before "$tr" "$(printf 'built\t')" "getting the kernel")"
+    "send:m = mesh.box{cells = 12, cell = 'tet'}; print('mesh', m.ncells)" 'expect:mesh\.box ' \
+    'expect:mesh\s+[0-9]+' 'sleep:0.3' "send:V = fe.space(m, 'P2'); print('space', V.ndofs)" \
+    'expect:fe\.space the dof map' 'expect:space\s+[0-9]+' 'sleep:0.3' \
+    "send:A = fe.operator(V, physics.poisson{}, {dirichlet = 'all'}); y = A:apply(V:interpolate(1), {strategy = 'transpose', block = 7}); print('built', y:norm() > 0)" \
+    'expect:setting up transpose' 'expect:built\s+true' 'expect:felab> ' 'eof')"
+  [ -z "$why" ] && why="$(check_erased_before "$tr" "$(printf 'built\t')" "setting up")"
   verdict "setup_shows_its_progress" "$why"
 }
 progress_setup_test
