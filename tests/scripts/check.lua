@@ -98,6 +98,13 @@ function T.nonlinear(V)
     fields = {k = k}}
 end
 
+-- The felab program running this script (for tests that start child processes).
+function T.exe()
+  local i = 0
+  while arg[i - 1] do i = i - 1 end
+  return arg[i]
+end
+
 -- The closing line of a script: its name and the number of checks made.
 function T.done(name)
   print(string.format("%s: %d checks passed", name, T.count))

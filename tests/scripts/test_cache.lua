@@ -24,11 +24,7 @@ if arg[1] == "child" then
   return
 end
 
-local exe = (function()
-  local i = 0
-  while arg[i - 1] do i = i - 1 end
-  return arg[i]
-end)()
+local exe = T.exe()
 local dir = os.tmpname()
 os.remove(dir)
 os.execute("mkdir -p '" .. dir .. "'")

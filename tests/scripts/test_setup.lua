@@ -56,11 +56,7 @@ for _, be in ipairs(T.backends()) do
 end
 
 -- Two fresh processes on one new cache: the first compiles, the second compiles nothing
-local exe = (function()
-  local i = 0
-  while arg[i - 1] do i = i - 1 end
-  return arg[i]
-end)()
+local exe = T.exe()
 local dir = os.tmpname()
 os.remove(dir)
 local function child()
