@@ -924,6 +924,17 @@ void fe_report_operator(fe_report *rep, const fe_operator *A, fe_action rule)
   rep->ndofs = A->V->ndofs;
 }
 
+/* The strategy's counts of action a on r, counted on first use. */
+static const fe_work *realization_work(fe_realization *r, fe_action a)
+{
+  if (!r->counted[a]) {
+    memset(&r->work[a], 0, sizeof r->work[a]);
+    r->st->count(r, a, &r->work[a]);
+    r->counted[a] = 1;
+  }
+  return &r->work[a];
+}
+
 /* Fill the report of one action and log it. */
 static int op_report(fe_realization *r, fe_action a, const fe_action_opts *o, const char *why,
                      double seconds, double compile_s, double transfer, int launches,
@@ -937,9 +948,7 @@ static int op_report(fe_realization *r, fe_action a, const fe_action_opts *o, co
     if (len + 2 < sizeof rep->why) snprintf(rep->why + len, sizeof rep->why - len, "; %s", how);
   }
   fe_report_operator(rep, r->A, a);
-  fe_work w = {0};
-  r->st->count(r, a, &w);
-  fe_report_work(rep, &w);
+  fe_report_work(rep, realization_work(r, a));
   rep->seconds = seconds;
   rep->compile_seconds = compile_s;
   rep->transfer_seconds = transfer;
@@ -1101,9 +1110,7 @@ int fe_operator_model(fe_operator *A, const char *action, const fe_action_opts *
   FE_CHECK(realization_kernel(r, a, &compile_s));
   fe_report_begin(rep, fe_action_name(a), r->be, r->prec, r->st->name, why);
   fe_report_operator(rep, A, a);
-  fe_work w = {0};
-  r->st->count(r, a, &w);
-  fe_report_work(rep, &w);
+  fe_report_work(rep, realization_work(r, a));
   /* the fill of the output, the integration (a launch per color), the constrained rows,
    * and for an apply the masking of the direction where the kernel does not do it itself */
   rep->launches = 1 + (r->ncolors > 0 ? r->ncolors : 1) + (A->ndir > 0 ? 1 : 0) +
