@@ -49,6 +49,40 @@ static void backend_names(char *buf, size_t n)
   }
 }
 
+/* The open backend whose state is impl (alloc and release know only that). */
+static fe_backend *owner(void *impl)
+{
+  for (int i = 0; i < NBACKENDS; i++)
+    if (opened[i] && opened[i]->impl == impl) return opened[i];
+  return NULL;
+}
+
+static int counted_alloc(void *impl, size_t bytes, fe_buffer *buf)
+{
+  fe_backend *be = owner(impl);
+  int i = be ? backend_index(be->name) : -1;
+  FE_ASSERT(i >= 0, FE_ERR_INTERNAL, "an allocation on a backend that is not open");
+  FE_CHECK(registry[i]->alloc(impl, bytes, buf));
+  size_t now = __atomic_add_fetch(&be->mem_now, buf->bytes, __ATOMIC_RELAXED);
+  size_t peak = __atomic_load_n(&be->mem_peak, __ATOMIC_RELAXED);
+  while (now > peak &&
+         !__atomic_compare_exchange_n(&be->mem_peak, &peak, now, 1, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED)) {
+  }
+  return 0;
+}
+
+static void counted_release(void *impl, fe_buffer *buf)
+{
+  fe_backend *be = owner(impl);
+  int i = be ? backend_index(be->name) : -1;
+  if (i < 0) return;
+  size_t bytes = buf->bytes;
+  int had = buf->ptr != NULL;
+  registry[i]->release(impl, buf);
+  if (had) __atomic_sub_fetch(&be->mem_now, bytes, __ATOMIC_RELAXED);
+}
+
 int fe_backend_get(const char *name, fe_backend **be)
 {
   if (!name || !*name) name = fe_backend_default();
@@ -78,9 +112,23 @@ int fe_backend_get(const char *name, fe_backend **be)
     free(b);
     return fe_error_push(FE_ERR_BACKEND, __FILE__, __LINE__, __func__);
   }
+  b->counted = *b->ops;
+  b->counted.alloc = counted_alloc;
+  b->counted.release = counted_release;
+  b->ops = &b->counted;
   opened[i] = b;
   *be = b;
   return 0;
+}
+
+fe_backend *fe_backend_opened(int i) { return i >= 0 && i < NBACKENDS ? opened[i] : NULL; }
+
+void fe_backend_memory(fe_backend *be, size_t *now, size_t *peak, int reset)
+{
+  size_t n = __atomic_load_n(&be->mem_now, __ATOMIC_RELAXED);
+  if (reset) __atomic_store_n(&be->mem_peak, n, __ATOMIC_RELAXED);
+  if (now) *now = n;
+  if (peak) *peak = __atomic_load_n(&be->mem_peak, __ATOMIC_RELAXED);
 }
 
 int fe_backend_available(int i, char *why, size_t nwhy)

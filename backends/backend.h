@@ -166,11 +166,13 @@ typedef struct fe_calibration {
 
 /* An open backend, shared by everything that computes on it. */
 typedef struct fe_backend {
-  const fe_backend_ops *ops;
+  const fe_backend_ops *ops; /* the backend's table, alloc and release counted (below) */
   void *impl;
   char name[16];
   fe_device_info info;
   fe_calibration calib[FE_NPRECISIONS];
+  fe_backend_ops counted;    /* the table ops points to */
+  size_t mem_now, mem_peak;  /* bytes of buffers allocated through ops and not released */
 } fe_backend;
 
 /* registry (backends/backend.c) */
@@ -180,6 +182,10 @@ const char *fe_backend_name(int i);
 /* Whether backend i can be used here; if not, why (a sentence). Opens it to find out. */
 int fe_backend_available(int i, char *why, size_t nwhy);
 void fe_backend_shutdown(void); /* closes every open backend */
+/* Backend memory felab holds now and the most it has held since the last reset (reset = 1
+ * starts a new peak at what is held now). */
+void fe_backend_memory(fe_backend *be, size_t *now, size_t *peak, int reset);
+fe_backend *fe_backend_opened(int i); /* backend i if it is open, else NULL (opens nothing) */
 
 /* session defaults (set by the shell's --backend/--precision and device.use) */
 const char *fe_backend_default(void);

@@ -251,49 +251,123 @@ void fe_realization_spec(const fe_realization *r, fe_action a, fe_kernel_spec *s
   s->dense = 1;
 }
 
-/* Geometric factors in double at the points of rule Q, structure-of-arrays: factor j of
- * every (cell, point) then factor j + 1; the factors are Jinv (row-major, dxi_i/dx_d) then
- * det J. Affine cells store one point per cell. With geo_out NULL the cells are only
- * checked (a kernel that recomputes the factors still needs every det J > 0). */
+/* Geometric factors at the points of rule Q, structure-of-arrays: factor j of every (cell,
+ * point) then factor j + 1; the factors are Jinv (row-major, dxi_i/dx_d) then det J. Affine
+ * cells store one point per cell. Written as reals of precision prec into out (n words, from
+ * fe_geometry_words); with out NULL the cells are only checked (a kernel that recomputes the
+ * factors still needs every det J > 0). Straight cells use the first-order map's gradients
+ * tabulated once at the rule's points: per cell, its vertices once and a small product per
+ * point. */
+size_t fe_geometry_words(const fe_operator *A, const fe_quadrature *Q, size_t npad)
+{
+  int dim = A->V->elem.dim;
+  return npad * (size_t)(A->geo_affine ? 1 : Q->npoints) * (size_t)fe_geo_stride(dim);
+}
+
+/* J[d * dim + k] = sum_b X[b][d] dphi[b * dim + k]: the map's gradient at one point. */
+static inline void map_gradient3(const double (*X)[3], const double *dphi, int nv, double *J)
+{
+  for (int b = 0; b < nv; b++)
+    for (int d = 0; d < 3; d++) {
+      J[3 * d] += X[b][d] * dphi[3 * b];
+      J[3 * d + 1] += X[b][d] * dphi[3 * b + 1];
+      J[3 * d + 2] += X[b][d] * dphi[3 * b + 2];
+    }
+}
+
+static inline void map_gradient2(const double (*X)[3], const double *dphi, int nv, double *J)
+{
+  for (int b = 0; b < nv; b++)
+    for (int d = 0; d < 2; d++) {
+      J[2 * d] += X[b][d] * dphi[2 * b];
+      J[2 * d + 1] += X[b][d] * dphi[2 * b + 1];
+    }
+}
+
 int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *perm, size_t npad,
-                      double **geo_out, size_t *nwords)
+                      void *out, fe_precision prec)
 {
   const fe_space *V = A->V;
-  const fe_element *el = &V->elem;
-  int dim = el->dim, stride = fe_geo_stride(dim);
-  int ngq = A->geo_affine ? 1 : Q->npoints;
-  size_t n = npad * ngq * stride;
-  double *geo = NULL;
-  if (geo_out) FE_MALLOC(geo, n, "geometric factors");
-  long long bad = -1;
-  double bad_det = 0;
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < npad; i++) {
-    /* a padding cell: its group's first cell with zero measure, so it adds exact zeros */
-    int pad = perm[i] < 0;
-    int c = pad ? -perm[i] - 1 : perm[i];
+  const fe_mesh *m = V->mesh;
+  const fe_element *el = &V->elem, *g = &V->lin;
+  const int dim = el->dim, stride = fe_geo_stride(dim), nv = g->nbasis, nvc = m->nvc;
+  const int ngq = A->geo_affine ? 1 : Q->npoints, curved = V->curved;
+  const size_t plane = npad * (size_t)ngq;
+  double *dphi = NULL;
+  if (!curved) {
+    FE_MALLOC(dphi, (size_t)ngq * nv * dim + 1, "the map's gradients at the points");
     for (int q = 0; q < ngq; q++) {
-      double J[9], K[10], x[3];
-      fe_space_cell_map(V, c, Q->points + q * dim, x, J);
-      double det = fe_space_map_inverse(dim, J, K);
-      K[dim * dim] = pad ? 0 : det;
-      for (int j = 0; geo && j < stride; j++) geo[(size_t)j * npad * ngq + i * ngq + q] = K[j];
-      if (!(det > 0)) {
-#pragma omp critical
-        if (bad < 0 || (long long)c < bad) {
-          bad = (long long)c;
-          bad_det = det;
-        }
-      }
+      double phi[FE_MAX_VERTICES];
+      fe_element_eval(g, Q->points + q * dim, phi, dphi + (size_t)q * nv * dim);
     }
   }
-  if (bad >= 0) {
-    free(geo);
+  long long bad = -1;
+  double bad_det = 0;
+#pragma omp parallel
+  {
+    long long my_bad = -1;
+    double my_det = 0;
+#pragma omp for schedule(static)
+    for (size_t i = 0; i < npad; i++) {
+      /* a padding cell: its group's first cell with zero measure, so it adds exact zeros */
+      int pad = perm[i] < 0;
+      int c = pad ? -perm[i] - 1 : perm[i];
+      double X[FE_MAX_VERTICES][3];
+      for (int b = 0; !curved && b < nv; b++) {
+        const double *x = m->coords + 3 * (size_t)m->cells[(size_t)c * nvc + b];
+        X[b][0] = x[0], X[b][1] = x[1], X[b][2] = x[2];
+      }
+      for (int q = 0; q < ngq; q++) {
+        double J[9] = {0}, K[10], x[3], det;
+        if (curved) fe_mesh_geo_map(m, c, Q->points + q * dim, x, J);
+        else if (dim == 3) map_gradient3(X, dphi + (size_t)q * nv * 3, nv, J);
+        else map_gradient2(X, dphi + (size_t)q * nv * 2, nv, J);
+        if (!out) {
+          det = dim == 3 ? J[0] * (J[4] * J[8] - J[5] * J[7]) - J[1] * (J[3] * J[8] - J[5] * J[6]) +
+                               J[2] * (J[3] * J[7] - J[4] * J[6])
+                         : J[0] * J[3] - J[1] * J[2];
+        } else {
+          det = fe_space_map_inverse(dim, J, K);
+          K[dim * dim] = pad ? 0 : det;
+          size_t at = i * (size_t)ngq + (size_t)q;
+          if (prec == FE_DOUBLE)
+            for (int j = 0; j < stride; j++) ((double *)out)[(size_t)j * plane + at] = K[j];
+          else
+            for (int j = 0; j < stride; j++) ((float *)out)[(size_t)j * plane + at] = (float)K[j];
+        }
+        if (!(det > 0) && (my_bad < 0 || (long long)c < my_bad)) my_bad = c, my_det = det;
+      }
+    }
+    if (my_bad >= 0)
+#pragma omp critical
+      if (bad < 0 || my_bad < bad) bad = my_bad, bad_det = my_det;
+  }
+  free(dphi);
+  if (bad >= 0)
     FE_ERROR(FE_ERR_MESH, "cell %lld (%s) is %s: det J = %.3g", bad, fe_cell_name(el->cell),
              bad_det < 0 ? "inverted" : "degenerate", bad_det);
+  return 0;
+}
+
+/* A new buffer of n reals of precision prec, written by fill(ctx, out, prec): in place where
+ * the backend's memory is the host's (the cpu), else through one staging copy. */
+int fe_fill_reals(fe_backend *be, fe_precision prec, size_t n, fe_buffer *buf,
+                  int (*fill)(void *ctx, void *out, fe_precision prec), void *ctx)
+{
+  size_t bytes = n * fe_precision_size(prec);
+  FE_CHECK(be->ops->alloc(be->impl, bytes ? bytes : 1, buf));
+  void *at = be->ops->host ? be->ops->host(be->impl, buf) : NULL;
+  void *stage = at ? NULL : malloc(bytes + 1);
+  int rc = !at && !stage ? fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
+                                       "out of host memory: %.1f MiB to stage a buffer",
+                                       bytes / 1048576.0)
+                         : fill(ctx, at ? at : stage, prec);
+  if (!rc && stage) rc = be->ops->write(be->impl, buf, 0, bytes, stage);
+  free(stage);
+  if (rc) {
+    be->ops->release(be->impl, buf);
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
-  if (geo_out) *geo_out = geo;
-  *nwords = n;
   return 0;
 }
 
@@ -498,6 +572,19 @@ int fe_realization_cell_data(fe_realization *r, const int *perm, size_t npad)
 
 static int realization_geometry(fe_realization *r, int recompute, const int *perm, size_t npad);
 
+typedef struct geometry_job {
+  const fe_operator *A;
+  const fe_quadrature *Q;
+  const int *perm;
+  size_t npad;
+} geometry_job;
+
+static int geometry_fill(void *ctx, void *out, fe_precision prec)
+{
+  const geometry_job *j = ctx;
+  return fe_build_geometry(j->A, j->Q, j->perm, j->npad, out, prec);
+}
+
 int fe_realization_geometry(fe_realization *r, int recompute, const int *perm, size_t npad)
 {
   double t0 = fe_clock();
@@ -510,22 +597,17 @@ int fe_realization_geometry(fe_realization *r, int recompute, const int *perm, s
 static int realization_geometry(fe_realization *r, int recompute, const int *perm, size_t npad)
 {
   fe_operator *A = r->A;
-  if (recompute) {
-    size_t ngeo;
-    return fe_build_geometry(A, &A->quad[FE_ACTION_RESIDUAL], perm, npad, NULL, &ngeo);
-  }
+  if (recompute)
+    return fe_build_geometry(A, &A->quad[FE_ACTION_RESIDUAL], perm, npad, NULL, FE_DOUBLE);
   for (int a = 0; a < FE_NACTIONS; a++) {
     for (int b = 0; b < a; b++) /* the same points as an earlier action: share */
       if (A->geo_affine || (A->quad[b].degree == A->quad[a].degree &&
                             A->quad[b].npoints == A->quad[a].npoints))
         r->geo[a] = r->geo[b];
     if (r->geo[a].ptr) continue;
-    double *geo = NULL;
-    size_t ngeo = 0;
-    FE_CHECK(fe_build_geometry(A, &A->quad[a], perm, npad, &geo, &ngeo));
-    int rc = fe_upload_reals(r->be, r->prec, geo, ngeo, &r->geo[a]);
-    free(geo);
-    FE_CHECK(rc);
+    geometry_job job = {A, &A->quad[a], perm, npad};
+    FE_CHECK(fe_fill_reals(r->be, r->prec, fe_geometry_words(A, job.Q, npad), &r->geo[a],
+                           geometry_fill, &job));
   }
   return 0;
 }

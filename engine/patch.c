@@ -20,24 +20,7 @@
 #include <string.h>
 
 #include "engine/error.h"
-
-static int cmp_int(const void *a, const void *b)
-{
-  int x = *(const int *)a, y = *(const int *)b;
-  return (x > y) - (x < y);
-}
-
-/* Position of v in the sorted list l[0..n-1] (present by construction). */
-static int find_sorted(const int *l, int n, int v)
-{
-  int lo = 0, hi = n - 1;
-  while (lo < hi) {
-    int mid = (lo + hi) / 2;
-    if (l[mid] < v) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
+#include "engine/sort.h"
 
 /* The runs' layout: counts runs[0..nl) (contributions per node) turned into run words
  * (first place | count << 16, fe_patch_place) for nodes in groups of `lanes`; returns the
@@ -313,31 +296,52 @@ static int patch_walks(walk_ws *w, int facet, int walk, int items, int reuse, in
   return 0;
 }
 
-/* The sorted nodes each patch touches: lists[g*block*nb ..] with count[g] entries. */
-static void patch_node_lists(const fe_space *V, const int *perm, int ng, int block, int *lists,
-                             int *count)
+/* The sorted nodes each patch touches: lists[g*block*nb ..] with count[g] entries, and where
+ * in its list each of the patch's (cell j, node b) is: local[g*block*nb + j*nb + b] (one
+ * radix sort of (node, position) pairs per patch, no search afterwards). */
+static int patch_node_lists(const fe_space *V, const int *perm, int ng, int block, int *lists,
+                            int *local, int *count)
 {
-  int nb = V->elem.nbasis;
+  int nb = V->elem.nbasis, failed = 0;
   size_t per = (size_t)block * nb;
-#pragma omp parallel for schedule(dynamic, 64)
-  for (int g = 0; g < ng; g++) {
-    int *l = lists + (size_t)g * per, n = 0;
-    for (int j = 0; j < block; j++) {
-      int c = perm[(size_t)g * block + j];
-      if (c < 0) continue; /* padding */
-      memcpy(l + n, V->cell_nodes + (size_t)c * nb, sizeof(int) * nb);
-      n += nb;
+#pragma omp parallel
+  {
+    uint64_t *key = malloc(sizeof(uint64_t) * 2 * (per + 1));
+    if (!key) {
+#pragma omp atomic write
+      failed = 1;
     }
-    qsort(l, (size_t)n, sizeof(int), cmp_int);
-    int u = 0;
-    for (int i = 0; i < n; i++)
-      if (i == 0 || l[i] != l[u - 1]) l[u++] = l[i];
-    count[g] = u;
+#pragma omp for schedule(dynamic, 64)
+    for (int g = 0; g < ng; g++) {
+      if (!key) continue;
+      int *l = lists + (size_t)g * per, *loc = local + (size_t)g * per;
+      size_t n = 0;
+      for (int j = 0; j < block; j++) {
+        int c = perm[(size_t)g * block + j];
+        for (int b = 0; b < nb; b++) {
+          loc[j * nb + b] = -1; /* padding */
+          if (c >= 0)
+            key[n++] = (uint64_t)(unsigned)V->cell_nodes[(size_t)c * nb + b] << 32 |
+                       (uint64_t)(j * nb + b);
+        }
+      }
+      fe_sort_u64(key, NULL, n, key + per + 1, NULL);
+      int u = 0;
+      for (size_t i = 0; i < n; i++) {
+        int node = (int)(key[i] >> 32);
+        if (u == 0 || l[u - 1] != node) l[u++] = node;
+        loc[key[i] & 0xffffffffu] = u - 1;
+      }
+      count[g] = u;
+    }
+    free(key);
   }
+  if (failed) FE_ERROR(FE_ERR_MEM, "out of host memory for the patches' node lists");
+  return 0;
 }
 
 /* Patch g's walks: its cells' local numbers, the node -> cell lists, then patch_walks. */
-static int build_one_walk(const fe_space *V, const int *list, int nl, int *perm, int block,
+static int build_one_walk(const fe_space *V, const int *loc, int nl, int *perm, int block,
                           int walk, int items, int reuse, int lanes, int *runs, unsigned **ev,
                           int *ne, int *maxc)
 {
@@ -358,7 +362,7 @@ static int build_one_walk(const fe_space *V, const int *list, int nl, int *perm,
   } else {
     for (int j = 0; j < n; j++)
       for (int b = 0; b < nb; b++) {
-        int i = find_sorted(list, nl, V->cell_nodes[(size_t)perm[j] * nb + b]);
+        int i = loc[j * nb + b];
         lc[j * nb + b] = i;
         w.noff[i + 2]++;
       }
@@ -377,7 +381,7 @@ static int build_one_walk(const fe_space *V, const int *list, int nl, int *perm,
 /* One item per cell: local numbers, the run words and each contribution's place; first =
  * the patch's first entry in lc. Returns the places in all (more than 65536: the words cannot
  * name them, nothing filed), -1 out of memory. */
-static int build_one_lcells(const fe_space *V, const int *list, int nl, const int *perm,
+static int build_one_lcells(const fe_space *V, const int *loc, int nl, const int *perm,
                             int block, int lanes, unsigned *lc, size_t first, int *runs)
 {
   int nb = V->elem.nbasis;
@@ -388,7 +392,7 @@ static int build_one_lcells(const fe_space *V, const int *list, int nl, const in
     int c = perm[j];
     for (int b = 0; c >= 0 && b < nb; b++) {
       size_t i = first + (size_t)b * block + (size_t)j;
-      int k = find_sorted(list, nl, V->cell_nodes[(size_t)c * nb + b]);
+      int k = loc[j * nb + b];
       runs[k]++;
       lc[i] = (unsigned)k;
     }
@@ -419,13 +423,14 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
             "walks hold at most %d nodes per cell; %s has %d", FE_WALK_MAX_SLOTS, V->name, nb);
   size_t per = (size_t)block * nb;
   int *lists = malloc(sizeof(int) * (npad * nb + 1)), *count = malloc(sizeof(int) * ((size_t)ng + 1));
+  int *local = malloc(sizeof(int) * (npad * nb + 1));
   P->start = malloc(sizeof(int) * ((size_t)ng + 1));
-  if (!lists || !count || !P->start) {
-    free(lists), free(count);
+  if (!lists || !count || !local || !P->start ||
+      patch_node_lists(V, perm, ng, block, lists, local, count)) {
+    free(lists), free(count), free(local);
     fe_patches_free(P);
     FE_ERROR(FE_ERR_MEM, "out of host memory for the patches");
   }
-  patch_node_lists(V, perm, ng, block, lists, count);
   long long total = 0;
   for (int g = 0; g < ng; g++) {
     P->start[g] = (int)total;
@@ -470,10 +475,10 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
     memcpy(P->nodes + P->start[g], l, sizeof(int) * (size_t)count[g]);
     int bad = 0;
     if (walk > 0) {
-      bad = build_one_walk(V, l, count[g], perm + (size_t)g * block, block, walk, P->items,
+      bad = build_one_walk(V, local + (size_t)g * per, count[g], perm + (size_t)g * block, block, walk, P->items,
                            reuse, lanes, runs, &ev[g], &ne[g], &maxc[g]);
     } else {
-      maxc[g] = build_one_lcells(V, l, count[g], perm + (size_t)g * block, block, lanes,
+      maxc[g] = build_one_lcells(V, local + (size_t)g * per, count[g], perm + (size_t)g * block, block, lanes,
                                  P->lcells, (size_t)g * per, runs);
       if (maxc[g] < 0)
         bad = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
@@ -508,7 +513,7 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
       memcpy(P->events + P->estart[g], ev[g], sizeof(unsigned) * (size_t)ne[g] * P->items);
   }
   for (int g = 0; ev && g < ng; g++) free(ev[g]);
-  free(ev), free(ne), free(maxc), free(lists), free(count);
+  free(ev), free(ne), free(maxc), free(lists), free(count), free(local);
   if (!rc && constrained)
     for (long long i = 0; i < total; i++)
       if (constrained[P->nodes[i]]) P->nodes[i] = ~P->nodes[i];

@@ -213,7 +213,7 @@ void fe_space_free(fe_space *V)
 static int facet_entities(const fe_mesh *m, const int *ids, int nids, fe_keymap *set,
                           unsigned char *vmark)
 {
-  FE_CHECK(fe_keymap_init(set, KEY_PAIRS, (size_t)m->nfacets * 8));
+  if (set) FE_CHECK(fe_keymap_init(set, KEY_PAIRS, (size_t)m->nfacets * 8));
   int rc = 0;
   for (int f = 0; f < m->nfacets && !rc; f++) {
     int take = !ids;
@@ -224,6 +224,7 @@ static int facet_entities(const fe_mesh *m, const int *ids, int nids, fe_keymap 
       if (k == 0 || (m->facets[f * m->nvf + i] != v[k - 1] && m->facets[f * m->nvf + i] != v[0]))
         v[k++] = m->facets[f * m->nvf + i];
     for (int i = 0; i < k; i++) vmark[v[i]] = 1;
+    if (!set) continue; /* the vertices are all a space of vertex nodes needs */
     int subsets[16][4], ns = 0; /* vertices, cyclic edges, the facet */
     for (int i = 0; i < k; i++) {
       subsets[ns][0] = v[i], subsets[ns++][1] = -1;
@@ -248,7 +249,7 @@ static int facet_entities(const fe_mesh *m, const int *ids, int nids, fe_keymap 
       rc = fe_keymap_put(set, key, 0, &found, &ins);
     }
   }
-  if (rc) fe_keymap_free(set);
+  if (rc && set) fe_keymap_free(set);
   return rc;
 }
 
@@ -311,11 +312,23 @@ int fe_space_boundary_nodes(const fe_space *V, const char *const *tags, int ntag
     }
   }
   fe_keymap set;
+  /* P1, Q1: every node is a vertex (and keeps its id), so the tagged facets' vertices are
+   * the boundary nodes; no entity set */
+  int vertex_nodes = !V->curved && V->elem.nbasis == V->elem.nvertices;
   unsigned char *vmark = calloc((size_t)m->nvertices + 1, 1);
-  int rc = vmark ? facet_entities(m, ids, all ? 0 : ntags, &set, vmark)
+  int rc = vmark ? facet_entities(m, ids, all ? 0 : ntags, vertex_nodes ? NULL : &set, vmark)
                  : fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   free(ids);
-  if (!rc) {
+  if (!rc && vertex_nodes) {
+    int count = 0;
+    for (int v = 0; v < m->nvertices; v++) count += vmark[v];
+    *nodes = malloc(sizeof(int) * (size_t)count + 1);
+    if (!*nodes)
+      rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
+                        "out of host memory for boundary nodes");
+    for (int v = 0; !rc && v < m->nvertices; v++)
+      if (vmark[v]) (*nodes)[(*n)++] = v;
+  } else if (!rc) {
     rc = nodes_in_set(V, &set, vmark, nodes, n);
     fe_keymap_free(&set);
   }
@@ -362,17 +375,18 @@ double fe_space_map_inverse(int dim, const double *J, double *K)
     K[0] = J[3] / det, K[1] = -J[1] / det, K[2] = -J[2] / det, K[3] = J[0] / det;
     return det;
   }
-  double det = J[0] * (J[4] * J[8] - J[5] * J[7]) - J[1] * (J[3] * J[8] - J[5] * J[6]) +
-               J[2] * (J[3] * J[7] - J[4] * J[6]);
-  K[0] = (J[4] * J[8] - J[5] * J[7]) / det;
-  K[1] = (J[2] * J[7] - J[1] * J[8]) / det;
-  K[2] = (J[1] * J[5] - J[2] * J[4]) / det;
-  K[3] = (J[5] * J[6] - J[3] * J[8]) / det;
-  K[4] = (J[0] * J[8] - J[2] * J[6]) / det;
-  K[5] = (J[2] * J[3] - J[0] * J[5]) / det;
-  K[6] = (J[3] * J[7] - J[4] * J[6]) / det;
-  K[7] = (J[1] * J[6] - J[0] * J[7]) / det;
-  K[8] = (J[0] * J[4] - J[1] * J[3]) / det;
+  double c0 = J[4] * J[8] - J[5] * J[7], c1 = J[5] * J[6] - J[3] * J[8],
+         c2 = J[3] * J[7] - J[4] * J[6];
+  double det = J[0] * c0 + J[1] * c1 + J[2] * c2, r = 1 / det;
+  K[0] = c0 * r;
+  K[1] = (J[2] * J[7] - J[1] * J[8]) * r;
+  K[2] = (J[1] * J[5] - J[2] * J[4]) * r;
+  K[3] = c1 * r;
+  K[4] = (J[0] * J[8] - J[2] * J[6]) * r;
+  K[5] = (J[2] * J[3] - J[0] * J[5]) * r;
+  K[6] = c2 * r;
+  K[7] = (J[1] * J[6] - J[0] * J[7]) * r;
+  K[8] = (J[0] * J[4] - J[1] * J[3]) * r;
   return det;
 }
 

@@ -169,10 +169,16 @@ size_t fe_shared_limit(const fe_backend *be);
 int fe_realization_schedule(fe_realization *r, int morton, int **perm, size_t *npad);
 /* Per-cell constants and field maps in the stored order perm. */
 int fe_realization_cell_data(fe_realization *r, const int *perm, size_t npad);
-/* Geometric factors in double at the points of Q for the stored cells perm (geo_out NULL:
- * only check that every det J > 0, with the cell's id in the error). */
+/* Geometric factors as reals of precision prec at the points of Q for the stored cells perm,
+ * into out (fe_geometry_words of them; out NULL: only check that every det J > 0, with the
+ * cell's id in the error). */
+size_t fe_geometry_words(const fe_operator *A, const fe_quadrature *Q, size_t npad);
 int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *perm, size_t npad,
-                      double **geo_out, size_t *nwords);
+                      void *out, fe_precision prec);
+/* A new buffer of n reals of precision prec written by fill(ctx, out, prec): in place on the
+ * cpu, through one staging copy elsewhere. */
+int fe_fill_reals(fe_backend *be, fe_precision prec, size_t n, fe_buffer *buf,
+                  int (*fill)(void *ctx, void *out, fe_precision prec), void *ctx);
 /* Stored factors of every action at its own points in r->geo (shared between equal rules);
  * with recompute (the kernel makes the factors itself) only the check that every det J > 0. */
 int fe_realization_geometry(fe_realization *r, int recompute, const int *perm, size_t npad);

@@ -5,6 +5,7 @@
 #include <lua.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/backend.h"
@@ -395,6 +396,56 @@ static int perf_counts(lua_State *L)
   return 1;
 }
 
+/* A field "Vm...:  N kB" of /proc/self/status in bytes (0: not there, not Linux). */
+static double proc_status_bytes(const char *field)
+{
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  double kb = 0;
+  size_t n = strlen(field);
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, field, n) && line[n] == ':') {
+      kb = atof(line + n + 1);
+      break;
+    }
+  if (f) fclose(f);
+  return kb * 1024;
+}
+
+/* perf.memory([reset]) -> {host, host_peak, <backend> = {now, peak}}: resident host memory
+ * now and at its peak (the kernel's VmRSS and VmHWM), and per open backend the bytes of
+ * buffers felab holds there now and at most. reset = true starts new peaks at what is held
+ * now (host: /proc/self/clear_refs). */
+static int perf_memory(lua_State *L)
+{
+  int reset = lua_toboolean(L, 1);
+  if (reset) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (f) {
+      fputs("5", f); /* 5: reset the peak resident size */
+      fclose(f);
+    }
+  }
+  lua_createtable(L, 0, 4);
+  lua_pushinteger(L, (lua_Integer)proc_status_bytes("VmRSS"));
+  lua_setfield(L, -2, "host");
+  lua_pushinteger(L, (lua_Integer)proc_status_bytes("VmHWM"));
+  lua_setfield(L, -2, "host_peak");
+  for (int i = 0; i < fe_backend_count(); i++) {
+    fe_backend *be = fe_backend_opened(i);
+    if (!be) continue;
+    size_t now, peak;
+    fe_backend_memory(be, &now, &peak, reset);
+    lua_createtable(L, 0, 2);
+    lua_pushinteger(L, (lua_Integer)now);
+    lua_setfield(L, -2, "now");
+    lua_pushinteger(L, (lua_Integer)peak);
+    lua_setfield(L, -2, "peak");
+    lua_setfield(L, -2, be->name);
+  }
+  return 1;
+}
+
 /* perf.clear(): forget every report of the session. */
 static int perf_clear(lua_State *L)
 {
@@ -424,7 +475,7 @@ int felab_open_device(lua_State *L)
 {
   static const luaL_Reg perf[] = {
       {"log", perf_log}, {"history", perf_history}, {"clear", perf_clear}, {"model", perf_model},
-      {"counts", perf_counts}, {"clock", perf_clock}, {NULL, NULL}};
+      {"counts", perf_counts}, {"clock", perf_clock}, {"memory", perf_memory}, {NULL, NULL}};
   static const luaL_Reg device[] = {{"list", device_list},
                                     {"use", device_use},
                                     {"current", device_current},
@@ -451,6 +502,11 @@ int felab_open_device(lua_State *L)
   felab_help_add("perf.history", "perf.history()",
                  "Every report of the session, oldest first (copies: rep.action, rep.seconds, ...).\n"
                  "example: for i, rep in ipairs(perf.history()) do print(i, rep.action, rep.ratio) end");
+  felab_help_add("perf.memory", "perf.memory([reset])",
+                 "Memory now and at its peak: host (resident bytes, from /proc) and, for each\n"
+                 "open backend, the bytes of the buffers felab holds there. reset = true starts\n"
+                 "the peaks again from now, to measure one step.\n"
+                 "example: perf.memory(true); A:apply(w); m = perf.memory(); print(m.host_peak, m.cuda.peak)");
   felab_help_add("perf.clock", "perf.clock()",
                  "Seconds of a monotonic wall clock, to time a block of a script.\n"
                  "example: t = perf.clock(); V = fe.space(m, \"P2\"); print(perf.clock() - t)");

@@ -163,7 +163,7 @@ static int space_tostring(lua_State *L)
 }
 
 /* __index: methods first, then the fields ndofs, nnodes, name, mesh, order, family, ncomp,
- * nbasis. */
+ * nbasis, bytes (the dof map and the node coordinates). */
 static int space_index(lua_State *L)
 {
   space_handle *h = luaL_checkudata(L, 1, FELAB_SPACE);
@@ -179,6 +179,9 @@ static int space_index(lua_State *L)
   else if (!strcmp(k, "family")) lua_pushlstring(L, &V->elem.family, 1);
   else if (!strcmp(k, "ncomp")) lua_pushinteger(L, V->ncomp);
   else if (!strcmp(k, "nbasis")) lua_pushinteger(L, V->elem.nbasis);
+  else if (!strcmp(k, "bytes"))
+    lua_pushinteger(L, (lua_Integer)((size_t)V->mesh->ncells * V->elem.nbasis * sizeof(int) +
+                                     (size_t)V->nnodes * 3 * sizeof(double)));
   else lua_pushnil(L);
   return 1;
 }

@@ -315,7 +315,8 @@ static int mesh_tostring(lua_State *L)
   return 1;
 }
 
-/* __index: methods first, then the fields dim, ncells, nvertices, nfacets, cell. */
+/* __index: methods first, then the fields dim, ncells, nvertices, nfacets, cell, bytes (its
+ * arrays: coordinates, cells, regions, facets and their tags, curved geometry). */
 static int mesh_index(lua_State *L)
 {
   mesh_handle *h = luaL_checkudata(L, 1, FELAB_MESH);
@@ -328,6 +329,12 @@ static int mesh_index(lua_State *L)
   else if (!strcmp(k, "nvertices")) lua_pushinteger(L, m->nvertices);
   else if (!strcmp(k, "nfacets")) lua_pushinteger(L, m->nfacets);
   else if (!strcmp(k, "cell")) lua_pushstring(L, fe_cell_name(m->type));
+  else if (!strcmp(k, "bytes"))
+    lua_pushinteger(L, (lua_Integer)((size_t)m->nvertices * 3 * sizeof(double) +
+                                     (size_t)m->ncells * (m->nvc + 1) * sizeof(int) +
+                                     (size_t)m->nfacets * (m->nvf + 1) * sizeof(int) +
+                                     (m->geo_order >= 2 ? (size_t)m->ncells * m->ngn * sizeof(int) +
+                                      (size_t)m->ngeo_nodes * 3 * sizeof(double) : 0)));
   else lua_pushnil(L);
   return 1;
 }

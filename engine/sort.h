@@ -1,0 +1,14 @@
+/* felab sorting: stable radix sorts of integer keys for the setup paths (cell orders, patch
+ * node lists), where qsort's comparison calls cost more than the work they order. */
+#ifndef FE_SORT_H
+#define FE_SORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Sort key[0..n) ascending, moving val[] along (val may be NULL); stable, so equal keys keep
+ * their order. tmp_key/tmp_val: scratch of n entries each (tmp_val NULL when val is). Only
+ * the bits that differ between keys cost a pass. */
+void fe_sort_u64(uint64_t *key, int *val, size_t n, uint64_t *tmp_key, int *tmp_val);
+
+#endif
