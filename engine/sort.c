@@ -1,12 +1,16 @@
 /* felab sorting (engine/sort.h): least-significant-digit radix sort, 11 bits a pass, each pass
  * a counting sort; passes over digits that every key shares are skipped. Small arrays go by
- * insertion. */
+ * insertion; large ones count and scatter on every thread, each over its own slice, its
+ * slice's keys placed after the earlier slices' keys of the same digit (so still stable). */
 #include "engine/sort.h"
 
+#include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define DIGIT 11
 #define BUCKETS (1 << DIGIT)
+#define PARALLEL_FROM ((size_t)1 << 18)
 
 static void insertion(uint64_t *key, int *val, size_t n)
 {
@@ -34,9 +38,42 @@ void fe_sort_u64(uint64_t *key, int *val, size_t n, uint64_t *tmp_key, int *tmp_
   uint64_t differ = all_or ^ all_and;
   uint64_t *src = key, *dst = tmp_key;
   int *vsrc = val, *vdst = tmp_val;
+  int nt = n >= PARALLEL_FROM ? omp_get_max_threads() : 1;
+  size_t(*counts)[BUCKETS] = nt > 1 ? malloc(sizeof *counts * (size_t)nt) : NULL;
   size_t count[BUCKETS];
   for (int shift = 0; shift < 64; shift += DIGIT) {
     if (!((differ >> shift) & (BUCKETS - 1))) continue; /* every key has this digit */
+    if (counts) {
+#pragma omp parallel num_threads(nt)
+      {
+        int t = omp_get_thread_num(), team = omp_get_num_threads();
+        size_t lo = n * (size_t)t / (size_t)team, hi = n * (size_t)(t + 1) / (size_t)team;
+        size_t *c = counts[t];
+        memset(c, 0, sizeof *counts);
+        for (size_t i = lo; i < hi; i++) c[(src[i] >> shift) & (BUCKETS - 1)]++;
+#pragma omp barrier
+#pragma omp single
+        {
+          size_t sum = 0;
+          for (int b = 0; b < BUCKETS; b++)
+            for (int u = 0; u < team; u++) {
+              size_t k = counts[u][b];
+              counts[u][b] = sum;
+              sum += k;
+            }
+        }
+        for (size_t i = lo; i < hi; i++) {
+          size_t at = c[(src[i] >> shift) & (BUCKETS - 1)]++;
+          dst[at] = src[i];
+          if (val) vdst[at] = vsrc[i];
+        }
+      }
+      uint64_t *t = src;
+      src = dst, dst = t;
+      int *tv = vsrc;
+      vsrc = vdst, vdst = tv;
+      continue;
+    }
     memset(count, 0, sizeof count);
     for (size_t i = 0; i < n; i++) count[(src[i] >> shift) & (BUCKETS - 1)]++;
     size_t sum = 0;
@@ -55,6 +92,7 @@ void fe_sort_u64(uint64_t *key, int *val, size_t n, uint64_t *tmp_key, int *tmp_
     int *tv = vsrc;
     vsrc = vdst, vdst = tv;
   }
+  free(counts);
   if (src != key) {
     memcpy(key, src, n * sizeof *key);
     if (val) memcpy(val, vsrc, n * sizeof *val);

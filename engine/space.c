@@ -108,7 +108,11 @@ static int build_dof_map(fe_space *V)
   FE_CHECK(fe_keymap_init_local(&names, 2 * pairs, nc * shared / 4 + 16, m->nvertices));
   size_t nnodes = (size_t)m->nvertices;
   int rc = 0;
-  for (size_t c = 0; c < nc && !rc; c++) {
+  if (nb == nv) { /* P1, Q1: the nodes are the vertices; the map is the cells' own */
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < nc * nb; i++) V->cell_nodes[i] = m->cells[i];
+  }
+  for (size_t c = 0; c < nc && !rc && nb > nv; c++) {
     if ((c & 65535) == 0 && (rc = fe_interrupt_check())) break;
     const int *verts = m->cells + c * nv;
     int *dof = V->cell_nodes + c * nb;
