@@ -309,6 +309,7 @@ int fe_mesh_box(const fe_box_opts *o, fe_mesh **out)
     fe_mesh_free(m);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
+  m->positive = o->distort == 0; /* upper > lower (box_check): positive affine maps */
   *out = m;
   return 0;
 }

@@ -906,39 +906,52 @@ int fe_mesh_morton_order(const fe_mesh *m, int **order)
 {
   const int n = m->ncells, nvc = m->nvc;
   double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-  for (size_t v = 0; v < (size_t)m->nvertices; v++)
+#pragma omp parallel
+  {
+    double l[3] = {INFINITY, INFINITY, INFINITY}, h[3] = {-INFINITY, -INFINITY, -INFINITY};
+#pragma omp for schedule(static)
+    for (size_t v = 0; v < (size_t)m->nvertices; v++)
+      for (int d = 0; d < 3; d++) {
+        double x = m->coords[3 * v + d];
+        l[d] = x < l[d] ? x : l[d];
+        h[d] = x > h[d] ? x : h[d];
+      }
+#pragma omp critical
     for (int d = 0; d < 3; d++) {
-      double x = m->coords[3 * v + d];
-      lo[d] = x < lo[d] ? x : lo[d];
-      hi[d] = x > hi[d] ? x : hi[d];
+      lo[d] = l[d] < lo[d] ? l[d] : lo[d];
+      hi[d] = h[d] > hi[d] ? h[d] : hi[d];
     }
-  /* a grid 4x finer than the cells per side orders them as well as 2^21 would, in fewer
-   * sorting passes */
-  int bits = 2;
-  while (bits < 21 && (double)((uint64_t)1 << 3 * (bits - 2)) < (double)n) bits++;
+  }
+  /* a grid twice as fine as the cells per side (at most 2^10 a side: the key fits 30 bits),
+   * packed above the cell's id: one 64-bit word a cell, sorted by its upper half (stable:
+   * cells of one grid point stay in cell order) */
+  int bits = 1;
+  while (bits < 10 && (double)((uint64_t)1 << 3 * (bits - 1)) < (double)n) bits++;
   const double scale = (double)(((uint64_t)1 << bits) - 1);
   uint64_t *keys = malloc(sizeof *keys * 2 * ((size_t)n + 1));
-  int *cells = malloc(sizeof(int) * 2 * ((size_t)n + 1));
-  if (!keys || !cells) {
-    free(keys), free(cells);
+  *order = malloc(sizeof(int) * ((size_t)n + 1));
+  if (!keys || !*order) {
+    free(keys), free(*order);
+    *order = NULL;
     FE_ERROR(FE_ERR_MEM, "out of host memory for a cell order");
   }
+  double to_grid[3]; /* centroid sums to grid points */
+  for (int d = 0; d < 3; d++) to_grid[d] = hi[d] > lo[d] ? scale / (nvc * (hi[d] - lo[d])) : 0;
 #pragma omp parallel for schedule(static)
   for (int e = 0; e < n; e++) {
-    uint64_t key = 0;
-    for (int d = 0; d < 3; d++) {
-      double c = 0;
-      for (int k = 0; k < nvc; k++) c += m->coords[3 * (size_t)m->cells[(size_t)e * nvc + k] + d];
-      double t = hi[d] > lo[d] ? (c / nvc - lo[d]) / (hi[d] - lo[d]) : 0;
-      key |= morton_spread3((uint64_t)(t * scale)) << d;
+    double c[3] = {0, 0, 0};
+    for (int k = 0; k < nvc; k++) {
+      const double *x = m->coords + 3 * (size_t)m->cells[(size_t)e * nvc + k];
+      c[0] += x[0], c[1] += x[1], c[2] += x[2];
     }
-    keys[e] = key;
-    cells[e] = e;
+    uint64_t key = 0;
+    for (int d = 0; d < 3; d++)
+      key |= morton_spread3((uint64_t)((c[d] - nvc * lo[d]) * to_grid[d])) << d;
+    keys[e] = key << 32 | (uint32_t)e;
   }
-  /* stable: cells of one key stay in cell order */
-  fe_sort_u64(keys, cells, (size_t)n, keys + n + 1, cells + n + 1);
+  fe_sort_u64(keys, NULL, (size_t)n, keys + n + 1, NULL, 32);
+#pragma omp parallel for schedule(static)
+  for (int e = 0; e < n; e++) (*order)[e] = (int)(uint32_t)keys[e];
   free(keys);
-  int *shrunk = realloc(cells, sizeof(int) * ((size_t)n + 1)); /* drop the scratch half */
-  *order = shrunk ? shrunk : cells;
   return 0;
 }

@@ -47,6 +47,11 @@ typedef struct fe_mesh {
   int ngeo_nodes;     /* rows of geo_coords: nvertices + edge/face/cell nodes */
   int *geo_cells;     /* ncells x ngn, or NULL */
   double *geo_coords; /* ngeo_nodes x 3, or NULL */
+  /* Every cell's map has det J > 0 throughout: known by construction (mesh.box without
+   * distortion: its cells are images of the reference cell under positive affine maps) or
+   * from an operator's check of straight simplices (det J is one number a cell); operators
+   * then skip their own check. Code that edits cells or coords in place clears it. */
+  int positive;
 } fe_mesh;
 
 typedef struct fe_box_opts {

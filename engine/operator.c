@@ -293,6 +293,7 @@ int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *p
   const int dim = el->dim, stride = fe_geo_stride(dim), nv = g->nbasis, nvc = m->nvc;
   const int ngq = A->geo_affine ? 1 : Q->npoints, curved = V->curved;
   const size_t plane = npad * (size_t)ngq;
+  if (!out && m->positive) return 0; /* checked before, or positive by construction */
   double *dphi = NULL;
   if (!curved) {
     FE_MALLOC(dphi, (size_t)ngq * nv * dim + 1, "the map's gradients at the points");
@@ -346,6 +347,9 @@ int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *p
   if (bad >= 0)
     FE_ERROR(FE_ERR_MESH, "cell %lld (%s) is %s: det J = %.3g", bad, fe_cell_name(el->cell),
              bad_det < 0 ? "inverted" : "degenerate", bad_det);
+  /* straight simplices have one det J a cell, whatever the rule: every cell is now known
+   * positive (the mesh is the space's, shared and not const where it was made) */
+  if (A->geo_affine && !curved) ((fe_mesh *)m)->positive = 1;
   return 0;
 }
 
@@ -406,6 +410,7 @@ static int cell_permutation(const fe_operator *A, const fe_realization *d, const
   size_t nc = (size_t)A->V->mesh->ncells, bs = (size_t)d->block;
   *npad = (size_t)d->ngroups * bs;
   FE_MALLOC(*perm, *npad, "cell order");
+#pragma omp parallel for schedule(static)
   for (size_t k = 0; k < (size_t)d->ngroups; k++)
     for (size_t j = 0; j < bs; j++) {
       size_t c = (size_t)list[k] * bs + j, first = (size_t)list[k] * bs;
@@ -550,8 +555,10 @@ static int realization_schedule(fe_realization *r, int morton, int **perm, size_
     free(r->perm);
     r->npad = *npad;
     r->perm = malloc(sizeof(int) * (*npad + 1));
-    if (r->perm) memcpy(r->perm, *perm, sizeof(int) * *npad);
-    else rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
+    if (!r->perm) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
+    const int *from = *perm;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < (r->perm ? *npad : 0); i++) r->perm[i] = from[i];
   }
   free(order);
   for (int g = 0; !rc && g < r->ngroups; g++) list[g] = g; /* cells are stored in schedule order */

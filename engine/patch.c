@@ -325,7 +325,7 @@ static int patch_node_lists(const fe_space *V, const int *perm, int ng, int bloc
                        (uint64_t)(j * nb + b);
         }
       }
-      fe_sort_u64(key, NULL, n, key + per + 1, NULL);
+      fe_sort_u64(key, NULL, n, key + per + 1, NULL, 32); /* by node; positions in order */
       int u = 0;
       for (size_t i = 0; i < n; i++) {
         int node = (int)(key[i] >> 32);

@@ -55,6 +55,35 @@ for _, be in ipairs(T.backends()) do
   end
 end
 
+-- Memory: the mesh's and the space's arrays, and the device buffers felab holds (counted)
+do
+  local m = mesh.box{cells = {4, 4, 4}, cell = "hex"}
+  local V = fe.space(m, "Q2")
+  check(m.bytes == m.nvertices * 24 + m.ncells * 9 * 4 + m.nfacets * 5 * 4,
+        "m.bytes %d: the coordinates, cells with regions, facets with tags", m.bytes)
+  check(V.bytes == m.ncells * V.nbasis * 4 + V.nnodes * 24, "V.bytes %d", V.bytes)
+  local A = fe.operator(V, physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
+  local w = V:interpolate(function(x) return x[1] end):to("cpu")
+  local m0 = perf.memory(true)
+  check(m0.host > 0 and m0.host_peak >= m0.host, "host memory %d, peak %d", m0.host, m0.host_peak)
+  check(m0.cpu and m0.cpu.peak == m0.cpu.now and m0.cpu.now >= V.ndofs * 8,
+        "after a reset the cpu's peak is what it holds (%d, %d), at least the field",
+        m0.cpu and m0.cpu.peak or -1, m0.cpu and m0.cpu.now or -1)
+  local y = A:apply(w, {backend = "cpu", strategy = "sumfact"})
+  local m1 = perf.memory()
+  check(m1.cpu.now > m0.cpu.now + V.ndofs * 8 and m1.cpu.peak >= m1.cpu.now,
+        "the apply's device data and output are counted: %d -> %d (peak %d)", m0.cpu.now,
+        m1.cpu.now, m1.cpu.peak)
+  y = nil
+  A = nil
+  collectgarbage()
+  collectgarbage()
+  local m2 = perf.memory()
+  check(m2.cpu.now < m1.cpu.now and m2.cpu.peak == m1.cpu.peak,
+        "released buffers leave the count, not the peak: %d -> %d (peak %d)", m1.cpu.now,
+        m2.cpu.now, m2.cpu.peak)
+end
+
 -- Two fresh processes on one new cache: the first compiles, the second compiles nothing
 local exe = T.exe()
 local dir = os.tmpname()

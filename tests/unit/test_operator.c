@@ -488,6 +488,7 @@ Test(operator, inverted_cell_is_reported)
     int *c = m->cells + 5 * m->nvc, tmp = c[0]; /* swap vertices 0 and 1 of cell 5 */
     c[0] = c[1];
     c[1] = tmp;
+    m->positive = 0; /* edited in place: no longer known positive (engine/mesh.h) */
     op_problem p;
     op_problem_on(&p, m, "1", "1", NULL, 0);
     fe_vector *d = NULL;
