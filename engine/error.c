@@ -55,6 +55,23 @@ int fe_error_push(int code, const char *file, int line, const char *func)
   return code;
 }
 
+int fe_error_context(const char *fmt, ...)
+{
+  char head[512], whole[sizeof error_message];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(head, sizeof head, fmt, ap);
+  va_end(ap);
+  size_t h = strlen(head), m = strlen(error_message);
+  if (h + 2 + m >= sizeof whole) m = sizeof whole - h - 3; /* head is at most 511 */
+  memcpy(whole, head, h);
+  memcpy(whole + h, ": ", 2);
+  memcpy(whole + h + 2, error_message, m);
+  whole[h + 2 + m] = '\0';
+  memcpy(error_message, whole, h + 3 + m);
+  return error_code;
+}
+
 const char *fe_error_message(void) { return error_code ? error_message : ""; }
 const char *fe_error_trace(void) { return error_trace; }
 int fe_error_code(void) { return error_code; }

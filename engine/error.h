@@ -25,6 +25,8 @@ int fe_error_set(int code, const char *file, int line, const char *func, const c
     __attribute__((format(printf, 5, 6)));
 /* Add a traceback frame to the current error and return code. */
 int fe_error_push(int code, const char *file, int line, const char *func);
+/* Put "<context>: " before the current message (printf-style); returns the current code. */
+int fe_error_context(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *fe_error_message(void); /* the message alone */
 const char *fe_error_trace(void);   /* frames, innermost first, one per line */
 int fe_error_code(void);

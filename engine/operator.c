@@ -426,7 +426,8 @@ static int upload_aux(const fe_operator *A, fe_realization *d, const int *perm, 
   double *v;
   FE_MALLOC(v, npad * na + 1, "per-cell coefficients");
   v[0] = 0;
-  for (size_t i = 0; i < npad; i++)
+#pragma omp parallel for schedule(static) if (na > 0)
+  for (size_t i = 0; i < (na > 0 ? npad : 0); i++)
     for (int k = 0; k < na; k++)
       v[i * na + k] = A->aux[(size_t)(perm[i] < 0 ? -perm[i] - 1 : perm[i]) * na + k];
   int rc = fe_upload_reals(d->be, d->prec, v, npad * na + 1, &d->aux);
@@ -458,7 +459,8 @@ static int upload_fields(const fe_operator *A, fe_realization *d, const int *per
   int *maps;
   FE_MALLOC(maps, npad * w + 1, "auxiliary field maps");
   maps[0] = 0;
-  for (size_t i = 0; i < npad; i++) {
+#pragma omp parallel for schedule(static) if (w > 0)
+  for (size_t i = 0; i < (w > 0 ? npad : 0); i++) {
     size_t c = (size_t)(perm[i] < 0 ? -perm[i] - 1 : perm[i]);
     int off = 0;
     for (int f = 0; f < p->nfields; f++) {
@@ -520,7 +522,9 @@ int fe_realization_schedule(fe_realization *r, int morton, int **perm, size_t *n
 {
   double t0 = fe_clock();
   fe_progress_phase("the schedule");
+  r->building = "the schedule";
   int rc = realization_schedule(r, morton, perm, npad);
+  if (!rc) r->building = NULL;
   r->setup_part[0] += fe_clock() - t0;
   return rc;
 }
@@ -571,8 +575,10 @@ int fe_realization_cell_data(fe_realization *r, const int *perm, size_t npad)
 {
   double t0 = fe_clock();
   fe_progress_phase("the cell data");
+  r->building = "the cell data";
   int rc = upload_aux(r->A, r, perm, npad);
   if (!rc) rc = upload_fields(r->A, r, perm, npad);
+  if (!rc) r->building = NULL;
   r->setup_part[1] += fe_clock() - t0;
   return rc;
 }
@@ -596,7 +602,9 @@ int fe_realization_geometry(fe_realization *r, int recompute, const int *perm, s
 {
   double t0 = fe_clock();
   fe_progress_phase("the geometry");
+  r->building = "the geometry";
   int rc = realization_geometry(r, recompute, perm, npad);
+  if (!rc) r->building = NULL;
   r->setup_part[2] += fe_clock() - t0;
   return rc;
 }
@@ -865,6 +873,10 @@ static int realization_get(fe_operator *A, const fe_action_opts *o, fe_realizati
   if (!rc) rc = st->setup(r);
   fe_progress_watch(0);
   fe_progress_end();
+  if (rc == FE_ERR_MEM) /* which operator, where, and the part that did not fit */
+    fe_error_context("setting up %s on %s (%s) for %d cells: building %s", st->name, be->name,
+                     fe_precision_name(prec), A->V->mesh->ncells,
+                     r->building ? r->building : "the strategy's own data");
   if (!rc && st->delegate) { /* csr, ebe: remember the constants the matrices were made with */
     size_t nk = (size_t)A->pde->nconst;
     if ((r->built_constants = malloc(sizeof(double) * (nk + 1)))) {

@@ -125,6 +125,7 @@ struct fe_realization {
                             * with (a change of one the Jacobian reads rebuilds it) */
   double setup_seconds;  /* building and moving the data above, reported once */
   double setup_part[3];  /* of which: the schedule, the per-cell data, the geometry */
+  const char *building;  /* the part being set up now (an out-of-memory error names it) */
   int kernel_from[FE_NACTIONS]; /* an action's kernel: 1 compiled, 2 from a cache (reported once) */
   fe_work work[FE_NACTIONS];   /* the strategy's counts of each action, made once (the bank
                                 * model walks a group's accesses: not work for every call) */

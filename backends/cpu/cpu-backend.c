@@ -147,7 +147,7 @@ static int cpu_alloc(void *impl, size_t bytes, fe_buffer *buf)
   (void)impl;
   void *p = NULL;
   if (posix_memalign(&p, 64, bytes ? bytes : 64))
-    FE_ERROR(FE_ERR_MEM, "out of host memory: asked for %.1f MiB", bytes / 1048576.0);
+    FE_ERROR(FE_ERR_MEM, "out of host memory: a buffer of %.1f MiB", bytes / 1048576.0);
   buf->ptr = p;
   buf->bytes = bytes;
   return 0;
