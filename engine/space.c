@@ -15,6 +15,8 @@
 #include "engine/space.h"
 
 #include <ctype.h>
+#include <omp.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,7 @@
 #include "engine/progress.h"
 #include "engine/keymap.h"
 #include "engine/quadrature.h"
+#include "engine/sort.h"
 
 #define KEY_PAIRS 4 /* an edge or face node names at most the 4 vertices of a quad face */
 
@@ -87,6 +90,119 @@ void fe_space_cell_map(const fe_space *V, int c, const double *xi, double x[3], 
   }
 }
 
+/* A 32-bit hash of a node's name (its sorted (vertex, weight) pairs). */
+static uint32_t key_hash(const int *key)
+{
+  uint64_t h = 0x9e3779b97f4a7c15ULL;
+  for (int i = 0; i < 2 * KEY_PAIRS; i++) {
+    h ^= (uint64_t)(uint32_t)key[i];
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 29;
+  }
+  return (uint32_t)(h >> 32);
+}
+
+/* The numbering build_dof_map's hash map gives (vertices keep their ids; every other node,
+ * in the order of its first (cell, node) place, the next id), made on every thread: each
+ * shared place's name hashed and packed above the place, one radix sort by the hash, the
+ * places of one name grouped within their hash (first place first: the sort is stable), a
+ * prefix sum over the first places. Fills cell_nodes; returns the number of nodes, or -1 with
+ * an error set. */
+static long long number_nodes_sorted(fe_space *V)
+{
+  const fe_mesh *m = V->mesh;
+  const fe_element *el = &V->elem;
+  const int nb = el->nbasis, nv = el->nvertices;
+  const size_t nc = (size_t)m->ncells, np = nc * (size_t)nb;
+  /* which of the element's nodes are shared (on a vertex, edge or face): the same in every
+   * cell, as the weights say */
+  unsigned char shared_node[FE_MAX_BASIS];
+  int nshared = 0, key[2 * KEY_PAIRS];
+  const int local[FE_MAX_VERTICES] = {0, 1, 2, 3, 4, 5, 6, 7};
+  for (int b = 0; b < nb; b++) {
+    shared_node[b] = b >= nv && node_key(el, local, b, key) < nv;
+    nshared += shared_node[b];
+  }
+  const size_t total = nc * (size_t)nshared;
+  int *rep = malloc(sizeof(int) * (np + 1)); /* a place's first place of the same name */
+  uint64_t *rec = malloc(sizeof(uint64_t) * 2 * (total + 1));
+  if (!rep || !rec) {
+    free(rep), free(rec);
+    fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for a dof map");
+    return -1;
+  }
+  /* every place its own first place (vertices: -1); the shared ones' names hashed above them */
+#pragma omp parallel for schedule(static)
+  for (size_t c = 0; c < nc; c++) {
+    size_t at = c * (size_t)nshared;
+    for (int b = 0; b < nb; b++) {
+      size_t p = c * nb + (size_t)b;
+      rep[p] = b < nv ? -1 : (int)p;
+      if (!shared_node[b]) continue;
+      int k[2 * KEY_PAIRS];
+      node_key(el, m->cells + c * nv, b, k);
+      rec[at++] = (uint64_t)key_hash(k) << 32 | (uint64_t)p;
+    }
+  }
+  const size_t fill = total;
+  fe_sort_u64(rec, NULL, fill, rec + total + 1, NULL, 32);
+  /* runs of one hash: group the places by their full names, the first of each its rep */
+#pragma omp parallel
+  {
+    int t = omp_get_thread_num(), team = omp_get_num_threads();
+    size_t i = fill * (size_t)t / (size_t)team, end = fill * (size_t)(t + 1) / (size_t)team;
+    while (i > 0 && i < fill && rec[i] >> 32 == rec[i - 1] >> 32) i++; /* a run's owner: its start */
+    while (i < end) {
+      size_t j = i + 1;
+      while (j < fill && rec[j] >> 32 == rec[i] >> 32) j++;
+      for (size_t a = i; a < j; a++) {
+        size_t pa = (size_t)(uint32_t)rec[a];
+        if (rep[pa] != (int)pa) continue; /* already named by an earlier place */
+        int ka[2 * KEY_PAIRS], kb[2 * KEY_PAIRS];
+        node_key(el, m->cells + pa / nb * nv, (int)(pa % nb), ka);
+        for (size_t q = a + 1; q < j; q++) {
+          size_t pq = (size_t)(uint32_t)rec[q];
+          if (rep[pq] != (int)pq) continue;
+          node_key(el, m->cells + pq / nb * nv, (int)(pq % nb), kb);
+          if (!memcmp(ka, kb, sizeof ka)) rep[pq] = (int)pa;
+        }
+      }
+      i = j;
+    }
+  }
+  free(rec);
+  /* ids: the first places in place order, after the vertices */
+  int team_max = omp_get_max_threads();
+  size_t *firsts = calloc((size_t)team_max + 1, sizeof(size_t));
+  if (!firsts) {
+    free(rep);
+    fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for a dof map");
+    return -1;
+  }
+  int *dof = V->cell_nodes;
+#pragma omp parallel
+  {
+    int t = omp_get_thread_num(), team = omp_get_num_threads();
+    size_t lo = np * (size_t)t / (size_t)team, hi = np * (size_t)(t + 1) / (size_t)team, k = 0;
+    for (size_t p = lo; p < hi; p++) k += rep[p] == (int)p;
+    firsts[t + 1] = k;
+#pragma omp barrier
+#pragma omp single
+    for (int u = 0; u < team; u++) firsts[u + 1] += firsts[u];
+    size_t id = (size_t)m->nvertices + firsts[t];
+    for (size_t p = lo; p < hi; p++)
+      if (rep[p] < 0) dof[p] = m->cells[p / nb * nv + p % nb];
+      else if (rep[p] == (int)p) dof[p] = (int)id++;
+#pragma omp barrier
+    for (size_t p = lo; p < hi; p++)
+      if (rep[p] >= 0 && rep[p] != (int)p) dof[p] = dof[rep[p]]; /* rep[p] < p: numbered */
+  }
+  size_t nfirst = 0;
+  for (int u = 0; u <= team_max; u++) nfirst = firsts[u] > nfirst ? firsts[u] : nfirst;
+  free(firsts), free(rep);
+  return (long long)m->nvertices + (long long)nfirst;
+}
+
 /* Number every node: vertices keep their ids, shared edge and face nodes are named by their
  * keys, interior nodes are new. Fills cell_nodes, nnodes and node_coords. */
 static int build_dof_map(fe_space *V)
@@ -104,15 +220,22 @@ static int build_dof_map(fe_space *V)
     if (k < nv && k > pairs) pairs = k;
     shared += k < nv;
   }
-  fe_keymap names;
-  FE_CHECK(fe_keymap_init_local(&names, 2 * pairs, nc * shared / 4 + 16, m->nvertices));
   size_t nnodes = (size_t)m->nvertices;
-  int rc = 0;
+  int rc = 0, sorted = nb > nv && nc * nb < (size_t)1 << 31;
   if (nb == nv) { /* P1, Q1: the nodes are the vertices; the map is the cells' own */
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < nc * nb; i++) V->cell_nodes[i] = m->cells[i];
+  } else if (sorted) {
+    long long n = number_nodes_sorted(V);
+    if (n < 0) return fe_error_push(fe_error_code(), __FILE__, __LINE__, __func__);
+    if (n > (long long)1 << 30)
+      FE_ERROR(FE_ERR_ARG, "space %s: more than 2^30 nodes", V->name);
+    nnodes = (size_t)n;
   }
-  for (size_t c = 0; c < nc && !rc && nb > nv; c++) {
+  fe_keymap names;
+  FE_CHECK(fe_keymap_init_local(&names, 2 * pairs, sorted ? 16 : nc * shared / 4 + 16,
+                                m->nvertices));
+  for (size_t c = 0; c < nc && !rc && nb > nv && !sorted; c++) {
     if ((c & 65535) == 0 && (rc = fe_interrupt_check())) break;
     const int *verts = m->cells + c * nv;
     int *dof = V->cell_nodes + c * nb;
