@@ -150,10 +150,11 @@ static int box_coords(const fe_box_opts *o, fe_mesh *m)
     fill_sine_table(wave[d][0], n[d], k);
     fill_sine_table(wave[d][1], n[d], n[d] >= 4 ? 2 * k : k); /* 2 k would vanish at n = 2 */
   }
-  double *x = m->coords;
   const double s = o->distort / 4.0;
+#pragma omp parallel for collapse(2) schedule(static)
   for (int k = 0; k <= nz; k++)
-    for (int j = 0; j <= ny; j++)
+    for (int j = 0; j <= ny; j++) {
+      double *x = m->coords + 3 * ((size_t)(nx + 1) * ((size_t)(ny + 1) * k + j));
       for (int i = 0; i <= nx; i++, x += 3) {
         x[0] = line[0][i];
         x[1] = line[1][j];
@@ -166,6 +167,7 @@ static int box_coords(const fe_box_opts *o, fe_mesh *m)
           x[c] += s * h[c] * bump;
         }
       }
+    }
   for (int d = 0; d < 3; d++) free(line[d]);
   return 0;
 }
@@ -179,10 +181,12 @@ static void box_cells(const fe_box_opts *o, fe_mesh *m)
   const int sx = 1, sy = nx + 1, sz = (nx + 1) * (ny + 1);
   int corner[8]; /* vertex offset of each cube corner from corner 0 */
   for (int q = 0; q < 8; q++) corner[q] = (q & 1) * sx + ((q >> 1) & 1) * sy + ((q >> 2) & 1) * sz;
-  int *c = m->cells;
+  const int per = m->ncells / (nx * ny * nz) * m->nvc; /* vertex ids a cube fills */
+#pragma omp parallel for collapse(2) schedule(static)
   for (int k = 0; k < nz; k++)
     for (int j = 0; j < ny; j++) {
       int base = sy * j + sz * k;
+      int *c = m->cells + (size_t)per * ((size_t)nx * ((size_t)ny * k + j));
       for (int i = 0; i < nx; i++, base++) {
         if (o->type == FE_CELL_TET) {
           for (int t = 0; t < 6; t++, c += 4)
@@ -201,6 +205,7 @@ static void box_cells(const fe_box_opts *o, fe_mesh *m)
         }
       }
     }
+#pragma omp parallel for schedule(static)
   for (int e = 0; e < m->ncells; e++) m->cell_tags[e] = 1;
 }
 
