@@ -542,13 +542,16 @@ int fe_mesh_color_groups(const fe_mesh *m, const int *cells, int nvc, int block,
   *color = NULL;
   *ncolors = 0;
   const size_t nentries = (size_t)m->ncells * nvc;
-  int maxid = -1;
+  int maxid = -1, minid = 0;
+#pragma omp parallel for schedule(static) reduction(max : maxid) reduction(min : minid)
   for (size_t k = 0; k < nentries; k++) {
+    maxid = cells[k] > maxid ? cells[k] : maxid;
+    minid = cells[k] < minid ? cells[k] : minid;
+  }
+  for (size_t k = 0; minid < 0 && k < nentries; k++) /* the first negative id, named */
     if (cells[k] < 0)
       FE_ERROR(FE_ERR_ARG, "mesh coloring: cell %zu has a negative vertex id %d", k / nvc,
                cells[k]);
-    if (cells[k] > maxid) maxid = cells[k];
-  }
   const int ngroups = m->ncells / block + (m->ncells % block != 0);
   uint64_t *used; /* per vertex: colors of the groups touching it */
   FE_CALLOC(used, (size_t)maxid + 1, "coloring vertex masks");

@@ -353,19 +353,18 @@ int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *p
   return 0;
 }
 
-/* A new buffer of n reals of precision prec, written by fill(ctx, out, prec): in place where
- * the backend's memory is the host's (the cpu), else through one staging copy. */
-int fe_fill_reals(fe_backend *be, fe_precision prec, size_t n, fe_buffer *buf,
-                  int (*fill)(void *ctx, void *out, fe_precision prec), void *ctx)
+/* A new buffer of `bytes`, written by fill(ctx, out): in place where the backend's memory is
+ * the host's (the cpu), else through one staging copy. */
+int fe_fill_buffer(fe_backend *be, size_t bytes, fe_buffer *buf, int (*fill)(void *ctx, void *out),
+                   void *ctx)
 {
-  size_t bytes = n * fe_precision_size(prec);
   FE_CHECK(be->ops->alloc(be->impl, bytes ? bytes : 1, buf));
   void *at = be->ops->host ? be->ops->host(be->impl, buf) : NULL;
   void *stage = at ? NULL : malloc(bytes + 1);
   int rc = !at && !stage ? fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
                                        "out of host memory: %.1f MiB to stage a buffer",
                                        bytes / 1048576.0)
-                         : fill(ctx, at ? at : stage, prec);
+                         : fill(ctx, at ? at : stage);
   if (!rc && stage) rc = be->ops->write(be->impl, buf, 0, bytes, stage);
   free(stage);
   if (rc) {
@@ -373,6 +372,26 @@ int fe_fill_reals(fe_backend *be, fe_precision prec, size_t n, fe_buffer *buf,
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
   return 0;
+}
+
+typedef struct reals_job {
+  int (*fill)(void *ctx, void *out, fe_precision prec);
+  void *ctx;
+  fe_precision prec;
+} reals_job;
+
+static int reals_fill(void *ctx, void *out)
+{
+  const reals_job *j = ctx;
+  return j->fill(j->ctx, out, j->prec);
+}
+
+/* The same for n reals of precision prec; fill writes them in that precision. */
+int fe_fill_reals(fe_backend *be, fe_precision prec, size_t n, fe_buffer *buf,
+                  int (*fill)(void *ctx, void *out, fe_precision prec), void *ctx)
+{
+  reals_job job = {fill, ctx, prec};
+  return fe_fill_buffer(be, n * fe_precision_size(prec), buf, reals_fill, &job);
 }
 
 /* Upload n doubles as reals of precision prec into a new buffer. */
@@ -490,11 +509,16 @@ static int build_schedule(const fe_operator *A, fe_realization *d, const int *or
     d->color_start[1] = ng;
     return 0;
   }
-  int *color, nb = V->elem.nbasis, *oc;
-  FE_MALLOC(oc, (size_t)V->mesh->ncells * nb, "ordered cell map");
-  for (int c = 0; c < V->mesh->ncells; c++)
-    memcpy(oc + (size_t)c * nb, V->cell_nodes + (size_t)order[c] * nb, sizeof(int) * nb);
-  int rc = fe_mesh_color_groups(V->mesh, oc, nb, d->block, &color, &d->ncolors);
+  int *color, nb = V->elem.nbasis, *oc = NULL, identity = 1;
+  for (int c = 0; c < V->mesh->ncells && identity; c++) identity = order[c] == c;
+  if (!identity) { /* the cells' nodes in this order (the mesh's own order needs no copy) */
+    FE_MALLOC(oc, (size_t)V->mesh->ncells * nb, "ordered cell map");
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < V->mesh->ncells; c++)
+      memcpy(oc + (size_t)c * nb, V->cell_nodes + (size_t)order[c] * nb, sizeof(int) * nb);
+  }
+  int rc = fe_mesh_color_groups(V->mesh, identity ? V->cell_nodes : oc, nb, d->block, &color,
+                                &d->ncolors);
   free(oc);
   if (rc) {
     free(*list);

@@ -176,8 +176,10 @@ int fe_realization_cell_data(fe_realization *r, const int *perm, size_t npad);
 size_t fe_geometry_words(const fe_operator *A, const fe_quadrature *Q, size_t npad);
 int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *perm, size_t npad,
                       void *out, fe_precision prec);
-/* A new buffer of n reals of precision prec written by fill(ctx, out, prec): in place on the
- * cpu, through one staging copy elsewhere. */
+/* A new buffer of `bytes` written by fill(ctx, out): in place on the cpu, through one staging
+ * copy elsewhere. fe_fill_reals: the same for n reals of precision prec. */
+int fe_fill_buffer(fe_backend *be, size_t bytes, fe_buffer *buf, int (*fill)(void *ctx, void *out),
+                   void *ctx);
 int fe_fill_reals(fe_backend *be, fe_precision prec, size_t n, fe_buffer *buf,
                   int (*fill)(void *ctx, void *out, fe_precision prec), void *ctx);
 /* Stored factors of every action at its own points in r->geo (shared between equal rules);

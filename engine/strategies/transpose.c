@@ -62,17 +62,29 @@ static int transpose_configure(fe_realization *r, const fe_action_opts *o)
 }
 
 /* The cell map in the order of perm, padding cells copying their group's first cell. */
+typedef struct cells_job {
+  const fe_space *V;
+  const int *perm;
+  size_t npad;
+} cells_job;
+
+static int cells_fill(void *ctx, void *out)
+{
+  const cells_job *j = ctx;
+  const int nb = j->V->elem.nbasis;
+  int *cells = out;
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < j->npad; i++)
+    memcpy(cells + i * nb, j->V->cell_nodes + (size_t)fe_stored_cell(j->perm, i) * nb,
+           sizeof(int) * nb);
+  return 0;
+}
+
+/* The stored cells' nodes, written straight into the buffer. */
 static int upload_cells(fe_realization *r, const int *perm, size_t npad, fe_buffer *buf)
 {
-  const fe_space *V = r->A->V;
-  int nb = V->elem.nbasis;
-  int *cells;
-  FE_MALLOC(cells, npad * nb, "cell map");
-  for (size_t i = 0; i < npad; i++)
-    memcpy(cells + i * nb, V->cell_nodes + (size_t)fe_stored_cell(perm, i) * nb, sizeof(int) * nb);
-  int rc = fe_upload_ints(r->be, cells, npad * nb, buf);
-  free(cells);
-  return rc;
+  cells_job job = {r->A->V, perm, npad};
+  return fe_fill_buffer(r->be, sizeof(int) * npad * r->A->V->elem.nbasis, buf, cells_fill, &job);
 }
 
 static int transpose_setup(fe_realization *r)
