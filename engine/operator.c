@@ -540,17 +540,30 @@ static int build_schedule(const fe_operator *A, fe_realization *d, const int *or
   return 0;
 }
 
+/* Setup part k of a realization (the report's setup_parts): shown on the progress line, named
+ * by an out-of-memory error while it runs, and timed. */
+static const char *const part_names[3] = {"the schedule", "the cell data", "the geometry"};
+
+static double part_begin(fe_realization *r, int k)
+{
+  fe_progress_phase(part_names[k]);
+  r->building = part_names[k];
+  return fe_clock();
+}
+
+static int part_end(fe_realization *r, int k, double t0, int rc)
+{
+  if (!rc) r->building = NULL;
+  r->setup_part[k] += fe_clock() - t0;
+  return rc;
+}
+
 static int realization_schedule(fe_realization *r, int morton, int **perm, size_t *npad);
 
 int fe_realization_schedule(fe_realization *r, int morton, int **perm, size_t *npad)
 {
-  double t0 = fe_clock();
-  fe_progress_phase("the schedule");
-  r->building = "the schedule";
-  int rc = realization_schedule(r, morton, perm, npad);
-  if (!rc) r->building = NULL;
-  r->setup_part[0] += fe_clock() - t0;
-  return rc;
+  double t0 = part_begin(r, 0);
+  return part_end(r, 0, t0, realization_schedule(r, morton, perm, npad));
 }
 
 static int realization_schedule(fe_realization *r, int morton, int **perm, size_t *npad)
@@ -597,14 +610,10 @@ static int realization_schedule(fe_realization *r, int morton, int **perm, size_
 
 int fe_realization_cell_data(fe_realization *r, const int *perm, size_t npad)
 {
-  double t0 = fe_clock();
-  fe_progress_phase("the cell data");
-  r->building = "the cell data";
+  double t0 = part_begin(r, 1);
   int rc = upload_aux(r->A, r, perm, npad);
   if (!rc) rc = upload_fields(r->A, r, perm, npad);
-  if (!rc) r->building = NULL;
-  r->setup_part[1] += fe_clock() - t0;
-  return rc;
+  return part_end(r, 1, t0, rc);
 }
 
 static int realization_geometry(fe_realization *r, int recompute, const int *perm, size_t npad);
@@ -624,13 +633,8 @@ static int geometry_fill(void *ctx, void *out, fe_precision prec)
 
 int fe_realization_geometry(fe_realization *r, int recompute, const int *perm, size_t npad)
 {
-  double t0 = fe_clock();
-  fe_progress_phase("the geometry");
-  r->building = "the geometry";
-  int rc = realization_geometry(r, recompute, perm, npad);
-  if (!rc) r->building = NULL;
-  r->setup_part[2] += fe_clock() - t0;
-  return rc;
+  double t0 = part_begin(r, 2);
+  return part_end(r, 2, t0, realization_geometry(r, recompute, perm, npad));
 }
 
 static int realization_geometry(fe_realization *r, int recompute, const int *perm, size_t npad)

@@ -180,6 +180,7 @@ static long long number_nodes_sorted(fe_space *V)
     return -1;
   }
   int *dof = V->cell_nodes;
+  size_t nfirst = 0;
 #pragma omp parallel
   {
     int t = omp_get_thread_num(), team = omp_get_num_threads();
@@ -188,7 +189,10 @@ static long long number_nodes_sorted(fe_space *V)
     firsts[t + 1] = k;
 #pragma omp barrier
 #pragma omp single
-    for (int u = 0; u < team; u++) firsts[u + 1] += firsts[u];
+    {
+      for (int u = 0; u < team; u++) firsts[u + 1] += firsts[u];
+      nfirst = firsts[team];
+    }
     size_t id = (size_t)m->nvertices + firsts[t];
     for (size_t p = lo; p < hi; p++)
       if (rep[p] < 0) dof[p] = m->cells[p / nb * nv + p % nb];
@@ -197,21 +201,21 @@ static long long number_nodes_sorted(fe_space *V)
     for (size_t p = lo; p < hi; p++)
       if (rep[p] >= 0 && rep[p] != (int)p) dof[p] = dof[rep[p]]; /* rep[p] < p: numbered */
   }
-  size_t nfirst = 0;
-  for (int u = 0; u <= team_max; u++) nfirst = firsts[u] > nfirst ? firsts[u] : nfirst;
   free(firsts), free(rep);
   return (long long)m->nvertices + (long long)nfirst;
 }
 
 /* Number every node: vertices keep their ids, shared edge and face nodes are named by their
  * keys, interior nodes are new. Fills cell_nodes, nnodes and node_coords. */
-static int build_dof_map(fe_space *V)
+/* The same numbering, one cell after another through a hash map of the names: for spaces of
+ * more places than a 32-bit position names (number_nodes_sorted packs them). Returns the
+ * number of nodes, or -1 with an error set. */
+static long long number_nodes_hashed(fe_space *V)
 {
   const fe_mesh *m = V->mesh;
   const fe_element *el = &V->elem;
   const int nb = el->nbasis, nv = el->nvertices;
   const size_t nc = (size_t)m->ncells;
-  FE_MALLOC(V->cell_nodes, nc * nb + 1, "dof map");
   /* keys as long as the largest entity that shares nodes needs (2 pairs for edges) */
   int shared = 0, pairs = 1, key[2 * KEY_PAIRS];
   const int local[FE_MAX_VERTICES] = {0, 1, 2, 3, 4, 5, 6, 7};
@@ -220,22 +224,11 @@ static int build_dof_map(fe_space *V)
     if (k < nv && k > pairs) pairs = k;
     shared += k < nv;
   }
-  size_t nnodes = (size_t)m->nvertices;
-  int rc = 0, sorted = nb > nv && nc * nb < (size_t)1 << 31;
-  if (nb == nv) { /* P1, Q1: the nodes are the vertices; the map is the cells' own */
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < nc * nb; i++) V->cell_nodes[i] = m->cells[i];
-  } else if (sorted) {
-    long long n = number_nodes_sorted(V);
-    if (n < 0) return fe_error_push(fe_error_code(), __FILE__, __LINE__, __func__);
-    if (n > (long long)1 << 30)
-      FE_ERROR(FE_ERR_ARG, "space %s: more than 2^30 nodes", V->name);
-    nnodes = (size_t)n;
-  }
   fe_keymap names;
-  FE_CHECK(fe_keymap_init_local(&names, 2 * pairs, sorted ? 16 : nc * shared / 4 + 16,
-                                m->nvertices));
-  for (size_t c = 0; c < nc && !rc && nb > nv && !sorted; c++) {
+  if (fe_keymap_init_local(&names, 2 * pairs, nc * shared / 4 + 16, m->nvertices)) return -1;
+  size_t nnodes = (size_t)m->nvertices;
+  int rc = 0;
+  for (size_t c = 0; c < nc && !rc; c++) {
     if ((c & 65535) == 0 && (rc = fe_interrupt_check())) break;
     const int *verts = m->cells + c * nv;
     int *dof = V->cell_nodes + c * nb;
@@ -256,7 +249,26 @@ static int build_dof_map(fe_space *V)
     }
   }
   fe_keymap_free(&names);
-  FE_CHECK(rc);
+  return rc ? -1 : (long long)nnodes;
+}
+
+static int build_dof_map(fe_space *V)
+{
+  const fe_mesh *m = V->mesh;
+  const fe_element *el = &V->elem;
+  const int nb = el->nbasis, nv = el->nvertices;
+  const size_t nc = (size_t)m->ncells;
+  FE_MALLOC(V->cell_nodes, nc * nb + 1, "dof map");
+  size_t nnodes = (size_t)m->nvertices;
+  if (nb == nv) { /* P1, Q1: the nodes are the vertices; the map is the cells' own */
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < nc * nb; i++) V->cell_nodes[i] = m->cells[i];
+  } else {
+    long long n = nc * nb < (size_t)1 << 31 ? number_nodes_sorted(V) : number_nodes_hashed(V);
+    if (n < 0) return fe_error_push(fe_error_code(), __FILE__, __LINE__, __func__);
+    if (n > (long long)1 << 30) FE_ERROR(FE_ERR_ARG, "space %s: more than 2^30 nodes", V->name);
+    nnodes = (size_t)n;
+  }
   V->nnodes = (int)nnodes;
   FE_MALLOC(V->node_coords, 3 * nnodes + 1, "node coordinates");
   memcpy(V->node_coords, m->coords, sizeof(double) * 3 * (size_t)m->nvertices);
