@@ -324,9 +324,7 @@ int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *p
         else if (dim == 3) map_gradient3(X, dphi + (size_t)q * nv * 3, nv, J);
         else map_gradient2(X, dphi + (size_t)q * nv * 2, nv, J);
         if (!out) {
-          det = dim == 3 ? J[0] * (J[4] * J[8] - J[5] * J[7]) - J[1] * (J[3] * J[8] - J[5] * J[6]) +
-                               J[2] * (J[3] * J[7] - J[4] * J[6])
-                         : J[0] * J[3] - J[1] * J[2];
+          det = fe_space_map_det(dim, J);
         } else {
           det = fe_space_map_inverse(dim, J, K);
           K[dim * dim] = pad ? 0 : det;

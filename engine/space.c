@@ -506,6 +506,14 @@ int fe_space_interpolate(const fe_space *V, fe_point_fn f, void *ctx, double *va
   return 0;
 }
 
+/* Determinant of a 3x3 (or 2x2) matrix. */
+double fe_space_map_det(int dim, const double *J)
+{
+  if (dim == 2) return J[0] * J[3] - J[1] * J[2];
+  return J[0] * (J[4] * J[8] - J[5] * J[7]) + J[1] * (J[5] * J[6] - J[3] * J[8]) +
+         J[2] * (J[3] * J[7] - J[4] * J[6]);
+}
+
 /* Determinant and inverse of a 3x3 (or 2x2) matrix. */
 double fe_space_map_inverse(int dim, const double *J, double *K)
 {

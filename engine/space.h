@@ -62,6 +62,7 @@ int fe_space_error(const fe_space *V, const double *u, fe_point_fn f, void *ctx,
                    double *err);
 
 /* Determinant of J (dim x dim, row-major J[d][i] = dx_d/dxi_i) and its inverse K[i][d]. */
+double fe_space_map_det(int dim, const double *J); /* det J alone */
 double fe_space_map_inverse(int dim, const double *J, double *K);
 
 #endif

@@ -396,20 +396,18 @@ static int perf_counts(lua_State *L)
   return 1;
 }
 
-/* A field "Vm...:  N kB" of /proc/self/status in bytes (0: not there, not Linux). */
-static double proc_status_bytes(const char *field)
+/* The resident size now and at its peak ("VmRSS", "VmHWM" of /proc/self/status), in bytes
+ * (0: not there, not Linux). */
+static void proc_resident(double *now, double *peak)
 {
   FILE *f = fopen("/proc/self/status", "r");
   char line[256];
-  double kb = 0;
-  size_t n = strlen(field);
-  while (f && fgets(line, sizeof line, f))
-    if (!strncmp(line, field, n) && line[n] == ':') {
-      kb = atof(line + n + 1);
-      break;
-    }
+  *now = *peak = 0;
+  while (f && fgets(line, sizeof line, f)) {
+    if (!strncmp(line, "VmRSS:", 6)) *now = atof(line + 6) * 1024;
+    if (!strncmp(line, "VmHWM:", 6)) *peak = atof(line + 6) * 1024;
+  }
   if (f) fclose(f);
-  return kb * 1024;
 }
 
 /* perf.memory([reset]) -> {host, host_peak, <backend> = {now, peak}}: resident host memory
@@ -426,10 +424,12 @@ static int perf_memory(lua_State *L)
       fclose(f);
     }
   }
+  double now, peak;
+  proc_resident(&now, &peak);
   lua_createtable(L, 0, 4);
-  lua_pushinteger(L, (lua_Integer)proc_status_bytes("VmRSS"));
+  lua_pushinteger(L, (lua_Integer)now);
   lua_setfield(L, -2, "host");
-  lua_pushinteger(L, (lua_Integer)proc_status_bytes("VmHWM"));
+  lua_pushinteger(L, (lua_Integer)peak);
   lua_setfield(L, -2, "host_peak");
   for (int i = 0; i < fe_backend_count(); i++) {
     fe_backend *be = fe_backend_opened(i);
