@@ -424,7 +424,7 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
   double setup = fe_clock() - t0 - compile_s - transfer, seconds = 0;
   if (!rc && sh.dynamic) rc = r->be->ops->kernel_shared(r->be->impl, r->elemat[v], sh.dynamic);
   if (!rc) {
-    long long geo_n = (long long)r->npad * (A->geo_affine ? 1 : A->quad[FE_ACTION_APPLY].npoints);
+    long long geo_n = (long long)fe_geometry_plane(A, &A->quad[FE_ACTION_APPLY], r->npad);
     long long ngroups = ((long long)r->npad + sh.block - 1) / sh.block;
     /* jac is given the coordinates where nojac reads the stored factors: it never needs them */
     const fe_buffer *geo = elemat_variants[v].nojac ? &r->geo[FE_ACTION_APPLY] : &r->coords;

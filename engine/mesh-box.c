@@ -315,6 +315,7 @@ int fe_mesh_box(const fe_box_opts *o, fe_mesh **out)
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
   m->positive = o->distort == 0; /* upper > lower (box_check): positive affine maps */
+  m->affine = o->distort == 0 ? 1 : 0; /* distorted: found out when asked */
   *out = m;
   return 0;
 }

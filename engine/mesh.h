@@ -52,6 +52,11 @@ typedef struct fe_mesh {
    * from an operator's check of straight simplices (det J is one number a cell); operators
    * then skip their own check. Code that edits cells or coords in place clears it. */
   int positive;
+  /* Every cell is the image of the reference cell under an affine map, so the map's Jacobian
+   * is one matrix a cell: 1 yes, -1 no, 0 not known yet (fe_mesh_affine finds out and keeps
+   * the answer). Straight simplices always are; mesh.box's undistorted cells are by
+   * construction. Code that edits cells or coords in place sets it back to 0. */
+  int affine;
 } fe_mesh;
 
 typedef struct fe_box_opts {
@@ -79,6 +84,12 @@ int fe_mesh_tag_vertices(const fe_mesh *m, int id, int **verts, int *n);
  * naming the cell id. Curved meshes also: geo_cells agree with cells, and each cell's
  * second-order map has a positive Jacobian determinant at every one of its nodes. */
 int fe_mesh_check(const fe_mesh *m);
+/* Whether every cell of a straight mesh is an affine image of the reference cell (quads and
+ * hexes: parallelograms and parallelepipeds; prisms: a triangle swept along one vector): each
+ * vertex lies where the map's linear part at the reference centroid puts it, to 1e-10 of the
+ * cell's size. Simplices: 1; curved meshes: 0. The answer is kept in m->affine (a mesh is
+ * made mutable by its owner; the check runs once). */
+int fe_mesh_affine(const fe_mesh *m);
 /* ----- cell geometry: the straight map from the vertices, the curved one from the
  * second-order nodes (engine/mesh.c) ----- */
 

@@ -258,10 +258,14 @@ void fe_realization_spec(const fe_realization *r, fe_action a, fe_kernel_spec *s
  * factors still needs every det J > 0). Straight cells use the first-order map's gradients
  * tabulated once at the rule's points: per cell, its vertices once and a small product per
  * point. */
+size_t fe_geometry_plane(const fe_operator *A, const fe_quadrature *Q, size_t npad)
+{
+  return npad * (size_t)(A->geo_affine ? 1 : Q->npoints);
+}
+
 size_t fe_geometry_words(const fe_operator *A, const fe_quadrature *Q, size_t npad)
 {
-  int dim = A->V->elem.dim;
-  return npad * (size_t)(A->geo_affine ? 1 : Q->npoints) * (size_t)fe_geo_stride(dim);
+  return fe_geometry_plane(A, Q, npad) * (size_t)fe_geo_stride(A->V->elem.dim);
 }
 
 /* J[d * dim + k] = sum_b X[b][d] dphi[b * dim + k]: the map's gradient at one point. */

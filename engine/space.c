@@ -314,7 +314,7 @@ int fe_space_create_opts(const fe_mesh *m, const fe_space_opts *o, fe_space **ou
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
   V->curved = m->geo_order >= 2;
-  V->affine = !V->curved && (m->type == FE_CELL_TRI || m->type == FE_CELL_TET);
+  V->affine = !V->curved && fe_mesh_affine(m);
   fe_progress_begin("fe.space", 0);
   fe_progress_watch(1);
   fe_progress_phase("the dof map");

@@ -17,7 +17,7 @@ typedef struct fe_space {
   int ndofs;            /* global dofs (nodes x components) */
   int nnodes;           /* global nodes */
   int curved;           /* the mesh has second-order geometry */
-  int affine;           /* straight simplices: one Jacobian per cell */
+  int affine;           /* affine cells (fe_mesh_affine): one Jacobian per cell */
   int *cell_nodes;      /* ncells x elem.nbasis global node ids */
   double *node_coords;  /* nnodes x 3 physical coordinates */
 } fe_space;

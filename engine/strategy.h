@@ -174,6 +174,9 @@ int fe_realization_cell_data(fe_realization *r, const int *perm, size_t npad);
  * into out (fe_geometry_words of them; out NULL: only check that every det J > 0, with the
  * cell's id in the error). */
 size_t fe_geometry_words(const fe_operator *A, const fe_quadrature *Q, size_t npad);
+/* The sets of factors stored for npad cells (one a cell on affine cells, else one a point):
+ * the kernels' geo_n, the distance between two factors of one set. */
+size_t fe_geometry_plane(const fe_operator *A, const fe_quadrature *Q, size_t npad);
 int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *perm, size_t npad,
                       void *out, fe_precision prec);
 /* A new buffer of `bytes` written by fill(ctx, out): in place on the cpu, through one staging

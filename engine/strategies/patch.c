@@ -257,7 +257,7 @@ static int patch_integrate(fe_realization *r, fe_action a, const fe_vector *u, c
   fe_arg args[19] = {
       {.kind = FE_ARG_INT, .i = r->ngroups},
       {.kind = FE_ARG_INT, .i = A->V->mesh->ncells},
-      {.kind = FE_ARG_INT, .i = (long long)(fe_padded_cells(A, r->block) * (A->geo_affine ? 1 : A->quad[a].npoints))},
+      {.kind = FE_ARG_INT, .i = (long long)fe_geometry_plane(A, &A->quad[a], fe_padded_cells(A, r->block))},
       {.kind = FE_ARG_BUFFER, .buf = &d->pstart},
       {.kind = FE_ARG_BUFFER, .buf = &d->pnodes},
       {.kind = FE_ARG_BUFFER, .buf = &d->pruns},

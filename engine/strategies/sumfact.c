@@ -4,8 +4,8 @@
  * points come from 1D contractions, one direction at a time: O(p^(d+1)) work per cell instead
  * of the O(p^(2d)) of a kernel with dense tables, and only 1D tables (B1, G1, DQ: (p+1) x q
  * each). The pointwise physics runs at the points unchanged. The geometry is stored per point
- * (Jinv and det J) or recomputed from the cell's corners (straight cells: the paper's r'
- * kernel). The diagonal is sum-factorized too: per point the pulled-back linearization, then
+ * (Jinv and det J; one set a cell when every cell is affine) or recomputed from the cell's
+ * corners (straight cells: the paper's r' kernel). The diagonal is sum-factorized too: per point the pulled-back linearization, then
  * 1D contractions with products of the 1D tables. */
 #include <math.h>
 #include <stdio.h>
@@ -22,7 +22,7 @@
 
 typedef struct sumfact_data {
   fe_buffer cells;  /* stored cells x NB node ids, lexicographic (x fastest) */
-  int vertices;     /* geometry recomputed from the corners (else stored per point) */
+  int vertices;     /* geometry recomputed from the corners (else stored) */
   size_t dynamic;   /* bytes of dynamic shared memory (above the static limit), else 0 */
   int pad0, pad1;   /* stored cells [pad0, pad1) are padding */
   int nodesum;      /* scatter "nodes": an E-vector, then fe_nodesum (else atomic adds) */
@@ -115,9 +115,10 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
   fe_kernel_spec s = {.V = V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec};
   double w = (double)fe_precision_size(prec), ncells = V->mesh->ncells;
   wk->flops = ncells * fe_sumfact_flops_per_cell(&sh);
-  /* the cell map, then the geometry: factors per point, or the corners' coordinates */
+  /* the cell map, then the geometry: stored factors (per point, or per cell when affine), or
+   * the corners' coordinates */
   double geo = vertices ? V->mesh->nvertices * 3 * w
-                        : ncells * A->quad[a].npoints * fe_geo_stride(V->elem.dim) * w;
+                        : (double)fe_geometry_words(A, &A->quad[a], V->mesh->ncells) * w;
   wk->bytes = fe_codegen_common_bytes(&s, A->ndir) + ncells * V->elem.nbasis * 4.0 + geo +
               (sh.need_x ? V->nnodes * 3 * w : 0);
   /* scatter "nodes": the E-vector written and read back, its index and the node offsets */
@@ -372,7 +373,7 @@ static int sumfact_integrate(fe_realization *r, fe_action a, const fe_vector *u,
 {
   const fe_operator *A = r->A;
   sumfact_data *d = r->data;
-  long long geo_n = (long long)(fe_padded_cells(A, r->block) * A->quad[a].npoints);
+  long long geo_n = (long long)fe_geometry_plane(A, &A->quad[a], fe_padded_cells(A, r->block));
   const fe_buffer *geo = r->geo[a].ptr ? &r->geo[a] : &r->params; /* unread: vertices */
   for (int c = 0; c < r->ncolors; c++) {
     FE_CHECK_INTERRUPT();
@@ -435,7 +436,8 @@ static void sumfact_describe(const fe_realization *r, fe_action a, char *buf, si
 {
   (void)a;
   const sumfact_data *d = r->data;
-  snprintf(buf, n, "geometry %s, %s", d->vertices ? "from the vertices" : "stored per point",
+  snprintf(buf, n, "geometry %s, %s",
+           d->vertices ? "from the vertices" : r->A->geo_affine ? "stored per cell" : "stored per point",
            d->nodesum ? "a sum per node" : "atomic adds");
 }
 

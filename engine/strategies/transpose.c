@@ -2,9 +2,11 @@
  * Knepley, Rupp and Terrel (engine/kernels/integrate.knl, diagonal.knl). A work group holds
  * `block` cells; its threads own (cell, point) pairs in the quadrature phase and (cell, basis
  * function) pairs in the basis phase, with the pulled-back physics crossing between them in
- * shared memory. Geometric factors are stored per point (one per cell on affine cells). The
- * scatter adds atomically, or plainly on the cpu, where the groups run color by color. Any
- * cell and order; its cost grows as NB x NQ per cell (O(p^6) on hexes). */
+ * shared memory. Geometric factors are stored per point (one per cell on affine cells), or on
+ * first-order cells of straight geometry (P1, Q1) made again from the cell's vertices at each
+ * point (geometry = "vertices": no stored factors, a few dozen flops a point; the model picks
+ * when not told). The scatter adds atomically, or plainly on the cpu, where the groups run
+ * color by color. Any cell and order; its cost grows as NB x NQ per cell (O(p^6) on hexes). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +16,11 @@
 
 typedef struct transpose_data {
   fe_buffer cells; /* stored cells x NB node ids */
+  int vertices;    /* the factors made from the vertices in the kernel (GEO_RECOMPUTE) */
+  int pad0;        /* the first padding cell (the rest of its group is padding; npad: none) */
 } transpose_data;
+
+static void transpose_counts(const fe_kernel_spec *s, int ndir, int vertices, fe_work *wk);
 
 static int imax(int a, int b) { return a > b ? a : b; }
 
@@ -46,8 +52,24 @@ static int default_block(const fe_backend *be, const fe_operator *A, fe_precisio
   return block;
 }
 
+/* The model's time of the apply with the factors stored or made from the vertices. */
+static double predict_apply(const fe_operator *A, fe_backend *be, fe_precision prec, int block,
+                            int vertices)
+{
+  fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[FE_ACTION_APPLY],
+                      .action = FE_ACTION_APPLY, .prec = prec, .geo_affine = A->geo_affine,
+                      .block = block};
+  fe_work w = {0};
+  transpose_counts(&s, A->ndir, vertices, &w);
+  return fe_predict_seconds(be, prec, &w);
+}
+
 static int transpose_configure(fe_realization *r, const fe_action_opts *o)
 {
+  const fe_operator *A = r->A;
+  transpose_data *d;
+  FE_CALLOC(d, 1, "transpose data");
+  r->data = d;
   int block = o->block > 0 ? o->block : default_block(r->be, r->A, r->prec);
   FE_ASSERT(block <= 4096, FE_ERR_ARG, "block = %d cells per work group is too large", block);
   size_t need = block * shared_per_cell(r->A, r->prec), limit = fe_shared_limit(r->be);
@@ -55,6 +77,13 @@ static int transpose_configure(fe_realization *r, const fe_action_opts *o)
             "block = %d cells of %s need %zu bytes of shared memory per work group; %s allows "
             "%zu (use a smaller block)", block, r->A->V->name, need, r->be->name, limit);
   r->block = block;
+  FE_ASSERT(o->geometry != FE_GEOMETRY_VERTICES || A->geo_recompute, FE_ERR_ARG,
+            "geometry = \"vertices\" needs first-order cells on straight geometry (P1, Q1); "
+            "%s%s is not: use \"stored\"", A->V->name, A->V->curved ? " on curved cells" : "");
+  if (o->geometry == FE_GEOMETRY_AUTO)
+    d->vertices = A->geo_recompute && predict_apply(A, r->be, r->prec, block, 1) <=
+                                          predict_apply(A, r->be, r->prec, block, 0);
+  else d->vertices = o->geometry == FE_GEOMETRY_VERTICES;
   /* only the cpu runs a group's threads one after another, so only there may groups of one
    * color scatter with plain adds; GPUs and OpenCL devices use atomics */
   r->colored = !strcmp(r->be->name, "cpu");
@@ -89,14 +118,22 @@ static int upload_cells(fe_realization *r, const int *perm, size_t npad, fe_buff
 
 static int transpose_setup(fe_realization *r)
 {
-  transpose_data *d;
-  FE_CALLOC(d, 1, "transpose data");
-  r->data = d;
+  transpose_data *d = r->data;
   int *perm = NULL;
   size_t npad = 0;
   int rc = fe_realization_schedule(r, 0, &perm, &npad);
+  if (!rc) { /* the padding: the tail of one group (checked: the kernel relies on it) */
+    size_t i = 0, bs = (size_t)r->block;
+    while (i < npad && perm[i] >= 0) i++;
+    d->pad0 = (int)i;
+    for (size_t j = i; j < npad && !rc; j++)
+      if ((perm[j] < 0) != (j / bs == i / bs))
+        rc = fe_error_set(FE_ERR_INTERNAL, __FILE__, __LINE__, __func__,
+                          "transpose: stored cell %zu of %zu: the padding is not one group's tail",
+                          j, npad);
+  }
   if (!rc) rc = upload_cells(r, perm, npad, &d->cells);
-  if (!rc) rc = fe_realization_geometry(r, 0, perm, npad);
+  if (!rc) rc = fe_realization_geometry(r, d->vertices, perm, npad);
   if (!rc) rc = fe_realization_cell_data(r, perm, npad);
   free(perm);
   return rc;
@@ -121,6 +158,7 @@ static int transpose_source(const fe_realization *r, fe_action a, const char *pr
   fe_kernel_spec s;
   fe_realization_spec(r, a, &s);
   s.template_name = a == FE_ACTION_DIAGONAL ? "diagonal" : "integrate";
+  s.defines = ((const transpose_data *)r->data)->vertices ? "#define GEO_RECOMPUTE 1\n" : NULL;
   return fe_codegen_action(&s, r->be->name, preamble, src);
 }
 
@@ -138,7 +176,9 @@ static int transpose_integrate(fe_realization *r, fe_action a, const fe_vector *
 {
   const fe_operator *A = r->A;
   transpose_data *d = r->data;
-  long long geo_n = (long long)(fe_padded_cells(A, r->block) * (A->geo_affine ? 1 : A->quad[a].npoints));
+  long long geo_n = d->vertices ? d->pad0
+                                : (long long)fe_geometry_plane(A, &A->quad[a], fe_padded_cells(A, r->block));
+  const fe_buffer *geo = d->vertices ? &r->params : &r->geo[a]; /* unread with vertices */
   for (int c = 0; c < r->ncolors; c++) {
     FE_CHECK_INTERRUPT();
     int ng = r->color_start[c + 1] - r->color_start[c];
@@ -148,7 +188,7 @@ static int transpose_integrate(fe_realization *r, fe_action a, const fe_vector *
         {.kind = FE_ARG_INT, .i = geo_n},
         {.kind = FE_ARG_BUFFER, .buf = &r->groups},
         {.kind = FE_ARG_BUFFER, .buf = &d->cells},
-        {.kind = FE_ARG_BUFFER, .buf = &r->geo[a]},
+        {.kind = FE_ARG_BUFFER, .buf = geo},
     };
     fe_physics_args(r, u, w, y, args + 6);
     int nargs = 16;
@@ -205,7 +245,8 @@ static long long point_table_word(int t, int j, const int *sh) { return (long lo
 static long long basis_table_word(int t, int j, const int *sh) { return (long long)j * 64 + t % sh[1]; }
 
 /* Shared wavefront bytes and atomics of integrate.knl and diagonal.knl on the whole mesh. */
-static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n, fe_work *wk)
+static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n, int vertices,
+                              fe_work *wk)
 {
   const fe_space *V = s->V;
   int nb = V->elem.nbasis, nq = s->quad->npoints, nc = V->ncomp, dim = V->elem.dim;
@@ -215,9 +256,10 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
   int nf = nc * (1 + dim); /* fluxes per point */
   double w = 0;
   w += fields * group_wavefronts(block * nb, nc, size, gather_word, shape);
-  if (n->need_x) w += group_wavefronts(block * nb, 3, size, gather_word, shape);
+  int xs = s->action == FE_ACTION_DIAGONAL ? n->need_x : n->need_x || vertices; /* xe loads */
+  if (xs) w += group_wavefronts(block * nb, 3, size, gather_word, shape);
   w += fields * group_wavefronts(block * nq, nb * nc, size, point_load_word, shape);
-  if (n->need_x) w += group_wavefronts(block * nq, nb * 3, size, point_load_word, shape);
+  if (xs) w += group_wavefronts(block * nq, nb * 3, size, point_load_word, shape);
   if (s->action != FE_ACTION_DIAGONAL) {
     w += group_wavefronts(block * nq, nf, size, point_store_word, shape);
     w += group_wavefronts(block * nb, nf * nq, size, basis_load_word, shape);
@@ -232,11 +274,15 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
   wk->shared_bytes = ngroups * w * 128;
   wk->constant = ngroups * k;
   wk->atomics = (double)V->mesh->ncells * nb * nc;
-  wk->l2_bytes = (double)V->mesh->ncells * nb * (fields * nc * size + 4.0);
+  /* the gathers: fields, the cell map, and with vertices the coordinates (the diagonal's
+   * items read them at every point) */
+  double xg = vertices ? (s->action == FE_ACTION_DIAGONAL ? nb * nq * 3.0 : 3.0) * size : 0;
+  wk->l2_bytes = (double)V->mesh->ncells * nb * (fields * nc * size + 4.0 + xg);
 }
 
-/* Counts of the templates' loops on the whole mesh, for cells of `block` per group. */
-static void transpose_counts(const fe_kernel_spec *s, int ndir, fe_work *wk)
+/* Counts of the templates' loops on the whole mesh, for cells of `block` per group, with the
+ * factors stored or made from the vertices at every (cell, point) item. */
+static void transpose_counts(const fe_kernel_spec *s, int ndir, int vertices, fe_work *wk)
 {
   const fe_space *V = s->V;
   int nb = V->elem.nbasis, nq = s->quad->npoints, dim = V->elem.dim, nc = V->ncomp;
@@ -247,6 +293,7 @@ static void transpose_counts(const fe_kernel_spec *s, int ndir, fe_work *wk)
   double ff, fbytes;
   fe_codegen_field_counts(s, &ff, &fbytes);
   double xf = (n.need_x ? 2.0 * nb * dim : 0) + ff; /* coordinates and fields at a point */
+  if (vertices) xf += fe_codegen_map_flops(nb, dim); /* each (cell, point) makes the map */
   double per_cell;
   if (s->action == FE_ACTION_DIAGONAL) {
     /* per (b, k, q): x, u, the direction's gradient, physics, contraction, accumulate */
@@ -263,17 +310,17 @@ static void transpose_counts(const fe_kernel_spec *s, int ndir, fe_work *wk)
   }
   wk->flops = ncells * per_cell;
   /* minimal traffic: each array once */
-  double geo = ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;
+  double geo = vertices ? 0 : ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;
   wk->bytes = fe_codegen_common_bytes(s, ndir) + ncells * nb * 4.0 + geo +
-              (n.need_x ? nnodes * 3 * w : 0) + ngroups * 4.0;
-  transpose_traffic(s, &n, wk);
+              (n.need_x || vertices ? nnodes * 3 * w : 0) + ngroups * 4.0;
+  transpose_traffic(s, &n, vertices, wk);
 }
 
 static void transpose_count(const fe_realization *r, fe_action a, fe_work *w)
 {
   fe_kernel_spec s;
   fe_realization_spec(r, a, &s);
-  transpose_counts(&s, r->A->ndir, w);
+  transpose_counts(&s, r->A->ndir, ((const transpose_data *)r->data)->vertices, w);
   w->groups = r->ngroups;
   w->group_items = (int)group_size(r, a);
 }
@@ -283,13 +330,26 @@ static void transpose_estimate(const fe_operator *A, const fe_backend *be, fe_pr
 {
   fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec,
                       .geo_affine = A->geo_affine, .block = default_block(be, A, prec)};
-  transpose_counts(&s, A->ndir, w);
+  transpose_counts(&s, A->ndir, 0, w);
+  if (!A->geo_recompute) return;
+  fe_work w2 = {0};
+  transpose_counts(&s, A->ndir, 1, &w2);
+  if (w2.bytes < w->bytes) *w = w2; /* the cheaper geometry by the bytes that bind them */
+}
+
+static void transpose_describe(const fe_realization *r, fe_action a, char *buf, size_t n)
+{
+  (void)a;
+  const transpose_data *d = r->data;
+  snprintf(buf, n, "geometry %s", d->vertices        ? "from the vertices"
+                                  : r->A->geo_affine ? "stored per cell"
+                                                     : "stored per point");
 }
 
 const fe_strategy fe_strategy_transpose = {
     .name = "transpose",
     .summary = "a quadrature kernel per cell: (cell, point) then (cell, basis function) threads, "
-               "stored geometry (Knepley-Rupp-Terrel)",
+               "geometry stored or from the vertices (Knepley-Rupp-Terrel)",
     .applies = transpose_applies,
     .configure = transpose_configure,
     .setup = transpose_setup,
@@ -298,5 +358,6 @@ const fe_strategy fe_strategy_transpose = {
     .entry = transpose_entry,
     .integrate = transpose_integrate,
     .count = transpose_count,
+    .describe = transpose_describe,
     .estimate = transpose_estimate,
 };

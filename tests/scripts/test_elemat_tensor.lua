@@ -1,11 +1,13 @@
 -- Element matrices by strategy "tensor" (engine/tensor.c, kernels/tensor.knl): the
 -- reference-tensor contraction equals strategy "quadrature" (cpu, double) entry by entry,
 -- to 1e-12 in double and 1e-5 in single, for Poisson P1..P3 on tets and triangles, a
--- per-region conductivity, elasticity P1 and P2, and physics with every block of the
+-- per-region conductivity, elasticity P1 and P2, Q1-Q2 on affine hexes and quads (an
+-- undistorted box: one Jacobian a cell), and physics with every block of the
 -- linearization (reaction, convection, a raw C physics with g0..g3); on the cpu every case,
 -- on opencl (and cuda, where it is) a few, since PoCL compiles slowly; with the default block
 -- and block 7, which divides neither the cell counts nor the stored ones; Poisson's rows sum
--- to zero; what it cannot do is refused with the reason (hexahedra, the state, x, a field).
+-- to zero; what it cannot do is refused with the reason (distorted hexahedra, the state, x, a
+-- field).
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, expect_error = T.check, T.expect_error
 local backends = T.backends(true) -- cuda too, where it is available
@@ -77,6 +79,12 @@ local cases = {
   {"convection P1 tets", fe.space(tets, "P1"),
    physics.convection_diffusion{kappa = 1, velocity = {3, -2, 1}}},
   {"g0..g3 P2 tris", fe.space(tris, "P2"), raw, opencl = true},
+  {"Poisson Q1 hexes", fe.space(mesh.box{cells = {3, 2, 2}, cell = "hex"}, "Q1"), poisson,
+   zero_rows = true, opencl = true},
+  {"Poisson Q2 quads", fe.space(mesh.box{cells = {4, 3}, cell = "quad"}, "Q2"), poisson,
+   zero_rows = true},
+  {"elasticity Q1 hexes", fe.space(mesh.box{cells = {2, 2, 3}, cell = "hex"},
+                                   {family = "Q", order = 1, components = 3}), elasticity},
 }
 if has_torso then
   table.insert(cases, 7, {"regions P2 torso", fe.space(torso, "P2"), regions, zero_rows = true,
@@ -131,7 +139,8 @@ local P1 = fe.space(tets, "P1")
 local function tensor_of(V, pde)
   return function() return fe.operator(V, pde):element_matrices{strategy = "tensor"} end
 end
-expect_error(tensor_of(fe.space(mesh.box{cells = {2, 2, 2}, cell = "hex"}, "Q1"), poisson),
+expect_error(tensor_of(fe.space(mesh.box{cells = {2, 2, 2}, cell = "hex", distort = 0.3}, "Q1"),
+                       poisson),
              "hexahedra: the Jacobian of the map is not constant per cell")
 expect_error(tensor_of(P1, physics.p_laplacian{}),
              "the Jacobian of p_laplacian depends on the state")

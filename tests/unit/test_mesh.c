@@ -178,6 +178,36 @@ Test(mesh, distortion_moves_interior_vertices_only)
   fe_mesh_free(bent);
 }
 
+/* Cells that are affine images of the reference cell: mesh.box's by construction, found by
+ * the check once a mesh forgets (sheared by a linear map, still affine; one vertex moved,
+ * not); distorted boxes are not; simplices always are. */
+Test(mesh, affine_cells_are_found)
+{
+  const fe_cell_type types[] = {FE_CELL_QUAD, FE_CELL_HEX, FE_CELL_PRISM, FE_CELL_TET};
+  for (int t = 0; t < 4; t++) {
+    int nz = types[t] == FE_CELL_QUAD ? 0 : 3;
+    fe_mesh *m = make_box(types[t], 4, 3, nz, 0), *bent = make_box(types[t], 4, 3, nz, 1);
+    const char *name = fe_cell_name(types[t]);
+    cr_assert_eq(m->affine, 1, "%s box: affine by construction", name);
+    cr_assert_eq(bent->affine, 0, "%s distorted box: not known before the check", name);
+    cr_assert_eq(fe_mesh_affine(bent), types[t] == FE_CELL_TET, "%s distorted box", name);
+    cr_assert_eq(bent->affine, types[t] == FE_CELL_TET ? 1 : -1, "%s: the answer kept", name);
+    /* a shear and a stretch: every cell a parallelepiped (prism: a slanted triangle column) */
+    for (int v = 0; v < m->nvertices; v++) {
+      double *x = m->coords + 3 * v, y = x[1], z = x[2];
+      x[0] += 0.3 * y - 0.2 * z, x[1] = 2 * y + 0.1 * z, x[2] = z - 0.4 * x[0];
+    }
+    m->affine = 0;
+    cr_assert(fe_mesh_affine(m), "%s box, sheared: still affine", name);
+    /* one vertex of one cell moved by 1e-6 of the cell's size: not affine but for simplices */
+    m->coords[3 * m->cells[m->nvc * 5 + 2] + 1] += 1e-6 * 0.5 / 3;
+    m->affine = 0;
+    cr_assert_eq(fe_mesh_affine(m), types[t] == FE_CELL_TET, "%s box, one vertex moved", name);
+    fe_mesh_free(m);
+    fe_mesh_free(bent);
+  }
+}
+
 Test(mesh, check_passes_on_boxes)
 {
   const fe_cell_type types[] = {FE_CELL_TET, FE_CELL_HEX};
