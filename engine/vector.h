@@ -41,4 +41,13 @@ int fe_vector_cg_direction(fe_vector *p, const fe_vector *r, const fe_vector *d,
 /* Check two vectors can be combined (same length; converts nothing): error names both. */
 int fe_vector_check_compatible(const fe_vector *x, const fe_vector *y, const char *what);
 
+/* A new vector on be in precision prec holding, at every node of V, the C expressions
+ * expr[0 .. V->ncomp-1] of the node's coordinates x[0], x[1], x[2] (x[2] = 0 in 2D; the
+ * kernels' math: sin, exp, pow, M_PI, ...), computed by a kernel generated for them on be
+ * (compiled once, then from the kernel cache). An expression with ; { } or # is refused; one
+ * that does not compile is an FE_ERR_COMPILE error naming the generated line. */
+struct fe_space;
+int fe_vector_interpolate(const struct fe_space *V, const char *const *expr, fe_backend *be,
+                          fe_precision prec, fe_vector **out);
+
 #endif

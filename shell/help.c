@@ -85,9 +85,13 @@ static const help_entry builtin[] = {
     {FELAB_SPACE ":interpolate",
      "V:interpolate(f [, {backend = \"cpu\", precision = \"double\"}])",
      "A vector holding f at every node: f a number or function(x) with x = {x, y, z}\n"
-     "(1-based) returning a number, or on a vector space a table with one per component.\n"
+     "(1-based) returning a number, or on a vector space a table with one per component;\n"
+     "or f a C expression of x[0], x[1], x[2] (0-based; sin, exp, pow, M_PI, ...), a table\n"
+     "of them on a vector space, computed by a generated kernel where the vector lives\n"
+     "(compiled once, then cached: much faster than a Lua call per node on large meshes).\n"
      "The vector lives on the session's default backend unless told otherwise.\n"
-     "example: u = V:interpolate(function(x) return x[1] * x[2] end)"},
+     "example: u = V:interpolate(function(x) return x[1] * x[2] end)\n"
+     "         u = V:interpolate(\"x[0] * x[1] + sin(M_PI * x[2])\", {backend = \"cuda\"})"},
     {"fe.operator", "fe.operator(V, pde, {dirichlet = {\"xmin\", \"xmax\"}, value = 0, quadrature = {...}})",
      "An operator: space V, physics pde and boundary conditions. dirichlet lists boundary\n"
      "tag names (\"all\" for the whole boundary) where u = value is imposed strongly.\n"

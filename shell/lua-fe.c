@@ -80,18 +80,79 @@ static int fe_space_new(lua_State *L)
   return 1;
 }
 
-/* V:interpolate(f) -> vector on the default backend and precision; f a number or a
- * function(x) of x = {x, y, z} returning a number (or, on a vector space, a table of one
- * number per component), called at every node. */
+/* V:interpolate's options {backend =, precision =} at 3 (absent: the session's defaults). */
+static void interpolate_target(lua_State *L, fe_backend **be, fe_precision *prec)
+{
+  static const char *const keys[] = {"backend", "precision", NULL};
+  const char *bname = NULL, *pname = NULL;
+  if (!lua_isnoneornil(L, 3)) {
+    if (!lua_istable(L, 3))
+      luaL_error(L, "V:interpolate: the options must be a table, got %s", felab_kind_of(L, 3));
+    felab_check_keys(L, 3, "V:interpolate", keys);
+    bname = felab_opt_field_name(L, 3, "V:interpolate", "backend");
+    pname = felab_opt_field_name(L, 3, "V:interpolate", "precision");
+  }
+  *prec = fe_precision_default();
+  if (fe_backend_get(bname, be) || (pname && fe_precision_parse(pname, prec))) felab_raise(L);
+}
+
+/* V:interpolate(f [, opts]) with f a C expression of x[0..2] (or, on a vector space, a table
+ * of one per component): computed by a kernel on the vector's backend. */
+static int space_interpolate_expr(lua_State *L, space_handle *h)
+{
+  const fe_space *V = h->V;
+  const char *expr[3] = {NULL, NULL, NULL};
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    if (V->ncomp != 1)
+      return luaL_error(L, "V:interpolate: this space has %d components: give a table of %d "
+                           "expressions", V->ncomp, V->ncomp);
+    expr[0] = lua_tostring(L, 2);
+  } else {
+    if ((int)lua_rawlen(L, 2) != V->ncomp)
+      return luaL_error(L, "V:interpolate: %d expressions for a space of %d components",
+                        (int)lua_rawlen(L, 2), V->ncomp);
+    for (int k = 0; k < V->ncomp; k++) {
+      if (lua_rawgeti(L, 2, k + 1) != LUA_TSTRING)
+        return luaL_error(L, "V:interpolate: expression %d must be a string, got %s", k + 1,
+                          felab_kind_of(L, -1));
+      expr[k] = lua_tostring(L, -1); /* anchored in the table */
+      lua_pop(L, 1);
+    }
+  }
+  fe_backend *be;
+  fe_precision prec;
+  interpolate_target(L, &be, &prec);
+  fe_vector **out = felab_push_vector(L, 1);
+  fe_vector *x = NULL;
+  FELAB_TRY(L, fe_vector_interpolate(V, expr, be, prec, &x));
+  *out = x;
+  return 1;
+}
+
+/* Whether the value at i is a table of strings (expressions for each component). */
+static int is_string_table(lua_State *L, int i)
+{
+  if (!lua_istable(L, i) || lua_rawlen(L, i) == 0) return 0;
+  int yes = lua_rawgeti(L, i, 1) == LUA_TSTRING;
+  lua_pop(L, 1);
+  return yes;
+}
+
+/* V:interpolate(f [, opts]) -> vector on opts' backend and precision (default: the
+ * session's); f a number or a function(x) of x = {x, y, z} returning a number (or, on a
+ * vector space, a table of one number per component), called at every node; or a C
+ * expression of x[0..2] (a table of them), computed where the vector lives. */
 static int space_interpolate(lua_State *L)
 {
   space_handle *h = felab_check_self(L, 1, FELAB_SPACE, "V:interpolate", "self");
   fe_space *V = h->V;
-  lua_settop(L, 2);
+  lua_settop(L, 3);
+  if (lua_type(L, 2) == LUA_TSTRING || is_string_table(L, 2)) return space_interpolate_expr(L, h);
   felab_point_fn f;
   felab_point_fn_init(L, 2, "V:interpolate", &f);
   fe_backend *be;
-  FELAB_TRY(L, fe_backend_get(NULL, &be));
+  fe_precision prec;
+  interpolate_target(L, &be, &prec);
   double *values = lua_newuserdatauv(L, (size_t)V->ndofs * sizeof(double) + 1, 0);
   fe_vector **out = felab_push_vector(L, 1);
   h->borrowers++; /* the Lua function cannot free V under the engine's feet */
@@ -99,7 +160,7 @@ static int space_interpolate(lua_State *L)
   h->borrowers--;
   if (rc) return felab_raise(L);
   fe_vector *x = NULL;
-  FELAB_TRY(L, fe_vector_create(be, fe_precision_default(), V->ndofs, &x));
+  FELAB_TRY(L, fe_vector_create(be, prec, V->ndofs, &x));
   *out = x; /* owned by the handle from here on, even if the next call fails */
   FELAB_TRY(L, fe_vector_set(x, values));
   return 1;

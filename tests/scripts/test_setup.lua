@@ -1,7 +1,9 @@
 -- Setup shown apart and built once (issue 19), counted, not timed: an operator's first call
 -- builds its device data and gets its kernel (compiled or from the cache), and its report
 -- says so part by part; a second identical call builds and compiles nothing; a fresh process
--- on a filled cache compiles nothing. Every backend here, three strategies.
+-- on a filled cache compiles nothing. Every backend here, three strategies. A field from C
+-- expressions of x (a kernel where the vector lives) equals the one from a Lua function, in
+-- double and single, scalar and vector; bad expressions are named.
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check = T.check
 
@@ -110,6 +112,32 @@ if os.getenv("FELAB_ASAN") ~= "1" then
   check(out:find("failed\ttrue\tsetting up transpose on cpu %(double%) for 1296000 cells: building [%w' ]+: " ..
                  "out of host memory"), "the error names the operator, the part and the memory:\n%s", out)
   check(out:find("after\t48"), "the session goes on after running out of memory:\n%s", out)
+end
+
+-- V:interpolate("C expression of x"): the same values as the Lua function, on every backend
+do
+  local m = mesh.box{cells = {4, 3, 2}, cell = "hex", distort = 0.2}
+  local V = fe.space(m, "Q3")
+  local a = V:interpolate(function(x) return x[1] * (1 - x[2]) + math.sin(x[3]) + math.pi end)
+  for _, be in ipairs(T.backends()) do
+    for _, prec in ipairs({"double", "single"}) do
+      local b = V:interpolate("x[0] * (1 - x[1]) + sin(x[2]) + M_PI", {backend = be, precision = prec})
+      local d = b:to("cpu", "double"):axpy(-1, a):norm() / a:norm()
+      check(b.backend == be and d <= (prec == "double" and 1e-15 or 1e-6),
+            "interpolate an expression on %s %s: %.1e from the Lua function", be, prec, d)
+    end
+  end
+  local W = fe.space(mesh.box{cells = {3, 2}, cell = "tri"}, {family = "P", order = 2, components = 2})
+  local u = W:interpolate(function(x) return {x[1] * x[2], 2 - x[1]} end)
+  local d = W:interpolate({"x[0] * x[1]", "2 - x[0]"}):axpy(-1, u):norm()
+  check(d <= 1e-15 * u:norm(), "a vector field from two expressions: %.1e", d)
+  T.expect_error(function() return V:interpolate("x[0]; x[1]") end, "holds ';'")
+  T.expect_error(function() return V:interpolate("x[0] +* 2") end, "does not compile",
+                 "generated line", "x[0] +* 2")
+  T.expect_error(function() return V:interpolate("n") end, "does not compile") -- no kernel names
+  T.expect_error(function() return W:interpolate("x[0]") end, "2 components")
+  T.expect_error(function() return V:interpolate("x[0]", {device = 1}) end, "device")
+  print("interpolate: C expressions of x = the Lua function on " .. table.concat(T.backends(), ", "))
 end
 
 -- Two fresh processes on one new cache: the first compiles, the second compiles nothing
