@@ -420,7 +420,7 @@ int fe_upload_ints(fe_backend *be, const int *v, size_t n, fe_buffer *buf)
   return be->ops->write(be->impl, buf, 0, n * sizeof(int), v);
 }
 
-/* Where each stored cell comes from: the blocks in the order of list, each padded to
+/* Where each stored cell comes from (order NULL: the mesh's): the blocks in the order of list, each padded to
  * BLOCK cells. A padding cell stores -(c + 1), c the first cell of its own group: it must
  * touch only nodes its group touches anyway, or a plain add of its zero could race with
  * another group of the same color. Storing colors contiguously lets each color's launch
@@ -435,7 +435,8 @@ static int cell_permutation(const fe_operator *A, const fe_realization *d, const
   for (size_t k = 0; k < (size_t)d->ngroups; k++)
     for (size_t j = 0; j < bs; j++) {
       size_t c = (size_t)list[k] * bs + j, first = (size_t)list[k] * bs;
-      (*perm)[k * bs + j] = c < nc ? order[c] : -order[first] - 1;
+      (*perm)[k * bs + j] = !order ? (c < nc ? (int)c : -(int)first - 1)
+                            : c < nc ? order[c] : -order[first] - 1;
     }
   return 0;
 }
@@ -496,7 +497,8 @@ static int upload_fields(const fe_operator *A, fe_realization *d, const int *per
   return rc;
 }
 
-/* The work-group schedule over cells taken in `order`: identity, or groups sorted by color. */
+/* The work-group schedule over cells taken in `order` (NULL: the mesh's): identity, or groups
+ * sorted by color. */
 static int build_schedule(const fe_operator *A, fe_realization *d, const int *order, int **list)
 {
   const fe_space *V = A->V;
@@ -512,7 +514,7 @@ static int build_schedule(const fe_operator *A, fe_realization *d, const int *or
     return 0;
   }
   int *color, nb = V->elem.nbasis, *oc = NULL, identity = 1;
-  for (int c = 0; c < V->mesh->ncells && identity; c++) identity = order[c] == c;
+  for (int c = 0; order && c < V->mesh->ncells && identity; c++) identity = order[c] == c;
   if (!identity) { /* the cells' nodes in this order (the mesh's own order needs no copy) */
     FE_MALLOC(oc, (size_t)V->mesh->ncells * nb, "ordered cell map");
 #pragma omp parallel for schedule(static)
@@ -577,13 +579,7 @@ static int realization_schedule(fe_realization *r, int morton, int **perm, size_
    * colors than a Morton order, measured 6.3 vs 7.7 ms for the 1M-tet apply); when its
    * groups need too many colors, or when asked, cells along a Morton curve through their
    * centroids */
-  if (morton) {
-    rc = fe_mesh_morton_order(A->V->mesh, &order);
-  } else {
-    order = malloc(sizeof(int) * ((size_t)A->V->mesh->ncells + 1));
-    if (!order) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
-    for (int c = 0; !rc && c < A->V->mesh->ncells; c++) order[c] = c;
-  }
+  if (morton) rc = fe_mesh_morton_order(A->V->mesh, &order); /* else NULL: the mesh's */
   if (!rc && build_schedule(A, r, order, &list)) {
     fe_error_clear();
     free(r->color_start);
@@ -594,14 +590,10 @@ static int realization_schedule(fe_realization *r, int morton, int **perm, size_
     if (!rc) rc = build_schedule(A, r, order, &list);
   }
   if (!rc) rc = cell_permutation(A, r, list, order, perm, npad);
-  if (!rc) { /* kept for element matrices, which are returned in the mesh's order */
+  if (!rc) { /* the realization's (element matrices return their cells in the mesh's order) */
     free(r->perm);
+    r->perm = *perm;
     r->npad = *npad;
-    r->perm = malloc(sizeof(int) * (*npad + 1));
-    if (!r->perm) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
-    const int *from = *perm;
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < (r->perm ? *npad : 0); i++) r->perm[i] = from[i];
   }
   free(order);
   for (int g = 0; !rc && g < r->ngroups; g++) list[g] = g; /* cells are stored in schedule order */

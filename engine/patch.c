@@ -439,6 +439,10 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
   }
   P->start[ng] = (int)total;
   P->nodes_total = (double)total;
+  /* the node lists packed in place (patch g's destination ends where g + 1's list begins at
+   * the latest: start[g + 1] <= (g + 1) per), no second array */
+  for (int g = 0; total < 2147483647LL && g < ng; g++)
+    memmove(lists + P->start[g], lists + (size_t)g * per, sizeof(int) * (size_t)count[g]);
   int rc = 0;
   if (total >= 2147483647LL)
     rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
@@ -454,31 +458,37 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
   unsigned **ev = NULL;
   int *ne = NULL, *maxc = NULL;
   if (!rc) {
-    P->nodes = malloc(sizeof(int) * ((size_t)total + 1));
+    P->nodes = lists; /* packed above */
+    lists = NULL;
     P->runs = calloc((size_t)total + 1, sizeof(int));
     maxc = calloc((size_t)ng + 1, sizeof(int));
     if (walk > 0) {
       ev = calloc((size_t)ng + 1, sizeof(unsigned *));
       ne = calloc((size_t)ng + 1, sizeof(int));
     } else {
-      P->lcells = calloc(npad * nb + 1, sizeof(unsigned));
+      P->lcells = (unsigned *)local; /* written over, patch by patch, from a copy */
     }
-    if (!P->nodes || !P->runs || !maxc || (walk > 0 ? !ev || !ne : !P->lcells))
+    if (!P->runs || !maxc || (walk > 0 && (!ev || !ne)))
       rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the patches");
   }
   int failed = 0;
   int ngo = rc ? 0 : ng; /* nothing to do after a failure */
-#pragma omp parallel for schedule(dynamic, 16)
+#pragma omp parallel
+  {
+    int *loc = walk > 0 ? NULL : malloc(sizeof(int) * (per + 1)); /* a patch's local numbers */
+#pragma omp for schedule(dynamic, 16)
   for (int g = 0; g < ngo; g++) {
-    const int *l = lists + (size_t)g * per;
     int *runs = P->runs + P->start[g];
-    memcpy(P->nodes + P->start[g], l, sizeof(int) * (size_t)count[g]);
     int bad = 0;
     if (walk > 0) {
       bad = build_one_walk(V, local + (size_t)g * per, count[g], perm + (size_t)g * block, block, walk, P->items,
                            reuse, lanes, runs, &ev[g], &ne[g], &maxc[g]);
+    } else if (!loc) {
+      maxc[g] = -1;
     } else {
-      maxc[g] = build_one_lcells(V, local + (size_t)g * per, count[g], perm + (size_t)g * block, block, lanes,
+      memcpy(loc, local + (size_t)g * per, sizeof(int) * per);
+      memset(P->lcells + (size_t)g * per, 0, sizeof(unsigned) * per); /* padding: 0 */
+      maxc[g] = build_one_lcells(V, loc, count[g], perm + (size_t)g * block, block, lanes,
                                  P->lcells, (size_t)g * per, runs);
       if (maxc[g] < 0)
         bad = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
@@ -492,6 +502,8 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
 #pragma omp critical
       failed = bad; /* the message of one failure is kept */
     }
+  }
+    free(loc);
   }
   if (!rc && failed) rc = failed;
   for (int g = 0; !rc && g < ng; g++)
@@ -513,7 +525,8 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
       memcpy(P->events + P->estart[g], ev[g], sizeof(unsigned) * (size_t)ne[g] * P->items);
   }
   for (int g = 0; ev && g < ng; g++) free(ev[g]);
-  free(ev), free(ne), free(maxc), free(lists), free(count), free(local);
+  if (walk > 0 || !P->lcells) free(local); /* else it is P->lcells */
+  free(ev), free(ne), free(maxc), free(lists), free(count);
   if (!rc && constrained)
     for (long long i = 0; i < total; i++)
       if (constrained[P->nodes[i]]) P->nodes[i] = ~P->nodes[i];

@@ -67,6 +67,71 @@ static int node_key(const fe_element *el, const int *verts, int b, int *key)
   return n;
 }
 
+/* What node_key reads of the element, once: node b's vertices of nonzero weight (local
+ * numbers) and those weights, the same in every cell; count[b] > KEY_PAIRS for the cell's
+ * interior. */
+typedef struct node_names {
+  int nv;
+  int count[FE_MAX_BASIS];
+  unsigned char vert[FE_MAX_BASIS][KEY_PAIRS];
+  int weight[FE_MAX_BASIS][KEY_PAIRS];
+} node_names;
+
+static node_names *node_names_make(const fe_element *el)
+{
+  node_names *t = malloc(sizeof *t);
+  if (!t) return NULL;
+  t->nv = el->nvertices;
+  for (int b = 0; b < el->nbasis; b++) {
+    int n = 0;
+    for (int v = 0; v < el->nvertices; v++) {
+      int w = el->weights[b * el->nvertices + v];
+      if (!w) continue;
+      if (n < KEY_PAIRS) t->vert[b][n] = (unsigned char)v, t->weight[b][n] = w;
+      n++;
+    }
+    t->count[b] = n;
+  }
+  return t;
+}
+
+/* node_key from the table: the same key and return value. */
+static inline int node_key_of(const node_names *t, const int *verts, int b, int *key)
+{
+  const int n = t->count[b];
+  if (n > KEY_PAIRS) return t->nv;
+  for (int i = 0; i < n; i++) {
+    int g = verts[t->vert[b][i]], w = t->weight[b][i], j = i;
+    while (j > 0 && key[2 * (j - 1)] > g) { /* insertion by global vertex id */
+      key[2 * j] = key[2 * (j - 1)];
+      key[2 * j + 1] = key[2 * (j - 1) + 1];
+      j--;
+    }
+    key[2 * j] = g;
+    key[2 * j + 1] = w;
+  }
+  for (int i = n; i < KEY_PAIRS; i++) key[2 * i] = key[2 * i + 1] = -1;
+  return n;
+}
+
+/* The physical place of node b of cell c: the first-order map at the node (straight cells,
+ * lphi[b * nv + v]: the map's basis at the element's nodes), or the curved map. */
+static inline void node_place(const fe_space *V, size_t c, int b, const double *lphi, double *x)
+{
+  const fe_mesh *m = V->mesh;
+  const int nv = V->elem.nvertices;
+  if (V->curved) {
+    fe_space_cell_map(V, (int)c, V->elem.nodes + 3 * b, x, NULL);
+    return;
+  }
+  double y[3] = {0, 0, 0};
+  for (int v = 0; v < nv; v++) {
+    const double *X = m->coords + 3 * (size_t)m->cells[c * nv + v];
+    for (int d = 0; d < 3; d++) y[d] += lphi[b * nv + v] * X[d];
+  }
+  for (int d = 0; d < 3; d++) x[d] = y[d];
+}
+
 void fe_space_cell_map(const fe_space *V, int c, const double *xi, double x[3], double *J)
 {
   const fe_mesh *m = V->mesh;
@@ -106,9 +171,10 @@ static uint32_t key_hash(const int *key)
  * in the order of its first (cell, node) place, the next id), made on every thread: each
  * shared place's name hashed and packed above the place, one radix sort by the hash, the
  * places of one name grouped within their hash (first place first: the sort is stable), a
- * prefix sum over the first places. Fills cell_nodes; returns the number of nodes, or -1 with
- * an error set. */
-static long long number_nodes_sorted(fe_space *V)
+ * prefix sum over the first places. Fills cell_nodes, and node_coords at each node's first
+ * place (lphi: build_dof_map's tabulation); returns the number of nodes, or -1 with an error
+ * set. */
+static long long number_nodes_sorted(fe_space *V, const double *lphi)
 {
   const fe_mesh *m = V->mesh;
   const fe_element *el = &V->elem;
@@ -126,8 +192,9 @@ static long long number_nodes_sorted(fe_space *V)
   const size_t total = nc * (size_t)nshared;
   int *rep = malloc(sizeof(int) * (np + 1)); /* a place's first place of the same name */
   uint64_t *rec = malloc(sizeof(uint64_t) * 2 * (total + 1));
-  if (!rep || !rec) {
-    free(rep), free(rec);
+  node_names *names = node_names_make(el);
+  if (!rep || !rec || !names) {
+    free(rep), free(rec), free(names);
     fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for a dof map");
     return -1;
   }
@@ -140,7 +207,7 @@ static long long number_nodes_sorted(fe_space *V)
       rep[p] = b < nv ? -1 : (int)p;
       if (!shared_node[b]) continue;
       int k[2 * KEY_PAIRS];
-      node_key(el, m->cells + c * nv, b, k);
+      node_key_of(names, m->cells + c * nv, b, k);
       rec[at++] = (uint64_t)key_hash(k) << 32 | (uint64_t)p;
     }
   }
@@ -159,19 +226,20 @@ static long long number_nodes_sorted(fe_space *V)
         size_t pa = (size_t)(uint32_t)rec[a];
         if (rep[pa] != (int)pa) continue; /* already named by an earlier place */
         int ka[2 * KEY_PAIRS], kb[2 * KEY_PAIRS];
-        node_key(el, m->cells + pa / nb * nv, (int)(pa % nb), ka);
+        node_key_of(names, m->cells + pa / nb * nv, (int)(pa % nb), ka);
         for (size_t q = a + 1; q < j; q++) {
           size_t pq = (size_t)(uint32_t)rec[q];
           if (rep[pq] != (int)pq) continue;
-          node_key(el, m->cells + pq / nb * nv, (int)(pq % nb), kb);
+          node_key_of(names, m->cells + pq / nb * nv, (int)(pq % nb), kb);
           if (!memcmp(ka, kb, sizeof ka)) rep[pq] = (int)pa;
         }
       }
       i = j;
     }
   }
-  free(rec);
-  /* ids: the first places in place order, after the vertices */
+  free(rec), free(names);
+  /* ids: the first places in place order, after the vertices; each node placed once, at its
+   * first place */
   int team_max = omp_get_max_threads();
   size_t *firsts = calloc((size_t)team_max + 1, sizeof(size_t));
   if (!firsts) {
@@ -179,7 +247,7 @@ static long long number_nodes_sorted(fe_space *V)
     fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for a dof map");
     return -1;
   }
-  int *dof = V->cell_nodes;
+  int *dof = V->cell_nodes, failed = 0;
   size_t nfirst = 0;
 #pragma omp parallel
   {
@@ -192,16 +260,31 @@ static long long number_nodes_sorted(fe_space *V)
     {
       for (int u = 0; u < team; u++) firsts[u + 1] += firsts[u];
       nfirst = firsts[team];
+      V->node_coords = malloc(sizeof(double) * (3 * ((size_t)m->nvertices + nfirst) + 1));
+      failed = !V->node_coords;
     }
-    size_t id = (size_t)m->nvertices + firsts[t];
-    for (size_t p = lo; p < hi; p++)
-      if (rep[p] < 0) dof[p] = m->cells[p / nb * nv + p % nb];
-      else if (rep[p] == (int)p) dof[p] = (int)id++;
+    if (!failed) {
+      double *xn = V->node_coords;
+      size_t id = (size_t)m->nvertices + firsts[t];
+      for (size_t p = lo; p < hi; p++)
+        if (rep[p] < 0) dof[p] = m->cells[p / nb * nv + p % nb];
+        else if (rep[p] == (int)p) {
+          node_place(V, p / nb, (int)(p % nb), lphi, xn + 3 * id);
+          dof[p] = (int)id++;
+        }
+      size_t v0 = (size_t)m->nvertices * (size_t)t / (size_t)team,
+             v1 = (size_t)m->nvertices * (size_t)(t + 1) / (size_t)team;
+      memcpy(xn + 3 * v0, m->coords + 3 * v0, sizeof(double) * 3 * (v1 - v0));
+    }
 #pragma omp barrier
-    for (size_t p = lo; p < hi; p++)
+    for (size_t p = lo; !failed && p < hi; p++)
       if (rep[p] >= 0 && rep[p] != (int)p) dof[p] = dof[rep[p]]; /* rep[p] < p: numbered */
   }
   free(firsts), free(rep);
+  if (failed) {
+    fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the node coordinates");
+    return -1;
+  }
   return (long long)m->nvertices + (long long)nfirst;
 }
 
@@ -259,41 +342,36 @@ static int build_dof_map(fe_space *V)
   const int nb = el->nbasis, nv = el->nvertices;
   const size_t nc = (size_t)m->ncells;
   FE_MALLOC(V->cell_nodes, nc * nb + 1, "dof map");
-  size_t nnodes = (size_t)m->nvertices;
   if (nb == nv) { /* P1, Q1: the nodes are the vertices; the map is the cells' own */
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < nc * nb; i++) V->cell_nodes[i] = m->cells[i];
-  } else {
-    long long n = nc * nb < (size_t)1 << 31 ? number_nodes_sorted(V) : number_nodes_hashed(V);
-    if (n < 0) return fe_error_push(fe_error_code(), __FILE__, __LINE__, __func__);
-    if (n > (long long)1 << 30) FE_ERROR(FE_ERR_ARG, "space %s: more than 2^30 nodes", V->name);
-    nnodes = (size_t)n;
+    V->nnodes = m->nvertices;
+    FE_MALLOC(V->node_coords, 3 * (size_t)m->nvertices + 1, "node coordinates");
+    memcpy(V->node_coords, m->coords, sizeof(double) * 3 * (size_t)m->nvertices);
+    return 0;
   }
-  V->nnodes = (int)nnodes;
-  FE_MALLOC(V->node_coords, 3 * nnodes + 1, "node coordinates");
-  memcpy(V->node_coords, m->coords, sizeof(double) * 3 * (size_t)m->nvertices);
-  /* every non-vertex node at the map of its reference point; shared nodes are written by
-   * each of their cells with the same value (conforming geometry), which is harmless.
-   * Straight cells: the first-order basis at the nodes, tabulated once. */
+  /* straight cells: the first-order basis at the element's nodes, tabulated once */
   double *lphi = malloc(sizeof(double) * (size_t)nb * nv + 1);
   if (!lphi) FE_ERROR(FE_ERR_MEM, "out of host memory for a tabulation");
   for (int b = 0; b < nb; b++) fe_element_eval(&V->lin, el->nodes + 3 * b, lphi + b * nv, NULL);
+  int sorted = nc * nb < (size_t)1 << 31;
+  long long n = sorted ? number_nodes_sorted(V, lphi) : number_nodes_hashed(V);
+  if (n >= 0 && n <= (long long)1 << 30 && !sorted) {
+    /* every cell places its nodes (shared ones more than once, with the same value) */
+    V->node_coords = malloc(sizeof(double) * (3 * (size_t)n + 1));
+    if (V->node_coords) {
+      memcpy(V->node_coords, m->coords, sizeof(double) * 3 * (size_t)m->nvertices);
 #pragma omp parallel for schedule(static)
-  for (size_t c = 0; c < nc; c++)
-    for (int b = nv; b < nb; b++) {
-      double *x = V->node_coords + 3 * (size_t)V->cell_nodes[c * nb + b];
-      if (V->curved) {
-        fe_space_cell_map(V, (int)c, el->nodes + 3 * b, x, NULL);
-        continue;
-      }
-      double y[3] = {0, 0, 0};
-      for (int v = 0; v < nv; v++) {
-        const double *X = m->coords + 3 * (size_t)m->cells[c * nv + v];
-        for (int d = 0; d < 3; d++) y[d] += lphi[b * nv + v] * X[d];
-      }
-      for (int d = 0; d < 3; d++) x[d] = y[d];
+      for (size_t c = 0; c < nc; c++)
+        for (int b = nv; b < nb; b++)
+          node_place(V, c, b, lphi, V->node_coords + 3 * (size_t)V->cell_nodes[c * nb + b]);
     }
+  }
   free(lphi);
+  if (n < 0) return fe_error_push(fe_error_code(), __FILE__, __LINE__, __func__);
+  if (n > (long long)1 << 30) FE_ERROR(FE_ERR_ARG, "space %s: more than 2^30 nodes", V->name);
+  if (!V->node_coords) FE_ERROR(FE_ERR_MEM, "out of host memory for the node coordinates");
+  V->nnodes = (int)n;
   return 0;
 }
 
@@ -400,20 +478,33 @@ static int nodes_in_set(const fe_space *V, const fe_keymap *set, const unsigned 
   const fe_element *el = &V->elem;
   const int nb = el->nbasis, nv = el->nvertices;
   unsigned char *mark = calloc((size_t)V->nnodes + 1, 1);
-  if (!mark) FE_ERROR(FE_ERR_MEM, "out of host memory for boundary marks");
+  node_names *names = node_names_make(el);
+  if (!mark || !names) {
+    free(mark), free(names);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for boundary marks");
+  }
+  /* the cells on every thread: a node's mark is only ever set to 1 */
+#pragma omp parallel for schedule(dynamic, 256)
   for (size_t c = 0; c < (size_t)m->ncells; c++) {
     int touches = 0; /* cells without a vertex in the set have no node in it */
     for (int v = 0; v < nv && !touches; v++) touches = vmark[m->cells[c * nv + v]];
     for (int b = 0; b < nb && touches; b++) {
       int key[2 * KEY_PAIRS], ent[KEY_PAIRS];
       int node = V->cell_nodes[c * nb + b];
-      if (mark[node]) continue;
-      int k = node_key(el, m->cells + c * nv, b, key);
+      unsigned char seen;
+#pragma omp atomic read
+      seen = mark[node];
+      if (seen) continue;
+      int k = node_key_of(names, m->cells + c * nv, b, key);
       if (k > KEY_PAIRS || k == nv) continue;
       for (int i = 0; i < KEY_PAIRS; i++) ent[i] = key[2 * i];
-      if (fe_keymap_find(set, ent) >= 0) mark[node] = 1;
+      if (fe_keymap_find(set, ent) >= 0) {
+#pragma omp atomic write
+        mark[node] = 1;
+      }
     }
   }
+  free(names);
   int count = 0;
   for (int i = 0; i < V->nnodes; i++) count += mark[i];
   *nodes = malloc(sizeof(int) * (size_t)count + 1);

@@ -110,7 +110,7 @@ struct fe_realization {
   fe_kernel *dirichlet[FE_NACTIONS]; /* the dirichlet kernel of that action's module */
   fe_module *module[FE_NACTIONS];
   int warm[FE_NACTIONS];  /* the action ran once (its first run is not timed) */
-  int *perm;             /* host copy of the stored order (fe_realization_schedule), npad */
+  int *perm;             /* the stored order (fe_realization_schedule), npad */
   size_t npad;
   /* element matrices (engine/matrix.c): a module per variant of strategy "quadrature",
    * made on use, and the cells per work group it was compiled for */
@@ -166,7 +166,8 @@ size_t fe_shared_limit(const fe_backend *be);
 /* Group g's schedule over the cells (fills ngroups, ncolors, color_start, groups), then the
  * stored order perm[npad] (perm[i] < 0: padding, -(c + 1) with c its group's first cell).
  * Cells in the mesh's order, or along a Morton curve when asked or when the mesh's order
- * needs too many colors. */
+ * needs too many colors. perm is r->perm (kept by r, not freed by the caller, which may
+ * reorder cells within a group: the stored order is what it says). */
 int fe_realization_schedule(fe_realization *r, int morton, int **perm, size_t *npad);
 /* Per-cell constants and field maps in the stored order perm. */
 int fe_realization_cell_data(fe_realization *r, const int *perm, size_t npad);

@@ -31,6 +31,8 @@ typedef struct patch_data {
   int maxl, maxc, maxe;  /* nodes, places (padding included) and events of the largest */
   int lanes;             /* nodes whose runs are interleaved (fe_patch_place) */
   int asked_block;       /* the block was asked for (else halved until the patches fit) */
+  fe_patches host;       /* where the backend reads host memory in place (the cpu): the
+                          * patches themselves, which the buffers above wrap */
   double patch_nodes, walk_events; /* summed over patches */
 } patch_data;
 
@@ -152,11 +154,22 @@ static int upload_patches(fe_realization *r, int *perm, size_t npad, int *too_bi
   }
   int ng = P.npatch;
   size_t total = (size_t)P.start[ng];
+  size_t lbytes = d->walk > 0 ? sizeof(unsigned) * (P.nevents + 1)
+                              : npad * V->elem.nbasis * sizeof(unsigned);
+  if (r->be->ops->wrap) { /* the buffers are the patches' own arrays: kept in d, no copies */
+    const fe_backend_ops *o = r->be->ops;
+    rc = o->wrap(r->be->impl, P.start, sizeof(int) * ((size_t)ng + 1), &d->pstart);
+    if (!rc) rc = o->wrap(r->be->impl, P.nodes, sizeof(int) * (total + 1), &d->pnodes);
+    if (!rc) rc = o->wrap(r->be->impl, P.runs, sizeof(int) * (total + 1), &d->pruns);
+    if (!rc) rc = o->wrap(r->be->impl, d->walk > 0 ? (void *)P.events : P.lcells, lbytes, &d->lcells);
+    if (!rc && d->walk > 0)
+      rc = o->wrap(r->be->impl, P.estart, sizeof(int) * ((size_t)ng + 1), &d->estart);
+    d->host = P;
+    return rc;
+  }
   rc = fe_upload_ints(r->be, P.start, (size_t)ng + 1, &d->pstart);
   if (!rc) rc = fe_upload_ints(r->be, P.nodes, total + 1, &d->pnodes);
   if (!rc) rc = fe_upload_ints(r->be, P.runs, total + 1, &d->pruns);
-  size_t lbytes = d->walk > 0 ? sizeof(unsigned) * (P.nevents + 1)
-                              : npad * V->elem.nbasis * sizeof(unsigned);
   const void *lsrc = d->walk > 0 ? (const void *)P.events : P.lcells;
   if (!rc) rc = r->be->ops->alloc(r->be->impl, lbytes, &d->lcells);
   if (!rc) rc = r->be->ops->write(r->be->impl, &d->lcells, 0, lbytes, lsrc);
@@ -169,8 +182,12 @@ static void release_buffers(fe_realization *r)
 {
   patch_data *d = r->data;
   fe_buffer *bufs[] = {&d->pstart, &d->pnodes, &d->pruns, &d->lcells, &d->estart, &r->groups};
-  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-    if (bufs[i]->ptr) r->be->ops->release(r->be->impl, bufs[i]);
+  int wrapped = d->host.start != NULL; /* the first five wrap d->host: never released */
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+    if (wrapped && i < 5) memset(bufs[i], 0, sizeof *bufs[i]);
+    else if (bufs[i]->ptr) r->be->ops->release(r->be->impl, bufs[i]);
+  }
+  fe_patches_free(&d->host);
   free(r->color_start);
   r->color_start = NULL;
 }
@@ -188,15 +205,13 @@ static int patch_setup(fe_realization *r)
     if (!rc) rc = upload_patches(r, perm, npad, &too_big);
     if (!rc || !too_big || d->asked_block || r->block == 1) break;
     fe_error_clear();
-    free(perm);
-    perm = NULL;
+    perm = NULL; /* r's, made again */
     release_buffers(r);
     r->block /= 2;
   }
   /* first-order straight cells: the kernel makes the factors from the coordinates */
   if (!rc) rc = fe_realization_geometry(r, r->A->geo_recompute, perm, npad);
   if (!rc) rc = fe_realization_cell_data(r, perm, npad);
-  free(perm);
   return rc;
 }
 

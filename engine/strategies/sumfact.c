@@ -223,39 +223,58 @@ static int upload_node_map(fe_realization *r, const int *cells, size_t npad)
 
 /* The cell map in lexicographic node order, in the stored order perm, a constrained node as
  * ~node (the kernel masks the direction there and adds nothing to its rows, which the
- * Dirichlet step sets after: every component of a boundary node is constrained); the
- * padding range. */
+ * Dirichlet step sets after: every component of a boundary node is constrained). */
+typedef struct cells_job {
+  const fe_space *V;
+  const unsigned char *con;
+  const int *perm;
+  size_t npad;
+} cells_job;
+
+static int cells_fill(void *ctx, void *out)
+{
+  const cells_job *j = ctx;
+  const fe_space *V = j->V;
+  const int nb = V->elem.nbasis, *lex = V->elem.lex;
+  int *cells = out;
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < j->npad; i++) {
+    const int *src = V->cell_nodes + (size_t)fe_stored_cell(j->perm, i) * nb;
+    for (int l = 0; l < nb; l++) {
+      int node = src[lex[l]];
+      cells[i * nb + l] = j->con[node] ? ~node : node;
+    }
+  }
+  return 0;
+}
+
+/* The cell map (written straight into its buffer), the padding range, and for scatter
+ * "nodes" the node map (from a host copy of the cell map). */
 static int upload_cells(fe_realization *r, const int *perm, size_t npad)
 {
   const fe_operator *A = r->A;
   const fe_space *V = A->V;
   sumfact_data *d = r->data;
   int nb = V->elem.nbasis;
-  int *cells;
-  unsigned char *con = calloc((size_t)V->nnodes + 1, 1);
-  if (!con) FE_ERROR(FE_ERR_MEM, "out of host memory for the constrained nodes");
-  for (int i = 0; i < A->ndir; i++) con[A->dir_nodes[i] / V->ncomp] = 1;
-  cells = malloc(sizeof(int) * npad * nb + 1);
-  if (!cells) {
-    free(con);
-    FE_ERROR(FE_ERR_MEM, "out of host memory for the cell map");
-  }
   d->pad0 = d->pad1 = 0;
-  for (size_t i = 0; i < npad; i++) {
-    const int *src = V->cell_nodes + (size_t)fe_stored_cell(perm, i) * nb;
-    for (int l = 0; l < nb; l++) {
-      int node = src[V->elem.lex[l]];
-      cells[i * nb + l] = con[node] ? ~node : node;
-    }
-    if (perm[i] < 0) { /* padding cells are one run, in the last block */
+  for (size_t i = 0; i < npad; i++)
+    if (perm[i] < 0) { /* padding cells are one run, in one group */
       if (d->pad1 == d->pad0) d->pad0 = (int)i;
       d->pad1 = (int)i + 1;
     }
+  unsigned char *con = calloc((size_t)V->nnodes + 1, 1);
+  if (!con) FE_ERROR(FE_ERR_MEM, "out of host memory for the constrained nodes");
+  for (int i = 0; i < A->ndir; i++) con[A->dir_nodes[i] / V->ncomp] = 1;
+  cells_job job = {V, con, perm, npad};
+  int rc = fe_fill_buffer(r->be, sizeof(int) * npad * nb, &d->cells, cells_fill, &job);
+  if (!rc && d->nodesum) {
+    int *cells = malloc(sizeof(int) * npad * nb + 1);
+    if (!cells) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the cell map");
+    if (!rc) rc = cells_fill(&job, cells);
+    if (!rc) rc = upload_node_map(r, cells, npad);
+    free(cells);
   }
   free(con);
-  int rc = fe_upload_ints(r->be, cells, npad * nb, &d->cells);
-  if (!rc && d->nodesum) rc = upload_node_map(r, cells, npad);
-  free(cells);
   return rc;
 }
 
@@ -268,7 +287,6 @@ static int sumfact_setup(fe_realization *r)
   if (!rc) rc = upload_cells(r, perm, npad);
   if (!rc) rc = fe_realization_geometry(r, d->vertices, perm, npad);
   if (!rc) rc = fe_realization_cell_data(r, perm, npad);
-  free(perm);
   return rc;
 }
 

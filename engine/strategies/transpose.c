@@ -135,7 +135,6 @@ static int transpose_setup(fe_realization *r)
   if (!rc) rc = upload_cells(r, perm, npad, &d->cells);
   if (!rc) rc = fe_realization_geometry(r, d->vertices, perm, npad);
   if (!rc) rc = fe_realization_cell_data(r, perm, npad);
-  free(perm);
   return rc;
 }
 
