@@ -62,9 +62,9 @@ int fe_vector_interpolate(const fe_space *V, const char *const *expr, fe_backend
 {
   *out = NULL;
   for (int k = 0; k < V->ncomp; k++) {
-    FE_ASSERT(expr[k] && *expr[k], FE_ERR_ARG, "interpolate: component %d has no expression", k + 1);
+    FE_ASSERT(expr[k] && *expr[k], FE_ERR_ARG, "component %d has no expression", k + 1);
     const char *bad = strpbrk(expr[k], ";{}#\n");
-    FE_ASSERT(!bad, FE_ERR_ARG, "interpolate: the expression '%s' holds '%s': it must be one C "
+    FE_ASSERT(!bad, FE_ERR_ARG, "the expression '%s' holds '%s': it must be one C "
               "expression of x[0], x[1], x[2]", expr[k], *bad == '\n' ? "\\n" : (char[]){*bad, 0});
   }
   char *src;
@@ -77,6 +77,10 @@ int fe_vector_interpolate(const fe_space *V, const char *const *expr, fe_backend
   int cached;
   int rc = fe_compile(be, src, &mod, &compile_s, &cached);
   free(src);
+  if (rc) { /* name what the user wrote */
+    if (V->ncomp == 1) fe_error_context("the expression '%s'", expr[0]);
+    else fe_error_context("the expressions of %d components", V->ncomp);
+  }
   if (!rc) rc = be->ops->kernel(be->impl, mod, "fe_interpolate", &kern);
   coords_job job = {V};
   /* the space's own coordinates where the backend can read host memory in place (cpu, double) */

@@ -247,39 +247,41 @@ static long long number_nodes_sorted(fe_space *V, const double *lphi)
     fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for a dof map");
     return -1;
   }
-  int *dof = V->cell_nodes, failed = 0;
-  size_t nfirst = 0;
+  int *dof = V->cell_nodes, team = 1;
 #pragma omp parallel
   {
-    int t = omp_get_thread_num(), team = omp_get_num_threads();
+    int t = omp_get_thread_num();
+#pragma omp single
+    team = omp_get_num_threads();
     size_t lo = np * (size_t)t / (size_t)team, hi = np * (size_t)(t + 1) / (size_t)team, k = 0;
     for (size_t p = lo; p < hi; p++) k += rep[p] == (int)p;
     firsts[t + 1] = k;
-#pragma omp barrier
-#pragma omp single
-    {
-      for (int u = 0; u < team; u++) firsts[u + 1] += firsts[u];
-      nfirst = firsts[team];
-      V->node_coords = malloc(sizeof(double) * (3 * ((size_t)m->nvertices + nfirst) + 1));
-      failed = !V->node_coords;
-    }
-    if (!failed) {
-      double *xn = V->node_coords;
-      size_t id = (size_t)m->nvertices + firsts[t];
-      for (size_t p = lo; p < hi; p++)
-        if (rep[p] < 0) dof[p] = m->cells[p / nb * nv + p % nb];
-        else if (rep[p] == (int)p) {
-          node_place(V, p / nb, (int)(p % nb), lphi, xn + 3 * id);
-          dof[p] = (int)id++;
-        }
-      size_t v0 = (size_t)m->nvertices * (size_t)t / (size_t)team,
-             v1 = (size_t)m->nvertices * (size_t)(t + 1) / (size_t)team;
-      memcpy(xn + 3 * v0, m->coords + 3 * v0, sizeof(double) * 3 * (v1 - v0));
-    }
-#pragma omp barrier
-    for (size_t p = lo; !failed && p < hi; p++)
-      if (rep[p] >= 0 && rep[p] != (int)p) dof[p] = dof[rep[p]]; /* rep[p] < p: numbered */
   }
+  for (int u = 0; u < team; u++) firsts[u + 1] += firsts[u];
+  size_t nfirst = firsts[team];
+  /* allocated here, on this thread: inside the team glibc may open an arena for another */
+  V->node_coords = malloc(sizeof(double) * (3 * ((size_t)m->nvertices + nfirst) + 1));
+  int failed = !V->node_coords;
+  /* the same `team` parts (whatever threads run them): first places numbered and placed,
+   * then every other place copies its first place's id */
+#pragma omp parallel for schedule(static, 1) if (!failed)
+  for (int t = 0; t < (failed ? 0 : team); t++) {
+    size_t lo = np * (size_t)t / (size_t)team, hi = np * (size_t)(t + 1) / (size_t)team;
+    double *xn = V->node_coords;
+    size_t id = (size_t)m->nvertices + firsts[t];
+    for (size_t p = lo; p < hi; p++)
+      if (rep[p] < 0) dof[p] = m->cells[p / nb * nv + p % nb];
+      else if (rep[p] == (int)p) {
+        node_place(V, p / nb, (int)(p % nb), lphi, xn + 3 * id);
+        dof[p] = (int)id++;
+      }
+    size_t v0 = (size_t)m->nvertices * (size_t)t / (size_t)team,
+           v1 = (size_t)m->nvertices * (size_t)(t + 1) / (size_t)team;
+    memcpy(xn + 3 * v0, m->coords + 3 * v0, sizeof(double) * 3 * (v1 - v0));
+  }
+#pragma omp parallel for schedule(static) if (!failed)
+  for (size_t p = 0; p < (failed ? 0 : np); p++)
+    if (rep[p] >= 0 && rep[p] != (int)p) dof[p] = dof[rep[p]]; /* rep[p] < p: numbered */
   free(firsts), free(rep);
   if (failed) {
     fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the node coordinates");

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "engine/error.h"
 #include "engine/mesh.h"
 #include "engine/space.h"
 #include "engine/vector.h"
@@ -124,7 +125,10 @@ static int space_interpolate_expr(lua_State *L, space_handle *h)
   interpolate_target(L, &be, &prec);
   fe_vector **out = felab_push_vector(L, 1);
   fe_vector *x = NULL;
-  FELAB_TRY(L, fe_vector_interpolate(V, expr, be, prec, &x));
+  if (fe_vector_interpolate(V, expr, be, prec, &x)) {
+    fe_error_context("V:interpolate");
+    return felab_raise(L);
+  }
   *out = x;
   return 1;
 }
@@ -148,6 +152,10 @@ static int space_interpolate(lua_State *L)
   fe_space *V = h->V;
   lua_settop(L, 3);
   if (lua_type(L, 2) == LUA_TSTRING || is_string_table(L, 2)) return space_interpolate_expr(L, h);
+  if (lua_type(L, 2) != LUA_TNUMBER && lua_type(L, 2) != LUA_TFUNCTION)
+    return luaL_error(L, "V:interpolate: expected a number, a function(x) or a C expression of "
+                         "x[0..2] (a string; a table of them on a vector space) as argument 1, "
+                         "got %s", felab_kind_of(L, 2));
   felab_point_fn f;
   felab_point_fn_init(L, 2, "V:interpolate", &f);
   fe_backend *be;

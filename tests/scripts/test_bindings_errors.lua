@@ -48,7 +48,9 @@ expect_error(function() return mesh.box{cells = "x"} end, "cells", "string")
 expect_error(function() return mesh.box{cells = {2, 2}} end, "cells", "3")
 expect_error(function() return mesh.box{cells = {2, 2.5, 2}} end, "cells[2]", "2.5")
 expect_error(function() return mesh.box{cell = "blob"} end, "blob", "tet")
-expect_error(function() return V:interpolate("f") end, "V:interpolate", "function", "string")
+expect_error(function() return V:interpolate({}) end, "V:interpolate", "function", "table")
+expect_error(function() return V:interpolate("f") end, "V:interpolate", "the expression 'f'",
+             "does not compile", "generated line")
 still_works()
 
 -- zero and negative sizes name cells and the axis
