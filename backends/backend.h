@@ -42,6 +42,8 @@ typedef struct fe_device_info {
   size_t max_group;    /* largest work-group size */
   int fp64;            /* double precision supported */
   int fp64_atomics;    /* native or emulated atomic add on doubles */
+  int lazy_launch;     /* a kernel's first launch may do one-time work worth seconds (OpenCL:
+                        * PoCL compiles there), so an action times its second run */
   /* what bounds how many groups a compute unit holds at once (0: not known) */
   int warp;            /* threads issued together (32 on NVIDIA; 1 on the cpu) */
   int threads_per_cu;  /* resident threads per compute unit */

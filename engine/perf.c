@@ -619,9 +619,11 @@ void fe_report_format(const fe_report *r, char *buf, size_t n)
   if (len < 0 || (size_t)len >= n) return;
   if (r->seconds > 0)
     len += snprintf(buf + len, n - (size_t)len,
-                    "  measured   %s  %.3g GF/s  %.3g GB/s  (%d launches)\n"
+                    "  measured   %s  %.3g GF/s  %.3g GB/s  (%d launches%s)\n"
                     "  predicted  %s  %s bound  predicted/measured %.2f",
-                    tm, fe_report_gflops(r), fe_report_gbytes(r), r->launches, tp, r->bound, ratio);
+                    tm, fe_report_gflops(r), fe_report_gbytes(r), r->launches,
+                    r->first_run ? "; the kernel's first run: one-time work included" : "", tp,
+                    r->bound, ratio);
   else /* the model's view alone (A:model, perf.predict) */
     len += snprintf(buf + len, n - (size_t)len,
                     "  measured   nothing (the model's view; %d launches)\n"
@@ -676,12 +678,12 @@ void fe_report_format(const fe_report *r, char *buf, size_t n)
     } else
       len += snprintf(buf + len, n - (size_t)len, "\n  built      no device data (ready); ");
     if (len < 0 || (size_t)len >= n) return;
-    /* compile_seconds holds the first, untimed run too (a driver's lazy work lands there) */
+    /* compile_seconds holds an untimed first run where there was one (first_run 0) */
+    const char *with = r->first_run ? "" : " with its first run";
     if (r->kernel_from == 1)
-      len += snprintf(buf + len, n - (size_t)len, "kernel compiled, %s with its first run", tk);
+      len += snprintf(buf + len, n - (size_t)len, "kernel compiled, %s%s", tk, with);
     else if (r->kernel_from == 2)
-      len += snprintf(buf + len, n - (size_t)len,
-                      "kernel loaded from the cache, %s with its first run", tk);
+      len += snprintf(buf + len, n - (size_t)len, "kernel loaded from the cache, %s%s", tk, with);
     else len += snprintf(buf + len, n - (size_t)len, "kernel ready");
     if (len < 0 || (size_t)len >= n) return;
     if (r->transfer_seconds > 0)

@@ -56,6 +56,9 @@ typedef struct fe_report {
                              * strategy's own (an operator's first call on a realization) */
   int kernel_from;          /* an operator action's kernel: 0 not one, 1 compiled by this call,
                              * 2 loaded from a cache by this call, 3 ready from an earlier one */
+  int first_run;            /* seconds is the kernel's first run (one-time work included: the
+                             * answer comes sooner, the figure is not a steady one); else a
+                             * first run, where there was one, is in compile_seconds */
   double predicted_seconds; /* roofline model */
   double peak_gbytes, peak_gflops; /* the ceilings the prediction used */
   char bound[16];           /* the ceiling that binds: "dram", "shared", "fma", ... */

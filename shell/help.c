@@ -441,6 +441,9 @@ static const help_entry builtin[] = {
      "What one call did: counted flops and minimal bytes, measured seconds and rates, the\n"
      "model's predicted seconds, the bound (\"memory\" or \"compute\"), and the backend,\n"
      "device, precision and strategy it ran with. print(rep) shows the block.\n"
+     "An operator's first call also says what it built (rep.setup_seconds, rep.setup_parts),\n"
+     "how it got the kernel (rep.kernel: compiled, cached, ready) and whether seconds is the\n"
+     "kernel's first run (rep.first_run: one-time work included; later calls are steady).\n"
      "example: r, rep = A:residual(u); print(rep.gflops, rep.predicted_seconds / rep.seconds)"},
 
     /* output */

@@ -219,6 +219,7 @@ static int opencl_describe(opencl_impl *cl)
   const char *exts = ext ? ext : "";
 
   in->is_gpu = !!(type & CL_DEVICE_TYPE_GPU);
+  in->lazy_launch = 1; /* PoCL compiles a kernel at its first launch */
   in->compute_units = (int)cu;
   in->global_mem = (size_t)gmem;
   in->local_mem = (size_t)lmem;

@@ -105,8 +105,9 @@ for _, c in ipairs(cases) do
   print(("  build %.3f s = mesh %.3f + space %.3f + operator %.3f + field %.3f (as a C " ..
          "expression: %.3f)"):format(build, r.mesh, r.space, r.operator, r.field, r.field_expr or -1))
   print(("  first apply %.3f s: setup %.3f (schedule %.3f, cell data %.3f, geometry %.3f, " ..
-         "the strategy's own %.3f), kernel %s %.3f with its first run"):format(r.first, r.setup,
-        r.schedule, r.cell_data, r.geometry, r.own, r.kernel_how, r.kernel))
+         "the strategy's own %.3f), kernel %s %.3f, the rest %.3f (its run)"):format(r.first, r.setup,
+        r.schedule, r.cell_data, r.geometry, r.own, r.kernel_how, r.kernel,
+        r.first - r.setup - r.kernel))
   local bx = build - r.field + (r.field_expr or -1)
   print(("  steady apply %.4f s; build / steady %.1f (with the field as an expression %.1f), " ..
          "first / steady %.1f"):format(r.steady, build / r.steady, bx / r.steady, r.first / r.steady))
