@@ -96,15 +96,18 @@ local exe_for_oom = T.exe()
 
 -- Out of memory while setting up: a named error (the operator, the part, the size), and the
 -- session goes on. A child process under `ulimit -v`: its own size after building the mesh,
--- the space and a field, plus 60 MiB, less than the geometry needs (99 MiB). Not under ASan,
--- whose shadow memory needs more address space than any such limit.
+-- a P1 space (which needs no temporaries: its nodes are the vertices) and a field, plus 60
+-- MiB, less than the stored geometry needs (99 MiB). Not under ASan, whose shadow memory
+-- needs more address space than any such limit.
 if os.getenv("FELAB_ASAN") ~= "1" then
-  local build = "local m = mesh.box{cells = {60, 60, 60}, cell = 'tet'}; local V = fe.space(m, 'P2'); " ..
+  local build = "local m = mesh.box{cells = {60, 60, 60}, cell = 'tet'}; local V = fe.space(m, 'P1'); " ..
                 "local A = fe.operator(V, physics.poisson{kappa = 1, source = 1}, {dirichlet = 'all'}); " ..
                 "local w = V:interpolate(1):to('cpu'); "
   local function run(limit, code)
-    local cmd = ("%s'%s' -e \"%s\" 2>&1"):format(limit and ("ulimit -v %d && "):format(limit) or "",
-                                                 exe_for_oom, build .. code)
+    -- one thread and one malloc arena: the address space a run takes is the same each time
+    -- (threads that allocate open arenas of 64 MiB each, as many as they run)
+    local cmd = ("%sOMP_NUM_THREADS=1 MALLOC_ARENA_MAX=1 '%s' -e \"%s\" 2>&1"):format(
+                limit and ("ulimit -v %d && "):format(limit) or "", exe_for_oom, build .. code)
     local p = assert(io.popen(cmd))
     local out = p:read("a")
     p:close()
@@ -113,7 +116,7 @@ if os.getenv("FELAB_ASAN") ~= "1" then
   local vm = tonumber(run(nil, "print('vm', io.open('/proc/self/status'):read('a'):match('VmSize:%s*(%d+)'))")
                       :match("vm%s+(%d+)"))
   check(vm and vm > 0, "the child's size was not printed")
-  local out = run(vm + 60 * 1024, "local ok, e = pcall(A.apply, A, w, {backend = 'cpu', strategy = 'transpose'}); " ..
+  local out = run(vm + 60 * 1024, "local ok, e = pcall(A.apply, A, w, {backend = 'cpu', strategy = 'transpose', geometry = 'stored'}); " ..
                   "print('failed', not ok, e); print('after', mesh.box{cells = {2, 2, 2}}.ncells)")
   check(out:find("failed\ttrue\tsetting up transpose on cpu %(double%) for 1296000 cells: building [%w' ]+: " ..
                  "out of host memory"), "the error names the operator, the part and the memory:\n%s", out)
