@@ -784,3 +784,44 @@ Test(operator, high_orders_are_symmetric_and_consistent)
     op_problem_free(&p);
   }
 }
+
+/* The two numberings of a dof map (sorted names on every thread; the serial hash map that
+ * spaces past 2^31 places use, asked for through FELAB_DOFMAP) give the same nodes and
+ * places, node for node, at the same coordinates (to rounding: a shared node is placed from
+ * its first cell in one, from its last in the other). */
+Test(space, hashed_and_sorted_numberings_agree)
+{
+  static const struct { fe_cell_type type; const char *space; int n; } cases[] = {
+      {FE_CELL_TET, "P2", 3}, {FE_CELL_TET, "P3", 2}, {FE_CELL_HEX, "Q2", 3},
+      {FE_CELL_HEX, "Q4", 2}, {FE_CELL_PRISM, "P2", 2}, {FE_CELL_TRI, "P3", 4},
+      {FE_CELL_QUAD, "Q3", 3}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    fe_box_opts o;
+    fe_box_opts_default(&o);
+    o.type = cases[k].type;
+    o.cells[0] = o.cells[1] = cases[k].n;
+    o.cells[2] = cases[k].type == FE_CELL_TRI || cases[k].type == FE_CELL_QUAD ? 0 : cases[k].n;
+    o.distort = 0.2;
+    fe_mesh *m = NULL;
+    cr_assert_eq(fe_mesh_box(&o, &m), 0, "%s", fe_error_message());
+    fe_space *a = NULL, *b = NULL;
+    cr_assert_eq(fe_space_create(m, cases[k].space, &a), 0, "%s", fe_error_message());
+    setenv("FELAB_DOFMAP", "hashed", 1);
+    int rc = fe_space_create(m, cases[k].space, &b);
+    unsetenv("FELAB_DOFMAP");
+    cr_assert_eq(rc, 0, "%s", fe_error_message());
+    size_t places = (size_t)m->ncells * a->elem.nbasis;
+    cr_assert_eq(a->nnodes, b->nnodes, "%s: %d nodes sorted, %d hashed", cases[k].space,
+                 a->nnodes, b->nnodes);
+    cr_assert(!memcmp(a->cell_nodes, b->cell_nodes, sizeof(int) * places),
+              "%s on %s: the dof maps differ", cases[k].space, fe_cell_name(cases[k].type));
+    double worst = 0;
+    for (size_t i = 0; i < 3 * (size_t)a->nnodes; i++)
+      worst = fmax(worst, fabs(a->node_coords[i] - b->node_coords[i]));
+    cr_assert(worst <= 1e-14, "%s on %s: the node coordinates differ by %g", cases[k].space,
+              fe_cell_name(cases[k].type), worst);
+    fe_space_free(a);
+    fe_space_free(b);
+    fe_mesh_free(m);
+  }
+}
