@@ -420,11 +420,11 @@ int fe_upload_ints(fe_backend *be, const int *v, size_t n, fe_buffer *buf)
   return be->ops->write(be->impl, buf, 0, n * sizeof(int), v);
 }
 
-/* Where each stored cell comes from (order NULL: the mesh's): the blocks in the order of list, each padded to
- * BLOCK cells. A padding cell stores -(c + 1), c the first cell of its own group: it must
- * touch only nodes its group touches anyway, or a plain add of its zero could race with
- * another group of the same color. Storing colors contiguously lets each color's launch
- * stream through memory instead of hopping between blocks. */
+/* Where each stored cell comes from (order NULL: the mesh's): the blocks in the order of
+ * list, each padded to BLOCK cells. A padding cell stores -(c + 1), c the first cell of its
+ * own group: it must touch only nodes its group touches anyway, or a plain add of its zero
+ * could race with another group of the same color. Storing colors contiguously lets each
+ * color's launch stream through memory instead of hopping between blocks. */
 static int cell_permutation(const fe_operator *A, const fe_realization *d, const int *list,
                             const int *order, int **perm, size_t *npad)
 {
@@ -435,8 +435,8 @@ static int cell_permutation(const fe_operator *A, const fe_realization *d, const
   for (size_t k = 0; k < (size_t)d->ngroups; k++)
     for (size_t j = 0; j < bs; j++) {
       size_t c = (size_t)list[k] * bs + j, first = (size_t)list[k] * bs;
-      (*perm)[k * bs + j] = !order ? (c < nc ? (int)c : -(int)first - 1)
-                            : c < nc ? order[c] : -order[first] - 1;
+      int at = (int)(c < nc ? c : first), from = order ? order[at] : at;
+      (*perm)[k * bs + j] = c < nc ? from : -from - 1;
     }
   return 0;
 }
@@ -1154,11 +1154,11 @@ static int op_action(fe_operator *A, fe_action a, const fe_vector *u_in, const f
     compile_s += fe_clock() - t0;
     first_run = 0;
   }
-  r->warm[a] = 1;
   if (!rc) {
     double t0 = fe_clock();
     rc = op_run(r, a, u, w, *out, &launches);
     seconds = fe_clock() - t0;
+    r->warm[a] = 1;
   }
   fe_vector_free(tu);
   fe_vector_free(tw);

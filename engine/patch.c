@@ -477,32 +477,32 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
   {
     int *loc = walk > 0 ? NULL : malloc(sizeof(int) * (per + 1)); /* a patch's local numbers */
 #pragma omp for schedule(dynamic, 16)
-  for (int g = 0; g < ngo; g++) {
-    int *runs = P->runs + P->start[g];
-    int bad = 0;
-    if (walk > 0) {
-      bad = build_one_walk(V, local + (size_t)g * per, count[g], perm + (size_t)g * block, block, walk, P->items,
-                           reuse, lanes, runs, &ev[g], &ne[g], &maxc[g]);
-    } else if (!loc) {
-      maxc[g] = -1;
-    } else {
-      memcpy(loc, local + (size_t)g * per, sizeof(int) * per);
-      memset(P->lcells + (size_t)g * per, 0, sizeof(unsigned) * per); /* padding: 0 */
-      maxc[g] = build_one_lcells(V, loc, count[g], perm + (size_t)g * block, block, lanes,
-                                 P->lcells, (size_t)g * per, runs);
-      if (maxc[g] < 0)
-        bad = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
-                           "out of host memory for the patches");
-      else if (maxc[g] > 65536)
-        bad = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
-                           "a patch of %d cells needs %d places for its contributions, more "
-                           "than 65536 (use a smaller block)", block, maxc[g]);
-    }
-    if (bad) {
+    for (int g = 0; g < ngo; g++) {
+      int *runs = P->runs + P->start[g];
+      int bad = 0;
+      if (walk > 0) {
+        bad = build_one_walk(V, local + (size_t)g * per, count[g], perm + (size_t)g * block,
+                             block, walk, P->items, reuse, lanes, runs, &ev[g], &ne[g], &maxc[g]);
+      } else if (!loc) {
+        maxc[g] = -1;
+      } else {
+        memcpy(loc, local + (size_t)g * per, sizeof(int) * per);
+        memset(P->lcells + (size_t)g * per, 0, sizeof(unsigned) * per); /* padding: 0 */
+        maxc[g] = build_one_lcells(V, loc, count[g], perm + (size_t)g * block, block, lanes,
+                                   P->lcells, (size_t)g * per, runs);
+        if (maxc[g] < 0)
+          bad = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
+                             "out of host memory for the patches");
+        else if (maxc[g] > 65536)
+          bad = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
+                             "a patch of %d cells needs %d places for its contributions, more "
+                             "than 65536 (use a smaller block)", block, maxc[g]);
+      }
+      if (bad) {
 #pragma omp critical
-      failed = bad; /* the message of one failure is kept */
+        failed = bad; /* the message of one failure is kept */
+      }
     }
-  }
     free(loc);
   }
   if (!rc && failed) rc = failed;
