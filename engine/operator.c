@@ -179,6 +179,7 @@ static void realization_free(fe_realization *r)
   if (!r) return;
   fe_backend *be = r->be;
   if (r->st && r->st->release) r->st->release(r);
+  if (r->coords_wrapped) memset(&r->coords, 0, sizeof r->coords); /* the space's */
   fe_buffer *bufs[] = {&r->groups, &r->coords, &r->aux,   &r->didx,  &r->dval,
                        &r->params, &r->fmaps,  &r->ecells, &r->eids};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
@@ -905,7 +906,12 @@ static int realization_get(fe_operator *A, const fe_action_opts *o, fe_realizati
       if (nk) memcpy(r->built_constants, A->pde->const_values, sizeof(double) * nk);
     } else rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   }
-  if (!rc) rc = fe_upload_reals(be, prec, A->V->node_coords, 3 * (size_t)A->V->nnodes, &r->coords);
+  /* the space's coordinates, in place where the backend reads host memory (cpu, double) */
+  r->coords_wrapped = !rc && prec == FE_DOUBLE && be->ops->wrap;
+  size_t ncoord = 3 * (size_t)A->V->nnodes;
+  if (r->coords_wrapped)
+    rc = be->ops->wrap(be->impl, A->V->node_coords, sizeof(double) * ncoord, &r->coords);
+  else if (!rc) rc = fe_upload_reals(be, prec, A->V->node_coords, ncoord, &r->coords);
   if (!rc) rc = fe_upload_ints(be, A->dir_nodes, (size_t)A->ndir, &r->didx);
   if (!rc && !(dv = malloc(sizeof(double) * (size_t)(A->ndir + 1))))
     rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");

@@ -99,6 +99,8 @@ struct fe_realization {
   fe_buffer groups;      /* group list, ordered by color */
   fe_buffer geo[FE_NACTIONS]; /* stored geometric factors per action (shared when equal) */
   fe_buffer coords;      /* nnodes x 3 */
+  int coords_wrapped;    /* coords is the space's own array (a backend that reads host memory
+                          * in place, double precision): never released */
   fe_buffer aux;         /* per-cell constants of the physics, in stored cell order */
   fe_buffer params;      /* the physics' named constants */
   unsigned params_version; /* the physics' const_version they hold */
