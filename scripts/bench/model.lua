@@ -67,8 +67,9 @@ for _, c in ipairs(cases) do
             local _, rep = A:apply(w, o)
             if rep.seconds < best.seconds then best = rep end
           end
-          local wi = perf.predict(A, {device = predict_for, strategy = s, precision = prec,
-                                      backend = backend, block = o.block})
+          local po = {device = predict_for}
+          for k, v in pairs(o) do po[k] = v end -- the case's options too (geometry, ...)
+          local wi = perf.predict(A, po)
           local t = best.ceilings
           local r = {c[1], prec, s, V.ndofs, best.seconds * 1e3, best.predicted_seconds * 1e3,
                      best.ratio, best.bound, best.occupancy, t.dram * 1e3, t.l2 * 1e3,

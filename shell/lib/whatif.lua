@@ -75,8 +75,11 @@ end
 function perf.predict(A, o)
   o = o or {}
   if type(o) ~= "table" then error("perf.predict: argument 2 must be an options table", 2) end
-  local rep = A:model(o.action or "apply", {backend = o.backend, precision = o.precision,
-                                            strategy = o.strategy, block = o.block})
+  -- every option of the action (a strategy's geometry, scatter, ... change its counts)
+  local mo = {}
+  for _, k in ipairs({"backend", "precision", "strategy", "block", "walk", "lanes", "geometry",
+                      "scatter", "recompute", "format", "chunk", "sigma"}) do mo[k] = o[k] end
+  local rep = A:model(o.action or "apply", mo)
   if not o.device then return rep end
   local target = find(o.device)
   if not target then

@@ -239,6 +239,21 @@ for _, s in ipairs({"transpose", "sumfact", "csr"}) do
   check(close(q.ceilings.launches, base.ceilings.launches, TOL), "%s: Ryzen launches", s)
 end
 
+-- the action's own options reach the what-if: sumfact's geometry changes what it counts
+do
+  local o = {device = "H200", strategy = "sumfact", backend = "cpu", precision = "double"}
+  local mo = {strategy = "sumfact", backend = "cpu", precision = "double"}
+  local seen = {}
+  for _, g in ipairs({"stored", "vertices"}) do
+    o.geometry, mo.geometry = g, g
+    local p, m = perf.predict(A, o), A:model("apply", mo)
+    check(p.bytes == m.bytes and p.flops == m.flops, "what-if with geometry %s: %g bytes, A:model %g",
+          g, p.bytes, m.bytes)
+    seen[g] = p.bytes
+  end
+  check(seen.stored ~= seen.vertices, "the what-if ignored the geometry (%g bytes both)", seen.stored)
+end
+
 -- an unknown device: an error that names the known ones
 local names = {}
 for _, d in ipairs(devs) do names[#names + 1] = d.name end
