@@ -92,14 +92,18 @@ strategies.transpose = {
     local d, what = c.d, {}
     if c.action == "apply" then what[#what + 1] = "the direction w" end
     if d.NEED_U == 1 then what[#what + 1] = "the state u" end
-    if d.NEED_X == 1 then what[#what + 1] = "the node coordinates" end
+    local vertices = d.GEO_RECOMPUTE == 1 -- geometry = "vertices"
+    if d.NEED_X == 1 or vertices then what[#what + 1] = "the node coordinates" end
     what = #what > 0 and table.concat(what, " and ") or "nothing (this physics needs no cell values)"
+    local geometry = vertices and "makes J, J^-1 and det J from the cell's coordinates (geometry = " ..
+                                  "\"vertices\": nothing stored)"
+                              or "reads the geometric factors (J^-1, det J" ..
+                                 (d.GEO_AFFINE == 1 and ", one set per cell: affine cells)" or ")")
     return {
       {"gather", "item (cell, basis function) copies " .. what .. " into shared memory", "/* gather phase"},
-      {"quadrature", "item (cell, point) evaluates the fields and their gradients, reads the " ..
-                     "geometric factors (J^-1, det J), calls the physics, multiplies by the weight " ..
-                     "and |J|, pulls f1 back with J^-T and stores the result in shared memory",
-                     "/* quadrature phase"},
+      {"quadrature", "item (cell, point) evaluates the fields and their gradients, " .. geometry ..
+                     ", calls the physics, multiplies by the weight and |J|, pulls f1 back with " ..
+                     "J^-T and stores the result in shared memory", "/* quadrature phase"},
       {"basis (and scatter)", "item (cell, basis function) sums over the points against the basis " ..
                               "values and reference derivatives and adds into y (atomic on a GPU; " ..
                               "plain adds on the cpu, whose groups run color by color)", "/* basis phase"},

@@ -98,6 +98,17 @@ end
 check(text:find("counts the whole kernel, not each phase", 1, true), "the text says the counts are per kernel")
 check(text:find("None: the cpu runs one work group per OpenMP thread", 1, true), "the cpu has no occupancy")
 
+-- transpose says where its factors come from: stored, or made from the coordinates
+local P1 = fe.operator(fe.space(mesh.box{cells = {2, 2, 2}, cell = "tet"}, "P1"),
+                       physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
+text = P1:explain("apply", {backend = "cpu", strategy = "transpose", geometry = "vertices", quiet = true})
+check(text:find("makes J, J^-1 and det J from the cell's coordinates", 1, true) and
+      text:find("copies the direction w and the node coordinates", 1, true),
+      "transpose from the vertices: the quadrature phase does not say so")
+text = P1:explain("apply", {backend = "cpu", strategy = "transpose", geometry = "stored", quiet = true})
+check(text:find("reads the geometric factors (J^-1, det J, one set per cell", 1, true),
+      "transpose with stored factors on affine cells: not said")
+
 -- csr's diagonal runs transpose's kernel, and says so
 text = A:explain("diagonal", {backend = "cpu", strategy = "csr", quiet = true})
 check(text:find("csr keeps no kernel of its own for the diagonal: it runs transpose's", 1, true),
