@@ -415,29 +415,22 @@ int fe_mesh_geo_map(const fe_mesh *m, int cell, const double *xi, double x[3], d
   return 0;
 }
 
-/* Whether cell c's vertices X lie where the linear part at the reference centroid puts them:
- * X[b] = x(centroid) + J (xi_b - centroid), to 1e-10 of the cell's size (and a few roundings
- * of its coordinates). N, dN: the first-order basis at the centroid; ref: the vertices'
- * reference coordinates. */
-static int cell_affine(const fe_mesh *m, int c, const double *N, const double *dN,
-                       const double *ref, const double *mid)
+/* Whether cell c's vertices lie where the map's linear part at the reference centroid `mid`
+ * puts them: X[b] = x(mid) + J (xi_b - mid), to 1e-10 of the cell's size (and a few roundings
+ * of its coordinates); ref: the vertices' reference coordinates. */
+static int cell_affine(const fe_mesh *m, int c, const double *ref, const double *mid)
 {
   const int nv = m->nvc, dim = m->dim;
   const int *v = m->cells + (size_t)c * nv;
-  double xc[3] = {0, 0, 0}, J[3][3] = {{0}};
-  for (int b = 0; b < nv; b++) {
-    const double *p = m->coords + 3 * (size_t)v[b];
-    for (int d = 0; d < 3; d++) {
-      xc[d] += N[b] * p[d];
-      for (int i = 0; i < dim; i++) J[d][i] += p[d] * dN[b * dim + i];
-    }
-  }
+  double xc[3], J[9];
+  fe_mesh_geo_map(m, c, mid, xc, J); /* J[d * dim + i] = dx_d/dxi_i */
   double size = 0, scale = 0, err = 0;
   for (int b = 0; b < nv; b++) {
     const double *p = m->coords + 3 * (size_t)v[b];
     for (int d = 0; d < 3; d++) {
       double y = xc[d];
-      for (int i = 0; i < dim; i++) y += J[d][i] * (ref[3 * b + i] - mid[i]);
+      if (d < dim) /* a 2D mesh's z is 0 */
+        for (int i = 0; i < dim; i++) y += J[d * dim + i] * (ref[3 * b + i] - mid[i]);
       size = fmax(size, fabs(p[d] - xc[d]));
       scale = fmax(scale, fabs(p[d]));
       err = fmax(err, fabs(p[d] - y));
@@ -454,13 +447,12 @@ int fe_mesh_affine(const fe_mesh *m)
   if (m->type != FE_CELL_TRI && m->type != FE_CELL_TET) {
     int nv;
     const double *ref = fe_mesh_geo_nodes(m->type, 1, &nv);
-    double mid[3] = {0, 0, 0}, N[8], dN[8 * 3]; /* at most 8 vertices (hexes) */
+    double mid[3] = {0, 0, 0};
     for (int b = 0; b < nv; b++)
       for (int i = 0; i < 3; i++) mid[i] += ref[3 * b + i] / nv;
-    fe_mesh_geo_shape(m->type, 1, mid, N, dN);
 #pragma omp parallel for schedule(static) reduction(&& : yes)
     for (int c = 0; c < m->ncells; c++)
-      if (yes && !cell_affine(m, c, N, dN, ref, mid)) yes = 0;
+      if (yes && !cell_affine(m, c, ref, mid)) yes = 0;
   }
   ((fe_mesh *)m)->affine = yes ? 1 : -1; /* the answer kept: see fe_mesh.affine */
   return yes;
