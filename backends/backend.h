@@ -161,6 +161,10 @@ typedef struct fe_calibration {
   double nonfma_gops;   /* divisions (chains of them), G/s */
   double atomic_gops;   /* atomic adds to scattered addresses, G/s */
   double constant_gops; /* constant-table words served, a warp reading 32 distinct ones, G/s */
+  /* GPUs: the waits on one group's path, microseconds (0: not measured, the cpu): a load
+   * from device memory and one from L2 whose address came from the load before (a pointer
+   * chase), and a phase (a shared store, a barrier, the load of another item's word) */
+  double dram_latency_us, l2_latency_us, phase_latency_us;
   /* GPUs: the fraction of the ceiling reached with 2^(k+1) warps resident per compute unit
    * (k = 0..5), for DRAM, shared memory and FMA; 0: not measured (the cpu) */
   double curve[3][FE_CURVE_POINTS];

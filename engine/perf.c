@@ -35,19 +35,19 @@ double fe_report_gbytes(const fe_report *r) { return r->seconds > 0 ? r->bytes /
 
 const char *fe_ceiling_name(int c)
 {
-  static const char *names[FE_NCEILINGS] = {"dram",    "l2",       "shared",  "fma",
-                                            "nonfma",  "atomics",  "constant", "launches"};
+  static const char *names[FE_NCEILINGS] = {"dram",    "l2",       "shared",   "fma",    "nonfma",
+                                            "atomics", "constant", "launches", "latency"};
   return c >= 0 && c < FE_NCEILINGS ? names[c] : "?";
 }
 
-/* Where a backend's calibration is stored: one file per backend and device ("v2": the
- * ceilings per micro-benchmark; a file of the first form is not read). */
+/* Where a backend's calibration is stored: one file per backend and device ("v3": the
+ * ceilings per micro-benchmark and the latencies; a file of an earlier form is not read). */
 static int calibration_path(const fe_backend *be, char *path, size_t n)
 {
   char dir[4096];
   FE_CHECK(fe_cache_dir("calibration", dir, sizeof dir));
   unsigned long long h = fe_hash_string(be->info.name, fe_hash_string(be->name, 0));
-  snprintf(path, n, "%s/%s-v2-%016llx.txt", dir, be->name, h);
+  snprintf(path, n, "%s/%s-v3-%016llx.txt", dir, be->name, h);
   return 0;
 }
 
@@ -55,7 +55,7 @@ static int calibration_path(const fe_backend *be, char *path, size_t n)
 typedef struct calib_field {
   const char *key;
   size_t offset;
-  int required; /* a rate that must be positive (launch and sync may be 0) */
+  int required; /* a rate that must be positive (launches and latencies may be 0) */
 } calib_field;
 
 static const calib_field calib_fields[] = {
@@ -69,6 +69,9 @@ static const calib_field calib_fields[] = {
     {"constant", offsetof(fe_calibration, constant_gops), 1},
     {"launch", offsetof(fe_calibration, launch_us), 0},
     {"sync", offsetof(fe_calibration, sync_us), 0},
+    {"dram_latency", offsetof(fe_calibration, dram_latency_us), 0},
+    {"l2_latency", offsetof(fe_calibration, l2_latency_us), 0},
+    {"phase_latency", offsetof(fe_calibration, phase_latency_us), 0},
 };
 #define NCALIB_FIELDS (sizeof calib_fields / sizeof calib_fields[0])
 static const char *curve_keys[3] = {"curve_dram", "curve_shared", "curve_fma"};
@@ -226,6 +229,7 @@ typedef struct calib_run {
   fe_precision prec;
   fe_module *mod;
   fe_kernel *triad, *stream, *cached, *fma, *scalar, *shared, *divide, *atomics, *constant;
+  fe_kernel *chase_init, *chase, *phases;
   fe_buffer a, x, y, out;
   size_t n;       /* reals per array */
   int ngpu;       /* compute units (GPU) or threads (cpu) */
@@ -256,6 +260,31 @@ static int time_shared(calib_run *c, long long g, double *t)
   fe_arg args[3] = {{.kind = FE_ARG_INT, .i = g}, {.kind = FE_ARG_BUFFER, .buf = &c->out},
                     {.kind = FE_ARG_INT, .i = c->steps}};
   return best_time(c->be, c->shared, (size_t)g, (size_t)c->block, 3, args, c->prec, 3, 1, t);
+}
+
+/* Microseconds a step of the pointer chase takes over the first n words of buffer a (one
+ * group; the best of `runs`, each from another start unless `same`: a chain walked again
+ * finds its lines in the cache). */
+static int time_chase(calib_run *c, long long n, int same, int runs, double *us)
+{
+  const int steps = 1024, stride = 1048609 % (int)n; /* odd: the chain visits every word */
+  fe_arg iargs[4] = {{.kind = FE_ARG_INT, .i = c->ngpu * 4}, {.kind = FE_ARG_INT, .i = n},
+                     {.kind = FE_ARG_INT, .i = stride}, {.kind = FE_ARG_BUFFER, .buf = &c->a}};
+  FE_CHECK(c->be->ops->launch(c->be->impl, c->chase_init, (size_t)c->ngpu * 4, (size_t)c->block, 4,
+                              iargs, c->prec, NULL));
+  *us = INFINITY;
+  for (int r = 0; r <= runs; r++) { /* run 0 warms up (and fills the cache for `same`) */
+    fe_arg args[5] = {{.kind = FE_ARG_INT, .i = 1},
+                      {.kind = FE_ARG_INT, .i = same ? 0 : (long long)r * 131072 % (n / 2)},
+                      {.kind = FE_ARG_INT, .i = steps}, {.kind = FE_ARG_BUFFER, .buf = &c->a},
+                      {.kind = FE_ARG_BUFFER, .buf = &c->out}};
+    double t;
+    FE_CHECK(best_time(c->be, c->chase, 1, (size_t)c->block, 5, args, c->prec, 1, 1, &t));
+    if (r > 0 && (t - c->be->calib[c->prec].sync_us * 1e-6) / steps * 1e6 < *us)
+      *us = (t - c->be->calib[c->prec].sync_us * 1e-6) / steps * 1e6;
+  }
+  if (*us < 0) *us = 0;
+  return 0;
 }
 
 /* Run every micro-benchmark; fill be->calib[prec]. */
@@ -329,6 +358,22 @@ static int calibrate_kernels(calib_run *c)
                      {.kind = FE_ARG_INT, .i = dsteps}};
   FE_CHECK(best_time(be, c->constant, (size_t)full, B, 3, kargs, c->prec, 3, 1, &t));
   cal->constant_gops = 2.0 * (double)full * B * dsteps / t / 1e9;
+  /* GPUs: the waits of a group's path: device memory (a chase over words well beyond the
+   * last-level cache), L2 (a chain that fits it, walked again), a phase (one group) */
+  cal->dram_latency_us = cal->l2_latency_us = cal->phase_latency_us = 0;
+  if (gpu) {
+    long long words = (long long)(c->n * w / 4), far = (long long)1 << 25, near = (long long)1 << 21;
+    while (far < 4 * (long long)(cache / 4) && 2 * far <= words) far *= 2;
+    if (far > words) far = words;
+    FE_CHECK(time_chase(c, far, 0, 3, &cal->dram_latency_us));
+    FE_CHECK(time_chase(c, near < words ? near : words, 1, 3, &cal->l2_latency_us));
+    const int psteps = 4096;
+    fe_arg pargs[3] = {{.kind = FE_ARG_INT, .i = 1}, {.kind = FE_ARG_INT, .i = psteps},
+                       {.kind = FE_ARG_BUFFER, .buf = &c->out}};
+    FE_CHECK(best_time(be, c->phases, 1, B, 3, pargs, c->prec, 3, 1, &t));
+    cal->phase_latency_us = (t - cal->sync_us * 1e-6) / psteps * 1e6;
+    if (cal->phase_latency_us < 0) cal->phase_latency_us = 0;
+  }
   /* GPUs: each rate with 2, 4, ..., 64 warps resident per unit (one wave of groups of two
    * warps), as a fraction of the rate above */
   memset(cal->curve, 0, sizeof cal->curve);
@@ -377,7 +422,8 @@ static int run_calibration(fe_backend *be, fe_precision prec, fe_report *rep)
   struct { const char *name; fe_kernel **k; } ks[] = {
       {"fe_triad", &c.triad},         {"fe_stream", &c.stream},   {"fe_cached", &c.cached},
       {"fe_fma", &c.fma},             {"fe_fma_scalar", &c.scalar},             {"fe_shared_loads", &c.shared}, {"fe_divide", &c.divide},
-      {"fe_atomics", &c.atomics},     {"fe_constant_loads", &c.constant}};
+      {"fe_atomics", &c.atomics},     {"fe_constant_loads", &c.constant},
+      {"fe_chase_init", &c.chase_init}, {"fe_chase", &c.chase}, {"fe_phases", &c.phases}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !rc; i++)
     rc = be->ops->kernel(be->impl, c.mod, ks[i].name, ks[i].k);
   size_t nout = (size_t)c.ngpu * 32 * 4 + 64;
@@ -397,7 +443,7 @@ static int run_calibration(fe_backend *be, fe_precision prec, fe_report *rep)
   if (rep) {
     fe_report_begin(rep, "calibrate", be, prec, "micro-benchmarks",
                     "stream triad, cached triad, shared loads, FMA and division chains, "
-                    "scattered atomics, launches");
+                    "scattered atomics, launches, pointer chases and barrier phases (GPUs)");
     rep->seconds = fe_clock() - t0 - (cached ? 0 : compile_s);
     rep->compile_seconds = cached ? 0 : compile_s;
     rep->peak_gbytes = cal->gbytes;
@@ -486,10 +532,14 @@ void fe_report_work(fe_report *rep, const fe_work *w)
   rep->l2_bytes = w->l2_bytes;
   rep->shared_bytes = w->shared_bytes;
   rep->nonfma = w->nonfma;
+  rep->vec_flops = w->vec_flops;
   rep->atomics = w->atomics;
   rep->constant = w->constant;
   rep->groups = w->groups;
   rep->group_items = w->group_items;
+  rep->dram_trips = w->dram_trips;
+  rep->l2_trips = w->l2_trips;
+  rep->phases = w->phases;
 }
 
 void fe_perf_occupancy(fe_backend *be, fe_kernel *k, fe_report *rep)
@@ -543,12 +593,16 @@ static double curve_at(const double *curve, double warps)
 void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
 {
   fe_calibration g = *c;
+  const double vec_gflops = c->gflops; /* the calibrated (vectorized, on the cpu) FMA rate */
   if (!c->gpu) {
     /* the cpu: its groups' "shared" arrays live in L1 and its groups add color by color
      * without atomics, so neither is a ceiling of their own there */
     g.shared_gbytes = g.atomic_gops = g.constant_gops = 0;
     if (g.scalar_gflops > 0) g.gflops = g.scalar_gflops; /* few of its loops are vectorized */
   }
+  /* the cpu: the loops that are vectorized at the vectorized rate, the rest at the scalar
+   * one, one after the other (a thread runs a group's phases in turn) */
+  double vec = !c->gpu && g.gflops != vec_gflops ? fmin(rep->vec_flops, rep->flops) : 0;
   c = &g;
   double warps = rep->occupancy > 0 ? rep->occupancy * 64 : 0; /* of 64 warps per unit */
   double e_dram = curve_at(c->curve[0], warps), e_shared = curve_at(c->curve[1], warps),
@@ -557,7 +611,7 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
   t[FE_CEIL_DRAM] = rep->bytes / (c->gbytes * 1e9 * e_dram);
   t[FE_CEIL_L2] = c->l2_gbytes > 0 ? rep->l2_bytes / (c->l2_gbytes * 1e9 * e_dram) : 0;
   t[FE_CEIL_SHARED] = c->shared_gbytes > 0 ? rep->shared_bytes / (c->shared_gbytes * 1e9 * e_shared) : 0;
-  t[FE_CEIL_FMA] = rep->flops / (c->gflops * 1e9 * e_fma);
+  t[FE_CEIL_FMA] = (rep->flops - vec) / (c->gflops * 1e9 * e_fma) + (vec > 0 ? vec / (vec_gflops * 1e9) : 0);
   t[FE_CEIL_NONFMA] = c->nonfma_gops > 0 ? rep->nonfma / (c->nonfma_gops * 1e9 * e_fma) : 0;
   t[FE_CEIL_ATOMIC] = c->atomic_gops > 0 ? rep->atomics / (c->atomic_gops * 1e9) : 0;
   t[FE_CEIL_CONSTANT] = c->constant_gops > 0 ? rep->constant / (c->constant_gops * 1e9 * e_shared) : 0;
@@ -578,14 +632,31 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
   /* the other pipes' times, overlapped by the groups resident at once */
   double others = rep->resident > 0 ? (sum - t[bind]) / rep->resident : 0;
   t[FE_CEIL_LAUNCH] = (rep->launches * c->launch_us + c->sync_us) * 1e-6;
+  /* the waits (GPUs): each group's path, its dependent loads and its phases, paid once per
+   * wave of the groups resident at once; while one waits, the others use the pipes. By
+   * Little's law the kernel takes the longer of the pipes' time and the waves' paths plus
+   * every group's own pipe time shared among the G resident ones. */
+  double pipes = t[bind] + others, top = t[bind], waits = 0;
+  t[FE_CEIL_LATENCY] = 0;
+  if (c->gpu && rep->resident > 0 && rep->groups > 0 && compute_units > 0) {
+    double path = rep->dram_trips * c->dram_latency_us + rep->l2_trips * c->l2_latency_us +
+                  rep->phases * c->phase_latency_us;
+    double waves = ceil(rep->groups / ((double)compute_units * rep->resident));
+    if (path > 0) waits = waves * path * 1e-6 + sum / rep->resident;
+    t[FE_CEIL_LATENCY] = waits; /* the waits, and the pipe time they cannot hide */
+  }
   rep->efficiency = fill * (bind == FE_CEIL_DRAM || bind == FE_CEIL_L2            ? e_dram
                             : bind == FE_CEIL_SHARED || bind == FE_CEIL_CONSTANT ? e_shared
                             : bind == FE_CEIL_ATOMIC                             ? 1
                                                                                  : e_fma);
   rep->peak_gbytes = c->gbytes;
   rep->peak_gflops = c->gflops;
-  rep->predicted_seconds = t[bind] + others + t[FE_CEIL_LAUNCH];
-  if (t[FE_CEIL_LAUNCH] > t[bind]) bind = FE_CEIL_LAUNCH;
+  if (waits > pipes) {
+    pipes = top = waits;
+    bind = FE_CEIL_LATENCY;
+  }
+  rep->predicted_seconds = pipes + t[FE_CEIL_LAUNCH];
+  if (t[FE_CEIL_LAUNCH] > top) bind = FE_CEIL_LAUNCH;
   snprintf(rep->bound, sizeof rep->bound, "%s", fe_ceiling_name(bind));
 }
 

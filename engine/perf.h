@@ -15,6 +15,9 @@ typedef enum {
   FE_CEIL_ATOMIC,  /* atomic adds to global memory */
   FE_CEIL_CONSTANT, /* loads of the constant tables: one per distinct word a warp reads */
   FE_CEIL_LAUNCH,  /* launches and the host's wait */
+  FE_CEIL_LATENCY, /* GPUs: the waits on each group's path (dependent loads, barriers), once a
+                    * wave of the groups resident at once, plus every group's own pipe time
+                    * shared among the resident ones */
   FE_NCEILINGS
 } fe_ceiling;
 
@@ -29,11 +32,17 @@ typedef struct fe_work {
   double shared_bytes; /* shared-memory wavefront bytes: a warp's access of 4-byte words
                         * costs 128 bytes per wavefront (a word read by every item: one) */
   double nonfma;       /* divisions and square roots (each also counted in flops) */
+  double vec_flops;    /* of flops, those of loops the cpu's compiler makes SIMD (sumfact's
+                        * contractions, the cells the lanes): the vectorized FMA rate there */
   double atomics;      /* atomic adds to global memory */
   double constant;     /* constant-table loads, counted per distinct word a warp reads (the
                         * constant cache serves one word at a time: divergent reads wait) */
   long long groups;    /* work groups of the main kernel (0: not known) */
   int group_items;     /* items (threads) per group */
+  /* one group's path, in the order its code runs: loads whose address or start waits on
+   * the load or barrier before (from device memory: a stream's first touch; from L2:
+   * gathers of nodes other cells read too), and barrier-separated phases */
+  double dram_trips, l2_trips, phases;
 } fe_work;
 
 typedef struct fe_report {
@@ -63,9 +72,10 @@ typedef struct fe_report {
   double peak_gbytes, peak_gflops; /* the ceilings the prediction used */
   char bound[16];           /* the ceiling that binds: "dram", "shared", "fma", ... */
   /* the model's inputs besides flops and bytes (fe_work), and its answer per ceiling */
-  double l2_bytes, shared_bytes, nonfma, atomics, constant;
+  double l2_bytes, shared_bytes, nonfma, atomics, constant, vec_flops;
   long long groups;
   int group_items;
+  double dram_trips, l2_trips, phases; /* one group's path (fe_work) */
   int regs;                 /* the compiled kernel's registers per item (0: not known) */
   long long shared_per_group; /* and its shared bytes per group */
   double occupancy;         /* resident items over the compute unit's most (0: not known) */

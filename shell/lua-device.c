@@ -66,6 +66,9 @@ static int report_index(lua_State *L)
       {"constant_loads", offsetof(fe_report, constant)},
       {"occupancy", offsetof(fe_report, occupancy)},
       {"efficiency", offsetof(fe_report, efficiency)},
+      {"dram_trips", offsetof(fe_report, dram_trips)},
+      {"l2_trips", offsetof(fe_report, l2_trips)},
+      {"phases", offsetof(fe_report, phases)},
   };
   for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++)
     if (!strcmp(k, numbers[i].name)) {
@@ -185,7 +188,9 @@ static int device_current(lua_State *L)
 }
 
 /* A calibration as a table: gbytes, gflops, launch_us, sync_us, l2_gbytes, shared_gbytes,
- * nonfma_gops, atomic_gops, constant_gops, gpu (measured on a GPU) and (GPUs) curves = {dram = {...}, shared = {...}, fma = {...}}. */
+ * nonfma_gops, atomic_gops, constant_gops, scalar_gflops, dram_latency_us, l2_latency_us,
+ * phase_latency_us, gpu (measured on a GPU) and (GPUs) curves = {dram = {...}, shared = {...},
+ * fma = {...}}. */
 void felab_push_calibration(lua_State *L, const fe_calibration *c)
 {
   const struct {
@@ -195,8 +200,10 @@ void felab_push_calibration(lua_State *L, const fe_calibration *c)
            {"launch_us", c->launch_us},     {"sync_us", c->sync_us},
            {"l2_gbytes", c->l2_gbytes},     {"shared_gbytes", c->shared_gbytes},
            {"nonfma_gops", c->nonfma_gops}, {"atomic_gops", c->atomic_gops},
-           {"constant_gops", c->constant_gops}, {"scalar_gflops", c->scalar_gflops}};
-  lua_createtable(L, 0, 11);
+           {"constant_gops", c->constant_gops}, {"scalar_gflops", c->scalar_gflops},
+           {"dram_latency_us", c->dram_latency_us}, {"l2_latency_us", c->l2_latency_us},
+           {"phase_latency_us", c->phase_latency_us}};
+  lua_createtable(L, 0, 14);
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     lua_pushnumber(L, f[i].v);
     lua_setfield(L, -2, f[i].name);
@@ -334,7 +341,7 @@ static double field_number(lua_State *L, int idx, const char *k)
 
 /* perf.model(rep, ceilings [, units [, device name]]) -> a copy of report rep predicted with
  * the ceilings of another device (the table device.info().calibration.double has: gbytes, gflops, launch_us,
- * sync_us, l2_gbytes, shared_gbytes, nonfma_gops, atomic_gops, constant_gops, curves), for units compute
+ * sync_us, l2_gbytes, shared_gbytes, nonfma_gops, atomic_gops, constant_gops, the latencies, curves), for units compute
  * units: the what-if behind perf.predict. */
 static int perf_model(lua_State *L)
 {
@@ -353,6 +360,9 @@ static int perf_model(lua_State *L)
   c.atomic_gops = field_number(L, 2, "atomic_gops");
   c.constant_gops = field_number(L, 2, "constant_gops");
   c.scalar_gflops = field_number(L, 2, "scalar_gflops");
+  c.dram_latency_us = field_number(L, 2, "dram_latency_us");
+  c.l2_latency_us = field_number(L, 2, "l2_latency_us");
+  c.phase_latency_us = field_number(L, 2, "phase_latency_us");
   lua_getfield(L, 2, "gpu");
   c.gpu = lua_toboolean(L, -1);
   lua_pop(L, 1);

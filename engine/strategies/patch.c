@@ -302,12 +302,17 @@ static void patch_traffic(const fe_kernel_spec *s, const fe_action_needs *n, int
                        (n->need_x || recompute ? 3 : 0));
   double stores = nb * nc, sums = nb * nc + nb; /* the runs' contributions and run words */
   double random = fe_bank_random_wavefronts(size);
-  (void)walk;
   wk->shared_bytes = ncells / 32 * (loads + stores + sums) * random * 128;
   /* the patch's node lists: each patch node's values read once per patch (beyond the
    * minimal once per node) */
   wk->l2_bytes = patch_nodes * ((n->need_u ? nc : 0) + (n->jacobian ? nc : 0) + 3) * size;
   wk->atomics = patch_nodes * nc;
+  /* a group's path: its node range, the node list, the gather; after a barrier the cells'
+   * local maps (walks: their events came with the gather) with the stored factors beside
+   * them; after another the node list again before the adds */
+  wk->dram_trips = 1 + (walk > 0 ? (recompute ? 0 : 1) : 1);
+  wk->l2_trips = 3;
+  wk->phases = 3;
   wk->groups = (long long)((ncells + s->block - 1) / s->block);
   wk->group_items = s->block;
 }

@@ -21,6 +21,11 @@ typedef struct fe_sumfact_shape {
 /* Floating-point operations of one cell (an FMA counts 2), from the template's loops. */
 double fe_sumfact_flops_per_cell(const fe_sumfact_shape *s);
 
+/* Of those, the flops of the phases the cpu's compiler vectorizes over the cells of a group
+ * (gcc 12 -fopt-info-vec: the interpolations in x and y, the transposed passes; not the
+ * gather, its z contraction, the quadrature phase nor the scatter). */
+double fe_sumfact_vec_flops_per_cell(const fe_sumfact_shape *s);
+
 /* Bytes of FE_SHARED arrays of one work group of `block` cells with reals of real_size bytes. */
 size_t fe_sumfact_shared_bytes(const fe_sumfact_shape *s, int block, int real_size);
 

@@ -115,6 +115,7 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
   fe_kernel_spec s = {.V = V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec};
   double w = (double)fe_precision_size(prec), ncells = V->mesh->ncells;
   wk->flops = ncells * fe_sumfact_flops_per_cell(&sh);
+  wk->vec_flops = ncells * fe_sumfact_vec_flops_per_cell(&sh);
   /* the cell map, then the geometry: stored factors (per point, or per cell when affine), or
    * the corners' coordinates */
   double geo = vertices ? V->mesh->nvertices * 3 * w
@@ -129,6 +130,14 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
   int fields = (sh.need_u ? V->ncomp : 0) + (sh.jacobian && !sh.diagonal ? V->ncomp : 0);
   wk->l2_bytes = ncells * V->elem.nbasis * (fields * w + 4.0);
   wk->atomics = nodesum ? 0 : ncells * V->elem.nbasis * V->ncomp;
+  /* a group's path: its block number and cell map, the gather (with vertices, the corners
+   * beside it), the interpolations, then per round (the action: one; the diagonal: one per
+   * component) the quadrature phase reading its stored factors, the transposed passes and
+   * the scatter reading the cell map again */
+  double rounds = sh.diagonal ? V->ncomp : 1, interp = sh.collocated ? 0 : 2;
+  wk->dram_trips = 1 + (vertices ? 0 : rounds);
+  wk->l2_trips = 2 + rounds;
+  wk->phases = 1 + interp + rounds * (sh.diagonal ? 4 : 3 + interp);
   if (block > 0) {
     wk->groups = (long long)((V->mesh->ncells + block - 1) / block);
     wk->group_items = fe_sumfact_group_items(&sh, block);

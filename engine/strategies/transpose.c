@@ -313,6 +313,13 @@ static void transpose_counts(const fe_kernel_spec *s, int ndir, int vertices, fe
   wk->bytes = fe_codegen_common_bytes(s, ndir) + ncells * nb * 4.0 + geo +
               (n.need_x || vertices ? nnodes * 3 * w : 0) + ngroups * 4.0;
   transpose_traffic(s, &n, vertices, wk);
+  /* a group's path: its block number, the cell map, the gather; the quadrature phase reads
+   * the stored factors after a barrier, the basis phase the cell map again before its adds.
+   * The diagonal has no barrier: its factors come beside the cell map. */
+  int diag = s->action == FE_ACTION_DIAGONAL;
+  wk->dram_trips = 1 + (!vertices && !diag ? 1 : 0);
+  wk->l2_trips = diag ? 2 : 3;
+  wk->phases = diag ? 0 : 3;
 }
 
 static void transpose_count(const fe_realization *r, fe_action a, fe_work *w)

@@ -139,6 +139,8 @@ static fe_calibration cpu_cal(void)
   return c;
 }
 
+static fe_calibration gpu_cal(void);
+
 /* 10 ms of DRAM, 2.5 ms of L2, 2 ms of FMA, 2 ms of divisions, 3 launches */
 static fe_report work(void)
 {
@@ -182,6 +184,31 @@ Test(perf, model_cpu_has_no_shared_or_atomics)
   cr_assert_eq(r.ceiling_seconds[FE_CEIL_ATOMIC], 0);
   cr_assert_str_eq(r.bound, "dram");
   assert_close(r.predicted_seconds, 0.01 + 35e-6);
+}
+
+/* The cpu's flops at the scalar rate, but those of vectorized loops at the vectorized one */
+Test(perf, model_cpu_vectorized_flops)
+{
+  fe_calibration c = cpu_cal();
+  c.scalar_gflops = 250;
+  fe_report r = work();
+  r.vec_flops = 1.5e9;
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], 0.5e9 / 250e9 + 1.5e9 / 1000e9);
+  r = work(); /* none vectorized: all at the scalar rate */
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], 2e9 / 250e9);
+  r = work(); /* no scalar rate measured: the one rate */
+  r.vec_flops = 1.5e9;
+  c.scalar_gflops = 0;
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], 2e9 / 1000e9);
+  fe_calibration gc = gpu_cal(); /* a GPU: every item is a lane, one rate */
+  gc.scalar_gflops = 250;
+  r = work();
+  r.vec_flops = 1.5e9;
+  fe_perf_model(&gc, 0, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], 2e9 / 1000e9);
 }
 
 Test(perf, model_bound_is_largest)
@@ -292,6 +319,68 @@ Test(perf, model_curves)
   assert_close(r.ceiling_seconds[FE_CEIL_SHARED], 1e9 / 2000e9);
 }
 
+/* The waits: a path of 2 loads from device memory (0.5 us), 3 from L2 (0.2 us) and 8 phases
+ * (0.05 us) is 2 us; 40000 groups on 10 units, 4 resident, are 1000 waves: 2 ms, plus every
+ * group's pipe time shared by the 4, when that is longer than the pipes' own time. */
+Test(perf, model_latency)
+{
+  fe_calibration c = gpu_cal();
+  c.dram_latency_us = 0.5;
+  c.l2_latency_us = 0.2;
+  c.phase_latency_us = 0.05;
+  fe_report r = work();
+  r.bytes = r.l2_bytes = r.shared_bytes = 1e7; /* pipes well under the waits */
+  r.flops = 2e7;
+  r.nonfma = r.atomics = 1e6;
+  r.occupancy = 0.25;
+  r.group_items = 128;
+  r.resident = 4;
+  r.groups = 40000;
+  r.dram_trips = 2;
+  r.l2_trips = 3;
+  r.phases = 8;
+  fe_report q = r;
+  fe_perf_model(&c, 10, &r);
+  double sum = 0, most = 0;
+  for (int k = 0; k < FE_CEIL_LAUNCH; k++) {
+    sum += r.ceiling_seconds[k];
+    if (r.ceiling_seconds[k] > most) most = r.ceiling_seconds[k];
+  }
+  assert_close(r.ceiling_seconds[FE_CEIL_LATENCY], 1000 * 2e-6 + sum / 4);
+  cr_assert_str_eq(r.bound, "latency");
+  assert_close(r.predicted_seconds, 2e-3 + sum / 4 + r.ceiling_seconds[FE_CEIL_LAUNCH]);
+  /* a last wave of one group waits a whole path */
+  fe_report r1 = q;
+  r1.groups = 40001;
+  fe_perf_model(&c, 10, &r1);
+  double sum1 = 0;
+  for (int k = 0; k < FE_CEIL_LAUNCH; k++) sum1 += r1.ceiling_seconds[k];
+  assert_close(r1.ceiling_seconds[FE_CEIL_LATENCY], 1001 * 2e-6 + sum1 / 4);
+  /* much work a group: the pipes' time binds, the waits change nothing */
+  fe_report big = q;
+  big.bytes = 1e10;
+  fe_perf_model(&c, 10, &big);
+  cr_assert_str_eq(big.bound, "dram");
+  fe_calibration none = c;
+  none.dram_latency_us = none.l2_latency_us = none.phase_latency_us = 0;
+  fe_report nb = q;
+  nb.bytes = 1e10;
+  fe_perf_model(&none, 10, &nb);
+  assert_close(big.predicted_seconds, nb.predicted_seconds);
+  /* no latencies measured (the cpu, an older calibration): no waits */
+  fe_report z = q;
+  fe_perf_model(&none, 10, &z);
+  cr_assert_eq(z.ceiling_seconds[FE_CEIL_LATENCY], 0);
+  cr_assert_str_neq(z.bound, "latency");
+  assert_close(z.predicted_seconds, most + (sum - most) / 4 + z.ceiling_seconds[FE_CEIL_LAUNCH]);
+  /* the cpu's calibration: nothing resident, no waits whatever the latencies */
+  fe_calibration cc = cpu_cal();
+  cc.dram_latency_us = 0.5;
+  fe_report w = q;
+  fe_perf_model(&cc, 10, &w);
+  cr_assert_eq(w.ceiling_seconds[FE_CEIL_LATENCY], 0);
+}
+
 Test(perf, model_last_wave)
 {
   /* 10 units, 4 groups resident on each: 40 groups a wave */
@@ -381,10 +470,13 @@ Test(perf, ceiling_names)
     const char *name;
   } names[] = {{FE_CEIL_DRAM, "dram"},     {FE_CEIL_L2, "l2"},          {FE_CEIL_SHARED, "shared"},
                {FE_CEIL_FMA, "fma"},       {FE_CEIL_NONFMA, "nonfma"},  {FE_CEIL_ATOMIC, "atomics"},
-               {FE_CEIL_LAUNCH, "launches"}};
+               {FE_CEIL_CONSTANT, "constant"}, {FE_CEIL_LAUNCH, "launches"},
+               {FE_CEIL_LATENCY, "latency"}};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     cr_assert_str_eq(fe_ceiling_name(names[i].c), names[i].name);
-  cr_assert_eq(FE_CEIL_LAUNCH, FE_NCEILINGS - 1, "launches is the last ceiling");
+  /* the pipes come first (the model sums them below FE_CEIL_LAUNCH), the waits last */
+  cr_assert_eq(FE_CEIL_LATENCY, FE_NCEILINGS - 1, "latency is the last ceiling");
+  cr_assert_eq(FE_CEIL_LAUNCH, FE_NCEILINGS - 2, "launches come before the waits");
   for (int i = 0; i < FE_NCEILINGS; i++) { /* every ceiling named, and no two alike */
     cr_assert_str_neq(fe_ceiling_name(i), "?");
     for (int j = 0; j < i; j++) cr_assert_str_neq(fe_ceiling_name(i), fe_ceiling_name(j));
