@@ -26,9 +26,12 @@ ifeq ($(HAVE_OPENCL),1)
 override CFLAGS += -DFE_HAVE_OPENCL=1 -DCL_TARGET_OPENCL_VERSION=120
 LDLIBS  += -lOpenCL
 endif
+# Gmsh: felab loads the SDK at its first file (engine/gmsh-io.c, by its soname), so that
+# starting felab does not load the ~80 libraries it pulls in; the unit tests call it directly.
 ifeq ($(HAVE_GMSH),1)
-override CFLAGS += -DFE_HAVE_GMSH=1
-LDLIBS  += -lgmsh
+GMSH_LIB ?= $(shell objdump -p $$($(CC) -print-file-name=libgmsh.so) 2>/dev/null | awk '/SONAME/ {print $$2}')
+override CFLAGS += -DFE_HAVE_GMSH=1 -DFE_GMSH_LIB='"$(or $(GMSH_LIB),libgmsh.so)"'
+TEST_LDLIBS += -lgmsh
 endif
 # hypre (the amg preconditioner, engine/precond/amg.c alone includes it): Debian's
 # libhypre-dev and OpenMPI, or HYPRE_DIR/{include,lib} made by scripts/gpu-hypre.sh, found at
@@ -132,7 +135,7 @@ $(BUILD)/obj/gen/lualib.o: $(BUILD)/gen/lualib.c
 UNIT_SRC := $(wildcard tests/unit/*.c)
 $(BUILD)/unit-tests: $(UNIT_SRC) $(wildcard tests/unit/*.h) $(BUILD)/libfelab.a
 	$(CC) $(CFLAGS) $(shell pkg-config --cflags criterion) -o $@ $(UNIT_SRC) $(BUILD)/libfelab.a \
-	  $(shell pkg-config --libs criterion) $(LDLIBS)
+	  $(shell pkg-config --libs criterion) $(LDLIBS) $(TEST_LDLIBS)
 
 # A build for machines without readline, Gmsh or a Lua package (the GPU machine): Lua linked
 # statically from this machine's liblua5.4.a, the OpenCL ICD loader copied beside it (lib/).

@@ -31,6 +31,7 @@
 #include "engine/progress.h"
 
 #ifdef FE_HAVE_GMSH
+#include <dlfcn.h>
 #include <gmshc.h>
 #endif
 
@@ -597,6 +598,75 @@ int fe_mesh_from_arrays(const fe_mesh_arrays *a, fe_mesh **out)
 #ifdef FE_HAVE_GMSH
 /* ----- the SDK calls ----- */
 
+/* The SDK is loaded at the first file it reads, not when felab starts: its library pulls in
+ * about 80 others (OpenCASCADE, image and GL libraries) whose symbols the dynamic loader
+ * would resolve at every start, 90 of felab's 100 ms (FE_GMSH_LIB: its soname, from the
+ * build). */
+#ifndef FE_GMSH_LIB
+#define FE_GMSH_LIB "libgmsh.so"
+#endif
+static struct {
+  __typeof__(gmshInitialize) *Initialize;
+  __typeof__(gmshFinalize) *Finalize;
+  __typeof__(gmshFree) *Free;
+  __typeof__(gmshLoggerGet) *LoggerGet;
+  __typeof__(gmshLoggerGetLastError) *LoggerGetLastError;
+  __typeof__(gmshLoggerStart) *LoggerStart;
+  __typeof__(gmshLoggerStop) *LoggerStop;
+  __typeof__(gmshModelGetDimension) *ModelGetDimension;
+  __typeof__(gmshModelGetEntities) *ModelGetEntities;
+  __typeof__(gmshModelGetEntitiesForPhysicalGroup) *ModelGetEntitiesForPhysicalGroup;
+  __typeof__(gmshModelGetPhysicalGroups) *ModelGetPhysicalGroups;
+  __typeof__(gmshModelGetPhysicalName) *ModelGetPhysicalName;
+  __typeof__(gmshModelMeshGenerate) *ModelMeshGenerate;
+  __typeof__(gmshModelMeshGetElements) *ModelMeshGetElements;
+  __typeof__(gmshModelMeshGetNodes) *ModelMeshGetNodes;
+  __typeof__(gmshModelMeshSetOrder) *ModelMeshSetOrder;
+  __typeof__(gmshOpen) *Open;
+  __typeof__(gmshOptionSetNumber) *OptionSetNumber;
+  void (*lexer_flush)(void); /* an internal C++ symbol (see gmsh_stop); may be absent */
+} G;
+
+static int gmsh_load(const char *src)
+{
+  static void *lib;
+  if (lib) return 0;
+  void *h = dlopen(FE_GMSH_LIB, RTLD_NOW | RTLD_LOCAL);
+  FE_ASSERT(h, FE_ERR_IO, "%s: cannot load the Gmsh SDK (%s): %s", src, FE_GMSH_LIB, dlerror());
+  const struct {
+    const char *name;
+    void **fn;
+  } fns[] = {
+      {"gmshInitialize", (void **)&G.Initialize},
+      {"gmshFinalize", (void **)&G.Finalize},
+      {"gmshFree", (void **)&G.Free},
+      {"gmshLoggerGet", (void **)&G.LoggerGet},
+      {"gmshLoggerGetLastError", (void **)&G.LoggerGetLastError},
+      {"gmshLoggerStart", (void **)&G.LoggerStart},
+      {"gmshLoggerStop", (void **)&G.LoggerStop},
+      {"gmshModelGetDimension", (void **)&G.ModelGetDimension},
+      {"gmshModelGetEntities", (void **)&G.ModelGetEntities},
+      {"gmshModelGetEntitiesForPhysicalGroup", (void **)&G.ModelGetEntitiesForPhysicalGroup},
+      {"gmshModelGetPhysicalGroups", (void **)&G.ModelGetPhysicalGroups},
+      {"gmshModelGetPhysicalName", (void **)&G.ModelGetPhysicalName},
+      {"gmshModelMeshGenerate", (void **)&G.ModelMeshGenerate},
+      {"gmshModelMeshGetElements", (void **)&G.ModelMeshGetElements},
+      {"gmshModelMeshGetNodes", (void **)&G.ModelMeshGetNodes},
+      {"gmshModelMeshSetOrder", (void **)&G.ModelMeshSetOrder},
+      {"gmshOpen", (void **)&G.Open},
+      {"gmshOptionSetNumber", (void **)&G.OptionSetNumber}};
+  for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+    *fns[i].fn = dlsym(h, fns[i].name);
+    if (!*fns[i].fn) {
+      dlclose(h);
+      FE_ERROR(FE_ERR_IO, "%s: the Gmsh SDK (%s) has no %s", src, FE_GMSH_LIB, fns[i].name);
+    }
+  }
+  *(void **)&G.lexer_flush = dlsym(h, "_Z12gmsh_yyflushv");
+  lib = h;
+  return 0;
+}
+
 /* Gmsh is one global, non-reentrant session, started for each file and finalized after it:
  * after a syntax error its parser reads nothing more until it is restarted. */
 static int gmsh_busy;
@@ -606,25 +676,24 @@ static int gmsh_start(const char *src)
 {
   int ierr = 0;
   FE_ASSERT(!gmsh_busy, FE_ERR_ARG, "%s: the Gmsh SDK is already reading a file", src);
-  gmshInitialize(0, NULL, 0, &ierr);
+  FE_CHECK(gmsh_load(src));
+  G.Initialize(0, NULL, 0, &ierr);
   FE_ASSERT(!ierr, FE_ERR_IO, "%s: the Gmsh SDK failed to start", src);
-  gmshOptionSetNumber("General.Terminal", 0, &ierr);
-  gmshOptionSetNumber("General.Verbosity", 2, &ierr); /* errors and warnings */
-  gmshLoggerStart(&ierr);
+  G.OptionSetNumber("General.Terminal", 0, &ierr);
+  G.OptionSetNumber("General.Verbosity", 2, &ierr); /* errors and warnings */
+  G.LoggerStart(&ierr);
   gmsh_busy = 1;
   return 0;
 }
 
 /* Gmsh 4.8 leaves the rest of a file its .geo parser gave up on in the lexer's buffer, where
- * the next file's parse starts (and fails): flush it. An internal C++ symbol, so weak. */
-extern void gmsh_lexer_flush(void) __asm__("_Z12gmsh_yyflushv") __attribute__((weak));
-
+ * the next file's parse starts (and fails): flush it (G.lexer_flush, when the SDK has it). */
 static void gmsh_stop(void)
 {
   int ierr = 0;
-  if (gmsh_lexer_flush) gmsh_lexer_flush();
-  gmshLoggerStop(&ierr);
-  gmshFinalize(&ierr);
+  if (G.lexer_flush) G.lexer_flush();
+  G.LoggerStop(&ierr);
+  G.Finalize(&ierr);
   gmsh_busy = 0;
 }
 
@@ -635,7 +704,7 @@ static void gmsh_error_text(char *buf, size_t n, const char *what)
   size_t nlog = 0;
   int ierr = 0;
   snprintf(buf, n, "%s", what);
-  gmshLoggerGet(&log, &nlog, &ierr);
+  G.LoggerGet(&log, &nlog, &ierr);
   int found = 0;
   for (size_t i = 0; i < nlog; i++) {
     if (!found && log[i] && !strncmp(log[i], "Error", 5)) {
@@ -644,14 +713,14 @@ static void gmsh_error_text(char *buf, size_t n, const char *what)
       snprintf(buf, n, "%s", t);
       found = 1;
     }
-    gmshFree(log[i]);
+    G.Free(log[i]);
   }
-  gmshFree(log);
+  G.Free(log);
   if (!found) {
     char *last = NULL;
-    gmshLoggerGetLastError(&last, &ierr);
+    G.LoggerGetLastError(&last, &ierr);
     if (!ierr && last && *last) snprintf(buf, n, "%s", last);
-    gmshFree(last);
+    G.Free(last);
   }
 }
 
@@ -661,12 +730,12 @@ static int gmsh_logged_error(void)
   char **log = NULL;
   size_t nlog = 0;
   int ierr = 0, found = 0;
-  gmshLoggerGet(&log, &nlog, &ierr);
+  G.LoggerGet(&log, &nlog, &ierr);
   for (size_t i = 0; i < nlog; i++) {
     found |= log[i] && !strncmp(log[i], "Error", 5);
-    gmshFree(log[i]);
+    G.Free(log[i]);
   }
-  gmshFree(log);
+  G.Free(log);
   return found;
 }
 
@@ -705,20 +774,20 @@ typedef struct sdk_arrays {
 
 static void sdk_arrays_free(sdk_arrays *s)
 {
-  gmshFree(s->node_tags);
-  gmshFree(s->coords);
-  gmshFree(s->param);
-  gmshFree(s->dim_tags);
-  for (size_t i = 0; i < s->nowned; i++) gmshFree(s->owned[i]);
+  G.Free(s->node_tags);
+  G.Free(s->coords);
+  G.Free(s->param);
+  G.Free(s->dim_tags);
+  for (size_t i = 0; i < s->nowned; i++) G.Free(s->owned[i]);
   free(s->owned);
   free(s->blocks);
   size_t ng = s->ngroups_dt / 2;
-  for (size_t g = 0; s->names && g < ng; g++) gmshFree(s->names[g]);
-  for (size_t g = 0; s->entities && g < ng; g++) gmshFree(s->entities[g]);
+  for (size_t g = 0; s->names && g < ng; g++) G.Free(s->names[g]);
+  for (size_t g = 0; s->entities && g < ng; g++) G.Free(s->entities[g]);
   free(s->names);
   free(s->entities);
   free(s->groups);
-  gmshFree(s->groups_dt);
+  G.Free(s->groups_dt);
 }
 
 /* Remember an SDK array for sdk_arrays_free (frees it now when out of memory). */
@@ -728,7 +797,7 @@ static int own(sdk_arrays *s, void *p)
     size_t cap = s->cap_owned ? 2 * s->cap_owned : 64;
     void **q = realloc(s->owned, cap * sizeof *q);
     if (!q) {
-      gmshFree(p);
+      G.Free(p);
       FE_ERROR(FE_ERR_MEM, "out of memory for the SDK's arrays");
     }
     s->owned = q, s->cap_owned = cap;
@@ -742,12 +811,12 @@ static int sdk_read(const char *src, sdk_arrays *s)
 {
   int ierr = 0;
   size_t ncoords = 0, nparam = 0;
-  gmshModelMeshGetNodes(&s->node_tags, &s->nnodes, &s->coords, &ncoords, &s->param, &nparam, -1,
+  G.ModelMeshGetNodes(&s->node_tags, &s->nnodes, &s->coords, &ncoords, &s->param, &nparam, -1,
                         -1, 0, 0, &ierr);
   FE_ASSERT(!ierr, FE_ERR_IO, "%s: the Gmsh SDK could not give the nodes", src);
   FE_ASSERT(ncoords == 3 * s->nnodes, FE_ERR_IO, "%s: %zu coordinates for %zu nodes", src,
             ncoords, s->nnodes);
-  gmshModelGetEntities(&s->dim_tags, &s->ndim_tags, -1, &ierr);
+  G.ModelGetEntities(&s->dim_tags, &s->ndim_tags, -1, &ierr);
   FE_ASSERT(!ierr, FE_ERR_IO, "%s: the Gmsh SDK could not list the entities", src);
   for (size_t i = 0; i + 1 < s->ndim_tags; i += 2) {
     int dim = s->dim_tags[i], tag = s->dim_tags[i + 1];
@@ -755,7 +824,7 @@ static int sdk_read(const char *src, sdk_arrays *s)
     int *types = NULL;
     size_t ntypes = 0, **etags = NULL, *etags_n = NULL, etags_nn = 0, **ntags = NULL,
            *ntags_n = NULL, ntags_nn = 0;
-    gmshModelMeshGetElements(&types, &ntypes, &etags, &etags_n, &etags_nn, &ntags, &ntags_n,
+    G.ModelMeshGetElements(&types, &ntypes, &etags, &etags_n, &etags_nn, &ntags, &ntags_n,
                              &ntags_nn, dim, tag, &ierr);
     /* own everything first so that any error below frees it */
     int rc = own(s, types);
@@ -765,10 +834,10 @@ static int sdk_read(const char *src, sdk_arrays *s)
     if (!rc) rc = own(s, ntags_n);
     for (size_t k = 0; k < etags_nn; k++)
       if (!rc) rc = own(s, etags[k]);
-      else gmshFree(etags[k]);
+      else G.Free(etags[k]);
     for (size_t k = 0; k < ntags_nn; k++)
       if (!rc) rc = own(s, ntags[k]);
-      else gmshFree(ntags[k]);
+      else G.Free(ntags[k]);
     if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
     FE_ASSERT(!ierr && ntags_nn == ntypes && etags_nn == ntypes, FE_ERR_IO,
               "%s: the Gmsh SDK could not give the elements of entity (%d, %d)", src, dim, tag);
@@ -790,7 +859,7 @@ static int sdk_read(const char *src, sdk_arrays *s)
                 ntags_n[k], etags_n[k], ti ? ti->name : "?");
     }
   }
-  gmshModelGetPhysicalGroups(&s->groups_dt, &s->ngroups_dt, -1, &ierr);
+  G.ModelGetPhysicalGroups(&s->groups_dt, &s->ngroups_dt, -1, &ierr);
   FE_ASSERT(!ierr, FE_ERR_IO, "%s: the Gmsh SDK could not list the physical groups", src);
   size_t ng = s->ngroups_dt / 2;
   s->groups = calloc(ng + 1, sizeof *s->groups);
@@ -802,9 +871,9 @@ static int sdk_read(const char *src, sdk_arrays *s)
     fe_mesh_group *gr = &s->groups[g];
     gr->dim = s->groups_dt[2 * g];
     gr->tag = s->groups_dt[2 * g + 1];
-    gmshModelGetPhysicalName(gr->dim, gr->tag, &s->names[g], &ierr);
+    G.ModelGetPhysicalName(gr->dim, gr->tag, &s->names[g], &ierr);
     gr->name = s->names[g];
-    gmshModelGetEntitiesForPhysicalGroup(gr->dim, gr->tag, &s->entities[g], &gr->nentities, &ierr);
+    G.ModelGetEntitiesForPhysicalGroup(gr->dim, gr->tag, &s->entities[g], &gr->nentities, &ierr);
     gr->entities = s->entities[g];
     FE_ASSERT(!ierr, FE_ERR_IO, "%s: the Gmsh SDK could not give physical group %d", src, gr->tag);
   }
@@ -816,7 +885,7 @@ static int sdk_open(const char *path, const fe_load_opts *o)
 {
   int ierr = 0;
   char why[512];
-  gmshOpen(path, &ierr);
+  G.Open(path, &ierr);
   if (ierr || gmsh_logged_error()) {
     gmsh_error_text(why, sizeof why, "unreadable or unknown format");
     FE_ERROR(FE_ERR_IO, "%s: Gmsh could not read it: %s", path, why);
@@ -824,7 +893,7 @@ static int sdk_open(const char *path, const fe_load_opts *o)
   int *types = NULL;
   size_t ntypes = 0, **etags = NULL, *etags_n = NULL, etags_nn = 0, **ntags = NULL,
          *ntags_n = NULL, ntags_nn = 0;
-  gmshModelMeshGetElements(&types, &ntypes, &etags, &etags_n, &etags_nn, &ntags, &ntags_n,
+  G.ModelMeshGetElements(&types, &ntypes, &etags, &etags_n, &etags_nn, &ntags, &ntags_n,
                            &ntags_nn, -1, -1, &ierr);
   int has_mesh = 0, file_order = 1;
   for (size_t k = 0; k < ntypes; k++) {
@@ -832,26 +901,26 @@ static int sdk_open(const char *path, const fe_load_opts *o)
     has_mesh |= ti && ti->dim >= 2 && etags_n[k] > 0;
     if (ti && ti->dim >= 2 && etags_n[k] > 0 && ti->order > file_order) file_order = ti->order;
   }
-  for (size_t k = 0; k < etags_nn; k++) gmshFree(etags[k]);
-  for (size_t k = 0; k < ntags_nn; k++) gmshFree(ntags[k]);
-  gmshFree(types), gmshFree(etags), gmshFree(etags_n), gmshFree(ntags), gmshFree(ntags_n);
+  for (size_t k = 0; k < etags_nn; k++) G.Free(etags[k]);
+  for (size_t k = 0; k < ntags_nn; k++) G.Free(ntags[k]);
+  G.Free(types), G.Free(etags), G.Free(etags_n), G.Free(ntags), G.Free(ntags_n);
   if (!has_mesh) {
-    int dim = gmshModelGetDimension(&ierr);
+    int dim = G.ModelGetDimension(&ierr);
     FE_ASSERT(!ierr && dim >= 2, FE_ERR_MESH,
               "%s: neither a 2D/3D mesh nor a geometry to mesh (model dimension %d)", path, dim);
     if (o->size > 0) { /* uniform: the sizes at the file's points would win otherwise */
-      gmshOptionSetNumber("Mesh.MeshSizeFromPoints", 0, &ierr);
-      gmshOptionSetNumber("Mesh.MeshSizeMax", o->size, &ierr);
+      G.OptionSetNumber("Mesh.MeshSizeFromPoints", 0, &ierr);
+      G.OptionSetNumber("Mesh.MeshSizeMax", o->size, &ierr);
     }
     if (o->algorithm) {
       int number;
       FE_CHECK(gmsh_algorithm(path, o->algorithm, &number));
-      gmshOptionSetNumber("Mesh.Algorithm3D", number, &ierr);
+      G.OptionSetNumber("Mesh.Algorithm3D", number, &ierr);
     }
     char phase[32];
     snprintf(phase, sizeof phase, "meshing %dD", dim);
     fe_progress_phase(phase);
-    gmshModelMeshGenerate(dim, &ierr); /* Ctrl-C waits for it: Gmsh cannot be stopped */
+    G.ModelMeshGenerate(dim, &ierr); /* Ctrl-C waits for it: Gmsh cannot be stopped */
     FE_CHECK_INTERRUPT();
     if (ierr || gmsh_logged_error()) {
       gmsh_error_text(why, sizeof why, "meshing failed");
@@ -863,7 +932,7 @@ static int sdk_open(const char *path, const fe_load_opts *o)
    * order 1 makes a second-order file's mesh straight. */
   if (o->order != file_order) {
     fe_progress_phase(o->order == 2 ? "making order-2 elements" : "making order-1 elements");
-    gmshModelMeshSetOrder(o->order, &ierr);
+    G.ModelMeshSetOrder(o->order, &ierr);
     if (ierr || gmsh_logged_error()) {
       gmsh_error_text(why, sizeof why, "could not change the element order");
       FE_ERROR(FE_ERR_MESH, "%s: Gmsh could not make order-%d elements: %s", path, o->order,
