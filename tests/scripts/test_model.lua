@@ -12,17 +12,17 @@
 --
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, close, expect_error = T.check, T.close, T.expect_error
-local NAMES = {"dram", "l2", "shared", "fma", "nonfma", "atomics", "constant", "launches"}
+local NAMES = {"dram", "l2", "shared", "fma", "nonfma", "atomics", "constant", "launches", "latency"}
 local RATES = {"gbytes", "gflops", "scalar_gflops", "l2_gbytes", "shared_gbytes", "nonfma_gops",
                "atomic_gops", "constant_gops"}
 local TOL = 1e-12
 
--- the largest throughput ceiling (all but launches) and its name, the largest of all, and
--- the sum of the throughput ceilings
+-- the largest throughput ceiling (all but launches and the waits) and its name, the largest
+-- of all, and the sum of the throughput ceilings
 local function largest(ceilings)
   local most, name, all, sum = -1, nil, -1, 0
   for k, v in pairs(ceilings) do
-    if k ~= "launches" then
+    if k ~= "launches" and k ~= "latency" then
       sum = sum + v
       if v > most then most, name = v, k end
     end
@@ -112,9 +112,21 @@ for _, b in ipairs(T.backends()) do
         local G = rep.resident or 0
         check(info.is_gpu or G == 0, "%s: the cpu has %d groups resident", what, G)
         local others = G > 0 and (sum - most) / G or 0
-        check(close(rep.predicted_seconds, most + others + ce.launches, TOL),
-              "%s: predicted %g != largest (%s %g) + others %g + launches %g", what,
-              rep.predicted_seconds, name, most, others, ce.launches)
+        -- the waits (GPUs): the waves' paths at the calibrated latencies, and every group's
+        -- pipe time shared by the G resident ones; the prediction is the longer
+        local waits = 0
+        local k = info.calibration and info.calibration.double
+        if info.is_gpu and G > 0 and k and rep.groups > 0 then
+          local path = rep.dram_trips * k.dram_latency_us + rep.l2_trips * k.l2_latency_us +
+                       rep.phases * k.phase_latency_us
+          local waves = math.ceil(rep.groups / (info.compute_units * G))
+          if path > 0 then waits = waves * path * 1e-6 + sum / G end
+          check(s == "csr" or (path > 0 and rep.phases > 0), "%s: no path counted", what)
+        end
+        check(close(ce.latency, waits, TOL), "%s: the waits %g, expected %g", what, ce.latency, waits)
+        check(close(rep.predicted_seconds, math.max(most + others, waits) + ce.launches, TOL),
+              "%s: predicted %g != the longer of largest (%s %g) + others %g and the waits %g, + launches %g",
+              what, rep.predicted_seconds, name, most, others, waits, ce.launches)
         check(rep.seconds > 0 and close(rep.ratio, rep.predicted_seconds / rep.seconds, TOL),
               "%s: ratio %s", what, tostring(rep.ratio))
         check(rep.launches > 0, "%s: no launches", what)
@@ -147,7 +159,7 @@ for _, b in ipairs(T.backends()) do
               mr.launches, rep.launches)
 
         -- perf.model: the same ceilings reproduce the report; every rate doubled halves each
-        -- throughput ceiling and leaves the launches
+        -- throughput ceiling and leaves the launches and the latencies
         local same = perf.model(rep, cal, units)
         for _, k in ipairs(NAMES) do
           check(close(same.ceilings[k], ce[k], TOL), "%s: perf.model with the calibration: %s %g, not %g",
@@ -164,6 +176,8 @@ for _, b in ipairs(T.backends()) do
         local r2 = perf.model(rep, fast, units)
         for k, v in pairs(ce) do
           local want = k == "launches" and v or v / 2
+          -- the waits: the paths stay (latencies are no rates), the pipe time halves
+          if k == "latency" then want = v > 0 and v - sum / G / 2 or 0 end
           check(close(r2.ceilings[k], want, TOL), "%s: doubled rates: %s %g, expected %g", what, k,
                 r2.ceilings[k], want)
         end
