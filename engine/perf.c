@@ -622,41 +622,42 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
     double waves = rep->groups / per_wave;
     fill = waves / ceil(waves);
   }
-  int bind = FE_CEIL_DRAM;
+  /* the pipes a group waits for (all but the atomic adds) overlap by the groups resident at
+   * once: the largest whole, the others one G-th of theirs; the atomic adds are sent and not
+   * waited for, served in L2 beside everything else */
+  int pipe = FE_CEIL_DRAM;
   double sum = 0;
   for (int i = 0; i < FE_CEIL_LAUNCH; i++) {
     t[i] /= fill;
+    if (i == FE_CEIL_ATOMIC) continue;
     sum += t[i];
-    if (t[i] > t[bind]) bind = i;
+    if (t[i] > t[pipe]) pipe = i;
   }
-  /* the other pipes' times, overlapped by the groups resident at once */
-  double others = rep->resident > 0 ? (sum - t[bind]) / rep->resident : 0;
+  double on = t[pipe] + (rep->resident > 0 ? (sum - t[pipe]) / rep->resident : 0);
   t[FE_CEIL_LAUNCH] = (rep->launches * c->launch_us + c->sync_us) * 1e-6;
-  /* the waits (GPUs): each group's path, its dependent loads and its phases, paid once per
-   * wave of the groups resident at once; while one waits, the others use the pipes. By
-   * Little's law the kernel takes the longer of the pipes' time and the waves' paths plus
-   * every group's own pipe time shared among the G resident ones. */
-  double pipes = t[bind] + others, top = t[bind], waits = 0;
+  /* the waits (GPUs): each group's path, its dependent loads and its phases. The G groups of a
+   * wave run the same code from the same start, so they wait at the same time and nothing
+   * else runs then: each wave pays the path on top of its pipes' time. */
   t[FE_CEIL_LATENCY] = 0;
   if (c->gpu && rep->resident > 0 && rep->groups > 0 && compute_units > 0) {
     double path = rep->dram_trips * c->dram_latency_us + rep->l2_trips * c->l2_latency_us +
                   rep->phases * c->phase_latency_us;
-    double waves = ceil(rep->groups / ((double)compute_units * rep->resident));
-    if (path > 0) waits = waves * path * 1e-6 + sum / rep->resident;
-    t[FE_CEIL_LATENCY] = waits; /* the waits, and the pipe time they cannot hide */
+    t[FE_CEIL_LATENCY] = ceil(rep->groups / ((double)compute_units * rep->resident)) * path * 1e-6;
   }
-  rep->efficiency = fill * (bind == FE_CEIL_DRAM || bind == FE_CEIL_L2            ? e_dram
-                            : bind == FE_CEIL_SHARED || bind == FE_CEIL_CONSTANT ? e_shared
-                            : bind == FE_CEIL_ATOMIC                             ? 1
+  double body = on + t[FE_CEIL_LATENCY];
+  int bind = t[FE_CEIL_LATENCY] > t[pipe] ? FE_CEIL_LATENCY : pipe;
+  if (t[FE_CEIL_ATOMIC] > body) {
+    body = t[FE_CEIL_ATOMIC];
+    bind = pipe = FE_CEIL_ATOMIC;
+  }
+  rep->efficiency = fill * (pipe == FE_CEIL_DRAM || pipe == FE_CEIL_L2            ? e_dram
+                            : pipe == FE_CEIL_SHARED || pipe == FE_CEIL_CONSTANT ? e_shared
+                            : pipe == FE_CEIL_ATOMIC                             ? 1
                                                                                  : e_fma);
   rep->peak_gbytes = c->gbytes;
   rep->peak_gflops = c->gflops;
-  if (waits > pipes) {
-    pipes = top = waits;
-    bind = FE_CEIL_LATENCY;
-  }
-  rep->predicted_seconds = pipes + t[FE_CEIL_LAUNCH];
-  if (t[FE_CEIL_LAUNCH] > top) bind = FE_CEIL_LAUNCH;
+  rep->predicted_seconds = body + t[FE_CEIL_LAUNCH];
+  if (t[FE_CEIL_LAUNCH] > t[bind]) bind = FE_CEIL_LAUNCH;
   snprintf(rep->bound, sizeof rep->bound, "%s", fe_ceiling_name(bind));
 }
 

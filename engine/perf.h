@@ -16,8 +16,7 @@ typedef enum {
   FE_CEIL_CONSTANT, /* loads of the constant tables: one per distinct word a warp reads */
   FE_CEIL_LAUNCH,  /* launches and the host's wait */
   FE_CEIL_LATENCY, /* GPUs: the waits on each group's path (dependent loads, barriers), once a
-                    * wave of the groups resident at once, plus every group's own pipe time
-                    * shared among the resident ones */
+                    * wave of the groups resident at once */
   FE_NCEILINGS
 } fe_ceiling;
 

@@ -331,8 +331,8 @@ local ceiling_words = {
   constant = "the constant-table loads, one per distinct word a warp reads",
   latency = "the waits on each group's path (rep.dram_trips and rep.l2_trips dependent loads, " ..
             "rep.phases barrier-separated phases, at the calibrated latencies), once per wave of the " ..
-            "groups resident at once: too few groups hide each other's waits (small groups, " ..
-            "low occupancy)",
+            "groups resident at once, which run the same code and wait together: many small " ..
+            "groups with many phases wait longer than their pipes work",
   launches = "the fixed cost of each kernel launch and of the host's wait at the end: the " ..
              "problem is too small for its work to matter; a larger mesh is bound by the next ceiling",
 }
@@ -448,10 +448,10 @@ local function explain(A, action, opts)
   table.sort(ceil, function(a, b) return a[2] > b[2] end)
   local pred = rep.predicted_seconds
   say("predicted %s, bound by %s: %s.", time(pred), rep.bound, ceiling_words[rep.bound] or rep.bound)
-  say("Each ceiling alone, as a share of the prediction (the largest work ceiling, stretched " ..
-      "by the last wave's fill, plus the others' part that the resident groups do not overlap; " ..
-      "on a GPU the waves' waits with every group's own pipe time instead where that is longer; " ..
-      "plus the launches):")
+  say("Each ceiling alone, as a share of the prediction (the largest of the pipes a group " ..
+      "waits for, stretched by the last wave's fill, plus the others' part that the resident " ..
+      "groups do not overlap, plus on a GPU the waves' waits; the atomic adds instead where " ..
+      "they take longer; plus the launches):")
   for _, e in ipairs(ceil) do
     say("  %-9s %10s  %5.1f%%", e[1], time(e[2]), pred > 0 and 100 * e[2] / pred or 0)
   end
