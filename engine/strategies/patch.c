@@ -34,7 +34,78 @@ typedef struct patch_data {
   fe_patches host;       /* where the backend reads host memory in place (the cpu): the
                           * patches themselves, which the buffers above wrap */
   double patch_nodes, walk_events; /* summed over patches */
+  /* the bank model on the built patches (an item per cell; 0: not measured): wavefronts of
+   * a warp's access, averaged over a sample of warps, to a node's coordinate (xs[l*3 + d]),
+   * to a component of its state or direction (us[l*NC + k]) and of a contribution's store
+   * (ce[place*NC + k]); and per patch node, the gather's stores and the scatter's loads */
+  double wave_x, wave_u, wave_c, wave_node_x, wave_node_u, wave_scatter;
 } patch_data;
+
+/* The wavefronts above, from a sample of up to 512 patches of P (one item per cell). */
+static void measure_banks(patch_data *d, const fe_patches *P, int nb, int nc, int ncells,
+                          int size)
+{
+  long long idx[32];
+  double sx = 0, su = 0, sc = 0, nw = 0, gx = 0, gu = 0, sa = 0, nn = 0;
+  int step = P->npatch > 512 ? P->npatch / 512 : 1;
+  for (int g = 0; g < P->npatch; g += step) {
+    for (int e0 = 0; e0 < P->block; e0 += 32) { /* the cell items, a warp at a time */
+      int live = 0;
+      for (int b = 0; b < nb; b++) {
+        unsigned lp[32];
+        for (int t = 0; t < 32; t++) {
+          int e = e0 + t, c = g * P->block + e;
+          lp[t] = e < P->block && c < ncells ? P->lcells[((size_t)g * P->block * nb) + (size_t)b * P->block + e] : ~0u;
+          live += b == 0 && lp[t] != ~0u;
+        }
+        for (int d3 = 0; d3 < 3; d3++) {
+          for (int t = 0; t < 32; t++) idx[t] = lp[t] == ~0u ? -1 : (long long)(lp[t] & 0xffffu) * 3 + d3;
+          sx += fe_bank_wavefronts(idx, 32, size);
+        }
+        for (int k = 0; k < nc; k++) {
+          for (int t = 0; t < 32; t++) idx[t] = lp[t] == ~0u ? -1 : (long long)(lp[t] & 0xffffu) * nc + k;
+          su += fe_bank_wavefronts(idx, 32, size);
+          for (int t = 0; t < 32; t++) idx[t] = lp[t] == ~0u ? -1 : (long long)(lp[t] >> 16) * nc + k;
+          sc += fe_bank_wavefronts(idx, 32, size);
+        }
+      }
+      nw += live > 0;
+    }
+    int n0 = P->start[g], nl = P->start[g + 1] - n0;
+    for (int i0 = 0; i0 < nl; i0 += 32) { /* the node items: gather stores, scatter loads */
+      int most = 0;
+      for (int t = 0; t < 32 && i0 + t < nl; t++) {
+        int count = (int)((unsigned)P->runs[n0 + i0 + t] >> 16);
+        if (count > most) most = count;
+      }
+      for (int d3 = 0; d3 < 3; d3++) {
+        for (int t = 0; t < 32; t++) idx[t] = i0 + t < nl ? (long long)(i0 + t) * 3 + d3 : -1;
+        gx += fe_bank_wavefronts(idx, 32, size);
+      }
+      for (int k = 0; k < nc; k++) {
+        for (int t = 0; t < 32; t++) idx[t] = i0 + t < nl ? (long long)(i0 + t) * nc + k : -1;
+        gu += fe_bank_wavefronts(idx, 32, size);
+        for (int j = 0; j < most; j++) {
+          for (int t = 0; t < 32; t++) {
+            unsigned r = i0 + t < nl ? (unsigned)P->runs[n0 + i0 + t] : 0;
+            idx[t] = i0 + t < nl && j < (int)(r >> 16) ? (long long)fe_patch_place(r, j, P->lanes) * nc + k : -1;
+          }
+          sa += fe_bank_wavefronts(idx, 32, size);
+        }
+      }
+      for (int t = 0; t < 32; t++) idx[t] = i0 + t < nl ? i0 + t : -1; /* the run words */
+      sa += fe_bank_wavefronts(idx, 32, 4);
+      nn += nl - i0 < 32 ? nl - i0 : 32;
+    }
+  }
+  if (nw <= 0 || nn <= 0) return;
+  d->wave_x = sx / (nw * nb * 3);
+  d->wave_u = su / (nw * nb * nc);
+  d->wave_c = sc / (nw * nb * nc);
+  d->wave_node_x = gx / nn; /* per patch node: three coordinate stores a warp of 32 */
+  d->wave_node_u = gu / nn;
+  d->wave_scatter = sa / nn;
+}
 
 static int patch_applies(const fe_operator *A, const fe_backend *be, fe_precision prec,
                          char *why, size_t n)
@@ -140,6 +211,9 @@ static int upload_patches(fe_realization *r, int *perm, size_t npad, int *too_bi
   d->items = P.items;
   d->patch_nodes = P.nodes_total;
   d->walk_events = (double)P.nevents;
+  d->wave_x = d->wave_u = d->wave_c = d->wave_node_x = d->wave_node_u = d->wave_scatter = 0;
+  if (d->walk <= 0)
+    measure_banks(d, &P, V->elem.nbasis, V->ncomp, V->mesh->ncells, (int)fe_precision_size(r->prec));
   /* shared memory: the patch's state, direction and coordinates, the contributions, the run
    * words, the events */
   size_t need = ((size_t)d->maxl * (3 + 2 * V->ncomp) + (size_t)d->maxc * V->ncomp) *
@@ -287,22 +361,30 @@ static int patch_integrate(fe_realization *r, fe_action a, const fe_vector *u, c
   return 0;
 }
 
-/* Shared wavefront bytes, L2 loads and atomics of patch.knl: an item per cell loads its nodes'
- * state, direction and coordinates from the patch's node lists and stores its contributions
- * in their runs (words at scattered places: the random bank model), then one item per patch
- * node reads its run and adds it into y (one atomic per patch node and component). Walks
- * read a quarter of the node data (docs/kernels.md): counted as the item-per-cell form. */
+/* Shared wavefront bytes, L2 loads and atomics of patch.knl: the patch's nodes gathered into
+ * shared memory, an item per cell loads its nodes' state, direction and coordinates from
+ * there and stores its contributions in their runs, then one item per patch node reads its
+ * run and adds it into y (one atomic per patch node and component). On built patches (m) the
+ * bank model on their own local numbers and places; before (or with walks, which read a
+ * quarter of the node data, docs/kernels.md, counted as the item-per-cell form) words at
+ * random places. */
 static void patch_traffic(const fe_kernel_spec *s, const fe_action_needs *n, int recompute,
-                          double patch_nodes, int walk, fe_work *wk)
+                          double patch_nodes, int walk, const patch_data *m, fe_work *wk)
 {
   const fe_space *V = s->V;
   int nb = V->elem.nbasis, nc = V->ncomp, size = (int)fe_precision_size(s->prec);
   double ncells = V->mesh->ncells;
-  double loads = nb * ((n->need_u ? nc : 0) + (n->jacobian ? nc : 0) +
-                       (n->need_x || recompute ? 3 : 0));
-  double stores = nb * nc, sums = nb * nc + nb; /* the runs' contributions and run words */
-  double random = fe_bank_random_wavefronts(size);
-  wk->shared_bytes = ncells / 32 * (loads + stores + sums) * random * 128;
+  int fields = (n->need_u ? 1 : 0) + (n->jacobian ? 1 : 0), xs = n->need_x || recompute;
+  if (m && walk <= 0 && m->wave_u > 0) {
+    double cell = nb * ((xs ? 3 * m->wave_x : 0) + nc * (fields * m->wave_u + m->wave_c));
+    double node = (xs ? m->wave_node_x : 0) + fields * m->wave_node_u + m->wave_scatter;
+    wk->shared_bytes = (ncells / 32 * cell + patch_nodes * node) * 128;
+  } else {
+    double loads = nb * (fields * nc + (xs ? 3 : 0));
+    double stores = nb * nc, sums = nb * nc + nb; /* the runs' contributions and run words */
+    double random = fe_bank_random_wavefronts(size);
+    wk->shared_bytes = ncells / 32 * (loads + stores + sums) * random * 128;
+  }
   /* the patch's node lists: each patch node's values read once per patch (beyond the
    * minimal once per node) */
   wk->l2_bytes = patch_nodes * ((n->need_u ? nc : 0) + (n->jacobian ? nc : 0) + 3) * size;
@@ -319,7 +401,7 @@ static void patch_traffic(const fe_kernel_spec *s, const fe_action_needs *n, int
 
 /* Counts of patch.knl on the whole mesh; patch_nodes and walk_events as built (or estimated). */
 static void patch_counts(const fe_kernel_spec *s, int ndir, int recompute, double patch_nodes,
-                         int walk, double walk_events, fe_work *wk)
+                         int walk, double walk_events, const patch_data *m, fe_work *wk)
 {
   const fe_space *V = s->V;
   int nb = V->elem.nbasis, nq = s->quad->npoints, dim = V->elem.dim, nc = V->ncomp;
@@ -353,7 +435,7 @@ static void patch_counts(const fe_kernel_spec *s, int ndir, int recompute, doubl
   double cellmap = walk > 0 ? walk_events * 4.0 + (ngroups + 1) * 4.0 : ncells * nb * 4.0;
   wk->bytes = fe_codegen_common_bytes(s, ndir) + patch_nodes * 8.0 + (ngroups + 1) * 4.0 +
               cellmap + geo + (n.need_x || recompute ? nnodes * 3 * w : 0);
-  patch_traffic(s, &n, recompute, patch_nodes, walk, wk);
+  patch_traffic(s, &n, recompute, patch_nodes, walk, m, wk);
 }
 
 static void patch_count(const fe_realization *r, fe_action a, fe_work *w)
@@ -361,7 +443,7 @@ static void patch_count(const fe_realization *r, fe_action a, fe_work *w)
   const patch_data *d = r->data;
   fe_kernel_spec s;
   fe_realization_spec(r, a, &s);
-  patch_counts(&s, r->A->ndir, r->A->geo_recompute, d->patch_nodes, d->walk, d->walk_events, w);
+  patch_counts(&s, r->A->ndir, r->A->geo_recompute, d->patch_nodes, d->walk, d->walk_events, d, w);
   w->groups = r->ngroups;
   w->group_items = (int)group_size(r);
 }
@@ -374,7 +456,7 @@ static void patch_estimate(const fe_operator *A, const fe_backend *be, fe_precis
   (void)be;
   fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec,
                       .geo_affine = A->geo_affine, .block = PATCH_BLOCK};
-  patch_counts(&s, A->ndir, A->geo_recompute, 1.25 * A->V->nnodes, 0, 0, w);
+  patch_counts(&s, A->ndir, A->geo_recompute, 1.25 * A->V->nnodes, 0, 0, NULL, w);
 }
 
 const fe_strategy fe_strategy_patch = {
