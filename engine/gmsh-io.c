@@ -625,7 +625,7 @@ static struct {
   __typeof__(gmshOpen) *Open;
   __typeof__(gmshOptionSetNumber) *OptionSetNumber;
   void (*lexer_flush)(void); /* an internal C++ symbol (see gmsh_stop); may be absent */
-} G;
+} gmsh;
 
 static int gmsh_load(const char *src)
 {
@@ -637,24 +637,24 @@ static int gmsh_load(const char *src)
     const char *name;
     void **fn;
   } fns[] = {
-      {"gmshInitialize", (void **)&G.Initialize},
-      {"gmshFinalize", (void **)&G.Finalize},
-      {"gmshFree", (void **)&G.Free},
-      {"gmshLoggerGet", (void **)&G.LoggerGet},
-      {"gmshLoggerGetLastError", (void **)&G.LoggerGetLastError},
-      {"gmshLoggerStart", (void **)&G.LoggerStart},
-      {"gmshLoggerStop", (void **)&G.LoggerStop},
-      {"gmshModelGetDimension", (void **)&G.ModelGetDimension},
-      {"gmshModelGetEntities", (void **)&G.ModelGetEntities},
-      {"gmshModelGetEntitiesForPhysicalGroup", (void **)&G.ModelGetEntitiesForPhysicalGroup},
-      {"gmshModelGetPhysicalGroups", (void **)&G.ModelGetPhysicalGroups},
-      {"gmshModelGetPhysicalName", (void **)&G.ModelGetPhysicalName},
-      {"gmshModelMeshGenerate", (void **)&G.ModelMeshGenerate},
-      {"gmshModelMeshGetElements", (void **)&G.ModelMeshGetElements},
-      {"gmshModelMeshGetNodes", (void **)&G.ModelMeshGetNodes},
-      {"gmshModelMeshSetOrder", (void **)&G.ModelMeshSetOrder},
-      {"gmshOpen", (void **)&G.Open},
-      {"gmshOptionSetNumber", (void **)&G.OptionSetNumber}};
+      {"gmshInitialize", (void **)&gmsh.Initialize},
+      {"gmshFinalize", (void **)&gmsh.Finalize},
+      {"gmshFree", (void **)&gmsh.Free},
+      {"gmshLoggerGet", (void **)&gmsh.LoggerGet},
+      {"gmshLoggerGetLastError", (void **)&gmsh.LoggerGetLastError},
+      {"gmshLoggerStart", (void **)&gmsh.LoggerStart},
+      {"gmshLoggerStop", (void **)&gmsh.LoggerStop},
+      {"gmshModelGetDimension", (void **)&gmsh.ModelGetDimension},
+      {"gmshModelGetEntities", (void **)&gmsh.ModelGetEntities},
+      {"gmshModelGetEntitiesForPhysicalGroup", (void **)&gmsh.ModelGetEntitiesForPhysicalGroup},
+      {"gmshModelGetPhysicalGroups", (void **)&gmsh.ModelGetPhysicalGroups},
+      {"gmshModelGetPhysicalName", (void **)&gmsh.ModelGetPhysicalName},
+      {"gmshModelMeshGenerate", (void **)&gmsh.ModelMeshGenerate},
+      {"gmshModelMeshGetElements", (void **)&gmsh.ModelMeshGetElements},
+      {"gmshModelMeshGetNodes", (void **)&gmsh.ModelMeshGetNodes},
+      {"gmshModelMeshSetOrder", (void **)&gmsh.ModelMeshSetOrder},
+      {"gmshOpen", (void **)&gmsh.Open},
+      {"gmshOptionSetNumber", (void **)&gmsh.OptionSetNumber}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     *fns[i].fn = dlsym(h, fns[i].name);
     if (!*fns[i].fn) {
@@ -662,7 +662,7 @@ static int gmsh_load(const char *src)
       FE_ERROR(FE_ERR_IO, "%s: the Gmsh SDK (%s) has no %s", src, FE_GMSH_LIB, fns[i].name);
     }
   }
-  *(void **)&G.lexer_flush = dlsym(h, "_Z12gmsh_yyflushv");
+  *(void **)&gmsh.lexer_flush = dlsym(h, "_Z12gmsh_yyflushv");
   lib = h;
   return 0;
 }
@@ -677,23 +677,23 @@ static int gmsh_start(const char *src)
   int ierr = 0;
   FE_ASSERT(!gmsh_busy, FE_ERR_ARG, "%s: the Gmsh SDK is already reading a file", src);
   FE_CHECK(gmsh_load(src));
-  G.Initialize(0, NULL, 0, &ierr);
+  gmsh.Initialize(0, NULL, 0, &ierr);
   FE_ASSERT(!ierr, FE_ERR_IO, "%s: the Gmsh SDK failed to start", src);
-  G.OptionSetNumber("General.Terminal", 0, &ierr);
-  G.OptionSetNumber("General.Verbosity", 2, &ierr); /* errors and warnings */
-  G.LoggerStart(&ierr);
+  gmsh.OptionSetNumber("General.Terminal", 0, &ierr);
+  gmsh.OptionSetNumber("General.Verbosity", 2, &ierr); /* errors and warnings */
+  gmsh.LoggerStart(&ierr);
   gmsh_busy = 1;
   return 0;
 }
 
 /* Gmsh 4.8 leaves the rest of a file its .geo parser gave up on in the lexer's buffer, where
- * the next file's parse starts (and fails): flush it (G.lexer_flush, when the SDK has it). */
+ * the next file's parse starts (and fails): flush it (gmsh.lexer_flush, when the SDK has it). */
 static void gmsh_stop(void)
 {
   int ierr = 0;
-  if (G.lexer_flush) G.lexer_flush();
-  G.LoggerStop(&ierr);
-  G.Finalize(&ierr);
+  if (gmsh.lexer_flush) gmsh.lexer_flush();
+  gmsh.LoggerStop(&ierr);
+  gmsh.Finalize(&ierr);
   gmsh_busy = 0;
 }
 
@@ -704,7 +704,7 @@ static void gmsh_error_text(char *buf, size_t n, const char *what)
   size_t nlog = 0;
   int ierr = 0;
   snprintf(buf, n, "%s", what);
-  G.LoggerGet(&log, &nlog, &ierr);
+  gmsh.LoggerGet(&log, &nlog, &ierr);
   int found = 0;
   for (size_t i = 0; i < nlog; i++) {
     if (!found && log[i] && !strncmp(log[i], "Error", 5)) {
@@ -713,14 +713,14 @@ static void gmsh_error_text(char *buf, size_t n, const char *what)
       snprintf(buf, n, "%s", t);
       found = 1;
     }
-    G.Free(log[i]);
+    gmsh.Free(log[i]);
   }
-  G.Free(log);
+  gmsh.Free(log);
   if (!found) {
     char *last = NULL;
-    G.LoggerGetLastError(&last, &ierr);
+    gmsh.LoggerGetLastError(&last, &ierr);
     if (!ierr && last && *last) snprintf(buf, n, "%s", last);
-    G.Free(last);
+    gmsh.Free(last);
   }
 }
 
@@ -730,12 +730,12 @@ static int gmsh_logged_error(void)
   char **log = NULL;
   size_t nlog = 0;
   int ierr = 0, found = 0;
-  G.LoggerGet(&log, &nlog, &ierr);
+  gmsh.LoggerGet(&log, &nlog, &ierr);
   for (size_t i = 0; i < nlog; i++) {
     found |= log[i] && !strncmp(log[i], "Error", 5);
-    G.Free(log[i]);
+    gmsh.Free(log[i]);
   }
-  G.Free(log);
+  gmsh.Free(log);
   return found;
 }
 
@@ -774,20 +774,20 @@ typedef struct sdk_arrays {
 
 static void sdk_arrays_free(sdk_arrays *s)
 {
-  G.Free(s->node_tags);
-  G.Free(s->coords);
-  G.Free(s->param);
-  G.Free(s->dim_tags);
-  for (size_t i = 0; i < s->nowned; i++) G.Free(s->owned[i]);
+  gmsh.Free(s->node_tags);
+  gmsh.Free(s->coords);
+  gmsh.Free(s->param);
+  gmsh.Free(s->dim_tags);
+  for (size_t i = 0; i < s->nowned; i++) gmsh.Free(s->owned[i]);
   free(s->owned);
   free(s->blocks);
   size_t ng = s->ngroups_dt / 2;
-  for (size_t g = 0; s->names && g < ng; g++) G.Free(s->names[g]);
-  for (size_t g = 0; s->entities && g < ng; g++) G.Free(s->entities[g]);
+  for (size_t g = 0; s->names && g < ng; g++) gmsh.Free(s->names[g]);
+  for (size_t g = 0; s->entities && g < ng; g++) gmsh.Free(s->entities[g]);
   free(s->names);
   free(s->entities);
   free(s->groups);
-  G.Free(s->groups_dt);
+  gmsh.Free(s->groups_dt);
 }
 
 /* Remember an SDK array for sdk_arrays_free (frees it now when out of memory). */
@@ -797,7 +797,7 @@ static int own(sdk_arrays *s, void *p)
     size_t cap = s->cap_owned ? 2 * s->cap_owned : 64;
     void **q = realloc(s->owned, cap * sizeof *q);
     if (!q) {
-      G.Free(p);
+      gmsh.Free(p);
       FE_ERROR(FE_ERR_MEM, "out of memory for the SDK's arrays");
     }
     s->owned = q, s->cap_owned = cap;
@@ -811,12 +811,12 @@ static int sdk_read(const char *src, sdk_arrays *s)
 {
   int ierr = 0;
   size_t ncoords = 0, nparam = 0;
-  G.ModelMeshGetNodes(&s->node_tags, &s->nnodes, &s->coords, &ncoords, &s->param, &nparam, -1,
+  gmsh.ModelMeshGetNodes(&s->node_tags, &s->nnodes, &s->coords, &ncoords, &s->param, &nparam, -1,
                         -1, 0, 0, &ierr);
   FE_ASSERT(!ierr, FE_ERR_IO, "%s: the Gmsh SDK could not give the nodes", src);
   FE_ASSERT(ncoords == 3 * s->nnodes, FE_ERR_IO, "%s: %zu coordinates for %zu nodes", src,
             ncoords, s->nnodes);
-  G.ModelGetEntities(&s->dim_tags, &s->ndim_tags, -1, &ierr);
+  gmsh.ModelGetEntities(&s->dim_tags, &s->ndim_tags, -1, &ierr);
   FE_ASSERT(!ierr, FE_ERR_IO, "%s: the Gmsh SDK could not list the entities", src);
   for (size_t i = 0; i + 1 < s->ndim_tags; i += 2) {
     int dim = s->dim_tags[i], tag = s->dim_tags[i + 1];
@@ -824,7 +824,7 @@ static int sdk_read(const char *src, sdk_arrays *s)
     int *types = NULL;
     size_t ntypes = 0, **etags = NULL, *etags_n = NULL, etags_nn = 0, **ntags = NULL,
            *ntags_n = NULL, ntags_nn = 0;
-    G.ModelMeshGetElements(&types, &ntypes, &etags, &etags_n, &etags_nn, &ntags, &ntags_n,
+    gmsh.ModelMeshGetElements(&types, &ntypes, &etags, &etags_n, &etags_nn, &ntags, &ntags_n,
                              &ntags_nn, dim, tag, &ierr);
     /* own everything first so that any error below frees it */
     int rc = own(s, types);
@@ -834,10 +834,10 @@ static int sdk_read(const char *src, sdk_arrays *s)
     if (!rc) rc = own(s, ntags_n);
     for (size_t k = 0; k < etags_nn; k++)
       if (!rc) rc = own(s, etags[k]);
-      else G.Free(etags[k]);
+      else gmsh.Free(etags[k]);
     for (size_t k = 0; k < ntags_nn; k++)
       if (!rc) rc = own(s, ntags[k]);
-      else G.Free(ntags[k]);
+      else gmsh.Free(ntags[k]);
     if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
     FE_ASSERT(!ierr && ntags_nn == ntypes && etags_nn == ntypes, FE_ERR_IO,
               "%s: the Gmsh SDK could not give the elements of entity (%d, %d)", src, dim, tag);
@@ -859,7 +859,7 @@ static int sdk_read(const char *src, sdk_arrays *s)
                 ntags_n[k], etags_n[k], ti ? ti->name : "?");
     }
   }
-  G.ModelGetPhysicalGroups(&s->groups_dt, &s->ngroups_dt, -1, &ierr);
+  gmsh.ModelGetPhysicalGroups(&s->groups_dt, &s->ngroups_dt, -1, &ierr);
   FE_ASSERT(!ierr, FE_ERR_IO, "%s: the Gmsh SDK could not list the physical groups", src);
   size_t ng = s->ngroups_dt / 2;
   s->groups = calloc(ng + 1, sizeof *s->groups);
@@ -871,9 +871,9 @@ static int sdk_read(const char *src, sdk_arrays *s)
     fe_mesh_group *gr = &s->groups[g];
     gr->dim = s->groups_dt[2 * g];
     gr->tag = s->groups_dt[2 * g + 1];
-    G.ModelGetPhysicalName(gr->dim, gr->tag, &s->names[g], &ierr);
+    gmsh.ModelGetPhysicalName(gr->dim, gr->tag, &s->names[g], &ierr);
     gr->name = s->names[g];
-    G.ModelGetEntitiesForPhysicalGroup(gr->dim, gr->tag, &s->entities[g], &gr->nentities, &ierr);
+    gmsh.ModelGetEntitiesForPhysicalGroup(gr->dim, gr->tag, &s->entities[g], &gr->nentities, &ierr);
     gr->entities = s->entities[g];
     FE_ASSERT(!ierr, FE_ERR_IO, "%s: the Gmsh SDK could not give physical group %d", src, gr->tag);
   }
@@ -885,7 +885,7 @@ static int sdk_open(const char *path, const fe_load_opts *o)
 {
   int ierr = 0;
   char why[512];
-  G.Open(path, &ierr);
+  gmsh.Open(path, &ierr);
   if (ierr || gmsh_logged_error()) {
     gmsh_error_text(why, sizeof why, "unreadable or unknown format");
     FE_ERROR(FE_ERR_IO, "%s: Gmsh could not read it: %s", path, why);
@@ -893,7 +893,7 @@ static int sdk_open(const char *path, const fe_load_opts *o)
   int *types = NULL;
   size_t ntypes = 0, **etags = NULL, *etags_n = NULL, etags_nn = 0, **ntags = NULL,
          *ntags_n = NULL, ntags_nn = 0;
-  G.ModelMeshGetElements(&types, &ntypes, &etags, &etags_n, &etags_nn, &ntags, &ntags_n,
+  gmsh.ModelMeshGetElements(&types, &ntypes, &etags, &etags_n, &etags_nn, &ntags, &ntags_n,
                            &ntags_nn, -1, -1, &ierr);
   int has_mesh = 0, file_order = 1;
   for (size_t k = 0; k < ntypes; k++) {
@@ -901,26 +901,26 @@ static int sdk_open(const char *path, const fe_load_opts *o)
     has_mesh |= ti && ti->dim >= 2 && etags_n[k] > 0;
     if (ti && ti->dim >= 2 && etags_n[k] > 0 && ti->order > file_order) file_order = ti->order;
   }
-  for (size_t k = 0; k < etags_nn; k++) G.Free(etags[k]);
-  for (size_t k = 0; k < ntags_nn; k++) G.Free(ntags[k]);
-  G.Free(types), G.Free(etags), G.Free(etags_n), G.Free(ntags), G.Free(ntags_n);
+  for (size_t k = 0; k < etags_nn; k++) gmsh.Free(etags[k]);
+  for (size_t k = 0; k < ntags_nn; k++) gmsh.Free(ntags[k]);
+  gmsh.Free(types), gmsh.Free(etags), gmsh.Free(etags_n), gmsh.Free(ntags), gmsh.Free(ntags_n);
   if (!has_mesh) {
-    int dim = G.ModelGetDimension(&ierr);
+    int dim = gmsh.ModelGetDimension(&ierr);
     FE_ASSERT(!ierr && dim >= 2, FE_ERR_MESH,
               "%s: neither a 2D/3D mesh nor a geometry to mesh (model dimension %d)", path, dim);
     if (o->size > 0) { /* uniform: the sizes at the file's points would win otherwise */
-      G.OptionSetNumber("Mesh.MeshSizeFromPoints", 0, &ierr);
-      G.OptionSetNumber("Mesh.MeshSizeMax", o->size, &ierr);
+      gmsh.OptionSetNumber("Mesh.MeshSizeFromPoints", 0, &ierr);
+      gmsh.OptionSetNumber("Mesh.MeshSizeMax", o->size, &ierr);
     }
     if (o->algorithm) {
       int number;
       FE_CHECK(gmsh_algorithm(path, o->algorithm, &number));
-      G.OptionSetNumber("Mesh.Algorithm3D", number, &ierr);
+      gmsh.OptionSetNumber("Mesh.Algorithm3D", number, &ierr);
     }
     char phase[32];
     snprintf(phase, sizeof phase, "meshing %dD", dim);
     fe_progress_phase(phase);
-    G.ModelMeshGenerate(dim, &ierr); /* Ctrl-C waits for it: Gmsh cannot be stopped */
+    gmsh.ModelMeshGenerate(dim, &ierr); /* Ctrl-C waits for it: Gmsh cannot be stopped */
     FE_CHECK_INTERRUPT();
     if (ierr || gmsh_logged_error()) {
       gmsh_error_text(why, sizeof why, "meshing failed");
@@ -932,7 +932,7 @@ static int sdk_open(const char *path, const fe_load_opts *o)
    * order 1 makes a second-order file's mesh straight. */
   if (o->order != file_order) {
     fe_progress_phase(o->order == 2 ? "making order-2 elements" : "making order-1 elements");
-    G.ModelMeshSetOrder(o->order, &ierr);
+    gmsh.ModelMeshSetOrder(o->order, &ierr);
     if (ierr || gmsh_logged_error()) {
       gmsh_error_text(why, sizeof why, "could not change the element order");
       FE_ERROR(FE_ERR_MESH, "%s: Gmsh could not make order-%d elements: %s", path, o->order,
