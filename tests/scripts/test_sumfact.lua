@@ -108,9 +108,11 @@ local A = fe.operator(fe.space(hexes, "Q3"), scalar, {dirichlet = "all"})
 local u, w = fields(fe.space(hexes, "Q3"), 1, 3)
 compare(A, A.space, u, w, {block = 1}, 1e-12, "Q3 block 1")
 for _, be in ipairs(backends) do
-  local worst = compare(A, A.space, u, w, {backend = be, scatter = "nodes", block = 5}, 1e-12,
-                        "Q3 block 5 nodes " .. be)
-  print(("scatter = \"nodes\" = transpose to %.1e on %s (Q3, block 5)"):format(worst, be))
+  -- NVIDIA's OpenCL keeps 48 KB of shared memory a group: 5 cells of Q3 need 51 KB there
+  local block = be == "opencl" and nvidia_opencl and 4 or 5
+  local worst = compare(A, A.space, u, w, {backend = be, scatter = "nodes", block = block}, 1e-12,
+                        "Q3 block " .. block .. " nodes " .. be)
+  print(("scatter = \"nodes\" = transpose to %.1e on %s (Q3, block %d)"):format(worst, be, block))
 end
 local Ve = fe.space(hexes, {family = "Q", order = 2, components = 3})
 local Ae = fe.operator(Ve, physics.elasticity{E = 10, nu = 0.3}, {dirichlet = {"xmin"}})

@@ -11,6 +11,7 @@
 
 #include "backends/backend.h"
 #include "engine/error.h"
+#include "engine/matrix.h"
 #include "engine/operator.h"
 #include "tests/unit/fixtures.h"
 
@@ -824,4 +825,53 @@ Test(space, hashed_and_sorted_numberings_agree)
     fe_space_free(b);
     fe_mesh_free(m);
   }
+}
+
+/* Where the model makes transpose's factors from the vertices (a GPU's pick at P1; here a
+ * calibration whose device memory is slow makes it), the element matrices and the assembly
+ * still get stored factors: they ask for them (on the H100 they read a buffer that was not
+ * there). */
+Test(operator, element_matrices_ask_for_stored_factors)
+{
+  fe_backend *be;
+  cr_assert_eq(fe_backend_get("cpu", &be), 0, "%s", fe_error_message());
+  fe_calibration saved = be->calib[FE_DOUBLE];
+  op_problem p;
+  op_problem_make(&p, FE_CELL_TET, 3, NULL, 0);
+  fe_action_opts o = op_opts("cpu", FE_DOUBLE, 0);
+  fe_elemats *K0 = NULL, *K1 = NULL;
+  fe_report rep;
+  cr_assert_eq(fe_element_matrices(p.A, NULL, &o, NULL, NULL, &K0, &rep), 0, "%s",
+               fe_error_message());
+  fe_operator_free(p.A); /* the same operator again, under a calibration that wants vertices */
+  cr_assert_eq(fe_operator_create(p.V, p.pde, NULL, 0, 0.25, &p.A), 0, "%s", fe_error_message());
+  fe_calibration slow = {.valid = 1, .gbytes = 1e-3, .gflops = 1e6, .scalar_gflops = 1e6,
+                         .launch_us = 1, .sync_us = 1};
+  be->calib[FE_DOUBLE] = slow;
+  fe_action_opts ot = o;
+  ot.strategy = "transpose";
+  fe_vector *x = NULL, *y = NULL;
+  int rc = fe_vector_create(be, FE_DOUBLE, p.V->ndofs, &x);
+  if (!rc) rc = fe_operator_apply(p.A, x, NULL, &ot, &y, &rep);
+  char why[256];
+  snprintf(why, sizeof why, "%s", rc ? fe_error_message() : "");
+  int vertices = !rc && strstr(rep.why, "vertices") != NULL;
+  if (!rc) rc = fe_element_matrices(p.A, NULL, &o, NULL, NULL, &K1, &rep);
+  if (rc) snprintf(why, sizeof why, "%s", fe_error_message());
+  be->calib[FE_DOUBLE] = saved;
+  cr_assert_eq(rc, 0, "%s", why);
+  cr_expect(vertices, "the slow calibration did not make transpose take the vertices (%s)", rep.why);
+  double a[64], b[64];
+  for (int c = 0; c < p.m->ncells; c++) {
+    cr_assert_eq(fe_elemats_get(K0, c, a), 0);
+    cr_assert_eq(fe_elemats_get(K1, c, b), 0);
+    for (int i = 0; i < K0->n * K0->n; i++)
+      cr_assert(fabs(a[i] - b[i]) <= 1e-12 * (1 + fabs(a[i])), "cell %d entry %d: %g, %g", c, i,
+                a[i], b[i]);
+  }
+  fe_elemats_free(K0);
+  fe_elemats_free(K1);
+  fe_vector_free(x);
+  fe_vector_free(y);
+  op_problem_free(&p);
 }
