@@ -634,7 +634,9 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
     if (t[i] > t[pipe]) pipe = i;
   }
   double on = t[pipe] + (rep->resident > 0 ? (sum - t[pipe]) / rep->resident : 0);
-  t[FE_CEIL_LAUNCH] = (rep->launches * c->launch_us + c->sync_us) * 1e-6;
+  /* as calibrated: the first launch and the host's wait for it (sync), each further one
+   * queued behind it (launch) */
+  t[FE_CEIL_LAUNCH] = rep->launches > 0 ? (c->sync_us + (rep->launches - 1) * c->launch_us) * 1e-6 : 0;
   /* the waits (GPUs): each group's path, its dependent loads and its phases. The G groups of a
    * wave run the same code from the same start, so they wait at the same time and nothing
    * else runs then: each wave pays the path on top of its pipes' time. */

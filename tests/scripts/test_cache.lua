@@ -139,13 +139,13 @@ check(nwarn == 1 and out:find("'shared 0': a rate that is not positive", 1, true
 check(read(cpu_cal):match(stored_form), "the calibration is not measured again after a 0 rate")
 
 -- Healed: nothing compiled and nothing said, and a calibration that parses is read as it is
--- (a launch of 1 ms predicts at least 1 ms).
-write(cpu_cal, "double dram 1 l2 1 shared 1 fma 1 scalar 1 nonfma 1 atomics 1 constant 1 launch 1000 " ..
-               "sync 0 dram_latency 0 l2_latency 0 phase_latency 0\n")
+-- (a launch waited for in 1 ms predicts at least 1 ms).
+write(cpu_cal, "double dram 1 l2 1 shared 1 fma 1 scalar 1 nonfma 1 atomics 1 constant 1 launch 0 " ..
+               "sync 1000 dram_latency 0 l2_latency 0 phase_latency 0\n")
 out, nwarn = run("predict,calibrate")
 check(nwarn == 0 and not out:find("compiled", 1, true), "the healed cache is not used:\n%s", out)
 local t = tonumber(out:match("predicted (%S+)"))
-check(t and t >= 1e-3, "a stored launch of 1 ms predicts %s s", tostring(t))
+check(t and t >= 1e-3, "a stored launch and wait of 1 ms predicts %s s", tostring(t))
 
 os.execute("rm -rf '" .. dir .. "'")
 T.done("test_cache")

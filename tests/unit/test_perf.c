@@ -165,9 +165,9 @@ Test(perf, model_ceilings_exact)
   assert_close(r.ceiling_seconds[FE_CEIL_L2], 1e9 / 400e9);
   assert_close(r.ceiling_seconds[FE_CEIL_FMA], 2e9 / 1000e9);
   assert_close(r.ceiling_seconds[FE_CEIL_NONFMA], 1e8 / 50e9);
-  assert_close(r.ceiling_seconds[FE_CEIL_LAUNCH], (3 * 5 + 20) * 1e-6);
+  assert_close(r.ceiling_seconds[FE_CEIL_LAUNCH], (20 + 2 * 5) * 1e-6); /* the first waited, 2 queued */
   cr_assert_str_eq(r.bound, "dram");
-  assert_close(r.predicted_seconds, 0.01 + 35e-6);
+  assert_close(r.predicted_seconds, 0.01 + 30e-6);
   assert_close(r.efficiency, 1);
   assert_close(r.peak_gbytes, 100);
   assert_close(r.peak_gflops, 1000);
@@ -183,7 +183,7 @@ Test(perf, model_cpu_has_no_shared_or_atomics)
   cr_assert_eq(r.ceiling_seconds[FE_CEIL_SHARED], 0);
   cr_assert_eq(r.ceiling_seconds[FE_CEIL_ATOMIC], 0);
   cr_assert_str_eq(r.bound, "dram");
-  assert_close(r.predicted_seconds, 0.01 + 35e-6);
+  assert_close(r.predicted_seconds, 0.01 + 30e-6);
 }
 
 /* The cpu's flops at the scalar rate, but those of vectorized loops at the vectorized one */
@@ -228,18 +228,18 @@ Test(perf, model_bound_is_largest)
     *cases[i].field = cases[i].value;
     fe_perf_model(&c, 16, &r);
     cr_assert_str_eq(r.bound, cases[i].bound, "case %d", i);
-    assert_close(r.predicted_seconds, cases[i].seconds + 35e-6);
+    assert_close(r.predicted_seconds, cases[i].seconds + 30e-6);
     for (int k = 0; k < FE_CEIL_LAUNCH; k++)
       cr_assert(r.ceiling_seconds[k] <= cases[i].seconds, "case %d: %s larger than the bound", i,
                 fe_ceiling_name(k));
   }
-  /* launches bind when they take longest: 10000 x 5 us + 20 us = 50.02 ms */
+  /* launches bind when they take longest: 20 us + 9999 x 5 us = 50.015 ms */
   r = work();
   r.launches = 10000;
   fe_perf_model(&c, 16, &r);
   cr_assert_str_eq(r.bound, "launches");
-  assert_close(r.ceiling_seconds[FE_CEIL_LAUNCH], 10000 * 5e-6 + 20e-6);
-  assert_close(r.predicted_seconds, 0.01 + 10000 * 5e-6 + 20e-6);
+  assert_close(r.ceiling_seconds[FE_CEIL_LAUNCH], 9999 * 5e-6 + 20e-6);
+  assert_close(r.predicted_seconds, 0.01 + 9999 * 5e-6 + 20e-6);
 }
 
 Test(perf, model_rates_scale)
@@ -252,7 +252,7 @@ Test(perf, model_rates_scale)
   assert_close(b.ceiling_seconds[FE_CEIL_DRAM], a.ceiling_seconds[FE_CEIL_DRAM] / 2);
   for (int k = 0; k < FE_NCEILINGS; k++)
     if (k != FE_CEIL_DRAM) assert_close(b.ceiling_seconds[k], a.ceiling_seconds[k]);
-  assert_close(b.predicted_seconds, 0.005 + 35e-6);
+  assert_close(b.predicted_seconds, 0.005 + 30e-6);
   /* a rate of 0 (not measured) is no ceiling, not an infinite one */
   c = cpu_cal();
   c.l2_gbytes = c.nonfma_gops = 0;
@@ -289,7 +289,7 @@ Test(perf, model_curves)
   assert_close(r.ceiling_seconds[FE_CEIL_ATOMIC], 1e8 / 10e9); /* atomics: no curve */
   cr_assert_str_eq(r.bound, "dram");
   assert_close(r.efficiency, 0.6);
-  assert_close(r.predicted_seconds, 1e9 / (100e9 * 0.6) + 35e-6);
+  assert_close(r.predicted_seconds, 1e9 / (100e9 * 0.6) + 30e-6);
   /* the bound's own curve gives the efficiency */
   r = work();
   r.occupancy = 0.25;
@@ -297,7 +297,7 @@ Test(perf, model_curves)
   fe_perf_model(&c, 0, &r);
   cr_assert_str_eq(r.bound, "shared");
   assert_close(r.efficiency, 0.5);
-  assert_close(r.predicted_seconds, 1e11 / (2000e9 * 0.5) + 35e-6);
+  assert_close(r.predicted_seconds, 1e11 / (2000e9 * 0.5) + 30e-6);
   /* between points: 24 warps, linear in log2(warps) between 16 and 32 */
   r = work();
   r.occupancy = 0.375;
@@ -421,7 +421,7 @@ Test(perf, model_last_wave)
   fe_perf_model(&cc, 4, &r);
   assert_close(r.ceiling_seconds[FE_CEIL_DRAM], 0.01 * 2 / 1.5);
   assert_close(r.efficiency, 1.5 / 2);
-  assert_close(r.predicted_seconds, 0.01 * 2 / 1.5 + 35e-6);
+  assert_close(r.predicted_seconds, 0.01 * 2 / 1.5 + 30e-6);
   /* no units or no groups given: no stretch */
   r = work();
   r.groups = 6;
@@ -448,13 +448,13 @@ Test(perf, model_resident_overlap)
     fe_perf_model(&c, 16, &r);
     for (int k = 0; k < FE_NCEILINGS; k++) assert_close(r.ceiling_seconds[k], r0.ceiling_seconds[k]);
     cr_assert_str_eq(r.bound, "dram");
-    assert_close(r.predicted_seconds, most + (sum - most) / G[i] + 35e-6);
+    assert_close(r.predicted_seconds, most + (sum - most) / G[i] + 30e-6);
   }
   /* G = 1: the phases add up */
   fe_report r = work();
   r.resident = 1;
   fe_perf_model(&c, 16, &r);
-  assert_close(r.predicted_seconds, sum + 35e-6);
+  assert_close(r.predicted_seconds, sum + 30e-6);
   /* with curves and a partial last wave: (max + others / G) / fill, the others without the
    * atomic adds (sent, not waited for: they bind alone or not at all) */
   fe_calibration g = gpu_cal();
@@ -468,7 +468,7 @@ Test(perf, model_resident_overlap)
   double s = 0;
   for (int k = 0; k < 5; k++) s += t[k];
   for (int k = FE_CEIL_ATOMIC + 1; k < FE_CEIL_LAUNCH; k++) s += r.ceiling_seconds[k] * 1.5 / 2;
-  assert_close(r.predicted_seconds, (t[0] + (s - t[0]) / 4) * 2 / 1.5 + 35e-6);
+  assert_close(r.predicted_seconds, (t[0] + (s - t[0]) / 4) * 2 / 1.5 + 30e-6);
 }
 
 Test(perf, ceiling_names)
