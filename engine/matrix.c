@@ -382,14 +382,13 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
   if (o) oo = *o;
   else fe_action_opts_default(&oo);
   oo.strategy = "transpose"; /* its data: stored order, factors per point, dense tables */
-  oo.geometry = FE_GEOMETRY_STORED; /* the element-matrix kernels read the factors */
   if (elemat_variants[v].shm || elemat_variants[v].gemm)
     oo.block = 0; /* an asked block is the shm or gemm kernel's own */
   double t0 = fe_clock(), compile_s = 0, transfer = 0;
   fe_realization *r;
   char why[160];
   elemat_shape sh;
-  FE_CHECK(fe_operator_realize(A, &oo, &r, why, sizeof why));
+  FE_CHECK(fe_operator_realize_stored(A, &oo, &r, why, sizeof why));
   /* gemm_mma's phase 3 is inline PTX (mma.m8n8k4.f64): NVRTC and a double real only */
   FE_ASSERT(!elemat_variants[v].mma || (!strcmp(r->be->name, "cuda") && r->prec == FE_DOUBLE),
             FE_ERR_ARG, "element matrices: variant gemm_mma runs on fp64 tensor cores, on "
@@ -1323,10 +1322,9 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
     fe_action_opts oo;
     if (o) oo = *o;
     else fe_action_opts_default(&oo);
-    oo.strategy = "transpose";
-    oo.geometry = FE_GEOMETRY_STORED; /* the realization the element matrices were made on */
+    oo.strategy = "transpose"; /* the realization the element matrices were made on */
     char why[160];
-    if (!rc) rc = fe_operator_realize(A, &oo, &r, why, sizeof why);
+    if (!rc) rc = fe_operator_realize_stored(A, &oo, &r, why, sizeof why);
     compile_s = krep.compile_seconds;
     transfer = krep.transfer_seconds;
   }

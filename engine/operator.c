@@ -1016,6 +1016,16 @@ int fe_operator_realize(fe_operator *A, const fe_action_opts *o, fe_realization 
   return realization_get(A, o, r, why, nwhy);
 }
 
+int fe_operator_realize_stored(fe_operator *A, const fe_action_opts *o, fe_realization **r,
+                               char *why, size_t nwhy)
+{
+  FE_CHECK(realization_get(A, o, r, why, nwhy));
+  if ((*r)->geo[FE_ACTION_APPLY].ptr) return 0;
+  fe_action_opts stored = *o;
+  stored.geometry = FE_GEOMETRY_STORED;
+  return realization_get(A, &stored, r, why, nwhy);
+}
+
 int fe_realization_bind(fe_realization *r, fe_vector **tmp, double *transfer)
 {
   return op_bind_physics(r, tmp, transfer);

@@ -206,6 +206,11 @@ void fe_physics_args(const fe_realization *r, const fe_vector *u, const fe_vecto
  * the converted copies in tmp[FE_PHYSICS_MAX_FIELDS]). */
 int fe_operator_realize(fe_operator *A, const fe_action_opts *o, fe_realization **r, char *why,
                         size_t nwhy);
+/* The realization of o (strategy transpose) whose stored factors the element-matrix kernels
+ * read: o's own when it stores them (shared with the actions), else one asked to store them
+ * (where the model makes transpose's factors from the vertices). */
+int fe_operator_realize_stored(fe_operator *A, const fe_action_opts *o, fe_realization **r,
+                               char *why, size_t nwhy);
 int fe_realization_bind(fe_realization *r, fe_vector **tmp, double *transfer);
 void fe_realization_unbind(fe_realization *r, fe_vector **tmp);
 

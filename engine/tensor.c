@@ -260,12 +260,11 @@ int fe_element_matrices_tensor(fe_operator *A, const fe_vector *at, const fe_act
   else fe_action_opts_default(&oo);
   int asked = oo.block;
   oo.strategy = "transpose"; /* its data: stored order, factors, per-cell constants */
-  oo.geometry = FE_GEOMETRY_STORED; /* the kernel reads the factors */
   oo.block = 0;              /* its own block: ours only groups the stored cells */
   double t0 = fe_clock(), compile_s = 0, transfer = 0, seconds = 0;
   fe_realization *r;
   char why[160];
-  FE_CHECK(fe_operator_realize(A, &oo, &r, why, sizeof why));
+  FE_CHECK(fe_operator_realize_stored(A, &oo, &r, why, sizeof why));
   const fe_space *V = A->V;
   const tensor_blocks u = tensor_used(A->pde);
   const int dim = V->elem.dim, nc = V->ncomp, n = V->elem.nbasis * nc, ncells = V->mesh->ncells;
