@@ -280,8 +280,8 @@ static int time_chase(calib_run *c, long long n, int same, int runs, double *us)
                       {.kind = FE_ARG_BUFFER, .buf = &c->out}};
     double t;
     FE_CHECK(best_time(c->be, c->chase, 1, (size_t)c->block, 5, args, c->prec, 1, 1, &t));
-    if (r > 0 && (t - c->be->calib[c->prec].sync_us * 1e-6) / steps * 1e6 < *us)
-      *us = (t - c->be->calib[c->prec].sync_us * 1e-6) / steps * 1e6;
+    double step = (t - c->be->calib[c->prec].sync_us * 1e-6) / steps * 1e6; /* less the launch */
+    if (r > 0 && step < *us) *us = step;
   }
   if (*us < 0) *us = 0;
   return 0;
@@ -602,7 +602,7 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
   }
   /* the cpu: the loops that are vectorized at the vectorized rate, the rest at the scalar
    * one, one after the other (a thread runs a group's phases in turn) */
-  double vec = !c->gpu && g.gflops != vec_gflops ? fmin(rep->vec_flops, rep->flops) : 0;
+  double vec = !c->gpu && c->scalar_gflops > 0 ? fmin(rep->vec_flops, rep->flops) : 0;
   c = &g;
   double warps = rep->occupancy > 0 ? rep->occupancy * 64 : 0; /* of 64 warps per unit */
   double e_dram = curve_at(c->curve[0], warps), e_shared = curve_at(c->curve[1], warps),
@@ -616,10 +616,9 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
   t[FE_CEIL_ATOMIC] = c->atomic_gops > 0 ? rep->atomics / (c->atomic_gops * 1e9) : 0;
   t[FE_CEIL_CONSTANT] = c->constant_gops > 0 ? rep->constant / (c->constant_gops * 1e9 * e_shared) : 0;
   /* the last wave: groups beyond whole waves leave units idle */
-  double fill = 1;
+  double fill = 1, waves = 0;
   if (rep->groups > 0 && compute_units > 0) {
-    double per_wave = (double)compute_units * (rep->resident > 0 ? rep->resident : 1);
-    double waves = rep->groups / per_wave;
+    waves = rep->groups / ((double)compute_units * (rep->resident > 0 ? rep->resident : 1));
     fill = waves / ceil(waves);
   }
   /* the pipes a group waits for (all but the atomic adds) overlap by the groups resident at
@@ -641,10 +640,10 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
    * wave run the same code from the same start, so they wait at the same time and nothing
    * else runs then: each wave pays the path on top of its pipes' time. */
   t[FE_CEIL_LATENCY] = 0;
-  if (c->gpu && rep->resident > 0 && rep->groups > 0 && compute_units > 0) {
+  if (c->gpu && rep->resident > 0 && waves > 0) {
     double path = rep->dram_trips * c->dram_latency_us + rep->l2_trips * c->l2_latency_us +
                   rep->phases * c->phase_latency_us;
-    t[FE_CEIL_LATENCY] = ceil(rep->groups / ((double)compute_units * rep->resident)) * path * 1e-6;
+    t[FE_CEIL_LATENCY] = ceil(waves) * path * 1e-6;
   }
   double body = on + t[FE_CEIL_LATENCY];
   int bind = t[FE_CEIL_LATENCY] > t[pipe] ? FE_CEIL_LATENCY : pipe;
