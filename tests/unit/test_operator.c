@@ -11,8 +11,10 @@
 
 #include "backends/backend.h"
 #include "engine/error.h"
+#include "engine/codegen.h"
 #include "engine/matrix.h"
 #include "engine/operator.h"
+#include "engine/strategy.h"
 #include "tests/unit/fixtures.h"
 
 /* The cache of compiled kernels and calibrations, unless the runner chose one. */
@@ -874,4 +876,72 @@ Test(operator, element_matrices_ask_for_stored_factors)
   fe_vector_free(x);
   fe_vector_free(y);
   op_problem_free(&p);
+}
+
+/* Affine cells take J's columns from vertex 0 and one neighbour per reference axis, LANES
+ * cells at a time: the factors must be those of the first-order map's gradient, cell by cell,
+ * on sheared boxes of every straight cell type, with a partial last batch and padding cells
+ * (zero measure). */
+Test(operator, affine_geometry_matches_the_map_gradient)
+{
+  const fe_cell_type types[5] = {FE_CELL_TET, FE_CELL_HEX, FE_CELL_PRISM, FE_CELL_TRI,
+                                 FE_CELL_QUAD};
+  const double M[3][3] = {{1.3, 0.2, -0.1}, {0.1, 0.9, 0.3}, {-0.2, 0.15, 1.1}};
+  for (int t = 0; t < 5; t++) {
+    fe_box_opts bo;
+    fe_box_opts_default(&bo);
+    bo.type = types[t];
+    int dim = t < 3 ? 3 : 2;
+    bo.cells[0] = 3, bo.cells[1] = 2, bo.cells[2] = dim == 3 ? 3 : 0;
+    fe_mesh *m = NULL;
+    cr_assert_eq(fe_mesh_box(&bo, &m), 0, "%s", fe_error_message());
+    for (int v = 0; v < m->nvertices; v++) { /* x <- M x + (0.5, -1, 2), det M > 0 */
+      double *x = m->coords + 3 * (size_t)v, y[3];
+      for (int d = 0; d < 3; d++)
+        y[d] = (d < dim ? M[d][0] * x[0] + M[d][1] * x[1] + (dim == 3 ? M[d][2] * x[2] : 0)
+                        : 0) + (d == 0 ? 0.5 : d == 1 ? -1 : dim == 3 ? 2 : 0);
+      for (int d = 0; d < 3; d++) x[d] = y[d];
+    }
+    m->positive = 0, m->affine = 0; /* edited in place */
+    op_problem p;
+    memset(&p, 0, sizeof p);
+    p.m = m;
+    const char *space = types[t] == FE_CELL_HEX || types[t] == FE_CELL_QUAD ? "Q1" : "P1";
+    cr_assert_eq(fe_space_create(m, space, &p.V), 0, "%s", fe_error_message());
+    cr_assert_eq(fe_physics_poisson("1", "1", &p.pde), 0, "%s", fe_error_message());
+    cr_assert_eq(fe_operator_create(p.V, p.pde, NULL, 0, 0.25, &p.A), 0, "%s",
+                 fe_error_message());
+    cr_assert(p.A->geo_affine, "%s: a sheared box is affine", fe_cell_name(types[t]));
+    size_t nc = (size_t)m->ncells, npad = nc + 3; /* 3 padding cells copying cell 1 */
+    int *perm = malloc(sizeof(int) * npad);
+    for (size_t i = 0; i < nc; i++) perm[i] = (int)(nc - 1 - i); /* reversed */
+    for (size_t i = nc; i < npad; i++) perm[i] = -2;
+    const int stride = fe_geo_stride(dim);
+    double *geo = calloc(npad * stride, sizeof(double));
+    const fe_quadrature *Q = &p.A->quad[FE_ACTION_APPLY];
+    cr_assert_eq(fe_build_geometry(p.A, Q, perm, npad, geo, FE_DOUBLE), 0, "%s",
+                 fe_error_message());
+    const fe_element *g = &p.V->lin;
+    double phi[FE_MAX_VERTICES], dphi[FE_MAX_VERTICES * 3];
+    fe_element_eval(g, Q->points, phi, dphi);
+    double worst = 0;
+    for (size_t i = 0; i < npad; i++) {
+      int c = perm[i] < 0 ? -perm[i] - 1 : perm[i];
+      double J[9] = {0}, K[9];
+      for (int b = 0; b < g->nbasis; b++)
+        for (int d = 0; d < dim; d++)
+          for (int k = 0; k < dim; k++)
+            J[d * dim + k] += m->coords[3 * (size_t)m->cells[(size_t)c * m->nvc + b] + d] *
+                              dphi[b * dim + k];
+      double det = fe_space_map_inverse(dim, J, K);
+      for (int j = 0; j < dim * dim; j++)
+        worst = fmax(worst, fabs(geo[(size_t)j * npad + i] - K[j]) / (1 + fabs(K[j])));
+      double want = perm[i] < 0 ? 0 : det;
+      worst = fmax(worst, fabs(geo[(size_t)dim * dim * npad + i] - want) / (1 + fabs(det)));
+    }
+    cr_expect_lt(worst, 1e-13, "%s: largest difference %.3g", fe_cell_name(types[t]), worst);
+    free(geo);
+    free(perm);
+    op_problem_free(&p);
+  }
 }
