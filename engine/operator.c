@@ -360,7 +360,8 @@ straight_lanes(const geometry_batch *g, const int dim, const int nv, size_t i0, 
       }
     }
     for (int l = 0; l < n; l++)
-      if (!(det[l] > 0) && (*bad < 0 || (long long)cell[l] < *bad)) *bad = cell[l], *bad_det = det[l];
+      if (!(det[l] > 0) && (*bad < 0 || (long long)cell[l] < *bad))
+        *bad = cell[l], *bad_det = det[l];
     if (!g->out) continue;
     const int stride = dim * dim + 1;
     const size_t at = i0 * (size_t)g->ngq + (size_t)q, step = (size_t)g->ngq;
@@ -628,16 +629,24 @@ static int build_schedule(const fe_operator *A, fe_realization *d, const int *or
     d->color_start[1] = ng;
     return 0;
   }
-  int *color, nb = V->elem.nbasis, *oc = NULL, identity = 1;
-  for (int c = 0; order && c < V->mesh->ncells && identity; c++) identity = order[c] == c;
-  if (!identity) { /* the cells' nodes in this order (the mesh's own order needs no copy) */
-    FE_MALLOC(oc, (size_t)V->mesh->ncells * nb, "ordered cell map");
+  /* Two cells of a conforming space share a node only where they share the vertex, edge or
+   * face it lies on, and then that entity's vertices: colored by their vertices, groups get
+   * the same colors from nv ids a cell instead of nb (a Q3 hex: 8, not 64; Q3 24^3 on the
+   * cpu: 10-13 ms -> 2 ms). */
+  const fe_mesh *m = V->mesh;
+  const int nv = V->elem.nvertices, by_vertex = V->elem.nbasis > nv;
+  const int *ids = by_vertex ? m->cells : V->cell_nodes;
+  const int stride = by_vertex ? m->nvc : V->elem.nbasis, nb = by_vertex ? nv : stride;
+  int *color, *oc = NULL, identity = stride == nb;
+  for (int c = 0; order && c < m->ncells && identity; c++) identity = order[c] == c;
+  if (!identity) { /* the cells' ids in this order (the mesh's own order needs no copy) */
+    FE_MALLOC(oc, (size_t)m->ncells * nb, "ordered cell map");
 #pragma omp parallel for schedule(static)
-    for (int c = 0; c < V->mesh->ncells; c++)
-      memcpy(oc + (size_t)c * nb, V->cell_nodes + (size_t)order[c] * nb, sizeof(int) * nb);
+    for (int c = 0; c < m->ncells; c++)
+      memcpy(oc + (size_t)c * nb, ids + (size_t)(order ? order[c] : c) * stride,
+             sizeof(int) * nb);
   }
-  int rc = fe_mesh_color_groups(V->mesh, identity ? V->cell_nodes : oc, nb, d->block, &color,
-                                &d->ncolors);
+  int rc = fe_mesh_color_groups(m, identity ? ids : oc, nb, d->block, &color, &d->ncolors);
   free(oc);
   if (rc) {
     free(*list);

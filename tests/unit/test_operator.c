@@ -945,3 +945,52 @@ Test(operator, affine_geometry_matches_the_map_gradient)
     op_problem_free(&p);
   }
 }
+
+/* The schedule colors groups of cells by their vertices, not by the space's nodes: for a
+ * conforming space the two give the same conflicts, so the same colors group by group (P3
+ * tets, Q3 hexes, P2 prisms, Q2 on a distorted box, in the mesh's order and reversed). */
+Test(operator, coloring_by_vertices_equals_coloring_by_nodes)
+{
+  const struct { fe_cell_type type; const char *space; double distort; } cases[4] = {
+      {FE_CELL_TET, "P3", 0}, {FE_CELL_HEX, "Q3", 0}, {FE_CELL_PRISM, "P2", 0},
+      {FE_CELL_HEX, "Q2", 0.5}};
+  for (int k = 0; k < 4; k++) {
+    fe_box_opts bo;
+    fe_box_opts_default(&bo);
+    bo.type = cases[k].type;
+    bo.cells[0] = 4, bo.cells[1] = 3, bo.cells[2] = 3;
+    bo.distort = cases[k].distort;
+    fe_mesh *m = NULL;
+    cr_assert_eq(fe_mesh_box(&bo, &m), 0, "%s", fe_error_message());
+    fe_space *V = NULL;
+    cr_assert_eq(fe_space_create(m, cases[k].space, &V), 0, "%s", fe_error_message());
+    const int nc = m->ncells, nb = V->elem.nbasis, nv = V->elem.nvertices;
+    int *by_node = malloc(sizeof(int) * (size_t)nc * nb);
+    int *by_vertex = malloc(sizeof(int) * (size_t)nc * nv);
+    for (int rev = 0; rev < 2; rev++) {
+      for (int c = 0; c < nc; c++) {
+        int from = rev ? nc - 1 - c : c;
+        memcpy(by_node + (size_t)c * nb, V->cell_nodes + (size_t)from * nb, sizeof(int) * nb);
+        memcpy(by_vertex + (size_t)c * nv, m->cells + (size_t)from * m->nvc, sizeof(int) * nv);
+      }
+      for (int block = 1; block <= 5; block += 4) {
+        int *c1 = NULL, *c2 = NULL, n1 = 0, n2 = 0;
+        cr_assert_eq(fe_mesh_color_groups(m, by_node, nb, block, &c1, &n1), 0, "%s",
+                     fe_error_message());
+        cr_assert_eq(fe_mesh_color_groups(m, by_vertex, nv, block, &c2, &n2), 0, "%s",
+                     fe_error_message());
+        cr_expect_eq(n1, n2, "%s: %d colors by nodes, %d by vertices", cases[k].space, n1, n2);
+        int same = 1;
+        for (int g = 0; g < (nc + block - 1) / block; g++) same = same && c1[g] == c2[g];
+        cr_expect(same, "%s, block %d%s: the groups' colors differ", cases[k].space, block,
+                  rev ? ", reversed" : "");
+        free(c1);
+        free(c2);
+      }
+    }
+    free(by_node);
+    free(by_vertex);
+    fe_space_free(V);
+    fe_mesh_free(m);
+  }
+}
