@@ -462,15 +462,19 @@ int fe_perf_calibrate(fe_backend *be, fe_precision prec, fe_report *rep)
 
 int fe_bank_wavefronts(const long long *idx, int n, int size)
 {
-  long long seen[32];
-  int ns = 0, per_bank[32] = {0}, most = 0, words = size / 4 > 0 ? size / 4 : 1;
+  /* a word read twice is sent once: repeats are looked for among the words of the same first
+   * bank only (a warp's 32 against each other took 500 comparisons a call) */
+  long long seen[32][32];
+  int nseen[32] = {0}, per_bank[32] = {0}, most = 0, words = size / 4 > 0 ? size / 4 : 1;
   for (int t = 0; t < n && t < 32; t++) {
-    int dup = idx[t] < 0;
-    for (int s = 0; s < ns && !dup; s++) dup = seen[s] == idx[t];
+    if (idx[t] < 0) continue;
+    const int home = (int)((idx[t] * words) & 31);
+    int dup = 0;
+    for (int s = 0; s < nseen[home] && !dup; s++) dup = seen[home][s] == idx[t];
     if (dup) continue;
-    seen[ns++] = idx[t];
+    seen[home][nseen[home]++] = idx[t];
     for (int k = 0; k < words; k++) {
-      int bank = (int)((idx[t] * words + k) % 32);
+      int bank = (home + k) & 31;
       if (++per_bank[bank] > most) most = per_bank[bank];
     }
   }
