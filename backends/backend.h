@@ -52,6 +52,9 @@ typedef struct fe_device_info {
   size_t shared_per_cu; /* bytes of shared memory per compute unit */
   size_t l2_bytes;     /* last-level cache */
   int clock_mhz;       /* core clock */
+  int tables_l1;       /* the kernels' constant tables live in global memory and are read
+                        * through L1, one wavefront per 128-byte line a warp touches (CUDA's
+                        * __device__ const); else a constant cache serves them word by word */
 } fe_device_info;
 
 /* What a compiled kernel needs of a compute unit (backend.kernel_resources); 0: not known. */
@@ -150,6 +153,7 @@ typedef struct fe_backend_ops {
 typedef struct fe_calibration {
   int valid;
   int gpu;          /* measured on a GPU: shared memory and atomics are ceilings of their own */
+  int tables_l1;    /* the kernels' tables are global memory read through L1 (fe_device_info) */
   double gbytes;    /* DRAM: stream triad bandwidth, GB/s */
   double gflops;    /* FMA rate (an FMA counts 2), GF/s */
   double scalar_gflops; /* the same chains kept out of SIMD registers (the cpu's kernels: gcc

@@ -36,6 +36,11 @@ typedef struct fe_work {
   double atomics;      /* atomic adds to global memory */
   double constant;     /* constant-table loads, counted per distinct word a warp reads (the
                         * constant cache serves one word at a time: divergent reads wait) */
+  /* GPUs: global loads' wavefronts through L1, the data pipe shared memory uses too (one per
+   * distinct 128-byte line a warp's load touches): the stored factors and the gathers
+   * (l1_wavefronts), and the same tables `constant` counts where a backend keeps them in
+   * global memory (table_wavefronts: CUDA; OpenCL's __constant tables are `constant`) */
+  double l1_wavefronts, table_wavefronts;
   long long groups;    /* work groups of the main kernel (0: not known) */
   int group_items;     /* items (threads) per group */
   /* one group's path, in the order its code runs: loads whose address or start waits on
@@ -72,6 +77,7 @@ typedef struct fe_report {
   char bound[16];           /* the ceiling that binds: "dram", "shared", "fma", ... */
   /* the model's inputs besides flops and bytes (fe_work), and its answer per ceiling */
   double l2_bytes, shared_bytes, nonfma, atomics, constant, vec_flops;
+  double l1_wavefronts, table_wavefronts;
   long long groups;
   int group_items;
   double dram_trips, l2_trips, phases; /* one group's path (fe_work) */
@@ -97,6 +103,9 @@ int fe_bank_wavefronts(const long long *idx, int n, int size);
 /* The distinct words among idx[0..n) (idx < 0: idle): what one warp's read of a constant
  * table costs the constant cache. */
 int fe_distinct_words(const long long *idx, int n);
+/* The L1 wavefronts of one warp's global load of the words idx[0..n) of `size` bytes
+ * (idx < 0: idle), data the L1 holds: the bank model, 8-byte words by half-warps. */
+int fe_l1_wavefronts(const long long *idx, int n, int size);
 /* The expected wavefronts of a warp's access to 32 distinct words of `size` bytes at
  * random places (a gather through a node list), by a fixed-seed sample. */
 double fe_bank_random_wavefronts(int size);

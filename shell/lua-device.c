@@ -64,6 +64,8 @@ static int report_index(lua_State *L)
       {"nonfma", offsetof(fe_report, nonfma)},
       {"atomics", offsetof(fe_report, atomics)},
       {"constant_loads", offsetof(fe_report, constant)},
+      {"l1_wavefronts", offsetof(fe_report, l1_wavefronts)},
+      {"table_wavefronts", offsetof(fe_report, table_wavefronts)},
       {"occupancy", offsetof(fe_report, occupancy)},
       {"efficiency", offsetof(fe_report, efficiency)},
       {"dram_trips", offsetof(fe_report, dram_trips)},
@@ -189,8 +191,8 @@ static int device_current(lua_State *L)
 
 /* A calibration as a table: gbytes, gflops, launch_us, sync_us, l2_gbytes, shared_gbytes,
  * nonfma_gops, atomic_gops, constant_gops, scalar_gflops, dram_latency_us, l2_latency_us,
- * phase_latency_us, gpu (measured on a GPU) and (GPUs) curves = {dram = {...}, shared = {...},
- * fma = {...}}. */
+ * phase_latency_us, gpu (measured on a GPU), tables_l1 (the kernels' tables read through L1:
+ * fe_device_info) and (GPUs) curves = {dram = {...}, shared = {...}, fma = {...}}. */
 void felab_push_calibration(lua_State *L, const fe_calibration *c)
 {
   const struct {
@@ -210,6 +212,8 @@ void felab_push_calibration(lua_State *L, const fe_calibration *c)
   }
   lua_pushboolean(L, c->gpu);
   lua_setfield(L, -2, "gpu");
+  lua_pushboolean(L, c->tables_l1);
+  lua_setfield(L, -2, "tables_l1");
   if (c->curve[0][FE_CURVE_POINTS - 1] > 0) {
     static const char *names[3] = {"dram", "shared", "fma"};
     lua_createtable(L, 0, 3);
@@ -365,6 +369,9 @@ static int perf_model(lua_State *L)
   c.phase_latency_us = field_number(L, 2, "phase_latency_us");
   lua_getfield(L, 2, "gpu");
   c.gpu = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  lua_getfield(L, 2, "tables_l1");
+  c.tables_l1 = lua_toboolean(L, -1);
   lua_pop(L, 1);
   if (!(c.gbytes > 0 && c.gflops > 0))
     return luaL_error(L, "perf.model: the ceilings need gbytes and gflops (positive numbers)");

@@ -119,6 +119,7 @@ static void cuda_describe(cuda_impl *cu)
   snprintf(in->vendor, sizeof in->vendor, "NVIDIA, sm_%d, CUDA %d.%d, %d regs/block", cu->cc,
            cu->driver_version / 1000, cu->driver_version % 1000 / 10, cu->registers);
   in->is_gpu = 1;
+  in->tables_l1 = 1; /* FE_CONSTANT is __device__ const here (cuda-program.c) */
   in->compute_units = cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   in->global_mem = mem;
   /* static __shared__ arrays (what the templates declare) may use this much per block */

@@ -243,6 +243,76 @@ static long long basis_load_word(int t, int j, const int *sh)
 static long long point_table_word(int t, int j, const int *sh) { return (long long)(t % sh[2]) * 64 + j; }
 static long long basis_table_word(int t, int j, const int *sh) { return (long long)j * 64 + t % sh[1]; }
 
+/* The L1 wavefronts of one group's global loads (data the L1 holds: the tables, the factors),
+ * item t of `items` reading word at(t, j) for j < n. */
+static double group_lines(int items, int n, int size, word_of at, const int *shape)
+{
+  double total = 0;
+  long long idx[32];
+  for (int j = 0; j < n; j++)
+    for (int t0 = 0; t0 < items; t0 += 32) {
+      int m = items - t0 < 32 ? items - t0 : 32;
+      for (int t = 0; t < m; t++) idx[t] = at(t0 + t, j, shape);
+      total += fe_l1_wavefronts(idx, m, size);
+    }
+  return total;
+}
+
+/* The tables as the kernels lay them out (docs/elements.md; shape: BLOCK, NB, NQ, NC, DIM):
+ * the quadrature phase's item e NQ + q reads row q of B (B[q NB + j]) and of D
+ * (D[q NB DIM + j]); the basis phase's item e NB + b reads column b: B[q NB + b] (j = q) and
+ * D[(q NB + b) DIM + i] (j = q DIM + i). */
+static long long point_b_word(int t, int j, const int *sh)
+{
+  return (long long)(t % sh[2]) * sh[1] + j;
+}
+static long long point_d_word(int t, int j, const int *sh)
+{
+  return (long long)(t % sh[2]) * sh[1] * sh[4] + j;
+}
+static long long basis_b_word(int t, int j, const int *sh)
+{
+  return (long long)j * sh[1] + t % sh[1];
+}
+static long long basis_d_word(int t, int j, const int *sh)
+{
+  return ((long long)(j / sh[4]) * sh[1] + t % sh[1]) * sh[4] + j % sh[4];
+}
+/* One factor of the quadrature phase's item e NQ + q: per point (cell-major) or per cell. */
+static long long point_factor_word(int t, int j, const int *sh) { (void)j, (void)sh; return t; }
+static long long cell_factor_word(int t, int j, const int *sh) { (void)j; return t / sh[2]; }
+
+/* The gathers' L1 wavefronts per group, from the space's own cell map (a sample of up to 64
+ * groups of cells in the mesh's order): each field's NC values and, with xs, the three
+ * coordinates of each (cell, node) item, and the cell map's two reads. */
+static double gather_lines(const fe_space *V, int block, int fields, int xs, int size)
+{
+  const int nb = V->elem.nbasis, nc = V->ncomp, items = block * nb;
+  const long long ncells = V->mesh->ncells;
+  long long ngroups = (ncells + block - 1) / block, step = ngroups > 64 ? ngroups / 64 : 1;
+  double total = 0, sampled = 0;
+  long long idx[32];
+  for (long long g = 0; g < ngroups; g += step, sampled++)
+    for (int t0 = 0; t0 < items; t0 += 32) {
+      int m = items - t0 < 32 ? items - t0 : 32;
+      int node[32];
+      for (int t = 0; t < m; t++) {
+        long long c = g * block + (t0 + t) / nb;
+        node[t] = c < ncells ? V->cell_nodes[c * nb + (t0 + t) % nb] : -1;
+      }
+      for (int k = 0; k < nc; k++) {
+        for (int t = 0; t < m; t++) idx[t] = node[t] < 0 ? -1 : (long long)node[t] * nc + k;
+        total += fields * fe_l1_wavefronts(idx, m, size);
+      }
+      for (int d = 0; xs && d < 3; d++) {
+        for (int t = 0; t < m; t++) idx[t] = node[t] < 0 ? -1 : (long long)node[t] * 3 + d;
+        total += fe_l1_wavefronts(idx, m, size);
+      }
+      total += 2; /* 32 node numbers: one line, read in the gather and again before the adds */
+    }
+  return sampled > 0 ? total / sampled : 0;
+}
+
 /* Shared wavefront bytes and atomics of integrate.knl and diagonal.knl on the whole mesh. */
 static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n, int vertices,
                               fe_work *wk)
@@ -272,6 +342,23 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
   double ngroups = ((double)V->mesh->ncells + block - 1) / block;
   wk->shared_bytes = ngroups * w * 128;
   wk->constant = ngroups * k;
+  /* GPUs: the same loads through L1 where the tables are global memory, and the stored
+   * factors and the gathers always (the apply and the residual; the diagonal's tables stay
+   * counted as `constant`) */
+  if (s->action != FE_ACTION_DIAGONAL) {
+    const int sh[5] = {block, nb, nq, nc, dim};
+    double tl = fields * (group_lines(block * nq, nb, size, point_b_word, sh) +
+                          group_lines(block * nq, nb * dim, size, point_d_word, sh));
+    tl += nc * ((n->has_f0 ? group_lines(block * nb, nq, size, basis_b_word, sh) : 0) +
+                group_lines(block * nb, nq * dim, size, basis_d_word, sh));
+    wk->table_wavefronts = ngroups * tl;
+    double fl = vertices ? 0
+                         : fe_geo_stride(dim) * group_lines(block * nq, 1, size,
+                                                            s->geo_affine ? cell_factor_word
+                                                                          : point_factor_word,
+                                                            sh);
+    wk->l1_wavefronts = ngroups * (fl + gather_lines(V, block, fields, xs, size));
+  }
   wk->atomics = (double)V->mesh->ncells * nb * nc;
   /* the gathers: fields, the cell map, and with vertices the coordinates (the diagonal's
    * items read them at every point) */

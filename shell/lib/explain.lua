@@ -324,11 +324,15 @@ local ceiling_words = {
   l2 = "the global loads beyond the minimal bytes (rep.l2_bytes: re-reads of nodes shared by " ..
        "cells) at the L2 rate",
   shared = "the shared-memory wavefronts (rep.shared_bytes, 128 bytes each: a warp's access costs " ..
-           "one per 32 banks' worth, more on bank conflicts) at the calibrated shared-memory rate",
+           "one per 32 banks' worth, more on bank conflicts), with the global loads' wavefronts " ..
+           "through L1, the same data pipe (rep.l1_wavefronts: stored factors, gathers; " ..
+           "rep.table_wavefronts: the tables, where they are global memory), at the calibrated " ..
+           "shared-memory rate",
   fma = "the floating-point operations (rep.flops) at the calibrated FMA rate: compute bound",
   nonfma = "divisions and square roots (rep.nonfma), which do not issue as FMAs",
   atomics = "the scatter's atomic adds to global memory (rep.atomics) at the calibrated atomic rate",
-  constant = "the constant-table loads, one per distinct word a warp reads",
+  constant = "the constant-table loads (rep.constant_loads), one per distinct word a warp reads " ..
+             "from a constant cache",
   latency = "the waits on each group's path (rep.dram_trips and rep.l2_trips dependent loads, " ..
             "rep.phases barrier-separated phases, at the calibrated latencies), once per wave of the " ..
             "groups resident at once, which run the same code and wait together: many small " ..

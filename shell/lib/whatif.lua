@@ -68,7 +68,7 @@ local function datasheet(to, precision)
   local t = figures(to)
   return {gbytes = t.dram, gflops = t[precision], shared_gbytes = to.kind == "gpu" and t.shared or 0,
           launch_us = 0, sync_us = 0, l2_gbytes = 0, nonfma_gops = 0, atomic_gops = 0,
-          constant_gops = 0, gpu = to.kind == "gpu"}
+          constant_gops = 0, gpu = to.kind == "gpu", tables_l1 = to.kind == "gpu"}
 end
 
 -- perf.predict(A, {action =, device =, precision =, strategy =, backend =, from =})

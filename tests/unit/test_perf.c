@@ -493,3 +493,49 @@ Test(perf, ceiling_names)
   cr_assert_str_eq(fe_ceiling_name(-1), "?");
   cr_assert_str_eq(fe_ceiling_name(1000), "?");
 }
+
+/* A global load of 8-byte words is served by half-warps: each half its own bank count. */
+Test(perf, l1_wavefronts_by_half_warps)
+{
+  long long idx[32];
+  for (int t = 0; t < 32; t++) idx[t] = t;
+  cr_assert_eq(fe_l1_wavefronts(idx, 32, 8), 2, "32 consecutive doubles: one a half");
+  cr_assert_eq(fe_l1_wavefronts(idx, 32, 4), 1, "32 consecutive floats: one (a whole warp)");
+  for (int t = 0; t < 32; t++) idx[t] = t % 16; /* the halves read the same 16 doubles */
+  cr_assert_eq(fe_bank_wavefronts(idx, 32, 8), 1, "shared memory: the warp shares them");
+  cr_assert_eq(fe_l1_wavefronts(idx, 32, 8), 2, "through L1: each half reads them");
+  for (int t = 0; t < 32; t++) idx[t] = (long long)t * 16; /* every double in banks 0-1 */
+  cr_assert_eq(fe_l1_wavefronts(idx, 32, 8), 32, "stride 16 doubles: 16 a half");
+  for (int t = 0; t < 32; t++) idx[t] = t < 16 ? t : -1;
+  cr_assert_eq(fe_l1_wavefronts(idx, 32, 8), 1, "an idle half costs nothing");
+}
+
+/* Tables read through L1 (CUDA) are wavefronts on the shared-memory pipe and leave the
+ * constant ceiling; a constant cache (OpenCL's __constant) serves the distinct words. The
+ * factors' and gathers' wavefronts go on that pipe on every GPU. */
+Test(perf, model_tables_through_l1)
+{
+  fe_calibration c = gpu_cal();
+  c.constant_gops = 5;
+  fe_report r;
+  memset(&r, 0, sizeof r);
+  r.bytes = 1e6;
+  r.flops = 1e6;
+  r.shared_bytes = 128e6;
+  r.table_wavefronts = 3e6;
+  r.l1_wavefronts = 1e6;
+  r.constant = 4e7;
+  r.launches = 1;
+  fe_report l1 = r, cc = r;
+  c.tables_l1 = 1;
+  fe_perf_model(&c, 10, &l1);
+  assert_close(l1.ceiling_seconds[FE_CEIL_SHARED],
+               (1e6 + 3e6 + 1e6) * 128 / (c.shared_gbytes * 1e9));
+  assert_close(l1.ceiling_seconds[FE_CEIL_CONSTANT], 0);
+  cr_assert_str_eq(l1.bound, "shared");
+  c.tables_l1 = 0;
+  fe_perf_model(&c, 10, &cc);
+  assert_close(cc.ceiling_seconds[FE_CEIL_SHARED], (1e6 + 1e6) * 128 / (c.shared_gbytes * 1e9));
+  assert_close(cc.ceiling_seconds[FE_CEIL_CONSTANT], 4e7 / 5e9);
+  cr_assert_str_eq(cc.bound, "constant");
+}
