@@ -331,7 +331,12 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
   if (xs) w += group_wavefronts(block * nq, nb * 3, size, point_load_word, shape);
   if (s->action != FE_ACTION_DIAGONAL) {
     w += group_wavefronts(block * nq, nf, size, point_store_word, shape);
-    w += group_wavefronts(block * nb, nf * nq, size, basis_load_word, shape);
+    /* the basis phase reads each flux at consecutive points, which nvcc loads 16 (8) bytes
+     * at a time where the rows stay aligned: NQ doubles even, NQ floats a multiple of 4 (2)
+     * (cuobjdump: LDS.128 at Q1 and P2, single LDS.64 at Q2's 27 points) */
+    int v = (nq * size) % 16 == 0 ? 16 / size : size < 8 && (nq * size) % 8 == 0 ? 8 / size : 1;
+    int vshape[4] = {block, nb, nq / v, nc}, fluxes = nc * ((n->has_f0 ? 1 : 0) + dim);
+    w += group_wavefronts(block * nb, fluxes * (nq / v), size * v, basis_load_word, vshape);
   }
   /* the tables: per field the row of B and DIM of D at the item's point; per flux the column
    * of the item's basis function at every point (pass 0 as the size: distinct words) */
