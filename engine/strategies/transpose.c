@@ -202,11 +202,20 @@ static int transpose_integrate(fe_realization *r, fe_action a, const fe_vector *
   return 0;
 }
 
-/* Wavefronts of one group's accesses to a shared array, item t of `items` (items in warps
- * of 32) touching word at(t, j) for j < n: the bank model, warp by warp. */
+/* What one group's accesses cost, item t of `items` (items in warps of 32) touching word
+ * at(t, j) for j < n, warp by warp: shared memory's wavefronts (fe_bank_wavefronts), the L1's
+ * for global loads (fe_l1_wavefronts) or a constant cache's distinct words. */
 typedef long long (*word_of)(int t, int j, const int *shape);
+typedef int (*warp_cost)(const long long *idx, int n, int size);
 
-static double group_wavefronts(int items, int n, int size, word_of at, const int *shape)
+static int distinct_words(const long long *idx, int n, int size)
+{
+  (void)size;
+  return fe_distinct_words(idx, n);
+}
+
+static double group_cost(int items, int n, int size, word_of at, const int *shape,
+                         warp_cost cost)
 {
   double total = 0;
   long long idx[32];
@@ -214,9 +223,14 @@ static double group_wavefronts(int items, int n, int size, word_of at, const int
     for (int t0 = 0; t0 < items; t0 += 32) {
       int m = items - t0 < 32 ? items - t0 : 32;
       for (int t = 0; t < m; t++) idx[t] = at(t0 + t, j, shape);
-      total += size > 0 ? fe_bank_wavefronts(idx, m, size) : fe_distinct_words(idx, m);
+      total += cost(idx, m, size);
     }
   return total;
+}
+
+static double group_wavefronts(int items, int n, int size, word_of at, const int *shape)
+{
+  return group_cost(items, n, size, at, shape, fe_bank_wavefronts);
 }
 
 /* The templates' shared arrays (shape: BLOCK, NB, NQ, NC): the gather's stores to
@@ -236,26 +250,6 @@ static long long basis_load_word(int t, int j, const int *sh)
 {
   int q = j % sh[2], f = j / sh[2];
   return (long long)f * sh[0] * sh[2] + (t / sh[1]) * sh[2] + q;
-}
-
-/* The constant tables' words: in the quadrature phase item e NQ + q reads row q of B and D
- * (j over the row); in the basis phase item e NB + b reads column b of every row. */
-static long long point_table_word(int t, int j, const int *sh) { return (long long)(t % sh[2]) * 64 + j; }
-static long long basis_table_word(int t, int j, const int *sh) { return (long long)j * 64 + t % sh[1]; }
-
-/* The L1 wavefronts of one group's global loads (data the L1 holds: the tables, the factors),
- * item t of `items` reading word at(t, j) for j < n. */
-static double group_lines(int items, int n, int size, word_of at, const int *shape)
-{
-  double total = 0;
-  long long idx[32];
-  for (int j = 0; j < n; j++)
-    for (int t0 = 0; t0 < items; t0 += 32) {
-      int m = items - t0 < 32 ? items - t0 : 32;
-      for (int t = 0; t < m; t++) idx[t] = at(t0 + t, j, shape);
-      total += fe_l1_wavefronts(idx, m, size);
-    }
-  return total;
 }
 
 /* The tables as the kernels lay them out (docs/elements.md; shape: BLOCK, NB, NQ, NC, DIM):
@@ -278,6 +272,19 @@ static long long basis_d_word(int t, int j, const int *sh)
 {
   return ((long long)(j / sh[4]) * sh[1] + t % sh[1]) * sh[4] + j % sh[4];
 }
+/* The tables' loads of one group: per field the row of B and DIM of D at the item's point;
+ * with the basis phase, per flux the column of the item's basis function at every point. */
+static double table_cost(const int *sh, int fields, int basis, int f0, int size, warp_cost cost)
+{
+  const int block = sh[0], nb = sh[1], nq = sh[2], nc = sh[3], dim = sh[4];
+  double t = fields * (group_cost(block * nq, nb, size, point_b_word, sh, cost) +
+                       group_cost(block * nq, nb * dim, size, point_d_word, sh, cost));
+  if (basis)
+    t += nc * ((f0 ? group_cost(block * nb, nq, size, basis_b_word, sh, cost) : 0) +
+               group_cost(block * nb, nq * dim, size, basis_d_word, sh, cost));
+  return t;
+}
+
 /* One factor of the quadrature phase's item e NQ + q: per point (cell-major) or per cell. */
 static long long point_factor_word(int t, int j, const int *sh) { (void)j, (void)sh; return t; }
 static long long cell_factor_word(int t, int j, const int *sh) { (void)j; return t / sh[2]; }
@@ -320,48 +327,38 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
   const fe_space *V = s->V;
   int nb = V->elem.nbasis, nq = s->quad->npoints, nc = V->ncomp, dim = V->elem.dim;
   int size = (int)fe_precision_size(s->prec), block = s->block > 0 ? s->block : 1;
-  int shape[4] = {block, nb, nq, nc};
+  const int shape[5] = {block, nb, nq, nc, dim}, diag = s->action == FE_ACTION_DIAGONAL;
   int fields = (n->need_u ? 1 : 0) + (n->jacobian ? 1 : 0);
   int nf = nc * (1 + dim); /* fluxes per point */
   double w = 0;
   w += fields * group_wavefronts(block * nb, nc, size, gather_word, shape);
-  int xs = s->action == FE_ACTION_DIAGONAL ? n->need_x : n->need_x || vertices; /* xe loads */
+  int xs = diag ? n->need_x : n->need_x || vertices; /* xe loads */
   if (xs) w += group_wavefronts(block * nb, 3, size, gather_word, shape);
   w += fields * group_wavefronts(block * nq, nb * nc, size, point_load_word, shape);
   if (xs) w += group_wavefronts(block * nq, nb * 3, size, point_load_word, shape);
-  if (s->action != FE_ACTION_DIAGONAL) {
+  if (!diag) {
     w += group_wavefronts(block * nq, nf, size, point_store_word, shape);
     /* the basis phase reads each flux at consecutive points, which nvcc loads 16 (8) bytes
      * at a time where the rows stay aligned: NQ doubles even, NQ floats a multiple of 4 (2)
      * (cuobjdump: LDS.128 at Q1 and P2, single LDS.64 at Q2's 27 points) */
     int v = (nq * size) % 16 == 0 ? 16 / size : size < 8 && (nq * size) % 8 == 0 ? 8 / size : 1;
-    int vshape[4] = {block, nb, nq / v, nc}, fluxes = nc * ((n->has_f0 ? 1 : 0) + dim);
+    int vshape[5] = {block, nb, nq / v, nc, dim}, fluxes = nc * ((n->has_f0 ? 1 : 0) + dim);
     w += group_wavefronts(block * nb, fluxes * (nq / v), size * v, basis_load_word, vshape);
   }
-  /* the tables: per field the row of B and DIM of D at the item's point; per flux the column
-   * of the item's basis function at every point (pass 0 as the size: distinct words) */
-  double k = fields * group_wavefronts(block * nq, nb * (1 + dim), 0, point_table_word, shape);
-  if (s->action != FE_ACTION_DIAGONAL)
-    k += nc * group_wavefronts(block * nb, nq * ((n->has_f0 ? 1 : 0) + dim), 0, basis_table_word,
-                               shape);
   double ngroups = ((double)V->mesh->ncells + block - 1) / block;
   wk->shared_bytes = ngroups * w * 128;
-  wk->constant = ngroups * k;
-  /* GPUs: the same loads through L1 where the tables are global memory, and the stored
-   * factors and the gathers always (the apply and the residual; the diagonal's tables stay
-   * counted as `constant`) */
-  if (s->action != FE_ACTION_DIAGONAL) {
-    const int sh[5] = {block, nb, nq, nc, dim};
-    double tl = fields * (group_lines(block * nq, nb, size, point_b_word, sh) +
-                          group_lines(block * nq, nb * dim, size, point_d_word, sh));
-    tl += nc * ((n->has_f0 ? group_lines(block * nb, nq, size, basis_b_word, sh) : 0) +
-                group_lines(block * nb, nq * dim, size, basis_d_word, sh));
-    wk->table_wavefronts = ngroups * tl;
+  /* the tables: distinct words for a constant cache; on GPUs where they are global memory,
+   * the L1's wavefronts, as are the stored factors and the gathers always (the apply and the
+   * residual; the diagonal's tables stay counted as `constant`) */
+  wk->constant = ngroups * table_cost(shape, fields, !diag, n->has_f0, size, distinct_words);
+  if (!diag) {
+    wk->table_wavefronts =
+        ngroups * table_cost(shape, fields, 1, n->has_f0, size, fe_l1_wavefronts);
     double fl = vertices ? 0
-                         : fe_geo_stride(dim) * group_lines(block * nq, 1, size,
-                                                            s->geo_affine ? cell_factor_word
-                                                                          : point_factor_word,
-                                                            sh);
+                         : fe_geo_stride(dim) * group_cost(block * nq, 1, size,
+                                                           s->geo_affine ? cell_factor_word
+                                                                         : point_factor_word,
+                                                           shape, fe_l1_wavefronts);
     wk->l1_wavefronts = ngroups * (fl + gather_lines(V, block, fields, xs, size));
   }
   wk->atomics = (double)V->mesh->ncells * nb * nc;
