@@ -142,6 +142,23 @@ for _, b in ipairs(T.backends()) do
           check(ce.shared == 0 and ce.atomics == 0, "%s: cpu shared %g, atomics %g s", what,
                 ce.shared, ce.atomics)
         end
+        -- transpose's global loads through L1: the tables, the factors and the gathers
+        -- counted; on a GPU with the tables in global memory (cuda) they and not a constant
+        -- cache bind, and the shared ceiling holds every wavefront of that data pipe
+        if s == "transpose" then
+          check(rep.table_wavefronts > 0 and rep.l1_wavefronts > 0 and rep.constant_loads > 0,
+                "%s: tables %g, factors and gathers %g wavefronts, constant words %g", what,
+                rep.table_wavefronts, rep.l1_wavefronts, rep.constant_loads)
+          if info.is_gpu and cal.tables_l1 then -- at most the full rate: at least this long
+            local wf = rep.shared_bytes / 128 + rep.l1_wavefronts + rep.table_wavefronts
+            check(ce.constant == 0 and ce.shared >= wf * 128 / (cal.shared_gbytes * 1e9) * (1 - 1e-9),
+                  "%s: constant %g s, shared %g s for %g wavefronts", what, ce.constant,
+                  ce.shared, wf)
+          end
+        else
+          check(rep.table_wavefronts == 0 and rep.l1_wavefronts == 0,
+                "%s: L1 wavefronts %g, %g counted", what, rep.table_wavefronts, rep.l1_wavefronts)
+        end
 
         -- A:model: the same counts and, with the same calibration, the same throughput ceilings
         local mr = A:model("apply", o)
