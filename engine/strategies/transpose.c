@@ -292,7 +292,7 @@ static long long cell_factor_word(int t, int j, const int *sh) { (void)j; return
 /* The gathers' L1 wavefronts per group, from the space's own cell map (a sample of up to 64
  * groups of cells in the mesh's order): each field's NC values and, with xs, the three
  * coordinates of each (cell, node) item, and the cell map's two reads. */
-static double gather_lines(const fe_space *V, int block, int fields, int xs, int size)
+static double gather_wavefronts(const fe_space *V, int block, int fields, int xs, int size)
 {
   const int nb = V->elem.nbasis, nc = V->ncomp, items = block * nb;
   const long long ncells = V->mesh->ncells;
@@ -315,7 +315,7 @@ static double gather_lines(const fe_space *V, int block, int fields, int xs, int
         for (int t = 0; t < m; t++) idx[t] = node[t] < 0 ? -1 : (long long)node[t] * 3 + d;
         total += fe_l1_wavefronts(idx, m, size);
       }
-      total += 2; /* 32 node numbers: one line, read in the gather and again before the adds */
+      total += 2; /* 32 node numbers: one wavefront, read in the gather and again before the adds */
     }
   return sampled > 0 ? total / sampled : 0;
 }
@@ -359,7 +359,7 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
                                                            s->geo_affine ? cell_factor_word
                                                                          : point_factor_word,
                                                            shape, fe_l1_wavefronts);
-    wk->l1_wavefronts = ngroups * (fl + gather_lines(V, block, fields, xs, size));
+    wk->l1_wavefronts = ngroups * (fl + gather_wavefronts(V, block, fields, xs, size));
   }
   wk->atomics = (double)V->mesh->ncells * nb * nc;
   /* the gathers: fields, the cell map, and with vertices the coordinates (the diagonal's
