@@ -315,7 +315,7 @@ static double gather_wavefronts(const fe_space *V, int block, int fields, int xs
         for (int t = 0; t < m; t++) idx[t] = node[t] < 0 ? -1 : (long long)node[t] * 3 + d;
         total += fe_l1_wavefronts(idx, m, size);
       }
-      total += 2; /* 32 node numbers: one wavefront, read in the gather and again before the adds */
+      total += 2; /* the node numbers: one wavefront, in the gather and again before the adds */
     }
   return sampled > 0 ? total / sampled : 0;
 }
