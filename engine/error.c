@@ -1,10 +1,13 @@
 /* felab error state: one current error with a message and a traceback of frames. */
 #include "engine/error.h"
 
+#include <omp.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static char error_message[4096];
 static char error_trace[2048];
@@ -83,12 +86,52 @@ void fe_error_clear(void)
   error_trace[0] = '\0';
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/* A fresh page costs a fault when first written: on the 2-core virtual machine about 2 us a
+ * page taken one at a time from inside a loop (2 GB/s; 1.3-3x slower again while another
+ * thread of the team runs), 1.4 us when the kernel populates a range, and that on every
+ * thread at once (256 MiB: 57 ms on two threads, 73-86 ms touched a page at a time, 140-183
+ * ms by one memset). Pages already present cost a walk of their tables. Where madvise cannot
+ * (a kernel before 5.14), the pages fault in when written, as before. */
+void fe_populate(void *p, size_t bytes)
+{
+  const size_t page = 4096;
+  if (bytes < FE_POPULATE_LEAST) return;
+  char *a = (char *)(((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1));
+  char *b = (char *)(((uintptr_t)p + bytes) & ~(uintptr_t)(page - 1));
+  size_t n = (size_t)(b - a) / page;
+#pragma omp parallel if (!omp_in_parallel())
+  {
+    int t = omp_get_thread_num(), T = omp_get_num_threads();
+    size_t lo = n * t / T, hi = n * (t + 1) / T;
+    if (hi > lo) (void)madvise(a + lo * page, (hi - lo) * page, MADV_POPULATE_WRITE);
+  }
+}
+
 void *fe_malloc(size_t bytes, const char *what)
 {
   void *p = malloc(bytes ? bytes : 1);
   if (!p)
     fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
                  "out of host memory: %s needs %.1f MiB", what, bytes / 1048576.0);
+  else fe_populate(p, bytes);
+  return p;
+}
+
+void *fe_alloc(size_t bytes)
+{
+  void *p = malloc(bytes ? bytes : 1);
+  if (p) fe_populate(p, bytes);
+  return p;
+}
+
+void *fe_zalloc(size_t n, size_t size)
+{
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (p) fe_populate(p, n * size);
   return p;
 }
 
@@ -98,6 +141,7 @@ void *fe_calloc(size_t n, size_t size, const char *what)
   if (!p)
     fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
                  "out of host memory: %s needs %.1f MiB", what, (double)n * size / 1048576.0);
+  else fe_populate(p, n * size);
   return p;
 }
 

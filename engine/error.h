@@ -44,8 +44,18 @@ const char *fe_error_name(int code);
     if (!(cond)) FE_ERROR(code, __VA_ARGS__); \
   } while (0)
 
-/* Checked allocation: on failure sets FE_ERR_MEM naming what and how much. */
+/* The pages of [p, p + bytes) made present now, by the kernel on every thread, where bytes is
+ * at least FE_POPULATE_LEAST (smaller blocks fault in as they are written). */
+enum { FE_POPULATE_LEAST = 1 << 20 };
+void fe_populate(void *p, size_t bytes);
+
+/* Checked allocation: on failure sets FE_ERR_MEM naming what and how much; a block of at
+ * least FE_POPULATE_LEAST bytes comes with its pages present (fe_populate). */
 void *fe_malloc(size_t bytes, const char *what);
+/* The same without setting an error (the caller names what failed): malloc and calloc whose
+ * large blocks come with their pages present. */
+void *fe_alloc(size_t bytes);
+void *fe_zalloc(size_t n, size_t size);
 void *fe_calloc(size_t n, size_t size, const char *what);
 #define FE_MALLOC(ptr, n, what)                                                       \
   do {                                                                                \

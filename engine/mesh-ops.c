@@ -928,8 +928,8 @@ int fe_mesh_morton_order(const fe_mesh *m, int **order)
   int bits = 1;
   while (bits < 10 && (double)((uint64_t)1 << 3 * (bits - 1)) < (double)n) bits++;
   const double scale = (double)(((uint64_t)1 << bits) - 1);
-  uint64_t *keys = malloc(sizeof *keys * 2 * ((size_t)n + 1));
-  *order = malloc(sizeof(int) * ((size_t)n + 1));
+  uint64_t *keys = fe_alloc(sizeof *keys * 2 * ((size_t)n + 1));
+  *order = fe_alloc(sizeof(int) * ((size_t)n + 1));
   if (!keys || !*order) {
     free(keys), free(*order);
     *order = NULL;

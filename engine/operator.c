@@ -83,7 +83,7 @@ static int build_aux(fe_operator *A)
       return fe_error_push(rc, __FILE__, __LINE__, __func__);
     }
   }
-  A->aux = malloc(sizeof(double) * (size_t)m->ncells * p->naux + 1);
+  A->aux = fe_alloc(sizeof(double) * (size_t)m->ncells * p->naux + 1);
   if (!A->aux) {
     free(ids);
     FE_ERROR(FE_ERR_MEM, "out of host memory for per-cell coefficients");
@@ -466,7 +466,7 @@ int fe_fill_buffer(fe_backend *be, size_t bytes, fe_buffer *buf, int (*fill)(voi
 {
   FE_CHECK(be->ops->alloc(be->impl, bytes ? bytes : 1, buf));
   void *at = be->ops->host ? be->ops->host(be->impl, buf) : NULL;
-  void *stage = at ? NULL : malloc(bytes + 1);
+  void *stage = at ? NULL : fe_alloc(bytes + 1);
   int rc = !at && !stage ? fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
                                        "out of host memory: %.1f MiB to stage a buffer",
                                        bytes / 1048576.0)
@@ -509,7 +509,7 @@ int fe_upload_reals(fe_backend *be, fe_precision prec, const double *v, size_t n
   if (prec == FE_DOUBLE) {
     rc = be->ops->write(be->impl, buf, 0, n * w, v);
   } else {
-    float *tmp = malloc(n * w + 1);
+    float *tmp = fe_alloc(n * w + 1);
     if (!tmp) FE_ERROR(FE_ERR_MEM, "out of host memory for a conversion");
     for (size_t i = 0; i < n; i++) tmp[i] = (float)v[i];
     rc = be->ops->write(be->impl, buf, 0, n * w, tmp);
@@ -644,7 +644,7 @@ static int build_schedule(const fe_operator *A, fe_realization *d, const int *or
   FE_CALLOC(d->color_start, d->ncolors + 1, "colors");
   for (int g = 0; g < ng; g++) d->color_start[color[g] + 1]++;
   for (int c = 0; c < d->ncolors; c++) d->color_start[c + 1] += d->color_start[c];
-  int *pos = malloc(sizeof(int) * (size_t)(d->ncolors + 1));
+  int *pos = fe_alloc(sizeof(int) * (size_t)(d->ncolors + 1));
   if (!pos) {
     free(color);
     FE_ERROR(FE_ERR_MEM, "out of host memory");
@@ -1013,7 +1013,7 @@ static int realization_get(fe_operator *A, const fe_action_opts *o, fe_realizati
                      r->building ? r->building : "the strategy's own data");
   if (!rc && st->delegate) { /* csr, ebe: remember the constants the matrices were made with */
     size_t nk = (size_t)A->pde->nconst;
-    if ((r->built_constants = malloc(sizeof(double) * (nk + 1)))) {
+    if ((r->built_constants = fe_alloc(sizeof(double) * (nk + 1)))) {
       if (nk) memcpy(r->built_constants, A->pde->const_values, sizeof(double) * nk);
     } else rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   }
@@ -1024,7 +1024,7 @@ static int realization_get(fe_operator *A, const fe_action_opts *o, fe_realizati
     rc = be->ops->wrap(be->impl, A->V->node_coords, sizeof(double) * ncoord, &r->coords);
   else if (!rc) rc = fe_upload_reals(be, prec, A->V->node_coords, ncoord, &r->coords);
   if (!rc) rc = fe_upload_ints(be, A->dir_nodes, (size_t)A->ndir, &r->didx);
-  if (!rc && !(dv = malloc(sizeof(double) * (size_t)(A->ndir + 1))))
+  if (!rc && !(dv = fe_alloc(sizeof(double) * (size_t)(A->ndir + 1))))
     rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   if (!rc) {
     for (int i = 0; i < A->ndir; i++) dv[i] = A->value;
@@ -1422,14 +1422,14 @@ static int transpose_copy(const fe_operator *A, fe_operator *T)
     fe_quadrature *q = &T->quad[a];
     fe_quadrature_free(q);
     *q = *p;
-    q->points = malloc(sizeof(double) * (size_t)(p->npoints * p->dim + 1));
-    q->weights = malloc(sizeof(double) * (size_t)(p->npoints + 1));
+    q->points = fe_alloc(sizeof(double) * (size_t)(p->npoints * p->dim + 1));
+    q->weights = fe_alloc(sizeof(double) * (size_t)(p->npoints + 1));
     FE_ASSERT(q->points && q->weights, FE_ERR_MEM, "out of host memory for the transpose's rules");
     memcpy(q->points, p->points, sizeof(double) * (size_t)(p->npoints * p->dim));
     memcpy(q->weights, p->weights, sizeof(double) * (size_t)p->npoints);
   }
   free(T->dir_nodes);
-  T->dir_nodes = malloc(sizeof(int) * (size_t)(A->ndir + 1));
+  T->dir_nodes = fe_alloc(sizeof(int) * (size_t)(A->ndir + 1));
   FE_ASSERT(T->dir_nodes, FE_ERR_MEM, "out of host memory for the transpose's boundary");
   memcpy(T->dir_nodes, A->dir_nodes, sizeof(int) * (size_t)A->ndir);
   T->ndir = A->ndir;

@@ -144,30 +144,6 @@ static int cpu_query(void *impl, fe_device_info *info)
   return 0;
 }
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
-
-/* A large buffer's pages, made present now by the kernel on every thread: a fresh page costs
- * its fault when first written, and on a virtual machine a fault taken one at a time from
- * inside a loop is 1.3-3x slower than the kernel populating a range (measured on the 2-core
- * machine: 256 MiB in 57 ms on two threads, 73-86 ms touched a page at a time, 140-183 ms by
- * one memset). Where madvise cannot (an older kernel), the pages fault in as before. */
-static void prefault(void *p, size_t bytes)
-{
-  const size_t page = 4096, least = (size_t)4 << 20;
-  if (bytes < least) return;
-  char *a = (char *)(((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1));
-  char *b = (char *)(((uintptr_t)p + bytes) & ~(uintptr_t)(page - 1));
-  size_t n = (size_t)(b - a) / page;
-#pragma omp parallel
-  {
-    int t = omp_get_thread_num(), T = omp_get_num_threads();
-    size_t lo = n * t / T, hi = n * (t + 1) / T;
-    if (hi > lo) (void)madvise(a + lo * page, (hi - lo) * page, MADV_POPULATE_WRITE);
-  }
-}
-
 static int cpu_alloc(void *impl, size_t bytes, fe_buffer *buf)
 {
   (void)impl;
@@ -176,7 +152,7 @@ static int cpu_alloc(void *impl, size_t bytes, fe_buffer *buf)
     FE_ERROR(FE_ERR_MEM, "out of host memory: a buffer of %.1f MiB", bytes / 1048576.0);
   buf->ptr = p;
   buf->bytes = bytes;
-  prefault(p, bytes);
+  fe_populate(p, bytes); /* a large buffer's pages present now */
   return 0;
 }
 

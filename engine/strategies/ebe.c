@@ -73,7 +73,7 @@ static int ebe_sort_matrices(fe_realization *r, const int *order)
 {
   ebe_data *d = r->data;
   size_t nc = (size_t)d->K->ncells, block = (size_t)d->K->n * d->K->n * fe_precision_size(r->prec);
-  char *from = malloc(nc * block + 1), *to = malloc(nc * block + 1);
+  char *from = fe_alloc(nc * block + 1), *to = fe_alloc(nc * block + 1);
   int rc = 0;
   if (!from || !to) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host "
                                       "memory for sorting %zu element matrices by color", nc);

@@ -203,7 +203,7 @@ static int upload_patches(fe_realization *r, int *perm, size_t npad, int *too_bi
   const fe_operator *A = r->A;
   const fe_space *V = A->V;
   patch_data *d = r->data;
-  unsigned char *con = calloc((size_t)V->nnodes + 1, 1);
+  unsigned char *con = fe_zalloc((size_t)V->nnodes + 1, 1);
   if (!con) FE_ERROR(FE_ERR_MEM, "out of host memory for the patches");
   for (int i = 0; i < A->ndir; i++) con[A->dir_nodes[i] / V->ncomp] = 1;
   fe_patches P;

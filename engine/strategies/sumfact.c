@@ -204,7 +204,7 @@ static int upload_node_map(fe_realization *r, const int *cells, size_t npad)
   size_t nb = (size_t)V->elem.nbasis, nn = (size_t)V->nnodes, nc = (size_t)V->ncomp;
   FE_ASSERT(npad * nb * nc < (size_t)1 << 31, FE_ERR_ARG, "scatter = \"nodes\": %zu cells x %zu "
             "entries do not fit int indices", npad, nb * nc);
-  int *off = calloc(nn + 1, sizeof(int)), *idx = malloc(sizeof(int) * (npad * nb + 1));
+  int *off = fe_zalloc(nn + 1, sizeof(int)), *idx = fe_alloc(sizeof(int) * (npad * nb + 1));
   if (!off || !idx) {
     free(off);
     free(idx);
@@ -271,13 +271,13 @@ static int upload_cells(fe_realization *r, const int *perm, size_t npad)
       if (d->pad1 == d->pad0) d->pad0 = (int)i;
       d->pad1 = (int)i + 1;
     }
-  unsigned char *con = calloc((size_t)V->nnodes + 1, 1);
+  unsigned char *con = fe_zalloc((size_t)V->nnodes + 1, 1);
   if (!con) FE_ERROR(FE_ERR_MEM, "out of host memory for the constrained nodes");
   for (int i = 0; i < A->ndir; i++) con[A->dir_nodes[i] / V->ncomp] = 1;
   cells_job job = {V, con, perm, npad};
   int rc = fe_fill_buffer(r->be, sizeof(int) * npad * nb, &d->cells, cells_fill, &job);
   if (!rc && d->nodesum) {
-    int *cells = malloc(sizeof(int) * npad * nb + 1);
+    int *cells = fe_alloc(sizeof(int) * npad * nb + 1);
     if (!cells) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the cell map");
     if (!rc) rc = cells_fill(&job, cells);
     if (!rc) rc = upload_node_map(r, cells, npad);
