@@ -57,7 +57,7 @@ typedef struct node_names {
 
 static node_names *node_names_make(const fe_element *el)
 {
-  node_names *t = malloc(sizeof *t);
+  node_names *t = fe_alloc(sizeof *t);
   if (!t) return NULL;
   t->nv = el->nvertices;
   for (int b = 0; b < el->nbasis; b++) {
@@ -135,11 +135,163 @@ void fe_space_cell_map(const fe_space *V, int c, const double *xi, double x[3], 
   }
 }
 
-/* A 32-bit hash of a node's name (its sorted (vertex, weight) pairs). */
-static uint32_t key_hash(const int *key)
+/* The shared nodes by the entity they lie on, read from the element once. An entity is a set
+ * of the cell's vertices (an edge's 2, a face's 3 or 4) that some shared node has as its
+ * vertices of nonzero weight; its nodes are named, in a cell whose global vertex ids order
+ * the entity's vertices by `p` (one of m! orders), by their weights in that order: two cells
+ * that share the entity see the same global order and so the same names. rank and at say
+ * where each name falls among the entity's, so that a node's copy in another cell is found
+ * without comparing names. */
+enum { MAX_ENTITIES = 32, MAX_ORDERS = 24 };
+
+typedef struct entity_nodes {
+  int n;                                        /* entities */
+  int m[MAX_ENTITIES], k[MAX_ENTITIES];         /* vertices, nodes */
+  unsigned char vert[MAX_ENTITIES][KEY_PAIRS];  /* local vertices, ascending */
+  int first[MAX_ENTITIES + 1];                  /* entity e's nodes: node[first[e] .. first[e + 1]) */
+  int table[MAX_ENTITIES + 1];                  /* its tables: from table[e], k per order */
+  int entity[FE_MAX_BASIS];                     /* node b's entity; -1 interior, -2 a vertex */
+  int node[FE_MAX_BASIS];                       /* element node numbers, entity by entity */
+  int *rank, *at;     /* rank[table[e] + p * k + i]: node i's place in the order p; at: inverse */
+  uint64_t *name;     /* node i's weights in the order p, packed 16 bits each */
+} entity_nodes;
+
+/* The index of the order ord (a permutation of 0..m-1: its Lehmer code). */
+static int order_index(const int *ord, int m)
+{
+  int idx = 0;
+  for (int j = 0; j < m; j++) {
+    int c = 0;
+    for (int l = j + 1; l < m; l++) c += ord[l] < ord[j];
+    idx = idx * (m - j) + c;
+  }
+  return idx;
+}
+
+static void entity_nodes_free(entity_nodes *t)
+{
+  if (!t) return;
+  free(t->rank), free(t->at), free(t->name), free(t);
+}
+
+/* The entities of el's shared nodes and their tables; NULL with *why set where the element's
+ * names do not fit them (more entities or weights than the tables hold: the hashed numbering
+ * then). */
+static entity_nodes *entity_nodes_make(const fe_element *el, const node_names *names,
+                                       const unsigned char *shared_node, const char **why)
+{
+  const int nb = el->nbasis, nv = el->nvertices;
+  entity_nodes *t = calloc(1, sizeof *t);
+  *why = "out of host memory";
+  if (!t) return NULL;
+  unsigned mask[MAX_ENTITIES];
+  for (int b = 0; b < nb; b++) {
+    t->entity[b] = b < nv ? -2 : -1;
+    if (!shared_node[b]) continue;
+    unsigned mb = 0;
+    for (int j = 0; j < names->count[b]; j++) mb |= 1u << names->vert[b][j];
+    int e = 0;
+    while (e < t->n && mask[e] != mb) e++;
+    if (e == t->n) {
+      if (t->n == MAX_ENTITIES) {
+        *why = "too many entities";
+        entity_nodes_free(t);
+        return NULL;
+      }
+      mask[e] = mb;
+      t->m[e] = 0;
+      for (int v = 0; v < nv; v++)
+        if (mb >> v & 1) t->vert[e][t->m[e]++] = (unsigned char)v;
+      t->n++;
+    }
+    t->entity[b] = e;
+    t->k[e]++;
+  }
+  for (int e = 0, at = 0; e < t->n; e++) { /* nodes entity by entity, in element order */
+    t->first[e] = at;
+    for (int b = 0; b < nb; b++)
+      if (t->entity[b] == e) t->node[at++] = b;
+    t->first[e + 1] = at;
+  }
+  int total = 0;
+  for (int e = 0; e < t->n; e++) {
+    int orders = 1;
+    for (int j = 2; j <= t->m[e]; j++) orders *= j;
+    t->table[e] = total;
+    total += orders * t->k[e];
+  }
+  t->table[t->n] = total;
+  t->rank = malloc(sizeof(int) * (size_t)(total + 1));
+  t->at = malloc(sizeof(int) * (size_t)(total + 1));
+  t->name = malloc(sizeof(uint64_t) * (size_t)(total + 1));
+  if (!t->rank || !t->at || !t->name) {
+    entity_nodes_free(t);
+    return NULL;
+  }
+  for (int e = 0; e < t->n; e++) {
+    const int m = t->m[e], k = t->k[e];
+    int ord[KEY_PAIRS];
+    for (int code = 0; code < (1 << 2 * m); code++) { /* every m-tuple of 0..m-1 ... */
+      unsigned seen = 0;
+      for (int j = 0; j < m; j++) ord[j] = code >> 2 * j & 3, seen |= 1u << ord[j];
+      if (seen != (1u << m) - 1) continue; /* ... that is an order */
+      const int base = t->table[e] + order_index(ord, m) * k;
+      for (int i = 0; i < k; i++) {
+        const int b = t->node[t->first[e] + i];
+        uint64_t name = 0;
+        for (int j = 0; j < m; j++) {
+          const int w = el->weights[b * nv + t->vert[e][ord[j]]];
+          if (w < 0 || w > 65535) {
+            *why = "weights above 16 bits";
+            entity_nodes_free(t);
+            return NULL;
+          }
+          name = name << 16 | (uint64_t)w;
+        }
+        t->name[base + i] = name;
+      }
+      for (int i = 0; i < k; i++) {
+        int r = 0;
+        for (int l = 0; l < k; l++) {
+          if (l != i && t->name[base + l] == t->name[base + i]) {
+            *why = "two nodes of one name";
+            entity_nodes_free(t);
+            return NULL;
+          }
+          r += t->name[base + l] < t->name[base + i];
+        }
+        t->rank[base + i] = r;
+        t->at[base + r] = i;
+      }
+    }
+  }
+  return t;
+}
+
+/* Entity e of the cell of vertices verts: its global vertex ids ascending into key
+ * (KEY_PAIRS, padded with -1), and the index of their order. */
+static inline int entity_key(const entity_nodes *t, const int *verts, int e, int *key)
+{
+  const int m = t->m[e];
+  int ord[KEY_PAIRS];
+  for (int j = 0; j < m; j++) {
+    int g = verts[t->vert[e][j]], i = j;
+    while (i > 0 && key[i - 1] > g) {
+      key[i] = key[i - 1];
+      ord[i] = ord[i - 1];
+      i--;
+    }
+    key[i] = g;
+    ord[i] = j;
+  }
+  for (int j = m; j < KEY_PAIRS; j++) key[j] = -1;
+  return order_index(ord, m);
+}
+
+static uint32_t entity_hash(const int *key)
 {
   uint64_t h = 0x9e3779b97f4a7c15ULL;
-  for (int i = 0; i < 2 * KEY_PAIRS; i++) {
+  for (int i = 0; i < KEY_PAIRS; i++) {
     h ^= (uint64_t)(uint32_t)key[i];
     h *= 0xff51afd7ed558ccdULL;
     h ^= h >> 29;
@@ -148,127 +300,168 @@ static uint32_t key_hash(const int *key)
 }
 
 /* The numbering build_dof_map's hash map gives (vertices keep their ids; every other node,
- * in the order of its first (cell, node) place, the next id), made on every thread: each
- * shared place's name hashed and packed above the place, one radix sort by the hash, the
- * places of one name grouped within their hash (first place first: the sort is stable), a
- * prefix sum over the first places. Fills cell_nodes, and node_coords at each node's first
- * place (lphi: build_dof_map's tabulation); returns the number of nodes, or -1 with an error
- * set. */
+ * in the order of its first (cell, node) place, the next id), made on every thread from the
+ * entities the shared nodes lie on (a Q3 hex: 18 a cell, not its 48 shared nodes): each
+ * (cell, entity) place's vertex ids hashed and packed above the place, one radix sort by the
+ * hash, the places of one entity grouped within their hash (first place first: the sort is
+ * stable), a prefix sum over the cells' new nodes; a node at a later place of its entity
+ * copies the id of the node of the same name at the first place (rank and at, no search).
+ * Fills cell_nodes, and node_coords at each node's first place (lphi: build_dof_map's
+ * tabulation). Returns the number of nodes, -1 with an error set, or -2 where the element or
+ * the mesh does not fit (entities of the same vertices whose nodes' names differ: the hashed
+ * numbering then, which names each node). */
 static long long number_nodes_sorted(fe_space *V, const double *lphi)
 {
   const fe_mesh *m = V->mesh;
   const fe_element *el = &V->elem;
   const int nb = el->nbasis, nv = el->nvertices;
-  const size_t nc = (size_t)m->ncells, np = nc * (size_t)nb;
-  /* which of the element's nodes are shared (on a vertex, edge or face): the same in every
-   * cell, as the weights say */
+  const size_t nc = (size_t)m->ncells;
   node_names *names = node_names_make(el);
   if (!names) {
     fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for a dof map");
     return -1;
   }
   unsigned char shared_node[FE_MAX_BASIS];
-  int nshared = 0;
-  for (int b = 0; b < nb; b++) {
+  for (int b = 0; b < nb; b++)
     shared_node[b] = b >= nv && names->count[b] < nv && names->count[b] <= KEY_PAIRS;
-    nshared += shared_node[b];
-  }
-  const size_t total = nc * (size_t)nshared;
-  int *rep = malloc(sizeof(int) * (np + 1)); /* a place's first place of the same name */
-  uint64_t *rec = malloc(sizeof(uint64_t) * 2 * (total + 1));
-  if (!rep || !rec) {
-    free(rep), free(rec), free(names);
+  const char *why = NULL;
+  entity_nodes *t = entity_nodes_make(el, names, shared_node, &why);
+  free(names);
+  if (!t) return -2;
+  const int ne = t->n;
+  const size_t total = nc * (size_t)ne;
+  int *rep = fe_alloc(sizeof(int) * (total + 1)); /* a place's first place of the same entity */
+  unsigned char *order = fe_alloc(total + 1);      /* the order of its vertex ids */
+  uint64_t *rec = fe_alloc(sizeof(uint64_t) * 2 * (total + 1));
+  int team_max = omp_get_max_threads();
+  size_t *firsts = calloc((size_t)team_max + 1, sizeof(size_t));
+  if (!rep || !order || !rec || !firsts) {
+    free(rep), free(order), free(rec), free(firsts), entity_nodes_free(t);
     fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for a dof map");
     return -1;
   }
-  /* every place its own first place (vertices: -1); the shared ones' names hashed above them */
 #pragma omp parallel for schedule(static)
-  for (size_t c = 0; c < nc; c++) {
-    size_t at = c * (size_t)nshared;
-    for (int b = 0; b < nb; b++) {
-      size_t p = c * nb + (size_t)b;
-      rep[p] = b < nv ? -1 : (int)p;
-      if (!shared_node[b]) continue;
-      int k[2 * KEY_PAIRS];
-      node_key_of(names, m->cells + c * nv, b, k);
-      rec[at++] = (uint64_t)key_hash(k) << 32 | (uint64_t)p;
+  for (size_t c = 0; c < nc; c++)
+    for (int e = 0; e < ne; e++) {
+      size_t q = c * (size_t)ne + (size_t)e;
+      int key[KEY_PAIRS];
+      order[q] = (unsigned char)entity_key(t, m->cells + c * nv, e, key);
+      rep[q] = (int)q;
+      rec[q] = (uint64_t)entity_hash(key) << 32 | (uint64_t)q;
     }
-  }
-  const size_t fill = total;
-  fe_sort_u64(rec, NULL, fill, rec + total + 1, NULL, 32);
-  /* runs of one hash: group the places by their full names, the first of each its rep */
+  fe_sort_u64(rec, NULL, total, rec + total + 1, NULL, 32);
+  /* runs of one hash: group the places by their vertex ids, the first of each its rep */
 #pragma omp parallel
   {
-    int t = omp_get_thread_num(), team = omp_get_num_threads();
-    size_t i = fill * (size_t)t / (size_t)team, end = fill * (size_t)(t + 1) / (size_t)team;
-    while (i > 0 && i < fill && rec[i] >> 32 == rec[i - 1] >> 32) i++; /* a run's owner: its start */
+    int th = omp_get_thread_num(), team = omp_get_num_threads();
+    size_t i = total * (size_t)th / (size_t)team, end = total * (size_t)(th + 1) / (size_t)team;
+    while (i > 0 && i < total && rec[i] >> 32 == rec[i - 1] >> 32) i++; /* a run's owner: its start */
     while (i < end) {
       size_t j = i + 1;
-      while (j < fill && rec[j] >> 32 == rec[i] >> 32) j++;
+      while (j < total && rec[j] >> 32 == rec[i] >> 32) j++;
       for (size_t a = i; a < j; a++) {
         size_t pa = (size_t)(uint32_t)rec[a];
-        if (rep[pa] != (int)pa) continue; /* already named by an earlier place */
-        int ka[2 * KEY_PAIRS], kb[2 * KEY_PAIRS];
-        node_key_of(names, m->cells + pa / nb * nv, (int)(pa % nb), ka);
+        if (rep[pa] != (int)pa) continue; /* already grouped by an earlier place */
+        int ka[KEY_PAIRS], kb[KEY_PAIRS], ea = (int)(pa % ne);
+        entity_key(t, m->cells + pa / ne * nv, ea, ka);
         for (size_t q = a + 1; q < j; q++) {
           size_t pq = (size_t)(uint32_t)rec[q];
-          if (rep[pq] != (int)pq) continue;
-          node_key_of(names, m->cells + pq / nb * nv, (int)(pq % nb), kb);
+          if (rep[pq] != (int)pq || t->m[pq % ne] != t->m[ea] || t->k[pq % ne] != t->k[ea])
+            continue;
+          entity_key(t, m->cells + pq / ne * nv, (int)(pq % ne), kb);
           if (!memcmp(ka, kb, sizeof ka)) rep[pq] = (int)pa;
         }
       }
       i = j;
     }
   }
-  free(rec), free(names);
+  free(rec);
   /* ids: the first places in place order, after the vertices; each node placed once, at its
    * first place */
-  int team_max = omp_get_max_threads();
-  size_t *firsts = calloc((size_t)team_max + 1, sizeof(size_t));
-  if (!firsts) {
-    free(rep);
-    fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for a dof map");
-    return -1;
-  }
+  int nint = 0; /* interior nodes a cell */
+  for (int b = 0; b < nb; b++) nint += t->entity[b] == -1;
   int *dof = V->cell_nodes, team = 1;
 #pragma omp parallel
   {
-    int t = omp_get_thread_num();
+    int th = omp_get_thread_num();
 #pragma omp single
     team = omp_get_num_threads();
-    size_t lo = np * (size_t)t / (size_t)team, hi = np * (size_t)(t + 1) / (size_t)team, k = 0;
-    for (size_t p = lo; p < hi; p++) k += rep[p] == (int)p;
-    firsts[t + 1] = k;
+    size_t lo = nc * (size_t)th / (size_t)team, hi = nc * (size_t)(th + 1) / (size_t)team, k = 0;
+    for (size_t c = lo; c < hi; c++) {
+      k += (size_t)nint;
+      for (int e = 0; e < ne; e++)
+        if (rep[c * ne + e] == (int)(c * ne + e)) k += (size_t)t->k[e];
+    }
+    firsts[th + 1] = k;
   }
   for (int u = 0; u < team; u++) firsts[u + 1] += firsts[u];
   size_t nfirst = firsts[team];
   /* allocated here, on this thread: inside the team glibc may open an arena for another */
-  V->node_coords = malloc(sizeof(double) * (3 * ((size_t)m->nvertices + nfirst) + 1));
-  int failed = !V->node_coords;
-  /* the same `team` parts (whatever threads run them): first places numbered and placed,
-   * then every other place copies its first place's id */
+  V->node_coords = fe_alloc(sizeof(double) * (3 * ((size_t)m->nvertices + nfirst) + 1));
+  int failed = !V->node_coords, differ = 0;
+  /* the same `team` parts (whatever threads run them): first places numbered and placed */
 #pragma omp parallel for schedule(static, 1) if (!failed)
-  for (int t = 0; t < (failed ? 0 : team); t++) {
-    size_t lo = np * (size_t)t / (size_t)team, hi = np * (size_t)(t + 1) / (size_t)team;
+  for (int th = 0; th < (failed ? 0 : team); th++) {
+    size_t lo = nc * (size_t)th / (size_t)team, hi = nc * (size_t)(th + 1) / (size_t)team;
     double *xn = V->node_coords;
-    size_t id = (size_t)m->nvertices + firsts[t];
-    for (size_t p = lo; p < hi; p++)
-      if (rep[p] < 0) dof[p] = m->cells[p / nb * nv + p % nb];
-      else if (rep[p] == (int)p) {
-        node_place(V, p / nb, (int)(p % nb), lphi, xn + 3 * id);
+    size_t id = (size_t)m->nvertices + firsts[th];
+    for (size_t c = lo; c < hi; c++) {
+      double X[FE_MAX_VERTICES][3]; /* the cell's vertices, read once for its new nodes */
+      for (int v = 0; v < nv && !V->curved; v++)
+        memcpy(X[v], m->coords + 3 * (size_t)m->cells[c * nv + (size_t)v], sizeof X[v]);
+      for (int b = 0; b < nb; b++) {
+        const size_t p = c * nb + (size_t)b;
+        const int e = t->entity[b];
+        if (e == -2) {
+          dof[p] = m->cells[c * nv + (size_t)b];
+          continue;
+        }
+        if (e >= 0 && rep[c * ne + e] != (int)(c * ne + e)) continue;
+        double *x = xn + 3 * id;
         dof[p] = (int)id++;
+        if (V->curved) {
+          node_place(V, c, b, lphi, x);
+          continue;
+        }
+        double y0 = 0, y1 = 0, y2 = 0; /* in registers: through the stack 3x slower */
+        for (int v = 0; v < nv; v++) {
+          const double l = lphi[b * nv + v];
+          y0 += l * X[v][0], y1 += l * X[v][1], y2 += l * X[v][2];
+        }
+        x[0] = y0, x[1] = y1, x[2] = y2;
       }
-    size_t v0 = (size_t)m->nvertices * (size_t)t / (size_t)team,
-           v1 = (size_t)m->nvertices * (size_t)(t + 1) / (size_t)team;
+    }
+    size_t v0 = (size_t)m->nvertices * (size_t)th / (size_t)team,
+           v1 = (size_t)m->nvertices * (size_t)(th + 1) / (size_t)team;
     memcpy(xn + 3 * v0, m->coords + 3 * v0, sizeof(double) * 3 * (v1 - v0));
   }
-#pragma omp parallel for schedule(static) if (!failed)
-  for (size_t p = 0; p < (failed ? 0 : np); p++)
-    if (rep[p] >= 0 && rep[p] != (int)p) dof[p] = dof[rep[p]]; /* rep[p] < p: numbered */
-  free(firsts), free(rep);
+  /* every later place: the node of the same name at the entity's first place (numbered) */
+#pragma omp parallel for schedule(static) reduction(| : differ) if (!failed)
+  for (size_t c = 0; c < (failed ? 0 : nc); c++)
+    for (int e = 0; e < ne; e++) {
+      const size_t q = c * ne + (size_t)e, r = (size_t)rep[q];
+      if (r == q) continue;
+      const int f = (int)(r % ne), k = t->k[e];
+      const size_t a = r / ne;
+      const int *rank = t->rank + t->table[e] + order[q] * k;
+      const int *at = t->at + t->table[f] + order[r] * k;
+      const uint64_t *name = t->name + t->table[e] + order[q] * k;
+      const uint64_t *name_at = t->name + t->table[f] + order[r] * k;
+      for (int i = 0; i < k; i++) {
+        const int j = at[rank[i]];
+        differ |= name[i] != name_at[j];
+        dof[c * nb + (size_t)t->node[t->first[e] + i]] = dof[a * nb + (size_t)t->node[t->first[f] + j]];
+      }
+    }
+  free(firsts), free(rep), free(order), entity_nodes_free(t);
   if (failed) {
     fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the node coordinates");
     return -1;
+  }
+  if (differ) {
+    free(V->node_coords);
+    V->node_coords = NULL;
+    return -2;
   }
   return (long long)m->nvertices + (long long)nfirst;
 }
@@ -340,22 +533,28 @@ static int build_dof_map(fe_space *V)
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < nc * nb; i++) V->cell_nodes[i] = m->cells[i];
     V->nnodes = m->nvertices;
+    V->numbering = "vertices";
     FE_MALLOC(V->node_coords, 3 * (size_t)m->nvertices + 1, "node coordinates");
     memcpy(V->node_coords, m->coords, sizeof(double) * 3 * (size_t)m->nvertices);
     return 0;
   }
   /* straight cells: the first-order basis at the element's nodes, tabulated once */
-  double *lphi = malloc(sizeof(double) * (size_t)nb * nv + 1);
+  double *lphi = fe_alloc(sizeof(double) * (size_t)nb * nv + 1);
   if (!lphi) FE_ERROR(FE_ERR_MEM, "out of host memory for a tabulation");
   for (int b = 0; b < nb; b++) fe_element_eval(&V->lin, el->nodes + 3 * b, lphi + b * nv, NULL);
   /* the sorted numbering packs a place in 32 bits; FELAB_DOFMAP=hashed asks for the serial
    * one (tests compare the two) */
   const char *how = getenv("FELAB_DOFMAP");
   int sorted = nc * nb < (size_t)1 << 31 && !(how && !strcmp(how, "hashed"));
-  long long n = sorted ? number_nodes_sorted(V, lphi) : number_nodes_hashed(V);
+  long long n = sorted ? number_nodes_sorted(V, lphi) : -2;
+  if (n == -2) { /* the element or the mesh does not fit the entities' tables */
+    sorted = 0;
+    n = number_nodes_hashed(V);
+  }
+  V->numbering = sorted ? "entities" : "hashed";
   if (n >= 0 && n <= (long long)1 << 30 && !sorted) {
     /* every cell places its nodes (shared ones more than once, with the same value) */
-    V->node_coords = malloc(sizeof(double) * (3 * (size_t)n + 1));
+    V->node_coords = fe_alloc(sizeof(double) * (3 * (size_t)n + 1));
     if (V->node_coords) {
       memcpy(V->node_coords, m->coords, sizeof(double) * 3 * (size_t)m->nvertices);
 #pragma omp parallel for schedule(static)
@@ -474,7 +673,7 @@ static int nodes_in_set(const fe_space *V, const fe_keymap *set, const unsigned 
   const fe_mesh *m = V->mesh;
   const fe_element *el = &V->elem;
   const int nb = el->nbasis, nv = el->nvertices;
-  unsigned char *mark = calloc((size_t)V->nnodes + 1, 1);
+  unsigned char *mark = fe_zalloc((size_t)V->nnodes + 1, 1);
   node_names *names = node_names_make(el);
   if (!mark || !names) {
     free(mark), free(names);
@@ -504,7 +703,7 @@ static int nodes_in_set(const fe_space *V, const fe_keymap *set, const unsigned 
   free(names);
   int count = 0;
   for (int i = 0; i < V->nnodes; i++) count += mark[i];
-  *nodes = malloc(sizeof(int) * (size_t)count + 1);
+  *nodes = fe_alloc(sizeof(int) * (size_t)count + 1);
   if (!*nodes) {
     free(mark);
     FE_ERROR(FE_ERR_MEM, "out of host memory for boundary nodes");
@@ -542,14 +741,14 @@ int fe_space_boundary_nodes(const fe_space *V, const char *const *tags, int ntag
   /* P1, Q1: every node is a vertex (and keeps its id), so the tagged facets' vertices are
    * the boundary nodes; no entity set */
   int vertex_nodes = !V->curved && V->elem.nbasis == V->elem.nvertices;
-  unsigned char *vmark = calloc((size_t)m->nvertices + 1, 1);
+  unsigned char *vmark = fe_zalloc((size_t)m->nvertices + 1, 1);
   int rc = vmark ? facet_entities(m, ids, all ? 0 : ntags, vertex_nodes ? NULL : &set, vmark)
                  : fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   free(ids);
   if (!rc && vertex_nodes) {
     int count = 0;
     for (int v = 0; v < m->nvertices; v++) count += vmark[v];
-    *nodes = malloc(sizeof(int) * (size_t)count + 1);
+    *nodes = fe_alloc(sizeof(int) * (size_t)count + 1);
     if (!*nodes)
       rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
                         "out of host memory for boundary nodes");
@@ -573,7 +772,7 @@ int fe_space_boundary_dofs(const fe_space *V, const char *const *tags, int ntags
     *n = nn;
     return 0;
   }
-  *dofs = malloc(sizeof(int) * (size_t)nn * V->ncomp + 1);
+  *dofs = fe_alloc(sizeof(int) * (size_t)nn * V->ncomp + 1);
   if (!*dofs) {
     free(nodes);
     FE_ERROR(FE_ERR_MEM, "out of host memory for boundary dofs");
@@ -671,8 +870,8 @@ int fe_space_error(const fe_space *V, const double *u, fe_point_fn f, void *ctx,
   fe_quadrature Q;
   FE_CHECK(fe_quadrature_create(el->cell, 2 * el->order + 2 + (V->curved ? 2 : 0), &Q));
   const int dim = el->dim, nb = el->nbasis;
-  double *phi = malloc(sizeof(double) * (size_t)Q.npoints * nb);
-  double *dphi = malloc(sizeof(double) * (size_t)Q.npoints * nb * dim);
+  double *phi = fe_alloc(sizeof(double) * (size_t)Q.npoints * nb);
+  double *dphi = fe_alloc(sizeof(double) * (size_t)Q.npoints * nb * dim);
   if (!phi || !dphi) {
     free(phi);
     free(dphi);

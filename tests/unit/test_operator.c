@@ -788,17 +788,41 @@ Test(operator, high_orders_are_symmetric_and_consistent)
   }
 }
 
-/* The two numberings of a dof map (sorted names on every thread; the serial hash map that
- * spaces past 2^31 places use, asked for through FELAB_DOFMAP) give the same nodes and
- * places, node for node, at the same coordinates (to rounding: a shared node is placed from
- * its first cell in one, from its last in the other). */
+/* The vertices of m renumbered by a shuffle (coordinates, cells and facets alike): the same
+ * mesh, whose cells see their edges' and faces' vertices in every order. */
+static void shuffle_vertices(fe_mesh *m, unsigned seed)
+{
+  int *to = malloc(sizeof(int) * (size_t)m->nvertices);
+  double *x = malloc(sizeof(double) * 3 * (size_t)m->nvertices);
+  cr_assert(to && x);
+  for (int v = 0; v < m->nvertices; v++) to[v] = v;
+  for (int v = m->nvertices - 1; v > 0; v--) {
+    seed = seed * 1103515245u + 12345u;
+    int u = (int)((seed >> 8) % (unsigned)(v + 1)), s = to[v];
+    to[v] = to[u], to[u] = s;
+  }
+  for (int v = 0; v < m->nvertices; v++) memcpy(x + 3 * to[v], m->coords + 3 * v, sizeof(double) * 3);
+  memcpy(m->coords, x, sizeof(double) * 3 * (size_t)m->nvertices);
+  for (size_t i = 0; i < (size_t)m->ncells * m->nvc; i++) m->cells[i] = to[m->cells[i]];
+  for (size_t i = 0; i < (size_t)m->nfacets * m->nvf; i++) m->facets[i] = to[m->facets[i]];
+  free(to), free(x);
+}
+
+/* The two numberings of a dof map (by entities on every thread; the serial hash map of the
+ * nodes' names that spaces past 2^31 places use, asked for through FELAB_DOFMAP) give the
+ * same nodes and places, node for node, at the same coordinates (to rounding: a shared node
+ * is placed from its first cell in one, from its last in the other); on the box's own
+ * numbering and on its vertices shuffled. */
 Test(space, hashed_and_sorted_numberings_agree)
 {
   static const struct { fe_cell_type type; const char *space; int n; } cases[] = {
       {FE_CELL_TET, "P2", 3}, {FE_CELL_TET, "P3", 2}, {FE_CELL_HEX, "Q2", 3},
       {FE_CELL_HEX, "Q4", 2}, {FE_CELL_PRISM, "P2", 2}, {FE_CELL_TRI, "P3", 4},
-      {FE_CELL_QUAD, "Q3", 3}};
-  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+      {FE_CELL_QUAD, "Q3", 3}, {FE_CELL_TET, "P4", 2}, {FE_CELL_HEX, "Q3", 3},
+      {FE_CELL_PRISM, "P3", 2}};
+  for (size_t k = 0; k < 2 * sizeof cases / sizeof cases[0]; k++) {
+    const size_t shuffled = k >= sizeof cases / sizeof cases[0];
+    if (shuffled) k -= sizeof cases / sizeof cases[0];
     fe_box_opts o;
     fe_box_opts_default(&o);
     o.type = cases[k].type;
@@ -807,8 +831,10 @@ Test(space, hashed_and_sorted_numberings_agree)
     o.distort = 0.2;
     fe_mesh *m = NULL;
     cr_assert_eq(fe_mesh_box(&o, &m), 0, "%s", fe_error_message());
+    if (shuffled) shuffle_vertices(m, 7u + (unsigned)k);
     fe_space *a = NULL, *b = NULL;
     cr_assert_eq(fe_space_create(m, cases[k].space, &a), 0, "%s", fe_error_message());
+    cr_assert_str_eq(a->numbering, "entities", "%s: made %s", cases[k].space, a->numbering);
     setenv("FELAB_DOFMAP", "hashed", 1);
     int rc = fe_space_create(m, cases[k].space, &b);
     unsetenv("FELAB_DOFMAP");
@@ -823,9 +849,11 @@ Test(space, hashed_and_sorted_numberings_agree)
       worst = fmax(worst, fabs(a->node_coords[i] - b->node_coords[i]));
     cr_assert(worst <= 1e-14, "%s on %s: the node coordinates differ by %g", cases[k].space,
               fe_cell_name(cases[k].type), worst);
+    cr_assert_str_eq(b->numbering, "hashed");
     fe_space_free(a);
     fe_space_free(b);
     fe_mesh_free(m);
+    if (shuffled) k += sizeof cases / sizeof cases[0];
   }
 }
 
