@@ -334,7 +334,7 @@ static int upload_stored(fe_realization *r, fe_buffer *cells, fe_buffer *ids)
 {
   const fe_space *V = r->A->V;
   size_t nb = (size_t)V->elem.nbasis, npad = r->npad;
-  int *c = fe_alloc(sizeof(int) * (npad * nb + 1)), *id = fe_alloc(sizeof(int) * (npad + 1));
+  int *c = malloc(sizeof(int) * (npad * nb + 1)), *id = malloc(sizeof(int) * (npad + 1));
   int rc = 0;
   if (!c || !id) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   for (size_t s = 0; !rc && s < npad; s++) {
@@ -513,7 +513,7 @@ int fe_elemats_convert(const fe_elemats *K, fe_backend *be, fe_precision prec, f
   int rc = 0;
   for (int c = 0; !rc && c < K->ncells; c++) rc = fe_elemats_get(K, c, v + (size_t)c * nn);
   fe_elemats *k = NULL;
-  if (!rc && !(k = fe_zalloc(1, sizeof *k)))
+  if (!rc && !(k = calloc(1, sizeof *k)))
     rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   if (!rc) {
     *k = *K;
@@ -585,11 +585,11 @@ static int node_cells(pattern *P)
   const size_t nent = (size_t)ncell * nb;
   FE_ASSERT(nent <= 2147483647u, FE_ERR_ARG, "the matrix pattern: %zu (cell, node) pairs pass "
             "2^31 (int indices)", nent);
-  int **cnt = fe_zalloc((size_t)most, sizeof(int *)), *lo = fe_alloc(sizeof(int) * (size_t)most);
-  int *hi = fe_alloc(sizeof(int) * (size_t)most), failed = 0;
-  P->start = fe_zalloc((size_t)nn + 1, sizeof(int));
-  P->list = fe_alloc(sizeof(int) * (nent + 1));
-  P->nfree = fe_alloc(sizeof(int) * ((size_t)nn + 1));
+  int **cnt = calloc((size_t)most, sizeof(int *)), *lo = malloc(sizeof(int) * (size_t)most);
+  int *hi = malloc(sizeof(int) * (size_t)most), failed = 0;
+  P->start = calloc((size_t)nn + 1, sizeof(int));
+  P->list = malloc(sizeof(int) * (nent + 1));
+  P->nfree = malloc(sizeof(int) * ((size_t)nn + 1));
   if (!cnt || !lo || !hi || !P->start || !P->list || !P->nfree) failed = 1;
   if (!failed)
 #pragma omp parallel
@@ -601,7 +601,7 @@ static int node_cells(pattern *P)
       l = cn[i] < l ? cn[i] : l;
       h = cn[i] > h ? cn[i] : h;
     }
-    if (h >= l && !(my = fe_zalloc((size_t)(h - l) + 1, sizeof(int)))) {
+    if (h >= l && !(my = calloc((size_t)(h - l) + 1, sizeof(int)))) {
 #pragma omp atomic write
       failed = 1;
     }
@@ -676,13 +676,13 @@ static int count_rows(const pattern *P, int *rowptr)
 {
   const fe_space *V = P->V;
   const int nn = V->nnodes, nc = V->ncomp, nd = V->ndofs, nb = V->elem.nbasis;
-  long long *cnt = fe_alloc(sizeof(long long) * ((size_t)nn + 1));
+  long long *cnt = malloc(sizeof(long long) * ((size_t)nn + 1));
   int failed = !cnt;
   if (!failed)
 #pragma omp parallel reduction(| : failed)
   {
-    int *seen = fe_alloc(sizeof(int) * ((size_t)nn + 1));
-    int *nbr = fe_alloc(sizeof(int) * ((size_t)P->maxdeg * nb + 1));
+    int *seen = malloc(sizeof(int) * ((size_t)nn + 1));
+    int *nbr = malloc(sizeof(int) * ((size_t)P->maxdeg * nb + 1));
     if (!seen || !nbr) failed = 1;
     for (int a = 0; !failed && a < nn; a++) seen[a] = -1;
 #pragma omp for schedule(static)
@@ -748,7 +748,7 @@ static void host_fill_free(host_fill *F)
 static const void *host_reals(const double *src, size_t n, fe_precision prec, void **own)
 {
   if (prec == FE_DOUBLE) return src;
-  float *f = fe_alloc(sizeof(float) * (n + 1));
+  float *f = malloc(sizeof(float) * (n + 1));
   for (size_t i = 0; f && i < n; i++) f[i] = (float)src[i];
   *own = f;
   return f;
@@ -775,7 +775,7 @@ static int host_fill_make(fe_operator *A, const fe_vector *at, fe_backend *be, f
   if (p->naux) F->aux = host_reals(A->aux, (size_t)nc * p->naux, prec, &F->own[1]);
   F->aux_bytes = (size_t)p->naux * w;
   if (p->nfields) { /* the fields' maps side by side per cell, as fe_fields reads them */
-    int *maps = fe_alloc(sizeof(int) * ((size_t)nc * fe_codegen_field_map_width(p) + 1));
+    int *maps = malloc(sizeof(int) * ((size_t)nc * fe_codegen_field_map_width(p) + 1));
     F->nbf = fe_codegen_field_map_width(p);
     for (int c = 0; maps && c < nc; c++)
       for (int f = 0, off = 0; f < p->nfields; off += p->field_space[f]->elem.nbasis, f++)
@@ -925,7 +925,7 @@ static int window_make(const host_fill *F, const pattern *P, int a0, int a1, cel
   while (W < (size_t)need && W < F->window) W *= 2;
   *w = (cell_window){.W = (int)W, .front = last >= first ? first : 0, .end = last + 1,
                      .fit = (int)(fit < (long long)W - F->batch ? fit : (long long)W - F->batch)};
-  w->K = fe_alloc((W + (size_t)P->maxdeg) * F->kn * fe_precision_size(F->h.prec));
+  w->K = malloc((W + (size_t)P->maxdeg) * F->kn * fe_precision_size(F->h.prec));
   return w->K ? 0 : FE_ERR_MEM;
 }
 
@@ -1063,15 +1063,15 @@ static int scratch_make(const pattern *P, const host_fill *F, fill_scratch *x)
   const int nn = P->V->nnodes, nb = P->V->elem.nbasis, nc = P->V->ncomp, d = P->maxdeg;
   const size_t most = (size_t)d * nb + 1, batch = F ? (size_t)F->batch : 0;
   *x = (fill_scratch){0};
-  x->seen = fe_alloc(sizeof(int) * ((size_t)nn + 1));
-  x->at = fe_alloc(sizeof(int) * ((size_t)nn + 1));
-  x->nbr = fe_alloc(sizeof(int) * most);
-  x->slot = fe_alloc(sizeof(int) * ((size_t)d + 1));
-  x->ids = fe_alloc(sizeof(int) * (batch > (size_t)d ? batch : (size_t)d));
-  x->gcells = fe_alloc(sizeof(int) * most);
-  x->gmaps = fe_alloc(sizeof(int) * ((size_t)d * (F ? F->nbf : 0) + 1));
-  x->gaux = fe_alloc((size_t)d * (F ? F->aux_bytes : 0) + 1);
-  x->acc = fe_alloc(sizeof(double) * (most + 1) * nc); /* a row and its spare slots */
+  x->seen = malloc(sizeof(int) * ((size_t)nn + 1));
+  x->at = malloc(sizeof(int) * ((size_t)nn + 1));
+  x->nbr = malloc(sizeof(int) * most);
+  x->slot = malloc(sizeof(int) * ((size_t)d + 1));
+  x->ids = malloc(sizeof(int) * (batch > (size_t)d ? batch : (size_t)d));
+  x->gcells = malloc(sizeof(int) * most);
+  x->gmaps = malloc(sizeof(int) * ((size_t)d * (F ? F->nbf : 0) + 1));
+  x->gaux = malloc((size_t)d * (F ? F->aux_bytes : 0) + 1);
+  x->acc = malloc(sizeof(double) * (most + 1) * nc); /* a row and its spare slots */
   if (!x->seen || !x->at || !x->nbr || !x->slot || !x->ids || !x->gcells || !x->gmaps ||
       !x->gaux || !x->acc)
     return FE_ERR_MEM;
@@ -1111,8 +1111,8 @@ int fe_space_cell_colors(const fe_space *V, int **order, int **start, int *ncolo
   *ncolors = 0;
   int nc = V->mesh->ncells, *color, n;
   FE_CHECK(fe_mesh_color_groups(V->mesh, V->cell_nodes, V->elem.nbasis, 1, &color, &n));
-  int *o = fe_alloc(sizeof(int) * ((size_t)nc + 1)), *st = fe_zalloc((size_t)n + 1, sizeof(int));
-  int *pos = fe_alloc(sizeof(int) * ((size_t)n + 1));
+  int *o = malloc(sizeof(int) * ((size_t)nc + 1)), *st = calloc((size_t)n + 1, sizeof(int));
+  int *pos = malloc(sizeof(int) * ((size_t)n + 1));
   if (!o || !st || !pos) {
     free(color), free(o), free(st), free(pos);
     FE_ERROR(FE_ERR_MEM, "out of host memory for the cells' colors");
@@ -1189,8 +1189,8 @@ static int sell_layout(const int *rowptr, int n, int C, int sigma, int **perm_ou
   int nchunks = (int)(((long long)n + C - 1) / C), nwin = (int)(((long long)n + sigma - 1) / sigma);
   FE_ASSERT((long long)nchunks * C <= 2147483647LL, FE_ERR_ARG, "%d rows in chunks of %d pass "
             "2^31 positions (int indices)", n, C);
-  int *perm = fe_alloc(sizeof(int) * ((size_t)n + 1));
-  int *cstart = fe_alloc(sizeof(int) * ((size_t)nchunks + 1)), failed = 0;
+  int *perm = malloc(sizeof(int) * ((size_t)n + 1));
+  int *cstart = malloc(sizeof(int) * ((size_t)nchunks + 1)), failed = 0;
   if (!perm || !cstart) {
     free(perm), free(cstart);
     FE_ERROR(FE_ERR_MEM, "out of host memory for the SELL layout of %d rows", n);
@@ -1198,7 +1198,7 @@ static int sell_layout(const int *rowptr, int n, int C, int sigma, int **perm_ou
 #pragma omp parallel reduction(| : failed)
   {
     const int m = sigma < n ? sigma : n;
-    long long *key = m > 1 ? fe_alloc(sizeof(long long) * (size_t)m) : NULL;
+    long long *key = m > 1 ? malloc(sizeof(long long) * (size_t)m) : NULL;
     if (m > 1 && !key) failed = 1;
 #pragma omp for schedule(dynamic, 16)
     for (int b = 0; b < nwin; b++) {
@@ -1328,9 +1328,9 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
     compile_s = krep.compile_seconds;
     transfer = krep.transfer_seconds;
   }
-  int *fixed = fe_zalloc((size_t)nd + 1, sizeof(int)), *rowptr = NULL, *cols = NULL, nfill = 0;
+  int *fixed = calloc((size_t)nd + 1, sizeof(int)), *rowptr = NULL, *cols = NULL, nfill = 0;
   double *vals = NULL; /* the device path's start: zeros and the identity's rows */
-  fe_csr *M = fe_zalloc(1, sizeof *M);
+  fe_csr *M = calloc(1, sizeof *M);
   pattern P = {.V = V, .fixed = fixed};
   fe_buffer bcells = {0}, bfixed = {0}, border = {0};
   fe_kernel *kasm = NULL;
@@ -1360,15 +1360,15 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
   if (!rc && by_rows && !(rc = be->ops->alloc(be->impl, sizeof(int) * ((size_t)nd + 1),
                                               &M->rowptr)))
     rowptr = be->ops->host(be->impl, &M->rowptr);
-  else if (!rc && !by_rows && !(rowptr = fe_alloc(sizeof(int) * ((size_t)nd + 1))))
+  else if (!rc && !by_rows && !(rowptr = malloc(sizeof(int) * ((size_t)nd + 1))))
     rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   if (!rc) rc = count_rows(&P, rowptr);
   if (!rc) M->nnz = M->nslots = rowptr[nd];
   if (!rc && by_rows && !(rc = be->ops->alloc(be->impl, sizeof(int) * (size_t)M->nnz, &M->cols)))
     rc = be->ops->alloc(be->impl, w * (size_t)M->nnz, &M->vals);
   if (!rc && by_rows) cols = be->ops->host(be->impl, &M->cols);
-  else if (!rc && (!(cols = fe_alloc(sizeof(int) * ((size_t)M->nnz + 1))) ||
-                   !(vals = fe_zalloc((size_t)M->nnz + 1, sizeof(double)))))
+  else if (!rc && (!(cols = malloc(sizeof(int) * ((size_t)M->nnz + 1))) ||
+                   !(vals = calloc((size_t)M->nnz + 1, sizeof(double)))))
     rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for %lld "
                       "nonzeros", M->nnz);
   double tf = fe_clock();
@@ -1567,10 +1567,10 @@ const char *fe_csr_format_name(const fe_csr *M)
 int fe_csr_get(const fe_csr *M, int **rowptr, int **cols, double **vals)
 {
   size_t nz = (size_t)M->nnz, w = fe_precision_size(M->prec);
-  *rowptr = fe_alloc(sizeof(int) * ((size_t)M->n + 1));
-  *cols = fe_alloc(sizeof(int) * (nz + 1));
-  *vals = fe_alloc(sizeof(double) * (nz + 1));
-  void *raw = fe_alloc(w * (nz + 1));
+  *rowptr = malloc(sizeof(int) * ((size_t)M->n + 1));
+  *cols = malloc(sizeof(int) * (nz + 1));
+  *vals = malloc(sizeof(double) * (nz + 1));
+  void *raw = malloc(w * (nz + 1));
   int rc = 0;
   if (!*rowptr || !*cols || !*vals || !raw)
     rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the matrix");

@@ -246,9 +246,9 @@ static int patch_walks(walk_ws *w, int facet, int walk, int items, int reuse, in
 {
   int n = w->n, nb = w->nb, nl = w->nl;
   int per = walk * nb + nb + walk; /* the most events one walk can have */
-  int *tour = fe_alloc(sizeof(int) * (size_t)(n + 1)), *cnt = fe_zalloc((size_t)items + 1, sizeof(int));
-  int *tmp = fe_alloc(sizeof(int) * (size_t)(n + 1));
-  walk_event *ev = fe_alloc(sizeof(walk_event) * (size_t)items * per);
+  int *tour = malloc(sizeof(int) * (size_t)(n + 1)), *cnt = calloc((size_t)items + 1, sizeof(int));
+  int *tmp = malloc(sizeof(int) * (size_t)(n + 1));
+  walk_event *ev = malloc(sizeof(walk_event) * (size_t)items * per);
   if (!tour || !cnt || !tmp || !ev) {
     free(tour), free(cnt), free(tmp), free(ev);
     FE_ERROR(FE_ERR_MEM, "out of host memory for the walks");
@@ -269,8 +269,8 @@ static int patch_walks(walk_ws *w, int facet, int walk, int items, int reuse, in
       if (ev[(size_t)t * per + k].flush >= 0) runs[ev[(size_t)t * per + k].flush]++;
   int total = runs_from_counts(runs, nl, lanes);
   *maxc = total;
-  unsigned *packed = fe_zalloc((size_t)items * ne + 1, sizeof(unsigned));
-  int *fill = fe_zalloc((size_t)nl + 1, sizeof(int));
+  unsigned *packed = calloc((size_t)items * ne + 1, sizeof(unsigned));
+  int *fill = calloc((size_t)nl + 1, sizeof(int));
   if (!packed || !fill || total > FE_WALK_MAX_PLACES) {
     free(tour), free(cnt), free(tmp), free(ev), free(fill);
     if (packed && fill) {
@@ -306,7 +306,7 @@ static int patch_node_lists(const fe_space *V, const int *perm, int ng, int bloc
   size_t per = (size_t)block * nb;
 #pragma omp parallel
   {
-    uint64_t *key = fe_alloc(sizeof(uint64_t) * 2 * (per + 1));
+    uint64_t *key = malloc(sizeof(uint64_t) * 2 * (per + 1));
     if (!key) {
 #pragma omp atomic write
       failed = 1;
@@ -348,14 +348,14 @@ static int build_one_walk(const fe_space *V, const int *loc, int nl, int *perm, 
   int nb = V->elem.nbasis, n = 0;
   while (n < block && perm[n] >= 0) n++;
   walk_ws w = {.n = n, .nb = nb, .nl = nl};
-  int *lc = fe_alloc(sizeof(int) * ((size_t)n * nb + 1));
-  w.noff = fe_zalloc((size_t)nl + 2, sizeof(int));
-  w.ncell = fe_alloc(sizeof(int) * ((size_t)n * nb + 1));
-  w.mark = fe_zalloc((size_t)n + 1, sizeof(int));
-  w.touched = fe_alloc(sizeof(int) * ((size_t)n + 1));
-  w.nbr = fe_alloc(sizeof(int) * ((size_t)n * MAX_FACETS + 1));
-  w.deg = fe_alloc(sizeof(int) * ((size_t)n + 1));
-  w.visited = fe_alloc((size_t)n + 1);
+  int *lc = malloc(sizeof(int) * ((size_t)n * nb + 1));
+  w.noff = calloc((size_t)nl + 2, sizeof(int));
+  w.ncell = malloc(sizeof(int) * ((size_t)n * nb + 1));
+  w.mark = calloc((size_t)n + 1, sizeof(int));
+  w.touched = malloc(sizeof(int) * ((size_t)n + 1));
+  w.nbr = malloc(sizeof(int) * ((size_t)n * MAX_FACETS + 1));
+  w.deg = malloc(sizeof(int) * ((size_t)n + 1));
+  w.visited = malloc((size_t)n + 1);
   int rc = 0;
   if (!lc || !w.noff || !w.ncell || !w.mark || !w.touched || !w.nbr || !w.deg || !w.visited) {
     rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the walks");
@@ -385,7 +385,7 @@ static int build_one_lcells(const fe_space *V, const int *loc, int nl, const int
                             int block, int lanes, unsigned *lc, size_t first, int *runs)
 {
   int nb = V->elem.nbasis;
-  int *fill = fe_zalloc((size_t)nl + 1, sizeof(int));
+  int *fill = calloc((size_t)nl + 1, sizeof(int));
   if (!fill) return -1;
   memset(runs, 0, sizeof(int) * (size_t)nl);
   for (int j = 0; j < block; j++) {
@@ -422,9 +422,9 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
   FE_ASSERT(walk <= 0 || nb <= FE_WALK_MAX_SLOTS, FE_ERR_ARG,
             "walks hold at most %d nodes per cell; %s has %d", FE_WALK_MAX_SLOTS, V->name, nb);
   size_t per = (size_t)block * nb;
-  int *lists = fe_alloc(sizeof(int) * (npad * nb + 1)), *count = fe_alloc(sizeof(int) * ((size_t)ng + 1));
-  int *local = fe_alloc(sizeof(int) * (npad * nb + 1));
-  P->start = fe_alloc(sizeof(int) * ((size_t)ng + 1));
+  int *lists = malloc(sizeof(int) * (npad * nb + 1)), *count = malloc(sizeof(int) * ((size_t)ng + 1));
+  int *local = malloc(sizeof(int) * (npad * nb + 1));
+  P->start = malloc(sizeof(int) * ((size_t)ng + 1));
   if (!lists || !count || !local || !P->start ||
       patch_node_lists(V, perm, ng, block, lists, local, count)) {
     free(lists), free(count), free(local);
@@ -460,11 +460,11 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
   if (!rc) {
     P->nodes = lists; /* packed above */
     lists = NULL;
-    P->runs = fe_zalloc((size_t)total + 1, sizeof(int));
-    maxc = fe_zalloc((size_t)ng + 1, sizeof(int));
+    P->runs = calloc((size_t)total + 1, sizeof(int));
+    maxc = calloc((size_t)ng + 1, sizeof(int));
     if (walk > 0) {
-      ev = fe_zalloc((size_t)ng + 1, sizeof(unsigned *));
-      ne = fe_zalloc((size_t)ng + 1, sizeof(int));
+      ev = calloc((size_t)ng + 1, sizeof(unsigned *));
+      ne = calloc((size_t)ng + 1, sizeof(int));
     } else {
       P->lcells = (unsigned *)local; /* written over, patch by patch, from a copy */
     }
@@ -475,7 +475,7 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
   int ngo = rc ? 0 : ng; /* nothing to do after a failure */
 #pragma omp parallel
   {
-    int *loc = walk > 0 ? NULL : fe_alloc(sizeof(int) * (per + 1)); /* a patch's local numbers */
+    int *loc = walk > 0 ? NULL : malloc(sizeof(int) * (per + 1)); /* a patch's local numbers */
 #pragma omp for schedule(dynamic, 16)
     for (int g = 0; g < ngo; g++) {
       int *runs = P->runs + P->start[g];
@@ -509,7 +509,7 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
   for (int g = 0; !rc && g < ng; g++)
     if (maxc[g] > P->maxc) P->maxc = maxc[g];
   if (!rc && walk > 0) { /* the events, patch after patch */
-    P->estart = fe_alloc(sizeof(int) * ((size_t)ng + 1));
+    P->estart = malloc(sizeof(int) * ((size_t)ng + 1));
     size_t n = 0;
     for (int g = 0; P->estart && g < ng; g++) {
       P->estart[g] = (int)n;
@@ -518,7 +518,7 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
     }
     if (P->estart) P->estart[ng] = (int)n;
     P->nevents = n;
-    P->events = fe_alloc(sizeof(unsigned) * (n + 1));
+    P->events = malloc(sizeof(unsigned) * (n + 1));
     if (!P->estart || !P->events || n >= 2147483647u)
       rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "too many walk events (%zu)", n);
     for (int g = 0; !rc && g < ng; g++)
