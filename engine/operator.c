@@ -466,7 +466,8 @@ int fe_fill_buffer(fe_backend *be, size_t bytes, fe_buffer *buf, int (*fill)(voi
 {
   FE_CHECK(be->ops->alloc(be->impl, bytes ? bytes : 1, buf));
   void *at = be->ops->host ? be->ops->host(be->impl, buf) : NULL;
-  void *stage = at ? NULL : fe_alloc(bytes + 1);
+  void *stage = at ? NULL : malloc(bytes + 1); /* written once, copied: populating it first was
+                                                 * slower on the H100's host (2026-11-26) */
   int rc = !at && !stage ? fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
                                        "out of host memory: %.1f MiB to stage a buffer",
                                        bytes / 1048576.0)
@@ -509,7 +510,7 @@ int fe_upload_reals(fe_backend *be, fe_precision prec, const double *v, size_t n
   if (prec == FE_DOUBLE) {
     rc = be->ops->write(be->impl, buf, 0, n * w, v);
   } else {
-    float *tmp = fe_alloc(n * w + 1);
+    float *tmp = malloc(n * w + 1);
     if (!tmp) FE_ERROR(FE_ERR_MEM, "out of host memory for a conversion");
     for (size_t i = 0; i < n; i++) tmp[i] = (float)v[i];
     rc = be->ops->write(be->impl, buf, 0, n * w, tmp);

@@ -70,7 +70,7 @@ int fe_vector_convert(const fe_vector *x, fe_backend *be, fe_precision prec, fe_
     *out = y;
     return 0;
   }
-  double *tmp = fe_alloc(sizeof(double) * (size_t)(x->n ? x->n : 1));
+  double *tmp = malloc(sizeof(double) * (size_t)(x->n ? x->n : 1));
   int rc = tmp ? fe_vector_get(x, tmp) : FE_ERR_MEM;
   if (!rc) rc = fe_vector_set(y, tmp);
   free(tmp);
