@@ -97,22 +97,34 @@ static inline int node_key_of(const node_names *t, const int *verts, int b, int 
   return n;
 }
 
-/* The physical place of node b of cell c: the first-order map at the node (straight cells,
- * lphi[b * nv + v]: the map's basis at the element's nodes), or the curved map. */
-static inline void node_place(const fe_space *V, size_t c, int b, const double *lphi, double *x)
+/* The first-order map at a node of a straight cell: l the map's basis there (lphi's row), X
+ * the cell's nv vertices; sums in registers (through an array on the stack the loop ran 3x
+ * slower). */
+static inline void straight_place(const double *l, const double (*X)[3], int nv, double *x)
+{
+  double y0 = 0, y1 = 0, y2 = 0;
+  for (int v = 0; v < nv; v++) y0 += l[v] * X[v][0], y1 += l[v] * X[v][1], y2 += l[v] * X[v][2];
+  x[0] = y0, x[1] = y1, x[2] = y2;
+}
+
+/* Cell c's vertices into X (straight cells; the curved map reads its own nodes). */
+static inline void cell_vertices(const fe_space *V, size_t c, double (*X)[3])
 {
   const fe_mesh *m = V->mesh;
   const int nv = V->elem.nvertices;
-  if (V->curved) {
-    fe_space_cell_map(V, (int)c, V->elem.nodes + 3 * b, x, NULL);
-    return;
-  }
-  double y[3] = {0, 0, 0};
-  for (int v = 0; v < nv; v++) {
-    const double *X = m->coords + 3 * (size_t)m->cells[c * nv + v];
-    for (int d = 0; d < 3; d++) y[d] += lphi[b * nv + v] * X[d];
-  }
-  for (int d = 0; d < 3; d++) x[d] = y[d];
+  for (int v = 0; v < nv && !V->curved; v++)
+    memcpy(X[v], m->coords + 3 * (size_t)m->cells[c * nv + (size_t)v], sizeof X[v]);
+}
+
+/* The physical place of node b of cell c (its vertices X, from cell_vertices): the first-order
+ * map at the node (straight cells, lphi[b * nv + v]: the map's basis at the element's nodes),
+ * or the curved map. */
+static inline void node_place(const fe_space *V, size_t c, int b, const double *lphi,
+                              const double (*X)[3], double *x)
+{
+  const int nv = V->elem.nvertices;
+  if (V->curved) fe_space_cell_map(V, (int)c, V->elem.nodes + 3 * b, x, NULL);
+  else straight_place(lphi + b * nv, X, nv, x);
 }
 
 void fe_space_cell_map(const fe_space *V, int c, const double *xi, double x[3], double *J)
@@ -177,15 +189,14 @@ static void entity_nodes_free(entity_nodes *t)
   free(t->rank), free(t->at), free(t->name), free(t);
 }
 
-/* The entities of el's shared nodes and their tables; NULL with *why set where the element's
- * names do not fit them (more entities or weights than the tables hold: the hashed numbering
- * then). */
+/* The entities of el's shared nodes and their tables; NULL where there is no memory or the
+ * element's names do not fit them (more entities than the tables hold, weights past 16 bits,
+ * two nodes of one name): the callers then name node by node. */
 static entity_nodes *entity_nodes_make(const fe_element *el, const node_names *names,
-                                       const unsigned char *shared_node, const char **why)
+                                       const unsigned char *shared_node)
 {
   const int nb = el->nbasis, nv = el->nvertices;
   entity_nodes *t = calloc(1, sizeof *t);
-  *why = "out of host memory";
   if (!t) return NULL;
   unsigned mask[MAX_ENTITIES];
   for (int b = 0; b < nb; b++) {
@@ -197,7 +208,6 @@ static entity_nodes *entity_nodes_make(const fe_element *el, const node_names *n
     while (e < t->n && mask[e] != mb) e++;
     if (e == t->n) {
       if (t->n == MAX_ENTITIES) {
-        *why = "too many entities";
         entity_nodes_free(t);
         return NULL;
       }
@@ -245,7 +255,6 @@ static entity_nodes *entity_nodes_make(const fe_element *el, const node_names *n
         for (int j = 0; j < m; j++) {
           const int w = el->weights[b * nv + t->vert[e][ord[j]]];
           if (w < 0 || w > 65535) {
-            *why = "weights above 16 bits";
             entity_nodes_free(t);
             return NULL;
           }
@@ -257,7 +266,6 @@ static entity_nodes *entity_nodes_make(const fe_element *el, const node_names *n
         int r = 0;
         for (int l = 0; l < k; l++) {
           if (l != i && t->name[base + l] == t->name[base + i]) {
-            *why = "two nodes of one name";
             entity_nodes_free(t);
             return NULL;
           }
@@ -327,8 +335,7 @@ static long long number_nodes_sorted(fe_space *V, const double *lphi)
   unsigned char shared_node[FE_MAX_BASIS];
   for (int b = 0; b < nb; b++)
     shared_node[b] = b >= nv && names->count[b] < nv && names->count[b] <= KEY_PAIRS;
-  const char *why = NULL;
-  entity_nodes *t = entity_nodes_make(el, names, shared_node, &why);
+  entity_nodes *t = entity_nodes_make(el, names, shared_node);
   free(names);
   if (!t) return -2;
   const int ne = t->n;
@@ -409,9 +416,8 @@ static long long number_nodes_sorted(fe_space *V, const double *lphi)
     double *xn = V->node_coords;
     size_t id = (size_t)m->nvertices + firsts[th];
     for (size_t c = lo; c < hi; c++) {
-      double X[FE_MAX_VERTICES][3]; /* the cell's vertices, read once for its new nodes */
-      for (int v = 0; v < nv && !V->curved; v++)
-        memcpy(X[v], m->coords + 3 * (size_t)m->cells[c * nv + (size_t)v], sizeof X[v]);
+      double X[FE_MAX_VERTICES][3]; /* read once for the cell's new nodes */
+      cell_vertices(V, c, X);
       for (int b = 0; b < nb; b++) {
         const size_t p = c * nb + (size_t)b;
         const int e = t->entity[b];
@@ -420,18 +426,8 @@ static long long number_nodes_sorted(fe_space *V, const double *lphi)
           continue;
         }
         if (e >= 0 && rep[c * ne + e] != (int)(c * ne + e)) continue;
-        double *x = xn + 3 * id;
+        node_place(V, c, b, lphi, (const double (*)[3])X, xn + 3 * id);
         dof[p] = (int)id++;
-        if (V->curved) {
-          node_place(V, c, b, lphi, x);
-          continue;
-        }
-        double y0 = 0, y1 = 0, y2 = 0; /* in registers: through the stack 3x slower */
-        for (int v = 0; v < nv; v++) {
-          const double l = lphi[b * nv + v];
-          y0 += l * X[v][0], y1 += l * X[v][1], y2 += l * X[v][2];
-        }
-        x[0] = y0, x[1] = y1, x[2] = y2;
       }
     }
     size_t v0 = (size_t)m->nvertices * (size_t)th / (size_t)team,
@@ -561,9 +557,13 @@ static int build_dof_map(fe_space *V)
     if (V->node_coords) {
       memcpy(V->node_coords, m->coords, sizeof(double) * 3 * (size_t)m->nvertices);
 #pragma omp parallel for schedule(static)
-      for (size_t c = 0; c < nc; c++)
+      for (size_t c = 0; c < nc; c++) {
+        double X[FE_MAX_VERTICES][3];
+        cell_vertices(V, c, X);
         for (int b = nv; b < nb; b++)
-          node_place(V, c, b, lphi, V->node_coords + 3 * (size_t)V->cell_nodes[c * nb + b]);
+          node_place(V, c, b, lphi, (const double (*)[3])X,
+                     V->node_coords + 3 * (size_t)V->cell_nodes[c * nb + b]);
+      }
     }
   }
   free(lphi);
@@ -685,8 +685,7 @@ static int nodes_in_set(const fe_space *V, const fe_keymap *set, const unsigned 
   unsigned char shared_node[FE_MAX_BASIS];
   for (int b = 0; b < nb; b++)
     shared_node[b] = b >= nv && names->count[b] < nv && names->count[b] <= KEY_PAIRS;
-  const char *why;
-  entity_nodes *t = entity_nodes_make(el, names, shared_node, &why);
+  entity_nodes *t = entity_nodes_make(el, names, shared_node);
   /* the cells on every thread: a node's mark is only ever set to 1. By entities where the
    * element has them (one look-up an edge or face, not one a node: Q3 24^3's operator
    * with every boundary node constrained 4.1 -> 1.5-1.9 ms), else node by node. */
