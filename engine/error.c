@@ -90,12 +90,12 @@ void fe_error_clear(void)
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
 
-/* A fresh page costs a fault when first written: on the 2-core virtual machine about 2 us a
- * page taken one at a time from inside a loop (2 GB/s; 1.3-3x slower again while another
- * thread of the team runs), 1.4 us when the kernel populates a range, and that on every
- * thread at once (256 MiB: 57 ms on two threads, 73-86 ms touched a page at a time, 140-183
- * ms by one memset). Pages already present cost a walk of their tables. Where madvise cannot
- * (a kernel before 5.14), the pages fault in when written, as before. */
+/* A fresh page costs a fault when first written: on the 2-core virtual machine 2.0-2.5 us a
+ * page taken one at a time from inside a loop (1.6-2 GB/s), 3-4x more while OpenMP's other
+ * thread still spins (a serial coloring: 11-13 ms against 4.8 ms), 1.4 us when the kernel
+ * populates a range, and that on every thread at once (256 MiB: 57 ms on two threads, 73-86 ms
+ * touched a page at a time, 140-183 ms by one memset). Pages already present cost a walk of
+ * their tables. Where madvise cannot (a kernel before 5.14), the pages fault in when written. */
 void fe_populate(void *p, size_t bytes)
 {
   const size_t page = 4096;
@@ -109,16 +109,6 @@ void fe_populate(void *p, size_t bytes)
     size_t lo = n * t / T, hi = n * (t + 1) / T;
     if (hi > lo) (void)madvise(a + lo * page, (hi - lo) * page, MADV_POPULATE_WRITE);
   }
-}
-
-void *fe_malloc(size_t bytes, const char *what)
-{
-  void *p = malloc(bytes ? bytes : 1);
-  if (!p)
-    fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
-                 "out of host memory: %s needs %.1f MiB", what, bytes / 1048576.0);
-  else fe_populate(p, bytes);
-  return p;
 }
 
 void *fe_alloc(size_t bytes)
@@ -135,13 +125,21 @@ void *fe_zalloc(size_t n, size_t size)
   return p;
 }
 
+void *fe_malloc(size_t bytes, const char *what)
+{
+  void *p = fe_alloc(bytes);
+  if (!p)
+    fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
+                 "out of host memory: %s needs %.1f MiB", what, bytes / 1048576.0);
+  return p;
+}
+
 void *fe_calloc(size_t n, size_t size, const char *what)
 {
-  void *p = calloc(n ? n : 1, size ? size : 1);
+  void *p = fe_zalloc(n, size);
   if (!p)
     fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
                  "out of host memory: %s needs %.1f MiB", what, (double)n * size / 1048576.0);
-  else fe_populate(p, n * size);
   return p;
 }
 
