@@ -46,6 +46,7 @@ static const char preamble_body[] =
     "#define FE_GROUPS_BEGIN\n"
     "#define FE_GROUPS_END\n"
     "#define FE_SHARED __shared__\n"
+    "#define FE_SHARED_PTR /* a pointer to shared memory, as a function argument */\n"
     "#define FE_OUTER(g, n) for (int g = (int)blockIdx.x; g < (n); g += (int)gridDim.x)\n"
     "#define FE_INNER(t, n) for (int t = (int)threadIdx.x; t < (n); t += (int)blockDim.x)\n"
     "#define FE_INNER_VEC(t, n) FE_INNER(t, n)\n"

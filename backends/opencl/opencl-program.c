@@ -37,6 +37,7 @@ static const char preamble_body[] =
     "#define FE_GROUPS_BEGIN\n"
     "#define FE_GROUPS_END\n"
     "#define FE_SHARED __local\n"
+    "#define FE_SHARED_PTR __local /* a pointer to shared memory, as a function argument */\n"
     "#define FE_OUTER(g, n) for (int g = (int)get_group_id(0); g < (n); g += "
     "(int)get_num_groups(0))\n"
     "#define FE_INNER(t, n) for (int t = (int)get_local_id(0); t < (n); t += "
