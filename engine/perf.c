@@ -40,14 +40,15 @@ const char *fe_ceiling_name(int c)
   return c >= 0 && c < FE_NCEILINGS ? names[c] : "?";
 }
 
-/* Where a backend's calibration is stored: one file per backend and device ("v3": the
- * ceilings per micro-benchmark and the latencies; a file of an earlier form is not read). */
+/* Where a backend's calibration is stored: one file per backend and device ("v4": the
+ * ceilings per micro-benchmark and the latencies, the cpu's multiply-adds fed from L1; a
+ * file of an earlier form is not read). */
 static int calibration_path(const fe_backend *be, char *path, size_t n)
 {
   char dir[4096];
   FE_CHECK(fe_cache_dir("calibration", dir, sizeof dir));
   unsigned long long h = fe_hash_string(be->info.name, fe_hash_string(be->name, 0));
-  snprintf(path, n, "%s/%s-v3-%016llx.txt", dir, be->name, h);
+  snprintf(path, n, "%s/%s-v4-%016llx.txt", dir, be->name, h);
   return 0;
 }
 
@@ -325,8 +326,10 @@ static int calibrate_kernels(calib_run *c)
                      {.kind = FE_ARG_REAL, .r = 2.0}};
   FE_CHECK(best_time(be, c->cached, (size_t)cg, B, 7, cargs, c->prec, 3, 1, &t));
   cal->l2_gbytes = 3.0 * (double)nc * passes * w / t / 1e9;
-  /* FMA and shared loads: four full waves of groups (32 groups of two warps per unit) */
-  long long full = gpu ? (long long)cu * 32 * 4 : (long long)cu * 4;
+  /* FMA and shared loads: four full waves of groups (32 groups of two warps per unit); on
+   * the cpu 256 groups a thread, milliseconds, so that starting the threads (40-60 us with
+   * a passive wait policy) is not what is measured */
+  long long full = gpu ? (long long)cu * 32 * 4 : (long long)cu * 256;
   FE_CHECK(time_fma(c, full, &t));
   cal->gflops = 2.0 * (double)full * B * c->chains * c->steps / t / 1e9;
   cal->scalar_gflops = cal->gflops;
@@ -403,7 +406,8 @@ static int run_calibration(fe_backend *be, fe_precision prec, fe_report *rep)
   c.ngpu = be->info.compute_units > 0 ? be->info.compute_units : 1;
   c.steps = be->info.is_gpu ? 1024 : 4096;
   c.block = be->info.is_gpu ? 64 : 1;
-  c.chains = be->info.is_gpu ? 8 : 32;
+  /* the cpu: the lanes of four 64-byte SIMD registers */
+  c.chains = be->info.is_gpu ? 8 : (int)(256 / w);
   c.n = be->info.is_gpu ? (size_t)1 << 27 : (size_t)1 << 24;
   while (c.n * w * 3 > be->info.global_mem / 4 && c.n > ((size_t)1 << 20)) c.n /= 2;
   fe_strbuf b = {0};

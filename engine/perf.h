@@ -31,8 +31,8 @@ typedef struct fe_work {
   double shared_bytes; /* shared-memory wavefront bytes: a warp's access of 4-byte words
                         * costs 128 bytes per wavefront (a word read by every item: one) */
   double nonfma;       /* divisions and square roots (each also counted in flops) */
-  double vec_flops;    /* of flops, those of loops the cpu's compiler makes SIMD (sumfact's
-                        * contractions, the cells the lanes): the vectorized FMA rate there */
+  double vec_flops;    /* of flops, those of loops the cpu's compiler makes SIMD (the phases
+                        * over a group's cells, the cells the lanes): the vectorized FMA rate */
   double atomics;      /* atomic adds to global memory */
   double constant;     /* constant-table loads, counted per distinct word a warp reads (the
                         * constant cache serves one word at a time: divergent reads wait) */

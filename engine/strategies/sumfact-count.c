@@ -103,17 +103,12 @@ static double diagonal_flops(const fe_sumfact_shape *s, const sf_sizes *z)
 double fe_sumfact_vec_flops_per_cell(const fe_sumfact_shape *s)
 {
   sf_sizes z = sizes_of(s);
-  double p = s->p1, q = s->q1, nc = s->nc, f = 0;
+  double p = s->p1, q = s->q1;
   if (s->diagonal) return 0; /* its rounds: counted scalar (an estimate) */
-  if (!s->collocated) {
-    f += 2.0 * z.nv * z.zq * q * p * p; /* interpolation in x */
-    f += 2.0 * z.nv * z.zq * q * q * p; /* in y */
-    f += 2.0 * nc * z.zp * p * q * q;   /* transposed y */
-    f += 2.0 * nc * z.zp * p * p * q;   /* transposed x */
-  }
-  /* the transposed derivatives in x and y per point, and z back in registers (the z
-   * derivative's accumulation belongs to the quadrature phase) */
-  return f + nc * z.nq * (4.0 * q + (z.interp_z ? 2.0 * p : 0));
+  /* every phase over the cells (SF_CELLS) is SIMD on the cpu but the gather with its z
+   * contraction, the edge vectors and the adds into y */
+  return action_flops(s, &z) - edge_flops(s) - (z.interp_z ? 2.0 * z.nv * p * p * q * p : 0) -
+         s->nc * z.nb;
 }
 
 double fe_sumfact_flops_per_cell(const fe_sumfact_shape *s)

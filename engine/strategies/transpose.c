@@ -395,6 +395,8 @@ static void transpose_counts(const fe_kernel_spec *s, int ndir, int vertices, fe
                    nc * ((n.has_f0 ? 1 : 0) + dim * (2.0 * dim + 1));
     double per_b = nq * ((n.has_f0 ? 2.0 : 0) + 2.0 * dim) + 1;
     per_cell = nq * per_q + nb * nc * per_b;
+    /* on the cpu both phases are SIMD over the group's cells, all but the adds into y */
+    wk->vec_flops = ncells * (per_cell - nb * nc);
   }
   wk->flops = ncells * per_cell;
   /* minimal traffic: each array once */

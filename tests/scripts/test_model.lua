@@ -58,12 +58,12 @@ for _, b in ipairs(T.backends()) do
     else
       check(c.curves == nil, "%s: a cpu device has no occupancy curves", b)
     end
-    -- stored: calibration/<backend>-v3-<hash>.txt, a "double" line with the same DRAM figure
+    -- stored: calibration/<backend>-v4-<hash>.txt, a "double" line with the same DRAM figure
     if cache then
       local p = io.popen("ls '" .. cache .. "/calibration/' 2>/dev/null")
       local found
       for f in p:lines() do
-        if f:match("^" .. b .. "%-v3%-%x+%.txt$") then
+        if f:match("^" .. b .. "%-v4%-%x+%.txt$") then
           for line in io.lines(cache .. "/calibration/" .. f) do
             local dram = line:match("^double dram (%S+)")
             if dram and close(tonumber(dram), c.gbytes, 1e-5) then found = f end
