@@ -53,12 +53,19 @@ static double edge_flops(const fe_sumfact_shape *s)
   return s->vertices ? 2.0 * s->dim * (s->dim << (s->dim - 1)) : 0;
 }
 
+/* The gather's z contraction of nv fields (hexes, not collocated). */
+static double gather_z_flops(const fe_sumfact_shape *s, const sf_sizes *z)
+{
+  double p = s->p1;
+  return z->interp_z ? 2.0 * z->nv * p * p * s->q1 * p : 0;
+}
+
 /* The gather's z contraction and the interpolations in x and y of nv fields. */
 static double interpolation_flops(const fe_sumfact_shape *s, const sf_sizes *z)
 {
   double p = s->p1, q = s->q1, f = 0;
   if (s->collocated) return 0;
-  if (z->interp_z) f += 2.0 * z->nv * p * p * q * p;
+  f += gather_z_flops(s, z);
   f += 2.0 * z->nv * z->zq * q * p * p; /* x: items (qx, j), P1 terms per layer */
   f += 2.0 * z->nv * z->zq * q * q * p; /* y: items (qx, qy) */
   return f;
@@ -103,12 +110,10 @@ static double diagonal_flops(const fe_sumfact_shape *s, const sf_sizes *z)
 double fe_sumfact_vec_flops_per_cell(const fe_sumfact_shape *s)
 {
   sf_sizes z = sizes_of(s);
-  double p = s->p1, q = s->q1;
   if (s->diagonal) return 0; /* its rounds: counted scalar (an estimate) */
   /* every phase over the cells (SF_CELLS) is SIMD on the cpu but the gather with its z
    * contraction, the edge vectors and the adds into y */
-  return action_flops(s, &z) - edge_flops(s) - (z.interp_z ? 2.0 * z.nv * p * p * q * p : 0) -
-         s->nc * z.nb;
+  return action_flops(s, &z) - edge_flops(s) - gather_z_flops(s, &z) - s->nc * z.nb;
 }
 
 double fe_sumfact_flops_per_cell(const fe_sumfact_shape *s)
