@@ -35,20 +35,21 @@ double fe_report_gbytes(const fe_report *r) { return r->seconds > 0 ? r->bytes /
 
 const char *fe_ceiling_name(int c)
 {
-  static const char *names[FE_NCEILINGS] = {"dram",    "l2",       "shared",   "fma",    "nonfma",
-                                            "atomics", "constant", "launches", "latency"};
+  static const char *names[FE_NCEILINGS] = {"dram",     "l2",      "shared",   "fma",
+                                            "nonfma",   "atomics", "constant", "indexed",
+                                            "launches", "latency"};
   return c >= 0 && c < FE_NCEILINGS ? names[c] : "?";
 }
 
-/* Where a backend's calibration is stored: one file per backend and device ("v4": the
- * ceilings per micro-benchmark and the latencies, the cpu's multiply-adds fed from L1; a
- * file of an earlier form is not read). */
+/* Where a backend's calibration is stored: one file per backend and device ("v5": the
+ * ceilings per micro-benchmark and the latencies, the cpu's multiply-adds fed from L1 and its
+ * indexed loops; a file of an earlier form is not read). */
 static int calibration_path(const fe_backend *be, char *path, size_t n)
 {
   char dir[4096];
   FE_CHECK(fe_cache_dir("calibration", dir, sizeof dir));
   unsigned long long h = fe_hash_string(be->info.name, fe_hash_string(be->name, 0));
-  snprintf(path, n, "%s/%s-v4-%016llx.txt", dir, be->name, h);
+  snprintf(path, n, "%s/%s-v5-%016llx.txt", dir, be->name, h);
   return 0;
 }
 
@@ -73,6 +74,7 @@ static const calib_field calib_fields[] = {
     {"dram_latency", offsetof(fe_calibration, dram_latency_us), 0},
     {"l2_latency", offsetof(fe_calibration, l2_latency_us), 0},
     {"phase_latency", offsetof(fe_calibration, phase_latency_us), 0},
+    {"indexed", offsetof(fe_calibration, indexed_gops), 0},
 };
 #define NCALIB_FIELDS (sizeof calib_fields / sizeof calib_fields[0])
 static const char *curve_keys[3] = {"curve_dram", "curve_shared", "curve_fma"};
@@ -231,7 +233,7 @@ typedef struct calib_run {
   fe_precision prec;
   fe_module *mod;
   fe_kernel *triad, *stream, *cached, *fma, *scalar, *shared, *divide, *atomics, *constant;
-  fe_kernel *chase_init, *chase, *phases;
+  fe_kernel *chase_init, *chase, *phases, *indexed_init, *indexed;
   fe_buffer a, x, y, out;
   size_t n;       /* reals per array */
   int ngpu;       /* compute units (GPU) or threads (cpu) */
@@ -365,6 +367,19 @@ static int calibrate_kernels(calib_run *c)
                      {.kind = FE_ARG_INT, .i = dsteps}};
   FE_CHECK(best_time(be, c->constant, (size_t)full, B, 3, kargs, c->prec, 3, 1, &t));
   cal->constant_gops = 2.0 * (double)full * B * dsteps / t / 1e9;
+  /* the cpu: values gathered and scatter-added through a cell map, one at a time (GPUs:
+   * their L2 and atomics ceilings) */
+  cal->indexed_gops = 0;
+  if (!gpu) {
+    const int ix = 8 * 64, ipasses = 8; /* entries a group (IX_CELLS x IX_NB), passes */
+    fe_arg iargs[2] = {{.kind = FE_ARG_INT, .i = full}, {.kind = FE_ARG_BUFFER, .buf = &c->a}};
+    FE_CHECK(be->ops->launch(be->impl, c->indexed_init, (size_t)full, B, 2, iargs, c->prec, NULL));
+    fe_arg xargs[5] = {{.kind = FE_ARG_INT, .i = full}, {.kind = FE_ARG_INT, .i = ipasses},
+                       {.kind = FE_ARG_BUFFER, .buf = &c->a}, {.kind = FE_ARG_BUFFER, .buf = &c->x},
+                       {.kind = FE_ARG_BUFFER, .buf = &c->y}};
+    FE_CHECK(best_time(be, c->indexed, (size_t)full, B, 5, xargs, c->prec, 3, 1, &t));
+    cal->indexed_gops = 2.0 * (double)full * ix * ipasses / t / 1e9;
+  }
   /* GPUs: the waits of a group's path: device memory (a chase over words well beyond the
    * last-level cache), L2 (a chain that fits it, walked again), a phase (one group) */
   cal->dram_latency_us = cal->l2_latency_us = cal->phase_latency_us = 0;
@@ -432,7 +447,8 @@ static int run_calibration(fe_backend *be, fe_precision prec, fe_report *rep)
       {"fe_triad", &c.triad},         {"fe_stream", &c.stream},   {"fe_cached", &c.cached},
       {"fe_fma", &c.fma},             {"fe_fma_scalar", &c.scalar},             {"fe_shared_loads", &c.shared}, {"fe_divide", &c.divide},
       {"fe_atomics", &c.atomics},     {"fe_constant_loads", &c.constant},
-      {"fe_chase_init", &c.chase_init}, {"fe_chase", &c.chase}, {"fe_phases", &c.phases}};
+      {"fe_chase_init", &c.chase_init}, {"fe_chase", &c.chase}, {"fe_phases", &c.phases},
+      {"fe_indexed_init", &c.indexed_init}, {"fe_indexed", &c.indexed}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !rc; i++)
     rc = be->ops->kernel(be->impl, c.mod, ks[i].name, ks[i].k);
   size_t nout = (size_t)c.ngpu * 32 * 4 + 64;
@@ -564,6 +580,7 @@ void fe_report_work(fe_report *rep, const fe_work *w)
   rep->vec_flops = w->vec_flops;
   rep->atomics = w->atomics;
   rep->constant = w->constant;
+  rep->indexed = w->indexed;
   rep->l1_wavefronts = w->l1_wavefronts;
   rep->table_wavefronts = w->table_wavefronts;
   rep->groups = w->groups;
@@ -652,6 +669,7 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
   t[FE_CEIL_CONSTANT] = c->constant_gops > 0 && !(c->tables_l1 && rep->table_wavefronts > 0)
                             ? rep->constant / (c->constant_gops * 1e9 * e_shared)
                             : 0;
+  t[FE_CEIL_INDEXED] = c->indexed_gops > 0 ? rep->indexed / (c->indexed_gops * 1e9) : 0;
   /* the last wave: groups beyond whole waves leave units idle */
   double fill = 1, waves = 0;
   if (rep->groups > 0 && compute_units > 0) {
@@ -670,6 +688,18 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
     if (t[i] > t[pipe]) pipe = i;
   }
   double on = t[pipe] + (rep->resident > 0 ? (sum - t[pipe]) / rep->resident : 0);
+  if (!c->gpu) {
+    /* the cpu: a thread runs a group's phases one after another, each bound by issuing its
+     * instructions, so the multiply-adds, the divisions and the indexed loops add up;
+     * memory streams beside them (its prefetchers run ahead of the loops) */
+    double issue = t[FE_CEIL_FMA] + t[FE_CEIL_NONFMA] + t[FE_CEIL_INDEXED];
+    if (issue > on) {
+      on = issue;
+      pipe = FE_CEIL_FMA;
+      if (t[FE_CEIL_NONFMA] > t[pipe]) pipe = FE_CEIL_NONFMA;
+      if (t[FE_CEIL_INDEXED] > t[pipe]) pipe = FE_CEIL_INDEXED;
+    }
+  }
   /* as calibrated: the first launch and the host's wait for it (sync), each further one
    * queued behind it (launch) */
   t[FE_CEIL_LAUNCH] = rep->launches > 0 ? (c->sync_us + (rep->launches - 1) * c->launch_us) * 1e-6 : 0;

@@ -14,13 +14,16 @@ typedef enum {
   FE_CEIL_NONFMA,  /* divisions and square roots */
   FE_CEIL_ATOMIC,  /* atomic adds to global memory */
   FE_CEIL_CONSTANT, /* loads of the constant tables: one per distinct word a warp reads */
+  FE_CEIL_INDEXED, /* the cpu: values gathered and scatter-added through the cell map, one at
+                    * a time (its kernels' first and last loops) */
   FE_CEIL_LAUNCH,  /* launches and the host's wait */
   FE_CEIL_LATENCY, /* GPUs: the waits on each group's path (dependent loads, barriers), once a
                     * wave of the groups resident at once */
   FE_NCEILINGS
 } fe_ceiling;
 
-/* "dram", "l2", "shared", "fma", "nonfma", "atomics", "constant", "launches" */
+/* "dram", "l2", "shared", "fma", "nonfma", "atomics", "constant", "indexed", "launches",
+ * "latency" */
 const char *fe_ceiling_name(int c);
 
 /* What one action does, per ceiling: a strategy counts it from its own loops. */
@@ -36,6 +39,8 @@ typedef struct fe_work {
   double atomics;      /* atomic adds to global memory */
   double constant;     /* constant-table loads, counted per distinct word a warp reads (the
                         * constant cache serves one word at a time: divergent reads wait) */
+  double indexed;      /* values a kernel gathers or adds through the cell map, one at a time
+                        * (on the cpu these loops issue an index, a load and a store each) */
   /* GPUs: global loads' wavefronts through L1, the data pipe shared memory uses too (one per
    * distinct 128-byte line a warp's load touches): the stored factors and the gathers
    * (l1_wavefronts), and the same tables `constant` counts where a backend keeps them in
@@ -76,7 +81,7 @@ typedef struct fe_report {
   double peak_gbytes, peak_gflops; /* the ceilings the prediction used */
   char bound[16];           /* the ceiling that binds: "dram", "shared", "fma", ... */
   /* the model's inputs besides flops and bytes (fe_work), and its answer per ceiling */
-  double l2_bytes, shared_bytes, nonfma, atomics, constant, vec_flops;
+  double l2_bytes, shared_bytes, nonfma, atomics, constant, vec_flops, indexed;
   double l1_wavefronts, table_wavefronts;
   long long groups;
   int group_items;

@@ -61,9 +61,11 @@ static int report_index(lua_State *L)
       {"setup_seconds", offsetof(fe_report, setup_seconds)},
       {"l2_bytes", offsetof(fe_report, l2_bytes)},
       {"shared_bytes", offsetof(fe_report, shared_bytes)},
+      {"vec_flops", offsetof(fe_report, vec_flops)},
       {"nonfma", offsetof(fe_report, nonfma)},
       {"atomics", offsetof(fe_report, atomics)},
       {"constant_loads", offsetof(fe_report, constant)},
+      {"indexed", offsetof(fe_report, indexed)},
       {"l1_wavefronts", offsetof(fe_report, l1_wavefronts)},
       {"table_wavefronts", offsetof(fe_report, table_wavefronts)},
       {"occupancy", offsetof(fe_report, occupancy)},
@@ -190,8 +192,8 @@ static int device_current(lua_State *L)
 }
 
 /* A calibration as a table: gbytes, gflops, launch_us, sync_us, l2_gbytes, shared_gbytes,
- * nonfma_gops, atomic_gops, constant_gops, scalar_gflops, dram_latency_us, l2_latency_us,
- * phase_latency_us, gpu (measured on a GPU), tables_l1 (the kernels' tables read through L1:
+ * nonfma_gops, atomic_gops, constant_gops, scalar_gflops, indexed_gops (the cpu),
+ * dram_latency_us, l2_latency_us, phase_latency_us, gpu (measured on a GPU), tables_l1 (the kernels' tables read through L1:
  * fe_device_info) and (GPUs) curves = {dram = {...}, shared = {...}, fma = {...}}. */
 void felab_push_calibration(lua_State *L, const fe_calibration *c)
 {
@@ -204,7 +206,7 @@ void felab_push_calibration(lua_State *L, const fe_calibration *c)
            {"nonfma_gops", c->nonfma_gops}, {"atomic_gops", c->atomic_gops},
            {"constant_gops", c->constant_gops}, {"scalar_gflops", c->scalar_gflops},
            {"dram_latency_us", c->dram_latency_us}, {"l2_latency_us", c->l2_latency_us},
-           {"phase_latency_us", c->phase_latency_us}};
+           {"phase_latency_us", c->phase_latency_us}, {"indexed_gops", c->indexed_gops}};
   lua_createtable(L, 0, 14);
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     lua_pushnumber(L, f[i].v);
@@ -345,7 +347,7 @@ static double field_number(lua_State *L, int idx, const char *k)
 
 /* perf.model(rep, ceilings [, units [, device name]]) -> a copy of report rep predicted with
  * the ceilings of another device (the table device.info().calibration.double has: gbytes, gflops, launch_us,
- * sync_us, l2_gbytes, shared_gbytes, nonfma_gops, atomic_gops, constant_gops, the latencies, curves), for units compute
+ * sync_us, l2_gbytes, shared_gbytes, nonfma_gops, atomic_gops, constant_gops, indexed_gops, the latencies, curves), for units compute
  * units: the what-if behind perf.predict. */
 static int perf_model(lua_State *L)
 {
@@ -364,6 +366,7 @@ static int perf_model(lua_State *L)
   c.atomic_gops = field_number(L, 2, "atomic_gops");
   c.constant_gops = field_number(L, 2, "constant_gops");
   c.scalar_gflops = field_number(L, 2, "scalar_gflops");
+  c.indexed_gops = field_number(L, 2, "indexed_gops");
   c.dram_latency_us = field_number(L, 2, "dram_latency_us");
   c.l2_latency_us = field_number(L, 2, "l2_latency_us");
   c.phase_latency_us = field_number(L, 2, "phase_latency_us");

@@ -224,6 +224,7 @@ static void ebe_traffic(const fe_operator *A, fe_precision prec, int color, fe_w
   double n = (double)V->elem.nbasis * V->ncomp, nc = V->mesh->ncells;
   w->l2_bytes = nc * n * (double)fe_precision_size(prec);
   w->atomics = color ? 0 : nc * n;
+  w->indexed = 2 * nc * n; /* x gathered and y added through the cell map */
 }
 
 /* Before setup: the default variant (matrices stored, atomic adds). */

@@ -129,6 +129,10 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
   wk->shared_bytes = ncells * fe_sumfact_shared_per_cell(&sh, (int)w);
   int fields = (sh.need_u ? V->ncomp : 0) + (sh.jacobian && !sh.diagonal ? V->ncomp : 0);
   wk->l2_bytes = ncells * V->elem.nbasis * (fields * w + 4.0);
+  /* the values gathered through the cell map (fields; with vertices the corners) and added
+   * back (scatter "nodes": summed through the node map), one at a time */
+  wk->indexed = ncells * (V->elem.nbasis * (fields + V->ncomp) +
+                          (vertices ? (1 << V->elem.dim) * 3.0 : 0));
   wk->atomics = nodesum ? 0 : ncells * V->elem.nbasis * V->ncomp;
   /* a group's path: its block number and cell map, the gather (with vertices, the corners
    * beside it), the interpolations, then per round (the action: one; the diagonal: one per

@@ -366,6 +366,9 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
    * items read them at every point) */
   double xg = vertices ? (s->action == FE_ACTION_DIAGONAL ? nb * nq * 3.0 : 3.0) * size : 0;
   wk->l2_bytes = (double)V->mesh->ncells * nb * (fields * nc * size + 4.0 + xg);
+  /* the values gathered through the cell map (fields, the vertices' coordinates) and added
+   * back, one at a time */
+  wk->indexed = (double)V->mesh->ncells * nb * (fields * nc + (xs ? 3 : 0) + nc);
 }
 
 /* Counts of the templates' loops on the whole mesh, for cells of `block` per group, with the

@@ -33,9 +33,9 @@ for _, p in ipairs({"double", "single"}) do
   local c = device.calibrate(backend, p)
   local k = device.info(backend).calibration[p]
   print(("calibration %s %s: dram %.0f GB/s, l2 %.0f GB/s, shared %.0f GB/s, fma %.0f GF/s, " ..
-         "div %.1f G/s, atomics %.1f G/s, constant %.1f G/s, launch %.1f us, sync %.1f us, " ..
+         "div %.1f G/s, atomics %.1f G/s, constant %.1f G/s, indexed %.2f G/s, launch %.1f us, sync %.1f us, " ..
          "latency: dram %.3f us, l2 %.3f us, phase %.3f us (%.1f s)"):format(backend, p, k.gbytes,
-    k.l2_gbytes, k.shared_gbytes, k.gflops, k.nonfma_gops, k.atomic_gops, k.constant_gops,
+    k.l2_gbytes, k.shared_gbytes, k.gflops, k.nonfma_gops, k.atomic_gops, k.constant_gops, k.indexed_gops,
     k.launch_us, k.sync_us, k.dram_latency_us, k.l2_latency_us, k.phase_latency_us, c.seconds))
   if k.curves then
     for _, name in ipairs({"dram", "shared", "fma"}) do
@@ -49,7 +49,7 @@ end
 local f = assert(io.open(out, "w"))
 local cols = {"case", "precision", "strategy", "dofs", "measured_ms", "predicted_ms", "ratio",
               "bound", "occupancy", "dram_ms", "l2_ms", "shared_ms", "fma_ms", "nonfma_ms",
-              "atomics_ms", "constant_ms", "launches_ms", "whatif_device", "whatif_ms",
+              "atomics_ms", "constant_ms", "indexed_ms", "launches_ms", "whatif_device", "whatif_ms",
               "latency_ms", "groups", "resident", "dram_trips", "l2_trips", "phases"}
 f:write(table.concat(cols, ","), "\n")
 local rows = {}
@@ -80,7 +80,7 @@ for _, c in ipairs(cases) do
           local r = {c[1], prec, s, V.ndofs, best.seconds * 1e3, best.predicted_seconds * 1e3,
                      best.ratio, best.bound, best.occupancy, t.dram * 1e3, t.l2 * 1e3,
                      t.shared * 1e3, t.fma * 1e3, t.nonfma * 1e3, t.atomics * 1e3, t.constant * 1e3,
-                     t.launches * 1e3, predict_for or "", wi.predicted_seconds * 1e3,
+                     t.indexed * 1e3, t.launches * 1e3, predict_for or "", wi.predicted_seconds * 1e3,
                      t.latency * 1e3, best.groups, best.resident, best.dram_trips, best.l2_trips,
                      best.phases}
           f:write(table.concat(r, ","), "\n")
@@ -99,7 +99,7 @@ print(("\n%-8s %-6s %-9s %8s %9s %9s %6s %-8s %5s  %s"):format("case", "prec", "
 local within, within25 = 0, 0
 for _, r in ipairs(rows) do
   print(("%-8s %-6s %-9s %8d %9.4f %9.4f %6.2f %-8s %4.0f%%  %.4f"):format(r[1], r[2], r[3], r[4],
-        r[5], r[6], r[7], r[8], 100 * r[9], r[19]))
+        r[5], r[6], r[7], r[8], 100 * r[9], r[20]))
   if math.abs(r[7] - 1) <= 0.15 then within = within + 1 end
   if math.abs(r[7] - 1) <= 0.25 then within25 = within25 + 1 end
 end

@@ -333,6 +333,10 @@ local ceiling_words = {
   atomics = "the scatter's atomic adds to global memory (rep.atomics) at the calibrated atomic rate",
   constant = "the constant-table loads (rep.constant_loads), one per distinct word a warp reads " ..
              "from a constant cache",
+  indexed = "the values gathered and added back through the cell map one at a time " ..
+            "(rep.indexed: each an index, a load and a store or an add), at the cpu's calibrated " ..
+            "rate for such loops; on the cpu they run after the multiply-adds and divisions of " ..
+            "the same thread, so those three add up",
   latency = "the waits on each group's path (rep.dram_trips and rep.l2_trips dependent loads, " ..
             "rep.phases barrier-separated phases, at the calibrated latencies), once per wave of the " ..
             "groups resident at once, which run the same code and wait together: many small " ..
@@ -419,6 +423,7 @@ local function explain(A, action, opts)
       num(rep.shared_bytes / ncells / 128))
   say("  atomics        %s", num(rep.atomics / ncells))
   say("  non-FMA ops    %s   (divisions, square roots)", num(rep.nonfma / ncells))
+  say("  indexed        %s   (values gathered or added through the cell map)", num(rep.indexed / ncells))
   if (rep.shared_per_group or 0) > 0 and c.block > 0 then
     say("  shared memory  %s bytes declared per cell (%d a group of %d cells)",
         num(rep.shared_per_group / c.block), rep.shared_per_group, c.block)
@@ -455,7 +460,8 @@ local function explain(A, action, opts)
   say("Each ceiling alone, as a share of the prediction (the largest of the pipes a group " ..
       "waits for, stretched by the last wave's fill, plus the others' part that the resident " ..
       "groups do not overlap, plus on a GPU the waves' waits; the atomic adds instead where " ..
-      "they take longer; plus the launches):")
+      "they take longer; on the cpu the FMA, division and indexed parts summed where that is " ..
+      "larger; plus the launches):")
   for _, e in ipairs(ceil) do
     say("  %-9s %10s  %5.1f%%", e[1], time(e[2]), pred > 0 and 100 * e[2] / pred or 0)
   end

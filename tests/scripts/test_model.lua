@@ -12,7 +12,8 @@
 --
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, close, expect_error = T.check, T.close, T.expect_error
-local NAMES = {"dram", "l2", "shared", "fma", "nonfma", "atomics", "constant", "launches", "latency"}
+local NAMES = {"dram", "l2", "shared", "fma", "nonfma", "atomics", "constant", "indexed", "launches",
+               "latency"}
 local RATES = {"gbytes", "gflops", "scalar_gflops", "l2_gbytes", "shared_gbytes", "nonfma_gops",
                "atomic_gops", "constant_gops"}
 local TOL = 1e-12
@@ -48,6 +49,8 @@ for _, b in ipairs(T.backends()) do
             k, tostring(c[k]))
     end
     check(c.launch_us >= 0 and c.sync_us > 0, "%s: launch %g us, sync %g us", b, c.launch_us, c.sync_us)
+    check(info.is_gpu and c.indexed_gops == 0 or not info.is_gpu and c.indexed_gops > 0,
+          "%s: indexed loops %g G/s (measured on cpus only)", b, c.indexed_gops)
     check(rep.peak_gbytes == c.gbytes and rep.peak_gflops == c.gflops,
           "%s: the report's peaks are the calibration's", b)
     if info.is_gpu then
@@ -58,12 +61,12 @@ for _, b in ipairs(T.backends()) do
     else
       check(c.curves == nil, "%s: a cpu device has no occupancy curves", b)
     end
-    -- stored: calibration/<backend>-v4-<hash>.txt, a "double" line with the same DRAM figure
+    -- stored: calibration/<backend>-v5-<hash>.txt, a "double" line with the same DRAM figure
     if cache then
       local p = io.popen("ls '" .. cache .. "/calibration/' 2>/dev/null")
       local found
       for f in p:lines() do
-        if f:match("^" .. b .. "%-v4%-%x+%.txt$") then
+        if f:match("^" .. b .. "%-v5%-%x+%.txt$") then
           for line in io.lines(cache .. "/calibration/" .. f) do
             local dram = line:match("^double dram (%S+)")
             if dram and close(tonumber(dram), c.gbytes, 1e-5) then found = f end
@@ -123,11 +126,20 @@ for _, b in ipairs(T.backends()) do
         end
         check(close(ce.latency, waits, TOL), "%s: the waits %g, expected %g", what, ce.latency, waits)
         local body, bound = most + others + waits, waits > most and "latency" or name
+        -- the cpu: the issue-bound parts run one after another and add
+        local issue = ce.fma + ce.nonfma + ce.indexed
+        if not info.is_gpu and issue > body then
+          body, bound = issue, "fma"
+          if ce.nonfma > ce[bound] then bound = "nonfma" end
+          if ce.indexed > ce[bound] then bound = "indexed" end
+        end
+        check(info.is_gpu and ce.indexed == 0 or not info.is_gpu and (s == "csr" or rep.indexed > 0),
+              "%s: indexed %g counted, ceiling %g", what, rep.indexed, ce.indexed)
         if ce.atomics > body then body, bound = ce.atomics, "atomics" end
         if ce.launches > ce[bound] then bound = "launches" end
         check(close(rep.predicted_seconds, body + ce.launches, TOL),
-              "%s: predicted %g != largest (%s %g) + others %g + the waits %g (atomics %g), + launches %g",
-              what, rep.predicted_seconds, name, most, others, waits, ce.atomics, ce.launches)
+              "%s: predicted %g != largest (%s %g) + others %g + the waits %g (atomics %g; issue %g), + launches %g",
+              what, rep.predicted_seconds, name, most, others, waits, ce.atomics, issue, ce.launches)
         check(rep.bound == bound, "%s: bound %s, expected %s", what, rep.bound, bound)
         check(rep.seconds > 0 and close(rep.ratio, rep.predicted_seconds / rep.seconds, TOL),
               "%s: ratio %s", what, tostring(rep.ratio))

@@ -211,24 +211,55 @@ Test(perf, model_cpu_vectorized_flops)
   assert_close(r.ceiling_seconds[FE_CEIL_FMA], 2e9 / 1000e9);
 }
 
+/* The cpu's issue-bound parts (multiply-adds, divisions, indexed loops) run one after another
+ * on a thread: they add, and bind when their sum passes memory's time; a GPU has no such rate */
+Test(perf, model_cpu_issue_adds)
+{
+  fe_calibration c = cpu_cal();
+  c.indexed_gops = 2;
+  fe_report r = work(); /* 10 ms of DRAM, 2 + 2 ms of FMA and divisions */
+  r.indexed = 1e7;      /* 5 ms */
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_INDEXED], 1e7 / 2e9);
+  cr_assert_str_eq(r.bound, "dram"); /* 9 ms of issue under 10 of DRAM */
+  assert_close(r.predicted_seconds, 0.01 + 30e-6);
+  r = work();
+  r.indexed = 2e7; /* 10 ms: 14 ms of issue */
+  fe_perf_model(&c, 16, &r);
+  cr_assert_str_eq(r.bound, "indexed");
+  assert_close(r.predicted_seconds, 0.014 + 30e-6);
+  c.indexed_gops = 0; /* not calibrated (GPUs): no ceiling */
+  fe_perf_model(&c, 16, &r);
+  cr_assert_eq(r.ceiling_seconds[FE_CEIL_INDEXED], 0);
+  fe_calibration gc = gpu_cal();
+  gc.indexed_gops = 2;
+  r = work();
+  fe_perf_model(&gc, 0, &r);
+  double alone = r.predicted_seconds;
+  r = work();
+  r.indexed = 1e7; /* 5 ms beside 10 of DRAM: on a GPU the pipes overlap */
+  fe_perf_model(&gc, 0, &r);
+  assert_close(r.predicted_seconds, alone);
+}
+
 Test(perf, model_bound_is_largest)
 {
   fe_calibration c = cpu_cal();
   fe_report r;
   const struct {
     double *field;
-    double value, seconds;
+    double value, seconds, issue; /* issue: the cpu's other issue-bound parts, which add */
     const char *bound;
-  } cases[4] = {{&r.flops, 5e10, 5e10 / 1000e9, "fma"},
-                {&r.nonfma, 1e10, 1e10 / 50e9, "nonfma"},
-                {&r.l2_bytes, 1e11, 1e11 / 400e9, "l2"},
-                {&r.bytes, 3e9, 3e9 / 100e9, "dram"}};
+  } cases[4] = {{&r.flops, 5e10, 5e10 / 1000e9, 2e-3, "fma"},
+                {&r.nonfma, 1e10, 1e10 / 50e9, 2e-3, "nonfma"},
+                {&r.l2_bytes, 1e11, 1e11 / 400e9, 0, "l2"},
+                {&r.bytes, 3e9, 3e9 / 100e9, 0, "dram"}};
   for (int i = 0; i < 4; i++) {
     r = work();
     *cases[i].field = cases[i].value;
     fe_perf_model(&c, 16, &r);
     cr_assert_str_eq(r.bound, cases[i].bound, "case %d", i);
-    assert_close(r.predicted_seconds, cases[i].seconds + 30e-6);
+    assert_close(r.predicted_seconds, cases[i].seconds + cases[i].issue + 30e-6);
     for (int k = 0; k < FE_CEIL_LAUNCH; k++)
       cr_assert(r.ceiling_seconds[k] <= cases[i].seconds, "case %d: %s larger than the bound", i,
                 fe_ceiling_name(k));
