@@ -147,6 +147,7 @@ typedef struct fe_backend_ops {
 /* The points of a calibrated curve of a ceiling against the warps resident per compute
  * unit (GPUs): 2, 4, ..., 64. */
 #define FE_CURVE_POINTS 6
+#define FE_CURVE_LANES 3 /* the cpu's curve of its SIMD rate against the lanes */
 
 /* Measured ceilings of one backend in one precision (device.calibrate): each from its own
  * micro-benchmark (engine/kernels/calibrate.knl), never from a kernel the model predicts. */
@@ -172,8 +173,10 @@ typedef struct fe_calibration {
    * chase), and a phase (a shared store, a barrier, the load of another item's word) */
   double dram_latency_us, l2_latency_us, phase_latency_us;
   /* GPUs: the fraction of the ceiling reached with 2^(k+1) warps resident per compute unit
-   * (k = 0..5), for DRAM, shared memory and FMA; 0: not measured (the cpu) */
-  double curve[3][FE_CURVE_POINTS];
+   * (k = 0..5), for DRAM, shared memory and FMA; 0: not measured (the cpu). The cpu
+   * (FE_CURVE_LANES): the SIMD multiply-add rate with 2^(k+1) lanes, the cells of a group,
+   * as a fraction of gflops; 0: not measured (GPUs) */
+  double curve[4][FE_CURVE_POINTS];
 } fe_calibration;
 
 /* An open backend, shared by everything that computes on it. */

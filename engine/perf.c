@@ -77,7 +77,7 @@ static const calib_field calib_fields[] = {
     {"indexed", offsetof(fe_calibration, indexed_gops), 0},
 };
 #define NCALIB_FIELDS (sizeof calib_fields / sizeof calib_fields[0])
-static const char *curve_keys[3] = {"curve_dram", "curve_shared", "curve_fma"};
+static const char *curve_keys[4] = {"curve_dram", "curve_shared", "curve_fma", "curve_lanes"};
 
 /* Parse one stored line "<precision> key value key value ... curve_x a,b,c,d,e,f ..." into
  * *c (valid set); else a reason in why. */
@@ -112,7 +112,7 @@ static void parse_calibration_line(char *line, fe_precision *p, fe_calibration *
         seen |= 1 << i;
         known = 1;
       }
-    for (int k = 0; k < 3 && !known; k++)
+    for (int k = 0; k < 4 && !known; k++)
       if (!strcmp(tok, curve_keys[k])) {
         char *q = val;
         for (int j = 0; j < FE_CURVE_POINTS; j++) {
@@ -198,7 +198,7 @@ static int save_calibration(const fe_backend *be)
     for (size_t i = 0; i < NCALIB_FIELDS; i++)
       ok = fprintf(f, " %s %.6g", calib_fields[i].key,
                    *(const double *)((const char *)c + calib_fields[i].offset)) > 0 && ok;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
       if (!(c->curve[k][0] > 0)) continue;
       ok = fprintf(f, " %s ", curve_keys[k]) > 0 && ok;
       for (int j = 0; j < FE_CURVE_POINTS; j++)
@@ -234,6 +234,7 @@ typedef struct calib_run {
   fe_module *mod;
   fe_kernel *triad, *stream, *cached, *fma, *scalar, *shared, *divide, *atomics, *constant;
   fe_kernel *chase_init, *chase, *phases, *indexed_init, *indexed;
+  fe_kernel *lanes[FE_CURVE_POINTS]; /* the cpu: fe_fma with 2, 4, ..., 64 lanes */
   fe_buffer a, x, y, out;
   size_t n;       /* reals per array */
   int ngpu;       /* compute units (GPU) or threads (cpu) */
@@ -344,6 +345,19 @@ static int calibrate_kernels(calib_run *c)
      * while something else held the cores (seen under a parallel test run) */
     if (cal->gflops < cal->scalar_gflops) cal->gflops = cal->scalar_gflops;
   }
+  /* the cpu backend: the same loops with as many lanes as a kernel's group has cells, 2 to 64, as
+   * fractions of the rate above (each the same work: 64 / lanes times the groups) */
+  memset(cal->curve[FE_CURVE_LANES], 0, sizeof cal->curve[FE_CURVE_LANES]);
+  if (c->lanes[0]) {
+    for (int k = 0; k < FE_CURVE_POINTS; k++) {
+      int lanes = 2 << k;
+      long long g = full * 64 / lanes;
+      fe_arg largs2[3] = {{.kind = FE_ARG_INT, .i = g}, {.kind = FE_ARG_BUFFER, .buf = &c->out},
+                          {.kind = FE_ARG_REAL, .r = 0.999999}};
+      FE_CHECK(best_time(be, c->lanes[k], (size_t)g, B, 3, largs2, c->prec, 3, 1, &t));
+      cal->curve[FE_CURVE_LANES][k] = 2.0 * (double)g * lanes * c->steps / t / 1e9 / cal->gflops;
+    }
+  }
   FE_CHECK(time_shared(c, full, &t));
   cal->shared_gbytes = 4.0 * (double)full * B * c->steps * w / t / 1e9;
   /* divisions: a quarter of the FMA steps */
@@ -377,7 +391,7 @@ static int calibrate_kernels(calib_run *c)
     fe_arg xargs[5] = {{.kind = FE_ARG_INT, .i = full}, {.kind = FE_ARG_INT, .i = ipasses},
                        {.kind = FE_ARG_BUFFER, .buf = &c->a}, {.kind = FE_ARG_BUFFER, .buf = &c->x},
                        {.kind = FE_ARG_BUFFER, .buf = &c->y}};
-    FE_CHECK(best_time(be, c->indexed, (size_t)full, B, 5, xargs, c->prec, 3, 1, &t));
+    FE_CHECK(best_time(be, c->indexed, (size_t)full, B, 5, xargs, c->prec, 5, 1, &t));
     cal->indexed_gops = 2.0 * (double)full * ix * ipasses / t / 1e9;
   }
   /* GPUs: the waits of a group's path: device memory (a chase over words well beyond the
@@ -398,7 +412,7 @@ static int calibrate_kernels(calib_run *c)
   }
   /* GPUs: each rate with 2, 4, ..., 64 warps resident per unit (one wave of groups of two
    * warps), as a fraction of the rate above */
-  memset(cal->curve, 0, sizeof cal->curve);
+  memset(cal->curve, 0, sizeof cal->curve[0] * FE_CURVE_LANES);
   if (gpu) {
     for (int k = 0; k < FE_CURVE_POINTS; k++) {
       long long g = (long long)cu << k; /* 2^(k+1) warps per unit */
@@ -451,6 +465,11 @@ static int run_calibration(fe_backend *be, fe_precision prec, fe_report *rep)
       {"fe_indexed_init", &c.indexed_init}, {"fe_indexed", &c.indexed}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !rc; i++)
     rc = be->ops->kernel(be->impl, c.mod, ks[i].name, ks[i].k);
+  for (int k = 0; k < FE_CURVE_POINTS && !rc && !strcmp(be->name, "cpu"); k++) {
+    char name[32];
+    snprintf(name, sizeof name, "fe_fma_lanes%d", 2 << k);
+    rc = be->ops->kernel(be->impl, c.mod, name, &c.lanes[k]);
+  }
   size_t nout = (size_t)c.ngpu * 32 * 4 + 64;
   if (!rc) rc = be->ops->alloc(be->impl, c.n * w, &c.a);
   if (!rc) rc = be->ops->alloc(be->impl, c.n * w, &c.x);
@@ -585,6 +604,7 @@ void fe_report_work(fe_report *rep, const fe_work *w)
   rep->table_wavefronts = w->table_wavefronts;
   rep->groups = w->groups;
   rep->group_items = w->group_items;
+  rep->lanes = w->lanes;
   rep->dram_trips = w->dram_trips;
   rep->l2_trips = w->l2_trips;
   rep->phases = w->phases;
@@ -663,7 +683,10 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
   t[FE_CEIL_SHARED] = c->shared_gbytes > 0
                           ? (rep->shared_bytes + 128 * l1) / (c->shared_gbytes * 1e9 * e_shared)
                           : 0;
-  t[FE_CEIL_FMA] = (rep->flops - vec) / (c->gflops * 1e9 * e_fma) + (vec > 0 ? vec / (vec_gflops * 1e9) : 0);
+  /* the cpu: the SIMD rate with the kernel's lanes (a group's cells), as calibrated */
+  double e_lanes = !c->gpu && rep->lanes > 0 ? curve_at(c->curve[FE_CURVE_LANES], rep->lanes) : 1;
+  t[FE_CEIL_FMA] = (rep->flops - vec) / (c->gflops * 1e9 * e_fma) +
+                   (vec > 0 ? vec / (vec_gflops * 1e9 * e_lanes) : 0);
   t[FE_CEIL_NONFMA] = c->nonfma_gops > 0 ? rep->nonfma / (c->nonfma_gops * 1e9 * e_fma) : 0;
   t[FE_CEIL_ATOMIC] = c->atomic_gops > 0 ? rep->atomics / (c->atomic_gops * 1e9) : 0;
   t[FE_CEIL_CONSTANT] = c->constant_gops > 0 && !(c->tables_l1 && rep->table_wavefronts > 0)

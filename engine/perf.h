@@ -48,6 +48,7 @@ typedef struct fe_work {
   double l1_wavefronts, table_wavefronts;
   long long groups;    /* work groups of the main kernel (0: not known) */
   int group_items;     /* items (threads) per group */
+  int lanes;           /* the cpu: a group's cells, the lanes of its SIMD loops (0: not known) */
   /* one group's path, in the order its code runs: loads whose address or start waits on
    * the load or barrier before (from device memory: a stream's first touch; from L2:
    * gathers of nodes other cells read too), and barrier-separated phases */
@@ -84,7 +85,7 @@ typedef struct fe_report {
   double l2_bytes, shared_bytes, nonfma, atomics, constant, vec_flops, indexed;
   double l1_wavefronts, table_wavefronts;
   long long groups;
-  int group_items;
+  int group_items, lanes;
   double dram_trips, l2_trips, phases; /* one group's path (fe_work) */
   int regs;                 /* the compiled kernel's registers per item (0: not known) */
   long long shared_per_group; /* and its shared bytes per group */

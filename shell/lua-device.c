@@ -194,7 +194,8 @@ static int device_current(lua_State *L)
 /* A calibration as a table: gbytes, gflops, launch_us, sync_us, l2_gbytes, shared_gbytes,
  * nonfma_gops, atomic_gops, constant_gops, scalar_gflops, indexed_gops (the cpu),
  * dram_latency_us, l2_latency_us, phase_latency_us, gpu (measured on a GPU), tables_l1 (the kernels' tables read through L1:
- * fe_device_info) and (GPUs) curves = {dram = {...}, shared = {...}, fma = {...}}. */
+ * fe_device_info), (GPUs) curves = {dram = {...}, shared = {...}, fma = {...}} and (the cpu)
+ * lanes = {...}: the SIMD rate with 2, 4, ..., 64 lanes as fractions of gflops. */
 void felab_push_calibration(lua_State *L, const fe_calibration *c)
 {
   const struct {
@@ -228,6 +229,14 @@ void felab_push_calibration(lua_State *L, const fe_calibration *c)
       lua_setfield(L, -2, names[k]);
     }
     lua_setfield(L, -2, "curves");
+  }
+  if (c->curve[FE_CURVE_LANES][FE_CURVE_POINTS - 1] > 0) { /* the cpu */
+    lua_createtable(L, FE_CURVE_POINTS, 0);
+    for (int j = 0; j < FE_CURVE_POINTS; j++) {
+      lua_pushnumber(L, c->curve[FE_CURVE_LANES][j]);
+      lua_rawseti(L, -2, j + 1);
+    }
+    lua_setfield(L, -2, "lanes");
   }
 }
 
@@ -347,7 +356,7 @@ static double field_number(lua_State *L, int idx, const char *k)
 
 /* perf.model(rep, ceilings [, units [, device name]]) -> a copy of report rep predicted with
  * the ceilings of another device (the table device.info().calibration.double has: gbytes, gflops, launch_us,
- * sync_us, l2_gbytes, shared_gbytes, nonfma_gops, atomic_gops, constant_gops, indexed_gops, the latencies, curves), for units compute
+ * sync_us, l2_gbytes, shared_gbytes, nonfma_gops, atomic_gops, constant_gops, indexed_gops, the latencies, curves, lanes), for units compute
  * units: the what-if behind perf.predict. */
 static int perf_model(lua_State *L)
 {
@@ -390,6 +399,13 @@ static int perf_model(lua_State *L)
       lua_pop(L, 1);
     }
   }
+  lua_pop(L, 1);
+  if (lua_getfield(L, 2, "lanes") == LUA_TTABLE)
+    for (int j = 0; j < FE_CURVE_POINTS; j++) {
+      lua_rawgeti(L, -1, j + 1);
+      c.curve[FE_CURVE_LANES][j] = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0;
+      lua_pop(L, 1);
+    }
   lua_pop(L, 1);
   fe_report copy = *r;
   const char *name = luaL_optstring(L, 4, NULL);

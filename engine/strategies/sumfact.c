@@ -145,6 +145,7 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
   if (block > 0) {
     wk->groups = (long long)((V->mesh->ncells + block - 1) / block);
     wk->group_items = fe_sumfact_group_items(&sh, block);
+    wk->lanes = block;
   }
 }
 
@@ -152,7 +153,7 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
 static double predict_apply(const fe_operator *A, fe_backend *be, fe_precision prec, int vertices)
 {
   fe_work w = {0};
-  sumfact_counts(A, prec, FE_ACTION_APPLY, vertices, 0, 0, &w);
+  sumfact_counts(A, prec, FE_ACTION_APPLY, vertices, 0, default_block(A, be, prec), &w);
   return fe_predict_seconds(be, prec, &w);
 }
 

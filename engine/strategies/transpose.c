@@ -400,6 +400,7 @@ static void transpose_counts(const fe_kernel_spec *s, int ndir, int vertices, fe
     per_cell = nq * per_q + nb * nc * per_b;
     /* on the cpu both phases are SIMD over the group's cells, all but the adds into y */
     wk->vec_flops = ncells * (per_cell - nb * nc);
+    wk->lanes = s->block;
   }
   wk->flops = ncells * per_cell;
   /* minimal traffic: each array once */

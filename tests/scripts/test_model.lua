@@ -60,6 +60,11 @@ for _, b in ipairs(T.backends()) do
       end
     else
       check(c.curves == nil, "%s: a cpu device has no occupancy curves", b)
+      -- the cpu backend: its SIMD rate against the lanes (a group's cells), 2 to 64
+      check(b ~= "cpu" or (c.lanes and #c.lanes == 6), "%s: no curve of the SIMD rate against the lanes", b)
+      for j = 1, b == "cpu" and 6 or 0 do
+        check(c.lanes[j] > 0 and c.lanes[j] < 2, "%s: lanes[%d] = %g of the SIMD rate", b, j, c.lanes[j])
+      end
     end
     -- stored: calibration/<backend>-v5-<hash>.txt, a "double" line with the same DRAM figure
     if cache then

@@ -242,6 +242,26 @@ Test(perf, model_cpu_issue_adds)
   assert_close(r.predicted_seconds, alone);
 }
 
+/* The cpu's SIMD flops at the rate calibrated with the kernel's lanes (its group's cells) */
+Test(perf, model_cpu_lanes)
+{
+  fe_calibration c = cpu_cal();
+  c.scalar_gflops = 250;
+  static const double lanes[FE_CURVE_POINTS] = {0.1, 0.3, 0.6, 0.8, 1.0, 1.0};
+  memcpy(c.curve[FE_CURVE_LANES], lanes, sizeof lanes);
+  fe_report r = work();
+  r.vec_flops = 1.5e9;
+  r.lanes = 8; /* the curve's third point */
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], 0.5e9 / 250e9 + 1.5e9 / (1000e9 * 0.6));
+  r.lanes = 32;
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], 0.5e9 / 250e9 + 1.5e9 / 1000e9);
+  r.lanes = 0; /* not known: the rate as calibrated */
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], 0.5e9 / 250e9 + 1.5e9 / 1000e9);
+}
+
 Test(perf, model_bound_is_largest)
 {
   fe_calibration c = cpu_cal();
