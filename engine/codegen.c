@@ -42,6 +42,7 @@ fe_action_needs fe_codegen_needs(const fe_kernel_spec *s)
   n.has_f0 = n.jacobian ? p->df0 != NULL : p->f0 != NULL;
   n.need_f = p->nfields > 0 && p->uses_fields;
   n.phys_flops = n.jacobian ? p->flops_df : p->flops_f;
+  n.phys_nonfma = n.jacobian ? p->nonfma_df : p->nonfma_f;
   return n;
 }
 

@@ -36,6 +36,7 @@ typedef struct fe_action_needs {
   int has_f0;   /* the term against basis values is present */
   int need_f;   /* evaluate the auxiliary fields */
   double phys_flops;
+  double phys_nonfma; /* of those, divisions, square roots and other calls */
 } fe_action_needs;
 
 fe_action_needs fe_codegen_needs(const fe_kernel_spec *s);

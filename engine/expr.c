@@ -578,6 +578,18 @@ static double node_flops(const fe_xgraph *g, const fe_xnode *x)
   }
 }
 
+static double node_nonfma(const fe_xgraph *g, const fe_xnode *x)
+{
+  int e;
+  switch (x->op) {
+  case FE_X_RAW: return fe_count_nonfma(g->raw[x->index]);
+  case FE_X_POW: return int_exponent(g, x, &e) ? e < 0 : 1;
+  case FE_X_DIV: case FE_X_SQRT: case FE_X_EXP: case FE_X_LOG: case FE_X_SIN: case FE_X_COS:
+  case FE_X_TAN: case FE_X_TANH: return 1;
+  default: return 0;
+  }
+}
+
 /* Mark the nodes reachable from the roots (marks sized g->n, zeroed by the caller). */
 static void mark(const fe_xgraph *g, int n, unsigned char *marks)
 {
@@ -596,6 +608,18 @@ double fe_x_flops(const fe_xgraph *g, const int *roots, int n)
   double f = 0;
   for (int id = 0; id < g->n; id++)
     if (marks[id]) f += node_flops(g, &g->nodes[id]);
+  free(marks);
+  return f;
+}
+
+double fe_x_nonfma(const fe_xgraph *g, const int *roots, int n)
+{
+  unsigned char *marks = calloc((size_t)g->n + 1, 1);
+  if (!marks) return 0;
+  for (int i = 0; i < n; i++) mark(g, roots[i], marks);
+  double f = 0;
+  for (int id = 0; id < g->n; id++)
+    if (marks[id]) f += node_nonfma(g, &g->nodes[id]);
   free(marks);
   return f;
 }

@@ -86,6 +86,10 @@ double fe_x_eval(const fe_xgraph *g, int n, const double *const *vals);
 
 /* Flops of computing all n roots (each distinct node once). */
 double fe_x_flops(const fe_xgraph *g, const int *roots, int n);
+/* Of those, the ones that do not issue as an FMA: divisions (a negative integer power's
+ * one), square roots, other powers, exp, log, the trigonometric functions (raw leaves:
+ * fe_count_nonfma). */
+double fe_x_nonfma(const fe_xgraph *g, const int *roots, int n);
 /* Polynomial degree of node n in x (non-polynomial functions of x count their argument's
  * degree + 2; a raw leaf that reads x counts 2). For choosing quadrature. var_degree: NULL,
  * or for each variable kind NULL or the degree in x of each index of it (an auxiliary

@@ -199,16 +199,22 @@ static int degree_of(const fe_trace *t, const int *r, int n)
   return d;
 }
 
-/* Flops of two sets of roots together. */
-static double flops2(const fe_xgraph *g, const int *a, int na, const int *b, int nb)
+/* Flops (all, or the non-FMA ones) of two sets of roots together. */
+static double count2(const fe_xgraph *g, const int *a, int na, const int *b, int nb,
+                     double (*count)(const fe_xgraph *, const int *, int))
 {
   int *r = malloc(sizeof(int) * (size_t)(na + nb));
   if (!r) return 0;
   memcpy(r, a, sizeof(int) * (size_t)na);
   memcpy(r + na, b, sizeof(int) * (size_t)nb);
-  double f = fe_x_flops(g, r, na + nb);
+  double f = count(g, r, na + nb);
   free(r);
   return f;
+}
+
+static double flops2(const fe_xgraph *g, const int *a, int na, const int *b, int nb)
+{
+  return count2(g, a, na, b, nb, fe_x_flops);
 }
 
 /* One term for show: its entries as mathematics, then as C with its flops. */
@@ -274,6 +280,9 @@ static int fill(fe_physics *p, const fe_trace *t, const derived *d)
   p->degree_adf1 = degree_of(t, d->adf1, nd);
   p->flops_f = flops2(g, t->f0, nc, t->f1, nd);
   p->flops_df = flops2(g, d->df0, nc, d->df1, nd);
+  p->nonfma_f = count2(g, t->f0, nc, t->f1, nd, fe_x_nonfma);
+  p->nonfma_df = count2(g, d->df0, nc, d->df1, nd, fe_x_nonfma);
+  p->nonfma_adf = count2(g, d->adf0, nc, d->adf1, nd, fe_x_nonfma);
   p->uses_x = depends_any(g, t->f0, nc, FE_V_X) || depends_any(g, t->f1, nd, FE_V_X) ||
               depends_any(g, d->df0, nc, FE_V_X) || depends_any(g, d->df1, nd, FE_V_X);
   p->nonlinear = depends_any(g, d->df0, nc, FE_V_U) || depends_any(g, d->df0, nc, FE_V_DU) ||

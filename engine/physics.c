@@ -19,7 +19,19 @@ static int is_keyword(const char *s, size_t n)
   return 0;
 }
 
-double fe_count_flops(const char *c)
+/* The calls that cost no more than an FMA: compares, signs, rounding. */
+static int cheap_call(const char *s, size_t n)
+{
+  static const char *const cheap[] = {"fabs", "fabsf", "fmin", "fminf", "fmax", "fmaxf", "abs",
+                                      "floor", "floorf", "ceil", "ceilf", "copysign", "min",
+                                      "max"};
+  for (size_t i = 0; i < sizeof cheap / sizeof cheap[0]; i++)
+    if (strlen(cheap[i]) == n && !strncmp(s, cheap[i], n)) return 1;
+  return 0;
+}
+
+/* fe_count_flops, or (nonfma) of those only the divisions and the costly calls. */
+static double count_ops(const char *c, int nonfma)
 {
   double n = 0;
   for (const char *p = c; *p; p++) {
@@ -40,19 +52,24 @@ double fe_count_flops(const char *c)
     if (isalpha((unsigned char)*p) || *p == '_') { /* a name; followed by '(' it is a call */
       const char *name = p;
       while (isalnum((unsigned char)p[1]) || p[1] == '_') p++;
+      size_t len = (size_t)(p + 1 - name);
       const char *q = p + 1;
       while (*q == ' ') q++;
-      if (*q == '(' && !is_keyword(name, (size_t)(p + 1 - name))) n += 1;
+      if (*q == '(' && !is_keyword(name, len) && !(nonfma && cheap_call(name, len))) n += 1;
       continue;
     }
     if ((*p == '+' && p[1] == '+') || (*p == '-' && (p[1] == '-' || p[1] == '>'))) {
       p++; /* ++ and -- step loop counters (integers), -> is a member */
       continue;
     }
-    if (*p == '+' || *p == '-' || *p == '*' || *p == '/') n += 1;
+    if (*p == '/' || (!nonfma && (*p == '+' || *p == '-' || *p == '*'))) n += 1;
   }
   return n;
 }
+
+double fe_count_flops(const char *c) { return count_ops(c, 0); }
+
+double fe_count_nonfma(const char *c) { return count_ops(c, 1); }
 
 /* Whether a C expression reads the coordinates x[..]. */
 static int reads_x(const char *e)
@@ -115,6 +132,8 @@ int fe_physics_poisson(const char *kappa, const char *source, fe_physics **out)
   double fk = fe_count_flops(kappa);
   p->flops_f = fs + fk + 3;  /* kappa, three products */
   p->flops_df = fk + 3;
+  p->nonfma_f = (p->f0 ? fe_count_nonfma(source) : 0) + fe_count_nonfma(kappa);
+  p->nonfma_df = fe_count_nonfma(kappa);
   *out = p;
   return 0;
 }
@@ -228,6 +247,8 @@ static int adjoint_make(const fe_physics *p, fe_physics **out)
   q->degree_df1 = p->degree_adf1;
   q->flops_f = p->flops_f;
   q->flops_df = p->flops_adf;
+  q->nonfma_f = p->nonfma_f;
+  q->nonfma_df = p->nonfma_adf;
   fe_strbuf desc = {0};
   fe_strbuf_printf(&desc, "the transposed Jacobian of %s: %s", p->name,
                    p->description ? p->description : "");

@@ -28,6 +28,7 @@ typedef struct fe_physics {
   int degree_df0, degree_df1;
   double flops_f;            /* flops per point of f0 and f1 together (counted) */
   double flops_df;           /* flops per point of df0 and df1 together (counted) */
+  double nonfma_f, nonfma_df; /* of those, divisions, square roots and other calls */
   char *description;         /* one line: the equation in words */
   /* per-cell constants: the bodies read a[0 .. naux-1], taken from the cell's region */
   int naux;
@@ -58,6 +59,7 @@ typedef struct fe_physics {
                               * w_i + g3_ij dw_i (NULL: zero) */
   char *ag[4];               /* M^T's blocks: g0^T, g2^T, g1^T, g3^T */
   double flops_adf;          /* flops per point of adf0 and adf1 */
+  double nonfma_adf;
   int degree_adf0, degree_adf1;
   struct fe_physics *adjoint; /* made by fe_physics_adjoint on first use, freed with this one */
 } fe_physics;
@@ -105,5 +107,9 @@ void fe_physics_free(fe_physics *p);
  * included) and each function call count 1; literals, names, indexing (anything inside [ ]),
  * comparisons, keywords such as for and if, and the loop steps ++ and -- count 0. */
 double fe_count_flops(const char *c_code);
+/* Of those, the ones that do not issue as an FMA: each division and each call of a function
+ * that is more than a compare or a sign (sqrt, exp, log, pow, sin, ...; not fabs, fmin, fmax,
+ * floor, ceil, copysign). */
+double fe_count_nonfma(const char *c_code);
 
 #endif

@@ -413,6 +413,9 @@ static fe_physics *raw_physics(lua_State *L, int spec)
    * and a sum per block entry, counted for DIM = 3 whatever the mesh */
   int nc = p->ncomp, nd = 3 * nc;
   p->flops_f = (p->f0 ? fe_count_flops(p->f0) : 0) + (p->f1 ? fe_count_flops(p->f1) : 0);
+  p->nonfma_f = (p->f0 ? fe_count_nonfma(p->f0) : 0) + (p->f1 ? fe_count_nonfma(p->f1) : 0);
+  p->nonfma_df = 0;
+  for (int i = 0; i < 4; i++) p->nonfma_df += g[i] ? fe_count_nonfma(g[i]) : 0;
   p->flops_df = gf + (g[0] ? 2.0 * nc * nc : 0) + (g[1] ? 2.0 * nc * nd : 0) + (g[2] ? 2.0 * nd * nc : 0) +
                 (g[3] ? 2.0 * nd * nd : 0);
   p->uses_x = 1;

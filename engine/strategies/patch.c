@@ -436,6 +436,10 @@ static void patch_counts(const fe_kernel_spec *s, int ndir, int recompute, doubl
   }
   /* the patch sums added into y once per patch node */
   wk->flops = ncells * per_cell + patch_nodes * nc;
+  /* of those, the non-FMA ones: the physics' (the diagonal's per (point, b, k)) and the
+   * recomputed map's reciprocal determinant (per cell where affine) */
+  wk->nonfma = ncells * (nq * (s->action == FE_ACTION_DIAGONAL ? nb * nc : 1) * n.phys_nonfma +
+                         (recompute ? (s->geo_affine ? 1 : nq) : 0));
   /* the patches' node lists, their run words and offsets, the cells' local numbers (walks:
    * their events), the patch sums added into y once per patch node */
   double geo = recompute ? 0 : ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;

@@ -116,6 +116,14 @@ double fe_sumfact_vec_flops_per_cell(const fe_sumfact_shape *s)
   return action_flops(s, &z) - edge_flops(s) - gather_z_flops(s, &z) - s->nc * z.nb;
 }
 
+double fe_sumfact_nonfma_per_cell(const fe_sumfact_shape *s)
+{
+  sf_sizes z = sizes_of(s);
+  double geo = s->vertices ? 1 : 0;
+  if (s->diagonal) return s->nc * z.nq * ((1 + s->dim) * s->phys_nonfma + geo);
+  return z.nq * (s->phys_nonfma + geo);
+}
+
 double fe_sumfact_flops_per_cell(const fe_sumfact_shape *s)
 {
   sf_sizes z = sizes_of(s);

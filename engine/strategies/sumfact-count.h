@@ -15,6 +15,7 @@ typedef struct fe_sumfact_shape {
   int jacobian, diagonal; /* the action: residual (0,0), apply (1,0), diagonal (1,1) */
   int need_u, need_x, has_f0, need_f;
   double phys_flops;      /* flops of one fe_f (residual) or fe_df (apply, diagonal) call */
+  double phys_nonfma;     /* of those, divisions, square roots and other calls */
   double field_flops;     /* flops of one fe_fields call (0 when need_f is 0) */
 } fe_sumfact_shape;
 
@@ -25,6 +26,11 @@ double fe_sumfact_flops_per_cell(const fe_sumfact_shape *s);
  * (gcc 12 -fopt-info-vec: the interpolations in x and y, the transposed passes; not the
  * gather, its z contraction, the quadrature phase nor the scatter). */
 double fe_sumfact_vec_flops_per_cell(const fe_sumfact_shape *s);
+
+/* Of the flops, those that do not issue as FMAs: the physics' at each point (the diagonal's
+ * 1 + DIM linearizations per component), and with vertices the map's reciprocal determinant
+ * at each point. */
+double fe_sumfact_nonfma_per_cell(const fe_sumfact_shape *s);
 
 /* Bytes of FE_SHARED arrays of one work group of `block` cells with reals of real_size bytes. */
 size_t fe_sumfact_shared_bytes(const fe_sumfact_shape *s, int block, int real_size);

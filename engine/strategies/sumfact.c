@@ -87,7 +87,8 @@ static fe_sumfact_shape shape_of(const fe_operator *A, fe_precision prec, fe_act
                          .collocated = coll, .vertices = vertices, .jacobian = n.jacobian,
                          .diagonal = a == FE_ACTION_DIAGONAL, .need_u = n.need_u,
                          .need_x = n.need_x, .has_f0 = n.has_f0, .need_f = n.need_f,
-                         .phys_flops = n.phys_flops, .field_flops = ff};
+                         .phys_flops = n.phys_flops, .phys_nonfma = n.phys_nonfma,
+                         .field_flops = ff};
   return sh;
 }
 
@@ -116,6 +117,7 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
   double w = (double)fe_precision_size(prec), ncells = V->mesh->ncells;
   wk->flops = ncells * fe_sumfact_flops_per_cell(&sh);
   wk->vec_flops = ncells * fe_sumfact_vec_flops_per_cell(&sh);
+  wk->nonfma = ncells * fe_sumfact_nonfma_per_cell(&sh);
   /* the cell map, then the geometry: stored factors (per point, or per cell when affine), or
    * the corners' coordinates */
   double geo = vertices ? V->mesh->nvertices * 3 * w

@@ -403,6 +403,10 @@ static void transpose_counts(const fe_kernel_spec *s, int ndir, int vertices, fe
     wk->lanes = s->block;
   }
   wk->flops = ncells * per_cell;
+  /* of those, the non-FMA ones: the physics' at each point (the diagonal's at each (b, k,
+   * point)), with vertices the map's reciprocal determinant wherever the map is made */
+  double evals = s->action == FE_ACTION_DIAGONAL ? nb * nc * nq : nq;
+  wk->nonfma = ncells * evals * (n.phys_nonfma + (vertices ? 1 : 0));
   /* minimal traffic: each array once */
   double geo = vertices ? 0 : ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;
   wk->bytes = fe_codegen_common_bytes(s, ndir) + ncells * nb * 4.0 + geo +

@@ -341,4 +341,37 @@ check(seen["H200/csr/double"].seconds > seen["H200/csr/single"].seconds,
       "csr on the H200: double (%g) not slower than single (%g)", seen["H200/csr/double"].seconds,
       seen["H200/csr/single"].seconds)
 
+-- Non-FMA instructions: a coefficient with a division and a square root costs two at every
+-- point, the map made from the vertices its reciprocal determinant one more; the ceiling is at
+-- the calibrated division rate
+do
+  local mk = mesh.box{cells = 3, cell = "hex"}
+  -- (transpose makes the map from the vertices of first-order cells only)
+  for s, space in pairs({transpose = "Q1", sumfact = "Q2"}) do
+    local Vk = fe.space(mk, space)
+    local Ak = fe.operator(Vk, physics.poisson{kappa = "1 / sqrt(2 + x[0])", source = 1},
+                           {dirichlet = "all"})
+    local plain = fe.operator(Vk, physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
+    local wk = Vk:interpolate(1)
+    local per = {}
+    for _, geo in ipairs({"stored", "vertices"}) do
+      local o = {strategy = s, backend = "cpu", precision = "double", geometry = geo}
+      local _, r = Ak:apply(wk, o)
+      local _, r0 = plain:apply(wk, o)
+      per[geo], per[geo .. "0"] = r.nonfma / mk.ncells, r0.nonfma / mk.ncells
+      -- (stretched by the last wave's fill, at most 2x)
+      local cal, t = device.info("cpu").calibration.double, r.ceilings.nonfma
+      local alone = r.nonfma / (cal.nonfma_gops * 1e9)
+      check(t >= alone * (1 - 1e-9) and t <= 2 * alone, "%s/%s: the non-FMA ceiling %g, %g alone",
+            s, geo, t, alone)
+    end
+    local nq = per.stored / 2 -- kappa's two at each point of its rule
+    check(nq >= 8 and nq == math.floor(nq) and per.vertices == 3 * nq,
+          "%s: non-FMA a cell %g stored, %g with vertices", s, per.stored, per.vertices)
+    check(per.stored0 == 0 and per.vertices0 >= 8 and per.vertices0 <= nq,
+          "%s: constant kappa: %g non-FMA a cell stored, %g with vertices", s, per.stored0,
+          per.vertices0)
+  end
+end
+
 T.done("test_model")

@@ -98,6 +98,15 @@ Test(expr, flops_are_the_hand_count)
   /* a raw C leaf counts its own text: 1 + x[0]*x[1] is 2 */
   int r = fe_x_raw(g, "1 + x[0]*x[1]");
   cr_expect_eq(fe_x_flops(g, &r, 1), 2);
+  /* of those, the non-FMA ones: the call, the division, the sqrt, the pow; not u^4 */
+  cr_expect_eq(fe_x_nonfma(g, &a, 1), 1);
+  cr_expect_eq(fe_x_nonfma(g, f, 3), 0);
+  cr_expect_eq(fe_x_nonfma(g, &p4, 1), 0);
+  cr_expect_eq(fe_x_nonfma(g, &pm, 1), 1);
+  cr_expect_eq(fe_x_nonfma(g, &ph, 1), 1);
+  cr_expect_eq(fe_x_nonfma(g, &pg, 1), 1);
+  int rd = fe_x_raw(g, "1 / (1 + x[0]*x[1])");
+  cr_expect_eq(fe_x_nonfma(g, &rd, 1), 1);
 }
 
 Test(expr, emitted_c_uses_temporaries_for_shared_nodes)

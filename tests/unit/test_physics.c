@@ -59,6 +59,28 @@ Test(physics, count_flops_matches_hand_count)
   }
 }
 
+/* Of those, the ones that do not issue as an FMA: divisions and the calls that cost more */
+Test(physics, count_nonfma)
+{
+  static const struct {
+    const char *code;
+    double nonfma;
+  } cases[] = {
+      {"1 + x[0]*x[1]", 0},
+      {"-(a+b)/c", 1},
+      {"sqrt(u[0]) + exp(x[0]) / 2", 3},
+      {"fabs(u[0]) * fmax(x[0], 0.5)", 0}, /* compares and signs are cheap */
+      {"y[i / 2] = x[0];", 0},              /* a division inside an index is addressing */
+      {"pow (x[1], 2.5)", 1},
+      {"", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    double got = fe_count_nonfma(cases[i].code);
+    cr_expect_eq(got, cases[i].nonfma, "fe_count_nonfma(\"%s\") = %g, expected %g",
+                 cases[i].code, got, cases[i].nonfma);
+  }
+}
+
 Test(physics, poisson_bodies_and_flags)
 {
   /* variable kappa, constant source */
