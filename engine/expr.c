@@ -600,28 +600,28 @@ static void mark(const fe_xgraph *g, int n, unsigned char *marks)
   mark(g, g->nodes[n].c, marks);
 }
 
-double fe_x_flops(const fe_xgraph *g, const int *roots, int n)
+/* The sum of per(node) over the nodes the n roots reach, each distinct node once. */
+static double count_reached(const fe_xgraph *g, const int *roots, int n,
+                            double (*per)(const fe_xgraph *, const fe_xnode *))
 {
   unsigned char *marks = calloc((size_t)g->n + 1, 1);
   if (!marks) return 0;
   for (int i = 0; i < n; i++) mark(g, roots[i], marks);
   double f = 0;
   for (int id = 0; id < g->n; id++)
-    if (marks[id]) f += node_flops(g, &g->nodes[id]);
+    if (marks[id]) f += per(g, &g->nodes[id]);
   free(marks);
   return f;
 }
 
+double fe_x_flops(const fe_xgraph *g, const int *roots, int n)
+{
+  return count_reached(g, roots, n, node_flops);
+}
+
 double fe_x_nonfma(const fe_xgraph *g, const int *roots, int n)
 {
-  unsigned char *marks = calloc((size_t)g->n + 1, 1);
-  if (!marks) return 0;
-  for (int i = 0; i < n; i++) mark(g, roots[i], marks);
-  double f = 0;
-  for (int id = 0; id < g->n; id++)
-    if (marks[id]) f += node_nonfma(g, &g->nodes[id]);
-  free(marks);
-  return f;
+  return count_reached(g, roots, n, node_nonfma);
 }
 
 static int degree_rec(const fe_xgraph *g, int n, int *memo, const int *const *var_degree)
