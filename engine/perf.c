@@ -381,8 +381,8 @@ static int calibrate_kernels(calib_run *c)
                      {.kind = FE_ARG_INT, .i = dsteps}};
   FE_CHECK(best_time(be, c->constant, (size_t)full, B, 3, kargs, c->prec, 3, 1, &t));
   cal->constant_gops = 2.0 * (double)full * B * dsteps / t / 1e9;
-  /* the cpu: values gathered and scatter-added through a cell map, one at a time (GPUs:
-   * their L2 and atomics ceilings) */
+  /* CPU devices: values gathered and scatter-added through a cell map, one at a time (the
+   * cpu backend's plain adds, OpenCL's atomic ones; GPUs: their L2 and atomics ceilings) */
   cal->indexed_gops = 0;
   if (!gpu) {
     const int ix = 8 * 64, ipasses = 8; /* entries a group (IX_CELLS x IX_NB), passes */

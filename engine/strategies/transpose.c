@@ -366,9 +366,10 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
    * items read them at every point) */
   double xg = vertices ? (s->action == FE_ACTION_DIAGONAL ? nb * nq * 3.0 : 3.0) * size : 0;
   wk->l2_bytes = (double)V->mesh->ncells * nb * (fields * nc * size + 4.0 + xg);
-  /* the values gathered through the cell map (fields, the vertices' coordinates) and added
-   * back, one at a time */
-  wk->indexed = (double)V->mesh->ncells * nb * (fields * nc + (xs ? 3 : 0) + nc);
+  /* the values gathered through the cell map (fields, the vertices' coordinates: the
+   * diagonal's items at every point) and added back, one at a time */
+  double xi = vertices && s->action == FE_ACTION_DIAGONAL ? nq * 3.0 : xs ? 3 : 0;
+  wk->indexed = (double)V->mesh->ncells * nb * (fields * nc + xi + nc);
 }
 
 /* Counts of the templates' loops on the whole mesh, for cells of `block` per group, with the
