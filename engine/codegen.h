@@ -22,6 +22,7 @@ typedef struct fe_kernel_spec {
   int block;       /* cells per work group */
   int colored;     /* 1: groups launched by color, plain stores are safe between groups */
   int geo_affine;  /* 1: one set of geometric factors per cell, else one per point */
+  int geo_shared;  /* 1: one set per class of congruent cells (fe_geometry_shared) */
   int dense;       /* 1: the dense tables B, D, W at the rule's points */
   const char *template_name; /* engine/kernels/<name>.knl, after common.knl */
   const char *defines;       /* the strategy's own #defines (NULL: none) */

@@ -424,7 +424,8 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
   double setup = fe_clock() - t0 - compile_s - transfer, seconds = 0;
   if (!rc && sh.dynamic) rc = r->be->ops->kernel_shared(r->be->impl, r->elemat[v], sh.dynamic);
   if (!rc) {
-    long long geo_n = (long long)fe_geometry_plane(A, &A->quad[FE_ACTION_APPLY], r->npad);
+    long long geo_n =
+        (long long)fe_geometry_plane(A, &A->quad[FE_ACTION_APPLY], r->npad, r->geo_shared);
     long long ngroups = ((long long)r->npad + sh.block - 1) / sh.block;
     /* jac is given the coordinates where nojac reads the stored factors: it never needs them */
     const fe_buffer *geo = elemat_variants[v].nojac ? &r->geo[FE_ACTION_APPLY] : &r->coords;
@@ -470,13 +471,13 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
   fe_kernel_spec s;
   fe_realization_spec(r, FE_ACTION_APPLY, &s);
   fe_action_needs need = fe_codegen_needs(&s);
-  double w = (double)fe_precision_size(r->prec), npts = A->geo_affine ? 1 : s.quad->npoints, ff, fb;
+  double w = (double)fe_precision_size(r->prec), ff, fb;
   fe_codegen_field_counts(&s, &ff, &fb);
   rep->flops = nc * elemat_flops_per_cell(r, &s, &sh);
   /* the matrices written; the factors (nojac) or the coordinates (jac, or x) read; the cell
    * map and ids, the state, the per-cell constants and the fields read */
   rep->bytes = (double)nc * n * n * w +
-               (elemat_variants[v].nojac ? nc * npts * fe_geo_stride(V->elem.dim) * w : 0) +
+               (elemat_variants[v].nojac ? fe_geometry_bytes(&s) * nc / V->mesh->ncells : 0) +
                (!elemat_variants[v].nojac || need.need_x ? V->nnodes * 3.0 * w : 0) +
                nc * (V->elem.nbasis + 1) * 4.0 + (need.need_u ? V->ndofs * w : 0) +
                (double)nc * A->pde->naux * w + fb;

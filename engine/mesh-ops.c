@@ -367,6 +367,7 @@ int fe_mesh_refine(const fe_mesh *m, fe_mesh **out)
   *o = *m;
   o->coords = NULL, o->cells = NULL, o->cell_tags = NULL, o->facets = NULL;
   o->facet_tags = NULL, o->tags = NULL, o->geo_cells = NULL, o->geo_coords = NULL;
+  o->classes = NULL, o->classes_known = 0;
   const int curved = m->geo_order == 2 && m->geo_cells && m->geo_coords;
   o->geo_order = curved ? 2 : 1, o->ngn = curved ? m->ngn : m->nvc, o->ngeo_nodes = 0;
   o->ncells = m->ncells * p.nchild;
@@ -656,6 +657,7 @@ static int apply_order(fe_mesh *m, const int *newid, sort_item *cells_by)
   for (size_t k = 0; k < (size_t)m->nfacets * m->nvf; k++) m->facets[k] = newid[m->facets[k]];
   free(m->coords), free(m->cells), free(m->cell_tags);
   m->coords = x, m->cells = c, m->cell_tags = t;
+  fe_mesh_forget_classes(m); /* each cell's class moved with it */
   return 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <omp.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,6 +56,7 @@ void fe_mesh_free(fe_mesh *m)
   free(m->tags);
   free(m->geo_cells);
   free(m->geo_coords);
+  fe_mesh_forget_classes(m);
   free(m);
 }
 
@@ -456,6 +458,153 @@ int fe_mesh_affine(const fe_mesh *m)
   }
   ((fe_mesh *)m)->affine = yes ? 1 : -1; /* the answer kept: see fe_mesh.affine */
   return yes;
+}
+
+/* ---- classes of congruent cells ---- */
+
+enum { CLASS_SLOTS = 4 * FE_MESH_MAX_CLASSES }; /* a power of two */
+
+/* Classes found by one thread (or the merged ones): each class's key (its edge vectors
+ * rounded to multiples of the tolerance) and first cell, and an open-addressing index. */
+typedef struct class_table {
+  int n;
+  long long key[FE_MESH_MAX_CLASSES][9];
+  int first[FE_MESH_MAX_CLASSES];
+  int slot[CLASS_SLOTS]; /* class + 1, 0: empty */
+} class_table;
+
+typedef struct class_shape {
+  int nvc, dim, axis[3]; /* the vertex one reference edge from vertex 0 along xi_k */
+  double inv;            /* 1 / the tolerance */
+} class_shape;
+
+static void class_key(const fe_mesh *m, const class_shape *s, int c, long long *k)
+{
+  const int *v = m->cells + (size_t)c * s->nvc;
+  const double *x0 = m->coords + 3 * (size_t)v[0];
+  for (int i = 0; i < 9; i++) k[i] = 0;
+  for (int a = 0; a < s->dim; a++) {
+    const double *x = m->coords + 3 * (size_t)v[s->axis[a]];
+    for (int d = 0; d < 3; d++) k[3 * a + d] = (long long)floor((x[d] - x0[d]) * s->inv + 0.5);
+  }
+}
+
+/* The class of key k in t, added with first cell c when new; -1 when t is full. */
+static int class_find(class_table *t, const long long *k, int c)
+{
+  uint64_t h = 1469598103934665603ull;
+  for (int i = 0; i < 9; i++) h = (h ^ (uint64_t)k[i]) * 1099511628211ull;
+  for (size_t j = (h ^ h >> 29) & (CLASS_SLOTS - 1);; j = (j + 1) & (CLASS_SLOTS - 1)) {
+    int id = t->slot[j] - 1;
+    if (id < 0) break;
+    if (!memcmp(t->key[id], k, sizeof t->key[id])) return id;
+  }
+  if (t->n == FE_MESH_MAX_CLASSES) return -1;
+  const int id = t->n++;
+  memcpy(t->key[id], k, sizeof t->key[id]);
+  t->first[id] = c;
+  for (size_t j = (h ^ h >> 29) & (CLASS_SLOTS - 1);; j = (j + 1) & (CLASS_SLOTS - 1))
+    if (!t->slot[j]) {
+      t->slot[j] = id + 1;
+      break;
+    }
+  return id;
+}
+
+/* Every thread keys its static range of cells into its own table, writing its own class
+ * numbers; the tables are merged in thread order (so classes are numbered by their first
+ * cell, whatever the team), and each range is renumbered where its numbers differ. */
+static fe_mesh_classes *find_classes(const fe_mesh *m, const class_shape *s)
+{
+  const int nt = omp_get_max_threads();
+  class_table *tab = calloc((size_t)nt + 1, sizeof *tab);
+  unsigned short *of = fe_malloc((size_t)m->ncells * sizeof *of + 1, "each cell's class");
+  unsigned short(*renum)[FE_MESH_MAX_CLASSES] = calloc((size_t)nt, sizeof *renum);
+  int *same = calloc((size_t)nt, sizeof *same);
+  if (!tab || !of || !renum || !same) {
+    free(tab), free(of), free(renum), free(same);
+    fe_error_clear();
+    return NULL;
+  }
+  class_table *all = &tab[nt];
+  int full = 0;
+#pragma omp parallel num_threads(nt)
+  {
+    class_table *t = &tab[omp_get_thread_num()];
+#pragma omp for schedule(static)
+    for (int c = 0; c < m->ncells; c++) {
+      int stop;
+#pragma omp atomic read
+      stop = full;
+      if (stop) continue;
+      long long k[9];
+      class_key(m, s, c, k);
+      int id = class_find(t, k, c);
+      if (id >= 0) of[c] = (unsigned short)id;
+      else
+#pragma omp atomic write
+        full = 1; /* any thread's table full stops every thread */
+    }
+#pragma omp single
+    for (int i = 0; i < nt && !full; i++) {
+      same[i] = 1;
+      for (int j = 0; j < tab[i].n && !full; j++) {
+        int id = class_find(all, tab[i].key[j], tab[i].first[j]);
+        if (id < 0) full = 1;
+        renum[i][j] = (unsigned short)id;
+        same[i] = same[i] && id == j;
+      }
+    }
+    const int me = omp_get_thread_num();
+#pragma omp for schedule(static)
+    for (int c = 0; c < m->ncells; c++)
+      if (!full && !same[me]) of[c] = renum[me][of[c]];
+  }
+  fe_mesh_classes *k = NULL;
+  if (!full && (double)all->n * 16 <= m->ncells && (k = calloc(1, sizeof *k)) &&
+      (k->rep = malloc(sizeof(int) * (size_t)all->n))) {
+    k->n = all->n, k->of = of, of = NULL;
+    memcpy(k->rep, all->first, sizeof(int) * (size_t)all->n);
+  } else if (k) {
+    free(k), k = NULL;
+  }
+  free(tab), free(of), free(renum), free(same);
+  return k;
+}
+
+const fe_mesh_classes *fe_mesh_congruent(const fe_mesh *m)
+{
+  if (!m || m->classes_known) return m ? m->classes : NULL;
+  fe_mesh *w = (fe_mesh *)m; /* the answer kept, as fe_mesh_affine keeps its own */
+  w->classes_known = 1;
+  if (!fe_mesh_affine(m)) return NULL;
+  int nv;
+  const double *ref = fe_mesh_geo_nodes(m->type, 1, &nv);
+  class_shape s = {m->nvc, m->dim, {0, 0, 0}, 0};
+  for (int k = 0; k < s.dim; k++) { /* the vertex along reference axis k from vertex 0 */
+    int found = -1;
+    for (int b = 1; b < nv && found < 0; b++) {
+      int along = ref[3 * b + k] != ref[k];
+      for (int e = 0; e < s.dim; e++) along = along && (e == k || ref[3 * b + e] == ref[e]);
+      if (along) found = b;
+    }
+    if (found < 0) return NULL;
+    s.axis[k] = found;
+  }
+  double big = 0;
+#pragma omp parallel for schedule(static) reduction(max : big)
+  for (size_t i = 0; i < 3 * (size_t)m->nvertices; i++)
+    big = fmax(big, fabs(m->coords[i]));
+  if (!(big > 0) || !isfinite(big)) return NULL;
+  s.inv = 1 / ldexp(big, -44);
+  w->classes = find_classes(m, &s);
+  return w->classes;
+}
+
+void fe_mesh_forget_classes(fe_mesh *m)
+{
+  if (m->classes) free(m->classes->rep), free(m->classes->of), free(m->classes);
+  m->classes = NULL, m->classes_known = 0;
 }
 
 int fe_mesh_geo_values(const fe_mesh *m, const double *vertex_values, double **out)

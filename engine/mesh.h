@@ -57,6 +57,11 @@ typedef struct fe_mesh {
    * the answer). Straight simplices always are; mesh.box's undistorted cells are by
    * construction. Code that edits cells or coords in place sets it back to 0. */
   int affine;
+  /* Its classes of congruent cells (fe_mesh_congruent), found on first use: known 0 not yet,
+   * 1 found (classes NULL: none worth sharing). Code that edits cells or coords in place
+   * calls fe_mesh_forget_classes. */
+  int classes_known;
+  struct fe_mesh_classes *classes;
 } fe_mesh;
 
 typedef struct fe_box_opts {
@@ -90,6 +95,25 @@ int fe_mesh_check(const fe_mesh *m);
  * cell's size. Simplices: 1; curved meshes: 0. The answer is kept in m->affine (a mesh is
  * made mutable by its owner; the check runs once). */
 int fe_mesh_affine(const fe_mesh *m);
+
+/* Classes of congruent cells: affine straight cells whose edge vectors from vertex 0 along
+ * the reference axes agree to within rounding (2^-44 of the largest coordinate) are
+ * translates of one another and share one map, so an operator stores one set of geometric
+ * factors a class and a class number a cell (deal.II compresses affine cells likewise). A
+ * mesh.box of hexes has one class, of tets six (the Kuhn tets of a cube). */
+typedef struct fe_mesh_classes {
+  int n;              /* classes */
+  int *rep;           /* each class's smallest cell */
+  unsigned short *of; /* ncells: each cell's class */
+} fe_mesh_classes;
+#define FE_MESH_MAX_CLASSES 1024
+/* m's classes, found once and kept; NULL for curved or non-affine cells, and where there are
+ * more than FE_MESH_MAX_CLASSES or more than one a 16 cells (sharing would save little).
+ * Out of memory: NULL as well (the operator then stores a set a cell). */
+const fe_mesh_classes *fe_mesh_congruent(const fe_mesh *m);
+/* Drop m's classes (found again on use): for code that edits its cells or coordinates in
+ * place. */
+void fe_mesh_forget_classes(fe_mesh *m);
 /* ----- cell geometry: the straight map from the vertices, the curved one from the
  * second-order nodes (engine/mesh.c) ----- */
 

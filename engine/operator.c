@@ -249,6 +249,7 @@ void fe_realization_spec(const fe_realization *r, fe_action a, fe_kernel_spec *s
   s->block = r->block;
   s->colored = r->colored;
   s->geo_affine = r->A->geo_affine;
+  s->geo_shared = r->geo_shared;
   s->dense = 1;
 }
 
@@ -259,14 +260,43 @@ void fe_realization_spec(const fe_realization *r, fe_action a, fe_kernel_spec *s
  * factors still needs every det J > 0). Straight cells use the first-order map's gradients
  * tabulated once at the rule's points: per cell, its vertices once and a small product per
  * point. */
-size_t fe_geometry_plane(const fe_operator *A, const fe_quadrature *Q, size_t npad)
+size_t fe_geometry_plane(const fe_operator *A, const fe_quadrature *Q, size_t npad, int shared)
 {
+  if (shared) return (size_t)fe_mesh_congruent(A->V->mesh)->n + 1; /* and the padding's zeros */
   return npad * (size_t)(A->geo_affine ? 1 : Q->npoints);
 }
 
-size_t fe_geometry_words(const fe_operator *A, const fe_quadrature *Q, size_t npad)
+size_t fe_geometry_words(const fe_operator *A, const fe_quadrature *Q, size_t npad, int shared,
+                         fe_precision prec)
 {
-  return fe_geometry_plane(A, Q, npad) * (size_t)fe_geo_stride(A->V->elem.dim);
+  size_t w = fe_precision_size(prec), ids = shared ? (npad * sizeof(int) + w - 1) / w : 0;
+  return fe_geometry_plane(A, Q, npad, shared) * (size_t)fe_geo_stride(A->V->elem.dim) + ids;
+}
+
+int fe_geometry_shared(const fe_operator *A, const fe_action_opts *o)
+{
+  if (o && (o->geometry == FE_GEOMETRY_UNSHARED || o->geometry == FE_GEOMETRY_VERTICES)) return 0;
+  return A->geo_affine && !A->V->curved && fe_mesh_congruent(A->V->mesh) != NULL;
+}
+
+void fe_geometry_describe(const fe_realization *r, int vertices, char *buf, size_t n)
+{
+  if (vertices) snprintf(buf, n, "geometry from the vertices");
+  else if (r->geo_shared && fe_mesh_congruent(r->A->V->mesh)->n == 1)
+    snprintf(buf, n, "geometry shared: one set, every cell congruent");
+  else if (r->geo_shared)
+    snprintf(buf, n, "geometry shared: a set for each of %d classes of congruent cells",
+             fe_mesh_congruent(r->A->V->mesh)->n);
+  else snprintf(buf, n, "geometry stored per %s", r->A->geo_affine ? "cell" : "point");
+}
+
+double fe_geometry_bytes(const fe_kernel_spec *s)
+{
+  const double w = (double)fe_precision_size(s->prec), ncells = s->V->mesh->ncells;
+  const int stride = fe_geo_stride(s->V->elem.dim);
+  if (s->geo_shared) /* a class a cell, and the classes' sets once */
+    return ncells * sizeof(int) + (fe_mesh_congruent(s->V->mesh)->n + 1.0) * stride * w;
+  return ncells * (s->geo_affine ? 1 : s->quad->npoints) * stride * w;
 }
 
 /* Straight cells are done LANES at a time, each step a loop over the lanes that the compiler
@@ -377,15 +407,35 @@ static void straight_cells(const geometry_batch *g, size_t i0, int n, long long 
   }
 }
 
-int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *perm, size_t npad,
-                      void *out, fe_precision prec)
+/* Shared factors: each class's set made from its first cell (the positive check with it),
+ * the padding's set of zeros after them, then each stored cell's class. */
+static int shared_geometry(const fe_operator *A, const fe_quadrature *Q, const int *perm,
+                           size_t npad, void *out, fe_precision prec)
 {
+  const fe_mesh_classes *k = fe_mesh_congruent(A->V->mesh);
+  const size_t plane = (size_t)k->n + 1, stride = (size_t)fe_geo_stride(A->V->elem.dim);
+  const size_t w = fe_precision_size(prec);
+  FE_CHECK(fe_build_geometry(A, Q, k->rep, (size_t)k->n, 0, out, prec, plane));
+  for (size_t j = 0; j < stride; j++) { /* the padding: no measure */
+    if (prec == FE_DOUBLE) ((double *)out)[j * plane + (size_t)k->n] = 0;
+    else ((float *)out)[j * plane + (size_t)k->n] = 0;
+  }
+  int *id = (int *)((char *)out + stride * plane * w);
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < npad; i++) id[i] = perm[i] < 0 ? k->n : k->of[perm[i]];
+  return 0;
+}
+
+int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *perm, size_t npad,
+                      int shared, void *out, fe_precision prec, size_t plane_of)
+{
+  if (shared && out) return shared_geometry(A, Q, perm, npad, out, prec);
   const fe_space *V = A->V;
   const fe_mesh *m = V->mesh;
   const fe_element *el = &V->elem, *g = &V->lin;
   const int dim = el->dim, stride = fe_geo_stride(dim), nv = g->nbasis;
   const int ngq = A->geo_affine ? 1 : Q->npoints, curved = V->curved;
-  const size_t plane = npad * (size_t)ngq;
+  const size_t plane = plane_of ? plane_of : npad * (size_t)ngq;
   if (!out && m->positive) return 0; /* checked before, or positive by construction */
   double *dphi = NULL;
   if (!curved) {
@@ -730,12 +780,13 @@ typedef struct geometry_job {
   const fe_quadrature *Q;
   const int *perm;
   size_t npad;
+  int shared;
 } geometry_job;
 
 static int geometry_fill(void *ctx, void *out, fe_precision prec)
 {
   const geometry_job *j = ctx;
-  return fe_build_geometry(j->A, j->Q, j->perm, j->npad, out, prec);
+  return fe_build_geometry(j->A, j->Q, j->perm, j->npad, j->shared, out, prec, 0);
 }
 
 int fe_realization_geometry(fe_realization *r, int recompute, const int *perm, size_t npad)
@@ -747,16 +798,18 @@ int fe_realization_geometry(fe_realization *r, int recompute, const int *perm, s
 static int realization_geometry(fe_realization *r, int recompute, const int *perm, size_t npad)
 {
   fe_operator *A = r->A;
+  if (recompute) r->geo_shared = 0; /* nothing stored */
   if (recompute)
-    return fe_build_geometry(A, &A->quad[FE_ACTION_RESIDUAL], perm, npad, NULL, FE_DOUBLE);
+    return fe_build_geometry(A, &A->quad[FE_ACTION_RESIDUAL], perm, npad, 0, NULL, FE_DOUBLE, 0);
   for (int a = 0; a < FE_NACTIONS; a++) {
     for (int b = 0; b < a; b++) /* the same points as an earlier action: share */
       if (A->geo_affine || (A->quad[b].degree == A->quad[a].degree &&
                             A->quad[b].npoints == A->quad[a].npoints))
         r->geo[a] = r->geo[b];
     if (r->geo[a].ptr) continue;
-    geometry_job job = {A, &A->quad[a], perm, npad};
-    FE_CHECK(fe_fill_reals(r->be, r->prec, fe_geometry_words(A, job.Q, npad), &r->geo[a],
+    geometry_job job = {A, &A->quad[a], perm, npad, r->geo_shared};
+    FE_CHECK(fe_fill_reals(r->be, r->prec,
+                           fe_geometry_words(A, job.Q, npad, r->geo_shared, r->prec), &r->geo[a],
                            geometry_fill, &job));
   }
   return 0;
@@ -998,7 +1051,8 @@ static int realization_get(fe_operator *A, const fe_action_opts *o, fe_realizati
   }
   fe_realization *r;
   FE_CALLOC(r, 1, "realization");
-  *r = (fe_realization){.A = A, .st = st, .be = be, .prec = prec, .asked = key};
+  *r = (fe_realization){.A = A, .st = st, .be = be, .prec = prec, .asked = key,
+                        .geo_shared = fe_geometry_shared(A, &key)};
   double t0 = fe_clock(), *dv = NULL;
   char what[48];
   snprintf(what, sizeof what, "setting up %s", st->name);
@@ -1134,7 +1188,7 @@ int fe_operator_realize_stored(fe_operator *A, const fe_action_opts *o, fe_reali
   FE_CHECK(realization_get(A, o, r, why, nwhy));
   if ((*r)->geo[FE_ACTION_APPLY].ptr) return 0;
   fe_action_opts stored = *o;
-  stored.geometry = FE_GEOMETRY_STORED;
+  if (stored.geometry != FE_GEOMETRY_UNSHARED) stored.geometry = FE_GEOMETRY_STORED;
   return realization_get(A, &stored, r, why, nwhy);
 }
 

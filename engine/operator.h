@@ -24,7 +24,8 @@ typedef struct fe_action_opts {
                           * -1: one item per cell */
   int lanes;             /* strategy "patch": nodes whose runs are interleaved (a power of two
                           * up to 64), 0: the backend's (GPUs: a shared-memory row) */
-  int geometry;          /* strategy "sumfact": FE_GEOMETRY_AUTO, _STORED or _VERTICES */
+  int geometry;          /* transpose, sumfact: FE_GEOMETRY_AUTO, _STORED, _VERTICES or
+                          * _UNSHARED (every strategy that stores factors) */
   int scatter;           /* sumfact: FE_SCATTER_AUTO, _ATOMIC or _NODES; ebe and assembly:
                           * FE_SCATTER_AUTO, _ATOMIC or _COLOR */
   int recompute;         /* strategy "ebe": 1 computes the element matrices in every action */
@@ -36,9 +37,11 @@ typedef struct fe_action_opts {
   int nolog;             /* 1: keep this call out of the session log (solvers' inner calls) */
 } fe_action_opts;
 
-/* Where sumfact's geometric factors come from: the model's choice, stored per point, or
- * recomputed from the cell's corners (straight cells only). */
-enum { FE_GEOMETRY_AUTO, FE_GEOMETRY_STORED, FE_GEOMETRY_VERTICES };
+/* Where the geometric factors come from: the model's choice, stored (a set a class of
+ * congruent cells where the mesh has them, else a set a cell or point), recomputed from the
+ * cell's corners (straight cells only), or stored a set a cell or point even where cells are
+ * congruent. */
+enum { FE_GEOMETRY_AUTO, FE_GEOMETRY_STORED, FE_GEOMETRY_VERTICES, FE_GEOMETRY_UNSHARED };
 
 /* How sumfact adds the cells' results into y: the default, an atomic add per (cell, node),
  * or per node: the cells write an E-vector (cells x nodes, plain stores) and a second

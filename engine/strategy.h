@@ -98,6 +98,8 @@ struct fe_realization {
   int *color_start;      /* groups of color c: [color_start[c], color_start[c+1]) */
   fe_buffer groups;      /* group list, ordered by color */
   fe_buffer geo[FE_NACTIONS]; /* stored geometric factors per action (shared when equal) */
+  int geo_shared;        /* geo holds a set of factors per class of congruent cells
+                          * (fe_geometry_shared) */
   fe_buffer coords;      /* nnodes x 3 */
   int coords_wrapped;    /* coords is the space's own array (a backend that reads host memory
                           * in place, double precision): never released */
@@ -175,13 +177,26 @@ int fe_realization_schedule(fe_realization *r, int morton, int **perm, size_t *n
 int fe_realization_cell_data(fe_realization *r, const int *perm, size_t npad);
 /* Geometric factors as reals of precision prec at the points of Q for the stored cells perm,
  * into out (fe_geometry_words of them; out NULL: only check that every det J > 0, with the
- * cell's id in the error). */
-size_t fe_geometry_words(const fe_operator *A, const fe_quadrature *Q, size_t npad);
-/* The sets of factors stored for npad cells (one a cell on affine cells, else one a point):
- * the kernels' geo_n, the distance between two factors of one set. */
-size_t fe_geometry_plane(const fe_operator *A, const fe_quadrature *Q, size_t npad);
+ * cell's id in the error). Shared (fe_geometry_shared): the sets of the mesh's classes of
+ * congruent cells, geo_n of them with the padding's zeros last, then each stored cell's class
+ * as an int (common.knl's fe_geometry_at). plane: the distance between two factors of a set
+ * (0: npad sets, or npad x points). */
+size_t fe_geometry_words(const fe_operator *A, const fe_quadrature *Q, size_t npad, int shared,
+                         fe_precision prec);
+/* The sets of factors stored for npad cells (one a cell on affine cells, else one a point;
+ * shared: one a class): the kernels' geo_n, the distance between two factors of one set. */
+size_t fe_geometry_plane(const fe_operator *A, const fe_quadrature *Q, size_t npad, int shared);
 int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *perm, size_t npad,
-                      void *out, fe_precision prec);
+                      int shared, void *out, fe_precision prec, size_t plane);
+/* Whether a realization of A asked o (NULL: the defaults) stores one set of factors per
+ * class of congruent cells: affine straight cells that fe_mesh_congruent groups, unless o
+ * asks geometry "unshared" or "vertices". */
+int fe_geometry_shared(const fe_operator *A, const fe_action_opts *o);
+/* The bytes of stored factors an action of spec s reads on the whole mesh: a set a cell (or
+ * point), or shared a class a cell and the classes' sets once. */
+double fe_geometry_bytes(const fe_kernel_spec *s);
+/* "geometry from the vertices", "geometry shared: ...", "geometry stored per cell" (point). */
+void fe_geometry_describe(const fe_realization *r, int vertices, char *buf, size_t n);
 /* A new buffer of `bytes` written by fill(ctx, out): in place on the cpu, through one staging
  * copy elsewhere. fe_fill_reals: the same for n reals of precision prec. */
 int fe_fill_buffer(fe_backend *be, size_t bytes, fe_buffer *buf, int (*fill)(void *ctx, void *out),

@@ -307,7 +307,9 @@ int fe_element_matrices_tensor(fe_operator *A, const fe_vector *at, const fe_act
     fe_arg args[8] = {
         {.kind = FE_ARG_INT, .i = ngroups},
         {.kind = FE_ARG_INT, .i = (long long)r->npad},
-        {.kind = FE_ARG_INT, .i = (long long)r->npad}, /* geo_n: one set of factors per cell */
+        {.kind = FE_ARG_INT, /* geo_n: one set of factors a cell, or a class */
+         .i = (long long)fe_geometry_plane(r->A, &r->A->quad[FE_ACTION_APPLY], r->npad,
+                                           r->geo_shared)},
         {.kind = FE_ARG_BUFFER, .buf = &r->geo[FE_ACTION_APPLY]},
         {.kind = FE_ARG_BUFFER, .buf = &r->aux},
         {.kind = FE_ARG_BUFFER, .buf = &r->params},

@@ -104,7 +104,8 @@ static const help_entry builtin[] = {
                      "A:strategies()",
      "A matrix-free operator. Every action takes opts {backend = \"cpu\"|\"opencl\"|\"cuda\",\n"
      "precision = \"double\"|\"single\", strategy = \"transpose\"|\"patch\"|\"sumfact\"|\"csr\"|\n"
-     "\"ebe\", block = cells per group, geometry = \"stored\"|\"vertices\", scatter = \"atomic\"|\n"
+     "\"ebe\", block = cells per group, geometry = \"stored\"|\"vertices\"|\"unshared\",\n"
+     "scatter = \"atomic\"|\n"
      "\"nodes\" (sumfact)|\"color\" (ebe), recompute = true (ebe)} and returns (vector, report);\n"
      "the report compares measured and predicted\n"
      "rates and says which strategy ran and why (rep.why). Without strategy the model's\n"
@@ -112,6 +113,8 @@ static const help_entry builtin[] = {
      "(A:strategies() shows each one's prediction).\n"
      "\"sumfact\" (quads, hexes Q1..Q8) contracts 1D tables one direction at a time, with the\n"
      "geometry stored per point or recomputed from the cell's corners (straight cells);\n"
+     "stored factors are shared by congruent cells (a box's hexes: one set, its tets: six)\n"
+     "unless geometry = \"unshared\" asks a set a cell (or point);\n"
      "its results go into y by an atomic add per cell and node, or (scatter = \"nodes\") into\n"
      "a cells x nodes array that a second kernel sums per node.\n"
      "\"patch\" (the default on cuda for P1/Q1 on straight cells and P2 simplices) gathers\n"

@@ -12,7 +12,7 @@
 
 static const char *const matrix_keys[] = {"at", "strategy", "variant", "backend", "precision",
                                           "block", "lanes", "scatter", "format", "chunk",
-                                          "sigma", NULL};
+                                          "sigma", "geometry", NULL};
 
 /* The options of element_matrices and assemble at t into o, *at, *strategy, *variant. */
 static void read_matrix_opts(lua_State *L, int t, const char *fname, fe_action_opts *o,

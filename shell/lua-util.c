@@ -131,17 +131,19 @@ const char *felab_opt_field_name(lua_State *L, int t, const char *fname, const c
 
 void felab_read_sumfact_opts(lua_State *L, int t, const char *fname, fe_action_opts *o)
 {
-  static const char *const names[] = {"auto", "stored", "vertices"};
+  static const char *const names[] = {"auto", "stored", "vertices", "unshared"};
   static const char *const scatters[] = {"auto", "atomic", "nodes", "color"};
   const char *g = felab_opt_field_name(L, t, fname, "geometry");
   const char *s = felab_opt_field_name(L, t, fname, "scatter");
   if (g) {
     int i = 0;
-    while (i < 3 && strcmp(g, names[i])) i++;
-    if (i == 3)
-      luaL_error(L, "%s: geometry must be \"stored\" (factors per point), \"vertices\" (from "
-                 "the cell's corners) or \"auto\", got '%s'", fname, g);
-    o->geometry = i; /* FE_GEOMETRY_AUTO, _STORED, _VERTICES */
+    while (i < 4 && strcmp(g, names[i])) i++;
+    if (i == 4)
+      luaL_error(L, "%s: geometry must be \"stored\" (factors stored: a set a class of "
+                 "congruent cells where the mesh has them, else a set a cell or point), "
+                 "\"unshared\" (a set a cell or point always), \"vertices\" (from the cell's "
+                 "corners) or \"auto\", got '%s'", fname, g);
+    o->geometry = i; /* FE_GEOMETRY_AUTO, _STORED, _VERTICES, _UNSHARED */
   }
   if (s) {
     int i = 0;

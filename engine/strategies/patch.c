@@ -351,7 +351,9 @@ static int patch_integrate(fe_realization *r, fe_action a, const fe_vector *u, c
   fe_arg args[19] = {
       {.kind = FE_ARG_INT, .i = r->ngroups},
       {.kind = FE_ARG_INT, .i = A->V->mesh->ncells},
-      {.kind = FE_ARG_INT, .i = (long long)fe_geometry_plane(A, &A->quad[a], fe_padded_cells(A, r->block))},
+      {.kind = FE_ARG_INT, .i = (long long)fe_geometry_plane(A, &A->quad[a],
+                                                             fe_padded_cells(A, r->block),
+                                                             r->geo_shared)},
       {.kind = FE_ARG_BUFFER, .buf = &d->pstart},
       {.kind = FE_ARG_BUFFER, .buf = &d->pnodes},
       {.kind = FE_ARG_BUFFER, .buf = &d->pruns},
@@ -442,7 +444,7 @@ static void patch_counts(const fe_kernel_spec *s, int ndir, int recompute, doubl
                          (recompute ? (s->geo_affine ? 1 : nq) : 0));
   /* the patches' node lists, their run words and offsets, the cells' local numbers (walks:
    * their events), the patch sums added into y once per patch node */
-  double geo = recompute ? 0 : ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;
+  double geo = recompute ? 0 : fe_geometry_bytes(s);
   double cellmap = walk > 0 ? walk_events * 4.0 + (ngroups + 1) * 4.0 : ncells * nb * 4.0;
   wk->bytes = fe_codegen_common_bytes(s, ndir) + patch_nodes * 8.0 + (ngroups + 1) * 4.0 +
               cellmap + geo + (n.need_x || recompute ? nnodes * 3 * w : 0);
@@ -466,8 +468,15 @@ static void patch_estimate(const fe_operator *A, const fe_backend *be, fe_precis
 {
   (void)be;
   fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec,
-                      .geo_affine = A->geo_affine, .block = PATCH_BLOCK};
+                      .geo_affine = A->geo_affine, .geo_shared = fe_geometry_shared(A, NULL),
+                      .block = PATCH_BLOCK};
   patch_counts(&s, A->ndir, A->geo_recompute, 1.25 * A->V->nnodes, 0, 0, NULL, w);
+}
+
+static void patch_describe(const fe_realization *r, fe_action a, char *buf, size_t n)
+{
+  (void)a;
+  fe_geometry_describe(r, r->A->geo_recompute, buf, n);
 }
 
 const fe_strategy fe_strategy_patch = {
@@ -485,4 +494,5 @@ const fe_strategy fe_strategy_patch = {
     .estimate = patch_estimate,
     .measured = patch_measured,
     .masks_direction = 1,
+    .describe = patch_describe,
 };

@@ -109,19 +109,19 @@ static int default_block(const fe_operator *A, const fe_backend *be, fe_precisio
 
 /* The counts of action a on the whole mesh. */
 static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a, int vertices,
-                           int nodesum, int block, fe_work *wk)
+                           int shared, int nodesum, int block, fe_work *wk)
 {
   const fe_space *V = A->V;
   fe_sumfact_shape sh = shape_of(A, prec, a, vertices);
-  fe_kernel_spec s = {.V = V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec};
+  fe_kernel_spec s = {.V = V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec,
+                      .geo_affine = A->geo_affine, .geo_shared = shared && !vertices};
   double w = (double)fe_precision_size(prec), ncells = V->mesh->ncells;
   wk->flops = ncells * fe_sumfact_flops_per_cell(&sh);
   wk->vec_flops = ncells * fe_sumfact_vec_flops_per_cell(&sh);
   wk->nonfma = ncells * fe_sumfact_nonfma_per_cell(&sh);
-  /* the cell map, then the geometry: stored factors (per point, or per cell when affine), or
-   * the corners' coordinates */
-  double geo = vertices ? V->mesh->nvertices * 3 * w
-                        : (double)fe_geometry_words(A, &A->quad[a], V->mesh->ncells) * w;
+  /* the cell map, then the geometry: stored factors (per point, per cell when affine, per
+   * class when shared), or the corners' coordinates */
+  double geo = vertices ? V->mesh->nvertices * 3 * w : fe_geometry_bytes(&s);
   wk->bytes = fe_codegen_common_bytes(&s, A->ndir) + ncells * V->elem.nbasis * 4.0 + geo +
               (sh.need_x ? V->nnodes * 3 * w : 0);
   /* scatter "nodes": the E-vector written and read back, its index and the node offsets */
@@ -152,10 +152,11 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
 }
 
 /* The model's time of the apply with or without vertices. */
-static double predict_apply(const fe_operator *A, fe_backend *be, fe_precision prec, int vertices)
+static double predict_apply(const fe_operator *A, fe_backend *be, fe_precision prec, int vertices,
+                            int shared)
 {
   fe_work w = {0};
-  sumfact_counts(A, prec, FE_ACTION_APPLY, vertices, 0, default_block(A, be, prec), &w);
+  sumfact_counts(A, prec, FE_ACTION_APPLY, vertices, shared, 0, default_block(A, be, prec), &w);
   return fe_predict_seconds(be, prec, &w);
 }
 
@@ -170,7 +171,8 @@ static int sumfact_configure(fe_realization *r, const fe_action_opts *o)
             "\"stored\"");
   if (o->geometry == FE_GEOMETRY_AUTO)
     d->vertices = !A->V->curved &&
-                  predict_apply(A, r->be, r->prec, 1) <= predict_apply(A, r->be, r->prec, 0);
+                  predict_apply(A, r->be, r->prec, 1, 0) <=
+                      predict_apply(A, r->be, r->prec, 0, r->geo_shared);
   else d->vertices = o->geometry == FE_GEOMETRY_VERTICES;
   int block = o->block > 0 ? o->block : default_block(A, r->be, r->prec);
   FE_ASSERT(block <= 1024, FE_ERR_ARG, "block = %d cells per work group is too large", block);
@@ -407,7 +409,8 @@ static int sumfact_integrate(fe_realization *r, fe_action a, const fe_vector *u,
 {
   const fe_operator *A = r->A;
   sumfact_data *d = r->data;
-  long long geo_n = (long long)fe_geometry_plane(A, &A->quad[a], fe_padded_cells(A, r->block));
+  long long geo_n = (long long)fe_geometry_plane(A, &A->quad[a], fe_padded_cells(A, r->block),
+                                                 r->geo_shared);
   const fe_buffer *geo = r->geo[a].ptr ? &r->geo[a] : &r->params; /* unread: vertices */
   for (int c = 0; c < r->ncolors; c++) {
     FE_CHECK_INTERRUPT();
@@ -451,7 +454,7 @@ static int sumfact_integrate(fe_realization *r, fe_action a, const fe_vector *u,
 static void sumfact_count(const fe_realization *r, fe_action a, fe_work *w)
 {
   const sumfact_data *d = r->data;
-  sumfact_counts(r->A, r->prec, a, d->vertices, d->nodesum, r->block, w);
+  sumfact_counts(r->A, r->prec, a, d->vertices, r->geo_shared, d->nodesum, r->block, w);
   w->group_items = (int)group_size(r, a);
 }
 
@@ -460,9 +463,9 @@ static void sumfact_estimate(const fe_operator *A, const fe_backend *be, fe_prec
 {
   fe_work w2 = {0};
   int block = default_block(A, be, prec);
-  sumfact_counts(A, prec, a, 0, 0, block, w);
+  sumfact_counts(A, prec, a, 0, fe_geometry_shared(A, NULL), 0, block, w);
   if (A->V->curved) return;
-  sumfact_counts(A, prec, a, 1, 0, block, &w2);
+  sumfact_counts(A, prec, a, 1, 0, 0, block, &w2);
   if (w2.bytes < w->bytes) *w = w2; /* the cheaper geometry by the bytes that bind them */
 }
 
@@ -470,9 +473,9 @@ static void sumfact_describe(const fe_realization *r, fe_action a, char *buf, si
 {
   (void)a;
   const sumfact_data *d = r->data;
-  snprintf(buf, n, "geometry %s, %s",
-           d->vertices ? "from the vertices" : r->A->geo_affine ? "stored per cell" : "stored per point",
-           d->nodesum ? "a sum per node" : "atomic adds");
+  char geo[96];
+  fe_geometry_describe(r, d->vertices, geo, sizeof geo);
+  snprintf(buf, n, "%s, %s", geo, d->nodesum ? "a sum per node" : "atomic adds");
 }
 
 const fe_strategy fe_strategy_sumfact = {

@@ -7,6 +7,7 @@
  * point (geometry = "vertices": no stored factors, a few dozen flops a point; the model picks
  * when not told). The scatter adds atomically, or plainly on the cpu, where the groups run
  * color by color. Any cell and order; its cost grows as NB x NQ per cell (O(p^6) on hexes). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,11 +55,11 @@ static int default_block(const fe_backend *be, const fe_operator *A, fe_precisio
 
 /* The model's time of the apply with the factors stored or made from the vertices. */
 static double predict_apply(const fe_operator *A, fe_backend *be, fe_precision prec, int block,
-                            int vertices)
+                            int vertices, int shared)
 {
   fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[FE_ACTION_APPLY],
                       .action = FE_ACTION_APPLY, .prec = prec, .geo_affine = A->geo_affine,
-                      .block = block};
+                      .geo_shared = shared, .block = block};
   fe_work w = {0};
   transpose_counts(&s, A->ndir, vertices, &w);
   return fe_predict_seconds(be, prec, &w);
@@ -81,8 +82,8 @@ static int transpose_configure(fe_realization *r, const fe_action_opts *o)
             "geometry = \"vertices\" needs first-order cells on straight geometry (P1, Q1); "
             "%s%s is not: use \"stored\"", A->V->name, A->V->curved ? " on curved cells" : "");
   if (o->geometry == FE_GEOMETRY_AUTO)
-    d->vertices = A->geo_recompute && predict_apply(A, r->be, r->prec, block, 1) <=
-                                          predict_apply(A, r->be, r->prec, block, 0);
+    d->vertices = A->geo_recompute && predict_apply(A, r->be, r->prec, block, 1, 0) <=
+                                          predict_apply(A, r->be, r->prec, block, 0, r->geo_shared);
   else d->vertices = o->geometry == FE_GEOMETRY_VERTICES;
   /* only the cpu runs a group's threads one after another, so only there may groups of one
    * color scatter with plain adds; GPUs and OpenCL devices use atomics */
@@ -176,7 +177,9 @@ static int transpose_integrate(fe_realization *r, fe_action a, const fe_vector *
   const fe_operator *A = r->A;
   transpose_data *d = r->data;
   long long geo_n = d->vertices ? d->pad0
-                                : (long long)fe_geometry_plane(A, &A->quad[a], fe_padded_cells(A, r->block));
+                                : (long long)fe_geometry_plane(A, &A->quad[a],
+                                                               fe_padded_cells(A, r->block),
+                                                               r->geo_shared);
   const fe_buffer *geo = d->vertices ? &r->params : &r->geo[a]; /* unread with vertices */
   for (int c = 0; c < r->ncolors; c++) {
     FE_CHECK_INTERRUPT();
@@ -354,11 +357,16 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
   if (!diag) {
     wk->table_wavefronts =
         ngroups * table_cost(shape, fields, 1, n->has_f0, size, fe_l1_wavefronts);
-    double fl = vertices ? 0
-                         : fe_geo_stride(dim) * group_cost(block * nq, 1, size,
-                                                           s->geo_affine ? cell_factor_word
-                                                                         : point_factor_word,
-                                                           shape, fe_l1_wavefronts);
+    /* shared: each item's class (an int a cell), then its factors from a few sets (a
+     * warp's classes in one line: a wavefront a factor) */
+    double fl = vertices        ? 0
+                : s->geo_shared ? group_cost(block * nq, 1, 4, cell_factor_word, shape,
+                                             fe_l1_wavefronts) +
+                                      fe_geo_stride(dim) * ceil(block * nq / 32.0)
+                                : fe_geo_stride(dim) * group_cost(block * nq, 1, size,
+                                                                  s->geo_affine ? cell_factor_word
+                                                                                : point_factor_word,
+                                                                  shape, fe_l1_wavefronts);
     wk->l1_wavefronts = ngroups * (fl + gather_wavefronts(V, block, fields, xs, size));
   }
   wk->atomics = (double)V->mesh->ncells * nb * nc;
@@ -409,7 +417,7 @@ static void transpose_counts(const fe_kernel_spec *s, int ndir, int vertices, fe
   double evals = s->action == FE_ACTION_DIAGONAL ? nb * nc * nq : nq;
   wk->nonfma = ncells * evals * (n.phys_nonfma + (vertices ? 1 : 0));
   /* minimal traffic: each array once */
-  double geo = vertices ? 0 : ncells * (s->geo_affine ? 1 : nq) * fe_geo_stride(dim) * w;
+  double geo = vertices ? 0 : fe_geometry_bytes(s);
   wk->bytes = fe_codegen_common_bytes(s, ndir) + ncells * nb * 4.0 + geo +
               (n.need_x || vertices ? nnodes * 3 * w : 0) + ngroups * 4.0;
   transpose_traffic(s, &n, vertices, wk);
@@ -435,7 +443,8 @@ static void transpose_estimate(const fe_operator *A, const fe_backend *be, fe_pr
                                fe_action a, fe_work *w)
 {
   fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec,
-                      .geo_affine = A->geo_affine, .block = default_block(be, A, prec)};
+                      .geo_affine = A->geo_affine, .geo_shared = fe_geometry_shared(A, NULL),
+                      .block = default_block(be, A, prec)};
   transpose_counts(&s, A->ndir, 0, w);
   if (!A->geo_recompute) return;
   fe_work w2 = {0};
@@ -446,10 +455,7 @@ static void transpose_estimate(const fe_operator *A, const fe_backend *be, fe_pr
 static void transpose_describe(const fe_realization *r, fe_action a, char *buf, size_t n)
 {
   (void)a;
-  const transpose_data *d = r->data;
-  snprintf(buf, n, "geometry %s", d->vertices        ? "from the vertices"
-                                  : r->A->geo_affine ? "stored per cell"
-                                                     : "stored per point");
+  fe_geometry_describe(r, ((const transpose_data *)r->data)->vertices, buf, n);
 }
 
 const fe_strategy fe_strategy_transpose = {

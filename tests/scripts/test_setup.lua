@@ -116,7 +116,7 @@ if os.getenv("FELAB_ASAN") ~= "1" then
   local vm = tonumber(run(nil, "print('vm', io.open('/proc/self/status'):read('a'):match('VmSize:%s*(%d+)'))")
                       :match("vm%s+(%d+)"))
   check(vm and vm > 0, "the child's size was not printed")
-  local out = run(vm + 60 * 1024, "local ok, e = pcall(A.apply, A, w, {backend = 'cpu', strategy = 'transpose', geometry = 'stored'}); " ..
+  local out = run(vm + 60 * 1024, "local ok, e = pcall(A.apply, A, w, {backend = 'cpu', strategy = 'transpose', geometry = 'unshared'}); " ..
                   "print('failed', not ok, e); print('after', mesh.box{cells = {2, 2, 2}}.ncells)")
   check(out:find("failed\ttrue\tsetting up transpose on cpu %(double%) for 1296000 cells: building [%w' ]+: " ..
                  "out of host memory"), "the error names the operator, the part and the memory:\n%s", out)

@@ -209,6 +209,47 @@ Test(mesh, affine_cells_are_found)
   }
 }
 
+/* Congruent cells: a box's cells fall into a few classes (the Kuhn tets of a cube: 6), each
+ * cell's class is that of a cell with the same edge vectors; stretched along x (x -> x^2)
+ * the hexes' classes are the 8 widths; stretched along x and y (64 classes for 512 cells,
+ * more than one a 16 cells) and distorted boxes have none. */
+Test(mesh, congruent_cells_share_a_class)
+{
+  const struct { fe_cell_type type; int n; } cases[] = {
+      {FE_CELL_HEX, 1}, {FE_CELL_TET, 6}, {FE_CELL_PRISM, 2}, {FE_CELL_QUAD, 1}};
+  for (int t = 0; t < 4; t++) {
+    int nz = cases[t].type == FE_CELL_QUAD ? 0 : 8;
+    fe_mesh *m = make_box(cases[t].type, 8, 8, nz, 0), *bent = make_box(cases[t].type, 8, 8, nz, 1);
+    const char *name = fe_cell_name(cases[t].type);
+    const fe_mesh_classes *k = fe_mesh_congruent(m);
+    cr_assert(k && k->n == cases[t].n, "%s box: %d classes, expected %d", name, k ? k->n : -1,
+              cases[t].n);
+    cr_assert_eq(fe_mesh_congruent(m), k, "%s: the answer kept", name);
+    for (int c = 0; c < m->ncells; c++) { /* a cell's edges are its class's first cell's */
+      const int *v = m->cells + (size_t)c * m->nvc, *r = m->cells + (size_t)k->rep[k->of[c]] * m->nvc;
+      cr_assert(k->rep[k->of[c]] <= c, "%s cell %d: its class's first cell comes later", name, c);
+      for (int b = 1; b < m->nvc; b++)
+        for (int d = 0; d < 3; d++) {
+          double e = m->coords[3 * v[b] + d] - m->coords[3 * v[0] + d];
+          double f = m->coords[3 * r[b] + d] - m->coords[3 * r[0] + d];
+          cr_assert(fabs(e - f) < 1e-12, "%s cell %d: edge %d differs from its class's", name, c, b);
+        }
+    }
+    cr_assert_null(fe_mesh_congruent(bent), "%s distorted box: no classes", name);
+    fe_mesh_free(bent);
+    if (cases[t].type == FE_CELL_HEX) {
+      for (int v = 0; v < m->nvertices; v++) m->coords[3 * v] *= m->coords[3 * v];
+      fe_mesh_forget_classes(m);
+      k = fe_mesh_congruent(m);
+      cr_assert(k && k->n == 8, "hexes stretched along x: %d classes, expected 8", k ? k->n : -1);
+      for (int v = 0; v < m->nvertices; v++) m->coords[3 * v + 1] *= m->coords[3 * v + 1];
+      fe_mesh_forget_classes(m);
+      cr_assert_null(fe_mesh_congruent(m), "hexes stretched along x and y: 64 classes, none kept");
+    }
+    fe_mesh_free(m);
+  }
+}
+
 Test(mesh, check_passes_on_boxes)
 {
   const fe_cell_type types[] = {FE_CELL_TET, FE_CELL_HEX};

@@ -920,7 +920,7 @@ Test(operator, affine_geometry_matches_the_map_gradient)
     fe_box_opts_default(&bo);
     bo.type = types[t];
     int dim = t < 3 ? 3 : 2;
-    bo.cells[0] = 3, bo.cells[1] = 2, bo.cells[2] = dim == 3 ? 3 : 0;
+    bo.cells[0] = dim == 3 ? 3 : 6, bo.cells[1] = dim == 3 ? 2 : 4, bo.cells[2] = dim == 3 ? 3 : 0;
     fe_mesh *m = NULL;
     cr_assert_eq(fe_mesh_box(&bo, &m), 0, "%s", fe_error_message());
     for (int v = 0; v < m->nvertices; v++) { /* x <- M x + (0.5, -1, 2), det M > 0 */
@@ -931,6 +931,7 @@ Test(operator, affine_geometry_matches_the_map_gradient)
       for (int d = 0; d < 3; d++) x[d] = y[d];
     }
     m->positive = 0, m->affine = 0; /* edited in place */
+    fe_mesh_forget_classes(m);
     op_problem p;
     memset(&p, 0, sizeof p);
     p.m = m;
@@ -947,8 +948,32 @@ Test(operator, affine_geometry_matches_the_map_gradient)
     const int stride = fe_geo_stride(dim);
     double *geo = calloc(npad * stride, sizeof(double));
     const fe_quadrature *Q = &p.A->quad[FE_ACTION_APPLY];
-    cr_assert_eq(fe_build_geometry(p.A, Q, perm, npad, geo, FE_DOUBLE), 0, "%s",
+    cr_assert_eq(fe_build_geometry(p.A, Q, perm, npad, 0, geo, FE_DOUBLE, 0), 0, "%s",
                  fe_error_message());
+    /* shared: the classes' sets, then each stored cell's class (the padding's: zeros) */
+    const fe_mesh_classes *k = fe_mesh_congruent(m);
+    const int nclass[5] = {6, 1, 2, 2, 1}; /* Kuhn tets, hexes, prisms, triangles, quads */
+    cr_assert(k && k->n == nclass[t], "%s: %d classes, expected %d", fe_cell_name(types[t]),
+              k ? k->n : -1, nclass[t]);
+    cr_assert(fe_geometry_shared(p.A, NULL));
+    size_t nw = fe_geometry_words(p.A, Q, npad, 1, FE_DOUBLE), plane = (size_t)k->n + 1;
+    cr_assert_eq(fe_geometry_plane(p.A, Q, npad, 1), plane);
+    double *sg = calloc(nw, sizeof(double));
+    cr_assert_eq(fe_build_geometry(p.A, Q, perm, npad, 1, sg, FE_DOUBLE, 0), 0, "%s",
+                 fe_error_message());
+    const int *cls = (const int *)(sg + (size_t)stride * plane);
+    double worst_shared = 0;
+    for (size_t i = 0; i < npad; i++) {
+      cr_assert(cls[i] >= 0 && cls[i] <= k->n, "stored cell %zu: class %d", i, cls[i]);
+      cr_assert_eq(cls[i] == k->n, perm[i] < 0, "stored cell %zu: the padding's class", i);
+      for (int j = perm[i] < 0 ? stride - 1 : 0; j < stride; j++) /* padding: its det J */
+        worst_shared = fmax(worst_shared, fabs(sg[(size_t)j * plane + (size_t)cls[i]] -
+                                               geo[(size_t)j * npad + i]) /
+                                              (1 + fabs(geo[(size_t)j * npad + i])));
+    }
+    cr_expect_lt(worst_shared, 1e-13, "%s shared: largest difference %.3g",
+                 fe_cell_name(types[t]), worst_shared);
+    free(sg);
     const fe_element *g = &p.V->lin;
     double phi[FE_MAX_VERTICES], dphi[FE_MAX_VERTICES * 3];
     fe_element_eval(g, Q->points, phi, dphi);
