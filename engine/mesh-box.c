@@ -209,6 +209,25 @@ static void box_cells(const fe_box_opts *o, fe_mesh *m)
   for (int e = 0; e < m->ncells; e++) m->cell_tags[e] = 1;
 }
 
+/* Undistorted, every cube is a translate of the first, its cells made in one order: the
+ * cells of a cube are the classes of congruent cells (fe_mesh_congruent), cell c of class
+ * c % (cells a cube). Out of memory: left to be found when asked. */
+static void box_classes(const fe_box_opts *o, fe_mesh *m)
+{
+  const int per = m->ncells / (o->cells[0] * o->cells[1] * (m->dim == 3 ? o->cells[2] : 1));
+  fe_mesh_classes *k = calloc(1, sizeof *k);
+  if (k && (double)per * 16 <= m->ncells && (k->rep = malloc(sizeof(int) * (size_t)per))) {
+    k->n = per;
+    for (int c = 0; c < per; c++) k->rep[c] = c;
+    m->classes = k, m->classes_known = 1;
+  } else if ((double)per * 16 > m->ncells) {
+    free(k);
+    m->classes_known = 1; /* too few cells to share: none */
+  } else {
+    free(k);
+  }
+}
+
 /* Boundary edges of a 2D box, the domain on their left, tagged 1..4 (xmin .. ymax). */
 static void box_edges(const fe_box_opts *o, fe_mesh *m)
 {
@@ -316,6 +335,7 @@ int fe_mesh_box(const fe_box_opts *o, fe_mesh **out)
   }
   m->positive = o->distort == 0; /* upper > lower (box_check): positive affine maps */
   m->affine = o->distort == 0 ? 1 : 0; /* distorted: found out when asked */
+  if (o->distort == 0) box_classes(o, m);
   *out = m;
   return 0;
 }

@@ -478,32 +478,49 @@ typedef struct class_shape {
   double inv;            /* 1 / the tolerance */
 } class_shape;
 
-static void class_key(const fe_mesh *m, const class_shape *s, int c, long long *k)
+/* The edge vectors in units of the tolerance, rounded to the nearest integer without a branch
+ * (adding and taking away 1.5 x 2^52 leaves an integer; |e| <= 2^44 here): the signs vary from
+ * cell to cell, and a branch on them mispredicted half the time (4x slower). */
+static inline void class_key(const fe_mesh *m, const class_shape *s, int c, long long *k)
 {
+  const volatile double magic = 6755399441055744.0; /* volatile: kept through the optimizer */
+  const double round = magic;
   const int *v = m->cells + (size_t)c * s->nvc;
   const double *x0 = m->coords + 3 * (size_t)v[0];
-  for (int i = 0; i < 9; i++) k[i] = 0;
+  for (int i = 3 * s->dim; i < 9; i++) k[i] = 0;
   for (int a = 0; a < s->dim; a++) {
     const double *x = m->coords + 3 * (size_t)v[s->axis[a]];
-    for (int d = 0; d < 3; d++) k[3 * a + d] = (long long)floor((x[d] - x0[d]) * s->inv + 0.5);
+    for (int d = 0; d < 3; d++) k[3 * a + d] = (long long)(((x[d] - x0[d]) * s->inv + round) - round);
   }
+}
+
+static inline int same_key(const long long *a, const long long *b)
+{
+  int same = 1;
+  for (int i = 0; i < 9; i++) same &= a[i] == b[i];
+  return same;
 }
 
 /* The class of key k in t, added with first cell c when new; -1 when t is full. */
 static int class_find(class_table *t, const long long *k, int c)
 {
-  uint64_t h = 1469598103934665603ull;
-  for (int i = 0; i < 9; i++) h = (h ^ (uint64_t)k[i]) * 1099511628211ull;
-  for (size_t j = (h ^ h >> 29) & (CLASS_SLOTS - 1);; j = (j + 1) & (CLASS_SLOTS - 1)) {
+  static const uint64_t mult[9] = {0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full,
+                                   0x165667b19e3779f9ull, 0xd6e8feb86659fd93ull,
+                                   0xff51afd7ed558ccdull, 0xc4ceb9fe1a85ec53ull,
+                                   0x94d049bb133111ebull, 0xbf58476d1ce4e5b9ull,
+                                   0x2545f4914f6cdd1dull}; /* independent products: no chain */
+  uint64_t h = 0;
+  for (int i = 0; i < 9; i++) h += (uint64_t)k[i] * mult[i];
+  for (size_t j = (h >> 40) & (CLASS_SLOTS - 1);; j = (j + 1) & (CLASS_SLOTS - 1)) {
     int id = t->slot[j] - 1;
     if (id < 0) break;
-    if (!memcmp(t->key[id], k, sizeof t->key[id])) return id;
+    if (same_key(t->key[id], k)) return id;
   }
   if (t->n == FE_MESH_MAX_CLASSES) return -1;
   const int id = t->n++;
   memcpy(t->key[id], k, sizeof t->key[id]);
   t->first[id] = c;
-  for (size_t j = (h ^ h >> 29) & (CLASS_SLOTS - 1);; j = (j + 1) & (CLASS_SLOTS - 1))
+  for (size_t j = (h >> 40) & (CLASS_SLOTS - 1);; j = (j + 1) & (CLASS_SLOTS - 1))
     if (!t->slot[j]) {
       t->slot[j] = id + 1;
       break;

@@ -100,12 +100,18 @@ int fe_mesh_affine(const fe_mesh *m);
  * the reference axes agree to within rounding (2^-44 of the largest coordinate) are
  * translates of one another and share one map, so an operator stores one set of geometric
  * factors a class and a class number a cell (deal.II compresses affine cells likewise). A
- * mesh.box of hexes has one class, of tets six (the Kuhn tets of a cube). */
+ * mesh.box of hexes has one class, of tets six (the Kuhn tets of a cube): known by
+ * construction; other meshes' are found by keying every cell's edge vectors. */
 typedef struct fe_mesh_classes {
   int n;              /* classes */
   int *rep;           /* each class's smallest cell */
-  unsigned short *of; /* ncells: each cell's class */
+  unsigned short *of; /* ncells: each cell's class, or NULL: cell c's class is c % n (mesh.box:
+                       * its cubes' cells, in one order in every cube, by construction) */
 } fe_mesh_classes;
+static inline int fe_mesh_class_of(const fe_mesh_classes *k, int c)
+{
+  return k->of ? k->of[c] : c % k->n;
+}
 #define FE_MESH_MAX_CLASSES 1024
 /* m's classes, found once and kept; NULL for curved or non-affine cells, and where there are
  * more than FE_MESH_MAX_CLASSES or more than one a 16 cells (sharing would save little).

@@ -422,7 +422,7 @@ static int shared_geometry(const fe_operator *A, const fe_quadrature *Q, const i
   }
   int *id = (int *)((char *)out + stride * plane * w);
 #pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < npad; i++) id[i] = perm[i] < 0 ? k->n : k->of[perm[i]];
+  for (size_t i = 0; i < npad; i++) id[i] = perm[i] < 0 ? k->n : fe_mesh_class_of(k, perm[i]);
   return 0;
 }
 

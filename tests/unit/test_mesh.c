@@ -226,8 +226,9 @@ Test(mesh, congruent_cells_share_a_class)
               cases[t].n);
     cr_assert_eq(fe_mesh_congruent(m), k, "%s: the answer kept", name);
     for (int c = 0; c < m->ncells; c++) { /* a cell's edges are its class's first cell's */
-      const int *v = m->cells + (size_t)c * m->nvc, *r = m->cells + (size_t)k->rep[k->of[c]] * m->nvc;
-      cr_assert(k->rep[k->of[c]] <= c, "%s cell %d: its class's first cell comes later", name, c);
+      const int rc = k->rep[fe_mesh_class_of(k, c)];
+      const int *v = m->cells + (size_t)c * m->nvc, *r = m->cells + (size_t)rc * m->nvc;
+      cr_assert(rc <= c, "%s cell %d: its class's first cell comes later", name, c);
       for (int b = 1; b < m->nvc; b++)
         for (int d = 0; d < 3; d++) {
           double e = m->coords[3 * v[b] + d] - m->coords[3 * v[0] + d];
@@ -235,6 +236,15 @@ Test(mesh, congruent_cells_share_a_class)
           cr_assert(fabs(e - f) < 1e-12, "%s cell %d: edge %d differs from its class's", name, c, b);
         }
     }
+    /* the classes known by construction are the ones found by keying every cell */
+    cr_assert_null(k->of, "%s box: its classes known by construction", name);
+    fe_mesh_forget_classes(m);
+    const fe_mesh_classes *found = fe_mesh_congruent(m);
+    cr_assert(found && found->of && found->n == cases[t].n, "%s box: classes found", name);
+    for (int c = 0; c < m->ncells; c++)
+      cr_assert_eq(fe_mesh_class_of(found, c), c % cases[t].n, "%s cell %d: class found %d", name,
+                   c, fe_mesh_class_of(found, c));
+    k = found;
     cr_assert_null(fe_mesh_congruent(bent), "%s distorted box: no classes", name);
     fe_mesh_free(bent);
     if (cases[t].type == FE_CELL_HEX) {
