@@ -37,7 +37,6 @@ for _, be in ipairs(T.backends(true)) do
       local tol = prec == "double" and 1e-11 or 1e-4
       local what = ("%s %s %s %s %s"):format(be, prec, c.space, c.cell, c.strategy)
       local opts = {backend = be, precision = prec, strategy = c.strategy}
-      if c.strategy == "transpose" then opts.geometry = "stored" end
       local rs = pair(A, w, opts, "apply", tol, what)
       if prec == "double" and be == "cpu" then
         pair(A, w, opts, "diagonal", tol, what .. " diagonal")
