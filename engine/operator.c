@@ -798,9 +798,10 @@ int fe_realization_geometry(fe_realization *r, int recompute, const int *perm, s
 static int realization_geometry(fe_realization *r, int recompute, const int *perm, size_t npad)
 {
   fe_operator *A = r->A;
-  if (recompute) r->geo_shared = 0; /* nothing stored */
-  if (recompute)
+  if (recompute) {
+    r->geo_shared = 0; /* nothing stored */
     return fe_build_geometry(A, &A->quad[FE_ACTION_RESIDUAL], perm, npad, 0, NULL, FE_DOUBLE, 0);
+  }
   for (int a = 0; a < FE_NACTIONS; a++) {
     for (int b = 0; b < a; b++) /* the same points as an earlier action: share */
       if (A->geo_affine || (A->quad[b].degree == A->quad[a].degree &&
