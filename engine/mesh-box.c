@@ -336,6 +336,7 @@ int fe_mesh_box(const fe_box_opts *o, fe_mesh **out)
   m->positive = o->distort == 0; /* upper > lower (box_check): positive affine maps */
   m->affine = o->distort == 0 ? 1 : 0; /* distorted: found out when asked */
   if (o->distort == 0) box_classes(o, m);
+  for (int d = 0; d < m->dim; d++) m->cubes[d] = o->cells[d];
   *out = m;
   return 0;
 }

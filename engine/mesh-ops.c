@@ -368,6 +368,7 @@ int fe_mesh_refine(const fe_mesh *m, fe_mesh **out)
   o->coords = NULL, o->cells = NULL, o->cell_tags = NULL, o->facets = NULL;
   o->facet_tags = NULL, o->tags = NULL, o->geo_cells = NULL, o->geo_coords = NULL;
   o->classes = NULL, o->classes_known = 0;
+  memset(o->cubes, 0, sizeof o->cubes);
   const int curved = m->geo_order == 2 && m->geo_cells && m->geo_coords;
   o->geo_order = curved ? 2 : 1, o->ngn = curved ? m->ngn : m->nvc, o->ngeo_nodes = 0;
   o->ncells = m->ncells * p.nchild;
@@ -904,9 +905,42 @@ static uint64_t morton_spread3(uint64_t x)
   return x;
 }
 
+/* A box's cells along the Morton curve of its cubes: one key a cube (x, y, z packed above the
+ * cube's id), a sixth of a tet box's, then each cube's cells in turn. */
+static int box_morton_order(const fe_mesh *m, int **order)
+{
+  const int nx = m->cubes[0], ny = m->cubes[1], nz = m->cubes[2] > 0 ? m->cubes[2] : 1;
+  const size_t ncubes = (size_t)nx * ny * nz, per = (size_t)m->ncells / ncubes;
+  uint64_t *keys = fe_alloc(sizeof *keys * 2 * (ncubes + 1));
+  *order = fe_alloc(sizeof(int) * ((size_t)m->ncells + 1));
+  if (!keys || !*order) {
+    free(keys), free(*order);
+    *order = NULL;
+    FE_ERROR(FE_ERR_MEM, "out of host memory for a cell order");
+  }
+#pragma omp parallel for schedule(static)
+  for (size_t q = 0; q < ncubes; q++) {
+    const uint64_t i = q % nx, j = q / nx % ny, k = q / nx / ny;
+    const uint64_t key = morton_spread3(i) | morton_spread3(j) << 1 | morton_spread3(k) << 2;
+    keys[q] = key << 32 | q;
+  }
+  fe_sort_u64(keys, NULL, ncubes, keys + ncubes + 1, NULL, 32);
+#pragma omp parallel for schedule(static)
+  for (size_t r = 0; r < ncubes; r++) {
+    const size_t q = (uint32_t)keys[r];
+    for (size_t t = 0; t < per; t++) (*order)[r * per + t] = (int)(q * per + t);
+  }
+  free(keys);
+  return 0;
+}
+
 int fe_mesh_morton_order(const fe_mesh *m, int **order)
 {
   const int n = m->ncells, nvc = m->nvc;
+  const double cubes = (double)m->cubes[0] * m->cubes[1] * (m->cubes[2] > 0 ? m->cubes[2] : 1);
+  if (cubes > 0 && n % (long long)cubes == 0 && m->cubes[0] <= 1024 && m->cubes[1] <= 1024 &&
+      m->cubes[2] <= 1024) /* the key in 30 bits */
+    return box_morton_order(m, order);
   double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
 #pragma omp parallel
   {

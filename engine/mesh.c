@@ -622,6 +622,7 @@ void fe_mesh_forget_classes(fe_mesh *m)
 {
   if (m->classes) free(m->classes->rep), free(m->classes->of), free(m->classes);
   m->classes = NULL, m->classes_known = 0;
+  memset(m->cubes, 0, sizeof m->cubes);
 }
 
 int fe_mesh_geo_values(const fe_mesh *m, const double *vertex_values, double **out)

@@ -62,6 +62,10 @@ typedef struct fe_mesh {
    * calls fe_mesh_forget_classes. */
   int classes_known;
   struct fe_mesh_classes *classes;
+  /* mesh.box's cubes (squares) per side, its cells made cube by cube, x fastest, the same
+   * number in each: known by construction, so orders along the cubes need no search (0: not a
+   * box, or edited since). Cleared with the classes. */
+  int cubes[3];
 } fe_mesh;
 
 typedef struct fe_box_opts {
@@ -243,7 +247,8 @@ int fe_mesh_from_arrays(const fe_mesh_arrays *a, fe_mesh **out);
 int fe_mesh_geo_map(const fe_mesh *m, int cell, const double *xi, double x[3], double *J);
 
 /* The cells in the order of a Morton (Z) curve through their centroids: consecutive cells
- * are neighbours. order[k] is the k-th cell (malloc'd). */
+ * are neighbours. order[k] is the k-th cell (malloc'd). A box's cells go cube by cube, each
+ * cube's in the box's own order, the cubes along the curve through their corners. */
 int fe_mesh_morton_order(const fe_mesh *m, int **order);
 
 #endif

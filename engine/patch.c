@@ -16,6 +16,7 @@
  * the per-cell data (constants, fields) follow the tour's order. */
 #include "engine/patch.h"
 
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -296,45 +297,134 @@ static int patch_walks(walk_ws *w, int facet, int walk, int items, int reuse, in
   return 0;
 }
 
+/* Scratch for one patch's node list on one thread: an open-addressing table of the patch's
+ * nodes, each slot the node + 1 (0: empty) and its number in order of first appearance, with
+ * at least twice the slots of the most nodes a patch has had (a P1 patch of 512 tets touches
+ * about 160: 4 KB, in L1); and per distinct node its slot, its place in the sorted list and
+ * its sort key (with the sort's scratch). A table a patch replaces a radix sort of its (node,
+ * position) pairs, which cost 15-20 us a patch of 2048 entries here (2048 buckets a pass). */
+typedef struct list_ws {
+  unsigned cap;
+  int (*table)[2];   /* cap slots: node + 1, its number */
+  int *slot, *rank;  /* per distinct node */
+  uint64_t *key;     /* 2 x entries */
+} list_ws;
+
+static void list_ws_free(list_ws *w)
+{
+  free(w->table), free(w->slot), free(w->rank), free(w->key);
+  memset(w, 0, sizeof *w);
+}
+
+static int list_ws_init(list_ws *w, size_t per)
+{
+  memset(w, 0, sizeof *w);
+  w->cap = 256;
+  w->table = calloc(w->cap, sizeof *w->table);
+  w->slot = malloc(sizeof(int) * (per + 1));
+  w->rank = malloc(sizeof(int) * (per + 1));
+  w->key = malloc(sizeof(uint64_t) * 2 * (per + 1));
+  if (w->table && w->slot && w->rank && w->key) return 0;
+  list_ws_free(w);
+  return -1;
+}
+
+static unsigned list_slot(const list_ws *w, int node)
+{
+  const unsigned mask = w->cap - 1;
+  unsigned h = ((unsigned)node * 2654435761u) & mask;
+  while (w->table[h][0] && w->table[h][0] != node + 1) h = (h + 1) & mask;
+  return h;
+}
+
+/* The table twice as large, its u nodes moved over (-1: out of memory). */
+static int list_grow(list_ws *w, int u)
+{
+  int (*old)[2] = w->table;
+  w->table = calloc(2 * (size_t)w->cap, sizeof *w->table);
+  if (!w->table) {
+    w->table = old;
+    return -1;
+  }
+  w->cap *= 2;
+  for (int i = 0; i < u; i++) {
+    const int node = old[w->slot[i]][0] - 1;
+    const unsigned h = list_slot(w, node);
+    w->table[h][0] = node + 1;
+    w->table[h][1] = i;
+    w->slot[i] = (int)h;
+  }
+  free(old);
+  return 0;
+}
+
+/* The sorted nodes the patch of stored cells perm[0..block) touches, into list (returns how
+ * many; -1 out of memory), and where in it each (cell j, basis function b) is: loc[j*nb + b]
+ * (-1: padding). */
+static int patch_list(const fe_space *V, const int *perm, int block, list_ws *w, int *list,
+                      int *loc)
+{
+  const int nb = V->elem.nbasis;
+  int u = 0;
+  for (int j = 0; j < block; j++) {
+    const int c = perm[j];
+    for (int b = 0; b < nb; b++) {
+      if (c < 0) {
+        loc[j * nb + b] = -1;
+        continue;
+      }
+      const int node = V->cell_nodes[(size_t)c * nb + b];
+      unsigned h = list_slot(w, node);
+      if (!w->table[h][0]) {
+        if (2 * (unsigned)(u + 1) > w->cap) {
+          if (list_grow(w, u)) return -1;
+          h = list_slot(w, node);
+        }
+        w->table[h][0] = node + 1;
+        w->table[h][1] = u;
+        w->slot[u] = (int)h;
+        w->key[u] = (uint64_t)(unsigned)node << 32 | (uint64_t)u;
+        u++;
+      }
+      loc[j * nb + b] = w->table[h][1];
+    }
+  }
+  fe_sort_u64(w->key, NULL, (size_t)u, w->key + u, NULL, 32);
+  for (int i = 0; i < u; i++) {
+    const int id = (int)(w->key[i] & 0xffffffffu);
+    list[i] = (int)(w->key[i] >> 32);
+    w->rank[id] = i;
+    w->table[w->slot[id]][0] = 0; /* the table empty again for the next patch */
+  }
+  for (int e = 0; e < block * nb; e++)
+    if (loc[e] >= 0) loc[e] = w->rank[loc[e]];
+  return u;
+}
+
 /* The sorted nodes each patch touches: lists[g*block*nb ..] with count[g] entries, and where
- * in its list each of the patch's (cell j, node b) is: local[g*block*nb + j*nb + b] (one
- * radix sort of (node, position) pairs per patch, no search afterwards). */
+ * in its list each of the patch's (cell j, node b) is: local[g*block*nb + j*nb + b]. */
 static int patch_node_lists(const fe_space *V, const int *perm, int ng, int block, int *lists,
                             int *local, int *count)
 {
-  int nb = V->elem.nbasis, failed = 0;
-  size_t per = (size_t)block * nb;
+  int failed = 0;
+  size_t per = (size_t)block * V->elem.nbasis;
 #pragma omp parallel
   {
-    uint64_t *key = malloc(sizeof(uint64_t) * 2 * (per + 1));
-    if (!key) {
+    list_ws w;
+    if (list_ws_init(&w, per)) {
 #pragma omp atomic write
       failed = 1;
     }
 #pragma omp for schedule(dynamic, 64)
     for (int g = 0; g < ng; g++) {
-      if (!key) continue;
-      int *l = lists + (size_t)g * per, *loc = local + (size_t)g * per;
-      size_t n = 0;
-      for (int j = 0; j < block; j++) {
-        int c = perm[(size_t)g * block + j];
-        for (int b = 0; b < nb; b++) {
-          loc[j * nb + b] = -1; /* padding */
-          if (c >= 0)
-            key[n++] = (uint64_t)(unsigned)V->cell_nodes[(size_t)c * nb + b] << 32 |
-                       (uint64_t)(j * nb + b);
-        }
+      count[g] = w.table ? patch_list(V, perm + (size_t)g * block, block, &w,
+                                      lists + (size_t)g * per, local + (size_t)g * per) : -1;
+      if (count[g] < 0) {
+#pragma omp atomic write
+        failed = 1;
       }
-      fe_sort_u64(key, NULL, n, key + per + 1, NULL, 32); /* by node; positions in order */
-      int u = 0;
-      for (size_t i = 0; i < n; i++) {
-        int node = (int)(key[i] >> 32);
-        if (u == 0 || l[u - 1] != node) l[u++] = node;
-        loc[key[i] & 0xffffffffu] = u - 1;
-      }
-      count[g] = u;
     }
-    free(key);
+    list_ws_free(&w);
   }
   if (failed) FE_ERROR(FE_ERR_MEM, "out of host memory for the patches' node lists");
   return 0;
@@ -378,57 +468,145 @@ static int build_one_walk(const fe_space *V, const int *loc, int nl, int *perm, 
   return rc;
 }
 
-/* One item per cell: local numbers, the run words and each contribution's place; first =
- * the patch's first entry in lc. Returns the places in all (more than 65536: the words cannot
- * name them, nothing filed), -1 out of memory. */
-static int build_one_lcells(const fe_space *V, const int *loc, int nl, const int *perm,
-                            int block, int lanes, unsigned *lc, size_t first, int *runs)
+/* One item per cell: the run words of a patch's nl nodes (runs) and each (cell j, basis
+ * function b)'s local node and place, into lc[b*block + j] (padding: 0), from the local numbers
+ * loc[j*nb + b]; fill is scratch of nl. Returns the places in all (more than 65536: the words
+ * cannot name them, nothing filed). */
+static int file_items(const int *loc, int nl, const int *perm, int block, int nb, int lanes,
+                      unsigned *lc, int *runs, int *fill)
 {
-  int nb = V->elem.nbasis;
-  int *fill = calloc((size_t)nl + 1, sizeof(int));
-  if (!fill) return -1;
   memset(runs, 0, sizeof(int) * (size_t)nl);
-  for (int j = 0; j < block; j++) {
-    int c = perm[j];
-    for (int b = 0; c >= 0 && b < nb; b++) {
-      size_t i = first + (size_t)b * block + (size_t)j;
-      int k = loc[j * nb + b];
-      runs[k]++;
-      lc[i] = (unsigned)k;
-    }
-  }
+  for (int j = 0; j < block; j++)
+    for (int b = 0; perm[j] >= 0 && b < nb; b++) runs[loc[j * nb + b]]++;
   int total = runs_from_counts(runs, nl, lanes);
-  for (int j = 0; total <= 65536 && j < block; j++) /* cell order within each run */
-    for (int b = 0; perm[j] >= 0 && b < nb; b++) {
-      size_t i = first + (size_t)b * block + (size_t)j;
-      lc[i] |= (unsigned)next_place(runs, fill, (int)lc[i], lanes) << 16;
+  if (total > 65536) return total;
+  memset(fill, 0, sizeof(int) * (size_t)nl);
+  for (int j = 0; j < block; j++) /* cell order within each run */
+    for (int b = 0; b < nb; b++) {
+      const int k = perm[j] >= 0 ? loc[j * nb + b] : -1;
+      lc[(size_t)b * block + j] = k < 0 ? 0 : (unsigned)k | (unsigned)next_place(runs, fill, k, lanes) << 16;
     }
-  free(fill);
   return total;
 }
 
-int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *perm, size_t npad,
-                     int block, int walk, int reuse, int lanes, fe_patches *P)
+/* What one thread built of the item-per-cell patches: their node lists and run words, one
+ * patch after another (copied into place once every patch's size is known). */
+typedef struct patch_out {
+  int *nodes, *runs;
+  size_t n, cap;
+} patch_out;
+
+static int out_reserve(patch_out *o, size_t more)
 {
-  int nb = V->elem.nbasis, ng = (int)(npad / (size_t)block);
-  memset(P, 0, sizeof *P);
-  P->npatch = ng;
-  P->block = block;
-  P->walk = walk;
-  P->lanes = lanes;
-  P->items = walk > 0 ? (block + walk - 1) / walk : 0;
-  FE_ASSERT(lanes >= 1 && lanes <= 64 && !(lanes & (lanes - 1)), FE_ERR_ARG,
-            "lanes = %d: the runs interleave a power of two of nodes, at most 64", lanes);
-  FE_ASSERT(walk <= 0 || nb <= FE_WALK_MAX_SLOTS, FE_ERR_ARG,
-            "walks hold at most %d nodes per cell; %s has %d", FE_WALK_MAX_SLOTS, V->name, nb);
-  size_t per = (size_t)block * nb;
-  int *lists = malloc(sizeof(int) * (npad * nb + 1)), *count = malloc(sizeof(int) * ((size_t)ng + 1));
-  int *local = malloc(sizeof(int) * (npad * nb + 1));
+  if (o->n + more <= o->cap) return 0;
+  size_t cap = o->cap ? o->cap : 4096;
+  while (cap < o->n + more) cap *= 2;
+  int *nodes = realloc(o->nodes, sizeof(int) * cap);
+  if (nodes) o->nodes = nodes;
+  int *runs = nodes ? realloc(o->runs, sizeof(int) * cap) : NULL;
+  if (runs) o->runs = runs;
+  if (!nodes || !runs) return -1;
+  o->cap = cap;
+  return 0;
+}
+
+/* One item per cell: each patch's list, local numbers, runs and places in one pass over its
+ * cells, the places written straight into P->lcells (its only large array). */
+static int build_items(const fe_space *V, const int *perm, int ng, int block, int lanes,
+                       fe_patches *P)
+{
+  const int nb = V->elem.nbasis, nthreads = omp_get_max_threads();
+  const size_t per = (size_t)block * nb;
+  int *count = malloc(sizeof(int) * ((size_t)ng + 1)), *who = malloc(sizeof(int) * ((size_t)ng + 1));
+  int *maxc = malloc(sizeof(int) * ((size_t)ng + 1));
+  size_t *at = malloc(sizeof(size_t) * ((size_t)ng + 1));
+  patch_out *out = calloc((size_t)nthreads, sizeof *out);
+  P->start = malloc(sizeof(int) * ((size_t)ng + 1));
+  P->lcells = fe_alloc(sizeof(unsigned) * ((size_t)ng * per + 1));
+  int rc = 0;
+  if (!count || !who || !maxc || !at || !out || !P->start || !P->lcells)
+    rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the patches");
+#pragma omp parallel if (!rc)
+  {
+    patch_out *o = out ? &out[omp_get_thread_num()] : NULL;
+    list_ws w;
+    int *list = malloc(sizeof(int) * (per + 1)), *loc = malloc(sizeof(int) * (per + 1));
+    int *fill = malloc(sizeof(int) * (per + 1));
+    int ready = !rc && list && loc && fill && !list_ws_init(&w, per);
+#pragma omp for schedule(dynamic, 16)
+    for (int g = 0; g < (rc ? 0 : ng); g++) {
+      const int *pg = perm + (size_t)g * block;
+      int u = ready ? patch_list(V, pg, block, &w, list, loc) : -1, bad = u < 0 ? 1 : 0;
+      if (!bad && u > 65536) bad = 2;
+      else if (!bad && out_reserve(o, (size_t)u)) bad = 1;
+      if (!bad) {
+        maxc[g] = file_items(loc, u, pg, block, V->elem.nbasis, lanes, P->lcells + (size_t)g * per,
+                             o->runs + o->n, fill);
+        bad = maxc[g] > 65536 ? 3 : 0;
+      }
+      if (bad) {
+#pragma omp critical
+        if (!rc) /* the first failure's message is kept */
+          rc = bad == 1 ? fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
+                                       "out of host memory for the patches")
+             : bad == 2 ? fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
+                                       "a patch of %d cells touches %d nodes, more than 65536 "
+                                       "(use a smaller block)", block, u)
+                        : fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
+                                       "a patch of %d cells needs %d places for its "
+                                       "contributions, more than 65536 (use a smaller block)",
+                                       block, maxc[g]);
+        continue;
+      }
+      memcpy(o->nodes + o->n, list, sizeof(int) * (size_t)u);
+      who[g] = omp_get_thread_num();
+      at[g] = o->n;
+      o->n += (size_t)u;
+      count[g] = u;
+    }
+    if (ready) list_ws_free(&w);
+    free(list), free(loc), free(fill);
+  }
+  long long total = 0;
+  for (int g = 0; !rc && g < ng; g++) {
+    P->start[g] = (int)total;
+    total += count[g];
+    if (count[g] > P->maxl) P->maxl = count[g];
+    if (maxc[g] > P->maxc) P->maxc = maxc[g];
+  }
+  if (!rc && total >= 2147483647LL)
+    rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
+                      "the patches hold %lld nodes, more than an int counts (use a larger block)", total);
+  if (!rc) {
+    P->start[ng] = (int)total;
+    P->nodes_total = (double)total;
+    P->nodes = malloc(sizeof(int) * ((size_t)total + 1));
+    P->runs = malloc(sizeof(int) * ((size_t)total + 1));
+    if (!P->nodes || !P->runs)
+      rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the patches");
+  }
+#pragma omp parallel for schedule(static) if (!rc)
+  for (int g = 0; g < (rc ? 0 : ng); g++) {
+    memcpy(P->nodes + P->start[g], out[who[g]].nodes + at[g], sizeof(int) * (size_t)count[g]);
+    memcpy(P->runs + P->start[g], out[who[g]].runs + at[g], sizeof(int) * (size_t)count[g]);
+  }
+  for (int t = 0; out && t < nthreads; t++) free(out[t].nodes), free(out[t].runs);
+  free(out), free(count), free(who), free(maxc), free(at);
+  return rc ? fe_error_push(rc, __FILE__, __LINE__, __func__) : 0;
+}
+
+/* Walks: every patch's list and local numbers first (the walks' tours need them), then each
+ * patch's walks and events. */
+static int build_walks(const fe_space *V, int *perm, int ng, int block, int walk, int reuse,
+                       int lanes, fe_patches *P)
+{
+  const size_t per = (size_t)block * V->elem.nbasis;
+  int *lists = malloc(sizeof(int) * ((size_t)ng * per + 1)), *count = malloc(sizeof(int) * ((size_t)ng + 1));
+  int *local = malloc(sizeof(int) * ((size_t)ng * per + 1));
   P->start = malloc(sizeof(int) * ((size_t)ng + 1));
   if (!lists || !count || !local || !P->start ||
       patch_node_lists(V, perm, ng, block, lists, local, count)) {
     free(lists), free(count), free(local);
-    fe_patches_free(P);
     FE_ERROR(FE_ERR_MEM, "out of host memory for the patches");
   }
   long long total = 0;
@@ -447,14 +625,10 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
   if (total >= 2147483647LL)
     rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
                       "the patches hold %lld nodes, more than an int counts (use a larger block)", total);
-  else if (P->maxl > (walk > 0 ? FE_WALK_MAX_NODES : 65536))
+  else if (P->maxl > FE_WALK_MAX_NODES)
     rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
                       "a patch of %d cells touches %d nodes, more than %d (use a smaller block)",
-                      block, P->maxl, walk > 0 ? FE_WALK_MAX_NODES : 65536);
-  else if (walk <= 0 && (size_t)block * nb > 65536)
-    rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
-                      "a patch of %d cells of %d basis functions files %zu contributions, more than "
-                      "65536 (use a smaller block)", block, nb, (size_t)block * nb);
+                      block, P->maxl, FE_WALK_MAX_NODES);
   unsigned **ev = NULL;
   int *ne = NULL, *maxc = NULL;
   if (!rc) {
@@ -462,53 +636,26 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
     lists = NULL;
     P->runs = calloc((size_t)total + 1, sizeof(int));
     maxc = calloc((size_t)ng + 1, sizeof(int));
-    if (walk > 0) {
-      ev = calloc((size_t)ng + 1, sizeof(unsigned *));
-      ne = calloc((size_t)ng + 1, sizeof(int));
-    } else {
-      P->lcells = (unsigned *)local; /* written over, patch by patch, from a copy */
-    }
-    if (!P->runs || !maxc || (walk > 0 && (!ev || !ne)))
+    ev = calloc((size_t)ng + 1, sizeof(unsigned *));
+    ne = calloc((size_t)ng + 1, sizeof(int));
+    if (!P->runs || !maxc || !ev || !ne)
       rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the patches");
   }
   int failed = 0;
-  int ngo = rc ? 0 : ng; /* nothing to do after a failure */
-#pragma omp parallel
-  {
-    int *loc = walk > 0 ? NULL : malloc(sizeof(int) * (per + 1)); /* a patch's local numbers */
-#pragma omp for schedule(dynamic, 16)
-    for (int g = 0; g < ngo; g++) {
-      int *runs = P->runs + P->start[g];
-      int bad = 0;
-      if (walk > 0) {
-        bad = build_one_walk(V, local + (size_t)g * per, count[g], perm + (size_t)g * block,
-                             block, walk, P->items, reuse, lanes, runs, &ev[g], &ne[g], &maxc[g]);
-      } else if (!loc) {
-        maxc[g] = -1;
-      } else {
-        memcpy(loc, local + (size_t)g * per, sizeof(int) * per);
-        memset(P->lcells + (size_t)g * per, 0, sizeof(unsigned) * per); /* padding: 0 */
-        maxc[g] = build_one_lcells(V, loc, count[g], perm + (size_t)g * block, block, lanes,
-                                   P->lcells, (size_t)g * per, runs);
-        if (maxc[g] < 0)
-          bad = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
-                             "out of host memory for the patches");
-        else if (maxc[g] > 65536)
-          bad = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
-                             "a patch of %d cells needs %d places for its contributions, more "
-                             "than 65536 (use a smaller block)", block, maxc[g]);
-      }
-      if (bad) {
+#pragma omp parallel for schedule(dynamic, 16)
+  for (int g = 0; g < (rc ? 0 : ng); g++) {
+    int bad = build_one_walk(V, local + (size_t)g * per, count[g], perm + (size_t)g * block,
+                             block, walk, P->items, reuse, lanes, P->runs + P->start[g], &ev[g],
+                             &ne[g], &maxc[g]);
+    if (bad) {
 #pragma omp critical
-        failed = bad; /* the message of one failure is kept */
-      }
+      failed = bad; /* the message of one failure is kept */
     }
-    free(loc);
   }
   if (!rc && failed) rc = failed;
   for (int g = 0; !rc && g < ng; g++)
     if (maxc[g] > P->maxc) P->maxc = maxc[g];
-  if (!rc && walk > 0) { /* the events, patch after patch */
+  if (!rc) { /* the events, patch after patch */
     P->estart = malloc(sizeof(int) * ((size_t)ng + 1));
     size_t n = 0;
     for (int g = 0; P->estart && g < ng; g++) {
@@ -525,14 +672,35 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
       memcpy(P->events + P->estart[g], ev[g], sizeof(unsigned) * (size_t)ne[g] * P->items);
   }
   for (int g = 0; ev && g < ng; g++) free(ev[g]);
-  if (walk > 0 || !P->lcells) free(local); /* else it is P->lcells */
-  free(ev), free(ne), free(maxc), free(lists), free(count);
-  if (!rc && constrained)
-    for (long long i = 0; i < total; i++)
-      if (constrained[P->nodes[i]]) P->nodes[i] = ~P->nodes[i];
+  free(ev), free(ne), free(maxc), free(lists), free(count), free(local);
+  return rc ? fe_error_push(rc, __FILE__, __LINE__, __func__) : 0;
+}
+
+int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *perm, size_t npad,
+                     int block, int walk, int reuse, int lanes, fe_patches *P)
+{
+  int nb = V->elem.nbasis, ng = (int)(npad / (size_t)block);
+  memset(P, 0, sizeof *P);
+  P->npatch = ng;
+  P->block = block;
+  P->walk = walk;
+  P->lanes = lanes;
+  P->items = walk > 0 ? (block + walk - 1) / walk : 0;
+  FE_ASSERT(lanes >= 1 && lanes <= 64 && !(lanes & (lanes - 1)), FE_ERR_ARG,
+            "lanes = %d: the runs interleave a power of two of nodes, at most 64", lanes);
+  FE_ASSERT(walk <= 0 || nb <= FE_WALK_MAX_SLOTS, FE_ERR_ARG,
+            "walks hold at most %d nodes per cell; %s has %d", FE_WALK_MAX_SLOTS, V->name, nb);
+  FE_ASSERT(walk > 0 || (size_t)block * nb <= 65536, FE_ERR_ARG,
+            "a patch of %d cells of %d basis functions files %zu contributions, more than 65536 "
+            "(use a smaller block)", block, nb, (size_t)block * nb);
+  int rc = walk > 0 ? build_walks(V, perm, ng, block, walk, reuse, lanes, P)
+                    : build_items(V, perm, ng, block, lanes, P);
   if (rc) {
     fe_patches_free(P);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
+  if (constrained)
+    for (long long i = 0; i < (long long)P->start[ng]; i++)
+      if (constrained[P->nodes[i]]) P->nodes[i] = ~P->nodes[i];
   return 0;
 }

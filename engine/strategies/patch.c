@@ -217,7 +217,7 @@ static int upload_patches(fe_realization *r, int *perm, size_t npad, int *too_bi
   d->patch_nodes = P.nodes_total;
   d->walk_events = (double)P.nevents;
   d->wave_x = d->wave_u = d->wave_c = d->wave_node_x = d->wave_node_u = d->wave_scatter = 0;
-  if (d->walk <= 0)
+  if (d->walk <= 0 && r->be->info.is_gpu) /* a CPU's shared arrays are in L1: no banks */
     measure_banks(d, &P, V->elem.nbasis, V->ncomp, V->mesh->ncells, (int)fe_precision_size(r->prec));
   /* shared memory: the patch's state, direction and coordinates, the contributions, the run
    * words, the events */
