@@ -1111,7 +1111,8 @@ int fe_space_cell_colors(const fe_space *V, int **order, int **start, int *ncolo
   *order = *start = NULL;
   *ncolors = 0;
   int nc = V->mesh->ncells, *color, n;
-  FE_CHECK(fe_mesh_color_groups(V->mesh, V->cell_nodes, V->elem.nbasis, 1, &color, &n));
+  FE_CHECK(fe_mesh_color_groups_below(V->mesh, V->cell_nodes, V->elem.nbasis, V->nnodes, 1,
+                                      &color, &n));
   int *o = malloc(sizeof(int) * ((size_t)nc + 1)), *st = calloc((size_t)n + 1, sizeof(int));
   int *pos = malloc(sizeof(int) * ((size_t)n + 1));
   if (!o || !st || !pos) {

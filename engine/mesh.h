@@ -151,6 +151,10 @@ int fe_mesh_geo_values(const fe_mesh *m, const double *vertex_values, double **o
  * any non-negative ids. At most 64 colors (FE_ERR_MESH beyond). Free color with free(). */
 int fe_mesh_color_groups(const fe_mesh *m, const int *cells, int nvc, int block, int **color,
                          int *ncolors);
+/* The same for ids known to lie in [0, nids) (a mesh's vertices, a space's nodes): not
+ * checked, so not read twice. */
+int fe_mesh_color_groups_below(const fe_mesh *m, const int *cells, int nvc, int nids, int block,
+                               int **color, int *ncolors);
 
 /* ----- mesh operations (engine/mesh-ops.c) ----- */
 

@@ -685,7 +685,9 @@ static int build_schedule(const fe_operator *A, fe_realization *d, const int *or
       memcpy(oc + (size_t)c * nb, ids + (size_t)(order ? order[c] : c) * stride,
              sizeof(int) * nb);
   }
-  int rc = fe_mesh_color_groups(m, identity ? ids : oc, nb, d->block, &color, &d->ncolors);
+  int rc = fe_mesh_color_groups_below(m, identity ? ids : oc, nb,
+                                      by_vertex ? m->nvertices : V->nnodes, d->block, &color,
+                                      &d->ncolors);
   free(oc);
   if (rc) {
     free(*list);

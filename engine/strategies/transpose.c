@@ -96,24 +96,37 @@ typedef struct cells_job {
   const fe_space *V;
   const int *perm;
   size_t npad;
+  int block;
 } cells_job;
 
+/* A group's cells are mostly the mesh's consecutive ones (fe_realization_schedule keeps the
+ * mesh's order within a group): those are one copy a group, the rest one a cell. */
 static int cells_fill(void *ctx, void *out)
 {
   const cells_job *j = ctx;
-  const int nb = j->V->elem.nbasis;
+  const size_t nb = (size_t)j->V->elem.nbasis, bs = (size_t)j->block;
+  const int *perm = j->perm;
   int *cells = out;
 #pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < j->npad; i++)
-    memcpy(cells + i * nb, j->V->cell_nodes + (size_t)fe_stored_cell(j->perm, i) * nb,
-           sizeof(int) * nb);
+  for (size_t g = 0; g < j->npad / bs; g++) {
+    const size_t i = g * bs;
+    size_t run = 1;
+    while (run < bs && perm[i + run] == perm[i] + (int)run) run++;
+    if (perm[i] >= 0 && run == bs) {
+      memcpy(cells + i * nb, j->V->cell_nodes + (size_t)perm[i] * nb, sizeof(int) * nb * bs);
+      continue;
+    }
+    for (size_t k = i; k < i + bs; k++)
+      memcpy(cells + k * nb, j->V->cell_nodes + (size_t)fe_stored_cell(perm, k) * nb,
+             sizeof(int) * nb);
+  }
   return 0;
 }
 
 /* The stored cells' nodes, written straight into the buffer. */
 static int upload_cells(fe_realization *r, const int *perm, size_t npad, fe_buffer *buf)
 {
-  cells_job job = {r->A->V, perm, npad};
+  cells_job job = {r->A->V, perm, npad, r->block};
   return fe_fill_buffer(r->be, sizeof(int) * npad * r->A->V->elem.nbasis, buf, cells_fill, &job);
 }
 
@@ -124,14 +137,18 @@ static int transpose_setup(fe_realization *r)
   size_t npad = 0;
   int rc = fe_realization_schedule(r, 0, &perm, &npad);
   if (!rc) { /* the padding: the tail of one group (checked: the kernel relies on it) */
-    size_t i = 0, bs = (size_t)r->block;
-    while (i < npad && perm[i] >= 0) i++;
+    const size_t bs = (size_t)r->block, ng = npad / bs;
+    size_t g = 0, i, end;
+    while (g < ng && perm[g * bs + bs - 1] >= 0) g++; /* the group whose tail is padding */
+    for (i = g * bs; i < npad && perm[i] >= 0; i++) {}
+    end = g < ng ? g * bs + bs : npad;
     d->pad0 = (int)i;
-    for (size_t j = i; j < npad && !rc; j++)
-      if ((perm[j] < 0) != (j / bs == i / bs))
-        rc = fe_error_set(FE_ERR_INTERNAL, __FILE__, __LINE__, __func__,
-                          "transpose: stored cell %zu of %zu: the padding is not one group's tail",
-                          j, npad);
+    size_t j = i;
+    while (j < end && perm[j] < 0) j++;
+    if (j < end || end - i != npad - (size_t)r->A->V->mesh->ncells)
+      rc = fe_error_set(FE_ERR_INTERNAL, __FILE__, __LINE__, __func__,
+                        "transpose: stored cell %zu of %zu: the padding is not one group's tail",
+                        j, npad);
   }
   if (!rc) rc = upload_cells(r, perm, npad, &d->cells);
   if (!rc) rc = fe_realization_geometry(r, d->vertices, perm, npad);

@@ -1,6 +1,7 @@
 /* Box meshes: counts, volumes, orientation, conformity, boundary tags, input errors, the
  * quality check and the coloring of cell groups. */
 #include <criterion/criterion.h>
+#include <omp.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -544,6 +545,37 @@ Test(mesh, coloring_separates_groups_that_share_vertices)
     if (blocks[b] == 100000) cr_assert_eq(ncolors, 1);
     free(color);
   }
+  fe_mesh_free(m);
+}
+
+/* 4096 groups and more are colored in two halves at once, the second half's groups at the
+ * seam recolored in order: still no shared vertex within a color, the same colors on one
+ * thread as on several, and a scrambled order (halves that share most vertices) too. */
+Test(mesh, coloring_in_halves_is_valid_on_any_thread_count)
+{
+  fe_mesh *m = make_box(FE_CELL_TET, 16, 16, 16, 0); /* 24576 cells */
+  const int blocks[] = {1, 4};
+  for (int b = 0; b < 2; b++) {
+    int *c1, *c2, n1, n2, rc1 = -1;
+#pragma omp parallel num_threads(2) /* inside it, one thread a region: the halves in turn */
+#pragma omp single
+    rc1 = fe_mesh_color_groups(m, m->cells, 4, blocks[b], &c1, &n1);
+    cr_assert_eq(rc1, 0, "%s", fe_error_message());
+    cr_assert_eq(fe_mesh_color_groups_below(m, m->cells, 4, m->nvertices, blocks[b], &c2, &n2),
+                 0, "%s", fe_error_message());
+    check_coloring(m, m->cells, blocks[b], c2, n2);
+    cr_assert_eq(n1, n2);
+    cr_assert_arr_eq(c1, c2, sizeof(int) * (size_t)(m->ncells / blocks[b]));
+    if (blocks[b] == 1) cr_assert(n2 >= 24 && n2 <= 48, "%d colors", n2);
+    free(c1), free(c2);
+  }
+  int *cells = malloc((size_t)m->ncells * 4 * sizeof(int)), *color, ncolors;
+  for (int e = 0; e < m->ncells; e++) /* e -> 7e mod ncells: every group far from its neighbours */
+    memcpy(cells + 4 * e, m->cells + 4 * ((7 * e) % m->ncells), 4 * sizeof(int));
+  cr_assert_eq(fe_mesh_color_groups(m, cells, 4, 2, &color, &ncolors), 0, "%s",
+               fe_error_message());
+  check_coloring(m, cells, 2, color, ncolors);
+  free(color), free(cells);
   fe_mesh_free(m);
 }
 
