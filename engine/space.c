@@ -5,9 +5,10 @@
  * lies on, and the pairs (global vertex id, weight), sorted by vertex id, name the node
  * whatever the cell's local orientation: two cells that share an edge or a face give its
  * nodes the same names. Vertex nodes keep the vertex ids; interior nodes belong to one cell
- * and need no name. The cells' edges and faces are matched by their sorted vertex ids (one
- * sort, on every thread), and within one, a node's name fixes which node it is; a hash map
- * of the names does the same one cell after another where that cannot.
+ * and need no name. The cells' edges and faces are matched by their sorted vertex ids among
+ * the cells around their least vertex (on every thread), and within one, a node's name fixes
+ * which node it is; a hash map of the names does the same one cell after another where that
+ * cannot.
  *
  * Boundary nodes of a set of tags: the vertices, edges and faces of the tagged facets go
  * into a set, and a node is on the boundary when the entity it lies on is in the set (one
@@ -18,6 +19,7 @@
 #include "engine/space.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <omp.h>
 #include <stdint.h>
 #include <math.h>
@@ -29,7 +31,6 @@
 #include "engine/progress.h"
 #include "engine/keymap.h"
 #include "engine/quadrature.h"
-#include "engine/sort.h"
 
 #define KEY_PAIRS 4 /* an edge or face node names at most the 4 vertices of a quad face */
 
@@ -97,13 +98,42 @@ static inline int node_key_of(const node_names *t, const int *verts, int b, int 
   return n;
 }
 
-/* The first-order map at a node of a straight cell: l the map's basis there (lphi's row), X
- * the cell's nv vertices; sums in registers (through an array on the stack the loop ran 3x
- * slower). */
-static inline void straight_place(const double *l, const double (*X)[3], int nv, double *x)
+/* The first-order map at the element's nodes, tabulated once with its zero terms left out:
+ * node b of a straight cell sits at the sum of l[b][j] X[v[b][j]] over j < n[b], the vertices
+ * ascending. A node on a hex's edge has 2 terms of 8, on a face 4. A left-out term is a
+ * product with a zero weight, which adds nothing to the sum (the sum starts at +0 and never is
+ * -0), so the places are those of the full sums to the bit. */
+typedef struct straight_map {
+  int n[FE_MAX_BASIS];
+  unsigned char v[FE_MAX_BASIS][FE_MAX_VERTICES];
+  double l[FE_MAX_BASIS][FE_MAX_VERTICES];
+} straight_map;
+
+static straight_map *straight_map_make(const fe_space *V)
+{
+  const fe_element *el = &V->elem;
+  const int nv = el->nvertices;
+  straight_map *s = malloc(sizeof *s);
+  if (!s) return NULL;
+  for (int b = 0; b < el->nbasis; b++) {
+    double l[FE_MAX_VERTICES];
+    fe_element_eval(&V->lin, el->nodes + 3 * b, l, NULL);
+    s->n[b] = 0;
+    for (int v = 0; v < nv; v++)
+      if (l[v] != 0) s->v[b][s->n[b]] = (unsigned char)v, s->l[b][s->n[b]++] = l[v];
+  }
+  return s;
+}
+
+/* Node b of a straight cell of vertices X; sums in registers (through an array on the stack
+ * the loop ran 3x slower). */
+static inline void straight_place(const straight_map *s, int b, const double (*X)[3], double *x)
 {
   double y0 = 0, y1 = 0, y2 = 0;
-  for (int v = 0; v < nv; v++) y0 += l[v] * X[v][0], y1 += l[v] * X[v][1], y2 += l[v] * X[v][2];
+  for (int j = 0; j < s->n[b]; j++) {
+    const double l = s->l[b][j], *p = X[s->v[b][j]];
+    y0 += l * p[0], y1 += l * p[1], y2 += l * p[2];
+  }
   x[0] = y0, x[1] = y1, x[2] = y2;
 }
 
@@ -117,14 +147,12 @@ static inline void cell_vertices(const fe_space *V, size_t c, double (*X)[3])
 }
 
 /* The physical place of node b of cell c (its vertices X, from cell_vertices): the first-order
- * map at the node (straight cells, lphi[b * nv + v]: the map's basis at the element's nodes),
- * or the curved map. */
-static inline void node_place(const fe_space *V, size_t c, int b, const double *lphi,
+ * map at the node (straight cells) or the curved map. */
+static inline void node_place(const fe_space *V, size_t c, int b, const straight_map *s,
                               const double (*X)[3], double *x)
 {
-  const int nv = V->elem.nvertices;
   if (V->curved) fe_space_cell_map(V, (int)c, V->elem.nodes + 3 * b, x, NULL);
-  else straight_place(lphi + b * nv, X, nv, x);
+  else straight_place(s, b, X, x);
 }
 
 void fe_space_cell_map(const fe_space *V, int c, const double *xi, double x[3], double *J)
@@ -157,7 +185,7 @@ void fe_space_cell_map(const fe_space *V, int c, const double *xi, double x[3], 
  * that share the entity see the same global order and so the same names. rank and at say
  * where each name falls among the entity's, so that a node's copy in another cell is found
  * without comparing names. */
-enum { MAX_ENTITIES = 32, MAX_ORDERS = 24 };
+enum { MAX_ENTITIES = 32, MAX_ORDERS = 24, ORDER_BITS = KEY_PAIRS * (KEY_PAIRS - 1) / 2 };
 
 typedef struct entity_nodes {
   int n;                                        /* entities */
@@ -167,6 +195,12 @@ typedef struct entity_nodes {
   int table[MAX_ENTITIES + 1];                  /* its tables: from table[e], k per order */
   int entity[FE_MAX_BASIS];                     /* node b's entity; -1 interior, -2 a vertex */
   int node[FE_MAX_BASIS];                       /* element node numbers, entity by entity */
+  /* the entities through local vertex v none of whose vertices is in the set `less` (a mask
+   * of local vertices): here[v][less], a mask of entities */
+  uint32_t here[FE_MAX_VERTICES][1 << FE_MAX_VERTICES];
+  /* an entity's order from the comparisons of its vertex ids (entity_key's pattern): the
+   * order's index among those of m vertices */
+  unsigned char order_of[KEY_PAIRS + 1][1 << ORDER_BITS];
   int *rank, *at;     /* rank[table[e] + p * k + i]: node i's place in the order p; at: inverse */
   uint64_t *name;     /* node i's weights in the order p, packed 16 bits each */
 } entity_nodes;
@@ -181,6 +215,15 @@ static int order_index(const int *ord, int m)
     idx = idx * (m - j) + c;
   }
   return idx;
+}
+
+_Static_assert(KEY_PAIRS == 4, "order_pattern and entity_key's sorting network take 4 ids");
+
+/* The comparisons g[j] > g[l] of KEY_PAIRS values, one bit a pair j < l. */
+static inline unsigned order_pattern(const int *g)
+{
+  return (unsigned)(g[0] > g[1]) | (unsigned)(g[0] > g[2]) << 1 | (unsigned)(g[0] > g[3]) << 2 |
+         (unsigned)(g[1] > g[2]) << 3 | (unsigned)(g[1] > g[3]) << 4 | (unsigned)(g[2] > g[3]) << 5;
 }
 
 static void entity_nodes_free(entity_nodes *t)
@@ -225,6 +268,24 @@ static entity_nodes *entity_nodes_make(const fe_element *el, const node_names *n
     for (int b = 0; b < nb; b++)
       if (t->entity[b] == e) t->node[at++] = b;
     t->first[e + 1] = at;
+  }
+  for (int v = 0; v < nv; v++)
+    for (unsigned less = 0; less < 1u << nv; less++)
+      for (int e = 0; e < t->n; e++)
+        if ((mask[e] >> v & 1) && !(mask[e] & less)) t->here[v][less] |= 1u << e;
+  /* every order of KEY_PAIRS values (ord[i]: the i-th smallest) by its comparisons; an order
+   * of m < KEY_PAIRS vertices is one that leaves the padding (the largest values) last */
+  for (int code = 0; code < 1 << 2 * KEY_PAIRS; code++) {
+    int ord[KEY_PAIRS], rank[KEY_PAIRS];
+    unsigned seen = 0;
+    for (int j = 0; j < KEY_PAIRS; j++) ord[j] = code >> 2 * j & 3, seen |= 1u << ord[j];
+    if (seen != (1u << KEY_PAIRS) - 1) continue;
+    for (int j = 0; j < KEY_PAIRS; j++) rank[ord[j]] = j;
+    const unsigned pattern = order_pattern(rank);
+    int fixed = KEY_PAIRS; /* ord[j] == j from fixed on */
+    while (fixed > 0 && ord[fixed - 1] == fixed - 1) fixed--;
+    for (int m = fixed > 1 ? fixed : 1; m <= KEY_PAIRS; m++)
+      t->order_of[m][pattern] = (unsigned char)order_index(ord, m);
   }
   int total = 0;
   for (int e = 0; e < t->n; e++) {
@@ -279,54 +340,59 @@ static entity_nodes *entity_nodes_make(const fe_element *el, const node_names *n
   return t;
 }
 
+static inline int min_int(int a, int b) { return a < b ? a : b; }
+static inline int max_int(int a, int b) { return a < b ? b : a; }
+
 /* Entity e of the cell of vertices verts: its global vertex ids ascending into key
- * (KEY_PAIRS, padded with -1), and the index of their order. */
+ * (KEY_PAIRS, padded with -1), and the index of their order. No branches on the ids (a
+ * sort's branches on ids in no order mispredict): the ids padded with INT_MAX, no id, go
+ * through a sorting network of minima and maxima, and their order comes from a table of their
+ * comparisons, the pattern of the order followed by the padding (equal ids, a cell that
+ * repeats a vertex, keep their local order). */
 static inline int entity_key(const entity_nodes *t, const int *verts, int e, int *key)
 {
   const int m = t->m[e];
-  int ord[KEY_PAIRS];
-  for (int j = 0; j < m; j++) {
-    int g = verts[t->vert[e][j]], i = j;
-    while (i > 0 && key[i - 1] > g) {
-      key[i] = key[i - 1];
-      ord[i] = ord[i - 1];
-      i--;
-    }
-    key[i] = g;
-    ord[i] = j;
+  int g[KEY_PAIRS];
+  for (int j = 0; j < KEY_PAIRS; j++) { /* vert[e][j] is 0 past m */
+    const int x = verts[t->vert[e][j]];
+    g[j] = j < m ? x : INT_MAX;
   }
-  for (int j = m; j < KEY_PAIRS; j++) key[j] = -1;
-  return order_index(ord, m);
+  const int a = min_int(g[0], g[1]), b = max_int(g[0], g[1]), c = min_int(g[2], g[3]),
+            d = max_int(g[2], g[3]), low = max_int(a, c), high = min_int(b, d);
+  const int sorted[KEY_PAIRS] = {min_int(a, c), min_int(low, high), max_int(low, high),
+                                 max_int(b, d)};
+  for (int j = 0; j < KEY_PAIRS; j++) key[j] = sorted[j] == INT_MAX ? -1 : sorted[j];
+  return t->order_of[m][order_pattern(g)];
 }
 
-static uint32_t entity_hash(const int *key)
-{
-  uint64_t h = 0x9e3779b97f4a7c15ULL;
-  for (int i = 0; i < KEY_PAIRS; i++) {
-    h ^= (uint64_t)(uint32_t)key[i];
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 29;
-  }
-  return (uint32_t)(h >> 32);
-}
+/* One entity's first place, as the grouping around a vertex keeps it. */
+typedef struct entity_place {
+  int c, e;            /* cell, entity */
+  int key[KEY_PAIRS];  /* global vertex ids ascending (entity_key) */
+} entity_place;
 
 /* The numbering build_dof_map's hash map gives (vertices keep their ids; every other node,
  * in the order of its first (cell, node) place, the next id), made on every thread from the
- * entities the shared nodes lie on (a Q3 hex: 18 a cell, not its 48 shared nodes): each
- * (cell, entity) place's vertex ids hashed and packed above the place, one radix sort by the
- * hash, the places of one entity grouped within their hash (first place first: the sort is
- * stable), a prefix sum over the cells' new nodes; a node at a later place of its entity
+ * entities the shared nodes lie on (a Q3 hex: 18 a cell, not its 48 shared nodes). The places
+ * of an entity are found around its least vertex: a counting sort of the cells' vertices
+ * lists the cells around each vertex in ascending order, and so the places of the entities
+ * whose least vertex it is in place order; comparing their vertex ids with those of the
+ * entities met so far there (a hex vertex is the least of at most 6) groups them, the first
+ * of each group its first place. No hash, no sort of the places, and one vertex's places are
+ * read together while its cells are in the cache. A later place keeps its first place, as
+ * -1 - place, in the entity's first node of cell_nodes until the numbering writes over it:
+ * a prefix sum over the cells' new nodes numbers the first places, and a node at a later place
  * copies the id of the node of the same name at the first place (rank and at, no search).
- * Fills cell_nodes, and node_coords at each node's first place (lphi: build_dof_map's
+ * Fills cell_nodes, and node_coords at each node's first place (s: build_dof_map's
  * tabulation). Returns the number of nodes, -1 with an error set, or -2 where the element or
  * the mesh does not fit (entities of the same vertices whose nodes' names differ: the hashed
  * numbering then, which names each node). */
-static long long number_nodes_sorted(fe_space *V, const double *lphi)
+static long long number_nodes_entities(fe_space *V, const straight_map *s)
 {
   const fe_mesh *m = V->mesh;
   const fe_element *el = &V->elem;
   const int nb = el->nbasis, nv = el->nvertices;
-  const size_t nc = (size_t)m->ncells;
+  const size_t nc = (size_t)m->ncells, nvx = (size_t)m->nvertices, ncv = nc * (size_t)nv;
   node_names *names = node_names_make(el);
   if (!names) {
     fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for a dof map");
@@ -339,58 +405,117 @@ static long long number_nodes_sorted(fe_space *V, const double *lphi)
   free(names);
   if (!t) return -2;
   const int ne = t->n;
-  const size_t total = nc * (size_t)ne;
-  int *rep = fe_alloc(sizeof(int) * (total + 1)); /* a place's first place of the same entity */
-  unsigned char *order = fe_alloc(total + 1);      /* the order of its vertex ids */
-  uint64_t *rec = fe_alloc(sizeof(uint64_t) * 2 * (total + 1));
-  int team_max = omp_get_max_threads();
+  int *dof = V->cell_nodes;
+  /* the counting sort's parts, each with a count a vertex: no more counts than cell vertices
+   * (a Q3 hex has 8 a vertex), however many threads */
+  const int team_max = omp_get_max_threads();
+  const size_t fit = ncv / (nvx ? nvx : 1);
+  const int parts = fit < 1 ? 1 : fit < (size_t)team_max ? (int)fit : team_max;
+  /* the cells' vertices c << 3 | v (local v; c < 2^29: nc * nb < 2^31 and nb > 4), by vertex */
+  uint32_t *around = fe_alloc(sizeof(uint32_t) * (ncv + 1));
+  int *start = malloc(sizeof(int) * (nvx + 1)); /* vertex v's: around[start[v] .. start[v + 1]) */
+  int *count = malloc(sizeof(int) * ((size_t)parts * nvx + 1));
+  unsigned char *order = fe_alloc(nc * (size_t)ne + 1); /* the order of a place's vertex ids */
   size_t *firsts = calloc((size_t)team_max + 1, sizeof(size_t));
-  if (!rep || !order || !rec || !firsts) {
-    free(rep), free(order), free(rec), free(firsts), entity_nodes_free(t);
+  size_t *sums = calloc((size_t)team_max + 1, sizeof(size_t));
+  int degree = 0, team = 1; /* the most cells around a vertex; threads */
+  if (!around || !start || !count || !order || !firsts || !sums) {
+    free(around), free(start), free(count), free(order), free(firsts), free(sums);
+    entity_nodes_free(t);
     fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for a dof map");
     return -1;
   }
-#pragma omp parallel for schedule(static)
-  for (size_t c = 0; c < nc; c++)
-    for (int e = 0; e < ne; e++) {
-      size_t q = c * (size_t)ne + (size_t)e;
-      int key[KEY_PAIRS];
-      order[q] = (unsigned char)entity_key(t, m->cells + c * nv, e, key);
-      rep[q] = (int)q;
-      rec[q] = (uint64_t)entity_hash(key) << 32 | (uint64_t)q;
-    }
-  fe_sort_u64(rec, NULL, total, rec + total + 1, NULL, 32);
-  /* runs of one hash: group the places by their vertex ids, the first of each its rep */
-#pragma omp parallel
+#pragma omp parallel for schedule(static, 1)
+  for (int p = 0; p < parts; p++) {
+    int *n = count + (size_t)p * nvx;
+    memset(n, 0, sizeof(int) * nvx);
+    for (size_t i = nc * (size_t)p / (size_t)parts * nv; i < nc * (size_t)(p + 1) / (size_t)parts * nv; i++)
+      n[m->cells[i]]++;
+  }
+#pragma omp parallel reduction(max : degree)
   {
-    int th = omp_get_thread_num(), team = omp_get_num_threads();
-    size_t i = total * (size_t)th / (size_t)team, end = total * (size_t)(th + 1) / (size_t)team;
-    while (i > 0 && i < total && rec[i] >> 32 == rec[i - 1] >> 32) i++; /* a run's owner: its start */
-    while (i < end) {
-      size_t j = i + 1;
-      while (j < total && rec[j] >> 32 == rec[i] >> 32) j++;
-      for (size_t a = i; a < j; a++) {
-        size_t pa = (size_t)(uint32_t)rec[a];
-        if (rep[pa] != (int)pa) continue; /* already grouped by an earlier place */
-        int ka[KEY_PAIRS], kb[KEY_PAIRS], ea = (int)(pa % ne);
-        entity_key(t, m->cells + pa / ne * nv, ea, ka);
-        for (size_t q = a + 1; q < j; q++) {
-          size_t pq = (size_t)(uint32_t)rec[q];
-          if (rep[pq] != (int)pq || t->m[pq % ne] != t->m[ea] || t->k[pq % ne] != t->k[ea])
-            continue;
-          entity_key(t, m->cells + pq / ne * nv, (int)(pq % ne), kb);
-          if (!memcmp(ka, kb, sizeof ka)) rep[pq] = (int)pa;
-        }
+    const int th = omp_get_thread_num();
+#pragma omp single
+    team = omp_get_num_threads();
+    const size_t v0 = nvx * (size_t)th / (size_t)team, v1 = nvx * (size_t)(th + 1) / (size_t)team;
+    size_t sum = 0;
+    for (size_t v = v0; v < v1; v++) {
+      int d = 0;
+      for (int p = 0; p < parts; p++) d += count[(size_t)p * nvx + v];
+      sum += (size_t)d;
+      degree = d > degree ? d : degree;
+    }
+    sums[th + 1] = sum;
+#pragma omp barrier
+#pragma omp single
+    for (int u = 0; u < team; u++) sums[u + 1] += sums[u];
+    /* each part's cells after the earlier parts' at every vertex: the cells stay ascending */
+    sum = sums[th];
+    for (size_t v = v0; v < v1; v++) {
+      start[v] = (int)sum;
+      for (int p = 0; p < parts; p++) {
+        const int k = count[(size_t)p * nvx + v];
+        count[(size_t)p * nvx + v] = (int)sum;
+        sum += (size_t)k;
       }
-      i = j;
     }
   }
-  free(rec);
+  start[nvx] = (int)ncv;
+#pragma omp parallel for schedule(static, 1)
+  for (int p = 0; p < parts; p++) {
+    int *at = count + (size_t)p * nvx;
+    for (size_t c = nc * (size_t)p / (size_t)parts; c < nc * (size_t)(p + 1) / (size_t)parts; c++)
+      for (int v = 0; v < nv; v++) around[at[m->cells[c * nv + (size_t)v]]++] = (uint32_t)(c << 3 | (size_t)v);
+  }
+  free(count), free(sums);
+  /* the entities whose least vertex is v, at most ne in each of its cells, on each thread */
+  const size_t cap = (size_t)degree * (size_t)ne + 1;
+  entity_place *first = malloc(sizeof *first * cap * (size_t)team_max);
+  if (!first) {
+    free(around), free(start), free(order), free(firsts), entity_nodes_free(t);
+    fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for a dof map");
+    return -1;
+  }
+#pragma omp parallel
+  {
+    entity_place *met = first + cap * (size_t)omp_get_thread_num();
+#pragma omp for schedule(dynamic, 256)
+    for (size_t v = 0; v < nvx; v++) {
+      int groups = 0;
+      for (int i = start[v]; i < start[v + 1]; i++) {
+        const int c = (int)(around[i] >> 3), lv = (int)(around[i] & 7);
+        const int *verts = m->cells + (size_t)c * nv;
+        /* the places of an entity are met around its least vertex, at the first of its local
+         * vertices of that id (a cell that repeats a vertex lists it twice there): the
+         * entities through lv with none of the cell's vertices before v */
+        unsigned less = 0;
+        for (int u = 0; u < nv; u++)
+          less |= (unsigned)((verts[u] < (int)v) | ((verts[u] == (int)v) & (u < lv))) << u;
+        for (uint32_t here = t->here[lv][less]; here; here &= here - 1) {
+          const int e = __builtin_ctz(here);
+          entity_place *p = met + groups, *g = met;
+          p->c = c, p->e = e;
+          order[(size_t)c * ne + (size_t)e] = (unsigned char)entity_key(t, verts, e, p->key);
+          while (g < p && (g->key[0] != p->key[0] || g->key[1] != p->key[1] ||
+                           g->key[2] != p->key[2] || g->key[3] != p->key[3] ||
+                           t->k[g->e] != t->k[e]))
+            g++;
+          int *slot = dof + (size_t)c * nb + (size_t)t->node[t->first[e]];
+          if (g == p) { /* a first place */
+            *slot = 0;
+            groups++;
+          } else {
+            *slot = -1 - (g->c * ne + g->e);
+          }
+        }
+      }
+    }
+  }
+  free(first), free(around), free(start);
   /* ids: the first places in place order, after the vertices; each node placed once, at its
    * first place */
   int nint = 0; /* interior nodes a cell */
   for (int b = 0; b < nb; b++) nint += t->entity[b] == -1;
-  int *dof = V->cell_nodes, team = 1;
 #pragma omp parallel
   {
     int th = omp_get_thread_num();
@@ -400,22 +525,24 @@ static long long number_nodes_sorted(fe_space *V, const double *lphi)
     for (size_t c = lo; c < hi; c++) {
       k += (size_t)nint;
       for (int e = 0; e < ne; e++)
-        if (rep[c * ne + e] == (int)(c * ne + e)) k += (size_t)t->k[e];
+        if (dof[c * nb + (size_t)t->node[t->first[e]]] >= 0) k += (size_t)t->k[e];
     }
     firsts[th + 1] = k;
   }
   for (int u = 0; u < team; u++) firsts[u + 1] += firsts[u];
   size_t nfirst = firsts[team];
   /* allocated here, on this thread: inside the team glibc may open an arena for another */
-  V->node_coords = fe_alloc(sizeof(double) * (3 * ((size_t)m->nvertices + nfirst) + 1));
+  V->node_coords = fe_alloc(sizeof(double) * (3 * (nvx + nfirst) + 1));
   int failed = !V->node_coords, differ = 0;
   /* the same `team` parts (whatever threads run them): first places numbered and placed */
 #pragma omp parallel for schedule(static, 1) if (!failed)
   for (int th = 0; th < (failed ? 0 : team); th++) {
     size_t lo = nc * (size_t)th / (size_t)team, hi = nc * (size_t)(th + 1) / (size_t)team;
     double *xn = V->node_coords;
-    size_t id = (size_t)m->nvertices + firsts[th];
+    size_t id = nvx + firsts[th];
     for (size_t c = lo; c < hi; c++) {
+      unsigned char later[MAX_ENTITIES]; /* read before the ids write over them */
+      for (int e = 0; e < ne; e++) later[e] = dof[c * nb + (size_t)t->node[t->first[e]]] < 0;
       double X[FE_MAX_VERTICES][3]; /* read once for the cell's new nodes */
       cell_vertices(V, c, X);
       for (int b = 0; b < nb; b++) {
@@ -425,21 +552,21 @@ static long long number_nodes_sorted(fe_space *V, const double *lphi)
           dof[p] = m->cells[c * nv + (size_t)b];
           continue;
         }
-        if (e >= 0 && rep[c * ne + e] != (int)(c * ne + e)) continue;
-        node_place(V, c, b, lphi, (const double (*)[3])X, xn + 3 * id);
+        if (e >= 0 && later[e]) continue;
+        node_place(V, c, b, s, (const double (*)[3])X, xn + 3 * id);
         dof[p] = (int)id++;
       }
     }
-    size_t v0 = (size_t)m->nvertices * (size_t)th / (size_t)team,
-           v1 = (size_t)m->nvertices * (size_t)(th + 1) / (size_t)team;
+    size_t v0 = nvx * (size_t)th / (size_t)team, v1 = nvx * (size_t)(th + 1) / (size_t)team;
     memcpy(xn + 3 * v0, m->coords + 3 * v0, sizeof(double) * 3 * (v1 - v0));
   }
   /* every later place: the node of the same name at the entity's first place (numbered) */
 #pragma omp parallel for schedule(static) reduction(| : differ) if (!failed)
   for (size_t c = 0; c < (failed ? 0 : nc); c++)
     for (int e = 0; e < ne; e++) {
-      const size_t q = c * ne + (size_t)e, r = (size_t)rep[q];
-      if (r == q) continue;
+      const int mark = dof[c * nb + (size_t)t->node[t->first[e]]];
+      if (mark >= 0) continue;
+      const size_t q = c * ne + (size_t)e, r = (size_t)(-1 - mark);
       const int f = (int)(r % ne), k = t->k[e];
       const size_t a = r / ne;
       const int *rank = t->rank + t->table[e] + order[q] * k;
@@ -452,7 +579,7 @@ static long long number_nodes_sorted(fe_space *V, const double *lphi)
         dof[c * nb + (size_t)t->node[t->first[e] + i]] = dof[a * nb + (size_t)t->node[t->first[f] + j]];
       }
     }
-  free(firsts), free(rep), free(order), entity_nodes_free(t);
+  free(firsts), free(order), entity_nodes_free(t);
   if (failed) {
     fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the node coordinates");
     return -1;
@@ -462,13 +589,13 @@ static long long number_nodes_sorted(fe_space *V, const double *lphi)
     V->node_coords = NULL;
     return -2;
   }
-  return (long long)m->nvertices + (long long)nfirst;
+  return (long long)nvx + (long long)nfirst;
 }
 
 /* Number every node: vertices keep their ids, shared edge and face nodes are named by their
  * keys, interior nodes are new. Fills cell_nodes, nnodes and node_coords. */
 /* The same numbering, one cell after another through a hash map of the names: for spaces of
- * more places than a 32-bit position names (number_nodes_sorted packs them). Returns the
+ * more places than a 32-bit position names (number_nodes_entities packs them). Returns the
  * number of nodes, or -1 with an error set. */
 static long long number_nodes_hashed(fe_space *V)
 {
@@ -537,15 +664,14 @@ static int build_dof_map(fe_space *V)
     memcpy(V->node_coords, m->coords, sizeof(double) * 3 * (size_t)m->nvertices);
     return 0;
   }
-  /* straight cells: the first-order basis at the element's nodes, tabulated once */
-  double *lphi = fe_alloc(sizeof(double) * (size_t)nb * nv + 1);
-  if (!lphi) FE_ERROR(FE_ERR_MEM, "out of host memory for a tabulation");
-  for (int b = 0; b < nb; b++) fe_element_eval(&V->lin, el->nodes + 3 * b, lphi + b * nv, NULL);
-  /* the sorted numbering packs a place in 32 bits; FELAB_DOFMAP=hashed asks for the serial
+  /* straight cells: the first-order map at the element's nodes, tabulated once */
+  straight_map *s = straight_map_make(V);
+  if (!s) FE_ERROR(FE_ERR_MEM, "out of host memory for a tabulation");
+  /* the entities' numbering packs a place in 32 bits; FELAB_DOFMAP=hashed asks for the serial
    * one (tests compare the two) */
   const char *how = getenv("FELAB_DOFMAP");
   int sorted = nc * nb < (size_t)1 << 31 && !(how && !strcmp(how, "hashed"));
-  long long n = sorted ? number_nodes_sorted(V, lphi) : -2;
+  long long n = sorted ? number_nodes_entities(V, s) : -2;
   if (n == -2) { /* the element or the mesh does not fit the entities' tables */
     sorted = 0;
     n = number_nodes_hashed(V);
@@ -561,12 +687,12 @@ static int build_dof_map(fe_space *V)
         double X[FE_MAX_VERTICES][3];
         cell_vertices(V, c, X);
         for (int b = nv; b < nb; b++)
-          node_place(V, c, b, lphi, (const double (*)[3])X,
+          node_place(V, c, b, s, (const double (*)[3])X,
                      V->node_coords + 3 * (size_t)V->cell_nodes[c * nb + b]);
       }
     }
   }
-  free(lphi);
+  free(s);
   if (n < 0) return fe_error_push(fe_error_code(), __FILE__, __LINE__, __func__);
   if (n > (long long)1 << 30) FE_ERROR(FE_ERR_ARG, "space %s: more than 2^30 nodes", V->name);
   if (!V->node_coords) FE_ERROR(FE_ERR_MEM, "out of host memory for the node coordinates");
