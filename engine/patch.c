@@ -358,11 +358,11 @@ static int list_grow(list_ws *w, int u)
   return 0;
 }
 
-/* The sorted nodes the patch of stored cells perm[0..block) touches, into list (returns how
- * many; -1 out of memory), and where in it each (cell j, basis function b) is: loc[j*nb + b]
- * (-1: padding). */
-static int patch_list(const fe_space *V, const int *perm, int block, list_ws *w, int *list,
-                      int *loc)
+/* The nodes the patch of stored cells perm[0..block) touches, into list (returns how many; -1
+ * out of memory), ascending or (sorted 0) in the order the cells meet them, and where in it
+ * each (cell j, basis function b) is: loc[j*nb + b] (-1: padding). */
+static int patch_list(const fe_space *V, const int *perm, int block, int sorted, list_ws *w,
+                      int *list, int *loc)
 {
   const int nb = V->elem.nbasis;
   int u = 0;
@@ -391,15 +391,23 @@ static int patch_list(const fe_space *V, const int *perm, int block, list_ws *w,
       loc[j * nb + b] = w->table[h][1];
     }
   }
+  if (!sorted) { /* the nodes in the order the cells meet them */
+    for (int i = 0; i < u; i++) {
+      list[i] = (int)(w->key[i] >> 32);
+      w->table[w->slot[i]][0] = 0; /* the table empty again for the next patch */
+    }
+    return u;
+  }
   fe_sort_u64(w->key, NULL, (size_t)u, w->key + u, NULL, 32);
+  int *rank = w->rank;
   for (int i = 0; i < u; i++) {
     const int id = (int)(w->key[i] & 0xffffffffu);
     list[i] = (int)(w->key[i] >> 32);
-    w->rank[id] = i;
-    w->table[w->slot[id]][0] = 0; /* the table empty again for the next patch */
+    rank[id] = i;
+    w->table[w->slot[id]][0] = 0;
   }
   for (int e = 0; e < block * nb; e++)
-    if (loc[e] >= 0) loc[e] = w->rank[loc[e]];
+    if (loc[e] >= 0) loc[e] = rank[loc[e]];
   return u;
 }
 
@@ -419,7 +427,7 @@ static int patch_node_lists(const fe_space *V, const int *perm, int ng, int bloc
     }
 #pragma omp for schedule(dynamic, 64)
     for (int g = 0; g < ng; g++) {
-      count[g] = w.table ? patch_list(V, perm + (size_t)g * block, block, &w,
+      count[g] = w.table ? patch_list(V, perm + (size_t)g * block, block, 1, &w,
                                       lists + (size_t)g * per, local + (size_t)g * per) : -1;
       if (count[g] < 0) {
 #pragma omp atomic write
@@ -515,7 +523,7 @@ static int out_reserve(patch_out *o, size_t more)
 /* One item per cell: each patch's list, local numbers, runs and places in one pass over its
  * cells, the places written straight into P->lcells (its only large array). */
 static int build_items(const fe_space *V, const int *perm, int ng, int block, int lanes,
-                       fe_patches *P)
+                       int sorted, fe_patches *P)
 {
   const int nb = V->elem.nbasis, nthreads = omp_get_max_threads();
   const size_t per = (size_t)block * nb;
@@ -538,7 +546,7 @@ static int build_items(const fe_space *V, const int *perm, int ng, int block, in
 #pragma omp for schedule(dynamic, 16)
     for (int g = 0; g < (rc ? 0 : ng); g++) {
       const int *pg = perm + (size_t)g * block;
-      int u = ready ? patch_list(V, pg, block, &w, list, loc) : -1, bad = u < 0 ? 1 : 0;
+      int u = ready ? patch_list(V, pg, block, sorted, &w, list, loc) : -1, bad = u < 0 ? 1 : 0;
       if (!bad && u > 65536) bad = 2;
       else if (!bad && out_reserve(o, (size_t)u)) bad = 1;
       if (!bad) {
@@ -679,7 +687,7 @@ static int build_walks(const fe_space *V, int *perm, int ng, int block, int walk
 }
 
 int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *perm, size_t npad,
-                     int block, int walk, int reuse, int lanes, fe_patches *P)
+                     int block, int walk, int reuse, int lanes, int sorted, fe_patches *P)
 {
   int nb = V->elem.nbasis, ng = (int)(npad / (size_t)block);
   memset(P, 0, sizeof *P);
@@ -696,7 +704,7 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
             "a patch of %d cells of %d basis functions files %zu contributions, more than 65536 "
             "(use a smaller block)", block, nb, (size_t)block * nb);
   int rc = walk > 0 ? build_walks(V, perm, ng, block, walk, reuse, lanes, P)
-                    : build_items(V, perm, ng, block, lanes, P);
+                    : build_items(V, perm, ng, block, lanes, sorted, P);
   if (rc) {
     fe_patches_free(P);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);

@@ -57,9 +57,11 @@ int fe_patch_walk_reuses(fe_cell_type cell, const fe_quadrature *rules, int nrul
  * width in reals, so that summing the runs reads whole rows).
  * constrained[n] != 0 marks constrained nodes (NULL: none). walk > 0 orders each patch's
  * cells into walks (rewriting perm within the patch) and makes the events; reuse says whether
- * a walk may keep nodes across cells in another order (fe_patch_walk_reuses). */
+ * a walk may keep nodes across cells in another order (fe_patch_walk_reuses). sorted: each
+ * patch's nodes ascending (a GPU's gathers and adds then touch memory in order; walks always),
+ * else in the order its cells meet them (a CPU: no sort a patch). */
 int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *perm, size_t npad,
-                     int block, int walk, int reuse, int lanes, fe_patches *P);
+                     int block, int walk, int reuse, int lanes, int sorted, fe_patches *P);
 void fe_patches_free(fe_patches *P);
 
 #endif

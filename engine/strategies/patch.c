@@ -207,7 +207,8 @@ static int upload_patches(fe_realization *r, int *perm, size_t npad, int *too_bi
   if (!con) FE_ERROR(FE_ERR_MEM, "out of host memory for the patches");
   for (int i = 0; i < A->ndir; i++) con[A->dir_nodes[i] / V->ncomp] = 1;
   fe_patches P;
-  int rc = fe_patches_build(V, con, perm, npad, r->block, d->walk, d->reuse, d->lanes, &P);
+  const int sorted = r->be->info.is_gpu; /* a warp's gathers in order */
+  int rc = fe_patches_build(V, con, perm, npad, r->block, d->walk, d->reuse, d->lanes, sorted, &P);
   free(con);
   FE_CHECK(rc);
   d->maxl = P.maxl;

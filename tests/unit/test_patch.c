@@ -121,7 +121,7 @@ static double check_walks(fe_cell_type type, int block, int walk, int reuse, int
   unsigned char *con = calloc((size_t)V->nnodes, 1);
   for (int i = 0; i < V->nnodes; i += 3) con[i] = 1;
   fe_patches P;
-  cr_assert_eq(fe_patches_build(V, con, perm, npad, block, walk, reuse, lanes, &P), 0, "%s",
+  cr_assert_eq(fe_patches_build(V, con, perm, npad, block, walk, reuse, lanes, 1, &P), 0, "%s",
                fe_error_message());
   cr_assert_eq(P.items, (block + walk - 1) / walk);
   for (int i = 0; i < P.start[P.npatch]; i++) { /* constrained nodes are stored as ~node */
@@ -160,8 +160,10 @@ Test(patch, hex_walks_keep_each_cells_own_order)
 
 /* One item per cell: the local numbers name each cell's own nodes, and the contributions of
  * the patch's cells fill their node's run once each, in cell order. With lanes > 1 the k-th
- * contributions of a group of `lanes` consecutive nodes share one row of `lanes` places. */
-static void check_places(fe_cell_type type, int block, int lanes)
+ * contributions of a group of `lanes` consecutive nodes share one row of `lanes` places. A
+ * patch lists each of its nodes once, ascending when sorted, else in the order its cells meet
+ * them. */
+static void check_places(fe_cell_type type, int block, int lanes, int sorted)
 {
   fe_mesh *m;
   fe_space *V;
@@ -170,7 +172,7 @@ static void check_places(fe_cell_type type, int block, int lanes)
   size_t npad;
   int *perm = walk_perm(m->ncells, block, &npad);
   fe_patches P;
-  cr_assert_eq(fe_patches_build(V, NULL, perm, npad, block, 0, 0, lanes, &P), 0, "%s",
+  cr_assert_eq(fe_patches_build(V, NULL, perm, npad, block, 0, 0, lanes, sorted, &P), 0, "%s",
                fe_error_message());
   cr_assert_eq(P.walk, 0);
   cr_assert_eq(P.lanes, lanes);
@@ -194,6 +196,17 @@ static void check_places(fe_cell_type type, int block, int lanes)
         filed++;
       }
     cr_assert_eq(filed, cells * nb);
+    for (int i = 1; i < nl; i++) {
+      if (sorted) cr_assert_lt(P.nodes[n0 + i - 1], P.nodes[n0 + i], "patch %d: not ascending", g);
+      for (int k = 0; k < i; k++)
+        cr_assert_neq(P.nodes[n0 + k], P.nodes[n0 + i], "patch %d lists node %d twice", g, P.nodes[n0 + i]);
+    }
+    for (int j = 0, seen = 0; !sorted && j < cells; j++) /* first met, first listed */
+      for (int b = 0; b < nb; b++) {
+        int l = (int)(P.lcells[first + (size_t)b * block + (size_t)j] & 0xffffu);
+        cr_assert_leq(l, seen, "patch %d: node %d listed before the cells meet it", g, l);
+        seen += l == seen;
+      }
     for (int i = 0; i < nl; i++) { /* each run: its count of places, in cell order, in its row */
       unsigned run = (unsigned)P.runs[n0 + i];
       int count = (int)(run >> 16), row0 = (int)(run & 0xffffu) / lanes * lanes;
@@ -217,12 +230,14 @@ static void check_places(fe_cell_type type, int block, int lanes)
 
 Test(patch, one_item_per_cell_fills_each_place_once_in_cell_order)
 {
-  check_places(FE_CELL_TET, 200, 1);
-  check_places(FE_CELL_TET, 37, 1);
-  check_places(FE_CELL_HEX, 64, 1);
-  check_places(FE_CELL_TET, 200, 16);
-  check_places(FE_CELL_TET, 37, 32);
-  check_places(FE_CELL_HEX, 64, 16);
+  check_places(FE_CELL_TET, 200, 1, 1);
+  check_places(FE_CELL_TET, 37, 1, 1);
+  check_places(FE_CELL_HEX, 64, 1, 1);
+  check_places(FE_CELL_TET, 200, 16, 1);
+  check_places(FE_CELL_TET, 37, 32, 1);
+  check_places(FE_CELL_HEX, 64, 16, 1);
+  check_places(FE_CELL_TET, 200, 1, 0);
+  check_places(FE_CELL_HEX, 64, 1, 0);
 }
 
 Test(patch, reuse_only_with_rules_invariant_under_relabelling)
@@ -252,7 +267,7 @@ Test(patch, too_many_nodes_for_the_event_words_is_a_clear_error)
   size_t npad;
   int *perm = walk_perm(m->ncells, 16384, &npad);
   fe_patches P;
-  cr_assert_neq(fe_patches_build(V, NULL, perm, npad, 16384, 8, 1, 1, &P), 0);
+  cr_assert_neq(fe_patches_build(V, NULL, perm, npad, 16384, 8, 1, 1, 1, &P), 0);
   cr_assert(strstr(fe_error_message(), "use a smaller block"), "%s", fe_error_message());
   fe_error_clear();
   free(perm);
@@ -272,11 +287,11 @@ Test(patch, too_many_places_for_the_cell_words_is_a_clear_error)
   fe_patches P;
   /* 2048 Q2 hexes file 55296 contributions; their runs interleaved by 64 need more places
    * than a cell's word can name */
-  cr_assert_neq(fe_patches_build(V, NULL, perm, npad, 2048, 0, 0, 64, &P), 0);
+  cr_assert_neq(fe_patches_build(V, NULL, perm, npad, 2048, 0, 0, 64, 1, &P), 0);
   cr_assert(strstr(fe_error_message(), "more than 65536 (use a smaller block)"), "%s",
             fe_error_message());
   fe_error_clear();
-  cr_assert_eq(fe_patches_build(V, NULL, perm, npad, 2048, 0, 0, 1, &P), 0, "%s", fe_error_message());
+  cr_assert_eq(fe_patches_build(V, NULL, perm, npad, 2048, 0, 0, 1, 1, &P), 0, "%s", fe_error_message());
   cr_assert_eq(P.maxc, 2048 * 27, "one after the other, the runs take exactly the contributions");
   fe_patches_free(&P);
   free(perm);
