@@ -31,12 +31,24 @@ static sf_sizes sizes_of(const fe_sumfact_shape *s)
   return z;
 }
 
-/* sf_geometry at one point: on hexes J from the column's J0, J1 (6 entries linear in z),
- * then sf_invert; stored: reads. */
+/* sf_geometry once: on hexes J from the column's J0, J1 (6 entries linear in z), then
+ * sf_invert; stored: reads. */
 static double geometry_flops(const fe_sumfact_shape *s)
 {
   if (!s->vertices) return 0;
   return s->dim == 2 ? 8 : 18 + 42;
+}
+
+/* ... at every point, or (affine cells) at the first of each column's: per point and per
+ * column. */
+static double point_geometry_flops(const fe_sumfact_shape *s)
+{
+  return s->affine ? 0 : geometry_flops(s);
+}
+
+static double column_geometry_flops(const fe_sumfact_shape *s)
+{
+  return s->affine ? geometry_flops(s) : 0;
 }
 
 /* sf_column_geometry, once per column of points: per coordinate, two 2-term sums for each
@@ -81,10 +93,11 @@ static double values_flops(const fe_sumfact_shape *s, const sf_sizes *z)
 static double action_flops(const fe_sumfact_shape *s, const sf_sizes *z)
 {
   double p = s->p1, q = s->q1, nc = s->nc, d = s->dim;
-  double point = geometry_flops(s) + (s->need_f ? s->field_flops : 0) + values_flops(s, z) +
-                 s->phys_flops + d /* W detJ */ + z->nf0 + nc * d * (2 * d + 1) /* fluxes */;
+  double point = point_geometry_flops(s) + (s->need_f ? s->field_flops : 0) +
+                 values_flops(s, z) + s->phys_flops + d /* W detJ */ + z->nf0 +
+                 nc * d * (2 * d + 1) /* fluxes */;
   double f = edge_flops(s) + interpolation_flops(s, z) + z->nq * point +
-             q * q * column_flops(s);
+             q * q * (column_flops(s) + column_geometry_flops(s));
   /* transposed derivatives, and along z in registers */
   f += nc * z->nq * (2.0 * d * q + (z->interp_z ? 2.0 * p : 0));
   if (!s->collocated) {
@@ -100,9 +113,10 @@ static double diagonal_flops(const fe_sumfact_shape *s, const sf_sizes *z)
 {
   double p = s->p1, q = s->q1, d = s->dim;
   double pairs = (1 + d) * (s->phys_flops + (s->has_f0 ? 1 : 0) + d * (2 * d + 1)) + d * (d + 1) / 2;
-  double point = geometry_flops(s) + (s->need_f ? s->field_flops : 0) + values_flops(s, z) + d +
-                 pairs + (s->dim == 3 ? 20.0 * p : 0);
-  double round = z->nq * point + q * q * column_flops(s) + 12.0 * q * p * z->zp * q /* y pass */ +
+  double point = point_geometry_flops(s) + (s->need_f ? s->field_flops : 0) +
+                 values_flops(s, z) + d + pairs + (s->dim == 3 ? 20.0 * p : 0);
+  double round = z->nq * point + q * q * (column_flops(s) + column_geometry_flops(s)) +
+                 12.0 * q * p * z->zp * q /* y pass */ +
                  6.0 * p * p * z->zp * q /* x pass */ + z->nb /* scatter */;
   return edge_flops(s) + interpolation_flops(s, z) + s->nc * round;
 }
@@ -119,9 +133,10 @@ double fe_sumfact_vec_flops_per_cell(const fe_sumfact_shape *s)
 double fe_sumfact_nonfma_per_cell(const fe_sumfact_shape *s)
 {
   sf_sizes z = sizes_of(s);
-  double geo = s->vertices ? 1 : 0;
-  if (s->diagonal) return s->nc * z.nq * ((1 + s->dim) * s->phys_nonfma + geo);
-  return z.nq * (s->phys_nonfma + geo);
+  /* the reciprocal determinant: at each point, or once a column (q1^2 of them) */
+  double geo = !s->vertices ? 0 : s->affine ? (double)s->q1 * s->q1 : z.nq;
+  if (s->diagonal) return s->nc * (z.nq * (1 + s->dim) * s->phys_nonfma + geo);
+  return z.nq * s->phys_nonfma + geo;
 }
 
 double fe_sumfact_flops_per_cell(const fe_sumfact_shape *s)

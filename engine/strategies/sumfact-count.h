@@ -12,6 +12,7 @@ typedef struct fe_sumfact_shape {
   int p1, q1;             /* nodes and points per direction */
   int collocated;         /* 1: the points are the nodes (B1 = identity, interpolation skipped) */
   int vertices;           /* 1: geometry recomputed from the corners (GEO_VERTICES), 0: stored */
+  int affine;             /* affine cells: with vertices the map is inverted once a column */
   int jacobian, diagonal; /* the action: residual (0,0), apply (1,0), diagonal (1,1) */
   int need_u, need_x, has_f0, need_f;
   double phys_flops;      /* flops of one fe_f (residual) or fe_df (apply, diagonal) call */
@@ -29,7 +30,7 @@ double fe_sumfact_vec_flops_per_cell(const fe_sumfact_shape *s);
 
 /* Of the flops, those that do not issue as FMAs: the physics' at each point (the diagonal's
  * 1 + DIM linearizations per component), and with vertices the map's reciprocal determinant
- * at each point. */
+ * at each point (each column on affine cells). */
 double fe_sumfact_nonfma_per_cell(const fe_sumfact_shape *s);
 
 /* Bytes of FE_SHARED arrays of one work group of `block` cells with reals of real_size bytes. */

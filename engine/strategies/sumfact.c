@@ -84,7 +84,8 @@ static fe_sumfact_shape shape_of(const fe_operator *A, fe_precision prec, fe_act
   int q1 = points_per_direction(&A->quad[a], el->dim);
   int coll = q1 == el->order + 1 && !strcmp(A->quad[a].name, "GLL") && el->kind == FE_NODES_GLL;
   fe_sumfact_shape sh = {.dim = el->dim, .nc = A->V->ncomp, .p1 = el->order + 1, .q1 = q1,
-                         .collocated = coll, .vertices = vertices, .jacobian = n.jacobian,
+                         .collocated = coll, .vertices = vertices,
+                         .affine = A->geo_affine, .jacobian = n.jacobian,
                          .diagonal = a == FE_ACTION_DIAGONAL, .need_u = n.need_u,
                          .need_x = n.need_x, .has_f0 = n.has_f0, .need_f = n.need_f,
                          .phys_flops = n.phys_flops, .phys_nonfma = n.phys_nonfma,
@@ -169,10 +170,13 @@ static int sumfact_configure(fe_realization *r, const fe_action_opts *o)
   FE_ASSERT(o->geometry != FE_GEOMETRY_VERTICES || !A->V->curved, FE_ERR_ARG,
             "geometry = \"vertices\" needs straight cells; this mesh is curved (order 2): use "
             "\"stored\"");
+  /* Shared sets cost a cell 4 bytes and a gather, all that recomputing could save, while the
+   * recomputation's index and address work, which the model does not count, is measured
+   * slower on the H100 at Q1-Q3 in both precisions (Q1 single 0.53 ms stored, 0.73 from the
+   * vertices; docs/benchmarks.md) and on the cpu: shared geometry stays stored. */
   if (o->geometry == FE_GEOMETRY_AUTO)
-    d->vertices = !A->V->curved &&
-                  predict_apply(A, r->be, r->prec, 1, 0) <=
-                      predict_apply(A, r->be, r->prec, 0, r->geo_shared);
+    d->vertices = !A->V->curved && !r->geo_shared &&
+                  predict_apply(A, r->be, r->prec, 1, 0) <= predict_apply(A, r->be, r->prec, 0, 0);
   else d->vertices = o->geometry == FE_GEOMETRY_VERTICES;
   int block = o->block > 0 ? o->block : default_block(A, r->be, r->prec);
   FE_ASSERT(block <= 1024, FE_ERR_ARG, "block = %d cells per work group is too large", block);
@@ -463,8 +467,9 @@ static void sumfact_estimate(const fe_operator *A, const fe_backend *be, fe_prec
 {
   fe_work w2 = {0};
   int block = default_block(A, be, prec);
-  sumfact_counts(A, prec, a, 0, fe_geometry_shared(A, NULL), 0, block, w);
-  if (A->V->curved) return;
+  int shared = fe_geometry_shared(A, NULL);
+  sumfact_counts(A, prec, a, 0, shared, 0, block, w);
+  if (A->V->curved || shared) return; /* shared sets stay stored (sumfact_configure) */
   sumfact_counts(A, prec, a, 1, 0, 0, block, &w2);
   if (w2.bytes < w->bytes) *w = w2; /* the cheaper geometry by the bytes that bind them */
 }

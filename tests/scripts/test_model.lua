@@ -344,8 +344,8 @@ check(seen["H200/csr/double"].seconds > seen["H200/csr/single"].seconds,
       seen["H200/csr/single"].seconds)
 
 -- Non-FMA instructions: a coefficient with a division and a square root costs two at every
--- point, the map made from the vertices its reciprocal determinant one more; the ceiling is at
--- the calibrated division rate
+-- point, the map made from the vertices its reciprocal determinant one more at each point it
+-- is inverted; the ceiling is at the calibrated division rate
 do
   -- (512 cells: whole waves of groups on up to 16 threads, so the last wave stretches little;
   -- transpose makes the map from the vertices of first-order cells only)
@@ -369,7 +369,11 @@ do
             s, geo, t, alone)
     end
     local nq = per.stored / 2 -- kappa's two at each point of its rule
-    check(nq >= 8 and nq == math.floor(nq) and per.vertices == 3 * nq,
+    -- the map's: transpose's at every point; sumfact's once a column of points on these
+    -- affine cells (q1^2 of them)
+    local q1 = math.floor(nq ^ (1 / 3) + 0.5)
+    local map = s == "sumfact" and q1 * q1 or nq
+    check(nq >= 8 and nq == math.floor(nq) and per.vertices == 2 * nq + map,
           "%s: non-FMA a cell %g stored, %g with vertices", s, per.stored, per.vertices)
     check(per.stored0 == 0 and per.vertices0 >= 8 and per.vertices0 <= nq,
           "%s: constant kappa: %g non-FMA a cell stored, %g with vertices", s, per.stored0,
