@@ -494,7 +494,8 @@ static int file_items(const int *loc, int nl, const int *perm, int block, int nb
   for (int j = 0; j < block; j++) /* cell order within each run */
     for (int b = 0; b < nb; b++) {
       const int k = perm[j] >= 0 ? loc[j * nb + b] : -1;
-      lc[(size_t)b * block + j] = k < 0 ? 0 : (unsigned)k | (unsigned)next_place(runs, fill, k, lanes) << 16;
+      lc[(size_t)b * block + j] =
+          k < 0 ? 0 : (unsigned)k | (unsigned)next_place(runs, fill, k, lanes) << 16;
     }
   return total;
 }
@@ -527,15 +528,16 @@ static int build_items(const fe_space *V, const int *perm, int ng, int block, in
 {
   const int nb = V->elem.nbasis, nthreads = omp_get_max_threads();
   const size_t per = (size_t)block * nb;
-  int *count = malloc(sizeof(int) * ((size_t)ng + 1)), *who = malloc(sizeof(int) * ((size_t)ng + 1));
-  int *maxc = malloc(sizeof(int) * ((size_t)ng + 1));
+  int *count = malloc(sizeof(int) * ((size_t)ng + 1));
+  int *who = malloc(sizeof(int) * ((size_t)ng + 1)), *maxc = malloc(sizeof(int) * ((size_t)ng + 1));
   size_t *at = malloc(sizeof(size_t) * ((size_t)ng + 1));
   patch_out *out = calloc((size_t)nthreads, sizeof *out);
   P->start = malloc(sizeof(int) * ((size_t)ng + 1));
   P->lcells = fe_alloc(sizeof(unsigned) * ((size_t)ng * per + 1));
   int rc = 0;
   if (!count || !who || !maxc || !at || !out || !P->start || !P->lcells)
-    rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the patches");
+    rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
+                      "out of host memory for the patches");
 #pragma omp parallel if (!rc)
   {
     patch_out *o = out ? &out[omp_get_thread_num()] : NULL;
@@ -550,7 +552,7 @@ static int build_items(const fe_space *V, const int *perm, int ng, int block, in
       if (!bad && u > 65536) bad = 2;
       else if (!bad && out_reserve(o, (size_t)u)) bad = 1;
       if (!bad) {
-        maxc[g] = file_items(loc, u, pg, block, V->elem.nbasis, lanes, P->lcells + (size_t)g * per,
+        maxc[g] = file_items(loc, u, pg, block, nb, lanes, P->lcells + (size_t)g * per,
                              o->runs + o->n, fill);
         bad = maxc[g] > 65536 ? 3 : 0;
       }
@@ -586,14 +588,16 @@ static int build_items(const fe_space *V, const int *perm, int ng, int block, in
   }
   if (!rc && total >= 2147483647LL)
     rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
-                      "the patches hold %lld nodes, more than an int counts (use a larger block)", total);
+                      "the patches hold %lld nodes, more than an int counts (use a larger block)",
+                      total);
   if (!rc) {
     P->start[ng] = (int)total;
     P->nodes_total = (double)total;
     P->nodes = malloc(sizeof(int) * ((size_t)total + 1));
     P->runs = malloc(sizeof(int) * ((size_t)total + 1));
     if (!P->nodes || !P->runs)
-      rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the patches");
+      rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
+                        "out of host memory for the patches");
   }
 #pragma omp parallel for schedule(static) if (!rc)
   for (int g = 0; g < (rc ? 0 : ng); g++) {
@@ -611,8 +615,9 @@ static int build_walks(const fe_space *V, int *perm, int ng, int block, int walk
                        int lanes, fe_patches *P)
 {
   const size_t per = (size_t)block * V->elem.nbasis;
-  int *lists = malloc(sizeof(int) * ((size_t)ng * per + 1)), *count = malloc(sizeof(int) * ((size_t)ng + 1));
+  int *lists = malloc(sizeof(int) * ((size_t)ng * per + 1));
   int *local = malloc(sizeof(int) * ((size_t)ng * per + 1));
+  int *count = malloc(sizeof(int) * ((size_t)ng + 1));
   P->start = malloc(sizeof(int) * ((size_t)ng + 1));
   if (!lists || !count || !local || !P->start ||
       patch_node_lists(V, perm, ng, block, lists, local, count)) {
