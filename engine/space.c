@@ -8,11 +8,13 @@
  * and need no name. The cells' edges and faces are matched by their sorted vertex ids among
  * the cells around their least vertex (on every thread), and within one, a node's name fixes
  * which node it is; a hash map of the names does the same one cell after another where that
- * cannot.
+ * cannot. On a box of hexes or quads as mesh.box lays it out (checked cell by cell) nothing
+ * needs matching: the same ids come from the cells' indices and the nodes' lattice points.
  *
  * Boundary nodes of a set of tags: the vertices, edges and faces of the tagged facets go
  * into a set, and a node is on the boundary when the entity it lies on is in the set (one
- * look-up an entity of a cell).
+ * look-up an entity of a cell); on a box numbered by its lattice, each facet is one side of
+ * one cube, whose nodes are marked.
  *
  * Node coordinates are the geometry map at the node's reference point: the first-order map
  * of the vertices for straight cells, the second-order map for curved ones. */
@@ -592,6 +594,115 @@ static long long number_nodes_entities(fe_space *V, const straight_map *s)
   return (long long)nvx + (long long)nfirst;
 }
 
+/* The same numbering on a box of hexes (quads) as mesh.box makes it, where nothing needs to
+ * be matched: cube (i, j, k) is cell i + nx (j + ny k) and its corner (bx, by, bz) is vertex
+ * (i + bx) + (nx + 1) ((j + by) + (ny + 1) (k + bz)), checked cell by cell (any other layout:
+ * -2, and the entities number it). A node at lattice point (a, b, c) of {0..p}^3 is shared
+ * with the cells below it along each axis where its coordinate is 0 (and above where it is p);
+ * the cell index grows along every axis, so its first place is the cell one step lower along
+ * each axis where it is 0 and the cell is not the first, at the lattice point shifted by p
+ * there. A cell's new nodes, in element order, are those shifted nowhere: their count and
+ * ranks depend only on which of i, j, k are 0 (8 types), and the cells before a cell hold a
+ * closed-form count of them. No search, no temporaries: each node's id from tables, each new
+ * node placed once (entities' figures: the same ids and places, to the bit). */
+static long long number_nodes_lattice(fe_space *V, const straight_map *s)
+{
+  const fe_mesh *m = V->mesh;
+  const fe_element *el = &V->elem;
+  const int nb = el->nbasis, nv = el->nvertices, p = el->order, dim = el->dim;
+  if ((el->cell != FE_CELL_HEX && el->cell != FE_CELL_QUAD) || !el->lex || !el->lattice ||
+      m->dim != dim || m->cubes[0] <= 0 || m->cubes[1] <= 0 || (dim == 3 && m->cubes[2] <= 0))
+    return -2;
+  const long long nx = m->cubes[0], ny = m->cubes[1], nz = dim == 3 ? m->cubes[2] : 1;
+  const long long vx = nx + 1, vy = ny + 1;
+  if ((long long)m->ncells != nx * ny * nz || (long long)m->nvertices != vx * vy * (dim == 3 ? nz + 1 : 1))
+    return -2;
+  /* a node's lattice point, the axes where it is 0 (low), each vertex's corner */
+  unsigned char low[FE_MAX_BASIS];
+  int corner[FE_MAX_VERTICES];
+  for (int b = 0; b < nb; b++) {
+    const int *l = el->lattice + 3 * b;
+    low[b] = 0;
+    for (int d = 0; d < dim; d++) low[b] |= (unsigned char)((l[d] == 0) << d);
+    if (b >= nv) continue;
+    corner[b] = 0;
+    for (int d = 0; d < dim; d++) {
+      if (l[d] != 0 && l[d] != p) return -2;
+      corner[b] += (l[d] == p) * (int)(d == 0 ? 1 : d == 1 ? vx : vx * vy);
+    }
+  }
+  int mismatch = 0;
+#pragma omp parallel for schedule(static) reduction(| : mismatch)
+  for (long long c = 0; c < nx * ny * nz; c++) {
+    const long long i = c % nx, j = c / nx % ny, k = c / nx / ny;
+    const long long base = i + vx * (j + vy * k);
+    for (int v = 0; v < nv; v++) mismatch |= m->cells[c * nv + v] != base + corner[v];
+  }
+  if (mismatch) return -2;
+  /* type t = (i > 0) | (j > 0) << 1 | (k > 0) << 2: node b (not a vertex) is new in such a
+   * cell when (low[b] & t) == 0; rank[t][b] its place among the cell's new nodes */
+  int (*rank)[FE_MAX_BASIS] = malloc(sizeof *rank * 8);
+  if (!rank) FE_ERROR(FE_ERR_MEM, "out of host memory for a dof map");
+  long long count[8];
+  for (int t = 0; t < 8; t++) {
+    count[t] = 0;
+    for (int b = nv; b < nb; b++) rank[t][b] = (low[b] & t) ? -1 : (int)count[t]++;
+  }
+  /* new nodes in a row of cells (j, k types), a layer (k), the cells before (i, j, k) */
+  long long row[4], layer[2];
+  for (int jk = 0; jk < 4; jk++) row[jk] = count[jk << 1] + (nx - 1) * count[jk << 1 | 1];
+  for (int kk = 0; kk < 2; kk++) layer[kk] = row[kk << 1] + (ny - 1) * row[kk << 1 | 1];
+  const long long total = layer[0] + (nz - 1) * layer[1];
+  const size_t nvx = (size_t)m->nvertices;
+  if ((long long)nvx + total > (long long)1 << 30) {
+    free(rank);
+    FE_ERROR(FE_ERR_ARG, "space %s: more than 2^30 nodes", V->name);
+  }
+  V->node_coords = fe_alloc(sizeof(double) * (3 * (nvx + (size_t)total) + 1));
+  if (!V->node_coords) {
+    free(rank);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for the node coordinates");
+  }
+  const int q = p + 1;
+  int *dof = V->cell_nodes;
+  double *xn = V->node_coords;
+#pragma omp parallel for schedule(static)
+  for (long long c = 0; c < nx * ny * nz; c++) {
+    const long long i = c % nx, j = c / nx % ny, k = c / nx / ny;
+    const int t = (i > 0) | (j > 0) << 1 | (k > 0) << 2;
+    const long long before = (k > 0) * (layer[0] + (k - 1) * layer[1]) +
+                             (j > 0) * (row[(k > 0) << 1] + (j - 1) * row[(k > 0) << 1 | 1]) +
+                             (i > 0) * (count[t & 6] + (i - 1) * count[t | 1]);
+    double X[FE_MAX_VERTICES][3];
+    cell_vertices(V, (size_t)c, X);
+    int *d = dof + (size_t)c * nb;
+    for (int b = 0; b < nv; b++) d[b] = m->cells[c * nv + b];
+    for (int b = nv; b < nb; b++) {
+      const int shift = low[b] & t;
+      if (!shift) { /* new here */
+        const size_t id = nvx + (size_t)(before + rank[t][b]);
+        node_place(V, (size_t)c, b, s, (const double (*)[3])X, xn + 3 * id);
+        d[b] = (int)id;
+        continue;
+      }
+      /* its first place: one cell lower along each shifted axis, the point p higher there */
+      const int *l = el->lattice + 3 * b;
+      const long long i2 = i - (shift & 1), j2 = j - (shift >> 1 & 1), k2 = k - (shift >> 2 & 1);
+      const int a = l[0] + p * (shift & 1), e = l[1] + p * (shift >> 1 & 1),
+                f = dim == 3 ? l[2] + p * (shift >> 2 & 1) : 0;
+      const int b2 = el->lex[a + q * (e + q * f)];
+      const int t2 = (i2 > 0) | (j2 > 0) << 1 | (k2 > 0) << 2;
+      const long long before2 = (k2 > 0) * (layer[0] + (k2 - 1) * layer[1]) +
+                                (j2 > 0) * (row[(k2 > 0) << 1] + (j2 - 1) * row[(k2 > 0) << 1 | 1]) +
+                                (i2 > 0) * (count[t2 & 6] + (i2 - 1) * count[t2 | 1]);
+      d[b] = (int)(nvx + (size_t)(before2 + rank[t2][b2]));
+    }
+  }
+  memcpy(xn, m->coords, sizeof(double) * 3 * nvx);
+  free(rank);
+  return (long long)nvx + total;
+}
+
 /* Number every node: vertices keep their ids, shared edge and face nodes are named by their
  * keys, interior nodes are new. Fills cell_nodes, nnodes and node_coords. */
 /* The same numbering, one cell after another through a hash map of the names: for spaces of
@@ -667,11 +778,19 @@ static int build_dof_map(fe_space *V)
   /* straight cells: the first-order map at the element's nodes, tabulated once */
   straight_map *s = straight_map_make(V);
   if (!s) FE_ERROR(FE_ERR_MEM, "out of host memory for a tabulation");
-  /* the entities' numbering packs a place in 32 bits; FELAB_DOFMAP=hashed asks for the serial
-   * one (tests compare the two) */
+  /* a box of hexes or quads by its lattice; else the entities' numbering, which packs a place
+   * in 32 bits; FELAB_DOFMAP=entities or =hashed asks for those (tests compare the three) */
   const char *how = getenv("FELAB_DOFMAP");
+  long long n = how && *how ? -2 : number_nodes_lattice(V, s);
+  if (n != -2) {
+    free(s);
+    if (n < 0) return fe_error_push(fe_error_code(), __FILE__, __LINE__, __func__);
+    V->numbering = "lattice";
+    V->nnodes = (int)n;
+    return 0;
+  }
   int sorted = nc * nb < (size_t)1 << 31 && !(how && !strcmp(how, "hashed"));
-  long long n = sorted ? number_nodes_entities(V, s) : -2;
+  n = sorted ? number_nodes_entities(V, s) : -2;
   if (n == -2) { /* the element or the mesh does not fit the entities' tables */
     sorted = 0;
     n = number_nodes_hashed(V);
@@ -795,6 +914,19 @@ static int facet_entities(const fe_mesh *m, const int *ids, int nids, fe_keymap 
   return rc;
 }
 
+/* The marked ones of nnodes nodes, ascending, into a new array. */
+static int marked_nodes(const unsigned char *mark, int nnodes, int **nodes, int *n)
+{
+  int count = 0;
+  for (int i = 0; i < nnodes; i++) count += mark[i];
+  *nodes = fe_alloc(sizeof(int) * (size_t)count + 1);
+  if (!*nodes) FE_ERROR(FE_ERR_MEM, "out of host memory for boundary nodes");
+  *n = 0;
+  for (int i = 0; i < nnodes; i++)
+    if (mark[i]) (*nodes)[(*n)++] = i;
+  return 0;
+}
+
 /* Nodes of V whose entity lies in the set, sorted and unique. */
 static int nodes_in_set(const fe_space *V, const fe_keymap *set, const unsigned char *vmark,
                         int **nodes, int *n)
@@ -861,18 +993,65 @@ static int nodes_in_set(const fe_space *V, const fe_keymap *set, const unsigned 
   }
   free(names);
   entity_nodes_free(t);
-  int count = 0;
-  for (int i = 0; i < V->nnodes; i++) count += mark[i];
-  *nodes = fe_alloc(sizeof(int) * (size_t)count + 1);
-  if (!*nodes) {
-    free(mark);
-    FE_ERROR(FE_ERR_MEM, "out of host memory for boundary nodes");
-  }
-  *n = 0;
-  for (int i = 0; i < V->nnodes; i++)
-    if (mark[i]) (*nodes)[(*n)++] = i;
+  int rc = marked_nodes(mark, V->nnodes, nodes, n);
   free(mark);
-  return 0;
+  return rc;
+}
+
+/* The boundary nodes of a space numbered by its lattice (a box of hexes or quads): each
+ * tagged facet's cube and side from its vertices' lattice points, and the nodes of that side
+ * of the cube's cell marked (no set, no look-up). -2 where a facet is not one side of one
+ * cube (the caller then goes by entities). */
+static int lattice_boundary_nodes(const fe_space *V, const int *ids, int nids, int **nodes, int *n)
+{
+  const fe_mesh *m = V->mesh;
+  const fe_element *el = &V->elem;
+  const int nb = el->nbasis, p = el->order, q = p + 1, dim = el->dim, nvf = m->nvf;
+  const long long cubes[3] = {m->cubes[0], m->cubes[1], dim == 3 ? m->cubes[2] : 1};
+  const long long vx = cubes[0] + 1, vy = cubes[1] + 1;
+  if (nvf != (dim == 3 ? 4 : 2)) return -2;
+  unsigned char *mark = fe_zalloc((size_t)V->nnodes + 1, 1);
+  if (!mark) FE_ERROR(FE_ERR_MEM, "out of host memory for boundary marks");
+  int misfit = 0;
+#pragma omp parallel for schedule(static) reduction(| : misfit)
+  for (int f = 0; f < m->nfacets; f++) {
+    int take = !ids;
+    for (int t = 0; t < nids && !take; t++) take = m->facet_tags[f] == ids[t];
+    if (!take) continue;
+    long long lo[3] = {LLONG_MAX, LLONG_MAX, LLONG_MAX}, hi[3] = {-1, -1, -1};
+    for (int i = 0; i < nvf; i++) {
+      const long long v = m->facets[(size_t)f * nvf + i];
+      const long long at[3] = {v % vx, v / vx % vy, v / vx / vy};
+      for (int d = 0; d < 3; d++) lo[d] = at[d] < lo[d] ? at[d] : lo[d], hi[d] = at[d] > hi[d] ? at[d] : hi[d];
+    }
+    int normal = -1, spans = 0; /* one axis fixed, the others one step */
+    for (int d = 0; d < dim; d++) {
+      if (hi[d] == lo[d] && normal < 0) normal = d;
+      else spans += hi[d] == lo[d] + 1;
+    }
+    if (normal < 0 || spans != dim - 1 || (dim == 2 && lo[2] != 0)) {
+      misfit = 1;
+      continue;
+    }
+    long long cube[3] = {lo[0], lo[1], lo[2]};
+    const int high = lo[normal] == cubes[normal]; /* the box's upper side: the cube below */
+    cube[normal] -= high;
+    const size_t c = (size_t)(cube[0] + cubes[0] * (cube[1] + cubes[1] * cube[2]));
+    const int *d = V->cell_nodes + c * nb;
+    const int side = high ? p : 0, other[2] = {normal == 0 ? 1 : 0, normal == 2 ? 1 : dim == 3 ? 2 : -1};
+    for (int u = 0; u < q; u++)
+      for (int w = 0; w < (other[1] >= 0 ? q : 1); w++) {
+        int l[3] = {0, 0, 0};
+        l[normal] = side, l[other[0]] = u;
+        if (other[1] >= 0) l[other[1]] = w;
+        const int node = d[el->lex[l[0] + q * (l[1] + q * l[2])]];
+#pragma omp atomic write
+        mark[node] = 1;
+      }
+  }
+  int rc = misfit ? -2 : marked_nodes(mark, V->nnodes, nodes, n);
+  free(mark);
+  return rc;
 }
 
 int fe_space_boundary_nodes(const fe_space *V, const char *const *tags, int ntags, int **nodes,
@@ -895,6 +1074,13 @@ int fe_space_boundary_nodes(const fe_space *V, const char *const *tags, int ntag
         free(ids);
         return fe_error_push(rc, __FILE__, __LINE__, __func__);
       }
+    }
+  }
+  if (!strcmp(V->numbering, "lattice")) {
+    int rc = lattice_boundary_nodes(V, ids, all ? 0 : ntags, nodes, n);
+    if (rc != -2) {
+      free(ids);
+      return rc ? fe_error_push(rc, __FILE__, __LINE__, __func__) : 0;
     }
   }
   fe_keymap set;

@@ -20,8 +20,10 @@ typedef struct fe_space {
   int affine;           /* affine cells (fe_mesh_affine): one Jacobian per cell */
   int *cell_nodes;      /* ncells x elem.nbasis global node ids */
   double *node_coords;  /* nnodes x 3 physical coordinates */
-  /* how the dof map was made: "vertices" (P1, Q1), "entities" (on every thread), "hashed"
-   * (one cell after another: past 2^31 places, or where the entities do not fit) */
+  /* how the dof map was made: "vertices" (P1, Q1), "lattice" (a box of hexes or quads as
+   * mesh.box makes it: from the cells' indices), "entities" (on every thread), "hashed" (one
+   * cell after another: past 2^31 places, or where the entities do not fit); all but
+   * "vertices" give the same ids */
   const char *numbering;
 } fe_space;
 

@@ -810,53 +810,130 @@ static void shuffle_vertices(fe_mesh *m, unsigned seed)
   free(to), free(x);
 }
 
-/* The two numberings of a dof map (by entities on every thread; the serial hash map of the
- * nodes' names that spaces past 2^31 places use, asked for through FELAB_DOFMAP) give the
- * same nodes and places, node for node, at the same coordinates (to rounding: a shared node
- * is placed from its first cell in one, from its last in the other); on the box's own
- * numbering and on its vertices shuffled. */
-Test(space, hashed_and_sorted_numberings_agree)
+/* The three numberings of a dof map (a box of hexes or quads by its lattice; by entities on
+ * every thread; the serial hash map of the nodes' names that spaces past 2^31 places use; the
+ * last two asked for through FELAB_DOFMAP) give the same nodes and places, node for node, at
+ * the same coordinates (lattice and entities to the bit; hashed to rounding: a shared node is
+ * placed from its first cell in one, from its last in the other); on the box's own numbering
+ * and on its vertices shuffled (no lattice then). */
+static fe_space *space_numbered(const fe_mesh *m, const char *name, const char *how)
+{
+  fe_space *V = NULL;
+  if (how) setenv("FELAB_DOFMAP", how, 1);
+  int rc = fe_space_create(m, name, &V);
+  unsetenv("FELAB_DOFMAP");
+  cr_assert_eq(rc, 0, "%s", fe_error_message());
+  return V;
+}
+
+Test(space, lattice_entities_and_hashed_numberings_agree)
 {
   static const struct { fe_cell_type type; const char *space; int n; } cases[] = {
       {FE_CELL_TET, "P2", 3}, {FE_CELL_TET, "P3", 2}, {FE_CELL_HEX, "Q2", 3},
       {FE_CELL_HEX, "Q4", 2}, {FE_CELL_PRISM, "P2", 2}, {FE_CELL_TRI, "P3", 4},
       {FE_CELL_QUAD, "Q3", 3}, {FE_CELL_TET, "P4", 2}, {FE_CELL_HEX, "Q3", 3},
-      {FE_CELL_PRISM, "P3", 2}};
-  for (size_t k = 0; k < 2 * sizeof cases / sizeof cases[0]; k++) {
-    const size_t shuffled = k >= sizeof cases / sizeof cases[0];
-    if (shuffled) k -= sizeof cases / sizeof cases[0];
+      {FE_CELL_PRISM, "P3", 2}, {FE_CELL_HEX, "Q2", 1}, {FE_CELL_QUAD, "Q2", 1}};
+  const size_t ncases = sizeof cases / sizeof cases[0];
+  for (size_t r = 0; r < 2 * ncases; r++) {
+    const size_t k = r % ncases, shuffled = r >= ncases;
+    const int tensor = cases[k].type == FE_CELL_HEX || cases[k].type == FE_CELL_QUAD;
     fe_box_opts o;
     fe_box_opts_default(&o);
     o.type = cases[k].type;
-    o.cells[0] = o.cells[1] = cases[k].n;
-    o.cells[2] = cases[k].type == FE_CELL_TRI || cases[k].type == FE_CELL_QUAD ? 0 : cases[k].n;
+    o.cells[0] = cases[k].n;
+    o.cells[1] = cases[k].n + 1; /* not a cube: the axes' counts differ */
+    o.cells[2] = cases[k].type == FE_CELL_TRI || cases[k].type == FE_CELL_QUAD ? 0 : cases[k].n + 2;
     o.distort = 0.2;
     fe_mesh *m = NULL;
     cr_assert_eq(fe_mesh_box(&o, &m), 0, "%s", fe_error_message());
     if (shuffled) shuffle_vertices(m, 7u + (unsigned)k);
-    fe_space *a = NULL, *b = NULL;
-    cr_assert_eq(fe_space_create(m, cases[k].space, &a), 0, "%s", fe_error_message());
-    cr_assert_str_eq(a->numbering, "entities", "%s: made %s", cases[k].space, a->numbering);
-    setenv("FELAB_DOFMAP", "hashed", 1);
-    int rc = fe_space_create(m, cases[k].space, &b);
-    unsetenv("FELAB_DOFMAP");
-    cr_assert_eq(rc, 0, "%s", fe_error_message());
+    fe_space *a = space_numbered(m, cases[k].space, NULL);
+    fe_space *e = space_numbered(m, cases[k].space, "entities");
+    fe_space *b = space_numbered(m, cases[k].space, "hashed");
+    const char *want = tensor && !shuffled ? "lattice" : "entities";
+    cr_assert_str_eq(a->numbering, want, "%s: made %s", cases[k].space, a->numbering);
+    cr_assert_str_eq(e->numbering, "entities");
+    cr_assert_str_eq(b->numbering, "hashed");
     size_t places = (size_t)m->ncells * a->elem.nbasis;
-    cr_assert_eq(a->nnodes, b->nnodes, "%s: %d nodes sorted, %d hashed", cases[k].space,
-                 a->nnodes, b->nnodes);
-    cr_assert(!memcmp(a->cell_nodes, b->cell_nodes, sizeof(int) * places),
+    cr_assert(a->nnodes == e->nnodes && e->nnodes == b->nnodes, "%s: %d / %d / %d nodes",
+              cases[k].space, a->nnodes, e->nnodes, b->nnodes);
+    cr_assert(!memcmp(a->cell_nodes, e->cell_nodes, sizeof(int) * places) &&
+                  !memcmp(e->cell_nodes, b->cell_nodes, sizeof(int) * places),
               "%s on %s: the dof maps differ", cases[k].space, fe_cell_name(cases[k].type));
+    cr_assert(!memcmp(a->node_coords, e->node_coords, sizeof(double) * 3 * (size_t)a->nnodes),
+              "%s on %s: lattice and entities place the nodes differently", cases[k].space,
+              fe_cell_name(cases[k].type));
     double worst = 0;
     for (size_t i = 0; i < 3 * (size_t)a->nnodes; i++)
       worst = fmax(worst, fabs(a->node_coords[i] - b->node_coords[i]));
     cr_assert(worst <= 1e-14, "%s on %s: the node coordinates differ by %g", cases[k].space,
               fe_cell_name(cases[k].type), worst);
-    cr_assert_str_eq(b->numbering, "hashed");
     fe_space_free(a);
+    fe_space_free(e);
     fe_space_free(b);
     fe_mesh_free(m);
-    if (shuffled) k += sizeof cases / sizeof cases[0];
   }
+}
+
+/* Boundary nodes of a space numbered by its lattice (each facet's cube side marked) are those
+ * the entities' set finds, for every boundary and for single tags, hexes and quads. */
+Test(space, lattice_boundary_nodes_agree)
+{
+  static const struct { fe_cell_type type; const char *space; } cases[] = {
+      {FE_CELL_HEX, "Q2"}, {FE_CELL_HEX, "Q3"}, {FE_CELL_QUAD, "Q3"}, {FE_CELL_QUAD, "Q4"}};
+  static const char *const tags[][2] = {{"all", NULL}, {"xmin", NULL}, {"ymax", "xmax"}, {"ymin", "xmin"}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    fe_box_opts o;
+    fe_box_opts_default(&o);
+    o.type = cases[k].type;
+    o.cells[0] = 2, o.cells[1] = 3, o.cells[2] = cases[k].type == FE_CELL_HEX ? 4 : 0;
+    o.distort = 0.2;
+    fe_mesh *m = NULL;
+    cr_assert_eq(fe_mesh_box(&o, &m), 0, "%s", fe_error_message());
+    fe_space *a = space_numbered(m, cases[k].space, NULL);
+    fe_space *e = space_numbered(m, cases[k].space, "entities");
+    cr_assert_str_eq(a->numbering, "lattice");
+    for (size_t t = 0; t < sizeof tags / sizeof tags[0]; t++) {
+      int nt = tags[t][1] ? 2 : 1, *na = NULL, *ne = NULL, ca = 0, ce = 0;
+      cr_assert_eq(fe_space_boundary_nodes(a, tags[t], nt, &na, &ca), 0, "%s", fe_error_message());
+      cr_assert_eq(fe_space_boundary_nodes(e, tags[t], nt, &ne, &ce), 0, "%s", fe_error_message());
+      cr_assert(ca > 0 && ca == ce && !memcmp(na, ne, sizeof(int) * (size_t)ca),
+                "%s, tag %s: %d nodes by the lattice, %d by entities", cases[k].space, tags[t][0], ca, ce);
+      free(na), free(ne);
+    }
+    fe_space_free(a);
+    fe_space_free(e);
+    fe_mesh_free(m);
+  }
+}
+
+/* A box whose cells no longer follow its cubes (reordered; its cubes forgotten) or whose
+ * cubes were kept while its cells moved: the entities number it, the same as a fresh box. */
+Test(space, lattice_needs_the_box_layout)
+{
+  fe_box_opts o;
+  fe_box_opts_default(&o);
+  o.type = FE_CELL_HEX;
+  o.cells[0] = o.cells[1] = o.cells[2] = 3;
+  fe_mesh *m = NULL;
+  cr_assert_eq(fe_mesh_box(&o, &m), 0, "%s", fe_error_message());
+  /* swap two cells but keep the cube counts: the check of every cell's corners sees it */
+  for (int v = 0; v < 8; v++) {
+    int t = m->cells[v];
+    m->cells[v] = m->cells[8 + v];
+    m->cells[8 + v] = t;
+  }
+  fe_space *a = space_numbered(m, "Q2", NULL);
+  fe_space *e = space_numbered(m, "Q2", "entities");
+  cr_assert_str_eq(a->numbering, "entities", "made %s", a->numbering);
+  cr_assert(!memcmp(a->cell_nodes, e->cell_nodes, sizeof(int) * (size_t)m->ncells * 27));
+  fe_space_free(a);
+  fe_space_free(e);
+  cr_assert_eq(fe_mesh_reorder(m, "rcm"), 0, "%s", fe_error_message());
+  a = space_numbered(m, "Q2", NULL);
+  cr_assert_str_eq(a->numbering, "entities", "after a reorder: made %s", a->numbering);
+  fe_space_free(a);
+  fe_mesh_free(m);
 }
 
 /* Where the model makes transpose's factors from the vertices (a GPU's pick at P1; here a
