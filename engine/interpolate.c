@@ -14,9 +14,10 @@
 
 #define INTERP_BLOCK 256 /* nodes per work group */
 
-/* The kernel's source: the expressions, the backend's preamble, one loop over the nodes. */
-static int interpolate_source(const fe_space *V, const char *const *expr, fe_backend *be,
-                              fe_precision prec, char **src)
+/* The kernel's source: the expressions (or C statements setting fe_v[0 .. NC-1]), the
+ * backend's preamble, one loop over the nodes. */
+static int interpolate_source(const fe_space *V, const char *const *expr, const char *body,
+                              fe_backend *be, fe_precision prec, char **src)
 {
   fe_strbuf b = {0};
   fe_strbuf_printf(&b, "/* felab kernel: interpolate on %s (%d components), %s backend, %s "
@@ -33,7 +34,12 @@ static int interpolate_source(const fe_space *V, const char *const *expr, fe_bac
                        "      const int fe_i = fe_g * BLOCK + fe_t;\n      if (fe_i < fe_n) {\n"
                        "        FE_GLOBAL const real *fe_p = fe_coords + (size_t)fe_i * 3;\n"
                        "        const real x[3] = {fe_p[0], fe_p[1], fe_p[2]};\n        (void)x;\n");
-  for (int k = 0; k < V->ncomp; k++)
+  if (body) {
+    fe_strbuf_append(&b, "        real fe_v[NC];\n");
+    fe_strbuf_append(&b, body);
+    fe_strbuf_append(&b, "        for (int fe_k = 0; fe_k < NC; fe_k++) fe_y[(size_t)fe_i * NC + fe_k] = fe_v[fe_k];\n");
+  }
+  for (int k = 0; !body && k < V->ncomp; k++)
     fe_strbuf_printf(&b, "        fe_y[(size_t)fe_i * NC + %d] = (real)(%s);\n", k, expr[k]);
   fe_strbuf_append(&b, "      }\n    }\n  }\n  FE_GROUPS_END\n}\n");
   return fe_strbuf_finish(&b, src);
@@ -57,18 +63,13 @@ static int coords_fill(void *ctx, void *out, fe_precision prec)
   return 0;
 }
 
-int fe_vector_interpolate(const fe_space *V, const char *const *expr, fe_backend *be,
-                          fe_precision prec, fe_vector **out)
+/* The field of the expressions or of the statements, on be in prec. */
+static int interpolate_run(const fe_space *V, const char *const *expr, const char *body,
+                           fe_backend *be, fe_precision prec, fe_vector **out)
 {
   *out = NULL;
-  for (int k = 0; k < V->ncomp; k++) {
-    FE_ASSERT(expr[k] && *expr[k], FE_ERR_ARG, "component %d has no expression", k + 1);
-    const char *bad = strpbrk(expr[k], ";{}#\n");
-    FE_ASSERT(!bad, FE_ERR_ARG, "the expression '%s' holds '%s': it must be one C "
-              "expression of x[0], x[1], x[2]", expr[k], *bad == '\n' ? "\\n" : (char[]){*bad, 0});
-  }
   char *src;
-  FE_CHECK(interpolate_source(V, expr, be, prec, &src));
+  FE_CHECK(interpolate_source(V, expr, body, be, prec, &src));
   fe_module *mod = NULL;
   fe_kernel *kern = NULL;
   fe_buffer coords = {0};
@@ -78,7 +79,8 @@ int fe_vector_interpolate(const fe_space *V, const char *const *expr, fe_backend
   int rc = fe_compile(be, src, &mod, &compile_s, &cached);
   free(src);
   if (rc) { /* name what the user wrote */
-    if (V->ncomp == 1) fe_error_context("the expression '%s'", expr[0]);
+    if (body) fe_error_context("a traced function of x");
+    else if (V->ncomp == 1) fe_error_context("the expression '%s'", expr[0]);
     else fe_error_context("the expressions of %d components", V->ncomp);
   }
   if (!rc) rc = be->ops->kernel(be->impl, mod, "fe_interpolate", &kern);
@@ -106,4 +108,25 @@ int fe_vector_interpolate(const fe_space *V, const char *const *expr, fe_backend
   }
   *out = y;
   return 0;
+}
+
+int fe_vector_interpolate(const fe_space *V, const char *const *expr, fe_backend *be,
+                          fe_precision prec, fe_vector **out)
+{
+  *out = NULL;
+  for (int k = 0; k < V->ncomp; k++) {
+    FE_ASSERT(expr[k] && *expr[k], FE_ERR_ARG, "component %d has no expression", k + 1);
+    const char *bad = strpbrk(expr[k], ";{}#\n");
+    FE_ASSERT(!bad, FE_ERR_ARG, "the expression '%s' holds '%s': it must be one C "
+              "expression of x[0], x[1], x[2]", expr[k], *bad == '\n' ? "\\n" : (char[]){*bad, 0});
+  }
+  return interpolate_run(V, expr, NULL, be, prec, out);
+}
+
+int fe_vector_interpolate_code(const fe_space *V, const char *body, fe_backend *be,
+                               fe_precision prec, fe_vector **out)
+{
+  *out = NULL;
+  FE_ASSERT(body, FE_ERR_ARG, "no statements to interpolate");
+  return interpolate_run(V, NULL, body, be, prec, out);
 }

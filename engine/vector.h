@@ -49,5 +49,9 @@ int fe_vector_check_compatible(const fe_vector *x, const fe_vector *y, const cha
 struct fe_space;
 int fe_vector_interpolate(const struct fe_space *V, const char *const *expr, fe_backend *be,
                           fe_precision prec, fe_vector **out);
+/* The same from C statements that set `fe_v[0 .. V->ncomp-1]` from x[0..2] (`real`
+ * temporaries allowed): a traced function of x (shell/lua-fe.c), emitted by fe_x_emit_c. */
+int fe_vector_interpolate_code(const struct fe_space *V, const char *body, fe_backend *be,
+                               fe_precision prec, fe_vector **out);
 
 #endif

@@ -89,6 +89,9 @@ static const help_entry builtin[] = {
      "or f a C expression of x[0], x[1], x[2] (0-based; sin, exp, pow, M_PI, ...), a table\n"
      "of them on a vector space, computed by a generated kernel where the vector lives\n"
      "(compiled once, then cached: much faster than a Lua call per node on large meshes).\n"
+     "A function made of arithmetic and math.* on x is traced once into such a kernel (in\n"
+     "double) and checked against calls at four nodes; one that branches on x, keeps state or\n"
+     "calls math.random is called at every node instead (FELAB_TRACE_FIELDS=0: always).\n"
      "The vector lives on the session's default backend unless told otherwise.\n"
      "example: u = V:interpolate(function(x) return x[1] * x[2] end)\n"
      "         u = V:interpolate(\"x[0] * x[1] + sin(M_PI * x[2])\", {backend = \"cuda\"})"},

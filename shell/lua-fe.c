@@ -5,14 +5,19 @@
  * engine frames. The handles and their borrow counts are described in shell/shell.h. */
 #include <lauxlib.h>
 #include <lua.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/backend.h"
 #include "engine/error.h"
+#include "engine/expr.h"
 #include "engine/mesh.h"
 #include "engine/space.h"
+#include "engine/strbuf.h"
 #include "engine/vector.h"
+#include "shell/lua-sym.h"
 #include "shell/shell.h"
 
 static const char *const space_keys[] = {"family", "order", "components", "nodes", NULL};
@@ -142,10 +147,123 @@ static int is_string_table(lua_State *L, int i)
   return yes;
 }
 
+/* ---- a function of x, traced ---- */
+
+typedef struct traced_field {
+  fe_xgraph *g;
+  int ncomp;
+  int ids[3];
+} traced_field;
+
+static int traced_field_gc(lua_State *L)
+{
+  traced_field *t = lua_touserdata(L, 1);
+  fe_xgraph_free(t->g);
+  t->g = NULL;
+  return 0;
+}
+
+static int untraceable(lua_State *L)
+{
+  return luaL_error(L, "math.random gives another value at every node: not traced");
+}
+
+/* The protected part: f (upvalue-free: argument 2) called once on the symbol x, its value as
+ * ncomp roots; math.random refused meanwhile (a constant of the trace would be wrong). */
+static int traced_field_body(lua_State *L)
+{
+  traced_field *t = lua_touserdata(L, 1);
+  lua_getglobal(L, "math");
+  int math = lua_gettop(L);
+  if (lua_istable(L, math)) {
+    lua_getfield(L, math, "random");
+    lua_pushcfunction(L, untraceable);
+    lua_setfield(L, math, "random");
+  }
+  lua_pushvalue(L, 2);
+  felab_sym_push_var(L, FE_V_X, 0, 3, 0);
+  int rc = lua_pcall(L, 1, 1, 0);
+  if (lua_istable(L, math)) { /* math.random back before anything can fail */
+    lua_pushvalue(L, math + 1);
+    lua_setfield(L, math, "random");
+  }
+  if (rc != LUA_OK) return lua_error(L);
+  felab_sym_roots(L, -1, t->ncomp > 1 ? t->ncomp : 0, 0, t->ids, "V:interpolate's function");
+  return 0;
+}
+
+/* V:interpolate(f) with f a function: traced once on a symbol x into a kernel computed where
+ * the vector lives (in double, then converted: the values of calls at the nodes), then checked
+ * against calls of f at four nodes. Pushes the vector and returns 1; returns 0 (nothing
+ * pushed) when f cannot be traced (a branch on x, math.floor, tables of x, ...) or its calls
+ * disagree with the trace (math.random, state kept between calls): then f is called at every
+ * node. FELAB_TRACE_FIELDS=0 never traces. */
+static int interpolate_traced(lua_State *L, const fe_space *V, felab_point_fn *f, fe_backend *be,
+                              fe_precision prec)
+{
+  const char *env = getenv("FELAB_TRACE_FIELDS");
+  if ((env && !strcmp(env, "0")) || V->ncomp > 3 || V->nnodes < 1) return 0;
+  int top = lua_gettop(L);
+  traced_field *t = lua_newuserdatauv(L, sizeof *t, 0);
+  memset(t, 0, sizeof *t);
+  t->ncomp = V->ncomp;
+  lua_newtable(L);
+  lua_pushcfunction(L, traced_field_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  if (fe_xgraph_create(&t->g)) {
+    fe_error_clear();
+    lua_settop(L, top);
+    return 0;
+  }
+  felab_trace_begin(t->g, 3);
+  lua_pushcfunction(L, traced_field_body);
+  lua_pushlightuserdata(L, t);
+  lua_pushvalue(L, f->fn);
+  int rc = lua_pcall(L, 2, 0, 0);
+  felab_trace_end();
+  fe_strbuf b = {0};
+  char *body = NULL;
+  fe_vector *y = NULL, *z = NULL;
+  if (rc == LUA_OK) {
+    static const char *const lhs[3] = {"fe_v[0]", "fe_v[1]", "fe_v[2]"};
+    fe_x_emit_c(t->g, t->ids, lhs, V->ncomp, 0, 8, &b);
+    rc = fe_strbuf_finish(&b, &body) || fe_vector_interpolate_code(V, body, be, FE_DOUBLE, &y);
+  }
+  free(body);
+  fe_xgraph_free(t->g); /* the userdata's __gc finds NULL */
+  t->g = NULL;
+  /* four nodes, the function called there: the same values or no trace */
+  for (int i = 0; rc == 0 && i < 4; i++) {
+    const int node = (int)((long long)(V->nnodes - 1) * i / 3);
+    double want[3], got;
+    if (felab_point_fn_call(f, V->node_coords + 3 * (size_t)node, V->ncomp, want)) rc = 1;
+    for (int k = 0; rc == 0 && k < V->ncomp; k++) {
+      rc = fe_vector_get_entry(y, node * V->ncomp + k, &got);
+      if (!rc && !(fabs(got - want[k]) <= 1e-9 * fmax(1, fabs(want[k])))) rc = 1;
+    }
+  }
+  if (rc == 0 && prec != FE_DOUBLE) {
+    rc = fe_vector_convert(y, be, prec, &z);
+    fe_vector_free(y);
+    y = z;
+  }
+  lua_settop(L, top);
+  if (rc) {
+    fe_vector_free(y);
+    fe_error_clear();
+    return 0;
+  }
+  fe_vector **out = felab_push_vector(L, 1);
+  *out = y;
+  return 1;
+}
+
 /* V:interpolate(f [, opts]) -> vector on opts' backend and precision (default: the
  * session's); f a number or a function(x) of x = {x, y, z} returning a number (or, on a
- * vector space, a table of one number per component), called at every node; or a C
- * expression of x[0..2] (a table of them), computed where the vector lives. */
+ * vector space, a table of one number per component): traced once where it can be (arithmetic
+ * and math.* of x: interpolate_traced), else called at every node; or a C expression of
+ * x[0..2] (a table of them), computed where the vector lives. */
 static int space_interpolate(lua_State *L)
 {
   space_handle *h = felab_check_self(L, 1, FELAB_SPACE, "V:interpolate", "self");
@@ -161,6 +279,12 @@ static int space_interpolate(lua_State *L)
   fe_backend *be;
   fe_precision prec;
   interpolate_target(L, &be, &prec);
+  if (f.fn) {
+    h->borrowers++;
+    int traced = interpolate_traced(L, V, &f, be, prec);
+    h->borrowers--;
+    if (traced) return 1;
+  }
   double *values = lua_newuserdatauv(L, (size_t)V->ndofs * sizeof(double) + 1, 0);
   fe_vector **out = felab_push_vector(L, 1);
   h->borrowers++; /* the Lua function cannot free V under the engine's feet */

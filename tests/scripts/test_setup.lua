@@ -149,6 +149,62 @@ do
   print("interpolate: C expressions of x = the Lua function on " .. table.concat(T.backends(), ", "))
 end
 
+-- V:interpolate(function): traced once into a kernel where it can be (a call on symbols, four
+-- calls to check), called at every node where it cannot; the same values either way
+do
+  local m = mesh.box{cells = {4, 3, 2}, cell = "hex", distort = 0.2}
+  local V = fe.space(m, "Q3")
+  local calls = 0
+  local function f(x)
+    calls = calls + 1
+    return x[1] * (1 - x[2]) + math.sin(x[3]) / (2 + x[1] ^ 2) + math.pi
+  end
+  -- the same function made untraceable: a symbol is not a number
+  local function direct(x)
+    if type(x[1]) ~= "number" then error("not on symbols") end
+    return x[1] * (1 - x[2]) + math.sin(x[3]) / (2 + x[1] ^ 2) + math.pi
+  end
+  local ref = V:interpolate(direct)
+  for _, be in ipairs(T.backends()) do
+    for _, prec in ipairs({"double", "single"}) do
+      calls = 0
+      local a = V:interpolate(f, {backend = be, precision = prec})
+      local d = a:to("cpu", "double"):axpy(-1, ref):norm() / ref:norm()
+      check(a.backend == be and a.precision == prec, "traced on %s %s: made on %s %s", be, prec,
+            a.backend, a.precision)
+      check(calls == 5, "traced on %s %s: the function was called %d times for %d nodes", be, prec,
+            calls, V.ndofs)
+      check(d <= (prec == "double" and 1e-15 or 1e-7), "traced on %s %s: %.1e from calls at every node",
+            be, prec, d)
+    end
+  end
+  local W = fe.space(mesh.box{cells = {3, 2}, cell = "tri"}, {family = "P", order = 2, components = 2})
+  calls = 0
+  local u = W:interpolate(function(x) calls = calls + 1; return {x[1] * x[2], 2 - x[1]} end)
+  local d = W:interpolate({"x[0] * x[1]", "2 - x[0]"}):axpy(-1, u):norm()
+  check(calls == 5 and d <= 1e-15 * u:norm(), "a vector field traced: %d calls, %.1e", calls, d)
+  -- not traced: a branch on x, math.random (as math.random or kept aside), state between calls
+  local b = V:interpolate(function(x) if x[1] > 0.5 then return 1 else return 0 end end)
+  local bx = V:interpolate("x[0] > 0.5 ? 1 : 0")
+  check(b:copy():axpy(-1, bx):norm() == 0 and b:max() == 1 and b:min() == 0,
+        "a branch on x: called at every node")
+  local rand = math.random
+  for _, g in ipairs({function() return math.random() end, function(x) return x[1] + rand() - x[1] end}) do
+    local r = V:interpolate(g)
+    check(r:max() - r:min() > 0.5, "math.random: %g .. %g, not one value", r:min(), r:max())
+  end
+  check(math.random == rand and type(math.random()) == "number", "math.random is back after a trace")
+  local n = 0
+  local c = V:interpolate(function() n = n + 1; return n end)
+  check(c:max() == n and c:min() < c:max() - V.ndofs + 2, "a counter: %g .. %g after %d calls",
+        c:min(), c:max(), n)
+  T.expect_error(function()
+    return V:interpolate(function(x) if x[1] > 0.9 then error("too far") end return x[1] end)
+  end, "V:interpolate", "the function failed at x =", "too far")
+  print("interpolate: a function of x traced on " .. table.concat(T.backends(), ", ") ..
+        "; branches, math.random and state called at every node")
+end
+
 -- Two fresh processes on one new cache: the first compiles, the second compiles nothing
 local exe = T.exe()
 local dir = os.tmpname()
