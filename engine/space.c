@@ -605,6 +605,21 @@ static long long number_nodes_entities(fe_space *V, const straight_map *s)
  * ranks depend only on which of i, j, k are 0 (8 types), and the cells before a cell hold a
  * closed-form count of them. No search, no temporaries: each node's id from tables, each new
  * node placed once (entities' figures: the same ids and places, to the bit). */
+/* The new nodes of a box's cells by type t = (i > 0) | (j > 0) << 1 | (k > 0) << 2 (count),
+ * of a row of cells by the types of j and k (row), of a layer by that of k (layer). */
+typedef struct lattice_counts {
+  long long count[8], row[4], layer[2];
+} lattice_counts;
+
+/* The new nodes of the cells before cell (i, j, k). */
+static inline long long lattice_before(const lattice_counts *n, long long i, long long j, long long k)
+{
+  const int tk = (k > 0) << 1, t = (j > 0) << 1 | (k > 0) << 2;
+  return (k > 0) * (n->layer[0] + (k - 1) * n->layer[1]) +
+         (j > 0) * (n->row[tk] + (j - 1) * n->row[tk | 1]) +
+         (i > 0) * (n->count[t] + (i - 1) * n->count[t | 1]);
+}
+
 static long long number_nodes_lattice(fe_space *V, const straight_map *s)
 {
   const fe_mesh *m = V->mesh;
@@ -643,16 +658,14 @@ static long long number_nodes_lattice(fe_space *V, const straight_map *s)
    * cell when (low[b] & t) == 0; rank[t][b] its place among the cell's new nodes */
   int (*rank)[FE_MAX_BASIS] = malloc(sizeof *rank * 8);
   if (!rank) FE_ERROR(FE_ERR_MEM, "out of host memory for a dof map");
-  long long count[8];
+  lattice_counts n;
   for (int t = 0; t < 8; t++) {
-    count[t] = 0;
-    for (int b = nv; b < nb; b++) rank[t][b] = (low[b] & t) ? -1 : (int)count[t]++;
+    n.count[t] = 0;
+    for (int b = nv; b < nb; b++) rank[t][b] = (low[b] & t) ? -1 : (int)n.count[t]++;
   }
-  /* new nodes in a row of cells (j, k types), a layer (k), the cells before (i, j, k) */
-  long long row[4], layer[2];
-  for (int jk = 0; jk < 4; jk++) row[jk] = count[jk << 1] + (nx - 1) * count[jk << 1 | 1];
-  for (int kk = 0; kk < 2; kk++) layer[kk] = row[kk << 1] + (ny - 1) * row[kk << 1 | 1];
-  const long long total = layer[0] + (nz - 1) * layer[1];
+  for (int jk = 0; jk < 4; jk++) n.row[jk] = n.count[jk << 1] + (nx - 1) * n.count[jk << 1 | 1];
+  for (int kk = 0; kk < 2; kk++) n.layer[kk] = n.row[kk << 1] + (ny - 1) * n.row[kk << 1 | 1];
+  const long long total = n.layer[0] + (nz - 1) * n.layer[1];
   const size_t nvx = (size_t)m->nvertices;
   if ((long long)nvx + total > (long long)1 << 30) {
     free(rank);
@@ -670,9 +683,7 @@ static long long number_nodes_lattice(fe_space *V, const straight_map *s)
   for (long long c = 0; c < nx * ny * nz; c++) {
     const long long i = c % nx, j = c / nx % ny, k = c / nx / ny;
     const int t = (i > 0) | (j > 0) << 1 | (k > 0) << 2;
-    const long long before = (k > 0) * (layer[0] + (k - 1) * layer[1]) +
-                             (j > 0) * (row[(k > 0) << 1] + (j - 1) * row[(k > 0) << 1 | 1]) +
-                             (i > 0) * (count[t & 6] + (i - 1) * count[t | 1]);
+    const long long before = lattice_before(&n, i, j, k);
     double X[FE_MAX_VERTICES][3];
     cell_vertices(V, (size_t)c, X);
     int *d = dof + (size_t)c * nb;
@@ -692,10 +703,7 @@ static long long number_nodes_lattice(fe_space *V, const straight_map *s)
                 f = dim == 3 ? l[2] + p * (shift >> 2 & 1) : 0;
       const int b2 = el->lex[a + q * (e + q * f)];
       const int t2 = (i2 > 0) | (j2 > 0) << 1 | (k2 > 0) << 2;
-      const long long before2 = (k2 > 0) * (layer[0] + (k2 - 1) * layer[1]) +
-                                (j2 > 0) * (row[(k2 > 0) << 1] + (j2 - 1) * row[(k2 > 0) << 1 | 1]) +
-                                (i2 > 0) * (count[t2 & 6] + (i2 - 1) * count[t2 | 1]);
-      d[b] = (int)(nvx + (size_t)(before2 + rank[t2][b2]));
+      d[b] = (int)(nvx + (size_t)(lattice_before(&n, i2, j2, k2) + rank[t2][b2]));
     }
   }
   memcpy(xn, m->coords, sizeof(double) * 3 * nvx);
