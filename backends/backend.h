@@ -51,6 +51,7 @@ typedef struct fe_device_info {
   int groups_per_cu;   /* resident work groups per compute unit */
   size_t shared_per_cu; /* bytes of shared memory per compute unit */
   size_t l2_bytes;     /* last-level cache */
+  size_t l1_bytes;     /* the cpu: a core's L1 data cache, where a group's arrays live (0: not known) */
   int clock_mhz;       /* core clock */
   int tables_l1;       /* the kernels' constant tables live in global memory and are read
                         * through L1, one wavefront per 128-byte line a warp touches (CUDA's

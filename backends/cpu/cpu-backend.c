@@ -142,6 +142,8 @@ static int cpu_query(void *impl, fe_device_info *info)
   info->fp64 = 1;
   info->fp64_atomics = 1;
   info->warp = info->threads_per_cu = info->groups_per_cu = 1; /* a group per thread */
+  long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  info->l1_bytes = l1 > 0 ? (size_t)l1 : 0;
   return 0;
 }
 
