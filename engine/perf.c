@@ -41,15 +41,15 @@ const char *fe_ceiling_name(int c)
   return c >= 0 && c < FE_NCEILINGS ? names[c] : "?";
 }
 
-/* Where a backend's calibration is stored: one file per backend and device ("v5": the
+/* Where a backend's calibration is stored: one file per backend and device ("v6": the
  * ceilings per micro-benchmark and the latencies, the cpu's multiply-adds fed from L1 and its
- * indexed loops; a file of an earlier form is not read). */
+ * indexed loops over each value once; a file of an earlier form is not read). */
 static int calibration_path(const fe_backend *be, char *path, size_t n)
 {
   char dir[4096];
   FE_CHECK(fe_cache_dir("calibration", dir, sizeof dir));
   unsigned long long h = fe_hash_string(be->info.name, fe_hash_string(be->name, 0));
-  snprintf(path, n, "%s/%s-v5-%016llx.txt", dir, be->name, h);
+  snprintf(path, n, "%s/%s-v6-%016llx.txt", dir, be->name, h);
   return 0;
 }
 

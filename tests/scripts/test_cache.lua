@@ -72,7 +72,7 @@ check(#sos == 1, "expected one cpu object in the cache, found %d", #sos)
 check(#bins >= (backends:find("opencl") and 1 or 0), "no OpenCL binary in the cache")
 local cpu_cal
 for _, path in ipairs(entries("calibration", ".txt")) do
-  if path:match("/cpu%-v5%-%x+%.txt$") then cpu_cal = path end
+  if path:match("/cpu%-v6%-%x+%.txt$") then cpu_cal = path end
 end
 -- one line per precision: the precision, then "ceiling value" pairs
 local stored_form = "^double dram %S+ l2 %S+ shared %S+ fma %S+ scalar %S+ nonfma %S+ atomics %S+ " ..
