@@ -168,7 +168,7 @@ static int untraceable(lua_State *L)
   return luaL_error(L, "math.random gives another value at every node: not traced");
 }
 
-/* The protected part: f (upvalue-free: argument 2) called once on the symbol x, its value as
+/* The protected part: f (argument 2) called once on the symbol x, its value as
  * ncomp roots; math.random refused meanwhile (a constant of the trace would be wrong). */
 static int traced_field_body(lua_State *L)
 {
