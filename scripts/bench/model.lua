@@ -7,9 +7,10 @@
 -- usage: felab scripts/bench/model.lua [backend] [out.csv] [predict_for] [cases] [scale] [passes]
 --   cases: a comma list of names below (default all); scale: 1 = the table sizes, 0.5 = half;
 --   passes (default 1): the whole table again, each pass after a new calibration; a case's row
---   is that of its pass of the median ratio, and the table shows every pass's ratio. A machine
---   whose speed moves in phases (the 2-core virtual machine: up to 2x, for a second or more, in
---   the calibration and in the applies alike) then has one slow phase outvoted.
+--   is that of its pass of the median ratio (the lower middle one of an even count), and the
+--   table shows every pass's ratio. A machine whose speed moves in phases (the 2-core virtual
+--   machine: up to 2x, for a second or more, in the calibration and in the applies alike) then
+--   has one slow phase outvoted.
 local backend = arg[1] or "cuda"
 local out = arg[2] or "model.csv"
 local predict_for = arg[3] or "H200"
@@ -34,7 +35,7 @@ local wanted = {}
 if only then for name in only:gmatch("[^,]+") do wanted[name] = true end end
 
 device.use(backend)
-local rows, order = {}, {}
+local runs_of, order = {}, {} -- each case's rows, one a pass; the cases in order
 for pass = 1, passes do
   if passes > 1 then print(("-- pass %d of %d"):format(pass, passes)) end
   for _, p in ipairs({"double", "single"}) do
@@ -85,8 +86,8 @@ for pass = 1, passes do
                        t.latency * 1e3, best.groups, best.resident, best.dram_trips, best.l2_trips,
                        best.phases}
             local key = table.concat({c[1], prec, s}, " ")
-            if not rows[key] then rows[key], order[#order + 1] = {}, key end
-            table.insert(rows[key], r)
+            if not runs_of[key] then runs_of[key], order[#order + 1] = {}, key end
+            table.insert(runs_of[key], r)
             print(best)
           end)
           if not ok then print(("%s %s %s: %s"):format(c[1], prec, s, err)) end
@@ -102,9 +103,9 @@ local cols = {"case", "precision", "strategy", "dofs", "measured_ms", "predicted
               "atomics_ms", "constant_ms", "indexed_ms", "launches_ms", "whatif_device", "whatif_ms",
               "latency_ms", "groups", "resident", "dram_trips", "l2_trips", "phases"}
 f:write(table.concat(cols, ","), "\n")
-local ratios = {}
+local rows, ratios = {}, {} -- each case's row of the median ratio; every pass's ratios
 for i, key in ipairs(order) do
-  local runs = rows[key]
+  local runs = runs_of[key]
   local by = {}
   for j, r in ipairs(runs) do by[j] = ("%.2f"):format(r[7]) end
   ratios[i] = table.concat(by, " ")
