@@ -105,6 +105,10 @@ typedef struct fe_backend_ops {
   /* Optional (NULL: none): launches of k get bytes of dynamic shared memory, up to
    * info.local_mem_optin (the kernel declares it `extern`). */
   int (*kernel_shared)(void *impl, fe_kernel *k, size_t bytes);
+  /* Optional (NULL: groups are not handed out to threads by the host): the launches of colored
+   * kernels (FE_COLORED) from this thread hand a thread runs of `run` consecutive groups of the
+   * list; groups of one run may share nodes, groups of two runs of a color may not. */
+  void (*group_runs)(void *impl, int run);
   /* Optional (NULL: not known): what k needs per thread and per group, from the compiled
    * kernel (cuFuncGetAttribute, clGetKernelWorkGroupInfo), for the model's occupancy. */
   int (*kernel_resources)(void *impl, fe_kernel *k, fe_kernel_resources *res);

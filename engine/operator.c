@@ -663,6 +663,7 @@ static int build_schedule(const fe_operator *A, fe_realization *d, const int *or
   if (!d->colored) {
     for (int g = 0; g < ng; g++) (*list)[g] = g;
     d->ncolors = 1;
+    d->run = 1;
     FE_MALLOC(d->color_start, 2, "colors");
     d->color_start[0] = 0;
     d->color_start[1] = ng;
@@ -685,9 +686,21 @@ static int build_schedule(const fe_operator *A, fe_realization *d, const int *or
       memcpy(oc + (size_t)c * nb, ids + (size_t)(order ? order[c] : c) * stride,
              sizeof(int) * nb);
   }
+  /* The cpu's threads walk runs of consecutive groups (8 runs a thread), colored run by run:
+   * a thread's next group is the mesh's next, whose nodes the last one left in its caches
+   * (colored group by group, a color's groups lie apart and each fetches its nodes again:
+   * Q3 48^3 sumfact 39 -> 22 ms). A run's groups share nodes, so one thread takes it whole. */
+  int chunk = 1;
+  if (!d->be->info.is_gpu) {
+    const char *e = getenv("FELAB_RUNS"); /* runs a thread; 0: group by group */
+    const int per = e && *e ? atoi(e) : 8, units = d->be->info.compute_units;
+    if (per > 0) chunk = ng / (per * (units > 0 ? units : 1));
+    if (chunk < 1) chunk = 1;
+  }
+  d->run = chunk;
   int rc = fe_mesh_color_groups_below(m, identity ? ids : oc, nb,
-                                      by_vertex ? m->nvertices : V->nnodes, d->block, &color,
-                                      &d->ncolors);
+                                      by_vertex ? m->nvertices : V->nnodes, d->block * chunk,
+                                      &color, &d->ncolors);
   free(oc);
   if (rc) {
     free(*list);
@@ -695,7 +708,7 @@ static int build_schedule(const fe_operator *A, fe_realization *d, const int *or
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
   FE_CALLOC(d->color_start, d->ncolors + 1, "colors");
-  for (int g = 0; g < ng; g++) d->color_start[color[g] + 1]++;
+  for (int g = 0; g < ng; g++) d->color_start[color[g / chunk] + 1]++;
   for (int c = 0; c < d->ncolors; c++) d->color_start[c + 1] += d->color_start[c];
   int *pos = fe_alloc(sizeof(int) * (size_t)(d->ncolors + 1));
   if (!pos) {
@@ -703,7 +716,7 @@ static int build_schedule(const fe_operator *A, fe_realization *d, const int *or
     FE_ERROR(FE_ERR_MEM, "out of host memory");
   }
   memcpy(pos, d->color_start, sizeof(int) * (size_t)d->ncolors);
-  for (int g = 0; g < ng; g++) (*list)[pos[color[g]]++] = g;
+  for (int g = 0; g < ng; g++) (*list)[pos[color[g / chunk]]++] = g;
   free(pos);
   free(color);
   return 0;

@@ -96,6 +96,7 @@ struct fe_realization {
   int ngroups;
   int ncolors;
   int *color_start;      /* groups of color c: [color_start[c], color_start[c+1]) */
+  int run;               /* a color's groups go to threads in runs of this many (the cpu) */
   fe_buffer groups;      /* group list, ordered by color */
   fe_buffer geo[FE_NACTIONS]; /* stored geometric factors per action (shared when equal) */
   int geo_shared;        /* geo holds a set of factors per class of congruent cells

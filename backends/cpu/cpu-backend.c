@@ -64,7 +64,11 @@ static const char cpu_preamble_text[] =
     "#define FE_GROUPS_END }\n"
     "#define FE_SHARED\n"
     "#define FE_SHARED_PTR\n"
+    "#if FE_COLORED\n"
+    "#define FE_OUTER(g, n) _Pragma(\"omp for schedule(runtime)\") for (int g = 0; g < (n); ++g)\n"
+    "#else\n"
     "#define FE_OUTER(g, n) _Pragma(\"omp for schedule(static)\") for (int g = 0; g < (n); ++g)\n"
+    "#endif\n"
     "#define FE_INNER(t, n) for (int t = 0; t < (n); ++t)\n"
     "#define FE_INNER_VEC(t, n) _Pragma(\"GCC ivdep\") for (int t = 0; t < (n); ++t)\n"
     "#define FE_UNROLL _Pragma(\"GCC unroll 64\")\n"
@@ -466,6 +470,14 @@ static int cpu_launch(void *impl, fe_kernel *k, size_t ngroups, size_t group_siz
   return 0;
 }
 
+/* A colored kernel's groups go to the threads in runs of `run` (schedule(runtime)): the runs
+ * of a color share no node, a run's groups do and stay on one thread. */
+static void cpu_group_runs(void *impl, int run)
+{
+  (void)impl;
+  omp_set_schedule(omp_sched_static, run > 0 ? run : 1);
+}
+
 static int cpu_finish(void *impl)
 {
   (void)impl;
@@ -670,6 +682,7 @@ const fe_backend_ops fe_backend_cpu_ops = {
     .module_free = cpu_module_free,
     .kernel = cpu_kernel,
     .launch = cpu_launch,
+    .group_runs = cpu_group_runs,
     .finish = cpu_finish,
     .fill = cpu_fill,
     .axpby = cpu_axpby,

@@ -416,6 +416,7 @@ static int sumfact_integrate(fe_realization *r, fe_action a, const fe_vector *u,
   long long geo_n = (long long)fe_geometry_plane(A, &A->quad[a], fe_padded_cells(A, r->block),
                                                  r->geo_shared);
   const fe_buffer *geo = r->geo[a].ptr ? &r->geo[a] : &r->params; /* unread: vertices */
+  if (r->colored && r->be->ops->group_runs) r->be->ops->group_runs(r->be->impl, r->run);
   for (int c = 0; c < r->ncolors; c++) {
     FE_CHECK_INTERRUPT();
     int ng = r->color_start[c + 1] - r->color_start[c];

@@ -1126,3 +1126,53 @@ Test(operator, coloring_by_vertices_equals_coloring_by_nodes)
     fe_mesh_free(m);
   }
 }
+
+/* The cpu's colored schedule: a color's groups go to the threads in runs of consecutive ones
+ * (8 runs a thread); no two runs of a color share a node, and a thread's next group is the
+ * mesh's next (colored group by group, a color's groups would lie apart). */
+Test(operator, cpu_colors_in_runs)
+{
+  static const struct { fe_cell_type type; int n; const char *strategy; } cases[] = {
+      {FE_CELL_HEX, 16, "sumfact"}, {FE_CELL_HEX, 16, "transpose"}, {FE_CELL_TET, 10, "transpose"},
+      {FE_CELL_HEX, 3, "sumfact"}};
+  fe_backend *be;
+  cr_assert_eq(fe_backend_get("cpu", &be), 0, "%s", fe_error_message());
+  const int units = be->info.compute_units > 0 ? be->info.compute_units : 1;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    op_problem p;
+    op_problem_make(&p, cases[k].type, cases[k].n, NULL, 0);
+    fe_action_opts o = op_opts("cpu", FE_DOUBLE, 0);
+    o.strategy = cases[k].strategy;
+    fe_realization *r = NULL;
+    char why[256];
+    cr_assert_eq(fe_operator_realize(p.A, &o, &r, why, sizeof why), 0, "%s", fe_error_message());
+    cr_assert(r->colored && r->ncolors >= 1 && r->perm && r->run >= 1);
+    const int nb = p.V->elem.nbasis, ng = r->ngroups;
+    int *owner = malloc(sizeof(int) * (size_t)p.V->nnodes), jumps = 0, last = -2;
+    for (int c = 0; c < r->ncolors; c++) {
+      for (int i = 0; i < p.V->nnodes; i++) owner[i] = -1;
+      for (int g = r->color_start[c]; g < r->color_start[c + 1]; g++) {
+        const int run = (g - r->color_start[c]) / r->run;
+        for (int e = 0; e < r->block; e++) {
+          int s = r->perm[(size_t)g * r->block + e];
+          if (s < 0) continue; /* padding */
+          jumps += s != last + 1;
+          last = s;
+          for (int b = 0; b < nb; b++) {
+            int node = p.V->cell_nodes[(size_t)s * nb + b];
+            cr_assert(owner[node] < 0 || owner[node] == run,
+                      "%s: color %d, runs %d and %d share node %d", cases[k].strategy, c,
+                      owner[node], run, node);
+            owner[node] = run;
+          }
+        }
+      }
+    }
+    /* a jump where a run starts at most; group by group it would jump at every group */
+    cr_assert(jumps <= 8 * units + r->ncolors + 1, "%s on %d^3: %d jumps for %d groups, %d colors",
+              cases[k].strategy, cases[k].n, jumps, ng, r->ncolors);
+    if (ng >= 64 * units) cr_assert(r->run > 1 && r->ncolors <= 8, "%d colors", r->ncolors);
+    free(owner);
+    op_problem_free(&p);
+  }
+}
