@@ -172,7 +172,9 @@ typedef struct fe_calibration {
   double atomic_gops;   /* atomic adds to scattered addresses, G/s */
   double constant_gops; /* constant-table words served, a warp reading 32 distinct ones, G/s */
   double indexed_gops;  /* the cpu: values gathered or scatter-added through a cell map, one
-                         * at a time, as its kernels' first and last loops do, G/s (0: GPUs) */
+                         * at a time, as its kernels' first and last loops do, each value's
+                         * node its first touch (from beyond L1), G/s (0: GPUs) */
+  double indexed_l1_gops; /* the same loops over nodes touched just before (in L1), G/s */
   /* GPUs: the waits on one group's path, microseconds (0: not measured, the cpu): a load
    * from device memory and one from L2 whose address came from the load before (a pointer
    * chase), and a phase (a shared store, a barrier, the load of another item's word) */

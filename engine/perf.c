@@ -41,15 +41,15 @@ const char *fe_ceiling_name(int c)
   return c >= 0 && c < FE_NCEILINGS ? names[c] : "?";
 }
 
-/* Where a backend's calibration is stored: one file per backend and device ("v6": the
+/* Where a backend's calibration is stored: one file per backend and device ("v7": the
  * ceilings per micro-benchmark and the latencies, the cpu's multiply-adds fed from L1 and its
- * indexed loops over each value once; a file of an earlier form is not read). */
+ * indexed loops at first touches and from L1; a file of an earlier form is not read). */
 static int calibration_path(const fe_backend *be, char *path, size_t n)
 {
   char dir[4096];
   FE_CHECK(fe_cache_dir("calibration", dir, sizeof dir));
   unsigned long long h = fe_hash_string(be->info.name, fe_hash_string(be->name, 0));
-  snprintf(path, n, "%s/%s-v6-%016llx.txt", dir, be->name, h);
+  snprintf(path, n, "%s/%s-v7-%016llx.txt", dir, be->name, h);
   return 0;
 }
 
@@ -75,6 +75,7 @@ static const calib_field calib_fields[] = {
     {"l2_latency", offsetof(fe_calibration, l2_latency_us), 0},
     {"phase_latency", offsetof(fe_calibration, phase_latency_us), 0},
     {"indexed", offsetof(fe_calibration, indexed_gops), 0},
+    {"indexed_l1", offsetof(fe_calibration, indexed_l1_gops), 0},
 };
 #define NCALIB_FIELDS (sizeof calib_fields / sizeof calib_fields[0])
 static const char *curve_keys[4] = {"curve_dram", "curve_shared", "curve_fma", "curve_lanes"};
@@ -383,12 +384,14 @@ static int calibrate_kernels(calib_run *c)
   cal->constant_gops = 2.0 * (double)full * B * dsteps / t / 1e9;
   /* CPU devices: values gathered and scatter-added through a cell map, one at a time (the
    * cpu backend's plain adds, OpenCL's atomic ones; GPUs: their L2 and atomics ceilings).
-   * Each value once, as an apply does: its vectors come from beyond L1 (8 passes over each
-   * group's own 2 KiB measured the L1's rate, 1.3-1.5x this one) */
-  cal->indexed_gops = 0;
+   * Each value its node's first touch, from vectors beyond L1 (x and y 16 MiB in double);
+   * then 8 passes over an eighth of the groups: the 7 after the first find their nodes in
+   * L1 (a walk's neighbours' nodes) */
+  cal->indexed_gops = cal->indexed_l1_gops = 0;
   if (!gpu) {
     const int ix = 8 * 64; /* entries a group (IX_CELLS x IX_NB) */
-    const long long ig = full * 8; /* groups, each its own nodes: 9 MiB of x and y in double */
+    /* groups, each its own nodes (x, y and the map within the buffers) */
+    const long long ig = full * 8 < (long long)(c->n / ix) ? full * 8 : (long long)(c->n / ix);
     fe_arg iargs[2] = {{.kind = FE_ARG_INT, .i = ig}, {.kind = FE_ARG_BUFFER, .buf = &c->a}};
     FE_CHECK(be->ops->launch(be->impl, c->indexed_init, (size_t)ig, B, 2, iargs, c->prec, NULL));
     fe_arg xargs[5] = {{.kind = FE_ARG_INT, .i = ig}, {.kind = FE_ARG_INT, .i = 1},
@@ -396,6 +399,11 @@ static int calibrate_kernels(calib_run *c)
                        {.kind = FE_ARG_BUFFER, .buf = &c->y}};
     FE_CHECK(best_time(be, c->indexed, (size_t)ig, B, 5, xargs, c->prec, 5, 1, &t));
     cal->indexed_gops = 2.0 * (double)ig * ix / t / 1e9;
+    double t8, v = 2.0 * (double)(ig / 8) * ix; /* values a pass over an eighth */
+    xargs[0].i = ig / 8, xargs[1].i = 8;
+    FE_CHECK(best_time(be, c->indexed, (size_t)(ig / 8), B, 5, xargs, c->prec, 5, 1, &t8));
+    double rest = t8 - v / (cal->indexed_gops * 1e9); /* the 7 passes from L1 */
+    cal->indexed_l1_gops = rest > 0 ? 7 * v / rest / 1e9 : cal->indexed_gops;
   }
   /* GPUs: the waits of a group's path: device memory (a chase over words well beyond the
    * last-level cache), L2 (a chain that fits it, walked again), a phase (one group) */
@@ -603,6 +611,7 @@ void fe_report_work(fe_report *rep, const fe_work *w)
   rep->atomics = w->atomics;
   rep->constant = w->constant;
   rep->indexed = w->indexed;
+  rep->indexed_first = w->indexed_first;
   rep->l1_wavefronts = w->l1_wavefronts;
   rep->table_wavefronts = w->table_wavefronts;
   rep->groups = w->groups;
@@ -695,7 +704,12 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
   t[FE_CEIL_CONSTANT] = c->constant_gops > 0 && !(c->tables_l1 && rep->table_wavefronts > 0)
                             ? rep->constant / (c->constant_gops * 1e9 * e_shared)
                             : 0;
-  t[FE_CEIL_INDEXED] = c->indexed_gops > 0 ? rep->indexed / (c->indexed_gops * 1e9) : 0;
+  /* the cpu's indexed loops: each node's first touch from beyond L1, the rest from L1 */
+  double first = c->indexed_l1_gops > 0 ? fmin(rep->indexed_first, rep->indexed) : rep->indexed;
+  double again = rep->indexed - first;
+  t[FE_CEIL_INDEXED] = c->indexed_gops > 0 ? first / (c->indexed_gops * 1e9) +
+                                                 (again > 0 ? again / (c->indexed_l1_gops * 1e9) : 0)
+                                           : 0;
   /* the last wave: groups beyond whole waves leave units idle */
   double fill = 1, waves = 0;
   if (rep->groups > 0 && compute_units > 0) {

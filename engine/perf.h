@@ -41,6 +41,8 @@ typedef struct fe_work {
                         * constant cache serves one word at a time: divergent reads wait) */
   double indexed;      /* values a kernel gathers or adds through the cell map, one at a time
                         * (on the cpu these loops issue an index, a load and a store each) */
+  double indexed_first; /* of those, each node's first touch a call (the cpu's walk goes from
+                        * a cell to the next, so the others find their node in L1) */
   /* GPUs: global loads' wavefronts through L1, the data pipe shared memory uses too (one per
    * distinct 128-byte line a warp's load touches): the stored factors and the gathers
    * (l1_wavefronts), and the same tables `constant` counts where a backend keeps them in
@@ -82,7 +84,7 @@ typedef struct fe_report {
   double peak_gbytes, peak_gflops; /* the ceilings the prediction used */
   char bound[16];           /* the ceiling that binds: "dram", "shared", "fma", ... */
   /* the model's inputs besides flops and bytes (fe_work), and its answer per ceiling */
-  double l2_bytes, shared_bytes, nonfma, atomics, constant, vec_flops, indexed;
+  double l2_bytes, shared_bytes, nonfma, atomics, constant, vec_flops, indexed, indexed_first;
   double l1_wavefronts, table_wavefronts;
   long long groups;
   int group_items, lanes;

@@ -66,6 +66,7 @@ static int report_index(lua_State *L)
       {"atomics", offsetof(fe_report, atomics)},
       {"constant_loads", offsetof(fe_report, constant)},
       {"indexed", offsetof(fe_report, indexed)},
+      {"indexed_first", offsetof(fe_report, indexed_first)},
       {"l1_wavefronts", offsetof(fe_report, l1_wavefronts)},
       {"table_wavefronts", offsetof(fe_report, table_wavefronts)},
       {"occupancy", offsetof(fe_report, occupancy)},
@@ -207,7 +208,8 @@ void felab_push_calibration(lua_State *L, const fe_calibration *c)
            {"nonfma_gops", c->nonfma_gops}, {"atomic_gops", c->atomic_gops},
            {"constant_gops", c->constant_gops}, {"scalar_gflops", c->scalar_gflops},
            {"dram_latency_us", c->dram_latency_us}, {"l2_latency_us", c->l2_latency_us},
-           {"phase_latency_us", c->phase_latency_us}, {"indexed_gops", c->indexed_gops}};
+           {"phase_latency_us", c->phase_latency_us}, {"indexed_gops", c->indexed_gops},
+           {"indexed_l1_gops", c->indexed_l1_gops}};
   lua_createtable(L, 0, 14);
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     lua_pushnumber(L, f[i].v);
@@ -376,6 +378,7 @@ static int perf_model(lua_State *L)
   c.constant_gops = field_number(L, 2, "constant_gops");
   c.scalar_gflops = field_number(L, 2, "scalar_gflops");
   c.indexed_gops = field_number(L, 2, "indexed_gops");
+  c.indexed_l1_gops = field_number(L, 2, "indexed_l1_gops");
   c.dram_latency_us = field_number(L, 2, "dram_latency_us");
   c.l2_latency_us = field_number(L, 2, "l2_latency_us");
   c.phase_latency_us = field_number(L, 2, "phase_latency_us");

@@ -131,10 +131,9 @@ static void spmv_counts(const fe_operator *A, fe_precision prec, double nnz, dou
 
 /* The product's loads of x through the column indices beyond the minimal bytes: one real per
  * nonzero, mostly from L2 (the rows of nearby nodes share their columns). */
-static void csr_traffic(const fe_operator *A, fe_precision prec, fe_work *w)
+static void csr_traffic(fe_precision prec, fe_work *w)
 {
   double nnz = w->flops / 2;
-  (void)A;
   w->l2_bytes = nnz * (double)fe_precision_size(prec);
 }
 
@@ -143,7 +142,7 @@ static void csr_count(const fe_realization *r, fe_action a, fe_work *w)
   const csr_data *d = r->data;
   if (a == FE_ACTION_APPLY) {
     fe_csr_counts(d->M, &w->flops, &w->bytes); /* SELL: its padded slots too */
-    csr_traffic(r->A, r->prec, w);
+    csr_traffic(r->prec, w);
     return;
   }
   fe_strategy_transpose.estimate(r->A, r->be, r->prec, a, w);
@@ -161,7 +160,7 @@ static void csr_estimate(const fe_operator *A, const fe_backend *be, fe_precisio
   }
   double n = (double)A->V->elem.nbasis * A->V->ncomp;
   spmv_counts(A, prec, A->V->mesh->ncells * n * n, &w->flops, &w->bytes);
-  csr_traffic(A, prec, w);
+  csr_traffic(prec, w);
 }
 
 /* Measured (docs/benchmarks.md, Jacobi-PCG per iteration, fp64): on this 2-core cpu at 275k

@@ -225,6 +225,7 @@ static void ebe_traffic(const fe_operator *A, fe_precision prec, int color, fe_w
   w->l2_bytes = nc * n * (double)fe_precision_size(prec);
   w->atomics = color ? 0 : nc * n;
   w->indexed = 2 * nc * n; /* x gathered and y added through the cell map */
+  w->indexed_first = 2.0 * V->nnodes * V->ncomp; /* each node's first touch */
 }
 
 /* Before setup: the default variant (matrices stored, atomic adds). */

@@ -399,6 +399,9 @@ static void patch_traffic(const fe_kernel_spec *s, const fe_action_needs *n, int
   wk->atomics = patch_nodes * nc;
   /* the patch nodes' values gathered and added through the node lists, one at a time */
   wk->indexed = patch_nodes * ((n->need_u ? nc : 0) + (n->jacobian ? nc : 0) + (xs ? 3 : 0) + nc);
+  /* each node's first touch a call; patches in order find the rest in L1 */
+  wk->indexed_first = (double)V->nnodes * ((n->need_u ? nc : 0) + (n->jacobian ? nc : 0) + nc) +
+                      (xs ? V->mesh->nvertices * 3.0 : 0);
   /* a group's path: its node range, the node list, the gather; after a barrier the cells'
    * local maps (walks: their events came with the gather) with the stored factors beside
    * them; after another the node list again before the adds */

@@ -136,6 +136,9 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
    * back (scatter "nodes": summed through the node map), one at a time */
   wk->indexed = ncells * (V->elem.nbasis * (fields + V->ncomp) +
                           (vertices ? (1 << V->elem.dim) * 3.0 : 0));
+  /* each node's first touch a call; the cpu's walk finds the rest in L1 */
+  wk->indexed_first = (double)V->nnodes * (fields + V->ncomp) +
+                      (vertices ? V->mesh->nvertices * 3.0 : 0);
   wk->atomics = nodesum ? 0 : ncells * V->elem.nbasis * V->ncomp;
   /* a group's path: its block number and cell map, the gather (with vertices, the corners
    * beside it), the interpolations, then per round (the action: one; the diagonal: one per

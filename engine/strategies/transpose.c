@@ -403,6 +403,8 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
    * diagonal's items at every point) and added back, one at a time */
   double xi = vertices && s->action == FE_ACTION_DIAGONAL ? nq * 3.0 : xs ? 3 : 0;
   wk->indexed = (double)V->mesh->ncells * nb * (fields * nc + xi + nc);
+  /* each node's first touch a call; the cpu's walk finds the rest in L1 */
+  wk->indexed_first = (double)V->nnodes * (fields * nc + nc) + (xi > 0 ? V->mesh->nvertices * 3.0 : 0);
 }
 
 /* Counts of the templates' loops on the whole mesh, for cells of `block` per group, with the

@@ -61,6 +61,7 @@ local function scaled(cal, from, to, precision)
   c.atomic_gops = cal.atomic_gops * t.core / f.core
   c.constant_gops = (cal.constant_gops or 0) * t.core / f.core
   c.indexed_gops = (cal.indexed_gops or 0) * t.core / f.core
+  c.indexed_l1_gops = (cal.indexed_l1_gops or 0) * t.core / f.core
   return c
 end
 

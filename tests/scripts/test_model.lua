@@ -68,12 +68,14 @@ for _, b in ipairs(T.backends()) do
         check(c.lanes[j] > 0 and c.lanes[j] < 3, "%s: lanes[%d] = %g of the SIMD rate", b, j, c.lanes[j])
       end
     end
-    -- stored: calibration/<backend>-v6-<hash>.txt, a "double" line with the same DRAM figure
+    check(info.is_gpu and c.indexed_l1_gops == 0 or not info.is_gpu and c.indexed_l1_gops > 0,
+          "%s: indexed loops from L1 %g G/s (measured on cpus only)", b, c.indexed_l1_gops)
+    -- stored: calibration/<backend>-v7-<hash>.txt, a "double" line with the same DRAM figure
     if cache then
       local p = io.popen("ls '" .. cache .. "/calibration/' 2>/dev/null")
       local found
       for f in p:lines() do
-        if f:match("^" .. b .. "%-v6%-%x+%.txt$") then
+        if f:match("^" .. b .. "%-v7%-%x+%.txt$") then
           for line in io.lines(cache .. "/calibration/" .. f) do
             local dram = line:match("^double dram (%S+)")
             if dram and close(tonumber(dram), c.gbytes, 1e-5) then found = f end

@@ -242,6 +242,31 @@ Test(perf, model_cpu_issue_adds)
   assert_close(r.predicted_seconds, alone);
 }
 
+/* The cpu's indexed loops: each node's first touch at the rate of values from beyond L1, the
+ * others at L1's; without an L1 rate, all at the first */
+Test(perf, model_cpu_indexed_first_touches)
+{
+  fe_calibration c = cpu_cal();
+  c.indexed_gops = 1;
+  c.indexed_l1_gops = 4;
+  fe_report r = work();
+  r.indexed = 1e7;
+  r.indexed_first = 2e6; /* 2 ms, then 8e6 from L1: 2 ms */
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_INDEXED], 2e-3 + 2e-3);
+  r = work();
+  r.indexed = 1e7;
+  r.indexed_first = 2e7; /* never more first touches than values */
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_INDEXED], 1e7 / 1e9);
+  c.indexed_l1_gops = 0;
+  r = work();
+  r.indexed = 1e7;
+  r.indexed_first = 2e6;
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_INDEXED], 1e7 / 1e9);
+}
+
 /* The cpu's SIMD flops at the rate calibrated with the kernel's lanes (its group's cells) */
 Test(perf, model_cpu_lanes)
 {
