@@ -80,6 +80,16 @@ static const char cpu_preamble_text[] =
     "#endif\n"
     "/* ---- end of the cpu preamble ---- */\n";
 
+/* A colored kernel's groups go to the threads in runs of `run` (schedule(runtime)): the runs
+ * of a color share no node, a run's groups do and stay on one thread. 0: one even part a
+ * thread, as schedule(static) (the other kernels compiled colored: element matrices read from
+ * a colored realization, which add atomically). */
+static void cpu_group_runs(void *impl, int run)
+{
+  (void)impl;
+  omp_set_schedule(omp_sched_static, run > 0 ? run : 0);
+}
+
 /* The backend: a cache directory and a compiler; no device to open. */
 static int cpu_open(int device, void **impl)
 {
@@ -93,6 +103,7 @@ static int cpu_open(int device, void **impl)
   const char *cc = getenv("FELAB_CC");
   snprintf(c->cc, sizeof c->cc, "%s", cc && *cc ? cc : "cc");
   snprintf(c->flags, sizeof c->flags, "-std=gnu11 -O3 -march=native -ffp-contract=fast -fopenmp -fPIC -shared");
+  cpu_group_runs(c, 0); /* OMP_SCHEDULE and the runtime's default aside */
   *impl = c;
   return 0;
 }
@@ -468,14 +479,6 @@ static int cpu_launch(void *impl, fe_kernel *k, size_t ngroups, size_t group_siz
   k->fn(a);
   if (seconds) *seconds = fe_clock() - t0;
   return 0;
-}
-
-/* A colored kernel's groups go to the threads in runs of `run` (schedule(runtime)): the runs
- * of a color share no node, a run's groups do and stay on one thread. */
-static void cpu_group_runs(void *impl, int run)
-{
-  (void)impl;
-  omp_set_schedule(omp_sched_static, run > 0 ? run : 1);
 }
 
 static int cpu_finish(void *impl)

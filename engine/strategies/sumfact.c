@@ -441,6 +441,7 @@ static int sumfact_integrate(fe_realization *r, fe_action a, const fe_vector *u,
                                 args, r->prec, NULL));
     (*launches)++;
   }
+  if (r->colored && r->be->ops->group_runs) r->be->ops->group_runs(r->be->impl, 0);
   if (!d->nodesum) return 0;
   if (!d->sum[a])
     FE_CHECK(r->be->ops->kernel(r->be->impl, r->module[a], "fe_nodesum", &d->sum[a]));

@@ -227,6 +227,7 @@ static int transpose_integrate(fe_realization *r, fe_action a, const fe_vector *
                                 args, r->prec, NULL));
     (*launches)++;
   }
+  if (r->colored && r->be->ops->group_runs) r->be->ops->group_runs(r->be->impl, 0);
   return 0;
 }
 
