@@ -4,13 +4,16 @@
 -- binds, the occupancy and the time of each ceiling alone; then the what-if prediction for
 -- another device (`predict_for`, default H200) from this device's calibration, to be
 -- checked against a run there. Writes a CSV.
--- usage: felab scripts/bench/model.lua [backend] [out.csv] [predict_for] [cases] [scale] [passes]
+-- usage: felab scripts/bench/model.lua [backend] [out.csv] [predict_for] [cases] [scale] [passes] [each]
 --   cases: a comma list of names below (default all); scale: 1 = the table sizes, 0.5 = half;
 --   passes (default 1): the whole table again, each pass after a new calibration; a case's row
 --   is that of its pass of the median ratio (the lower middle one of an even count), and the
 --   table shows every pass's ratio. A machine whose speed moves in phases (the 2-core virtual
 --   machine: up to 2x, for a second or more, in the calibration and in the applies alike) then
 --   has one slow phase outvoted.
+--   each: "each" calibrates again before every case and precision (the cpu: 0.3 s each), so
+--   that a case's prediction and its measurement come from the same stretch of the machine's
+--   speed, not one a minute apart.
 local backend = arg[1] or "cuda"
 local out = arg[2] or "model.csv"
 local predict_for = arg[3] or "H200"
@@ -18,6 +21,7 @@ if predict_for == "" then predict_for = nil end -- "": no what-if
 local only = arg[4] and arg[4] ~= "" and arg[4] or nil
 local scale = tonumber(arg[5]) or 1
 local passes = math.max(1, math.floor(tonumber(arg[6]) or 1))
+local each = arg[7] == "each"
 local reps = 10
 
 -- name, cell, space, cells per side, strategies, options
@@ -63,6 +67,7 @@ for pass = 1, passes do
       local A = fe.operator(V, physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
       for _, prec in ipairs({"double", "single"}) do
         local w = V:interpolate(function(x) return x[1] * (1 - x[2]) + x[3] end):to(backend, prec)
+        if each then device.calibrate(backend, prec) end
         for _, s in ipairs(c[5]) do
           local o = {backend = backend, precision = prec, strategy = s}
           for k, v in pairs(c[6] or {}) do o[k] = v end
