@@ -690,16 +690,16 @@ static int build_schedule(const fe_operator *A, fe_realization *d, const int *or
    * a thread's next group is the mesh's next, whose nodes the last one left in its caches
    * (colored group by group, a color's groups lie apart and each fetches its nodes again:
    * Q3 48^3 sumfact 39 -> 22 ms). A run's groups share nodes, so one thread takes it whole. */
-  int chunk = 1;
+  int run = 1;
   if (!d->be->info.is_gpu) {
     const char *e = getenv("FELAB_RUNS"); /* runs a thread; 0: group by group */
     const int per = e && *e ? atoi(e) : 8, units = d->be->info.compute_units;
-    if (per > 0) chunk = ng / (per * (units > 0 ? units : 1));
-    if (chunk < 1) chunk = 1;
+    if (per > 0) run = ng / (per * (units > 0 ? units : 1));
+    if (run < 1) run = 1;
   }
-  d->run = chunk;
+  d->run = run;
   int rc = fe_mesh_color_groups_below(m, identity ? ids : oc, nb,
-                                      by_vertex ? m->nvertices : V->nnodes, d->block * chunk,
+                                      by_vertex ? m->nvertices : V->nnodes, d->block * run,
                                       &color, &d->ncolors);
   free(oc);
   if (rc) {
@@ -708,7 +708,7 @@ static int build_schedule(const fe_operator *A, fe_realization *d, const int *or
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
   FE_CALLOC(d->color_start, d->ncolors + 1, "colors");
-  for (int g = 0; g < ng; g++) d->color_start[color[g / chunk] + 1]++;
+  for (int g = 0; g < ng; g++) d->color_start[color[g / run] + 1]++;
   for (int c = 0; c < d->ncolors; c++) d->color_start[c + 1] += d->color_start[c];
   int *pos = fe_alloc(sizeof(int) * (size_t)(d->ncolors + 1));
   if (!pos) {
@@ -716,10 +716,15 @@ static int build_schedule(const fe_operator *A, fe_realization *d, const int *or
     FE_ERROR(FE_ERR_MEM, "out of host memory");
   }
   memcpy(pos, d->color_start, sizeof(int) * (size_t)d->ncolors);
-  for (int g = 0; g < ng; g++) (*list)[pos[color[g / chunk]]++] = g;
+  for (int g = 0; g < ng; g++) (*list)[pos[color[g / run]]++] = g;
   free(pos);
   free(color);
   return 0;
+}
+
+void fe_realization_runs(const fe_realization *r, int on)
+{
+  if (r->colored && r->be->ops->group_runs) r->be->ops->group_runs(r->be->impl, on ? r->run : 0);
 }
 
 /* Setup part k of a realization (the report's setup_parts): shown on the progress line, named

@@ -174,6 +174,9 @@ size_t fe_shared_limit(const fe_backend *be);
  * needs too many colors. perm is r->perm (kept by r, not freed by the caller, which may
  * reorder cells within a group: the stored order is what it says). */
 int fe_realization_schedule(fe_realization *r, int morton, int **perm, size_t *npad);
+/* Around the launches of a colored realization's colors: on, a thread takes runs of r->run
+ * groups of each color whole (the cpu); off, even parts again. Nothing where not colored. */
+void fe_realization_runs(const fe_realization *r, int on);
 /* Per-cell constants and field maps in the stored order perm. */
 int fe_realization_cell_data(fe_realization *r, const int *perm, size_t npad);
 /* Geometric factors as reals of precision prec at the points of Q for the stored cells perm,

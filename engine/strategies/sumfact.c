@@ -419,7 +419,7 @@ static int sumfact_integrate(fe_realization *r, fe_action a, const fe_vector *u,
   long long geo_n = (long long)fe_geometry_plane(A, &A->quad[a], fe_padded_cells(A, r->block),
                                                  r->geo_shared);
   const fe_buffer *geo = r->geo[a].ptr ? &r->geo[a] : &r->params; /* unread: vertices */
-  if (r->colored && r->be->ops->group_runs) r->be->ops->group_runs(r->be->impl, r->run);
+  fe_realization_runs(r, 1);
   for (int c = 0; c < r->ncolors; c++) {
     FE_CHECK_INTERRUPT();
     int ng = r->color_start[c + 1] - r->color_start[c];
@@ -441,7 +441,7 @@ static int sumfact_integrate(fe_realization *r, fe_action a, const fe_vector *u,
                                 args, r->prec, NULL));
     (*launches)++;
   }
-  if (r->colored && r->be->ops->group_runs) r->be->ops->group_runs(r->be->impl, 0);
+  fe_realization_runs(r, 0);
   if (!d->nodesum) return 0;
   if (!d->sum[a])
     FE_CHECK(r->be->ops->kernel(r->be->impl, r->module[a], "fe_nodesum", &d->sum[a]));

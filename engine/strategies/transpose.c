@@ -205,7 +205,7 @@ static int transpose_integrate(fe_realization *r, fe_action a, const fe_vector *
                                                                fe_padded_cells(A, r->block),
                                                                r->geo_shared);
   const fe_buffer *geo = d->vertices ? &r->params : &r->geo[a]; /* unread with vertices */
-  if (r->colored && r->be->ops->group_runs) r->be->ops->group_runs(r->be->impl, r->run);
+  fe_realization_runs(r, 1);
   for (int c = 0; c < r->ncolors; c++) {
     FE_CHECK_INTERRUPT();
     int ng = r->color_start[c + 1] - r->color_start[c];
@@ -227,7 +227,7 @@ static int transpose_integrate(fe_realization *r, fe_action a, const fe_vector *
                                 args, r->prec, NULL));
     (*launches)++;
   }
-  if (r->colored && r->be->ops->group_runs) r->be->ops->group_runs(r->be->impl, 0);
+  fe_realization_runs(r, 0);
   return 0;
 }
 

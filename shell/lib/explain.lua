@@ -335,8 +335,9 @@ local ceiling_words = {
              "from a constant cache",
   indexed = "the values gathered and added back through the cell map one at a time " ..
             "(rep.indexed: each an index, a load and a store or an add), at the cpu's calibrated " ..
-            "rate for such loops; on the cpu they run after the multiply-adds and divisions of " ..
-            "the same thread, so those three add up",
+            "rates for such loops: each node's first touch in a call (rep.indexed_first) from " ..
+            "beyond L1, the rest from L1, where the group before left them; on the cpu they run " ..
+            "after the multiply-adds and divisions of the same thread, so those three add up",
   latency = "the waits on each group's path (rep.dram_trips and rep.l2_trips dependent loads, " ..
             "rep.phases barrier-separated phases, at the calibrated latencies), once per wave of the " ..
             "groups resident at once, which run the same code and wait together: many small " ..
@@ -423,7 +424,8 @@ local function explain(A, action, opts)
       num(rep.shared_bytes / ncells / 128))
   say("  atomics        %s", num(rep.atomics / ncells))
   say("  non-FMA ops    %s   (divisions, square roots)", num(rep.nonfma / ncells))
-  say("  indexed        %s   (values gathered or added through the cell map)", num(rep.indexed / ncells))
+  say("  indexed        %s   (values gathered or added through the cell map; %s first touches)",
+      num(rep.indexed / ncells), num((rep.indexed_first or 0) / ncells))
   if (rep.shared_per_group or 0) > 0 and c.block > 0 then
     say("  shared memory  %s bytes declared per cell (%d a group of %d cells)",
         num(rep.shared_per_group / c.block), rep.shared_per_group, c.block)
