@@ -430,8 +430,11 @@ static const help_entry builtin[] = {
      "table says otherwise). Also settable with felab --backend NAME.\n"
      "example: device.use(\"cpu\")"},
     {"device.calibrate", "device.calibrate([backend [, precision]])",
-     "Measure the ceilings of a backend: triad bandwidth (GB/s), FMA rate (GF/s) and launch\n"
-     "overhead; stored, and used by every prediction. Returns a report.\n"
+     "Measure the ceilings of a backend with micro-benchmarks: DRAM and L2 bandwidth, shared\n"
+     "memory, FMA and division rates, atomics, constant tables, launch and wait costs, the\n"
+     "waits of dependent loads (GPUs), the cpu's SIMD lanes and its indexed loops (first\n"
+     "touches and from L1); stored in the cache and used by every prediction (docs/model.md).\n"
+     "On a machine whose speed moves, calibrate again just before comparing. Returns a report.\n"
      "example: print(device.calibrate(\"cpu\", \"double\"))"},
     {"device.info", "device.info([backend])",
      "What the backend's device is: name, vendor, compute units, memory, fp64, calibration.\n"
