@@ -59,7 +59,7 @@ typedef struct elemat_shape {
 } elemat_shape;
 
 /* The elemat module's source; sh: the element matrices' variant and shape, or NULL (the
- * other kernels' callers: reg_nojac with r's block). */
+ * other kernels' callers: fe_spmv, fe_ebe, the assembly; no element-matrix body). */
 static int elemat_source(const fe_realization *r, int lanes, const elemat_shape *sh, char **src)
 {
   fe_kernel_spec s;
@@ -67,7 +67,9 @@ static int elemat_source(const fe_realization *r, int lanes, const elemat_shape 
   fe_realization_spec(r, FE_ACTION_APPLY, &s);
   s.template_name = "elemat";
   int len = snprintf(defines, sizeof defines,
-                     "#define EM_LANES %d /* items per row of fe_spmv */\n", lanes);
+                     "#define EM_LANES %d /* items per row of fe_spmv */\n"
+                     "#define EM_ELEMAT %d /* the element matrices' kernel compiled */\n",
+                     lanes, sh != NULL);
   if (sh) {
     s.block = sh->block;
     snprintf(defines + len, sizeof defines - len,
@@ -85,8 +87,9 @@ static int elemat_source(const fe_realization *r, int lanes, const elemat_shape 
                "#define GM_QC %d /* points per chunk */\n"
                "#define GM_TI %d /* rows of K per item */\n"
                "#define GM_TJ %d /* columns of K per item */\n"
-               "#define GM_REG %d /* an item per tile, its sums in registers over the chunks */\n",
-               sh->gv, sh->gg, sh->qc, sh->ti, sh->tj, sh->reg);
+               "#define GM_REG %d /* an item per tile, its sums in registers over the chunks */\n"
+               "#define GM_ITEMS %zu /* items per group, all of them launched */\n",
+               sh->gv, sh->gg, sh->qc, sh->ti, sh->tj, sh->reg, sh->items);
     }
     if (elemat_variants[sh->v].mma) {
       len = (int)strlen(defines);

@@ -6,7 +6,7 @@
 -- several parts, and P2 on curved (second-order) tets; on the cpu, and on opencl (and cuda
 -- where there is one, with dynamic shared memory past 48 KB) for a few cases, each distinct
 -- kernel compiling slowly there; gemm also in chunks of points (cpu) and with its sums in
--- registers (opencl). gemm_mma (gemm on fp64 tensor cores) equals reg_nojac on cuda for P3, P4
+-- registers (opencl; cuda at Q4 hexes, 1024 tiles an item each). gemm_mma (gemm on fp64 tensor cores) equals reg_nojac on cuda for P3, P4
 -- tets and Q2, Q3 hexes and is refused elsewhere and in single, naming the backend and
 -- precision. The jac variants refuse a map the space's nodes cannot carry (P1 on curved
 -- tets), and errors name the variant or the block.
@@ -124,6 +124,13 @@ for _, be in ipairs(T.backends(true)) do
               compare(Am, {backend = be}, nil, c[2] .. " mma", {"gemm_mma"})))
       end
       compare(A, {backend = be, block = 3}, nil, "Q2 block 3 mma", {"gemm_mma"})
+      -- Q4 hexes: 1024 tiles of 4x4 a cell, an item each, their sums in registers over 9
+      -- chunks of points (the launch must give the group every item: wrong matrices before)
+      local A4 = fe.operator(fe.space(mesh.box{cells = {1, 1, 2}, cell = "hex"}, "Q4"), poisson)
+      local _, r4 = A4:element_matrices{backend = be, variant = "gemm"}
+      check(r4.why:find("in registers", 1, true), "cuda Q4 gemm: %s", r4.why)
+      print(("cuda Q4 gemm: %.1e"):format(compare(A4, {backend = be}, nil, "Q4",
+                                                 {"gemm", "gemm_mma", "reg_nojac"})))
       expect_error(function()
         return A:element_matrices{backend = be, precision = "single", variant = "gemm_mma"}
       end, "variant gemm_mma runs on fp64 tensor cores", "(got cuda, single)")
