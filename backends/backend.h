@@ -175,6 +175,10 @@ typedef struct fe_calibration {
                          * at a time, as its kernels' first and last loops do, each value's
                          * node its first touch (from beyond L1), G/s (0: GPUs) */
   double indexed_l1_gops; /* the same loops over nodes touched just before (in L1), G/s */
+  /* GPUs: the L1's lookups for global loads of data it holds, beside its data pipe (the
+   * shared ceiling): warp requests that touch one line, G/s, and lines looked up by requests
+   * that touch 32 lines of distinct banks, G/s (0: not measured, the cpu) */
+  double l1_request_gops, l1_line_gops;
   /* GPUs: the waits on one group's path, microseconds (0: not measured, the cpu): a load
    * from device memory and one from L2 whose address came from the load before (a pointer
    * chase), and a phase (a shared store, a barrier, the load of another item's word) */

@@ -41,15 +41,16 @@ const char *fe_ceiling_name(int c)
   return c >= 0 && c < FE_NCEILINGS ? names[c] : "?";
 }
 
-/* Where a backend's calibration is stored: one file per backend and device ("v7": the
+/* Where a backend's calibration is stored: one file per backend and device ("v8": the
  * ceilings per micro-benchmark and the latencies, the cpu's multiply-adds fed from L1 and its
- * indexed loops at first touches and from L1; a file of an earlier form is not read). */
+ * indexed loops at first touches and from L1, a GPU's L1 lookups; a file of an earlier form
+ * is not read). */
 static int calibration_path(const fe_backend *be, char *path, size_t n)
 {
   char dir[4096];
   FE_CHECK(fe_cache_dir("calibration", dir, sizeof dir));
   unsigned long long h = fe_hash_string(be->info.name, fe_hash_string(be->name, 0));
-  snprintf(path, n, "%s/%s-v7-%016llx.txt", dir, be->name, h);
+  snprintf(path, n, "%s/%s-v8-%016llx.txt", dir, be->name, h);
   return 0;
 }
 
@@ -76,6 +77,8 @@ static const calib_field calib_fields[] = {
     {"phase_latency", offsetof(fe_calibration, phase_latency_us), 0},
     {"indexed", offsetof(fe_calibration, indexed_gops), 0},
     {"indexed_l1", offsetof(fe_calibration, indexed_l1_gops), 0},
+    {"l1_requests", offsetof(fe_calibration, l1_request_gops), 0},
+    {"l1_lines", offsetof(fe_calibration, l1_line_gops), 0},
 };
 #define NCALIB_FIELDS (sizeof calib_fields / sizeof calib_fields[0])
 static const char *curve_keys[4] = {"curve_dram", "curve_shared", "curve_fma", "curve_lanes"};
@@ -234,7 +237,7 @@ typedef struct calib_run {
   fe_precision prec;
   fe_module *mod;
   fe_kernel *triad, *stream, *cached, *fma, *scalar, *shared, *divide, *atomics, *constant;
-  fe_kernel *chase_init, *chase, *phases, *indexed_init, *indexed;
+  fe_kernel *chase_init, *chase, *phases, *indexed_init, *indexed, *table_lines;
   fe_kernel *lanes[FE_CURVE_POINTS]; /* the cpu: fe_fma with 2, 4, ..., 64 lanes */
   fe_buffer a, x, y, out;
   size_t n;       /* reals per array */
@@ -405,6 +408,22 @@ static int calibrate_kernels(calib_run *c)
     double rest = t8 - v / (cal->indexed_gops * 1e9); /* the 7 passes from L1 */
     cal->indexed_l1_gops = rest > 0 ? 7 * v / rest / 1e9 : cal->indexed_gops;
   }
+  /* GPUs: the L1's lookups of global loads it holds (a table of 8192 reals, as the kernels'
+   * tables and gathered nodes): every item of a warp reading one word (one line a request),
+   * then words 81 apart (32 lines of distinct banks: a line each, no bank waits) */
+  cal->l1_request_gops = cal->l1_line_gops = 0;
+  if (gpu) {
+    const int lsteps = 1024;
+    fe_arg largs3[5] = {{.kind = FE_ARG_INT, .i = full}, {.kind = FE_ARG_INT, .i = 0},
+                        {.kind = FE_ARG_INT, .i = lsteps}, {.kind = FE_ARG_BUFFER, .buf = &c->a},
+                        {.kind = FE_ARG_BUFFER, .buf = &c->out}};
+    double requests = (double)full * (double)(B / 32 > 0 ? B / 32 : 1) * lsteps;
+    FE_CHECK(best_time(be, c->table_lines, (size_t)full, B, 5, largs3, c->prec, 3, 1, &t));
+    cal->l1_request_gops = requests / t / 1e9;
+    largs3[1].i = 81;
+    FE_CHECK(best_time(be, c->table_lines, (size_t)full, B, 5, largs3, c->prec, 3, 1, &t));
+    cal->l1_line_gops = 32 * requests / t / 1e9;
+  }
   /* GPUs: the waits of a group's path: device memory (a chase over words well beyond the
    * last-level cache), L2 (a chain that fits it, walked again), a phase (one group) */
   cal->dram_latency_us = cal->l2_latency_us = cal->phase_latency_us = 0;
@@ -473,7 +492,8 @@ static int run_calibration(fe_backend *be, fe_precision prec, fe_report *rep)
       {"fe_fma", &c.fma},             {"fe_fma_scalar", &c.scalar},             {"fe_shared_loads", &c.shared}, {"fe_divide", &c.divide},
       {"fe_atomics", &c.atomics},     {"fe_constant_loads", &c.constant},
       {"fe_chase_init", &c.chase_init}, {"fe_chase", &c.chase}, {"fe_phases", &c.phases},
-      {"fe_indexed_init", &c.indexed_init}, {"fe_indexed", &c.indexed}};
+      {"fe_indexed_init", &c.indexed_init}, {"fe_indexed", &c.indexed},
+      {"fe_table_lines", &c.table_lines}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !rc; i++)
     rc = be->ops->kernel(be->impl, c.mod, ks[i].name, ks[i].k);
   for (int k = 0; k < FE_CURVE_POINTS && !rc && !strcmp(be->name, "cpu"); k++) {
@@ -564,6 +584,20 @@ int fe_l1_wavefronts(const long long *idx, int n, int size)
   return total;
 }
 
+int fe_l1_lines(const long long *idx, int n, int size)
+{
+  long long seen[32];
+  int ns = 0;
+  for (int t = 0; t < n && t < 32; t++) {
+    if (idx[t] < 0) continue;
+    const long long line = idx[t] * size / 128;
+    int dup = 0;
+    for (int s = 0; s < ns && !dup; s++) dup = seen[s] == line;
+    if (!dup) seen[ns++] = line;
+  }
+  return ns;
+}
+
 double fe_bank_random_wavefronts(int size)
 {
   unsigned s = 12345u;
@@ -614,6 +648,8 @@ void fe_report_work(fe_report *rep, const fe_work *w)
   rep->indexed_first = w->indexed_first;
   rep->l1_wavefronts = w->l1_wavefronts;
   rep->table_wavefronts = w->table_wavefronts;
+  memcpy(rep->l1_lines, w->l1_lines, sizeof rep->l1_lines);
+  memcpy(rep->table_lines, w->table_lines, sizeof rep->table_lines);
   rep->groups = w->groups;
   rep->group_items = w->group_items;
   rep->lanes = w->lanes;
@@ -690,11 +726,31 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
   double *t = rep->ceiling_seconds;
   t[FE_CEIL_DRAM] = rep->bytes / (c->gbytes * 1e9 * e_dram);
   t[FE_CEIL_L2] = c->l2_gbytes > 0 ? rep->l2_bytes / (c->l2_gbytes * 1e9 * e_dram) : 0;
-  /* shared memory's wavefronts and those of the global loads through L1 take one data pipe */
+  /* shared memory's wavefronts and those of the global loads through L1 take one data pipe;
+   * beside it the L1 looks up the lines of each global load (GPUs: a request touching k lines
+   * takes the longer of a request's and k lines' calibrated time), and the longer of the two
+   * binds */
   double l1 = rep->l1_wavefronts + (c->tables_l1 ? rep->table_wavefronts : 0);
   t[FE_CEIL_SHARED] = c->shared_gbytes > 0
                           ? (rep->shared_bytes + 128 * l1) / (c->shared_gbytes * 1e9 * e_shared)
                           : 0;
+  rep->l1_requests = rep->l1_line_total = rep->l1_tag_seconds = 0;
+  for (int k = 1; k <= FE_L1_LINES; k++) {
+    double n = rep->l1_lines[k] + (c->tables_l1 ? rep->table_lines[k] : 0);
+    rep->l1_requests += n;
+    rep->l1_line_total += n * k;
+    if (c->l1_request_gops > 0 && c->l1_line_gops > 0)
+      rep->l1_tag_seconds += n * fmax(1 / c->l1_request_gops, k / c->l1_line_gops) * 1e-9;
+  }
+  if (rep->l1_tag_seconds > 0 && c->shared_gbytes > 0) {
+    /* few warps keep the lookups as busy as many where each request holds them longer than
+     * a shared load's wavefront (Little's law; measured on the H100: requests of 27 lines at
+     * the full rate from 4 warps a unit, of one line from 16): the shared curve at the warps
+     * times that ratio */
+    double per = rep->l1_tag_seconds / rep->l1_requests / (128 / (c->shared_gbytes * 1e9));
+    rep->l1_tag_seconds /= warps > 0 ? curve_at(c->curve[1], warps * fmax(per, 1)) : 1;
+  }
+  if (rep->l1_tag_seconds > t[FE_CEIL_SHARED]) t[FE_CEIL_SHARED] = rep->l1_tag_seconds;
   /* the cpu: the SIMD rate with the kernel's lanes (a group's cells), as calibrated */
   double e_lanes = !c->gpu && rep->lanes > 0 ? curve_at(c->curve[FE_CURVE_LANES], rep->lanes) : 1;
   t[FE_CEIL_FMA] = (rep->flops - vec) / (c->gflops * 1e9 * e_fma) +
@@ -716,6 +772,7 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
     waves = rep->groups / ((double)compute_units * (rep->resident > 0 ? rep->resident : 1));
     fill = waves / ceil(waves);
   }
+  rep->l1_tag_seconds /= fill;
   /* the pipes a group waits for (all but the atomic adds) overlap by the groups resident at
    * once: the largest whole, the others one G-th of theirs; the atomic adds are sent and not
    * waited for, served in L2 beside everything else */

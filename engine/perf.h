@@ -26,6 +26,8 @@ typedef enum {
  * "latency" */
 const char *fe_ceiling_name(int c);
 
+#define FE_L1_LINES 32 /* the most lines one warp's load touches */
+
 /* What one action does, per ceiling: a strategy counts it from its own loops. */
 typedef struct fe_work {
   double flops;        /* floating-point operations (an FMA counts 2) */
@@ -48,6 +50,9 @@ typedef struct fe_work {
    * (l1_wavefronts), and the same tables `constant` counts where a backend keeps them in
    * global memory (table_wavefronts: CUDA; OpenCL's __constant tables are `constant`) */
   double l1_wavefronts, table_wavefronts;
+  /* GPUs: the same global loads as the L1 looks them up, beside its data pipe: l1_lines[k]
+   * (table_lines[k]) warp requests that touch k distinct 128-byte lines (k = 1..32) */
+  double l1_lines[FE_L1_LINES + 1], table_lines[FE_L1_LINES + 1];
   long long groups;    /* work groups of the main kernel (0: not known) */
   int group_items;     /* items (threads) per group */
   int lanes;           /* the cpu: a group's cells, the lanes of its SIMD loops (0: not known) */
@@ -86,6 +91,10 @@ typedef struct fe_report {
   /* the model's inputs besides flops and bytes (fe_work), and its answer per ceiling */
   double l2_bytes, shared_bytes, nonfma, atomics, constant, vec_flops, indexed, indexed_first;
   double l1_wavefronts, table_wavefronts;
+  double l1_lines[FE_L1_LINES + 1], table_lines[FE_L1_LINES + 1]; /* (fe_work) */
+  double l1_requests, l1_line_total; /* their sums: requests, lines */
+  double l1_tag_seconds;    /* the L1's lookups alone, at the calibrated rates and the last
+                             * wave's fill (GPUs; the shared ceiling where longer) */
   long long groups;
   int group_items, lanes;
   double dram_trips, l2_trips, phases; /* one group's path (fe_work) */
@@ -114,6 +123,9 @@ int fe_distinct_words(const long long *idx, int n);
 /* The L1 wavefronts of one warp's global load of the words idx[0..n) of `size` bytes
  * (idx < 0: idle), data the L1 holds: the bank model, 8-byte words by half-warps. */
 int fe_l1_wavefronts(const long long *idx, int n, int size);
+/* The distinct 128-byte lines among the words idx[0..n) of `size` bytes (idx < 0: idle):
+ * what the L1 looks up for one warp's global load. */
+int fe_l1_lines(const long long *idx, int n, int size);
 /* The expected wavefronts of a warp's access to 32 distinct words of `size` bytes at
  * random places (a gather through a node list), by a fixed-seed sample. */
 double fe_bank_random_wavefronts(int size);

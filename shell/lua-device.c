@@ -69,6 +69,9 @@ static int report_index(lua_State *L)
       {"indexed_first", offsetof(fe_report, indexed_first)},
       {"l1_wavefronts", offsetof(fe_report, l1_wavefronts)},
       {"table_wavefronts", offsetof(fe_report, table_wavefronts)},
+      {"l1_requests", offsetof(fe_report, l1_requests)},
+      {"l1_lines", offsetof(fe_report, l1_line_total)},
+      {"l1_tag_seconds", offsetof(fe_report, l1_tag_seconds)},
       {"occupancy", offsetof(fe_report, occupancy)},
       {"efficiency", offsetof(fe_report, efficiency)},
       {"dram_trips", offsetof(fe_report, dram_trips)},
@@ -194,7 +197,7 @@ static int device_current(lua_State *L)
 
 /* A calibration as a table: gbytes, gflops, launch_us, sync_us, l2_gbytes, shared_gbytes,
  * nonfma_gops, atomic_gops, constant_gops, scalar_gflops, indexed_gops (the cpu),
- * dram_latency_us, l2_latency_us, phase_latency_us, gpu (measured on a GPU), tables_l1 (the kernels' tables read through L1:
+ * l1_request_gops and l1_line_gops (GPUs: the L1's lookups), dram_latency_us, l2_latency_us, phase_latency_us, gpu (measured on a GPU), tables_l1 (the kernels' tables read through L1:
  * fe_device_info), (GPUs) curves = {dram = {...}, shared = {...}, fma = {...}} and (the cpu)
  * lanes = {...}: the SIMD rate with 2, 4, ..., 64 lanes as fractions of gflops. */
 void felab_push_calibration(lua_State *L, const fe_calibration *c)
@@ -209,8 +212,9 @@ void felab_push_calibration(lua_State *L, const fe_calibration *c)
            {"constant_gops", c->constant_gops}, {"scalar_gflops", c->scalar_gflops},
            {"dram_latency_us", c->dram_latency_us}, {"l2_latency_us", c->l2_latency_us},
            {"phase_latency_us", c->phase_latency_us}, {"indexed_gops", c->indexed_gops},
-           {"indexed_l1_gops", c->indexed_l1_gops}};
-  lua_createtable(L, 0, 14);
+           {"indexed_l1_gops", c->indexed_l1_gops}, {"l1_request_gops", c->l1_request_gops},
+           {"l1_line_gops", c->l1_line_gops}};
+  lua_createtable(L, 0, 20);
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     lua_pushnumber(L, f[i].v);
     lua_setfield(L, -2, f[i].name);
@@ -358,7 +362,8 @@ static double field_number(lua_State *L, int idx, const char *k)
 
 /* perf.model(rep, ceilings [, units [, device name]]) -> a copy of report rep predicted with
  * the ceilings of another device (the table device.info().calibration.double has: gbytes, gflops, launch_us,
- * sync_us, l2_gbytes, shared_gbytes, nonfma_gops, atomic_gops, constant_gops, indexed_gops, the latencies, curves, lanes), for units compute
+ * sync_us, l2_gbytes, shared_gbytes, nonfma_gops, atomic_gops, constant_gops, indexed_gops,
+ * l1_request_gops, l1_line_gops, the latencies, curves, lanes), for units compute
  * units: the what-if behind perf.predict. */
 static int perf_model(lua_State *L)
 {
@@ -379,6 +384,8 @@ static int perf_model(lua_State *L)
   c.scalar_gflops = field_number(L, 2, "scalar_gflops");
   c.indexed_gops = field_number(L, 2, "indexed_gops");
   c.indexed_l1_gops = field_number(L, 2, "indexed_l1_gops");
+  c.l1_request_gops = field_number(L, 2, "l1_request_gops");
+  c.l1_line_gops = field_number(L, 2, "l1_line_gops");
   c.dram_latency_us = field_number(L, 2, "dram_latency_us");
   c.l2_latency_us = field_number(L, 2, "l2_latency_us");
   c.phase_latency_us = field_number(L, 2, "phase_latency_us");

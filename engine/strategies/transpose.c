@@ -233,7 +233,8 @@ static int transpose_integrate(fe_realization *r, fe_action a, const fe_vector *
 
 /* What one group's accesses cost, item t of `items` (items in warps of 32) touching word
  * at(t, j) for j < n, warp by warp: shared memory's wavefronts (fe_bank_wavefronts), the L1's
- * for global loads (fe_l1_wavefronts) or a constant cache's distinct words. */
+ * for global loads (fe_l1_wavefronts) or a constant cache's distinct words; with `lines`,
+ * each warp's load also counted by the lines it touches (lines[k] += 1, fe_l1_lines). */
 typedef long long (*word_of)(int t, int j, const int *shape);
 typedef int (*warp_cost)(const long long *idx, int n, int size);
 
@@ -244,7 +245,7 @@ static int distinct_words(const long long *idx, int n, int size)
 }
 
 static double group_cost(int items, int n, int size, word_of at, const int *shape,
-                         warp_cost cost)
+                         warp_cost cost, double *lines)
 {
   double total = 0;
   long long idx[32];
@@ -253,13 +254,14 @@ static double group_cost(int items, int n, int size, word_of at, const int *shap
       int m = items - t0 < 32 ? items - t0 : 32;
       for (int t = 0; t < m; t++) idx[t] = at(t0 + t, j, shape);
       total += cost(idx, m, size);
+      if (lines) lines[fe_l1_lines(idx, m, size)] += 1;
     }
   return total;
 }
 
 static double group_wavefronts(int items, int n, int size, word_of at, const int *shape)
 {
-  return group_cost(items, n, size, at, shape, fe_bank_wavefronts);
+  return group_cost(items, n, size, at, shape, fe_bank_wavefronts, NULL);
 }
 
 /* The templates' shared arrays (shape: BLOCK, NB, NQ, NC): the gather's stores to
@@ -302,15 +304,19 @@ static long long basis_d_word(int t, int j, const int *sh)
   return ((long long)(j / sh[4]) * sh[1] + t % sh[1]) * sh[4] + j % sh[4];
 }
 /* The tables' loads of one group: per field the row of B and DIM of D at the item's point;
- * with the basis phase, per flux the column of the item's basis function at every point. */
-static double table_cost(const int *sh, int fields, int basis, int f0, int size, warp_cost cost)
+ * with the basis phase, per flux the column of the item's basis function at every point
+ * (with `lines`, their requests by the lines they touch, as group_cost). */
+static double table_cost(const int *sh, int fields, int basis, int f0, int size, warp_cost cost,
+                         double *lines)
 {
   const int block = sh[0], nb = sh[1], nq = sh[2], nc = sh[3], dim = sh[4];
-  double t = fields * (group_cost(block * nq, nb, size, point_b_word, sh, cost) +
-                       group_cost(block * nq, nb * dim, size, point_d_word, sh, cost));
-  if (basis)
-    t += nc * ((f0 ? group_cost(block * nb, nq, size, basis_b_word, sh, cost) : 0) +
-               group_cost(block * nb, nq * dim, size, basis_d_word, sh, cost));
+  double t = 0;
+  for (int f = 0; f < fields; f++)
+    t += group_cost(block * nq, nb, size, point_b_word, sh, cost, lines) +
+         group_cost(block * nq, nb * dim, size, point_d_word, sh, cost, lines);
+  for (int k = 0; basis && k < nc; k++)
+    t += (f0 ? group_cost(block * nb, nq, size, basis_b_word, sh, cost, lines) : 0) +
+         group_cost(block * nb, nq * dim, size, basis_d_word, sh, cost, lines);
   return t;
 }
 
@@ -320,13 +326,15 @@ static long long cell_factor_word(int t, int j, const int *sh) { (void)j; return
 
 /* The gathers' L1 wavefronts per group, from the space's own cell map (a sample of up to 64
  * groups of cells in the mesh's order): each field's NC values and, with xs, the three
- * coordinates of each (cell, node) item, and the cell map's two reads. */
-static double gather_wavefronts(const fe_space *V, int block, int fields, int xs, int size)
+ * coordinates of each (cell, node) item, and the cell map's two reads; their requests by the
+ * lines they touch added to lines[] (per group). */
+static double gather_wavefronts(const fe_space *V, int block, int fields, int xs, int size,
+                                double *lines)
 {
   const int nb = V->elem.nbasis, nc = V->ncomp, items = block * nb;
   const long long ncells = V->mesh->ncells;
   long long ngroups = (ncells + block - 1) / block, step = ngroups > 64 ? ngroups / 64 : 1;
-  double total = 0, sampled = 0;
+  double total = 0, sampled = 0, seen[FE_L1_LINES + 1] = {0};
   long long idx[32];
   for (long long g = 0; g < ngroups; g += step, sampled++)
     for (int t0 = 0; t0 < items; t0 += 32) {
@@ -335,17 +343,22 @@ static double gather_wavefronts(const fe_space *V, int block, int fields, int xs
       for (int t = 0; t < m; t++) {
         long long c = g * block + (t0 + t) / nb;
         node[t] = c < ncells ? V->cell_nodes[c * nb + (t0 + t) % nb] : -1;
+        idx[t] = c < ncells ? c * nb + (t0 + t) % nb : -1; /* the node number's word */
       }
+      seen[fe_l1_lines(idx, m, 4)] += 2; /* in the gather and again before the adds */
       for (int k = 0; k < nc; k++) {
         for (int t = 0; t < m; t++) idx[t] = node[t] < 0 ? -1 : (long long)node[t] * nc + k;
         total += fields * fe_l1_wavefronts(idx, m, size);
+        seen[fe_l1_lines(idx, m, size)] += fields;
       }
       for (int d = 0; xs && d < 3; d++) {
         for (int t = 0; t < m; t++) idx[t] = node[t] < 0 ? -1 : (long long)node[t] * 3 + d;
         total += fe_l1_wavefronts(idx, m, size);
+        seen[fe_l1_lines(idx, m, size)] += 1;
       }
       total += 2; /* the node numbers: one wavefront, in the gather and again before the adds */
     }
+  for (int k = 0; k <= FE_L1_LINES && sampled > 0; k++) lines[k] += seen[k] / sampled;
   return sampled > 0 ? total / sampled : 0;
 }
 
@@ -379,21 +392,29 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
   /* the tables: distinct words for a constant cache; on GPUs where they are global memory,
    * the L1's wavefronts, as are the stored factors and the gathers always (the apply and the
    * residual; the diagonal's tables stay counted as `constant`) */
-  wk->constant = ngroups * table_cost(shape, fields, !diag, n->has_f0, size, distinct_words);
+  wk->constant = ngroups * table_cost(shape, fields, !diag, n->has_f0, size, distinct_words, NULL);
   if (!diag) {
+    double tl[FE_L1_LINES + 1] = {0}, ll[FE_L1_LINES + 1] = {0}; /* a group's requests */
     wk->table_wavefronts =
-        ngroups * table_cost(shape, fields, 1, n->has_f0, size, fe_l1_wavefronts);
+        ngroups * table_cost(shape, fields, 1, n->has_f0, size, fe_l1_wavefronts, tl);
     /* shared: each item's class (an int a cell), then its factors from a few sets (a
      * warp's classes in one line: a wavefront a factor) */
-    double fl = vertices        ? 0
-                : s->geo_shared ? group_cost(block * nq, 1, 4, cell_factor_word, shape,
-                                             fe_l1_wavefronts) +
-                                      fe_geo_stride(dim) * ceil(block * nq / 32.0)
-                                : fe_geo_stride(dim) * group_cost(block * nq, 1, size,
-                                                                  s->geo_affine ? cell_factor_word
-                                                                                : point_factor_word,
-                                                                  shape, fe_l1_wavefronts);
-    wk->l1_wavefronts = ngroups * (fl + gather_wavefronts(V, block, fields, xs, size));
+    double fl = 0;
+    if (!vertices && s->geo_shared) {
+      fl = group_cost(block * nq, 1, 4, cell_factor_word, shape, fe_l1_wavefronts, ll) +
+           fe_geo_stride(dim) * ceil(block * nq / 32.0);
+      ll[1] += fe_geo_stride(dim) * ceil(block * nq / 32.0);
+    } else if (!vertices) {
+      word_of at = s->geo_affine ? cell_factor_word : point_factor_word;
+      fl = group_cost(block * nq, 1, size, at, shape, fe_l1_wavefronts, ll);
+      for (int k = 0; k <= FE_L1_LINES; k++) ll[k] *= fe_geo_stride(dim);
+      fl *= fe_geo_stride(dim);
+    }
+    wk->l1_wavefronts = ngroups * (fl + gather_wavefronts(V, block, fields, xs, size, ll));
+    for (int k = 0; k <= FE_L1_LINES; k++) {
+      wk->table_lines[k] = ngroups * tl[k];
+      wk->l1_lines[k] = ngroups * ll[k];
+    }
   }
   wk->atomics = (double)V->mesh->ncells * nb * nc;
   /* the gathers: fields, the cell map, and with vertices the coordinates (the diagonal's

@@ -327,7 +327,9 @@ local ceiling_words = {
            "one per 32 banks' worth, more on bank conflicts), with the global loads' wavefronts " ..
            "through L1, the same data pipe (rep.l1_wavefronts: stored factors, gathers; " ..
            "rep.table_wavefronts: the tables, where they are global memory), at the calibrated " ..
-           "shared-memory rate",
+           "shared-memory rate; or, where longer, the L1's lookups of those global loads " ..
+           "(rep.l1_requests warp requests touching rep.l1_lines 128-byte lines, each request " ..
+           "the longer of a request's and its lines' calibrated time: rep.l1_tag_seconds)",
   fma = "the floating-point operations (rep.flops) at the calibrated FMA rate: compute bound",
   nonfma = "divisions and square roots (rep.nonfma), which do not issue as FMAs",
   atomics = "the scatter's atomic adds to global memory (rep.atomics) at the calibrated atomic rate",
@@ -459,6 +461,11 @@ local function explain(A, action, opts)
   table.sort(ceil, function(a, b) return a[2] > b[2] end)
   local pred = rep.predicted_seconds
   say("predicted %s, bound by %s: %s.", time(pred), rep.bound, ceiling_words[rep.bound] or rep.bound)
+  if rep.l1_tag_seconds > 0 and rep.l1_tag_seconds >= rep.ceilings.shared then
+    say("Here the L1's lookups take the shared pipe's time: %.3g warp requests of global " ..
+        "loads touch %.3g lines (%.1f a request), %s.", rep.l1_requests, rep.l1_lines,
+        rep.l1_lines / rep.l1_requests, time(rep.l1_tag_seconds))
+  end
   say("Each ceiling alone, as a share of the prediction (the largest of the pipes a group " ..
       "waits for, stretched by the last wave's fill, plus the others' part that the resident " ..
       "groups do not overlap, plus on a GPU the waves' waits; the atomic adds instead where " ..

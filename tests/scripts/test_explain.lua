@@ -109,6 +109,21 @@ text = P1:explain("apply", {backend = "cpu", strategy = "transpose", geometry = 
 check(text:find("reads the geometric factors (J^-1, det J, one set per cell", 1, true),
       "transpose with stored factors on affine cells: not said")
 
+-- cuda: transpose at Q2 hexes reads its tables' rows at 27 points a warp, a line each: the
+-- L1's lookups take the shared pipe's time, and the text says so with the counts
+for _, backend in ipairs(T.backends()) do
+  if backend == "cuda" then
+    local Q2 = fe.operator(fe.space(mesh.box{cells = 8, cell = "hex"}, "Q2"),
+                           physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
+    local t2 = Q2:explain("apply", {backend = backend, strategy = "transpose", quiet = true})
+    local rep = Q2:model("apply", {backend = backend, strategy = "transpose"})
+    check(rep.l1_lines > 10 * rep.l1_requests and rep.l1_tag_seconds > 0, "cuda Q2 transpose: " ..
+          "%g requests, %g lines, lookups %g s", rep.l1_requests, rep.l1_lines, rep.l1_tag_seconds)
+    check(t2:find("the L1's lookups take the shared pipe's time", 1, true),
+          "cuda Q2 transpose: the lookups are not named")
+  end
+end
+
 -- csr's diagonal runs transpose's kernel, and says so
 text = A:explain("diagonal", {backend = "cpu", strategy = "csr", quiet = true})
 check(text:find("csr keeps no kernel of its own for the diagonal: it runs transpose's", 1, true),

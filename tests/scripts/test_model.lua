@@ -70,12 +70,18 @@ for _, b in ipairs(T.backends()) do
     end
     check(info.is_gpu and c.indexed_l1_gops == 0 or not info.is_gpu and c.indexed_l1_gops > 0,
           "%s: indexed loops from L1 %g G/s (measured on cpus only)", b, c.indexed_l1_gops)
-    -- stored: calibration/<backend>-v7-<hash>.txt, a "double" line with the same DRAM figure
+    -- GPUs: the L1's lookups, a request of one line and lines of 32-line requests; a line
+    -- costs less than a request (a request of 32 lines is not 32 requests' time)
+    check(info.is_gpu and c.l1_request_gops > 0 and c.l1_line_gops > c.l1_request_gops or
+          not info.is_gpu and c.l1_request_gops == 0 and c.l1_line_gops == 0,
+          "%s: L1 lookups %g requests/ns, %g lines/ns (measured on GPUs only)", b,
+          c.l1_request_gops, c.l1_line_gops)
+    -- stored: calibration/<backend>-v8-<hash>.txt, a "double" line with the same DRAM figure
     if cache then
       local p = io.popen("ls '" .. cache .. "/calibration/' 2>/dev/null")
       local found
       for f in p:lines() do
-        if f:match("^" .. b .. "%-v7%-%x+%.txt$") then
+        if f:match("^" .. b .. "%-v8%-%x+%.txt$") then
           for line in io.lines(cache .. "/calibration/" .. f) do
             local dram = line:match("^double dram (%S+)")
             if dram and close(tonumber(dram), c.gbytes, 1e-5) then found = f end

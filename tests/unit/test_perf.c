@@ -615,3 +615,73 @@ Test(perf, model_tables_through_l1)
   assert_close(cc.ceiling_seconds[FE_CEIL_CONSTANT], 4e7 / 5e9);
   cr_assert_str_eq(cc.bound, "constant");
 }
+
+/* The lines a warp's global load touches: what the L1 looks up. */
+Test(perf, l1_lines_of_a_request)
+{
+  long long idx[32];
+  for (int t = 0; t < 32; t++) idx[t] = t;
+  cr_assert_eq(fe_l1_lines(idx, 32, 8), 2, "32 consecutive doubles: two lines");
+  cr_assert_eq(fe_l1_lines(idx, 32, 4), 1, "32 consecutive floats: one line");
+  for (int t = 0; t < 32; t++) idx[t] = (long long)(t % 27) * 81; /* a table's rows at 27 points */
+  cr_assert_eq(fe_l1_lines(idx, 32, 8), 27, "rows 648 bytes apart: a line each");
+  for (int t = 0; t < 32; t++) idx[t] = (long long)t * 81;
+  cr_assert_eq(fe_l1_lines(idx, 32, 8), 32, "32 rows: 32 lines");
+  cr_assert_eq(fe_l1_wavefronts(idx, 32, 8), 2, "but no two in one bank: a wavefront a half");
+  for (int t = 0; t < 32; t++) idx[t] = t < 4 ? 3 : -1;
+  cr_assert_eq(fe_l1_lines(idx, 32, 8), 1, "one word, idle items: one line");
+}
+
+/* The L1's lookups beside its data pipe: a request of k lines takes the longer of a
+ * request's and k lines' calibrated time; the shared ceiling is the longer of the lookups and
+ * the wavefronts. Few warps keep long requests at the full rate (Little's law), and tables a
+ * constant cache serves (tables_l1 = 0) are not looked up. */
+Test(perf, model_l1_lookups)
+{
+  fe_calibration c = gpu_cal();
+  c.tables_l1 = 1;
+  c.l1_request_gops = 100; /* 10 ps a request */
+  c.l1_line_gops = 500;    /* 2 ps a line: 5 lines cost a request's time */
+  fe_report r;
+  memset(&r, 0, sizeof r);
+  r.bytes = 1e6;
+  r.flops = 1e6;
+  r.launches = 1;
+  r.l1_wavefronts = 1e6; /* 128 MB of wavefronts */
+  r.table_lines[27] = 1e7;
+  r.l1_lines[1] = 1e7;
+  fe_report t = r;
+  fe_perf_model(&c, 10, &t); /* no occupancy: the rates as calibrated */
+  double tags = 1e7 * 27 / 500e9 + 1e7 / 100e9;
+  assert_close(t.l1_tag_seconds, tags);
+  assert_close(t.ceiling_seconds[FE_CEIL_SHARED], tags);
+  cr_assert_eq(t.l1_requests, 2e7);
+  cr_assert_eq(t.l1_line_total, 28e7);
+  cr_assert_str_eq(t.bound, "shared");
+  /* the wavefronts longer: they bind */
+  t = r;
+  t.l1_wavefronts = 1e8;
+  fe_perf_model(&c, 10, &t);
+  assert_close(t.ceiling_seconds[FE_CEIL_SHARED], 1e8 * 128 / (c.shared_gbytes * 1e9));
+  /* tables in a constant cache: only the gathers' lookups */
+  c.tables_l1 = 0;
+  t = r;
+  fe_perf_model(&c, 10, &t);
+  assert_close(t.l1_tag_seconds, 1e7 / 100e9);
+  c.tables_l1 = 1;
+  /* with a shared curve and 4 warps: requests of 27 lines (several wavefronts' time each)
+   * are at the rate the curve reaches with that many times the warps; one-line requests
+   * alone are not */
+  c.shared_gbytes = 12800; /* a wavefront in 10 ps: a one-line request's time */
+  fe_report few = r, one = r;
+  few.l1_lines[1] = 0;
+  few.occupancy = 4.0 / 64;
+  fe_perf_model(&c, 10, &few);
+  one.table_lines[27] = 0;
+  one.occupancy = 4.0 / 64;
+  fe_perf_model(&c, 10, &one);
+  assert_close(one.l1_tag_seconds, 1e7 / 100e9 / 0.15); /* the shared curve at 4 warps */
+  double full = 1e7 * 27 / 500e9; /* 5.4 wavefronts' time a request: as 21.6 warps */
+  cr_assert(few.l1_tag_seconds > full / 0.75 && few.l1_tag_seconds < full / 0.5,
+            "27-line requests with 4 warps: %g s, the full rate's %g", few.l1_tag_seconds, full);
+}
