@@ -6,10 +6,12 @@
  * ceiling is a rate measured by its own micro-benchmark (calibrate.knl), on a GPU also at
  * 2..64 warps per compute unit. The compiled kernel's registers and shared memory give its
  * occupancy, hence the fraction of each rate it can reach; the time of a ceiling alone is
- * its work over that rate, T_c = W_c / (R_c e_c(occupancy)). A group goes through its phases
- * one after another (barriers between them), each phase on its own pipe; the G groups
- * resident on a compute unit at once run different phases side by side, so the pipes'
- * times overlap G-fold: the largest is paid whole, the others one G-th of theirs,
+ * its work over that rate, T_c = W_c / (R_c e_c(occupancy)); on a GPU the shared ceiling is
+ * the longer of the L1 data pipe's wavefronts and its lookups of the lines that global loads
+ * touch (each warp request the longer of a request's and its lines' calibrated time). A group
+ * goes through its phases one after another (barriers between them), each phase on its own
+ * pipe; the G groups resident on a compute unit at once run different phases side by side,
+ * so the pipes' times overlap G-fold: the largest is paid whole, the others one G-th of theirs,
  *   t = (max_c T_c + (sum_c T_c - max_c T_c) / G) / fill + launches * t_launch + t_sync,
  * fill being the share of the last wave of groups that keeps compute units busy. G = 1: the
  * phases add up; G large: the roofline's max. Where G is not known (the cpu, a kernel whose
