@@ -880,6 +880,8 @@ void fe_report_format(const fe_report *r, char *buf, size_t n)
       char t[32];
       format_time(r->ceiling_seconds[c], t, sizeof t);
       len += snprintf(buf + len, n - (size_t)len, " %s %s", fe_ceiling_name(c), t);
+      if (c == FE_CEIL_SHARED && r->l1_tag_seconds > 0 && r->l1_tag_seconds >= r->ceiling_seconds[c])
+        len += snprintf(buf + len, n - (size_t)len, " (L1 lookups)");
     }
     if (len < 0 || (size_t)len >= n) return;
   }

@@ -658,11 +658,16 @@ Test(perf, model_l1_lookups)
   cr_assert_eq(t.l1_requests, 2e7);
   cr_assert_eq(t.l1_line_total, 28e7);
   cr_assert_str_eq(t.bound, "shared");
+  char text[4096];
+  fe_report_format(&t, text, sizeof text);
+  cr_assert(strstr(text, "shared 640 us (L1 lookups)"), "the report names the lookups:\n%s", text);
   /* the wavefronts longer: they bind */
   t = r;
   t.l1_wavefronts = 1e8;
   fe_perf_model(&c, 10, &t);
   assert_close(t.ceiling_seconds[FE_CEIL_SHARED], 1e8 * 128 / (c.shared_gbytes * 1e9));
+  fe_report_format(&t, text, sizeof text);
+  cr_assert(!strstr(text, "L1 lookups"), "the wavefronts bind, not the lookups:\n%s", text);
   /* tables in a constant cache: only the gathers' lookups */
   c.tables_l1 = 0;
   t = r;
