@@ -196,10 +196,12 @@ static int device_current(lua_State *L)
 }
 
 /* A calibration as a table: gbytes, gflops, launch_us, sync_us, l2_gbytes, shared_gbytes,
- * nonfma_gops, atomic_gops, constant_gops, scalar_gflops, indexed_gops (the cpu),
- * l1_request_gops and l1_line_gops (GPUs: the L1's lookups), dram_latency_us, l2_latency_us, phase_latency_us, gpu (measured on a GPU), tables_l1 (the kernels' tables read through L1:
- * fe_device_info), (GPUs) curves = {dram = {...}, shared = {...}, fma = {...}} and (the cpu)
- * lanes = {...}: the SIMD rate with 2, 4, ..., 64 lanes as fractions of gflops. */
+ * nonfma_gops, atomic_gops, constant_gops, scalar_gflops, indexed_gops and indexed_l1_gops
+ * (the cpu), l1_request_gops and l1_line_gops (GPUs: the L1's lookups), dram_latency_us,
+ * l2_latency_us, phase_latency_us, gpu (measured on a GPU), tables_l1 (the kernels' tables
+ * read through L1: fe_device_info), (GPUs) curves = {dram = {...}, shared = {...},
+ * fma = {...}} and (the cpu) lanes = {...}: the SIMD rate with 2, 4, ..., 64 lanes as
+ * fractions of gflops. */
 void felab_push_calibration(lua_State *L, const fe_calibration *c)
 {
   const struct {
