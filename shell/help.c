@@ -432,8 +432,9 @@ static const help_entry builtin[] = {
     {"device.calibrate", "device.calibrate([backend [, precision]])",
      "Measure the ceilings of a backend with micro-benchmarks: DRAM and L2 bandwidth, shared\n"
      "memory, FMA and division rates, atomics, constant tables, launch and wait costs, the\n"
-     "waits of dependent loads (GPUs), the cpu's SIMD lanes and its indexed loops (first\n"
-     "touches and from L1); stored in the cache and used by every prediction (docs/model.md).\n"
+     "waits of dependent loads and the L1's lookups of global loads (GPUs), the cpu's SIMD\n"
+     "lanes and its indexed loops (first touches and from L1); stored in the cache and used\n"
+     "by every prediction (docs/model.md).\n"
      "On a machine whose speed moves, calibrate again just before comparing. Returns a report.\n"
      "example: print(device.calibrate(\"cpu\", \"double\"))"},
     {"device.info", "device.info([backend])",
@@ -448,7 +449,10 @@ static const help_entry builtin[] = {
      "rep.flops, rep.bytes, rep.seconds, rep.gflops, rep.gbytes, rep.predicted_seconds, "
      "rep.bound, ...",
      "What one call did: counted flops and minimal bytes, measured seconds and rates, the\n"
-     "model's predicted seconds, the bound (\"memory\" or \"compute\"), and the backend,\n"
+     "model's predicted seconds, the ceiling that binds (rep.bound: dram, l2, shared, fma,\n"
+     "nonfma, atomics, constant, indexed, launches, latency), each ceiling's time alone\n"
+     "(rep.ceilings), the work counted against them (rep.l2_bytes, rep.shared_bytes,\n"
+     "rep.l1_wavefronts, rep.l1_requests, rep.l1_lines, rep.indexed, ...), and the backend,\n"
      "device, precision and strategy it ran with. print(rep) shows the block.\n"
      "An operator's first call also says what it built (rep.setup_seconds, rep.setup_parts),\n"
      "how it got the kernel (rep.kernel: compiled, cached, ready) and whether seconds is the\n"
