@@ -588,16 +588,9 @@ int fe_l1_wavefronts(const long long *idx, int n, int size)
 
 int fe_l1_lines(const long long *idx, int n, int size)
 {
-  long long seen[32];
-  int ns = 0;
-  for (int t = 0; t < n && t < 32; t++) {
-    if (idx[t] < 0) continue;
-    const long long line = idx[t] * size / 128;
-    int dup = 0;
-    for (int s = 0; s < ns && !dup; s++) dup = seen[s] == line;
-    if (!dup) seen[ns++] = line;
-  }
-  return ns;
+  long long line[32];
+  for (int t = 0; t < n && t < 32; t++) line[t] = idx[t] < 0 ? -1 : idx[t] * size / 128;
+  return fe_distinct_words(line, n);
 }
 
 double fe_bank_random_wavefronts(int size)
