@@ -11,9 +11,6 @@
  * cannot. On a box of hexes or quads as mesh.box lays it out (checked cell by cell) nothing
  * needs matching: the same ids come from the cells' indices and the nodes' lattice points.
  *
- * Simplex spaces of order 2 and up are then renumbered in a locality order (the nodes'
- * places), vertex v becoming node vertex_nodes[v]; tensor spaces keep the vertices' ids.
- *
  * Boundary nodes of a set of tags: the vertices, edges and faces of the tagged facets go
  * into a set, and a node is on the boundary when the entity it lies on is in the set (one
  * look-up an entity of a cell); on a box numbered by its lattice, each facet is one side of
@@ -36,7 +33,6 @@
 #include "engine/progress.h"
 #include "engine/keymap.h"
 #include "engine/quadrature.h"
-#include "engine/sort.h"
 
 #define KEY_PAIRS 4 /* an edge or face node names at most the 4 vertices of a quad face */
 
@@ -771,66 +767,6 @@ static long long number_nodes_hashed(fe_space *V)
   return rc ? -1 : (long long)nnodes;
 }
 
-/* Renumber the nodes of a simplex space of order 2 and up in a locality order: each node's
- * place rounded to a grid of the nodes' mean spacing, ordered by (z, y, x) cells, ties in the
- * numbering's order. The numberings above keep the vertices' ids and give the other nodes
- * ids after them, so a node's neighbours lie in two ranges far apart (a P2 row's columns
- * 129k apart on average at 32^3, 11k in this order) and every product that gathers through
- * the nodes reads x from both: the cpu's P2 csr product measured 1.2-1.4x faster in this
- * order (docs/benchmarks.md). The same ids from every numbering (the keys are the places).
- * Fills V->vertex_nodes (vertex v's node). Tensor cells keep their numbering: the two-scale
- * preconditioner reads a Q space's vertices as the Q1 space's nodes. */
-static int order_nodes_by_place(fe_space *V)
-{
-  const size_t n = (size_t)V->nnodes, nc = (size_t)V->mesh->ncells, nb = V->elem.nbasis;
-  const int nv = V->mesh->nvertices;
-  double lo[3] = {HUGE_VAL, HUGE_VAL, HUGE_VAL}, hi[3] = {-HUGE_VAL, -HUGE_VAL, -HUGE_VAL};
-  for (size_t i = 0; i < n; i++)
-    for (int d = 0; d < 3; d++) {
-      const double x = V->node_coords[3 * i + d];
-      lo[d] = x < lo[d] ? x : lo[d], hi[d] = x > hi[d] ? x : hi[d];
-    }
-  /* the mean spacing: the box's volume (area, length) per node */
-  double volume = 1;
-  int spans = 0;
-  for (int d = 0; d < 3; d++)
-    if (hi[d] > lo[d]) volume *= hi[d] - lo[d], spans++;
-  const double h = spans ? pow(volume / (double)n, 1.0 / spans) : 1;
-  uint64_t *key = fe_alloc(sizeof(uint64_t) * 2 * n + 1);
-  int *order = fe_alloc(sizeof(int) * 2 * n + 1), *to = fe_alloc(sizeof(int) * n + 1);
-  double *coords = fe_alloc(sizeof(double) * 3 * n + 1);
-  V->vertex_nodes = fe_alloc(sizeof(int) * (size_t)nv + 1);
-  if (!key || !order || !to || !coords || !V->vertex_nodes) {
-    free(key), free(order), free(to), free(coords);
-    FE_ERROR(FE_ERR_MEM, "out of host memory for the nodes' order");
-  }
-  const uint64_t top = ((uint64_t)1 << 21) - 1;
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; i++) {
-    uint64_t k = 0;
-    for (int d = 2; d >= 0; d--) {
-      double q = hi[d] > lo[d] ? (V->node_coords[3 * i + d] - lo[d]) / h : 0;
-      uint64_t b = q < 0 ? 0 : q >= (double)top ? top : (uint64_t)q;
-      k = k << 21 | b;
-    }
-    key[i] = k;
-    order[i] = (int)i;
-  }
-  fe_sort_u64(key, order, n, key + n, order + n, 0);
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; i++) {
-    to[order[i]] = (int)i;
-    memcpy(coords + 3 * i, V->node_coords + 3 * (size_t)order[i], sizeof(double) * 3);
-  }
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < nc * nb; i++) V->cell_nodes[i] = to[V->cell_nodes[i]];
-  for (int v = 0; v < nv; v++) V->vertex_nodes[v] = to[v];
-  free(V->node_coords);
-  V->node_coords = coords;
-  free(key), free(order), free(to);
-  return 0;
-}
-
 static int build_dof_map(fe_space *V)
 {
   const fe_mesh *m = V->mesh;
@@ -888,9 +824,6 @@ static int build_dof_map(fe_space *V)
   if (n > (long long)1 << 30) FE_ERROR(FE_ERR_ARG, "space %s: more than 2^30 nodes", V->name);
   if (!V->node_coords) FE_ERROR(FE_ERR_MEM, "out of host memory for the node coordinates");
   V->nnodes = (int)n;
-  const char *keep = getenv("FELAB_NODE_ORDER"); /* "numbering": the ids as numbered */
-  if ((el->cell == FE_CELL_TET || el->cell == FE_CELL_TRI) && !(keep && !strcmp(keep, "numbering")))
-    FE_CHECK(order_nodes_by_place(V));
   return 0;
 }
 
@@ -941,7 +874,6 @@ void fe_space_free(fe_space *V)
   fe_element_free(&V->lin);
   free(V->cell_nodes);
   free(V->node_coords);
-  free(V->vertex_nodes);
   free(V);
 }
 

@@ -25,9 +25,6 @@ typedef struct fe_space {
    * cell after another: past 2^31 places, or where the entities do not fit); all but
    * "vertices" give the same ids */
   const char *numbering;
-  /* vertex v's node: NULL where vertex v is node v (P1, Q spaces); simplex spaces of order 2
-   * and up number their nodes in a locality order (engine/space.c) */
-  int *vertex_nodes;
 } fe_space;
 
 typedef struct fe_space_opts {

@@ -22,20 +22,16 @@ static int field_cmp(const void *a, const void *b)
 }
 
 /* The values of the vector at i (n entries) that export writes: a vector of a scalar space
- * of any order on m is written at the vertices (nvertices), vertex v's value at its node
- * (*map: the space's vertex_nodes, NULL where vertex v is node v); any other vector as it is
- * (n). */
-static int higher_order_vertices(lua_State *L, int i, const fe_mesh *m, int n, const int **map)
+ * of any order on m has its vertex values first (vertices keep their ids as nodes), so it is
+ * written at the vertices (nvertices); any other vector as it is (n). */
+static int higher_order_vertices(lua_State *L, int i, const fe_mesh *m, int n)
 {
   const space_handle *sh = NULL;
-  *map = NULL;
   if (lua_getiuservalue(L, i, 1) == LUA_TUSERDATA) sh = luaL_testudata(L, -1, FELAB_SPACE);
   lua_pop(L, 1);
   if (sh && sh->V && sh->V->mesh == m && sh->V->ncomp == 1 && n == sh->V->ndofs &&
-      n > m->nvertices) {
-    *map = sh->V->vertex_nodes;
+      n > m->nvertices)
     return m->nvertices;
-  }
   return n;
 }
 
@@ -72,8 +68,7 @@ static fe_vtu_field *export_fields(lua_State *L, const char *fname, int cells_ok
       if (!vp) luaL_error(L, "%s: field '%s' must be a vector, got %s", fname, name, felab_kind_of(L, -1));
       if (!*vp) luaL_error(L, "%s: the vector of field '%s' was closed", fname, name);
       const fe_vector *x = *vp;
-      const int *map;
-      int n = higher_order_vertices(L, -1, m, x->n, &map);
+      int n = higher_order_vertices(L, -1, m, x->n);
       if (n != m->nvertices && (!cells_ok || n != m->ncells)) {
         if (cells_ok)
           luaL_error(L, "%s: field '%s' has %d values but the mesh has %d vertices "
@@ -82,12 +77,6 @@ static fe_vtu_field *export_fields(lua_State *L, const char *fname, int cells_ok
                    fname, name, x->n, m->nvertices);
       }
       double *values = felab_push_host_values(L, x);
-      if (map) { /* the vertices' values, gathered from their nodes */
-        double *at = lua_newuserdatauv(L, sizeof(double) * (size_t)n + 1, 0);
-        for (int v = 0; v < n; v++) at[v] = values[map[v]];
-        lua_remove(L, -2);
-        values = at;
-      }
       lua_rawseti(L, 5, k + 1);
       fields[k].name = name; /* anchored as a key of the table */
       fields[k].values = values;

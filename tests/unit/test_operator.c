@@ -4,7 +4,6 @@
  * that does not compile, unknown names, an inverted cell, Ctrl-C) gives clear errors; the
  * printed source holds every phase; and opencl, where present, matches cpu. */
 #include <criterion/criterion.h>
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -872,84 +871,6 @@ Test(space, lattice_entities_and_hashed_numberings_agree)
     fe_space_free(a);
     fe_space_free(e);
     fe_space_free(b);
-    fe_mesh_free(m);
-  }
-}
-
-/* Simplex spaces of order 2 and up number their nodes by place: on a box every node's
- * (z, y, x) follows the last one's (a cube: the nodes' mean spacing is their lattice's),
- * vertex v is node vertex_nodes[v] at v's coordinates (and
- * each cell's vertex nodes say so), every node is some cell's, and a cell's nodes lie closer
- * together than in the numbering's order (vertices first); tensor spaces keep the vertices'
- * ids. */
-static double mean_cell_spread(const fe_space *V)
-{
-  const int nb = V->elem.nbasis;
-  double sum = 0;
-  for (int c = 0; c < V->mesh->ncells; c++) {
-    int lo = INT_MAX, hi = -1;
-    for (int b = 0; b < nb; b++) {
-      const int id = V->cell_nodes[(size_t)c * nb + b];
-      lo = id < lo ? id : lo, hi = id > hi ? id : hi;
-    }
-    sum += hi - lo;
-  }
-  return sum / V->mesh->ncells;
-}
-
-Test(space, simplex_nodes_in_a_locality_order)
-{
-  static const struct { fe_cell_type type; const char *space; int n; } cases[] = {
-      {FE_CELL_TET, "P2", 8}, {FE_CELL_TET, "P3", 5}, {FE_CELL_TRI, "P3", 12}, {FE_CELL_HEX, "Q2", 3}};
-  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-    const int dim = cases[k].type == FE_CELL_TRI ? 2 : 3;
-    fe_box_opts o;
-    fe_box_opts_default(&o);
-    o.type = cases[k].type;
-    o.cells[0] = o.cells[1] = cases[k].n, o.cells[2] = dim == 3 ? cases[k].n : 0;
-    fe_mesh *m = NULL;
-    cr_assert_eq(fe_mesh_box(&o, &m), 0, "%s", fe_error_message());
-    fe_space *V = space_numbered(m, cases[k].space, NULL);
-    const int nb = V->elem.nbasis, nv = m->nvc;
-    if (cases[k].type == FE_CELL_HEX) {
-      cr_assert_null(V->vertex_nodes, "Q2 keeps the vertices' ids");
-      for (int v = 0; v < nv; v++) cr_assert_eq(V->cell_nodes[v], m->cells[v]);
-      fe_space_free(V);
-      fe_mesh_free(m);
-      continue;
-    }
-    cr_assert_not_null(V->vertex_nodes, "%s: no vertex map", cases[k].space);
-    for (int i = 1; i < V->nnodes; i++) {
-      const double *a = V->node_coords + 3 * (i - 1), *b = V->node_coords + 3 * i;
-      int d = 2;
-      while (d > 0 && fabs(a[d] - b[d]) < 1e-12) d--;
-      cr_assert(a[d] < b[d] + 1e-12, "%s: node %d at (%g %g %g) after node %d at (%g %g %g)",
-                cases[k].space, i, b[0], b[1], b[2], i - 1, a[0], a[1], a[2]);
-    }
-    for (int v = 0; v < m->nvertices; v++)
-      cr_assert(!memcmp(V->node_coords + 3 * (size_t)V->vertex_nodes[v], m->coords + 3 * (size_t)v,
-                        sizeof(double) * 3), "%s: vertex %d's node is elsewhere", cases[k].space, v);
-    unsigned char *seen = calloc((size_t)V->nnodes, 1);
-    for (int c = 0; c < m->ncells; c++) {
-      for (int j = 0; j < nv; j++)
-        cr_assert_eq(V->cell_nodes[(size_t)c * nb + j], V->vertex_nodes[m->cells[(size_t)c * nv + j]],
-                     "%s: cell %d's vertex %d", cases[k].space, c, j);
-      for (int b = 0; b < nb; b++) seen[V->cell_nodes[(size_t)c * nb + b]] = 1;
-    }
-    int missing = 0;
-    for (int i = 0; i < V->nnodes; i++) missing += !seen[i];
-    free(seen);
-    cr_assert_eq(missing, 0, "%s: %d nodes in no cell", cases[k].space, missing);
-    setenv("FELAB_NODE_ORDER", "numbering", 1);
-    fe_space *W = space_numbered(m, cases[k].space, NULL);
-    unsetenv("FELAB_NODE_ORDER");
-    cr_assert_null(W->vertex_nodes);
-    const double spread = mean_cell_spread(V), before = mean_cell_spread(W);
-    cr_assert(spread < 0.5 * before, "%s: a cell's nodes span %.0f ids, %.0f numbered vertices first",
-              cases[k].space, spread, before);
-    cr_log_info("%s: a cell's nodes span %.0f ids (%.0f vertices first)\n", cases[k].space, spread, before);
-    fe_space_free(V);
-    fe_space_free(W);
     fe_mesh_free(m);
   }
 }
