@@ -17,6 +17,7 @@
 
 #include "engine/codegen.h"
 #include "engine/error.h"
+#include "engine/sort.h"
 #include "engine/strategy.h"
 
 #define EM_ITEMS 128 /* items per group of fe_assemble and fe_spmv (elemat.knl) */
@@ -553,9 +554,9 @@ void fe_elemats_free(fe_elemats *K)
  * by row from the row's cells: no add is shared (no atomics, reproducible sums), and the
  * element matrices are never stored. Each thread computes them (variant reg_jac: no stored
  * factors) in launches of `batch` consecutive cells into its window of W matrices (cell c
- * at slot c mod W), whose front moves on as its rows need: on a local mesh the cells of a
- * node lie in a band of the cell order (about a layer of a box), so W is that band, not the
- * mesh. The window outgrows the caches at large sizes, so while a row is summed the next
+ * at slot c mod W), whose front moves on as its rows need: the rows go in the order of their
+ * first cells (fill_order), and on a local mesh the cells of a node lie in a band of the cell
+ * order (about a layer of a box), so W is that band, not the mesh. The window outgrows the caches at large sizes, so while a row is summed the next
  * row's matrices are prefetched. A row whose cells do not fit the window (outliers, or a
  * window capped by FELAB_FILL_WINDOW) has them computed apart, gathered into one launch.
  * Elsewhere the device adds stored element matrices into the pattern (fe_assemble). */
@@ -873,20 +874,22 @@ typedef struct fill_scratch {
   char *gaux;
   double *acc;
   int launches;
+  long long made; /* cells' matrices computed (a cell in two threads' bands: twice) */
 } fill_scratch;
 
-/* Thread t of nt's nodes [*a0, *a1): contiguous, balanced by their cells. */
-static void node_range(const pattern *P, int t, int nt, int *a0, int *a1)
+/* Thread t of nt's rows [*a0, *a1) of the fill's order: contiguous, balanced by their cells
+ * (pre[p]: the cells of the rows before position p). */
+static void node_range(const pattern *P, const int *pre, int t, int nt, int *a0, int *a1)
 {
   const int nn = P->V->nnodes;
-  const long long nent = P->start[nn];
+  const long long nent = pre[nn];
   int lo = 0, hi = nn;
-  for (int e = 0; e < 2; e++) { /* the first node whose cells start at or past the share */
+  for (int e = 0; e < 2; e++) { /* the first row whose cells start at or past the share */
     const long long x = nent * (t + e) / nt;
     int l = 0, h = nn;
     while (l < h) {
       const int m = l + (h - l) / 2;
-      if (P->start[m] < x) l = m + 1;
+      if (pre[m] < x) l = m + 1;
       else h = m;
     }
     if (e) hi = t == nt - 1 ? nn : l;
@@ -902,21 +905,25 @@ static void node_range(const pattern *P, int t, int nt, int *a0, int *a1)
  * widen the window nor move its front. W: the widest span from a row's first cell to the
  * front when it is summed (the last cell of the rows so far, plus a launch), as a power of
  * two up to about F->window. */
-static int window_make(const host_fill *F, const pattern *P, int a0, int a1, cell_window *w)
+static int window_make(const host_fill *F, const pattern *P, const int *order, int a0, int a1,
+                       cell_window *w)
 {
   long long hist[32] = {0}, rows = 0, need = 0;
-  for (int a = a0; a < a1; a++) /* the spans' powers of two */
+  for (int p = a0; p < a1; p++) { /* the spans' powers of two */
+    const int a = order ? order[p] : p;
     if (P->start[a] < P->start[a + 1]) {
       const int span = P->list[P->start[a + 1] - 1] - P->list[P->start[a]] + 1;
       int e = 0;
       while ((1LL << e) < span) e++;
       hist[e]++, rows++;
     }
+  }
   int e = 0;
   for (long long sum = hist[0]; 100 * sum < 99 * rows; sum += hist[++e]) {}
   const long long fit = 4LL << e; /* 4 times the 99th percentile, up to a power of two */
   int first = P->V->mesh->ncells, last = -1;
-  for (int a = a0; a < a1; a++) {
+  for (int p = a0; p < a1; p++) {
+    const int a = order ? order[p] : p;
     if (P->start[a] == P->start[a + 1]) continue;
     const int cmin = P->list[P->start[a]], cmax = P->list[P->start[a + 1] - 1];
     if (cmax - cmin + 1 > fit) continue;
@@ -956,6 +963,7 @@ static int window_row(const host_fill *F, const pattern *P, cell_window *w, int 
       if (rc) return rc;
       w->front += n;
       x->launches++;
+      x->made += n;
     }
     for (int i = 0; i < deg; i++) x->slot[i] = P->list[t0 + i] & (w->W - 1);
     return 0;
@@ -968,6 +976,7 @@ static int window_row(const host_fill *F, const pattern *P, cell_window *w, int 
     x->ids[i] = x->slot[i] = w->W + i;
   }
   x->launches++;
+  x->made += deg;
   return host_fill_launch(F, x->gcells, F->aux ? x->gaux : NULL, F->maps ? x->gmaps : NULL,
                           x->ids, deg, w->K, (size_t)w->W + P->maxdeg);
 }
@@ -1015,13 +1024,13 @@ static void add_cells_row(const pattern *P, const int *slot, const void *K, size
 /* Row a of the second pass into cols (and, with F, vals: each row the sum of its cells'
  * rows, in double, in the order of the cells). Called by threads (a failure: its code). */
 static int fill_row(const pattern *P, const int *rowptr, int *cols, void *vals,
-                    const host_fill *F, cell_window *w, int a, fill_scratch *x)
+                    const host_fill *F, cell_window *w, int a, int next, fill_scratch *x)
 {
   const int nc = P->V->ncomp;
   const int m = node_neighbours(P, a, x->seen, x->nbr, 1);
   int rc = F && m ? window_row(F, P, w, a, x) : 0, len = 0, *row0 = NULL;
   if (rc) return rc;
-  if (F && a + 1 < P->V->nnodes) window_prefetch(F, P, w, a + 1);
+  if (F && next >= 0) window_prefetch(F, P, w, next);
   for (int i = 0; i < m; i++) len += P->nfree[x->nbr[i]]; /* a free row's columns */
   for (int i = 0, p = 0; i < m; i++) { /* none free: the spare slots past the row */
     const int b = x->nbr[i], f = P->nfree[b];
@@ -1085,27 +1094,76 @@ static int scratch_make(const pattern *P, const host_fill *F, fill_scratch *x)
 
 /* The pattern's second pass, writing cols (and with F vals) in place: each thread its
  * contiguous range of nodes, with F its own window. */
-static int fill_pattern(const pattern *P, const int *rowptr, int *cols, void *vals,
-                        const host_fill *F, int *launches)
+/* The order the fill sums its rows in: by each node's first cell (ties by id), so that a
+ * thread's window sweeps its band of the mesh once whatever the numbering. Numberings that
+ * keep the vertices' ids and number the other nodes after them (P2 and up, and a box's Q2 and
+ * up) would otherwise sweep it once for the vertices' rows and again for the others', each
+ * cell's matrices made about twice (P2 16^3: 1.85 a cell, 1.07 in this order) and its window
+ * thrashed: P2 tets 48^3 in double, the first csr apply 2.9-3.2 -> 0.5-0.6 s
+ * (docs/benchmarks.md). *order: NULL where the ids are already in that order (or
+ * FELAB_FILL_IDS is set: tests compare the two); *pre: the cells of the rows before each
+ * position (P->start itself then). */
+static int fill_order(const pattern *P, int **order, int **pre)
 {
-  int rc = 0, nl = 0;
-#pragma omp parallel reduction(max : rc) reduction(+ : nl)
+  const int nn = P->V->nnodes;
+  *order = *pre = NULL;
+  int sorted = 1;
+  for (int a = 1; a < nn && sorted; a++)
+    sorted = P->start[a] == P->start[a + 1] || P->start[a - 1] == P->start[a] ||
+             P->list[P->start[a - 1]] <= P->list[P->start[a]];
+  const char *ids = getenv("FELAB_FILL_IDS");
+  if (sorted || (ids && *ids)) return 0;
+  uint64_t *key = malloc(sizeof(uint64_t) * 2 * ((size_t)nn + 1));
+  int *o = malloc(sizeof(int) * 2 * ((size_t)nn + 1)), *q = malloc(sizeof(int) * ((size_t)nn + 1));
+  if (!key || !o || !q) {
+    free(key), free(o), free(q);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for the fill's order of %d rows", nn);
+  }
+#pragma omp parallel for schedule(static)
+  for (int a = 0; a < nn; a++) {
+    key[a] = P->start[a] < P->start[a + 1] ? (uint64_t)P->list[P->start[a]] : 0;
+    o[a] = a;
+  }
+  fe_sort_u64(key, o, (size_t)nn, key + nn + 1, o + nn + 1, 0);
+  q[0] = 0;
+  for (int p = 0; p < nn; p++) q[p + 1] = q[p] + (P->start[o[p] + 1] - P->start[o[p]]);
+  free(key);
+  *order = o;
+  *pre = q;
+  return 0;
+}
+
+static int fill_pattern(const pattern *P, const int *rowptr, int *cols, void *vals,
+                        const host_fill *F, int *launches, long long *made)
+{
+  int rc = 0, nl = 0, *order = NULL, *pre = NULL;
+  long long nm = 0;
+  if (F) FE_CHECK(fill_order(P, &order, &pre));
+  const int nn = P->V->nnodes;
+#pragma omp parallel reduction(max : rc) reduction(+ : nl, nm)
   {
     int a0, a1;
-    node_range(P, omp_get_thread_num(), omp_get_num_threads(), &a0, &a1);
+    node_range(P, pre ? pre : P->start, omp_get_thread_num(), omp_get_num_threads(), &a0, &a1);
     fill_scratch x;
     cell_window w = {0};
     int e = scratch_make(P, F, &x);
-    if (!e && F) e = window_make(F, P, a0, a1, &w);
-    for (int a = a0; !e && a < a1; a++) e = fill_row(P, rowptr, cols, vals, F, &w, a, &x);
+    if (!e && F) e = window_make(F, P, order, a0, a1, &w);
+    for (int p = a0; !e && p < a1; p++) {
+      const int next = p + 1 < nn ? (order ? order[p + 1] : p + 1) : -1;
+      e = fill_row(P, rowptr, cols, vals, F, &w, order ? order[p] : p, next, &x);
+    }
     rc = e; /* the private copy of the reduction (which starts at INT_MIN) */
     nl += x.launches;
+    nm += x.made;
     free(w.K);
     scratch_free(&x);
   }
+  free(order);
+  free(pre);
   FE_ASSERT(rc != FE_ERR_MEM, FE_ERR_MEM, "out of host memory for the matrix pattern's fill");
   FE_CHECK(rc); /* a launch's error (set by the backend) */
   *launches = nl;
+  if (made) *made = nm;
   return 0;
 }
 
@@ -1334,6 +1392,7 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
     transfer = krep.transfer_seconds;
   }
   int *fixed = calloc((size_t)nd + 1, sizeof(int)), *rowptr = NULL, *cols = NULL, nfill = 0;
+  long long made = 0; /* the host fill's element matrices computed */
   double *vals = NULL; /* the device path's start: zeros and the identity's rows */
   fe_csr *M = calloc(1, sizeof *M);
   pattern P = {.V = V, .fixed = fixed};
@@ -1378,7 +1437,7 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
                       "nonzeros", M->nnz);
   double tf = fe_clock();
   if (!rc) rc = fill_pattern(&P, rowptr, cols, by_rows ? be->ops->host(be->impl, &M->vals) : NULL,
-                             by_rows ? &F : NULL, &nfill);
+                             by_rows ? &F : NULL, &nfill, &made);
   if (by_rows) seconds = fe_clock() - tf; /* the fill is the pattern's second pass */
   for (int i = 0; !rc && !by_rows && i < nd; i++)
     if (fixed[i]) vals[rowptr[i]] = 1; /* the identity's row; the device adds the rest */
@@ -1426,7 +1485,7 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
     fe_realization_spec(r, FE_ACTION_APPLY, &s);
     double ff, fb;
     fe_codegen_field_counts(&s, &ff, &fb);
-    krep.flops = nc * elemat_flops_per_cell(r, &s, &F.sh);
+    krep.flops = (double)made * elemat_flops_per_cell(r, &s, &F.sh); /* as many as it made */
     krep.bytes = V->nnodes * 3.0 * w + nc * (nb * 4.0 + A->pde->naux * w) + fb +
                  (fe_codegen_needs(&s).need_u ? nd * w : 0);
   }
@@ -1449,8 +1508,8 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
   char how[160];
-  if (by_rows) snprintf(how, sizeof how, "element matrices (reg_jac) made as the rows need them, "
-                        "each row summing its cells' entries as the pattern is written");
+  if (by_rows) snprintf(how, sizeof how, "element matrices (reg_jac) made as the rows need them "
+                        "(%lld for %d cells), each row summing its cells' entries", made, nc);
   else if (ncolors) snprintf(how, sizeof how, "element matrices (reg_nojac), then plain adds color "
                              "by color (%d colors) into a pattern built on the host", ncolors);
   else snprintf(how, sizeof how, "element matrices (reg_nojac), then atomic adds into a pattern "

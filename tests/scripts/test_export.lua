@@ -47,6 +47,29 @@ for _, case in ipairs({{"tri", {3, 2}}, {"quad", {3, 2}}, {"prism", {2, 2, 2}}})
   print(case[1] .. ": export.msh and export.vtu ok")
 end
 
+-- a vector of a P2 space is written at the vertices: each vertex's value from its own node
+-- (the vertices keep their ids as nodes, so their values come first), so a field linear in
+-- x exported from P2 is that function at every written point
+local function data_array(s, name)
+  local body = s:match('Name="' .. name .. '"[^>]*>(.-)</DataArray>')
+  local t = {}
+  for v in body:gmatch("%S+") do t[#t + 1] = tonumber(v) end
+  return t
+end
+for _, case in ipairs({{"tet", {3, 2, 2}}, {"tri", {4, 3}}}) do
+  local m = mesh.box{cells = case[2], cell = case[1]}
+  local V2 = fe.space(m, "P2")
+  local u = V2:interpolate(function(x) return x[1] + 2 * x[2] + 3 * x[3] end)
+  local vtu = read(export.vtu(dir .. "/p2.vtu", m, {u = u}))
+  local X, U = data_array(vtu, "coordinates"), data_array(vtu, "u")
+  assert(#U == m.nvertices and #X == 3 * m.nvertices, ("P2 export: %d values, %d vertices"):format(#U, m.nvertices))
+  for v = 1, m.nvertices do
+    local want = X[3 * v - 2] + 2 * X[3 * v - 1] + 3 * X[3 * v]
+    assert(math.abs(U[v] - want) < 1e-12, ("P2 export on %s: vertex %d has %g, want %g"):format(case[1], v, U[v], want))
+  end
+  print(case[1] .. ": a P2 vector exported at the vertices ok")
+end
+
 local ok, msg = pcall(export.msh, "/nonexistent-dir/x.msh", mesh.box{cells = 1})
 assert(not ok and msg:find("/nonexistent-dir/x.msh", 1, true), msg)
 os.execute("rm -rf " .. dir)

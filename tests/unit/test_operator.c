@@ -5,6 +5,7 @@
  * printed source holds every phase; and opencl, where present, matches cpu. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -871,6 +872,67 @@ Test(space, lattice_entities_and_hashed_numberings_agree)
     fe_space_free(a);
     fe_space_free(e);
     fe_space_free(b);
+    fe_mesh_free(m);
+  }
+}
+
+/* The cpu's host fill sums its rows in the order of their first cells, so each cell's element
+ * matrix is made about once whatever the numbering (P2, P3 and a box's Q2 number the vertices
+ * first: in id order the window swept the mesh twice, 1.85 matrices a cell at P2 16^3), and
+ * the order does not change a value: each row sums its cells in cell order either way
+ * (FELAB_FILL_IDS: the rows in id order). */
+static fe_csr *assembled(fe_operator *A, const char *ids, fe_report *rep)
+{
+  fe_action_opts o;
+  fe_action_opts_default(&o);
+  o.backend = "cpu";
+  o.precision = FE_DOUBLE;
+  if (ids) setenv("FELAB_FILL_IDS", ids, 1);
+  fe_csr *M = NULL;
+  int rc = fe_operator_assemble(A, NULL, &o, &M, rep);
+  unsetenv("FELAB_FILL_IDS");
+  cr_assert_eq(rc, 0, "%s", fe_error_message());
+  return M;
+}
+
+Test(assembly, host_fill_makes_each_matrix_about_once)
+{
+  static const struct { fe_cell_type type; const char *space; int n; } cases[] = {
+      {FE_CELL_TET, "P2", 10}, {FE_CELL_TET, "P3", 6}, {FE_CELL_HEX, "Q2", 8}};
+  omp_set_num_threads(2); /* two bands, as on this machine (each test is its own process) */
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    fe_mesh *m = op_box(cases[k].type, cases[k].n);
+    fe_space *V = NULL;
+    fe_physics *pde = NULL;
+    fe_operator *A = NULL;
+    cr_assert_eq(fe_space_create(m, cases[k].space, &V), 0, "%s", fe_error_message());
+    cr_assert_eq(fe_physics_poisson("1 + x[0]*x[1]", "1", &pde), 0, "%s", fe_error_message());
+    cr_assert_eq(fe_operator_create(V, pde, NULL, 0, 0.0, &A), 0, "%s", fe_error_message());
+    fe_report ra, rb;
+    fe_csr *a = assembled(A, NULL, &ra), *b = assembled(A, "1", &rb);
+    long long made_a = 0, made_b = 0;
+    const char *pa = strstr(ra.why, "need them ("), *pb = strstr(rb.why, "need them (");
+    cr_assert(pa && pb, "%s: the report does not say how many matrices: %s", cases[k].space, ra.why);
+    made_a = atoll(pa + 11), made_b = atoll(pb + 11);
+    cr_assert(made_a >= m->ncells && made_a <= 1.3 * m->ncells && made_a < made_b,
+              "%s: %lld element matrices made for %d cells (%lld in id order)", cases[k].space,
+              made_a, m->ncells, made_b);
+    cr_log_info("%s: %lld matrices for %d cells (%lld in id order)\n", cases[k].space, made_a,
+                m->ncells, made_b);
+    int *ra_p, *ca, *rb_p, *cb;
+    double *va, *vb;
+    cr_assert_eq(fe_csr_get(a, &ra_p, &ca, &va), 0, "%s", fe_error_message());
+    cr_assert_eq(fe_csr_get(b, &rb_p, &cb, &vb), 0, "%s", fe_error_message());
+    cr_assert(a->nnz == b->nnz && !memcmp(ra_p, rb_p, sizeof(int) * ((size_t)a->n + 1)) &&
+                  !memcmp(ca, cb, sizeof(int) * (size_t)a->nnz) &&
+                  !memcmp(va, vb, sizeof(double) * (size_t)a->nnz),
+              "%s: the matrix depends on the fill's order", cases[k].space);
+    free(ra_p), free(ca), free(va), free(rb_p), free(cb), free(vb);
+    fe_csr_free(a);
+    fe_csr_free(b);
+    fe_operator_free(A);
+    fe_physics_free(pde);
+    fe_space_free(V);
     fe_mesh_free(m);
   }
 }
