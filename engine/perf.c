@@ -570,12 +570,9 @@ int fe_distinct_words(const long long *idx, int n)
   return ns;
 }
 
-int fe_l1_wavefronts(const long long *idx, int n, int size)
+/* The bank model by half-warps of 16 items, each half its own count. */
+static int half_warp_wavefronts(const long long *idx, int n, int size)
 {
-  if (size <= 4) return fe_bank_wavefronts(idx, n, size);
-  /* 8-byte words: a warp's global load is served in two halves of 16 items (Nsight Compute on
-   * the H100: transpose's table and factor loads in double took about twice the wavefronts
-   * a whole-warp count gives, in single the same) */
   long long half[32];
   int total = 0;
   for (int t0 = 0; t0 < n && t0 < 32; t0 += 16) {
@@ -584,6 +581,19 @@ int fe_l1_wavefronts(const long long *idx, int n, int size)
     total += fe_bank_wavefronts(half, m, size);
   }
   return total;
+}
+
+int fe_bank_store_wavefronts(const long long *idx, int n, int size)
+{
+  return size <= 4 ? fe_bank_wavefronts(idx, n, size) : half_warp_wavefronts(idx, n, size);
+}
+
+int fe_l1_wavefronts(const long long *idx, int n, int size)
+{
+  /* 8-byte words: a warp's global load is served in two halves of 16 items (Nsight Compute on
+   * the H100: transpose's table and factor loads in double took about twice the wavefronts
+   * a whole-warp count gives, in single the same) */
+  return size <= 4 ? fe_bank_wavefronts(idx, n, size) : half_warp_wavefronts(idx, n, size);
 }
 
 int fe_l1_lines(const long long *idx, int n, int size)

@@ -117,6 +117,11 @@ void fe_report_begin(fe_report *rep, const char *action, const fe_backend *be, f
  * bytes each (idx < 0: the item is idle): 32 banks of 4 bytes serve one word each per
  * wavefront, items reading the same word share it (the bank model of docs/kernels.md). */
 int fe_bank_wavefronts(const long long *idx, int n, int size);
+/* The same for one warp's shared-memory store: 8-byte words are stored by half-warps, each
+ * half its own count (Nsight Compute's per-instruction wavefronts on the H100: transpose's
+ * gather stores at P1, 8 cells x 4 nodes a warp landing on 8 banks, 8 wavefronts an STS.64,
+ * not the whole warp's 4; at P2 19.2, not 10; loads keep the whole-warp count). */
+int fe_bank_store_wavefronts(const long long *idx, int n, int size);
 /* The distinct words among idx[0..n) (idx < 0: idle): what one warp's read of a constant
  * table costs the constant cache. */
 int fe_distinct_words(const long long *idx, int n);

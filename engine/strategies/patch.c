@@ -71,7 +71,7 @@ static void measure_banks(patch_data *d, const fe_patches *P, int nb, int nc, in
           for (int t = 0; t < 32; t++) idx[t] = lp[t] == ~0u ? -1 : (long long)(lp[t] & 0xffffu) * nc + k;
           su += fe_bank_wavefronts(idx, 32, size);
           for (int t = 0; t < 32; t++) idx[t] = lp[t] == ~0u ? -1 : (long long)(lp[t] >> 16) * nc + k;
-          sc += fe_bank_wavefronts(idx, 32, size);
+          sc += fe_bank_store_wavefronts(idx, 32, size);
         }
       }
       nw += live > 0;
@@ -85,11 +85,11 @@ static void measure_banks(patch_data *d, const fe_patches *P, int nb, int nc, in
       }
       for (int d3 = 0; d3 < 3; d3++) {
         for (int t = 0; t < 32; t++) idx[t] = i0 + t < nl ? (long long)(i0 + t) * 3 + d3 : -1;
-        gx += fe_bank_wavefronts(idx, 32, size);
+        gx += fe_bank_store_wavefronts(idx, 32, size);
       }
       for (int k = 0; k < nc; k++) {
         for (int t = 0; t < 32; t++) idx[t] = i0 + t < nl ? (long long)(i0 + t) * nc + k : -1;
-        gu += fe_bank_wavefronts(idx, 32, size);
+        gu += fe_bank_store_wavefronts(idx, 32, size);
         for (int j = 0; j < most; j++) {
           for (int t = 0; t < 32; t++) {
             unsigned r = i0 + t < nl ? (unsigned)P->runs[n0 + i0 + t] : 0;

@@ -263,6 +263,10 @@ static double group_wavefronts(int items, int n, int size, word_of at, const int
 {
   return group_cost(items, n, size, at, shape, fe_bank_wavefronts, NULL);
 }
+static double group_store_wavefronts(int items, int n, int size, word_of at, const int *shape)
+{
+  return group_cost(items, n, size, at, shape, fe_bank_store_wavefronts, NULL);
+}
 
 /* The templates' shared arrays (shape: BLOCK, NB, NQ, NC): the gather's stores to
  * ue[(b NC + k) BLOCK + e] (item e NB + b, j = k); the quadrature phase's loads of
@@ -373,13 +377,13 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
   int fields = (n->need_u ? 1 : 0) + (n->jacobian ? 1 : 0);
   int nf = nc * (1 + dim); /* fluxes per point */
   double w = 0;
-  w += fields * group_wavefronts(block * nb, nc, size, gather_word, shape);
+  w += fields * group_store_wavefronts(block * nb, nc, size, gather_word, shape);
   int xs = diag ? n->need_x : n->need_x || vertices; /* xe loads */
-  if (xs) w += group_wavefronts(block * nb, 3, size, gather_word, shape);
+  if (xs) w += group_store_wavefronts(block * nb, 3, size, gather_word, shape);
   w += fields * group_wavefronts(block * nq, nb * nc, size, point_load_word, shape);
   if (xs) w += group_wavefronts(block * nq, nb * 3, size, point_load_word, shape);
   if (!diag) {
-    w += group_wavefronts(block * nq, nf, size, point_store_word, shape);
+    w += group_store_wavefronts(block * nq, nf, size, point_store_word, shape);
     /* the basis phase reads each flux at consecutive points, which nvcc loads 16 (8) bytes
      * at a time where the rows stay aligned: NQ doubles even, NQ floats a multiple of 4 (2)
      * (cuobjdump: LDS.128 at Q1 and P2, single LDS.64 at Q2's 27 points) */

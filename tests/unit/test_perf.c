@@ -586,6 +586,22 @@ Test(perf, l1_wavefronts_by_half_warps)
   cr_assert_eq(fe_l1_wavefronts(idx, 32, 8), 1, "an idle half costs nothing");
 }
 
+/* A warp's shared store of 8-byte words goes by half-warps (Nsight Compute's per-instruction
+ * wavefronts on the H100, transpose's gather at P1: 8 cells x 4 nodes a warp, ue[b BLOCK +
+ * e] with BLOCK 32, all of a cell's nodes in one bank pair: 8 an STS.64), its loads by the
+ * whole warp; 4-byte words the same either way. */
+Test(perf, shared_stores_by_half_warps)
+{
+  long long idx[32];
+  for (int t = 0; t < 32; t++) idx[t] = (long long)(t % 4) * 32 + t / 4; /* b BLOCK + e */
+  cr_assert_eq(fe_bank_wavefronts(idx, 32, 8), 4, "the whole warp: 4 words a bank pair");
+  cr_assert_eq(fe_bank_store_wavefronts(idx, 32, 8), 8, "by halves: 4 each");
+  cr_assert_eq(fe_bank_store_wavefronts(idx, 32, 4), fe_bank_wavefronts(idx, 32, 4));
+  for (int t = 0; t < 32; t++) idx[t] = t;
+  cr_assert_eq(fe_bank_store_wavefronts(idx, 32, 8), 2, "32 consecutive doubles: one a half");
+  cr_assert_eq(fe_bank_wavefronts(idx, 32, 8), 2);
+}
+
 /* Tables read through L1 (CUDA) are wavefronts on the shared-memory pipe and leave the
  * constant ceiling; a constant cache (OpenCL's __constant) serves the distinct words. The
  * factors' and gathers' wavefronts go on that pipe on every GPU. */
