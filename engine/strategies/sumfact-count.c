@@ -4,6 +4,8 @@
  * The shared sizes mirror the template's SF_* macros. */
 #include "engine/strategies/sumfact-count.h"
 
+#include <math.h>
+
 /* The template's sizes (its SF_* macros) for one shape. */
 typedef struct sf_sizes {
   int zp, zq;     /* node and point layers along z (1 on quads) */
@@ -174,6 +176,19 @@ int fe_sumfact_group_items(const fe_sumfact_shape *s, int block)
   return (items + 31) / 32 * 32;
 }
 
+/* The wavefront bytes per item of one access in a phase of n items a cell, groups of block
+ * cells: block n items in warps of 32, a warp's words of `size` bytes in 128-byte wavefronts
+ * (size 0: a table read, one wavefront a warp); per item, 128 times that over block n. */
+static double item_bytes(double n, int block, int size)
+{
+  if (block <= 0) return size > 0 ? size : 4; /* full warps */
+  const long long items = (long long)(n * block), full = items / 32, rest = items % 32;
+  if (items <= 0) return 0;
+  double wf = size > 0 ? full * ceil(32.0 * size / 128) + ceil(rest * (double)size / 128)
+                       : (double)(full + (rest > 0));
+  return 128 * wf / (double)items;
+}
+
 /* The quadrature phase of the residual and the Jacobian action, per column of points. */
 static double column_shared(const fe_sumfact_shape *s, const sf_sizes *z, double d, double t)
 {
@@ -191,30 +206,55 @@ static double column_shared(const fe_sumfact_shape *s, const sf_sizes *z, double
   return col + z->zq * point + (zreg ? nc * q * d : 0);
 }
 
-double fe_sumfact_shared_per_cell(const fe_sumfact_shape *s, int real_size)
+double fe_sumfact_shared_per_cell(const fe_sumfact_shape *s, int real_size, int block)
 {
   sf_sizes z = sizes_of(s);
-  double p = s->p1, q = s->q1, nc = s->nc, d = real_size, t = 4;
-  int interp = !s->collocated;
+  double p = s->p1, q = s->q1, nc = s->nc;
+  int interp = !s->collocated, w = real_size;
+  /* each phase's items a cell (the template's SF_CELLS and FE_INNER loops), its words' and
+   * its table reads' bytes per item */
+#define SF_PHASE(n) const double pn_ = (n), d = item_bytes(pn_, block, w), t = item_bytes(pn_, block, 0)
   double b = 0;
-  if (s->vertices) b += (double)(s->dim << (s->dim - 1)) * s->dim * d; /* the edges */
-  if (z.nv > 0) /* the gather's stores, and B1 along z */
-    b += p * p * z.nv * (z.interp_z ? q * (d + p * t) : z.zp * d);
+  if (s->vertices) { /* the edges */
+    SF_PHASE(s->dim << (s->dim - 1));
+    (void)t;
+    b += pn_ * s->dim * d;
+  }
+  if (z.nv > 0) { /* the gather's stores, and B1 along z */
+    SF_PHASE(p * p);
+    b += pn_ * z.nv * (z.interp_z ? q * (d + p * t) : z.zp * d);
+  }
   if (z.nv > 0 && interp) {
-    b += z.nv * z.zq * p * q * (p * (t + d) + d); /* x */
-    b += z.nv * z.zq * q * q * (p * (t + d) + d); /* y */
+    {
+      SF_PHASE(z.nv * z.zq * p * q);
+      b += pn_ * (p * (t + d) + d); /* x */
+    }
+    SF_PHASE(z.nv * z.zq * q * q);
+    b += pn_ * (p * (t + d) + d); /* y */
   }
-  /* the quadrature phase (the diagonal's own rounds are counted as the action's: an
-   * estimate) */
-  b += q * q * column_shared(s, &z, d, t);
-  /* transposed x and y derivatives per column, and z back in registers */
-  double ns0 = s->dim == 3 || s->has_f0;
-  b += q * q * nc * (z.zq * ((ns0 ? d : 0) + q * (2 * t + 2 * d) + (z.interp_z ? p * t : d)) +
+  {
+    /* the quadrature phase (the diagonal's own rounds are counted as the action's: an
+     * estimate) */
+    SF_PHASE(q * q);
+    b += pn_ * column_shared(s, &z, d, t);
+    /* transposed x and y derivatives per column, and z back in registers */
+    double ns0 = s->dim == 3 || s->has_f0;
+    b += pn_ * nc * (z.zq * ((ns0 ? d : 0) + q * (2 * t + 2 * d) + (z.interp_z ? p * t : d)) +
                      (z.interp_z ? p * d : 0));
-  if (interp) {
-    b += nc * z.zp * p * q * (q * (t + d) + d); /* transposed y */
-    b += nc * z.nb * (q * (t + d) + d);         /* transposed x */
   }
-  b += nc * z.nb * d; /* the scatter's loads */
+  if (interp) {
+    {
+      SF_PHASE(nc * z.zp * p * q);
+      b += pn_ * (q * (t + d) + d); /* transposed y */
+    }
+    SF_PHASE(nc * z.nb);
+    b += pn_ * (q * (t + d) + d); /* transposed x */
+  }
+  {
+    SF_PHASE(z.nb);
+    (void)t;
+    b += pn_ * nc * d; /* the scatter's loads */
+  }
+#undef SF_PHASE
   return b;
 }

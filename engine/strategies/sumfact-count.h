@@ -36,10 +36,13 @@ double fe_sumfact_nonfma_per_cell(const fe_sumfact_shape *s);
 /* Bytes of FE_SHARED arrays of one work group of `block` cells with reals of real_size bytes. */
 size_t fe_sumfact_shared_bytes(const fe_sumfact_shape *s, int block, int real_size);
 
-/* Shared-memory wavefront bytes of one cell, phase by phase from the template's loops: an
- * item's access to a cell array (SoA, the cell index fastest) costs its real_size bytes, a
- * read of the 1D tables (few distinct words per warp) 128 / 32 = 4 bytes. */
-double fe_sumfact_shared_per_cell(const fe_sumfact_shape *s, int real_size);
+/* Shared-memory wavefront bytes of one cell, phase by phase from the template's loops, for
+ * groups of `block` cells: a phase of N items a cell runs block N items in warps of 32, each
+ * warp's access to a cell array (SoA, the cell index fastest) costing the 128-byte wavefronts
+ * of its items' words, a read of the 1D tables (few distinct words a warp) one; a warp with
+ * few items pays a whole wavefront. block <= 0: every warp full (an item's word, or 4 bytes
+ * a table read). */
+double fe_sumfact_shared_per_cell(const fe_sumfact_shape *s, int real_size, int block);
 
 /* Work items per group the template is shaped for (a multiple of 32, before any device cap). */
 int fe_sumfact_group_items(const fe_sumfact_shape *s, int block);

@@ -110,7 +110,7 @@ static int default_block(const fe_operator *A, const fe_backend *be, fe_precisio
 
 /* The counts of action a on the whole mesh. */
 static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a, int vertices,
-                           int shared, int nodesum, int block, fe_work *wk)
+                           int shared, int nodesum, int block, int gpu, fe_work *wk)
 {
   const fe_space *V = A->V;
   fe_sumfact_shape sh = shape_of(A, prec, a, vertices);
@@ -127,9 +127,10 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
               (sh.need_x ? V->nnodes * 3 * w : 0);
   /* scatter "nodes": the E-vector written and read back, its index and the node offsets */
   if (nodesum) wk->bytes += ncells * V->elem.nbasis * (2.0 * V->ncomp * w + 4) + V->nnodes * 4.0;
-  /* shared memory; the gather's loads of the fields at the cells' nodes (each node read by
-   * every cell around it, mostly from L2); one atomic add per (cell, node, component) */
-  wk->shared_bytes = ncells * fe_sumfact_shared_per_cell(&sh, (int)w);
+  /* shared memory (on GPUs by warps: one with few items pays a whole wavefront); the
+   * gather's loads of the fields at the cells' nodes (each node read by every cell around it,
+   * mostly from L2); one atomic add per (cell, node, component) */
+  wk->shared_bytes = ncells * fe_sumfact_shared_per_cell(&sh, (int)w, gpu ? block : 0);
   int fields = (sh.need_u ? V->ncomp : 0) + (sh.jacobian && !sh.diagonal ? V->ncomp : 0);
   wk->l2_bytes = ncells * V->elem.nbasis * (fields * w + 4.0);
   /* the values gathered through the cell map (fields; with vertices the corners) and added
@@ -160,7 +161,8 @@ static double predict_apply(const fe_operator *A, fe_backend *be, fe_precision p
                             int shared)
 {
   fe_work w = {0};
-  sumfact_counts(A, prec, FE_ACTION_APPLY, vertices, shared, 0, default_block(A, be, prec), &w);
+  sumfact_counts(A, prec, FE_ACTION_APPLY, vertices, shared, 0, default_block(A, be, prec),
+                 be->info.is_gpu, &w);
   return fe_predict_seconds(be, prec, &w);
 }
 
@@ -463,7 +465,8 @@ static int sumfact_integrate(fe_realization *r, fe_action a, const fe_vector *u,
 static void sumfact_count(const fe_realization *r, fe_action a, fe_work *w)
 {
   const sumfact_data *d = r->data;
-  sumfact_counts(r->A, r->prec, a, d->vertices, r->geo_shared, d->nodesum, r->block, w);
+  sumfact_counts(r->A, r->prec, a, d->vertices, r->geo_shared, d->nodesum, r->block,
+                 r->be->info.is_gpu, w);
   w->group_items = (int)group_size(r, a);
 }
 
@@ -473,9 +476,9 @@ static void sumfact_estimate(const fe_operator *A, const fe_backend *be, fe_prec
   fe_work w2 = {0};
   int block = default_block(A, be, prec);
   int shared = fe_geometry_shared(A, NULL);
-  sumfact_counts(A, prec, a, 0, shared, 0, block, w);
+  sumfact_counts(A, prec, a, 0, shared, 0, block, be->info.is_gpu, w);
   if (A->V->curved || shared) return; /* shared sets stay stored (sumfact_configure) */
-  sumfact_counts(A, prec, a, 1, 0, 0, block, &w2);
+  sumfact_counts(A, prec, a, 1, 0, 0, block, be->info.is_gpu, &w2);
   if (w2.bytes < w->bytes) *w = w2; /* the cheaper geometry by the bytes that bind them */
 }
 

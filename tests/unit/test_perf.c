@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine/perf.h"
+#include "engine/strategies/sumfact-count.h"
 
 TestSuite(perf);
 
@@ -600,6 +601,24 @@ Test(perf, shared_stores_by_half_warps)
   for (int t = 0; t < 32; t++) idx[t] = t;
   cr_assert_eq(fe_bank_store_wavefronts(idx, 32, 8), 2, "32 consecutive doubles: one a half");
   cr_assert_eq(fe_bank_wavefronts(idx, 32, 8), 2);
+}
+
+/* sumfact's shared count pays a whole wavefront for a warp with few items: at Q2 (3 x 3
+ * items a cell a phase) a group of 4 cells runs 36 items, a full warp and one of 4, two
+ * wavefronts an access in single where the bytes say 1.125. Nsight Compute measured 92.4 a
+ * cell at Q2 64^3 in single (87.5 without its bank conflicts; docs/benchmarks.md); full
+ * warps (Q3: 16 items a cell, 64 a group) count as before. */
+Test(perf, sumfact_shared_pays_partial_warps)
+{
+  fe_sumfact_shape q2 = {.dim = 3, .nc = 1, .p1 = 3, .q1 = 3, .jacobian = 1, .phys_flops = 6};
+  fe_sumfact_shape q3 = q2;
+  q3.p1 = q3.q1 = 4;
+  double full = fe_sumfact_shared_per_cell(&q2, 4, 0) / 128;
+  double four = fe_sumfact_shared_per_cell(&q2, 4, 4) / 128;
+  cr_assert(four > 1.4 * full && four > 80 && four < 106, "Q2 single: %.1f wavefronts a cell "
+            "(%.1f with full warps; measured 87.5-92.4)", four, full);
+  cr_assert_float_eq(fe_sumfact_shared_per_cell(&q3, 8, 4), fe_sumfact_shared_per_cell(&q3, 8, 0),
+                     1e-9, "Q3: every warp full");
 }
 
 /* Tables read through L1 (CUDA) are wavefronts on the shared-memory pipe and leave the
