@@ -556,8 +556,8 @@ void fe_elemats_free(fe_elemats *K)
  * factors) in launches of `batch` consecutive cells into its window of W matrices (cell c
  * at slot c mod W), whose front moves on as its rows need: the rows go in the order of their
  * first cells (fill_order), and on a local mesh the cells of a node lie in a band of the cell
- * order (about a layer of a box), so W is that band, not the mesh. The window outgrows the caches at large sizes, so while a row is summed the next
- * row's matrices are prefetched. A row whose cells do not fit the window (outliers, or a
+ * order (about a layer of a box), so W is that band, not the mesh. The window outgrows the
+ * caches at large sizes, so while a row is summed the next row's matrices are prefetched. A row whose cells do not fit the window (outliers, or a
  * window capped by FELAB_FILL_WINDOW) has them computed apart, gathered into one launch.
  * Elsewhere the device adds stored element matrices into the pattern (fe_assemble). */
 
@@ -1092,14 +1092,12 @@ static int scratch_make(const pattern *P, const host_fill *F, fill_scratch *x)
   return 0;
 }
 
-/* The pattern's second pass, writing cols (and with F vals) in place: each thread its
- * contiguous range of nodes, with F its own window. */
 /* The order the fill sums its rows in: by each node's first cell (ties by id), so that a
  * thread's window sweeps its band of the mesh once whatever the numbering. Numberings that
  * keep the vertices' ids and number the other nodes after them (P2 and up, and a box's Q2 and
  * up) would otherwise sweep it once for the vertices' rows and again for the others', each
  * cell's matrices made about twice (P2 16^3: 1.85 a cell, 1.07 in this order) and its window
- * thrashed: P2 tets 48^3 in double, the first csr apply 2.9-3.2 -> 0.5-0.6 s
+ * thrashed: P2 tets 48^3 in double, the first csr apply 3.0-3.2 -> 0.6-0.7 s
  * (docs/benchmarks.md). *order: NULL where the ids are already in that order (or
  * FELAB_FILL_IDS is set: tests compare the two); *pre: the cells of the rows before each
  * position (P->start itself then). */
@@ -1133,6 +1131,9 @@ static int fill_order(const pattern *P, int **order, int **pre)
   return 0;
 }
 
+/* The pattern's second pass, writing cols (and with F vals) in place: each thread its
+ * contiguous range of rows in the fill's order, with F its own window; *made: the element
+ * matrices it computed. */
 static int fill_pattern(const pattern *P, const int *rowptr, int *cols, void *vals,
                         const host_fill *F, int *launches, long long *made)
 {

@@ -209,52 +209,42 @@ static double column_shared(const fe_sumfact_shape *s, const sf_sizes *z, double
 double fe_sumfact_shared_per_cell(const fe_sumfact_shape *s, int real_size, int block)
 {
   sf_sizes z = sizes_of(s);
-  double p = s->p1, q = s->q1, nc = s->nc;
-  int interp = !s->collocated, w = real_size;
-  /* each phase's items a cell (the template's SF_CELLS and FE_INNER loops), its words' and
-   * its table reads' bytes per item */
-#define SF_PHASE(n) const double pn_ = (n), d = item_bytes(pn_, block, w), t = item_bytes(pn_, block, 0)
-  double b = 0;
+  double p = s->p1, q = s->q1, nc = s->nc, n, d, t, b = 0;
+  int interp = !s->collocated;
+  /* each phase: n items a cell (the template's SF_CELLS and FE_INNER loops), d the bytes of an
+   * item's word, t of its table read */
+#define SF_PHASE(items) \
+  (n = (items), d = item_bytes(n, block, real_size), t = item_bytes(n, block, 0))
   if (s->vertices) { /* the edges */
     SF_PHASE(s->dim << (s->dim - 1));
-    (void)t;
-    b += pn_ * s->dim * d;
+    b += n * s->dim * d;
   }
   if (z.nv > 0) { /* the gather's stores, and B1 along z */
     SF_PHASE(p * p);
-    b += pn_ * z.nv * (z.interp_z ? q * (d + p * t) : z.zp * d);
+    b += n * z.nv * (z.interp_z ? q * (d + p * t) : z.zp * d);
   }
   if (z.nv > 0 && interp) {
-    {
-      SF_PHASE(z.nv * z.zq * p * q);
-      b += pn_ * (p * (t + d) + d); /* x */
-    }
+    SF_PHASE(z.nv * z.zq * p * q);
+    b += n * (p * (t + d) + d); /* x */
     SF_PHASE(z.nv * z.zq * q * q);
-    b += pn_ * (p * (t + d) + d); /* y */
+    b += n * (p * (t + d) + d); /* y */
   }
-  {
-    /* the quadrature phase (the diagonal's own rounds are counted as the action's: an
-     * estimate) */
-    SF_PHASE(q * q);
-    b += pn_ * column_shared(s, &z, d, t);
-    /* transposed x and y derivatives per column, and z back in registers */
-    double ns0 = s->dim == 3 || s->has_f0;
-    b += pn_ * nc * (z.zq * ((ns0 ? d : 0) + q * (2 * t + 2 * d) + (z.interp_z ? p * t : d)) +
-                     (z.interp_z ? p * d : 0));
-  }
+  /* the quadrature phase (the diagonal's own rounds are counted as the action's: an
+   * estimate) */
+  SF_PHASE(q * q);
+  b += n * column_shared(s, &z, d, t);
+  /* transposed x and y derivatives per column, and z back in registers */
+  double ns0 = s->dim == 3 || s->has_f0;
+  b += n * nc * (z.zq * ((ns0 ? d : 0) + q * (2 * t + 2 * d) + (z.interp_z ? p * t : d)) +
+                 (z.interp_z ? p * d : 0));
   if (interp) {
-    {
-      SF_PHASE(nc * z.zp * p * q);
-      b += pn_ * (q * (t + d) + d); /* transposed y */
-    }
+    SF_PHASE(nc * z.zp * p * q);
+    b += n * (q * (t + d) + d); /* transposed y */
     SF_PHASE(nc * z.nb);
-    b += pn_ * (q * (t + d) + d); /* transposed x */
+    b += n * (q * (t + d) + d); /* transposed x */
   }
-  {
-    SF_PHASE(z.nb);
-    (void)t;
-    b += pn_ * nc * d; /* the scatter's loads */
-  }
+  SF_PHASE(z.nb);
+  b += n * nc * d; /* the scatter's loads */
 #undef SF_PHASE
   return b;
 }
