@@ -79,6 +79,18 @@ static void op_problem_free(op_problem *p)
   memset(p, 0, sizeof *p);
 }
 
+/* Space `space`, Poisson with kappa and a unit source, and its operator (no constraints) on a
+ * box of n^3 cubes of type. */
+static void op_problem_space(op_problem *p, fe_cell_type type, int n, const char *space,
+                             const char *kappa)
+{
+  memset(p, 0, sizeof *p);
+  p->m = op_box(type, n);
+  cr_assert_eq(fe_space_create(p->m, space, &p->V), 0, "%s", fe_error_message());
+  cr_assert_eq(fe_physics_poisson(kappa, "1", &p->pde), 0, "%s", fe_error_message());
+  cr_assert_eq(fe_operator_create(p->V, p->pde, NULL, 0, 0.0, &p->A), 0, "%s", fe_error_message());
+}
+
 /* Options for backend be in precision prec with block cells per group (0: automatic). */
 static fe_action_opts op_opts(const char *be, fe_precision prec, int block)
 {
@@ -901,15 +913,11 @@ Test(assembly, host_fill_makes_each_matrix_about_once)
       {FE_CELL_TET, "P2", 10}, {FE_CELL_TET, "P3", 6}, {FE_CELL_HEX, "Q2", 8}};
   omp_set_num_threads(2); /* two bands, as on this machine (each test is its own process) */
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-    fe_mesh *m = op_box(cases[k].type, cases[k].n);
-    fe_space *V = NULL;
-    fe_physics *pde = NULL;
-    fe_operator *A = NULL;
-    cr_assert_eq(fe_space_create(m, cases[k].space, &V), 0, "%s", fe_error_message());
-    cr_assert_eq(fe_physics_poisson("1 + x[0]*x[1]", "1", &pde), 0, "%s", fe_error_message());
-    cr_assert_eq(fe_operator_create(V, pde, NULL, 0, 0.0, &A), 0, "%s", fe_error_message());
+    op_problem p;
+    op_problem_space(&p, cases[k].type, cases[k].n, cases[k].space, "1 + x[0]*x[1]");
+    const fe_mesh *m = p.m;
     fe_report ra, rb;
-    fe_csr *a = assembled(A, NULL, &ra), *b = assembled(A, "1", &rb);
+    fe_csr *a = assembled(p.A, NULL, &ra), *b = assembled(p.A, "1", &rb);
     long long made_a = 0, made_b = 0;
     const char *pa = strstr(ra.why, "need them ("), *pb = strstr(rb.why, "need them (");
     cr_assert(pa && pb, "%s: the report does not say how many matrices: %s", cases[k].space, ra.why);
@@ -930,10 +938,7 @@ Test(assembly, host_fill_makes_each_matrix_about_once)
     free(ra_p), free(ca), free(va), free(rb_p), free(cb), free(vb);
     fe_csr_free(a);
     fe_csr_free(b);
-    fe_operator_free(A);
-    fe_physics_free(pde);
-    fe_space_free(V);
-    fe_mesh_free(m);
+    op_problem_free(&p);
   }
 }
 
@@ -945,23 +950,15 @@ Test(space, patch_path_counts_its_gather_rounds)
 {
   static const struct { const char *space; double dram, l2; } cases[] = {{"P1", 2, 3}, {"P2", 5, 9}};
   for (size_t k = 0; k < 2; k++) {
-    fe_mesh *m = op_box(FE_CELL_TET, 8);
-    fe_space *V = NULL;
-    fe_physics *pde = NULL;
-    fe_operator *A = NULL;
-    cr_assert_eq(fe_space_create(m, cases[k].space, &V), 0, "%s", fe_error_message());
-    cr_assert_eq(fe_physics_poisson("1", "1", &pde), 0, "%s", fe_error_message());
-    cr_assert_eq(fe_operator_create(V, pde, NULL, 0, 0.0, &A), 0, "%s", fe_error_message());
+    op_problem p;
+    op_problem_space(&p, FE_CELL_TET, 8, cases[k].space, "1");
     fe_work w;
     memset(&w, 0, sizeof w);
-    fe_strategy_patch.estimate(A, NULL, FE_DOUBLE, FE_ACTION_APPLY, &w);
+    fe_strategy_patch.estimate(p.A, NULL, FE_DOUBLE, FE_ACTION_APPLY, &w);
     cr_assert(w.dram_trips == cases[k].dram && w.l2_trips == cases[k].l2,
               "%s: %g trips to memory and %g to L2 (want %g and %g)", cases[k].space, w.dram_trips,
               w.l2_trips, cases[k].dram, cases[k].l2);
-    fe_operator_free(A);
-    fe_physics_free(pde);
-    fe_space_free(V);
-    fe_mesh_free(m);
+    op_problem_free(&p);
   }
 }
 
