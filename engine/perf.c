@@ -570,9 +570,11 @@ int fe_distinct_words(const long long *idx, int n)
   return ns;
 }
 
-/* The bank model by half-warps of 16 items, each half its own count. */
+/* The bank model for 8-byte words by half-warps of 16 items, each half its own count (4-byte
+ * words: the whole warp's). */
 static int half_warp_wavefronts(const long long *idx, int n, int size)
 {
+  if (size <= 4) return fe_bank_wavefronts(idx, n, size);
   long long half[32];
   int total = 0;
   for (int t0 = 0; t0 < n && t0 < 32; t0 += 16) {
@@ -585,15 +587,15 @@ static int half_warp_wavefronts(const long long *idx, int n, int size)
 
 int fe_bank_store_wavefronts(const long long *idx, int n, int size)
 {
-  return size <= 4 ? fe_bank_wavefronts(idx, n, size) : half_warp_wavefronts(idx, n, size);
+  return half_warp_wavefronts(idx, n, size);
 }
 
+/* A warp's global load of 8-byte words is served in two halves of 16 items (Nsight Compute on
+ * the H100: transpose's table and factor loads in double took about twice the wavefronts a
+ * whole-warp count gives, in single the same). */
 int fe_l1_wavefronts(const long long *idx, int n, int size)
 {
-  /* 8-byte words: a warp's global load is served in two halves of 16 items (Nsight Compute on
-   * the H100: transpose's table and factor loads in double took about twice the wavefronts
-   * a whole-warp count gives, in single the same) */
-  return size <= 4 ? fe_bank_wavefronts(idx, n, size) : half_warp_wavefronts(idx, n, size);
+  return half_warp_wavefronts(idx, n, size);
 }
 
 int fe_l1_lines(const long long *idx, int n, int size)
