@@ -9,14 +9,18 @@
  * its work over that rate, T_c = W_c / (R_c e_c(occupancy)); on a GPU the shared ceiling is
  * the longer of the L1 data pipe's wavefronts and its lookups of the lines that global loads
  * touch (each warp request the longer of a request's and its lines' calibrated time). A group
- * goes through its phases one after another (barriers between them), each phase on its own
- * pipe; the G groups resident on a compute unit at once run different phases side by side,
- * so the pipes' times overlap G-fold: the largest is paid whole, the others one G-th of theirs,
- *   t = (max_c T_c + (sum_c T_c - max_c T_c) / G) / fill + launches * t_launch + t_sync,
+ * goes through its phases one after another (barriers between them); in a phase its warps
+ * run the pipes side by side (the phase's largest pipe whole, the others one W-th, W warps a
+ * group), which makes the group's serial time A (a strategy tells its phases' work; where it
+ * does not, each pipe is a phase: A = sum_c T_c). The G groups resident on a compute unit at
+ * once run different phases side by side, so the largest ceiling is paid whole and the rest
+ * of A one G-th,
+ *   t = (max_c T_c + (A - max_c T_c) / G) / fill + waits + launches * t_launch + t_sync,
  * fill being the share of the last wave of groups that keeps compute units busy. G = 1: the
  * phases add up; G large: the roofline's max. Where G is not known (the cpu, a kernel whose
- * resources the backend does not tell) the max alone. No kernel's own timing feeds its own
- * prediction. */
+ * resources the backend does not tell) the max alone. The waits: each wave's path of
+ * dependent loads and barriers, less what a phase long on the L1's pipe hides by staggering
+ * the groups. No kernel's own timing feeds its own prediction. */
 #include "engine/perf.h"
 
 #include <math.h>
@@ -663,6 +667,8 @@ void fe_report_work(fe_report *rep, const fe_work *w)
   rep->dram_trips = w->dram_trips;
   rep->l2_trips = w->l2_trips;
   rep->phases = w->phases;
+  rep->nphase_work = w->nphase_work;
+  memcpy(rep->phase_work, w->phase_work, sizeof rep->phase_work);
 }
 
 void fe_perf_occupancy(fe_backend *be, fe_kernel *k, fe_report *rep)
@@ -713,6 +719,54 @@ static double curve_at(const double *curve, double warps)
   return f > 1 ? 1 : f;
 }
 
+/* One group's phases one after another (GPUs), for the whole call: in each phase the pipes
+ * run side by side in the group's warps, so a phase takes its largest pipe's share whole and
+ * the others' one W-th (W warps a group); t[] the ceilings alone, data the shared ceiling's
+ * data pipe without the L1's lookups (rep->l1_tag_seconds). A pipe whose work no phase
+ * describes is a phase of its own; with no phases described, every pipe (sum: their times). */
+static double serial_time(fe_report *rep, const double *t, double data, int tables_l1,
+                          double sum)
+{
+  const int np = rep->nphase_work;
+  memset(rep->phase_seconds, 0, sizeof rep->phase_seconds);
+  rep->stagger_seconds = 0;
+  if (np <= 0) return sum;
+  enum { DRAM, L2, DATA, TAG, FMA, NONFMA, CONSTANT, N };
+  const int ceil_of[N] = {FE_CEIL_DRAM, FE_CEIL_L2,     FE_CEIL_SHARED,  FE_CEIL_SHARED,
+                          FE_CEIL_FMA,  FE_CEIL_NONFMA, FE_CEIL_CONSTANT};
+  const double time[N] = {t[FE_CEIL_DRAM], t[FE_CEIL_L2],     data, rep->l1_tag_seconds,
+                          t[FE_CEIL_FMA],  t[FE_CEIL_NONFMA], t[FE_CEIL_CONSTANT]};
+  double amount[FE_PHASES_MAX][N], total[N] = {0};
+  for (int p = 0; p < np; p++) {
+    const fe_phase_work *w = &rep->phase_work[p];
+    double tw = tables_l1 ? w->table_wavefronts : 0, tl = tables_l1 ? w->table_lines : 0;
+    const double a[N] = {w->bytes, w->l2_bytes, w->shared_bytes + 128 * (w->l1_wavefronts + tw),
+                         w->lines + tl, w->flops, w->nonfma, w->constant};
+    for (int k = 0; k < N; k++) total[k] += amount[p][k] = a[k];
+  }
+  const int warps = rep->group_items > 32 ? (rep->group_items + 31) / 32 : 1;
+  double serial = 0;
+  for (int p = 0; p < np; p++) {
+    double w[FE_NCEILINGS] = {0};
+    for (int k = 0; k < N; k++) {
+      double share = total[k] > 0 ? amount[p][k] / total[k] * time[k] : 0;
+      if (share > w[ceil_of[k]]) w[ceil_of[k]] = share; /* the data pipe or the lookups */
+    }
+    const double nbar = rep->phase_work[p].barriers > 1 ? rep->phase_work[p].barriers : 1;
+    if (w[FE_CEIL_SHARED] / nbar > rep->stagger_seconds) rep->stagger_seconds = w[FE_CEIL_SHARED] / nbar;
+    double most = 0, all = 0;
+    for (int i = 0; i < FE_NCEILINGS; i++) {
+      all += w[i];
+      if (w[i] > most) most = w[i];
+    }
+    rep->phase_seconds[p] = most + (all - most) / warps;
+    serial += rep->phase_seconds[p];
+  }
+  for (int k = 0; k < N; k++) /* work no phase describes */
+    if (!(total[k] > 0)) serial += time[k];
+  return serial + t[FE_CEIL_INDEXED]; /* the cpu's indexed loops: their own */
+}
+
 void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
 {
   fe_calibration g = *c;
@@ -757,6 +811,7 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
     double per = rep->l1_tag_seconds / rep->l1_requests / (128 / (c->shared_gbytes * 1e9));
     rep->l1_tag_seconds /= warps > 0 ? curve_at(c->curve[1], warps * fmax(per, 1)) : 1;
   }
+  double data_pipe = t[FE_CEIL_SHARED]; /* the data pipe alone, beside the lookups */
   if (rep->l1_tag_seconds > t[FE_CEIL_SHARED]) t[FE_CEIL_SHARED] = rep->l1_tag_seconds;
   /* the cpu: the SIMD rate with the kernel's lanes (a group's cells), as calibrated */
   double e_lanes = !c->gpu && rep->lanes > 0 ? curve_at(c->curve[FE_CURVE_LANES], rep->lanes) : 1;
@@ -780,9 +835,10 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
     fill = waves / ceil(waves);
   }
   rep->l1_tag_seconds /= fill;
+  data_pipe /= fill;
   /* the pipes a group waits for (all but the atomic adds) overlap by the groups resident at
-   * once: the largest whole, the others one G-th of theirs; the atomic adds are sent and not
-   * waited for, served in L2 beside everything else */
+   * once: the largest whole, the rest of one group's serial time one G-th of it; the atomic
+   * adds are sent and not waited for, served in L2 beside everything else */
   int pipe = FE_CEIL_DRAM;
   double sum = 0;
   for (int i = 0; i < FE_CEIL_LAUNCH; i++) {
@@ -791,7 +847,8 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
     sum += t[i];
     if (t[i] > t[pipe]) pipe = i;
   }
-  double on = t[pipe] + (rep->resident > 0 ? (sum - t[pipe]) / rep->resident : 0);
+  rep->serial_seconds = fmax(serial_time(rep, t, data_pipe, c->tables_l1, sum), t[pipe]);
+  double on = t[pipe] + (rep->resident > 0 ? (rep->serial_seconds - t[pipe]) / rep->resident : 0);
   if (!c->gpu) {
     /* the cpu: a thread runs a group's phases one after another, each bound by issuing its
      * instructions, so the multiply-adds, the divisions and the indexed loops add up;
@@ -811,10 +868,21 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
    * wave run the same code from the same start, so they wait at the same time and nothing
    * else runs then: each wave pays the path on top of its pipes' time. */
   t[FE_CEIL_LATENCY] = 0;
+  rep->waits_hidden = 0;
   if (c->gpu && rep->resident > 0 && waves > 0) {
     double path = rep->dram_trips * c->dram_latency_us + rep->l2_trips * c->l2_latency_us +
                   rep->phases * c->phase_latency_us;
     t[FE_CEIL_LATENCY] = ceil(waves) * path * 1e-6;
+    /* unless a phase long on the L1's pipe staggers them: its queue serves the wave's warps
+     * out of step, so the groups leave it spread over its length S. Once the other groups'
+     * part of it, S (G - 1) / G, is longer than a group's path, a group's waits fall in their
+     * pipe work: hidden in proportion, none at one path, all from two */
+    const int G = rep->resident;
+    if (G > 1 && t[FE_CEIL_LATENCY] > 0) {
+      double x = rep->stagger_seconds * (G - 1) / G / t[FE_CEIL_LATENCY];
+      rep->waits_hidden = fmin(1, fmax(0, x - 1));
+      t[FE_CEIL_LATENCY] *= 1 - rep->waits_hidden;
+    }
   }
   double body = on + t[FE_CEIL_LATENCY];
   int bind = t[FE_CEIL_LATENCY] > t[pipe] ? FE_CEIL_LATENCY : pipe;

@@ -28,6 +28,17 @@ const char *fe_ceiling_name(int c);
 
 #define FE_L1_LINES 32 /* the most lines one warp's load touches */
 
+/* What one barrier-separated phase of a kernel does, in the units of fe_work's totals (the
+ * whole mesh's): the model takes each phase's share of every ceiling. */
+typedef struct fe_phase_work {
+  double bytes, l2_bytes, shared_bytes, l1_wavefronts, table_wavefronts;
+  double lines, table_lines; /* the global loads' lines looked up (l1_lines, table_lines: k n_k) */
+  double flops, nonfma, constant;
+  double barriers; /* the barrier-separated phases of like content it stands for (0: one) */
+} fe_phase_work;
+
+#define FE_PHASES_MAX 4 /* phases a strategy describes (phases of like content as one) */
+
 /* What one action does, per ceiling: a strategy counts it from its own loops. */
 typedef struct fe_work {
   double flops;        /* floating-point operations (an FMA counts 2) */
@@ -60,6 +71,10 @@ typedef struct fe_work {
    * the load or barrier before (from device memory: a stream's first touch; from L2:
    * gathers of nodes other cells read too), and barrier-separated phases */
   double dram_trips, l2_trips, phases;
+  /* GPUs: the work of each of a group's phases (nphase_work of them; 0: not described, each
+   * ceiling then taken as a phase of its own): a phase's pipes run side by side in its warps */
+  int nphase_work;
+  fe_phase_work phase_work[FE_PHASES_MAX];
 } fe_work;
 
 typedef struct fe_report {
@@ -98,6 +113,15 @@ typedef struct fe_report {
   long long groups;
   int group_items, lanes;
   double dram_trips, l2_trips, phases; /* one group's path (fe_work) */
+  int nphase_work;          /* and its phases' work (fe_work) */
+  fe_phase_work phase_work[FE_PHASES_MAX];
+  double serial_seconds;    /* GPUs: one group's phases one after another, each phase's pipes
+                             * overlapping by its warps (all the pipes' times added where its
+                             * phases are not described), for the whole call */
+  double phase_seconds[FE_PHASES_MAX]; /* of it, each described phase's */
+  double stagger_seconds;   /* the longest barrier phase's time on the shared ceiling (the L1
+                             * data pipe or its lookups), for the whole call */
+  double waits_hidden;      /* the share of the waits that stagger hides (GPUs) */
   int regs;                 /* the compiled kernel's registers per item (0: not known) */
   long long shared_per_group; /* and its shared bytes per group */
   double occupancy;         /* resident items over the compute unit's most (0: not known) */

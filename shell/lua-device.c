@@ -77,6 +77,9 @@ static int report_index(lua_State *L)
       {"dram_trips", offsetof(fe_report, dram_trips)},
       {"l2_trips", offsetof(fe_report, l2_trips)},
       {"phases", offsetof(fe_report, phases)},
+      {"serial_seconds", offsetof(fe_report, serial_seconds)},
+      {"stagger_seconds", offsetof(fe_report, stagger_seconds)},
+      {"waits_hidden", offsetof(fe_report, waits_hidden)},
   };
   for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++)
     if (!strcmp(k, numbers[i].name)) {
@@ -104,6 +107,12 @@ static int report_index(lua_State *L)
     for (int c = 0; c < FE_NCEILINGS; c++) {
       lua_pushnumber(L, r->ceiling_seconds[c]);
       lua_setfield(L, -2, fe_ceiling_name(c));
+    }
+  } else if (!strcmp(k, "phase_seconds")) { /* {s, ...}: each described phase's part of it */
+    lua_createtable(L, r->nphase_work, 0);
+    for (int p = 0; p < r->nphase_work && p < FE_PHASES_MAX; p++) {
+      lua_pushnumber(L, r->phase_seconds[p]);
+      lua_rawseti(L, -2, p + 1);
     }
   } else if (!strcmp(k, "groups")) lua_pushinteger(L, (lua_Integer)r->groups);
   else if (!strcmp(k, "group_items")) lua_pushinteger(L, r->group_items);

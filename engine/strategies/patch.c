@@ -388,11 +388,17 @@ static void patch_traffic(const fe_kernel_spec *s, const fe_action_needs *n, int
     double cell = nb * ((xs ? 3 * m->wave_x : 0) + nc * (fields * m->wave_u + m->wave_c));
     double node = (xs ? m->wave_node_x : 0) + fields * m->wave_node_u + m->wave_scatter;
     wk->shared_bytes = (ncells / 32 * cell + patch_nodes * node) * 128;
+    /* the phases': the gather's stores, the cells' loads and stores, the sums' reads */
+    wk->phase_work[0].shared_bytes = patch_nodes * (node - m->wave_scatter) * 128;
+    wk->phase_work[1].shared_bytes = ncells / 32 * cell * 128;
+    wk->phase_work[2].shared_bytes = patch_nodes * m->wave_scatter * 128;
   } else {
     double loads = nb * (fields * nc + (xs ? 3 : 0));
     double stores = nb * nc, sums = nb * nc + nb; /* the runs' contributions and run words */
     double random = fe_bank_random_wavefronts(size);
     wk->shared_bytes = ncells / 32 * (loads + stores + sums) * random * 128;
+    wk->phase_work[1].shared_bytes = ncells / 32 * (loads + stores) * random * 128;
+    wk->phase_work[2].shared_bytes = ncells / 32 * sums * random * 128;
   }
   /* the patch's node lists: each patch node's values read once per patch (beyond the
    * minimal once per node) */
@@ -461,6 +467,19 @@ static void patch_counts(const fe_kernel_spec *s, int ndir, int recompute, doubl
   wk->bytes = fe_codegen_common_bytes(s, ndir) + patch_nodes * 8.0 + (ngroups + 1) * 4.0 +
               cellmap + geo + (n.need_x || recompute ? nnodes * 3 * w : 0);
   patch_traffic(s, &n, recompute, patch_nodes, walk, m, wk);
+  /* the phases' work: the gather reads the node lists, the values and coordinates (the rest
+   * of the bytes, through L2); the cells their local maps and stored factors, with their
+   * flops; the sums write y */
+  fe_phase_work *ph = wk->phase_work;
+  wk->nphase_work = 3;
+  double ybytes = (double)V->ndofs * w;
+  ph[1].bytes = cellmap + geo;
+  ph[2].bytes = ybytes;
+  ph[0].bytes = wk->bytes - ph[1].bytes - ybytes;
+  ph[0].l2_bytes = wk->l2_bytes;
+  ph[2].flops = patch_nodes * nc;
+  ph[1].flops = wk->flops - ph[2].flops;
+  ph[1].nonfma = wk->nonfma;
 }
 
 static void patch_count(const fe_realization *r, fe_action a, fe_work *w)

@@ -208,8 +208,14 @@ static double column_shared(const fe_sumfact_shape *s, const sf_sizes *z, double
 
 double fe_sumfact_shared_per_cell(const fe_sumfact_shape *s, int real_size, int block)
 {
+  return fe_sumfact_shared_phases(s, real_size, block, NULL);
+}
+
+double fe_sumfact_shared_phases(const fe_sumfact_shape *s, int real_size, int block,
+                                double part[3])
+{
   sf_sizes z = sizes_of(s);
-  double p = s->p1, q = s->q1, nc = s->nc, n, d, t, b = 0;
+  double p = s->p1, q = s->q1, nc = s->nc, n, d, t, b = 0, gather;
   int interp = !s->collocated;
   /* each phase: n items a cell (the template's SF_CELLS and FE_INNER loops), d the bytes of an
    * item's word, t of its table read */
@@ -223,6 +229,7 @@ double fe_sumfact_shared_per_cell(const fe_sumfact_shape *s, int real_size, int 
     SF_PHASE(p * p);
     b += n * z.nv * (z.interp_z ? q * (d + p * t) : z.zp * d);
   }
+  gather = b;
   if (z.nv > 0 && interp) {
     SF_PHASE(z.nv * z.zq * p * q);
     b += n * (p * (t + d) + d); /* x */
@@ -244,6 +251,7 @@ double fe_sumfact_shared_per_cell(const fe_sumfact_shape *s, int real_size, int 
     b += n * (q * (t + d) + d); /* transposed x */
   }
   SF_PHASE(z.nb);
+  if (part) part[0] = gather, part[1] = b - gather, part[2] = n * nc * d;
   b += n * nc * d; /* the scatter's loads */
 #undef SF_PHASE
   return b;

@@ -43,6 +43,10 @@ size_t fe_sumfact_shared_bytes(const fe_sumfact_shape *s, int block, int real_si
  * few items pays a whole wavefront. block <= 0: every warp full (an item's word, or 4 bytes
  * a table read). */
 double fe_sumfact_shared_per_cell(const fe_sumfact_shape *s, int real_size, int block);
+/* The same, and its parts (part: NULL or 3): the gather's stores (with the edges), the
+ * interpolations' and the quadrature phase's, the scatter's loads. */
+double fe_sumfact_shared_phases(const fe_sumfact_shape *s, int real_size, int block,
+                                double part[3]);
 
 /* Work items per group the template is shaped for (a multiple of 32, before any device cap). */
 int fe_sumfact_group_items(const fe_sumfact_shape *s, int block);

@@ -130,7 +130,8 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
   /* shared memory (on GPUs by warps: one with few items pays a whole wavefront); the
    * gather's loads of the fields at the cells' nodes (each node read by every cell around it,
    * mostly from L2); one atomic add per (cell, node, component) */
-  wk->shared_bytes = ncells * fe_sumfact_shared_per_cell(&sh, (int)w, gpu ? block : 0);
+  double part[3];
+  wk->shared_bytes = ncells * fe_sumfact_shared_phases(&sh, (int)w, gpu ? block : 0, part);
   int fields = (sh.need_u ? V->ncomp : 0) + (sh.jacobian && !sh.diagonal ? V->ncomp : 0);
   wk->l2_bytes = ncells * V->elem.nbasis * (fields * w + 4.0);
   /* the values gathered through the cell map (fields; with vertices the corners) and added
@@ -149,6 +150,21 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
   wk->dram_trips = 1 + (vertices ? 0 : rounds);
   wk->l2_trips = 2 + rounds;
   wk->phases = 1 + interp + rounds * (sh.diagonal ? 4 : 3 + interp);
+  /* the phases' work, those of like content as one: the gather reads the cell map, the
+   * fields (L2) and the corners, and stores; the interpolations and the quadrature phase read
+   * the stored factors and do the flops; the scatter reads the cell map again and writes y */
+  fe_phase_work *ph = wk->phase_work;
+  double ybytes = (double)V->ndofs * w, stored = vertices ? 0 : geo;
+  wk->nphase_work = 3;
+  ph[0].bytes = wk->bytes - stored - ybytes;
+  ph[1].bytes = stored;
+  ph[2].bytes = ybytes;
+  ph[2].l2_bytes = ncells * V->elem.nbasis * 4.0;
+  ph[0].l2_bytes = wk->l2_bytes - ph[2].l2_bytes;
+  for (int k = 0; k < 3; k++) ph[k].shared_bytes = ncells * part[k];
+  ph[1].flops = wk->flops;
+  ph[1].barriers = wk->phases - 2;
+  ph[1].nonfma = wk->nonfma;
   if (block > 0) {
     wk->groups = (long long)((V->mesh->ncells + block - 1) / block);
     wk->group_items = fe_sumfact_group_items(&sh, block);

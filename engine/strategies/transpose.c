@@ -376,14 +376,16 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
   const int shape[5] = {block, nb, nq, nc, dim}, diag = s->action == FE_ACTION_DIAGONAL;
   int fields = (n->need_u ? 1 : 0) + (n->jacobian ? 1 : 0);
   int nf = nc * (1 + dim); /* fluxes per point */
-  double w = 0;
+  double w = 0, wg, wq = 0; /* of them the gather's (phase 0) and the quadrature phase's */
   w += fields * group_store_wavefronts(block * nb, nc, size, gather_word, shape);
   int xs = diag ? n->need_x : n->need_x || vertices; /* xe loads */
   if (xs) w += group_store_wavefronts(block * nb, 3, size, gather_word, shape);
+  wg = w;
   w += fields * group_wavefronts(block * nq, nb * nc, size, point_load_word, shape);
   if (xs) w += group_wavefronts(block * nq, nb * 3, size, point_load_word, shape);
   if (!diag) {
     w += group_store_wavefronts(block * nq, nf, size, point_store_word, shape);
+    wq = w - wg;
     /* the basis phase reads each flux at consecutive points, which nvcc loads 16 (8) bytes
      * at a time where the rows stay aligned: NQ doubles even, NQ floats a multiple of 4 (2)
      * (cuobjdump: LDS.128 at Q1 and P2, single LDS.64 at Q2's 27 points) */
@@ -397,8 +399,11 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
    * the L1's wavefronts, as are the stored factors and the gathers always (the apply and the
    * residual; the diagonal's tables stay counted as `constant`) */
   wk->constant = ngroups * table_cost(shape, fields, !diag, n->has_f0, size, distinct_words, NULL);
+  fe_phase_work *ph = wk->phase_work; /* the gather, the quadrature phase, the basis phase */
   if (!diag) {
     double tl[FE_L1_LINES + 1] = {0}, ll[FE_L1_LINES + 1] = {0}; /* a group's requests */
+    double tq[FE_L1_LINES + 1] = {0}, lq[FE_L1_LINES + 1] = {0}; /* of them the quadrature's */
+    double point_tables = table_cost(shape, fields, 0, n->has_f0, size, fe_l1_wavefronts, tq);
     wk->table_wavefronts =
         ngroups * table_cost(shape, fields, 1, n->has_f0, size, fe_l1_wavefronts, tl);
     /* shared: each item's class (an int a cell), then its factors from a few sets (a
@@ -414,11 +419,27 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
       for (int k = 0; k <= FE_L1_LINES; k++) ll[k] *= fe_geo_stride(dim);
       fl *= fe_geo_stride(dim);
     }
-    wk->l1_wavefronts = ngroups * (fl + gather_wavefronts(V, block, fields, xs, size, ll));
+    memcpy(lq, ll, sizeof lq); /* the factors' */
+    double gathers = gather_wavefronts(V, block, fields, xs, size, ll);
+    wk->l1_wavefronts = ngroups * (fl + gathers);
     for (int k = 0; k <= FE_L1_LINES; k++) {
       wk->table_lines[k] = ngroups * tl[k];
       wk->l1_lines[k] = ngroups * ll[k];
+      ph[0].lines += ngroups * k * (ll[k] - lq[k]);
+      ph[1].lines += ngroups * k * lq[k];
+      ph[1].table_lines += ngroups * k * tq[k];
+      ph[2].table_lines += ngroups * k * (tl[k] - tq[k]);
     }
+    ph[0].l1_wavefronts = ngroups * gathers;
+    ph[1].l1_wavefronts = ngroups * fl;
+    ph[1].table_wavefronts = ngroups * point_tables;
+    ph[2].table_wavefronts = wk->table_wavefronts - ph[1].table_wavefronts;
+    double point_words = table_cost(shape, fields, 0, n->has_f0, size, distinct_words, NULL);
+    ph[1].constant = ngroups * point_words;
+    ph[2].constant = wk->constant - ph[1].constant;
+    ph[0].shared_bytes = ngroups * wg * 128;
+    ph[1].shared_bytes = ngroups * wq * 128;
+    ph[2].shared_bytes = wk->shared_bytes - ph[0].shared_bytes - ph[1].shared_bytes;
   }
   wk->atomics = (double)V->mesh->ncells * nb * nc;
   /* the gathers: fields, the cell map, and with vertices the coordinates (the diagonal's
@@ -481,6 +502,28 @@ static void transpose_counts(const fe_kernel_spec *s, int ndir, int vertices, fe
   wk->dram_trips = 1 + (!vertices && !diag ? 1 : 0);
   wk->l2_trips = diag ? 2 : 3;
   wk->phases = diag ? 0 : 3;
+  /* the phases' work: the gather reads the cell map, the fields and coordinates (the rest of
+   * the bytes); the quadrature phase the stored factors and its tables, with its flops; the
+   * basis phase its tables, the cell map again (L2) and writes y. The diagonal, without
+   * barriers, is one phase. */
+  fe_phase_work *ph = wk->phase_work;
+  if (diag) {
+    wk->nphase_work = 1;
+    ph[0] = (fe_phase_work){.bytes = wk->bytes, .l2_bytes = wk->l2_bytes,
+                            .shared_bytes = wk->shared_bytes, .flops = wk->flops,
+                            .nonfma = wk->nonfma, .constant = wk->constant};
+    return;
+  }
+  wk->nphase_work = 3;
+  double ybytes = (double)V->ndofs * w;
+  ph[1].bytes = geo;
+  ph[2].bytes = ybytes;
+  ph[0].bytes = wk->bytes - geo - ybytes;
+  ph[2].l2_bytes = ncells * nb * 4.0;
+  ph[0].l2_bytes = wk->l2_bytes - ph[2].l2_bytes;
+  ph[2].flops = ncells * nb * nc * (nq * ((n.has_f0 ? 2.0 : 0) + 2.0 * dim) + 1);
+  ph[1].flops = wk->flops - ph[2].flops;
+  ph[1].nonfma = wk->nonfma;
 }
 
 static void transpose_count(const fe_realization *r, fe_action a, fe_work *w)

@@ -90,7 +90,11 @@ for pass = 1, passes do
                        t.indexed * 1e3, t.launches * 1e3, predict_for or "", wi.predicted_seconds * 1e3,
                        t.latency * 1e3, best.groups, best.resident, best.dram_trips, best.l2_trips,
                        best.phases, (best.l1_tag_seconds or 0) * 1e3, best.l1_requests or 0,
-                       best.l1_lines or 0, best.l1_wavefronts or 0, best.shared_bytes or 0}
+                       best.l1_lines or 0, best.l1_wavefronts or 0, best.shared_bytes or 0,
+                       (best.serial_seconds or 0) * 1e3, best.group_items or 0,
+                       (best.stagger_seconds or 0) * 1e3, best.waits_hidden or 0}
+            local ph = best.phase_seconds or {}
+            for p = 1, 4 do r[#r + 1] = (ph[p] or 0) * 1e3 end
             local key = table.concat({c[1], prec, s}, " ")
             if not runs_of[key] then runs_of[key], order[#order + 1] = {}, key end
             table.insert(runs_of[key], r)
@@ -108,7 +112,8 @@ local cols = {"case", "precision", "strategy", "dofs", "measured_ms", "predicted
               "bound", "occupancy", "dram_ms", "l2_ms", "shared_ms", "fma_ms", "nonfma_ms",
               "atomics_ms", "constant_ms", "indexed_ms", "launches_ms", "whatif_device", "whatif_ms",
               "latency_ms", "groups", "resident", "dram_trips", "l2_trips", "phases", "l1_tag_ms",
-              "l1_requests", "l1_lines", "l1_wavefronts", "shared_bytes"}
+              "l1_requests", "l1_lines", "l1_wavefronts", "shared_bytes", "serial_ms", "group_items",
+              "stagger_ms", "waits_hidden", "phase1_ms", "phase2_ms", "phase3_ms", "phase4_ms"}
 f:write(table.concat(cols, ","), "\n")
 local rows, ratios = {}, {} -- each case's row of the median ratio; every pass's ratios
 for i, key in ipairs(order) do

@@ -342,8 +342,9 @@ local ceiling_words = {
             "after the multiply-adds and divisions of the same thread, so those three add up",
   latency = "the waits on each group's path (rep.dram_trips and rep.l2_trips dependent loads, " ..
             "rep.phases barrier-separated phases, at the calibrated latencies), once per wave of the " ..
-            "groups resident at once, which run the same code and wait together: many small " ..
-            "groups with many phases wait longer than their pipes work",
+            "groups resident at once, which run the same code and wait together (unless a phase long " ..
+            "on the L1's pipe staggers them: rep.waits_hidden): many small groups with many phases " ..
+            "wait longer than their pipes work",
   launches = "the fixed cost of each kernel launch and of the host's wait at the end: the " ..
              "problem is too small for its work to matter; a larger mesh is bound by the next ceiling",
 }
@@ -467,12 +468,26 @@ local function explain(A, action, opts)
         rep.l1_lines / rep.l1_requests, time(rep.l1_tag_seconds))
   end
   say("Each ceiling alone, as a share of the prediction (the largest of the pipes a group " ..
-      "waits for, stretched by the last wave's fill, plus the others' part that the resident " ..
-      "groups do not overlap, plus on a GPU the waves' waits; the atomic adds instead where " ..
-      "they take longer; on the cpu the FMA, division and indexed parts summed where that is " ..
-      "larger; plus the launches):")
+      "waits for, stretched by the last wave's fill, plus the part of a group's serial time " ..
+      "(its phases one after another, each phase's pipes side by side in its warps) that the " ..
+      "resident groups do not overlap, plus on a GPU the waves' waits; the atomic adds instead " ..
+      "where they take longer; on the cpu the FMA, division and indexed parts summed where that " ..
+      "is larger; plus the launches):")
   for _, e in ipairs(ceil) do
     say("  %-9s %10s  %5.1f%%", e[1], time(e[2]), pred > 0 and 100 * e[2] / pred or 0)
+  end
+  local ph = rep.phase_seconds
+  if (rep.resident or 0) > 0 and #ph > 0 then
+    local parts = {}
+    for i, s in ipairs(ph) do parts[i] = time(s) end
+    say("A group's serial time %s, its phases %s; with %d groups resident the others' part is " ..
+        "one %d-th of what the largest ceiling leaves.", time(rep.serial_seconds),
+        table.concat(parts, ", "), rep.resident, rep.resident)
+  end
+  if (rep.waits_hidden or 0) > 0 then
+    say("The longest phase on the L1's pipe (%s) staggers the resident groups by more than a " ..
+        "path: %.0f%% of the waits fall in other groups' pipe work and are hidden.",
+        time(rep.stagger_seconds), 100 * rep.waits_hidden)
   end
   say("")
   say("== What a change would do (predicted) ==")

@@ -125,10 +125,20 @@ for _, b in ipairs(T.backends()) do
         check(most > 0, "%s: no throughput ceiling counted", what)
         check(rep.predicted_seconds >= most and rep.predicted_seconds >= ce.launches,
               "%s: predicted %g below a ceiling", what, rep.predicted_seconds)
-        -- G groups resident at once overlap the other pipes G-fold (not known: the max alone)
+        -- G groups resident at once overlap the rest of a group's serial time (its phases one
+        -- after another, each phase's pipes side by side) G-fold (not known: the max alone)
         local G = rep.resident or 0
         check(info.is_gpu or G == 0, "%s: the cpu has %d groups resident", what, G)
-        local others = G > 0 and (sum - most) / G or 0
+        local serial = rep.serial_seconds
+        check(serial >= most * (1 - TOL) and serial <= sum * (1 + TOL),
+              "%s: serial %g outside the largest %g and the sum %g", what, serial, most, sum)
+        check(not info.is_gpu or s == "csr" or #rep.phase_seconds == 3,
+              "%s: %d phases described", what, #rep.phase_seconds)
+        local psum = 0
+        for _, t in ipairs(rep.phase_seconds) do psum = psum + t end
+        check(#rep.phase_seconds == 0 or close(psum + ce.indexed, serial, TOL),
+              "%s: phases %g (and the cpu's indexed loops %g), serial %g", what, psum, ce.indexed, serial)
+        local others = G > 0 and (serial - most) / G or 0
         -- the waits (GPUs): the waves' paths at the calibrated latencies, on top of the pipes
         -- the groups wait for; the atomic adds bind alone when they take longer than both
         local waits = 0
@@ -138,6 +148,13 @@ for _, b in ipairs(T.backends()) do
                        rep.phases * k.phase_latency_us
           waits = math.ceil(rep.groups / (info.compute_units * G)) * path * 1e-6
           check(s == "csr" or (path > 0 and rep.phases > 0), "%s: no path counted", what)
+          -- hidden where the longest phase on the L1's pipe staggers the groups by more than
+          -- a path: none at one path, all at two
+          local x = G > 1 and waits > 0 and rep.stagger_seconds * (G - 1) / G / waits or 0
+          local hidden = math.min(1, math.max(0, x - 1))
+          check(close(rep.waits_hidden, hidden, TOL), "%s: waits hidden %g, expected %g", what,
+                rep.waits_hidden, hidden)
+          waits = waits * (1 - hidden)
         end
         check(close(ce.latency, waits, TOL), "%s: the waits %g, expected %g", what, ce.latency, waits)
         local body, bound = most + others + waits, waits > most and "latency" or name

@@ -465,6 +465,92 @@ Test(perf, model_latency)
   cr_assert_eq(w.ceiling_seconds[FE_CEIL_LATENCY], 0);
 }
 
+/* A group's phases (GPUs): in each the pipes run side by side in its warps (the largest
+ * whole, the others one W-th, W warps a group), the phases one after another; the G groups
+ * resident overlap the rest of that serial time G-fold. Where no phases are described each
+ * pipe is a phase of its own (the sum). */
+Test(perf, model_phases_overlap_in_warps)
+{
+  fe_calibration c = cpu_cal(); /* no curves: the times are the ceilings' */
+  fe_report r = work();          /* DRAM 10 ms, L2 2.5, shared 0.5, FMA 2, divisions 2 */
+  r.group_items = 64;            /* two warps */
+  r.resident = 4;
+  fe_report plain = r;
+  fe_perf_model(&c, 16, &plain);
+  double t[FE_NCEILINGS];
+  memcpy(t, plain.ceiling_seconds, sizeof t);
+  double sum = t[FE_CEIL_DRAM] + t[FE_CEIL_L2] + t[FE_CEIL_SHARED] + t[FE_CEIL_FMA] + t[FE_CEIL_NONFMA];
+  assert_close(plain.serial_seconds, sum);
+  /* phase 1: all the DRAM bytes and a quarter of the flops; phase 2: the rest */
+  r.nphase_work = 2;
+  r.phase_work[0] = (fe_phase_work){.bytes = 1e9, .flops = 0.5e9};
+  r.phase_work[1] = (fe_phase_work){.l2_bytes = 1e9, .shared_bytes = 1e9, .flops = 1.5e9, .nonfma = 1e8};
+  fe_perf_model(&c, 16, &r);
+  double p1 = t[FE_CEIL_DRAM] + 0.25 * t[FE_CEIL_FMA] / 2;
+  double p2 = t[FE_CEIL_L2] + (t[FE_CEIL_SHARED] + 0.75 * t[FE_CEIL_FMA] + t[FE_CEIL_NONFMA]) / 2;
+  assert_close(r.phase_seconds[0], p1);
+  assert_close(r.phase_seconds[1], p2);
+  assert_close(r.serial_seconds, p1 + p2);
+  double most = t[FE_CEIL_DRAM];
+  assert_close(r.predicted_seconds, most + (p1 + p2 - most) / 4 + t[FE_CEIL_LAUNCH]);
+  cr_assert(r.predicted_seconds < plain.predicted_seconds);
+  /* one warp a group: a phase's pipes add */
+  fe_report one = r;
+  one.group_items = 32;
+  fe_perf_model(&c, 16, &one);
+  assert_close(one.serial_seconds, sum);
+  /* work no phase describes (the divisions here) is a phase of its own */
+  fe_report part = r;
+  part.phase_work[1].nonfma = 0;
+  fe_perf_model(&c, 16, &part);
+  assert_close(part.serial_seconds, p1 + t[FE_CEIL_L2] +
+                                        (t[FE_CEIL_SHARED] + 0.75 * t[FE_CEIL_FMA]) / 2 +
+                                        t[FE_CEIL_NONFMA]);
+}
+
+/* The waits hidden by a phase long on the shared ceiling: its queue leaves the groups of a
+ * wave staggered over its length S; none hidden while S (G - 1) / G is at most one path, all
+ * from two paths, in proportion between; a single group resident hides none. */
+Test(perf, model_stagger_hides_waits)
+{
+  fe_calibration c = gpu_cal();
+  memset(c.curve, 0, sizeof c.curve); /* the rates as they are */
+  c.dram_latency_us = 0.5;
+  c.l2_latency_us = 0.2;
+  c.phase_latency_us = 0.05;
+  fe_report q = work();
+  q.atomics = 0;
+  q.occupancy = 0.25;
+  q.group_items = 128;
+  q.groups = 40000; /* 1000 waves of 4 on 10 units: the waits 2 ms */
+  q.dram_trips = 2;
+  q.l2_trips = 3;
+  q.phases = 8;
+  q.nphase_work = 2;
+  q.phase_work[0] = (fe_phase_work){.bytes = 1e9, .l2_bytes = 1e9, .flops = 2e9, .nonfma = 1e8};
+  const double shared[] = {1e9, 5e9, 8e9, 12e9}; /* S 0.5, 2.5, 4, 6 ms */
+  const int G[] = {4, 4, 4, 4, 1};
+  const double hidden[] = {0, 0, 0.5, 1, 0}; /* S 3/4 over 2 ms: 0.19, 0.94, 1.5, 2.25 */
+  for (int i = 0; i < 5; i++) {
+    fe_report r = q;
+    r.resident = G[i];
+    r.shared_bytes = r.phase_work[1].shared_bytes = shared[i < 4 ? i : 3];
+    fe_perf_model(&c, 10, &r);
+    assert_close(r.stagger_seconds, r.shared_bytes / 2000e9);
+    assert_close(r.waits_hidden, hidden[i]);
+    double waves = 40000.0 / (10 * G[i]);
+    assert_close(r.ceiling_seconds[FE_CEIL_LATENCY], waves * 2e-6 * (1 - hidden[i]));
+  }
+  /* the stagger of a phase standing for several barrier phases is one of theirs */
+  fe_report m = q;
+  m.resident = 4;
+  m.shared_bytes = m.phase_work[1].shared_bytes = 12e9;
+  m.phase_work[1].barriers = 4;
+  fe_perf_model(&c, 10, &m);
+  assert_close(m.stagger_seconds, 12e9 / 2000e9 / 4);
+  cr_assert_eq(m.waits_hidden, 0);
+}
+
 Test(perf, model_last_wave)
 {
   /* 10 units, 4 groups resident on each: 40 groups a wave */
