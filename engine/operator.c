@@ -1140,25 +1140,23 @@ static int realization_kernel(fe_realization *r, fe_action a, double *compile_se
   return 0;
 }
 
-/* The threads of a Dirichlet launch's groups (its template's BLOCK is the realization's). */
-static int dirichlet_block(const fe_realization *r) { return r->block > 0 ? r->block : 32; }
-
 /* y[i] <- a src[i] + b g_i + c on the constrained rows. */
 static int op_dirichlet(fe_realization *r, fe_action act, const fe_vector *src, double a,
                         double b, double c, fe_vector *y, int *launches)
 {
   fe_operator *A = r->A;
   if (A->ndir == 0) return 0;
-  int bs = dirichlet_block(r), ng = (A->ndir + bs - 1) / bs;
-  fe_arg args[9] = {
+  enum { ITEMS = 256 }; /* constrained rows a group */
+  int ng = (A->ndir + ITEMS - 1) / ITEMS;
+  fe_arg args[10] = {
       {.kind = FE_ARG_INT, .i = ng},            {.kind = FE_ARG_INT, .i = A->ndir},
-      {.kind = FE_ARG_BUFFER, .buf = &r->didx}, {.kind = FE_ARG_BUFFER, .buf = &r->dval},
-      {.kind = FE_ARG_BUFFER, .buf = &src->buf}, {.kind = FE_ARG_REAL, .r = a},
-      {.kind = FE_ARG_REAL, .r = b},             {.kind = FE_ARG_REAL, .r = c},
-      {.kind = FE_ARG_BUFFER, .buf = &y->buf},
+      {.kind = FE_ARG_INT, .i = ITEMS},         {.kind = FE_ARG_BUFFER, .buf = &r->didx},
+      {.kind = FE_ARG_BUFFER, .buf = &r->dval}, {.kind = FE_ARG_BUFFER, .buf = &src->buf},
+      {.kind = FE_ARG_REAL, .r = a},            {.kind = FE_ARG_REAL, .r = b},
+      {.kind = FE_ARG_REAL, .r = c},            {.kind = FE_ARG_BUFFER, .buf = &y->buf},
   };
-  size_t gs = (size_t)bs > r->be->info.max_group ? r->be->info.max_group : (size_t)bs;
-  FE_CHECK(r->be->ops->launch(r->be->impl, r->dirichlet[act], (size_t)ng, gs, 9, args, r->prec, NULL));
+  size_t gs = ITEMS > r->be->info.max_group ? r->be->info.max_group : ITEMS;
+  FE_CHECK(r->be->ops->launch(r->be->impl, r->dirichlet[act], (size_t)ng, gs, 10, args, r->prec, NULL));
   (*launches)++;
   return 0;
 }
