@@ -189,20 +189,41 @@ static double item_bytes(double n, int block, int size)
   return 128 * wf / (double)items;
 }
 
-/* The quadrature phase of the residual and the Jacobian action, per column of points. */
-static double column_shared(const fe_sumfact_shape *s, const sf_sizes *z, double d, double t)
+/* The loads of one row of a 1D table that every item of a warp reads alike (`words` words
+ * of `size` bytes, rows `stride` words apart from word `offset` of the tables): nvcc loads
+ * it 16 bytes at a time where the rows stay so aligned, else 8, each load one wavefront
+ * (Nsight Compute at Q7 hexes in single: LDS.128). */
+static double row_loads(int words, int stride, int offset, int size)
+{
+  int v = 1;
+  if ((stride * size) % 16 == 0 && (offset * size) % 16 == 0) v = 16 / size;
+  else if ((stride * size) % 8 == 0 && (offset * size) % 8 == 0) v = 8 / size;
+  if (v < 1) v = 1;
+  return ceil((double)words / v);
+}
+
+/* The quadrature phase of the residual and the Jacobian action, per column of points. The
+ * rows DQ[qx][.] and DQ[qy][.] of the x and y derivatives are the same at every point of the
+ * column: read once (nvcc keeps them in registers); the z derivative's row DQ[qz][.], the
+ * same for every item, once a point for the fields and the accumulators (Nsight Compute at
+ * Q7 hexes: the phase's wavefronts 0.54 (single) and 0.65 (double) of a count that read
+ * every table word at every point). */
+static double column_shared(const fe_sumfact_shape *s, const sf_sizes *z, double d, double t,
+                            int size)
 {
   double q = s->q1, nc = s->nc, dim = s->dim;
   int zreg = s->dim == 3;
   double col = 2 * t; /* the column's 1D weights */
   if (s->vertices) col += 4 * t + (s->dim == 3 ? 36 : 8) * d; /* linear factors, edges */
   if (zreg) col += z->ng * q * d;                            /* the column's values */
+  if (z->ng > 0) col += 2 * q * t;                           /* DQ[qx][.], DQ[qy][.] */
   double point = (s->dim == 3 ? (s->vertices ? 2 : 0) + 1 : 0) * t; /* z factors, weight */
-  point += z->ng * (q * (2 * t + 2 * d + (s->dim == 3 ? t : 0)) + d); /* values, derivatives */
+  point += z->ng * (q * 2 * d + d);                   /* values along x and y, the value */
+  if (zreg && (z->ng > 0 || nc > 0))                  /* DQ[qz][.] */
+    point += row_loads(s->q1, s->q1, 2 * s->q1 * s->p1, size) * t;
   if (s->need_x) point += dim * d;
   point += nc * 2 * d;                                /* FX, FY */
-  if (zreg) point += nc * q * t;                      /* DQ along z into the accumulators */
-  else if (s->has_f0) point += nc * d;                /* S0 */
+  if (!zreg && s->has_f0) point += nc * d;            /* S0 */
   return col + z->zq * point + (zreg ? nc * q * d : 0);
 }
 
@@ -239,11 +260,12 @@ double fe_sumfact_shared_phases(const fe_sumfact_shape *s, int real_size, int bl
   /* the quadrature phase (the diagonal's own rounds are counted as the action's: an
    * estimate) */
   SF_PHASE(q * q);
-  b += n * column_shared(s, &z, d, t);
-  /* transposed x and y derivatives per column, and z back in registers */
+  b += n * column_shared(s, &z, d, t, real_size);
+  /* transposed x and y derivatives per column (the columns DQ[.][qx], DQ[.][qy] read once),
+   * and z back in registers (the row B1[qz][.], the same for every item, once a point) */
   double ns0 = s->dim == 3 || s->has_f0;
-  b += n * nc * (z.zq * ((ns0 ? d : 0) + q * (2 * t + 2 * d) + (z.interp_z ? p * t : d)) +
-                 (z.interp_z ? p * d : 0));
+  double zrow = z.interp_z ? row_loads(s->p1, s->p1, 0, real_size) * t : d;
+  b += n * (2 * q * t + nc * (z.zq * ((ns0 ? d : 0) + q * 2 * d + zrow) + (z.interp_z ? p * d : 0)));
   if (interp) {
     SF_PHASE(nc * z.zp * p * q);
     b += n * (q * (t + d) + d); /* transposed y */

@@ -707,6 +707,27 @@ Test(perf, sumfact_shared_pays_partial_warps)
                      1e-9, "Q3: every warp full");
 }
 
+/* sumfact's quadrature phase reads the table rows that do not change along its column of
+ * points once (nvcc keeps them in registers) and the rows every item reads alike 16 bytes at
+ * a time where they stay so aligned (8 where only that): Nsight Compute on the H100 measured
+ * 2038 shared wavefronts a cell at Q7 hexes in single (geometry from the vertices, groups of
+ * two cells) and 787 at Q5 (its rows 24 bytes apart: 8-byte loads); read word by word at
+ * every point the count was 2901 and 1182 (docs/benchmarks.md, twelfth session). */
+Test(perf, sumfact_table_rows_read_once_a_column)
+{
+  fe_sumfact_shape q7 = {.dim = 3, .nc = 1, .p1 = 8, .q1 = 8, .vertices = 1, .affine = 1,
+                         .jacobian = 1, .phys_flops = 6};
+  fe_sumfact_shape q5 = q7;
+  q5.p1 = q5.q1 = 6;
+  double w7 = fe_sumfact_shared_per_cell(&q7, 4, 2) / 128, w5 = fe_sumfact_shared_per_cell(&q5, 4, 2) / 128;
+  cr_assert(w7 > 0.9 * 2038 && w7 < 1.1 * 2038, "Q7 single: %.1f wavefronts a cell (measured 2038)", w7);
+  cr_assert(w5 > 0.85 * 787 && w5 < 1.15 * 787, "Q5 single: %.1f wavefronts a cell (measured 787)", w5);
+  /* the parts add up to the whole */
+  double part[3];
+  double all = fe_sumfact_shared_phases(&q7, 4, 2, part);
+  cr_assert_float_eq(part[0] + part[1] + part[2], all, 1e-9 * all);
+}
+
 /* Tables read through L1 (CUDA) are wavefronts on the shared-memory pipe and leave the
  * constant ceiling; a constant cache (OpenCL's __constant) serves the distinct words. The
  * factors' and gathers' wavefronts go on that pipe on every GPU. */
