@@ -198,7 +198,6 @@ static double row_loads(int words, int stride, int offset, int size)
   int v = 1;
   if ((stride * size) % 16 == 0 && (offset * size) % 16 == 0) v = 16 / size;
   else if ((stride * size) % 8 == 0 && (offset * size) % 8 == 0) v = 8 / size;
-  if (v < 1) v = 1;
   return ceil((double)words / v);
 }
 
@@ -219,8 +218,7 @@ static double column_shared(const fe_sumfact_shape *s, const sf_sizes *z, double
   if (z->ng > 0) col += 2 * q * t;                           /* DQ[qx][.], DQ[qy][.] */
   double point = (s->dim == 3 ? (s->vertices ? 2 : 0) + 1 : 0) * t; /* z factors, weight */
   point += z->ng * (q * 2 * d + d);                   /* values along x and y, the value */
-  if (zreg && (z->ng > 0 || nc > 0))                  /* DQ[qz][.] */
-    point += row_loads(s->q1, s->q1, 2 * s->q1 * s->p1, size) * t;
+  if (zreg) point += row_loads(s->q1, s->q1, 2 * s->q1 * s->p1, size) * t; /* DQ[qz][.] */
   if (s->need_x) point += dim * d;
   point += nc * 2 * d;                                /* FX, FY */
   if (!zreg && s->has_f0) point += nc * d;            /* S0 */
