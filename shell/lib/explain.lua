@@ -7,7 +7,8 @@
 -- Sections, in order: the thread mapping (what a work group and an item are), the phases with
 -- the counts per cell, the occupancy, the ceiling that binds and why, what a change of block,
 -- precision or strategy would do (predicted times), and the source with its phases marked.
--- The model counts the whole kernel, not each phase: the counts per cell are the kernel's.
+-- The counts per cell are the whole kernel's; the model also takes each of the strategy's
+-- phases' share of them (rep.phase_seconds), which the ceiling section tells.
 local ops = ... -- {methods = the table felab.operator's __index reads, meta = its metatable}
 
 -- The options A:model takes; explain adds `at` (A:apply's, ignored by the model) and `quiet`.
