@@ -481,8 +481,8 @@ local function explain(A, action, opts)
   if (rep.resident or 0) > 0 and #ph > 0 then
     local parts = {}
     for i, s in ipairs(ph) do parts[i] = time(s) end
-    say("A group's serial time %s, its phases %s; with %d groups resident the others' part is " ..
-        "one %d-th of what the largest ceiling leaves.", time(rep.serial_seconds),
+    say("A group's serial time %s (its phases %s); the %d groups resident overlap what it " ..
+        "has beyond the largest ceiling %d-fold.", time(rep.serial_seconds),
         table.concat(parts, ", "), rep.resident, rep.resident)
   end
   if (rep.waits_hidden or 0) > 0 then
