@@ -398,14 +398,17 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
   /* the tables: distinct words for a constant cache; on GPUs where they are global memory,
    * the L1's wavefronts, as are the stored factors and the gathers always (the apply and the
    * residual; the diagonal's tables stay counted as `constant`) */
-  wk->constant = ngroups * table_cost(shape, fields, !diag, n->has_f0, size, distinct_words, NULL);
+  /* (the quadrature phase's point tables, then the basis phase's) */
+  double point_words = table_cost(shape, fields, 0, n->has_f0, size, distinct_words, NULL);
+  wk->constant = ngroups * (point_words + (diag ? 0 : table_cost(shape, 0, 1, n->has_f0, size,
+                                                                 distinct_words, NULL)));
   fe_phase_work *ph = wk->phase_work; /* the gather, the quadrature phase, the basis phase */
   if (!diag) {
-    double tl[FE_L1_LINES + 1] = {0}, ll[FE_L1_LINES + 1] = {0}; /* a group's requests */
-    double tq[FE_L1_LINES + 1] = {0}, lq[FE_L1_LINES + 1] = {0}; /* of them the quadrature's */
+    double tq[FE_L1_LINES + 1] = {0}, tb[FE_L1_LINES + 1] = {0}; /* a group's table requests */
+    double ll[FE_L1_LINES + 1] = {0}, lq[FE_L1_LINES + 1] = {0}; /* its other loads', the factors' */
     double point_tables = table_cost(shape, fields, 0, n->has_f0, size, fe_l1_wavefronts, tq);
-    wk->table_wavefronts =
-        ngroups * table_cost(shape, fields, 1, n->has_f0, size, fe_l1_wavefronts, tl);
+    double basis_tables = table_cost(shape, 0, 1, n->has_f0, size, fe_l1_wavefronts, tb);
+    wk->table_wavefronts = ngroups * (point_tables + basis_tables);
     /* shared: each item's class (an int a cell), then its factors from a few sets (a
      * warp's classes in one line: a wavefront a factor) */
     double fl = 0;
@@ -423,18 +426,17 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
     double gathers = gather_wavefronts(V, block, fields, xs, size, ll);
     wk->l1_wavefronts = ngroups * (fl + gathers);
     for (int k = 0; k <= FE_L1_LINES; k++) {
-      wk->table_lines[k] = ngroups * tl[k];
+      wk->table_lines[k] = ngroups * (tq[k] + tb[k]);
       wk->l1_lines[k] = ngroups * ll[k];
       ph[0].lines += ngroups * k * (ll[k] - lq[k]);
       ph[1].lines += ngroups * k * lq[k];
       ph[1].table_lines += ngroups * k * tq[k];
-      ph[2].table_lines += ngroups * k * (tl[k] - tq[k]);
+      ph[2].table_lines += ngroups * k * tb[k];
     }
     ph[0].l1_wavefronts = ngroups * gathers;
     ph[1].l1_wavefronts = ngroups * fl;
     ph[1].table_wavefronts = ngroups * point_tables;
-    ph[2].table_wavefronts = wk->table_wavefronts - ph[1].table_wavefronts;
-    double point_words = table_cost(shape, fields, 0, n->has_f0, size, distinct_words, NULL);
+    ph[2].table_wavefronts = ngroups * basis_tables;
     ph[1].constant = ngroups * point_words;
     ph[2].constant = wk->constant - ph[1].constant;
     ph[0].shared_bytes = ngroups * wg * 128;
