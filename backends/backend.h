@@ -64,6 +64,10 @@ typedef struct fe_kernel_resources {
   size_t shared;       /* bytes of shared memory per group: static, plus dynamic opted in */
   size_t private_bytes; /* per-thread local (spilled) memory */
   int max_threads;     /* the most threads per group it can be launched with */
+  /* the cpu: llvm-mca's cycles an iteration of the kernel's hot loop (the innermost loop of
+   * its compiled code with the most floating-point instructions), repeated in its model of
+   * the core (0: not simulated, llvm-mca absent) */
+  double loop_cycles;
 } fe_kernel_resources;
 
 typedef enum { FE_REDUCE_SUM, FE_REDUCE_MIN, FE_REDUCE_MAX } fe_reduce_op;
@@ -183,6 +187,9 @@ typedef struct fe_calibration {
    * from device memory and one from L2 whose address came from the load before (a pointer
    * chase), and a phase (a shared store, a barrier, the load of another item's word) */
   double dram_latency_us, l2_latency_us, phase_latency_us;
+  /* the cpu: a cycle of llvm-mca's model of the core, nanoseconds: a chain of dependent
+   * multiply-adds timed over its hot loop's cycles (0: llvm-mca absent, GPUs) */
+  double cycle_ns;
   /* GPUs: the fraction of the ceiling reached with 2^(k+1) warps resident per compute unit
    * (k = 0..5), for DRAM, shared memory and FMA; 0: not measured (the cpu). The cpu
    * (FE_CURVE_LANES): the SIMD multiply-add rate with 2^(k+1) lanes, the cells of a group,

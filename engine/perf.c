@@ -47,16 +47,16 @@ const char *fe_ceiling_name(int c)
   return c >= 0 && c < FE_NCEILINGS ? names[c] : "?";
 }
 
-/* Where a backend's calibration is stored: one file per backend and device ("v8": the
- * ceilings per micro-benchmark and the latencies, the cpu's multiply-adds fed from L1 and its
- * indexed loops at first touches and from L1, a GPU's L1 lookups; a file of an earlier form
- * is not read). */
+/* Where a backend's calibration is stored: one file per backend and device ("v9": the
+ * ceilings per micro-benchmark and the latencies, the cpu's multiply-adds fed from L1, its
+ * indexed loops at first touches and from L1 and its cycle in llvm-mca's core, a GPU's L1
+ * lookups; a file of an earlier form is not read). */
 static int calibration_path(const fe_backend *be, char *path, size_t n)
 {
   char dir[4096];
   FE_CHECK(fe_cache_dir("calibration", dir, sizeof dir));
   unsigned long long h = fe_hash_string(be->info.name, fe_hash_string(be->name, 0));
-  snprintf(path, n, "%s/%s-v8-%016llx.txt", dir, be->name, h);
+  snprintf(path, n, "%s/%s-v9-%016llx.txt", dir, be->name, h);
   return 0;
 }
 
@@ -85,6 +85,7 @@ static const calib_field calib_fields[] = {
     {"indexed_l1", offsetof(fe_calibration, indexed_l1_gops), 0},
     {"l1_requests", offsetof(fe_calibration, l1_request_gops), 0},
     {"l1_lines", offsetof(fe_calibration, l1_line_gops), 0},
+    {"cycle", offsetof(fe_calibration, cycle_ns), 0},
 };
 #define NCALIB_FIELDS (sizeof calib_fields / sizeof calib_fields[0])
 static const char *curve_keys[4] = {"curve_dram", "curve_shared", "curve_fma", "curve_lanes"};
@@ -244,6 +245,7 @@ typedef struct calib_run {
   fe_module *mod;
   fe_kernel *triad, *stream, *cached, *fma, *scalar, *shared, *divide, *atomics, *constant;
   fe_kernel *chase_init, *chase, *phases, *indexed_init, *indexed, *table_lines;
+  fe_kernel *chain; /* the cpu: one chain of dependent multiply-adds a group */
   fe_kernel *lanes[FE_CURVE_POINTS]; /* the cpu: fe_fma with 2, 4, ..., 64 lanes */
   fe_buffer a, x, y, out;
   size_t n;       /* reals per array */
@@ -414,6 +416,19 @@ static int calibrate_kernels(calib_run *c)
     double rest = t8 - v / (cal->indexed_gops * 1e9); /* the 7 passes from L1 */
     cal->indexed_l1_gops = rest > 0 ? 7 * v / rest / 1e9 : cal->indexed_gops;
   }
+  /* the cpu: a cycle of llvm-mca's core, where the backend simulates hot loops: a chain of
+   * dependent multiply-adds on every thread, its step's time over the step's cycles */
+  cal->cycle_ns = 0;
+  fe_kernel_resources res;
+  if (c->chain && be->ops->kernel_resources && !be->ops->kernel_resources(be->impl, c->chain, &res) &&
+      res.loop_cycles > 0) {
+    const int csteps = 1 << 22;
+    fe_arg chargs[4] = {{.kind = FE_ARG_INT, .i = cu}, {.kind = FE_ARG_BUFFER, .buf = &c->out},
+                        {.kind = FE_ARG_REAL, .r = 0.999999}, {.kind = FE_ARG_INT, .i = csteps}};
+    FE_CHECK(best_time(be, c->chain, (size_t)cu, B, 4, chargs, c->prec, 3, 1, &t));
+    double step = (t - cal->sync_us * 1e-6) / csteps;
+    if (step > 0) cal->cycle_ns = step / res.loop_cycles * 1e9;
+  }
   /* GPUs: the L1's lookups of global loads it holds (a table of 8192 reals, as the kernels'
    * tables and gathered nodes): every item of a warp reading one word (one line a request),
    * then words 81 apart (32 lines of distinct banks: a line each, no bank waits) */
@@ -507,6 +522,7 @@ static int run_calibration(fe_backend *be, fe_precision prec, fe_report *rep)
     snprintf(name, sizeof name, "fe_fma_lanes%d", 2 << k);
     rc = be->ops->kernel(be->impl, c.mod, name, &c.lanes[k]);
   }
+  if (!rc && !strcmp(be->name, "cpu")) rc = be->ops->kernel(be->impl, c.mod, "fe_fma_chain", &c.chain);
   size_t nout = (size_t)c.ngpu * 32 * 4 + 64;
   if (!rc) rc = be->ops->alloc(be->impl, c.n * w, &c.a);
   if (!rc) rc = be->ops->alloc(be->impl, c.n * w, &c.x);
@@ -669,6 +685,7 @@ void fe_report_work(fe_report *rep, const fe_work *w)
   rep->phases = w->phases;
   rep->nphase_work = w->nphase_work;
   memcpy(rep->phase_work, w->phase_work, sizeof rep->phase_work);
+  rep->loop_trips = w->loop_trips;
 }
 
 void fe_perf_occupancy(fe_backend *be, fe_kernel *k, fe_report *rep)
@@ -677,7 +694,13 @@ void fe_perf_occupancy(fe_backend *be, fe_kernel *k, fe_report *rep)
   fe_kernel_resources res;
   rep->occupancy = 0;
   rep->resident = 0;
-  if (!k || !in->is_gpu || rep->group_items <= 0 || !be->ops->kernel_resources) return;
+  if (!k || !be->ops->kernel_resources) return;
+  if (!in->is_gpu) { /* the cpu: its hot loop's cycles, where the work counts its iterations */
+    if (rep->loop_trips > 0 && !be->ops->kernel_resources(be->impl, k, &res))
+      rep->loop_cycles = res.loop_cycles;
+    return;
+  }
+  if (rep->group_items <= 0) return;
   if (be->ops->kernel_resources(be->impl, k, &res)) { /* not known: no occupancy */
     fe_error_clear();
     return;
@@ -818,6 +841,16 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
   t[FE_CEIL_FMA] = (rep->flops - vec) / (c->gflops * 1e9 * e_fma) +
                    (vec > 0 ? vec / (vec_gflops * 1e9 * e_lanes) : 0);
   t[FE_CEIL_NONFMA] = c->nonfma_gops > 0 ? rep->nonfma / (c->nonfma_gops * 1e9 * e_fma) : 0;
+  /* the cpu: the hot loop as llvm-mca simulates it (patch's points), every iteration at its
+   * cycles, the threads side by side. Where longer than its multiply-adds and divisions at the
+   * calibrated rates (the core's scheduler full of work waiting on one chain), it binds the
+   * FMA pipe */
+  rep->loop_seconds = 0;
+  if (!c->gpu && c->cycle_ns > 0 && rep->loop_cycles > 0 && compute_units > 0) {
+    rep->loop_seconds = rep->loop_trips * rep->loop_cycles * c->cycle_ns * 1e-9 / compute_units;
+    if (rep->loop_seconds > t[FE_CEIL_FMA] + t[FE_CEIL_NONFMA])
+      t[FE_CEIL_FMA] = rep->loop_seconds - t[FE_CEIL_NONFMA];
+  }
   t[FE_CEIL_ATOMIC] = c->atomic_gops > 0 ? rep->atomics / (c->atomic_gops * 1e9) : 0;
   t[FE_CEIL_CONSTANT] = c->constant_gops > 0 && !(c->tables_l1 && rep->table_wavefronts > 0)
                             ? rep->constant / (c->constant_gops * 1e9 * e_shared)

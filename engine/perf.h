@@ -75,6 +75,9 @@ typedef struct fe_work {
    * ceiling then taken as a phase of its own): a phase's pipes run side by side in its warps */
   int nphase_work;
   fe_phase_work phase_work[FE_PHASES_MAX];
+  /* the cpu: the iterations of the kernel's hot loop in the call (the innermost loop with the
+   * most floating-point work: patch's points; 0: not said), whose cycles llvm-mca simulates */
+  double loop_trips;
 } fe_work;
 
 typedef struct fe_report {
@@ -122,6 +125,10 @@ typedef struct fe_report {
   double stagger_seconds;   /* the longest barrier phase's time on the shared ceiling (the L1
                              * data pipe or its lookups), for the whole call */
   double waits_hidden;      /* the share of the waits that stagger hides (GPUs) */
+  double loop_trips;        /* the cpu: the hot loop's iterations (fe_work), */
+  double loop_cycles;       /* its cycles an iteration in llvm-mca's core (0: not simulated) */
+  double loop_seconds;      /* and all of them at the calibrated cycle, over the threads (0:
+                             * not known); the FMA ceiling where longer */
   int regs;                 /* the compiled kernel's registers per item (0: not known) */
   long long shared_per_group; /* and its shared bytes per group */
   double occupancy;         /* resident items over the compute unit's most (0: not known) */

@@ -80,6 +80,9 @@ static int report_index(lua_State *L)
       {"serial_seconds", offsetof(fe_report, serial_seconds)},
       {"stagger_seconds", offsetof(fe_report, stagger_seconds)},
       {"waits_hidden", offsetof(fe_report, waits_hidden)},
+      {"loop_trips", offsetof(fe_report, loop_trips)},
+      {"loop_cycles", offsetof(fe_report, loop_cycles)},
+      {"loop_seconds", offsetof(fe_report, loop_seconds)},
   };
   for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++)
     if (!strcmp(k, numbers[i].name)) {
@@ -207,7 +210,8 @@ static int device_current(lua_State *L)
 /* A calibration as a table: gbytes, gflops, launch_us, sync_us, l2_gbytes, shared_gbytes,
  * nonfma_gops, atomic_gops, constant_gops, scalar_gflops, indexed_gops and indexed_l1_gops
  * (the cpu), l1_request_gops and l1_line_gops (GPUs: the L1's lookups), dram_latency_us,
- * l2_latency_us, phase_latency_us, gpu (measured on a GPU), tables_l1 (the kernels' tables
+ * l2_latency_us, phase_latency_us, cycle_ns (the cpu: a cycle of llvm-mca's core), gpu
+ * (measured on a GPU), tables_l1 (the kernels' tables
  * read through L1: fe_device_info), (GPUs) curves = {dram = {...}, shared = {...},
  * fma = {...}} and (the cpu) lanes = {...}: the SIMD rate with 2, 4, ..., 64 lanes as
  * fractions of gflops. */
@@ -224,7 +228,7 @@ void felab_push_calibration(lua_State *L, const fe_calibration *c)
            {"dram_latency_us", c->dram_latency_us}, {"l2_latency_us", c->l2_latency_us},
            {"phase_latency_us", c->phase_latency_us}, {"indexed_gops", c->indexed_gops},
            {"indexed_l1_gops", c->indexed_l1_gops}, {"l1_request_gops", c->l1_request_gops},
-           {"l1_line_gops", c->l1_line_gops}};
+           {"l1_line_gops", c->l1_line_gops}, {"cycle_ns", c->cycle_ns}};
   lua_createtable(L, 0, 20);
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     lua_pushnumber(L, f[i].v);
@@ -400,6 +404,7 @@ static int perf_model(lua_State *L)
   c.dram_latency_us = field_number(L, 2, "dram_latency_us");
   c.l2_latency_us = field_number(L, 2, "l2_latency_us");
   c.phase_latency_us = field_number(L, 2, "phase_latency_us");
+  c.cycle_ns = field_number(L, 2, "cycle_ns");
   lua_getfield(L, 2, "gpu");
   c.gpu = lua_toboolean(L, -1);
   lua_pop(L, 1);

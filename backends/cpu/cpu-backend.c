@@ -29,17 +29,23 @@ typedef void (*cpu_launcher)(void **args);
 struct fe_module {
   void *handle;         /* dlopen handle */
   struct fe_module *next;
+  char base[1100];      /* its source and object in the cache, less .c and .so */
 };
 
 struct fe_kernel {
   cpu_launcher fn;
   char name[64];
+  fe_module *mod;
+  int simulated;        /* llvm-mca asked (once a kernel), */
+  double loop_cycles;   /* its answer for the hot loop (0: none) */
 };
 
 typedef struct cpu_impl {
   char cache[1024];     /* directory of compiled objects */
   char cc[256];         /* compiler command */
   char flags[256];      /* compiler flags (part of the cache key) */
+  char mca[256];        /* llvm-mca's command (FELAB_MCA; "off": none) */
+  int has_mca;          /* -1 not asked yet, 0 absent, 1 on the PATH */
   fe_module *modules;   /* every module loaded, closed at the end */
   int nkernels, cap;
   fe_kernel **kernels;  /* every kernel handed out (a session may make any number) */
@@ -73,10 +79,6 @@ static const char cpu_preamble_text[] =
     "#define FE_INNER_VEC(t, n) _Pragma(\"GCC ivdep\") for (int t = 0; t < (n); ++t)\n"
     "#define FE_UNROLL _Pragma(\"GCC unroll 64\")\n"
     "#define FE_BARRIER\n"
-    "#ifdef FE_MCA /* scripts/bench/mca_cpu.py compiles to assembly with it: llvm-mca's regions */\n"
-    "#define FE_MCA_BEGIN(name) __asm__ volatile(\"# LLVM-MCA-BEGIN \" name)\n"
-    "#define FE_MCA_END(name) __asm__ volatile(\"# LLVM-MCA-END \" name)\n"
-    "#endif\n"
     "#if FE_COLORED\n"
     "#define FE_ATOMIC_ADD(p, v) (*(p) += (v))\n"
     "#else\n"
@@ -107,6 +109,9 @@ static int cpu_open(int device, void **impl)
   const char *cc = getenv("FELAB_CC");
   snprintf(c->cc, sizeof c->cc, "%s", cc && *cc ? cc : "cc");
   snprintf(c->flags, sizeof c->flags, "-std=gnu11 -O3 -march=native -ffp-contract=fast -fopenmp -fPIC -shared");
+  const char *mca = getenv("FELAB_MCA");
+  snprintf(c->mca, sizeof c->mca, "%s", mca && *mca ? mca : "llvm-mca");
+  c->has_mca = strcmp(c->mca, "off") ? -1 : 0;
   cpu_group_runs(c, 0); /* OMP_SCHEDULE and the runtime's default aside */
   *impl = c;
   return 0;
@@ -415,6 +420,7 @@ static int cpu_compile(void *impl, const char *source, fe_module **mod, double *
     FE_ERROR(FE_ERR_MEM, "out of host memory");
   }
   m->handle = handle;
+  snprintf(m->base, sizeof m->base, "%s", base);
   m->next = c->modules;
   c->modules = m;
   *mod = m;
@@ -452,8 +458,155 @@ static int cpu_kernel(void *impl, fe_module *mod, const char *name, fe_kernel **
   FE_CALLOC(kn, 1, "cpu kernel");
   *(void **)&kn->fn = fn;
   snprintf(kn->name, sizeof kn->name, "%s", name);
+  kn->mod = mod;
   c->kernels[c->nkernels++] = kn;
   *k = kn;
+  return 0;
+}
+
+/* A floating-point instruction of x86 assembly (AT&T): a multiply-add, a multiply, an add, a
+ * subtraction, a division or a square root, scalar or packed. */
+static int cpu_fp_instruction(const char *line)
+{
+  const char *p = line + strspn(line, " \t");
+  static const char *ops[] = {"vfmadd", "vfmsub", "vfnmadd", "vfnmsub", "vmul", "vadd",
+                              "vsub",   "vdiv",   "vsqrt",   "mul",     "add",  "sub", "div"};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+    size_t n = strlen(ops[i]);
+    if (strncmp(p, ops[i], n)) continue;
+    const char *q = p + n; /* the precision's suffix: ss, sd, ps, pd (after an FMA's 132/213/231) */
+    q += strspn(q, "0123456789");
+    if ((q[0] == 's' || q[0] == 'p') && (q[1] == 's' || q[1] == 'd')) return 1;
+  }
+  return 0;
+}
+
+/* The hot loop of kernel `name` in the assembly text asm (its functions: name's own and the
+ * OpenMP regions outlined from it, name._omp_fn.N): of the innermost loops (a backward jump to
+ * a label with no other backward jump inside to it or past it: a loop whose head a shorter
+ * path also returns to is taken by that path), the one with the most floating-point
+ * instructions; its
+ * instructions (no labels, no directives) into out. 0 if there is none. */
+static int cpu_hot_loop(const char *name, char *asm_text, fe_strbuf *out)
+{
+  enum { MAXL = 1 << 16 };
+  char **line = malloc(sizeof *line * MAXL);
+  if (!line) return 0;
+  int n = 0, mine = 0;
+  size_t len = strlen(name);
+  for (char *save = NULL, *t = strtok_r(asm_text, "\n", &save); t && n < MAXL; t = strtok_r(NULL, "\n", &save)) {
+    if (t[0] != '.' && t[0] != ' ' && t[0] != '\t' && strchr(t, ':')) /* a function's label */
+      mine = !strncmp(t, name, len) && (t[len] == ':' || t[len] == '.');
+    if (mine) line[n++] = t;
+  }
+  int best_a = -1, best_b = -1, best_fp = 0;
+  for (int b = 0; b < n; b++) {
+    const char *p = line[b] + strspn(line[b], " \t");
+    if (p[0] != 'j') continue;
+    const char *target = strstr(p, ".L");
+    if (!target) continue;
+    int a = -1;
+    for (int i = b - 1; i >= 0 && a < 0; i--)
+      if (!strncmp(line[i], target, strlen(target)) && line[i][strlen(target)] == ':') a = i;
+    if (a < 0) continue; /* a forward jump */
+    int inner = 0, fp = 0;
+    for (int i = a + 1; i < b && !inner; i++) {
+      const char *q = line[i] + strspn(line[i], " \t"), *tq = strstr(q, ".L");
+      if (q[0] == 'j' && tq) /* a backward jump inside to a label inside, or to this loop's
+                              * own head: a loop within, or a shorter way round this one */
+        for (int j = a; j < i && !inner; j++)
+          inner = !strncmp(line[j], tq, strlen(tq)) && line[j][strlen(tq)] == ':';
+      fp += cpu_fp_instruction(line[i]);
+    }
+    if (!inner && fp > best_fp) best_a = a, best_b = b, best_fp = fp;
+  }
+  for (int i = best_a + 1; best_fp > 0 && i <= best_b; i++) {
+    const char *q = line[i] + strspn(line[i], " \t");
+    if (line[i][0] == '.' || q[0] == '.' || q[0] == '#') continue; /* labels, directives */
+    fe_strbuf_printf(out, "%s\n", line[i]);
+  }
+  free(line);
+  return best_fp > 0;
+}
+
+/* Kernel k's hot loop as llvm-mca simulates it: the module's source compiled once more, to
+ * assembly (the same compiler and flags: the code that runs), its hot loop cut out and run
+ * 100 times in llvm-mca's model of this processor (-mcpu=native); cycles an iteration, kept
+ * beside the object as base.name.mca. None where llvm-mca is absent or fails. */
+static void cpu_simulate(cpu_impl *c, fe_kernel *k)
+{
+  k->simulated = 1;
+  fe_module *m = k->mod;
+  char path[1200], tmp[1120], cmd[4000];
+  snprintf(path, sizeof path, "%.1099s.%.63s.mca", m->base, k->name);
+  FILE *f = fopen(path, "r");
+  if (f) {
+    int ok = fscanf(f, "%lf", &k->loop_cycles) == 1 && k->loop_cycles > 0;
+    fclose(f);
+    if (ok) return;
+    k->loop_cycles = 0;
+    fe_cache_drop(path, "not a number of cycles"); /* simulated again below */
+  }
+  if (c->has_mca < 0) {
+    snprintf(cmd, sizeof cmd, "command -v '%.255s' > /dev/null 2>&1", c->mca);
+    c->has_mca = system(cmd) == 0;
+  }
+  if (!c->has_mca) return;
+  snprintf(tmp, sizeof tmp, "%.1099s.%d", m->base, (int)getpid()); /* per process */
+  char s[1200], loop[1200];
+  snprintf(s, sizeof s, "%.1119s.s", tmp);
+  snprintf(loop, sizeof loop, "%.1119s.loop.s", tmp);
+  snprintf(cmd, sizeof cmd, "%.255s %.255s -S -o '%s' '%.1099s.c' > /dev/null 2>&1", c->cc, c->flags, s,
+           m->base);
+  char *text = NULL;
+  if (system(cmd) == 0 && (f = fopen(s, "r"))) {
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    rewind(f);
+    text = size > 0 ? malloc((size_t)size + 1) : NULL;
+    if (text) text[fread(text, 1, (size_t)size, f)] = '\0';
+    fclose(f);
+  }
+  remove(s);
+  fe_strbuf body = {0};
+  char *src = NULL;
+  int found = text && cpu_hot_loop(k->name, text, &body);
+  free(text);
+  if (fe_strbuf_finish(&body, &src) || !found || !(f = fopen(loop, "w"))) {
+    free(src);
+    return;
+  }
+  fputs(src, f);
+  fclose(f);
+  free(src);
+  snprintf(cmd, sizeof cmd, "'%.255s' -mcpu=native -iterations=100 -all-views=false -summary-view '%s' 2> /dev/null",
+           c->mca, loop);
+  FILE *pipe = popen(cmd, "r");
+  double iterations = 0, cycles = 0;
+  char line[256];
+  while (pipe && fgets(line, sizeof line, pipe)) {
+    if (!strncmp(line, "Iterations:", 11)) iterations = atof(line + 11);
+    if (!strncmp(line, "Total Cycles:", 13)) cycles = atof(line + 13);
+  }
+  if (pipe) pclose(pipe);
+  remove(loop);
+  if (!(iterations > 0 && cycles > 0)) return;
+  k->loop_cycles = cycles / iterations;
+  snprintf(s, sizeof s, "%.1119s.mca", tmp); /* written whole, then in place */
+  if ((f = fopen(s, "w"))) {
+    fprintf(f, "%.6g\n", k->loop_cycles);
+    fclose(f);
+    rename(s, path);
+  }
+}
+
+/* The cpu knows no registers or occupancy; a kernel's hot loop's cycles where llvm-mca is. */
+static int cpu_kernel_resources(void *impl, fe_kernel *k, fe_kernel_resources *res)
+{
+  memset(res, 0, sizeof *res);
+  if (!k->mod) return 0;
+  if (!k->simulated) cpu_simulate(impl, k);
+  res->loop_cycles = k->loop_cycles;
   return 0;
 }
 
@@ -688,6 +841,7 @@ const fe_backend_ops fe_backend_cpu_ops = {
     .compile = cpu_compile,
     .module_free = cpu_module_free,
     .kernel = cpu_kernel,
+    .kernel_resources = cpu_kernel_resources,
     .launch = cpu_launch,
     .group_runs = cpu_group_runs,
     .finish = cpu_finish,

@@ -480,6 +480,8 @@ static void patch_counts(const fe_kernel_spec *s, int ndir, int recompute, doubl
   ph[2].flops = patch_nodes * nc;
   ph[1].flops = wk->flops - ph[2].flops;
   ph[1].nonfma = wk->nonfma;
+  /* the cpu's hot loop: the points (a cell's, where it has one point: its loop over cells) */
+  wk->loop_trips = ncells * nq;
 }
 
 static void patch_count(const fe_realization *r, fe_action a, fe_work *w)

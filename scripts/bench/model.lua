@@ -92,7 +92,8 @@ for pass = 1, passes do
                        best.phases, (best.l1_tag_seconds or 0) * 1e3, best.l1_requests or 0,
                        best.l1_lines or 0, best.l1_wavefronts or 0, best.shared_bytes or 0,
                        (best.serial_seconds or 0) * 1e3, best.group_items or 0,
-                       (best.stagger_seconds or 0) * 1e3, best.waits_hidden or 0}
+                       (best.stagger_seconds or 0) * 1e3, best.waits_hidden or 0,
+                       (best.loop_seconds or 0) * 1e3, best.loop_cycles or 0}
             local ph = best.phase_seconds or {}
             for p = 1, 4 do r[#r + 1] = (ph[p] or 0) * 1e3 end
             local key = table.concat({c[1], prec, s}, " ")
@@ -113,7 +114,8 @@ local cols = {"case", "precision", "strategy", "dofs", "measured_ms", "predicted
               "atomics_ms", "constant_ms", "indexed_ms", "launches_ms", "whatif_device", "whatif_ms",
               "latency_ms", "groups", "resident", "dram_trips", "l2_trips", "phases", "l1_tag_ms",
               "l1_requests", "l1_lines", "l1_wavefronts", "shared_bytes", "serial_ms", "group_items",
-              "stagger_ms", "waits_hidden", "phase1_ms", "phase2_ms", "phase3_ms", "phase4_ms"}
+              "stagger_ms", "waits_hidden", "loop_ms", "loop_cycles", "phase1_ms", "phase2_ms",
+              "phase3_ms", "phase4_ms"}
 f:write(table.concat(cols, ","), "\n")
 local rows, ratios = {}, {} -- each case's row of the median ratio; every pass's ratios
 for i, key in ipairs(order) do

@@ -485,6 +485,17 @@ local function explain(A, action, opts)
         "has beyond the largest ceiling %d-fold.", time(rep.serial_seconds),
         table.concat(parts, ", "), rep.resident, rep.resident)
   end
+  if (rep.loop_cycles or 0) > 0 then
+    say("The hot loop (the innermost loop of the compiled code with the most floating-point " ..
+        "work), as llvm-mca simulates it in its model of this core: %.1f cycles an iteration, " ..
+        "%.0f iterations, %s over the threads at the calibrated cycle; %s", rep.loop_cycles,
+        rep.loop_trips, time(rep.loop_seconds),
+        math.abs(rep.ceilings.fma + rep.ceilings.nonfma - rep.loop_seconds) <= 1e-9 * rep.loop_seconds
+          and "longer than the multiply-adds and divisions at the calibrated rates, so it sets " ..
+              "the FMA ceiling (its instructions wait on one chain in a full scheduler)."
+          or "shorter than the multiply-adds and divisions at the calibrated rates, which set " ..
+              "the FMA ceiling.")
+  end
   if (rep.waits_hidden or 0) > 0 then
     say("The longest phase on the L1's pipe (%s) staggers the resident groups by more than a " ..
         "path: %.0f%% of the waits fall in other groups' pipe work and are hidden.",

@@ -243,6 +243,43 @@ Test(perf, model_cpu_issue_adds)
   assert_close(r.predicted_seconds, alone);
 }
 
+/* The cpu's hot loop as llvm-mca simulates it: its iterations at their cycles over the
+ * threads bind the FMA pipe where longer than its multiply-adds and divisions at the
+ * calibrated rates; not where shorter, not without a calibrated cycle, not on a GPU */
+Test(perf, model_cpu_hot_loop)
+{
+  fe_calibration c = cpu_cal();
+  c.cycle_ns = 0.5;
+  fe_report r = work(); /* 10 ms of DRAM, 2 + 2 ms of FMA and divisions */
+  r.loop_trips = 1e7;
+  r.loop_cycles = 100; /* 1e7 x 100 x 0.5 ns over 16 threads: 31.25 ms */
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.loop_seconds, 0.03125);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], 0.03125 - 0.002);
+  cr_assert_str_eq(r.bound, "fma");
+  assert_close(r.predicted_seconds, 0.03125 + 30e-6); /* the issue: FMA, divisions */
+  r = work();
+  r.loop_trips = 1e7;
+  r.loop_cycles = 4; /* 1.25 ms, under the rates' 4: the rates' time */
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.loop_seconds, 0.00125);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], 0.002);
+  c.cycle_ns = 0; /* no cycle calibrated (llvm-mca absent): none */
+  r = work();
+  r.loop_trips = 1e7;
+  r.loop_cycles = 100;
+  fe_perf_model(&c, 16, &r);
+  cr_assert_eq(r.loop_seconds, 0);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], 0.002);
+  fe_calibration gc = gpu_cal(); /* a GPU: no hot loop */
+  gc.cycle_ns = 0.5;
+  r = work();
+  r.loop_trips = 1e7;
+  r.loop_cycles = 100;
+  fe_perf_model(&gc, 0, &r);
+  cr_assert_eq(r.loop_seconds, 0);
+}
+
 /* The cpu's indexed loops: each node's first touch at the rate of values from beyond L1, the
  * others at L1's; without an L1 rate, all at the first */
 Test(perf, model_cpu_indexed_first_touches)
