@@ -696,8 +696,9 @@ void fe_perf_occupancy(fe_backend *be, fe_kernel *k, fe_report *rep)
   rep->resident = 0;
   if (!k || !be->ops->kernel_resources) return;
   if (!in->is_gpu) { /* the cpu: its hot loop's cycles, where the work counts its iterations */
-    if (rep->loop_trips > 0 && !be->ops->kernel_resources(be->impl, k, &res))
-      rep->loop_cycles = res.loop_cycles;
+    if (!(rep->loop_trips > 0)) return;
+    if (be->ops->kernel_resources(be->impl, k, &res)) fe_error_clear(); /* not known: none */
+    else rep->loop_cycles = res.loop_cycles;
     return;
   }
   if (rep->group_items <= 0) return;
