@@ -64,6 +64,9 @@ local function scaled(cal, from, to, precision)
   c.indexed_l1_gops = (cal.indexed_l1_gops or 0) * t.core / f.core
   c.l1_request_gops = (cal.l1_request_gops or 0) * t.core / f.core
   c.l1_line_gops = (cal.l1_line_gops or 0) * t.core / f.core
+  -- the cpu's hot loop: its cycles as simulated for this core, a cycle at the target's clock
+  -- (the same core's design assumed: llvm-mca simulated this one)
+  c.cycle_ns = (cal.cycle_ns or 0) * f.clock / t.clock
   return c
 end
 
