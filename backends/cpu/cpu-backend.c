@@ -485,8 +485,7 @@ static int cpu_fp_instruction(const char *line)
  * OpenMP regions outlined from it, name._omp_fn.N): of the innermost loops (a backward jump to
  * a label with no other backward jump inside to it or past it: a loop whose head a shorter
  * path also returns to is taken by that path), the one with the most floating-point
- * instructions; its
- * instructions (no labels, no directives) into out. 0 if there is none. */
+ * instructions; its instructions (no labels, no directives) into out. 0 if there is none. */
 static int cpu_hot_loop(const char *name, char *asm_text, fe_strbuf *out)
 {
   enum { MAXL = 1 << 16 };
