@@ -847,10 +847,11 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
    * calibrated rates (the core's scheduler full of work waiting on one chain), it binds the
    * FMA pipe */
   rep->loop_seconds = 0;
+  rep->loop_binds = 0;
   if (!c->gpu && c->cycle_ns > 0 && rep->loop_cycles > 0 && compute_units > 0) {
     rep->loop_seconds = rep->loop_trips * rep->loop_cycles * c->cycle_ns * 1e-9 / compute_units;
-    if (rep->loop_seconds > t[FE_CEIL_FMA] + t[FE_CEIL_NONFMA])
-      t[FE_CEIL_FMA] = rep->loop_seconds - t[FE_CEIL_NONFMA];
+    rep->loop_binds = rep->loop_seconds > t[FE_CEIL_FMA] + t[FE_CEIL_NONFMA];
+    if (rep->loop_binds) t[FE_CEIL_FMA] = rep->loop_seconds - t[FE_CEIL_NONFMA];
   }
   t[FE_CEIL_ATOMIC] = c->atomic_gops > 0 ? rep->atomics / (c->atomic_gops * 1e9) : 0;
   t[FE_CEIL_CONSTANT] = c->constant_gops > 0 && !(c->tables_l1 && rep->table_wavefronts > 0)

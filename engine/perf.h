@@ -129,6 +129,7 @@ typedef struct fe_report {
   double loop_cycles;       /* its cycles an iteration in llvm-mca's core (0: not simulated) */
   double loop_seconds;      /* and all of them at the calibrated cycle, over the threads (0:
                              * not known); the FMA ceiling where longer */
+  int loop_binds;           /* it is: longer than the multiply-adds and divisions at the rates */
   int regs;                 /* the compiled kernel's registers per item (0: not known) */
   long long shared_per_group; /* and its shared bytes per group */
   double occupancy;         /* resident items over the compute unit's most (0: not known) */
@@ -181,8 +182,9 @@ int fe_compile(fe_backend *be, const char *source, fe_module **mod, double *seco
 /* Copy the counted work w into the report. */
 void fe_report_work(fe_report *rep, const fe_work *w);
 /* The occupancy of kernel k launched in groups of rep->group_items into rep (from the
- * compiled kernel's registers and shared memory and the device's limits); nothing when the
- * backend does not say. */
+ * compiled kernel's registers and shared memory and the device's limits); on the cpu, its
+ * hot loop's cycles where the work counts the loop's iterations; nothing when the backend
+ * does not say. */
 void fe_perf_occupancy(fe_backend *be, fe_kernel *k, fe_report *rep);
 /* The model's prediction of one call into rep: the time of each ceiling alone (the work
  * counted against it over its calibrated rate, at the kernel's occupancy), the largest of

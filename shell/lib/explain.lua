@@ -490,7 +490,7 @@ local function explain(A, action, opts)
         "work), as llvm-mca simulates it in its model of this core: %.1f cycles an iteration, " ..
         "%.0f iterations, %s over the threads at the calibrated cycle; %s", rep.loop_cycles,
         rep.loop_trips, time(rep.loop_seconds),
-        math.abs(rep.ceilings.fma + rep.ceilings.nonfma - rep.loop_seconds) <= 1e-9 * rep.loop_seconds
+        rep.loop_binds
           and "longer than the multiply-adds and divisions at the calibrated rates, so it sets " ..
               "the FMA ceiling (its instructions wait on one chain in a full scheduler)."
           or "shorter than the multiply-adds and divisions at the calibrated rates, which set " ..

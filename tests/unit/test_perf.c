@@ -255,6 +255,7 @@ Test(perf, model_cpu_hot_loop)
   r.loop_cycles = 100; /* 1e7 x 100 x 0.5 ns over 16 threads: 31.25 ms */
   fe_perf_model(&c, 16, &r);
   assert_close(r.loop_seconds, 0.03125);
+  cr_assert(r.loop_binds);
   assert_close(r.ceiling_seconds[FE_CEIL_FMA], 0.03125 - 0.002);
   cr_assert_str_eq(r.bound, "fma");
   assert_close(r.predicted_seconds, 0.03125 + 30e-6); /* the issue: FMA, divisions */
@@ -263,6 +264,7 @@ Test(perf, model_cpu_hot_loop)
   r.loop_cycles = 4; /* 1.25 ms, under the rates' 4: the rates' time */
   fe_perf_model(&c, 16, &r);
   assert_close(r.loop_seconds, 0.00125);
+  cr_assert(!r.loop_binds);
   assert_close(r.ceiling_seconds[FE_CEIL_FMA], 0.002);
   c.cycle_ns = 0; /* no cycle calibrated (llvm-mca absent): none */
   r = work();
