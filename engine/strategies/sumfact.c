@@ -69,6 +69,12 @@ static int sumfact_applies(const fe_operator *A, const fe_backend *be, fe_precis
                fe_action_name((fe_action)a), q1, SUMFACT_MAX_POINTS);
       return 1;
     }
+    if (q1 < el->order + 1) { /* the derivatives at the points come from the values there */
+      snprintf(why, n, "the %s rule has %d points per direction, fewer than %s's %d nodes: "
+               "sumfact differentiates at the points through their values, which needs as many",
+               fe_action_name((fe_action)a), q1, A->V->name, el->order + 1);
+      return 1;
+    }
   }
   return 0;
 }

@@ -6,7 +6,8 @@
 -- corners, Gauss and collocated GLL rules; elasticity; a nonlinear traced physics with an
 -- auxiliary field; quads in 2D; curved (order-2) hexes from Gmsh. Then sumfact solves a
 -- manufactured problem at rate p + 1, and is the cpu's default for Q3. scatter = "nodes" (an
--- E-vector summed per node) gives the same results as the atomics.
+-- E-vector summed per node) gives the same results as the atomics. A rule with fewer points
+-- than nodes per direction is declined, saying why.
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, rel_diff, expect_error = T.check, T.max_rel_diff, T.expect_error
 local backends, nvidia_opencl = T.backends(true), T.nvidia_opencl()
@@ -161,6 +162,14 @@ check(not info.sumfact.applies and info.sumfact.why:find("tensor cells"),
       "sumfact on tets: %s", tostring(info.sumfact.why))
 expect_error(function() return tets:apply(tets.space:interpolate(1), {strategy = "sumfact"}) end,
              "strategy 'sumfact' does not apply", "tensor cells")
+-- fewer points than nodes per direction (Q3, degree 5: 3 points): the derivatives at the points
+-- through their values would be wrong (they were: 0.5 relative in the action), so it declines
+local under = fe.operator(fe.space(mesh.box{cells = 2, cell = "hex"}, "Q3"), scalar,
+                         {quadrature = {degree = 5}})
+expect_error(function() return under:apply(under.space:interpolate(1), {strategy = "sumfact"}) end,
+             "strategy 'sumfact' does not apply", "3 points per direction, fewer than Q3's 4 nodes")
+local _, uinfo = under:strategies()
+check(not uinfo.sumfact.applies and uinfo.transpose.applies, "under-integrated Q3: transpose runs it")
 expect_error(function() return A:apply(w, {strategy = "sumfact", geometry = "curved"}) end,
              "geometry must be")
 expect_error(function() return A:apply(w, {strategy = "sumfact", scatter = "colors"}) end,
