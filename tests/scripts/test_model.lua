@@ -165,7 +165,7 @@ for _, b in ipairs(T.backends()) do
           if ce.nonfma > ce[bound] then bound = "nonfma" end
           if ce.indexed > ce[bound] then bound = "indexed" end
         end
-        check(info.is_gpu and ce.indexed == 0 or not info.is_gpu and (s == "csr" or rep.indexed > 0),
+        check(info.is_gpu and ce.indexed == 0 or not info.is_gpu and rep.indexed > 0,
               "%s: indexed %g counted, ceiling %g", what, rep.indexed, ce.indexed)
         if ce.atomics > body then body, bound = ce.atomics, "atomics" end
         if ce.launches > ce[bound] then bound = "launches" end
@@ -178,6 +178,10 @@ for _, b in ipairs(T.backends()) do
         check(rep.launches > 0, "%s: no launches", what)
         if s == "csr" then
           check(rep.l2_bytes > 0, "%s: csr counts no L2 loads", what)
+          -- x gathered through the column indices, one a nonzero; each node's first touch
+          check(rep.indexed == rep.flops / 2 and rep.indexed_first == V.ndofs,
+                "%s: csr's gathers %g (nonzeros %g), first touches %g (dofs %d)", what,
+                rep.indexed, rep.flops / 2, rep.indexed_first, V.ndofs)
         else
           check(rep.shared_bytes > 0 and rep.atomics > 0, "%s: shared %g, atomics %g", what,
                 rep.shared_bytes, rep.atomics)
