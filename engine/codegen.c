@@ -173,7 +173,10 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
                    dim, nb, nq, Q->degree, nc, s->block);
   fe_strbuf_printf(&b, "#define GEO_AFFINE %d\n#define NGQ %d\n#define GEO_STRIDE %d\n",
                    s->geo_affine, s->geo_affine ? 1 : nq, fe_geo_stride(dim));
-  if (s->geo_shared) fe_strbuf_printf(&b, "#define GEO_SHARED 1\n");
+  if (s->geo_shared) /* and the sets (the classes', then the padding's), by which the cpu's
+                      * kernels choose their code */
+    fe_strbuf_printf(&b, "#define GEO_SHARED 1\n#define GEO_SETS %d\n",
+                     fe_mesh_congruent(s->V->mesh)->n + 1);
   fe_strbuf_printf(&b, "#define FE_JACOBIAN %d\n#define NEED_U %d\n#define NEED_X %d\n#define HAS_F0 %d\n",
                    n.jacobian, n.need_u, n.need_x, n.has_f0);
   fe_strbuf_printf(&b, "#define FE_DIAGONAL %d\n#define FE_DENSE %d\n", s->action == FE_ACTION_DIAGONAL,

@@ -673,6 +673,8 @@ void fe_report_work(fe_report *rep, const fe_work *w)
   rep->constant = w->constant;
   rep->indexed = w->indexed;
   rep->indexed_first = w->indexed_first;
+  rep->factor_lanes = w->factor_lanes;
+  rep->factor_gathers = w->factor_gathers;
   rep->l1_wavefronts = w->l1_wavefronts;
   rep->table_wavefronts = w->table_wavefronts;
   memcpy(rep->l1_lines, w->l1_lines, sizeof rep->l1_lines);
@@ -841,6 +843,9 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
   double e_lanes = !c->gpu && rep->lanes > 0 ? curve_at(c->curve[FE_CURVE_LANES], rep->lanes) : 1;
   t[FE_CEIL_FMA] = (rep->flops - vec) / (c->gflops * 1e9 * e_fma) +
                    (vec > 0 ? vec / (vec_gflops * 1e9 * e_lanes) : 0);
+  if (!c->gpu && vec_gflops > 0) /* the cpu: a group's factors into its lanes, beside the flops */
+    t[FE_CEIL_FMA] += 2 * rep->factor_lanes / (vec_gflops * 1e9 * e_lanes) +
+                      2 * rep->factor_gathers / (c->gflops * 1e9);
   t[FE_CEIL_NONFMA] = c->nonfma_gops > 0 ? rep->nonfma / (c->nonfma_gops * 1e9 * e_fma) : 0;
   /* the cpu: the hot loop as llvm-mca simulates it (patch's points), every iteration at its
    * cycles, the threads side by side. Where longer than its multiply-adds and divisions at the

@@ -199,6 +199,10 @@ int fe_geometry_shared(const fe_operator *A, const fe_action_opts *o);
 /* The bytes of stored factors an action of spec s reads on the whole mesh: a set a cell (or
  * point), or shared a class a cell and the classes' sets once. */
 double fe_geometry_bytes(const fe_kernel_spec *s);
+/* The cpu's work of putting a group's affine stored factors in its cells' lanes
+ * (FE_GROUP_FACTORS of engine/kernels/common.knl, which transpose and sumfact run before their
+ * phases): into wk's factor_lanes (SIMD copies and selects, a lane each) or factor_gathers. */
+void fe_group_factor_work(const fe_kernel_spec *s, fe_work *wk);
 /* "geometry from the vertices", "geometry shared: ...", "geometry stored per cell" (point). */
 void fe_geometry_describe(const fe_realization *r, int vertices, char *buf, size_t n);
 /* A new buffer of `bytes` written by fill(ctx, out): in place on the cpu, through one staging

@@ -67,6 +67,8 @@ static int report_index(lua_State *L)
       {"constant_loads", offsetof(fe_report, constant)},
       {"indexed", offsetof(fe_report, indexed)},
       {"indexed_first", offsetof(fe_report, indexed_first)},
+      {"factor_lanes", offsetof(fe_report, factor_lanes)},
+      {"factor_gathers", offsetof(fe_report, factor_gathers)},
       {"l1_wavefronts", offsetof(fe_report, l1_wavefronts)},
       {"table_wavefronts", offsetof(fe_report, table_wavefronts)},
       {"l1_requests", offsetof(fe_report, l1_requests)},

@@ -126,6 +126,7 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
   wk->flops = ncells * fe_sumfact_flops_per_cell(&sh);
   wk->vec_flops = ncells * fe_sumfact_vec_flops_per_cell(&sh);
   wk->nonfma = ncells * fe_sumfact_nonfma_per_cell(&sh);
+  if (A->geo_affine && !vertices) fe_group_factor_work(&s, wk); /* the cpu's SF_GROUP_GEOMETRY */
   /* the cell map, then the geometry: stored factors (per point, per cell when affine, per
    * class when shared), or the corners' coordinates */
   double geo = vertices ? V->mesh->nvertices * 3 * w : fe_geometry_bytes(&s);

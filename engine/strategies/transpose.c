@@ -486,6 +486,8 @@ static void transpose_counts(const fe_kernel_spec *s, int ndir, int vertices, fe
     /* on the cpu both phases are SIMD over the group's cells, all but the adds into y */
     wk->vec_flops = ncells * (per_cell - nb * nc);
     wk->lanes = s->block;
+    /* the cpu's group geometry (TR_GROUP_GEOMETRY: shared affine sets) */
+    if (!vertices && s->geo_affine && s->geo_shared) fe_group_factor_work(s, wk);
   }
   wk->flops = ncells * per_cell;
   /* of those, the non-FMA ones: the physics' at each point (the diagonal's at each (b, k,

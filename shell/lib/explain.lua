@@ -331,7 +331,9 @@ local ceiling_words = {
            "shared-memory rate; or, where longer, the L1's lookups of those global loads " ..
            "(rep.l1_requests warp requests touching rep.l1_lines 128-byte lines, each request " ..
            "the longer of a request's and its lines' calibrated time: rep.l1_tag_seconds)",
-  fma = "the floating-point operations (rep.flops) at the calibrated FMA rate: compute bound",
+  fma = "the floating-point operations (rep.flops) at the calibrated FMA rate: compute bound " ..
+        "(on the cpu with a group's shared geometric factors put in its lanes: rep.factor_lanes " ..
+        "SIMD selects or copies, rep.factor_gathers values gathered one at a time)",
   nonfma = "divisions and square roots (rep.nonfma), which do not issue as FMAs",
   atomics = "the scatter's atomic adds to global memory (rep.atomics) at the calibrated atomic rate",
   constant = "the constant-table loads (rep.constant_loads), one per distinct word a warp reads " ..
@@ -430,6 +432,10 @@ local function explain(A, action, opts)
   say("  non-FMA ops    %s   (divisions, square roots)", num(rep.nonfma / ncells))
   say("  indexed        %s   (values gathered or added through the cell map; %s first touches)",
       num(rep.indexed / ncells), num((rep.indexed_first or 0) / ncells))
+  if rep.backend == "cpu" and ((rep.factor_lanes or 0) > 0 or (rep.factor_gathers or 0) > 0) then
+    say("  factors        %s lanes selected or copied, %s values gathered   (the group's geometry, " ..
+        "at the FMA rates)", num(rep.factor_lanes / ncells), num(rep.factor_gathers / ncells))
+  end
   if (rep.shared_per_group or 0) > 0 and c.block > 0 then
     say("  shared memory  %s bytes declared per cell (%d a group of %d cells)",
         num(rep.shared_per_group / c.block), rep.shared_per_group, c.block)

@@ -1263,3 +1263,43 @@ Test(operator, cpu_colors_in_runs)
     op_problem_free(&p);
   }
 }
+
+/* The cpu's group factors as the kernel chooses them: shared sets (the classes' and the
+ * padding's, GEO_SETS in the source) selected into the lanes where few (up to 8 in single, 2
+ * in double), else gathered; a set a cell copied */
+Test(operator, group_factors_counted_as_the_kernel_chooses)
+{
+  const fe_cell_type types[2] = {FE_CELL_TET, FE_CELL_HEX};
+  const int sets[2] = {7, 2}; /* Kuhn tets' 6 classes, a box's hexes 1; and the padding's */
+  for (int t = 0; t < 2; t++) {
+    op_problem p;
+    op_problem_make(&p, types[t], 3, NULL, 0); /* classes shared by 16 cells each at least */
+    cr_assert(fe_geometry_shared(p.A, NULL), "%s", fe_cell_name(types[t]));
+    const double lanes = (double)p.m->ncells * fe_geo_stride(3);
+    for (int prec = 0; prec < 2; prec++) {
+      fe_kernel_spec s = {.V = p.V, .pde = p.pde, .quad = &p.A->quad[FE_ACTION_APPLY],
+                          .action = FE_ACTION_APPLY, .prec = (fe_precision)prec,
+                          .geo_affine = 1, .geo_shared = 1};
+      fe_work w;
+      memset(&w, 0, sizeof w);
+      fe_group_factor_work(&s, &w);
+      const int select = sets[t] <= (prec == FE_DOUBLE ? 2 : 8);
+      cr_expect_eq(w.factor_lanes, select ? lanes * sets[t] : 0, "%s %d: %g lanes",
+                   fe_cell_name(types[t]), prec, w.factor_lanes);
+      cr_expect_eq(w.factor_gathers, select ? 0 : lanes, "%s %d: %g gathers",
+                   fe_cell_name(types[t]), prec, w.factor_gathers);
+      s.geo_shared = 0; /* a set a cell: copied */
+      fe_group_factor_work(&s, &w);
+      cr_expect_eq(w.factor_lanes, lanes);
+      cr_expect_eq(w.factor_gathers, 0);
+      fe_action_opts o = op_opts("cpu", (fe_precision)prec, 0);
+      o.strategy = "transpose";
+      char *src = NULL, def[32];
+      cr_assert_eq(fe_operator_source(p.A, "apply", &o, &src), 0, "%s", fe_error_message());
+      snprintf(def, sizeof def, "#define GEO_SETS %d\n", sets[t]);
+      cr_expect(strstr(src, def) != NULL, "%s: no '%s'", fe_cell_name(types[t]), def);
+      free(src);
+    }
+    op_problem_free(&p);
+  }
+}

@@ -327,6 +327,37 @@ Test(perf, model_cpu_lanes)
   assert_close(r.ceiling_seconds[FE_CEIL_FMA], 0.5e9 / 250e9 + 1.5e9 / 1000e9);
 }
 
+/* The cpu's group factors: lanes a SIMD select or copy fills as a multiply-add a lane at the
+ * vectorized rate (with the kernel's lanes), gathered values as one at the scalar rate; a GPU
+ * has no such loop */
+Test(perf, model_cpu_group_factors)
+{
+  fe_calibration c = cpu_cal();
+  c.scalar_gflops = 250;
+  static const double lanes[FE_CURVE_POINTS] = {0.1, 0.3, 0.6, 0.8, 1.0, 1.0};
+  memcpy(c.curve[FE_CURVE_LANES], lanes, sizeof lanes);
+  fe_report r = work();
+  r.vec_flops = 1.5e9;
+  r.lanes = 8;
+  fe_perf_model(&c, 16, &r);
+  const double flops = r.ceiling_seconds[FE_CEIL_FMA];
+  r.factor_lanes = 3e8; /* 6e8 flops at 1000 x 0.6 GF/s: 1 ms */
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], flops + 1e-3);
+  r.factor_lanes = 0;
+  r.factor_gathers = 2.5e8; /* 5e8 flops at 250 GF/s: 2 ms */
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], flops + 2e-3);
+  fe_calibration gc = gpu_cal();
+  r = work();
+  fe_perf_model(&gc, 0, &r);
+  const double gpu = r.ceiling_seconds[FE_CEIL_FMA];
+  r.factor_lanes = 3e8;
+  r.factor_gathers = 2.5e8;
+  fe_perf_model(&gc, 0, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], gpu);
+}
+
 Test(perf, model_bound_is_largest)
 {
   fe_calibration c = cpu_cal();
