@@ -179,6 +179,9 @@ typedef struct fe_calibration {
                          * at a time, as its kernels' first and last loops do, each value's
                          * node its first touch (from beyond L1), G/s (0: GPUs) */
   double indexed_l1_gops; /* the same loops over nodes touched just before (in L1), G/s */
+  double rows_gbytes;   /* the cpu: a sparse matrix's rows streamed from memory, values and
+                         * column indices, x read through them (csr's loop), GB/s (0: not
+                         * measured: the DRAM rate) */
   /* GPUs: the L1's lookups for global loads of data it holds, beside its data pipe (the
    * shared ceiling): warp requests that touch one line, G/s, and lines looked up by requests
    * that touch 32 lines of distinct banks, G/s (0: not measured, the cpu) */

@@ -56,7 +56,7 @@ static int calibration_path(const fe_backend *be, char *path, size_t n)
   char dir[4096];
   FE_CHECK(fe_cache_dir("calibration", dir, sizeof dir));
   unsigned long long h = fe_hash_string(be->info.name, fe_hash_string(be->name, 0));
-  snprintf(path, n, "%s/%s-v9-%016llx.txt", dir, be->name, h);
+  snprintf(path, n, "%s/%s-v10-%016llx.txt", dir, be->name, h);
   return 0;
 }
 
@@ -83,6 +83,7 @@ static const calib_field calib_fields[] = {
     {"phase_latency", offsetof(fe_calibration, phase_latency_us), 0},
     {"indexed", offsetof(fe_calibration, indexed_gops), 0},
     {"indexed_l1", offsetof(fe_calibration, indexed_l1_gops), 0},
+    {"rows", offsetof(fe_calibration, rows_gbytes), 0},
     {"l1_requests", offsetof(fe_calibration, l1_request_gops), 0},
     {"l1_lines", offsetof(fe_calibration, l1_line_gops), 0},
     {"cycle", offsetof(fe_calibration, cycle_ns), 0},
@@ -246,6 +247,7 @@ typedef struct calib_run {
   fe_kernel *triad, *stream, *cached, *fma, *scalar, *shared, *divide, *atomics, *constant;
   fe_kernel *chase_init, *chase, *phases, *indexed_init, *indexed, *table_lines;
   fe_kernel *chain; /* the cpu: one chain of dependent multiply-adds a group */
+  fe_kernel *rows_init, *rows; /* the cpu: csr's rows */
   fe_kernel *lanes[FE_CURVE_POINTS]; /* the cpu: fe_fma with 2, 4, ..., 64 lanes */
   fe_buffer a, x, y, out;
   size_t n;       /* reals per array */
@@ -416,6 +418,29 @@ static int calibrate_kernels(calib_run *c)
     double rest = t8 - v / (cal->indexed_gops * 1e9); /* the 7 passes from L1 */
     cal->indexed_l1_gops = rest > 0 ? 7 * v / rest / 1e9 : cal->indexed_gops;
   }
+  /* the cpu: csr's rows, 2^25 entries (their values and indices beyond the last-level cache,
+   * 400 MB in double: this machine's 260 MB L3 held half as many), x through them */
+  cal->rows_gbytes = 0;
+  if (c->rows) {
+    long long entries = (long long)1 << 25;
+    while (entries * (long long)(w + sizeof(int)) > (long long)(be->info.global_mem / 4) &&
+           entries > (1 << 20))
+      entries /= 2;
+    const long long nrows = entries / 27;
+    fe_buffer cols = {0}, vals = {0};
+    int rc = be->ops->alloc(be->impl, (size_t)entries * sizeof(int), &cols);
+    if (!rc) rc = be->ops->alloc(be->impl, (size_t)entries * w, &vals);
+    if (!rc) rc = be->ops->fill(be->impl, &vals, (size_t)entries, c->prec, 0.5);
+    fe_arg rargs[5] = {{.kind = FE_ARG_INT, .i = nrows}, {.kind = FE_ARG_BUFFER, .buf = &cols},
+                       {.kind = FE_ARG_BUFFER, .buf = &vals}, {.kind = FE_ARG_BUFFER, .buf = &c->x},
+                       {.kind = FE_ARG_BUFFER, .buf = &c->y}};
+    if (!rc) rc = be->ops->launch(be->impl, c->rows_init, (size_t)nrows, 1, 2, rargs, c->prec, NULL);
+    if (!rc) rc = best_time(be, c->rows, (size_t)nrows, 1, 5, rargs, c->prec, 5, 1, &t);
+    if (!rc) cal->rows_gbytes = ((double)entries * (w + sizeof(int)) + nrows * 2.0 * w) / t / 1e9;
+    if (cols.ptr) be->ops->release(be->impl, &cols);
+    if (vals.ptr) be->ops->release(be->impl, &vals);
+    FE_CHECK(rc);
+  }
   /* the cpu: a cycle of llvm-mca's core, where the backend simulates hot loops: a chain of
    * dependent multiply-adds on every thread, its step's time over the step's cycles */
   cal->cycle_ns = 0;
@@ -523,6 +548,8 @@ static int run_calibration(fe_backend *be, fe_precision prec, fe_report *rep)
     rc = be->ops->kernel(be->impl, c.mod, name, &c.lanes[k]);
   }
   if (!rc && !strcmp(be->name, "cpu")) rc = be->ops->kernel(be->impl, c.mod, "fe_fma_chain", &c.chain);
+  if (!rc && !strcmp(be->name, "cpu")) rc = be->ops->kernel(be->impl, c.mod, "fe_rows_init", &c.rows_init);
+  if (!rc && !strcmp(be->name, "cpu")) rc = be->ops->kernel(be->impl, c.mod, "fe_rows", &c.rows);
   size_t nout = (size_t)c.ngpu * 32 * 4 + 64;
   if (!rc) rc = be->ops->alloc(be->impl, c.n * w, &c.a);
   if (!rc) rc = be->ops->alloc(be->impl, c.n * w, &c.x);
@@ -675,6 +702,7 @@ void fe_report_work(fe_report *rep, const fe_work *w)
   rep->indexed_first = w->indexed_first;
   rep->factor_lanes = w->factor_lanes;
   rep->factor_gathers = w->factor_gathers;
+  rep->rows = w->rows;
   rep->l1_wavefronts = w->l1_wavefronts;
   rep->table_wavefronts = w->table_wavefronts;
   memcpy(rep->l1_lines, w->l1_lines, sizeof rep->l1_lines);
@@ -811,7 +839,10 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
   double e_dram = curve_at(c->curve[0], warps), e_shared = curve_at(c->curve[1], warps),
          e_fma = curve_at(c->curve[2], warps);
   double *t = rep->ceiling_seconds;
-  t[FE_CEIL_DRAM] = rep->bytes / (c->gbytes * 1e9 * e_dram);
+  /* the cpu: a sparse matrix's rows at the rate of such rows (their streams beside x's loads
+   * through the indices, which keep fewer lines in flight than a triad) */
+  double dram_gbytes = !c->gpu && rep->rows > 0 && c->rows_gbytes > 0 ? c->rows_gbytes : c->gbytes;
+  t[FE_CEIL_DRAM] = rep->bytes / (dram_gbytes * 1e9 * e_dram);
   t[FE_CEIL_L2] = c->l2_gbytes > 0 ? rep->l2_bytes / (c->l2_gbytes * 1e9 * e_dram) : 0;
   /* shared memory's wavefronts and those of the global loads through L1 take one data pipe;
    * beside it the L1 looks up the lines of each global load (GPUs: a request touching k lines

@@ -61,6 +61,9 @@ typedef struct fe_work {
    * vectorized FMA rate as a multiply-add a lane; and values an emulated gather fills, one
    * at a time (an index taken out, a load, an insert), at the scalar rate as a multiply-add */
   double factor_lanes, factor_gathers;
+  /* the cpu: 1 where the bytes are a sparse matrix's rows that a row loop streams, reading x
+   * through their column indices (csr), at the calibrated rate of such rows (rows_gbytes) */
+  double rows;
   /* GPUs: global loads' wavefronts through L1, the data pipe shared memory uses too (one per
    * distinct 128-byte line a warp's load touches): the stored factors and the gathers
    * (l1_wavefronts), and the same tables `constant` counts where a backend keeps them in
@@ -113,7 +116,7 @@ typedef struct fe_report {
   char bound[16];           /* the ceiling that binds: "dram", "shared", "fma", ... */
   /* the model's inputs besides flops and bytes (fe_work), and its answer per ceiling */
   double l2_bytes, shared_bytes, nonfma, atomics, constant, vec_flops, indexed, indexed_first;
-  double factor_lanes, factor_gathers;
+  double factor_lanes, factor_gathers, rows;
   double l1_wavefronts, table_wavefronts;
   double l1_lines[FE_L1_LINES + 1], table_lines[FE_L1_LINES + 1]; /* (fe_work) */
   double l1_requests, l1_line_total; /* their sums: requests, lines */

@@ -69,6 +69,7 @@ static int report_index(lua_State *L)
       {"indexed_first", offsetof(fe_report, indexed_first)},
       {"factor_lanes", offsetof(fe_report, factor_lanes)},
       {"factor_gathers", offsetof(fe_report, factor_gathers)},
+      {"rows", offsetof(fe_report, rows)},
       {"l1_wavefronts", offsetof(fe_report, l1_wavefronts)},
       {"table_wavefronts", offsetof(fe_report, table_wavefronts)},
       {"l1_requests", offsetof(fe_report, l1_requests)},
@@ -211,8 +212,8 @@ static int device_current(lua_State *L)
 }
 
 /* A calibration as a table: gbytes, gflops, launch_us, sync_us, l2_gbytes, shared_gbytes,
- * nonfma_gops, atomic_gops, constant_gops, scalar_gflops, indexed_gops and indexed_l1_gops
- * (the cpu), l1_request_gops and l1_line_gops (GPUs: the L1's lookups), dram_latency_us,
+ * nonfma_gops, atomic_gops, constant_gops, scalar_gflops, indexed_gops, indexed_l1_gops
+ * and rows_gbytes (the cpu), l1_request_gops and l1_line_gops (GPUs: the L1's lookups), dram_latency_us,
  * l2_latency_us, phase_latency_us, cycle_ns (the cpu: a cycle of llvm-mca's core), gpu
  * (measured on a GPU), tables_l1 (the kernels' tables
  * read through L1: fe_device_info), (GPUs) curves = {dram = {...}, shared = {...},
@@ -231,7 +232,8 @@ void felab_push_calibration(lua_State *L, const fe_calibration *c)
            {"dram_latency_us", c->dram_latency_us}, {"l2_latency_us", c->l2_latency_us},
            {"phase_latency_us", c->phase_latency_us}, {"indexed_gops", c->indexed_gops},
            {"indexed_l1_gops", c->indexed_l1_gops}, {"l1_request_gops", c->l1_request_gops},
-           {"l1_line_gops", c->l1_line_gops}, {"cycle_ns", c->cycle_ns}};
+           {"l1_line_gops", c->l1_line_gops}, {"cycle_ns", c->cycle_ns},
+           {"rows_gbytes", c->rows_gbytes}};
   lua_createtable(L, 0, 20);
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     lua_pushnumber(L, f[i].v);
@@ -408,6 +410,7 @@ static int perf_model(lua_State *L)
   c.l2_latency_us = field_number(L, 2, "l2_latency_us");
   c.phase_latency_us = field_number(L, 2, "phase_latency_us");
   c.cycle_ns = field_number(L, 2, "cycle_ns");
+  c.rows_gbytes = field_number(L, 2, "rows_gbytes");
   lua_getfield(L, 2, "gpu");
   c.gpu = lua_toboolean(L, -1);
   lua_pop(L, 1);

@@ -141,6 +141,7 @@ static void csr_traffic(const fe_operator *A, fe_precision prec, fe_work *w)
   w->l2_bytes = nnz * (double)fe_precision_size(prec);
   w->indexed = nnz;
   w->indexed_first = A->V->ndofs;
+  w->rows = 1; /* the cpu: the rows' rate (fe_spmv's loop, as calibrated) */
 }
 
 static void csr_count(const fe_realization *r, fe_action a, fe_work *w)

@@ -46,9 +46,10 @@ for pass = 1, passes do
     local c = device.calibrate(backend, p)
     local k = device.info(backend).calibration[p]
     print(("calibration %s %s: dram %.0f GB/s, l2 %.0f GB/s, shared %.0f GB/s, fma %.0f GF/s, " ..
-           "div %.1f G/s, atomics %.1f G/s, constant %.1f G/s, indexed %.2f G/s, launch %.1f us, sync %.1f us, " ..
+           "div %.1f G/s, atomics %.1f G/s, constant %.1f G/s, indexed %.2f G/s, rows %.1f GB/s, launch %.1f us, sync %.1f us, " ..
            "latency: dram %.3f us, l2 %.3f us, phase %.3f us (%.1f s)"):format(backend, p, k.gbytes,
       k.l2_gbytes, k.shared_gbytes, k.gflops, k.nonfma_gops, k.atomic_gops, k.constant_gops, k.indexed_gops,
+      k.rows_gbytes or 0,
       k.launch_us, k.sync_us, k.dram_latency_us, k.l2_latency_us, k.phase_latency_us, c.seconds))
     if k.curves then
       for _, name in ipairs({"dram", "shared", "fma"}) do

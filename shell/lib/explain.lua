@@ -321,7 +321,8 @@ end
 
 local ceiling_words = {
   dram = "the minimal bytes (rep.bytes: cell map, geometry, the vectors once) at the calibrated " ..
-         "DRAM bandwidth: the kernel is memory bound",
+         "DRAM bandwidth (on the cpu a sparse matrix's rows, rep.rows, at the calibrated rate of " ..
+         "csr's row loop: rows_gbytes): the kernel is memory bound",
   l2 = "the global loads beyond the minimal bytes (rep.l2_bytes: re-reads of nodes shared by " ..
        "cells) at the L2 rate",
   shared = "the shared-memory wavefronts (rep.shared_bytes, 128 bytes each: a warp's access costs " ..

@@ -62,6 +62,7 @@ local function scaled(cal, from, to, precision)
   c.constant_gops = (cal.constant_gops or 0) * t.core / f.core
   c.indexed_gops = (cal.indexed_gops or 0) * t.core / f.core
   c.indexed_l1_gops = (cal.indexed_l1_gops or 0) * t.core / f.core
+  c.rows_gbytes = (cal.rows_gbytes or 0) * t.dram / f.dram
   c.l1_request_gops = (cal.l1_request_gops or 0) * t.core / f.core
   c.l1_line_gops = (cal.l1_line_gops or 0) * t.core / f.core
   -- the cpu's hot loop: its cycles as simulated for this core, a cycle at the target's clock

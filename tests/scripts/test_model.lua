@@ -51,6 +51,11 @@ for _, b in ipairs(T.backends()) do
     check(c.launch_us >= 0 and c.sync_us > 0, "%s: launch %g us, sync %g us", b, c.launch_us, c.sync_us)
     check(info.is_gpu and c.indexed_gops == 0 or not info.is_gpu and c.indexed_gops > 0,
           "%s: indexed loops %g G/s (measured on cpus only)", b, c.indexed_gops)
+    -- csr's rows: the cpu backend's loop, from memory, no faster than memory's triad allows
+    -- by much (their bytes are fewer a line fetched: no writes), on other backends not measured
+    check(b == "cpu" and c.rows_gbytes > 0.2 * c.gbytes and c.rows_gbytes < 3 * c.gbytes or
+          b ~= "cpu" and c.rows_gbytes == 0, "%s: csr's rows %g GB/s (the triad %g)", b,
+          c.rows_gbytes, c.gbytes)
     check(rep.peak_gbytes == c.gbytes and rep.peak_gflops == c.gflops,
           "%s: the report's peaks are the calibration's", b)
     if info.is_gpu then
@@ -76,12 +81,12 @@ for _, b in ipairs(T.backends()) do
           not info.is_gpu and c.l1_request_gops == 0 and c.l1_line_gops == 0,
           "%s: L1 lookups %g requests/ns, %g lines/ns (measured on GPUs only)", b,
           c.l1_request_gops, c.l1_line_gops)
-    -- stored: calibration/<backend>-v9-<hash>.txt, a "double" line with the same DRAM figure
+    -- stored: calibration/<backend>-v10-<hash>.txt, a "double" line with the same DRAM figure
     if cache then
       local p = io.popen("ls '" .. cache .. "/calibration/' 2>/dev/null")
       local found
       for f in p:lines() do
-        if f:match("^" .. b .. "%-v9%-%x+%.txt$") then
+        if f:match("^" .. b .. "%-v10%-%x+%.txt$") then
           for line in io.lines(cache .. "/calibration/" .. f) do
             local dram = line:match("^double dram (%S+)")
             if dram and close(tonumber(dram), c.gbytes, 1e-5) then found = f end
@@ -182,7 +187,9 @@ for _, b in ipairs(T.backends()) do
           check(rep.indexed == rep.flops / 2 and rep.indexed_first == V.ndofs,
                 "%s: csr's gathers %g (nonzeros %g), first touches %g (dofs %d)", what,
                 rep.indexed, rep.flops / 2, rep.indexed_first, V.ndofs)
+          check(rep.rows == 1, "%s: csr's bytes are not rows (%s)", what, tostring(rep.rows))
         else
+          check(rep.rows == 0, "%s: %s's bytes taken as a matrix's rows", what, s)
           check(rep.shared_bytes > 0 and rep.atomics > 0, "%s: shared %g, atomics %g", what,
                 rep.shared_bytes, rep.atomics)
         end

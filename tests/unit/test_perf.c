@@ -307,6 +307,31 @@ Test(perf, model_cpu_indexed_first_touches)
   assert_close(r.ceiling_seconds[FE_CEIL_INDEXED], 1e7 / 1e9);
 }
 
+/* The cpu: a sparse matrix's rows (csr) at the calibrated rate of such rows; without it, and
+ * on a GPU, at the DRAM rate */
+Test(perf, model_cpu_rows)
+{
+  fe_calibration c = cpu_cal();
+  c.rows_gbytes = 50; /* the DRAM rate's half */
+  fe_report r = work();
+  fe_perf_model(&c, 16, &r);
+  const double dram = r.ceiling_seconds[FE_CEIL_DRAM];
+  r.rows = 1;
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_DRAM], dram * c.gbytes / 50);
+  c.rows_gbytes = 0; /* not measured */
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_DRAM], dram);
+  fe_calibration gc = gpu_cal();
+  gc.rows_gbytes = 50;
+  r = work();
+  fe_perf_model(&gc, 0, &r);
+  const double gdram = r.ceiling_seconds[FE_CEIL_DRAM];
+  r.rows = 1;
+  fe_perf_model(&gc, 0, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_DRAM], gdram);
+}
+
 /* The cpu's SIMD flops at the rate calibrated with the kernel's lanes (its group's cells) */
 Test(perf, model_cpu_lanes)
 {
