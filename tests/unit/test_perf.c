@@ -332,13 +332,20 @@ Test(perf, model_cpu_rows)
   assert_close(r.ceiling_seconds[FE_CEIL_DRAM], gdram);
 }
 
-/* The cpu's SIMD flops at the rate calibrated with the kernel's lanes (its group's cells) */
-Test(perf, model_cpu_lanes)
+/* A cpu calibration with a scalar rate and a lanes curve (8 lanes: 0.6 of the SIMD rate) */
+static fe_calibration cpu_cal_lanes(void)
 {
   fe_calibration c = cpu_cal();
   c.scalar_gflops = 250;
   static const double lanes[FE_CURVE_POINTS] = {0.1, 0.3, 0.6, 0.8, 1.0, 1.0};
   memcpy(c.curve[FE_CURVE_LANES], lanes, sizeof lanes);
+  return c;
+}
+
+/* The cpu's SIMD flops at the rate calibrated with the kernel's lanes (its group's cells) */
+Test(perf, model_cpu_lanes)
+{
+  fe_calibration c = cpu_cal_lanes();
   fe_report r = work();
   r.vec_flops = 1.5e9;
   r.lanes = 8; /* the curve's third point */
@@ -357,10 +364,7 @@ Test(perf, model_cpu_lanes)
  * has no such loop */
 Test(perf, model_cpu_group_factors)
 {
-  fe_calibration c = cpu_cal();
-  c.scalar_gflops = 250;
-  static const double lanes[FE_CURVE_POINTS] = {0.1, 0.3, 0.6, 0.8, 1.0, 1.0};
-  memcpy(c.curve[FE_CURVE_LANES], lanes, sizeof lanes);
+  fe_calibration c = cpu_cal_lanes();
   fe_report r = work();
   r.vec_flops = 1.5e9;
   r.lanes = 8;
