@@ -845,9 +845,9 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
   t[FE_CEIL_DRAM] = rep->bytes / (dram_gbytes * 1e9 * e_dram);
   t[FE_CEIL_L2] = c->l2_gbytes > 0 ? rep->l2_bytes / (c->l2_gbytes * 1e9 * e_dram) : 0;
   /* shared memory's wavefronts and those of the global loads through L1 take one data pipe;
-   * beside it the L1 looks up the lines of each global load (GPUs: a request touching k lines
-   * takes the longer of a request's and k lines' calibrated time), and the longer of the two
-   * binds */
+   * beside it the L1 looks up the lines of each global load (GPUs: its requests and their
+   * lines two stages side by side, all the requests at the calibrated requests' rate, all the
+   * lines at the lines' rate, the longer of the two), and the longer of the two binds */
   double l1 = rep->l1_wavefronts + (c->tables_l1 ? rep->table_wavefronts : 0);
   t[FE_CEIL_SHARED] = c->shared_gbytes > 0
                           ? (rep->shared_bytes + 128 * l1) / (c->shared_gbytes * 1e9 * e_shared)
@@ -857,9 +857,10 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
     double n = rep->l1_lines[k] + (c->tables_l1 ? rep->table_lines[k] : 0);
     rep->l1_requests += n;
     rep->l1_line_total += n * k;
-    if (c->l1_request_gops > 0 && c->l1_line_gops > 0)
-      rep->l1_tag_seconds += n * fmax(1 / c->l1_request_gops, k / c->l1_line_gops) * 1e-9;
   }
+  if (c->l1_request_gops > 0 && c->l1_line_gops > 0)
+    rep->l1_tag_seconds = fmax(rep->l1_requests / c->l1_request_gops,
+                               rep->l1_line_total / c->l1_line_gops) * 1e-9;
   if (rep->l1_tag_seconds > 0 && c->shared_gbytes > 0) {
     /* few warps keep the lookups as busy as many where each request holds them longer than
      * a shared load's wavefront (Little's law; measured on the H100: requests of 27 lines at

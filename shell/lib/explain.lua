@@ -330,8 +330,9 @@ local ceiling_words = {
            "through L1, the same data pipe (rep.l1_wavefronts: stored factors, gathers; " ..
            "rep.table_wavefronts: the tables, where they are global memory), at the calibrated " ..
            "shared-memory rate; or, where longer, the L1's lookups of those global loads " ..
-           "(rep.l1_requests warp requests touching rep.l1_lines 128-byte lines, each request " ..
-           "the longer of a request's and its lines' calibrated time: rep.l1_tag_seconds)",
+           "(rep.l1_requests warp requests touching rep.l1_lines 128-byte lines: the longer of " ..
+           "all the requests' time and all their lines' at the calibrated rates, " ..
+           "rep.l1_tag_seconds)",
   fma = "the floating-point operations (rep.flops) at the calibrated FMA rate: compute bound " ..
         "(on the cpu with a group's shared geometric factors put in its lanes: rep.factor_lanes " ..
         "SIMD selects or copies, rep.factor_gathers values gathered one at a time)",
