@@ -175,8 +175,8 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
                    s->geo_affine, s->geo_affine ? 1 : nq, fe_geo_stride(dim));
   if (s->geo_shared) /* and the sets (the classes', then the padding's), by which the cpu's
                       * kernels choose their code */
-    fe_strbuf_printf(&b, "#define GEO_SHARED 1\n#define GEO_SETS %d\n",
-                     fe_mesh_congruent(s->V->mesh)->n + 1);
+    fe_strbuf_printf(&b, "#define GEO_SHARED 1\n#define GEO_SETS %d\n#define GEO_SELECT %d\n",
+                     fe_mesh_congruent(s->V->mesh)->n + 1, fe_codegen_select_sets(s->prec));
   fe_strbuf_printf(&b, "#define FE_JACOBIAN %d\n#define NEED_U %d\n#define NEED_X %d\n#define HAS_F0 %d\n",
                    n.jacobian, n.need_u, n.need_x, n.has_f0);
   fe_strbuf_printf(&b, "#define FE_DIAGONAL %d\n#define FE_DENSE %d\n", s->action == FE_ACTION_DIAGONAL,
@@ -261,6 +261,13 @@ double fe_codegen_eval_flops(int nb, int dim, int nc, int need)
 
 /* The Jacobian from the node coordinates, then its inverse by cofactors and its determinant
  * (patch.knl's fe_map_factors). */
+int fe_codegen_select_sets(fe_precision prec)
+{
+  /* a stand-alone loop of a group of 32 cells, 10 factors (docs/benchmarks.md, fifteenth
+   * session): the selects beat gcc's emulated gather up to 8 sets in single, 2 in double */
+  return prec == FE_DOUBLE ? 2 : 8;
+}
+
 double fe_codegen_map_flops(int nb, int dim)
 {
   static const double inverse[4] = {0, 1, 8, 42};

@@ -45,6 +45,10 @@ fe_action_needs fe_codegen_needs(const fe_kernel_spec *s);
  * point (0 when need is 0); of the map's factors from nb node coordinates at a point. */
 double fe_codegen_eval_flops(int nb, int dim, int nc, int need);
 double fe_codegen_map_flops(int nb, int dim);
+/* The cpu: up to how many shared sets of factors a group's lanes select their own (a compare
+ * and a blend a set), beyond which they gather them (FE_GROUP_FACTORS, common.knl: the
+ * kernel's GEO_SELECT) */
+int fe_codegen_select_sets(fe_precision prec);
 /* Flops of the auxiliary fields at one point, and their bytes on the whole mesh. */
 void fe_codegen_field_counts(const fe_kernel_spec *s, double *flops_per_point, double *bytes);
 /* Bytes every strategy moves at least: the state and direction read, the output written,

@@ -279,17 +279,13 @@ int fe_geometry_shared(const fe_operator *A, const fe_action_opts *o)
   return A->geo_affine && !A->V->curved && fe_mesh_congruent(A->V->mesh) != NULL;
 }
 
-/* FE_SELECT_SETS of engine/kernels/common.knl: up to this many shared sets the lanes select
- * their factors, beyond it they gather them */
-static int select_sets(fe_precision prec) { return prec == FE_DOUBLE ? 2 : 8; }
-
 void fe_group_factor_work(const fe_kernel_spec *s, fe_work *wk)
 {
   const double lanes = (double)s->V->mesh->ncells * fe_geo_stride(s->V->elem.dim);
   const int sets = s->geo_shared ? fe_mesh_congruent(s->V->mesh)->n + 1 : 0; /* and the padding's */
   wk->factor_lanes = wk->factor_gathers = 0;
   if (!s->geo_shared) wk->factor_lanes = lanes; /* a set a cell: consecutive, copied */
-  else if (sets <= select_sets(s->prec)) wk->factor_lanes = lanes * sets; /* a fill, blends */
+  else if (sets <= fe_codegen_select_sets(s->prec)) wk->factor_lanes = lanes * sets; /* blends */
   else wk->factor_gathers = lanes;
 }
 

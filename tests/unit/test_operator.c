@@ -1265,8 +1265,8 @@ Test(operator, cpu_colors_in_runs)
 }
 
 /* The cpu's group factors as the kernel chooses them: shared sets (the classes' and the
- * padding's, GEO_SETS in the source) selected into the lanes where few (up to 8 in single, 2
- * in double), else gathered; a set a cell copied */
+ * padding's, GEO_SETS in the source) selected into the lanes where few (up to GEO_SELECT: 8 in
+ * single, 2 in double), else gathered; a set a cell copied */
 Test(operator, group_factors_counted_as_the_kernel_chooses)
 {
   const fe_cell_type types[2] = {FE_CELL_TET, FE_CELL_HEX};
@@ -1297,6 +1297,8 @@ Test(operator, group_factors_counted_as_the_kernel_chooses)
       char *src = NULL, def[32];
       cr_assert_eq(fe_operator_source(p.A, "apply", &o, &src), 0, "%s", fe_error_message());
       snprintf(def, sizeof def, "#define GEO_SETS %d\n", sets[t]);
+      cr_expect(strstr(src, def) != NULL, "%s: no '%s'", fe_cell_name(types[t]), def);
+      snprintf(def, sizeof def, "#define GEO_SELECT %d\n", prec == FE_DOUBLE ? 2 : 8);
       cr_expect(strstr(src, def) != NULL, "%s: no '%s'", fe_cell_name(types[t]), def);
       free(src);
     }
