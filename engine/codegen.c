@@ -14,6 +14,7 @@
 
 #include "engine/element.h"
 #include "engine/error.h"
+#include "engine/qdata.h"
 #include "engine/strbuf.h"
 
 static const char *const action_names[FE_NACTIONS] = {"residual", "apply", "diagonal"};
@@ -38,7 +39,7 @@ fe_action_needs fe_codegen_needs(const fe_kernel_spec *s)
   fe_action_needs n;
   n.jacobian = s->action != FE_ACTION_RESIDUAL;
   n.need_u = n.jacobian ? p->nonlinear : 1;
-  n.need_x = p->uses_x;
+  n.need_x = p->uses_x && !s->folded; /* folded: x's part is in the stored words */
   n.has_f0 = n.jacobian ? p->df0 != NULL : p->f0 != NULL;
   n.need_f = p->nfields > 0 && p->uses_fields;
   n.phys_flops = n.jacobian ? p->flops_df : p->flops_f;
@@ -181,6 +182,7 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
                    n.jacobian, n.need_u, n.need_x, n.has_f0);
   fe_strbuf_printf(&b, "#define FE_DIAGONAL %d\n#define FE_DENSE %d\n", s->action == FE_ACTION_DIAGONAL,
                    s->dense);
+  if (s->folded) fe_qdata_defines(&b, p, dim, s->qd_cells_fastest);
   if (s->defines) fe_strbuf_append(&b, s->defines);
   fe_strbuf_printf(&b, "#define NAUX %d /* per-cell constants a[] */\n", p->naux);
   fe_strbuf_printf(&b, "#define NK %d /* named constants k[] */\n", p->nconst);

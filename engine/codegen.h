@@ -24,6 +24,9 @@ typedef struct fe_kernel_spec {
   int geo_affine;  /* 1: one set of geometric factors per cell, else one per point */
   int geo_shared;  /* 1: one set per class of congruent cells (fe_geometry_shared) */
   int dense;       /* 1: the dense tables B, D, W at the rule's points */
+  int folded;      /* 1: the Jacobian action reads folded per-point data (engine/qdata.h) */
+  int qd_cells_fastest; /* folded: a group's cells side by side at each point (else a cell's
+                         * points side by side) */
   const char *template_name; /* engine/kernels/<name>.knl, after common.knl */
   const char *defines;       /* the strategy's own #defines (NULL: none) */
   const char *tables;        /* the strategy's own tables, after the preamble (NULL: none) */

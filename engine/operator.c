@@ -19,6 +19,7 @@
 #include "engine/error.h"
 #include "engine/progress.h"
 #include "engine/quadrature.h"
+#include "engine/qdata.h"
 #include "engine/strategy.h"
 
 #define OP_MAX_REALIZATIONS 8
@@ -179,6 +180,7 @@ static void realization_free(fe_realization *r)
   if (!r) return;
   fe_backend *be = r->be;
   if (r->st && r->st->release) r->st->release(r);
+  fe_qdata_release(r);
   if (r->coords_wrapped) memset(&r->coords, 0, sizeof r->coords); /* the space's */
   fe_buffer *bufs[] = {&r->groups, &r->coords, &r->aux,   &r->didx,  &r->dval,
                        &r->params, &r->fmaps,  &r->ecells, &r->eids};
@@ -251,6 +253,8 @@ void fe_realization_spec(const fe_realization *r, fe_action a, fe_kernel_spec *s
   s->geo_affine = r->A->geo_affine;
   s->geo_shared = r->geo_shared;
   s->dense = 1;
+  s->folded = r->folded && a == FE_ACTION_APPLY;
+  s->qd_cells_fastest = r->qd_cells_fastest;
 }
 
 /* Geometric factors at the points of rule Q, structure-of-arrays: factor j of every (cell,
@@ -287,6 +291,13 @@ void fe_group_factor_work(const fe_kernel_spec *s, fe_work *wk)
   if (!s->geo_shared) wk->factor_lanes = lanes; /* a set a cell: consecutive, copied */
   else if (sets <= fe_codegen_select_sets(s->prec)) wk->factor_lanes = lanes * sets; /* blends */
   else wk->factor_gathers = lanes;
+}
+
+void fe_action_geometry_describe(const fe_realization *r, fe_action a, int vertices, char *buf,
+                                 size_t n)
+{
+  if (r->folded && a == FE_ACTION_APPLY) fe_qdata_describe(r->A->pde, r->A->V->elem.dim, buf, n);
+  else fe_geometry_describe(r, vertices, buf, n);
 }
 
 void fe_geometry_describe(const fe_realization *r, int vertices, char *buf, size_t n)
@@ -1063,6 +1074,7 @@ static int realization_get(fe_operator *A, const fe_action_opts *o, fe_realizati
     key.chunk = o->chunk;
     key.sigma = o->sigma;
     key.recompute = o->recompute; /* strategy ebe */
+    key.fold = o->fold;
   }
   key.precision = (int)prec;
   for (int i = 0; i < A->nreal; i++) {
@@ -1071,7 +1083,7 @@ static int realization_get(fe_operator *A, const fe_action_opts *o, fe_realizati
     if (r->be == be && r->prec == prec && r->st == st && k->block == key.block &&
         k->walk == key.walk && k->lanes == key.lanes && k->geometry == key.geometry &&
         k->scatter == key.scatter && k->format == key.format && k->chunk == key.chunk &&
-        k->sigma == key.sigma && k->recompute == key.recompute) {
+        k->sigma == key.sigma && k->recompute == key.recompute && k->fold == key.fold) {
       /* the most recently used goes last, so that a full list forgets the least recently
        * used: never a realization whose action is running (ebe's and csr's inner calls) */
       memmove(&A->real[i], &A->real[i + 1], sizeof(A->real[0]) * (size_t)(A->nreal - 1 - i));
@@ -1084,6 +1096,14 @@ static int realization_get(fe_operator *A, const fe_action_opts *o, fe_realizati
   FE_CALLOC(r, 1, "realization");
   *r = (fe_realization){.A = A, .st = st, .be = be, .prec = prec, .asked = key,
                         .geo_shared = fe_geometry_shared(A, &key)};
+  if (st->folds) {
+    int rc = fe_qdata_folds(A, key.fold, &r->folded);
+    if (rc) {
+      free(r);
+      return fe_error_push(rc, __FILE__, __LINE__, __func__);
+    }
+  } else FE_ASSERT(key.fold != FE_FOLD_ON, FE_ERR_ARG, "fold = true: strategy %s reads no "
+                   "folded per-point data (transpose and sumfact do)", st->name);
   double t0 = fe_clock(), *dv = NULL;
   char what[48];
   snprintf(what, sizeof what, "setting up %s", st->name);
@@ -1354,6 +1374,12 @@ static int op_action(fe_operator *A, fe_action a, const fe_vector *u_in, const f
   int rc = op_input(u_in, r, n, &u, &tu, &transfer);
   if (!rc) rc = op_input(w_in, r, n, &w, &tw, &transfer);
   if (!rc) rc = op_bind_physics(r, tf, &transfer);
+  if (!rc && a == FE_ACTION_APPLY && r->folded && !fe_qdata_current(r)) {
+    /* the per-point data made once (again after a named constant changed): setup time */
+    double t0 = fe_clock();
+    rc = fe_qdata_build(r);
+    r->setup_seconds += fe_clock() - t0;
+  }
   if (!rc) rc = op_output(r, n, out);
   /* A kernel's first run answers the call (the answer comes one run sooner; the report says
    * it was the first), except where a first launch does lazy work worth seconds (PoCL

@@ -34,8 +34,15 @@ typedef struct fe_action_opts {
   int chunk;             /* SELL: rows per chunk C (0: the device's, 32 on a GPU, 8 on the cpu) */
   int sigma;             /* SELL: rows per sorting window (0: the device's, 8 chunks; 1: no
                           * sorting) */
+  int fold;              /* transpose, sumfact: FE_FOLD_AUTO, _ON or _OFF (the apply's per-point
+                          * data folded once at setup: engine/qdata.h) */
   int nolog;             /* 1: keep this call out of the session log (solvers' inner calls) */
 } fe_action_opts;
+
+/* Whether the Jacobian action reads per-point data made once at setup (the geometry and
+ * every coefficient of x, regions and constants folded together: engine/qdata.h): where the
+ * model says it pays, always (an error where it cannot), or never. */
+enum { FE_FOLD_AUTO, FE_FOLD_ON, FE_FOLD_OFF };
 
 /* Where the geometric factors come from: the model's choice, stored (a set a class of
  * congruent cells where the mesh has them, else a set a cell or point), recomputed from the

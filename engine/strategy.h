@@ -55,6 +55,8 @@ typedef struct fe_strategy {
                   size_t nwhy);
   /* 1: the kernel reads constrained entries of a direction as zero itself (no masking). */
   int masks_direction;
+  /* 1: its apply reads folded per-point data where the operator folds (engine/qdata.h) */
+  int folds;
   /* Optional: the strategy whose kernel computes action a, when another one's does (csr and
    * ebe: the residual and the diagonal by "transpose"), else NULL. A:source shows that one. */
   const struct fe_strategy *(*delegate)(fe_action a);
@@ -101,6 +103,13 @@ struct fe_realization {
   fe_buffer geo[FE_NACTIONS]; /* stored geometric factors per action (shared when equal) */
   int geo_shared;        /* geo holds a set of factors per class of congruent cells
                           * (fe_geometry_shared) */
+  int folded;            /* the apply reads qdata, its per-point data made once (engine/qdata.h) */
+  int qd_cells_fastest;  /* qdata's layout: a group's cells side by side at each point */
+  fe_buffer qdata;       /* folded words, structure-of-arrays (fe_qdata_plane apart) */
+  unsigned qdata_version; /* the physics' const_version it was made with */
+  int qdata_built;
+  fe_module *qmodule;    /* the setup kernel fe_qdata (engine/kernels/qdata.knl) */
+  fe_kernel *qkernel;
   fe_buffer coords;      /* nnodes x 3 */
   int coords_wrapped;    /* coords is the space's own array (a backend that reads host memory
                           * in place, double precision): never released */
@@ -203,8 +212,11 @@ double fe_geometry_bytes(const fe_kernel_spec *s);
  * (FE_GROUP_FACTORS of engine/kernels/common.knl, which transpose and sumfact run before their
  * phases): into wk's factor_lanes (SIMD copies and selects, a lane each) or factor_gathers. */
 void fe_group_factor_work(const fe_kernel_spec *s, fe_work *wk);
-/* "geometry from the vertices", "geometry shared: ...", "geometry stored per cell" (point). */
+/* "geometry from the vertices", "geometry shared: ...", "geometry stored per cell" (point),
+ * or for a folded apply what its words hold. */
 void fe_geometry_describe(const fe_realization *r, int vertices, char *buf, size_t n);
+void fe_action_geometry_describe(const fe_realization *r, fe_action a, int vertices, char *buf,
+                                 size_t n);
 /* A new buffer of `bytes` written by fill(ctx, out): in place on the cpu, through one staging
  * copy elsewhere. fe_fill_reals: the same for n reals of precision prec. */
 int fe_fill_buffer(fe_backend *be, size_t bytes, fe_buffer *buf, int (*fill)(void *ctx, void *out),

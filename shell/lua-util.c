@@ -155,6 +155,14 @@ void felab_read_sumfact_opts(lua_State *L, int t, const char *fname, fe_action_o
                  fname, s);
     o->scatter = i; /* FE_SCATTER_AUTO, _ATOMIC, _NODES, _COLOR */
   }
+  int ftype = lua_getfield(L, t, "fold");
+  if (ftype == LUA_TBOOLEAN) o->fold = lua_toboolean(L, -1) ? FE_FOLD_ON : FE_FOLD_OFF;
+  else if (ftype == LUA_TSTRING && !strcmp(lua_tostring(L, -1), "auto")) o->fold = FE_FOLD_AUTO;
+  else if (ftype != LUA_TNIL)
+    luaL_error(L, "%s: fold must be true (the Jacobian action's per-point data made once at "
+               "setup: geometry and coefficients of x folded together), false (evaluated at "
+               "every point in every action) or \"auto\", got %s", fname, felab_kind_of(L, -1));
+  lua_pop(L, 1);
   int type = lua_getfield(L, t, "recompute");
   if (type == LUA_TBOOLEAN) o->recompute = lua_toboolean(L, -1);
   else if (type != LUA_TNIL)

@@ -88,16 +88,17 @@ static double interpolation_flops(const fe_sumfact_shape *s, const sf_sizes *z)
 /* sf_point_values: the collocated derivative along each direction and Jinv^T per field. */
 static double values_flops(const fe_sumfact_shape *s, const sf_sizes *z)
 {
-  return z->ng * (2.0 * s->dim * s->q1 + 2.0 * s->dim * s->dim);
+  return z->ng * (2.0 * s->dim * s->q1 + (s->folded ? 0 : 2.0 * s->dim * s->dim));
 }
 
 /* Residual and Jacobian action. */
 static double action_flops(const fe_sumfact_shape *s, const sf_sizes *z)
 {
   double p = s->p1, q = s->q1, nc = s->nc, d = s->dim;
-  double point = point_geometry_flops(s) + (s->need_f ? s->field_flops : 0) +
-                 values_flops(s, z) + s->phys_flops + d /* W detJ */ + z->nf0 +
-                 nc * d * (2 * d + 1) /* fluxes */;
+  double point = s->folded ? values_flops(s, z) + s->qd_flops /* the words contracted */
+                 : point_geometry_flops(s) + (s->need_f ? s->field_flops : 0) +
+                   values_flops(s, z) + s->phys_flops + d /* W detJ */ + z->nf0 +
+                   nc * d * (2 * d + 1) /* fluxes */;
   double f = edge_flops(s) + interpolation_flops(s, z) + z->nq * point +
              q * q * (column_flops(s) + column_geometry_flops(s));
   /* transposed derivatives, and along z in registers */
@@ -139,7 +140,7 @@ double fe_sumfact_nonfma_per_cell(const fe_sumfact_shape *s)
   /* the reciprocal determinant: at each point, or once a column (q1^2 of them) */
   double geo = !s->vertices ? 0 : s->affine ? (double)s->q1 * s->q1 : z.nq;
   if (s->diagonal) return s->nc * (z.nq * (1 + s->dim) * s->phys_nonfma + geo);
-  return z.nq * s->phys_nonfma + geo;
+  return s->folded ? 0 : z.nq * s->phys_nonfma + geo;
 }
 
 double fe_sumfact_flops_per_cell(const fe_sumfact_shape *s)
@@ -213,7 +214,7 @@ static double column_shared(const fe_sumfact_shape *s, const sf_sizes *z, double
 {
   double q = s->q1, nc = s->nc, dim = s->dim;
   int zreg = s->dim == 3;
-  double col = 2 * t; /* the column's 1D weights */
+  double col = s->folded ? 0 : 2 * t; /* the column's 1D weights (folded: in the words) */
   if (s->vertices) col += 4 * t + (s->dim == 3 ? 36 : 8) * d; /* linear factors, edges */
   if (zreg) col += z->ng * q * d;                            /* the column's values */
   if (z->ng > 0) col += 2 * q * t;                           /* DQ[qx][.], DQ[qy][.] */

@@ -18,6 +18,9 @@ typedef struct fe_sumfact_shape {
   double phys_flops;      /* flops of one fe_f (residual) or fe_df (apply, diagonal) call */
   double phys_nonfma;     /* of those, divisions, square roots and other calls */
   double field_flops;     /* flops of one fe_fields call (0 when need_f is 0) */
+  int folded;             /* the apply reads folded words a point (engine/qdata.h): no
+                           * geometry, no physics, fe_qd_apply's qd_flops at each point */
+  double qd_flops;
 } fe_sumfact_shape;
 
 /* Floating-point operations of one cell (an FMA counts 2), from the template's loops. */

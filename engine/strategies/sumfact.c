@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/qdata.h"
 #include "engine/strategies/sumfact-count.h"
 #include "engine/strategy.h"
 #include "engine/strbuf.h"
@@ -79,11 +80,15 @@ static int sumfact_applies(const fe_operator *A, const fe_backend *be, fe_precis
   return 0;
 }
 
-/* What the template's loops depend on, for action a with or without vertices. */
-static fe_sumfact_shape shape_of(const fe_operator *A, fe_precision prec, fe_action a, int vertices)
+/* What the template's loops depend on, for action a with or without vertices (folded: the
+ * apply reads folded words, engine/qdata.h). */
+static fe_sumfact_shape shape_folded(const fe_operator *A, fe_precision prec, fe_action a,
+                                     int vertices, int folded)
 {
   const fe_element *el = &A->V->elem;
-  fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec};
+  folded = folded && a == FE_ACTION_APPLY;
+  fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec,
+                      .folded = folded};
   fe_action_needs n = fe_codegen_needs(&s);
   double ff, fb;
   fe_codegen_field_counts(&s, &ff, &fb);
@@ -96,7 +101,21 @@ static fe_sumfact_shape shape_of(const fe_operator *A, fe_precision prec, fe_act
                          .need_x = n.need_x, .has_f0 = n.has_f0, .need_f = n.need_f,
                          .phys_flops = n.phys_flops, .phys_nonfma = n.phys_nonfma,
                          .field_flops = ff};
+  if (folded) {
+    fe_qdata_layout L;
+    char why[160];
+    fe_qdata_layout_of(A->pde, el->dim, &L, why, sizeof why);
+    sh.folded = 1;
+    sh.vertices = 0;
+    sh.qd_flops = fe_qdata_apply_flops(&L);
+    sh.phys_flops = sh.phys_nonfma = 0;
+  }
   return sh;
+}
+
+static fe_sumfact_shape shape_of(const fe_operator *A, fe_precision prec, fe_action a, int vertices)
+{
+  return shape_folded(A, prec, a, vertices, 0);
 }
 
 /* Cells per work group: on the cpu 8 (SIMD lanes are cells); on a GPU as many as make about
@@ -116,20 +135,24 @@ static int default_block(const fe_operator *A, const fe_backend *be, fe_precisio
 
 /* The counts of action a on the whole mesh. */
 static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a, int vertices,
-                           int shared, int nodesum, int block, int gpu, fe_work *wk)
+                           int shared, int nodesum, int block, int gpu, int folded, fe_work *wk)
 {
   const fe_space *V = A->V;
-  fe_sumfact_shape sh = shape_of(A, prec, a, vertices);
+  folded = folded && a == FE_ACTION_APPLY;
+  vertices = vertices && !folded;
+  fe_sumfact_shape sh = shape_folded(A, prec, a, vertices, folded);
   fe_kernel_spec s = {.V = V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec,
-                      .geo_affine = A->geo_affine, .geo_shared = shared && !vertices};
+                      .geo_affine = A->geo_affine, .geo_shared = shared && !vertices,
+                      .folded = folded};
   double w = (double)fe_precision_size(prec), ncells = V->mesh->ncells;
   wk->flops = ncells * fe_sumfact_flops_per_cell(&sh);
   wk->vec_flops = ncells * fe_sumfact_vec_flops_per_cell(&sh);
   wk->nonfma = ncells * fe_sumfact_nonfma_per_cell(&sh);
-  if (A->geo_affine && !vertices) fe_group_factor_work(&s, wk); /* the cpu's SF_GROUP_GEOMETRY */
+  if (A->geo_affine && !vertices && !folded) fe_group_factor_work(&s, wk); /* SF_GROUP_GEOMETRY */
   /* the cell map, then the geometry: stored factors (per point, per cell when affine, per
-   * class when shared), or the corners' coordinates */
-  double geo = vertices ? V->mesh->nvertices * 3 * w : fe_geometry_bytes(&s);
+   * class when shared), or the corners' coordinates, or the folded words a point */
+  double geo = folded ? fe_qdata_bytes(&s)
+               : vertices ? V->mesh->nvertices * 3 * w : fe_geometry_bytes(&s);
   wk->bytes = fe_codegen_common_bytes(&s, A->ndir) + ncells * V->elem.nbasis * 4.0 + geo +
               (sh.need_x ? V->nnodes * 3 * w : 0);
   /* scatter "nodes": the E-vector written and read back, its index and the node offsets */
@@ -185,7 +208,7 @@ static double predict_apply(const fe_operator *A, fe_backend *be, fe_precision p
 {
   fe_work w = {0};
   sumfact_counts(A, prec, FE_ACTION_APPLY, vertices, shared, 0, default_block(A, be, prec),
-                 be->info.is_gpu, &w);
+                 be->info.is_gpu, 0, &w);
   return fe_predict_seconds(be, prec, &w);
 }
 
@@ -233,6 +256,7 @@ static int sumfact_configure(fe_realization *r, const fe_action_opts *o)
   d->nodesum = o->scatter == FE_SCATTER_NODES;
   /* as transpose, the cpu adds plainly color by color; the E-vector needs no colors */
   r->colored = !strcmp(r->be->name, "cpu") && !d->nodesum;
+  r->qd_cells_fastest = 1; /* folded words: a group's cells side by side, as its items read them */
   return 0;
 }
 
@@ -404,12 +428,21 @@ static size_t group_size(const fe_realization *r, fe_action a)
   return n > r->be->info.max_group ? r->be->info.max_group : n;
 }
 
+/* The geometry from the corners in action a (not where the apply reads folded words). */
+static int action_vertices(const fe_realization *r, fe_action a)
+{
+  const sumfact_data *d = r->data;
+  return d->vertices && !(r->folded && a == FE_ACTION_APPLY);
+}
+
 static int sumfact_source(const fe_realization *r, fe_action a, const char *preamble, char **src)
 {
   const sumfact_data *d = r->data;
-  fe_sumfact_shape sh = shape_of(r->A, r->prec, a, d->vertices);
+  const int vertices = action_vertices(r, a);
+  fe_sumfact_shape sh = shape_of(r->A, r->prec, a, vertices);
   fe_kernel_spec s;
   fe_realization_spec(r, a, &s);
+  sh.need_x = fe_codegen_needs(&s).need_x;
   s.template_name = "sumfact";
   s.dense = 0;
   char defines[512];
@@ -420,7 +453,7 @@ static int sumfact_source(const fe_realization *r, fe_action a, const char *prea
            "#define SF_DYNAMIC %d /* the shared arrays are dynamic (cuda, above 48 KB) */\n"
            "#define SF_NODESUM %d /* the cells write an E-vector, fe_nodesum adds it up */\n"
            "#define SF_SUM_ITEMS %d /* nodes per group of fe_nodesum */\n",
-           sh.p1, sh.q1, sh.collocated, d->vertices, d->dynamic > 0, d->nodesum,
+           sh.p1, sh.q1, sh.collocated, vertices, d->dynamic > 0, d->nodesum,
            SUMFACT_SUM_ITEMS);
   s.defines = defines;
   fe_strbuf t = {0};
@@ -444,6 +477,10 @@ static int sumfact_integrate(fe_realization *r, fe_action a, const fe_vector *u,
   long long geo_n = (long long)fe_geometry_plane(A, &A->quad[a], fe_padded_cells(A, r->block),
                                                  r->geo_shared);
   const fe_buffer *geo = r->geo[a].ptr ? &r->geo[a] : &r->params; /* unread: vertices */
+  if (r->folded && a == FE_ACTION_APPLY) { /* the folded words in the factors' place */
+    geo = &r->qdata;
+    geo_n = (long long)fe_qdata_plane(r);
+  }
   fe_realization_runs(r, 1);
   for (int c = 0; c < r->ncolors; c++) {
     FE_CHECK_INTERRUPT();
@@ -489,7 +526,7 @@ static void sumfact_count(const fe_realization *r, fe_action a, fe_work *w)
 {
   const sumfact_data *d = r->data;
   sumfact_counts(r->A, r->prec, a, d->vertices, r->geo_shared, d->nodesum, r->block,
-                 r->be->info.is_gpu, w);
+                 r->be->info.is_gpu, r->folded, w);
   w->group_items = (int)group_size(r, a);
 }
 
@@ -497,20 +534,20 @@ static void sumfact_estimate(const fe_operator *A, const fe_backend *be, fe_prec
                              fe_action a, fe_work *w)
 {
   fe_work w2 = {0};
-  int block = default_block(A, be, prec);
+  int block = default_block(A, be, prec), folded = 0;
   int shared = fe_geometry_shared(A, NULL);
-  sumfact_counts(A, prec, a, 0, shared, 0, block, be->info.is_gpu, w);
-  if (A->V->curved || shared) return; /* shared sets stay stored (sumfact_configure) */
-  sumfact_counts(A, prec, a, 1, 0, 0, block, be->info.is_gpu, &w2);
+  if (fe_qdata_folds(A, FE_FOLD_AUTO, &folded)) fe_error_clear();
+  sumfact_counts(A, prec, a, 0, shared, 0, block, be->info.is_gpu, folded, w);
+  if (A->V->curved || shared || (folded && a == FE_ACTION_APPLY)) return; /* stored sets stay */
+  sumfact_counts(A, prec, a, 1, 0, 0, block, be->info.is_gpu, 0, &w2);
   if (w2.bytes < w->bytes) *w = w2; /* the cheaper geometry by the bytes that bind them */
 }
 
 static void sumfact_describe(const fe_realization *r, fe_action a, char *buf, size_t n)
 {
-  (void)a;
   const sumfact_data *d = r->data;
   char geo[96];
-  fe_geometry_describe(r, d->vertices, geo, sizeof geo);
+  fe_action_geometry_describe(r, a, action_vertices(r, a), geo, sizeof geo);
   snprintf(buf, n, "%s, %s", geo, d->nodesum ? "a sum per node" : "atomic adds");
 }
 
@@ -528,5 +565,6 @@ const fe_strategy fe_strategy_sumfact = {
     .count = sumfact_count,
     .estimate = sumfact_estimate,
     .masks_direction = 1,
+    .folds = 1,
     .describe = sumfact_describe,
 };

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/qdata.h"
 #include "engine/strategy.h"
 
 typedef struct transpose_data {
@@ -95,7 +96,16 @@ static int transpose_configure(fe_realization *r, const fe_action_opts *o)
   /* only the cpu runs a group's threads one after another, so only there may groups of one
    * color scatter with plain adds; GPUs and OpenCL devices use atomics */
   r->colored = !strcmp(r->be->name, "cpu");
+  /* folded words as the quadrature phase's items read them: the cpu's points outermost and
+   * the group's cells in SIMD lanes; a GPU's items a cell's points side by side */
+  r->qd_cells_fastest = r->colored;
   return 0;
+}
+
+/* The factors made from the vertices in action a (not where the apply reads folded words). */
+static int action_vertices(const fe_realization *r, fe_action a)
+{
+  return ((const transpose_data *)r->data)->vertices && !(r->folded && a == FE_ACTION_APPLY);
 }
 
 /* The cell map in the order of perm, padding cells copying their group's first cell. */
@@ -182,7 +192,7 @@ static int transpose_source(const fe_realization *r, fe_action a, const char *pr
   fe_kernel_spec s;
   fe_realization_spec(r, a, &s);
   s.template_name = a == FE_ACTION_DIAGONAL ? "diagonal" : "integrate";
-  s.defines = ((const transpose_data *)r->data)->vertices ? "#define GEO_RECOMPUTE 1\n" : NULL;
+  s.defines = action_vertices(r, a) ? "#define GEO_RECOMPUTE 1\n" : NULL;
   return fe_codegen_action(&s, r->be->name, preamble, src);
 }
 
@@ -205,6 +215,10 @@ static int transpose_integrate(fe_realization *r, fe_action a, const fe_vector *
                                                                fe_padded_cells(A, r->block),
                                                                r->geo_shared);
   const fe_buffer *geo = d->vertices ? &r->params : &r->geo[a]; /* unread with vertices */
+  if (r->folded && a == FE_ACTION_APPLY) { /* the folded words in the factors' place */
+    geo = &r->qdata;
+    geo_n = (long long)fe_qdata_plane(r);
+  }
   fe_realization_runs(r, 1);
   for (int c = 0; c < r->ncolors; c++) {
     FE_CHECK_INTERRUPT();
@@ -327,6 +341,12 @@ static double table_cost(const int *sh, int fields, int basis, int f0, int size,
 /* One factor of the quadrature phase's item e NQ + q: per point (cell-major) or per cell. */
 static long long point_factor_word(int t, int j, const int *sh) { (void)j, (void)sh; return t; }
 static long long cell_factor_word(int t, int j, const int *sh) { (void)j; return t / sh[2]; }
+/* item t = (cell e, point q) of folded words laid out with the cells fastest */
+static long long cell_lane_word(int t, int j, const int *sh)
+{
+  (void)j;
+  return (long long)(t % sh[2]) * sh[0] + t / sh[2];
+}
 
 /* The gathers' L1 wavefronts per group, from the space's own cell map (a sample of up to 64
  * groups of cells in the mesh's order): each field's NC values and, with xs, the three
@@ -412,7 +432,13 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
     /* shared: each item's class (an int a cell), then its factors from a few sets (a
      * warp's classes in one line: a wavefront a factor) */
     double fl = 0;
-    if (!vertices && s->geo_shared) {
+    if (s->folded) { /* the folded words: a point's, planes apart */
+      fl = group_cost(block * nq, 1, size, s->qd_cells_fastest ? cell_lane_word : point_factor_word,
+                      shape, fe_l1_wavefronts, ll);
+      int words = (int)(fe_qdata_bytes(s) / ((double)V->mesh->ncells * nq * size) + 0.5);
+      for (int k = 0; k <= FE_L1_LINES; k++) ll[k] *= words;
+      fl *= words;
+    } else if (!vertices && s->geo_shared) {
       fl = group_cost(block * nq, 1, 4, cell_factor_word, shape, fe_l1_wavefronts, ll) +
            fe_geo_stride(dim) * ceil(block * nq / 32.0);
       ll[1] += fe_geo_stride(dim) * ceil(block * nq / 32.0);
@@ -477,10 +503,17 @@ static void transpose_counts(const fe_kernel_spec *s, int ndir, int vertices, fe
                    n.phys_flops + (n.has_f0 ? 1 : 0) + 2.0 * dim + 3;
     per_cell = nb * nc * (nq * per_q + 1);
   } else {
-    /* quadrature phase per point, then basis phase per (b, k) */
+    /* quadrature phase per point, then basis phase per (b, k); folded: the direction's value
+     * and reference gradient, then its stored words contracted */
     double per_q = xf + fe_codegen_eval_flops(nb, dim, nc, n.need_u) +
                    (n.jacobian ? fe_codegen_eval_flops(nb, dim, nc, 1) : 0) + n.phys_flops + 1 +
                    nc * ((n.has_f0 ? 1 : 0) + dim * (2.0 * dim + 1));
+    if (s->folded) {
+      fe_qdata_layout L;
+      char why[160];
+      fe_qdata_layout_of(s->pde, dim, &L, why, sizeof why);
+      per_q = nc * nb * (2.0 + 2.0 * dim) + fe_qdata_apply_flops(&L);
+    }
     double per_b = nq * ((n.has_f0 ? 2.0 : 0) + 2.0 * dim) + 1;
     per_cell = nq * per_q + nb * nc * per_b;
     /* on the cpu both phases are SIMD over the group's cells, all but the adds into y */
@@ -493,9 +526,9 @@ static void transpose_counts(const fe_kernel_spec *s, int ndir, int vertices, fe
   /* of those, the non-FMA ones: the physics' at each point (the diagonal's at each (b, k,
    * point)), with vertices the map's reciprocal determinant wherever the map is made */
   double evals = s->action == FE_ACTION_DIAGONAL ? nb * nc * nq : nq;
-  wk->nonfma = ncells * evals * (n.phys_nonfma + (vertices ? 1 : 0));
+  wk->nonfma = s->folded ? 0 : ncells * evals * (n.phys_nonfma + (vertices ? 1 : 0));
   /* minimal traffic: each array once */
-  double geo = vertices ? 0 : fe_geometry_bytes(s);
+  double geo = s->folded ? fe_qdata_bytes(s) : vertices ? 0 : fe_geometry_bytes(s);
   wk->bytes = fe_codegen_common_bytes(s, ndir) + ncells * nb * 4.0 + geo +
               (n.need_x || vertices ? nnodes * 3 * w : 0) + ngroups * 4.0;
   transpose_traffic(s, &n, vertices, wk);
@@ -534,7 +567,7 @@ static void transpose_count(const fe_realization *r, fe_action a, fe_work *w)
 {
   fe_kernel_spec s;
   fe_realization_spec(r, a, &s);
-  transpose_counts(&s, r->A->ndir, ((const transpose_data *)r->data)->vertices, w);
+  transpose_counts(&s, r->A->ndir, action_vertices(r, a), w);
   w->groups = r->ngroups;
   w->group_items = (int)group_size(r, a);
 }
@@ -545,8 +578,10 @@ static void transpose_estimate(const fe_operator *A, const fe_backend *be, fe_pr
   fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec,
                       .geo_affine = A->geo_affine, .geo_shared = fe_geometry_shared(A, NULL),
                       .block = default_block(be, A, prec)};
+  if (a == FE_ACTION_APPLY && fe_qdata_folds(A, FE_FOLD_AUTO, &s.folded)) fe_error_clear();
+  s.qd_cells_fastest = !strcmp(be->name, "cpu");
   transpose_counts(&s, A->ndir, 0, w);
-  if (!A->geo_recompute) return;
+  if (!A->geo_recompute || s.folded) return;
   fe_work w2 = {0};
   transpose_counts(&s, A->ndir, 1, &w2);
   if (w2.bytes < w->bytes) *w = w2; /* the cheaper geometry by the bytes that bind them */
@@ -554,8 +589,7 @@ static void transpose_estimate(const fe_operator *A, const fe_backend *be, fe_pr
 
 static void transpose_describe(const fe_realization *r, fe_action a, char *buf, size_t n)
 {
-  (void)a;
-  fe_geometry_describe(r, ((const transpose_data *)r->data)->vertices, buf, n);
+  fe_action_geometry_describe(r, a, action_vertices(r, a), buf, n);
 }
 
 const fe_strategy fe_strategy_transpose = {
@@ -570,6 +604,7 @@ const fe_strategy fe_strategy_transpose = {
     .entry = transpose_entry,
     .integrate = transpose_integrate,
     .count = transpose_count,
+    .folds = 1,
     .describe = transpose_describe,
     .estimate = transpose_estimate,
 };
