@@ -624,6 +624,88 @@ double fe_x_nonfma(const fe_xgraph *g, const int *roots, int n)
   return count_reached(g, roots, n, node_nonfma);
 }
 
+/* The degree in x of a raw C expression where it is a polynomial of x[0..2] written with
+ * numbers, + - * / by numbers and parentheses (e.g. "1 + 0.5 * x[0]": 1); -1 for anything
+ * else (a call, a division by x, a name), which the caller then guesses. A small recursive
+ * descent: sum := term (('+'|'-') term)*, term := factor (('*'|'/') factor)*, factor :=
+ * ('+'|'-') factor | number | x[d] | '(' sum ')'. */
+typedef struct raw_reader {
+  const char *p;
+  int bad;
+} raw_reader;
+
+static void raw_skip(raw_reader *r)
+{
+  while (*r->p == ' ' || *r->p == '\t' || *r->p == '\n') r->p++;
+}
+
+static int raw_sum(raw_reader *r);
+
+static int raw_factor(raw_reader *r)
+{
+  raw_skip(r);
+  const char *p = r->p;
+  if (*p == '+' || *p == '-') {
+    r->p++;
+    return raw_factor(r);
+  }
+  if (*p == '(') {
+    r->p++;
+    int d = raw_sum(r);
+    raw_skip(r);
+    if (*r->p != ')') r->bad = 1;
+    else r->p++;
+    return d;
+  }
+  if (p[0] == 'x' && p[1] == '[' && p[2] >= '0' && p[2] <= '2' && p[3] == ']') {
+    r->p += 4;
+    return 1;
+  }
+  char *end;
+  (void)strtod(p, &end);
+  if (end == p) {
+    r->bad = 1;
+    return 0;
+  }
+  r->p = end;
+  if (*r->p == 'f' || *r->p == 'F') r->p++; /* 0.5f */
+  return 0;
+}
+
+static int raw_term(raw_reader *r)
+{
+  int d = raw_factor(r);
+  for (;;) {
+    raw_skip(r);
+    char op = *r->p;
+    if (op != '*' && op != '/') return d;
+    r->p++;
+    int e = raw_factor(r);
+    if (op == '*') d += e;
+    else if (e > 0) r->bad = 1; /* a division by x: not a polynomial */
+  }
+}
+
+static int raw_sum(raw_reader *r)
+{
+  int d = raw_term(r);
+  for (;;) {
+    raw_skip(r);
+    if (*r->p != '+' && *r->p != '-') return d;
+    r->p++;
+    int e = raw_term(r);
+    if (e > d) d = e;
+  }
+}
+
+static int raw_degree(const char *c_expr)
+{
+  raw_reader r = {c_expr, 0};
+  int d = raw_sum(&r);
+  raw_skip(&r);
+  return r.bad || *r.p ? -1 : d;
+}
+
 static int degree_rec(const fe_xgraph *g, int n, int *memo, const int *const *var_degree)
 {
   if (n < 0) return 0;
@@ -637,7 +719,10 @@ static int degree_rec(const fe_xgraph *g, int n, int *memo, const int *const *va
   case FE_X_VAR:
     d = var_degree && var_degree[x->var] ? var_degree[x->var][x->index] : x->var == FE_V_X;
     break;
-  case FE_X_RAW: d = (g->deps[n] & (1u << FE_V_X)) ? 2 : 0; break;
+  case FE_X_RAW: /* a polynomial's own degree, else a guess where it reads x */
+    d = raw_degree(g->raw[x->index]);
+    if (d < 0) d = (g->deps[n] & (1u << FE_V_X)) ? 2 : 0;
+    break;
   case FE_X_MUL: d = da + db; break;
   case FE_X_DIV: d = da + (db ? db + 2 : 0); break;
   case FE_X_POW: d = int_exponent(g, x, &e) && e > 0 ? da * e : (da || db ? da + db + 2 : 0); break;

@@ -91,7 +91,8 @@ double fe_x_flops(const fe_xgraph *g, const int *roots, int n);
  * fe_count_nonfma). */
 double fe_x_nonfma(const fe_xgraph *g, const int *roots, int n);
 /* Polynomial degree of node n in x (non-polynomial functions of x count their argument's
- * degree + 2; a raw leaf that reads x counts 2). For choosing quadrature. var_degree: NULL,
+ * degree + 2; a raw leaf counts its degree where it is a polynomial of x written with numbers,
+ * + - *, / by numbers and parentheses, else 2 where it reads x). For choosing quadrature. var_degree: NULL,
  * or for each variable kind NULL or the degree in x of each index of it (an auxiliary
  * field's values and gradients are polynomials of the field's order); a kind without one
  * counts 1 for x and 0 for every other variable. */

@@ -163,3 +163,15 @@ Test(expr, degree_in_x_counts_auxiliary_fields_at_their_order)
   cr_expect_eq(fe_x_degree_x(g, U1(FE_X_SIN, f), vd), 4, "a function of a field: its degree + 2");
   cr_expect_eq(fe_x_degree_x(g, B(FE_X_ADD, C(1), V(FE_V_U, 0)), vd), 0, "u is not a function of x here");
 }
+
+Test(expr, raw_polynomials_count_their_own_degree)
+{
+  /* a C expression that is a polynomial of x counts its degree (the rule a kappa string
+   * asks for is the traced function's); anything else where it reads x is a guess of 2 */
+  cr_expect_eq(fe_x_degree_x(g, fe_x_raw(g, "1 + 0.5 * x[0]"), NULL), 1);
+  cr_expect_eq(fe_x_degree_x(g, fe_x_raw(g, "2.5"), NULL), 0);
+  cr_expect_eq(fe_x_degree_x(g, fe_x_raw(g, "(1 - x[1]) * x[2] * -x[0] / 4"), NULL), 3);
+  cr_expect_eq(fe_x_degree_x(g, fe_x_raw(g, "1 / (1 + x[0])"), NULL), 2, "a division by x");
+  cr_expect_eq(fe_x_degree_x(g, fe_x_raw(g, "sin(x[0])"), NULL), 2, "a call");
+  cr_expect_eq(fe_x_degree_x(g, fe_x_raw(g, "1 + x[0]*x[1] +"), NULL), 2, "not an expression");
+}
