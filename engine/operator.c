@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/autotune.h"
 #include "engine/codegen.h"
 #include "engine/error.h"
 #include "engine/progress.h"
@@ -900,7 +901,7 @@ static double strategy_predict(const fe_strategy *st, fe_operator *A, fe_backend
   return fe_predict_seconds(be, prec, &w);
 }
 
-static int choose_default(fe_operator *A, fe_backend *be, fe_precision prec,
+static int choose_default(fe_operator *A, fe_backend *be, fe_precision prec, int autotune,
                           const fe_strategy **out, char *why, size_t nwhy);
 
 /* The strategy an action runs with: the one asked for (an error with the reason when it does
@@ -933,7 +934,7 @@ static int pick_strategy(fe_operator *A, const fe_action_opts *o, fe_backend *be
       snprintf(why, nwhy, "%s", A->pick[i].why);
       return 0;
     }
-  FE_CHECK(choose_default(A, be, prec, out, why, nwhy));
+  FE_CHECK(choose_default(A, be, prec, o ? o->autotune : FE_AUTOTUNE_AUTO, out, why, nwhy));
   if (A->npick < (int)(sizeof A->pick / sizeof A->pick[0])) {
     A->pick[A->npick].be = be;
     A->pick[A->npick].prec = prec;
@@ -944,12 +945,101 @@ static int pick_strategy(fe_operator *A, const fe_action_opts *o, fe_backend *be
   return 0;
 }
 
+static void realization_drop(fe_operator *A, fe_realization *r);
+
+/* Autotuning's candidates: within this factor of the model's fastest apply (the model is
+ * within it on the cases it was checked on, and a strategy predicted slower still is not
+ * worth its setup: csr's matrix at high order). */
+#define AUTOTUNE_FACTOR 4.0
+
+/* Time the apply of each candidate (a first run sets it up, the best of three counts); the
+ * fastest is *out, why lists the times; the others' device data are dropped. A candidate
+ * that fails (out of memory, say) loses; an interrupt stops the trials. */
+static int autotune_trials(fe_operator *A, fe_backend *be, fe_precision prec,
+                           const fe_strategy *const *cand, int nc, const fe_strategy **out,
+                           char *times, size_t nt)
+{
+  fe_vector *w = NULL, *y = NULL;
+  FE_CHECK(fe_vector_create(be, prec, A->V->ndofs, &w));
+  int rc = fe_vector_fill(w, 1.0);
+  double best = INFINITY, t[NSTRATEGIES];
+  *out = NULL;
+  for (int i = 0; !rc && i < nc; i++) {
+    fe_action_opts o;
+    fe_action_opts_default(&o);
+    o.backend = be->name;
+    o.precision = (int)prec;
+    o.strategy = cand[i]->name;
+    o.nolog = 1;
+    fe_report rep;
+    t[i] = INFINITY;
+    int trc = fe_operator_apply(A, w, NULL, &o, &y, &rep);
+    for (int k = 0; !trc && k < 3; k++) {
+      trc = fe_operator_apply(A, w, NULL, &o, &y, &rep);
+      if (!trc && rep.seconds < t[i]) t[i] = rep.seconds;
+    }
+    if (trc == FE_ERR_INTERRUPTED) rc = trc;
+    else if (trc) fe_error_clear(); /* it loses */
+    if (t[i] < best) best = t[i], *out = cand[i];
+  }
+  fe_vector_free(w);
+  fe_vector_free(y);
+  if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  FE_ASSERT(*out, FE_ERR_ARG, "autotune: no strategy ran the apply of %s on %s", A->V->name,
+            be->name);
+  int len = 0;
+  times[0] = 0;
+  for (int i = 0; i < nc; i++) {
+    if (len >= 0 && (size_t)len < nt)
+      len += snprintf(times + len, nt - (size_t)len, "%s%s %.3g ms", i ? ", " : "", cand[i]->name,
+                      t[i] * 1e3);
+    if (cand[i] == *out) continue;
+    for (int k = A->nreal - 1; k >= 0; k--) /* the trials' own realizations of the losers */
+      if (k < A->nreal && A->real[k]->st == cand[i] && A->real[k]->be == be &&
+          A->real[k]->prec == prec && A->real[k]->asked.block == 0)
+        realization_drop(A, A->real[k]);
+  }
+  return 0;
+}
+
 /* The default: a strategy that measurements made the default here, else the one the model
- * predicts fastest for the Jacobian action, leaving out those measured slower here. */
-static int choose_default(fe_operator *A, fe_backend *be, fe_precision prec,
+ * predicts fastest for the Jacobian action, leaving out those measured slower here; with
+ * autotuning (engine/autotune.h), the one measured fastest here, now or in an earlier session. */
+static int choose_default(fe_operator *A, fe_backend *be, fe_precision prec, int autotune,
                           const fe_strategy **out, char *why, size_t nwhy)
 {
   char reason[256];
+  if (fe_autotune_wanted(A, autotune)) {
+    char key[256], name[64], times[256];
+    fe_autotune_key(A, be, prec, key, sizeof key);
+    const fe_strategy *st = NULL;
+    if (fe_autotune_lookup(be, key, name, sizeof name, times, sizeof times))
+      st = fe_strategy_find(name);
+    if (st && strategy_applies(st, A, be, prec, reason, sizeof reason)) {
+      *out = st;
+      snprintf(why, nwhy, "default: measured fastest (autotune, cached: %s)", times);
+      return 0;
+    }
+    const fe_strategy *cand[NSTRATEGIES];
+    double pred[NSTRATEGIES], fastest = INFINITY;
+    int nc = 0;
+    for (int i = 0; i < NSTRATEGIES; i++) {
+      const fe_strategy *s = strategy_list[i];
+      if (!strategy_applies(s, A, be, prec, reason, sizeof reason)) continue;
+      pred[nc] = strategy_predict(s, A, be, prec, FE_ACTION_APPLY);
+      if (pred[nc] < fastest) fastest = pred[nc];
+      cand[nc++] = s;
+    }
+    int kept = 0;
+    for (int i = 0; i < nc; i++)
+      if (pred[i] <= AUTOTUNE_FACTOR * fastest ||
+          (cand[i]->measured && cand[i]->measured(A, be, prec, reason, sizeof reason) > 0))
+        cand[kept++] = cand[i];
+    FE_CHECK(autotune_trials(A, be, prec, cand, kept, out, times, sizeof times));
+    fe_autotune_store(be, key, (*out)->name, times);
+    snprintf(why, nwhy, "default: measured fastest (autotune: %s)", times);
+    return 0;
+  }
   for (int i = 0; i < NSTRATEGIES; i++) {
     const fe_strategy *st = strategy_list[i];
     if (st->measured && strategy_applies(st, A, be, prec, reason, sizeof reason) &&

@@ -36,6 +36,8 @@ typedef struct fe_action_opts {
                           * sorting) */
   int fold;              /* transpose, sumfact: FE_FOLD_AUTO, _ON or _OFF (the apply's per-point
                           * data folded once at setup: engine/qdata.h) */
+  int autotune;          /* the default strategy: FE_AUTOTUNE_AUTO, _ON (measured) or _OFF (the
+                          * model's), engine/autotune.h */
   int nolog;             /* 1: keep this call out of the session log (solvers' inner calls) */
 } fe_action_opts;
 

@@ -15,13 +15,13 @@
 static const char *const create_keys[] = {"dirichlet", "value", "quadrature", NULL};
 static const char *const quad_keys[] = {"degree", "rule", NULL};
 static const char *const action_keys[] = {"backend", "precision", "strategy", "block", "walk",
-                                          "lanes", "geometry", "scatter", "recompute", "fold",
+                                          "lanes", "geometry", "scatter", "recompute", "fold", "autotune",
                                           "format", "chunk", "sigma", NULL};
 static const char *const state_keys[] = {"backend", "precision", "strategy", "block", "walk",
-                                         "lanes", "geometry", "scatter", "recompute", "fold",
+                                         "lanes", "geometry", "scatter", "recompute", "fold", "autotune",
                                          "format", "chunk", "sigma", "at", NULL};
 static const char *const initial_keys[] = {"backend", "precision", "strategy", "block", "walk",
-                                           "lanes", "geometry", "scatter", "recompute", "fold",
+                                           "lanes", "geometry", "scatter", "recompute", "fold", "autotune",
                                            "format", "chunk", "sigma", "interior", NULL};
 
 /* The open operator at i (a method's self), or an error naming the function. */

@@ -32,13 +32,13 @@ typedef struct precond_handle {
 
 static const char *const cg_keys[] = {"pc",       "rtol",      "atol",     "maxit",
                                       "backend",  "precision", "strategy", "block",
-                                      "walk",     "lanes",     "geometry", "scatter", "recompute", "fold",
+                                      "walk",     "lanes",     "geometry", "scatter", "recompute", "fold", "autotune",
                                       "format",   "chunk",     "sigma",    "monitor",
                                       "x0",       "degree",    "lanczos",  "ratio",
                                       "parts",    "cycles",    NULL};
 static const char *const gmres_keys[] = {"pc",      "rtol",      "atol",     "maxit",   "backend",
                                          "precision", "strategy", "block",   "walk",    "lanes",
-                                         "geometry", "scatter", "recompute", "fold", "format", "chunk",
+                                         "geometry", "scatter", "recompute", "fold", "autotune", "format", "chunk",
                                          "sigma",   "monitor",   "x0",       "restart",
                                          "degree",  "lanczos",   "ratio",    "parts",
                                          "cycles",  NULL};
@@ -46,7 +46,7 @@ static const char *const newton_keys[] = {"linear",     "pc",           "rtol", 
                                           "maxit",      "linear_rtol",  "linear_maxit",
                                           "linesearch", "backend",      "precision",
                                           "strategy",   "block",        "walk",
-                                          "lanes",      "geometry", "scatter", "recompute", "fold",
+                                          "lanes",      "geometry", "scatter", "recompute", "fold", "autotune",
                                           "format",     "chunk",    "sigma",   "monitor",
                                           "x0",         "restart",      "degree",
                                           "lanczos",    "ratio",        "parts",
@@ -395,7 +395,7 @@ static int solve_transpose_apply(lua_State *L)
 static const char *const precond_keys[] = {
     "pc",       "degree",    "lanczos",  "ratio",   "parts",    "cycles", "verbose",
     "at",       "backend",   "precision", "strategy", "block",  "walk",   "lanes",
-    "geometry", "scatter",   "recompute", "fold", "format",  "chunk",    "sigma",  NULL};
+    "geometry", "scatter",   "recompute", "fold", "autotune", "format",  "chunk",    "sigma",  NULL};
 
 /* solve.precond(A, {pc = "chebyshev", degree =, lanczos =, ratio =, parts =, cycles =,
  * verbose =, at = u, backend =, precision =, strategy = ...}) -> P, set up for J(at) on that

@@ -10,6 +10,7 @@
 
 #include "engine/error.h"
 #include "engine/vector.h"
+#include "engine/autotune.h"
 #include "engine/operator.h"
 #include "shell/shell.h"
 
@@ -162,6 +163,13 @@ void felab_read_sumfact_opts(lua_State *L, int t, const char *fname, fe_action_o
     luaL_error(L, "%s: fold must be true (the Jacobian action's per-point data made once at "
                "setup: geometry and coefficients of x folded together), false (evaluated at "
                "every point in every action) or \"auto\", got %s", fname, felab_kind_of(L, -1));
+  lua_pop(L, 1);
+  int atype = lua_getfield(L, t, "autotune");
+  if (atype == LUA_TBOOLEAN) o->autotune = lua_toboolean(L, -1) ? FE_AUTOTUNE_ON : FE_AUTOTUNE_OFF;
+  else if (atype != LUA_TNIL)
+    luaL_error(L, "%s: autotune must be a boolean (true: the default strategy is the one "
+               "measured fastest here, kept in the cache; false: the model's), got %s", fname,
+               felab_kind_of(L, -1));
   lua_pop(L, 1);
   int type = lua_getfield(L, t, "recompute");
   if (type == LUA_TBOOLEAN) o->recompute = lua_toboolean(L, -1);
