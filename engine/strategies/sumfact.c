@@ -24,7 +24,9 @@
 typedef struct sumfact_data {
   fe_buffer cells;  /* stored cells x NB node ids, lexicographic (x fastest) */
   int vertices;     /* geometry recomputed from the corners (else stored) */
-  size_t dynamic;   /* bytes of dynamic shared memory (above the static limit), else 0 */
+  size_t dynamic[FE_NACTIONS]; /* an action's bytes of dynamic shared memory (above the
+                                * static limit), else 0: each its own, so that the apply does
+                                * not hold the residual's coordinates' arrays */
   int pad0, pad1;   /* stored cells [pad0, pad1) are padding */
   int nodesum;      /* scatter "nodes": an E-vector, then fe_nodesum (else atomic adds) */
   fe_buffer evec;   /* nodesum: stored cells x NC x NB reals */
@@ -231,23 +233,29 @@ static int sumfact_configure(fe_realization *r, const fe_action_opts *o)
   else d->vertices = o->geometry == FE_GEOMETRY_VERTICES;
   int block = o->block > 0 ? o->block : default_block(A, r->be, r->prec);
   FE_ASSERT(block <= 1024, FE_ERR_ARG, "block = %d cells per work group is too large", block);
-  size_t limit = fe_shared_limit(r->be), need = 0;
+  size_t limit = fe_shared_limit(r->be), need = 0, each[FE_NACTIONS];
   size_t optin = r->be->ops->kernel_shared ? r->be->info.local_mem_optin : 0;
+  /* the block the apply (what solvers repeat) fits in static shared memory, halved until it
+   * does; an action that needs more (the residual's coordinates) takes dynamic shared memory
+   * of its own where the backend offers it (cuda) */
   for (;;) {
     need = 0;
     for (int a = 0; a < FE_NACTIONS; a++) {
-      fe_sumfact_shape sh = shape_of(A, r->prec, (fe_action)a, d->vertices);
-      size_t b = fe_sumfact_shared_bytes(&sh, block, (int)fe_precision_size(r->prec));
-      if (b > need) need = b;
+      fe_sumfact_shape sh = shape_folded(A, r->prec, (fe_action)a, d->vertices, r->folded);
+      each[a] = fe_sumfact_shared_bytes(&sh, block, (int)fe_precision_size(r->prec));
+      if (each[a] > need) need = each[a];
     }
-    if (need <= limit || o->block > 0 || block == 1) break;
+    int fits = each[FE_ACTION_APPLY] <= limit && (need <= limit || need <= optin);
+    if (fits || o->block > 0 || block == 1) break;
     block /= 2;
   }
-  /* above the static limit: dynamic shared memory where the backend offers more (cuda) */
-  if (need > limit && need <= optin) d->dynamic = need;
-  FE_ASSERT(need <= limit || d->dynamic, FE_ERR_ARG, "block = %d cells of %s need %zu bytes of "
-            "shared memory per work group; %s allows %zu%s", block, A->V->name, need,
-            r->be->name, optin > limit ? optin : limit, block > 1 ? " (use a smaller block)" : "");
+  for (int a = 0; a < FE_NACTIONS; a++) {
+    d->dynamic[a] = each[a] > limit && each[a] <= optin ? each[a] : 0;
+    FE_ASSERT(each[a] <= limit || d->dynamic[a], FE_ERR_ARG, "block = %d cells of %s need %zu "
+              "bytes of shared memory per work group (%s); %s allows %zu%s", block, A->V->name,
+              each[a], fe_action_name((fe_action)a), r->be->name, optin > limit ? optin : limit,
+              block > 1 ? " (use a smaller block)" : "");
+  }
   r->block = block;
   FE_ASSERT(o->scatter != FE_SCATTER_COLOR, FE_ERR_ARG, "sumfact: scatter = \"color\" is "
             "ebe's and the assembly's; sumfact takes \"atomic\" or \"nodes\"");
@@ -453,7 +461,7 @@ static int sumfact_source(const fe_realization *r, fe_action a, const char *prea
            "#define SF_DYNAMIC %d /* the shared arrays are dynamic (cuda, above 48 KB) */\n"
            "#define SF_NODESUM %d /* the cells write an E-vector, fe_nodesum adds it up */\n"
            "#define SF_SUM_ITEMS %d /* nodes per group of fe_nodesum */\n",
-           sh.p1, sh.q1, sh.collocated, vertices, d->dynamic > 0, d->nodesum,
+           sh.p1, sh.q1, sh.collocated, vertices, d->dynamic[a] > 0, d->nodesum,
            SUMFACT_SUM_ITEMS);
   s.defines = defines;
   fe_strbuf t = {0};
@@ -497,8 +505,8 @@ static int sumfact_integrate(fe_realization *r, fe_action a, const fe_vector *u,
     };
     fe_physics_args(r, u, w, y, args + 8);
     if (d->nodesum) args[17].buf = &d->evec; /* the cells' own entries */
-    if (d->dynamic) /* kept by the kernel: a call that changes nothing returns at once */
-      FE_CHECK(r->be->ops->kernel_shared(r->be->impl, r->kernel[a], d->dynamic));
+    if (d->dynamic[a]) /* kept by the kernel: a call that changes nothing returns at once */
+      FE_CHECK(r->be->ops->kernel_shared(r->be->impl, r->kernel[a], d->dynamic[a]));
     FE_CHECK(r->be->ops->launch(r->be->impl, r->kernel[a], (size_t)ng, group_size(r, a), 18,
                                 args, r->prec, NULL));
     (*launches)++;
