@@ -254,6 +254,11 @@ void fe_realization_spec(const fe_realization *r, fe_action a, fe_kernel_spec *s
   s->geo_affine = r->A->geo_affine;
   s->geo_shared = r->geo_shared;
   s->dense = 1;
+}
+
+void fe_realization_action_spec(const fe_realization *r, fe_action a, fe_kernel_spec *s)
+{
+  fe_realization_spec(r, a, s);
   s->folded = r->folded && a == FE_ACTION_APPLY;
   s->qd_cells_fastest = r->qd_cells_fastest;
 }

@@ -170,8 +170,12 @@ struct fe_operator {
 };
 
 /* ---- helpers the strategies share (engine/operator.c) ---- */
-/* The spec of action a for codegen (the fields every strategy shares). */
+/* The spec of action a for codegen (the fields every strategy shares): element matrices and
+ * other kernels beside the actions. */
 void fe_realization_spec(const fe_realization *r, fe_action a, fe_kernel_spec *s);
+/* The same for the action's own kernel (and its counts): with r's folded per-point data where
+ * the apply reads them (engine/qdata.h). */
+void fe_realization_action_spec(const fe_realization *r, fe_action a, fe_kernel_spec *s);
 /* Upload n doubles as reals of r's precision, or n ints, into a new buffer. */
 int fe_upload_reals(fe_backend *be, fe_precision prec, const double *v, size_t n, fe_buffer *buf);
 int fe_upload_ints(fe_backend *be, const int *v, size_t n, fe_buffer *buf);

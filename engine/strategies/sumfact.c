@@ -449,7 +449,7 @@ static int sumfact_source(const fe_realization *r, fe_action a, const char *prea
   const int vertices = action_vertices(r, a);
   fe_sumfact_shape sh = shape_of(r->A, r->prec, a, vertices);
   fe_kernel_spec s;
-  fe_realization_spec(r, a, &s);
+  fe_realization_action_spec(r, a, &s);
   sh.need_x = fe_codegen_needs(&s).need_x;
   s.template_name = "sumfact";
   s.dense = 0;

@@ -190,7 +190,7 @@ static const char *transpose_entry(fe_action a)
 static int transpose_source(const fe_realization *r, fe_action a, const char *preamble, char **src)
 {
   fe_kernel_spec s;
-  fe_realization_spec(r, a, &s);
+  fe_realization_action_spec(r, a, &s);
   s.template_name = a == FE_ACTION_DIAGONAL ? "diagonal" : "integrate";
   s.defines = action_vertices(r, a) ? "#define GEO_RECOMPUTE 1\n" : NULL;
   return fe_codegen_action(&s, r->be->name, preamble, src);
@@ -566,7 +566,7 @@ static void transpose_counts(const fe_kernel_spec *s, int ndir, int vertices, fe
 static void transpose_count(const fe_realization *r, fe_action a, fe_work *w)
 {
   fe_kernel_spec s;
-  fe_realization_spec(r, a, &s);
+  fe_realization_action_spec(r, a, &s);
   transpose_counts(&s, r->A->ndir, action_vertices(r, a), w);
   w->groups = r->ngroups;
   w->group_items = (int)group_size(r, a);
