@@ -48,7 +48,7 @@ for _, c in ipairs({{"tet", "P1", {3, 2, 2}}, {"hex", "Q1", {3, 3, 2}}, {"tri", 
     local u = V:interpolate(function(x) return x[1] * (1 - x[2]) + 0.3 * x[1] * x[1] end)
     for _, backend in ipairs({"cpu", "opencl"}) do
       local function both(f)
-        local o = {backend = backend, strategy = "transpose"}
+        local o = {backend = backend, strategy = "transpose", fold = false} -- the factors themselves
         o.geometry = "stored"
         local a = f(o)
         o.geometry = "vertices"
