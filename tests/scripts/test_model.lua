@@ -394,7 +394,7 @@ do
     local wk = Vk:interpolate(1)
     local per = {}
     for _, geo in ipairs({"stored", "vertices"}) do
-      local o = {strategy = s, backend = "cpu", precision = "double", geometry = geo}
+      local o = {strategy = s, backend = "cpu", precision = "double", geometry = geo, fold = false}
       local _, r = Ak:apply(wk, o)
       local _, r0 = plain:apply(wk, o)
       per[geo], per[geo .. "0"] = r.nonfma / mk.ncells, r0.nonfma / mk.ncells
@@ -404,6 +404,12 @@ do
       check(t >= alone * (1 - 1e-9) and t <= 2 * alone, "%s/%s: the non-FMA ceiling %g, %g alone",
             s, geo, t, alone)
     end
+    -- folded: no physics at the points, and the words (6 a point, 8 bytes each) among its bytes
+    local _, rf = Ak:apply(wk, {strategy = s, backend = "cpu", precision = "double", fold = true})
+    local npts = tonumber(rf.quadrature:match("(%d+) points"))
+    check(rf.nonfma == 0 and rf.bytes >= mk.ncells * npts * 6 * 8,
+          "%s folded: %g non-FMA, %g bytes (words alone %g)", s, rf.nonfma, rf.bytes,
+          mk.ncells * npts * 48)
     local nq = per.stored / 2 -- kappa's two at each point of its rule
     -- the map's: transpose's at every point; sumfact's once a column of points on these
     -- affine cells (q1^2 of them)
