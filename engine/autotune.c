@@ -28,10 +28,11 @@ void fe_autotune_key(const fe_operator *A, const fe_backend *be, fe_precision pr
                     : A->geo_affine ? "affine" : "general";
   /* the physics by name, what its Jacobian reads and costs (a user's physics.new has a name
    * of its own only by its flops) */
-  snprintf(key, n, "%s-%s-c%d-2^%d-%s-x%d-nl%d-df%.0f-%s-%s-q%d-%s", V->name,
+  const fe_quadrature *Q = &A->quad[FE_ACTION_APPLY];
+  snprintf(key, n, "%s-%s-c%d-2^%d-%s-x%d-nl%d-df%.0f-%s-%s-%s%d-%s", V->name,
            fe_cell_name(V->elem.cell), V->ncomp, (int)lround(log2((double)V->ndofs)), p->name,
-           p->uses_x, p->nonlinear, p->flops_df, geo, fe_precision_name(prec),
-           A->quad[FE_ACTION_APPLY].npoints, be->name);
+           p->uses_x, p->nonlinear, p->flops_df, geo, fe_precision_name(prec), Q->name,
+           Q->npoints, be->name);
   for (char *c = key; *c; c++)
     if (*c == ' ') *c = '_';
 }

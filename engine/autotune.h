@@ -20,7 +20,8 @@ enum { FE_AUTOTUNE_AUTO, FE_AUTOTUNE_ON, FE_AUTOTUNE_OFF };
 int fe_autotune_wanted(const struct fe_operator *A, int asked);
 
 /* The operator's shape as the cache names it: space, cell, components, size (to a power of
- * two), physics, the mesh's geometry class, precision and the apply's rule. */
+ * two), physics, the mesh's geometry class, precision and the apply's rule (its family and
+ * points: GLL's 64 points are not Gauss's). */
 void fe_autotune_key(const struct fe_operator *A, const fe_backend *be, fe_precision prec,
                      char *key, size_t n);
 /* The strategy stored for key (1, with the times it was chosen by), or 0. */
