@@ -204,4 +204,22 @@ for _, c in ipairs({{2, "gauss"}, {3, "gauss"}, {3, "gll"}}) do
   print(("Q%d %-5s MMS with sumfact: L2 errors %.2e, %.2e, rate %.2f"):format(p, rule, err[1], err[2], rate))
   check(rate > p + 0.6, "Q%d (%s) converges at rate %.2f, expected about %d", p, rule, rate, p + 1)
 end
+-- rules past 12 points a direction (the Q7 p-Laplacian's 15): sumfact runs them on the cpu
+-- (and cuda), agreeing with transpose; OpenCL declines them, saying so
+do
+  local Vh = fe.space(mesh.box{cells = {2, 1, 1}, cell = "hex", distort = 0.1}, "Q1")
+  local Ah = fe.operator(Vh, physics.p_laplacian{p = 3}, {dirichlet = {"xmin"}, quadrature = {degree = 25}})
+  local uh = Vh:interpolate(function(x) return math.sin(x[1]) * x[2] + x[3] end)
+  local wh = Vh:interpolate(function(x) return x[1] * x[2] + 0.1 end)
+  local y0 = Ah:apply(wh, {at = uh, strategy = "transpose", backend = "cpu"})
+  local y1, rep = Ah:apply(wh, {at = uh, strategy = "sumfact", backend = "cpu"})
+  local d = rel_diff(y1, y0)
+  check(d <= 1e-12 and rep.quadrature:find("2197 points", 1, true),
+        "13 points a direction: sumfact vs transpose %.1e (%s)", d, rep.quadrature)
+  local _, info = Ah:strategies({backend = "opencl"})
+  check(not info.sumfact.applies and info.sumfact.why:find("above 12 (opencl)", 1, true),
+        "opencl and 13 points: %s", tostring(info.sumfact.why))
+  print(("13 points a direction: sumfact = transpose to %.1e on the cpu; opencl declines"):format(d))
+end
+
 T.done("test_sumfact.lua")
