@@ -11,7 +11,10 @@
  * Reordering. "rcm": reverse Cuthill-McKee on the graph of vertices that share a cell, each
  * component started from a pseudo-peripheral vertex; cells then follow their lowest new
  * vertex. "hilbert": vertices and cell centroids sorted by their index along a Hilbert curve
- * (Skilling's transpose algorithm, 21 bits per axis) through the bounding box. */
+ * (Skilling's transpose algorithm, 21 bits per axis) through the bounding box. "layers": the
+ * cells by their level in a breadth-first sweep from a far vertex (the order mesh.load gives,
+ * each layer along a Morton curve), "morton": the cells along fe_mesh_morton_order's curve;
+ * both number the vertices as the cells first use them. Refinement numbers them so too. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -350,6 +353,9 @@ static int refine_geo_finish(fe_mesh *o, const refine_ctx *g)
   return 0;
 }
 
+static int permute_cells(fe_mesh *m, const int *order, const int *newid, int *vertex);
+static int layer_order(const fe_mesh *m, int *start, const int *within, int **order);
+
 /* Uniform refinement of m into a new mesh (see the top of this file). */
 int fe_mesh_refine(const fe_mesh *m, fe_mesh **out)
 {
@@ -410,6 +416,20 @@ int fe_mesh_refine(const fe_mesh *m, fe_mesh **out)
   }
   double *x = realloc(o->coords, 3 * r.ncoords * sizeof(double)); /* give back the slack */
   if (x) o->coords = x;
+  /* the vertices in the order the cells first use them, as a loaded mesh's are (else the
+   * parents' vertices keep their ids, apart from their children's new ones, and the space
+   * numbering's sweeps around the vertices jump about the cells); cells in layers stay so,
+   * swept from the parent's vertex (a few coarse cells' children in a row are no slab) */
+  int *order = NULL, from = m->layered - 1; /* a parent's vertex keeps its id here */
+  o->layered = 0;
+  if (from >= 0) rc = layer_order(o, &from, NULL, &order);
+  if (!rc) rc = permute_cells(o, order, NULL, from >= 0 ? &from : NULL);
+  free(order);
+  if (rc) {
+    fe_mesh_free(o);
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
+  if (from >= 0) o->layered = from + 1;
   *out = o;
   return 0;
 }
@@ -592,11 +612,10 @@ static uint64_t hilbert_key(const double *x, const double *lo, const double *spa
   return hilbert_index(X, dim);
 }
 
-/* The curved geometry follows a reordering: row e of geo_cells is old row cells_by[e].id,
- * its vertices renumbered by newid, its other nodes numbered nvertices.. in order of first
- * use; geo_coords moves with them (x: the reordered vertices). */
-static int apply_order_geo(fe_mesh *m, const int *newid, const sort_item *cells_by,
-                           const double *x)
+/* The curved geometry follows a reordering: row e of geo_cells is old row order[e] (NULL:
+ * row e), its vertices renumbered by newid, its other nodes numbered nvertices.. in order of
+ * first use; geo_coords moves with them (x: the reordered vertices). */
+static int apply_order_geo(fe_mesh *m, const int *newid, const int *order, const double *x)
 {
   const int nv = m->nvertices, ngn = m->ngn, nhigh = m->ngeo_nodes - nv;
   int *g = fe_malloc(((size_t)m->ncells * ngn + 1) * sizeof(int), "reordered curved cells");
@@ -609,7 +628,7 @@ static int apply_order_geo(fe_mesh *m, const int *newid, const sort_item *cells_
   for (int k = 0; k < nhigh; k++) hnew[k] = -1;
   int next = nv;
   for (int e = 0; e < m->ncells; e++) {
-    const int *old = m->geo_cells + (size_t)cells_by[e].id * ngn;
+    const int *old = m->geo_cells + (size_t)(order ? order[e] : e) * ngn;
     int *dst = g + (size_t)e * ngn;
     for (int k = 0; k < ngn; k++) {
       if (k < m->nvc) {
@@ -630,46 +649,208 @@ static int apply_order_geo(fe_mesh *m, const int *newid, const sort_item *cells_
   return 0;
 }
 
-/* Renumber m in place: vertex v becomes newid[v]; cells sorted by key[] (sort items). */
-static int apply_order(fe_mesh *m, const int *newid, sort_item *cells_by)
+/* Renumber m in place: the k-th cell becomes old cell order[k] (order NULL: the cells keep
+ * their places), vertex v becomes newid[v], or with newid NULL the vertices are numbered in
+ * the order the cells (in their new order) first use them, those of no cell last; the
+ * regions, the facets and a curved mesh's nodes follow, and *vertex (may be NULL) gets its new
+ * id. The cells are no longer known to lie in layers (m->layered 0). */
+static int permute_cells(fe_mesh *m, const int *order, const int *newid, int *vertex)
 {
-  double *x = fe_malloc(3 * ((size_t)m->nvertices + 1) * sizeof(double), "reordered vertices");
-  int *c = fe_malloc(((size_t)m->ncells * m->nvc + 1) * sizeof(int), "reordered cells");
+  const int nv = m->nvertices, nvc = m->nvc;
+  int *touch = newid ? NULL : fe_malloc(((size_t)nv + 1) * sizeof(int), "vertex order");
+  double *x = fe_malloc(3 * ((size_t)nv + 1) * sizeof(double), "reordered vertices");
+  int *c = fe_malloc(((size_t)m->ncells * nvc + 1) * sizeof(int), "reordered cells");
   int *t = fe_malloc(((size_t)m->ncells + 1) * sizeof(int), "reordered cell regions");
-  if (!x || !c || !t) {
-    free(x), free(c), free(t);
+  if ((!newid && !touch) || !x || !c || !t) {
+    free(touch), free(x), free(c), free(t);
     return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
   }
-  for (int v = 0; v < m->nvertices; v++) memcpy(x + 3 * (size_t)newid[v], m->coords + 3 * (size_t)v, 3 * sizeof(double));
-  qsort(cells_by, (size_t)m->ncells, sizeof *cells_by, sort_item_compare);
+  if (!newid) { /* first use */
+    for (int v = 0; v < nv; v++) touch[v] = -1;
+    int next = 0;
+    for (int e = 0; e < m->ncells; e++)
+      for (int k = 0; k < nvc; k++) {
+        const int v = m->cells[(size_t)(order ? order[e] : e) * nvc + k];
+        if (touch[v] < 0) touch[v] = next++;
+      }
+    for (int v = 0; v < nv; v++)
+      if (touch[v] < 0) touch[v] = next++;
+    newid = touch;
+  }
+  for (int v = 0; v < nv; v++)
+    memcpy(x + 3 * (size_t)newid[v], m->coords + 3 * (size_t)v, 3 * sizeof(double));
   for (int e = 0; e < m->ncells; e++) {
-    const int old = cells_by[e].id;
-    for (int k = 0; k < m->nvc; k++)
-      c[(size_t)e * m->nvc + k] = newid[m->cells[(size_t)old * m->nvc + k]];
+    const int old = order ? order[e] : e;
+    for (int k = 0; k < nvc; k++) c[(size_t)e * nvc + k] = newid[m->cells[(size_t)old * nvc + k]];
     t[e] = m->cell_tags[old];
   }
   if (m->geo_order == 2 && m->geo_cells && m->geo_coords) {
-    int rc = apply_order_geo(m, newid, cells_by, x);
+    int rc = apply_order_geo(m, newid, order, x);
     if (rc) {
-      free(x), free(c), free(t);
+      free(touch), free(x), free(c), free(t);
       return fe_error_push(rc, __FILE__, __LINE__, __func__);
     }
   }
   for (size_t k = 0; k < (size_t)m->nfacets * m->nvf; k++) m->facets[k] = newid[m->facets[k]];
-  free(m->coords), free(m->cells), free(m->cell_tags);
+  if (vertex) *vertex = newid[*vertex];
+  free(touch), free(m->coords), free(m->cells), free(m->cell_tags);
   m->coords = x, m->cells = c, m->cell_tags = t;
+  m->layered = 0;
   fe_mesh_forget_classes(m); /* each cell's class moved with it */
   return 0;
 }
 
-/* Reorder m in place along "rcm" or "hilbert" (see the top of this file). */
+int fe_mesh_permute_cells(fe_mesh *m, const int *order)
+{
+  FE_ASSERT(m && order, FE_ERR_ARG, "mesh permute: missing mesh or order");
+  FE_CHECK(permute_cells(m, order, NULL, NULL));
+  return 0;
+}
+
+/* The cells around each vertex: around[first[v] .. first[v + 1]) ascending (a counting sort of
+ * the cells' vertices). */
+static int cells_around(const fe_mesh *m, int **first_out, int **around_out)
+{
+  const int nv = m->nvertices, nvc = m->nvc;
+  const size_t ncv = (size_t)m->ncells * nvc;
+  int *start = fe_calloc((size_t)nv + 2, sizeof(int), "cells around vertices");
+  int *around = fe_malloc((ncv + 1) * sizeof(int), "cells around vertices");
+  if (!start || !around) {
+    free(start), free(around);
+    return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+  }
+  for (size_t k = 0; k < ncv; k++) start[m->cells[k] + 2]++;
+  for (int v = 0; v < nv; v++) start[v + 2] += start[v + 1];
+  for (int e = 0; e < m->ncells; e++) /* start[v + 1]: where v's next cell goes */
+    for (int k = 0; k < nvc; k++) around[start[m->cells[(size_t)e * nvc + k] + 1]++] = e;
+  *first_out = start, *around_out = around;
+  return 0;
+}
+
+/* A breadth-first sweep from vertex s over the vertices that share a cell: vertex levels
+ * from base up, each cell's level the least of its vertices' (the level of the vertex that
+ * reaches it first). The reached vertices into queue (*n of them); returns the last, one of
+ * the farthest. */
+static int sweep_from(const fe_mesh *m, const int *first, const int *around, int s, int base,
+                      int *vlevel, int *clevel, int *queue, int *n)
+{
+  const int nvc = m->nvc;
+  int head = 0, tail = 0;
+  queue[tail++] = s;
+  vlevel[s] = base;
+  while (head < tail) {
+    const int v = queue[head++];
+    for (int i = first[v]; i < first[v + 1]; i++) {
+      const int e = around[i];
+      if (clevel[e] >= 0) continue;
+      clevel[e] = vlevel[v];
+      for (int k = 0; k < nvc; k++) {
+        const int u = m->cells[(size_t)e * nvc + k];
+        if (vlevel[u] < 0) vlevel[u] = vlevel[v] + 1, queue[tail++] = u;
+      }
+    }
+  }
+  *n = tail;
+  return queue[tail - 1];
+}
+
+/* The layers of fe_mesh_layer_order; *start >= 0: the first part swept from that vertex
+ * (the others from a far vertex of their own), else from a far vertex, whose id *start gets. */
+static int layer_order(const fe_mesh *m, int *start, const int *within, int **order)
+{
+  *order = NULL;
+  const int nv = m->nvertices, n = m->ncells;
+  int *first = NULL, *around = NULL;
+  FE_CHECK(cells_around(m, &first, &around));
+  int *vlevel = fe_malloc(((size_t)nv + 1) * sizeof(int), "vertex levels");
+  int *clevel = fe_malloc(((size_t)n + 1) * sizeof(int), "cell levels");
+  int *queue = fe_malloc(((size_t)nv + 1) * sizeof(int), "sweep queue");
+  int *out = fe_malloc(((size_t)n + 1) * sizeof(int), "cell order");
+  if (!vlevel || !clevel || !queue || !out) {
+    free(first), free(around), free(vlevel), free(clevel), free(queue), free(out);
+    return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+  }
+  for (int v = 0; v < nv; v++) vlevel[v] = -1;
+  for (int e = 0; e < n; e++) clevel[e] = -1;
+  /* the given vertex's part first, then each other part from a far vertex of its own */
+  int base = 0;
+  int pending = *start >= 0 && *start < nv && first[*start] < first[*start + 1] ? *start : -1;
+  for (int e = 0; e < n; e++)
+    while (clevel[e] < 0) {
+      int reached, far = pending;
+      if (far < 0) { /* the last vertex a sweep from e's first vertex reaches */
+        far = sweep_from(m, first, around, m->cells[(size_t)e * m->nvc], base, vlevel, clevel,
+                         queue, &reached);
+        for (int i = 0; i < reached; i++) {
+          const int v = queue[i];
+          vlevel[v] = -1;
+          for (int j = first[v]; j < first[v + 1]; j++) clevel[around[j]] = -1;
+        }
+      }
+      if (base == 0) *start = far;
+      pending = -1;
+      sweep_from(m, first, around, far, base, vlevel, clevel, queue, &reached);
+      base = vlevel[queue[reached - 1]] + 1; /* each part's levels after the last part's */
+    }
+  /* a counting sort by level: within a layer, the cells in the order `within` (or their own) */
+  int *count = fe_calloc((size_t)base + 2, sizeof(int), "layer sizes");
+  if (!count) {
+    free(first), free(around), free(vlevel), free(clevel), free(queue), free(out);
+    return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+  }
+  for (int e = 0; e < n; e++) count[clevel[e] + 1]++;
+  for (int l = 0; l < base; l++) count[l + 1] += count[l];
+  for (int k = 0; k < n; k++) {
+    const int e = within ? within[k] : k;
+    out[count[clevel[e]]++] = e;
+  }
+  free(count), free(first), free(around), free(vlevel), free(clevel), free(queue);
+  *order = out;
+  return 0;
+}
+
+int fe_mesh_layer_order(const fe_mesh *m, const int *within, int **order)
+{
+  FE_ASSERT(m && order, FE_ERR_ARG, "mesh layers: missing mesh or output");
+  int start = -1;
+  FE_CHECK(layer_order(m, &start, within, order));
+  return 0;
+}
+
+int fe_mesh_order_layers(fe_mesh *m, const int *within)
+{
+  FE_ASSERT(m, FE_ERR_ARG, "mesh layers: no mesh");
+  int start = -1, *order;
+  FE_CHECK(layer_order(m, &start, within, &order));
+  int rc = permute_cells(m, order, NULL, &start);
+  free(order);
+  if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  m->layered = start + 1;
+  return 0;
+}
+
+/* Reorder m in place along "layers", "morton", "rcm" or "hilbert" (see the top of this file). */
 int fe_mesh_reorder(fe_mesh *m, const char *how)
 {
   FE_ASSERT(m, FE_ERR_ARG, "mesh reorder: no mesh");
   const int rcm = how && !strcmp(how, "rcm"), hilbert = how && !strcmp(how, "hilbert");
-  FE_ASSERT(rcm || hilbert, FE_ERR_ARG, "mesh reorder: unknown ordering '%s' (rcm, hilbert)",
+  const int layers = how && !strcmp(how, "layers"), morton = how && !strcmp(how, "morton");
+  FE_ASSERT(rcm || hilbert || layers || morton, FE_ERR_ARG,
+            "mesh reorder: unknown ordering '%s' (rcm, hilbert, layers, morton)",
             how ? how : "(null)");
   FE_CHECK(fe_mesh_check(m));
+  if (layers) {
+    FE_CHECK(fe_mesh_order_layers(m, NULL));
+    return 0;
+  }
+  if (morton) {
+    int *order;
+    FE_CHECK(fe_mesh_morton_order(m, &order));
+    int rc = permute_cells(m, order, NULL, NULL);
+    free(order);
+    if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
+    return 0;
+  }
   const int n = m->nvertices;
   int *order = fe_malloc(((size_t)n + 1) * sizeof(int), "vertex order");
   int *newid = fe_malloc(((size_t)n + 1) * sizeof(int), "vertex numbers");
@@ -710,7 +891,16 @@ int fe_mesh_reorder(fe_mesh *m, const char *how)
       items[e].key = rcm ? (uint64_t)low : hilbert_key(centroid, lo, span, m->dim);
       items[e].id = e;
     }
-    rc = apply_order(m, newid, items);
+    qsort(items, (size_t)m->ncells, sizeof *items, sort_item_compare);
+    int *cells = order; /* the vertex order is spent: its room holds the cell order */
+    if (m->ncells > n) cells = fe_malloc(((size_t)m->ncells + 1) * sizeof(int), "cell order");
+    if (!cells) {
+      free(order), free(newid), free(items);
+      return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+    }
+    for (int e = 0; e < m->ncells; e++) cells[e] = items[e].id;
+    rc = permute_cells(m, cells, newid, NULL);
+    if (cells != order) free(cells);
   }
   free(order), free(newid), free(items);
   if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);

@@ -66,6 +66,10 @@ typedef struct fe_mesh {
    * number in each: known by construction, so orders along the cubes need no search (0: not a
    * box, or edited since). Cleared with the classes. */
   int cubes[3];
+  /* The cells lie in layers swept from vertex layered - 1 (fe_mesh_layer_order: mesh.load and
+   * reorder "layers" put them so, and refinement keeps them so, sweeping the children from the
+   * same vertex); 0: not in layers. */
+  int layered;
 } fe_mesh;
 
 typedef struct fe_box_opts {
@@ -167,14 +171,35 @@ int fe_mesh_color_groups_below(const fe_mesh *m, const int *cells, int nvc, int 
  * edge midpoints, face centers of quadrilaterals and hex centers, shared between neighbours;
  * boundary facets are refined keeping their tags, cells keep their regions. A curved mesh
  * stays curved: the new vertices and second-order nodes are placed by the parent cell's
- * second-order map (so the refined mesh has exactly the parent's geometry). */
+ * second-order map (so the refined mesh has exactly the parent's geometry). Each parent's
+ * children follow one another, in the parent's order, and the vertices are numbered in the
+ * order the cells first use them; a mesh in layers (m->layered) gives one in layers, swept
+ * from the same vertex, each layer's cells in that order. */
 int fe_mesh_refine(const fe_mesh *m, fe_mesh **out);
 /* Renumber vertices, cells and facets in place for locality: how = "rcm" (reverse
- * Cuthill-McKee on the vertex graph; cells by their lowest new vertex) or "hilbert" (vertices
- * and cell centroids along a Hilbert curve). Unknown how: FE_ERR_ARG listing the names.
- * Curved meshes: geo_cells follow the cells, the second-order nodes numbered from nvertices
- * in order of first use. */
+ * Cuthill-McKee on the vertex graph; cells by their lowest new vertex), "hilbert" (vertices
+ * and cell centroids along a Hilbert curve), "layers" (the cells in the layers of
+ * fe_mesh_layer_order, each layer in the cells' present order) or "morton" (the cells along
+ * fe_mesh_morton_order's curve); the last two number the vertices in the order the cells first
+ * use them. Unknown how: FE_ERR_ARG listing the names. Curved meshes: geo_cells follow the
+ * cells, the second-order nodes numbered from nvertices in order of first use. */
 int fe_mesh_reorder(fe_mesh *m, const char *how);
+/* The cells in layers: a breadth-first sweep over the vertices that share a cell, from a far
+ * vertex (the last one reached by a sweep from the first cell's first vertex), puts each cell
+ * in the layer of its nearest vertex; the layers one after another, each connected part after
+ * the last, the cells of a layer in the order `within` (within[k]: the k-th cell; NULL: their
+ * own). Consecutive cells then lie in a slab of the mesh, as a box's rows and planes do, and
+ * a run of them thicker than a layer touches only the runs before and after it: two colors
+ * where the cpu colors runs of cells (a Morton curve's runs are blobs with many neighbours).
+ * order[k] is the k-th cell (malloc'd). */
+int fe_mesh_layer_order(const fe_mesh *m, const int *within, int **order);
+/* Put m's cells in the order `order` (order[k]: the old id of the k-th cell) and number its
+ * vertices in the order those cells first use them (vertices of no cell last): regions,
+ * facets and curved nodes follow, the congruence classes are dropped, and m->layered is 0. */
+int fe_mesh_permute_cells(fe_mesh *m, const int *order);
+/* Put m's cells in layers (fe_mesh_layer_order), each layer in the order `within` (NULL: the
+ * cells' own), as fe_mesh_permute_cells does, and set m->layered. */
+int fe_mesh_order_layers(fe_mesh *m, const int *within);
 
 /* Cell quality: the shape measure is 1 for the regular shape (equilateral tri and tet,
  * square and cube, right prism on an equilateral triangle) and tends to 0 as a cell
@@ -239,11 +264,13 @@ typedef struct fe_mesh_arrays {
 
 /* The pure conversion: validates every count, type and node tag, keeps the vertex nodes of
  * the cells of the top dimension (one cell type and one order, else an error naming the types
- * found), renumbers them 0..n-1, orients 2D cells counter-clockwise and runs fe_mesh_check.
- * Second-order cells of the complete types (tri6 9, quad9 10, tet10 11, hex27 12, prism18 13)
- * make a curved mesh: geo_order 2, geo_cells with every node in Gmsh's order (the other nodes
- * numbered from nvertices on), geo_coords; the incomplete types (quad8, hex20, prism15) are
- * refused. Facets may be first or second order (line3, tri6, quad9): their vertices count. */
+ * found), renumbers them 0..n-1, orients 2D cells counter-clockwise, runs fe_mesh_check and
+ * puts the cells in layers, each along a Morton curve (fe_mesh_order_layers; the vertices
+ * numbered as the cells first use them). Second-order cells of the complete types (tri6 9,
+ * quad9 10, tet10 11, hex27 12, prism18 13) make a curved mesh: geo_order 2, geo_cells with
+ * every node in Gmsh's order (the other nodes numbered from nvertices on), geo_coords; the
+ * incomplete types (quad8, hex20, prism15) are refused. Facets may be first or second order
+ * (line3, tri6, quad9): their vertices count. */
 int fe_mesh_from_arrays(const fe_mesh_arrays *a, fe_mesh **out);
 
 /* The physical point x and J[d*dim + i] = dx_d/dxi_i of cell `cell` at reference point xi,

@@ -1,6 +1,6 @@
 /* Mesh generators for tri, quad and prism, and the mesh operations: uniform refinement,
- * reordering (rcm, hilbert) and the quality measure; the cell geometry map, straight and
- * curved (second-order cells made with fe_mesh_from_arrays). */
+ * reordering (rcm, hilbert, layers, morton) and the quality measure; the cell geometry map,
+ * straight and curved (second-order cells made with fe_mesh_from_arrays). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -226,35 +226,132 @@ static void shuffle_vertices(fe_mesh *m)
   free(perm);
 }
 
+static const char *const orders[4] = {"rcm", "hilbert", "layers", "morton"};
+
 Test(mesh_ops, reorder_rcm_shrinks_bandwidth_and_keeps_the_mesh)
 {
   for (int i = 0; i < 5; i++) {
-    for (int h = 0; h < 2; h++) {
+    for (int h = 0; h < 4; h++) {
       fe_mesh *m = make_box(all_types[i], 6, 5, fe_cell_dim(all_types[i]) == 2 ? 0 : 4, 0.3);
       int tags[6];
       for (int t = 0; t < 2 * m->dim; t++) tags[t] = count_tag(m, t + 1);
       const double vol = total_volume(m);
       shuffle_vertices(m);
       const int before = bandwidth(m);
-      cr_assert_eq(fe_mesh_reorder(m, h ? "hilbert" : "rcm"), 0, "%s", fe_error_message());
+      cr_assert_eq(fe_mesh_reorder(m, orders[h]), 0, "%s", fe_error_message());
       cr_assert_eq(fe_mesh_check(m), 0, "%s", fe_error_message());
       cr_assert_float_eq(total_volume(m), vol, 1e-12);
       for (int t = 0; t < 2 * m->dim; t++) cr_assert_eq(count_tag(m, t + 1), tags[t]);
       check_conforming(m);
       const int after = bandwidth(m);
-      cr_assert_lt(after, before, "%s %s: bandwidth %d -> %d", fe_cell_name(m->type),
-                   h ? "hilbert" : "rcm", before, after);
+      cr_assert_lt(after, before, "%s %s: bandwidth %d -> %d", fe_cell_name(m->type), orders[h],
+                   before, after);
       if (!h) cr_assert_lt(2 * after, before, "rcm bandwidth %d -> %d", before, after);
       fe_mesh_free(m);
     }
   }
 }
 
+/* Two rows of 8 hexes along x (cells q and 8 + q in column q): the sweep starts at the far
+ * end (x = 8), where every vertex of column q < 7 lies 7 - q cells away; so from the fourth
+ * place on the layers hold the columns 5 .. 0, each column's two cells in the order asked for
+ * (the two columns at the far end share layers 0 and 1, as the start vertex's row falls). */
+Test(mesh_ops, layer_order_sweeps_from_the_far_end)
+{
+  fe_mesh *m = make_box(FE_CELL_HEX, 8, 2, 1, 0);
+  int within[16], *order = NULL;
+  for (int k = 0; k < 16; k++) within[k] = 15 - k;
+  for (int w = 0; w < 2; w++) {
+    cr_assert_eq(fe_mesh_layer_order(m, w ? within : NULL, &order), 0, "%s", fe_error_message());
+    int seen[16] = {0};
+    for (int k = 0; k < 16; k++)
+      cr_assert(order[k] >= 0 && order[k] < 16 && !seen[order[k]]++, "not a permutation");
+    for (int k = 4; k < 16; k++) {
+      const int q = 5 - (k - 4) / 2, second = (k - 4) % 2 != w;
+      cr_assert_eq(order[k], q + 8 * second, "place %d: cell %d", k, order[k]);
+    }
+    free(order);
+  }
+  fe_mesh_free(m);
+}
+
+/* The cpu's threads take runs of consecutive cells, colored so that runs of one color share
+ * no vertex: in layers each run touches only the runs beside it (the box's own planes do
+ * too), where the runs of a Hilbert (Morton) curve are blobs that touch many. */
+Test(mesh_ops, layer_order_runs_need_two_colors)
+{
+  fe_mesh *m = make_box(FE_CELL_HEX, 24, 6, 6, 0.2);
+  cr_assert_eq(fe_mesh_reorder(m, "hilbert"), 0, "%s", fe_error_message());
+  int *color = NULL, curve = 0, layered = 0;
+  cr_assert_eq(fe_mesh_color_groups(m, m->cells, m->nvc, m->ncells / 8, &color, &curve), 0, "%s",
+               fe_error_message());
+  free(color);
+  cr_assert_eq(fe_mesh_reorder(m, "layers"), 0, "%s", fe_error_message());
+  cr_assert_eq(fe_mesh_color_groups(m, m->cells, m->nvc, m->ncells / 8, &color, &layered), 0,
+               "%s", fe_error_message());
+  free(color);
+  cr_assert_leq(layered, 2, "layers: %d colors for 8 runs", layered);
+  cr_assert_lt(layered, curve, "layers %d colors, the curve's %d", layered, curve);
+  check_conforming(m);
+  fe_mesh_free(m);
+}
+
+/* A refined mesh numbers its vertices in the order its cells first use them (a parent's
+ * vertices would otherwise keep their ids, far from its children's new ones): each cell's
+ * vertices are at most one past the largest id before them. */
+Test(mesh_ops, refine_numbers_vertices_by_first_use)
+{
+  for (int i = 0; i < 5; i++) {
+    fe_mesh *m = make_box(all_types[i], 3, 2, fe_cell_dim(all_types[i]) == 2 ? 0 : 2, 0.2), *r;
+    cr_assert_eq(fe_mesh_refine(m, &r), 0, "%s", fe_error_message());
+    int top = -1;
+    for (int k = 0; k < r->ncells * r->nvc; k++) {
+      cr_assert_leq(r->cells[k], top + 1, "%s: vertex %d before %d", fe_cell_name(r->type),
+                    r->cells[k], top + 1);
+      top = r->cells[k] > top ? r->cells[k] : top;
+    }
+    cr_assert_eq(top + 1, r->nvertices);
+    cr_assert_eq(r->layered, 0, "a box's children are not in layers");
+    fe_mesh_free(r);
+    fe_mesh_free(m);
+  }
+}
+
+/* Cells in layers stay in layers through refinement, swept from the same point: a refined
+ * strip of hexes (16 columns of 2 x 2) lists its two far columns first (they share the first
+ * layers), then the others column by column towards x = -1. */
+Test(mesh_ops, refine_keeps_layers)
+{
+  fe_mesh *m = make_box(FE_CELL_HEX, 8, 1, 1, 0), *r;
+  cr_assert_eq(fe_mesh_order_layers(m, NULL), 0, "%s", fe_error_message());
+  cr_assert_gt(m->layered, 0);
+  const double *from = m->coords + 3 * (m->layered - 1);
+  cr_assert_float_eq(from[0], 1.0, 1e-15, "the sweep starts at the far end (x = %g)", from[0]);
+  cr_assert_eq(fe_mesh_refine(m, &r), 0, "%s", fe_error_message());
+  cr_assert_gt(r->layered, 0);
+  cr_assert(!memcmp(r->coords + 3 * (r->layered - 1), from, 3 * sizeof(double)),
+            "the children are swept from another vertex");
+  double last = 0.75; /* each cell's least x */
+  for (int e = 0; e < r->ncells; e++) {
+    double x = INFINITY;
+    for (int k = 0; k < r->nvc; k++) x = fmin(x, r->coords[3 * r->cells[e * r->nvc + k]]);
+    if (e < 8) {
+      cr_assert_geq(x, 0.75 - 1e-15, "cell %d at x = %g among the far columns", e, x);
+      continue;
+    }
+    cr_assert_leq(x, last + 1e-15, "cell %d at x = %g after x = %g", e, x, last);
+    last = x;
+  }
+  fe_mesh_free(r);
+  fe_mesh_free(m);
+}
+
 Test(mesh_ops, reorder_unknown_name_lists_the_names)
 {
   fe_mesh *m = make_box(FE_CELL_TET, 1, 1, 1, 0);
   cr_assert_eq(fe_mesh_reorder(m, "metis"), FE_ERR_ARG);
-  cr_assert(strstr(fe_error_message(), "'metis' (rcm, hilbert)"), "%s", fe_error_message());
+  cr_assert(strstr(fe_error_message(), "'metis' (rcm, hilbert, layers, morton)"), "%s",
+            fe_error_message());
   fe_mesh_free(m);
 }
 
@@ -450,8 +547,8 @@ Test(mesh_ops, refine_and_reorder_keep_curved_geometry)
       const double u = x[0] / (1 + 0.2 * x[1]);
       cr_assert(u > -1 - 1e-12 && u < 1 + 1e-12, "%s: vertex %d off the mapped box", name, v);
     }
-    for (int k = 0; k < 2; k++) {
-      cr_assert_eq(fe_mesh_reorder(r, k ? "hilbert" : "rcm"), 0, "%s", fe_error_message());
+    for (int k = 0; k < 4; k++) {
+      cr_assert_eq(fe_mesh_reorder(r, orders[k]), 0, "%s", fe_error_message());
       cr_assert_eq(fe_mesh_check(r), 0, "%s: %s", name, fe_error_message());
       cr_assert_float_eq(total_volume(r), exact, 1e-12, "%s reordered", name);
     }
