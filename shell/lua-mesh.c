@@ -246,12 +246,14 @@ static int mesh_refine(lua_State *L)
   return 1;
 }
 
-/* m:reorder("rcm" | "hilbert") -> m, renumbered in place (refused while spaces use it) */
+/* m:reorder("rcm" | "hilbert" | "layers" | "morton") -> m, renumbered in place (refused while
+ * spaces use it) */
 static int mesh_reorder(lua_State *L)
 {
   mesh_handle *h = felab_check_self(L, 1, FELAB_MESH, "m:reorder", "self (m:method())");
-  const char *how = felab_opt_name(L, 2, "m:reorder", "argument 1 (\"rcm\" or \"hilbert\")");
-  if (!how) return luaL_error(L, "m:reorder: expected an ordering name (rcm, hilbert)");
+  const char *how = felab_opt_name(L, 2, "m:reorder",
+                                   "argument 1 (\"rcm\", \"hilbert\", \"layers\" or \"morton\")");
+  if (!how) return luaL_error(L, "m:reorder: expected an ordering name (rcm, hilbert, layers, morton)");
   if (h->borrowers > 0)
     return luaL_error(L, "m:reorder: %d space(s) use this mesh; reorder before making spaces",
                       h->borrowers);
@@ -379,9 +381,10 @@ int felab_open_mesh(lua_State *L)
                  "A new mesh, uniformly refined: tri and quad into 4, tet, hex and prism into 8.\n"
                  "Midpoints are shared between neighbours; boundary tags and regions are kept.\n"
                  "example: m2 = m:refine(); print(m2.ncells == 8 * m.ncells)");
-  felab_help_add(FELAB_MESH ":reorder", "m:reorder(\"rcm\" | \"hilbert\")",
+  felab_help_add(FELAB_MESH ":reorder", "m:reorder(\"rcm\" | \"hilbert\" | \"layers\" | \"morton\")",
                  "Renumber vertices and cells in place for locality and return the mesh: rcm\n"
-                 "(reverse Cuthill-McKee, small bandwidth) or hilbert (along a Hilbert curve).\n"
+                 "(reverse Cuthill-McKee, small bandwidth), hilbert (along a Hilbert curve),\n"
+                 "layers (a sweep from a far vertex, as mesh.load does) or morton (a Morton curve).\n"
                  "Do it before making spaces on the mesh.\nexample: m:reorder(\"rcm\")");
   felab_help_add(FELAB_MESH ":quality", "m:quality()",
                  "Cell shape statistics {min, max, mean} (1 for regular cells, towards 0 as they\n"
