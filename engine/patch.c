@@ -480,8 +480,8 @@ static int build_one_walk(const fe_space *V, const int *loc, int nl, int *perm, 
 
 /* One item per cell: the run words of a patch's nl nodes (runs) and each (cell j, basis
  * function b)'s local node and place, into lc[b*block + j] (padding: 0), from the local numbers
- * loc[j*nb + b]; fill is scratch of nl. Returns the places in all (more than 65536: the words
- * cannot name them, nothing filed). */
+ * loc[j*nb + b]; fill is scratch of nl. Returns the places in all (more than
+ * FE_PATCH_MAX_PLACES: the words cannot name them, nothing filed). */
 static int file_items(const int *loc, int nl, const int *perm, int block, int nb, int lanes,
                       unsigned *lc, int *runs, int *fill)
 {
@@ -489,7 +489,7 @@ static int file_items(const int *loc, int nl, const int *perm, int block, int nb
   for (int j = 0; j < block; j++)
     for (int b = 0; perm[j] >= 0 && b < nb; b++) runs[loc[j * nb + b]]++;
   int total = runs_from_counts(runs, nl, lanes);
-  if (total > 65536) return total;
+  if (total > FE_PATCH_MAX_PLACES) return total;
   memset(fill, 0, sizeof(int) * (size_t)nl);
   for (int j = 0; j < block; j++) /* cell order within each run */
     for (int b = 0; b < nb; b++) {
@@ -549,25 +549,27 @@ static int build_items(const fe_space *V, const int *perm, int ng, int block, in
     for (int g = 0; g < (rc ? 0 : ng); g++) {
       const int *pg = perm + (size_t)g * block;
       int u = ready ? patch_list(V, pg, block, sorted, &w, list, loc) : -1, bad = u < 0 ? 1 : 0;
-      if (!bad && u > 65536) bad = 2;
+      if (!bad && u > FE_PATCH_MAX_NODES) bad = 2;
       else if (!bad && out_reserve(o, (size_t)u)) bad = 1;
       if (!bad) {
         maxc[g] = file_items(loc, u, pg, block, nb, lanes, P->lcells + (size_t)g * per,
                              o->runs + o->n, fill);
-        bad = maxc[g] > 65536 ? 3 : 0;
+        bad = maxc[g] > FE_PATCH_MAX_PLACES ? 3 : 0;
       }
       if (bad) {
 #pragma omp critical
-        if (!rc) /* the first failure's message is kept */
+        if (!rc) { /* the first failure's message is kept */
+          P->too_large = bad > 1;
           rc = bad == 1 ? fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
                                        "out of host memory for the patches")
              : bad == 2 ? fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
-                                       "a patch of %d cells touches %d nodes, more than 65536 "
-                                       "(use a smaller block)", block, u)
+                                       "a patch of %d cells touches %d nodes, more than %d "
+                                       "(use a smaller block)", block, u, FE_PATCH_MAX_NODES)
                         : fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
                                        "a patch of %d cells needs %d places for its "
-                                       "contributions, more than 65536 (use a smaller block)",
-                                       block, maxc[g]);
+                                       "contributions, more than %d (use a smaller block)",
+                                       block, maxc[g], FE_PATCH_MAX_PLACES);
+        }
         continue;
       }
       memcpy(o->nodes + o->n, list, sizeof(int) * (size_t)u);
@@ -640,10 +642,12 @@ static int build_walks(const fe_space *V, int *perm, int ng, int block, int walk
   if (total >= 2147483647LL)
     rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
                       "the patches hold %lld nodes, more than an int counts (use a larger block)", total);
-  else if (P->maxl > FE_WALK_MAX_NODES)
+  else if (P->maxl > FE_WALK_MAX_NODES) {
+    P->too_large = 1;
     rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
                       "a patch of %d cells touches %d nodes, more than %d (use a smaller block)",
                       block, P->maxl, FE_WALK_MAX_NODES);
+  }
   unsigned **ev = NULL;
   int *ne = NULL, *maxc = NULL;
   if (!rc) {
@@ -668,8 +672,10 @@ static int build_walks(const fe_space *V, int *perm, int ng, int block, int walk
     }
   }
   if (!rc && failed) rc = failed;
-  for (int g = 0; !rc && g < ng; g++)
+  for (int g = 0; maxc && g < ng; g++) { /* the most places (a patch over the limit failed) */
     if (maxc[g] > P->maxc) P->maxc = maxc[g];
+    if (maxc[g] > FE_WALK_MAX_PLACES) P->too_large = 1;
+  }
   if (!rc) { /* the events, patch after patch */
     P->estart = malloc(sizeof(int) * ((size_t)ng + 1));
     size_t n = 0;
@@ -705,13 +711,18 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
             "lanes = %d: the runs interleave a power of two of nodes, at most 64", lanes);
   FE_ASSERT(walk <= 0 || nb <= FE_WALK_MAX_SLOTS, FE_ERR_ARG,
             "walks hold at most %d nodes per cell; %s has %d", FE_WALK_MAX_SLOTS, V->name, nb);
-  FE_ASSERT(walk > 0 || (size_t)block * nb <= 65536, FE_ERR_ARG,
-            "a patch of %d cells of %d basis functions files %zu contributions, more than 65536 "
-            "(use a smaller block)", block, nb, (size_t)block * nb);
+  if (walk <= 0 && (size_t)block * nb > FE_PATCH_MAX_PLACES) {
+    P->too_large = 1;
+    FE_ERROR(FE_ERR_ARG, "a patch of %d cells of %d basis functions files %zu contributions, "
+             "more than %d (use a smaller block)", block, nb, (size_t)block * nb,
+             FE_PATCH_MAX_PLACES);
+  }
   int rc = walk > 0 ? build_walks(V, perm, ng, block, walk, reuse, lanes, P)
                     : build_items(V, perm, ng, block, lanes, sorted, P);
   if (rc) {
+    const int too_large = P->too_large;
     fe_patches_free(P);
+    P->too_large = too_large;
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
   if (constrained)

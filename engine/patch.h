@@ -11,6 +11,9 @@
 #include "engine/quadrature.h"
 #include "engine/space.h"
 
+/* Limits of the item-per-cell words: a local node in 16 bits, a place in the runs in 16. */
+#define FE_PATCH_MAX_NODES 65536
+#define FE_PATCH_MAX_PLACES 65536
 /* Limits of the event words: a local node in 11 bits, a place in the runs in 15, a slot in 3. */
 #define FE_WALK_MAX_NODES 2048
 #define FE_WALK_MAX_PLACES 32768
@@ -35,6 +38,8 @@ typedef struct fe_patches {
                         * and the place of its contribution in that node's run (16-31) */
   unsigned *events;    /* walks: patch g's are events[estart[g] + k*items + t] */
   int *estart;         /* walks: npatch + 1 */
+  int too_large;       /* after a failed build: a patch had more nodes or places than the
+                        * words name (the limits above); a smaller block may fit */
 } fe_patches;
 
 /* The place of the k-th contribution (in cell order) to the node of run word `run`. The
@@ -59,7 +64,8 @@ int fe_patch_walk_reuses(fe_cell_type cell, const fe_quadrature *rules, int nrul
  * cells into walks (rewriting perm within the patch) and makes the events; reuse says whether
  * a walk may keep nodes across cells in another order (fe_patch_walk_reuses). sorted: each
  * patch's nodes ascending (a GPU's gathers and adds then touch memory in order; walks always),
- * else in the order its cells meet them (a CPU: no sort a patch). */
+ * else in the order its cells meet them (a CPU: no sort a patch). On failure P holds nothing
+ * but too_large. */
 int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *perm, size_t npad,
                      int block, int walk, int reuse, int lanes, int sorted, fe_patches *P);
 void fe_patches_free(fe_patches *P);

@@ -19,6 +19,7 @@
  * (Tuned by scripts/bench/gpu.lua: docs/benchmarks.md.) */
 #define PATCH_BLOCK 512
 #define PATCH_WALK_BLOCK_CELLS 128 /* walks per patch */
+#define PATCH_MAX_BLOCK 4096       /* the most cells a patch may have */
 /* Items per patch work group: larger patches give each item several cells. */
 #define PATCH_ITEMS 256
 
@@ -113,11 +114,85 @@ static void measure_banks(patch_data *d, const fe_patches *P, int nb, int nc, in
   d->wave_scatter = sa / nn;
 }
 
+/* Bytes of shared memory a work group holds for a patch of nl nodes, `places` places in its
+ * runs and ne events: the state, direction and coordinates at its nodes, the contributions,
+ * the run words, the events (patch.knl). */
+static double patch_shared_bytes(const fe_space *V, fe_precision prec, double nl, double places,
+                                 double ne)
+{
+  return (nl * (3 + 2 * V->ncomp) + places * V->ncomp) * (double)fe_precision_size(prec) +
+         (nl + ne) * (double)sizeof(int);
+}
+
+/* The runs' default interleaving: a GPU's items sum them a warp at a time; in double,
+ * interleave as many as a row of its shared memory's banks holds (16), so that they read one
+ * row per step; in single, measured slower interleaved, the runs stay one after the other
+ * (docs/benchmarks.md). */
+static int default_lanes(const fe_backend *be, fe_precision prec)
+{
+  return be && be->info.is_gpu && prec == FE_DOUBLE ? 16 : 1;
+}
+
+/* Whether patches of `block` cells may fit, as far as is known before they are built: their
+ * contributions' places (block x NB with one item per cell; with walks at least one flush a
+ * node) within what the words name, and the shared arrays within the device's, the nodes
+ * taken as the patch's share of the mesh's (a patch touches more, the nodes on its surface
+ * that its neighbours share: the setup halves the block again where the built patches do not
+ * fit). No backend (be NULL): the words' limits alone. */
+static int block_may_fit(const fe_operator *A, const fe_backend *be, fe_precision prec,
+                         int block, int walk)
+{
+  const fe_space *V = A->V;
+  const double ncells = V->mesh->ncells > 0 ? V->mesh->ncells : 1;
+  const double cells = block < ncells ? block : ncells;
+  const double nodes = cells * V->nnodes / ncells;
+  const double places = walk > 0 ? nodes : cells * V->elem.nbasis;
+  if (walk > 0 ? nodes > FE_WALK_MAX_NODES || places > FE_WALK_MAX_PLACES
+               : (double)block * V->elem.nbasis > FE_PATCH_MAX_PLACES || nodes > FE_PATCH_MAX_NODES)
+    return 0;
+  return !be || patch_shared_bytes(V, prec, nodes, places, 0) <= (double)fe_shared_limit(be);
+}
+
+/* The cells per patch where none is asked: walks of walk cells, PATCH_WALK_BLOCK_CELLS of
+ * them; on a GPU a higher-order space's item holds many registers (a P2 tet in double ~155),
+ * and smaller patches let more groups share a multiprocessor (docs/benchmarks.md); else
+ * PATCH_BLOCK. Halved until a patch of them may fit (block_may_fit: 256 cells of Q5 hexes
+ * file 55296 contributions, 512 would file more than a place's 16 bits name), at least 1.
+ * be may be NULL (an estimate for no device in particular: a CPU's block). */
+static int default_block(const fe_operator *A, const fe_backend *be, fe_precision prec, int walk)
+{
+  int block;
+  if (walk > 0) block = PATCH_WALK_BLOCK_CELLS * walk;
+  else if (be && be->info.is_gpu && A->V->elem.order > 1)
+    block = PATCH_BLOCK / (prec == FE_DOUBLE ? 4 : 2);
+  else block = PATCH_BLOCK;
+  if (block > PATCH_MAX_BLOCK) block = PATCH_MAX_BLOCK;
+  while (block > 1 && !block_may_fit(A, be, prec, block, walk)) block /= 2;
+  return block;
+}
+
+/* Every space whose patch of one cell fits: its nodes, its contributions' places (each in a
+ * run of its own, interleaved by the default lanes) and run words within the device's shared
+ * memory and what the words name. Larger cells make smaller patches (default_block). */
 static int patch_applies(const fe_operator *A, const fe_backend *be, fe_precision prec,
                          char *why, size_t n)
 {
-  (void)A, (void)be, (void)prec, (void)why, (void)n;
-  return 0; /* every cell; large cells make small patches (the block is halved to fit) */
+  const fe_space *V = A->V;
+  const int nb = V->elem.nbasis, lanes = default_lanes(be, prec);
+  const double places = (double)((nb + lanes - 1) / lanes * lanes);
+  const double need = patch_shared_bytes(V, prec, nb, places, 0);
+  if (nb > FE_PATCH_MAX_NODES || places > FE_PATCH_MAX_PLACES) {
+    snprintf(why, n, "a patch of one cell of %s files %d contributions, more than the %d "
+             "places a patch's words name", V->name, nb, FE_PATCH_MAX_PLACES);
+    return -1;
+  }
+  if (need > (double)fe_shared_limit(be)) {
+    snprintf(why, n, "a patch of one cell of %s (%d nodes) needs %.0f bytes of shared memory "
+             "per work group in %s; %s allows %zu", V->name, nb, need,
+             prec == FE_DOUBLE ? "double" : "single", be->name, fe_shared_limit(be));
+    return -1;
+  }
+  return 0;
 }
 
 /* Measured (docs/benchmarks.md): on the H100's cuda, first-order spaces on straight cells and
@@ -172,23 +247,14 @@ static int patch_configure(fe_realization *r, const fe_action_opts *o)
   FE_CALLOC(d, 1, "patch data");
   r->data = d;
   FE_CHECK(pick_walk(o, r->A, &d->walk, &d->reuse));
-  /* a GPU's items sum the runs a warp at a time: in double, interleave as many as a row of
-   * its shared memory's banks holds (16), so that they read one row per step; in single,
-   * measured slower interleaved, the runs stay one after the other (docs/benchmarks.md) */
-  d->lanes = o->lanes > 0 ? o->lanes : r->be->info.is_gpu && r->prec == FE_DOUBLE ? 16 : 1;
+  d->lanes = o->lanes > 0 ? o->lanes : default_lanes(r->be, r->prec);
   FE_ASSERT(d->lanes <= 64 && !(d->lanes & (d->lanes - 1)), FE_ERR_ARG,
             "lanes = %d: the runs of a power of two of nodes, at most 64, are interleaved",
             d->lanes);
   d->asked_block = o->block > 0;
-  int block;
-  if (o->block > 0) block = o->block;
-  else if (d->walk > 0) block = PATCH_WALK_BLOCK_CELLS * d->walk;
-  /* On a GPU an item of a higher-order space holds many registers (a P2 tet in double ~155):
-   * smaller patches let more groups share a multiprocessor (docs/benchmarks.md). */
-  else if (r->be->info.is_gpu && r->A->V->elem.order > 1)
-    block = PATCH_BLOCK / (r->prec == FE_DOUBLE ? 4 : 2);
-  else block = PATCH_BLOCK;
-  FE_ASSERT(block <= 4096, FE_ERR_ARG, "block = %d cells per work group is too large", block);
+  int block = o->block > 0 ? o->block : default_block(r->A, r->be, r->prec, d->walk);
+  FE_ASSERT(block <= PATCH_MAX_BLOCK, FE_ERR_ARG, "block = %d cells per work group is too large "
+            "(at most %d)", block, PATCH_MAX_BLOCK);
   r->block = block;
   r->colored = 0;
   return 0;
@@ -211,6 +277,7 @@ static int upload_patches(fe_realization *r, int *perm, size_t npad, int *too_bi
   const int sorted = r->be->info.is_gpu; /* a warp's gathers in order */
   int rc = fe_patches_build(V, con, perm, npad, r->block, d->walk, d->reuse, d->lanes, sorted, &P);
   free(con);
+  *too_big = rc && P.too_large; /* more nodes or places than the words name */
   FE_CHECK(rc);
   d->maxl = P.maxl;
   d->maxc = P.maxc;
@@ -221,11 +288,7 @@ static int upload_patches(fe_realization *r, int *perm, size_t npad, int *too_bi
   d->wave_x = d->wave_u = d->wave_c = d->wave_node_x = d->wave_node_u = d->wave_scatter = 0;
   if (d->walk <= 0 && r->be->info.is_gpu) /* a CPU's shared arrays are in L1: no banks */
     measure_banks(d, &P, V->elem.nbasis, V->ncomp, V->mesh->ncells, (int)fe_precision_size(r->prec));
-  /* shared memory: the patch's state, direction and coordinates, the contributions, the run
-   * words, the events */
-  size_t need = ((size_t)d->maxl * (3 + 2 * V->ncomp) + (size_t)d->maxc * V->ncomp) *
-                    fe_precision_size(r->prec) +
-                ((size_t)d->maxl + (size_t)d->maxe) * sizeof(int);
+  size_t need = (size_t)patch_shared_bytes(V, r->prec, d->maxl, d->maxc, d->maxe);
   *too_big = need > fe_shared_limit(r->be);
   if (*too_big) {
     fe_patches_free(&P);
@@ -274,8 +337,8 @@ static void release_buffers(fe_realization *r)
 }
 
 /* Patches along a Morton curve (a box's own order makes strips one cell thick, whose nodes
- * are shared by four patches); default patches too large for shared memory are halved until
- * they fit. */
+ * are shared by four patches); default patches that turn out too large (for shared memory, or
+ * more nodes or places than their words name) are halved until they fit. */
 static int patch_setup(fe_realization *r)
 {
   patch_data *d = r->data;
@@ -310,13 +373,18 @@ static const char *patch_entry(fe_action a)
   return "fe_patch";
 }
 
-/* Items per group: one per cell (at most PATCH_ITEMS, which then take several) or per walk. */
+/* Items per group of patches of block cells, one item per cell: at most PATCH_ITEMS (which
+ * then take several cells), whole warps of 32. */
+static int cell_items(int block)
+{
+  return ((block < PATCH_ITEMS ? block : PATCH_ITEMS) + 31) / 32 * 32;
+}
+
+/* Items per group: one per cell (cell_items) or per walk, whole warps. */
 static size_t group_size(const fe_realization *r)
 {
   const patch_data *d = r->data;
-  size_t n = d->walk > 0 ? (size_t)d->items
-                         : (size_t)(r->block < PATCH_ITEMS ? r->block : PATCH_ITEMS);
-  n = (n + 31) / 32 * 32;
+  size_t n = d->walk > 0 ? ((size_t)d->items + 31) / 32 * 32 : (size_t)cell_items(r->block);
   return n > r->be->info.max_group ? r->be->info.max_group : n;
 }
 
@@ -417,7 +485,7 @@ static void patch_traffic(const fe_kernel_spec *s, const fe_action_needs *n, int
    * the scatter's on its node numbers (Nsight Compute, P2 tets 48^3 in double, 128 items and
    * about 220 nodes a patch: 64% of the long-scoreboard stalls on the gather loop's loads) */
   const double groups = (ncells + s->block - 1) / s->block;
-  const int items = m && walk > 0 ? m->items : s->block < PATCH_ITEMS ? s->block : PATCH_ITEMS;
+  const int items = m && walk > 0 ? m->items : cell_items(s->block);
   const double rounds = items > 0 ? ceil(patch_nodes / groups / items) : 1;
   wk->dram_trips = 1 + (walk > 0 ? (recompute ? 0 : 1) : 1) + (rounds - 1);
   wk->l2_trips = 3 + 2 * (rounds - 1);
@@ -494,15 +562,15 @@ static void patch_count(const fe_realization *r, fe_action a, fe_work *w)
   w->group_items = (int)group_size(r);
 }
 
-/* Before the patches exist: a patch touches its share of the nodes plus the nodes it shares
- * with its neighbours; taken as 1.25 x the nodes (an estimate; the report counts them). */
+/* Before the patches exist, patches of the default block: a patch touches its share of the
+ * nodes plus the nodes it shares with its neighbours; taken as 1.25 x the nodes (an estimate;
+ * the report counts them). */
 static void patch_estimate(const fe_operator *A, const fe_backend *be, fe_precision prec,
                            fe_action a, fe_work *w)
 {
-  (void)be;
   fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec,
                       .geo_affine = A->geo_affine, .geo_shared = fe_geometry_shared(A, NULL),
-                      .block = PATCH_BLOCK};
+                      .block = default_block(A, be, prec, 0)};
   patch_counts(&s, A->ndir, A->geo_recompute, 1.25 * A->V->nnodes, 0, 0, NULL, w);
 }
 
