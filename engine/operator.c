@@ -1206,14 +1206,14 @@ static int realization_get(fe_operator *A, const fe_action_opts *o, fe_realizati
   FE_CALLOC(r, 1, "realization");
   *r = (fe_realization){.A = A, .st = st, .be = be, .prec = prec, .asked = key,
                         .geo_shared = fe_geometry_shared(A, &key)};
-  if (st->folds) {
-    int rc = fe_qdata_folds(A, key.fold, &r->folded);
-    if (rc) {
-      free(r);
-      return fe_error_push(rc, __FILE__, __LINE__, __func__);
-    }
-  } else FE_ASSERT(key.fold != FE_FOLD_ON, FE_ERR_ARG, "fold = true: strategy %s reads no "
-                   "folded per-point data (transpose and sumfact do)", st->name);
+  int frc = st->folds ? fe_qdata_folds(A, key.fold, &r->folded)
+            : key.fold != FE_FOLD_ON ? 0
+            : fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__, "fold = true: strategy %s "
+                           "reads no folded per-point data (transpose and sumfact do)", st->name);
+  if (frc) {
+    free(r);
+    return fe_error_push(frc, __FILE__, __LINE__, __func__);
+  }
   double t0 = fe_clock(), *dv = NULL;
   char what[48];
   snprintf(what, sizeof what, "setting up %s", st->name);
