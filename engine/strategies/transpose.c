@@ -435,7 +435,10 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
     if (s->folded) { /* the folded words: a point's, planes apart */
       fl = group_cost(block * nq, 1, size, s->qd_cells_fastest ? cell_lane_word : point_factor_word,
                       shape, fe_l1_wavefronts, ll);
-      int words = (int)(fe_qdata_bytes(s) / ((double)V->mesh->ncells * nq * size) + 0.5);
+      fe_qdata_layout L;
+      char why[160];
+      fe_qdata_layout_of(s->pde, dim, &L, why, sizeof why);
+      const int words = L.words;
       for (int k = 0; k <= FE_L1_LINES; k++) ll[k] *= words;
       fl *= words;
     } else if (!vertices && s->geo_shared) {
