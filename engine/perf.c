@@ -840,8 +840,11 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
          e_fma = curve_at(c->curve[2], warps);
   double *t = rep->ceiling_seconds;
   /* the cpu: a sparse matrix's rows at the rate of such rows (their streams beside x's loads
-   * through the indices, which keep fewer lines in flight than a triad) */
-  double dram_gbytes = !c->gpu && rep->rows > 0 && c->rows_gbytes > 0 ? c->rows_gbytes : c->gbytes;
+   * through the indices, which keep fewer lines in flight than a triad), never above the
+   * triad's: a rows rate measured above it is the calibration's noise (a loaded machine), and
+   * it put the DRAM ceiling under the bytes at the triad's rate */
+  double dram_gbytes = !c->gpu && rep->rows > 0 && c->rows_gbytes > 0
+                           ? fmin(c->rows_gbytes, c->gbytes) : c->gbytes;
   t[FE_CEIL_DRAM] = rep->bytes / (dram_gbytes * 1e9 * e_dram);
   t[FE_CEIL_L2] = c->l2_gbytes > 0 ? rep->l2_bytes / (c->l2_gbytes * 1e9 * e_dram) : 0;
   /* shared memory's wavefronts and those of the global loads through L1 take one data pipe;
