@@ -141,6 +141,21 @@ typedef struct fe_backend_ops {
    * p <- r ./ d + beta p (p <- r + beta p when d is NULL). */
   int (*cg_direction)(void *impl, fe_buffer *p, const fe_buffer *r, const fe_buffer *d,
                       double beta, size_t n, fe_precision prec);
+  /* Optional, all five or none (NULL: CG's scalars go through the host at every step). CG
+   * with its scalars on the device, so that no step waits for the host: cg_begin keeps
+   * rz = (r, z) of the start in a state; for step it = 1, 2, ... cg_pq queues (p, q) into
+   * the state, cg_step queues the update (alpha = rz / (p, q) read on the device; cg_update's
+   * work), a copy of step it's (p, q), (r, r) and new (r, z) to the host, and the direction
+   * (beta = new rz / old rz, cg_direction's work); cg_wait waits for that copy of step it
+   * and returns the three, in double. cg_pq and cg_step return once their work is queued; a
+   * failed launch shows at the next wait or finish. */
+  int (*cg_begin)(void *impl, double rz, void **state);
+  int (*cg_pq)(void *impl, void *state, const fe_buffer *p, const fe_buffer *q, size_t n,
+               fe_precision prec, int it);
+  int (*cg_step)(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer *p,
+                 const fe_buffer *q, const fe_buffer *d, size_t n, fe_precision prec, int it);
+  int (*cg_wait)(void *impl, void *state, int it, double *pq, double *rr, double *rz);
+  void (*cg_end)(void *impl, void *state);
 
   /* Optional (NULL: none): the vendor's sparse product on felab's CSR arrays (cuSPARSE on
    * cuda, opened at run time), the reference for felab's own products. sparse_make keeps

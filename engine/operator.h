@@ -39,6 +39,9 @@ typedef struct fe_action_opts {
   int autotune;          /* the default strategy: FE_AUTOTUNE_AUTO, _ON (measured) or _OFF (the
                           * model's), engine/autotune.h */
   int nolog;             /* 1: keep this call out of the session log (solvers' inner calls) */
+  int nowait;            /* 1: return once the work is queued, without waiting for the device
+                          * (a solver's inner calls, timed as a whole: the report's seconds
+                          * are then the time to queue) */
 } fe_action_opts;
 
 /* Whether the Jacobian action reads per-point data made once at setup (the geometry and
@@ -90,8 +93,9 @@ int fe_operator_apply(fe_operator *A, const fe_vector *w, const fe_vector *at,
                       const fe_action_opts *o, fe_vector **out, fe_report *rep);
 int fe_operator_diagonal(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
                          fe_vector **out, fe_report *rep);
-/* Make the action ready on the backend of o (device data, compiled kernel) without running
- * it; *compile_seconds gets the JIT time (0 when already compiled or cached). */
+/* Make the action ready on the backend of o (device data, compiled kernel, an apply's
+ * folded per-point data) without running it; *compile_seconds gets the JIT time (0 when
+ * already compiled or cached), the rest of the setup is reported by the action's next call. */
 int fe_operator_prepare(fe_operator *A, const char *action, const fe_action_opts *o,
                         double *compile_seconds);
 /* A vector of the operator's size on the action's backend holding the boundary values on

@@ -8,8 +8,11 @@
  * Jacobi takes M = diag(J). The vector work after q = J p is three passes (launches on a
  * GPU): (p, q); one fused update of x and r that also returns (r, r) and (r, z) without
  * storing z (fe_vector_cg_update); and p = z + beta p with z = M^-1 r recomputed on the
- * fly (fe_vector_cg_direction). J (and its diagonal) is taken at the state o->at: zero for
- * linear physics, Newton's current iterate for nonlinear (engine/newton.c).
+ * fly (fe_vector_cg_direction). Where the backend keeps CG's scalars on the device (cuda:
+ * fe_vector_cg_begin), alpha and beta are made there and no step waits for the host: it
+ * reads step it's norms while the device runs step it + 1 (cg_device_loop), so a converged
+ * solve has queued one apply past its last step. J (and its diagonal) is taken at the state
+ * o->at: zero for linear physics, Newton's current iterate for nonlinear (engine/newton.c).
  * Every other preconditioner is a unit of the layer (engine/precond.h), made for the solve
  * (and freed by it) or given made beforehand (o->precond, reused across solves). Its z is
  * stored: the update returns (r, r) alone, then come z = M^-1 r (fe_precond_apply: the
@@ -189,6 +192,69 @@ static int history_add(fe_solver_info *info, double v)
   return fe_solver_history_add(&info->history, &info->nhistory, v);
 }
 
+/* (p, J p) of step it must be positive: else the solve ends in an error (J is not
+ * positive definite, or the iteration diverged). */
+static int cg_positive(fe_solver_info *info, double pq, int it)
+{
+  if (pq > 0) return 0;
+  snprintf(info->reason, sizeof info->reason, "breakdown: (p, Jp) = %.3g at iteration %d", pq, it);
+  FE_ERROR(FE_ERR_SOLVER, "cg %s: the operator is not positive definite (or the solve diverged)",
+           info->reason);
+}
+
+/* Record step it's residual norm sqrt(rr); *stop = 1 where the solve converged on it. A
+ * norm that is not finite is an error. */
+static int cg_record(const fe_solver_opts *o, fe_solver_info *info, int it, double rr,
+                     double r0, double target, int *stop)
+{
+  double rn = sqrt(rr);
+  *stop = 0;
+  FE_CHECK(history_add(info, rn));
+  if (o->monitor) printf("  cg %4d  |r| = %.6e\n", it, rn);
+  fe_progress_iteration(it, o->maxit, rn, target);
+  if (!isfinite(rn)) {
+    snprintf(info->reason, sizeof info->reason, "diverged: |r| = %g at iteration %d", rn, it);
+    FE_ERROR(FE_ERR_SOLVER, "cg %s", info->reason);
+  }
+  info->iterations = it;
+  if (rn <= o->rtol * r0 || rn <= o->atol) {
+    info->converged = 1;
+    snprintf(info->reason, sizeof info->reason, rn <= o->atol ? "atol" : "rtol");
+    *stop = 1;
+  }
+  return 0;
+}
+
+/* The iteration with its scalars on the device (Jacobi or none; fe_vector_cg_begin): the
+ * host queues step it's apply and (p, q), then reads step it - 1's scalars (done by then:
+ * the device is already at work on step it), stops there or queues step it's update and
+ * direction. The device never waits for the host; a converged solve has queued one apply
+ * and (p, q) past its last step (counted in *applies), which changes no x or r. */
+static int cg_device_loop(fe_operator *A, fe_vector *x, const fe_solver_opts *o,
+                          const fe_action_opts *act, cg_work *k, const fe_vector *d,
+                          fe_cg_device *g, double r0, double target, fe_solver_info *info,
+                          fe_report *apply_rep, int *applies)
+{
+  double pq, rr, rz;
+  int stop = 0;
+  for (int it = 1; it <= o->maxit; it++) {
+    FE_CHECK_INTERRUPT();
+    FE_CHECK(fe_operator_apply(A, k->p, o->at, act, &k->q, apply_rep)); /* q = J(at) p */
+    (*applies)++;
+    FE_CHECK(fe_vector_cg_pq(g, k->p, k->q, it));
+    if (it > 1) {
+      FE_CHECK(fe_vector_cg_wait(g, it - 1, &pq, &rr, &rz));
+      FE_CHECK(cg_positive(info, pq, it - 1));
+      FE_CHECK(cg_record(o, info, it - 1, rr, r0, target, &stop));
+      if (stop) return 0;
+    }
+    FE_CHECK(fe_vector_cg_step(g, x, k->r, k->p, k->q, d, it));
+  }
+  FE_CHECK(fe_vector_cg_wait(g, o->maxit, &pq, &rr, &rz));
+  FE_CHECK(cg_positive(info, pq, o->maxit));
+  return cg_record(o, info, o->maxit, rr, r0, target, &stop);
+}
+
 /* The iteration itself; x holds the initial guess and receives the solution. */
 static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe_solver_opts *o,
                       cg_work *k, fe_solver_info *info)
@@ -250,33 +316,28 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
     info->converged = 1;
     snprintf(info->reason, sizeof info->reason, "atol");
   }
-  for (it = 1; it <= o->maxit && !info->converged; it++) {
+  fe_cg_device *g = NULL; /* the scalars on the device, where the backend can */
+  if (!U && !info->converged && o->maxit > 0) FE_CHECK(fe_vector_cg_begin(x, rz, &g));
+  int applies = 0;
+  if (g) {
+    act.nowait = 1;
+    int rc = cg_device_loop(A, x, o, &act, k, d, g, r0, target, info, &apply_rep, &applies);
+    fe_vector_cg_end(g);
+    FE_CHECK(rc);
+  }
+  for (it = 1; !g && it <= o->maxit && !info->converged; it++) {
     FE_CHECK_INTERRUPT();
     FE_CHECK(fe_operator_apply(A, k->p, o->at, &act, &k->q, &apply_rep)); /* q = J(at) p */
+    applies++;
     FE_CHECK(fe_vector_dot(k->p, k->q, &pq));
-    if (!(pq > 0)) {
-      snprintf(info->reason, sizeof info->reason, "breakdown: (p, Jp) = %.3g at iteration %d", pq, it);
-      FE_ERROR(FE_ERR_SOLVER, "cg %s: the operator is not positive definite (or the solve diverged)",
-               info->reason);
-    }
+    FE_CHECK(cg_positive(info, pq, it));
     double alpha = rz / pq;
     /* x <- x + alpha p, r <- r - alpha q; rr = (r, r), rz_new = (r, z) with z = r ./ diag
      * (a unit's rz_new comes below, from its stored z) */
     FE_CHECK(fe_vector_cg_update(x, k->r, k->p, k->q, d, alpha, NULL, &rr, &rz_new));
-    double rn = sqrt(rr);
-    FE_CHECK(history_add(info, rn));
-    if (o->monitor) printf("  cg %4d  |r| = %.6e\n", it, rn);
-    fe_progress_iteration(it, o->maxit, rn, target);
-    if (!isfinite(rn)) {
-      snprintf(info->reason, sizeof info->reason, "diverged: |r| = %g at iteration %d", rn, it);
-      FE_ERROR(FE_ERR_SOLVER, "cg %s", info->reason);
-    }
-    info->iterations = it;
-    if (rn <= o->rtol * r0 || rn <= o->atol) {
-      info->converged = 1;
-      snprintf(info->reason, sizeof info->reason, rn <= o->atol ? "atol" : "rtol");
-      break;
-    }
+    int stop;
+    FE_CHECK(cg_record(o, info, it, rr, r0, target, &stop));
+    if (stop) break;
     if (U) {
       FE_CHECK(fe_precond_apply(U, k->r, &k->z)); /* z = M^-1 r */
       FE_CHECK(fe_vector_dot(k->r, k->z, &rz_new));
@@ -302,9 +363,13 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   *r = n ? apply_rep : rep; /* the kind of call, backend and sizes (no iteration: the setup's) */
   snprintf(r->action, sizeof r->action, "cg");
   r->iterations = n;
-  r->flops = n * (apply_rep.flops + vflops);
-  r->bytes = n * (apply_rep.bytes + vbytes);
-  r->launches = n * (apply_rep.launches + vlaunches);
+  /* an apply queued past the last step (the device loop's, run before its stop was read)
+   * with its (p, q): work done, counted */
+  int extra = applies > n ? applies - n : 0;
+  double pq_words = 2 * x->n, pq_bytes = pq_words * (double)fe_precision_size(x->prec);
+  r->flops = n * (apply_rep.flops + vflops) + extra * (apply_rep.flops + pq_words);
+  r->bytes = n * (apply_rep.bytes + vbytes) + extra * (apply_rep.bytes + pq_bytes);
+  r->launches = n * (apply_rep.launches + vlaunches) + extra * (apply_rep.launches + 1);
   r->seconds = seconds;
   r->compile_seconds = compile_s;
   r->setup_seconds = setup_s + info->pc_setup_seconds;

@@ -227,3 +227,58 @@ int fe_vector_cg_direction(fe_vector *p, const fe_vector *r, const fe_vector *d,
   FE_CHECK(rc);
   return 0;
 }
+
+struct fe_cg_device {
+  fe_backend *be;
+  void *state;
+};
+
+int fe_vector_cg_begin(const fe_vector *x, double rz, fe_cg_device **g)
+{
+  *g = NULL;
+  const fe_backend_ops *ops = x->be->ops;
+  if (!ops->cg_begin || !ops->cg_pq || !ops->cg_step || !ops->cg_wait || !ops->cg_end) return 0;
+  fe_cg_device *G = calloc(1, sizeof *G);
+  if (!G) FE_ERROR(FE_ERR_MEM, "out of host memory for CG's scalars");
+  G->be = x->be;
+  int rc = ops->cg_begin(x->be->impl, rz, &G->state);
+  if (rc) {
+    free(G);
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
+  *g = G;
+  return 0;
+}
+
+int fe_vector_cg_pq(fe_cg_device *g, const fe_vector *p, const fe_vector *q, int it)
+{
+  FE_CHECK(fe_vector_check_compatible(p, q, "cg_pq"));
+  FE_ASSERT(p->be == g->be, FE_ERR_ARG, "cg_pq: the vectors are on %s, CG's scalars on %s",
+            p->be->name, g->be->name);
+  return g->be->ops->cg_pq(g->be->impl, g->state, &p->buf, &q->buf, (size_t)p->n, p->prec, it);
+}
+
+int fe_vector_cg_step(fe_cg_device *g, fe_vector *x, fe_vector *r, fe_vector *p,
+                      const fe_vector *q, const fe_vector *d, int it)
+{
+  FE_CHECK(fe_vector_check_compatible(x, r, "cg_step"));
+  FE_CHECK(fe_vector_check_compatible(x, p, "cg_step"));
+  FE_CHECK(fe_vector_check_compatible(x, q, "cg_step"));
+  if (d) FE_CHECK(fe_vector_check_compatible(x, d, "cg_step"));
+  FE_ASSERT(x->be == g->be, FE_ERR_ARG, "cg_step: the vectors are on %s, CG's scalars on %s",
+            x->be->name, g->be->name);
+  return g->be->ops->cg_step(g->be->impl, g->state, &x->buf, &r->buf, &p->buf, &q->buf,
+                             d ? &d->buf : NULL, (size_t)x->n, x->prec, it);
+}
+
+int fe_vector_cg_wait(fe_cg_device *g, int it, double *pq, double *rr, double *rz)
+{
+  return g->be->ops->cg_wait(g->be->impl, g->state, it, pq, rr, rz);
+}
+
+void fe_vector_cg_end(fe_cg_device *g)
+{
+  if (!g) return;
+  g->be->ops->cg_end(g->be->impl, g->state);
+  free(g);
+}

@@ -38,6 +38,17 @@ int fe_vector_cg_update(fe_vector *x, fe_vector *r, const fe_vector *p, const fe
  * when d is NULL); work as in fe_vector_cg_update. */
 int fe_vector_cg_direction(fe_vector *p, const fe_vector *r, const fe_vector *d, double beta,
                            fe_vector *work);
+/* CG with its scalars on the device, where x's backend can (backend.h's cg_begin ...
+ * cg_end): no step of the iteration waits for the host, which reads step it's (p, q),
+ * (r, r) and (r, z) while the device runs step it + 1. fe_vector_cg_begin sets *g to NULL
+ * where the backend cannot (the solver then goes through the host: fe_vector_cg_update). */
+typedef struct fe_cg_device fe_cg_device;
+int fe_vector_cg_begin(const fe_vector *x, double rz, fe_cg_device **g);
+int fe_vector_cg_pq(fe_cg_device *g, const fe_vector *p, const fe_vector *q, int it);
+int fe_vector_cg_step(fe_cg_device *g, fe_vector *x, fe_vector *r, fe_vector *p,
+                      const fe_vector *q, const fe_vector *d, int it);
+int fe_vector_cg_wait(fe_cg_device *g, int it, double *pq, double *rr, double *rz);
+void fe_vector_cg_end(fe_cg_device *g);
 /* Check two vectors can be combined (same length; converts nothing): error names both. */
 int fe_vector_check_compatible(const fe_vector *x, const fe_vector *y, const char *what);
 

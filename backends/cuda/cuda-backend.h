@@ -69,6 +69,8 @@ enum { /* CUfunction_attribute */
   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
 };
 
+enum { CU_EVENT_DISABLE_TIMING = 2 }; /* CUevent_flags */
+
 enum { /* CUjit_option, for loading PTX */
   CU_JIT_ERROR_LOG_BUFFER = 5,
   CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
@@ -107,6 +109,9 @@ typedef struct cuda_api {
   CUresult (*cuMemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes);
   CUresult (*cuMemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);
   CUresult (*cuMemcpyDtoD)(CUdeviceptr dst, CUdeviceptr src, size_t bytes);
+  CUresult (*cuMemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes, CUstream stream);
+  CUresult (*cuMemAllocHost)(void **host, size_t bytes);
+  CUresult (*cuMemFreeHost)(void *host);
   CUresult (*cuModuleLoadDataEx)(CUmodule *mod, const void *image, unsigned nopts, int *opts,
                                  void **values);
   CUresult (*cuModuleUnload)(CUmodule mod);
@@ -212,6 +217,8 @@ typedef struct cuda_vector {
   CUfunction fill[FE_NPRECISIONS], axpby[FE_NPRECISIONS], pointwise[FE_NPRECISIONS];
   CUfunction dot[FE_NPRECISIONS], reduce[FE_NPRECISIONS];
   CUfunction cg_update[FE_NPRECISIONS], cg_direction[FE_NPRECISIONS];
+  CUfunction cg_pq[FE_NPRECISIONS], cg_update_at[FE_NPRECISIONS];
+  CUfunction cg_direction_at[FE_NPRECISIONS];
   CUdeviceptr scratch;  /* done-counter, two results, then two partials per block */
   int max_blocks;       /* partials in scratch */
 } cuda_vector;
@@ -314,6 +321,13 @@ int cuda_cg_update(void *impl, fe_buffer *x, fe_buffer *r, const fe_buffer *p,
                    fe_precision prec, double *rr, double *rz);
 int cuda_cg_direction(void *impl, fe_buffer *p, const fe_buffer *r, const fe_buffer *d,
                       double beta, size_t n, fe_precision prec);
+int cuda_cg_begin(void *impl, double rz, void **state);
+int cuda_cg_pq(void *impl, void *state, const fe_buffer *p, const fe_buffer *q, size_t n,
+               fe_precision prec, int it);
+int cuda_cg_step(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer *p,
+                 const fe_buffer *q, const fe_buffer *d, size_t n, fe_precision prec, int it);
+int cuda_cg_wait(void *impl, void *state, int it, double *pq, double *rr, double *rz);
+void cuda_cg_end(void *impl, void *state);
 void cuda_vector_free(cuda_impl *cu);
 
 #endif

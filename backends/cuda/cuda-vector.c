@@ -93,11 +93,11 @@ static const char vector_source[] =
     " * 3 + k * blocks + b). */\n"
     "#define FE_SCRATCH_PARTIALS 3\n"
     "\n"
-    "/* scratch[1 + k] <- v[k] combined over the grid (op 0 sum, 1 min, 2 max), for K <= 2\n"
-    " * values per thread; s holds 32 K doubles. See the top of cuda-vector.c. */\n"
+    "/* out[k] <- v[k] combined over the grid (op 0 sum, 1 min, 2 max), for K <= 2 values per\n"
+    " * thread; s holds 32 K doubles. See the top of cuda-vector.c. */\n"
     "template <int K>\n"
     "__device__ void fe_grid_combine(double (&v)[K], int op, double *scratch, double *s,\n"
-    "                                int *last)\n"
+    "                                int *last, double *out)\n"
     "{\n"
     "  unsigned int *done = (unsigned int *)scratch;\n"
     "  double *partial = scratch + FE_SCRATCH_PARTIALS;\n"
@@ -115,7 +115,7 @@ static const char vector_source[] =
     "    for (int i = threadIdx.x; i < (int)gridDim.x; i += blockDim.x)\n"
     "      w = fe_combine(w, ((volatile double *)partial)[k * gridDim.x + i], op);\n"
     "    w = fe_block_combine(w, op, s + 32 * k);\n"
-    "    if (threadIdx.x == 0) scratch[1 + k] = w;\n"
+    "    if (threadIdx.x == 0) out[k] = w;\n"
     "  }\n"
     "  if (threadIdx.x == 0) *done = 0; /* ready for the next reduction */\n"
     "}\n"
@@ -131,15 +131,15 @@ static const char vector_source[] =
     "  else\n"
     "    for (idx i = fe_first(); i < n; i += fe_stride())\n"
     "      v[0] = fe_combine(v[0], (double)x[i], op);\n"
-    "  fe_grid_combine<1>(v, op, scratch, s, last);\n"
+    "  fe_grid_combine<1>(v, op, scratch, s, last, scratch + 1);\n"
     "}\n"
     "\n"
     "/* CG's update in one pass: x <- x + alpha p, r <- r - alpha q, and with z = r ./ d\n"
-    " * (z = r when d is null), never stored, scratch[1] <- (r, r) and scratch[2] <- (r, z) of\n"
-    " * the new r */\n"
+    " * (z = r when d is null), never stored, out[0] <- (r, r) and out[1] <- (r, z) of the new\n"
+    " * r */\n"
     "template <typename T>\n"
     "__device__ void fe_cg_update(T *x, T *r, const T *p, const T *q, const T *d, T alpha, idx n,\n"
-    "                             double *scratch, double *s, int *last)\n"
+    "                             double *scratch, double *s, int *last, double *out)\n"
     "{\n"
     "  double v[2] = {0.0, 0.0}; /* (r, r), (r, z) */\n"
     "  if (d) {\n"
@@ -159,7 +159,7 @@ static const char vector_source[] =
     "    }\n"
     "    v[1] = v[0]; /* z = r */\n"
     "  }\n"
-    "  fe_grid_combine<2>(v, 0, scratch, s, last);\n"
+    "  fe_grid_combine<2>(v, 0, scratch, s, last, out);\n"
     "}\n"
     "\n"
     "/* CG's new direction: p <- r ./ d + beta p (r + beta p when d is null); p is not read\n"
@@ -206,12 +206,35 @@ static const char vector_source[] =
     "  { \\\n"
     "    __shared__ double s[64]; \\\n"
     "    __shared__ int last; \\\n"
-    "    fe_cg_update(x, r, p, q, d, alpha, n, scratch, s, &last); \\\n"
+    "    fe_cg_update(x, r, p, q, d, alpha, n, scratch, s, &last, scratch + 1); \\\n"
     "  } \\\n"
     "  extern \"C\" __global__ void fe_vec_cg_direction_##S(T *p, const T *r, const T *d, \\\n"
     "                                                     T beta, idx n) \\\n"
     "  { \\\n"
     "    fe_cg_direction(p, r, d, beta, n); \\\n"
+    "  } \\\n"
+    "  extern \"C\" __global__ void fe_vec_cg_pq_##S(const T *p, const T *q, idx n, \\\n"
+    "                                             double *scratch, double *c, int k) \\\n"
+    "  { \\\n"
+    "    __shared__ double s[32]; \\\n"
+    "    __shared__ int last; \\\n"
+    "    double v[1] = {0.0}; \\\n"
+    "    for (idx i = fe_first(); i < n; i += fe_stride()) v[0] += (double)p[i] * (double)q[i]; \\\n"
+    "    fe_grid_combine<1>(v, 0, scratch, s, &last, c + 4 * k); \\\n"
+    "  } \\\n"
+    "  extern \"C\" __global__ void fe_vec_cg_update_at_##S(T *x, T *r, const T *p, const T *q, \\\n"
+    "                                                     const T *d, idx n, double *scratch, \\\n"
+    "                                                     double *c, int k) \\\n"
+    "  { \\\n"
+    "    __shared__ double s[64]; \\\n"
+    "    __shared__ int last; \\\n"
+    "    const T alpha = (T)(c[4 * (k ^ 1) + 2] / c[4 * k]); /* (r, z) / (p, q) */ \\\n"
+    "    fe_cg_update(x, r, p, q, d, alpha, n, scratch, s, &last, c + 4 * k + 1); \\\n"
+    "  } \\\n"
+    "  extern \"C\" __global__ void fe_vec_cg_direction_at_##S(T *p, const T *r, const T *d, \\\n"
+    "                                                        idx n, const double *c, int k) \\\n"
+    "  { \\\n"
+    "    fe_cg_direction(p, r, d, (T)(c[4 * k + 2] / c[4 * (k ^ 1) + 2]), n); \\\n"
     "  }\n"
     "FE_VECTOR_KERNELS(double, d)\n"
     "FE_VECTOR_KERNELS(float, f)\n";
@@ -270,6 +293,9 @@ static int cuda_vector_get(cuda_impl *cu)
     FE_CHECK(cuda_vector_function(cu, "reduce", p, &v->reduce[p]));
     FE_CHECK(cuda_vector_function(cu, "cg_update", p, &v->cg_update[p]));
     FE_CHECK(cuda_vector_function(cu, "cg_direction", p, &v->cg_direction[p]));
+    FE_CHECK(cuda_vector_function(cu, "cg_pq", p, &v->cg_pq[p]));
+    FE_CHECK(cuda_vector_function(cu, "cg_update_at", p, &v->cg_update_at[p]));
+    FE_CHECK(cuda_vector_function(cu, "cg_direction_at", p, &v->cg_direction_at[p]));
   }
   return cuda_vector_scratch(cu);
 }
@@ -450,4 +476,111 @@ int cuda_cg_direction(void *impl, fe_buffer *p, const fe_buffer *r, const fe_buf
   cuda_real rb;
   void *params[] = {&pp, &pr, &pd, cuda_real_arg(&rb, beta, prec), &nn};
   return cuda_vector_run(cu, cu->vector.cg_direction[prec], "fe_vec_cg_direction", n, params);
+}
+
+/* ---- CG with its scalars on the device ----
+ * The state's device scalars: for the steps of each parity k = it & 1, c[4 k] = (p, q),
+ * c[4 k + 1] = (r, r), c[4 k + 2] = (r, z) of the new r (the start's rz sits at k = 0, step
+ * 0). Step it reads the old rz at k ^ 1 and writes the new at k, so no kernel writes what
+ * another of the same step reads. The three of step it are copied to a ring of pinned host
+ * slots, each with an event the host waits on: the host reads step it - 1 while the device
+ * runs step it. */
+#define CG_RING 4
+
+typedef struct cuda_cg {
+  CUdeviceptr c;          /* 8 doubles */
+  double *host;           /* CG_RING x 4 doubles, page-locked */
+  CUevent done[CG_RING];  /* recorded after each slot's copy */
+} cuda_cg;
+
+void cuda_cg_end(void *impl, void *state)
+{
+  cuda_impl *cu = impl;
+  cuda_cg *g = state;
+  if (!g) return;
+  for (int i = 0; i < CG_RING; i++)
+    if (g->done[i]) cu->api.cuEventDestroy(g->done[i]);
+  if (g->host) cu->api.cuMemFreeHost(g->host);
+  if (g->c) cu->api.cuMemFree(g->c);
+  free(g);
+}
+
+int cuda_cg_begin(void *impl, double rz, void **state)
+{
+  cuda_impl *cu = impl;
+  *state = NULL;
+  FE_CHECK(cuda_usable(cu));
+  FE_CHECK(cuda_vector_get(cu));
+  cuda_cg *g = calloc(1, sizeof *g);
+  if (!g) FE_ERROR(FE_ERR_MEM, "out of host memory for CG's scalars");
+  double c[8] = {0, 0, rz, 0, 0, 0, 0, 0};
+  CUresult err = cu->api.cuMemAlloc(&g->c, sizeof c);
+  if (err == CUDA_SUCCESS) err = cu->api.cuMemcpyHtoD(g->c, c, sizeof c);
+  if (err == CUDA_SUCCESS)
+    err = cu->api.cuMemAllocHost((void **)&g->host, CG_RING * 4 * sizeof(double));
+  for (int i = 0; i < CG_RING && err == CUDA_SUCCESS; i++)
+    err = cu->api.cuEventCreate(&g->done[i], CU_EVENT_DISABLE_TIMING);
+  if (err != CUDA_SUCCESS) {
+    cuda_cg_end(cu, g);
+    return cuda_fail(cu, err, "making CG's scalars on the device");
+  }
+  *state = g;
+  return 0;
+}
+
+/* (p, q) of step it into the state */
+int cuda_cg_pq(void *impl, void *state, const fe_buffer *p, const fe_buffer *q, size_t n,
+               fe_precision prec, int it)
+{
+  cuda_impl *cu = impl;
+  cuda_cg *g = state;
+  FE_CHECK(fe_vectors_check("cg_pq", "pq", FE_VECTORS(p, q), n, prec));
+  CUdeviceptr pp = (CUdeviceptr)(size_t)p->ptr, pq = (CUdeviceptr)(size_t)q->ptr;
+  long long nn = (long long)n;
+  int k = it & 1;
+  void *params[] = {&pp, &pq, &nn, &cu->vector.scratch, &g->c, &k};
+  size_t blocks = cuda_vector_blocks(cu, n, REDUCE_BLOCKS_PER_SM, (size_t)cu->vector.max_blocks);
+  return cuda_run(cu, cu->vector.cg_pq[prec], "fe_vec_cg_pq", blocks, VECTOR_BLOCK, 0, params,
+                  NULL);
+}
+
+/* Step it's update, the copy of its scalars to the host, and its direction, all queued. */
+int cuda_cg_step(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer *p,
+                 const fe_buffer *q, const fe_buffer *d, size_t n, fe_precision prec, int it)
+{
+  cuda_impl *cu = impl;
+  cuda_cg *g = state;
+  FE_CHECK(fe_vectors_check("cg_step", "xrpq", FE_VECTORS(x, r, p, q), n, prec));
+  if (d) FE_CHECK(fe_vectors_check("cg_step", "d", FE_VECTORS(d), n, prec));
+  CUdeviceptr px = (CUdeviceptr)(size_t)x->ptr, pr = (CUdeviceptr)(size_t)r->ptr;
+  CUdeviceptr pp = (CUdeviceptr)(size_t)p->ptr, pq = (CUdeviceptr)(size_t)q->ptr;
+  CUdeviceptr pd = d ? (CUdeviceptr)(size_t)d->ptr : 0; /* null: no preconditioner */
+  long long nn = (long long)n;
+  int k = it & 1, slot = it % CG_RING;
+  void *update[] = {&px, &pr, &pp, &pq, &pd, &nn, &cu->vector.scratch, &g->c, &k};
+  size_t blocks = cuda_vector_blocks(cu, n, REDUCE_BLOCKS_PER_SM, (size_t)cu->vector.max_blocks);
+  FE_CHECK(cuda_run(cu, cu->vector.cg_update_at[prec], "fe_vec_cg_update_at", blocks,
+                    VECTOR_BLOCK, 0, update, NULL));
+  CUresult err = cu->api.cuMemcpyDtoHAsync(g->host + 4 * slot, g->c + 4 * k * sizeof(double),
+                                           3 * sizeof(double), NULL);
+  if (err == CUDA_SUCCESS) err = cu->api.cuEventRecord(g->done[slot], NULL);
+  if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "copying CG's scalars to the host");
+  void *direction[] = {&pp, &pr, &pd, &nn, &g->c, &k};
+  return cuda_vector_run(cu, cu->vector.cg_direction_at[prec], "fe_vec_cg_direction_at", n,
+                         direction);
+}
+
+/* Wait for step it's scalars (the step must have been queued, and no later step of its
+ * slot in the ring). */
+int cuda_cg_wait(void *impl, void *state, int it, double *pq, double *rr, double *rz)
+{
+  cuda_impl *cu = impl;
+  cuda_cg *g = state;
+  int slot = it % CG_RING;
+  CUresult err = cu->api.cuEventSynchronize(g->done[slot]);
+  if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "waiting for CG's scalars");
+  *pq = g->host[4 * slot];
+  *rr = g->host[4 * slot + 1];
+  *rz = g->host[4 * slot + 2];
+  return 0;
 }

@@ -96,6 +96,43 @@ for _, op in ipairs(ops) do
   end
 end
 
+-- CG with its scalars on the device (the host reads each step's while the next runs): the
+-- same history as the cpu's; a solve stopped by maxit, and one that converges early, leave x
+-- where the cpu leaves it; the apply queued past a converged step is counted; an operator
+-- that is not positive definite still ends in the named breakdown
+do
+  local op = ops[1]
+  for _, maxit in ipairs({3, 2000}) do
+    local o = {pc = "jacobi", rtol = 1e-10, maxit = maxit, precision = "double"}
+    o.backend = "cpu"
+    local ref, ri = solve.cg(op.A, o)
+    o.backend = "cuda"
+    local x, xi = solve.cg(op.A, o)
+    check(("device scalars, maxit %d: x cuda vs cpu (%d vs %d its)"):format(maxit, xi.iterations,
+          ri.iterations), rel_diff(ref:to("cpu", "double"), x:to("cpu", "double")), 1e-8)
+    assert(#xi.history == xi.iterations + 1 and #ri.history == ri.iterations + 1,
+           "device scalars: one norm a step")
+    for i = 1, math.min(#xi.history, #ri.history) do
+      local h, g = xi.history[i], ri.history[i]
+      assert(math.abs(h - g) <= 1e-6 * math.abs(g) + 1e-300,
+             ("device scalars: |r| at step %d: cuda %.17g cpu %.17g"):format(i - 1, h, g))
+    end
+    if xi.converged then -- the same steps with maxit there: no apply past the last
+      o.maxit = xi.iterations
+      local _, xj = solve.cg(op.A, o)
+      assert(xj.iterations == xi.iterations and xi.report.flops > xj.report.flops,
+             ("device scalars: the apply queued past the last step is not counted (%g vs %g)")
+               :format(xi.report.flops, xj.report.flops))
+    else
+      assert(xi.iterations == 3 and not xi.converged, "device scalars: maxit 3 stops at 3")
+    end
+  end
+  local bad = fe.operator(op.V, physics.poisson{kappa = -1, source = 1}, {dirichlet = "all"})
+  local ok, err = pcall(solve.cg, bad, {pc = "none", backend = "cuda", maxit = 50})
+  assert(not ok and tostring(err):find("not positive definite", 1, true),
+         "device scalars: kappa = -1 gives " .. tostring(err))
+end
+
 -- vector work on lengths that are not whole blocks, one of many blocks
 local big = fe.space(mesh.box{cells = {18, 17, 16}, cell = "tet"}, "P2")
 for _, V in ipairs({ops[1].V, big}) do
