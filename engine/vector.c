@@ -237,7 +237,9 @@ int fe_vector_cg_begin(const fe_vector *x, double rz, fe_cg_device **g)
 {
   *g = NULL;
   const fe_backend_ops *ops = x->be->ops;
-  if (!ops->cg_begin || !ops->cg_pq || !ops->cg_step || !ops->cg_wait || !ops->cg_end) return 0;
+  if (!ops->cg_begin || !ops->cg_pq || !ops->cg_step || !ops->cg_wait || !ops->cg_end ||
+      x->n == 0)
+    return 0;
   fe_cg_device *G = calloc(1, sizeof *G);
   if (!G) FE_ERROR(FE_ERR_MEM, "out of host memory for CG's scalars");
   G->be = x->be;
