@@ -169,10 +169,11 @@ clean:
 # FUZZ_SECONDS; crashes land in tests/fuzz/ as crash-* and become regression inputs.
 FUZZ_SECONDS ?= 600
 FUZZ_SRC := tests/fuzz/fuzz_mesh_arrays.c engine/gmsh-io.c engine/mesh.c engine/mesh-box.c \
-            engine/mesh-ops.c engine/error.c engine/strbuf.c
+            engine/mesh-ops.c engine/error.c engine/strbuf.c engine/sort.c engine/msh-read.c \
+            engine/progress.c
 build/fuzz-mesh: $(FUZZ_SRC)
 	@mkdir -p build
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -I. -o $@ $(FUZZ_SRC) -lm
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -fopenmp -fsanitize=fuzzer,address,undefined -I. -o $@ $(FUZZ_SRC) -lm
 fuzz: build/fuzz-mesh
 	@mkdir -p build/fuzz-corpus
 	build/fuzz-mesh -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=tests/fuzz/ build/fuzz-corpus tests/fuzz/regressions

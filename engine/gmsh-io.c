@@ -16,7 +16,9 @@
  *      vertices (then the other geometry nodes) numbered in order of first use;
  *   7. 2D cells turned counter-clockwise (second-order nodes with them), then fe_mesh_check
  *      (degenerate, inverted cells; a curved map's Jacobian at the nodes).
- * Builds without the SDK keep step 2 (fe_mesh_from_arrays); fe_mesh_load says why not. */
+ * Builds without the SDK read .msh 4.1 files by hand into the same arrays (fe_msh_read,
+ * engine/msh-read.c), so both paths share the conversion; other files need the SDK, and
+ * fe_mesh_load says so. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -28,11 +30,13 @@
 
 #include "engine/error.h"
 #include "engine/mesh.h"
+#include "engine/msh.h"
 #include "engine/progress.h"
 
 #ifdef FE_HAVE_GMSH
 #include <dlfcn.h>
 #include <gmshc.h>
+#include <omp.h>
 #endif
 
 void fe_load_opts_default(fe_load_opts *o)
@@ -80,6 +84,22 @@ static const gmsh_type_info *type_info(int type)
   for (size_t i = 0; i < sizeof gmsh_types / sizeof *gmsh_types; i++)
     if (gmsh_types[i].type == type) return &gmsh_types[i];
   return NULL;
+}
+
+int fe_msh_type_info(int type, fe_msh_type *t)
+{
+  const gmsh_type_info *ti = type_info(type);
+  if (!ti) return 0;
+  t->nodes = ti->nnodes, t->vertices = ti->nvertices, t->dim = ti->dim, t->name = ti->name;
+  t->linear = type;
+  /* the first-order type of the same shape: of its dimension and vertex count */
+  for (size_t i = 0; i < sizeof gmsh_types / sizeof *gmsh_types; i++)
+    if (gmsh_types[i].order == 1 && gmsh_types[i].dim == ti->dim &&
+        gmsh_types[i].nvertices == ti->nvertices) {
+      t->linear = gmsh_types[i].type;
+      break;
+    }
+  return 1;
 }
 
 typedef struct node_key {
@@ -539,6 +559,49 @@ int fe_mesh_from_arrays(const fe_mesh_arrays *a, fe_mesh **out)
   return 0;
 }
 
+/* Gmsh 3D algorithm numbers by name. */
+static int gmsh_algorithm(const char *src, const char *name, int *number)
+{
+  static const struct { const char *name; int number; } algos[] = {
+      {"delaunay", 1}, {"initial", 3}, {"frontal", 4}, {"mmg3d", 7}, {"rtree", 9}, {"hxt", 10}};
+  for (size_t i = 0; i < sizeof algos / sizeof *algos; i++)
+    if (!strcmp(name, algos[i].name)) {
+      *number = algos[i].number;
+      return 0;
+    }
+  FE_ERROR(FE_ERR_ARG,
+           "%s: unknown mesh algorithm '%s' (delaunay frontal hxt mmg3d rtree initial)", src,
+           name);
+}
+
+/* The options (defaults when o is NULL) into *out, checked, and path a non-empty regular file
+ * that can be opened: what both ways of loading check first. */
+static int load_check(const char *path, const fe_load_opts *opts, fe_load_opts *out)
+{
+  fe_load_opts o;
+  fe_load_opts_default(&o);
+  if (opts) o = *opts;
+  FE_ASSERT(o.order == 1 || o.order == 2, FE_ERR_ARG, "%s: order = %d: felab loads order 1 or 2",
+            path, o.order);
+  FE_ASSERT(isfinite(o.size) && o.size >= 0, FE_ERR_ARG,
+            "%s: size = %g: the mesh size must be a positive number (0: the file's own)", path,
+            o.size);
+  if (o.algorithm) {
+    int number;
+    FE_CHECK(gmsh_algorithm(path, o.algorithm, &number));
+  }
+  struct stat st;
+  if (stat(path, &st) != 0)
+    FE_ERROR(FE_ERR_IO, "%s: cannot open mesh file: %s", path, strerror(errno));
+  FE_ASSERT(S_ISREG(st.st_mode), FE_ERR_IO, "%s: not a regular file", path);
+  FE_ASSERT(st.st_size > 0, FE_ERR_IO, "%s: empty file", path);
+  FILE *f = fopen(path, "rb");
+  if (!f) FE_ERROR(FE_ERR_IO, "%s: cannot open mesh file: %s", path, strerror(errno));
+  fclose(f);
+  *out = o;
+  return 0;
+}
+
 #ifdef FE_HAVE_GMSH
 /* ----- the SDK calls ----- */
 
@@ -614,6 +677,9 @@ static int gmsh_load(const char *src)
 /* Gmsh is one global, non-reentrant session, started for each file and finalized after it:
  * after a syntax error its parser reads nothing more until it is restarted. */
 static int gmsh_busy;
+/* Starting, Gmsh sets OpenMP's thread count to its General.NumThreads (1): felab's loops and
+ * kernels ran on one thread after every load. The count is put back when it stops. */
+static int gmsh_threads;
 
 /* Start the session quietly (no config files, nothing on the terminal, errors as codes). */
 static int gmsh_start(const char *src)
@@ -621,7 +687,9 @@ static int gmsh_start(const char *src)
   int ierr = 0;
   FE_ASSERT(!gmsh_busy, FE_ERR_ARG, "%s: the Gmsh SDK is already reading a file", src);
   FE_CHECK(gmsh_load(src));
+  gmsh_threads = omp_get_max_threads();
   gmsh.Initialize(0, NULL, 0, &ierr);
+  if (ierr) omp_set_num_threads(gmsh_threads);
   FE_ASSERT(!ierr, FE_ERR_IO, "%s: the Gmsh SDK failed to start", src);
   gmsh.OptionSetNumber("General.Terminal", 0, &ierr);
   gmsh.OptionSetNumber("General.Verbosity", 2, &ierr); /* errors and warnings */
@@ -638,6 +706,7 @@ static void gmsh_stop(void)
   if (gmsh.lexer_flush) gmsh.lexer_flush();
   gmsh.LoggerStop(&ierr);
   gmsh.Finalize(&ierr);
+  omp_set_num_threads(gmsh_threads);
   gmsh_busy = 0;
 }
 
@@ -681,21 +750,6 @@ static int gmsh_logged_error(void)
   }
   gmsh.Free(log);
   return found;
-}
-
-/* Gmsh 3D algorithm numbers by name. */
-static int gmsh_algorithm(const char *src, const char *name, int *number)
-{
-  static const struct { const char *name; int number; } algos[] = {
-      {"delaunay", 1}, {"initial", 3}, {"frontal", 4}, {"mmg3d", 7}, {"rtree", 9}, {"hxt", 10}};
-  for (size_t i = 0; i < sizeof algos / sizeof *algos; i++)
-    if (!strcmp(name, algos[i].name)) {
-      *number = algos[i].number;
-      return 0;
-    }
-  FE_ERROR(FE_ERR_ARG,
-           "%s: unknown mesh algorithm '%s' (delaunay frontal hxt mmg3d rtree initial)", src,
-           name);
 }
 
 /* Everything the SDK hands out, freed in one place. */
@@ -892,24 +946,7 @@ int fe_mesh_load(const char *path, const fe_load_opts *opts, fe_mesh **out)
   *out = NULL;
   fe_load_opts o;
   fe_load_opts_default(&o);
-  if (opts) o = *opts;
-  FE_ASSERT(o.order == 1 || o.order == 2, FE_ERR_ARG, "%s: order = %d: felab loads order 1 or 2",
-            path, o.order);
-  FE_ASSERT(isfinite(o.size) && o.size >= 0, FE_ERR_ARG,
-            "%s: size = %g: the mesh size must be a positive number (0: the file's own)", path,
-            o.size);
-  if (o.algorithm) {
-    int number;
-    FE_CHECK(gmsh_algorithm(path, o.algorithm, &number));
-  }
-  struct stat st;
-  if (stat(path, &st) != 0)
-    FE_ERROR(FE_ERR_IO, "%s: cannot open mesh file: %s", path, strerror(errno));
-  FE_ASSERT(S_ISREG(st.st_mode), FE_ERR_IO, "%s: not a regular file", path);
-  FE_ASSERT(st.st_size > 0, FE_ERR_IO, "%s: empty file", path);
-  FILE *f = fopen(path, "rb");
-  if (!f) FE_ERROR(FE_ERR_IO, "%s: cannot open mesh file: %s", path, strerror(errno));
-  fclose(f);
+  FE_CHECK(load_check(path, opts, &o));
   FE_CHECK(gmsh_start(path));
   fe_progress_begin("gmsh", 0);
   fe_progress_phase("reading the file");
@@ -932,11 +969,54 @@ int fe_mesh_load(const char *path, const fe_load_opts *opts, fe_mesh **out)
   return 0;
 }
 #else
-int fe_mesh_load(const char *path, const fe_load_opts *o, fe_mesh **out)
+/* Whether path ends in suffix, in any case. */
+static int has_suffix(const char *path, const char *suffix)
 {
-  (void)path, (void)o;
-  if (out) *out = NULL;
-  FE_ERROR(FE_ERR_UNAVAILABLE, "mesh.load needs the Gmsh SDK: this felab was built without it "
-                               "(install libgmsh-dev and rebuild)");
+  size_t n = strlen(path), k = strlen(suffix);
+  return n >= k && !strcasecmp(path + n - k, suffix);
+}
+
+/* The highest order of the 2D and 3D elements. */
+static int arrays_order(const fe_mesh_arrays *a)
+{
+  int order = 1;
+  for (size_t b = 0; b < a->nblocks; b++) {
+    const gmsh_type_info *ti = type_info(a->blocks[b].gmsh_type);
+    if (ti && ti->dim >= 2 && a->blocks[b].nelements && ti->order > order) order = ti->order;
+  }
+  return order;
+}
+
+/* Without the SDK: .msh 4.1 files through felab's own reader; nothing else. */
+int fe_mesh_load(const char *path, const fe_load_opts *opts, fe_mesh **out)
+{
+  FE_ASSERT(path && out, FE_ERR_ARG, "mesh load: missing path or output");
+  *out = NULL;
+  if (!has_suffix(path, ".msh"))
+    FE_ERROR(FE_ERR_UNAVAILABLE,
+             "%s: reading or meshing this file needs the Gmsh SDK: this felab was built without "
+             "it (install libgmsh-dev and rebuild); it reads .msh 4.1 files by itself",
+             path);
+  fe_load_opts o;
+  fe_load_opts_default(&o);
+  FE_CHECK(load_check(path, opts, &o));
+  fe_progress_begin("msh", 0);
+  fe_progress_phase("reading the file");
+  fe_mesh_arrays a;
+  int rc = fe_msh_read(path, o.order == 1, &a);
+  if (!rc && o.order == 2 && arrays_order(&a) == 1)
+    rc = fe_error_set(FE_ERR_UNAVAILABLE, __FILE__, __LINE__, __func__,
+                      "%s: order = 2 of a first-order mesh needs the Gmsh SDK, which places the "
+                      "new nodes: this felab was built without it (a second-order .msh loads as "
+                      "it is)",
+                      path);
+  if (!rc) {
+    fe_progress_phase("converting to felab's mesh");
+    rc = fe_mesh_from_arrays(&a, out);
+  }
+  fe_msh_arrays_free(&a);
+  fe_progress_end();
+  if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  return 0;
 }
 #endif
