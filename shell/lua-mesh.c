@@ -132,7 +132,8 @@ static int mesh_box(lua_State *L)
   return 1;
 }
 
-/* mesh.load(path [, {size =, order =, algorithm =}]) -> mesh, read or meshed by the Gmsh SDK */
+/* mesh.load(path [, {size =, order =, algorithm =}]) -> mesh, read or meshed by the Gmsh SDK
+ * (without it, .msh 4.1 files are read by felab's own reader) */
 static int mesh_load(lua_State *L)
 {
   if (lua_type(L, 1) != LUA_TSTRING)
