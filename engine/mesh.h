@@ -230,8 +230,9 @@ void fe_load_opts_default(fe_load_opts *o);
  * and elevated with Gmsh's SetOrder(2), which puts the new nodes on the CAD; a first-order
  * .msh is elevated too, its new nodes at straight midpoints; a second-order .msh is read as it
  * is), order 1 straight ones (a second-order .msh keeps its vertices). Physical groups of the
- * top dimension become cell regions, those one dimension lower boundary tags (unnamed groups are named by their number); with none, every cell is
- * in region "domain" and the whole boundary is tag "boundary". Errors (FE_ERR_IO,
+ * top dimension become cell regions, those one dimension lower boundary tags (unnamed groups
+ * are named by their number); with none, every cell is in region "domain" and the whole
+ * boundary is tag "boundary". Errors (FE_ERR_IO,
  * FE_ERR_MESH, FE_ERR_ARG) name the file. Builds without the SDK read .msh 4.1 by hand
  * (engine/msh-read.c: the same mesh); the rest (.geo, STEP, MSH 2.2, elevating a first-order
  * file) is FE_ERR_UNAVAILABLE there. */
