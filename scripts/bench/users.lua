@@ -1,0 +1,73 @@
+-- Issue 43's cases as a user brings them, on one backend: fp64 (and two fp32) Jacobi-PCG ms
+-- per iteration and the apply, the default strategy (autotuned from 200k dofs), the model's
+-- prediction of the apply; the uniform box with kappa 1 beside the distorted box (distort =
+-- 0.1) with kappa = 1 + 0.5 x, and Gmsh meshes (refined) with the same kappa.
+--   felab scripts/bench/users.lua [backend] [meshes folder]     (cuda; .peers/matrix-meshes)
+-- The meshes folder holds what `felab scripts/bench/matrix.lua write-meshes DIR` wrote
+-- (shell_hex.msh, torso-0.063.msh); rows whose mesh is missing are skipped, saying so.
+-- A table last: case, dofs, label, rule, apply, predicted, PCG, strategy, why.
+local be = arg and arg[1] or "cuda"
+local meshes = arg and arg[2] or ".peers/matrix-meshes"
+local rows = {}
+local kx = "1 + 0.5 * x[0]"
+
+local function build_mesh(sp, n, distort)
+  if type(n) == "table" then -- {file, refinements}
+    local f = io.open(n[1], "r")
+    if not f then return nil, n[1] .. " not found" end
+    f:close()
+    local m = mesh.load(n[1])
+    for _ = 1, n[2] do m = m:refine() end
+    return m
+  end
+  return mesh.box{cells = {n, n, n}, cell = sp:sub(1, 1) == "P" and "tet" or "hex", distort = distort}
+end
+
+local function case(sp, n, distort, kappa, o, label, quad)
+  local m, why = build_mesh(sp, n, distort)
+  if not m then print(("%-3s %-15s skipped: %s"):format(sp, label, why)); return end
+  local V = fe.space(m, sp)
+  local A = fe.operator(V, physics.poisson{kappa = kappa, source = 1},
+                        {dirichlet = "all", quadrature = quad})
+  local v = V:interpolate(1)
+  o.backend = be
+  local ok, y, rep = pcall(A.apply, A, v, o)
+  if not ok then print(sp, label, "failed", y); return end
+  local best = 1e9
+  for _ = 1, 10 do y, rep = A:apply(v, o); best = math.min(best, rep.seconds) end
+  local so = {pc = "jacobi", rtol = 1e-30, maxit = 50, backend = be, strategy = o.strategy,
+              fold = o.fold, precision = o.precision}
+  local cg = 1e9
+  for _ = 1, 2 do
+    local _, info = solve.cg(A, so)
+    cg = math.min(cg, info.report.seconds / info.iterations)
+  end
+  local line = ("%-3s %8d %-15s %-5s apply %6.3f pred %6.3f pcg %6.3f ms/it %-9s %s"):format(
+    sp, V.ndofs, label, quad and "gll" or "gauss", best * 1e3, rep.predicted_seconds * 1e3,
+    cg * 1e3, rep.strategy, rep.why)
+  print(line)
+  io.stdout:flush()
+  rows[#rows + 1] = line
+  collectgarbage()
+end
+
+local gll = {rule = "gll"}
+for _, c in ipairs{{"Q3", 48}, {"Q7", 28}, {"Q5", 24}} do
+  case(c[1], c[2], 0, 1, {}, "uniform k1")
+  case(c[1], c[2], 0.1, kx, {}, "dist kx")
+  case(c[1], c[2], 0, 1, {}, "uniform k1", gll)
+  case(c[1], c[2], 0.1, kx, {}, "dist kx", gll)
+end
+for _, c in ipairs{{"Q2", 72}, {"Q1", 192}, {"P2", 96}, {"P1", 192}} do
+  case(c[1], c[2], 0, 1, {}, "uniform k1")
+  case(c[1], c[2], 0.1, kx, {}, "dist kx")
+end
+local shell, torso = meshes .. "/shell_hex.msh", meshes .. "/torso-0.063.msh"
+case("Q3", {shell, 4}, 0, kx, {}, "gmsh shell kx")
+case("Q2", {shell, 4}, 0, kx, {}, "gmsh shell kx")
+case("P2", {torso, 2}, 0, kx, {}, "gmsh torso kx")
+case("P1", {torso, 2}, 0, kx, {}, "gmsh torso kx")
+case("Q3", 48, 0.1, kx, {precision = "single"}, "dist kx fp32")
+case("Q7", 28, 0.1, kx, {precision = "single"}, "dist kx fp32")
+print("== table")
+for _, l in ipairs(rows) do print(l) end
