@@ -12,6 +12,10 @@
 #include "backends/backend.h"
 
 /* One entry point of a module; owned by its module. */
+/* The private bytes of a work group a CPU device (PoCL: a group's items on one thread's
+ * stack) is given: 4 MB overflowed PoCL's, 1 MB ran (opencl_kernel). */
+#define OPENCL_CPU_STACK ((size_t)512 << 10)
+
 struct fe_kernel {
   cl_kernel handle;      /* made once per module and name */
   char *name;            /* for error messages */

@@ -404,6 +404,18 @@ int opencl_kernel(void *impl, fe_module *mod, const char *name, fe_kernel **k)
   clGetKernelWorkGroupInfo(h, cl->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof e->max_group,
                            &e->max_group, NULL);
   if (!e->max_group) e->max_group = 1;
+  if (!cl->info.is_gpu) {
+    /* A CPU device (PoCL) runs a group's items in one thread, with their private data and
+     * what stays live across a barrier on that thread's stack: Q6 transpose's groups of 4096
+     * items of 1 KB each overflowed it (SIGSEGV in the compiled kernel, the session lost),
+     * 1024 ran. Groups stay within OPENCL_CPU_STACK bytes of private data (a power of two of
+     * items; the kernels loop their items over whatever group they get). */
+    cl_ulong priv = 0;
+    clGetKernelWorkGroupInfo(h, cl->device, CL_KERNEL_PRIVATE_MEM_SIZE, sizeof priv, &priv, NULL);
+    size_t most = 1;
+    while (most * 2 * (priv > 0 ? priv : 1) <= OPENCL_CPU_STACK) most *= 2;
+    if (e->max_group > most) e->max_group = most;
+  }
   clGetKernelInfo(h, CL_KERNEL_NUM_ARGS, sizeof e->nargs, &e->nargs, NULL);
   e->next = mod->kernels;
   mod->kernels = e;

@@ -12,18 +12,7 @@
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, rel_diff = T.check, T.max_rel_diff
 local backends = T.backends(false)
-local ocl = T.device("opencl")
-local pocl = ocl ~= nil and ocl.available and tostring(ocl.device):find("pthread") ~= nil
 local full = os.getenv("FELAB_TEST_FULL") == "1"
-
--- Known crashes of strategies other than patch (the process would die), left out and named in
--- the output; drop an entry once its cause is fixed. Only the full run meets them.
-local function crashes(c, be, s)
-  if pocl and be == "opencl" and c.cell == "hex" and (c.space == "Q6" or c.space == "Q7") and
-     (s == "transpose" or s == "csr" or s == "ebe") then
-    return "issue 44: SIGSEGV in PoCL's compiled kernel"
-  end
-end
 
 -- distorted cells with the coefficient of x, as a user brings them; the others uniform with
 -- kappa = 1
@@ -81,10 +70,7 @@ for _, c in ipairs(cases) do
             tostring(rep.strategy), default)
       local tol = prec == "double" and 1e-11 or 1e-4
       for _, s in ipairs(names) do
-        local why = crashes(c, be, s)
-        if why then
-          notes[#notes + 1] = ("left out: %s %s (%s)"):format(what, s, why)
-        else
+        do
           local ok, y = pcall(A.apply, A, wb, {backend = be, precision = prec, strategy = s})
           check(ok, "%s: listed strategy %s fails with its defaults: %s", what, s, tostring(y))
           local d = rel_diff(ref, y:to("cpu", "double"))
