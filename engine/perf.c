@@ -703,6 +703,7 @@ void fe_report_work(fe_report *rep, const fe_work *w)
   rep->factor_lanes = w->factor_lanes;
   rep->factor_gathers = w->factor_gathers;
   rep->rows = w->rows;
+  rep->phase_bytes = w->phase_bytes;
   rep->l1_wavefronts = w->l1_wavefronts;
   rep->table_wavefronts = w->table_wavefronts;
   memcpy(rep->l1_lines, w->l1_lines, sizeof rep->l1_lines);
@@ -928,7 +929,8 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
     /* the cpu: a thread runs a group's phases one after another, each bound by issuing its
      * instructions, so the multiply-adds, the divisions and the indexed loops add up;
      * memory streams beside them (its prefetchers run ahead of the loops) */
-    double issue = t[FE_CEIL_FMA] + t[FE_CEIL_NONFMA] + t[FE_CEIL_INDEXED];
+    double issue = t[FE_CEIL_FMA] + t[FE_CEIL_NONFMA] + t[FE_CEIL_INDEXED] +
+                   rep->phase_bytes / (dram_gbytes * 1e9 * e_dram);
     if (issue > on) {
       on = issue;
       pipe = FE_CEIL_FMA;

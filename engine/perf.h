@@ -64,6 +64,12 @@ typedef struct fe_work {
   /* the cpu: 1 where the bytes are a sparse matrix's rows that a row loop streams, reading x
    * through their column indices (csr), at the calibrated rate of such rows (rows_gbytes) */
   double rows;
+  /* the cpu: of bytes, those a thread reads in a phase of their own between its loops (a
+   * folded apply's per-point words, read in the quadrature phase): they add to the loops'
+   * time at the DRAM rate instead of streaming beside them (measured: a Q3 apply's 100 MB of
+   * words added 2.3-2.6 ms to its 6.1 on two threads, where a stream beside the loops would
+   * have added nothing) */
+  double phase_bytes;
   /* GPUs: global loads' wavefronts through L1, the data pipe shared memory uses too (one per
    * distinct 128-byte line a warp's load touches): the stored factors and the gathers
    * (l1_wavefronts), and the same tables `constant` counts where a backend keeps them in
@@ -116,7 +122,7 @@ typedef struct fe_report {
   char bound[16];           /* the ceiling that binds: "dram", "shared", "fma", ... */
   /* the model's inputs besides flops and bytes (fe_work), and its answer per ceiling */
   double l2_bytes, shared_bytes, nonfma, atomics, constant, vec_flops, indexed, indexed_first;
-  double factor_lanes, factor_gathers, rows;
+  double factor_lanes, factor_gathers, rows, phase_bytes;
   double l1_wavefronts, table_wavefronts;
   double l1_lines[FE_L1_LINES + 1], table_lines[FE_L1_LINES + 1]; /* (fe_work) */
   double l1_requests, l1_line_total; /* their sums: requests, lines */

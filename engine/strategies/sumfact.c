@@ -161,6 +161,7 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
                : vertices ? V->mesh->nvertices * 3 * w : fe_geometry_bytes(&s);
   wk->bytes = fe_codegen_common_bytes(&s, A->ndir) + ncells * V->elem.nbasis * 4.0 + geo +
               (sh.need_x ? V->nnodes * 3 * w : 0);
+  wk->phase_bytes = folded ? geo : 0; /* read in the quadrature phase alone (the cpu) */
   /* scatter "nodes": the E-vector written and read back, its index and the node offsets */
   if (nodesum) wk->bytes += ncells * V->elem.nbasis * (2.0 * V->ncomp * w + 4) + V->nnodes * 4.0;
   /* shared memory (on GPUs by warps: one with few items pays a whole wavefront); the

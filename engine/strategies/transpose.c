@@ -534,6 +534,7 @@ static void transpose_counts(const fe_kernel_spec *s, int ndir, int vertices, fe
   double geo = s->folded ? fe_qdata_bytes(s) : vertices ? 0 : fe_geometry_bytes(s);
   wk->bytes = fe_codegen_common_bytes(s, ndir) + ncells * nb * 4.0 + geo +
               (n.need_x || vertices ? nnodes * 3 * w : 0) + ngroups * 4.0;
+  wk->phase_bytes = s->folded ? geo : 0; /* read in the quadrature phase alone (the cpu) */
   transpose_traffic(s, &n, vertices, wk);
   /* a group's path: its block number, the cell map, the gather; the quadrature phase reads
    * the stored factors after a barrier, the basis phase the cell map again before its adds.
