@@ -170,7 +170,7 @@ clean:
 FUZZ_SECONDS ?= 600
 FUZZ_SRC := tests/fuzz/fuzz_mesh_arrays.c engine/gmsh-io.c engine/mesh.c engine/mesh-box.c \
             engine/mesh-ops.c engine/error.c engine/strbuf.c engine/sort.c engine/msh-read.c \
-            engine/progress.c
+            engine/progress.c engine/memory.c
 build/fuzz-mesh: $(FUZZ_SRC)
 	@mkdir -p build
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -fopenmp -fsanitize=fuzzer,address,undefined -I. -o $@ $(FUZZ_SRC) -lm

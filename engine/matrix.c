@@ -17,6 +17,7 @@
 
 #include "engine/codegen.h"
 #include "engine/error.h"
+#include "engine/memory.h"
 #include "engine/sort.h"
 #include "engine/strategy.h"
 
@@ -406,6 +407,9 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
   FE_CHECK(elemat_shape_of(r, o, v, &sh));
   FE_CHECK(elemat_module(r, &sh, &compile_s));
   int n = V->elem.nbasis * V->ncomp, nc = V->mesh->ncells;
+  if (!reuse && r->be->ops->host) /* the backend's buffers are host memory (the cpu) */
+    FE_CHECK(fe_memory_check((size_t)nc * n * n * fe_precision_size(r->prec), "element matrices: "
+                             "%d cells' %d x %d matrices", nc, n, n));
   fe_elemats *k = reuse;
   if (k) FE_ASSERT(k->V == V && k->be == r->be && k->prec == r->prec, FE_ERR_ARG, "element "
                    "matrices to overwrite must be of this operator's space, backend and precision");
@@ -513,6 +517,8 @@ int fe_elemats_get(const fe_elemats *K, int cell, double *out)
 int fe_elemats_convert(const fe_elemats *K, fe_backend *be, fe_precision prec, fe_elemats **out)
 {
   size_t nn = (size_t)K->n * K->n, total = nn * K->ncells;
+  FE_CHECK(fe_memory_check(total * (sizeof(double) + (be->ops->host ? fe_precision_size(prec) : 0)),
+                           "a copy of %d element matrices of %d x %d", K->ncells, K->n, K->n));
   double *v;
   FE_MALLOC(v, total + 1, "element matrices");
   int rc = 0;
@@ -904,9 +910,9 @@ static void node_range(const pattern *P, const int *pre, int t, int nt, int *a0,
  * the others in the mesh's order) have their cells computed apart, so that they neither
  * widen the window nor move its front. W: the widest span from a row's first cell to the
  * front when it is summed (the last cell of the rows so far, plus a launch), as a power of
- * two up to about F->window. */
-static int window_make(const host_fill *F, const pattern *P, const int *order, int a0, int a1,
-                       cell_window *w)
+ * two up to about F->window. Its matrices are allocated by the caller (window_bytes). */
+static void window_make(const host_fill *F, const pattern *P, const int *order, int a0, int a1,
+                        cell_window *w)
 {
   long long hist[32] = {0}, rows = 0, need = 0;
   for (int p = a0; p < a1; p++) { /* the spans' powers of two */
@@ -936,8 +942,12 @@ static int window_make(const host_fill *F, const pattern *P, const int *order, i
   while (W < (size_t)need && W < F->window) W *= 2;
   *w = (cell_window){.W = (int)W, .front = last >= first ? first : 0, .end = last + 1,
                      .fit = (int)(fit < (long long)W - F->batch ? fit : (long long)W - F->batch)};
-  w->K = malloc((W + (size_t)P->maxdeg) * F->kn * fe_precision_size(F->h.prec));
-  return w->K ? 0 : FE_ERR_MEM;
+}
+
+/* The bytes of window w's matrices: W slots, then maxdeg for a row computed apart. */
+static size_t window_bytes(const host_fill *F, const pattern *P, const cell_window *w)
+{
+  return ((size_t)w->W + (size_t)P->maxdeg) * F->kn * fe_precision_size(F->h.prec);
 }
 
 /* Node a's cells' slots: in the window when the row fits it and its cells are all there
@@ -1137,8 +1147,9 @@ static int fill_order(const pattern *P, int **order, int **pre)
 static int fill_pattern(const pattern *P, const int *rowptr, int *cols, void *vals,
                         const host_fill *F, int *launches, long long *made)
 {
-  int rc = 0, nl = 0, *order = NULL, *pre = NULL;
+  int rc = 0, nl = 0, *order = NULL, *pre = NULL, fits = 0;
   long long nm = 0;
+  size_t windows = 0; /* the threads' windows' bytes */
   if (F) FE_CHECK(fill_order(P, &order, &pre));
   const int nn = P->V->nnodes;
 #pragma omp parallel reduction(max : rc) reduction(+ : nl, nm)
@@ -1148,7 +1159,17 @@ static int fill_pattern(const pattern *P, const int *rowptr, int *cols, void *va
     fill_scratch x;
     cell_window w = {0};
     int e = scratch_make(P, F, &x);
-    if (!e && F) e = window_make(F, P, order, a0, a1, &w);
+    if (F) { /* the windows' matrices made once all of them are known to fit */
+      window_make(F, P, order, a0, a1, &w);
+#pragma omp atomic update
+      windows += window_bytes(F, P, &w);
+#pragma omp barrier
+#pragma omp single
+      fits = fe_memory_check(windows, "assemble: the fill's element matrices, a window of cells "
+                             "on each of %d threads", omp_get_num_threads());
+      if (fits) e = e ? e : fits;
+      else if (!e && !(w.K = malloc(window_bytes(F, P, &w)))) e = FE_ERR_MEM;
+    }
     for (int p = a0; !e && p < a1; p++) {
       const int next = p + 1 < nn ? (order ? order[p + 1] : p + 1) : -1;
       e = fill_row(P, rowptr, cols, vals, F, &w, order ? order[p] : p, next, &x);
@@ -1161,6 +1182,7 @@ static int fill_pattern(const pattern *P, const int *rowptr, int *cols, void *va
   }
   free(order);
   free(pre);
+  if (fits) return fe_error_push(fits, __FILE__, __LINE__, __func__); /* the check's message */
   FE_ASSERT(rc != FE_ERR_MEM, FE_ERR_MEM, "out of host memory for the matrix pattern's fill");
   FE_CHECK(rc); /* a launch's error (set by the backend) */
   *launches = nl;
@@ -1313,7 +1335,14 @@ static int csr_make_sell(fe_csr *M, const int *rowptr, double *host, double *sec
   fe_backend *be = M->be;
   M->nchunks = (int)(((long long)M->n + C - 1) / C);
   size_t slots = (size_t)M->nslots + 1;
-  int rc = fe_upload_ints(be, cstart, (size_t)M->nchunks + 1, &M->cstart);
+  int rc = !be->ops->host ? 0 : /* the backend's buffers are host memory (the cpu) */
+           fe_memory_check(slots * (sizeof(int) + fe_precision_size(M->prec)), "assemble: the SELL "
+                           "copy's %lld slots (chunk = %d, sigma = %d)", M->nslots, C, M->sigma);
+  if (rc) {
+    free(perm), free(cstart);
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
+  rc = fe_upload_ints(be, cstart, (size_t)M->nchunks + 1, &M->cstart);
   if (!rc) rc = fe_upload_ints(be, perm, (size_t)M->n, &M->perm);
   free(perm);
   free(cstart);
@@ -1370,18 +1399,47 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
             "cpu)" : "computes the Jacobian from the nodes, which this order-1 space cannot on "
             "curved cells");
   const int by_rows = scatter == FE_SCATTER_NODES;
+  fe_precision prec = fe_precision_default();
+  if (o && o->precision >= 0) prec = (fe_precision)o->precision;
+  size_t w = fe_precision_size(prec);
+  /* The pattern first, on the host: its nonzeros are counted before anything is computed, so
+   * that a matrix that cannot fit is refused before its element matrices are made. Its arrays
+   * before the count: the constrained marks and row pointers, each node's cells (a cell's
+   * nodes once), counts a node, a thread's marks a node (count_rows, and the fill's two), the
+   * fill's order (key, row, prefix: 28 bytes a node). */
+  const int nn = V->nnodes, threads = omp_get_max_threads();
+  FE_CHECK(fe_memory_check(8 * ((size_t)nd + 1) + 4 * (size_t)nc * nb +
+                           (size_t)nn * (20 + 8 * (size_t)threads + (by_rows ? 28 : 0)),
+                           "assemble: the pattern of %d rows (%d cells of %d nodes)", nd, nc, nb));
+  int *fixed = calloc((size_t)nd + 1, sizeof(int));
+  int *rowptr = malloc(sizeof(int) * ((size_t)nd + 1)); /* M's, on the host */
+  pattern P = {.V = V, .fixed = fixed};
+  long long nnz = 0;
+  int rc = 0;
+  if (!fixed || !rowptr)
+    rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
+  for (int i = 0; !rc && i < fe_operator_ndirichlet(A); i++) fixed[A->dir_nodes[i]] = 1;
+  if (!rc) rc = node_cells(&P);
+  if (!rc) rc = count_rows(&P, rowptr);
+  if (!rc) { /* its columns and values: in M's buffers (the host's fill), or on the host first
+              * (in double) and then in M's buffers, with the stored element matrices, which are
+              * host memory too on the cpu */
+    nnz = rowptr[nd];
+    const size_t nz = (size_t)nnz, dev = (sizeof(int) + w) * nz, n = (size_t)nb * V->ncomp;
+    const size_t stored = dev + w * n * n * nc + 4 * ((size_t)nc * nb + (size_t)nd);
+    rc = fe_memory_check(by_rows ? dev : (sizeof(int) + sizeof(double)) * nz +
+                                             (be->ops->host ? stored : 0),
+                         "assemble: the matrix of %d rows and %lld nonzeros", nd, nnz);
+  }
   fe_elemats *K = NULL;
   fe_report krep = {0};
   host_fill F = {0};
   fe_realization *r = NULL;
   double compile_s = 0, transfer = 0, seconds = 0;
-  int rc;
-  if (by_rows) {
-    fe_precision prec = fe_precision_default();
-    if (o && o->precision >= 0) prec = (fe_precision)o->precision;
+  if (!rc && by_rows) {
     rc = host_fill_make(A, at, be, prec, &F, &compile_s, &transfer);
     r = &F.h;
-  } else {
+  } else if (!rc) {
     rc = fe_element_matrices(A, at, o, NULL, NULL, &K, &krep);
     fe_action_opts oo;
     if (o) oo = *o;
@@ -1392,16 +1450,14 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
     compile_s = krep.compile_seconds;
     transfer = krep.transfer_seconds;
   }
-  int *fixed = calloc((size_t)nd + 1, sizeof(int)), *rowptr = NULL, *cols = NULL, nfill = 0;
+  int *cols = NULL, nfill = 0;
   long long made = 0; /* the host fill's element matrices computed */
   double *vals = NULL; /* the device path's start: zeros and the identity's rows */
   fe_csr *M = calloc(1, sizeof *M);
-  pattern P = {.V = V, .fixed = fixed};
   fe_buffer bcells = {0}, bfixed = {0}, border = {0};
   fe_kernel *kasm = NULL;
   int *order = NULL, *cstart = NULL, ncolors = 0;
-  if (!rc && (!fixed || !M)) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
-  for (int i = 0; !rc && i < fe_operator_ndirichlet(A); i++) fixed[A->dir_nodes[i]] = 1;
+  if (!rc && !M) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   if (!rc) {
     int lanes = asked > 0 ? asked : r->be->info.is_gpu ? 4 : 1; /* measured, H100 P1 */
     /* format auto: SELL on a GPU unless CSR's lanes are asked (H100, P1 7.19M dofs: 0.491
@@ -1409,7 +1465,8 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
      * (this 2-core machine, P1 275k dofs: 0.97 against SELL-8's 1.12 ms) */
     if (format == FE_FORMAT_AUTO)
       format = r->be->info.is_gpu && !asked ? FE_FORMAT_SELL : FE_FORMAT_CSR;
-    *M = (fe_csr){.be = r->be, .prec = r->prec, .n = nd, .lanes = lanes, .format = format};
+    *M = (fe_csr){.be = r->be, .prec = r->prec, .n = nd, .lanes = lanes, .format = format,
+                  .nnz = nnz, .nslots = nnz};
     if (M->format == FE_FORMAT_SELL) {
       /* C: a warp on a GPU (32; two chunks to an AMD wavefront), so a chunk's items read
        * consecutive slots in one coalesced step; 8 on the cpu (a vector of doubles). sigma:
@@ -1418,17 +1475,12 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
       M->chunk = chunk ? chunk : r->be->info.is_gpu ? 32 : 8;
       M->sigma = sigma ? sigma : 8 * M->chunk;
     }
-    rc = node_cells(&P);
+    w = fe_precision_size(r->prec);
   }
   /* the arrays: with the host's fill, M's own buffers written in place */
-  size_t w = fe_precision_size(r ? r->prec : FE_DOUBLE);
-  if (!rc && by_rows && !(rc = be->ops->alloc(be->impl, sizeof(int) * ((size_t)nd + 1),
-                                              &M->rowptr)))
-    rowptr = be->ops->host(be->impl, &M->rowptr);
-  else if (!rc && !by_rows && !(rowptr = malloc(sizeof(int) * ((size_t)nd + 1))))
-    rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
-  if (!rc) rc = count_rows(&P, rowptr);
-  if (!rc) M->nnz = M->nslots = rowptr[nd];
+  if (!rc && by_rows &&
+      !(rc = be->ops->alloc(be->impl, sizeof(int) * ((size_t)nd + 1), &M->rowptr)))
+    memcpy(be->ops->host(be->impl, &M->rowptr), rowptr, sizeof(int) * ((size_t)nd + 1));
   if (!rc && by_rows && !(rc = be->ops->alloc(be->impl, sizeof(int) * (size_t)M->nnz, &M->cols)))
     rc = be->ops->alloc(be->impl, w * (size_t)M->nnz, &M->vals);
   if (!rc && by_rows) cols = be->ops->host(be->impl, &M->cols);
@@ -1497,8 +1549,8 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
   if (bfixed.ptr) r->be->ops->release(r->be->impl, &bfixed);
   pattern_free(&P);
   free(fixed);
+  free(rowptr);
   if (!by_rows) {
-    free(rowptr);
     free(cols);
     free(vals);
   }
@@ -1632,6 +1684,9 @@ const char *fe_csr_format_name(const fe_csr *M)
 int fe_csr_get(const fe_csr *M, int **rowptr, int **cols, double **vals)
 {
   size_t nz = (size_t)M->nnz, w = fe_precision_size(M->prec);
+  *rowptr = *cols = NULL, *vals = NULL;
+  FE_CHECK(fe_memory_check(sizeof(int) * ((size_t)M->n + 1) + (sizeof(int) + sizeof(double) + w) *
+                           nz, "the matrix of %d rows and %lld nonzeros on the host", M->n, M->nnz));
   *rowptr = malloc(sizeof(int) * ((size_t)M->n + 1));
   *cols = malloc(sizeof(int) * (nz + 1));
   *vals = malloc(sizeof(double) * (nz + 1));

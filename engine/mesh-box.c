@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/memory.h"
 #include "engine/progress.h"
 
 /* The six Kuhn tets of a cube, as cube corners, each positively oriented. */
@@ -102,13 +103,24 @@ static int box_check(const fe_box_opts *o, fe_mesh *m)
              "most %d of each",
              o->cells[0], o->cells[1], o->cells[2], ncells, fe_cell_name(o->type), nvertices,
              INT_MAX);
+  /* its arrays (box_alloc's): coordinates, cells and regions, facets and tags */
+  const int nvc = fe_cell_nvertices(o->type), nvf = dim == 2 ? 2 : o->type == FE_CELL_TET ? 3 : 4;
+  const double bytes = 24.0 * nvertices + 4.0 * ncells * (nvc + 1) + 4.0 * nfacets * (nvf + 1);
+  if (dim == 2)
+    FE_CHECK(fe_memory_check((size_t)bytes, "mesh.box: %d x %d squares (%.0f %s cells, %.0f "
+                             "vertices)", o->cells[0], o->cells[1], ncells, fe_cell_name(o->type),
+                             nvertices));
+  else
+    FE_CHECK(fe_memory_check((size_t)bytes, "mesh.box: %d x %d x %d cubes (%.0f %s cells, %.0f "
+                             "vertices)", o->cells[0], o->cells[1], o->cells[2], ncells,
+                             fe_cell_name(o->type), nvertices));
   m->dim = dim;
   m->type = o->type;
-  m->nvc = fe_cell_nvertices(o->type);
+  m->nvc = nvc;
   m->geo_order = 1, m->ngn = m->nvc; /* straight: no curved arrays */
   m->ncells = (int)ncells;
   m->nvertices = (int)nvertices;
-  m->nvf = dim == 2 ? 2 : o->type == FE_CELL_TET ? 3 : 4;
+  m->nvf = nvf;
   m->nfacets = (int)nfacets;
   return 0;
 }

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/memory.h"
 #include "engine/sort.h"
 #include "engine/mesh.h"
 
@@ -356,6 +357,39 @@ static int refine_geo_finish(fe_mesh *o, const refine_ctx *g)
 static int permute_cells(fe_mesh *m, const int *order, const int *newid, int *vertex);
 static int layer_order(const fe_mesh *m, int *start, const int *within, int **order);
 
+/* The bytes of a map of about `keys` keys at its largest: slots of a key and a value, at least
+ * twice the keys, a power of two; while it doubles, the old table beside the new one. */
+static double map_bytes(double keys)
+{
+  double cap = 1024;
+  while (cap < 2 * (keys + 1)) cap *= 2;
+  return 1.5 * cap * (sizeof(int[4]) + sizeof(int));
+}
+
+/* The bytes fe_mesh_refine holds at its peak, from the parent's counts, before anything is
+ * allocated: the refined arrays, held throughout (cells and regions, facets and tags, vcap
+ * vertices; a curved mesh's second-order cells and 2^dim times its geometry nodes), plus the
+ * larger of what refining adds (the maps of the shared new vertices, 2^dim - 1 a parent
+ * vertex, and second-order nodes; the latter's coordinates as they grow) and what ordering
+ * adds (permute_cells' copies of the cells, regions and vertices, and in layers layer_order's
+ * arrays as well: freed just before, they may stay in the heap as a hole too small for the
+ * copies, and with hypre linked freed memory is not given back to the system). */
+static size_t refine_bytes(const fe_mesh *m, int nchild, int nf, size_t vcap, int curved)
+{
+  const double nc = (double)m->ncells * nchild, nfac = (double)m->nfacets * nf, nv = (double)vcap;
+  const double ng = curved ? (double)(1 << m->dim) * m->ngeo_nodes : 0;
+  double kept = 4.0 * nc * (m->nvc + 1) + 4.0 * nfac * (m->nvf + 1) + 24.0 * nv;
+  double refining = map_bytes(((1 << m->dim) - 1.0) * m->nvertices);
+  double ordering = 4.0 * nc * (m->nvc + 2) + 28.0 * nv;
+  if (m->layered) ordering += 4.0 * nc * (m->nvc + 2) + 12.0 * nv;
+  if (curved) {
+    kept += 4.0 * nc * m->ngn + 24.0 * ng;
+    refining += map_bytes(ng - (double)(1 << m->dim) * m->nvertices) + 1.5 * 24.0 * ng;
+    ordering += 4.0 * nc * m->ngn + 28.0 * ng;
+  }
+  return (size_t)(kept + (refining > ordering ? refining : ordering));
+}
+
 /* Uniform refinement of m into a new mesh (see the top of this file). */
 int fe_mesh_refine(const fe_mesh *m, fe_mesh **out)
 {
@@ -368,6 +402,15 @@ int fe_mesh_refine(const fe_mesh *m, fe_mesh **out)
   FE_ASSERT((double)m->ncells * p.nchild <= INT32_MAX && (double)m->nfacets * nf <= INT32_MAX,
             FE_ERR_ARG, "mesh refine: %d cells would make %.0f, more than a mesh holds (%d)",
             m->ncells, (double)m->ncells * p.nchild, INT32_MAX);
+  const int curved = m->geo_order == 2 && m->geo_cells && m->geo_coords;
+  /* the new vertices are only counted as the map finds them: about 2^dim - 1 a parent vertex
+   * (a box of hexes: (2n+1)^3 from (n+1)^3; tets: one an edge, E ~ V + T ~ 7 V), so room for
+   * 2^dim + 1 a parent vertex, which boxes and tet meshes do not outgrow (no realloc, and
+   * the estimate holds) */
+  const size_t vcap = (size_t)m->nvertices * ((1u << m->dim) + 1) + 64;
+  FE_CHECK(fe_memory_check(refine_bytes(m, p.nchild, nf, vcap, curved),
+                           "mesh refine: refining %d %s cells into %.0f", m->ncells,
+                           fe_cell_name(m->type), (double)m->ncells * p.nchild));
   fe_mesh *o;
   FE_CALLOC(o, 1, "refined mesh");
   *o = *m;
@@ -375,12 +418,11 @@ int fe_mesh_refine(const fe_mesh *m, fe_mesh **out)
   o->facet_tags = NULL, o->tags = NULL, o->geo_cells = NULL, o->geo_coords = NULL;
   o->classes = NULL, o->classes_known = 0;
   memset(o->cubes, 0, sizeof o->cubes);
-  const int curved = m->geo_order == 2 && m->geo_cells && m->geo_coords;
   o->geo_order = curved ? 2 : 1, o->ngn = curved ? m->ngn : m->nvc, o->ngeo_nodes = 0;
   o->ncells = m->ncells * p.nchild;
   o->nfacets = m->nfacets * nf;
   refine_ctx r = {0}, g = {0};
-  r.coords_cap = (size_t)m->nvertices * 2 + 16;
+  r.coords_cap = vcap;
   int rc = 0;
   o->cells = fe_malloc((size_t)o->ncells * o->nvc * sizeof(int), "refined cells");
   o->cell_tags = fe_malloc((size_t)o->ncells * sizeof(int), "refined cell regions");

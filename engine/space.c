@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/memory.h"
 #include "engine/progress.h"
 #include "engine/keymap.h"
 #include "engine/quadrature.h"
@@ -767,12 +768,51 @@ static long long number_nodes_hashed(fe_space *V)
   return rc ? -1 : (long long)nnodes;
 }
 
+/* The bytes of V's dof map, estimated before it is made: the cell map (nb ids a cell) and the
+ * node coordinates, and beside them the numbering's temporaries (the entities': the cells'
+ * vertices, a count a vertex a thread, an order byte an entity of a cell; the hashed
+ * numbering's map of names, past 2^31 places; a box's lattice: none). The nodes are counted
+ * as they would be numbered: the vertices, and each other node of a cell shared with the
+ * cells around what it lies on: about 5 tets around an edge (6 edges a tet, and a tet mesh has
+ * about 6 tets and 7 edges a vertex: 36 / 7), 4 hexes or prisms, 2 cells across a face (or a
+ * 2D edge), 1 inside the cell. */
+static size_t dof_map_bytes(const fe_space *V)
+{
+  const fe_mesh *m = V->mesh;
+  const fe_element *el = &V->elem;
+  const int nb = el->nbasis, nv = el->nvertices;
+  const double nc = m->ncells;
+  double per_cell = 0, shared = 0; /* new nodes a cell; the part of them on edges and faces */
+  for (int b = nv; b < nb; b++) {
+    int k = 0;
+    for (int v = 0; v < nv; v++) k += el->weights[b * nv + v] != 0;
+    const double share = k == 2 && el->dim == 3 ? (el->cell == FE_CELL_TET ? 0.2 : 0.25)
+                         : k < nv ? 0.5 : 1.0;
+    per_cell += share;
+    shared += share < 1 ? share : 0;
+  }
+  const double nodes = m->nvertices + nc * per_cell;
+  double bytes = 4.0 * nc * nb + 24.0 * nodes;
+  const int lattice = (el->cell == FE_CELL_HEX || el->cell == FE_CELL_QUAD) && m->cubes[0] > 0;
+  static const double entities[] = {[FE_CELL_TRI] = 3, [FE_CELL_QUAD] = 4, [FE_CELL_TET] = 10,
+                                    [FE_CELL_HEX] = 18, [FE_CELL_PRISM] = 14};
+  if (nb > nv && !lattice)
+    bytes += 4.0 * nc * nv + 4.0 * m->nvertices * (omp_get_max_threads() + 2) +
+             entities[el->cell] * nc;
+  if (nb > nv && nc * nb >= 2147483648.0) /* keys of up to 8 ints and a value, in a table at
+                                           * most half full, the old one beside it as it grows */
+    bytes += 1.5 * 4 * (nc * shared) * 9 * sizeof(int);
+  return (size_t)bytes;
+}
+
 static int build_dof_map(fe_space *V)
 {
   const fe_mesh *m = V->mesh;
   const fe_element *el = &V->elem;
   const int nb = el->nbasis, nv = el->nvertices;
   const size_t nc = (size_t)m->ncells;
+  FE_CHECK(fe_memory_check(dof_map_bytes(V), "fe.space: the dof map of %s on %d cells", V->name,
+                           m->ncells));
   FE_MALLOC(V->cell_nodes, nc * nb + 1, "dof map");
   if (nb == nv) { /* P1, Q1: the nodes are the vertices; the map is the cells' own */
 #pragma omp parallel for schedule(static)

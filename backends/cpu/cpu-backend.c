@@ -20,6 +20,7 @@
 
 #include "backends/backend.h"
 #include "engine/error.h"
+#include "engine/memory.h"
 #include "engine/strbuf.h"
 
 #define CPU_MAX_ARGS 32
@@ -178,6 +179,7 @@ static int cpu_query(void *impl, fe_device_info *info)
 static int cpu_alloc(void *impl, size_t bytes, fe_buffer *buf)
 {
   (void)impl;
+  FE_CHECK(fe_memory_check(bytes, "a buffer of the cpu backend")); /* before its pages are touched */
   void *p = NULL;
   if (posix_memalign(&p, 64, bytes ? bytes : 64))
     FE_ERROR(FE_ERR_MEM, "out of host memory: a buffer of %.1f MiB", bytes / 1048576.0);
