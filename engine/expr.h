@@ -66,7 +66,8 @@ const fe_xnode *fe_xgraph_node(const fe_xgraph *g, int id);
  * operation the graph refuses, such as a raw leaf that would be differentiated). */
 int fe_x_const(fe_xgraph *g, double v);
 int fe_x_var(fe_xgraph *g, fe_var v, int index);
-/* An opaque C expression of x[0..2] and a[..] (never of u): its text, copied. */
+/* An opaque C expression of x[0..2] and a[..] (never of u): its text, copied; printed as
+ * typed, emitted with its numbers as reals (fe_c_reals below). */
 int fe_x_raw(fe_xgraph *g, const char *c_expr);
 int fe_x_unary(fe_xgraph *g, fe_xop op, int a);
 int fe_x_binary(fe_xgraph *g, fe_xop op, int a, int b);
@@ -109,5 +110,50 @@ typedef void (*fe_var_namer)(void *ctx, fe_var v, int index, fe_strbuf *b);
 void fe_x_print(const fe_xgraph *g, int n, fe_var_namer namer, void *ctx, fe_strbuf *b);
 
 const char *fe_xop_name(fe_xop op);
+
+/* The raw leaves the n roots reach, in the order of their ids: their texts (the graph's own)
+ * into texts[0 .. max-1]; returns how many there are (more than max: only max written). */
+int fe_x_raw_reached(const fe_xgraph *g, const int *roots, int n, const char **texts, int max);
+/* The coefficients of the n roots: the largest subexpressions that depend on x, a and k alone
+ * (not on u, du, fields or w), reached as an operand of a node that does depend on them or as
+ * a root; a plain variable and a finite constant are left out (nothing to evaluate). Their ids
+ * into ids[0 .. max-1]; returns how many there are. */
+int fe_x_coefficients(const fe_xgraph *g, const int *roots, int n, int *ids, int max);
+/* Node n as one C expression without temporaries (raw leaves as fe_c_reals writes them), or -1
+ * when it would be longer than max_nodes nodes written out (a shared node counts each time). */
+int fe_x_print_c(const fe_xgraph *g, int n, int max_nodes, fe_strbuf *b);
+
+/* ---- C expressions typed by a user (coefficients: physics.cexpr, physics.poisson's kappa)
+ * A coefficient is one C expression of x[0..2], a[..] and k[..], and its numbers are reals:
+ * "1/2" is 0.5, "1/0" is inf (no integer division, no trap). An integer stays an integer only
+ * where C needs one: inside [ ] (an index: x[0], a[i + 1]) and as an operand of % << >> & | ^ ~.
+ * Raw C bodies (statements, physics.new{f0 = "..."}) are C as written and are not rewritten. */
+
+/* Append C expression e to b with each integer literal outside those places written as a real:
+ * "1/2 + x[0]" becomes "(real)1/(real)2 + x[0]" (the cast keeps a float kernel in float);
+ * decimal, octal and hex integers with any suffix; 1e3, 0.5, .5, 0x1p3 and names (k2, log10)
+ * are left as they are. */
+void fe_c_reals(const char *e, fe_strbuf *b);
+
+/* A coefficient read for evaluation on the host, as its kernel computes it (in double). */
+typedef struct fe_cexpr fe_cexpr;
+/* Read C expression e: numbers (reals, as above), x[d], a[i] and k[i] with literal indices,
+ * + - * / ! < <= > >= == != && || ?: and parentheses, the casts (real) (double) (float),
+ * M_PI and the other M_ constants, INFINITY, NAN, and the math.h functions of one or two
+ * doubles (sin ... atan2, pow, fmin, fmax, fabs, floor, erf, ...). Returns 0 and *out, or
+ * 1 and *out NULL when e uses anything else (an integer cast or operator, another name, a
+ * call of another function): such an expression is compiled as written but not evaluated here.
+ * No error is set; out of memory is 1 too. */
+int fe_cexpr_read(const char *e, fe_cexpr **out);
+/* Its value at the point x[3] with per-cell constants a and named constants k (either may be
+ * NULL when it does not read them). Thread-safe. */
+double fe_cexpr_eval(const fe_cexpr *c, const double *x, const double *a, const double *k);
+/* The same at n points x[3 * j ..] into out[j] (32 points an instruction: much faster). */
+void fe_cexpr_eval_points(const fe_cexpr *c, int n, const double *x, const double *a, const double *k,
+                          double *out);
+/* Whether it reads variable kind v (FE_V_X, FE_V_A or FE_V_K), and 1 + the largest index it
+ * reads of it (0: none). */
+int fe_cexpr_reads(const fe_cexpr *c, fe_var v);
+void fe_cexpr_free(fe_cexpr *c);
 
 #endif

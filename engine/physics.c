@@ -3,11 +3,16 @@
 #include "engine/physics.h"
 
 #include <ctype.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/expr.h"
+#include "engine/mesh.h"
+#include "engine/quadrature.h"
 #include "engine/strbuf.h"
 
 /* Whether the n characters at s are a C keyword that takes a parenthesis (not a call). */
@@ -101,6 +106,16 @@ static char *dup_printf(const char *fmt, const char *a)
   return s;
 }
 
+/* C expression e with its numbers as reals (fe_c_reals), malloc'd; NULL when out of memory. */
+static char *with_reals(const char *e)
+{
+  fe_strbuf b = {0};
+  fe_c_reals(e, &b);
+  char *s = NULL;
+  if (fe_strbuf_finish(&b, &s)) return NULL;
+  return s;
+}
+
 int fe_physics_poisson(const char *kappa, const char *source, fe_physics **out)
 {
   if (!kappa || !*kappa) kappa = "1";
@@ -109,15 +124,28 @@ int fe_physics_poisson(const char *kappa, const char *source, fe_physics **out)
   FE_CALLOC(p, 1, "physics");
   snprintf(p->name, sizeof p->name, "poisson");
   p->ncomp = 1;
-  /* residual: integral of kappa grad u . grad v - source v */
-  if (!is_zero(source)) p->f0 = dup_printf("f0[0] = -(%s);", source);
-  p->f1 = dup_printf("const real kappa = (%s);\n    FE_UNROLL for (int d = 0; d < DIM; d++) f1[d] = kappa * du[d];",
-                     kappa);
-  p->df1 = dup_printf("const real kappa = (%s);\n    FE_UNROLL for (int d = 0; d < DIM; d++) df1[d] = kappa * dw[d];",
-                      kappa);
-  fe_strbuf desc = {0};
+  /* residual: integral of kappa grad u . grad v - source v; "1/2" is 0.5 */
+  char *k = with_reals(kappa), *s = with_reals(source);
+  if (k && s && !is_zero(source)) p->f0 = dup_printf("f0[0] = -(%s);", s);
+  if (k)
+    p->f1 = dup_printf("const real kappa = (%s);\n    FE_UNROLL for (int d = 0; d < DIM; d++) f1[d] = kappa * du[d];",
+                       k);
+  if (k)
+    p->df1 = dup_printf("const real kappa = (%s);\n    FE_UNROLL for (int d = 0; d < DIM; d++) df1[d] = kappa * dw[d];",
+                        k);
+  free(k);
+  free(s);
+  fe_strbuf desc = {0}, kn = {0}, sn = {0};
   fe_strbuf_printf(&desc, "-div(kappa grad u) = s, kappa = %s, s = %s", kappa, source);
-  if ((!is_zero(source) && !p->f0) || !p->f1 || !p->df1 || fe_strbuf_finish(&desc, &p->description)) {
+  fe_strbuf_printf(&kn, "kappa = \"%s\"", kappa);
+  fe_strbuf_printf(&sn, "source = \"%s\"", source);
+  int failed = kn.failed || sn.failed || fe_physics_add_coefficient(p, kn.s, kappa) ||
+               fe_physics_add_coefficient(p, sn.s, source);
+  fe_strbuf_free(&kn);
+  fe_strbuf_free(&sn);
+  if (failed || (!is_zero(source) && !p->f0) || !p->f1 || !p->df1 ||
+      fe_strbuf_finish(&desc, &p->description)) {
+    fe_strbuf_free(&desc);
     fe_physics_free(p);
     FE_ERROR(FE_ERR_MEM, "out of host memory");
   }
@@ -330,5 +358,172 @@ void fe_physics_free(fe_physics *p)
   free(p->df0);
   free(p->df1);
   free(p->description);
+  free_names(p->coef_exprs, p->ncoef);
+  free_names(p->coef_names, p->ncoef);
   free(p);
+}
+
+/* ---- coefficients checked on the host ---- */
+
+int fe_physics_add_coefficient(fe_physics *p, const char *name, const char *c_expr)
+{
+  char **e = realloc(p->coef_exprs, sizeof *e * (size_t)(p->ncoef + 1));
+  if (e) p->coef_exprs = e;
+  char **n = e ? realloc(p->coef_names, sizeof *n * (size_t)(p->ncoef + 1)) : NULL;
+  if (n) p->coef_names = n;
+  char *ec = n ? strdup(c_expr) : NULL, *nc = ec ? strdup(name) : NULL;
+  if (!nc) {
+    free(ec);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for the physics' coefficients");
+  }
+  p->coef_exprs[p->ncoef] = ec;
+  p->coef_names[p->ncoef++] = nc;
+  return 0;
+}
+
+/* "inf", "-inf" or "nan" (printf's "-nan" for 0/0 says nothing more). */
+static const char *not_finite(double v) { return isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"; }
+
+/* Each cell's row of p->region_values (by its region) into *out (malloc'd), or -1 where the
+ * physics names no region of the cell (the operator refuses those). */
+static int cell_regions(const fe_physics *p, const fe_mesh *m, int **out)
+{
+  *out = NULL;
+  int *ids, *row;
+  FE_MALLOC(ids, p->nregions + 1, "region ids");
+  for (int r = 0; r < p->nregions; r++)
+    if (fe_mesh_tag_id(m, p->region_names[r], m->dim, &ids[r])) {
+      fe_error_clear(); /* a region the mesh lacks: fe_operator_create says so */
+      ids[r] = INT_MIN;
+    }
+  row = fe_malloc(sizeof(int) * ((size_t)m->ncells + 1), "cell regions");
+  if (!row) {
+    free(ids);
+    return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
+  }
+  for (int c = 0; c < m->ncells; c++) {
+    int r = 0;
+    while (r < p->nregions && ids[r] != m->cell_tags[c]) r++;
+    row[c] = r < p->nregions ? r : -1;
+  }
+  free(ids);
+  *out = row;
+  return 0;
+}
+
+/* The points x[3 * j ..] of q in cell `cell`, from the map's shape functions N at them. */
+static void cell_points(const fe_mesh *m, int cell, int np, int nn, const double *N, double *x)
+{
+  const int curved = m->geo_order == 2 && m->geo_cells && m->geo_coords;
+  const int *v = (curved ? m->geo_cells : m->cells) + (size_t)cell * nn;
+  const double *X = curved ? m->geo_coords : m->coords;
+  double node[27][3];
+  for (int b = 0; b < nn; b++) memcpy(node[b], X + 3 * (size_t)v[b], sizeof node[b]);
+  for (int j = 0; j < np; j++) {
+    double y[3] = {0, 0, 0};
+    for (int b = 0; b < nn; b++)
+      for (int d = 0; d < 3; d++) y[d] += N[(size_t)j * nn + b] * node[b][d];
+    memcpy(x + 3 * (size_t)j, y, sizeof y);
+  }
+}
+
+/* Coefficient i, which reads x, at every point of q in every cell of m. */
+static int check_at_points(const fe_physics *p, int i, const fe_cexpr *c, const fe_mesh *m,
+                           const fe_quadrature *q, const int *region)
+{
+  const int curved = m->geo_order == 2 && m->geo_cells && m->geo_coords;
+  const int nn = curved ? m->ngn : m->nvc, np = q->npoints;
+  double *N;
+  FE_MALLOC(N, (size_t)np * nn + 1, "the map at the quadrature points");
+  for (int j = 0; j < np; j++) { /* the map's shape functions at each point, once */
+    double xi[3] = {0, 0, 0};
+    for (int d = 0; d < q->dim; d++) xi[d] = q->points[j * q->dim + d];
+    if (nn > 27 || fe_mesh_geo_shape(m->type, curved ? 2 : 1, xi, N + (size_t)j * nn, NULL) != nn) {
+      free(N);
+      return 0; /* a map felab does not know: nothing to say here */
+    }
+  }
+  int bad = INT_MAX, nomem = 0; /* the first cell with a value that is not finite */
+#pragma omp parallel reduction(min : bad) reduction(max : nomem)
+  {
+    double *x = malloc(sizeof(double) * 4 * (size_t)np), *value = x ? x + 3 * (size_t)np : NULL;
+    nomem = !x;
+#pragma omp for schedule(static)
+    for (int cell = 0; cell < m->ncells; cell++) {
+      if (!x || cell > bad || (region && region[cell] < 0)) continue; /* past one found */
+      cell_points(m, cell, np, nn, N, x);
+      fe_cexpr_eval_points(c, np, x, region ? p->region_values + (size_t)region[cell] * p->naux : NULL,
+                           p->const_values, value);
+      for (int j = 0; j < np; j++)
+        if (!isfinite(value[j])) {
+          bad = cell;
+          break;
+        }
+    }
+    free(x);
+  }
+  double *x = malloc(sizeof(double) * 4 * (size_t)np);
+  if (nomem || !x) {
+    free(N);
+    free(x);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for checking the coefficients");
+  }
+  if (bad == INT_MAX) {
+    free(N);
+    free(x);
+    return 0;
+  }
+  double *value = x + 3 * (size_t)np;
+  cell_points(m, bad, np, nn, N, x);
+  fe_cexpr_eval_points(c, np, x, region ? p->region_values + (size_t)region[bad] * p->naux : NULL,
+                       p->const_values, value);
+  int j = 0;
+  while (j < np - 1 && isfinite(value[j])) j++;
+  const double *y = x + 3 * (size_t)j;
+  char at[96];
+  if (m->dim == 3) snprintf(at, sizeof at, "(%.6g, %.6g, %.6g)", y[0], y[1], y[2]);
+  else snprintf(at, sizeof at, "(%.6g, %.6g)", y[0], y[1]);
+  int rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__,
+                        "physics %s: %s is %s at x = %s, cell %d (a quadrature point)", p->name,
+                        p->coef_names[i], not_finite(value[j]), at, bad);
+  free(N);
+  free(x);
+  return rc;
+}
+
+/* Coefficient i, which does not read x: once, or once a region where it reads a. */
+static int check_without_x(const fe_physics *p, int i, const fe_cexpr *c)
+{
+  int reads_a = fe_cexpr_reads(c, FE_V_A) > 0;
+  for (int r = 0; r < (reads_a ? p->nregions : 1); r++) {
+    double value = fe_cexpr_eval(c, NULL, reads_a ? p->region_values + (size_t)r * p->naux : NULL,
+                                 p->const_values);
+    if (isfinite(value)) continue;
+    if (reads_a)
+      FE_ERROR(FE_ERR_ARG, "physics %s: %s is %s in region %s", p->name, p->coef_names[i],
+               not_finite(value), p->region_names[r]);
+    FE_ERROR(FE_ERR_ARG, "physics %s: %s is %s everywhere", p->name, p->coef_names[i], not_finite(value));
+  }
+  return 0;
+}
+
+int fe_physics_check_coefficients(const fe_physics *p, const fe_mesh *m, const fe_quadrature *q)
+{
+  int *region = NULL, rc = 0;
+  for (int i = 0; i < p->ncoef && !rc; i++) {
+    fe_cexpr *c;
+    if (fe_cexpr_read(p->coef_exprs[i], &c)) continue; /* beyond the reader: compiled as written */
+    int na = fe_cexpr_reads(c, FE_V_A), nk = fe_cexpr_reads(c, FE_V_K);
+    /* what the physics does not give, the kernel's compiler refuses */
+    int known = (!na || (na <= p->naux && p->nregions > 0)) && nk <= p->nconst;
+    if (known && !fe_cexpr_reads(c, FE_V_X)) {
+      rc = check_without_x(p, i, c);
+    } else if (known && m && q) {
+      if (na && !region) rc = cell_regions(p, m, &region);
+      if (!rc) rc = check_at_points(p, i, c, m, q, na ? region : NULL);
+    }
+    fe_cexpr_free(c);
+  }
+  free(region);
+  return rc ? fe_error_push(rc, __FILE__, __LINE__, __func__) : 0;
 }

@@ -17,6 +17,8 @@
 struct fe_vector;
 struct fe_space;
 struct fe_xgraph;
+struct fe_mesh;
+struct fe_quadrature;
 
 typedef struct fe_physics {
   char name[32];
@@ -62,6 +64,11 @@ typedef struct fe_physics {
   double nonfma_adf;
   int degree_adf0, degree_adf1;
   struct fe_physics *adjoint; /* made by fe_physics_adjoint on first use, freed with this one */
+  /* Coefficients: expressions of x, a and k alone that the host evaluates before any solve
+   * (fe_physics_check_coefficients), each a C expression (numbers are reals, expr.h) */
+  int ncoef;
+  char **coef_exprs;
+  char **coef_names;         /* how an error names each: kappa = "1/0" */
 } fe_physics;
 
 /* What a trace gives: roots in the graph g for f0[ncomp] and f1[ncomp*dim]. */
@@ -96,12 +103,25 @@ int fe_physics_adjoint(const fe_physics *p, const fe_physics **out);
 /* Number of auxiliary field values (the sum of field_ncomp). */
 int fe_physics_field_values(const fe_physics *p);
 
-/* -div(kappa grad u) = source, kappa and source C expressions of x[0..2] (or numbers). */
+/* -div(kappa grad u) = source, kappa and source C expressions of x[0..2] (or numbers), whose
+ * numbers are reals ("1/2" is 0.5: fe_c_reals in expr.h); both become coefficients to check. */
 int fe_physics_poisson(const char *kappa, const char *source, fe_physics **out);
 /* The same with kappa constant per cell region: kappa[i] in the region named names[i]. */
 int fe_physics_poisson_regions(const char *const *names, const double *kappa, int n,
                                const char *source, fe_physics **out);
 void fe_physics_free(fe_physics *p);
+/* Add a coefficient to check: a C expression of x[0..2], a[..] and k[..] and its name for
+ * errors. */
+int fe_physics_add_coefficient(fe_physics *p, const char *name, const char *c_expr);
+/* A named error (FE_ERR_ARG) for the first coefficient that is not finite where it is
+ * evaluated: "physics poisson: kappa = "1/0" is inf everywhere", "... is nan at
+ * x = (0.5, 0.5, 0.5), cell 123". Those that do not read x are evaluated once (once a region
+ * where they read a); with a mesh m and a rule q, those that read x at every point of q in
+ * every cell of m, x from the cell's map (straight or curved), in double. A coefficient
+ * beyond fe_cexpr_read's reach is not checked (it is compiled as written). Run once an
+ * operator: a hex of 64 points costs about 64 evaluations of the expression and 64 maps. */
+int fe_physics_check_coefficients(const fe_physics *p, const struct fe_mesh *m,
+                                  const struct fe_quadrature *q);
 /* Arithmetic operations in a C expression or statement list, each as written once (a loop
  * body is not multiplied by its trip count): + - * / (unary minus and compound assignments
  * included) and each function call count 1; literals, names, indexing (anything inside [ ]),

@@ -199,11 +199,15 @@ static const help_entry builtin[] = {
      "n or \"dim\", constants = {dt = 0.1} (pde:set{dt = 0.05} needs no recompiling),\n"
      "regions = {kappa = {heart = 0.4, lung = 0.05}} (a.kappa per cell), fields = {uold = v}\n"
      "(a vector of a space on the same mesh; physics.grad(a.uold)). Raw C: f0, f1, g0..g3 as\n"
-     "strings of C statements (compiled at once; errors quote the line). pde:show() prints it all.\n"
+     "strings of C statements, C as written (5 / 2 is 2 there; compiled at once; errors quote\n"
+     "the line). pde:show() prints it all.\n"
      "example: pde = physics.new{f1 = function(u, du) return (1 + u^2) * du end, f0 = function() return -1 end}"},
     {"physics.poisson", "physics.poisson{kappa = 1, source = 1}",
      "-div(kappa grad u) = source. kappa and source are numbers, C expressions of x[0..2]\n"
      "(e.g. \"1 + x[0]*x[1]\"), functions of x (traced), or {region = value} per cell region.\n"
+     "In a C expression numbers are reals: \"1/2\" is 0.5 (see physics.cexpr). A coefficient\n"
+     "that is not finite where it is evaluated (\"1/0\", \"log(x[0] - 0.5)\") is an error\n"
+     "naming the value, the point and the cell, at physics.poisson or fe.operator.\n"
      "Also physics.reaction_diffusion{c, kappa, source}, physics.elasticity{E, nu | lambda, mu,\n"
      "force} (components = dim), physics.heat{c, kappa, source, dt, u_old} (one backward-Euler\n"
      "step: pde:set{u_old = u} between steps), physics.p_laplacian{p = 3, eps = 0.1, source},\n"
@@ -282,7 +286,9 @@ static const help_entry builtin[] = {
      "A scalar field gives a vector, a vector field a matrix with a row per component.\n"
      "example: f0 = function(u, du, x, a) return physics.dot(physics.grad(a.uold), du) end"},
     {"physics.cexpr", "physics.cexpr(\"1 + x[0]*x[1]\")",
-     "An opaque C expression of x[0..2] and a[..] (never of u), computed as written.\n"
+     "An opaque C expression of x[0..2] and a[..] (never of u), computed as written except\n"
+     "that its numbers are reals: \"1/2 + x[0]\" is 0.5 + x[0], \"1/0\" is inf (an error before\n"
+     "any solve). Integers stay only inside [ ] (x[0], a[i + 1]) and around % << >> & | ^ ~.\n"
      "The tracer treats it as a constant of the state (its derivative in u is 0).\n"
      "example: f0 = function() return -physics.cexpr(\"sin(x[0])\") end"},
     {"physics.select", "physics.select(cond, a, b)",

@@ -8,6 +8,7 @@
  * components = 2 law) so mistakes show where they are made. Named things are ordered the same
  * way in every trace: the constant t first, then constants, per-region values and fields by
  * name. */
+#include <ctype.h>
 #include <lauxlib.h>
 #include <lua.h>
 #include <math.h>
@@ -16,7 +17,9 @@
 #include <string.h>
 
 #include "engine/codegen.h"
+#include "engine/error.h"
 #include "engine/expr.h"
+#include "engine/operator.h"
 #include "engine/physics.h"
 #include "engine/space.h"
 #include "engine/vector.h"
@@ -183,6 +186,109 @@ static void trace_term(lua_State *L, const trace_job *j, const char *key, int ro
   lua_settop(L, top);
 }
 
+/* ---- coefficients, checked on the host before any solve ---- */
+
+/* How an error names the C expression e of physics p: kappa = "1/0" where p's description
+ * says "kappa = 1/0" (the library writes its coefficients so), else the C expression "1/0". */
+static void name_expression(const fe_physics *p, const char *e, fe_strbuf *b)
+{
+  const char *d = p->description ? p->description : "";
+  size_t n = strlen(e);
+  for (const char *s = strstr(d, e); s && n; s = strstr(s + 1, e)) {
+    char after = s[n];
+    if ((after && after != ',' && after != ')') || s - d < 4 || strncmp(s - 3, " = ", 3)) continue;
+    const char *end = s - 3, *start = end;
+    while (start > d && (isalnum((unsigned char)start[-1]) || start[-1] == '_')) start--;
+    if (start == end) continue;
+    fe_strbuf_printf(b, "%.*s = \"%s\"", (int)(end - start), start, e);
+    return;
+  }
+  fe_strbuf_printf(b, "the C expression \"%s\"", e);
+}
+
+/* Whether node n is a raw leaf or its negation (checked as the leaf itself). */
+static int is_raw_leaf(const fe_xgraph *g, int n)
+{
+  const fe_xnode *x = fe_xgraph_node(g, n);
+  if (x->op == FE_X_NEG) x = fe_xgraph_node(g, x->a);
+  return x->op == FE_X_RAW;
+}
+
+/* The coefficients of a trace into p: its C expressions (the strings a user typed, named as
+ * they were given), then the other subexpressions of x, a and k alone (kappa(x) written in
+ * Lua, or 1 / (x - x)), each as one C expression. */
+static int add_coefficients(fe_xgraph *g, const int *roots, int n, fe_physics *p)
+{
+  int nraw = fe_x_raw_reached(g, roots, n, NULL, 0), ncoef = fe_x_coefficients(g, roots, n, NULL, 0);
+  const char **raw = calloc((size_t)nraw + 1, sizeof *raw);
+  int *coef = calloc((size_t)ncoef + 1, sizeof *coef), rc = 0;
+  if (!raw || !coef) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
+  if (!rc) {
+    fe_x_raw_reached(g, roots, n, raw, nraw);
+    fe_x_coefficients(g, roots, n, coef, ncoef);
+  }
+  for (int i = 0; i < nraw && !rc; i++) {
+    fe_strbuf name = {0};
+    name_expression(p, raw[i], &name);
+    rc = name.failed ? fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory")
+                     : fe_physics_add_coefficient(p, name.s, raw[i]);
+    fe_strbuf_free(&name);
+  }
+  for (int i = 0; i < ncoef && !rc; i++) {
+    fe_strbuf c = {0}, name = {0};
+    if (!is_raw_leaf(g, coef[i]) && !fe_x_print_c(g, coef[i], 2000, &c)) {
+      if (fe_xgraph_node(g, coef[i])->op == FE_X_CONST) { /* a Lua number: 1/0 made it */
+        fe_strbuf_append(&name, "a number in it");
+      } else {
+        fe_strbuf_append(&name, "the coefficient ");
+        fe_x_print(g, coef[i], NULL, NULL, &name);
+      }
+      if (name.len > 160) strcpy(name.s + 150, " ...");
+      rc = c.failed || name.failed
+               ? fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory")
+               : fe_physics_add_coefficient(p, name.s, c.s);
+    }
+    fe_strbuf_free(&c);
+    fe_strbuf_free(&name);
+  }
+  free(raw);
+  free(coef);
+  return rc;
+}
+
+/* Raise the engine's error where the user's code called: past the library written in Lua
+ * (physics.poisson and the others call physics.new from physics.lua). */
+static int raise_at_caller(lua_State *L)
+{
+  lua_Debug ar;
+  int level = 1;
+  while (lua_getstack(L, level, &ar) && lua_getinfo(L, "S", &ar) && !strcmp(ar.source, "=physics.lua"))
+    level++;
+  luaL_where(L, level);
+  lua_pushstring(L, fe_error_message());
+  fe_error_clear();
+  lua_concat(L, 2);
+  return lua_error(L);
+}
+
+/* Check p's coefficients where fe.operator(V, pde) will evaluate them: at the points of the
+ * rules an operator of V and p chooses (residual and Jacobian, the same rule checked once). An
+ * operator that cannot be made here is left to fe.operator to refuse, with its own message. */
+static void check_on_space(lua_State *L, const fe_physics *p, const fe_space *V)
+{
+  fe_operator *A;
+  if (fe_operator_create(V, p, NULL, 0, 0.0, &A)) {
+    fe_error_clear();
+    return;
+  }
+  const fe_quadrature *res = fe_operator_quadrature(A, "residual"), *jac = fe_operator_quadrature(A, "apply");
+  int rc = fe_physics_check_coefficients(p, V->mesh, res);
+  if (!rc && (jac->npoints != res->npoints || jac->degree != res->degree || jac->name != res->name))
+    rc = fe_physics_check_coefficients(p, V->mesh, jac);
+  fe_operator_free(A);
+  if (rc) felab_raise(L);
+}
+
 /* The protected part of a trace: arguments, calls, derivation. */
 static int trace_body(lua_State *L)
 {
@@ -229,6 +335,14 @@ static int trace_body(lua_State *L)
   fe_trace t = {j->g, j->dim, nc, f0, f1, lua_tostring(L, -2), lua_tostring(L, -1),
                 rn.n, rn.name, kn.n, kn.name, kv, nfv, fvn, fdeg, gdeg};
   FELAB_TRY(L, fe_physics_from_trace(&t, &j->out));
+  int roots[FE_PHYSICS_MAX_COMP * 4];
+  for (int i = 0; i < nc; i++) roots[i] = f0[i];
+  for (int i = 0; i < nd; i++) roots[nc + i] = f1[i];
+  if (add_coefficients(j->g, roots, nc + nd, j->out)) {
+    fe_physics_free(j->out);
+    j->out = NULL;
+    felab_raise(L);
+  }
   return 0;
 }
 
@@ -514,10 +628,13 @@ static int physics_new(lua_State *L)
   int dim = components_of(L, 2, 3) == 2 ? 2 : 3;
   h->traced[dim] = trace_for(L, 2, dim);
   h->p = h->traced[dim];
+  /* "1/0": an error now, with the handle owning the physics */
+  if (fe_physics_check_coefficients(h->p, NULL, NULL)) return raise_at_caller(L);
   return 1;
 }
 
-struct fe_physics *felab_physics_for(lua_State *L, int i, int dim, const char *fname)
+/* The physics of the handle at i for dimension dim, traced for it on first use. */
+static fe_physics *physics_of_dim(lua_State *L, int i, int dim, const char *fname)
 {
   physics_handle *h = check_physics(L, i, fname);
   if (h->p->dim == 0 || h->p->dim == dim) return h->p;
@@ -526,8 +643,19 @@ struct fe_physics *felab_physics_for(lua_State *L, int i, int dim, const char *f
     lua_getiuservalue(L, i, 1);
     h->traced[dim] = trace_for(L, -1, dim);
     lua_pop(L, 1);
+    TRY(L, fe_physics_check_coefficients(h->traced[dim], NULL, NULL));
   }
   return h->traced[dim];
+}
+
+/* For fe.operator(V, pde), whose space is argument 1, the coefficients are also checked at
+ * the points where its kernels will evaluate them. */
+struct fe_physics *felab_physics_for(lua_State *L, int i, int dim, const char *fname)
+{
+  fe_physics *p = physics_of_dim(L, i, dim, fname);
+  space_handle *sh = p->ncoef ? luaL_testudata(L, 1, FELAB_SPACE) : NULL;
+  if (sh && sh->V && sh->V->elem.dim == dim) check_on_space(L, p, sh->V);
+  return p;
 }
 
 /* Free the physics once (NULL-safe). */
@@ -569,7 +697,7 @@ static int physics_show(lua_State *L)
   if (!lua_isnoneornil(L, 2) && (!felab_is_integer(L, 2, &dim) || dim < 1 || dim > 3))
     return luaL_error(L, "pde:show: the dimension must be 1, 2 or 3, got %s", felab_number_or_kind(L, 2));
   physics_handle *h = lua_touserdata(L, 1);
-  fe_physics *p = dim ? felab_physics_for(L, 1, (int)dim, "pde:show") : h->p;
+  fe_physics *p = dim ? physics_of_dim(L, 1, (int)dim, "pde:show") : h->p;
   if (p->show) {
     fputs(p->show, stdout);
   } else {

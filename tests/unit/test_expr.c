@@ -5,9 +5,13 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "engine/error.h"
 #include "engine/expr.h"
+#include "engine/mesh.h"
 #include "engine/physics.h"
+#include "engine/quadrature.h"
 
 static fe_xgraph *g;
 static void setup(void) { cr_assert_eq(fe_xgraph_create(&g), 0); }
@@ -174,4 +178,178 @@ Test(expr, raw_polynomials_count_their_own_degree)
   cr_expect_eq(fe_x_degree_x(g, fe_x_raw(g, "1 / (1 + x[0])"), NULL), 2, "a division by x");
   cr_expect_eq(fe_x_degree_x(g, fe_x_raw(g, "sin(x[0])"), NULL), 2, "a call");
   cr_expect_eq(fe_x_degree_x(g, fe_x_raw(g, "1 + x[0]*x[1] +"), NULL), 2, "not an expression");
+}
+
+/* ---- coefficients typed as C expressions (issue 44): numbers are reals ---- */
+
+/* fe_c_reals of e, compared with want. */
+static void expect_reals(const char *e, const char *want)
+{
+  fe_strbuf b = {0};
+  fe_c_reals(e, &b);
+  cr_assert_not_null(b.s);
+  cr_expect_str_eq(b.s, want, "%s", e);
+  fe_strbuf_free(&b);
+}
+
+Test(expr, numbers_in_a_coefficient_are_reals)
+{
+  expect_reals("1/2", "(real)1/(real)2");
+  expect_reals("1/2 + x[0]", "(real)1/(real)2 + x[0]");
+  expect_reals("1/0", "(real)1/(real)0");
+  /* reals stay as written: exponents, points, suffixes, hex floats */
+  expect_reals("1e3 + 1E-3 + 2e+1 + 0.5 + .5 + 2.f + 0x1p3 + 0x1P-2",
+               "1e3 + 1E-3 + 2e+1 + 0.5 + .5 + 2.f + 0x1p3 + 0x1P-2");
+  /* integers of every base and suffix become reals; a hex digit e is no exponent */
+  expect_reals("0x10 + 010 + 7u + 3L + 0x1e3 - 12ull",
+               "(real)0x10 + (real)010 + (real)7u + (real)3L + (real)0x1e3 - (real)12ull");
+  /* names with digits and every index stay */
+  expect_reals("k2 * log10(x[2]) + a[1 + 1] + exp2(x[0][0])", "k2 * log10(x[2]) + a[1 + 1] + exp2(x[0][0])");
+  /* operands of the integer operators stay integers */
+  expect_reals("(int)(4 * x[0]) % 2 + (1 << 3) + (6 & 3) + (1 | 2) + (5 ^ 1) + ~0 + (8 >> 1)",
+               "(int)((real)4 * x[0]) % 2 + (1 << 3) + (6 & 3) + (1 | 2) + (5 ^ 1) + ~0 + (8 >> 1)");
+  /* the logical and comparison operators take reals */
+  expect_reals("x[0] > 1 && x[1] <= 2 || x[2] != 3 ? -1 : 4",
+               "x[0] > (real)1 && x[1] <= (real)2 || x[2] != (real)3 ? -(real)1 : (real)4");
+}
+
+/* The value of C expression e at x, a, k on the host (NAN when it cannot be read). */
+static double host(const char *e, const double *x, const double *a, const double *k)
+{
+  fe_cexpr *c;
+  if (fe_cexpr_read(e, &c)) return NAN;
+  double v = fe_cexpr_eval(c, x, a, k);
+  fe_cexpr_free(c);
+  return v;
+}
+
+Test(expr, the_host_reads_a_coefficient_as_its_kernel_computes_it)
+{
+  const double x[3] = {0.25, 0.5, 2}, a[3] = {3, 5, 7}, k[2] = {10, 0.5};
+  cr_expect_eq(host("1/2", x, NULL, NULL), 0.5);
+  cr_expect_eq(host("1/2 + x[0]", x, NULL, NULL), 0.75);
+  cr_expect_eq(host("(real)1/(real)2 + x[0]", x, NULL, NULL), 0.75, "as fe_c_reals writes it");
+  cr_expect(isinf(host("1/0", x, NULL, NULL)) && host("1/0", x, NULL, NULL) > 0);
+  cr_expect(isinf(host("-1/0", x, NULL, NULL)) && host("-1/0", x, NULL, NULL) < 0);
+  cr_expect(isnan(host("0/0", x, NULL, NULL)));
+  cr_expect(isnan(host("log(-1)", x, NULL, NULL)));
+  cr_expect(isinf(host("1e999", x, NULL, NULL)));
+  cr_expect_eq(host("x[0] > 0.5 ? 1/0 : 2", x, NULL, NULL), 2, "the branch not taken is not the value");
+  cr_expect_eq(host("1 + 2 * 3 - 4 / 2 * -x[1]", x, NULL, NULL), 8, "C's precedence");
+  cr_expect_eq(host("!0 + (1 < 2) + (2 <= 2) + (1 == 1) + (1 != 1) + (0 && 1) + (0 || 2)", x, NULL, NULL), 5);
+  cr_expect_eq(host("pow(x[1], 2) + fmin(1, x[2]) + fabs(-x[0]) + sqrt(4.0)", x, NULL, NULL), 3.5);
+  cr_expect_eq(host("2 * M_PI + atan2(0, 1) + exp(0)", x, NULL, NULL), 2 * M_PI + 1);
+  cr_expect_eq(host("010 + 0x10 + 3u + 0x1p3", x, NULL, NULL), 8 + 16 + 3 + 8, "octal, hex, suffix, hex float");
+  cr_expect_eq(host("(float)0.1", x, NULL, NULL), (double)0.1f);
+  cr_expect_eq(host("a[1] * k[1] + (double)a[2]", x, a, k), 9.5);
+  /* beyond the reader: compiled as written, not evaluated here */
+  const char *beyond[] = {"(int)x[0]", "x[0] % 2", "abs(x[0])", "foo", "x[3]", "x[i]", "1 +", "x[0]++", "1, 2",
+                          "(1 << 2)", "~1", "u[0]", "sin(x[0], 1)", "pow(x[0])", ""};
+  for (size_t i = 0; i < sizeof beyond / sizeof beyond[0]; i++) {
+    fe_cexpr *c = (fe_cexpr *)1;
+    cr_expect_eq(fe_cexpr_read(beyond[i], &c), 1, "'%s' is read", beyond[i]);
+    cr_expect_null(c);
+  }
+  fe_cexpr *c;
+  cr_assert_eq(fe_cexpr_read("a[2] + x[1] * sin(k[0])", &c), 0);
+  cr_expect_eq(fe_cexpr_reads(c, FE_V_X), 2);
+  cr_expect_eq(fe_cexpr_reads(c, FE_V_A), 3);
+  cr_expect_eq(fe_cexpr_reads(c, FE_V_K), 1);
+  cr_expect_eq(fe_cexpr_reads(c, FE_V_U), 0);
+  /* many points at once, in batches, are each point alone */
+  double pts[3 * 100], vals[100];
+  for (int j = 0; j < 300; j++) pts[j] = 0.01 * j;
+  fe_cexpr_eval_points(c, 100, pts, a, k, vals);
+  for (int j = 0; j < 100; j++) cr_expect_eq(vals[j], fe_cexpr_eval(c, pts + 3 * j, a, k));
+  fe_cexpr_free(c);
+}
+
+Test(expr, traced_constants_never_divide_as_integers)
+{
+  /* 1 / (x - x): the fold of 1 / 0 is not finite, so the node stays; written as ints it
+   * would be an integer division by zero, which gcc compiles into a trap (SIGILL) */
+  int x = V(FE_V_X, 0), q = B(FE_X_DIV, C(1), B(FE_X_SUB, x, x));
+  int f = B(FE_X_MUL, q, V(FE_V_DU, 0));
+  const char *lhs[1] = {"f1[0]"};
+  fe_strbuf b = {0};
+  fe_x_emit_c(g, &f, lhs, 1, 1, 0, &b);
+  cr_assert_not_null(b.s);
+  cr_expect(strstr(b.s, "((real)1.0 / (real)0.0)") != NULL, "%s", b.s);
+  fe_strbuf_free(&b);
+  /* a constant that is not finite has no C literal: a quotient of reals */
+  int inf = B(FE_X_MUL, C(INFINITY), V(FE_V_DU, 0));
+  fe_x_emit_c(g, &inf, lhs, 1, 1, 0, &b);
+  cr_expect(strstr(b.s, "((real)1 / (real)0)") != NULL, "%s", b.s);
+  fe_strbuf_free(&b);
+  /* a raw leaf: reals in C, as typed when printed */
+  int r = B(FE_X_MUL, fe_x_raw(g, "1/2 + x[0]"), V(FE_V_DU, 0));
+  fe_x_emit_c(g, &r, lhs, 1, 1, 0, &b);
+  cr_expect(strstr(b.s, "((real)1/(real)2 + x[0])") != NULL, "%s", b.s);
+  fe_strbuf_free(&b);
+  fe_x_print(g, r, NULL, NULL, &b);
+  cr_expect(strstr(b.s, "(1/2 + x[0])") != NULL, "%s", b.s);
+  fe_strbuf_free(&b);
+}
+
+Test(expr, coefficients_are_the_parts_of_x_alone)
+{
+  /* f0 = c u - s and f1 = (1 + x0) du + u du: c and s raw, 1 + x0 traced */
+  int u = V(FE_V_U, 0), du = V(FE_V_DU, 0), x = V(FE_V_X, 0);
+  int c = fe_x_raw(g, "1/2"), s = fe_x_raw(g, "sin(x[1])"), k = B(FE_X_ADD, C(1), x);
+  int roots[2] = {B(FE_X_SUB, B(FE_X_MUL, c, u), s), B(FE_X_ADD, B(FE_X_MUL, k, du), B(FE_X_MUL, u, du))};
+  const char *texts[4];
+  cr_expect_eq(fe_x_raw_reached(g, roots, 2, texts, 4), 2);
+  cr_expect_str_eq(texts[0], "1/2");
+  cr_expect_str_eq(texts[1], "sin(x[1])");
+  int ids[8], n = fe_x_coefficients(g, roots, 2, ids, 8);
+  cr_expect_eq(n, 3, "c, s and 1 + x0 (not x0 alone, not u)");
+  for (int i = 0; i < n; i++) cr_expect(ids[i] == c || ids[i] == s || ids[i] == k);
+  fe_strbuf b = {0};
+  cr_expect_eq(fe_x_print_c(g, k, 100, &b), 0);
+  cr_expect_str_eq(b.s, "1 + x[0]");
+  fe_strbuf_free(&b);
+  /* a tree too long to write out is refused, not written */
+  int t = x;
+  for (int i = 0; i < 30; i++) t = B(FE_X_MUL, t, B(FE_X_ADD, t, C(i + 2)));
+  cr_expect_eq(fe_x_print_c(g, t, 2000, &b), -1);
+  cr_expect_null(b.s);
+}
+
+/* Physics checks: a coefficient that is not finite where it is evaluated is a named error. */
+Test(expr, a_coefficient_that_is_not_finite_is_a_named_error)
+{
+  fe_physics *p;
+  cr_assert_eq(fe_physics_poisson("1/0", "1", &p), 0);
+  cr_expect_neq(fe_physics_check_coefficients(p, NULL, NULL), 0);
+  cr_expect(strstr(fe_error_message(), "kappa = \"1/0\" is inf everywhere") != NULL, "%s", fe_error_message());
+  cr_expect(strstr(p->f1, "(real)1/(real)0") != NULL, "%s", p->f1);
+  fe_physics_free(p);
+  /* of x: at the points of a rule, naming the point and the cell */
+  fe_box_opts o;
+  fe_box_opts_default(&o);
+  o.cells[0] = o.cells[1] = o.cells[2] = 3;
+  o.type = FE_CELL_HEX;
+  fe_mesh *m;
+  cr_assert_eq(fe_mesh_box(&o, &m), 0);
+  fe_quadrature q;
+  cr_assert_eq(fe_quadrature_create(FE_CELL_HEX, 4, &q), 0); /* 3 Gauss points: the middle one */
+  cr_assert_eq(fe_physics_poisson("1/(x[0] - 0.5)", "0", &p), 0);
+  cr_expect_eq(fe_physics_check_coefficients(p, NULL, NULL), 0, "not evaluated without a mesh");
+  cr_expect_neq(fe_physics_check_coefficients(p, m, &q), 0);
+  cr_expect(strstr(fe_error_message(), "kappa = \"1/(x[0] - 0.5)\" is inf at x = (0.5, ") != NULL, "%s",
+            fe_error_message());
+  cr_expect(strstr(fe_error_message(), "cell 1 ") != NULL, "the first such cell: %s", fe_error_message());
+  fe_physics_free(p);
+  cr_assert_eq(fe_physics_poisson("1 + x[0] * x[1]", "sqrt(x[2])", &p), 0);
+  cr_expect_eq(fe_physics_check_coefficients(p, m, &q), 0, "%s", fe_error_message());
+  fe_physics_free(p);
+  /* per region: a[0] is finite where the regions give numbers */
+  const char *names[1] = {"domain"};
+  const double kappa[1] = {2};
+  cr_assert_eq(fe_physics_poisson_regions(names, kappa, 1, "log(-1)", &p), 0);
+  cr_expect_neq(fe_physics_check_coefficients(p, m, &q), 0);
+  cr_expect(strstr(fe_error_message(), "source = \"log(-1)\" is nan everywhere") != NULL, "%s", fe_error_message());
+  fe_physics_free(p);
+  fe_quadrature_free(&q);
+  fe_mesh_free(m);
 }

@@ -89,7 +89,7 @@ Test(physics, poisson_bodies_and_flags)
   cr_expect_eq(p->ncomp, 1);
   cr_expect_eq(p->uses_x, 1, "kappa reads x");
   cr_expect_eq(p->nonlinear, 0);
-  cr_expect(phys_contains(p->f0, "-(1)"), "f0 = %s", p->f0 ? p->f0 : "(null)");
+  cr_expect(phys_contains(p->f0, "-((real)1)"), "f0 = %s (numbers are reals)", p->f0 ? p->f0 : "(null)");
   cr_expect(phys_contains(p->f1, "1 + x[0]*x[1]"), "f1 = %s", p->f1 ? p->f1 : "(null)");
   cr_expect(phys_contains(p->f1, "kappa * du[d]"), "f1 = %s", p->f1 ? p->f1 : "(null)");
   cr_expect(phys_contains(p->df1, "kappa * dw[d]"), "df1 = %s", p->df1 ? p->df1 : "(null)");
