@@ -1,11 +1,13 @@
 /* felab: a field from C expressions of x, computed where the vector lives. V:interpolate with a
  * string comes here: one generated kernel (a thread per node) instead of a Lua call per node,
- * and no host-to-device copy of the values. */
+ * and no host-to-device copy of the values. An expression's numbers are reals, as in a
+ * coefficient (engine/expr.h: "1/2" is 0.5); statements (a body) are C as written. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/expr.h"
 #include "engine/perf.h"
 #include "engine/space.h"
 #include "engine/strategy.h"
@@ -39,8 +41,11 @@ static int interpolate_source(const fe_space *V, const char *const *expr, const 
     fe_strbuf_append(&b, body);
     fe_strbuf_append(&b, "        for (int fe_k = 0; fe_k < NC; fe_k++) fe_y[(size_t)fe_i * NC + fe_k] = fe_v[fe_k];\n");
   }
-  for (int k = 0; !body && k < V->ncomp; k++)
-    fe_strbuf_printf(&b, "        fe_y[(size_t)fe_i * NC + %d] = (real)(%s);\n", k, expr[k]);
+  for (int k = 0; !body && k < V->ncomp; k++) { /* numbers are reals: "1/2" is 0.5 */
+    fe_strbuf_printf(&b, "        fe_y[(size_t)fe_i * NC + %d] = (real)(", k);
+    fe_c_reals(expr[k], &b);
+    fe_strbuf_append(&b, ");\n");
+  }
   fe_strbuf_append(&b, "      }\n    }\n  }\n  FE_GROUPS_END\n}\n");
   return fe_strbuf_finish(&b, src);
 }

@@ -190,10 +190,17 @@ static int op_new(lua_State *L)
   fe_operator *A = NULL;
   struct fe_physics *pde = felab_physics_for(L, 2, sh->V->elem.dim, "fe.operator");
   FELAB_TRY(L, fe_operator_create(sh->V, pde, dir, ndir, value, &A));
-  *h = A;
-  if (qdegree >= 0 || qkind != FE_QUAD_AUTO) FELAB_TRY(L, fe_operator_set_quadrature(A, qdegree, qkind));
+  *h = A; /* from here an error frees it through __gc, which gives the borrowings back */
   sh->borrowers++;
   ph->borrowers++;
+  if (qdegree >= 0 || qkind != FE_QUAD_AUTO) FELAB_TRY(L, fe_operator_set_quadrature(A, qdegree, qkind));
+  /* a coefficient of x that is not finite where the kernels will evaluate it: at every point
+   * of the residual's rule and of the Jacobian's where it differs (the quadrature asked for) */
+  const fe_quadrature *res = fe_operator_quadrature(A, "residual");
+  const fe_quadrature *jac = fe_operator_quadrature(A, "apply");
+  FELAB_TRY(L, fe_physics_check_coefficients(pde, sh->V->mesh, res));
+  if (jac->npoints != res->npoints || jac->degree != res->degree || jac->name != res->name)
+    FELAB_TRY(L, fe_physics_check_coefficients(pde, sh->V->mesh, jac));
   return 1;
 }
 

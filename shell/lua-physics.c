@@ -271,24 +271,6 @@ static int raise_at_caller(lua_State *L)
   return lua_error(L);
 }
 
-/* Check p's coefficients where fe.operator(V, pde) will evaluate them: at the points of the
- * rules an operator of V and p chooses (residual and Jacobian, the same rule checked once). An
- * operator that cannot be made here is left to fe.operator to refuse, with its own message. */
-static void check_on_space(lua_State *L, const fe_physics *p, const fe_space *V)
-{
-  fe_operator *A;
-  if (fe_operator_create(V, p, NULL, 0, 0.0, &A)) {
-    fe_error_clear();
-    return;
-  }
-  const fe_quadrature *res = fe_operator_quadrature(A, "residual"), *jac = fe_operator_quadrature(A, "apply");
-  int rc = fe_physics_check_coefficients(p, V->mesh, res);
-  if (!rc && (jac->npoints != res->npoints || jac->degree != res->degree || jac->name != res->name))
-    rc = fe_physics_check_coefficients(p, V->mesh, jac);
-  fe_operator_free(A);
-  if (rc) felab_raise(L);
-}
-
 /* The protected part of a trace: arguments, calls, derivation. */
 static int trace_body(lua_State *L)
 {
@@ -648,14 +630,11 @@ static fe_physics *physics_of_dim(lua_State *L, int i, int dim, const char *fnam
   return h->traced[dim];
 }
 
-/* For fe.operator(V, pde), whose space is argument 1, the coefficients are also checked at
- * the points where its kernels will evaluate them. */
+/* The physics of argument i for a space of dimension dim (traced for it on first use; its
+ * coefficients of x are checked by fe.operator at its own rules' points). */
 struct fe_physics *felab_physics_for(lua_State *L, int i, int dim, const char *fname)
 {
-  fe_physics *p = physics_of_dim(L, i, dim, fname);
-  space_handle *sh = p->ncoef ? luaL_testudata(L, 1, FELAB_SPACE) : NULL;
-  if (sh && sh->V && sh->V->elem.dim == dim) check_on_space(L, p, sh->V);
-  return p;
+  return physics_of_dim(L, i, dim, fname);
 }
 
 /* Free the physics once (NULL-safe). */

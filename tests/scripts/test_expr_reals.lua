@@ -62,9 +62,21 @@ expect_error(function() return physics.new{f1 = function(u, du, x) return 1 / (x
              "the coefficient 1 / 0 is inf everywhere")
 -- finite but singular on the boundary: the quadrature points are inside, so it is no error
 check(fe.operator(V, physics.poisson{kappa = "1/sqrt(x[0])"}), "kappa singular on a face is no error")
+-- but with the rule asked for, GLL, whose points lie on the faces, it is
+expect_error(function()
+  return fe.operator(V, physics.poisson{kappa = "1/sqrt(x[0])"}, {quadrature = {rule = "gll"}})
+end, "kappa = \"1/sqrt(x[0])\" is inf at x = (0")
 -- beyond the host's reader (an integer cast and %): no check, no error
 check(fe.operator(V, physics.poisson{kappa = "1 + (int)(2 * x[0]) % 2"}), "an integer operator")
 print("  1/0, 0/0, log(-1), nan at a point of x: named errors; the script went on")
+
+-- V:interpolate's expressions too: "1/2 + x[0]" is 0.5 + x[0]
+do
+  local f = V:interpolate("1/2 + x[0]")
+  local g = V:interpolate(function(x) return 0.5 + x[1] end)
+  local e = T.rel_diff(f, g)
+  check(e < 1e-14, "V:interpolate(\"1/2 + x[0]\") differs from 0.5 + x[0] by %.3g", e)
+end
 
 -- raw C bodies are C as written: 5 / 2 is 2 there, so with source 1 this is kappa = 2, whose
 -- solution is kappa = 0.5, source 0.5's halved
