@@ -4,12 +4,21 @@
  *
  * Kernels have many signatures, so the backend appends to every source one launcher per
  * kernel, `void fe_launch_<name>(void **a)`, that unpacks an argument array and calls the
- * kernel; launch() fills the array. */
+ * kernel; launch() fills the array.
+ *
+ * A kernel's first launch runs first in a forked child (cpu-guard.c): generated code that
+ * faults (a raw C physics reading a bad pointer) ends the child, and the launch is an error
+ * naming the kernel, the signal and the line, which every later launch of the kernel repeats;
+ * a kernel that returned there is trusted and runs here, now and after. A trial costs a fork
+ * (the session's page tables copied: its time grows with the session's memory) and one more
+ * run of the kernel, once a kernel a session; FELAB_CPU_TRIAL=off runs first launches as they
+ * come, unguarded. */
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,18 +28,19 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/cpu/cpu-guard.h"
 #include "engine/error.h"
 #include "engine/memory.h"
 #include "engine/strbuf.h"
 
 #define CPU_MAX_ARGS 32
 
-typedef void (*cpu_launcher)(void **args);
-
 struct fe_module {
   void *handle;         /* dlopen handle */
   struct fe_module *next;
   char base[1100];      /* its source and object in the cache, less .c and .so */
+  char what[160];       /* its source's first comment ("residual of raw on P1 ..."), or "" */
+  int untried;          /* its kernels run without a trial (the calibration's, see cpu_kernel) */
 };
 
 struct fe_kernel {
@@ -39,6 +49,8 @@ struct fe_kernel {
   fe_module *mod;
   int simulated;        /* llvm-mca asked (once a kernel), */
   double loop_cycles;   /* its answer for the hot loop (0: none) */
+  int trust;            /* 0: not run yet, 1: its trial run returned, -1: it faulted there */
+  char *fault;          /* the error of a kernel that faulted, repeated at every launch */
 };
 
 typedef struct cpu_impl {
@@ -50,6 +62,8 @@ typedef struct cpu_impl {
   fe_module *modules;   /* every module loaded, closed at the end */
   int nkernels, cap;
   fe_kernel **kernels;  /* every kernel handed out (a session may make any number) */
+  int trials;           /* first launches are tried in a child (FELAB_CPU_TRIAL=off: not) */
+  pthread_mutex_t trial_lock; /* one trial run at a time (cpu_kernel_vet) */
 } cpu_impl;
 
 static const char cpu_preamble_text[] =
@@ -117,6 +131,9 @@ static int cpu_open(int device, void **impl)
   const char *mca = getenv("FELAB_MCA");
   snprintf(c->mca, sizeof c->mca, "%s", mca && *mca ? mca : "llvm-mca");
   c->has_mca = strcmp(c->mca, "off") ? -1 : 0;
+  const char *trial = getenv("FELAB_CPU_TRIAL");
+  c->trials = !(trial && !strcmp(trial, "off"));
+  pthread_mutex_init(&c->trial_lock, NULL);
   cpu_group_runs(c, 0); /* OMP_SCHEDULE and the runtime's default aside */
   *impl = c;
   return 0;
@@ -131,8 +148,12 @@ static void cpu_close(void *impl)
     dlclose(m->handle);
     free(m);
   }
-  for (int i = 0; i < c->nkernels; i++) free(c->kernels[i]);
+  for (int i = 0; i < c->nkernels; i++) {
+    free(c->kernels[i]->fault);
+    free(c->kernels[i]);
+  }
   free(c->kernels);
+  pthread_mutex_destroy(&c->trial_lock);
   free(c);
 }
 
@@ -372,6 +393,18 @@ static int cpu_object_has_launchers(void *handle, const char *csrc)
   return 1;
 }
 
+/* What a source says it is: its first comment, less "felab kernel: " (codegen's first line
+ * reads "felab kernel: residual of <physics> on <space> ..."); "" without one. */
+static void cpu_source_what(const char *source, char *what, size_t n)
+{
+  what[0] = '\0';
+  if (strncmp(source, "/* ", 3)) return;
+  const char *p = source + 3, *end = strstr(p, " */"), *nl = strchr(p, '\n');
+  if (!strncmp(p, "felab kernel: ", 14)) p += 14;
+  if (!end || (nl && nl < end)) return;
+  snprintf(what, n, "%.*s", (int)(end - p), p);
+}
+
 /* Compile (or find in the cache) and dlopen. The compiler's line numbers refer to the
  * source as given, because the launchers go at the end. A cached object that does not load
  * (truncated, corrupt, another compiler's) is dropped and compiled again, once. */
@@ -427,6 +460,8 @@ static int cpu_compile(void *impl, const char *source, fe_module **mod, double *
   }
   m->handle = handle;
   snprintf(m->base, sizeof m->base, "%s", base);
+  cpu_source_what(source, m->what, sizeof m->what);
+  m->untried = !strncmp(m->what, "felab calibration kernels", 25);
   m->next = c->modules;
   c->modules = m;
   *mod = m;
@@ -465,6 +500,10 @@ static int cpu_kernel(void *impl, fe_module *mod, const char *name, fe_kernel **
   *(void **)&kn->fn = fn;
   snprintf(kn->name, sizeof kn->name, "%s", name);
   kn->mod = mod;
+  /* The calibration's micro-benchmarks are felab's own fixed code with nothing of a user's, and
+   * a fork between their runs would be timed: after one, the session's pages stay
+   * write-protected until each is written again (the triad's rate came out low). */
+  kn->trust = mod->untried;
   c->kernels[c->nkernels++] = kn;
   *k = kn;
   return 0;
@@ -615,10 +654,62 @@ static int cpu_kernel_resources(void *impl, fe_kernel *k, fe_kernel_resources *r
   return 0;
 }
 
+/* Kernel k's trial run on the arguments a (cpu-guard.c), with the trial lock held: k trusted
+ * when it returned there, or when there was no verdict (no child could be made, a signal from
+ * outside); a fault is k's error, kept for every later launch. */
+static int cpu_kernel_trial(cpu_impl *c, fe_kernel *k, void **a, int threads)
+{
+  cpu_trial t;
+  cpu_guard_trial(k->fn, a, threads, &t);
+  if (t.outcome == CPU_TRIAL_INTERRUPTED) {
+    FE_CHECK(fe_interrupt_check());
+    FE_ERROR(FE_ERR_INTERRUPTED, "interrupted");
+  }
+  if (t.outcome != CPU_TRIAL_FAULT && t.outcome != CPU_TRIAL_EXIT) {
+    __atomic_store_n(&k->trust, 1, __ATOMIC_RELEASE);
+    return 0;
+  }
+  char what[320], where[1600];
+  cpu_guard_describe(&t, what, sizeof what);
+  cpu_guard_locate(c->cc, c->flags, k->mod->base, t.pc, where, sizeof where);
+  fe_strbuf b = {0};
+  fe_strbuf_printf(&b, "kernel %s", k->name);
+  if (k->mod->what[0]) fe_strbuf_printf(&b, " (%s)", k->mod->what);
+  fe_strbuf_printf(&b, " died of %s on its first run, tried in a child process", what);
+  if (where[0]) fe_strbuf_printf(&b, "; %s", where);
+  else fe_strbuf_printf(&b, "; its source: %s.c", k->mod->base);
+  fe_strbuf_append(&b, ". The session goes on; this kernel will not run in it again");
+  FE_CHECK(fe_strbuf_finish(&b, &k->fault));
+  __atomic_store_n(&k->trust, -1, __ATOMIC_RELEASE);
+  FE_ERROR(FE_ERR_BACKEND, "%s", k->fault);
+}
+
+/* Whether k may run here: its first launch (from any thread: the engine launches from
+ * inside parallel regions too) is tried once, the others wait for the verdict. */
+static int cpu_kernel_vet(cpu_impl *c, fe_kernel *k, void **a, int threads)
+{
+  int trust = __atomic_load_n(&k->trust, __ATOMIC_ACQUIRE), rc = 0;
+  if (trust == 0) {
+    pthread_mutex_lock(&c->trial_lock);
+    trust = __atomic_load_n(&k->trust, __ATOMIC_ACQUIRE);
+    if (trust == 0) rc = cpu_kernel_trial(c, k, a, threads);
+    pthread_mutex_unlock(&c->trial_lock);
+    if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
+  if (trust < 0) FE_ERROR(FE_ERR_BACKEND, "%s", k->fault);
+  return 0;
+}
+
+/* A trial's team: the launch's own where its buffers are large (element matrices, a fine
+ * mesh's quadrature data: one thread would take many times the run's time), one thread where
+ * they are small (starting a team in the child costs more than it saves) or where the launch
+ * comes from inside a parallel region (its team is of one here too). */
+#define CPU_TRIAL_TEAM_BYTES (16u << 20)
+
 static int cpu_launch(void *impl, fe_kernel *k, size_t ngroups, size_t group_size, int nargs,
                       const fe_arg *args, fe_precision prec, double *seconds)
 {
-  (void)impl;
+  cpu_impl *c = impl;
   (void)ngroups;
   (void)group_size;
   FE_ASSERT(nargs <= CPU_MAX_ARGS, FE_ERR_INTERNAL, "too many kernel arguments (%d)", nargs);
@@ -626,9 +717,13 @@ static int cpu_launch(void *impl, fe_kernel *k, size_t ngroups, size_t group_siz
   int ints[CPU_MAX_ARGS];
   double dbl[CPU_MAX_ARGS];
   float flt[CPU_MAX_ARGS];
+  size_t bytes = 0;
   for (int i = 0; i < nargs; i++) {
     switch (args[i].kind) {
-    case FE_ARG_BUFFER: a[i] = args[i].buf->ptr; break;
+    case FE_ARG_BUFFER:
+      a[i] = args[i].buf->ptr;
+      bytes += args[i].buf->bytes;
+      break;
     case FE_ARG_INT: ints[i] = (int)args[i].i; a[i] = &ints[i]; break;
     case FE_ARG_REAL:
       dbl[i] = args[i].r;
@@ -636,6 +731,10 @@ static int cpu_launch(void *impl, fe_kernel *k, size_t ngroups, size_t group_siz
       a[i] = prec == FE_FLOAT ? (void *)&flt[i] : (void *)&dbl[i];
       break;
     }
+  }
+  if (c->trials && __atomic_load_n(&k->trust, __ATOMIC_RELAXED) <= 0) {
+    int team = omp_in_parallel() || bytes < CPU_TRIAL_TEAM_BYTES ? 1 : omp_get_max_threads();
+    FE_CHECK(cpu_kernel_vet(c, k, a, team));
   }
   double t0 = fe_clock();
   k->fn(a);
