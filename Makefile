@@ -68,7 +68,7 @@ LIB_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRC) $(BACKEND_SRC)) $(BUI
 LUALIB     := $(wildcard shell/lib/*.lua)
 SHELL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(SHELL_SRC)) $(BUILD)/obj/gen/lualib.o
 
-.PHONY: all run test deps unit scripts prompt check-asan bench bank-model clean format fuzz gpu
+.PHONY: all run test deps unit scripts prompt check-asan bench bank-model clean format fuzz fuzz-mesh fuzz-api gpu
 all: $(BUILD)/felab
 
 deps:
@@ -165,6 +165,9 @@ clean:
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
+# make fuzz: both fuzzers below, one after the other.
+fuzz: fuzz-mesh fuzz-api
+
 # Fuzz the conversion from Gmsh SDK arrays to a felab mesh (clang's libFuzzer), for
 # FUZZ_SECONDS; crashes land in tests/fuzz/ as crash-* and become regression inputs.
 FUZZ_SECONDS ?= 600
@@ -174,6 +177,28 @@ FUZZ_SRC := tests/fuzz/fuzz_mesh_arrays.c engine/gmsh-io.c engine/mesh.c engine/
 build/fuzz-mesh: $(FUZZ_SRC)
 	@mkdir -p build
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -fopenmp -fsanitize=fuzzer,address,undefined -I. -o $@ $(FUZZ_SRC) -lm
-fuzz: build/fuzz-mesh
+fuzz-mesh: build/fuzz-mesh
 	@mkdir -p build/fuzz-corpus
 	build/fuzz-mesh -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=tests/fuzz/ build/fuzz-corpus tests/fuzz/regressions
+
+# Fuzz the Lua surface (tests/fuzz/api_fuzz.lua) under ASan and UBSan: FUZZ_CALLS random calls
+# for each seed of FUZZ_SEEDS (make test's sanitized pass runs 4000 of seed 1 in at most 20 s).
+# Each seed's calls, one a line before each runs, and the errors' messages go to
+# $(FUZZ_BUILD)/fuzz-api-<seed>.log: the last line of a crashed run is the call that crashed.
+FUZZ_CALLS ?= 100000
+FUZZ_SEEDS ?= 1 2 3 4
+FUZZ_BUILD ?= build-asan
+fuzz-api:
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) SANITIZE=1 $(FUZZ_BUILD)/felab
+	@for s in $(FUZZ_SEEDS); do \
+	  log=$(FUZZ_BUILD)/fuzz-api-$$s.log; \
+	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 OMP_WAIT_POLICY=passive FELAB_PROGRESS=0 \
+	  FELAB_CACHE=$(CURDIR)/$(FUZZ_BUILD)/cache \
+	  FELAB_FUZZ_SEED=$$s FELAB_FUZZ_CALLS=$(FUZZ_CALLS) FELAB_FUZZ_VERBOSE=2 \
+	    $(FUZZ_BUILD)/felab tests/fuzz/api_fuzz.lua > $$log 2>&1; rc=$$?; \
+	  grep -a '^api fuzz' $$log; \
+	  if [ $$rc != 0 ]; then echo "fuzz-api: seed $$s failed (status $$rc), see $$log:"; \
+	    grep -a -v '^    -> ' $$log | tail -40; exit 1; fi; \
+	done

@@ -100,7 +100,7 @@ void felab_sym_push_var(lua_State *L, fe_var v, int base, int rows, int cols)
   for (int i = 0; i < entries(s); i++) s->id[i] = ok(L, fe_x_var(trace.g, v, base + i));
 }
 
-static sym *from_table(lua_State *L, int i);
+static sym *from_table(lua_State *L, int i, int top);
 
 /* The value at i as a symbol (converted in place: numbers and tables become symbols). */
 static sym *to_sym(lua_State *L, int i, const char *what)
@@ -113,10 +113,14 @@ static sym *to_sym(lua_State *L, int i, const char *what)
                    "physics functions that received them", what);
     return s;
   }
+  if (!trace.g)
+    sym_error(L, "%s is not a symbol (got %s) and no trace is in progress: the physics helpers "
+                 "and math on symbols work inside the functions physics.new traces (f0, f1, ...)",
+              what, felab_kind_of(L, i));
   if (lua_type(L, i) == LUA_TNUMBER) {
     felab_sym_push_node(L, fe_x_const(trace.g, lua_tonumber(L, i)));
   } else if (lua_istable(L, i)) {
-    from_table(L, i);
+    from_table(L, i, 1);
   } else {
     sym_error(L, "%s must be a symbol, a number or a table of them, got %s", what, felab_kind_of(L, i));
   }
@@ -124,8 +128,21 @@ static sym *to_sym(lua_State *L, int i, const char *what)
   return lua_touserdata(L, i);
 }
 
-/* {a, b, c} -> vector, {{..}, {..}} -> matrix (rows of equal length). */
-static sym *from_table(lua_State *L, int i)
+/* The entry at i of a table being converted (converted in place): a row of a matrix may be a
+ * table, an entry of a vector may not, so tables nest at most two deep (a table that holds
+ * itself ends there too). */
+static sym *table_entry(lua_State *L, int i, int is_matrix)
+{
+  i = lua_absindex(L, i);
+  if (!lua_istable(L, i)) return to_sym(L, i, is_matrix ? "a matrix row" : "a vector entry");
+  if (!is_matrix) sym_error(L, "a vector entry is a table: a vector holds scalars, a matrix rows");
+  from_table(L, i, 0);
+  lua_replace(L, i);
+  return lua_touserdata(L, i);
+}
+
+/* {a, b, c} -> vector, {{..}, {..}} -> matrix (rows of equal length); top: not a row. */
+static sym *from_table(lua_State *L, int i, int top)
 {
   int n = (int)lua_rawlen(L, i);
   if (n < 1) sym_error(L, "an empty table is not a vector");
@@ -133,17 +150,18 @@ static sym *from_table(lua_State *L, int i)
   int is_matrix = lua_istable(L, -1) || (luaL_testudata(L, -1, FELAB_SYM) &&
                                          ((sym *)lua_touserdata(L, -1))->rows > 0);
   lua_pop(L, 1);
+  if (is_matrix && !top) sym_error(L, "a matrix row holds a table: a row holds scalars");
   int cols = 0;
   if (is_matrix) {
     lua_rawgeti(L, i, 1);
-    sym *r = to_sym(L, -1, "a matrix row");
+    sym *r = table_entry(L, -1, 1);
     cols = r->rows;
     lua_pop(L, 1);
   }
   sym *s = push_sym(L, n, cols);
   for (int k = 0; k < n; k++) {
     lua_rawgeti(L, i, k + 1);
-    sym *e = to_sym(L, -1, is_matrix ? "a matrix row" : "a vector entry");
+    sym *e = table_entry(L, -1, is_matrix);
     if (!is_matrix && e->rows != 0) sym_error(L, "entry %d of the vector is not a scalar", k + 1);
     if (is_matrix && (e->rows != cols || e->cols != 0))
       sym_error(L, "row %d of the matrix does not have %d entries", k + 1, cols);
@@ -572,6 +590,9 @@ static int h_cexpr(lua_State *L)
   if (strstr(e, "u[") || strstr(e, "du[") || strchr(e, ';'))
     return sym_error(L, "physics.cexpr takes an expression of x[0..2] only (use the symbols u and du "
                         "for the field): '%s'", e);
+  if (!trace.g)
+    return sym_error(L, "physics.cexpr works inside the functions physics.new traces (f0, f1, ...); "
+                        "outside them a coefficient is a string: kappa = '%s'", e);
   felab_sym_push_node(L, fe_x_raw(trace.g, e));
   return 1;
 }

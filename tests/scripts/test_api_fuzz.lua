@@ -1,0 +1,63 @@
+-- The API fuzz test (issue 44): first the calls that crashed felab when the fuzzer found them
+-- (each must now be an error with a message, and the session goes on), then, in the sanitized
+-- pass of make test (FELAB_ASAN=1), a bounded run of tests/fuzz/api_fuzz.lua: a few thousand
+-- random calls of the whole Lua surface, at most FELAB_FUZZ_SECONDS (20) seconds. make fuzz
+-- runs long ones with several seeds.
+-- Run: build/felab tests/scripts/test_api_fuzz.lua (exits nonzero on failure).
+
+local here = arg[0]:match("^(.*/)") or ""
+local T = dofile(here .. "check.lua")
+local check, expect_error = T.check, T.expect_error
+
+-- A symbol of a trace, kept past its end; and errors raised inside a physics function.
+local kept, inside = nil, {}
+local function physics_with(f)
+  return physics.new{f0 = function(u, du) kept = u; f(u, du) return u end,
+                     f1 = function(u, du) return du end}
+end
+local V = fe.space(mesh.box{cells = 1}, "P1")
+
+-- physics helpers outside a trace: the graph they built in was NULL (SIGSEGV in fe_x_const)
+expect_error(function() return physics.dot(1, 2) end, "not a symbol", "no trace")
+expect_error(function() return physics.tr({{1}}) end, "not a symbol", "no trace")
+expect_error(function() return physics.cexpr("x[0]") end, "physics.cexpr", "inside")
+fe.operator(V, physics_with(function() end))
+expect_error(function() return 1 + kept end, "not a symbol", "no trace")
+expect_error(function() return math.sin(kept) end, "trace that has ended")
+
+-- a table that holds itself, or tables nested deeper than a matrix's rows, given to a helper
+-- in a trace: the conversion recursed until the stack overflowed
+local loop = {}
+loop[1] = loop
+fe.operator(V, physics_with(function(u, du)
+  for _, t in ipairs{loop, {{{{1}}}}, {1, {2}}, {{1}, {{2}}}} do
+    inside[#inside + 1] = select(2, pcall(physics.tr, t))
+  end
+end))
+check(#inside == 4, "the physics function ran")
+for _, msg in ipairs(inside) do
+  check(type(msg) == "string" and msg:find("holds", 1, true), "unexpected message: %s",
+        tostring(msg))
+end
+
+-- the session still solves
+local m = mesh.box{cells = {2, 2, 2}, cell = "hex"}
+local A = fe.operator(fe.space(m, "Q1"), physics.poisson{kappa = 1, source = 1},
+                     {dirichlet = "all"})
+local u, info = solve.cg(A, {rtol = 1e-10})
+check(info.converged and math.abs(u:max() - 0.09375) < 1e-12, "the solve after the errors")
+
+print(string.format("api fuzz regressions: %d checks passed", T.count))
+
+if os.getenv("FELAB_ASAN") ~= "1" and not os.getenv("FELAB_FUZZ_CALLS") then
+  print("api fuzz: the random calls run in the sanitized pass (FELAB_ASAN=1) or with "
+        .. "FELAB_FUZZ_CALLS")
+  return
+end
+-- defaults for make test; the environment overrides them
+local defaults = {FELAB_FUZZ_CALLS = "4000", FELAB_FUZZ_SECONDS = "20", FELAB_FUZZ_SEED = "1"}
+local getenv = os.getenv
+os.getenv = function(name) return getenv(name) or defaults[name] end
+local ok, err = pcall(dofile, here .. "../fuzz/api_fuzz.lua")
+os.getenv = getenv
+if not ok then error(err, 0) end
