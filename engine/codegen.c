@@ -167,6 +167,7 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
                    fe_precision_name(s->prec));
   fe_strbuf_printf(&b, "#define FE_DOUBLE %d\n#define FE_COLORED %d\n", s->prec == FE_DOUBLE,
                    s->colored);
+  if (p->user_c) fe_strbuf_append(&b, "#define FE_USER_C 1 /* C a user typed: tried first */\n");
   fe_strbuf_printf(&b, "#define DIM %d /* space dimension */\n#define NB %d /* basis functions */\n"
                        "#define NQ %d /* quadrature points (degree %d) */\n"
                        "#define NC %d /* components */\n#define NF (NC * (1 + DIM))\n"

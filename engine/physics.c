@@ -123,6 +123,7 @@ int fe_physics_poisson(const char *kappa, const char *source, fe_physics **out)
   fe_physics *p;
   FE_CALLOC(p, 1, "physics");
   snprintf(p->name, sizeof p->name, "poisson");
+  p->user_c = 1; /* kappa and source are C expressions as given */
   p->ncomp = 1;
   /* residual: integral of kappa grad u . grad v - source v; "1/2" is 0.5 */
   char *k = with_reals(kappa), *s = with_reals(source);
@@ -261,6 +262,7 @@ static int adjoint_make(const fe_physics *p, fe_physics **out)
   snprintf(q->name, sizeof q->name, "%.29s^T", p->name);
   q->ncomp = p->ncomp;
   q->dim = p->dim;
+  q->user_c = p->user_c;
   q->f0 = dup_or_null(p->f0);
   q->f1 = dup_or_null(p->f1);
   q->df0 = dup_or_null(p->adf0);

@@ -227,6 +227,7 @@ static int add_coefficients(fe_xgraph *g, const int *roots, int n, fe_physics *p
     fe_x_raw_reached(g, roots, n, raw, nraw);
     fe_x_coefficients(g, roots, n, coef, ncoef);
   }
+  if (nraw > 0) p->user_c = 1; /* C expressions a user typed */
   for (int i = 0; i < nraw && !rc; i++) {
     fe_strbuf name = {0};
     name_expression(p, raw[i], &name);
@@ -518,6 +519,7 @@ static fe_physics *raw_physics(lua_State *L, int spec)
   p->uses_fields = 1;
   p->degree_f0 = p->degree_f1 = p->degree_df0 = p->degree_df1 = 2;
   p->description = strdup("raw C physics");
+  p->user_c = 1;
   return p;
 }
 

@@ -12,6 +12,7 @@
 static const char guard_source[] =
     "/* felab kernel: the guard's test kernels */\n"
     "#define FE_DOUBLE 1\n#define FE_COLORED 0\n"
+    "#define FE_USER_C 1 /* as physics a user typed: tried first */\n"
     "#include <stdlib.h>\n#include <omp.h>\n"
     "%s"
     "FE_KERNEL(add_one)(const int n, FE_GLOBAL int *count, FE_GLOBAL real *y)\n"
@@ -284,5 +285,29 @@ Test(cpu_guard, first_launches_from_many_threads_make_one_trial)
   }
   cr_expect_eq(failed, 0, "%s", fe_error_message());
   cr_expect_eq(*f.count, nt + 1, "%d threads, %d runs: not one trial", nt, *f.count);
+  guard_close(&f);
+}
+
+/* felab's own kernels (no user C: no FE_USER_C in the source) are not tried: one run. */
+Test(cpu_guard, kernels_without_user_c_run_once_untried)
+{
+  guard_fixture f;
+  guard_open(&f);
+  const char *pre = f.be->ops->preamble(f.be->impl, FE_DOUBLE);
+  char src[8192];
+  snprintf(src, sizeof src,
+           "/* felab kernel: no user C */\n#define FE_DOUBLE 1\n#define FE_COLORED 0\n%s"
+           "FE_KERNEL(once)(const int n, FE_GLOBAL int *count, FE_GLOBAL real *y)\n"
+           "{\n  count[0] += 1;\n  y[0] = n;\n}\n", pre);
+  fe_module *mod;
+  fe_kernel *k;
+  double secs;
+  int cached;
+  cr_assert_eq(f.be->ops->compile(f.be->impl, src, &mod, &secs, &cached), 0, "%s",
+               fe_error_message());
+  cr_assert_eq(f.be->ops->kernel(f.be->impl, mod, "once", &k), 0, "%s", fe_error_message());
+  cr_assert_eq(guard_run(&f, k, 7, &f.y), 0, "%s", fe_error_message());
+  cr_expect_eq(*f.count, 1, "a kernel without user C ran %d times on its first launch", *f.count);
+  f.be->ops->module_free(f.be->impl, mod);
   guard_close(&f);
 }
