@@ -189,6 +189,10 @@ static int op_new(lua_State *L)
   lua_setiuservalue(L, -2, 2);
   fe_operator *A = NULL;
   struct fe_physics *pde = felab_physics_for(L, 2, sh->V->elem.dim, "fe.operator");
+  /* the trace ran Lua functions, which may have closed either */
+  if (!sh->V || !ph->p)
+    return luaL_error(L, "fe.operator: the space or the physics was closed while the physics was "
+                         "traced");
   FELAB_TRY(L, fe_operator_create(sh->V, pde, dir, ndir, value, &A));
   *h = A; /* from here an error frees it through __gc, which gives the borrowings back */
   sh->borrowers++;

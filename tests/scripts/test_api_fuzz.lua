@@ -40,6 +40,22 @@ for _, msg in ipairs(inside) do
         tostring(msg))
 end
 
+-- fe.operator traces the physics for the space's dimension, running its Lua functions, which
+-- closed the space (or the physics itself): the operator was made on the freed space
+local function close(v) getmetatable(v).__close(v) end
+local Vq = fe.space(mesh.box{cells = 1, cell = "quad"}, "Q1")
+local armed = false
+local closing = physics.new{f0 = function(u) if armed then close(Vq) end return u end,
+                            f1 = function(u, du) return du end}
+armed = true
+expect_error(function() return fe.operator(Vq, closing) end, "fe.operator", "closed", "traced")
+local self_closing
+self_closing = physics.new{
+  f0 = function(u) if self_closing then close(self_closing) end return u end,
+  f1 = function(u, du) return du end}
+expect_error(function() return fe.operator(fe.space(mesh.box{cells = 1, cell = "quad"}, "Q1"),
+                                           self_closing) end, "fe.operator", "closed", "traced")
+
 -- the session still solves
 local m = mesh.box{cells = {2, 2, 2}, cell = "hex"}
 local A = fe.operator(fe.space(m, "Q1"), physics.poisson{kappa = 1, source = 1},
