@@ -42,10 +42,15 @@ int felab_is_integer(lua_State *L, int i, lua_Integer *x)
   return isint && lua_type(L, i) == LUA_TNUMBER;
 }
 
-/* Error unless every key of the option table at t is one of valid (a typo like `kapa`). */
+/* Error unless every key of the option table at t is one of valid (a typo like `kapa`), or
+ * when the table has a metatable: its fields are read after the call has its objects in hand,
+ * and a metamethod (__index) could run Lua code there that closes them. */
 void felab_check_keys(lua_State *L, int t, const char *fname, const char *const *valid)
 {
   t = lua_absindex(L, t);
+  if (lua_getmetatable(L, t))
+    luaL_error(L, "%s: the options table has a metatable; give a plain table (no metamethod "
+               "may run while felab reads it)", fname);
   lua_pushnil(L);
   while (lua_next(L, t)) {
     lua_pop(L, 1); /* the value; the key stays for lua_next */

@@ -347,8 +347,23 @@ end
 
 -- Tables whose reads run code: every field read fails, or gives a new random value (so a
 -- value read twice differs), or the table contains itself.
+-- A metatable whose __index, at the first read of a field absent from the table, closes an
+-- argument of the call reading it (options are read in the middle of a call).
+local function closing_on_read()
+  local done = false
+  return {__index = function()
+    if not done then
+      done = true
+      stats.closed_inside = stats.closed_inside + 1
+      close_an_argument()
+    end
+    return nil
+  end}
+end
+
 local function hostile_table()
-  local r = below(4)
+  local r = below(5)
+  if r == 5 then return setmetatable({}, closing_on_read()) end
   if r == 1 then
     return setmetatable({}, {__index = function() error("fuzz: __index fails") end})
   end
@@ -398,6 +413,7 @@ local function options_table(keys, depth)
     local k = keys and #keys > 0 and chance(0.8) and pick(keys) or pick(KEYS)
     if chance(0.7) then t[k] = plausible(k, depth) else t[k] = random_value(depth + 1) end
   end
+  if chance(0.1) then setmetatable(t, closing_on_read()) end
   return t
 end
 

@@ -56,6 +56,18 @@ self_closing = physics.new{
 expect_error(function() return fe.operator(fe.space(mesh.box{cells = 1, cell = "quad"}, "Q1"),
                                            self_closing) end, "fe.operator", "closed", "traced")
 
+-- an options table whose __index closes the operator (or the vector) being used: options are
+-- read once the call holds its objects (heap-use-after-free in fe_operator_initial,
+-- fe_operator_assemble, op_input); a table with a metatable is refused
+local P = fe.operator(V, physics.poisson{source = 1}, {dirichlet = "all"})
+local w = V:interpolate(1)
+local function closing(v) return setmetatable({}, {__index = function() close(v) end}) end
+expect_error(function() return P:residual(w, closing(P)) end, "A:residual", "metatable")
+expect_error(function() return P:assemble(closing(P)) end, "metatable")
+expect_error(function() return solve.newton(P, closing(P)) end, "solve.newton", "metatable")
+expect_error(function() return solve.cg(P, closing(w)) end, "solve.cg", "metatable")
+check(tostring(P):find("operator poisson", 1, true) and #w == V.ndofs, "P and w are open")
+
 -- the session still solves
 local m = mesh.box{cells = {2, 2, 2}, cell = "hex"}
 local A = fe.operator(fe.space(m, "Q1"), physics.poisson{kappa = 1, source = 1},
