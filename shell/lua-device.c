@@ -2,6 +2,7 @@
  * (list, use, current, info, calibrate), the global perf table (log, clear) and the
  * felab.report type, a copy of an engine report (engine/perf.h) with its fields. */
 #include <lauxlib.h>
+#include <limits.h>
 #include <lua.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -389,7 +390,10 @@ static int perf_model(lua_State *L)
 {
   const fe_report *r = luaL_checkudata(L, 1, FELAB_REPORT);
   luaL_checktype(L, 2, LUA_TTABLE);
-  int units = (int)luaL_optinteger(L, 3, 0);
+  lua_Integer units = luaL_optinteger(L, 3, 0);
+  if (units < 0 || units > INT_MAX) /* (int) of 2^32 + 1 was 1 */
+    return luaL_error(L, "perf.model: units must be an integer in 0..%d (compute units; 0 "
+                         "leaves them out), got %I", INT_MAX, units);
   fe_calibration c;
   memset(&c, 0, sizeof c);
   c.gbytes = field_number(L, 2, "gbytes");
@@ -445,7 +449,7 @@ static int perf_model(lua_State *L)
     snprintf(copy.device, sizeof copy.device, "%s", name);
     copy.seconds = 0;
   }
-  fe_perf_model(&c, units, &copy);
+  fe_perf_model(&c, (int)units, &copy);
   felab_push_report(L, &copy);
   return 1;
 }

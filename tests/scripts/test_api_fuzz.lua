@@ -68,6 +68,11 @@ expect_error(function() return solve.newton(P, closing(P)) end, "solve.newton", 
 expect_error(function() return solve.cg(P, closing(w)) end, "solve.cg", "metatable")
 check(tostring(P):find("operator poisson", 1, true) and #w == V.ndofs, "P and w are open")
 
+-- a count past int: (int) of 2^32 + 1 was 1, a prediction for 1 unit given silently
+local _, rep = P:residual(w)
+expect_error(function() return perf.model(rep, {gbytes = 1, gflops = 1}, 2 ^ 32 + 1) end,
+             "perf.model", "units", "4294967297")
+
 -- the session still solves
 local m = mesh.box{cells = {2, 2, 2}, cell = "hex"}
 local A = fe.operator(fe.space(m, "Q1"), physics.poisson{kappa = 1, source = 1},
