@@ -251,8 +251,8 @@ static int m_index(lua_State *L)
     return sym_error(L, "a symbol is indexed by an integer 1..n, got %s", felab_number_or_kind(L, 2));
   char x[32];
   int n = a->rows;
-  if (n == 0) return sym_error(L, "a scalar symbol has no entries to index (got [%d])", (int)i);
-  if (i < 1 || i > n) return sym_error(L, "index %d is out of range for a %s", (int)i, shape(a, x, sizeof x));
+  if (n == 0) return sym_error(L, "a scalar symbol has no entries to index (got [%I])", i);
+  if (i < 1 || i > n) return sym_error(L, "index %I is out of range for a %s", i, shape(a, x, sizeof x));
   if (a->cols == 0) {
     felab_sym_push_node(L, a->id[i - 1]);
     return 1;
