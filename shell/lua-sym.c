@@ -289,7 +289,7 @@ static void name_var(void *ctx, fe_var v, int i, fe_strbuf *b)
 
 static int m_tostring(lua_State *L)
 {
-  sym *a = lua_touserdata(L, 1);
+  sym *a = luaL_checkudata(L, 1, FELAB_SYM); /* called by hand, it may be given anything */
   if (a->serial != trace.serial || !trace.g) {
     lua_pushliteral(L, "symbol (of a finished trace)");
     return 1;

@@ -24,6 +24,8 @@ expect_error(function() return physics.cexpr("x[0]") end, "physics.cexpr", "insi
 fe.operator(V, physics_with(function() end))
 expect_error(function() return 1 + kept end, "not a symbol", "no trace")
 expect_error(function() return math.sin(kept) end, "trace that has ended")
+-- a symbol's __tostring called by hand on another value read it as a symbol (NULL: UBSan)
+expect_error(function() return getmetatable(kept).__tostring("tet") end, "felab.symbol expected")
 
 -- a table that holds itself, or tables nested deeper than a matrix's rows, given to a helper
 -- in a trace: the conversion recursed until the stack overflowed
