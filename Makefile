@@ -199,6 +199,9 @@ fuzz-api:
 	  FELAB_FUZZ_SEED=$$s FELAB_FUZZ_CALLS=$(FUZZ_CALLS) FELAB_FUZZ_VERBOSE=2 \
 	    $(FUZZ_BUILD)/felab tests/fuzz/api_fuzz.lua > $$log 2>&1; rc=$$?; \
 	  grep -a '^api fuzz' $$log; \
-	  if [ $$rc != 0 ]; then echo "fuzz-api: seed $$s failed (status $$rc), see $$log:"; \
-	    grep -a -v '^    -> ' $$log | tail -40; exit 1; fi; \
+	  if [ $$rc != 0 ]; then echo "fuzz-api: seed $$s failed (status $$rc); its last calls:"; \
+	    grep -a '^#' $$log | tail -3; echo "and then ($$log):"; \
+	    grep -a -v '^#\|^    -> \|^      (inside)' $$log | \
+	      grep -a -m1 -A25 -e 'ERROR: ' -e 'runtime error' -e 'fuzz.lua:' || tail -20 $$log; \
+	    exit 1; fi; \
 	done

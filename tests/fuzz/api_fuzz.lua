@@ -89,6 +89,29 @@ local function copy(t)
   return c
 end
 
+-- The keys and values of t, read raw, in an order that is the same in every run (next's
+-- order follows string hashes, which Lua seeds anew in each process): wherever the order
+-- decides what the generator draws, the run depends on the seed alone.
+local RANK = {number = 1, string = 2, boolean = 3}
+local function before(a, b)
+  local ra, rb = RANK[type(a)] or 4, RANK[type(b)] or 4
+  if ra ~= rb then return ra < rb end
+  if ra == 1 or ra == 2 then return a < b end
+  if ra == 3 then return not a and b end
+  return tostring(a) < tostring(b)
+end
+local function sorted(t)
+  local keys = {}
+  for k in next, t do keys[#keys + 1] = k end
+  table.sort(keys, before)
+  local i = 0
+  return function()
+    i = i + 1
+    local k = keys[i]
+    if k ~= nil then return k, rawget(t, k) end
+  end
+end
+
 ----------------------------------------------------------------------------------------------
 -- Values
 
@@ -268,10 +291,10 @@ local function objects_in(args)
     local v = args[i]
     add(v)
     if type(v) == "table" and getmetatable(v) == nil then
-      for _, x in next, v do
+      for _, x in sorted(v) do
         add(x)
         if type(x) == "table" and getmetatable(x) == nil then
-          for _, y in next, x do add(y) end
+          for _, y in sorted(x) do add(y) end
         end
       end
     end
@@ -580,7 +603,7 @@ end
 local function resolve(v, e, first)
   if type(v) == "table" and getmetatable(v) == nil then
     local t = {}
-    for k, x in pairs(v) do t[k] = resolve(x, e, first) end
+    for k, x in sorted(v) do t[k] = resolve(x, e, first) end
     return t
   end
   if type(v) ~= "string" or v:sub(1, 1) ~= "$" then return v end
@@ -695,7 +718,7 @@ end
 local function sanitize_table(t, name, depth)
   if type(t) ~= "table" or getmetatable(t) ~= nil or depth > 2 then return t end
   t = copy(t)
-  for k, v in next, t do
+  for k, v in sorted(t) do
     local cap = CAPS[k]
     if cap and type(v) == "number" and v > cap[1] and v <= cap[2] then t[k] = cap[1] end
     if k == "size" and type(v) == "number" and v > 0 and v < 0.25 then t[k] = 0.25 end
@@ -705,7 +728,7 @@ local function sanitize_table(t, name, depth)
     if k == "cells" then
       if type(v) == "table" and getmetatable(v) == nil then
         v = copy(v)
-        for i, x in next, v do v[i] = cap_cells(x) end
+        for i, x in sorted(v) do v[i] = cap_cells(x) end
         t[k] = v
       else
         t[k] = cap_cells(v)
@@ -800,7 +823,7 @@ local function show_value(v, depth)
   if t == "table" and getmetatable(v) == nil then
     if depth > 1 then return "{...}" end
     local parts = {}
-    for k, x in next, v do
+    for k, x in sorted(v) do
       if #parts > 6 then parts[#parts + 1] = "..." break end
       if rawequal(x, v) then x = "(itself)" end
       parts[#parts + 1] = (type(k) == "string" and k or "[" .. show_value(k, 2) .. "]") .. " = " ..
@@ -880,7 +903,7 @@ local function call(e, prefix)
       local v = res[i]
       pool_add(v)
       if type(v) == "table" and getmetatable(v) == nil then -- a table of objects (info)
-        for _, x in next, v do if type(x) == "userdata" then pool_add(x) end end
+        for _, x in sorted(v) do if type(x) == "userdata" then pool_add(x) end end
       end
     end
   else
