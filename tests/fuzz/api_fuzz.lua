@@ -782,8 +782,10 @@ local function sanitize(e, args)
     end
   end
   if name:find("^export%.") and args.n >= 1 then -- files only in the temporary folder
-    args[1] = type(args[1]) == "string" and TMP .. "/" .. (args[1]:gsub("[^%w%.]", "_"):sub(1, 40))
-              or args[1]
+    local p = args[1]
+    if type(p) == "string" and p:sub(1, #TMP + 1) ~= TMP .. "/" then
+      args[1] = TMP .. "/" .. (p:gsub("[^%w%.]", "_"):sub(1, 40))
+    end
   end
   if name == "perf.plot" or name == "perf.roofline" or name == "felab.info:plot" then
     for i = 1, args.n do
