@@ -101,7 +101,8 @@ const char *felab_kind_of(lua_State *L, int i);
 const char *felab_number_or_kind(lua_State *L, int i);
 /* Whether the value at i is a number with an integer value (into *x); "3" is not. */
 int felab_is_integer(lua_State *L, int i, lua_Integer *x);
-/* Error unless every key of the option table at t is one of the NULL-ended list valid. */
+/* Error unless every key of the option table at t is one of the NULL-ended list valid, and
+ * the table has no metatable (an __index read later could close what the call holds). */
 void felab_check_keys(lua_State *L, int t, const char *fname, const char *const *valid);
 
 /* The userdata of type tname at i, or an error "<fname>: expected a <type> as <what>, got
