@@ -54,6 +54,10 @@ typedef struct opencl_impl {
   char version[160];      /* platform version + driver version, part of the cache key */
   size_t max_alloc;       /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
   size_t max_item;        /* CL_DEVICE_MAX_WORK_ITEM_SIZES[0] */
+  size_t max_constant;    /* CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE (0: not known) */
+  size_t constant_limit;  /* the bytes a program's tables may take: a GPU's max_constant,
+                           * or FELAB_OPENCL_CONSTANT_LIMIT where smaller (SIZE_MAX: none) */
+  int constant_env;       /* constant_limit is FELAB_OPENCL_CONSTANT_LIMIT's */
   int int64_atomics;      /* cl_khr_int64_base_atomics */
   char options[512];      /* clBuildProgram options */
   char *preamble[FE_NPRECISIONS]; /* the dialect, made at open for this device */

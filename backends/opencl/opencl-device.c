@@ -3,12 +3,14 @@
  * is the best guess; FELAB_OPENCL_DEVICE=<index> picks another. Every memory call blocks
  * until its transfer is done, so the engine's wall-clock stage times mean what they say. */
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/opencl/opencl-backend.h"
 #include "engine/error.h"
+#include "engine/memory.h"
 
 #ifndef CL_PLATFORM_NOT_FOUND_KHR
 #define CL_PLATFORM_NOT_FOUND_KHR -1001
@@ -184,6 +186,18 @@ static int opencl_device_index(int device, int *index)
   return 0;
 }
 
+/* FELAB_OPENCL_CONSTANT_LIMIT: bytes of __constant tables to allow at most, on any device
+ * (64K makes a CPU device refuse what NVIDIA's OpenCL would); SIZE_MAX if unset. */
+static int opencl_constant_env(size_t *limit)
+{
+  const char *env = getenv("FELAB_OPENCL_CONSTANT_LIMIT");
+  *limit = SIZE_MAX;
+  if (env && *env && fe_memory_parse_size(env, limit))
+    FE_ERROR(FE_ERR_UNAVAILABLE, "FELAB_OPENCL_CONSTANT_LIMIT='%s' is not a size: use bytes, or a "
+             "number with K or M (65536, 64K)", env);
+  return 0;
+}
+
 /* Fill impl->info and the limits the backend needs from the chosen device. */
 static int opencl_describe(opencl_impl *cl)
 {
@@ -191,7 +205,7 @@ static int opencl_describe(opencl_impl *cl)
   char vendor[64], platform[64], driver[64], pversion[96];
   cl_device_type type = 0;
   cl_uint cu = 0;
-  cl_ulong gmem = 0, lmem = 0, alloc = 0;
+  cl_ulong gmem = 0, lmem = 0, alloc = 0, cmem = 0;
   size_t group = 0, items[3] = {0, 0, 0};
   cl_device_fp_config dfp = 0;
 
@@ -207,6 +221,7 @@ static int opencl_describe(opencl_impl *cl)
   clGetDeviceInfo(cl->device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof gmem, &gmem, NULL);
   clGetDeviceInfo(cl->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof lmem, &lmem, NULL);
   clGetDeviceInfo(cl->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof alloc, &alloc, NULL);
+  clGetDeviceInfo(cl->device, CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE, sizeof cmem, &cmem, NULL);
   clGetDeviceInfo(cl->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof group, &group, NULL);
   clGetDeviceInfo(cl->device, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, NULL);
   clGetDeviceInfo(cl->device, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof dfp, &dfp, NULL);
@@ -233,6 +248,8 @@ static int opencl_describe(opencl_impl *cl)
   in->fp64_atomics = in->fp64 && cl->int64_atomics;
   cl->max_alloc = alloc ? (size_t)alloc : (size_t)gmem;
   cl->max_item = items[0] ? items[0] : in->max_group;
+  /* the kernels' program-scope tables share it (opencl-program.c counts them before a build) */
+  cl->max_constant = (size_t)cmem;
   free(ext);
   return 0;
 }
@@ -244,9 +261,11 @@ int opencl_open(int device, void **impl)
   cl_platform_id *plats;
   cl_uint n;
   int index;
+  size_t constant_env;
   cl_int err;
   *impl = NULL;
   FE_CHECK(opencl_device_index(device, &index));
+  FE_CHECK(opencl_constant_env(&constant_env));
   FE_CHECK(opencl_list_devices(&devs, &plats, &n));
   if (!n) {
     free(devs), free(plats);
@@ -267,6 +286,12 @@ int opencl_open(int device, void **impl)
   cl->platform = plats[index];
   free(devs), free(plats);
   opencl_describe(cl);
+  /* A GPU's __constant memory is a bank of its own, and NVIDIA's compiler fails past its
+   * 64 KB. On a CPU device it is plain memory: PoCL reports 1 MB and runs Q6 transpose's
+   * 3.7 MB of tables (test_pocl_groups.lua), so its figure bounds nothing. */
+  cl->constant_limit = cl->info.is_gpu && cl->max_constant ? cl->max_constant : SIZE_MAX;
+  if (constant_env != SIZE_MAX && constant_env <= cl->constant_limit)
+    cl->constant_limit = constant_env, cl->constant_env = 1;
 
   cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)cl->platform, 0};
   cl->context = clCreateContext(props, 1, &cl->device, NULL, NULL, &err);

@@ -6,7 +6,12 @@
  *      the device name, the platform and driver versions and the build options, so a new
  *      driver never loads an old binary (FELAB_OPENCL_DISK_CACHE=0 turns it off).
  * Every fe_module holds its own reference to the cached cl_program and its own kernels, so
- * module_free never invalidates another module built from the same source. */
+ * module_free never invalidates another module built from the same source.
+ * Before either (after the memory cache, which holds only sources that passed), the source's
+ * program-scope tables are counted against a GPU's __constant memory (or
+ * FELAB_OPENCL_CONSTANT_LIMIT): a program whose tables cannot fit is refused with the sizes,
+ * never handed to the driver. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +172,114 @@ static int opencl_build_source(opencl_impl *cl, const char *source, cl_program *
   return fe_error_push(rc, __FILE__, __LINE__, __func__);
 }
 
+/* The bytes of one element of an OpenCL C scalar type of len characters at t (real: real
+ * bytes); 0 for a type not known here. */
+static size_t opencl_type_bytes(const char *t, size_t len, size_t real)
+{
+  static const struct {
+    const char *name;
+    size_t bytes;
+  } types[] = {{"double", 8}, {"long", 8}, {"ulong", 8}, {"float", 4}, {"int", 4},
+               {"uint", 4},   {"short", 2}, {"ushort", 2}, {"half", 2}, {"char", 1},
+               {"uchar", 1}};
+  if (len == 4 && !strncmp(t, "real", 4)) return real;
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+    if (strlen(types[i].name) == len && !strncmp(t, types[i].name, len)) return types[i].bytes;
+  return 0;
+}
+
+/* The identifier at *p (advanced past it and the blanks after); its length, 0 if none. */
+static size_t opencl_identifier(const char **p, const char **start)
+{
+  const char *q = *p;
+  *start = q;
+  while (isalnum((unsigned char)*q) || *q == '_') q++;
+  size_t len = (size_t)(q - *start);
+  while (isspace((unsigned char)*q)) q++;
+  *p = q;
+  return len;
+}
+
+/* The bytes of the program-scope tables of a source, `FE_CONSTANT <type> <name>[N]...` as
+ * engine/codegen.c and calibrate.knl write them, at the precision the source's first
+ * FE_DOUBLE define selects (the engine's, else the preamble's); list gets "B 32768, D 98304"
+ * (cut short with "..." where it does not fit). An extent that is not a number counts 0. */
+static unsigned long long opencl_constant_bytes(const char *source, char *list, size_t n)
+{
+  const char *d = strstr(source, "#define FE_DOUBLE ");
+  size_t real = d && atoi(d + strlen("#define FE_DOUBLE ")) == 0 ? sizeof(cl_float)
+                                                                  : sizeof(cl_double);
+  unsigned long long total = 0;
+  size_t len = 0;
+  int cut = 0;
+  list[0] = '\0';
+  for (const char *p = source; (p = strstr(p, "FE_CONSTANT"));) {
+    const char *word = p, *type, *name;
+    p += strlen("FE_CONSTANT");
+    if ((word > source && (isalnum((unsigned char)word[-1]) || word[-1] == '_')) ||
+        !isspace((unsigned char)*p))
+      continue; /* a longer name, or the preamble's own #define */
+    while (isspace((unsigned char)*p)) p++;
+    size_t tlen = opencl_identifier(&p, &type);
+    if (tlen == 5 && !strncmp(type, "const", 5)) tlen = opencl_identifier(&p, &type);
+    size_t nlen = opencl_identifier(&p, &name), bytes = opencl_type_bytes(type, tlen, real);
+    unsigned long long count = *p == '[';
+    while (count && *p == '[') { /* every extent: [N] or [N][M]; past 2^40 entries, 2^40 */
+      char *end;
+      unsigned long long e = strtoull(p + 1, &end, 10), most = 1ULL << 40;
+      if (end == p + 1 || *end != ']') count = 0;
+      else count = e > most / count ? most : count * e;
+      p = end + (*end == ']');
+    }
+    if (!nlen || !bytes || !count) continue;
+    total += count * bytes;
+    if (len + nlen + 32 < n)
+      len += (size_t)snprintf(list + len, n - len, "%s%.*s %llu", len ? ", " : "", (int)nlen,
+                              name, count * bytes);
+    else if (!cut && len + 6 < n)
+      len += (size_t)snprintf(list + len, n - len, "%s...", len ? ", " : ""), cut = 1;
+  }
+  return total;
+}
+
+/* What a source is, for messages: its first FE_KERNEL's name, then the comment of its first
+ * line where it has one ("fe_integrate (apply of poisson on Q3 ...)" from codegen.c's
+ * "felab kernel: apply of poisson on Q3 ..."). */
+static void opencl_source_name(const char *source, char *out, size_t n)
+{
+  const char *k = strstr(source, "\nFE_KERNEL(");
+  int klen = 0, clen = 0;
+  if (k) k += strlen("\nFE_KERNEL("), klen = (int)strcspn(k, ")\n");
+  const char *c = !strncmp(source, "/* ", 3) ? source + 3 : NULL, *ce;
+  if (c && !strncmp(c, "felab kernel: ", 14)) c += 14;
+  if (c && (ce = strstr(c, " */")) && !memchr(c, '\n', (size_t)(ce - c))) clen = (int)(ce - c);
+  snprintf(out, n, "%.*s%s%.*s%s", klen, k ? k : "", klen && clen ? " (" : "", clen,
+           c ? c : "", klen && clen ? ")" : "");
+}
+
+/* 0 when the program-scope tables of source fit the device's __constant memory, else
+ * FE_ERR_COMPILE (the program cannot be built here, as when the driver's compiler says so:
+ * callers that fall back to the cpu on a failed build do so here too) naming the kernel, the
+ * bytes, the limit, the device, and what to do. CL_DEVICE_MAX_CONSTANT_ARGS does not apply:
+ * it counts __constant kernel arguments, and felab's kernels take none. */
+static int opencl_check_constants(opencl_impl *cl, const char *source)
+{
+  char tables[256], name[256], whose[96];
+  unsigned long long bytes = opencl_constant_bytes(source, tables, sizeof tables);
+  if (bytes <= cl->constant_limit) return 0;
+  opencl_source_name(source, name, sizeof name);
+  if (cl->constant_env)
+    snprintf(whose, sizeof whose, "FELAB_OPENCL_CONSTANT_LIMIT; the device reports %zu",
+             cl->max_constant);
+  else
+    snprintf(whose, sizeof whose, "CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE");
+  FE_ERROR(FE_ERR_COMPILE,
+           "OpenCL kernel %s not built: its tables (__constant arrays %s bytes) need %llu bytes "
+           "and exceed the device's constant memory, %zu bytes on %s (%s); use another strategy "
+           "(\"sumfact\" keeps 1D tables only), a lower order, or the cpu or cuda backend",
+           name[0] ? name : "(unnamed)", tables, bytes, cl->constant_limit, cl->info.name, whose);
+}
+
 /* The path of the disk-cache file for a source hash; 0 if the cache is off or unusable. */
 static int opencl_disk_path(opencl_impl *cl, unsigned long long hash, char *path, size_t n)
 {
@@ -273,6 +386,7 @@ int opencl_program_get(opencl_impl *cl, const char *source, cl_program *prog, in
     return 0;
   }
   cl_program p;
+  FE_CHECK(opencl_check_constants(cl, source));
   opencl_disk_load(cl, source, hash, &p);
   if (p) *cached = 1;
   else {

@@ -4,7 +4,7 @@
 -- VTU frames and the .pvd index; a change of dt reaches the stored matrices (csr, ebe);
 -- bad options are errors that name them. On cpu, and on opencl where it runs (not NVIDIA's:
 -- the Q2 operator with u_old as a field needs 111 KB of constant tables, above its 64 KB;
--- the generated kernel's error says so).
+-- the backend refuses it before the build, with the sizes: test_opencl_constants.lua).
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, expect_error = T.check, T.expect_error
 local pi = math.pi
