@@ -12,6 +12,7 @@
 #include "engine/error.h"
 #include "engine/expr.h"
 #include "engine/mesh.h"
+#include "engine/vector.h"
 #include "engine/quadrature.h"
 #include "engine/strbuf.h"
 
@@ -322,12 +323,17 @@ int fe_physics_adjoint(const fe_physics *p, const fe_physics **out)
   /* what may change after a physics is made: its named constants and bound fields */
   for (int i = 0; i < p->nconst; i++) q->const_values[i] = p->const_values[i];
   q->const_version = p->const_version;
-  for (int i = 0; i < p->nfields; i++) {
-    q->field_vec[i] = p->field_vec[i];
-    q->field_space[i] = p->field_space[i];
-  }
+  for (int i = 0; i < p->nfields; i++) fe_physics_bind(q, i, p->field_vec[i], p->field_space[i]);
   *out = q;
   return 0;
+}
+
+void fe_physics_bind(fe_physics *p, int f, const fe_vector *v, const struct fe_space *V)
+{
+  fe_vector_retain(v); /* first: v may be the vector bound now */
+  fe_vector_free((fe_vector *)p->field_vec[f]);
+  p->field_vec[f] = v;
+  p->field_space[f] = V;
 }
 
 int fe_physics_field_values(const fe_physics *p)
@@ -344,6 +350,7 @@ void fe_physics_free(fe_physics *p)
   free_names(p->const_names, p->nconst);
   free(p->const_values);
   for (int i = 0; i < p->nfields; i++) free(p->field_names[i]);
+  for (int i = 0; i < FE_PHYSICS_MAX_FIELDS; i++) fe_vector_free((fe_vector *)p->field_vec[i]);
   for (int i = 0; i < 4; i++) {
     free(p->g[i]);
     free(p->ag[i]);

@@ -47,7 +47,7 @@ typedef struct fe_physics {
   int nfields;
   char *field_names[FE_PHYSICS_MAX_FIELDS];
   int field_ncomp[FE_PHYSICS_MAX_FIELDS];
-  const struct fe_vector *field_vec[FE_PHYSICS_MAX_FIELDS]; /* bound (borrowed) */
+  const struct fe_vector *field_vec[FE_PHYSICS_MAX_FIELDS]; /* bound and held (fe_physics_bind) */
   const struct fe_space *field_space[FE_PHYSICS_MAX_FIELDS];
   int uses_fields;           /* some residual term reads f or df */
   int dim;                   /* 0: any dimension; else the one it was traced for */
@@ -103,6 +103,10 @@ int fe_physics_set_constant(fe_physics *p, const char *name, double value);
  * state, with p's regions, constants and bound fields (brought up to date at every call);
  * owned by p. A physics written in C (no trace) has none: an error naming it. */
 int fe_physics_adjoint(const fe_physics *p, const fe_physics **out);
+/* Bind field f of p to vector v of space V: p holds v (fe_vector_retain) until it binds
+ * another or is freed, so closing the vector's handle leaves p reading valid memory. The
+ * space is the caller's to keep alive. */
+void fe_physics_bind(fe_physics *p, int f, const struct fe_vector *v, const struct fe_space *V);
 /* Number of auxiliary field values (the sum of field_ncomp). */
 int fe_physics_field_values(const fe_physics *p);
 

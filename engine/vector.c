@@ -31,8 +31,17 @@ int fe_vector_create(fe_backend *be, fe_precision prec, int n, fe_vector **out)
 void fe_vector_free(fe_vector *x)
 {
   if (!x) return;
+  if (x->refs > 0) {
+    x->refs--;
+    return;
+  }
   x->be->ops->release(x->be->impl, &x->buf);
   free(x);
+}
+
+void fe_vector_retain(const fe_vector *x)
+{
+  if (x) ((fe_vector *)x)->refs++;
 }
 
 int fe_vector_set(fe_vector *x, const double *values)

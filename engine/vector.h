@@ -9,10 +9,15 @@ typedef struct fe_vector {
   fe_precision prec;
   int n;
   fe_buffer buf;
+  int refs; /* holders beside its owner (fe_vector_retain): a physics that binds it as a field */
 } fe_vector;
 
 int fe_vector_create(fe_backend *be, fe_precision prec, int n, fe_vector **out);
+/* Drop one hold of x: the memory goes with the last (the owner's free when nobody retained x). */
 void fe_vector_free(fe_vector *x);
+/* Hold x past its owner's free (one more fe_vector_free to come). The count is not x's value,
+ * so a const vector may be held. */
+void fe_vector_retain(const fe_vector *x);
 int fe_vector_set(fe_vector *x, const double *values); /* from host doubles */
 int fe_vector_get(const fe_vector *x, double *values); /* to host doubles */
 /* A copy on backend be in precision prec (the same backend and precision: a plain copy). */

@@ -384,8 +384,7 @@ static void bind_fields(lua_State *L, int spec, fe_physics *p)
   for (int i = 0; i < fn.n; i++) {
     p->field_names[i] = strdup(fn.name[i]);
     p->field_ncomp[i] = fnc[i];
-    p->field_vec[i] = fvec[i];
-    p->field_space[i] = fsp[i];
+    fe_physics_bind(p, i, fvec[i], fsp[i]);
   }
 }
 
@@ -565,12 +564,55 @@ static int is_raw(lua_State *L, int spec)
 
 static physics_handle *push_handle(lua_State *L, int spec)
 {
-  physics_handle *h = lua_newuserdatauv(L, sizeof *h, 1);
+  physics_handle *h = lua_newuserdatauv(L, sizeof *h, 2);
   memset(h, 0, sizeof *h);
   luaL_setmetatable(L, FELAB_PHYSICS);
   lua_pushvalue(L, spec);
   lua_setiuservalue(L, -2, 1);
   return h;
+}
+
+/* The handle at i borrows the space of each field of the definition at spec (its user value
+ * 2 lists them): the physics reads their dof maps and elements, so closing such a space
+ * leaves it to the collector, as an operator's does. The vectors are held by the physics
+ * itself (fe_physics_bind). */
+static void borrow_field_spaces(lua_State *L, int i, int spec)
+{
+  i = lua_absindex(L, i);
+  spec = lua_absindex(L, spec);
+  lua_newtable(L);
+  int n = 0, top = lua_gettop(L) - 1;
+  if (lua_getfield(L, spec, "fields") == LUA_TTABLE) {
+    lua_pushnil(L);
+    while (lua_next(L, -2)) { /* the fields were checked: vectors of spaces */
+      space_handle *sh = NULL;
+      if (lua_type(L, -1) == LUA_TUSERDATA && lua_getiuservalue(L, -1, 1) == LUA_TUSERDATA)
+        sh = luaL_testudata(L, -1, FELAB_SPACE);
+      if (sh) {
+        sh->borrowers++;
+        lua_rawseti(L, top + 1, ++n);
+      }
+      lua_settop(L, top + 3); /* the table of spaces, the fields, the key */
+    }
+  }
+  lua_pop(L, 1);
+  lua_setiuservalue(L, i, 2);
+}
+
+/* Give back the borrows of borrow_field_spaces, once. */
+static void return_field_spaces(lua_State *L, int i)
+{
+  if (lua_getiuservalue(L, i, 2) == LUA_TTABLE) {
+    for (lua_Integer k = 1; lua_rawgeti(L, -1, k) == LUA_TUSERDATA; k++) {
+      space_handle *sh = luaL_testudata(L, -1, FELAB_SPACE);
+      if (sh && sh->borrowers > 0) sh->borrowers--;
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    lua_pushnil(L);
+    lua_setiuservalue(L, i, 2);
+  }
+  lua_pop(L, 1);
 }
 
 /* Push a copy of the table at i whose table values are copied too, down to depth levels:
@@ -606,12 +648,14 @@ static int physics_new(lua_State *L)
     set_constants(L, 2, h->p);
     set_regions(L, 2, h->p);
     bind_fields(L, 2, h->p);
+    borrow_field_spaces(L, 3, 2);
     FELAB_TRY(L, fe_codegen_physics_check(h->p, 3));
     return 1;
   }
   int dim = components_of(L, 2, 3) == 2 ? 2 : 3;
   h->traced[dim] = trace_for(L, 2, dim);
   h->p = h->traced[dim];
+  borrow_field_spaces(L, 3, 2);
   /* "1/0": an error now, with the handle owning the physics */
   if (fe_physics_check_coefficients(h->p, NULL, NULL)) return raise_at_caller(L);
   return 1;
@@ -657,7 +701,10 @@ static void physics_release(physics_handle *h)
 static int physics_free(lua_State *L)
 {
   physics_handle *h = luaL_checkudata(L, 1, FELAB_PHYSICS);
-  if (h->borrowers == 0) physics_release(h);
+  if (h->borrowers == 0) {
+    physics_release(h);
+    return_field_spaces(L, 1);
+  }
   return 0;
 }
 
@@ -828,7 +875,7 @@ static int physics_set(lua_State *L)
     for (int d = 0; d < n; d++) {
       int f = field_index(all[d], k);
       if (constant) FELAB_TRY(L, fe_physics_set_constant(all[d], k, lua_tonumber(L, -1)));
-      else if (f >= 0) all[d]->field_vec[f] = v; /* the definition anchors v (remember) */
+      else if (f >= 0) fe_physics_bind(all[d], f, v, all[d]->field_space[f]); /* held */
     }
     remember(L, spec, constant ? "constants" : "fields");
     lua_pop(L, 1);

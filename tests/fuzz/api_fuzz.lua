@@ -17,7 +17,6 @@
 --   FELAB_FUZZ_VERBOSE=1       each call on stderr before it runs (to find the one that crashed);
 --                              2: and the message of each error
 --   FELAB_FUZZ_ONLY=pattern    only the entries whose name matches (a Lua pattern)
---   FELAB_FUZZ_KNOWN=1         make the calls that meet bugs reported and not yet fixed (KNOWN)
 --   FELAB_FUZZ_OPENCL=10       how many calls may name opencl (PoCL compiles slowly; default
 --                              10, or one in a thousand calls)
 --
@@ -49,14 +48,6 @@ if VERBOSE == 0 then VERBOSE = false end
 local ONLY = env("FELAB_FUZZ_ONLY", nil)
 local OPENCL_BUDGET = math.tointeger(tonumber(env("FELAB_FUZZ_OPENCL", "")))
                       or math.max(10, CALLS // 1000)
--- Bugs found and reported, not yet fixed: the calls that meet them are left out unless
--- FELAB_FUZZ_KNOWN=1. Closing a vector that these bound as a physics field, or its space,
--- leaves the physics with freed pointers (heap-use-after-free in the next action or
--- fe.operator): such vectors and spaces are kept in `bound` and never closed.
-local KNOWN = env("FELAB_FUZZ_KNOWN", "0") ~= "0"
-local KNOWN_RETAINERS = {["felab.physics:set"] = true, ["physics.new"] = true,
-                         ["physics.heat"] = true}
-local bound = setmetatable({}, {__mode = "k"})
 local SANITY_EVERY = 100 -- calls between two checks that the session still works
 local POOL_SIZE = 6 -- objects kept per kind
 local MAX_CELLS = 400 -- meshes above this are not kept (nor refined)
@@ -307,7 +298,6 @@ local function close_one_of(args)
   local objects = objects_in(args)
   if #objects == 0 then return end
   local v = pick(objects)
-  if bound[v] and not KNOWN then return end
   local mt = getmetatable(v)
   local close = type(mt) == "table" and rawget(mt, chance(0.5) and "__close" or "__gc")
   if type(close) == "function" then pcall(close, v) end
@@ -770,9 +760,6 @@ end
 local function sanitize(e, args)
   local name = e.name
   for i = 1, args.n do args[i] = sanitize_table(args[i], name, 0) end
-  if (name:find(":__close$") or name:find(":__gc$")) and bound[args[1]] and not KNOWN then
-    return nil
-  end
   if name == "felab.mesh:refine" and too_big(args[1]) then return nil end
   if name == "felab.mesh:refine" and count(args[1], "ncells") > 60 then return nil end
   if name == "mesh.load" then -- Gmsh meshes a geometry: only small meshes of known files
@@ -884,12 +871,6 @@ local function call(e, prefix)
     stats.ok = stats.ok + 1
     -- the callee may have kept a pointer to what it was given (a field, the state of a
     -- preconditioner): now and then close it, so that later calls meet it closed
-    if KNOWN_RETAINERS[e.name] then -- the fields it bound, and their spaces
-      for _, v in ipairs(objects_in(args)) do
-        local k = kind_of(v)
-        if k == "felab.vector" or k == "felab.space" then bound[v] = true end
-      end
-    end
     if chance(0.05) then
       stats.closed_after = stats.closed_after + 1
       close_one_of(args)
@@ -974,9 +955,8 @@ local function seed_pool()
   local heat = F.heat{dt = 0.1, u_old = u_old}
   pool_add(heat)
   pool_add(F.operator(V, heat, {dirichlet = "all"}))
-  pool_add(u_old) -- where calls close it and its space (with FELAB_FUZZ_KNOWN=1)
+  pool_add(u_old) -- where calls close it and its space while the physics binds them
   pool_add(V)
-  bound[u_old], bound[V] = true, true
   local pde = F.new{f0 = function(u) return u * u - 1 end, f1 = function(u, du) return du end}
   pool_add(pde)
   pool_add(F.operator(V, pde))

@@ -136,6 +136,34 @@ expect_error(function() return fe.space(m4, "P1") end, "closed")
 check(tostring(m4):find("closed"))
 still_works()
 
+-- a vector bound as a physics field, and its space, closed by the user (by __close or a
+-- __gc called by hand): the physics keeps what it reads, the residual is the one before
+do
+  local Vh = fe.space(mesh.box{cells = 2, cell = "hex"}, "Q2")
+  local u_old = Vh:interpolate(function(x) return 1 + x[1] * x[2] end)
+  local heat = physics.heat{dt = 0.1, u_old = u_old}
+  local w = Vh:interpolate(function(x) return x[3] end)
+  local r0 = fe.operator(Vh, heat):residual(w):values()
+  getmetatable(u_old).__close(u_old)
+  getmetatable(Vh).__gc(Vh)
+  check(tostring(u_old):find("closed"), "the user's handle of the field is closed")
+  local r1 = fe.operator(Vh, heat):residual(w):values()
+  local d = 0
+  for i = 1, #r0 do d = math.max(d, math.abs(r1[i] - r0[i])) end
+  check(d == 0, "the residual after closing the field moved by %g", d)
+  -- rebinding to another vector gives the first back; closing the second the same way
+  local u2 = Vh:interpolate(2)
+  heat:set{u_old = u2}
+  getmetatable(u2).__gc(u2)
+  local r2 = fe.operator(Vh, heat):residual(w):values()
+  check(math.abs(r2[1] - r0[1]) > 0 or math.abs(r2[#r2] - r0[#r0]) > 0, "the rebound field is read")
+  heat = nil
+  collectgarbage()
+  collectgarbage()
+  print("bound fields outlive their handles ok")
+end
+still_works()
+
 -- physical-group numbers work where names do; an unknown number lists the names
 check(fe.operator(V, pde, {dirichlet = {1, "xmax"}}).ndirichlet == A.ndirichlet,
       "dirichlet = {1, \"xmax\"} does not constrain what {\"xmin\", \"xmax\"} does")
