@@ -339,6 +339,12 @@ static int upload_stored(fe_realization *r, fe_buffer *cells, fe_buffer *ids)
 {
   const fe_space *V = r->A->V;
   size_t nb = (size_t)V->elem.nbasis, npad = r->npad;
+  FE_CHECK(fe_memory_check_on(r->be, sizeof(int) * npad * (nb + 1), "element matrices of %s on "
+                              "%s: the cell map in stored order (%zu cells of %zu nodes)",
+                              r->A->pde->name, V->name, npad, nb));
+  FE_CHECK(fe_memory_check(sizeof(int) * npad * (nb + 1), "element matrices of %s on %s: the cell "
+                           "map in stored order (%zu cells of %zu nodes), staged",
+                           r->A->pde->name, V->name, npad, nb));
   int *c = malloc(sizeof(int) * (npad * nb + 1)), *id = malloc(sizeof(int) * (npad + 1));
   int rc = 0;
   if (!c || !id) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
@@ -407,9 +413,9 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
   FE_CHECK(elemat_shape_of(r, o, v, &sh));
   FE_CHECK(elemat_module(r, &sh, &compile_s));
   int n = V->elem.nbasis * V->ncomp, nc = V->mesh->ncells;
-  if (!reuse && r->be->ops->host) /* the backend's buffers are host memory (the cpu) */
-    FE_CHECK(fe_memory_check((size_t)nc * n * n * fe_precision_size(r->prec), "element matrices: "
-                             "%d cells' %d x %d matrices", nc, n, n));
+  if (!reuse) /* host memory where the backend's buffers are (the cpu), else the device's */
+    FE_CHECK(fe_memory_check_on(r->be, (size_t)nc * n * n * fe_precision_size(r->prec),
+                                "element matrices: %d cells' %d x %d matrices", nc, n, n));
   fe_elemats *k = reuse;
   if (k) FE_ASSERT(k->V == V && k->be == r->be && k->prec == r->prec, FE_ERR_ARG, "element "
                    "matrices to overwrite must be of this operator's space, backend and precision");
@@ -519,6 +525,9 @@ int fe_elemats_convert(const fe_elemats *K, fe_backend *be, fe_precision prec, f
   size_t nn = (size_t)K->n * K->n, total = nn * K->ncells;
   FE_CHECK(fe_memory_check(total * (sizeof(double) + (be->ops->host ? fe_precision_size(prec) : 0)),
                            "a copy of %d element matrices of %d x %d", K->ncells, K->n, K->n));
+  if (!be->ops->host)
+    FE_CHECK(fe_memory_check_on(be, total * fe_precision_size(prec), "a copy of %d element "
+                                "matrices of %d x %d", K->ncells, K->n, K->n));
   double *v;
   FE_MALLOC(v, total + 1, "element matrices");
   int rc = 0;
@@ -1335,9 +1344,10 @@ static int csr_make_sell(fe_csr *M, const int *rowptr, double *host, double *sec
   fe_backend *be = M->be;
   M->nchunks = (int)(((long long)M->n + C - 1) / C);
   size_t slots = (size_t)M->nslots + 1;
-  int rc = !be->ops->host ? 0 : /* the backend's buffers are host memory (the cpu) */
-           fe_memory_check(slots * (sizeof(int) + fe_precision_size(M->prec)), "assemble: the SELL "
-                           "copy's %lld slots (chunk = %d, sigma = %d)", M->nslots, C, M->sigma);
+  /* host memory where the backend's buffers are (the cpu), else the device's */
+  int rc = fe_memory_check_on(be, slots * (sizeof(int) + fe_precision_size(M->prec)), "assemble: "
+                              "the SELL copy's %lld slots (chunk = %d, sigma = %d)", M->nslots, C,
+                              M->sigma);
   if (rc) {
     free(perm), free(cstart);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
@@ -1430,6 +1440,9 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
     rc = fe_memory_check(by_rows ? dev : (sizeof(int) + sizeof(double)) * nz +
                                              (be->ops->host ? stored : 0),
                          "assemble: the matrix of %d rows and %lld nonzeros", nd, nnz);
+    if (!rc && !be->ops->host) /* and on the device: the matrix, its cell map and marks */
+      rc = fe_memory_check_on(be, stored, "assemble: the matrix of %d rows and %lld nonzeros",
+                              nd, nnz);
   }
   fe_elemats *K = NULL;
   fe_report krep = {0};

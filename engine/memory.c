@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "backends/backend.h"
 #include "engine/error.h"
 
 /* The fraction of what is available that one request may take. */
@@ -246,7 +247,8 @@ int fe_memory_available(fe_memory_info *info)
   return 0;
 }
 
-int fe_memory_check(size_t bytes, const char *what, ...)
+/* fe_memory_check's work, on a va_list. */
+static int host_check(size_t bytes, const char *what, va_list ap)
 {
   if (bytes < FE_MEMORY_LEAST) return 0;
   fe_memory_info m;
@@ -259,12 +261,45 @@ int fe_memory_check(size_t bytes, const char *what, ...)
     if ((double)bytes <= FE_MEMORY_SHARE * (double)m.available) return 0;
   }
   char thing[512], need[32], have[32];
-  va_list ap;
-  va_start(ap, what);
   vsnprintf(thing, sizeof thing, what, ap);
-  va_end(ap);
   fe_memory_format(bytes, need, sizeof need);
   fe_memory_format(m.available, have, sizeof have);
   FE_ERROR(FE_ERR_MEM, "out of host memory: %s needs %s; %s available (%s)%s", thing, need,
            have, m.bound, bytes <= m.available ? ", of which felab leaves a tenth free" : "");
+}
+
+int fe_memory_check(size_t bytes, const char *what, ...)
+{
+  va_list ap;
+  va_start(ap, what);
+  int rc = host_check(bytes, what, ap);
+  va_end(ap);
+  return rc;
+}
+
+int fe_memory_check_on(const fe_backend *be, size_t bytes, const char *what, ...)
+{
+  va_list ap;
+  va_start(ap, what);
+  int rc = 0;
+  if (be->ops->host || !be->info.is_gpu) { /* its buffers are host memory */
+    rc = host_check(bytes, what, ap);
+  } else if (bytes >= FE_MEMORY_LEAST && be->info.global_mem) {
+    const size_t held = __atomic_load_n(&be->mem_now, __ATOMIC_RELAXED);
+    const size_t free_bytes = be->info.global_mem > held ? be->info.global_mem - held : 0;
+    if (bytes > free_bytes) {
+      char thing[512], need[32], have[32], all[32], mine[32];
+      vsnprintf(thing, sizeof thing, what, ap);
+      fe_memory_format(bytes, need, sizeof need);
+      fe_memory_format(free_bytes, have, sizeof have);
+      fe_memory_format(be->info.global_mem, all, sizeof all);
+      fe_memory_format(held, mine, sizeof mine);
+      rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
+                        "out of device memory on %s: %s needs %s; %s available (%s of device "
+                        "memory, %s of it held by felab's buffers)",
+                        be->info.name, thing, need, have, all, mine);
+    }
+  }
+  va_end(ap);
+  return rc;
 }

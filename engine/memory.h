@@ -25,7 +25,10 @@
  *   size makes every check an FE_ERR_ARG error that says so.
  * A request above 90% of that is refused (the rest is left for what the estimate does not
  * see: the allocator's slack, the kernels, Lua); one under FE_MEMORY_LEAST is never checked.
- * The device's memory is the backends' to check (cuda: "out of device memory"). */
+ * A buffer of a backend is checked by fe_memory_check_on: against the host's memory where the
+ * backend's buffers are host memory (the cpu, an OpenCL cpu device), else against the device's
+ * memory less what felab holds there (the backend's own alloc then checks what the driver
+ * says is free: cuda's cuMemGetInfo). */
 #ifndef FE_MEMORY_H
 #define FE_MEMORY_H
 
@@ -51,6 +54,13 @@ int fe_memory_available(fe_memory_info *info);
  * request (printf-style `what`, e.g. "refining %d hexes"), its size, what is available and
  * what bounds it. */
 int fe_memory_check(size_t bytes, const char *what, ...) __attribute__((format(printf, 2, 3)));
+/* The same for a buffer of `bytes` on backend be: fe_memory_check where be's buffers are host
+ * memory; on a GPU, FE_ERR_MEM when they exceed its global memory less felab's buffers there
+ * ("out of device memory on NAME: what needs ...; ... available (... of device memory, ... of
+ * it held by felab's buffers)"). Requests under FE_MEMORY_LEAST pass unchecked. */
+struct fe_backend;
+int fe_memory_check_on(const struct fe_backend *be, size_t bytes, const char *what, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* "232.1 MiB", "18.4 GiB", "512 B" into buf (at least 16 chars). */
 void fe_memory_format(size_t bytes, char *buf, size_t n);

@@ -9,6 +9,8 @@
 #include "engine/operator.h"
 
 #include <ctype.h>
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -18,6 +20,8 @@
 #include "engine/autotune.h"
 #include "engine/codegen.h"
 #include "engine/error.h"
+#include "engine/expr.h"
+#include "engine/memory.h"
 #include "engine/progress.h"
 #include "engine/quadrature.h"
 #include "engine/qdata.h"
@@ -541,6 +545,8 @@ int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *p
 int fe_fill_buffer(fe_backend *be, size_t bytes, fe_buffer *buf, int (*fill)(void *ctx, void *out),
                    void *ctx)
 {
+  if (!be->ops->host) /* the staging copy below (a device's buffer is checked by its caller) */
+    FE_CHECK(fe_memory_check(bytes, "staging a buffer of %s for the device", be->info.name));
   FE_CHECK(be->ops->alloc(be->impl, bytes ? bytes : 1, buf));
   void *at = be->ops->host ? be->ops->host(be->impl, buf) : NULL;
   void *stage = at ? NULL : malloc(bytes + 1); /* written once, copied: populating it first was
@@ -587,6 +593,7 @@ int fe_upload_reals(fe_backend *be, fe_precision prec, const double *v, size_t n
   if (prec == FE_DOUBLE) {
     rc = be->ops->write(be->impl, buf, 0, n * w, v);
   } else {
+    FE_CHECK(fe_memory_check(n * w, "converting %zu values to single precision", n));
     float *tmp = malloc(n * w + 1);
     if (!tmp) FE_ERROR(FE_ERR_MEM, "out of host memory for a conversion");
     for (size_t i = 0; i < n; i++) tmp[i] = (float)v[i];
@@ -612,6 +619,8 @@ static int cell_permutation(const fe_operator *A, const fe_realization *d, const
 {
   size_t nc = (size_t)A->V->mesh->ncells, bs = (size_t)d->block;
   *npad = (size_t)d->ngroups * bs;
+  FE_CHECK(fe_memory_check(sizeof(int) * *npad, "operator %s on %s: the cells' stored order (%zu "
+                           "cells)", A->pde->name, A->V->name, *npad));
   FE_MALLOC(*perm, *npad, "cell order");
 #pragma omp parallel for schedule(static)
   for (size_t k = 0; k < (size_t)d->ngroups; k++)
@@ -628,6 +637,12 @@ static int upload_aux(const fe_operator *A, fe_realization *d, const int *perm, 
 {
   int na = A->pde->naux;
   double *v;
+  FE_CHECK(fe_memory_check(sizeof(double) * npad * na, "operator %s on %s: per-cell "
+                           "coefficients (%d values at %zu cells), staged", A->pde->name,
+                           A->V->name, na, npad));
+  FE_CHECK(fe_memory_check_on(d->be, fe_precision_size(d->prec) * npad * na, "operator %s on %s: "
+                              "per-cell coefficients (%d values at %zu cells)", A->pde->name,
+                              A->V->name, na, npad));
   FE_MALLOC(v, npad * na + 1, "per-cell coefficients");
   v[0] = 0;
 #pragma omp parallel for schedule(static) if (na > 0)
@@ -639,10 +654,91 @@ static int upload_aux(const fe_operator *A, fe_realization *d, const int *perm, 
   return rc;
 }
 
-/* The physics' named constants as they are now (one unused word when there are none). */
+/* The first cell of A at whose points of rule Q coefficient c exceeds FLT_MAX in magnitude
+ * (-1: none), that point's x and the value there. */
+static int single_overflow_cell(const fe_operator *A, const fe_cexpr *c, const fe_quadrature *Q,
+                                double x_bad[3], double *v_bad)
+{
+  const fe_space *V = A->V;
+  const fe_physics *p = A->pde;
+  const int np = Q->npoints, nc = V->mesh->ncells, dim = V->elem.dim;
+  const int reads_x = fe_cexpr_reads(c, FE_V_X) > 0, reads_a = fe_cexpr_reads(c, FE_V_A) > 0;
+  const int ncell = reads_x || reads_a ? nc : 1, npt = reads_x ? np : 1;
+  int bad = INT_MAX;
+#pragma omp parallel for schedule(static) reduction(min : bad) if (ncell > 64)
+  for (int cell = 0; cell < ncell; cell++) {
+    if (cell > bad) continue; /* past one found */
+    double x[3 * 64], value[64], J[9];
+    const double *a = reads_a ? A->aux + (size_t)cell * p->naux : NULL;
+    for (int j0 = 0; j0 < npt; j0 += 64) { /* the points of a cell, 64 at a time */
+      const int n = npt - j0 < 64 ? npt - j0 : 64;
+      for (int j = 0; j < n; j++) {
+        x[3 * j] = x[3 * j + 1] = x[3 * j + 2] = 0;
+        if (reads_x) fe_space_cell_map(V, cell, Q->points + (size_t)(j0 + j) * dim, x + 3 * j, J);
+      }
+      fe_cexpr_eval_points(c, n, x, a, p->const_values, value);
+      for (int j = 0; j < n; j++)
+        if (fabs(value[j]) > FLT_MAX && bad > cell) bad = cell;
+    }
+  }
+  if (bad == INT_MAX) return -1;
+  const double *a = reads_a ? A->aux + (size_t)bad * p->naux : NULL;
+  for (int j = 0; j < npt; j++) { /* the cell's first such point, again */
+    double J[9];
+    x_bad[0] = x_bad[1] = x_bad[2] = 0;
+    if (reads_x) fe_space_cell_map(V, bad, Q->points + (size_t)j * dim, x_bad, J);
+    *v_bad = fe_cexpr_eval(c, x_bad, a, p->const_values);
+    if (fabs(*v_bad) > FLT_MAX) break;
+  }
+  return bad;
+}
+
+/* In single precision the kernels compute the coefficients in float: one that is finite in
+ * double (fe_physics_check_coefficients let it pass) but beyond FLT_MAX in magnitude at a
+ * point of the residual's or the Jacobian's rule would be inf there. A named error for the
+ * first such value, as the non-finite case's: the coefficients that read the named
+ * constants only (changed = 1: the constants changed since the last check), else all. */
+static int check_single_coefficients(const fe_operator *A, int changed)
+{
+  const fe_physics *p = A->pde;
+  const fe_quadrature *rules[2] = {&A->quad[FE_ACTION_RESIDUAL], &A->quad[FE_ACTION_APPLY]};
+  for (int i = 0; i < p->ncoef; i++) {
+    fe_cexpr *c;
+    if (fe_cexpr_read(p->coef_exprs[i], &c)) continue; /* beyond the reader: not checked */
+    const int na = fe_cexpr_reads(c, FE_V_A), nk = fe_cexpr_reads(c, FE_V_K);
+    const int known = (!na || (na <= p->naux && A->aux)) && nk <= p->nconst;
+    int cell = -1;
+    double x[3] = {0, 0, 0}, v = 0;
+    for (int q = 0; q < 2 && known && (!changed || nk) && cell < 0; q++)
+      if (q == 0 || rules[1]->npoints != rules[0]->npoints || rules[1]->degree != rules[0]->degree)
+        cell = single_overflow_cell(A, c, rules[q], x, &v);
+    const int reads_x = fe_cexpr_reads(c, FE_V_X) > 0, reads_a = na > 0;
+    fe_cexpr_free(c);
+    if (cell < 0) continue;
+    char at[128];
+    if (reads_x && A->V->elem.dim == 3)
+      snprintf(at, sizeof at, "at x = (%.6g, %.6g, %.6g), cell %d (a quadrature point)", x[0],
+               x[1], x[2], cell);
+    else if (reads_x)
+      snprintf(at, sizeof at, "at x = (%.6g, %.6g), cell %d (a quadrature point)", x[0], x[1], cell);
+    else if (reads_a)
+      snprintf(at, sizeof at, "in cell %d", cell);
+    else
+      snprintf(at, sizeof at, "everywhere");
+    FE_ERROR(FE_ERR_ARG, "physics %s: %s is %.6g %s, beyond single precision's largest value "
+             "(%.6g): the operator runs in single precision; use precision = \"double\" or "
+             "scale the problem", p->name, p->coef_names[i], v, at, (double)FLT_MAX);
+  }
+  return 0;
+}
+
+/* The physics' named constants as they are now (one unused word when there are none); in
+ * single precision, the coefficients checked first (all at the first upload, after that those
+ * that read the constants). */
 static int upload_params(const fe_operator *A, fe_realization *d)
 {
   const fe_physics *p = A->pde;
+  if (d->prec == FE_FLOAT) FE_CHECK(check_single_coefficients(A, d->params.ptr != NULL));
   double *k;
   FE_MALLOC(k, p->nconst + 1, "named constants");
   k[p->nconst] = 0;
@@ -661,6 +757,11 @@ static int upload_fields(const fe_operator *A, fe_realization *d, const int *per
   const fe_physics *p = A->pde;
   int w = fe_codegen_field_map_width(p);
   int *maps;
+  FE_CHECK(fe_memory_check_on(d->be, sizeof(int) * npad * w, "operator %s on %s: the auxiliary "
+                              "fields' dof maps (%d a cell at %zu cells)", p->name, A->V->name, w,
+                              npad));
+  FE_CHECK(fe_memory_check(sizeof(int) * npad * w, "operator %s on %s: the auxiliary fields' dof "
+                           "maps (%d a cell at %zu cells), staged", p->name, A->V->name, w, npad));
   FE_MALLOC(maps, npad * w + 1, "auxiliary field maps");
   maps[0] = 0;
 #pragma omp parallel for schedule(static) if (w > 0)
@@ -856,9 +957,11 @@ static int realization_geometry(fe_realization *r, int recompute, const int *per
         r->geo[a] = r->geo[b];
     if (r->geo[a].ptr) continue;
     geometry_job job = {A, &A->quad[a], perm, npad, r->geo_shared};
-    FE_CHECK(fe_fill_reals(r->be, r->prec,
-                           fe_geometry_words(A, job.Q, npad, r->geo_shared, r->prec), &r->geo[a],
-                           geometry_fill, &job));
+    const size_t words = fe_geometry_words(A, job.Q, npad, r->geo_shared, r->prec);
+    FE_CHECK(fe_memory_check_on(r->be, words * fe_precision_size(r->prec), "operator %s on %s: "
+                                "stored geometric factors (%zu values for %zu cells of %d "
+                                "points)", A->pde->name, A->V->name, words, npad, job.Q->npoints));
+    FE_CHECK(fe_fill_reals(r->be, r->prec, words, &r->geo[a], geometry_fill, &job));
   }
   return 0;
 }
@@ -1236,6 +1339,9 @@ static int realization_get(fe_operator *A, const fe_action_opts *o, fe_realizati
   /* the space's coordinates, in place where the backend reads host memory (cpu, double) */
   r->coords_wrapped = !rc && prec == FE_DOUBLE && be->ops->wrap;
   size_t ncoord = 3 * (size_t)A->V->nnodes;
+  if (!rc && !r->coords_wrapped)
+    rc = fe_memory_check_on(be, ncoord * fe_precision_size(prec), "operator %s on %s: the nodes' "
+                            "coordinates (%d nodes)", A->pde->name, A->V->name, A->V->nnodes);
   if (r->coords_wrapped)
     rc = be->ops->wrap(be->impl, A->V->node_coords, sizeof(double) * ncoord, &r->coords);
   else if (!rc) rc = fe_upload_reals(be, prec, A->V->node_coords, ncoord, &r->coords);

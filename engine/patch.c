@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/memory.h"
 #include "engine/sort.h"
 
 /* The runs' layout: counts runs[0..nl) (contributions per node) turned into run words
@@ -717,6 +718,10 @@ int fe_patches_build(const fe_space *V, const unsigned char *constrained, int *p
              "more than %d (use a smaller block)", block, nb, (size_t)block * nb,
              FE_PATCH_MAX_PLACES);
   }
+  /* the host's arrays, about five ints a cell's node at once (lists, local numbers, nodes,
+   * runs, places), and walks' neighbours and events besides */
+  FE_CHECK(fe_memory_check(sizeof(int) * npad * nb * (walk > 0 ? 8 : 5), "strategy patch on %s: "
+                           "the patches' node lists (%zu cells of %d nodes)", V->name, npad, nb));
   int rc = walk > 0 ? build_walks(V, perm, ng, block, walk, reuse, lanes, P)
                     : build_items(V, perm, ng, block, lanes, sorted, P);
   if (rc) {

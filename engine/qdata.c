@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/memory.h"
 #include "engine/space.h"
 #include "engine/strategy.h"
 #include "engine/strbuf.h"
@@ -215,11 +216,27 @@ int fe_qdata_build(fe_realization *r)
   FE_ASSERT(r->perm, FE_ERR_INTERNAL, "folding per-point data before the cells' order exists");
   r->building = "the folded per-point data";
   FE_CHECK(setup_kernel(r));
-  if (!r->qdata.ptr)
-    FE_CHECK(r->be->ops->alloc(r->be->impl, fe_qdata_plane(r) * (size_t)L.words * w + w, &r->qdata));
+  const size_t qbytes = fe_qdata_plane(r) * (size_t)L.words * w + w;
   size_t per = QD_CHUNK_WORDS / ((size_t)nq * xgw);
   if (per < 1) per = 1;
   if (per > npad) per = npad;
+  /* the stored words, then with them the staging of a chunk's points: on the host (x and the
+   * factors in double, and in the kernel's precision) and on the device (the same host memory
+   * on the cpu: one check of the three) */
+  const size_t qb = r->qdata.ptr ? 0 : qbytes, hs = per * nq * xgw * (sizeof(double) +
+                    (r->prec == FE_DOUBLE ? 0 : sizeof(float))), ds = per * nq * xgw * w;
+  const int host_memory = r->be->ops->host != NULL;
+  FE_CHECK(fe_memory_check_on(r->be, qb, "operator %s on %s: stored per-point data (%d values at "
+                              "%.3g points, %s)", A->pde->name, V->name, L.words,
+                              (double)fe_qdata_plane(r), fe_precision_name(r->prec)));
+  FE_CHECK(fe_memory_check_on(r->be, qb + ds + (host_memory ? hs : 0), "operator %s on %s: stored "
+                              "per-point data (%d values at %.3g points, %s) and its setup's "
+                              "staging (%zu cells of %d points)", A->pde->name, V->name, L.words,
+                              (double)fe_qdata_plane(r), fe_precision_name(r->prec), per, nq));
+  if (!host_memory)
+    FE_CHECK(fe_memory_check(hs, "operator %s on %s: the per-point data's setup, staged (%zu "
+                             "cells of %d points)", A->pde->name, V->name, per, nq));
+  if (!r->qdata.ptr) FE_CHECK(r->be->ops->alloc(r->be->impl, qbytes, &r->qdata));
   double *phi = NULL, *dphi = NULL, *xg = NULL;
   void *stage = NULL;
   fe_buffer dev = {0};

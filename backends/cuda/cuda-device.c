@@ -243,6 +243,12 @@ int cuda_alloc(void *impl, size_t bytes, fe_buffer *buf)
   buf->ptr = NULL;
   buf->bytes = 0;
   FE_CHECK(cuda_usable(cu));
+  /* a large buffer is first compared with what the device has free (a failed cuMemAlloc
+   * says the same, but only after the driver has tried) */
+  size_t free_bytes = 0, total = 0;
+  if (bytes >= ((size_t)1 << 20) && cu->api.cuMemGetInfo(&free_bytes, &total) == CUDA_SUCCESS &&
+      bytes > free_bytes)
+    return cuda_out_of_memory(cu, bytes);
   /* an empty vector still gets a handle, so kernels can take it as an argument */
   CUresult err = cu->api.cuMemAlloc(&p, bytes ? bytes : 256);
   if (err == CUDA_ERROR_OUT_OF_MEMORY) return cuda_out_of_memory(cu, bytes);

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/memory.h"
 #include "engine/precond/twoscale.h"
 #include "engine/precond/units.h"
 #include "engine/quadrature.h"
@@ -212,9 +213,16 @@ static int fine_setup(fe_precond *P)
   int *map, *pen;
   long long nvalid;
   double t0 = fe_clock();
+  size_t ne3 = (size_t)ts->ne * ts->ne * ts->ne;
+  /* the map (ne^3 nodes a cell), the pencils, the face neighbours and the weights */
+  FE_CHECK(fe_memory_check(sizeof(int) * (size_t)nc * (ne3 + 7) + sizeof(double) * (3 * (size_t)nc +
+                           2 * (size_t)V->nnodes), "twoscale: the subdomains' map (%d cells of "
+                           "%zu nodes)", nc, ne3));
+  FE_CHECK(fe_memory_check_on(ts->be, (sizeof(int) * (ne3 + 1) + 3 * fe_precision_size(ts->prec)) *
+                              (size_t)nc, "twoscale: the subdomains' map (%d cells of %zu "
+                              "nodes)", nc, ne3));
   FE_CHECK(fe_schwarz_map(V, &ts->adj, ts->con, &map, &pen, &nvalid));
   double t1 = fe_clock();
-  size_t ne3 = (size_t)ts->ne * ts->ne * ts->ne;
   int rc = fe_upload_ints(ts->be, map, nc * ne3, &ts->map);
   if (!rc) rc = fe_upload_ints(ts->be, pen, (size_t)nc, &ts->pen);
   free(map);
@@ -304,6 +312,11 @@ static int coarse_maps(twoscale *ts, const fe_space *V, const double *share)
   size_t nt = (size_t)nc * nb;
   FE_ASSERT(nt < 0x7fffffff, FE_ERR_ARG, "twoscale: %d cells x %d nodes is past the 32-bit "
             "entries of the coarse transfers", nc, nb);
+  /* two ints and a real an entry (cell, node), and the vertices' (cell, corner) entries */
+  const size_t tbytes = (2 * sizeof(int) + sizeof(double)) * nt + sizeof(int) *
+                        (16 * (size_t)nc + (size_t)nv + (size_t)nn + 2);
+  FE_CHECK(fe_memory_check(tbytes, "twoscale: the coarse transfers (%zu entries), staged", nt));
+  FE_CHECK(fe_memory_check_on(ts->be, tbytes, "twoscale: the coarse transfers (%zu entries)", nt));
   int *nodes = malloc(sizeof(int) * nt), *corners = malloc(sizeof(int) * nc * 8),
       *vstart = malloc(sizeof(int) * (nv + 1)), *ventry = malloc(sizeof(int) * (size_t)nc * 8),
       *nstart = malloc(sizeof(int) * (nn + 1)), *nentry = malloc(sizeof(int) * nt);

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/memory.h"
 #include "engine/matrix.h"
 #include "engine/strategy.h"
 
@@ -73,6 +74,9 @@ static int ebe_sort_matrices(fe_realization *r, const int *order)
 {
   ebe_data *d = r->data;
   size_t nc = (size_t)d->K->ncells, block = (size_t)d->K->n * d->K->n * fe_precision_size(r->prec);
+  FE_CHECK(fe_memory_check(2 * nc * block, "operator %s on %s: sorting %zu element matrices of "
+                           "%d x %d by color (two host copies)", r->A->pde->name,
+                           r->A->V->name, nc, d->K->n, d->K->n));
   char *from = fe_alloc(nc * block + 1), *to = fe_alloc(nc * block + 1);
   int rc = 0;
   if (!from || !to) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host "
@@ -92,7 +96,11 @@ static int ebe_upload_cells(fe_realization *r, const int *order)
   ebe_data *d = r->data;
   const fe_space *V = r->A->V;
   size_t nc = (size_t)V->mesh->ncells, nb = (size_t)V->elem.nbasis;
+  FE_CHECK(fe_memory_check_on(r->be, sizeof(int) * nc * nb, "operator %s on %s: the cell map "
+                              "(%zu cells of %zu nodes)", r->A->pde->name, V->name, nc, nb));
   if (!order) return fe_upload_ints(r->be, V->cell_nodes, nc * nb, &d->cells);
+  FE_CHECK(fe_memory_check(sizeof(int) * nc * nb, "operator %s on %s: the cell map sorted by "
+                           "color (%zu cells of %zu nodes)", r->A->pde->name, V->name, nc, nb));
   int *c;
   FE_MALLOC(c, nc * nb + 1, "cell map sorted by color");
   for (size_t k = 0; k < nc; k++)

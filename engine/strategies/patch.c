@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/memory.h"
 #include "engine/patch.h"
 #include "engine/strategy.h"
 
@@ -311,7 +312,10 @@ static int upload_patches(fe_realization *r, int *perm, size_t npad, int *too_bi
     d->host = P;
     return rc;
   }
-  rc = fe_upload_ints(r->be, P.start, (size_t)ng + 1, &d->pstart);
+  rc = fe_memory_check_on(r->be, sizeof(int) * 2 * (total + 1) + lbytes, "operator %s on %s: "
+                          "the patches' node lists (%zu entries for %zu cells)", A->pde->name,
+                          V->name, total, npad);
+  if (!rc) rc = fe_upload_ints(r->be, P.start, (size_t)ng + 1, &d->pstart);
   if (!rc) rc = fe_upload_ints(r->be, P.nodes, total + 1, &d->pnodes);
   if (!rc) rc = fe_upload_ints(r->be, P.runs, total + 1, &d->pruns);
   const void *lsrc = d->walk > 0 ? (const void *)P.events : P.lcells;

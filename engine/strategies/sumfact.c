@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/memory.h"
 #include "engine/qdata.h"
 #include "engine/strategies/sumfact-count.h"
 #include "engine/strategy.h"
@@ -282,6 +283,13 @@ static int upload_node_map(fe_realization *r, const int *cells, size_t npad)
   size_t nb = (size_t)V->elem.nbasis, nn = (size_t)V->nnodes, nc = (size_t)V->ncomp;
   FE_ASSERT(npad * nb * nc < (size_t)1 << 31, FE_ERR_ARG, "scatter = \"nodes\": %zu cells x %zu "
             "entries do not fit int indices", npad, nb * nc);
+  FE_CHECK(fe_memory_check(sizeof(int) * (nn + npad * nb), "operator %s on %s: the node -> "
+                           "E-vector map (%zu entries), staged", r->A->pde->name, V->name,
+                           npad * nb));
+  FE_CHECK(fe_memory_check_on(r->be, sizeof(int) * (nn + npad * nb) + npad * nb * nc *
+                              fe_precision_size(r->prec), "operator %s on %s: the E-vector and "
+                              "its node map (%zu cells of %zu values)", r->A->pde->name, V->name,
+                              npad, nb * nc));
   int *off = fe_zalloc(nn + 1, sizeof(int)), *idx = fe_alloc(sizeof(int) * (npad * nb + 1));
   if (!off || !idx) {
     free(off);
@@ -353,7 +361,12 @@ static int upload_cells(fe_realization *r, const int *perm, size_t npad)
   if (!con) FE_ERROR(FE_ERR_MEM, "out of host memory for the constrained nodes");
   for (int i = 0; i < A->ndir; i++) con[A->dir_nodes[i] / V->ncomp] = 1;
   cells_job job = {V, con, perm, npad};
-  int rc = fe_fill_buffer(r->be, sizeof(int) * npad * nb, &d->cells, cells_fill, &job);
+  int rc = fe_memory_check_on(r->be, sizeof(int) * npad * nb, "operator %s on %s: the cell map "
+                              "(%zu cells of %d nodes)", A->pde->name, V->name, npad, nb);
+  if (!rc) rc = fe_fill_buffer(r->be, sizeof(int) * npad * nb, &d->cells, cells_fill, &job);
+  if (!rc && d->nodesum)
+    rc = fe_memory_check(sizeof(int) * npad * nb, "operator %s on %s: the cell map (%zu cells "
+                         "of %d nodes), staged", A->pde->name, V->name, npad, nb);
   if (!rc && d->nodesum) {
     int *cells = fe_alloc(sizeof(int) * npad * nb + 1);
     if (!cells) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the cell map");

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/memory.h"
 #include "engine/qdata.h"
 #include "engine/strategy.h"
 
@@ -144,6 +145,9 @@ static int cells_fill(void *ctx, void *out)
 static int upload_cells(fe_realization *r, const int *perm, size_t npad, fe_buffer *buf)
 {
   cells_job job = {r->A->V, perm, npad, r->block};
+  FE_CHECK(fe_memory_check_on(r->be, sizeof(int) * npad * r->A->V->elem.nbasis, "operator %s on "
+                              "%s: the cell map (%zu cells of %d nodes)", r->A->pde->name,
+                              r->A->V->name, npad, r->A->V->elem.nbasis));
   return fe_fill_buffer(r->be, sizeof(int) * npad * r->A->V->elem.nbasis, buf, cells_fill, &job);
 }
 

@@ -70,6 +70,32 @@ end, "kappa = \"1/sqrt(x[0])\" is inf at x = (0")
 check(fe.operator(V, physics.poisson{kappa = "1 + (int)(2 * x[0]) % 2"}), "an integer operator")
 print("  1/0, 0/0, log(-1), nan at a point of x: named errors; the script went on")
 
+-- finite in double but past single precision's largest value (3.4e38): an operator that runs
+-- in single precision refuses it by name (value, point and cell), whatever its strategy, where
+-- its kernels would compute inf; the same operator in double runs
+do
+  local u1 = V:interpolate(function(x) return x[1] end)
+  local big = fe.operator(V, physics.poisson{kappa = "1e39 + x[0]", source = 1}, {dirichlet = "all"})
+  for _, st in ipairs({"transpose", "csr"}) do
+    expect_error(function() return big:apply(u1, {precision = "single", strategy = st}) end,
+                 "physics poisson: kappa = \"1e39 + x[0]\" is 1e+39 at x = (", "), cell 0 (a " ..
+                 "quadrature point), beyond single precision's largest value (3.40282e+38): the " ..
+                 "operator runs in single precision")
+  end
+  expect_error(function() return big:residual(u1, {precision = "single"}) end,
+               "beyond single precision's largest value")
+  local y = big:apply(u1, {precision = "double"})
+  check(#y == V.ndofs and y:norm() > 1e38 and y:norm() < math.huge,
+        "kappa = 1e39 + x[0] in double: |A u| = %s", tostring(y:norm()))
+  -- a constant coefficient: "everywhere"; one that fits single precision is no error
+  local flat = fe.operator(V, physics.poisson{kappa = "-2e39", source = 1}, {dirichlet = "all"})
+  expect_error(function() return flat:assemble{precision = "single"} end,
+               "physics poisson: kappa = \"-2e39\" is -2e+39 everywhere, beyond single precision")
+  local fits = fe.operator(V, physics.poisson{kappa = "3e38", source = 1}, {dirichlet = "all"})
+  check(fits:apply(u1, {precision = "single"}), "kappa = 3e38 fits single precision")
+  print("  kappa = 1e39 + x[0] in single precision: a named error; in double it runs")
+end
+
 -- V:interpolate's expressions too: "1/2 + x[0]" is 0.5 + x[0]
 do
   local f = V:interpolate("1/2 + x[0]")

@@ -40,6 +40,32 @@ if arg[1] == "limited" then
                "out of host memory: assemble: the matrix of 117649 rows and ", " nonzeros needs ")
   expect_error(function() return A:assemble{backend = "cpu", scatter = "atomic"} end,
                "out of host memory: assemble: the matrix of 117649 rows and ")
+  -- an operator's realization: csr's stored matrix (the setup names the strategy and the part),
+  -- and the per-point data an apply folds once (Q1 on 12^3 hexes with a rule of degree 27: 14^3
+  -- points a cell, 4.7 million points of 6 values, about 217 MiB), refused before anything of
+  -- them is made
+  expect_error(function() return A:apply(V:interpolate(function(x) return x[1] end),
+                                         {backend = "cpu", strategy = "csr"}) end,
+               "setting up csr on cpu (double) for 1728 cells: building the strategy's own data: " ..
+               "out of host memory: assemble: the matrix of 117649 rows and ", " MiB available")
+  local V1 = fe.space(mesh.box{cells = 12, cell = "hex"}, "Q1")
+  local A1 = fe.operator(V1, physics.poisson{kappa = function(x) return 1 + x[1] end, source = 1},
+                         {dirichlet = "all", quadrature = {degree = 27}})
+  for _, st in ipairs({"transpose", "sumfact"}) do
+    expect_error(function() return A1:apply(V1:interpolate(function(x) return x[1] end),
+                                            {backend = "cpu", strategy = st, fold = true}) end,
+                 "out of host memory: operator poisson on Q1: stored per-point data (6 values at " ..
+                 "4.74e+06 points, double", " MiB available (FELAB_MEMORY_LIMIT)")
+  end
+  -- and the same on a small mesh runs (its model's calibration was cached by the parent)
+  do
+    local Vs1 = fe.space(mesh.box{cells = 2, cell = "hex"}, "Q1")
+    local As1 = fe.operator(Vs1, physics.poisson{kappa = function(x) return 1 + x[1] end, source = 1},
+                            {dirichlet = "all", quadrature = {degree = 27}})
+    local y = As1:apply(Vs1:interpolate(function(x) return x[1] end),
+                        {backend = "cpu", strategy = "transpose", fold = true})
+    check(#y == 27, "the small operator's apply after the refusals: %d values", #y)
+  end
   -- a box (6 tets a cube)
   expect_error(function() return mesh.box{cells = {400, 400, 400}, cell = "tet"} end,
                "out of host memory: mesh.box: 400 x 400 x 400 cubes (384000000 tet cells, " ..
@@ -60,7 +86,13 @@ end
 local exe = T.exe()
 check(exe and not exe:find("'", 1, true), "arg[-1] names the felab binary")
 
--- this script under the limit
+-- this script under the limit, the cpu's model calibrated first (in the cache the child reads:
+-- a calibration's buffers of 128 MiB would not fit under the limit)
+do
+  local Vc = fe.space(mesh.box{cells = 2, cell = "hex"}, "Q1")
+  fe.operator(Vc, physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
+    :apply(Vc:interpolate(function(x) return x[1] end), {backend = "cpu"})
+end
 do
   local p = assert(io.popen(("FELAB_MEMORY_LIMIT=%s '%s' '%s' limited 2>&1"):format(LIMIT, exe, arg[0])))
   local out = p:read("a")
