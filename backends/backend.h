@@ -253,6 +253,11 @@ int fe_vectors_check(const char *op, const char *names, const fe_buffer *const *
                      fe_precision prec);
 #define FE_VECTORS(...) ((const fe_buffer *const[]){__VA_ARGS__})
 
+/* `felab --cuda-trial`: run the one kernel launch a session sends on stdin in a CUDA
+ * context of this process's own and answer on stdout (backends/cuda/cuda-trial.c); the
+ * process's exit status. */
+int fe_cuda_trial_serve(void);
+
 /* helpers shared by backends */
 /* Set an FE_ERR_COMPILE error from a compiler log: names each source line the log points
  * at ("<what>:LINE:") and quotes it. */

@@ -5,7 +5,9 @@
 #   scripts/gpu-test.sh [build folder] [log folder]
 # It registers NVIDIA's OpenCL driver (so the opencl backend runs on the GPU too), then runs
 #   cuda.log     tests/scripts/test_cuda.lua: cuda vs cpu vs opencl, PCG, vectors, rates;
-#                test_cuda_fault.lua: a faulting kernel, an error, the cpu goes on;
+#                test_cuda_fault.lua: raw C that faults, tried in another process: an
+#                error, and cuda goes on (untried, in a child: the context lost, the cpu
+#                goes on); the API fuzz with cuda among the backends;
 #                test_patch.lua: strategy patch against transpose on every backend;
 #                test_matrix.lua: element matrices, assembly and csr on every backend;
 #                test_elemat_variants, test_elemat_tensor, test_ebe_variants, test_sell:
@@ -53,6 +55,8 @@ step() {
 step "test_cuda.lua" cuda.log "$FELAB" tests/scripts/test_cuda.lua
 step "test_cuda_fault.lua (a kernel fault: an error, the session goes on)" cuda.log \
   "$FELAB" tests/scripts/test_cuda_fault.lua
+step "api fuzz on cuda (3000 calls, backends cuda, opencl and cpu)" cuda.log env FELAB_FUZZ_CUDA=1 \
+  FELAB_FUZZ_CALLS=3000 FELAB_FUZZ_SEED=7 FELAB_FUZZ_VERBOSE=0 "$FELAB" tests/fuzz/api_fuzz.lua
 step "test_patch.lua (patch = transpose on cpu, opencl, cuda)" cuda.log "$FELAB" tests/scripts/test_patch.lua
 step "test_patch_options.lua" cuda.log "$FELAB" tests/scripts/test_patch_options.lua
 step "test_matrix.lua (element matrices, assembly, csr on cpu, opencl, cuda)" cuda.log "$FELAB" \

@@ -875,6 +875,7 @@ static int pmain(lua_State *L)
 int main(int argc, char **argv)
 {
   options o;
+  if (argc == 2 && !strcmp(argv[1], "--cuda-trial")) return fe_cuda_trial_serve(); /* felab's own */
   parse_command_line(argc, argv, &o);
   const char *tb = getenv("FELAB_TRACEBACK");
   want_traceback = tb && *tb && strcmp(tb, "0") != 0;

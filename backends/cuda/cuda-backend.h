@@ -31,6 +31,9 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUevent_st *CUevent;
 typedef struct CUstream_st *CUstream;
+typedef struct CUipcMemHandle {
+  char reserved[64];
+} CUipcMemHandle; /* a device allocation, named for another process */
 
 enum {
   CUDA_SUCCESS = 0,
@@ -126,6 +129,11 @@ typedef struct cuda_api {
   CUresult (*cuEventSynchronize)(CUevent ev);
   CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end);
   CUresult (*cuEventDestroy)(CUevent ev);
+  /* optional: a kernel's trial run in another process (cuda-trial.c) */
+  CUresult (*cuIpcGetMemHandle)(CUipcMemHandle *handle, CUdeviceptr ptr);
+  CUresult (*cuIpcOpenMemHandle)(CUdeviceptr *ptr, CUipcMemHandle handle, unsigned flags);
+  CUresult (*cuIpcCloseMemHandle)(CUdeviceptr ptr);
+  CUresult (*cuMemGetAddressRange)(CUdeviceptr *base, size_t *size, CUdeviceptr ptr);
   CUresult (*cuGetErrorName)(CUresult err, const char **name);
   CUresult (*cuGetErrorString)(CUresult err, const char **text);
   /* NVRTC */
@@ -187,6 +195,9 @@ typedef struct cuda_signature {
 struct fe_kernel {
   CUfunction fn;
   char name[64];
+  struct fe_module *mod;
+  int trust;   /* a kernel with user C: 0 untried, 1 its trial run returned, -1 it faulted */
+  char *fault; /* the trial's verdict, for every later launch (trust -1) */
   const cuda_signature *sig; /* from the module's source */
   int max_threads;           /* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK (registers bound it) */
   int registers;             /* per thread */
@@ -199,6 +210,8 @@ struct fe_module {
   CUmodule handle;
   cuda_signature *sigs;          /* every FE_KERNEL of its source */
   struct fe_kernel *kernels;     /* made on demand by kernel() */
+  void *trial_image;             /* a copy of the image when the source has user C (FE_USER_C) */
+  size_t trial_size;
   struct fe_module *prev, *next; /* live modules, so close can free what the engine left */
 };
 
@@ -305,6 +318,13 @@ void cuda_cache_free(cuda_impl *cu);
 /* Compile source with NVRTC for cu->arch into an image (malloc'ed; PTX is NUL-terminated).
  * A failed compile is FE_ERR_COMPILE naming the generated line. Exposed for the tests. */
 int cuda_nvrtc_compile(cuda_impl *cu, const char *source, void **image, size_t *size);
+
+/* cuda-trial.c: whether kernel k may run here. The first launch of a kernel whose module
+ * keeps a trial image (C typed by a user) runs first in `felab --cuda-trial`, on copies of
+ * its buffers; a fault there is k's error, now and at every later launch. params as for
+ * cuLaunchKernel, reals stored in precision prec. */
+int cuda_kernel_vet(cuda_impl *cu, fe_kernel *k, unsigned grid, unsigned block, int nargs,
+                    void *const *params, fe_precision prec);
 
 /* cuda-vector.c */
 int cuda_fill(void *impl, fe_buffer *x, size_t n, fe_precision prec, double value);

@@ -60,6 +60,10 @@ static const cuda_symbol driver_symbols[] = {
     SYM(cuEventSynchronize, "cuEventSynchronize", NULL),
     SYM(cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
     SYM(cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy"),
+    OPT(cuIpcGetMemHandle, "cuIpcGetMemHandle"),
+    OPT(cuIpcOpenMemHandle, "cuIpcOpenMemHandle_v2"),
+    OPT(cuIpcCloseMemHandle, "cuIpcCloseMemHandle"),
+    OPT(cuMemGetAddressRange, "cuMemGetAddressRange_v2"),
     SYM(cuGetErrorName, "cuGetErrorName", NULL),
     SYM(cuGetErrorString, "cuGetErrorString", NULL),
 };

@@ -500,6 +500,14 @@ int cuda_compile(void *impl, const char *source, fe_module **mod, double *second
   }
   m->handle = handle;
   m->sigs = cuda_signatures(source);
+  /* FELAB_CUDA_TRIAL: "off" tries nothing, "all" every module; else C typed by a user */
+  const char *trial = getenv("FELAB_CUDA_TRIAL");
+  int try = trial && !strcmp(trial, "all") ? 1 : trial && !strcmp(trial, "off") ? 0
+          : strstr(source, "#define FE_USER_C 1") != NULL;
+  if (try && (m->trial_image = malloc(c->size))) {
+    memcpy(m->trial_image, c->image, c->size);
+    m->trial_size = c->size;
+  }
   m->next = cu->modules;
   if (cu->modules) cu->modules->prev = m;
   cu->modules = m;
@@ -515,8 +523,10 @@ void cuda_module_free(void *impl, fe_module *mod)
   while (mod->kernels) {
     fe_kernel *k = mod->kernels;
     mod->kernels = k->next;
+    free(k->fault);
     free(k);
   }
+  free(mod->trial_image);
   cuda_signatures_free(mod->sigs);
   if (mod->prev) mod->prev->next = mod->next;
   else if (cu->modules == mod) cu->modules = mod->next;
@@ -548,6 +558,7 @@ int cuda_kernel(void *impl, fe_module *mod, const char *name, fe_kernel **k)
   fe_kernel *e;
   FE_CALLOC(e, 1, "CUDA kernel");
   e->fn = fn;
+  e->mod = mod;
   snprintf(e->name, sizeof e->name, "%s", name);
   e->sig = sig;
   if (cu->api.cuFuncGetAttribute(&e->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn))
@@ -614,6 +625,7 @@ int cuda_launch(void *impl, fe_kernel *k, size_t ngroups, size_t group_size, int
   size_t group = group_size ? group_size : 1;
   if (group > (size_t)k->max_threads) group = (size_t)k->max_threads / 32 * 32;
   if (!group) group = 1;
+  FE_CHECK(cuda_kernel_vet(cu, k, (unsigned)ngroups, (unsigned)group, nargs, s.params, prec));
   return cuda_run(cu, k->fn, k->name, ngroups, group, k->shared, s.params, seconds);
 }
 

@@ -17,6 +17,7 @@
 --   FELAB_FUZZ_VERBOSE=1       each call on stderr before it runs (to find the one that crashed);
 --                              2: and the message of each error
 --   FELAB_FUZZ_ONLY=pattern    only the entries whose name matches (a Lua pattern)
+--   FELAB_FUZZ_CUDA=0          1: backend arguments name cuda too (scripts/gpu-test.sh)
 --   FELAB_FUZZ_OPENCL=10       how many calls may name opencl (PoCL compiles slowly; default
 --                              10, or one in a thousand calls)
 --
@@ -46,6 +47,7 @@ local SECONDS = tonumber(env("FELAB_FUZZ_SECONDS", "0")) or 0
 local VERBOSE = tonumber(env("FELAB_FUZZ_VERBOSE", "0")) or 1 -- 2: each error's message too
 if VERBOSE == 0 then VERBOSE = false end
 local ONLY = env("FELAB_FUZZ_ONLY", nil)
+local CUDA = env("FELAB_FUZZ_CUDA", "0") ~= "0"
 local OPENCL_BUDGET = math.tointeger(tonumber(env("FELAB_FUZZ_OPENCL", "")))
                       or math.max(10, CALLS // 1000)
 local SANITY_EVERY = 100 -- calls between two checks that the session still works
@@ -603,7 +605,10 @@ local function resolve(v, e, first)
   if what == "fn" then return random_function() end
   if what == "path" then return TMP .. "/f" .. below(4) end
   if what == "any" then return random_value(0) end
-  if what == "backend" then return chance(0.4) and "opencl" or "cpu" end
+  if what == "backend" then
+    if CUDA and chance(0.4) then return "cuda" end
+    return chance(0.4) and "opencl" or "cpu"
+  end
   if what == "cell" then return pick{"tet", "hex", "tri", "quad", "prism"} end
   if what == "space_name" then return pick{"P1", "P2", "Q1", "Q2", "P1", "Q1"} end
   if what == "reorder" then return pick{"rcm", "hilbert", "layers", "morton"} end
