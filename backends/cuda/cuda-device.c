@@ -8,7 +8,8 @@
  *
  * A kernel that faults (an illegal address, say) leaves the context unusable for the rest
  * of the process: the backend then refuses every call with that reason instead of
- * returning the driver's sticky error from some unrelated later call. Running out of
+ * returning the driver's sticky error from some unrelated later call. Kernels of C a user
+ * typed are tried in another process first (cuda-trial.c), so theirs never get here. Running out of
  * memory is not such a fault: the allocation fails with what was asked and what is free,
  * and the session goes on. */
 #include <stdio.h>
