@@ -775,6 +775,7 @@ local function sanitize(e, args)
   end
   if name:find("^export%.") and args.n >= 1 then -- files only in the temporary folder
     local p = args[1]
+    if type(p) == "number" then p = tostring(p) end -- a number is a file name too
     if type(p) == "string" and p:sub(1, #TMP + 1) ~= TMP .. "/" then
       args[1] = TMP .. "/" .. (p:gsub("[^%w%.]", "_"):sub(1, 40))
     end
@@ -855,6 +856,21 @@ local function check_error(e, args, err)
   end
 end
 
+-- The plots' default names (out absent, or options that are another object): files the
+-- plot writes in the working folder, removed after each plot call unless they were there
+-- before the run.
+local PLOTS = {["perf.plot"] = true, ["perf.roofline"] = true, ["felab.info:plot"] = true}
+local DEFAULT_PLOTS = {}
+for _, base in ipairs{"roof", "residuals"} do
+  for _, ext in ipairs{".csv", ".gp", ".png", ".svg", ".dat"} do
+    local f = io.open(base .. ext)
+    if f then f:close() else DEFAULT_PLOTS[#DEFAULT_PLOTS + 1] = base .. ext end
+  end
+end
+local function remove_default_plots()
+  for _, f in ipairs(DEFAULT_PLOTS) do os.remove(f) end
+end
+
 local function call(e, prefix)
   local args = sanitize(e, make_args(e))
   if not args then
@@ -868,6 +884,7 @@ local function call(e, prefix)
   current_args = args
   local res = table.pack(pcall(e.fn, table.unpack(args, 1, args.n)))
   current_args = outer
+  if PLOTS[e.name] then remove_default_plots() end
   local dt = F.clock() - t0
   e.seconds = e.seconds + dt
   if dt > 2 then slow[#slow + 1] = fmt("%.1f s  %s", dt, show_call(e, args)) end
