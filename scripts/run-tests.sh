@@ -24,25 +24,30 @@ fail=0
 echo "== unit tests ($BUILD)"
 "$BUILD/unit-tests" --jobs 2 || fail=1
 echo "== script tests ($BUILD)"
+# Two at a time (most of a script test's time is the C compiler, one core each), the longest
+# first so that the two lanes end together; the tests that time strategies against each
+# other (SERIAL) then run alone, on a quiet machine.
+SERIAL="test_autotune.lua"
+LONGEST="test_sumfact.lua test_patch.lua test_strategies_run.lua test_patch_options.lua
+test_convergence_high.lua test_elemat_variants.lua test_fold.lua test_backends.lua"
+# the cpu's calibration, in double and single, measured now on a quiet machine (stored in the
+# cache, then read by every test) rather than inside a test that shares the cores
+"$BUILD/felab" -e 'local V = fe.space(mesh.box{cells = 2}, "P1")
+local A = fe.operator(V, physics.poisson{kappa = 1, source = 1})
+for _, p in ipairs{"double", "single"} do A:apply(V:interpolate(1):to("cpu", p)) end' \
+  > /dev/null 2>&1
+RESULTS=$(mktemp -d "${TMPDIR:-/tmp}/felab-tests.XXXXXX")
+trap 'rm -rf "$RESULTS"' EXIT
+{
+  for t in $LONGEST; do [ -f "tests/scripts/$t" ] && echo "tests/scripts/$t"; done
+  for t in tests/scripts/test_*.lua; do
+    b=$(basename "$t")
+    case " $(echo $LONGEST $SERIAL) " in *" $b "*) ;; *) echo "$t" ;; esac
+  done
+} | xargs -P 2 -n 1 sh scripts/run-one-test.sh "$BUILD" "$RESULTS"
+for t in $SERIAL; do sh scripts/run-one-test.sh "$BUILD" "$RESULTS" "tests/scripts/$t"; done
 for t in tests/scripts/test_*.lua; do
-  start=$(date +%s)
-  out=$("$BUILD/felab" "$t" 2>&1)
-  rc=$?
-  # LeakSanitizer's tracer itself sometimes crashes at exit (signal 11 while it stops the
-  # threads, seen under ASan after every check of a script had passed): that is the tool,
-  # not a finding, so such a run is made once more and must then pass
-  if [ $rc != 0 ] && echo "$out" | grep -q "LeakSanitizer has encountered a fatal error"; then
-    echo "  (LeakSanitizer's tracer crashed in $t: running it again)"
-    out=$("$BUILD/felab" "$t" 2>&1)
-    rc=$?
-  fi
-  if [ $rc = 0 ]; then
-    echo "  ok      $t ($(( $(date +%s) - start )) s)"
-  else
-    echo "  FAILED  $t"
-    echo "$out" | tail -20 | sed 's/^/    /'
-    fail=1
-  fi
+  [ -f "$RESULTS/$(basename "$t").ok" ] || { echo "  FAILED  $t (see above)"; fail=1; }
 done
 echo "== prompt tests ($BUILD)"
 sh tests/prompt/run.sh "$BUILD/felab" || fail=1
