@@ -93,6 +93,15 @@ typedef struct physics_handle {
  * functions are kept by the handle), or an error naming the Lua line of a failing trace. */
 struct fe_physics *felab_physics_for(lua_State *L, int i, int dim, const char *fname);
 
+/* shell/complete.c (with readline): the prompt's tab completion over the globals of state
+ * L (felab_complete_state first), as readline's attempted-completion function; free its
+ * candidates at the end. */
+#ifdef FE_HAVE_READLINE
+void felab_complete_state(lua_State *L);
+char **felab_complete(const char *text, int start, int end);
+void felab_complete_free(void);
+#endif
+
 /* ----- helpers shared by the binding files (shell/lua-util.c) ----- */
 
 /* How a value reads in a message: "mesh" for a felab.mesh, else Lua's type name; and the

@@ -7,6 +7,7 @@ felab runs with a pty as its controlling terminal (stdin, stdout and stderr all 
 columns wide), so it is interactive: prompts, readline, and the live progress line. The
 steps run in order:
     send:TEXT     type TEXT and Enter
+    type:TEXT     type TEXT alone (\\t in it: Tab, to complete)
     expect:REGEX  wait (up to 15 s) until the output since the last expect matches REGEX
     ctrl-c        type Ctrl-C (the terminal sends SIGINT to felab)
     sleep:SECONDS wait
@@ -63,6 +64,8 @@ def main():
         kind, _, arg = step.partition(":")
         if kind == "send":
             os.write(fd, arg.encode() + b"\r")
+        elif kind == "type":
+            os.write(fd, arg.replace("\\t", "\t").encode())
         elif kind == "ctrl-c":
             os.write(fd, b"\x03")
         elif kind == "sleep":

@@ -273,6 +273,18 @@ progress_ctrl_c_test() {
 }
 progress_ctrl_c_test
 
+# Tab completes a global's field with '(' after a function, a table's name with '.' after
+# it, a method after ':'; no __index function runs while completing (shell/complete.c).
+completion_test() {
+  local tr="$TMP/complete.tr" why
+  why="$(pty_run "$tr" 'type:mesh.bo\t' 'expect:mesh\.box\(' 'send:{cells = 1}).ncells' \
+    'send:print("n", mesh.box{cells = 1}.ncells)' 'expect:n\s+6' 'type:phy\t' 'expect:physics\.' \
+    'send:poisson' 'send:V = fe.space(mesh.box{cells = 1}, "P1")' 'type:V:interp\t' \
+    'expect:V:interpolate\(' 'send:1):max()' 'expect:felab> ' 'eof')"
+  verdict "tab_completes_fields_tables_and_methods" "$why"
+}
+completion_test
+
 progress_switch_test() {
   local tr="$TMP/switch.tr" why
   why="$(pty_run "$tr" "send:$SOLVE_SETUP" 'send:print("switch", perf.progress(false))' \
