@@ -26,7 +26,7 @@ static sf_sizes sizes_of(const fe_sumfact_shape *s)
   z.nq = s->q1 * s->q1 * z.zq;
   z.nvu = s->need_u ? s->nc : 0;
   z.ng = z.nvu + (s->jacobian && !s->diagonal ? s->nc : 0);
-  z.nv = z.ng + (s->need_x ? s->dim : 0);
+  z.nv = z.ng + (s->need_x && !s->x_corners ? s->dim : 0);
   z.nf0 = s->has_f0 ? s->nc : 0;
   z.nfl = (s->dim == 3 || s->has_f0 ? s->nc : 0) + 2 * s->nc;
   z.interp_z = s->dim == 3 && !s->collocated;
@@ -92,15 +92,28 @@ static double values_flops(const fe_sumfact_shape *s, const sf_sizes *z)
 }
 
 /* Residual and Jacobian action. */
+/* x at a point from its column's (sf_column_x): on hexes DIM pairs of terms (an FMA and a
+ * multiply), on quads a copy. */
+static double corner_x_flops(const fe_sumfact_shape *s)
+{
+  return s->need_x && s->x_corners && s->dim == 3 ? 3.0 * s->dim : 0;
+}
+
+/* sf_column_x, once a column: each corner's bilinear factor and its DIM terms. */
+static double column_x_flops(const fe_sumfact_shape *s)
+{
+  return s->need_x && s->x_corners ? (double)(1 << s->dim) * (1 + 2.0 * s->dim) : 0;
+}
+
 static double action_flops(const fe_sumfact_shape *s, const sf_sizes *z)
 {
   double p = s->p1, q = s->q1, nc = s->nc, d = s->dim;
   double point = s->folded ? values_flops(s, z) + s->qd_flops /* the words contracted */
                  : point_geometry_flops(s) + (s->need_f ? s->field_flops : 0) +
-                   values_flops(s, z) + s->phys_flops + d /* W detJ */ + z->nf0 +
+                   corner_x_flops(s) + values_flops(s, z) + s->phys_flops + d /* W detJ */ + z->nf0 +
                    nc * d * (2 * d + 1) /* fluxes */;
   double f = edge_flops(s) + interpolation_flops(s, z) + z->nq * point +
-             q * q * (column_flops(s) + column_geometry_flops(s));
+             q * q * (column_flops(s) + column_geometry_flops(s) + column_x_flops(s));
   /* transposed derivatives, and along z in registers */
   f += nc * z->nq * (2.0 * d * q + (z->interp_z ? 2.0 * p : 0));
   if (!s->collocated) {
@@ -117,8 +130,9 @@ static double diagonal_flops(const fe_sumfact_shape *s, const sf_sizes *z)
   double p = s->p1, q = s->q1, d = s->dim;
   double pairs = (1 + d) * (s->phys_flops + (s->has_f0 ? 1 : 0) + d * (2 * d + 1)) + d * (d + 1) / 2;
   double point = point_geometry_flops(s) + (s->need_f ? s->field_flops : 0) +
-                 values_flops(s, z) + d + pairs + (s->dim == 3 ? 20.0 * p : 0);
-  double round = z->nq * point + q * q * (column_flops(s) + column_geometry_flops(s)) +
+                 corner_x_flops(s) + values_flops(s, z) + d + pairs + (s->dim == 3 ? 20.0 * p : 0);
+  double round = z->nq * point +
+                 q * q * (column_flops(s) + column_geometry_flops(s) + column_x_flops(s)) +
                  12.0 * q * p * z->zp * q /* y pass */ +
                  6.0 * p * p * z->zp * q /* x pass */ + z->nb /* scatter */;
   return edge_flops(s) + interpolation_flops(s, z) + s->nc * round;
@@ -167,7 +181,9 @@ size_t fe_sumfact_shared_bytes(const fe_sumfact_shape *s, int block, int real_si
     sy = max2(max2(sb, sf), sd);
   }
   int se = s->vertices ? s->dim * (s->dim << (s->dim - 1)) : 0;
-  int tables = 2 * q * p + q * q + q + (s->vertices ? 2 * q : 0) + (s->diagonal ? 3 * q * p : 0);
+  int xc = s->need_x && s->x_corners;
+  se += xc ? s->dim << s->dim : 0; /* the corners (SF_SXC) */
+  int tables = 2 * q * p + q * q + q + (s->vertices || xc ? 2 * q : 0) + (s->diagonal ? 3 * q * p : 0);
   return ((size_t)tables + (size_t)(sx + sy + se) * (size_t)block) * (size_t)real_size;
 }
 
@@ -221,7 +237,9 @@ static double column_shared(const fe_sumfact_shape *s, const sf_sizes *z, double
   double point = (s->dim == 3 ? (s->vertices ? 2 : 0) + 1 : 0) * t; /* z factors, weight */
   point += z->ng * (q * 2 * d + d);                   /* values along x and y, the value */
   if (zreg) point += row_loads(s->q1, s->q1, 2 * s->q1 * s->p1, size) * t; /* DQ[qz][.] */
-  if (s->need_x) point += dim * d;
+  if (s->need_x && s->x_corners) col += (1 << s->dim) * dim * d + 4 * t; /* corners, L */
+  if (s->need_x && s->x_corners && s->dim == 3) point += 2 * t;          /* L(., qz) */
+  else if (s->need_x && !s->x_corners) point += dim * d;
   point += nc * 2 * d;                                /* FX, FY */
   if (!zreg && s->has_f0) point += nc * d;            /* S0 */
   return col + z->zq * point + (zreg ? nc * q * d : 0);

@@ -15,6 +15,7 @@ typedef struct fe_sumfact_shape {
   int affine;             /* affine cells: with vertices the map is inverted once a column */
   int jacobian, diagonal; /* the action: residual (0,0), apply (1,0), diagonal (1,1) */
   int need_u, need_x, has_f0, need_f;
+  int x_corners;          /* 1: x from the cell's corners (straight cells), not as DIM fields */
   double phys_flops;      /* flops of one fe_f (residual) or fe_df (apply, diagonal) call */
   double phys_nonfma;     /* of those, divisions, square roots and other calls */
   double field_flops;     /* flops of one fe_fields call (0 when need_f is 0) */

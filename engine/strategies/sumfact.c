@@ -105,7 +105,8 @@ static fe_sumfact_shape shape_folded(const fe_operator *A, fe_precision prec, fe
                          .collocated = coll, .vertices = vertices,
                          .affine = A->geo_affine, .jacobian = n.jacobian,
                          .diagonal = a == FE_ACTION_DIAGONAL, .need_u = n.need_u,
-                         .need_x = n.need_x, .has_f0 = n.has_f0, .need_f = n.need_f,
+                         .need_x = n.need_x, .x_corners = n.need_x && !A->V->curved,
+                         .has_f0 = n.has_f0, .need_f = n.need_f,
                          .phys_flops = n.phys_flops, .phys_nonfma = n.phys_nonfma,
                          .field_flops = ff};
   if (folded) {
@@ -476,10 +477,11 @@ static int sumfact_source(const fe_realization *r, fe_action a, const char *prea
            "#define P1 %d /* nodes per direction */\n#define Q1 %d /* points per direction */\n"
            "#define COLLOCATED %d /* the points are the nodes */\n"
            "#define GEO_VERTICES %d /* the map from the corners (else stored factors) */\n"
+           "#define GEO_LINEAR %d /* straight cells: x from the corners */\n"
            "#define SF_DYNAMIC %d /* the shared arrays are dynamic (cuda, above 48 KB) */\n"
            "#define SF_NODESUM %d /* the cells write an E-vector, fe_nodesum adds it up */\n"
            "#define SF_SUM_ITEMS %d /* nodes per group of fe_nodesum */\n",
-           sh.p1, sh.q1, sh.collocated, vertices, d->dynamic[a] > 0, d->nodesum,
+           sh.p1, sh.q1, sh.collocated, vertices, !r->A->V->curved, d->dynamic[a] > 0, d->nodesum,
            SUMFACT_SUM_ITEMS);
   s.defines = defines;
   fe_strbuf t = {0};
