@@ -68,7 +68,7 @@ LIB_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRC) $(BACKEND_SRC)) $(BUI
 LUALIB     := $(wildcard shell/lib/*.lua)
 SHELL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(SHELL_SRC)) $(BUILD)/obj/gen/lualib.o
 
-.PHONY: all run test deps unit scripts prompt check-asan bench bank-model clean format fuzz fuzz-mesh fuzz-api gpu
+.PHONY: all run test deps unit scripts prompt check-asan check-house bench bank-model clean format fuzz fuzz-mesh fuzz-api gpu
 all: $(BUILD)/felab
 
 deps:
@@ -82,6 +82,11 @@ test: deps
 	@$(MAKE) --no-print-directory $(BUILD)/felab $(BUILD)/unit-tests
 	@scripts/run-tests.sh $(BUILD)
 	@$(MAKE) --no-print-directory check-asan TEST_CACHE=$(abspath $(BUILD))/cache
+
+# House rules a grep checks, no build and no Lua needed: the engine and the shell ask a
+# backend for capabilities, never compare its name (scripts/check-house.sh)
+check-house:
+	@scripts/check-house.sh
 
 # The same suite built with AddressSanitizer and UBSan, in its own build folder. Its kernels
 # are the same (cc compiles them with the same flags whatever felab was built with), so

@@ -56,6 +56,28 @@ typedef struct fe_device_info {
   int tables_l1;       /* the kernels' constant tables live in global memory and are read
                         * through L1, one wavefront per 128-byte line a warp touches (CUDA's
                         * __device__ const); else a constant cache serves them word by word */
+  /* What the engine asks for where it once tested a backend's name; each backend sets them
+   * where it fills this info (cpu_query, cuda_describe, opencl_describe), 0 unless set. */
+  int items_in_order;  /* a group's items run one after another on one host thread (the
+                        * kernels' FE_CPU paths): groups of one color may scatter with plain adds
+                        * and a cell's items reuse what the one before made. cpu 1; cuda and
+                        * OpenCL 0 (PoCL too: its compiler may run a group's items side by side) */
+  int cells_in_lanes;  /* the compiler's SIMD lanes are a group's cells (its loops over them
+                        * vectorized; per-point data are read cells fastest). cpu 1; cuda and
+                        * OpenCL 0 (their lanes are items; PoCL vectorizes the items) */
+  size_t stack_shared; /* a group's shared arrays are locals on one thread's stack, which bounds
+                        * them to this many bytes (cpu: 512 KB); 0: local_mem bounds them */
+  int large_local;     /* the compiler builds groups whose local arrays take over 100 KB a cell
+                        * (sumfact past 12 points per direction). cpu and cuda 1; OpenCL 0: PoCL
+                        * crashed on one (a segmentation fault), NVIDIA's OpenCL is untried */
+  int fp64_mma;        /* FP64 matrix units the kernels reach (tensor cores, inline PTX
+                        * mma.m8n8k4.f64): cuda on sm_80 and later; 0 elsewhere (OpenCL too) */
+  int measured_defaults; /* the strategies' defaults measured with cuda on the H100
+                        * (docs/benchmarks.md) hold here: cuda 1; 0 elsewhere, NVIDIA's OpenCL
+                        * included (its compiler was never measured) */
+  int cpu_calibration; /* device.calibrate measures the host CPU's own ceilings too: the SIMD
+                        * rate against the lanes, llvm-mca's cycle, a sparse matrix's rows
+                        * (calibrate.knl's FE_CPU kernels). cpu 1; cuda and OpenCL 0 (PoCL too) */
 } fe_device_info;
 
 /* What a compiled kernel needs of a compute unit (backend.kernel_resources); 0: not known. */

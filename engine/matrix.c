@@ -196,8 +196,8 @@ static int gemm_shape(const fe_realization *r, const fe_action_opts *o, elemat_s
     tiles = (size_t)nc * ((nb + 7) / 8) * 8;
   }
   int asked = o && o->block > 0 ? o->block : 0, block = asked;
-  int cpu = !strcmp(r->be->name, "cpu");
-  int fit = cpu || nq < 8 ? nq : 8; /* the points a chunk must hold while the block grows */
+  int in_order = r->be->info.items_in_order; /* a group's items in turn, adding into K */
+  int fit = in_order || nq < 8 ? nq : 8; /* the points a chunk must hold while the block grows */
   FE_ASSERT(block <= 4096, FE_ERR_ARG, "block = %d cells per work group is too large", block);
   if (!block)
     for (block = 1; block < 32 && block * tiles < 128;) {
@@ -217,7 +217,7 @@ static int gemm_shape(const fe_realization *r, const fe_action_opts *o, elemat_s
   sh->shared = gemm_shared(r, sh, block, sh->qc);
   if (elemat_variants[sh->v].mma) return mma_warps(r, sh, asked);
   tiles *= (size_t)block;
-  sh->reg = !cpu && tiles <= r->be->info.max_group;
+  sh->reg = !in_order && tiles <= r->be->info.max_group;
   sh->items = ((tiles > 128 ? tiles : 128) + 31) / 32 * 32;
   if (sh->items > r->be->info.max_group) sh->items = r->be->info.max_group;
   return 0;
@@ -242,7 +242,7 @@ static int elemat_shape_of(const fe_realization *r, const fe_action_opts *o, int
      * cell's at every point (elemat.knl) */
     size_t stride = (size_t)fe_geo_stride(V->elem.dim), gs = 0;
     if (!nojac && r->A->geo_affine) gs = stride * r->block;
-    else if (!nojac && !strcmp(r->be->name, "cpu")) gs = stride * r->A->quad[FE_ACTION_APPLY].npoints;
+    else if (!nojac && r->be->info.items_in_order) gs = stride * r->A->quad[FE_ACTION_APPLY].npoints;
     sh->shared = ((size_t)r->block * V->elem.nbasis * (V->ncomp + 3) + gs) * w;
     sh->items = ((size_t)r->block * n + 31) / 32 * 32;
   } else {
@@ -308,7 +308,7 @@ static double elemat_flops_per_cell(const fe_realization *r, const fe_kernel_spe
   const fe_space *V = r->A->V;
   int nb = V->elem.nbasis, nc = V->ncomp, dim = V->elem.dim, n = nb * nc;
   double nq = s->quad->npoints, maps = s->geo_affine ? 1 : nq; /* points where jac maps */
-  double reg_maps = s->geo_affine ? 1 : !strcmp(r->be->name, "cpu") ? nq : n * nq; /* reg_jac */
+  double reg_maps = s->geo_affine ? 1 : r->be->info.items_in_order ? nq : n * nq; /* reg_jac */
   int nojac = elemat_variants[sh->v].nojac;
   fe_action_needs need = fe_codegen_needs(s);
   double ff, fb;
@@ -401,9 +401,9 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
   elemat_shape sh;
   FE_CHECK(fe_operator_realize_stored(A, &oo, &r, why, sizeof why));
   /* gemm_mma's phase 3 is inline PTX (mma.m8n8k4.f64): NVRTC and a double real only */
-  FE_ASSERT(!elemat_variants[v].mma || (!strcmp(r->be->name, "cuda") && r->prec == FE_DOUBLE),
+  FE_ASSERT(!elemat_variants[v].mma || (r->be->info.fp64_mma && r->prec == FE_DOUBLE),
             FE_ERR_ARG, "element matrices: variant gemm_mma runs on fp64 tensor cores, on "
-            "cuda in double only (got %s, %s); use gemm", r->be->name,
+            "cuda (sm_80 and later) in double only (got %s, %s); use gemm", r->be->name,
             r->prec == FE_DOUBLE ? "double" : "single");
   /* No variant asked: gemm on a GPU from N = 20 (H100, fp64, one call: P3 tets 0.50 against
    * reg_jac's 1.14 ms, P4 1.64 against 5.52, Q3 1.79 against 22.0; below N = 20 reg_* leads),

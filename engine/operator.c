@@ -236,7 +236,7 @@ static int resolve(const fe_action_opts *o, fe_backend **be, fe_precision *prec)
 
 size_t fe_shared_limit(const fe_backend *be)
 {
-  return !strcmp(be->name, "cpu") ? (size_t)512 << 10 : be->info.local_mem;
+  return be->info.stack_shared ? be->info.stack_shared : be->info.local_mem;
 }
 
 size_t fe_padded_cells(const fe_operator *A, int block)

@@ -542,14 +542,15 @@ static int run_calibration(fe_backend *be, fe_precision prec, fe_report *rep)
       {"fe_table_lines", &c.table_lines}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !rc; i++)
     rc = be->ops->kernel(be->impl, c.mod, ks[i].name, ks[i].k);
-  for (int k = 0; k < FE_CURVE_POINTS && !rc && !strcmp(be->name, "cpu"); k++) {
+  const int host = be->info.cpu_calibration; /* calibrate.knl's FE_CPU kernels */
+  for (int k = 0; k < FE_CURVE_POINTS && !rc && host; k++) {
     char name[32];
     snprintf(name, sizeof name, "fe_fma_lanes%d", 2 << k);
     rc = be->ops->kernel(be->impl, c.mod, name, &c.lanes[k]);
   }
-  if (!rc && !strcmp(be->name, "cpu")) rc = be->ops->kernel(be->impl, c.mod, "fe_fma_chain", &c.chain);
-  if (!rc && !strcmp(be->name, "cpu")) rc = be->ops->kernel(be->impl, c.mod, "fe_rows_init", &c.rows_init);
-  if (!rc && !strcmp(be->name, "cpu")) rc = be->ops->kernel(be->impl, c.mod, "fe_rows", &c.rows);
+  if (!rc && host) rc = be->ops->kernel(be->impl, c.mod, "fe_fma_chain", &c.chain);
+  if (!rc && host) rc = be->ops->kernel(be->impl, c.mod, "fe_rows_init", &c.rows_init);
+  if (!rc && host) rc = be->ops->kernel(be->impl, c.mod, "fe_rows", &c.rows);
   size_t nout = (size_t)c.ngpu * 32 * 4 + 64;
   if (!rc) rc = be->ops->alloc(be->impl, c.n * w, &c.a);
   if (!rc) rc = be->ops->alloc(be->impl, c.n * w, &c.x);

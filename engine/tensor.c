@@ -270,11 +270,11 @@ int fe_element_matrices_tensor(fe_operator *A, const fe_vector *at, const fe_act
   const int dim = V->elem.dim, nc = V->ncomp, n = V->elem.nbasis * nc, ncells = V->mesh->ncells;
   const int ngk = tensor_terms(&u, dim);
   size_t w = fe_precision_size(r->prec);
-  int block = 0, cpu = !strcmp(r->be->name, "cpu");
+  int block = 0, in_order = r->be->info.items_in_order;
   FE_CHECK(tensor_block(r->be, V, asked, (size_t)nc * nc * ngk, w, &block));
   /* the cpu walks a group's items in order: all cells at once keeps a matrix's stores
    * contiguous; a GPU group holds about TN_ITEMS (cell, entry) items */
-  int conc = cpu ? block : TN_ITEMS / (n * n);
+  int conc = in_order ? block : TN_ITEMS / (n * n);
   if (conc < 1) conc = 1;
   if (conc > block) conc = block;
   int ngroups = (int)((r->npad + block - 1) / block);

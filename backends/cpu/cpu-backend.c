@@ -198,6 +198,11 @@ static int cpu_query(void *impl, fe_device_info *info)
   info->warp = info->threads_per_cu = info->groups_per_cu = 1; /* a group per thread */
   long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
   info->l1_bytes = l1 > 0 ? (size_t)l1 : 0;
+  info->items_in_order = 1;   /* FE_INNER is a plain loop on the group's thread */
+  info->cells_in_lanes = 1;   /* gcc vectorizes the strategies' loops over a group's cells */
+  info->stack_shared = (size_t)512 << 10; /* FE_SHARED arrays are the thread's locals */
+  info->large_local = 1;
+  info->cpu_calibration = 1;
   return 0;
 }
 

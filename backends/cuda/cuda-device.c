@@ -138,6 +138,13 @@ static void cuda_describe(cuda_impl *cu)
   in->clock_mhz = cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_CLOCK_RATE) / 1000;
   in->fp64 = 1;         /* every device since sm_13 */
   in->fp64_atomics = 1; /* native from sm_60, a compare-and-swap loop before (preamble) */
+  /* the engine's capabilities (backend.h): a block's threads run side by side, its shared
+   * arrays are __shared__ memory, dynamic past 48 KB */
+  in->items_in_order = in->cells_in_lanes = in->cpu_calibration = 0;
+  in->stack_shared = 0;
+  in->large_local = 1;
+  in->fp64_mma = cu->cc >= 80; /* mma.m8n8k4.f64: the tensor cores of sm_80 and later */
+  in->measured_defaults = 1;
 }
 
 /* The NVRTC options and the cache key of everything compiled in this session. */

@@ -246,6 +246,13 @@ static int opencl_describe(opencl_impl *cl)
   cl->int64_atomics = opencl_has_extension(exts, "cl_khr_int64_base_atomics");
   /* atomic add on doubles: a compare-and-swap loop on 64-bit integers (see the preamble) */
   in->fp64_atomics = in->fp64 && cl->int64_atomics;
+  /* the engine's capabilities (backend.h), the same on a CPU device (PoCL) and a GPU: a
+   * group's items may run side by side (PoCL's lanes are items), shared arrays are local
+   * memory, local arrays past 100 KB a cell crashed PoCL, no PTX, the measured defaults
+   * are cuda's, and the host CPU's calibration kernels are the cpu backend's */
+  in->items_in_order = in->cells_in_lanes = 0;
+  in->stack_shared = 0;
+  in->large_local = in->fp64_mma = in->measured_defaults = in->cpu_calibration = 0;
   cl->max_alloc = alloc ? (size_t)alloc : (size_t)gmem;
   cl->max_item = items[0] ? items[0] : in->max_group;
   /* the kernels' program-scope tables share it (opencl-program.c counts them before a build) */

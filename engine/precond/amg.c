@@ -272,7 +272,7 @@ static int amg_build(fe_precond *P, amg *M, fe_backend *be, int cycles)
   fe_csr *K = NULL;
   fe_report rep;
   int rc = fe_operator_assemble(P->A, at, &o, &K, &rep);
-  if (rc == FE_ERR_COMPILE && strcmp(be->name, "cpu")) {
+  if (rc == FE_ERR_COMPILE && !be->ops->host) { /* not already the host's own memory (cpu) */
     /* the element matrices do not compile there (NVIDIA's OpenCL: dense tables past its
      * 64 KB of constant memory at Q3): hypre wants the matrix on the host anyway */
     fe_backend *cpu;

@@ -209,7 +209,7 @@ static int patch_measured(const fe_operator *A, const fe_backend *be, fe_precisi
     snprintf(why, n, "applies, but measured slower than transpose on CPUs: not a default there");
     return -1;
   }
-  if (strcmp(be->name, "cuda") || !(A->geo_recompute || p2)) return 0;
+  if (!be->info.measured_defaults || !(A->geo_recompute || p2)) return 0;
   char other[8];
   if (!fe_stored_matrix_applies(A, be, prec, other, sizeof other) &&
       fe_strategy_csr.measured(A, be, prec, other, sizeof other) > 0)

@@ -21,7 +21,7 @@
 
 #define SUMFACT_MAX_ORDER 8   /* Q1..Q8 */
 #define SUMFACT_MAX_POINTS 16 /* points per direction (Q7 p-Laplacian: 15) */
-#define SUMFACT_MAX_POINTS_OPENCL 12
+#define SUMFACT_MAX_POINTS_SMALL_LOCAL 12 /* where large local arrays are not built (OpenCL) */
 
 typedef struct sumfact_data {
   fe_buffer cells;  /* stored cells x NB node ids, lexicographic (x fastest) */
@@ -69,9 +69,9 @@ static int sumfact_applies(const fe_operator *A, const fe_backend *be, fe_precis
                fe_action_name((fe_action)a), Q->name);
       return 1;
     }
-    /* OpenCL keeps 12: PoCL crashed (a segmentation fault, the session lost) on the Q7
-     * p-Laplacian's 15 points, whose group holds 135 KB of local memory a cell */
-    const int most = strcmp(be->name, "opencl") ? SUMFACT_MAX_POINTS : SUMFACT_MAX_POINTS_OPENCL;
+    /* OpenCL keeps 12 (large_local 0): PoCL crashed (a segmentation fault, the session lost)
+     * on the Q7 p-Laplacian's 15 points, whose group holds 135 KB of local memory a cell */
+    const int most = be->info.large_local ? SUMFACT_MAX_POINTS : SUMFACT_MAX_POINTS_SMALL_LOCAL;
     if (q1 > most) {
       snprintf(why, n, "the %s rule has %d points per direction, above %d (%s)",
                fe_action_name((fe_action)a), q1, most, be->name);
@@ -269,8 +269,9 @@ static int sumfact_configure(fe_realization *r, const fe_action_opts *o)
   FE_ASSERT(!o->recompute, FE_ERR_ARG, "sumfact: recompute is an option of strategy \"ebe\"");
   /* atomics unless asked: measured faster on the H100 at Q3 and Q7 (docs/benchmarks.md) */
   d->nodesum = o->scatter == FE_SCATTER_NODES;
-  /* as transpose, the cpu adds plainly color by color; the E-vector needs no colors */
-  r->colored = !strcmp(r->be->name, "cpu") && !d->nodesum;
+  /* as transpose, a device whose group's items run in order (the cpu) adds plainly color by
+   * color; the E-vector needs no colors */
+  r->colored = r->be->info.items_in_order && !d->nodesum;
   r->qd_cells_fastest = 1; /* folded words: a group's cells side by side, as its items read them */
   return 0;
 }

@@ -54,7 +54,7 @@ static int default_block(const fe_backend *be, const fe_operator *A, fe_precisio
 {
   int block = 32;
   size_t per_cell = shared_per_cell(A, prec), limit = fe_shared_limit(be);
-  if (!strcmp(be->name, "cpu")) {
+  if (be->info.cells_in_lanes) {
     const size_t l1 = be->info.l1_bytes ? be->info.l1_bytes : (size_t)32 << 10;
     if (32 * per_cell > l1 / 4 * 3) block = (int)(64 / fe_precision_size(prec));
   }
@@ -94,12 +94,12 @@ static int transpose_configure(fe_realization *r, const fe_action_opts *o)
     d->vertices = A->geo_recompute && predict_apply(A, r->be, r->prec, block, 1, 0) <=
                                           predict_apply(A, r->be, r->prec, block, 0, r->geo_shared);
   else d->vertices = o->geometry == FE_GEOMETRY_VERTICES;
-  /* only the cpu runs a group's threads one after another, so only there may groups of one
-   * color scatter with plain adds; GPUs and OpenCL devices use atomics */
-  r->colored = !strcmp(r->be->name, "cpu");
+  /* only where a group's items run one after another (the cpu) may groups of one color
+   * scatter with plain adds; GPUs and OpenCL devices use atomics */
+  r->colored = r->be->info.items_in_order;
   /* folded words as the quadrature phase's items read them: the cpu's points outermost and
    * the group's cells in SIMD lanes; a GPU's items a cell's points side by side */
-  r->qd_cells_fastest = r->colored;
+  r->qd_cells_fastest = r->be->info.cells_in_lanes;
   return 0;
 }
 
@@ -587,7 +587,7 @@ static void transpose_estimate(const fe_operator *A, const fe_backend *be, fe_pr
                       .geo_affine = A->geo_affine, .geo_shared = fe_geometry_shared(A, NULL),
                       .block = default_block(be, A, prec)};
   if (a == FE_ACTION_APPLY && fe_qdata_folds(A, FE_FOLD_AUTO, &s.folded)) fe_error_clear();
-  s.qd_cells_fastest = !strcmp(be->name, "cpu");
+  s.qd_cells_fastest = be->info.cells_in_lanes;
   transpose_counts(&s, A->ndir, 0, w);
   if (!A->geo_recompute || s.folded) return;
   fe_work w2 = {0};

@@ -1,0 +1,23 @@
+#!/bin/sh
+# House rules a grep can check, run before the tests (make check-house):
+#   scripts/check-house.sh [ROOT]
+# The engine and the shell ask a backend for what it can do (fe_device_info's capabilities,
+# backends/backend.h), never which one it is: a comparison of a backend's name with "cpu",
+# "cuda" or "opencl" (strcmp, strncmp, strcasecmp, memcmp, == or !=) in a .c or .h under
+# engine/ or shell/ is reported as file:line and the script exits 1. A name in a message,
+# a backend asked for by name (fe_backend_get("cpu", ...)) or an option's value
+# (o.backend = "cpu") is fine; backends/ may compare its own names.
+cd "${1:-.}" || exit 2
+names='(cpu|cuda|opencl)'
+# the literal as a compare function's argument: first, or after a comma and closing it (or
+# followed by strncmp's length); or either side of == / !=
+pattern="(str|strn|strcase|strncase|mem)cmp[[:space:]]*\\([[:space:]]*\"$names\""
+pattern="$pattern|(str|strn|strcase|strncase|mem)cmp[[:space:]]*\\([^;\"]*,[[:space:]]*\"$names\"[[:space:]]*[,)]"
+pattern="$pattern|[!=]=[[:space:]]*\"$names\"|\"$names\"[[:space:]]*[!=]="
+found=$(grep -rnE --include='*.c' --include='*.h' "$pattern" engine shell)
+if [ -n "$found" ]; then
+  echo "check-house: the engine and the shell test capabilities (fe_device_info), not backend names:"
+  echo "$found" | sed 's/^/  /'
+  exit 1
+fi
+echo "check-house: ok (no backend name compared under engine/ or shell/)"
