@@ -393,6 +393,7 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
   if (o) oo = *o;
   else fe_action_opts_default(&oo);
   oo.strategy = "transpose"; /* its data: stored order, factors per point, dense tables */
+  oo.given = NULL; /* the options the call gave its own strategy */
   if (elemat_variants[v].shm || elemat_variants[v].gemm)
     oo.block = 0; /* an asked block is the shm or gemm kernel's own */
   double t0 = fe_clock(), compile_s = 0, transfer = 0;
@@ -1458,6 +1459,7 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
     if (o) oo = *o;
     else fe_action_opts_default(&oo);
     oo.strategy = "transpose"; /* the realization the element matrices were made on */
+    oo.given = NULL; /* the options the call gave its own strategy */
     char why[160];
     if (!rc) rc = fe_operator_realize_stored(A, &oo, &r, why, sizeof why);
     compile_s = krep.compile_seconds;

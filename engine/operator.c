@@ -50,6 +50,8 @@ void fe_action_opts_default(fe_action_opts *o)
   o->precision = -1;
 }
 
+int fe_operator_realizations(const fe_operator *A) { return A->nreal; }
+
 static int imax(int a, int b) { return a > b ? a : b; }
 
 /* Quadrature degree of an action: exact for the terms it integrates on this element, with
@@ -1012,9 +1014,67 @@ static double strategy_predict(const fe_strategy *st, fe_operator *A, fe_backend
 static int choose_default(fe_operator *A, fe_backend *be, fe_precision prec, int autotune,
                           const fe_strategy **out, char *why, size_t nwhy);
 
+static int pick_strategy(fe_operator *A, const fe_action_opts *o, fe_backend *be,
+                         fe_precision prec, const fe_strategy **out, char *why, size_t nwhy);
+
+/* "walk, lanes": the names of the options o gives, and "walk: patch; recompute: ebe": which
+ * strategies take each. */
+static void given_names(const fe_action_opts *o, int takers, char *buf, size_t n)
+{
+  size_t len = 0;
+  buf[0] = 0;
+  for (int i = 0; i < o->given->n && len < n; i++) {
+    char who[128];
+    fe_action_option_takers(o->given->item[i].name, who, sizeof who);
+    len += (size_t)snprintf(buf + len, n - len, "%s%s%s%s", i ? (takers ? "; " : ", ") : "",
+                            o->given->item[i].name, takers ? ": " : "", takers ? who : "");
+  }
+}
+
+/* The strategy of a call that names none but gives options that some strategies take (the
+ * bits of `takers`): the default when it takes them all, else the one the model predicts
+ * fastest among those that take them all and apply here; an error naming the options when
+ * none does. */
+static int pick_among(fe_operator *A, const fe_action_opts *o, fe_backend *be, fe_precision prec,
+                      unsigned takers, const fe_strategy **out, char *why, size_t nwhy)
+{
+  char names[256], reason[256] = "";
+  const char *caller = o->caller ? o->caller : "", *colon = o->caller ? ": " : "";
+  given_names(o, !takers, names, sizeof names);
+  FE_ASSERT(takers, FE_ERR_ARG, "%s%sno one strategy takes every option given (%s): name one "
+            "with strategy = ...", caller, colon, names);
+  fe_action_opts plain = *o;
+  plain.given = NULL;
+  FE_CHECK(pick_strategy(A, &plain, be, prec, out, why, nwhy));
+  for (int i = 0; i < NSTRATEGIES; i++)
+    if (strategy_list[i] == *out && (takers >> i & 1)) return 0; /* the default takes them */
+  const fe_strategy *best = NULL, *refused = NULL;
+  double tbest = 0;
+  for (int i = 0; i < NSTRATEGIES; i++) {
+    const fe_strategy *st = strategy_list[i];
+    if (!(takers >> i & 1)) continue;
+    if (!strategy_applies(st, A, be, prec, reason, sizeof reason)) {
+      refused = refused ? refused : st;
+      continue;
+    }
+    double t = strategy_predict(st, A, be, prec, FE_ACTION_APPLY);
+    if (!best || t < tbest) best = st, tbest = t;
+  }
+  if (!best) {
+    strategy_applies(refused, A, be, prec, reason, sizeof reason);
+    FE_ERROR(FE_ERR_ARG, "%s%sno strategy that takes %s applies to %s on %s (%s: %s)", caller,
+             colon, names, A->V->name, be->name, refused->name, reason);
+  }
+  *out = best;
+  snprintf(why, nwhy, "default among the strategies that take %s: predicted fastest (apply: %s "
+           "%.3g ms)", names, best->name, tbest * 1e3);
+  return 0;
+}
+
 /* The strategy an action runs with: the one asked for (an error with the reason when it does
  * not apply), else one that measurements made the default here, else the one the model
- * predicts fastest for the Jacobian action (what solvers repeat). why says which and why. */
+ * predicts fastest for the Jacobian action (what solvers repeat); a call that gives options
+ * only some strategies take chooses among those (pick_among). why says which and why. */
 static int pick_strategy(fe_operator *A, const fe_action_opts *o, fe_backend *be,
                          fe_precision prec, const fe_strategy **out, char *why, size_t nwhy)
 {
@@ -1036,6 +1096,8 @@ static int pick_strategy(fe_operator *A, const fe_action_opts *o, fe_backend *be
     snprintf(why, nwhy, "asked for");
     return 0;
   }
+  if (o && fe_strategies_taking(o) != (1u << NSTRATEGIES) - 1)
+    return pick_among(A, o, be, prec, fe_strategies_taking(o), out, why, nwhy);
   for (int i = 0; i < A->npick; i++) /* chosen before: every action of a solve asks */
     if (A->pick[i].be == be && A->pick[i].prec == prec) {
       *out = A->pick[i].st;
@@ -1266,7 +1328,51 @@ static void realization_drop(fe_operator *A, fe_realization *r)
   realization_free(r);
 }
 
-/* The realization for these options, made on first use. */
+/* The options of strategy st that the call o asks, into key: its own fields as o sets them,
+ * then as o->given writes them (the strategy reads them: an option it does not take is an
+ * error), the others at their defaults; no strings. */
+static int realization_options(const fe_strategy *st, fe_precision prec, const fe_action_opts *o,
+                               fe_action_opts *key)
+{
+  fe_action_opts_default(key);
+  if (o) {
+    *key = *o;
+    key->backend = key->strategy = NULL;
+    key->given = NULL;
+    fe_action_opts_keep(key, st->options);
+  }
+  if (o && o->given) {
+    FE_CHECK(fe_strategy_check_given(st, o));
+    key->caller = o->caller;
+    FE_CHECK(st->read_options(o->given, key));
+  }
+  key->caller = NULL;
+  key->precision = (int)prec;
+  key->autotune = key->nolog = key->nowait = 0;
+  return 0;
+}
+
+/* A's realization of st on be in prec whose options were asked as `asked` or, when eff is
+ * given, mean eff; moved last (the most recently used), or NULL. */
+static fe_realization *realization_find(fe_operator *A, const fe_strategy *st, fe_backend *be,
+                                        fe_precision prec, const char *asked, const char *eff)
+{
+  for (int i = 0; i < A->nreal; i++) {
+    fe_realization *r = A->real[i];
+    if (r->be != be || r->prec != prec || r->st != st) continue;
+    if (eff ? strcmp(r->key, eff) : strcmp(r->asked_key, asked)) continue;
+    /* the most recently used goes last, so that a full list forgets the least recently
+     * used: never a realization whose action is running (ebe's and csr's inner calls) */
+    memmove(&A->real[i], &A->real[i + 1], sizeof(A->real[0]) * (size_t)(A->nreal - 1 - i));
+    A->real[A->nreal - 1] = r;
+    return r;
+  }
+  return NULL;
+}
+
+/* The realization for these options, made on first use: one per strategy, backend,
+ * precision and effective options (the strategy's key: options asked in another order, or
+ * defaults spelled out, share one). */
 static int realization_get(fe_operator *A, const fe_action_opts *o, fe_realization **out,
                            char *why, size_t nwhy)
 {
@@ -1276,39 +1382,18 @@ static int realization_get(fe_operator *A, const fe_action_opts *o, fe_realizati
   const fe_strategy *st;
   FE_CHECK(pick_strategy(A, o, be, prec, &st, why, nwhy));
   fe_action_opts key;
-  fe_action_opts_default(&key);
-  if (o) {
-    key.block = o->block;
-    key.walk = o->walk;
-    key.lanes = o->lanes;
-    key.geometry = o->geometry;
-    key.scatter = o->scatter;
-    key.format = o->format; /* strategy csr's product */
-    key.chunk = o->chunk;
-    key.sigma = o->sigma;
-    key.recompute = o->recompute; /* strategy ebe */
-    key.fold = o->fold;
-  }
-  key.precision = (int)prec;
-  for (int i = 0; i < A->nreal; i++) {
-    fe_realization *r = A->real[i];
-    const fe_action_opts *k = &r->asked;
-    if (r->be == be && r->prec == prec && r->st == st && k->block == key.block &&
-        k->walk == key.walk && k->lanes == key.lanes && k->geometry == key.geometry &&
-        k->scatter == key.scatter && k->format == key.format && k->chunk == key.chunk &&
-        k->sigma == key.sigma && k->recompute == key.recompute && k->fold == key.fold) {
-      /* the most recently used goes last, so that a full list forgets the least recently
-       * used: never a realization whose action is running (ebe's and csr's inner calls) */
-      memmove(&A->real[i], &A->real[i + 1], sizeof(A->real[0]) * (size_t)(A->nreal - 1 - i));
-      A->real[A->nreal - 1] = r;
-      *out = r;
-      return 0;
-    }
-  }
+  FE_CHECK(realization_options(st, prec, o, &key));
+  char asked[sizeof A->real[0]->asked_key], eff[sizeof A->real[0]->key];
+  fe_action_opts_asked_key(&key, st->options, asked, sizeof asked);
+  if ((*out = realization_find(A, st, be, prec, asked, NULL))) return 0;
+  st->effective_key(A, be, prec, &key, eff, sizeof eff);
+  if ((*out = realization_find(A, st, be, prec, NULL, eff))) return 0;
   fe_realization *r;
   FE_CALLOC(r, 1, "realization");
   *r = (fe_realization){.A = A, .st = st, .be = be, .prec = prec, .asked = key,
                         .geo_shared = fe_geometry_shared(A, &key)};
+  snprintf(r->asked_key, sizeof r->asked_key, "%s", asked);
+  snprintf(r->key, sizeof r->key, "%s", eff);
   int frc = st->folds ? fe_qdata_folds(A, key.fold, &r->folded)
             : key.fold != FE_FOLD_ON ? 0
             : fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__, "fold = true: strategy %s "
@@ -1452,7 +1537,9 @@ int fe_operator_realize_stored(fe_operator *A, const fe_action_opts *o, fe_reali
 {
   FE_CHECK(realization_get(A, o, r, why, nwhy));
   if ((*r)->geo[FE_ACTION_APPLY].ptr) return 0;
-  fe_action_opts stored = *o;
+  fe_action_opts stored = (*r)->asked; /* the options o's realization read */
+  stored.backend = (*r)->be->name;
+  stored.strategy = (*r)->st->name;
   if (stored.geometry != FE_GEOMETRY_UNSHARED) stored.geometry = FE_GEOMETRY_STORED;
   return realization_get(A, &stored, r, why, nwhy);
 }
@@ -1722,6 +1809,7 @@ int fe_operator_source(fe_operator *A, const char *action, const fe_action_opts 
     od.backend = r->be->name;
     od.precision = (int)r->prec;
     od.strategy = d->name;
+    od.given = NULL; /* the options of the strategy asked, not the delegate's */
     FE_CHECK(realization_get(A, &od, &r, why, sizeof why));
   }
   return r->st->source(r, a, r->be->ops->preamble(r->be->impl, r->prec), src);

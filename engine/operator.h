@@ -14,11 +14,19 @@
 
 typedef struct fe_operator fe_operator;
 
-/* Where and how to run an action. NULL strings mean the session default. */
+/* Where and how to run an action. NULL strings mean the session default. The general
+ * options (backend, precision, strategy, autotune) are read by the operator; the rest belong
+ * to strategies: each names the options it takes and reads them from `given`
+ * (engine/options.h, engine/strategy.h) into the fields below, which engine code beside the
+ * actions (element matrices, assembly) may also set directly. */
 typedef struct fe_action_opts {
   const char *backend;   /* "cpu", "opencl", "cuda" */
   int precision;         /* -1: default, else fe_precision */
   const char *strategy;  /* "transpose", "patch", "sumfact" (NULL: the default, A:strategies()) */
+  const struct fe_options *given; /* the strategy's options as the caller wrote them (NULL:
+                          * none; else read by the strategy, which overrides the fields
+                          * below): an option the strategy does not take is an error */
+  const char *caller;    /* who asks ("A:apply"), the prefix of an error about an option */
   int block;             /* cells per work group, 0: automatic */
   int walk;              /* strategy "patch": cells per walk (first-order straight cells); 0 or
                           * -1: one item per cell */
@@ -70,6 +78,17 @@ enum { FE_FORMAT_AUTO, FE_FORMAT_CSR, FE_FORMAT_SELL, FE_FORMAT_CUSPARSE };
 
 void fe_action_opts_default(fe_action_opts *o);
 
+/* The names of the strategies' own options (block, walk, lanes, ...), each once, in the
+ * order of the strategies' table: what a shell may pass in fe_action_opts.given. NULL past
+ * the last. */
+const char *fe_action_option_name(int i);
+/* The strategies that take option name, "patch" or "transpose, sumfact", into buf (empty:
+ * none); returns how many. */
+int fe_action_option_takers(const char *name, char *buf, size_t n);
+/* The names of the options strategy st takes, ", "-separated, into buf (an unknown strategy:
+ * an error). */
+int fe_strategy_option_names(const char *strategy, char *buf, size_t n);
+
 /* Borrowed: V and pde outlive the operator. dirichlet: tag names (NULL, 0 = none; the
  * single name "all" = whole boundary), value: the prescribed value g. */
 int fe_operator_create(const fe_space *V, const fe_physics *pde, const char *const *dirichlet,
@@ -81,6 +100,9 @@ int fe_operator_set_quadrature(fe_operator *A, int degree, int kind);
 /* The rule of an action ("residual", "apply", "diagonal"), for reports and tests. */
 const struct fe_quadrature *fe_operator_quadrature(const fe_operator *A, const char *action);
 const fe_space *fe_operator_space(const fe_operator *A);
+/* How many realizations (a strategy's set-up data on a backend in a precision for its
+ * effective options) A holds now: at most 8, the least recently used dropped first. */
+int fe_operator_realizations(const fe_operator *A);
 int fe_operator_ndirichlet(const fe_operator *A);
 
 /* The outputs: if *out is a vector of the right size on the action's backend and precision

@@ -13,6 +13,7 @@
 
 #include "engine/codegen.h"
 #include "engine/operator.h"
+#include "engine/options.h"
 #include "engine/quadrature.h"
 
 typedef struct fe_realization fe_realization;
@@ -28,6 +29,16 @@ typedef struct fe_strategy {
   /* 0 if it can run every action of A on be in prec, else 1 with the reason in why. */
   int (*applies)(const fe_operator *A, const fe_backend *be, fe_precision prec, char *why,
                  size_t nwhy);
+  /* Its own options (PETSc's PCSetFromOptions_XXX): the names it takes (NULL-ended; an
+   * option of another strategy given to it is an error naming the strategies that take it),
+   * then read_options reads the given values into o's fields, checking each (an error names
+   * the option, o->caller first), and effective_key writes what the fields o (its own only,
+   * the rest at their defaults) mean on A, be and prec as a canonical key: two calls whose
+   * keys are equal share one realization (walk 0 and -1, block 0 and its default block). */
+  const char *const *options;
+  int (*read_options)(const struct fe_options *given, fe_action_opts *o);
+  void (*effective_key)(const fe_operator *A, fe_backend *be, fe_precision prec,
+                        const fe_action_opts *o, char *key, size_t n);
   /* Fill r->block (0 asked: the strategy's own) and check the asked options; called before
    * setup, so an option that does not fit is an error naming it. */
   int (*configure)(fe_realization *r, const fe_action_opts *o);
@@ -78,6 +89,12 @@ int fe_stored_matrix_other(fe_realization *r, fe_action a, const fe_vector *u, f
                            int *launches);
 const fe_strategy *fe_stored_matrix_delegate(fe_action a);
 
+/* The strategies (a bit each, in the table's order) that take every option o->given names;
+ * all of them when it names none. An error unless st takes every option o->given names:
+ * "<caller>: option walk is not an option of strategy transpose; strategy patch takes it". */
+unsigned fe_strategies_taking(const fe_action_opts *o);
+int fe_strategy_check_given(const fe_strategy *st, const fe_action_opts *o);
+
 /* Every strategy, in the order A:strategies() lists them. */
 int fe_strategy_count(void);
 const fe_strategy *fe_strategy_at(int i);
@@ -89,7 +106,10 @@ struct fe_realization {
   const fe_strategy *st;
   fe_backend *be;
   fe_precision prec;
-  fe_action_opts asked;  /* the options it was made for (strings dropped) */
+  fe_action_opts asked;  /* the options it was made for (strings dropped; the fields of
+                          * options its strategy does not take at their defaults) */
+  char asked_key[128];   /* its own options as asked (fe_action_opts_asked_key) */
+  char key[160];         /* and in effect (its strategy's effective_key) */
   int block;             /* cells per work group */
   void *data;            /* the strategy's own (its release frees it) */
   /* a cell order shared by strategies that take one (transpose, sumfact): work groups of
@@ -170,6 +190,17 @@ struct fe_operator {
 };
 
 /* ---- helpers the strategies share (engine/operator.c) ---- */
+/* The options every strategy reads alike: block (cells per work group) and geometry
+ * (where the factors come from), for read_options; and the geometry's part of an effective
+ * key: "shared", "stored" (a set a cell or point) or "vertices" (vertices: whether the
+ * strategy makes them from the vertices). */
+int fe_read_block(const struct fe_options *g, fe_action_opts *o);
+int fe_read_geometry(const struct fe_options *g, fe_action_opts *o);
+int fe_read_fold(const struct fe_options *g, fe_action_opts *o);
+const char *fe_geometry_key(const fe_operator *A, const fe_action_opts *o, int vertices);
+/* The fold's part of an effective key: whether the apply reads folded per-point data ("?":
+ * the fold asked cannot be, an error its setup reports). */
+const char *fe_fold_key(const fe_operator *A, const fe_action_opts *o);
 /* The spec of action a for codegen (the fields every strategy shares): element matrices and
  * other kernels beside the actions. */
 void fe_realization_spec(const fe_realization *r, fe_action a, fe_kernel_spec *s);

@@ -260,6 +260,7 @@ int fe_element_matrices_tensor(fe_operator *A, const fe_vector *at, const fe_act
   else fe_action_opts_default(&oo);
   int asked = oo.block;
   oo.strategy = "transpose"; /* its data: stored order, factors, per-cell constants */
+  oo.given = NULL; /* the options the call gave its own strategy */
   oo.block = 0;              /* its own block: ours only groups the stored cells */
   double t0 = fe_clock(), compile_s = 0, transfer = 0, seconds = 0;
   fe_realization *r;

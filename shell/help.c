@@ -107,10 +107,17 @@ static const help_entry builtin[] = {
                      "A:strategies()",
      "A matrix-free operator. Every action takes opts {backend = \"cpu\"|\"opencl\"|\"cuda\",\n"
      "precision = \"double\"|\"single\", strategy = \"transpose\"|\"patch\"|\"sumfact\"|\"csr\"|\n"
-     "\"ebe\", block = cells per group, geometry = \"stored\"|\"vertices\"|\"unshared\",\n"
-     "scatter = \"atomic\"|\n"
-     "\"nodes\" (sumfact)|\"color\" (ebe), recompute = true (ebe), fold = true|false,\n"
-     "autotune = true|false} and returns (vector, report);\n"
+     "\"ebe\", autotune = true|false} and the chosen strategy's own options: block = cells\n"
+     "per group (all), geometry = \"stored\"|\"vertices\"|\"unshared\" (transpose, patch,\n"
+     "sumfact), fold = true|false (transpose, sumfact), scatter = \"atomic\"|\"nodes\"\n"
+     "(sumfact)|\"color\" (ebe), recompute = true (ebe), walk, lanes (patch), lanes, format,\n"
+     "chunk, sigma (csr); A:strategies() lists each one's (info.patch.options).\n"
+     "An option the strategy named does not take is an error naming the strategies that\n"
+     "take it; without strategy, the default runs when it takes every option given, else\n"
+     "the model's fastest of those that do (walk = 4 alone runs patch).\n"
+     "Each strategy's set-up data on a backend (a realization) is made once per effective\n"
+     "options and kept (A.realizations counts them, at most 8): options in another order or\n"
+     "defaults spelled out share one. Each action returns (vector, report);\n"
      "the report compares measured and predicted\n"
      "rates and says which strategy ran and why (rep.why). Without strategy the model's\n"
      "fastest runs (A:strategies() shows each one's prediction); with autotune (by default\n"
@@ -158,7 +165,8 @@ static const help_entry builtin[] = {
     {FELAB_OPERATOR ":strategies", "A:strategies([{backend =, precision =}])",
      "The strategies that apply to this operator on a backend, as a list of names, then a\n"
      "table of every strategy: applies, why (why not, or why it is the default), default,\n"
-     "predicted_seconds (the model's apply time) and summary.\n"
+     "predicted_seconds (the model's apply time), summary and options (the names of the\n"
+     "options it takes).\n"
      "example: names, info = A:strategies(); print(info.sumfact.why)"},
     {FELAB_VECTOR,
      "u:size(), u:norm(), u:dot(v), u:axpy(a, v), u:copy(), u:to(backend), u:min(), u:max(), "

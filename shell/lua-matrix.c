@@ -14,6 +14,52 @@ static const char *const matrix_keys[] = {"at", "strategy", "variant", "backend"
                                           "block", "lanes", "scatter", "format", "chunk",
                                           "sigma", "geometry", NULL};
 
+/* The index of the string opts[key] in names[n] into *v (absent: kept), or an error saying
+ * what it must be. */
+static void opt_choice(lua_State *L, int t, const char *fname, const char *key,
+                       const char *const *names, int n, const char *must, int *v)
+{
+  const char *s = felab_opt_field_name(L, t, fname, key);
+  if (!s) return;
+  for (int i = 0; i < n; i++)
+    if (names[i] && !strcmp(s, names[i])) {
+      *v = i;
+      return;
+    }
+  luaL_error(L, "%s: %s must be %s, got '%s'", fname, key, must, s);
+}
+
+/* The geometry of the element matrices' stored factors, the assembly's fill (scatter) and
+ * its product's layout (format, chunk, sigma) at t into o (engine/matrix.h). */
+static void read_layout_opts(lua_State *L, int t, const char *fname, fe_action_opts *o)
+{
+  static const char *const geometries[] = {"auto", "stored", "vertices", "unshared"};
+  static const char *const scatters[] = {"auto", "atomic", "nodes", "color"};
+  static const char *const formats[] = {NULL, "csr", "sell", "cusparse"};
+  opt_choice(L, t, fname, "geometry", geometries, 4, "\"stored\" (factors stored: a set a class "
+             "of congruent cells where the mesh has them, else a set a cell or point), "
+             "\"unshared\" (a set a cell or point always), \"vertices\" (from the cell's "
+             "corners) or \"auto\"", &o->geometry);
+  opt_choice(L, t, fname, "scatter", scatters, 4, "\"atomic\" (an atomic add per cell and "
+             "node), \"nodes\" (a sum per node), \"color\" (plain adds, color by color) or "
+             "\"auto\"", &o->scatter);
+  opt_choice(L, t, fname, "format", formats, 4, "\"csr\", \"sell\" (SELL-C-sigma) or "
+             "\"cusparse\" (cuSPARSE's product, cuda)", &o->format);
+  const char *what[2] = {"chunk", "sigma"};
+  int *dst[2] = {&o->chunk, &o->sigma}, hi[2] = {1024, INT_MAX};
+  for (int i = 0; i < 2; i++) {
+    if (lua_getfield(L, t, what[i]) != LUA_TNIL) {
+      lua_Integer v;
+      if (!felab_is_integer(L, -1, &v) || v < 1 || v > hi[i])
+        luaL_error(L, "%s: %s must be an integer in 1..%d (format \"sell\": rows per %s), got %s",
+                   fname, what[i], hi[i], i ? "sorting window" : "chunk",
+                   felab_number_or_kind(L, -1));
+      *dst[i] = (int)v;
+    }
+    lua_pop(L, 1);
+  }
+}
+
 /* The options of element_matrices and assemble at t into o, *at, *strategy, *variant. */
 static void read_matrix_opts(lua_State *L, int t, const char *fname, fe_action_opts *o,
                              const fe_vector **at, const char **strategy, const char **variant)
@@ -49,7 +95,7 @@ static void read_matrix_opts(lua_State *L, int t, const char *fname, fe_action_o
     o->lanes = (int)b;
   }
   lua_pop(L, 1);
-  felab_read_sumfact_opts(L, t, fname, o); /* scatter (the fill), format, chunk, sigma */
+  read_layout_opts(L, t, fname, o);
   lua_getfield(L, t, "at");
   if (!lua_isnil(L, -1)) *at = felab_check_vector(L, -1, fname, "opts.at");
   lua_pop(L, 1); /* anchored in the table */

@@ -9,20 +9,14 @@
 
 #include "backends/backend.h"
 #include "engine/operator.h"
+#include "engine/options.h"
 #include "engine/quadrature.h"
 #include "shell/shell.h"
 
 static const char *const create_keys[] = {"dirichlet", "value", "quadrature", NULL};
 static const char *const quad_keys[] = {"degree", "rule", NULL};
-static const char *const action_keys[] = {"backend", "precision", "strategy", "block", "walk",
-                                          "lanes", "geometry", "scatter", "recompute", "fold", "autotune",
-                                          "format", "chunk", "sigma", NULL};
-static const char *const state_keys[] = {"backend", "precision", "strategy", "block", "walk",
-                                         "lanes", "geometry", "scatter", "recompute", "fold", "autotune",
-                                         "format", "chunk", "sigma", "at", NULL};
-static const char *const initial_keys[] = {"backend", "precision", "strategy", "block", "walk",
-                                           "lanes", "geometry", "scatter", "recompute", "fold", "autotune",
-                                           "format", "chunk", "sigma", "interior", NULL};
+static const char *const state_keys[] = {"at", NULL};
+static const char *const initial_keys[] = {"interior", NULL};
 
 /* The open operator at i (a method's self), or an error naming the function. */
 static fe_operator *check_operator(lua_State *L, int i, const char *fname)
@@ -30,53 +24,20 @@ static fe_operator *check_operator(lua_State *L, int i, const char *fname)
   return *(fe_operator **)felab_check_self(L, i, FELAB_OPERATOR, fname, "self");
 }
 
-/* Check the options table at t (nil or absent: none) against valid; fill o from it. */
-static void read_action_opts(lua_State *L, int t, const char *fname, const char *const *valid,
-                             fe_action_opts *o)
+/* Check the options table at t (nil or absent: none) against the action's keys and extra
+ * (NULL-ended, or NULL); fill o from it, its strategy's own options into given. */
+static void read_action_opts(lua_State *L, int t, const char *fname, const char *const *extra,
+                             fe_action_opts *o, fe_options *given)
 {
   fe_action_opts_default(o);
   if (lua_isnoneornil(L, t)) return;
   if (!lua_istable(L, t))
     luaL_error(L, "%s: the options must be a table, got %s", fname, felab_kind_of(L, t));
-  felab_check_keys(L, t, fname, valid);
-  felab_read_sumfact_opts(L, t, fname, o);
-  o->backend = felab_opt_field_name(L, t, fname, "backend");
-  o->strategy = felab_opt_field_name(L, t, fname, "strategy");
-  int type = lua_getfield(L, t, "precision");
-  if (type == LUA_TSTRING) {
-    fe_precision p;
-    if (fe_precision_parse(lua_tostring(L, -1), &p)) felab_raise(L);
-    o->precision = (int)p;
-  } else if (type != LUA_TNIL) {
-    luaL_error(L, "%s: precision must be \"double\" or \"single\", got %s", fname,
-               felab_kind_of(L, -1));
-  }
-  lua_pop(L, 1);
-  if (lua_getfield(L, t, "block") != LUA_TNIL) {
-    lua_Integer b;
-    if (!felab_is_integer(L, -1, &b) || b < 0 || b > INT_MAX)
-      luaL_error(L, "%s: block must be an integer >= 0 (cells per work group, 0: automatic), "
-                 "got %s", fname, felab_number_or_kind(L, -1));
-    o->block = (int)b;
-  }
-  lua_pop(L, 1);
-  if (lua_getfield(L, t, "walk") != LUA_TNIL) {
-    lua_Integer b;
-    if (!felab_is_integer(L, -1, &b) || b < -1 || b > INT_MAX)
-      luaL_error(L, "%s: walk must be an integer >= -1 (strategy \"patch\": cells per walk, 0 or "
-                 "-1: one item per cell), got %s", fname, felab_number_or_kind(L, -1));
-    o->walk = (int)b;
-  }
-  lua_pop(L, 1);
-  if (lua_getfield(L, t, "lanes") != LUA_TNIL) {
-    lua_Integer b;
-    if (!felab_is_integer(L, -1, &b) || b < 0 || b > 64 || (b & (b - 1)))
-      luaL_error(L, "%s: lanes must be 0 or a power of two up to 64 (strategy \"patch\": nodes "
-                 "whose runs are interleaved, 0: the backend's), got %s", fname,
-                 felab_number_or_kind(L, -1));
-    o->lanes = (int)b;
-  }
-  lua_pop(L, 1);
+  const char *keys[48];
+  felab_action_keys(extra, keys, 48);
+  felab_check_keys(L, t, fname, keys);
+  felab_read_general_opts(L, t, fname, o);
+  felab_read_strategy_opts(L, t, fname, given, o);
 }
 
 /* opts.at as a vector (absent: NULL, the zero state). */
@@ -214,7 +175,8 @@ static int op_residual(lua_State *L)
   fe_operator *A = check_operator(L, 1, "A:residual");
   const fe_vector *u = felab_check_vector(L, 2, "A:residual", "argument 1 (u)");
   fe_action_opts o;
-  read_action_opts(L, 3, "A:residual", action_keys, &o);
+  fe_options given;
+  read_action_opts(L, 3, "A:residual", NULL, &o, &given);
   fe_vector **out = felab_push_vector_like(L, 1);
   fe_vector *r = NULL;
   fe_report rep;
@@ -230,7 +192,8 @@ static int op_apply(lua_State *L)
   fe_operator *A = check_operator(L, 1, "A:apply");
   const fe_vector *w = felab_check_vector(L, 2, "A:apply", "argument 1 (w)");
   fe_action_opts o;
-  read_action_opts(L, 3, "A:apply", state_keys, &o);
+  fe_options given;
+  read_action_opts(L, 3, "A:apply", state_keys, &o, &given);
   const fe_vector *at = read_state(L, 3, "A:apply");
   fe_vector **out = felab_push_vector_like(L, 1);
   fe_vector *y = NULL;
@@ -246,7 +209,8 @@ static int op_diagonal(lua_State *L)
 {
   fe_operator *A = check_operator(L, 1, "A:diagonal");
   fe_action_opts o;
-  read_action_opts(L, 2, "A:diagonal", state_keys, &o);
+  fe_options given;
+  read_action_opts(L, 2, "A:diagonal", state_keys, &o, &given);
   const fe_vector *at = read_state(L, 2, "A:diagonal");
   fe_vector **out = felab_push_vector_like(L, 1);
   fe_vector *d = NULL;
@@ -262,7 +226,8 @@ static int op_initial(lua_State *L)
 {
   fe_operator *A = check_operator(L, 1, "A:initial");
   fe_action_opts o;
-  read_action_opts(L, 2, "A:initial", initial_keys, &o);
+  fe_options given;
+  read_action_opts(L, 2, "A:initial", initial_keys, &o, &given);
   double interior = 0.0;
   if (lua_istable(L, 2)) {
     int type = lua_getfield(L, 2, "interior");
@@ -280,14 +245,14 @@ static int op_initial(lua_State *L)
 
 /* The operator, the action name and the options of A:fn(action [, opts]). */
 static fe_operator *action_call(lua_State *L, const char *fn, const char **action,
-                                fe_action_opts *o)
+                                fe_action_opts *o, fe_options *given)
 {
   fe_operator *A = check_operator(L, 1, fn);
   if (lua_type(L, 2) != LUA_TSTRING)
     luaL_error(L, "%s: argument 1 must be an action name (\"residual\", \"apply\", "
                   "\"diagonal\"), got %s", fn, felab_kind_of(L, 2));
   *action = lua_tostring(L, 2);
-  read_action_opts(L, 3, fn, action_keys, o);
+  read_action_opts(L, 3, fn, NULL, o, given);
   return A;
 }
 
@@ -296,7 +261,8 @@ static int op_source(lua_State *L)
 {
   const char *action;
   fe_action_opts o;
-  fe_operator *A = action_call(L, "A:source", &action, &o);
+  fe_options given;
+  fe_operator *A = action_call(L, "A:source", &action, &o, &given);
   char *src = NULL;
   FELAB_TRY(L, fe_operator_source(A, action, &o, &src));
   lua_pushstring(L, src);
@@ -310,7 +276,8 @@ static int op_model(lua_State *L)
 {
   const char *action;
   fe_action_opts o;
-  fe_operator *A = action_call(L, "A:model", &action, &o);
+  fe_options given;
+  fe_operator *A = action_call(L, "A:model", &action, &o, &given);
   fe_report rep;
   FELAB_TRY(L, fe_operator_model(A, action, &o, &rep));
   felab_push_report(L, &rep);
@@ -318,12 +285,13 @@ static int op_model(lua_State *L)
 }
 
 /* A:strategies([{backend =, precision =}]) -> {names that apply...}, {name = {applies =,
- * why =, default =, predicted_seconds =, summary =}} */
+ * why =, default =, predicted_seconds =, summary =, options = "block, walk, ..."}} */
 static int op_strategies(lua_State *L)
 {
   fe_operator *A = check_operator(L, 1, "A:strategies");
   fe_action_opts o;
-  read_action_opts(L, 2, "A:strategies", action_keys, &o);
+  fe_options given;
+  read_action_opts(L, 2, "A:strategies", NULL, &o, &given);
   fe_strategy_info info[16];
   int n = 0;
   FELAB_TRY(L, fe_operator_strategy_info(A, &o, info, 16, &n));
@@ -344,6 +312,11 @@ static int op_strategies(lua_State *L)
     lua_setfield(L, -2, "why");
     lua_pushstring(L, info[i].summary);
     lua_setfield(L, -2, "summary");
+    char names[160];
+    if (!fe_strategy_option_names(info[i].name, names, sizeof names)) {
+      lua_pushstring(L, names);
+      lua_setfield(L, -2, "options");
+    }
     if (info[i].applies) {
       lua_pushnumber(L, info[i].predicted_seconds);
       lua_setfield(L, -2, "predicted_seconds");
@@ -388,7 +361,7 @@ static int op_tostring(lua_State *L)
   return 1;
 }
 
-/* __index: methods first, then the fields space, physics, ndofs, ndirichlet. */
+/* __index: methods first, then the fields space, physics, ndofs, ndirichlet, realizations. */
 static int op_index(lua_State *L)
 {
   fe_operator **p = luaL_checkudata(L, 1, FELAB_OPERATOR);
@@ -399,6 +372,7 @@ static int op_index(lua_State *L)
   else if (!strcmp(k, "physics")) lua_getiuservalue(L, 1, 2);
   else if (!strcmp(k, "ndofs")) lua_pushinteger(L, fe_operator_space(*p)->ndofs);
   else if (!strcmp(k, "ndirichlet")) lua_pushinteger(L, fe_operator_ndirichlet(*p));
+  else if (!strcmp(k, "realizations")) lua_pushinteger(L, fe_operator_realizations(*p));
   else lua_pushnil(L);
   return 1;
 }

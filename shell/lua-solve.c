@@ -16,6 +16,7 @@
 
 #include "backends/backend.h"
 #include "engine/newton.h"
+#include "engine/options.h"
 #include "engine/precond.h"
 #include "engine/solver.h"
 #include "shell/shell.h"
@@ -28,29 +29,27 @@
 typedef struct precond_handle {
   fe_precond *P;
   char strategy[64], parts[32];
+  fe_options given; /* the strategy's own options (P's actions point to them) */
 } precond_handle;
 
-static const char *const cg_keys[] = {"pc",       "rtol",      "atol",     "maxit",
-                                      "backend",  "precision", "strategy", "block",
-                                      "walk",     "lanes",     "geometry", "scatter", "recompute", "fold", "autotune",
-                                      "format",   "chunk",     "sigma",    "monitor",
-                                      "x0",       "degree",    "lanczos",  "ratio",
-                                      "parts",    "cycles",    NULL};
-static const char *const gmres_keys[] = {"pc",      "rtol",      "atol",     "maxit",   "backend",
-                                         "precision", "strategy", "block",   "walk",    "lanes",
-                                         "geometry", "scatter", "recompute", "fold", "autotune", "format", "chunk",
-                                         "sigma",   "monitor",   "x0",       "restart",
-                                         "degree",  "lanczos",   "ratio",    "parts",
-                                         "cycles",  NULL};
-static const char *const newton_keys[] = {"linear",     "pc",           "rtol",     "atol",
-                                          "maxit",      "linear_rtol",  "linear_maxit",
-                                          "linesearch", "backend",      "precision",
-                                          "strategy",   "block",        "walk",
-                                          "lanes",      "geometry", "scatter", "recompute", "fold", "autotune",
-                                          "format",     "chunk",    "sigma",   "monitor",
-                                          "x0",         "restart",      "degree",
-                                          "lanczos",    "ratio",        "parts",
-                                          "cycles",     NULL};
+/* The keys of each call beside the actions' own (felab_action_keys adds those). */
+static const char *const cg_keys[] = {"pc", "rtol", "atol", "maxit", "monitor", "x0", "degree",
+                                      "lanczos", "ratio", "parts", "cycles", NULL};
+static const char *const gmres_keys[] = {"pc", "rtol", "atol", "maxit", "monitor", "x0",
+                                         "restart", "degree", "lanczos", "ratio", "parts",
+                                         "cycles", NULL};
+static const char *const newton_keys[] = {"linear", "pc", "rtol", "atol", "maxit", "linear_rtol",
+                                          "linear_maxit", "linesearch", "monitor", "x0",
+                                          "restart", "degree", "lanczos", "ratio", "parts",
+                                          "cycles", NULL};
+
+/* Check the options table at t against the actions' keys and extra. */
+static void check_solve_keys(lua_State *L, int t, const char *fname, const char *const *extra)
+{
+  const char *keys[64];
+  felab_action_keys(extra, keys, 64);
+  felab_check_keys(L, t, fname, keys);
+}
 
 /* opts[key] as a finite number >= 0 into *v (kept when absent); fname names the caller. */
 static void opt_tolerance(lua_State *L, int t, const char *fname, const char *key, double *v)
@@ -80,29 +79,21 @@ static void opt_integer(lua_State *L, int t, const char *fname, const char *key,
   lua_pop(L, 1);
 }
 
-/* Where the actions run: backend, precision, strategy, block, walk, lanes and sumfact's. */
-static void read_action_opts(lua_State *L, int t, const char *fname, fe_action_opts *act)
+/* Where and how the actions run: the general options, and the strategy's own into given
+ * (its strategy reads them, engine/strategy.h). */
+static void read_action_opts(lua_State *L, int t, const char *fname, fe_action_opts *act,
+                             fe_options *given)
 {
-  opt_integer(L, t, fname, "block", 0, &act->block);
-  opt_integer(L, t, fname, "walk", -1, &act->walk);
-  opt_integer(L, t, fname, "lanes", 0, &act->lanes); /* a power of two: the engine checks */
-  felab_read_sumfact_opts(L, t, fname, act);
-  act->backend = felab_opt_field_name(L, t, fname, "backend");
-  act->strategy = felab_opt_field_name(L, t, fname, "strategy");
-  const char *prec = felab_opt_field_name(L, t, fname, "precision");
-  if (prec) {
-    fe_precision p;
-    if (fe_precision_parse(prec, &p)) felab_raise(L);
-    act->precision = (int)p;
-  }
+  felab_read_general_opts(L, t, fname, act);
+  felab_read_strategy_opts(L, t, fname, given, act);
 }
 
 /* The options every solve shares: where it runs (read_action_opts), monitor and x0 (*x0 NULL
  * when absent). */
 static void read_common_opts(lua_State *L, int t, const char *fname, fe_action_opts *act,
-                             int *monitor, const fe_vector **x0)
+                             fe_options *given, int *monitor, const fe_vector **x0)
 {
-  read_action_opts(L, t, fname, act);
+  read_action_opts(L, t, fname, act, given);
   int type = lua_getfield(L, t, "monitor");
   if (type == LUA_TBOOLEAN) *monitor = lua_toboolean(L, -1);
   else if (type != LUA_TNIL)
@@ -171,31 +162,32 @@ static void read_pc_opts(lua_State *L, int t, const char *fname, fe_precond_opts
 /* Fill o from the options table at t of a linear solve fname ("solve.cg", ...); *x0 gets
  * opts.x0 (NULL when absent). Only gmres takes restart. */
 static void read_linear_opts(lua_State *L, int t, const char *fname, fe_solver_opts *o,
-                             const fe_vector **x0)
+                             fe_options *given, const fe_vector **x0)
 {
   fe_solver_opts_default(o);
   *x0 = NULL;
   if (lua_isnoneornil(L, t)) return;
   int gmres = !strcmp(fname, "solve.gmres");
-  felab_check_keys(L, t, fname, gmres ? gmres_keys : cg_keys);
+  check_solve_keys(L, t, fname, gmres ? gmres_keys : cg_keys);
   opt_pc(L, t, fname, &o->pc, &o->precond);
   read_pc_opts(L, t, fname, &o->pc_opts);
   opt_tolerance(L, t, fname, "rtol", &o->rtol);
   opt_tolerance(L, t, fname, "atol", &o->atol);
   opt_integer(L, t, fname, "maxit", 0, &o->maxit);
   if (gmres) opt_integer(L, t, fname, "restart", 1, &o->restart);
-  read_common_opts(L, t, fname, &o->act, &o->monitor, x0);
+  read_common_opts(L, t, fname, &o->act, given, &o->monitor, x0);
   o->pc_opts.verbose = o->monitor;
 }
 
 /* Fill o from solve.newton's options table at t; *x0 gets opts.x0 (NULL when absent). */
-static void read_newton_opts(lua_State *L, int t, fe_newton_opts *o, const fe_vector **x0)
+static void read_newton_opts(lua_State *L, int t, fe_newton_opts *o, fe_options *given,
+                             const fe_vector **x0)
 {
   const char *fname = "solve.newton";
   fe_newton_opts_default(o);
   *x0 = NULL;
   if (lua_isnoneornil(L, t)) return;
-  felab_check_keys(L, t, fname, newton_keys);
+  check_solve_keys(L, t, fname, newton_keys);
   const char *linear = felab_opt_field_name(L, t, fname, "linear");
   if (linear && !fe_solver_known(linear))
     luaL_error(L, "%s: unknown linear solver linear = \"%s\" (cg, bicg, bicgstab, gmres)", fname,
@@ -211,7 +203,7 @@ static void read_newton_opts(lua_State *L, int t, fe_newton_opts *o, const fe_ve
   opt_tolerance(L, t, fname, "linear_rtol", &o->linear_rtol);
   opt_integer(L, t, fname, "maxit", 0, &o->maxit);
   opt_integer(L, t, fname, "linear_maxit", 0, &o->linear_maxit);
-  read_common_opts(L, t, fname, &o->act, &o->monitor, x0);
+  read_common_opts(L, t, fname, &o->act, given, &o->monitor, x0);
   o->pc_opts.verbose = o->monitor;
 }
 
@@ -290,7 +282,8 @@ static int solve_linear(lua_State *L, const char *method)
   lua_settop(L, 3);
   fe_solver_opts o;
   const fe_vector *x0;
-  read_linear_opts(L, t, fname, &o, &x0);
+  fe_options given;
+  read_linear_opts(L, t, fname, &o, &given, &x0);
 
   fe_vector **out = felab_push_vector_like(L, 1); /* x remembers A's space */
   int xi = lua_gettop(L);
@@ -331,7 +324,8 @@ static int solve_newton(lua_State *L)
   lua_settop(L, 2);
   fe_newton_opts o;
   const fe_vector *x0;
-  read_newton_opts(L, 2, &o, &x0);
+  fe_options given;
+  read_newton_opts(L, 2, &o, &given, &x0);
 
   fe_vector **out = felab_push_vector_like(L, 1); /* u remembers A's space */
   int ui = lua_gettop(L);
@@ -392,10 +386,8 @@ static int solve_transpose_apply(lua_State *L)
 
 /* ---- felab.precond ---- */
 
-static const char *const precond_keys[] = {
-    "pc",       "degree",    "lanczos",  "ratio",   "parts",    "cycles", "verbose",
-    "at",       "backend",   "precision", "strategy", "block",  "walk",   "lanes",
-    "geometry", "scatter",   "recompute", "fold", "autotune", "format",  "chunk",    "sigma",  NULL};
+static const char *const precond_keys[] = {"pc", "degree", "lanczos", "ratio", "parts",
+                                           "cycles", "verbose", "at", NULL};
 
 /* solve.precond(A, {pc = "chebyshev", degree =, lanczos =, ratio =, parts =, cycles =,
  * verbose =, at = u, backend =, precision =, strategy = ...}) -> P, set up for J(at) on that
@@ -408,7 +400,7 @@ static int solve_precond(lua_State *L)
     return luaL_error(L, "%s: argument 2 must be an options table {pc = \"chebyshev\", ...}, "
                       "got %s", fname, felab_kind_of(L, 2));
   lua_settop(L, 2);
-  felab_check_keys(L, 2, fname, precond_keys);
+  check_solve_keys(L, 2, fname, precond_keys);
   fe_precond_opts po;
   fe_precond_opts_default(&po);
   opt_pc(L, 2, fname, &po.name, NULL);
@@ -419,7 +411,8 @@ static int solve_precond(lua_State *L)
   lua_pop(L, 1);
   fe_action_opts act;
   fe_action_opts_default(&act);
-  read_action_opts(L, 2, fname, &act);
+  fe_options given;
+  read_action_opts(L, 2, fname, &act, &given);
   const fe_vector *at = NULL;
   lua_getfield(L, 2, "at");
   if (!lua_isnil(L, -1)) at = felab_check_vector(L, -1, fname, "opts.at");
@@ -436,6 +429,10 @@ static int solve_precond(lua_State *L)
   if (act.strategy) { /* P keeps the pointers: copies that live as long as the handle */
     snprintf(h->strategy, sizeof h->strategy, "%s", act.strategy);
     act.strategy = h->strategy;
+  }
+  if (act.given) {
+    h->given = given;
+    act.given = &h->given;
   }
   if (po.parts) {
     snprintf(h->parts, sizeof h->parts, "%s", po.parts);

@@ -6,12 +6,14 @@
 #include <lauxlib.h>
 #include <limits.h>
 #include <lua.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "engine/error.h"
-#include "engine/vector.h"
 #include "engine/autotune.h"
 #include "engine/operator.h"
+#include "engine/options.h"
+#include "engine/vector.h"
 #include "shell/shell.h"
 
 /* The type of the value at i as a user reads it: "mesh" for a felab.mesh, else Lua's name. */
@@ -135,40 +137,27 @@ const char *felab_opt_field_name(lua_State *L, int t, const char *fname, const c
   return s;
 }
 
-void felab_read_sumfact_opts(lua_State *L, int t, const char *fname, fe_action_opts *o)
+int felab_action_keys(const char *const *extra, const char **keys, int max)
 {
-  static const char *const names[] = {"auto", "stored", "vertices", "unshared"};
-  static const char *const scatters[] = {"auto", "atomic", "nodes", "color"};
-  const char *g = felab_opt_field_name(L, t, fname, "geometry");
-  const char *s = felab_opt_field_name(L, t, fname, "scatter");
-  if (g) {
-    int i = 0;
-    while (i < 4 && strcmp(g, names[i])) i++;
-    if (i == 4)
-      luaL_error(L, "%s: geometry must be \"stored\" (factors stored: a set a class of "
-                 "congruent cells where the mesh has them, else a set a cell or point), "
-                 "\"unshared\" (a set a cell or point always), \"vertices\" (from the cell's "
-                 "corners) or \"auto\", got '%s'", fname, g);
-    o->geometry = i; /* FE_GEOMETRY_AUTO, _STORED, _VERTICES, _UNSHARED */
+  static const char *const general[] = {"backend", "precision", "strategy", "autotune", NULL};
+  int n = 0;
+  for (int i = 0; general[i] && n < max - 1; i++) keys[n++] = general[i];
+  for (int i = 0; fe_action_option_name(i) && n < max - 1; i++) keys[n++] = fe_action_option_name(i);
+  for (int i = 0; extra && extra[i] && n < max - 1; i++) keys[n++] = extra[i];
+  keys[n] = NULL;
+  return n;
+}
+
+void felab_read_general_opts(lua_State *L, int t, const char *fname, fe_action_opts *o)
+{
+  o->backend = felab_opt_field_name(L, t, fname, "backend");
+  o->strategy = felab_opt_field_name(L, t, fname, "strategy");
+  const char *prec = felab_opt_field_name(L, t, fname, "precision");
+  if (prec) {
+    fe_precision p;
+    if (fe_precision_parse(prec, &p)) felab_raise(L);
+    o->precision = (int)p;
   }
-  if (s) {
-    int i = 0;
-    while (i < 4 && strcmp(s, scatters[i])) i++;
-    if (i == 4)
-      luaL_error(L, "%s: scatter must be \"atomic\" (an atomic add per cell and node), "
-                 "\"nodes\" (sumfact: cells write their own entries, then a sum per node), "
-                 "\"color\" (ebe, assemble: plain adds, color by color) or \"auto\", got '%s'",
-                 fname, s);
-    o->scatter = i; /* FE_SCATTER_AUTO, _ATOMIC, _NODES, _COLOR */
-  }
-  int ftype = lua_getfield(L, t, "fold");
-  if (ftype == LUA_TBOOLEAN) o->fold = lua_toboolean(L, -1) ? FE_FOLD_ON : FE_FOLD_OFF;
-  else if (ftype == LUA_TSTRING && !strcmp(lua_tostring(L, -1), "auto")) o->fold = FE_FOLD_AUTO;
-  else if (ftype != LUA_TNIL)
-    luaL_error(L, "%s: fold must be true (the Jacobian action's per-point data made once at "
-               "setup: geometry and coefficients of x folded together), false (evaluated at "
-               "every point in every action) or \"auto\", got %s", fname, felab_kind_of(L, -1));
-  lua_pop(L, 1);
   int atype = lua_getfield(L, t, "autotune");
   if (atype == LUA_TBOOLEAN) o->autotune = lua_toboolean(L, -1) ? FE_AUTOTUNE_ON : FE_AUTOTUNE_OFF;
   else if (atype != LUA_TNIL)
@@ -176,31 +165,31 @@ void felab_read_sumfact_opts(lua_State *L, int t, const char *fname, fe_action_o
                "measured fastest here, kept in the cache; false: the model's), got %s", fname,
                felab_kind_of(L, -1));
   lua_pop(L, 1);
-  int type = lua_getfield(L, t, "recompute");
-  if (type == LUA_TBOOLEAN) o->recompute = lua_toboolean(L, -1);
-  else if (type != LUA_TNIL)
-    luaL_error(L, "%s: recompute must be a boolean (strategy \"ebe\": the element matrices "
-               "computed in every action), got %s", fname, felab_kind_of(L, -1));
-  lua_pop(L, 1);
-  const char *f = felab_opt_field_name(L, t, fname, "format"); /* assembly and strategy csr */
-  if (f && strcmp(f, "csr") && strcmp(f, "sell") && strcmp(f, "cusparse"))
-    luaL_error(L, "%s: format must be \"csr\", \"sell\" (SELL-C-sigma) or \"cusparse\" "
-               "(cuSPARSE's product, cuda), got '%s'", fname, f);
-  if (f) o->format = !strcmp(f, "sell") ? FE_FORMAT_SELL
-                     : !strcmp(f, "cusparse") ? FE_FORMAT_CUSPARSE : FE_FORMAT_CSR;
-  const char *what[2] = {"chunk", "sigma"};
-  int *dst[2] = {&o->chunk, &o->sigma}, hi[2] = {1024, INT_MAX};
-  for (int i = 0; i < 2; i++) {
-    if (lua_getfield(L, t, what[i]) != LUA_TNIL) {
-      lua_Integer v;
-      if (!felab_is_integer(L, -1, &v) || v < 1 || v > hi[i])
-        luaL_error(L, "%s: %s must be an integer in 1..%d (format \"sell\": rows per %s), got %s",
-                   fname, what[i], hi[i], i ? "sorting window" : "chunk",
-                   felab_number_or_kind(L, -1));
-      *dst[i] = (int)v;
+}
+
+void felab_read_strategy_opts(lua_State *L, int t, const char *fname, fe_options *given,
+                              fe_action_opts *o)
+{
+  given->n = 0;
+  for (int i = 0; fe_action_option_name(i) && given->n < FE_OPTIONS_MAX; i++) {
+    const char *name = fe_action_option_name(i);
+    int type = lua_getfield(L, t, name);
+    if (type != LUA_TNIL) {
+      fe_option *opt = &given->item[given->n++];
+      memset(opt, 0, sizeof *opt);
+      opt->name = name;
+      if (type == LUA_TNUMBER) opt->kind = FE_OPTION_NUMBER, opt->number = lua_tonumber(L, -1);
+      else if (type == LUA_TBOOLEAN) opt->kind = FE_OPTION_BOOLEAN, opt->boolean = lua_toboolean(L, -1);
+      else if (type == LUA_TSTRING) opt->kind = FE_OPTION_STRING;
+      else opt->kind = FE_OPTION_OTHER;
+      if (type == LUA_TSTRING || opt->kind == FE_OPTION_OTHER)
+        snprintf(opt->text, sizeof opt->text, "%s",
+                 type == LUA_TSTRING ? lua_tostring(L, -1) : felab_kind_of(L, -1));
     }
     lua_pop(L, 1);
   }
+  o->given = given->n ? given : NULL;
+  o->caller = fname;
 }
 
 void **felab_push_handle(lua_State *L, const char *tname, int owner)

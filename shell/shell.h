@@ -129,11 +129,19 @@ struct fe_vector *felab_check_vector(lua_State *L, int i, const char *fname, con
  * absent), or an error "<fname>: <what> must be a name, got <kind>". */
 const char *felab_opt_name(lua_State *L, int i, const char *fname, const char *what);
 const char *felab_opt_field_name(lua_State *L, int t, const char *fname, const char *key);
-/* sumfact's opts.geometry ("stored" | "vertices" | "auto") and opts.scatter ("atomic" |
- * "nodes" | "auto") of the table at t (absent: auto), and the assembled product's
- * opts.format ("csr" | "sell"), opts.chunk and opts.sigma into o, or an error naming fname. */
+/* The keys of an action's options table: the general ones (backend, precision, strategy,
+ * autotune), every strategy's own (block, walk, ..., from the engine's strategy table) and
+ * extra (NULL-ended, or NULL), into keys[max] NULL-ended; returns how many. */
+int felab_action_keys(const char *const *extra, const char **keys, int max);
+/* The general options of the table at t into o: backend, strategy, precision, autotune. */
 struct fe_action_opts;
-void felab_read_sumfact_opts(lua_State *L, int t, const char *fname, struct fe_action_opts *o);
+struct fe_options;
+void felab_read_general_opts(lua_State *L, int t, const char *fname, struct fe_action_opts *o);
+/* The strategies' own options of the table at t as the engine's neutral list (names, values:
+ * number, string, boolean) into given, which o then points to, with fname as the caller of
+ * o's errors: the strategy the engine picks reads and checks them (engine/strategy.h). */
+void felab_read_strategy_opts(lua_State *L, int t, const char *fname, struct fe_options *given,
+                              struct fe_action_opts *o);
 
 /* Push a handle of type tname holding NULL (the caller stores the engine pointer), its user
  * value 1 the value at index owner (kept alive while the handle lives). */

@@ -33,6 +33,35 @@ int fe_stored_matrix_applies(const fe_operator *A, const fe_backend *be, fe_prec
   return 0;
 }
 
+/* Its options: block (of the element matrices it assembles from), and the product's
+ * lanes, format, chunk and sigma (engine/matrix.h). */
+static const char *const csr_options[] = {"block", "lanes", "format", "chunk", "sigma", NULL};
+
+static int csr_read_options(const fe_options *g, fe_action_opts *o)
+{
+  static const char *const formats[] = {NULL, "csr", "sell", "cusparse"}; /* FE_FORMAT_* */
+  FE_CHECK(fe_read_block(g, o));
+  FE_CHECK(fe_option_integer(g, o->caller, "lanes", 0, 64, 1, "0 or a power of two up to 64 "
+                             "(strategy \"csr\": items per row of the product, 0: the "
+                             "backend's)", &o->lanes));
+  FE_CHECK(fe_option_choice(g, o->caller, "format", formats, 4, "\"csr\", \"sell\" "
+                            "(SELL-C-sigma) or \"cusparse\" (cuSPARSE's product, cuda)",
+                            &o->format));
+  FE_CHECK(fe_option_integer(g, o->caller, "chunk", 1, 1024, 0, "an integer in 1..1024 (format "
+                             "\"sell\": rows per chunk)", &o->chunk));
+  return fe_option_integer(g, o->caller, "sigma", 1, 1 << 30, 0, "an integer >= 1 (format "
+                           "\"sell\": rows per sorting window)", &o->sigma);
+}
+
+/* block 0 is 32; the product's options stay as asked (0: the assembly's choice). */
+static void csr_effective_key(const fe_operator *A, fe_backend *be, fe_precision prec,
+                              const fe_action_opts *o, char *key, size_t n)
+{
+  (void)A, (void)be, (void)prec;
+  snprintf(key, n, "block=%d lanes=%d format=%d chunk=%d sigma=%d", o->block > 0 ? o->block : 32,
+           o->lanes, o->format, o->chunk, o->sigma);
+}
+
 static int csr_configure(fe_realization *r, const fe_action_opts *o)
 {
   csr_data *d;
@@ -204,6 +233,9 @@ const fe_strategy fe_strategy_csr = {
     .summary = "the Jacobian assembled once on the device (element matrices, atomic adds), "
                "then one CSR product per action",
     .applies = fe_stored_matrix_applies,
+    .options = csr_options,
+    .read_options = csr_read_options,
+    .effective_key = csr_effective_key,
     .configure = csr_configure,
     .setup = csr_setup,
     .release = csr_release,

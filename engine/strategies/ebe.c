@@ -40,6 +40,29 @@ typedef struct ebe_data {
   double em_flops, em_bytes; /* the element-matrix kernel's counts (its report) */
 } ebe_data;
 
+/* Its options: block (of its element matrices), scatter (atomic or color) and recompute. */
+static const char *const ebe_options[] = {"block", "scatter", "recompute", NULL};
+
+static int ebe_read_options(const fe_options *g, fe_action_opts *o)
+{
+  static const char *const scatters[] = {"auto", "atomic", NULL, "color"}; /* FE_SCATTER_* */
+  FE_CHECK(fe_read_block(g, o));
+  FE_CHECK(fe_option_choice(g, o->caller, "scatter", scatters, 4, "\"atomic\" (the default) "
+                            "or \"color\" (plain adds, color by color) for strategy ebe "
+                            "(\"nodes\" is sumfact's)", &o->scatter));
+  return fe_option_boolean(g, o->caller, "recompute", "a boolean (strategy \"ebe\": the element "
+                           "matrices computed in every action)", &o->recompute);
+}
+
+/* block 0 is 32, scatter "auto" is "atomic". */
+static void ebe_effective_key(const fe_operator *A, fe_backend *be, fe_precision prec,
+                              const fe_action_opts *o, char *key, size_t n)
+{
+  (void)A, (void)be, (void)prec;
+  snprintf(key, n, "block=%d scatter=%s recompute=%d", o->block > 0 ? o->block : 32,
+           o->scatter == FE_SCATTER_COLOR ? "color" : "atomic", o->recompute != 0);
+}
+
 static int ebe_configure(fe_realization *r, const fe_action_opts *o)
 {
   FE_ASSERT(o->scatter != FE_SCATTER_NODES, FE_ERR_ARG, "ebe: scatter = \"nodes\" is sumfact's; "
@@ -293,6 +316,9 @@ const fe_strategy fe_strategy_ebe = {
                "in every action; rows added atomically, or with scatter = \"color\" color by "
                "color with plain adds",
     .applies = fe_stored_matrix_applies,
+    .options = ebe_options,
+    .read_options = ebe_read_options,
+    .effective_key = ebe_effective_key,
     .configure = ebe_configure,
     .setup = ebe_setup,
     .release = ebe_release,

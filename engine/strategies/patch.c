@@ -242,6 +242,30 @@ static int pick_walk(const fe_action_opts *o, const fe_operator *A, int *walk, i
   return 0;
 }
 
+/* Its options: block, walk, lanes and geometry (stored factors shared or not). */
+static const char *const patch_options[] = {"block", "walk", "lanes", "geometry", NULL};
+
+static int patch_read_options(const fe_options *g, fe_action_opts *o)
+{
+  FE_CHECK(fe_read_block(g, o));
+  FE_CHECK(fe_option_integer(g, o->caller, "walk", -1, 1 << 30, 0, "an integer >= -1 (strategy "
+                             "\"patch\": cells per walk, 0 or -1: one item per cell)", &o->walk));
+  FE_CHECK(fe_option_integer(g, o->caller, "lanes", 0, 64, 1, "0 or a power of two up to 64 "
+                             "(strategy \"patch\": nodes whose runs are interleaved, 0: the "
+                             "backend's)", &o->lanes));
+  return fe_read_geometry(g, o);
+}
+
+/* walk 0 and -1 are one item per cell; block and lanes 0 the defaults they stand for. */
+static void patch_effective_key(const fe_operator *A, fe_backend *be, fe_precision prec,
+                                const fe_action_opts *o, char *key, size_t n)
+{
+  int walk = o->walk > 0 ? o->walk : 0;
+  snprintf(key, n, "block=%d walk=%d lanes=%d geometry=%s",
+           o->block > 0 ? o->block : default_block(A, be, prec, walk), walk,
+           o->lanes > 0 ? o->lanes : default_lanes(be, prec), fe_geometry_key(A, o, 0));
+}
+
 static int patch_configure(fe_realization *r, const fe_action_opts *o)
 {
   patch_data *d;
@@ -589,6 +613,9 @@ const fe_strategy fe_strategy_patch = {
     .summary = "patches of cells with local node lists in shared memory, one add per patch "
                "node (felab's own, low orders on GPUs)",
     .applies = patch_applies,
+    .options = patch_options,
+    .read_options = patch_read_options,
+    .effective_key = patch_effective_key,
     .configure = patch_configure,
     .setup = patch_setup,
     .release = patch_release,

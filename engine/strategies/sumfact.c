@@ -221,6 +221,43 @@ static double predict_apply(const fe_operator *A, fe_backend *be, fe_precision p
   return fe_predict_seconds(be, prec, &w);
 }
 
+/* Its options: block, geometry, scatter (atomic or nodes) and fold. */
+static const char *const sumfact_options[] = {"block", "geometry", "scatter", "fold", NULL};
+
+static int sumfact_read_options(const fe_options *g, fe_action_opts *o)
+{
+  static const char *const scatters[] = {"auto", "atomic", "nodes", NULL}; /* FE_SCATTER_* */
+  FE_CHECK(fe_read_block(g, o));
+  FE_CHECK(fe_read_geometry(g, o));
+  FE_CHECK(fe_option_choice(g, o->caller, "scatter", scatters, 3,
+                            "\"atomic\" (an atomic add per cell and node), \"nodes\" (the cells "
+                            "write their own entries, then a sum per node) or \"auto\" for "
+                            "strategy sumfact (\"color\" is ebe's and the assembly's)",
+                            &o->scatter));
+  return fe_read_fold(g, o);
+}
+
+/* Shared sets cost a cell 4 bytes and a gather, all that recomputing could save, while the
+ * recomputation's index and address work, which the model does not count, is measured
+ * slower on the H100 at Q1-Q3 in both precisions (Q1 single 0.53 ms stored, 0.73 from the
+ * vertices; docs/benchmarks.md) and on the cpu: shared geometry stays stored. */
+static int pick_vertices(const fe_operator *A, fe_backend *be, fe_precision prec,
+                         const fe_action_opts *o)
+{
+  if (o->geometry != FE_GEOMETRY_AUTO) return o->geometry == FE_GEOMETRY_VERTICES;
+  return !A->V->curved && !fe_geometry_shared(A, o) &&
+         predict_apply(A, be, prec, 1, 0) <= predict_apply(A, be, prec, 0, 0);
+}
+
+/* The block stays as asked (0: the largest that fits, found by the setup). */
+static void sumfact_effective_key(const fe_operator *A, fe_backend *be, fe_precision prec,
+                                  const fe_action_opts *o, char *key, size_t n)
+{
+  snprintf(key, n, "block=%d geometry=%s scatter=%s fold=%s", o->block,
+           fe_geometry_key(A, o, pick_vertices(A, be, prec, o)),
+           o->scatter == FE_SCATTER_NODES ? "nodes" : "atomic", fe_fold_key(A, o));
+}
+
 static int sumfact_configure(fe_realization *r, const fe_action_opts *o)
 {
   const fe_operator *A = r->A;
@@ -230,14 +267,7 @@ static int sumfact_configure(fe_realization *r, const fe_action_opts *o)
   FE_ASSERT(o->geometry != FE_GEOMETRY_VERTICES || !A->V->curved, FE_ERR_ARG,
             "geometry = \"vertices\" needs straight cells; this mesh is curved (order 2): use "
             "\"stored\"");
-  /* Shared sets cost a cell 4 bytes and a gather, all that recomputing could save, while the
-   * recomputation's index and address work, which the model does not count, is measured
-   * slower on the H100 at Q1-Q3 in both precisions (Q1 single 0.53 ms stored, 0.73 from the
-   * vertices; docs/benchmarks.md) and on the cpu: shared geometry stays stored. */
-  if (o->geometry == FE_GEOMETRY_AUTO)
-    d->vertices = !A->V->curved && !r->geo_shared &&
-                  predict_apply(A, r->be, r->prec, 1, 0) <= predict_apply(A, r->be, r->prec, 0, 0);
-  else d->vertices = o->geometry == FE_GEOMETRY_VERTICES;
+  d->vertices = pick_vertices(A, r->be, r->prec, o);
   int block = o->block > 0 ? o->block : default_block(A, r->be, r->prec);
   FE_ASSERT(block <= 1024, FE_ERR_ARG, "block = %d cells per work group is too large", block);
   size_t limit = fe_shared_limit(r->be), need = 0, each[FE_NACTIONS];
@@ -266,7 +296,6 @@ static int sumfact_configure(fe_realization *r, const fe_action_opts *o)
   r->block = block;
   FE_ASSERT(o->scatter != FE_SCATTER_COLOR, FE_ERR_ARG, "sumfact: scatter = \"color\" is "
             "ebe's and the assembly's; sumfact takes \"atomic\" or \"nodes\"");
-  FE_ASSERT(!o->recompute, FE_ERR_ARG, "sumfact: recompute is an option of strategy \"ebe\"");
   /* atomics unless asked: measured faster on the H100 at Q3 and Q7 (docs/benchmarks.md) */
   d->nodesum = o->scatter == FE_SCATTER_NODES;
   /* as transpose, a device whose group's items run in order (the cpu) adds plainly color by
@@ -585,6 +614,9 @@ const fe_strategy fe_strategy_sumfact = {
     .summary = "sum factorization on quads and hexes: 1D contractions per direction, geometry "
                "stored or from the corners (Remacle-Gandham-Warburton)",
     .applies = sumfact_applies,
+    .options = sumfact_options,
+    .read_options = sumfact_read_options,
+    .effective_key = sumfact_effective_key,
     .configure = sumfact_configure,
     .setup = sumfact_setup,
     .release = sumfact_release,

@@ -74,6 +74,33 @@ static double predict_apply(const fe_operator *A, fe_backend *be, fe_precision p
   return fe_predict_seconds(be, prec, &w);
 }
 
+/* Its options: block, geometry (stored, unshared, from the vertices) and fold. */
+static const char *const transpose_options[] = {"block", "geometry", "fold", NULL};
+
+static int transpose_read_options(const fe_options *g, fe_action_opts *o)
+{
+  FE_CHECK(fe_read_block(g, o));
+  FE_CHECK(fe_read_geometry(g, o));
+  return fe_read_fold(g, o);
+}
+
+/* Whether the factors are made from the vertices: asked, or where the model says it pays. */
+static int pick_vertices(const fe_operator *A, fe_backend *be, fe_precision prec, int block,
+                         const fe_action_opts *o)
+{
+  if (o->geometry != FE_GEOMETRY_AUTO) return o->geometry == FE_GEOMETRY_VERTICES;
+  return A->geo_recompute && predict_apply(A, be, prec, block, 1, 0) <=
+                                 predict_apply(A, be, prec, block, 0, fe_geometry_shared(A, o));
+}
+
+static void transpose_effective_key(const fe_operator *A, fe_backend *be, fe_precision prec,
+                                    const fe_action_opts *o, char *key, size_t n)
+{
+  int block = o->block > 0 ? o->block : default_block(be, A, prec);
+  snprintf(key, n, "block=%d geometry=%s fold=%s", block,
+           fe_geometry_key(A, o, pick_vertices(A, be, prec, block, o)), fe_fold_key(A, o));
+}
+
 static int transpose_configure(fe_realization *r, const fe_action_opts *o)
 {
   const fe_operator *A = r->A;
@@ -90,10 +117,7 @@ static int transpose_configure(fe_realization *r, const fe_action_opts *o)
   FE_ASSERT(o->geometry != FE_GEOMETRY_VERTICES || A->geo_recompute, FE_ERR_ARG,
             "geometry = \"vertices\" needs first-order cells on straight geometry (P1, Q1); "
             "%s%s is not: use \"stored\"", A->V->name, A->V->curved ? " on curved cells" : "");
-  if (o->geometry == FE_GEOMETRY_AUTO)
-    d->vertices = A->geo_recompute && predict_apply(A, r->be, r->prec, block, 1, 0) <=
-                                          predict_apply(A, r->be, r->prec, block, 0, r->geo_shared);
-  else d->vertices = o->geometry == FE_GEOMETRY_VERTICES;
+  d->vertices = pick_vertices(A, r->be, r->prec, block, o);
   /* only where a group's items run one after another (the cpu) may groups of one color
    * scatter with plain adds; GPUs and OpenCL devices use atomics */
   r->colored = r->be->info.items_in_order;
@@ -605,6 +629,9 @@ const fe_strategy fe_strategy_transpose = {
     .summary = "a quadrature kernel per cell: (cell, point) then (cell, basis function) threads, "
                "geometry stored or from the vertices (Knepley-Rupp-Terrel)",
     .applies = transpose_applies,
+    .options = transpose_options,
+    .read_options = transpose_read_options,
+    .effective_key = transpose_effective_key,
     .configure = transpose_configure,
     .setup = transpose_setup,
     .release = transpose_release,
