@@ -21,6 +21,8 @@ if [ "${FELAB_ASAN:-0}" = 1 ]; then
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 fi
 fail=0
+echo "== the house ($BUILD)"
+sh scripts/check-house.sh "$ROOT" || fail=1
 echo "== unit tests ($BUILD)"
 "$BUILD/unit-tests" --jobs 2 || fail=1
 echo "== script tests ($BUILD)"
