@@ -176,4 +176,4 @@ check(fe.operator(V, pde, {dirichlet = {1, "xmax"}}).ndirichlet == A.ndirichlet,
 expect_error(function() return fe.operator(V, pde, {dirichlet = 9}) end, "'9'", "xmin")
 print("group numbers ok")
 
-T.done("test_bindings_errors")
+T.done()

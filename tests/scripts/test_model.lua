@@ -464,4 +464,4 @@ do
   end
 end
 
-T.done("test_model")
+T.done()
