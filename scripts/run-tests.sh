@@ -1,6 +1,8 @@
 #!/bin/sh
 # Run every felab test against one build folder: Criterion unit tests, Lua script tests
-# through the shell, and the prompt tests. Exits nonzero if any fails.
+# through the shell, and the prompt tests. Exits nonzero if any fails. A script test passes,
+# is skipped (it printed "skipped: <why>" and checked nothing: no device, no Gmsh SDK here) or
+# fails (scripts/run-one-test.sh); the last line counts passes and skips apart.
 # FELAB_ASAN=1: the build is sanitized (leak checking on, with tests/lsan.supp).
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
