@@ -10,10 +10,10 @@ local probe = fe.operator(fe.space(mesh.box{cells = {2, 2, 2}, cell = "tet"}, "P
                           physics.poisson{}, {dirichlet = "all"})
 local ok, msg = pcall(solve.precond, probe, {pc = "amg"})
 if not ok and tostring(msg):find("built without hypre", 1, true) then
-  print("skipped: " .. msg)
+  T.skip(msg)
   return
 end
-assert(ok, msg)
+check(ok, msg)
 
 local opencl = T.device("opencl") and T.device("opencl").available
 
@@ -127,20 +127,20 @@ for _, be in ipairs{"opencl", "cuda"} do
     check(Pd.backend == be, "the preconditioner was made on %s", tostring(Pd.backend))
     compare("P1 tets, " .. be .. " single", As, {backend = be, precision = "single"})
   else
-    print(be .. ": skipped (not available)")
+    T.skip(be .. ": not available")
   end
 end
 
 -- A Gmsh mesh with four regions of different conductivity.
 local loaded, torso = pcall(mesh.load, "meshes/torso.geo", {size = 0.08})
 if not loaded and tostring(torso):find("Gmsh SDK", 1, true) then
-  print("torso.geo: skipped (needs the Gmsh SDK)")
+  T.skip("torso.geo: needs the Gmsh SDK")
 else
-  assert(loaded, torso)
+  check(loaded, torso)
   local At = fe.operator(fe.space(torso, "P1"),
                          physics.poisson{kappa = {body = 1, lung_left = 0.2, lung_right = 0.2,
                                                   heart = 5}, source = 1},
                          {dirichlet = "skin"})
   compare("P1 torso.geo (regions), cpu", At)
 end
-print(("test_amg: %d checks passed"):format(T.count))
+T.done()

@@ -112,6 +112,8 @@ do
   if dev and dev.available then
     expect_error(function() return A:assemble{backend = "opencl", scatter = "nodes"} end,
                  "scatter", "nodes", "host memory", "atomic")
+  else
+    T.skip("assemble on opencl: opencl not available")
   end
 end
 if mesh.load then
@@ -122,6 +124,10 @@ if mesh.load then
                  "atomic")
     local M, rep = A:assemble{backend = "cpu"} -- the default there: the device's fill
     check(rep.why:find("atomic", 1, true) and M.nnz > 0, "curved P1 on the cpu: %s", rep.why)
+  else
+    T.skip("curved P1: " .. tostring(m))
   end
+else
+  T.skip("curved P1: no mesh.load in this build")
 end
-print(("test_assembly.lua: %d checks passed"):format(T.count))
+T.done()

@@ -3,6 +3,8 @@
 -- with a variable coefficient and a source that read the coordinates. Strategy "transpose"
 -- gives the same with the geometry stored or made from the vertices in the kernel (P1, Q1;
 -- the padded group included), and refuses "vertices" on P2.
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
+local check = T.check
 local function rel_diff(a, b)
   local d = a:copy():axpy(-1, b)
   return math.max(math.abs(d:max()), math.abs(d:min())) /
@@ -37,7 +39,7 @@ for _, cell in ipairs({"tet", "hex"}) do
     end
   end
 end
-assert(failures == 0, failures .. " comparison(s) failed")
+check(failures == 0, failures .. " comparison(s) failed")
 
 -- transpose: the factors stored (per cell or per point) = made from the vertices, every action
 for _, c in ipairs({{"tet", "P1", {3, 2, 2}}, {"hex", "Q1", {3, 3, 2}}, {"tri", "P1", {4, 3}},
@@ -53,13 +55,13 @@ for _, c in ipairs({{"tet", "P1", {3, 2, 2}}, {"hex", "Q1", {3, 3, 2}}, {"tri", 
         local a = f(o)
         o.geometry = "vertices"
         local b, rep = f(o)
-        assert(rep.why:find("geometry from the vertices", 1, true), rep.why)
+        check(rep.why:find("geometry from the vertices", 1, true), rep.why)
         return rel_diff(a:to("cpu", "double"), b:to("cpu", "double"))
       end
       local d = math.max(both(function(o) return A:residual(u, o) end),
                          both(function(o) o.at = u; return A:apply(u, o) end),
                          both(function(o) return A:diagonal(o) end))
-      assert(d <= 1e-12, ("transpose %s %s distort %g %s: stored vs vertices %.1e"):format(
+      check(d <= 1e-12, ("transpose %s %s distort %g %s: stored vs vertices %.1e"):format(
              c[1], c[2], distort, backend, d))
     end
   end
@@ -68,7 +70,7 @@ local ok, err = pcall(function()
   local V = fe.space(mesh.box{cells = {2, 2, 2}, cell = "tet"}, "P2")
   return fe.operator(V, pde):apply(V:interpolate(1), {strategy = "transpose", geometry = "vertices"})
 end)
-assert(not ok and tostring(err):find("needs first-order cells on straight geometry", 1, true), tostring(err))
+check(not ok and tostring(err):find("needs first-order cells on straight geometry", 1, true), tostring(err))
 print("transpose: geometry stored = from the vertices (P1, Q1; cpu, opencl) ok")
 
 -- Repeated calls agree: bit for bit on cpu (colored groups, fixed order), to rounding on
@@ -84,8 +86,9 @@ for _, backend in ipairs({"cpu", "opencl"}) do
     local r = A:residual(u, {backend = backend}):to("cpu")
     local d = r:copy():axpy(-1, ref)
     local tol = backend == "cpu" and 0 or 1e-14 * ref:norm()
-    assert(d:norm() <= tol,
+    check(d:norm() <= tol,
            ("%s: residual call %d differs from the first by %g"):format(backend, i, d:norm()))
   end
   print(backend .. ": 20 repeated residuals agree ok")
 end
+T.done()

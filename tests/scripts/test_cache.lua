@@ -17,7 +17,7 @@ if arg[1] == "child" then
   if arg[2]:find("calibrate") then
     for name in arg[3]:gmatch("[^,]+") do
       local rep = device.calibrate(name, "double")
-      assert(rep.peak_gbytes > 0 and rep.peak_gflops > 0, name .. ": no ceilings measured")
+      check(rep.peak_gbytes > 0 and rep.peak_gflops > 0, name .. ": no ceilings measured")
       print(("calibrated %s %s"):format(name, rep.compile_seconds > 0 and "compiled" or "cached"))
     end
   end
@@ -34,7 +34,7 @@ local warning = "felab: dropped a damaged cache entry"
 -- One child run on the test's cache: its output (stdout and stderr), and how many warnings.
 local function run(mode)
   local cmd = ("FELAB_CACHE='%s' '%s' '%s' child %s %s 2>&1"):format(dir, exe, arg[0], mode, backends)
-  local p = assert(io.popen(cmd))
+  local p = check(io.popen(cmd))
   local out = p:read("a")
   local ok = p:close()
   check(ok, "the run '%s' failed:\n%s", mode, out)
@@ -43,20 +43,20 @@ local function run(mode)
 end
 
 local function read(path)
-  local f = assert(io.open(path, "rb"))
+  local f = check(io.open(path, "rb"))
   local s = f:read("a")
   f:close()
   return s
 end
 local function write(path, s)
-  local f = assert(io.open(path, "wb"))
+  local f = check(io.open(path, "wb"))
   f:write(s)
   f:close()
 end
 -- The files of a cache subfolder whose names end in ext.
 local function entries(sub, ext)
   local list = {}
-  local p = assert(io.popen(("ls '%s/%s' 2>/dev/null"):format(dir, sub)))
+  local p = check(io.popen(("ls '%s/%s' 2>/dev/null"):format(dir, sub)))
   for name in p:lines() do
     if name:sub(-#ext) == ext then list[#list + 1] = dir .. "/" .. sub .. "/" .. name end
   end
@@ -149,4 +149,4 @@ local t = tonumber(out:match("predicted (%S+)"))
 check(t and t >= 1e-3, "a stored launch and wait of 1 ms predicts %s s", tostring(t))
 
 os.execute("rm -rf '" .. dir .. "'")
-T.done("test_cache")
+T.done()

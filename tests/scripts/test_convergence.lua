@@ -2,6 +2,7 @@
 -- three refinements, on cpu and on opencl.
 -- u = x(1-x) y(1-y) z(1-z) exp(x): zero on the boundary, not a discrete eigenvector.
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
+local check = T.check
 local exact, source = T.mms_exact, T.mms_source
 
 local function errors(cell, space, backend)
@@ -11,7 +12,7 @@ local function errors(cell, space, backend)
     local A = fe.operator(fe.space(m, space), physics.poisson{kappa = 1, source = source},
                           {dirichlet = "all", value = 0})
     local u, info = solve.cg(A, {pc = "jacobi", rtol = 1e-11, maxit = 2000, backend = backend})
-    assert(info.converged, ("%s %s n=%d: cg did not converge (%s)"):format(space, backend, n, info.reason))
+    check(info.converged, ("%s %s n=%d: cg did not converge (%s)"):format(space, backend, n, info.reason))
     errs[i] = u:error(exact, "L2")
   end
   return errs
@@ -28,7 +29,7 @@ for _, backend in ipairs({"cpu", "opencl"}) do
     if not ok then failures = failures + 1 end
   end
 end
-assert(failures == 0, failures .. " convergence case(s) failed")
+check(failures == 0, failures .. " convergence case(s) failed")
 
 -- 2D: P1 on triangles and Q1 on quads, u = sin(pi x) y (1 - y)
 local function exact2(x) return math.sin(math.pi * x[1]) * x[2] * (1 - x[2]) end
@@ -41,11 +42,12 @@ for _, backend in ipairs({"cpu", "opencl"}) do
       local A = fe.operator(fe.space(m, case[2]), physics.poisson{kappa = 1, source = source2},
                             {dirichlet = "all"})
       local u, info = solve.cg(A, {rtol = 1e-12, backend = backend})
-      assert(info.converged)
+      check(info.converged)
       e[i] = u:error(exact2, "L2")
     end
     local r1, r2 = math.log(e[1] / e[2], 2), math.log(e[2] / e[3], 2)
     print(("%-6s %s (2D)  rates %.3f %.3f"):format(backend, case[2], r1, r2))
-    assert(r1 > 1.8 and r1 < 2.3 and r2 > 1.8 and r2 < 2.3, "2D convergence rate off")
+    check(r1 > 1.8 and r1 < 2.3 and r2 > 1.8 and r2 < 2.3, "2D convergence rate off")
   end
 end
+T.done()

@@ -2,6 +2,7 @@
 -- tets, Q1..Q4 on hexes (GLL nodes) and P1..P3 on prisms, on cpu and on opencl.
 -- u = x(1-x) y(1-y) z(1-z) exp(x): zero on the boundary, in no finite element space.
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
+local check = T.check
 local exact, source = T.mms_exact, T.mms_source
 
 -- the two mesh sizes per order: fine enough to be asymptotic, small enough to be quick
@@ -14,7 +15,7 @@ local function errors(cell, space, backend, p)
     local V = fe.space(m, space)
     local A = fe.operator(V, physics.poisson{kappa = 1, source = source}, {dirichlet = "all"})
     local u, info = solve.cg(A, {pc = "jacobi", rtol = 1e-12, maxit = 3000, backend = backend})
-    assert(info.converged, ("%s %s n=%d: cg did not converge (%s)"):format(space, backend, n, info.reason))
+    check(info.converged, ("%s %s n=%d: cg did not converge (%s)"):format(space, backend, n, info.reason))
     l2[i], h1[i] = u:error(exact, "L2"), u:error(exact, "H1")
   end
   return math.log(l2[1] / l2[2], 2), math.log(h1[1] / h1[2], 2), l2[2], h1[2]
@@ -36,4 +37,5 @@ for _, backend in ipairs({"cpu", "opencl"}) do
     if not ok then failures = failures + 1 end
   end
 end
-assert(failures == 0, failures .. " convergence case(s) failed")
+check(failures == 0, failures .. " convergence case(s) failed")
+T.done()

@@ -11,7 +11,7 @@ local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, expect_error = T.check, T.expect_error
 local cuda = T.device("cuda")
 if not (cuda and cuda.available) then
-  print("skipped: no cuda device")
+  T.skip("no cuda device")
   return
 end
 local untried = os.getenv("FELAB_CUDA_TRIAL") == "off"
@@ -40,6 +40,7 @@ if untried then
   check(d < 1e-8, "the cpu's solve after the fault differs from cuda's before by %.2e", d)
   print(("ok (untried): cuda faulted, its later calls say so, the cpu solved (%.1e from cuda's)")
         :format(d))
+  T.done()
   return
 end
 
@@ -73,4 +74,4 @@ local p = io.popen(("FELAB_CUDA_TRIAL=off '%s' '%s' 2>&1"):format(exe, arg[0]))
 local out = p:read("a")
 local ok = p:close()
 check(ok and out:find("ok (untried)", 1, true), "the untried child failed:\n%s", out)
-T.done("test_cuda_fault")
+T.done()

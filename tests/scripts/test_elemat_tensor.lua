@@ -49,7 +49,7 @@ local tets = mesh.box{cells = {4, 4, 4}, cell = "tet", distort = 0.2} -- 384 cel
 local tris = mesh.box{cells = {10, 10}, cell = "tri", distort = 0.2}  -- 200 cells
 -- four regions (319 tets); the GPU machine's build has no Gmsh to mesh it
 local has_torso, torso = pcall(mesh.load, "meshes/torso.geo", {size = 0.5})
-if not has_torso then print("regions: skipped (" .. tostring(torso) .. ")") end
+if not has_torso then T.skip("regions: " .. tostring(torso)) end
 local function vector_space(m, order)
   return fe.space(m, {family = "P", order = order, components = m.dim})
 end
@@ -157,4 +157,4 @@ expect_error(function() return A:element_matrices{strategy = "tensor", block = 5
              "block = 5000")
 expect_error(function() return A:element_matrices{strategy = "fast"} end,
              "unknown strategy 'fast' (quadrature, tensor)")
-T.done("test_elemat_tensor.lua")
+T.done()

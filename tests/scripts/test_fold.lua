@@ -59,9 +59,9 @@ local gmsh_cases = {
 for _, c in ipairs(gmsh_cases) do
   local ok, m = pcall(mesh.load, c[1], c[2])
   if not ok and tostring(m):find("Gmsh SDK", 1, true) then
-    print(c[1] .. ": skipped (needs the Gmsh SDK)")
+    T.skip(c[1] .. ": needs the Gmsh SDK")
   else
-    assert(ok, m)
+    check(ok, m)
     local V = fe.space(m, c[3])
     local A = fe.operator(V, c[4], {dirichlet = {m:tags().boundary[1]}})
     local v = V:interpolate(function(x) return math.sin(2 * x[1]) + x[2] * x[3] + 0.3 end)
@@ -121,4 +121,4 @@ for _, backend in ipairs({"cpu", "opencl"}) do
   pk:set{k = 2}
 end
 print("pde:set makes the folded words again")
-print(("test_fold: %d checks passed"):format(T.count))
+T.done()

@@ -93,4 +93,4 @@ do
   check(r.why:find("folded per point: 6 words", 1, true), "distorted Q2 by default: %s", r.why)
 end
 
-T.done("test_geometry_shared")
+T.done()

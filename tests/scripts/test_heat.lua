@@ -121,7 +121,7 @@ do
   check(#seen == 7 and seen[7][1] == 7 and math.abs(seen[7][2] - 0.7) < 1e-12, "on_step ran %d times", #seen)
   local want = {"temp_0000.vtu", "temp_0003.vtu", "temp_0006.vtu", "temp_0007.vtu"}
   check(info.frames == #want, "%s frames written, expected %d", tostring(info.frames), #want)
-  local f = assert(io.open(dir .. "/temp.pvd")); local pvd = f:read("a"); f:close()
+  local f = check(io.open(dir .. "/temp.pvd")); local pvd = f:read("a"); f:close()
   check(pvd:find('<VTKFile type="Collection"', 1, true), "not a collection:\n%s", pvd)
   local files, times = {}, {}
   for t, file in pvd:gmatch('<DataSet timestep="([^"]+)"[^>]-file="([^"]+)"') do
@@ -200,4 +200,4 @@ do
   check(r1 > 0 and math.abs(r2 / r1 - 2) < 1e-12, "source(x, t) sees t: |r| %g at t = 1, %g at t = 2", r1, r2)
   print("a source of x and t follows pde:set{t = ...}")
 end
-print(("test_heat: %d checks passed"):format(T.count))
+T.done()

@@ -69,7 +69,7 @@ local dir = os.tmpname()
 os.remove(dir)
 local function child(env)
   local cmd = ("%s FELAB_CACHE='%s' '%s' '%s' child 2>&1"):format(env, dir, T.exe(), arg[0])
-  local p = assert(io.popen(cmd))
+  local p = check(io.popen(cmd))
   local out = p:read("a")
   check(p:close(), "the child run (%s) failed:\n%s", env, out)
   local got, n = {}, 0
@@ -90,10 +90,10 @@ os.execute("rm -rf '" .. dir .. "'")
 -- a hot loop's stored cycles that do not parse: dropped, said once, simulated again
 if have_mca then
   local first = child("")
-  local p = assert(io.popen(("ls '%s/cpu/'*.fe_patch.mca"):format(dir)))
+  local p = check(io.popen(("ls '%s/cpu/'*.fe_patch.mca"):format(dir)))
   local n = 0
   for path in p:lines() do
-    local f = assert(io.open(path, "w"))
+    local f = check(io.open(path, "w"))
     f:write("garbage\n")
     f:close()
     n = n + 1
@@ -108,4 +108,4 @@ if have_mca then
   end
   os.execute("rm -rf '" .. dir .. "'")
 end
-print(("hot loop: %d checks passed"):format(T.count))
+T.done()

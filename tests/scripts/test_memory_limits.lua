@@ -79,7 +79,7 @@ if arg[1] == "limited" then
   check(small.ncells == 512 and #u == 17 ^ 3 and math.abs(top - 3) < 1e-14,
         "after the refusals: %d cells, %d values, the largest %.17g", small.ncells, #u, top)
   print(("%d refinements fit in %s, then: %s"):format(steps, LIMIT, err))
-  print(("limited: %d checks passed"):format(T.count))
+  T.done("limited")
   return
 end
 
@@ -94,7 +94,7 @@ do
     :apply(Vc:interpolate(function(x) return x[1] end), {backend = "cpu"})
 end
 do
-  local p = assert(io.popen(("FELAB_MEMORY_LIMIT=%s '%s' '%s' limited 2>&1"):format(LIMIT, exe, arg[0])))
+  local p = check(io.popen(("FELAB_MEMORY_LIMIT=%s '%s' '%s' limited 2>&1"):format(LIMIT, exe, arg[0])))
   local out = p:read("a")
   local ok = p:close()
   check(ok and out:find("limited: %d+ checks passed"), "the run under FELAB_MEMORY_LIMIT=%s failed:\n%s",
@@ -106,14 +106,14 @@ end
 -- statements after it run with the last mesh that fit
 do
   local session = os.tmpname()
-  local f = assert(io.open(session, "w"))
+  local f = check(io.open(session, "w"))
   f:write('m = mesh.box{cells = 4, cell = "hex"}\n',
           'for i = 1, 10 do m = m:refine() end\n',
           'print("after", m.ncells)\n',
           'x = 6 * 7\n',
           'print("still here", x)\n')
   f:close()
-  local p = assert(io.popen(("FELAB_MEMORY_LIMIT=%s '%s' < '%s' 2>&1; echo status $?"):format(LIMIT, exe,
+  local p = check(io.popen(("FELAB_MEMORY_LIMIT=%s '%s' < '%s' 2>&1; echo status $?"):format(LIMIT, exe,
                                                                                           session)))
   local out = p:read("a")
   p:close()
@@ -126,4 +126,4 @@ do
   print("at the prompt: " .. out:match("(out of host memory[^\n]*)"))
 end
 
-T.done("test_memory_limits.lua")
+T.done()

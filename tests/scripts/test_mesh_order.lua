@@ -6,16 +6,18 @@
 -- cpu's threads take need fewer colors in the loaded (and refined) order than along a Morton
 -- curve.
 -- Skipped in builds without the Gmsh SDK.
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
+local check = T.check
 local ok, shell = pcall(mesh.load, "meshes/shell_hex.geo")
 if not ok and shell:find("needs the Gmsh SDK", 1, true) then
-  print("skipped: " .. shell)
+  T.skip(shell)
   return
 end
-assert(ok, shell)
+check(ok, shell)
 local orders = {"rcm", "hilbert", "layers", "morton"}
 
 local function same(a, b, what)
-  assert(math.abs(a - b) <= 1e-10 * math.abs(a), ("%s: %.15g, was %.15g"):format(what, b, a))
+  check(math.abs(a - b) <= 1e-10 * math.abs(a), ("%s: %.15g, was %.15g"):format(what, b, a))
 end
 
 local function tag_list(m)
@@ -29,7 +31,7 @@ local function solve_norms(m, space, kappa, dirichlet)
   local A = fe.operator(fe.space(m, space), physics.poisson{kappa = kappa, source = 1},
                         {dirichlet = dirichlet, value = 0})
   local u, info = solve.cg(A, {pc = "jacobi", rtol = 1e-12, maxit = 5000})
-  assert(info.converged, info.reason)
+  check(info.converged, info.reason)
   return u:norm(), u:max(), info.iterations
 end
 
@@ -40,13 +42,13 @@ local function check_orders(name, make, space, kappa, dirichlet)
   for _, how in ipairs(orders) do
     local r = make()
     r:reorder(how)
-    assert(r.ncells == m.ncells and r.nvertices == m.nvertices, name .. " " .. how .. ": counts")
-    assert(tag_list(r) == tags, ("%s %s: tags %s, were %s"):format(name, how, tag_list(r), tags))
+    check(r.ncells == m.ncells and r.nvertices == m.nvertices, name .. " " .. how .. ": counts")
+    check(tag_list(r) == tags, ("%s %s: tags %s, were %s"):format(name, how, tag_list(r), tags))
     same(q.volume, r:quality().volume, name .. " " .. how .. " volume")
     local n, max, it = solve_norms(r, space, kappa, dirichlet)
     same(n0, n, name .. " " .. how .. " |u|")
     same(max0, max, name .. " " .. how .. " max u")
-    assert(math.abs(it - it0) <= 2, ("%s %s: %d iterations, were %d"):format(name, how, it, it0))
+    check(math.abs(it - it0) <= 2, ("%s %s: %d iterations, were %d"):format(name, how, it, it0))
   end
   print(("%s: %d cells, %s |u| %.6e under every order ok"):format(name, m.ncells, space, n0))
 end
@@ -68,7 +70,7 @@ end
 local a = apply_of(mesh.load("meshes/cube.geo", {size = 0.1}))
 local b = apply_of(mesh.load("meshes/cube.geo", {size = 0.1}))
 b:axpy(-1, a)
-assert(b:norm() == 0, "two loads of cube.geo differ: " .. b:norm())
+check(b:norm() == 0, "two loads of cube.geo differ: " .. b:norm())
 print("cube.geo: two loads, one order ok")
 
 -- the runs the cpu's threads take (16 of them here): a slab touches the slabs beside it, a
@@ -78,10 +80,11 @@ local function run_colors(name, m)
   local layered = m:color{block = block}
   m:reorder("morton")
   local curve = m:color{block = block}
-  assert(layered < curve, ("%s: the runs need %d colors in layers, %d along a Morton curve")
+  check(layered < curve, ("%s: the runs need %d colors in layers, %d along a Morton curve")
          :format(name, layered, curve))
   print(("%s: %d cells in 16 runs: %d colors in layers, %d along a Morton curve ok")
         :format(name, m.ncells, layered, curve))
 end
 run_colors("cube.geo", mesh.load("meshes/cube.geo", {size = 0.07}))
 run_colors("shell_hex.geo refined 3 times", shell:refine():refine():refine())
+T.done()

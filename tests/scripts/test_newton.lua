@@ -49,7 +49,7 @@ if ocl and ocl.available then
   check_one_step(u:to("cpu"), info, "opencl")
   check(info.report.backend == "opencl", "the report names the backend")
 else
-  print("skip opencl: " .. (ocl and ocl.reason or "not compiled in"))
+  T.skip("opencl: " .. (ocl and ocl.reason or "not compiled in"))
 end
 
 -- a solve that stops early is a result, not an error
@@ -132,4 +132,4 @@ expect_error(function() return solve.newton(A, {x0 = small}) end, tostring(#smal
              tostring(V.ndofs))
 still_works()
 
-T.done("test_newton")
+T.done()

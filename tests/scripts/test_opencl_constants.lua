@@ -34,7 +34,7 @@ end
 
 local ocl = T.device("opencl")
 if not (ocl and ocl.available) then
-  print("skipped: no opencl device")
+  T.skip("no opencl device")
   return
 end
 local device_name = tostring(ocl.device)
@@ -53,7 +53,7 @@ end
 local exe = T.exe()
 check(exe and not exe:find("'", 1, true) and not device_name:find("'", 1, true),
       "arg[-1] names the felab binary")
-local p = assert(io.popen(("FELAB_OPENCL_CONSTANT_LIMIT=64K '%s' '%s' limited '%s' 2>&1"):format(
+local p = check(io.popen(("FELAB_OPENCL_CONSTANT_LIMIT=64K '%s' '%s' limited '%s' 2>&1"):format(
                           exe, arg[0], device_name)))
 local out = p:read("a")
 local ok = p:close()
@@ -63,9 +63,9 @@ io.write(out:match("refused: [^\n]*\n") or "")
 
 -- a limit that is not a size: opencl is unavailable, and says why
 local code = 'for _, d in ipairs(device.list()) do if d.name == "opencl" then print(d.reason) end end'
-p = assert(io.popen(("FELAB_OPENCL_CONSTANT_LIMIT=lots '%s' -e '%s' 2>&1"):format(exe, code)))
+p = check(io.popen(("FELAB_OPENCL_CONSTANT_LIMIT=lots '%s' -e '%s' 2>&1"):format(exe, code)))
 out = p:read("a")
 p:close()
 check(out:find("FELAB_OPENCL_CONSTANT_LIMIT='lots' is not a size", 1, true),
       "a bad limit is named:\n%s", out)
-T.done("test_opencl_constants.lua")
+T.done()

@@ -85,3 +85,4 @@ for _, c in ipairs(cases) do
 end
 
 print("patch strategy: patch = transpose everywhere")
+T.done()

@@ -101,4 +101,4 @@ local ok, err = pcall(function() return A:apply(w, {strategy = "patches"}) end)
 check(not ok and tostring(err):find("unknown strategy 'patches'") and tostring(err):find("patch"),
       "a bad strategy name: %s", tostring(err))
 
-print("patch strategy options: all checks passed")
+T.done()

@@ -207,4 +207,4 @@ for _, sp in ipairs({"P1", "P2"}) do
   check(rl:copy():axpy(-1, AL:apply(ul)):norm() <= 1e-13 * rl:norm(),
         "%s: f0 = 2u: residual(u) and J u differ", sp)
 end
-T.done("test_physics")
+T.done()

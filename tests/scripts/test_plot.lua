@@ -7,7 +7,7 @@ local check, expect_error = T.check, T.expect_error
 
 local dir = os.tmpname()
 os.remove(dir)
-assert(os.execute("mkdir -p '" .. dir .. "'"))
+check(os.execute("mkdir -p '" .. dir .. "'"))
 local function path(name) return dir .. "/" .. name end
 
 local function exists(p)
@@ -19,7 +19,7 @@ end
 -- The CSV at p: its header (a list of names) and rows (tables keyed by those names; numbers
 -- where a field reads as one). felab's CSV quotes no field of these files.
 local function read_csv(p)
-  local f = assert(io.open(p))
+  local f = check(io.open(p))
   local header, rows = nil, {}
   for line in f:lines() do
     local fields = {}
@@ -38,11 +38,12 @@ end
 
 -- Whether a gnuplot will draw (on the PATH and not turned off by FELAB_GNUPLOT=0).
 local has_gnuplot = os.getenv("FELAB_GNUPLOT") ~= "0" and os.execute("command -v gnuplot >/dev/null 2>&1")
+if not has_gnuplot then T.skip("the PNG files: no gnuplot (or FELAB_GNUPLOT=0)") end
 
 local function check_png(p)
   if not has_gnuplot then return end
   check(exists(p), "%s was not written", p)
-  local f = assert(io.open(p, "rb"))
+  local f = check(io.open(p, "rb"))
   local sig = f:read(4)
   f:close()
   check(sig == "\137PNG", "%s does not begin with the PNG signature", p)
@@ -129,4 +130,4 @@ expect_error(function() perf.plot(i1, {colour = 1}) end, "unknown option 'colour
 print("bad options named ok")
 
 os.execute("rm -rf '" .. dir .. "'")
-print(("test_plot: %d checks ok"):format(T.count))
+T.done()

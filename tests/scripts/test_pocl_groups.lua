@@ -5,7 +5,7 @@
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local ocl = T.device("opencl")
 if not (ocl and ocl.available) then
-  print("skipped: no opencl device")
+  T.skip("no opencl device")
   return
 end
 local m = mesh.box{cells = {1, 1, 1}, cell = "hex", distort = 0.1}
@@ -17,3 +17,4 @@ local y = A:apply(w, {backend = "opencl", strategy = "transpose"})
 T.check(T.max_rel_diff(ref:to("cpu", "double"), y:to("cpu", "double")) <= 1e-11,
         "Q6 transpose on %s differs from the cpu's", tostring(ocl.device))
 print("ok: Q6 transpose on " .. tostring(ocl.device))
+T.done()

@@ -173,4 +173,4 @@ expect_error(function() return solve.cg(A, {strategy = "csr", format = "coo"}) e
              "format")
 expect_error(function() return solve.cg(A, {strategy = "csr", format = "sell", sigma = -1}) end,
              "solve.cg", "sigma")
-T.done("test_sell.lua")
+T.done()

@@ -108,7 +108,7 @@ if os.getenv("FELAB_ASAN") ~= "1" then
     -- (threads that allocate open arenas of 64 MiB each, as many as they run)
     local cmd = ("%sOMP_NUM_THREADS=1 MALLOC_ARENA_MAX=1 '%s' -e \"%s\" 2>&1"):format(
                 limit and ("ulimit -v %d && "):format(limit) or "", exe_for_oom, build .. code)
-    local p = assert(io.popen(cmd))
+    local p = check(io.popen(cmd))
     local out = p:read("a")
     p:close()
     return out
@@ -210,7 +210,7 @@ local exe = T.exe()
 local dir = os.tmpname()
 os.remove(dir)
 local function child()
-  local p = assert(io.popen(("FELAB_CACHE='%s' '%s' '%s' child 2>&1"):format(dir, exe, arg[0])))
+  local p = check(io.popen(("FELAB_CACHE='%s' '%s' '%s' child 2>&1"):format(dir, exe, arg[0])))
   local out = p:read("a")
   check(p:close(), "the child failed:\n%s", out)
   local compiled, cached, setups = out:match("counts (%d+) (%d+) (%d+)")
@@ -224,4 +224,4 @@ check(k1 >= 1 and s1 == 1, "a fresh cache: compiled %d, set up %d", k1, s1)
 check(k2 == 0 and l2 >= 1 and s2 == 1, "a filled cache: compiled %d (want 0), loaded %d, set up %d",
       k2, l2, s2)
 print(("fresh cache: %d kernels compiled; filled cache: %d compiled, %d loaded"):format(k1, k2, l2))
-T.done("test_setup")
+T.done()

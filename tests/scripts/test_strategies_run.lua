@@ -98,4 +98,4 @@ end
 
 for _, s in ipairs(notes) do print("  " .. s) end
 print(("%d runs of listed strategies with their defaults"):format(runs))
-T.done("every listed strategy runs")
+T.done()

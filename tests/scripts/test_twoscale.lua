@@ -28,7 +28,7 @@ end
 local A0 = operator(2, 0)
 local ok_amg, amg_err = pcall(solve.precond, A0, {pc = "amg", backend = "cpu"})
 local coarse = ok_amg or not string.find(tostring(amg_err), "hypre", 1, true)
-if not coarse then print("skipping the coarse and two-scale cases: " .. tostring(amg_err)) end
+if not coarse then T.skip("the coarse and two-scale cases: " .. tostring(amg_err)) end
 
 -- (a) Table 1 in form: 6^3 cells of Q3 on a uniform, a nearly uniform and a distorted box
 print("Table 1 in form (6^3 cells, Q3, CG to 1e-8): none, jacobi, fine, coarse, two-scale")
@@ -208,7 +208,7 @@ if T.device("opencl") and T.device("opencl").available then
     end
   end
 else
-  print("skipping opencl: not available")
+  T.skip("opencl: not available")
 end
 
-print(string.format("test_twoscale: %d checks passed", T.count))
+T.done()
