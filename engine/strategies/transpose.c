@@ -441,7 +441,7 @@ static void transpose_traffic(const fe_kernel_spec *s, const fe_action_needs *n,
     int vshape[5] = {block, nb, nq / v, nc, dim}, fluxes = nc * ((n->has_f0 ? 1 : 0) + dim);
     w += group_wavefronts(block * nb, fluxes * (nq / v), size * v, basis_load_word, vshape);
   }
-  double ngroups = ((double)V->mesh->ncells + block - 1) / block;
+  double ngroups = (double)((V->mesh->ncells + block - 1) / block); /* whole groups */
   wk->shared_bytes = ngroups * w * 128;
   /* the tables: distinct words for a constant cache; on GPUs where they are global memory,
    * the L1's wavefronts, as are the stored factors and the gathers always (the apply and the
@@ -521,7 +521,7 @@ static void transpose_counts(const fe_kernel_spec *s, int ndir, int vertices, fe
   int nb = V->elem.nbasis, nq = s->quad->npoints, dim = V->elem.dim, nc = V->ncomp;
   double ncells = V->mesh->ncells, nnodes = V->nnodes;
   double w = (double)fe_precision_size(s->prec);
-  double ngroups = (ncells + s->block - 1) / s->block;
+  double ngroups = (double)((V->mesh->ncells + s->block - 1) / s->block); /* whole groups */
   fe_action_needs n = fe_codegen_needs(s);
   double ff, fbytes;
   fe_codegen_field_counts(s, &ff, &fbytes);
