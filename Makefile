@@ -26,14 +26,14 @@ ifeq ($(HAVE_OPENCL),1)
 override CFLAGS += -DFE_HAVE_OPENCL=1 -DCL_TARGET_OPENCL_VERSION=120
 LDLIBS  += -lOpenCL
 endif
-# Gmsh: felab loads the SDK at its first file (engine/gmsh-io.c, by its soname), so that
+# Gmsh: felab loads the SDK at its first file (engine/mesh/io/gmsh-io.c, by its soname), so that
 # starting felab does not load the ~80 libraries it pulls in; the unit tests call it directly.
 ifeq ($(HAVE_GMSH),1)
 GMSH_LIB ?= $(shell objdump -p $$($(CC) -print-file-name=libgmsh.so) 2>/dev/null | awk '/SONAME/ {print $$2}')
 override CFLAGS += -DFE_HAVE_GMSH=1 -DFE_GMSH_LIB='"$(or $(GMSH_LIB),libgmsh.so)"'
 TEST_LDLIBS += -lgmsh
 endif
-# hypre (the amg preconditioner, engine/precond/amg.c alone includes it): Debian's
+# hypre (the amg preconditioner, engine/solve/precond/amg.c alone includes it): Debian's
 # libhypre-dev and OpenMPI, or HYPRE_DIR/{include,lib} made by scripts/gpu-hypre.sh, found at
 # run time through an rpath relative to the binary.
 ifeq ($(HAVE_HYPRE),1)
@@ -56,13 +56,13 @@ SHELL_CFLAGS += -DFE_HAVE_READLINE=1
 SHELL_LIBS   += -lreadline
 endif
 
-ENGINE_SRC  := $(wildcard engine/*.c engine/strategies/*.c engine/precond/*.c)
+ENGINE_SRC  := $(wildcard engine/*/*.c engine/*/*/*.c)
 BACKEND_SRC := backends/backend.c $(wildcard backends/cpu/*.c) $(wildcard backends/cuda/*.c)
 ifeq ($(HAVE_OPENCL),1)
 BACKEND_SRC += $(wildcard backends/opencl/*.c)
 endif
 SHELL_SRC   := $(wildcard shell/*.c)
-KERNELS     := $(wildcard engine/kernels/*.knl)
+KERNELS     := $(wildcard engine/codegen/kernels/*.knl)
 
 LIB_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRC) $(BACKEND_SRC)) $(BUILD)/obj/gen/kernels.o
 LUALIB     := $(wildcard shell/lib/*.lua)
@@ -112,8 +112,8 @@ $(BUILD)/obj/%.o: %.c
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 # amg.o alone sees hypre's headers; it is rebuilt when its flags change (HAVE_HYPRE, HYPRE_DIR).
-$(BUILD)/obj/engine/precond/amg.o: override CFLAGS += $(HYPRE_CFLAGS)
-$(BUILD)/obj/engine/precond/amg.o: $(BUILD)/gen/hypre-flags
+$(BUILD)/obj/engine/solve/precond/amg.o: override CFLAGS += $(HYPRE_CFLAGS)
+$(BUILD)/obj/engine/solve/precond/amg.o: $(BUILD)/gen/hypre-flags
 $(BUILD)/gen/hypre-flags: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(HYPRE_CFLAGS)' | cmp -s - $@ || echo '$(HYPRE_CFLAGS)' > $@
@@ -163,7 +163,7 @@ bank-model: $(BUILD)/libfelab.a scripts/bench/bank_model.c
 	$(CC) $(CFLAGS) -o $(BUILD)/bank-model scripts/bench/bank_model.c $(BUILD)/libfelab.a $(LDLIBS)
 
 format:
-	clang-format -i engine/*.[ch] engine/strategies/*.[ch] backends/*.[ch] backends/*/*.[ch] shell/*.[ch] tests/unit/*.c
+	clang-format -i engine/*/*.[ch] engine/*/*/*.[ch] backends/*.[ch] backends/*/*.[ch] shell/*.[ch] tests/unit/*.c
 
 clean:
 	rm -rf build build-asan
@@ -176,9 +176,9 @@ fuzz: fuzz-mesh fuzz-api
 # Fuzz the conversion from Gmsh SDK arrays to a felab mesh (clang's libFuzzer), for
 # FUZZ_SECONDS; crashes land in tests/fuzz/ as crash-* and become regression inputs.
 FUZZ_SECONDS ?= 600
-FUZZ_SRC := tests/fuzz/fuzz_mesh_arrays.c engine/gmsh-io.c engine/mesh.c engine/mesh-box.c \
-            engine/mesh-ops.c engine/error.c engine/strbuf.c engine/sort.c engine/msh-read.c \
-            engine/progress.c engine/memory.c
+FUZZ_SRC := tests/fuzz/fuzz_mesh_arrays.c engine/mesh/io/gmsh-io.c engine/mesh/mesh.c engine/mesh/mesh-box.c \
+            engine/mesh/mesh-ops.c engine/core/error.c engine/core/strbuf.c engine/core/sort.c engine/mesh/io/msh-read.c \
+            engine/core/progress.c engine/core/memory.c
 build/fuzz-mesh: $(FUZZ_SRC)
 	@mkdir -p build
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -fopenmp -fsanitize=fuzzer,address,undefined -I. -o $@ $(FUZZ_SRC) -lm

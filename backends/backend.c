@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 extern const fe_backend_ops fe_backend_cpu_ops;
 extern const fe_backend_ops fe_backend_opencl_ops;

@@ -95,7 +95,7 @@ typedef struct fe_kernel_resources {
 typedef enum { FE_REDUCE_SUM, FE_REDUCE_MIN, FE_REDUCE_MAX } fe_reduce_op;
 
 /* The table. impl is the backend's private state, made by open. Every int-returning slot
- * returns 0 or an fe_err code after setting a message (engine/error.h). */
+ * returns 0 or an fe_err code after setting a message (engine/core/error.h). */
 typedef struct fe_backend_ops {
   const char *name;
   /* Open device `device` (0 for the default). On failure returns FE_ERR_UNAVAILABLE with
@@ -196,7 +196,7 @@ typedef struct fe_backend_ops {
 #define FE_CURVE_LANES 3 /* the cpu's curve of its SIMD rate against the lanes */
 
 /* Measured ceilings of one backend in one precision (device.calibrate): each from its own
- * micro-benchmark (engine/kernels/calibrate.knl), never from a kernel the model predicts. */
+ * micro-benchmark (engine/codegen/kernels/calibrate.knl), never from a kernel the model predicts. */
 typedef struct fe_calibration {
   int valid;
   int gpu;          /* measured on a GPU: shared memory and atomics are ceilings of their own */

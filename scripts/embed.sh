@@ -1,7 +1,7 @@
 #!/bin/sh
 # Turn text files into C string literals, one per file, and a lookup function
 #   const char *FUNCTION(const char *name) -> the text (NULL if unknown),
-# name = the file's base name without its extension (engine/kernels/common.knl -> "common").
+# name = the file's base name without its extension (engine/codegen/kernels/common.knl -> "common").
 # usage: scripts/embed.sh FUNCTION FILE... > out.c
 set -e
 fn=$1

@@ -3,7 +3,7 @@
 # machine's Debian packages (libhypre-dev and its OpenMPI):
 #   scripts/gpu-hypre.sh [folder]        (default .carry/hypre; git ignores .carry/)
 # The folder gets
-#   include/hypre/  hypre's headers; include/mpi.h (what engine/precond/amg.c compiles with)
+#   include/hypre/  hypre's headers; include/mpi.h (what engine/solve/precond/amg.c compiles with)
 #   lib/            libHYPRE, libmpi and every shared library they load, found with ldd, but
 #                   those every Linux has (glibc, libstdc++, libgcc_s, libgomp)
 #   lib/openmpi3/   the OpenMPI plugins a singleton MPI_Init opens (found by running one

@@ -1,6 +1,6 @@
 /* felab shell: devices, the session's performance log and reports. The device module
  * (list, use, current, info, calibrate), the global perf table (log, clear) and the
- * felab.report type, a copy of an engine report (engine/perf.h) with its fields. */
+ * felab.report type, a copy of an engine report (engine/perf/perf.h) with its fields. */
 #include <lauxlib.h>
 #include <limits.h>
 #include <lua.h>
@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "engine/error.h"
-#include "engine/perf.h"
+#include "engine/core/error.h"
+#include "engine/perf/perf.h"
 #include "shell/shell.h"
 
 /* Whether s names a compiled-in backend. */

@@ -1,5 +1,5 @@
 /* felab shell: output. export.vtu(path, m, {name = vector, ...}) writes the mesh and its
- * fields for ParaView (engine/vtu.h); vectors are brought to host doubles first. A field
+ * fields for ParaView (engine/mesh/io/vtu.h); vectors are brought to host doubles first. A field
  * with one value per vertex is point data, one per cell is cell data; a vector of a scalar
  * space of higher order on the mesh is written at the vertices. The series index that
  * ParaView opens over many frames (export.pvd) is written in Lua (shell/lib/timestep.lua). */
@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/mesh.h"
-#include "engine/vector.h"
-#include "engine/msh.h"
-#include "engine/space.h"
-#include "engine/vtu.h"
+#include "engine/mesh/mesh.h"
+#include "engine/solve/vector.h"
+#include "engine/mesh/io/msh.h"
+#include "engine/fem/space.h"
+#include "engine/mesh/io/vtu.h"
 #include "shell/shell.h"
 
 /* Order fields by name, so that a file does not depend on table traversal. */

@@ -11,12 +11,12 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "engine/error.h"
-#include "engine/expr.h"
-#include "engine/mesh.h"
-#include "engine/space.h"
-#include "engine/strbuf.h"
-#include "engine/vector.h"
+#include "engine/core/error.h"
+#include "engine/physics/expr.h"
+#include "engine/mesh/mesh.h"
+#include "engine/fem/space.h"
+#include "engine/core/strbuf.h"
+#include "engine/solve/vector.h"
 #include "shell/lua-sym.h"
 #include "shell/shell.h"
 

@@ -12,7 +12,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "shell/shell.h"
 
 /* The libraries written in Lua (build/gen/lualib.c). */

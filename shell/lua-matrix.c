@@ -1,13 +1,13 @@
 /* felab shell: matrices. A:element_matrices{...} returns a batch of element matrices
  * (felab.elemats), A:assemble{...} the assembled Jacobian (felab.matrix), both on a backend
- * (engine/matrix.h). Each handle holds its engine pointer first and keeps its operator alive
+ * (engine/matrix/matrix.h). Each handle holds its engine pointer first and keeps its operator alive
  * in user value 1. */
 #include <lauxlib.h>
 #include <limits.h>
 #include <string.h>
 
 #include "backends/backend.h"
-#include "engine/matrix.h"
+#include "engine/matrix/matrix.h"
 #include "shell/shell.h"
 
 static const char *const matrix_keys[] = {"at", "strategy", "variant", "backend", "precision",
@@ -30,7 +30,7 @@ static void opt_choice(lua_State *L, int t, const char *fname, const char *key,
 }
 
 /* The geometry of the element matrices' stored factors, the assembly's fill (scatter) and
- * its product's layout (format, chunk, sigma) at t into o (engine/matrix.h). */
+ * its product's layout (format, chunk, sigma) at t into o (engine/matrix/matrix.h). */
 static void read_layout_opts(lua_State *L, int t, const char *fname, fe_action_opts *o)
 {
   static const char *const geometries[] = {"auto", "stored", "vertices", "unshared"};

@@ -1,13 +1,13 @@
 /* felab shell: meshes. mesh.box, mesh.load and the felab.mesh type (fields dim, ncells, nvertices,
  * cell; methods tags, check, color, refine, reorder, quality). Argument checks and conversions only: the mesh is
- * made, checked and colored by the engine (engine/mesh.h). */
+ * made, checked and colored by the engine (engine/mesh/mesh.h). */
 #include <lauxlib.h>
 #include <limits.h>
 #include <lua.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/mesh.h"
+#include "engine/mesh/mesh.h"
 #include "shell/shell.h"
 
 static const char *const box_keys[] = {"cells", "cell", "lower", "upper", "distort", NULL};

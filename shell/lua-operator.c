@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "engine/operator.h"
-#include "engine/options.h"
-#include "engine/quadrature.h"
+#include "engine/operator/operator.h"
+#include "engine/operator/options.h"
+#include "engine/fem/quadrature.h"
 #include "shell/shell.h"
 
 static const char *const create_keys[] = {"dirichlet", "value", "quadrature", NULL};

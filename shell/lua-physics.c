@@ -16,13 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/codegen.h"
-#include "engine/error.h"
-#include "engine/expr.h"
-#include "engine/operator.h"
-#include "engine/physics.h"
-#include "engine/space.h"
-#include "engine/vector.h"
+#include "engine/codegen/codegen.h"
+#include "engine/core/error.h"
+#include "engine/physics/expr.h"
+#include "engine/operator/operator.h"
+#include "engine/physics/physics.h"
+#include "engine/fem/space.h"
+#include "engine/solve/vector.h"
 #include "shell/lua-sym.h"
 #include "shell/shell.h"
 

@@ -1,4 +1,4 @@
-/* felab shell: the live progress line of long calls (engine/progress.h) and its switch,
+/* felab shell: the live progress line of long calls (engine/core/progress.h) and its switch,
  * perf.progress.
  *
  * The line is drawn on stderr, in place ('\r', then the text, then "erase to the end of
@@ -13,7 +13,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "engine/progress.h"
+#include "engine/core/progress.h"
 #include "shell/shell.h"
 
 static int at_terminal; /* stdin and stderr are terminals: the line may be drawn */

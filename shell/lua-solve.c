@@ -1,7 +1,7 @@
 /* felab shell: solvers. solve.cg, solve.bicg, solve.bicgstab, solve.gmres (A [, b] [, opts])
  * -> x, info; solve.newton(A [, opts]) -> u, info; solve.precond(A, opts) -> P, a
  * preconditioner (felab.precond) made once and passed to solves as pc = P. The options pc,
- * degree, lanczos, ratio, parts and cycles choose a unit of engine/precond.h and set its
+ * degree, lanczos, ratio, parts and cycles choose a unit of engine/solve/precond.h and set its
  * options. A solve that stops without converging is
  * a result (info.converged = false), not an error. CG's breakdown (J not positive definite)
  * or divergence is raised; the nonsymmetric solvers return theirs as a result (reason
@@ -15,10 +15,10 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "engine/newton.h"
-#include "engine/options.h"
-#include "engine/precond.h"
-#include "engine/solver.h"
+#include "engine/solve/newton.h"
+#include "engine/operator/options.h"
+#include "engine/solve/precond.h"
+#include "engine/solve/solver.h"
 #include "shell/shell.h"
 
 #define FELAB_PRECOND "felab.precond"
@@ -80,7 +80,7 @@ static void opt_integer(lua_State *L, int t, const char *fname, const char *key,
 }
 
 /* Where and how the actions run: the general options, and the strategy's own into given
- * (its strategy reads them, engine/strategy.h). */
+ * (its strategy reads them, engine/operator/strategy.h). */
 static void read_action_opts(lua_State *L, int t, const char *fname, fe_action_opts *act,
                              fe_options *given)
 {

@@ -3,7 +3,7 @@
  * physics.new calls the user's f0 and f1 once with symbols for u, du, x and the auxiliary
  * values. A symbol is a userdata holding a shape (scalar, vector, matrix) and the graph
  * nodes of its entries; its metamethods and the helpers below build new nodes in the graph
- * of the trace in progress (engine/expr.c), which simplifies and shares as it goes.
+ * of the trace in progress (engine/physics/expr.c), which simplifies and shares as it goes.
  * Shapes are checked as in mathematics: vector + scalar is an error, matrix * vector is a
  * product, vector * vector is ambiguous (dot or outer: say which). A comparison used as a
  * Lua boolean (if u > 0) cannot be traced: the error says to write physics.select. Errors
@@ -15,7 +15,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "shell/shell.h"
 
 #define MAX_ENTRIES 81 /* a 9 x 9 matrix */

@@ -6,7 +6,7 @@
 
 #include <lua.h>
 
-#include "engine/expr.h"
+#include "engine/physics/expr.h"
 
 #define FELAB_SYM "felab.symbol"
 

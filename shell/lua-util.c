@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/error.h"
-#include "engine/autotune.h"
-#include "engine/operator.h"
-#include "engine/options.h"
-#include "engine/vector.h"
+#include "engine/core/error.h"
+#include "engine/operator/autotune.h"
+#include "engine/operator/operator.h"
+#include "engine/operator/options.h"
+#include "engine/solve/vector.h"
 #include "shell/shell.h"
 
 /* The type of the value at i as a user reads it: "mesh" for a felab.mesh, else Lua's name. */

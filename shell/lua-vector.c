@@ -1,5 +1,5 @@
 /* felab shell: the felab.vector type. A vector lives on one backend in one precision
- * (engine/vector.h); it may remember the space it belongs to (user value 1), which
+ * (engine/solve/vector.h); it may remember the space it belongs to (user value 1), which
  * v:error and tostring use. Vectors are made by V:interpolate, operator actions, solves,
  * v:copy and v:to; the handle holds the engine pointer (NULL once freed). */
 #include <lauxlib.h>
@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "engine/space.h"
-#include "engine/vector.h"
+#include "engine/fem/space.h"
+#include "engine/solve/vector.h"
 #include "shell/shell.h"
 
 #define VALUES_MAX 1000000 /* v:values() refuses more entries than this */

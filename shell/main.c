@@ -40,8 +40,8 @@
 #endif
 
 #include "backends/backend.h"
-#include "engine/error.h"
-#include "engine/progress.h"
+#include "engine/core/error.h"
+#include "engine/core/progress.h"
 #include "shell/shell.h"
 
 #define PROMPT "felab> "

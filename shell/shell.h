@@ -25,7 +25,7 @@ int felab_open_operator(lua_State *L); /* shell/lua-operator.c: fe.operator and 
  * are terminals) unless FELAB_PROGRESS=0; adds perf.progress (after felab_open_all). */
 void felab_open_progress(lua_State *L, int terminal);
 
-/* Raise the engine's current error (engine/error.h) as a Lua error and clear it. */
+/* Raise the engine's current error (engine/core/error.h) as a Lua error and clear it. */
 int felab_raise(lua_State *L);
 /* Call an engine function result: on nonzero raise it. */
 #define FELAB_TRY(L, call)                 \
@@ -139,7 +139,7 @@ struct fe_options;
 void felab_read_general_opts(lua_State *L, int t, const char *fname, struct fe_action_opts *o);
 /* The strategies' own options of the table at t as the engine's neutral list (names, values:
  * number, string, boolean) into given, which o then points to, with fname as the caller of
- * o's errors: the strategy the engine picks reads and checks them (engine/strategy.h). */
+ * o's errors: the strategy the engine picks reads and checks them (engine/operator/strategy.h). */
 void felab_read_strategy_opts(lua_State *L, int t, const char *fname, struct fe_options *given,
                               struct fe_action_opts *o);
 
@@ -160,7 +160,7 @@ const char *felab_index_method(lua_State *L);
 void felab_register_type(lua_State *L, const char *tname, const luaL_Reg *meta,
                          const luaL_Reg *methods, lua_CFunction index);
 
-/* A Lua function (or a constant) seen by the engine as a fe_point_fn (engine/space.h):
+/* A Lua function (or a constant) seen by the engine as a fe_point_fn (engine/fem/space.h):
  * felab_point_fn_init checks argument i of where and pushes a reused argument table;
  * felab_point_fn_call, the fe_point_fn, calls the function under lua_pcall and turns a Lua
  * error into an engine error. */

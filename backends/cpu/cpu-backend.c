@@ -31,9 +31,9 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/cpu-guard.h"
-#include "engine/error.h"
-#include "engine/memory.h"
-#include "engine/strbuf.h"
+#include "engine/core/error.h"
+#include "engine/core/memory.h"
+#include "engine/core/strbuf.h"
 
 #define CPU_MAX_ARGS 32
 

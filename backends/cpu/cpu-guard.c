@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "backends/cpu/cpu-guard.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 /* What the child's handler saw, in a page shared with the parent. */
 typedef struct cpu_guard_record {

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda-backend.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 /* Errors after which the driver refuses every further call in this context. */
 static int cuda_error_is_sticky(CUresult err)

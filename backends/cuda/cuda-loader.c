@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda-backend.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 /* One entry point: its name in the library, an older name to try when the first is absent,
  * and where the pointer goes in cuda_api. */

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "backends/cuda/cuda-backend.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 /* The dialect of docs/kernels.md in CUDA C++. The engine's defines (FE_DOUBLE, sizes)
  * come before it. Tables are __device__ const rather than __constant__: the threads of a

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "backends/cuda/cuda-backend.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 typedef struct sparse_state {
   void *mat, *x, *y;      /* cusparseSpMatDescr_t, cusparseDnVecDescr_t */

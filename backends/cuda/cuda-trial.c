@@ -26,8 +26,8 @@
 #include <unistd.h>
 
 #include "backends/cuda/cuda-backend.h"
-#include "engine/error.h"
-#include "engine/strbuf.h"
+#include "engine/core/error.h"
+#include "engine/core/strbuf.h"
 
 extern char **environ;
 

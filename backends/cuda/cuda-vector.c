@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda-backend.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 #define VECTOR_BLOCK 256          /* threads per block, whole warps */
 #define VECTOR_BLOCKS_PER_SM 32   /* grid bound of element-wise kernels */

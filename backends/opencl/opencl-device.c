@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "backends/opencl/opencl-backend.h"
-#include "engine/error.h"
-#include "engine/memory.h"
+#include "engine/core/error.h"
+#include "engine/core/memory.h"
 
 #ifndef CL_PLATFORM_NOT_FOUND_KHR
 #define CL_PLATFORM_NOT_FOUND_KHR -1001

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "backends/opencl/opencl-backend.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 /* The dialect of docs/kernels.md in OpenCL C 1.2. The engine's defines (FE_DOUBLE, sizes,
  * FE_COLORED) come before it. FE_ATOMIC_ADD is atomic whatever FE_COLORED says: a coloring
@@ -201,7 +201,7 @@ static size_t opencl_identifier(const char **p, const char **start)
 }
 
 /* The bytes of the program-scope tables of a source, `FE_CONSTANT <type> <name>[N]...` as
- * engine/codegen.c and calibrate.knl write them, at the precision the source's first
+ * engine/codegen/codegen.c and calibrate.knl write them, at the precision the source's first
  * FE_DOUBLE define selects (the engine's, else the preamble's); list gets "B 32768, D 98304"
  * (cut short with "..." where it does not fit). An extent that is not a number counts 0. */
 static unsigned long long opencl_constant_bytes(const char *source, char *list, size_t n)

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "backends/opencl/opencl-backend.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 #define VECTOR_GROUP 256         /* work items per group, a power of two */
 #define VECTOR_GROUPS_PER_CU 64  /* groups per compute unit for element-wise work */

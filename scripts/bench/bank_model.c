@@ -1,5 +1,5 @@
 /* Benchmark model (not a test): the shared-memory wavefronts of the patch kernel's
- * one-item-per-cell form (engine/kernels/patch.knl), counted on the host from the real
+ * one-item-per-cell form (engine/codegen/kernels/patch.knl), counted on the host from the real
  * patches (fe_patches_build) of a P1 tet box in Morton order, for a GPU whose shared memory
  * serves 32 banks of 4 bytes per wavefront (NVIDIA since Volta). A warp's access takes as
  * many wavefronts as the most distinct words any one bank must serve; threads reading one
@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/error.h"
-#include "engine/mesh.h"
-#include "engine/patch.h"
-#include "engine/space.h"
+#include "engine/core/error.h"
+#include "engine/mesh/mesh.h"
+#include "engine/operator/patch.h"
+#include "engine/fem/space.h"
 
 /* Wavefronts of one warp access to the reals at idx[t] (-1: inactive) of size rs bytes. */
 static int wavefronts(const int *idx, int rs)

@@ -61,7 +61,7 @@ end
 local strategies = {}
 
 strategies.transpose = {
-  template = "engine/kernels/integrate.knl and diagonal.knl",
+  template = "engine/codegen/kernels/integrate.knl and diagonal.knl",
   kernel = function(c) return c.action == "diagonal" and "FE_KERNEL(fe_diagonal)" or "FE_KERNEL(fe_integrate)" end,
   mapping = function(c)
     local d = c.d
@@ -113,7 +113,7 @@ strategies.transpose = {
 }
 
 strategies.sumfact = {
-  template = "engine/kernels/sumfact.knl",
+  template = "engine/codegen/kernels/sumfact.knl",
   kernel = function() return "FE_KERNEL(fe_sumfact)" end,
   mapping = function(c)
     local d = c.d
@@ -183,7 +183,7 @@ strategies.sumfact = {
 }
 
 strategies.patch = {
-  template = "engine/kernels/patch.knl",
+  template = "engine/codegen/kernels/patch.knl",
   kernel = function() return "FE_KERNEL(fe_patch)" end,
   mapping = function(c)
     local d = c.d
@@ -225,7 +225,7 @@ local function csr_sell(c)
 end
 
 strategies.csr = {
-  template = "engine/kernels/elemat.knl (fe_spmv, fe_spmv_sell)",
+  template = "engine/codegen/kernels/elemat.knl (fe_spmv, fe_spmv_sell)",
   kernel = function(c) return csr_sell(c) and "FE_KERNEL(fe_spmv_sell)" or "FE_KERNEL(fe_spmv)" end,
   mapping = function(c)
     local lanes = c.d.EM_LANES or 1
@@ -259,7 +259,7 @@ strategies.csr = {
 }
 
 strategies.ebe = {
-  template = "engine/kernels/elemat.knl (fe_ebe)",
+  template = "engine/codegen/kernels/elemat.knl (fe_ebe)",
   kernel = function() return "FE_KERNEL(fe_ebe)" end,
   mapping = function(c)
     local n = (c.d.NB or 0) * (c.d.NC or 1)

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/error.h"
-#include "engine/mesh.h"
+#include "engine/core/error.h"
+#include "engine/mesh/mesh.h"
 
 typedef struct reader {
   const uint8_t *p;

@@ -1,4 +1,4 @@
--- The default by measurement (engine/autotune.h): with autotune the default strategy is the
+-- The default by measurement (engine/operator/autotune.h): with autotune the default strategy is the
 -- one whose apply measured fastest here, checked against timing the candidates again; the
 -- choice is kept in the cache per device and operator shape; without it the model chooses.
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")

@@ -1,4 +1,4 @@
--- Element matrices by strategy "tensor" (engine/tensor.c, kernels/tensor.knl): the
+-- Element matrices by strategy "tensor" (engine/matrix/tensor.c, engine/codegen/kernels/tensor.knl): the
 -- reference-tensor contraction equals strategy "quadrature" (cpu, double) entry by entry,
 -- to 1e-12 in double and 1e-5 in single, for Poisson P1..P3 on tets and triangles, a
 -- per-region conductivity, elasticity P1 and P2, Q1-Q2 on affine hexes and quads (an

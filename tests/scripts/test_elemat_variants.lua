@@ -1,5 +1,5 @@
 -- The five variants of the quadrature element matrices (Banas et al.'s four, fe_elemat, and
--- gemm, fe_elemat_gemm, in engine/kernels/elemat.knl; engine/matrix.c) compute the same
+-- gemm, fe_elemat_gemm, in engine/codegen/kernels/elemat.knl; engine/matrix/matrix.c) compute the same
 -- matrices: reg_jac, shm_nojac, shm_jac and gemm equal reg_nojac to 1e-12 relative in double (1e-5 in single) for P1..P4 tets and
 -- Q1..Q3 hexes on distorted meshes, P2 elasticity, a nonlinear physics with an auxiliary
 -- field at a nonzero state, blocks that do not divide the cell count, shared memory in

@@ -1,4 +1,4 @@
--- Folded per-point data (engine/qdata.h): the Jacobian action that reads the words made once
+-- Folded per-point data (engine/operator/qdata.h): the Jacobian action that reads the words made once
 -- at setup equals the one that evaluates geometry and physics at every point, on every
 -- backend here, in double and single, for sumfact and transpose: kappa(x), a mass term, a
 -- region table, elasticity (45 words), a nonsymmetric convection term; a Jacobian that reads

@@ -1,4 +1,4 @@
--- Strategy "patch" (engine/kernels/patch.knl) computes what "transpose" computes: residual,
+-- Strategy "patch" (engine/codegen/kernels/patch.knl) computes what "transpose" computes: residual,
 -- Jacobian action and diagonal agree to rounding on cpu and opencl, for first-order spaces
 -- (geometry recomputed from the coordinates) and higher orders (stored geometry), scalar and
 -- vector, linear and nonlinear physics with an auxiliary field, 2D and 3D, double (and single

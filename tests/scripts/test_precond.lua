@@ -1,4 +1,4 @@
--- The preconditioner layer from Lua (engine/precond.h) and its Chebyshev-Jacobi unit: on a
+-- The preconditioner layer from Lua (engine/solve/precond.h) and its Chebyshev-Jacobi unit: on a
 -- Q2 hex Poisson problem CG with pc = "chebyshev" reaches the Jacobi-PCG solution to 1e-8 in
 -- fewer iterations, its report counts the polynomial's Jacobian actions per iteration and
 -- info says which preconditioner ran and its setup time; bicgstab and gmres with it reach the

@@ -1,4 +1,4 @@
--- Each strategy takes its own options (engine/strategy.h: options, read_options, effective_key):
+-- Each strategy takes its own options (engine/operator/strategy.h: options, read_options, effective_key):
 -- an option of another strategy is an error naming the option and the strategies that take it;
 -- without a strategy named, the options given choose among the strategies that take them all;
 -- two calls with the same effective options (in another order, defaults spelled out) share one

@@ -1,4 +1,4 @@
--- Strategy "sumfact" (engine/kernels/sumfact.knl) computes what "transpose" computes: the
+-- Strategy "sumfact" (engine/codegen/kernels/sumfact.knl) computes what "transpose" computes: the
 -- residual, the Jacobian action at a state and the diagonal agree to 1e-12 relative in double
 -- (1e-5 in single) for Q1..Q6 hexes (GLL and opencl up to Q3, GLL on the linear scalar
 -- cases) on a distorted mesh whose cell count (12) is not a

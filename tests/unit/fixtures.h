@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "backends/backend.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 /* The opened backend `name`, or skip the test saying why there is none. */
 static inline fe_backend *test_backend_or_skip(const char *name)

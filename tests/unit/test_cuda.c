@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "tests/unit/fixtures.h"
 
 static void shutdown_backends(void) { fe_backend_shutdown(); }

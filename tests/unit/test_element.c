@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/element.h"
-#include "engine/error.h"
-#include "engine/space.h"
+#include "engine/fem/element.h"
+#include "engine/core/error.h"
+#include "engine/fem/space.h"
 
 typedef struct elem_case {
   fe_cell_type cell;

@@ -1,17 +1,17 @@
-/* Expression graphs (engine/expr.c): every derivative rule against central finite
+/* Expression graphs (engine/physics/expr.c): every derivative rule against central finite
  * differences at random points, simplification, sharing, and flop counts against hand
- * counts; traced physics (engine/physics-traced.c): blocks g0..g3 against differences of
+ * counts; traced physics (engine/physics/physics-traced.c): blocks g0..g3 against differences of
  * f0 and f1, and the action df against g w. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/error.h"
-#include "engine/expr.h"
-#include "engine/mesh.h"
-#include "engine/physics.h"
-#include "engine/quadrature.h"
+#include "engine/core/error.h"
+#include "engine/physics/expr.h"
+#include "engine/mesh/mesh.h"
+#include "engine/physics/physics.h"
+#include "engine/fem/quadrature.h"
 
 static fe_xgraph *g;
 static void setup(void) { cr_assert_eq(fe_xgraph_create(&g), 0); }

@@ -8,10 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/error.h"
-#include "engine/mesh.h"
-#include "engine/msh.h"
-#include "engine/quadrature.h"
+#include "engine/core/error.h"
+#include "engine/mesh/mesh.h"
+#include "engine/mesh/io/msh.h"
+#include "engine/fem/quadrature.h"
 
 #ifdef FE_HAVE_GMSH
 #include <gmshc.h>

@@ -26,11 +26,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/element.h"
-#include "engine/error.h"
-#include "engine/mesh.h"
-#include "engine/quadrature.h"
-#include "engine/space.h"
+#include "engine/fem/element.h"
+#include "engine/core/error.h"
+#include "engine/mesh/mesh.h"
+#include "engine/fem/quadrature.h"
+#include "engine/fem/space.h"
 
 /* A reference cell with Gmsh's family name for it. */
 typedef struct cell_case {

@@ -1,4 +1,4 @@
-/* The host memory check (engine/memory.c): MemAvailable read from /proc/meminfo's text, sizes
+/* The host memory check (engine/core/memory.c): MemAvailable read from /proc/meminfo's text, sizes
  * as FELAB_MEMORY_LIMIT takes them, the limit bounding what is available, and refusals that
  * name the request, both sizes and the bound; refine, space and mesh.box checked before they
  * allocate. (Criterion runs each test in a process of its own: setenv stays in it.) */
@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/error.h"
-#include "engine/memory.h"
-#include "engine/mesh.h"
-#include "engine/space.h"
+#include "engine/core/error.h"
+#include "engine/core/memory.h"
+#include "engine/mesh/mesh.h"
+#include "engine/fem/space.h"
 
 Test(memory, meminfo_gives_mem_available_in_bytes)
 {

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/element.h"
-#include "engine/error.h"
-#include "engine/mesh.h"
-#include "engine/quadrature.h"
+#include "engine/fem/element.h"
+#include "engine/core/error.h"
+#include "engine/mesh/mesh.h"
+#include "engine/fem/quadrature.h"
 
 /* A box mesh with the given type, cells per axis and distortion; fails the test on error. */
 static fe_mesh *make_box(fe_cell_type type, int nx, int ny, int nz, double distort)

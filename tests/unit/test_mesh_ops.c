@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/error.h"
-#include "engine/mesh.h"
-#include "engine/vtu.h"
+#include "engine/core/error.h"
+#include "engine/mesh/mesh.h"
+#include "engine/mesh/io/vtu.h"
 
 /* A box on [-1,1] x [0,0.5] (x [2,5] in 3D; nz = 0: a 2D box); fails the test on error. */
 static fe_mesh *make_box(fe_cell_type type, int nx, int ny, int nz, double distort)

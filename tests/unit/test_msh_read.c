@@ -1,4 +1,4 @@
-/* The .msh 4.1 reader (engine/msh-read.c), through which builds without the Gmsh SDK load
+/* The .msh 4.1 reader (engine/mesh/io/msh-read.c), through which builds without the Gmsh SDK load
  * meshes: felab's own files read back (ASCII, binary in either byte order, curved), Gmsh's
  * own files read as the SDK reads them (the same felab mesh, where the SDK is built in), and
  * bad files refused with the file, the line or byte, and what was expected there. */
@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/error.h"
-#include "engine/mesh.h"
-#include "engine/msh.h"
+#include "engine/core/error.h"
+#include "engine/mesh/mesh.h"
+#include "engine/mesh/io/msh.h"
 
 #ifdef FE_HAVE_GMSH
 #include <gmshc.h>

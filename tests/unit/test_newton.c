@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "engine/error.h"
-#include "engine/newton.h"
-#include "engine/quadrature.h"
+#include "engine/core/error.h"
+#include "engine/solve/newton.h"
+#include "engine/fem/quadrature.h"
 #include "tests/unit/fixtures.h"
 
 /* The cache of compiled kernels and calibrations, unless the runner chose one. */

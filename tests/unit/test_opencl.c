@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "tests/unit/fixtures.h"
 
 #define N_ODD 100003 /* not a multiple of any group size */

@@ -11,11 +11,11 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "engine/error.h"
-#include "engine/codegen.h"
-#include "engine/matrix.h"
-#include "engine/operator.h"
-#include "engine/strategy.h"
+#include "engine/core/error.h"
+#include "engine/codegen/codegen.h"
+#include "engine/matrix/matrix.h"
+#include "engine/operator/operator.h"
+#include "engine/operator/strategy.h"
 #include "tests/unit/fixtures.h"
 
 /* The cache of compiled kernels and calibrations, unless the runner chose one. */
@@ -504,7 +504,7 @@ Test(operator, inverted_cell_is_reported)
     int *c = m->cells + 5 * m->nvc, tmp = c[0]; /* swap vertices 0 and 1 of cell 5 */
     c[0] = c[1];
     c[1] = tmp;
-    m->positive = 0; /* edited in place: no longer known positive (engine/mesh.h) */
+    m->positive = 0; /* edited in place: no longer known positive (engine/mesh/mesh.h) */
     fe_mesh_forget_classes(m);
     op_problem p;
     op_problem_on(&p, m, "1", "1", NULL, 0);
@@ -633,7 +633,7 @@ Test(operator, shuffled_cells_give_the_same_results)
       m->cells[(size_t)k * m->nvc + j] = t;
     }
   }
-  fe_mesh_forget_classes(m); /* edited in place (engine/mesh.h) */
+  fe_mesh_forget_classes(m); /* edited in place (engine/mesh/mesh.h) */
   op_problem_make(&a, FE_CELL_TET, 8, NULL, 0);
   op_problem_on(&b, m, "1 + x[0]*x[1]", "1", NULL, 0);
   int n = a.V->ndofs;

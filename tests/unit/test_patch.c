@@ -1,4 +1,4 @@
-/* Patches and walks of strategy "patch" (engine/patch.c): every cell is integrated once with
+/* Patches and walks of strategy "patch" (engine/operator/patch.c): every cell is integrated once with
  * exactly its own nodes, every contribution lands in its node's run at a place of its own,
  * walks through tets keep three of four nodes from one cell to the next, and walks reuse
  * nodes only where the rule is invariant under relabelling the vertices. */
@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/error.h"
-#include "engine/patch.h"
-#include "engine/quadrature.h"
-#include "engine/space.h"
+#include "engine/core/error.h"
+#include "engine/operator/patch.h"
+#include "engine/fem/quadrature.h"
+#include "engine/fem/space.h"
 
 /* A box of n0 x n1 x n2 cubes of the given cell type, distorted, and its first-order space. */
 static void walk_space(fe_cell_type type, int n0, int n1, int n2, fe_mesh **m, fe_space **V)

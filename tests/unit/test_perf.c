@@ -8,8 +8,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "engine/perf.h"
-#include "engine/strategies/sumfact-count.h"
+#include "engine/perf/perf.h"
+#include "engine/operator/strategies/sumfact-count.h"
 
 TestSuite(perf);
 

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/error.h"
-#include "engine/physics.h"
+#include "engine/core/error.h"
+#include "engine/physics/physics.h"
 
 /* Poisson physics from kappa and source; fails the test with the engine's message on error. */
 static fe_physics *phys_poisson(const char *kappa, const char *source)

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/error.h"
-#include "engine/quadrature.h"
+#include "engine/core/error.h"
+#include "engine/fem/quadrature.h"
 
 /* n! as a double (exact for the small n used here). */
 static double factorial(int n)

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "engine/error.h"
-#include "engine/solver.h"
+#include "engine/core/error.h"
+#include "engine/solve/solver.h"
 
 /* The cache of compiled kernels and calibrations, unless the runner chose one. */
 static void sv_suite_init(void) { setenv("FELAB_CACHE", "/tmp/felab-test-cache", 0); }

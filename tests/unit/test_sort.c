@@ -1,11 +1,11 @@
-/* The radix sort of the setup paths (engine/sort.c): ascending, stable, values moved along,
+/* The radix sort of the setup paths (engine/core/sort.c): ascending, stable, values moved along,
  * on the serial path, the parallel one and the small one, against qsort. */
 #include <criterion/criterion.h>
 #include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "engine/sort.h"
+#include "engine/core/sort.h"
 
 typedef struct pair {
   uint64_t key;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/vector.h"
+#include "engine/solve/vector.h"
 #include "tests/unit/fixtures.h"
 
 #define N_ODD 100003 /* not a multiple of any block or group size */

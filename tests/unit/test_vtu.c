@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/error.h"
-#include "engine/mesh.h"
-#include "engine/vtu.h"
+#include "engine/core/error.h"
+#include "engine/mesh/mesh.h"
+#include "engine/mesh/io/vtu.h"
 
 /* Whole file as a NUL-terminated string (caller frees). */
 static char *read_text(const char *path)

@@ -1,0 +1,101 @@
+/* felab matrices: batches of element matrices of an operator's Jacobian, and the assembled
+ * Jacobian in CSR on a backend (engine/matrix/matrix.c, kernels in engine/codegen/kernels/elemat.knl). */
+#ifndef FE_MATRIX_H
+#define FE_MATRIX_H
+
+#include "engine/operator/operator.h"
+#include "engine/perf/perf.h"
+
+/* ncells matrices of n x n (n = basis functions x components), on a backend: cell c's
+ * matrix row-major at c n^2, row = test dof, column = trial dof, a cell's dof b ncomp + k
+ * for basis function b (the element's order, as in the space's cell map) and component k. */
+typedef struct fe_elemats {
+  const fe_space *V;
+  fe_backend *be;
+  fe_precision prec;
+  int ncells, n;
+  fe_buffer vals;
+} fe_elemats;
+
+/* A square CSR matrix on a backend: sorted columns per row. Its product reads the CSR arrays
+ * (format FE_FORMAT_CSR) or a SELL-C-sigma copy of them (FE_FORMAT_SELL, engine/operator/operator.h):
+ * position p of the sorted order is row perm[p], in chunk p / C at lane p % C; chunk k's
+ * slots are [cstart[k], cstart[k + 1]), width = their count / C, slot j of lane l at
+ * cstart[k] + j C + l. Padding slots hold value 0 and column = their own row (0 past n). */
+typedef struct fe_csr {
+  fe_backend *be;
+  fe_precision prec;
+  int n;
+  long long nnz;
+  fe_buffer rowptr, cols, vals;
+  int lanes;             /* items per row of its CSR product (1: scalar CSR, more: vector) */
+  int format;            /* FE_FORMAT_CSR or FE_FORMAT_SELL: the layout its product reads */
+  int chunk, sigma;      /* SELL: rows per chunk (C) and per sorting window */
+  int nchunks;           /* SELL: ceil(n / C) */
+  long long nslots;      /* SELL: slots stored, padding included (CSR: nnz) */
+  fe_buffer cstart, perm, scols, svals; /* SELL: chunk starts, row of each position, slots */
+  struct fe_module *mod; /* its fe_spmv and fe_spmv_sell */
+  struct fe_kernel *spmv; /* the product of its format */
+  void *sparse;          /* FE_FORMAT_CUSPARSE: the library's state (backend op sparse_make) */
+} fe_csr;
+
+/* The element matrices of A's Jacobian at the state at (NULL: zero) with strategy
+ * "quadrature" (NULL: it; Banas et al.) in a variant (NULL: "reg_nojac", the factors stored
+ * per point; also reg_jac, shm_nojac, shm_jac), or "tensor" (Knepley-Terrel: affine
+ * simplices and a linearization constant per cell; fe_element_matrices_tensor), on the
+ * backend and precision of o. *K: NULL (made), or matrices of A's space on that backend and
+ * precision to overwrite (kept on error). The report has the stage times: setup (prepare),
+ * transfer (in), seconds (the kernel), and the counted flops and bytes. */
+int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
+                        const char *strategy, const char *variant, fe_elemats **K,
+                        fe_report *rep);
+/* The same with strategy "tensor" (Knepley-Terrel, engine/matrix/tensor.c): the contraction of
+ * reference tensors, computed once on the host, with a geometric tensor per cell, for affine
+ * simplices and a Jacobian constant per cell (reading per-cell and named constants, not the
+ * state, x or fields; otherwise FE_ERR_UNAVAILABLE saying what stops it). o->block: cells
+ * per work group (0: 32, fewer when shared memory asks). *K as above (NULL: made, else
+ * overwritten); `at` is only checked (the Jacobian does not depend on it). The same report
+ * stages as above. */
+int fe_element_matrices_tensor(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
+                               fe_elemats **K, fe_report *rep);
+/* Cell c's matrix into out[n * n] (doubles, row-major). */
+int fe_elemats_get(const fe_elemats *K, int cell, double *out);
+/* A copy on another backend or precision. */
+int fe_elemats_convert(const fe_elemats *K, fe_backend *be, fe_precision prec, fe_elemats **out);
+void fe_elemats_free(fe_elemats *K);
+
+/* The Jacobian at `at` assembled on the device: the pattern from the dof map (on the host),
+ * the values added by the device from the element matrices (atomics). o->lanes: items per
+ * row of its CSR product (0: 4 on a GPU, 1 on the cpu); o->format, o->chunk, o->sigma: the
+ * product's layout (engine/operator/operator.h; SELL is built on the device from the CSR arrays,
+ * after a permutation and chunk starts computed on the host). Constrained rows are
+ * the identity's and free rows have no constrained columns: M x equals the matrix-free
+ * action. The report: setup (pattern and element matrices), seconds (the adds). */
+int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
+                         fe_csr **M, fe_report *rep);
+/* V's cells ordered by color, no two cells of one color sharing a node: color c's cells are
+ * order[start[c] .. start[c + 1]) (malloc'd); FE_ERR_MESH past 64 colors. */
+int fe_space_cell_colors(const fe_space *V, int **order, int **start, int *ncolors);
+/* The elemat module's source for realization r (engine/operator/strategy.h) with `lanes` items per
+ * row in its product. */
+struct fe_realization;
+int fe_elemat_source(const struct fe_realization *r, int lanes, char **src);
+/* Launch y = M x with kernel k (M's own or a module of the same lanes: fe_spmv for CSR,
+ * fe_spmv_sell for SELL); seconds: NULL, or block and time it. */
+int fe_csr_launch(const fe_csr *M, struct fe_kernel *k, const fe_buffer *x, fe_buffer *y,
+                  double *seconds);
+/* The counted flops (2 per nonzero: padding does no useful work) and bytes (every slot read,
+ * padding included; the row pointers or chunk starts and permutation; x and y once) of
+ * y = M x. */
+void fe_csr_counts(const fe_csr *M, double *flops, double *bytes);
+/* "csr" or "sell". */
+const char *fe_csr_format_name(const fe_csr *M);
+/* y = M x (*y made when NULL; x converted when it lives elsewhere). */
+int fe_csr_apply(fe_csr *M, const fe_vector *x, fe_vector **y, fe_report *rep);
+/* The whole matrix on the host: rowptr[n + 1], cols[nnz], vals[nnz] (malloc'd). */
+int fe_csr_get(const fe_csr *M, int **rowptr, int **cols, double **vals);
+/* Matrix Market coordinate real general, 1-based. */
+int fe_csr_export_mtx(const fe_csr *M, const char *path);
+void fe_csr_free(fe_csr *M);
+
+#endif

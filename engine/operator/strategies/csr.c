@@ -1,0 +1,251 @@
+/* Strategy "csr": the Jacobian assembled once (engine/matrix/matrix.c: element matrices, then
+ * atomic adds into a pattern from the dof map), then every Jacobian action is one CSR
+ * product (fe_spmv in engine/codegen/kernels/elemat.knl, `lanes` items per row), or with format
+ * "sell" one SELL-C-sigma product (fe_spmv_sell, one item per row), or with "cusparse"
+ * cuSPARSE's (cuda; the reference the others are held against). The matrix holds the
+ * constrained rows as the identity's and no constrained column, so it masks the direction
+ * itself. The residual and the diagonal are computed matrix-free by "transpose" (the matrix
+ * would give the same diagonal; the residual needs the physics at the state). Applies to
+ * physics whose Jacobian does not depend on the state (one assembly serves every call). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/core/error.h"
+#include "engine/matrix/matrix.h"
+#include "engine/operator/strategy.h"
+
+typedef struct csr_data {
+  fe_csr *M;
+} csr_data;
+
+int fe_stored_matrix_applies(const fe_operator *A, const fe_backend *be, fe_precision prec,
+                             char *why, size_t n)
+{
+  (void)be;
+  fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[FE_ACTION_APPLY],
+                      .action = FE_ACTION_APPLY, .prec = prec};
+  if (fe_codegen_needs(&s).need_u) {
+    snprintf(why, n, "the Jacobian of %s depends on the state (nonlinear): a matrix built once "
+             "would be stale", A->pde->name);
+    return 1;
+  }
+  return 0;
+}
+
+/* Its options: block (of the element matrices it assembles from), and the product's
+ * lanes, format, chunk and sigma (engine/matrix/matrix.h). */
+static const char *const csr_options[] = {"block", "lanes", "format", "chunk", "sigma", NULL};
+
+static int csr_read_options(const fe_options *g, fe_action_opts *o)
+{
+  static const char *const formats[] = {NULL, "csr", "sell", "cusparse"}; /* FE_FORMAT_* */
+  FE_CHECK(fe_read_block(g, o));
+  FE_CHECK(fe_option_integer(g, o->caller, "lanes", 0, 64, 1, "0 or a power of two up to 64 "
+                             "(strategy \"csr\": items per row of the product, 0: the "
+                             "backend's)", &o->lanes));
+  FE_CHECK(fe_option_choice(g, o->caller, "format", formats, 4, "\"csr\", \"sell\" "
+                            "(SELL-C-sigma) or \"cusparse\" (cuSPARSE's product, cuda)",
+                            &o->format));
+  FE_CHECK(fe_option_integer(g, o->caller, "chunk", 1, 1024, 0, "an integer in 1..1024 (format "
+                             "\"sell\": rows per chunk)", &o->chunk));
+  return fe_option_integer(g, o->caller, "sigma", 1, 1 << 30, 0, "an integer >= 1 (format "
+                           "\"sell\": rows per sorting window)", &o->sigma);
+}
+
+/* block 0 is 32; the product's options stay as asked (0: the assembly's choice). */
+static void csr_effective_key(const fe_operator *A, fe_backend *be, fe_precision prec,
+                              const fe_action_opts *o, char *key, size_t n)
+{
+  (void)A, (void)be, (void)prec;
+  snprintf(key, n, "block=%d lanes=%d format=%d chunk=%d sigma=%d", o->block > 0 ? o->block : 32,
+           o->lanes, o->format, o->chunk, o->sigma);
+}
+
+static int csr_configure(fe_realization *r, const fe_action_opts *o)
+{
+  csr_data *d;
+  FE_CALLOC(d, 1, "csr data");
+  r->data = d;
+  r->block = o->block > 0 ? o->block : 32; /* the block of the elemat module's spec */
+  r->colored = 0;
+  return 0;
+}
+
+static int csr_setup(fe_realization *r)
+{
+  csr_data *d = r->data;
+  fe_action_opts o;
+  fe_action_opts_default(&o);
+  o.backend = r->be->name;
+  o.precision = (int)r->prec;
+  o.lanes = r->asked.lanes; /* items per row of the product (0: the backend's) */
+  o.format = r->asked.format; /* its layout: CSR or SELL-C-sigma (chunk, sigma) */
+  o.chunk = r->asked.chunk;
+  o.sigma = r->asked.sigma;
+  o.nolog = 1;
+  fe_report rep;
+  return fe_operator_assemble(r->A, NULL, &o, &d->M, &rep);
+}
+
+static void csr_release(fe_realization *r)
+{
+  csr_data *d = r->data;
+  if (!d) return;
+  fe_csr_free(d->M);
+  free(d);
+  r->data = NULL;
+}
+
+static const char *csr_entry(fe_action a)
+{
+  (void)a;
+  return "fe_spmv"; /* the residual and the diagonal go through "transpose" */
+}
+
+static int csr_source(const fe_realization *r, fe_action a, const char *preamble, char **src)
+{
+  (void)a, (void)preamble; /* one module for every action: fe_spmv and fe_dirichlet */
+  const csr_data *d = r->data;
+  return fe_elemat_source(r, d->M->lanes, src);
+}
+
+const fe_strategy *fe_stored_matrix_delegate(fe_action a)
+{
+  return a == FE_ACTION_APPLY ? NULL : &fe_strategy_transpose;
+}
+
+int fe_stored_matrix_other(fe_realization *r, fe_action a, const fe_vector *u, fe_vector *y,
+                           int *launches)
+{
+  fe_action_opts o;
+  fe_action_opts_default(&o);
+  o.backend = r->be->name;
+  o.precision = (int)r->prec;
+  o.strategy = "transpose";
+  o.nolog = 1;
+  fe_vector *t = NULL;
+  fe_report rep;
+  int rc = a == FE_ACTION_RESIDUAL ? fe_operator_residual(r->A, u, &o, &t, &rep)
+                                   : fe_operator_diagonal(r->A, NULL, &o, &t, &rep);
+  if (!rc) rc = fe_vector_copy(y, t);
+  fe_vector_free(t);
+  FE_CHECK(rc);
+  *launches += rep.launches;
+  return 0;
+}
+
+static int csr_integrate(fe_realization *r, fe_action a, const fe_vector *u, const fe_vector *w,
+                         fe_vector *y, int *launches)
+{
+  csr_data *d = r->data;
+  fe_csr *M = d->M;
+  if (a != FE_ACTION_APPLY) return fe_stored_matrix_other(r, a, u, y, launches);
+  /* the module's entry is fe_spmv; SELL runs the matrix's own fe_spmv_sell (same source) */
+  FE_CHECK(fe_csr_launch(M, M->format == FE_FORMAT_SELL ? M->spmv : r->kernel[a], &w->buf,
+                         &y->buf, NULL));
+  (*launches)++;
+  return 0;
+}
+
+/* The product's counts for nnz nonzeros: 2 flops each; the values, columns, row pointers,
+ * x and y once. */
+static void spmv_counts(const fe_operator *A, fe_precision prec, double nnz, double *flops,
+                        double *bytes)
+{
+  double w = (double)fe_precision_size(prec), n = A->V->ndofs;
+  *flops = 2 * nnz;
+  *bytes = nnz * (w + 4) + (n + 1) * 4 + 2 * n * w;
+}
+
+/* The product's loads of x through the column indices beyond the minimal bytes: one real per
+ * nonzero, mostly from L2 (the rows of nearby nodes share their columns). Each is a value
+ * gathered through an index, one at a time, as the cpu's indexed loops do (an index, a load,
+ * and here a multiply-add for their store: 2.8-3.7 G entries/s on the 2-core machine, where
+ * its indexed loop is calibrated at 3.2-3.4 G/s): x's first touch of each row's node, the
+ * rest found in L1 after the rows before. */
+static void csr_traffic(const fe_operator *A, fe_precision prec, fe_work *w)
+{
+  double nnz = w->flops / 2;
+  w->l2_bytes = nnz * (double)fe_precision_size(prec);
+  w->indexed = nnz;
+  w->indexed_first = A->V->ndofs;
+  w->rows = 1; /* the cpu: the rows' rate (fe_spmv's loop, as calibrated) */
+}
+
+static void csr_count(const fe_realization *r, fe_action a, fe_work *w)
+{
+  const csr_data *d = r->data;
+  if (a == FE_ACTION_APPLY) {
+    fe_csr_counts(d->M, &w->flops, &w->bytes); /* SELL: its padded slots too */
+    csr_traffic(r->A, r->prec, w);
+    return;
+  }
+  fe_strategy_transpose.estimate(r->A, r->be, r->prec, a, w);
+}
+
+/* Before assembling, the nonzeros are estimated as every cell's coupling counted once per
+ * cell that shares it: the couplings of a node pair are shared by about as many cells as
+ * the pair's nodes have in common, so this estimate is high (about 2-4x on P1 tets). */
+static void csr_estimate(const fe_operator *A, const fe_backend *be, fe_precision prec,
+                         fe_action a, fe_work *w)
+{
+  if (a != FE_ACTION_APPLY) {
+    fe_strategy_transpose.estimate(A, be, prec, a, w);
+    return;
+  }
+  double n = (double)A->V->elem.nbasis * A->V->ncomp;
+  spmv_counts(A, prec, A->V->mesh->ncells * n * n, &w->flops, &w->bytes);
+  csr_traffic(A, prec, w);
+}
+
+/* Measured (docs/benchmarks.md, Jacobi-PCG per iteration, fp64): on this 2-core cpu at 275k
+ * dofs csr 1.58 ms against transpose 11.5 (P1 tets), 2.44 against 24.9 (Q1 hexes), 3.22
+ * against 11.1 (P2 tets), with setups alike (0.9 s); on the H100 P1 7.19M dofs 0.830 ms
+ * (SELL) against patch's 1.181, and P2 tets 0.156 ms per action against transpose's 0.475.
+ * So csr is the default where it was measured: simplices of order 1 and 2 everywhere, Q1
+ * on a CPU. Elsewhere the model decides: a Q2 row holds up to 125 entries, whose bytes
+ * (4.8 GB at 3.18M dofs) would take the H100 three times sumfact's measured 0.57 ms. */
+static int csr_measured(const fe_operator *A, const fe_backend *be, fe_precision prec,
+                        char *why, size_t n)
+{
+  (void)prec;
+  const fe_element *el = &A->V->elem;
+  int simplex = el->cell == FE_CELL_TET || el->cell == FE_CELL_TRI;
+  int tensor = el->cell == FE_CELL_HEX || el->cell == FE_CELL_QUAD;
+  if (!(simplex && el->order <= 2) && !(tensor && el->order == 1 && !be->info.is_gpu)) return 0;
+  snprintf(why, n, "csr measured fastest for linear physics on %s (%s, docs/benchmarks.md)",
+           A->V->name, simplex ? "cpu and H100" : "cpu");
+  return 1;
+}
+
+static void csr_describe(const fe_realization *r, fe_action a, char *buf, size_t n)
+{
+  const fe_csr *M = ((const csr_data *)r->data)->M;
+  if (a != FE_ACTION_APPLY) snprintf(buf, n, "matrix-free by transpose");
+  else if (M->format == FE_FORMAT_SELL) snprintf(buf, n, "SELL-%d-%d product", M->chunk, M->sigma);
+  else if (M->format == FE_FORMAT_CUSPARSE) snprintf(buf, n, "cuSPARSE product");
+  else snprintf(buf, n, "CSR product, %d item%s per row", M->lanes, M->lanes > 1 ? "s" : "");
+}
+
+const fe_strategy fe_strategy_csr = {
+    .name = "csr",
+    .summary = "the Jacobian assembled once on the device (element matrices, atomic adds), "
+               "then one CSR product per action",
+    .applies = fe_stored_matrix_applies,
+    .options = csr_options,
+    .read_options = csr_read_options,
+    .effective_key = csr_effective_key,
+    .configure = csr_configure,
+    .setup = csr_setup,
+    .release = csr_release,
+    .source = csr_source,
+    .entry = csr_entry,
+    .integrate = csr_integrate,
+    .count = csr_count,
+    .estimate = csr_estimate,
+    .measured = csr_measured,
+    .masks_direction = 1,
+    .delegate = fe_stored_matrix_delegate,
+    .describe = csr_describe,
+};

@@ -1,0 +1,297 @@
+/* felab strategies: how an operator's actions are computed on a device. A strategy is one
+ * unit behind one table, as a backend is: it says which operators, backends and actions it
+ * applies to (and why not), builds its own device data once per realization, writes its
+ * kernel's source, launches it, and counts its flops and bytes. The operator
+ * (engine/operator/operator.c) keeps what every strategy shares: the space, the physics, the
+ * boundary conditions, the rules, the coordinates, the constants, the Dirichlet kernel and
+ * the report. This header is private to the engine: it shows the operator's insides to the
+ * strategies (engine/strategies/), the way PETSc's private headers do. */
+#ifndef FE_STRATEGY_H
+#define FE_STRATEGY_H
+
+#include <stddef.h>
+
+#include "engine/codegen/codegen.h"
+#include "engine/operator/operator.h"
+#include "engine/operator/options.h"
+#include "engine/fem/quadrature.h"
+
+typedef struct fe_realization fe_realization;
+
+/* The variants of the element matrices' strategy "quadrature" (engine/matrix/matrix.c): reg_nojac,
+ * reg_jac, shm_nojac, shm_jac, gemm, gemm_mma (cuda, double). */
+#define FE_ELEMAT_VARIANTS 6
+
+/* The table of one strategy. Every int-returning slot returns 0 or an fe_err code. */
+typedef struct fe_strategy {
+  const char *name;    /* "transpose", "patch", "sumfact", "csr", "ebe" */
+  const char *summary; /* one line: what it does */
+  /* 0 if it can run every action of A on be in prec, else 1 with the reason in why. */
+  int (*applies)(const fe_operator *A, const fe_backend *be, fe_precision prec, char *why,
+                 size_t nwhy);
+  /* Its own options (PETSc's PCSetFromOptions_XXX): the names it takes (NULL-ended; an
+   * option of another strategy given to it is an error naming the strategies that take it),
+   * then read_options reads the given values into o's fields, checking each (an error names
+   * the option, o->caller first), and effective_key writes what the fields o (its own only,
+   * the rest at their defaults) mean on A, be and prec as a canonical key: two calls whose
+   * keys are equal share one realization (walk 0 and -1, block 0 and its default block). */
+  const char *const *options;
+  int (*read_options)(const struct fe_options *given, fe_action_opts *o);
+  void (*effective_key)(const fe_operator *A, fe_backend *be, fe_precision prec,
+                        const fe_action_opts *o, char *key, size_t n);
+  /* Fill r->block (0 asked: the strategy's own) and check the asked options; called before
+   * setup, so an option that does not fit is an error naming it. */
+  int (*configure)(fe_realization *r, const fe_action_opts *o);
+  /* Build the strategy's device data (r->data, its cell order, r->aux, r->fmaps, r->geo...). */
+  int (*setup)(fe_realization *r);
+  void (*release)(fe_realization *r); /* free r->data and its buffers */
+  /* The whole kernel source of action a, and the name of its entry point. */
+  int (*source)(const fe_realization *r, fe_action a, const char *preamble, char **src);
+  const char *(*entry)(fe_action a);
+  /* Launch the integration of action a: y (zeroed) += the action of u (state) and w. */
+  int (*integrate)(fe_realization *r, fe_action a, const fe_vector *u, const fe_vector *w,
+                   fe_vector *y, int *launches);
+  /* The work of action a on the whole mesh per ceiling of the model, counted from its own
+   * loops (*w zeroed by the caller): flops, minimal bytes, shared-memory wavefront bytes,
+   * atomics, ..., and the main kernel's groups and items per group. */
+  void (*count)(const fe_realization *r, fe_action a, fe_work *w);
+  /* The same before any device data exists, to choose the default: the same formulas as
+   * count where they need nothing built, an estimate otherwise. */
+  void (*estimate)(const fe_operator *A, const fe_backend *be, fe_precision prec, fe_action a,
+                   fe_work *w);
+  /* Optional: what measurements say here, whatever the model predicts (it does not yet
+   * count shared memory and atomics): 1 the default (the reason in why), -1 never the
+   * default (it measured slower), 0 the model decides. */
+  int (*measured)(const fe_operator *A, const fe_backend *be, fe_precision prec, char *why,
+                  size_t nwhy);
+  /* 1: the kernel reads constrained entries of a direction as zero itself (no masking). */
+  int masks_direction;
+  /* 1: its apply reads folded per-point data where the operator folds (engine/operator/qdata.h) */
+  int folds;
+  /* Optional: the strategy whose kernel computes action a, when another one's does (csr and
+   * ebe: the residual and the diagonal by "transpose"), else NULL. A:source shows that one. */
+  const struct fe_strategy *(*delegate)(fe_action a);
+  /* Optional: how r computes action a, in a few words (its variant: a scatter, a format),
+   * for the report's why. */
+  void (*describe)(const fe_realization *r, fe_action a, char *buf, size_t n);
+} fe_strategy;
+
+extern const fe_strategy fe_strategy_transpose, fe_strategy_patch, fe_strategy_sumfact,
+    fe_strategy_csr, fe_strategy_ebe;
+
+/* What the strategies built on matrices (csr, ebe: engine/operator/strategies/csr.c) share: they
+ * apply when the Jacobian does not depend on the state (one build serves every call), and
+ * compute the residual and the diagonal matrix-free with "transpose" into y (the operator
+ * sets the constrained rows after). */
+int fe_stored_matrix_applies(const fe_operator *A, const fe_backend *be, fe_precision prec,
+                             char *why, size_t n);
+int fe_stored_matrix_other(fe_realization *r, fe_action a, const fe_vector *u, fe_vector *y,
+                           int *launches);
+const fe_strategy *fe_stored_matrix_delegate(fe_action a);
+
+/* The strategies (a bit each, in the table's order) that take every option o->given names;
+ * all of them when it names none. An error unless st takes every option o->given names:
+ * "<caller>: option walk is not an option of strategy transpose; strategy patch takes it". */
+unsigned fe_strategies_taking(const fe_action_opts *o);
+int fe_strategy_check_given(const fe_strategy *st, const fe_action_opts *o);
+
+/* Every strategy, in the order A:strategies() lists them. */
+int fe_strategy_count(void);
+const fe_strategy *fe_strategy_at(int i);
+const fe_strategy *fe_strategy_find(const char *name);
+
+/* The operator on one backend in one precision with one strategy and its options. */
+struct fe_realization {
+  fe_operator *A;
+  const fe_strategy *st;
+  fe_backend *be;
+  fe_precision prec;
+  fe_action_opts asked;  /* the options it was made for (strings dropped; the fields of
+                          * options its strategy does not take at their defaults) */
+  char asked_key[128];   /* its own options as asked (fe_action_opts_asked_key) */
+  char key[160];         /* and in effect (its strategy's effective_key) */
+  int block;             /* cells per work group */
+  void *data;            /* the strategy's own (its release frees it) */
+  /* a cell order shared by strategies that take one (transpose, sumfact): work groups of
+   * `block` stored cells, launched color by color when `colored` (plain adds on the cpu) */
+  int colored;
+  int ngroups;
+  int ncolors;
+  int *color_start;      /* groups of color c: [color_start[c], color_start[c+1]) */
+  int run;               /* a color's groups go to threads in runs of this many (the cpu) */
+  fe_buffer groups;      /* group list, ordered by color */
+  fe_buffer geo[FE_NACTIONS]; /* stored geometric factors per action (shared when equal) */
+  int geo_shared;        /* geo holds a set of factors per class of congruent cells
+                          * (fe_geometry_shared) */
+  int folded;            /* the apply reads qdata, its per-point data made once (engine/operator/qdata.h) */
+  int qd_cells_fastest;  /* qdata's layout: a group's cells side by side at each point */
+  fe_buffer qdata;       /* folded words, structure-of-arrays (fe_qdata_plane apart) */
+  unsigned qdata_version; /* the physics' const_version it was made with */
+  int qdata_built;
+  fe_module *qmodule;    /* the setup kernel fe_qdata (engine/codegen/kernels/qdata.knl) */
+  fe_kernel *qkernel;
+  fe_buffer coords;      /* nnodes x 3 */
+  int coords_wrapped;    /* coords is the space's own array (a backend that reads host memory
+                          * in place, double precision): never released */
+  fe_buffer aux;         /* per-cell constants of the physics, in stored cell order */
+  fe_buffer params;      /* the physics' named constants */
+  unsigned params_version; /* the physics' const_version they hold */
+  fe_buffer fmaps;       /* the auxiliary fields' dof maps, NBF per stored cell */
+  const fe_buffer *fv[FE_PHYSICS_MAX_FIELDS]; /* the auxiliary fields' values for this call */
+  fe_buffer didx;        /* constrained dofs */
+  fe_buffer dval;        /* their prescribed values */
+  fe_kernel *kernel[FE_NACTIONS];    /* the strategy's entry */
+  fe_kernel *dirichlet[FE_NACTIONS]; /* the dirichlet kernel of that action's module */
+  fe_module *module[FE_NACTIONS];
+  int warm[FE_NACTIONS];  /* the action ran once (its first run is not timed) */
+  int *perm;             /* the stored order (fe_realization_schedule), npad */
+  size_t npad;
+  /* element matrices (engine/matrix/matrix.c): a module per variant of strategy "quadrature",
+   * made on use, and the cells per work group it was compiled for */
+  fe_module *emodule[FE_ELEMAT_VARIANTS];
+  fe_kernel *elemat[FE_ELEMAT_VARIANTS];
+  int eblock[FE_ELEMAT_VARIANTS];
+  fe_buffer ecells;      /* their cell map in the stored order (NB per stored cell), and */
+  fe_buffer eids;        /* the mesh cell of each stored cell (-1: padding); uploaded once */
+  fe_vector *scratch;    /* the masked direction of a Jacobian action */
+  fe_vector *zero;       /* the state of a Jacobian taken at zero */
+  double *built_constants; /* csr, ebe: the named constants their stored Jacobian was built
+                            * with (a change of one the Jacobian reads rebuilds it) */
+  double setup_seconds;  /* building and moving the data above, reported once */
+  double setup_part[3];  /* of which: the schedule, the per-cell data, the geometry */
+  const char *building;  /* the part being set up now (an out-of-memory error names it) */
+  int kernel_from[FE_NACTIONS]; /* an action's kernel: 1 compiled, 2 from a cache (reported once) */
+  fe_work work[FE_NACTIONS];   /* the strategy's counts of each action, made once (the bank
+                                * model walks a group's accesses: not work for every call) */
+  int counted[FE_NACTIONS];
+};
+
+/* The operator (private: strategies read it, only operator.c writes it). */
+struct fe_operator {
+  const fe_space *V;
+  const fe_physics *pde;
+  fe_quadrature quad[FE_NACTIONS]; /* each action's rule: exact for its own integrand */
+  int geo_affine;
+  int geo_recompute;      /* first-order space on straight cells: its basis is the map */
+  double *aux;            /* ncells x naux per-cell constants from the physics' region table */
+  int ndir;
+  int *dir_nodes;
+  double value;
+  fe_realization *real[8]; /* made on first use; the oldest is dropped past 8 */
+  int nreal;
+  struct {                 /* the default strategy per backend and precision, chosen once */
+    const fe_backend *be;
+    fe_precision prec;
+    const struct fe_strategy *st;
+    char why[160];
+  } pick[8];
+  int npick;
+  fe_operator *transposed; /* fe_operator_transpose's companion (owned), A itself, or NULL */
+};
+
+/* ---- helpers the strategies share (engine/operator/operator.c) ---- */
+/* The options every strategy reads alike: block (cells per work group) and geometry
+ * (where the factors come from), for read_options; and the geometry's part of an effective
+ * key: "shared", "stored" (a set a cell or point) or "vertices" (vertices: whether the
+ * strategy makes them from the vertices). */
+int fe_read_block(const struct fe_options *g, fe_action_opts *o);
+int fe_read_geometry(const struct fe_options *g, fe_action_opts *o);
+int fe_read_fold(const struct fe_options *g, fe_action_opts *o);
+const char *fe_geometry_key(const fe_operator *A, const fe_action_opts *o, int vertices);
+/* The fold's part of an effective key: whether the apply reads folded per-point data ("?":
+ * the fold asked cannot be, an error its setup reports). */
+const char *fe_fold_key(const fe_operator *A, const fe_action_opts *o);
+/* The spec of action a for codegen (the fields every strategy shares): element matrices and
+ * other kernels beside the actions. */
+void fe_realization_spec(const fe_realization *r, fe_action a, fe_kernel_spec *s);
+/* The same for the action's own kernel (and its counts): with r's folded per-point data where
+ * the apply reads them (engine/operator/qdata.h). */
+void fe_realization_action_spec(const fe_realization *r, fe_action a, fe_kernel_spec *s);
+/* Upload n doubles as reals of r's precision, or n ints, into a new buffer. */
+int fe_upload_reals(fe_backend *be, fe_precision prec, const double *v, size_t n, fe_buffer *buf);
+int fe_upload_ints(fe_backend *be, const int *v, size_t n, fe_buffer *buf);
+/* The most shared memory a work group may use on be (the cpu: 512 KiB of stack). */
+size_t fe_shared_limit(const fe_backend *be);
+/* Group g's schedule over the cells (fills ngroups, ncolors, color_start, groups), then the
+ * stored order perm[npad] (perm[i] < 0: padding, -(c + 1) with c its group's first cell).
+ * Cells in the mesh's order, or along a Morton curve when asked or when the mesh's order
+ * needs too many colors. perm is r->perm (kept by r, not freed by the caller, which may
+ * reorder cells within a group: the stored order is what it says). */
+int fe_realization_schedule(fe_realization *r, int morton, int **perm, size_t *npad);
+/* Around the launches of a colored realization's colors: on, a thread takes runs of r->run
+ * groups of each color whole (the cpu); off, even parts again. Nothing where not colored. */
+void fe_realization_runs(const fe_realization *r, int on);
+/* Per-cell constants and field maps in the stored order perm. */
+int fe_realization_cell_data(fe_realization *r, const int *perm, size_t npad);
+/* Geometric factors as reals of precision prec at the points of Q for the stored cells perm,
+ * into out (fe_geometry_words of them; out NULL: only check that every det J > 0, with the
+ * cell's id in the error). Shared (fe_geometry_shared): the sets of the mesh's classes of
+ * congruent cells, geo_n of them with the padding's zeros last, then each stored cell's class
+ * as an int (common.knl's fe_geometry_at). plane: the distance between two factors of a set
+ * (0: npad sets, or npad x points). */
+size_t fe_geometry_words(const fe_operator *A, const fe_quadrature *Q, size_t npad, int shared,
+                         fe_precision prec);
+/* The sets of factors stored for npad cells (one a cell on affine cells, else one a point;
+ * shared: one a class): the kernels' geo_n, the distance between two factors of one set. */
+size_t fe_geometry_plane(const fe_operator *A, const fe_quadrature *Q, size_t npad, int shared);
+int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *perm, size_t npad,
+                      int shared, void *out, fe_precision prec, size_t plane);
+/* Whether a realization of A asked o (NULL: the defaults) stores one set of factors per
+ * class of congruent cells: affine straight cells that fe_mesh_congruent groups, unless o
+ * asks geometry "unshared" or "vertices". */
+int fe_geometry_shared(const fe_operator *A, const fe_action_opts *o);
+/* The bytes of stored factors an action of spec s reads on the whole mesh: a set a cell (or
+ * point), or shared a class a cell and the classes' sets once. */
+double fe_geometry_bytes(const fe_kernel_spec *s);
+/* The cpu's work of putting a group's affine stored factors in its cells' lanes
+ * (FE_GROUP_FACTORS of engine/codegen/kernels/common.knl, which transpose and sumfact run before their
+ * phases): into wk's factor_lanes (SIMD copies and selects, a lane each) or factor_gathers. */
+void fe_group_factor_work(const fe_kernel_spec *s, fe_work *wk);
+/* "geometry from the vertices", "geometry shared: ...", "geometry stored per cell" (point),
+ * or for a folded apply what its words hold. */
+void fe_geometry_describe(const fe_realization *r, int vertices, char *buf, size_t n);
+void fe_action_geometry_describe(const fe_realization *r, fe_action a, int vertices, char *buf,
+                                 size_t n);
+/* A new buffer of `bytes` written by fill(ctx, out): in place on the cpu, through one staging
+ * copy elsewhere. fe_fill_reals: the same for n reals of precision prec. */
+int fe_fill_buffer(fe_backend *be, size_t bytes, fe_buffer *buf, int (*fill)(void *ctx, void *out),
+                   void *ctx);
+int fe_fill_reals(fe_backend *be, fe_precision prec, size_t n, fe_buffer *buf,
+                  int (*fill)(void *ctx, void *out, fe_precision prec), void *ctx);
+/* Stored factors of every action at its own points in r->geo (shared between equal rules);
+ * with recompute (the kernel makes the factors itself) only the check that every det J > 0. */
+int fe_realization_geometry(fe_realization *r, int recompute, const int *perm, size_t npad);
+/* The model's seconds for the work w in one launch on be (the bytes when the backend has
+ * no calibration: still an order). */
+double fe_predict_seconds(fe_backend *be, fe_precision prec, const fe_work *w);
+/* Cells rounded up to whole groups of `block`. */
+size_t fe_padded_cells(const fe_operator *A, int block);
+/* The ten arguments every integration kernel ends with: coordinates, per-cell constants,
+ * named constants, field maps and values, then u, w and y. */
+void fe_physics_args(const fe_realization *r, const fe_vector *u, const fe_vector *w,
+                     fe_vector *y, fe_arg *a);
+/* For engine code beside the three actions (element matrices, engine/matrix/matrix.c): the
+ * realization of A for the options o (made on first use, kept by A), why its strategy; then
+ * the physics' constants and fields bound on it for one call (fe_realization_unbind frees
+ * the converted copies in tmp[FE_PHYSICS_MAX_FIELDS]). */
+int fe_operator_realize(fe_operator *A, const fe_action_opts *o, fe_realization **r, char *why,
+                        size_t nwhy);
+/* The realization of o (strategy transpose) whose stored factors the element-matrix kernels
+ * read: o's own when it stores them (shared with the actions), else one asked to store them
+ * (where the model makes transpose's factors from the vertices). */
+int fe_operator_realize_stored(fe_operator *A, const fe_action_opts *o, fe_realization **r,
+                               char *why, size_t nwhy);
+int fe_realization_bind(fe_realization *r, fe_vector **tmp, double *transfer);
+void fe_realization_unbind(fe_realization *r, fe_vector **tmp);
+
+/* What a report says of the operator: its space, the rule of action `rule`, its sizes
+ * (after fe_report_begin). */
+void fe_report_operator(fe_report *rep, const fe_operator *A, fe_action rule);
+
+/* The cell of stored index i of perm (padding copies its group's first cell). */
+static inline int fe_stored_cell(const int *perm, size_t i)
+{
+  return perm[i] < 0 ? -perm[i] - 1 : perm[i];
+}
+
+#endif

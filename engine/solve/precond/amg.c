@@ -1,0 +1,355 @@
+/* amg: algebraic multigrid (hypre's BoomerAMG) on the assembled Jacobian, on the host.
+ *
+ * Algebraic multigrid builds its coarse levels from the matrix alone. On level l the
+ * unknowns are split into coarse (C) and fine (F) points by the strong couplings
+ * -a_ij >= theta max_k(-a_ik); an interpolation P_l from the C points to all points follows
+ * from those couplings, and the next operator is the Galerkin product A_{l+1} = P_l^T A_l P_l.
+ * One V-cycle (z = M^-1 r, starting from z = 0) on level l:
+ *   pre-smooth   z_l <- z_l + S_l (r_l - A_l z_l)        (l1 Gauss-Seidel, forward)
+ *   restrict     r_{l+1} = P_l^T (r_l - A_l z_l)
+ *   coarse       z_{l+1} = V-cycle on level l+1 (the coarsest: a direct solve)
+ *   correct      z_l <- z_l + P_l z_{l+1}
+ *   post-smooth  z_l <- z_l + S_l^T (r_l - A_l z_l)      (l1 Gauss-Seidel, backward)
+ * The backward sweep up is the transpose of the forward one down, so the cycle is a
+ * symmetric positive definite operator: a valid preconditioner for CG.
+ *
+ * Settings for Poisson-like problems in 3D (hypre's recommendations): HMIS coarsening,
+ * extended+i interpolation truncated to 4 entries a row, theta = 0.5 in 3D (0.25 in 2D),
+ * Gaussian elimination on the coarsest level; systems (elasticity) by the unknown approach
+ * (one function per component; felab interleaves components, as hypre expects).
+ *
+ * The matrix is assembled on the solve's backend in double (fe_operator_assemble: constrained
+ * rows are the identity's, so M x equals the matrix-free action; on the cpu where the
+ * backend cannot compile the element matrices) and handed to hypre in
+ * double whatever the solve's precision; each application copies r to the host and z back.
+ * hypre's IJ interface wants MPI: the first setup starts MPI as a singleton (one process,
+ * no mpirun) and felab finalizes it at exit. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/core/error.h"
+#include "engine/matrix/matrix.h"
+#include "engine/solve/precond/units.h"
+
+#if FE_HAVE_HYPRE
+#include <dlfcn.h>
+#include <libgen.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <HYPRE.h>
+#include <HYPRE_parcsr_ls.h>
+#include <_hypre_parcsr_ls.h> /* the hierarchy (levels, nonzeros) and the vectors' data */
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
+
+_Static_assert(sizeof(HYPRE_BigInt) == sizeof(int) && sizeof(HYPRE_Int) == sizeof(int),
+               "felab passes its int CSR arrays to hypre: hypre must use 32-bit indices");
+_Static_assert(sizeof(HYPRE_Complex) == sizeof(double),
+               "felab passes doubles to hypre: hypre must be built in double precision");
+
+typedef struct amg {
+  HYPRE_IJMatrix ij;       /* the Jacobian, ParCSR on MPI_COMM_WORLD (one process) */
+  HYPRE_IJVector ijb, ijx; /* the right-hand side r and the result z */
+  HYPRE_ParCSRMatrix A;
+  HYPRE_ParVector b, x;
+  HYPRE_Solver solver;
+  double *bdata, *xdata;   /* b's and x's entries, in hypre's memory */
+  int n;
+  int assembled_on_cpu;    /* the backend could not compile the element matrices */
+} amg;
+
+/* hypre's message for err (its error flags), as a felab error naming the call. */
+static int hypre_failed(HYPRE_Int err, const char *call)
+{
+  char what[256] = "";
+  HYPRE_DescribeError(err, what);
+  HYPRE_ClearAllErrors();
+  FE_ERROR(FE_ERR_BACKEND, "amg: hypre's %s failed (error %d: %s)", call, (int)err, what);
+}
+#define HYPRE_CHECK(call)                                     \
+  do {                                                        \
+    HYPRE_Int hypre_err_ = (call);                            \
+    if (hypre_err_) return hypre_failed(hypre_err_, #call);   \
+  } while (0)
+
+static void mpi_finalize(void)
+{
+  HYPRE_Finalize();
+  int done = 0;
+  MPI_Finalized(&done);
+  if (!done) MPI_Finalize();
+}
+
+/* Where OpenMPI looks for its plugins and help texts: where it was installed, unless
+ * libmpi was carried to another machine with them beside it (scripts/gpu-hypre.sh:
+ * lib/openmpi3/ and share/openmpi/): then there. */
+static void mpi_carried_paths(void)
+{
+  Dl_info info;
+  if (!dladdr((void *)MPI_Init, &info) || !info.dli_fname) return;
+  char lib[4096], path[4200];
+  snprintf(lib, sizeof lib, "%s", info.dli_fname);
+  char *dir = dirname(lib);
+  snprintf(path, sizeof path, "%s/openmpi3", dir);
+  if (access(path, R_OK)) return;
+  setenv("OMPI_MCA_mca_base_component_path", path, 0);
+  snprintf(path, sizeof path, "%s/../share/openmpi", dir);
+  if (!access(path, R_OK)) setenv("OPAL_PKGDATADIR", path, 0);
+}
+
+/* MPI and hypre, once per process. OpenMPI's defaults are for jobs started by mpirun; for
+ * one process started alone (a singleton) these settings, unless the user set them, keep it
+ * quiet and quick: ess_singleton_isolated (no orted daemon forked: it costs 0.2 s and is
+ * absent where libmpi is carried), btl self and pml ob1 (one process talks only to itself:
+ * no network, shared-memory or UCX transports probed, so no warnings about them). */
+static int mpi_start(void)
+{
+  static int started;
+  if (started) return 0;
+  int init = 0;
+  MPI_Initialized(&init);
+  if (!init) {
+    setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+    setenv("OMPI_MCA_btl", "self", 0);
+    setenv("OMPI_MCA_pml", "ob1", 0);
+    mpi_carried_paths();
+#ifdef __SANITIZE_ADDRESS__
+    /* OpenMPI's init keeps state that its finalize drops without freeing, some of it in
+     * plugins unloaded by then, whose stacks no suppression (tests/lsan.supp) can name */
+    __lsan_disable();
+#endif
+    int rc = MPI_Init(NULL, NULL);
+#ifdef __SANITIZE_ADDRESS__
+    __lsan_enable();
+#endif
+    FE_ASSERT(rc == MPI_SUCCESS, FE_ERR_UNAVAILABLE,
+              "amg: MPI_Init failed (hypre needs MPI, started here as one process)");
+    atexit(mpi_finalize);
+  }
+  HYPRE_CHECK(HYPRE_Init());
+  started = 1;
+  return 0;
+}
+
+/* A hypre vector of n entries (zeroed) and its data. */
+static int vector_create(int n, HYPRE_IJVector *ij, HYPRE_ParVector *v, double **data)
+{
+  HYPRE_CHECK(HYPRE_IJVectorCreate(MPI_COMM_WORLD, 0, n - 1, ij));
+  HYPRE_CHECK(HYPRE_IJVectorSetObjectType(*ij, HYPRE_PARCSR));
+  HYPRE_CHECK(HYPRE_IJVectorInitialize(*ij));
+  HYPRE_CHECK(HYPRE_IJVectorAssemble(*ij));
+  HYPRE_CHECK(HYPRE_IJVectorGetObject(*ij, (void **)v));
+  *data = hypre_VectorData(hypre_ParVectorLocalVector((hypre_ParVector *)*v));
+  memset(*data, 0, sizeof(double) * (size_t)n);
+  return 0;
+}
+
+/* The IJ matrix from felab's CSR arrays (one process owns every row). */
+static int matrix_create(amg *M, const int *rowptr, const int *cols, const double *vals)
+{
+  int n = M->n, *ncols, *rows;
+  FE_MALLOC(ncols, n, "amg row lengths");
+  rows = malloc(sizeof(int) * (size_t)n);
+  if (!rows) {
+    free(ncols);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for amg's row numbers (%d rows)", n);
+  }
+  for (int i = 0; i < n; i++) {
+    rows[i] = i;
+    ncols[i] = rowptr[i + 1] - rowptr[i];
+  }
+  HYPRE_Int err = HYPRE_IJMatrixCreate(MPI_COMM_WORLD, 0, n - 1, 0, n - 1, &M->ij);
+  if (!err) err = HYPRE_IJMatrixSetObjectType(M->ij, HYPRE_PARCSR);
+  if (!err) err = HYPRE_IJMatrixSetRowSizes(M->ij, ncols);
+  if (!err) err = HYPRE_IJMatrixInitialize(M->ij);
+  if (!err) err = HYPRE_IJMatrixSetValues(M->ij, n, ncols, rows, cols, vals);
+  if (!err) err = HYPRE_IJMatrixAssemble(M->ij);
+  if (!err) err = HYPRE_IJMatrixGetObject(M->ij, (void **)&M->A);
+  free(ncols);
+  free(rows);
+  return err ? hypre_failed(err, "IJ matrix assembly") : 0;
+}
+
+/* A sparse pass over a rows x cols matrix of nnz entries (y <- y + M x, a residual or a
+ * Gauss-Seidel sweep): 2 flops and 12 bytes (value, column) a nonzero, a row pointer, x read,
+ * y read and written. */
+static void count_pass(double nnz, double rows, double cols, double *flops, double *bytes)
+{
+  *flops += 2 * nnz;
+  *bytes += 12 * nnz + 4 * rows + 8 * cols + 16 * rows;
+}
+
+static double nonzeros(hypre_ParCSRMatrix *A)
+{
+  return (double)hypre_CSRMatrixNumNonzeros(hypre_ParCSRMatrixDiag(A)) +
+         (double)hypre_CSRMatrixNumNonzeros(hypre_ParCSRMatrixOffd(A));
+}
+
+/* The counts of one application from the hierarchy, and the describe line. Per V-cycle on
+ * every level but the coarsest: three passes of A_l (pre-smooth, residual, post-smooth) and
+ * two of P_l (restrict, correct); the coarsest: a dense triangular solve (2 n_c^2 flops). */
+static void count(fe_precond *P, amg *M, int cycles, int on_host)
+{
+  hypre_ParAMGData *d = (hypre_ParAMGData *)M->solver;
+  int L = hypre_ParAMGDataNumLevels(d);
+  hypre_ParCSRMatrix **Al = hypre_ParAMGDataAArray(d), **Pl = hypre_ParAMGDataPArray(d);
+  double flops = 0, bytes = 0, nnz = 0, nnz0 = nonzeros(Al[0]);
+  for (int l = 0; l < L; l++) {
+    double a = nonzeros(Al[l]), n = (double)hypre_ParCSRMatrixGlobalNumRows(Al[l]);
+    nnz += a;
+    if (l == L - 1) {
+      flops += 2 * n * n;
+      bytes += 8 * n * n + 16 * n;
+      continue;
+    }
+    for (int k = 0; k < 3; k++) count_pass(a, n, n, &flops, &bytes);
+    double p = nonzeros(Pl[l]), nc = (double)hypre_ParCSRMatrixGlobalNumCols(Pl[l]);
+    count_pass(p, nc, n, &flops, &bytes); /* r_{l+1} = P^T r_l */
+    count_pass(p, n, nc, &flops, &bytes); /* z_l += P z_{l+1} */
+  }
+  fe_precision prec = P->act.precision >= 0 ? (fe_precision)P->act.precision
+                                            : fe_precision_default();
+  double w = (double)fe_precision_size(prec), n = M->n;
+  P->flops = cycles * flops;
+  /* r to hypre's b and its x to z: the solve's precision on one side, doubles on the other;
+   * on a device each is also a copy over the bus */
+  P->bytes = cycles * bytes + 2 * n * (w + 8);
+  P->host_bytes = on_host ? 0 : 2 * n * w;
+  P->launches = 0; /* it runs on the host: no kernel of the backend */
+  snprintf(P->describe, sizeof P->describe,
+           "BoomerAMG: %d levels, operator complexity %.2f, HMIS, ext+i, l1-GS, %d V-cycle%s%s",
+           L, nnz / nnz0, cycles, cycles == 1 ? "" : "s",
+           M->assembled_on_cpu ? " (matrix assembled on the cpu)" : "");
+}
+
+static void amg_destroy(fe_precond *P)
+{
+  amg *M = P->impl;
+  if (!M) return;
+  if (M->solver) HYPRE_BoomerAMGDestroy(M->solver);
+  if (M->ijb) HYPRE_IJVectorDestroy(M->ijb);
+  if (M->ijx) HYPRE_IJVectorDestroy(M->ijx);
+  if (M->ij) HYPRE_IJMatrixDestroy(M->ij);
+  free(M);
+  P->impl = NULL;
+}
+
+/* BoomerAMG's settings (the file's top) and its setup on M->A. */
+static int solver_setup(fe_precond *P, amg *M, int cycles)
+{
+  const fe_space *V = fe_operator_space(P->A);
+  HYPRE_CHECK(HYPRE_BoomerAMGCreate(&M->solver));
+  HYPRE_Solver s = M->solver;
+  HYPRE_CHECK(HYPRE_BoomerAMGSetPrintLevel(s, P->o.verbose ? 1 : 0)); /* 1: setup statistics */
+  HYPRE_CHECK(HYPRE_BoomerAMGSetCoarsenType(s, 10));                  /* HMIS */
+  HYPRE_CHECK(HYPRE_BoomerAMGSetInterpType(s, 6));                    /* extended+i */
+  HYPRE_CHECK(HYPRE_BoomerAMGSetPMaxElmts(s, 4));
+  HYPRE_CHECK(HYPRE_BoomerAMGSetStrongThreshold(s, V->mesh->dim == 3 ? 0.5 : 0.25));
+  HYPRE_CHECK(HYPRE_BoomerAMGSetRelaxOrder(s, 0));                    /* lexicographic */
+  HYPRE_CHECK(HYPRE_BoomerAMGSetCycleRelaxType(s, 13, 1));            /* l1-GS forward down */
+  HYPRE_CHECK(HYPRE_BoomerAMGSetCycleRelaxType(s, 14, 2));            /* l1-GS backward up */
+  HYPRE_CHECK(HYPRE_BoomerAMGSetCycleRelaxType(s, 9, 3));             /* coarsest: elimination */
+  HYPRE_CHECK(HYPRE_BoomerAMGSetCycleNumSweeps(s, 1, 1));
+  HYPRE_CHECK(HYPRE_BoomerAMGSetCycleNumSweeps(s, 1, 2));
+  if (V->ncomp > 1) HYPRE_CHECK(HYPRE_BoomerAMGSetNumFunctions(s, V->ncomp));
+  HYPRE_CHECK(HYPRE_BoomerAMGSetTol(s, 0.0)); /* a fixed number of cycles: no residual norms */
+  HYPRE_CHECK(HYPRE_BoomerAMGSetMaxIter(s, cycles));
+  HYPRE_CHECK(HYPRE_BoomerAMGSetup(s, M->A, M->b, M->x));
+  if (P->o.verbose) HYPRE_CHECK(HYPRE_BoomerAMGSetPrintLevel(s, 0)); /* quiet applications */
+  return 0;
+}
+
+/* The Jacobian at P->at in double on P's backend (be), to the host, into hypre. */
+static int amg_build(fe_precond *P, amg *M, fe_backend *be, int cycles)
+{
+  fe_action_opts o = P->act;
+  o.precision = FE_DOUBLE;
+  fe_vector *at = NULL;
+  if (P->at) FE_CHECK(fe_vector_convert(P->at, be, FE_DOUBLE, &at));
+  fe_csr *K = NULL;
+  fe_report rep;
+  int rc = fe_operator_assemble(P->A, at, &o, &K, &rep);
+  if (rc == FE_ERR_COMPILE && !be->ops->host) { /* not already the host's own memory (cpu) */
+    /* the element matrices do not compile there (NVIDIA's OpenCL: dense tables past its
+     * 64 KB of constant memory at Q3): hypre wants the matrix on the host anyway */
+    fe_backend *cpu;
+    fe_vector_free(at);
+    at = NULL;
+    o.backend = "cpu";
+    fe_error_clear();
+    rc = fe_backend_get("cpu", &cpu);
+    if (!rc && P->at) rc = fe_vector_convert(P->at, cpu, FE_DOUBLE, &at);
+    if (!rc) rc = fe_operator_assemble(P->A, at, &o, &K, &rep);
+    if (!rc) M->assembled_on_cpu = 1;
+  }
+  fe_vector_free(at);
+  int *rowptr = NULL, *cols = NULL;
+  double *vals = NULL;
+  if (!rc) rc = fe_csr_get(K, &rowptr, &cols, &vals);
+  if (!rc) M->n = K->n;
+  fe_csr_free(K);
+  if (!rc) rc = matrix_create(M, rowptr, cols, vals);
+  free(rowptr);
+  free(cols);
+  free(vals);
+  if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  FE_CHECK(vector_create(M->n, &M->ijb, &M->b, &M->bdata));
+  FE_CHECK(vector_create(M->n, &M->ijx, &M->x, &M->xdata));
+  return solver_setup(P, M, cycles);
+}
+
+static int amg_setup(fe_precond *P)
+{
+  int cycles = P->o.cycles > 0 ? P->o.cycles : 1;
+  fe_backend *be;
+  FE_CHECK(fe_backend_get(P->act.backend, &be));
+  FE_CHECK(mpi_start());
+  amg *M;
+  FE_CALLOC(M, 1, "amg");
+  P->impl = M;
+  FE_CHECK(amg_build(P, M, be, cycles));
+  count(P, M, cycles, be->ops->host != NULL);
+  return 0;
+}
+
+/* z = V-cycle(s) on r from z = 0. */
+static int amg_apply(fe_precond *P, const fe_vector *r, fe_vector *z)
+{
+  amg *M = P->impl;
+  FE_ASSERT(r->n == M->n, FE_ERR_ARG, "amg: r has %d entries, the preconditioner's matrix %d "
+            "rows", r->n, M->n);
+  FE_CHECK(fe_vector_get(r, M->bdata));
+  memset(M->xdata, 0, sizeof(double) * (size_t)M->n); /* z_0 = 0 */
+  HYPRE_CHECK(HYPRE_BoomerAMGSolve(M->solver, M->A, M->b, M->x));
+  return fe_vector_set(z, M->xdata);
+}
+
+#else
+
+static int amg_setup(fe_precond *P)
+{
+  (void)P;
+  FE_ERROR(FE_ERR_UNAVAILABLE, "amg: felab was built without hypre: install libhypre-dev "
+           "(Debian) and rebuild");
+}
+
+static int amg_apply(fe_precond *P, const fe_vector *r, fe_vector *z)
+{
+  (void)P, (void)r, (void)z;
+  FE_ERROR(FE_ERR_INTERNAL, "amg: applied, but felab was built without hypre");
+}
+
+static void amg_destroy(fe_precond *P)
+{
+  (void)P;
+}
+
+#endif
+
+const fe_precond_kind fe_precond_amg = {
+  "amg", "algebraic multigrid (hypre BoomerAMG) V-cycles on the assembled matrix, on the host",
+  amg_setup, amg_apply, amg_destroy,
+};
