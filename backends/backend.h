@@ -72,7 +72,7 @@ typedef struct fe_device_info {
                         * crashed on one (a segmentation fault), NVIDIA's OpenCL is untried */
   int fp64_mma;        /* FP64 matrix units the kernels reach (tensor cores, inline PTX
                         * mma.m8n8k4.f64): cuda on sm_80 and later; 0 elsewhere (OpenCL too) */
-  int measured_defaults; /* the strategies' defaults measured with cuda on the H100
+  int measured_defaults; /* the strategies' defaults measured with cuda on NVIDIA's GPUs
                         * (docs/benchmarks.md) hold here: cuda 1; 0 elsewhere, NVIDIA's OpenCL
                         * included (its compiler was never measured) */
   int cpu_calibration; /* device.calibrate measures the host CPU's own ceilings too: the SIMD

@@ -12,9 +12,9 @@
  * kernel, the signal and the line, which every later launch of the kernel repeats; a kernel
  * that returned there is trusted and runs here, now and after. A trial costs a fork (the
  * session's page tables copied: its time grows with the session's memory) and one more run of
- * the kernel, once a kernel a session (Q3 912k, a first apply 0.20 -> 0.57 s), so felab's own
- * generated code, which reads only what it was given, is not tried. FELAB_CPU_TRIAL=all tries
- * every kernel, off none. */
+ * the kernel, once a kernel a session (a first apply's time about triples: docs/kernels.md),
+ * so felab's own generated code, which reads only what it was given, is not tried.
+ * FELAB_CPU_TRIAL=all tries every kernel, off none. */
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>

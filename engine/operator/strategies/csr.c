@@ -199,13 +199,10 @@ static void csr_estimate(const fe_operator *A, const fe_backend *be, fe_precisio
   csr_traffic(A, prec, w);
 }
 
-/* Measured (docs/benchmarks.md, Jacobi-PCG per iteration, fp64): on this 2-core cpu at 275k
- * dofs csr 1.58 ms against transpose 11.5 (P1 tets), 2.44 against 24.9 (Q1 hexes), 3.22
- * against 11.1 (P2 tets), with setups alike (0.9 s); on the H100 P1 7.19M dofs 0.830 ms
- * (SELL) against patch's 1.181, and P2 tets 0.156 ms per action against transpose's 0.475.
- * So csr is the default where it was measured: simplices of order 1 and 2 everywhere, Q1
- * on a CPU. Elsewhere the model decides: a Q2 row holds up to 125 entries, whose bytes
- * (4.8 GB at 3.18M dofs) would take the H100 three times sumfact's measured 0.57 ms. */
+/* csr is the default where it measured fastest of the strategies (docs/benchmarks.md:
+ * Jacobi-PCG per iteration, fp64, setups alike): simplices of order 1 and 2 on the cpu and on
+ * a GPU, Q1 hexes on a CPU. Elsewhere the model decides: a Q2 row holds up to 125 entries,
+ * whose bytes outweigh a matrix-free apply's. */
 static int csr_measured(const fe_operator *A, const fe_backend *be, fe_precision prec,
                         char *why, size_t n)
 {

@@ -196,10 +196,10 @@ static int patch_applies(const fe_operator *A, const fe_backend *be, fe_precisio
   return 0;
 }
 
-/* Measured (docs/benchmarks.md): on the H100's cuda, first-order spaces on straight cells and
- * P2 simplices run fastest as patches among the matrix-free strategies (csr beats them for
- * linear physics, and is the default there); on a CPU, where a group's shared sums are plain loops,
- * slower than transpose. */
+/* Measured (docs/benchmarks.md): on cuda, first-order spaces on straight cells and P2
+ * simplices run fastest as patches among the matrix-free strategies (csr beats them for
+ * linear physics, and is the default there); on a CPU, where a group's shared sums are plain
+ * loops, slower than transpose. */
 static int patch_measured(const fe_operator *A, const fe_backend *be, fe_precision prec,
                           char *why, size_t n)
 {
@@ -221,7 +221,7 @@ static int patch_measured(const fe_operator *A, const fe_backend *be, fe_precisi
 
 /* Cells per walk: asked (> 0, first-order straight cells whose nodes fit the slots), else
  * none: one item per cell. Walks read a quarter of the shared node data per tet, but measured
- * slower on the H100 (more registers, a select per slot and event: docs/benchmarks.md), so
+ * slower on a GPU (more registers, a select per slot and event: docs/benchmarks.md), so
  * they are asked for, not automatic. Walks keep nodes across cells only where that changes
  * nothing but rounding. */
 static int pick_walk(const fe_action_opts *o, const fe_operator *A, int *walk, int *reuse)

@@ -238,9 +238,9 @@ static int sumfact_read_options(const fe_options *g, fe_action_opts *o)
 }
 
 /* Shared sets cost a cell 4 bytes and a gather, all that recomputing could save, while the
- * recomputation's index and address work, which the model does not count, is measured
- * slower on the H100 at Q1-Q3 in both precisions (Q1 single 0.53 ms stored, 0.73 from the
- * vertices; docs/benchmarks.md) and on the cpu: shared geometry stays stored. */
+ * recomputation's index and address work, which the model does not count, measured slower
+ * on a GPU at Q1-Q3 in both precisions and on the cpu (docs/benchmarks.md): shared geometry
+ * stays stored. */
 static int pick_vertices(const fe_operator *A, fe_backend *be, fe_precision prec,
                          const fe_action_opts *o)
 {
@@ -296,7 +296,7 @@ static int sumfact_configure(fe_realization *r, const fe_action_opts *o)
   r->block = block;
   FE_ASSERT(o->scatter != FE_SCATTER_COLOR, FE_ERR_ARG, "sumfact: scatter = \"color\" is "
             "ebe's and the assembly's; sumfact takes \"atomic\" or \"nodes\"");
-  /* atomics unless asked: measured faster on the H100 at Q3 and Q7 (docs/benchmarks.md) */
+  /* atomics unless asked: measured faster than the node sums at Q3 and Q7 (docs/benchmarks.md) */
   d->nodesum = o->scatter == FE_SCATTER_NODES;
   /* as transpose, a device whose group's items run in order (the cpu) adds plainly color by
    * color; the E-vector needs no colors */
