@@ -1,5 +1,6 @@
-/* felab physics: the built-in library as C statement bodies (docs in physics.h). Traced Lua
- * physics (issue 5) will produce the same structure from an expression graph. */
+/* felab physics: the built-in library as C statement bodies, raw C physics, named constants,
+ * regions, bound fields and the coefficient checks (docs in physics.h). Traced Lua physics
+ * (physics-traced.c) fills the same structure from an expression graph. */
 #include "engine/physics/physics.h"
 
 #include <ctype.h>
