@@ -1,0 +1,525 @@
+/* felab performance: calibration of a backend's ceilings. The micro-benchmarks of
+ * calibrate.knl are compiled and run, each ceiling its own (the DRAM triad, the cached
+ * triad, launches, FMA and division chains, shared and constant loads, atomics; on the cpu
+ * its indexed loops, csr's rows and a cycle of llvm-mca's core; on a GPU the L1's lookups,
+ * the waits of a group's path and each rate against the warps resident), and the result is
+ * stored (calibration-store.c). */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/core/error.h"
+#include "engine/core/strbuf.h"
+#include "engine/perf/perf-private.h"
+
+const char *fe_kernel_template(const char *name);
+
+/* Best of `reps` runs of a kernel, wall clock; `queued` launches per run (the last waits). */
+static int best_time(fe_backend *be, fe_kernel *k, size_t ngroups, size_t block, int nargs,
+                     const fe_arg *args, fe_precision prec, int reps, int queued, double *best)
+{
+  *best = INFINITY;
+  for (int r = 0; r < reps; r++) {
+    double t0 = fe_clock();
+    for (int q = 0; q < queued; q++)
+      FE_CHECK(be->ops->launch(be->impl, k, ngroups, block, nargs, args, prec, NULL));
+    FE_CHECK(be->ops->finish(be->impl));
+    double t = fe_clock() - t0;
+    if (t < *best) *best = t;
+  }
+  return 0;
+}
+
+/* The calibration kernels of one backend and precision, and their buffers. */
+typedef struct calib_run {
+  fe_backend *be;
+  fe_precision prec;
+  fe_module *mod;
+  fe_kernel *triad, *stream, *cached, *fma, *scalar, *shared, *divide, *atomics, *constant;
+  fe_kernel *chase_init, *chase, *phases, *indexed_init, *indexed, *table_lines;
+  fe_kernel *chain; /* the cpu: one chain of dependent multiply-adds a group */
+  fe_kernel *rows_init, *rows; /* the cpu: csr's rows */
+  fe_kernel *lanes[FE_CURVE_POINTS]; /* the cpu: fe_fma with 2, 4, ..., 64 lanes */
+  fe_buffer a, x, y, out;
+  size_t n;       /* reals per array */
+  int ngpu;       /* compute units (GPU) or threads (cpu) */
+  int steps;      /* FMA and shared-load steps per item */
+  int block;      /* items per group: two warps on a GPU, so that the number of groups sets
+                   * the warps resident per compute unit (the curves); 1 on the cpu */
+  int chains;     /* independent FMA chains per item (the cpu's SIMD lanes need more) */
+} calib_run;
+
+/* Seconds of a stream triad over n reals in g groups (grid-stride). */
+static int time_stream(calib_run *c, long long g, double *t)
+{
+  fe_arg args[6] = {{.kind = FE_ARG_INT, .i = g},          {.kind = FE_ARG_INT, .i = (long long)c->n},
+                    {.kind = FE_ARG_BUFFER, .buf = &c->a}, {.kind = FE_ARG_BUFFER, .buf = &c->x},
+                    {.kind = FE_ARG_BUFFER, .buf = &c->y}, {.kind = FE_ARG_REAL, .r = 3.0}};
+  return best_time(c->be, c->stream, (size_t)g, (size_t)c->block, 6, args, c->prec, 4, 1, t);
+}
+
+static int time_fma(calib_run *c, long long g, double *t)
+{
+  fe_arg args[3] = {{.kind = FE_ARG_INT, .i = g}, {.kind = FE_ARG_BUFFER, .buf = &c->out},
+                    {.kind = FE_ARG_REAL, .r = 0.999999}};
+  return best_time(c->be, c->fma, (size_t)g, (size_t)c->block, 3, args, c->prec, 3, 1, t);
+}
+
+static int time_shared(calib_run *c, long long g, double *t)
+{
+  fe_arg args[3] = {{.kind = FE_ARG_INT, .i = g}, {.kind = FE_ARG_BUFFER, .buf = &c->out},
+                    {.kind = FE_ARG_INT, .i = c->steps}};
+  return best_time(c->be, c->shared, (size_t)g, (size_t)c->block, 3, args, c->prec, 3, 1, t);
+}
+
+/* Microseconds a step of the pointer chase takes over the first n words of buffer a (one
+ * group; the best of `runs`, each from another start unless `same`: a chain walked again
+ * finds its lines in the cache). */
+static int time_chase(calib_run *c, long long n, int same, int runs, double *us)
+{
+  const int steps = 1024, stride = 1048609 % (int)n; /* odd: the chain visits every word */
+  fe_arg iargs[4] = {{.kind = FE_ARG_INT, .i = c->ngpu * 4}, {.kind = FE_ARG_INT, .i = n},
+                     {.kind = FE_ARG_INT, .i = stride}, {.kind = FE_ARG_BUFFER, .buf = &c->a}};
+  FE_CHECK(c->be->ops->launch(c->be->impl, c->chase_init, (size_t)c->ngpu * 4, (size_t)c->block, 4,
+                              iargs, c->prec, NULL));
+  *us = INFINITY;
+  for (int r = 0; r <= runs; r++) { /* run 0 warms up (and fills the cache for `same`) */
+    fe_arg args[5] = {{.kind = FE_ARG_INT, .i = 1},
+                      {.kind = FE_ARG_INT, .i = same ? 0 : (long long)r * 131072 % (n / 2)},
+                      {.kind = FE_ARG_INT, .i = steps}, {.kind = FE_ARG_BUFFER, .buf = &c->a},
+                      {.kind = FE_ARG_BUFFER, .buf = &c->out}};
+    double t;
+    FE_CHECK(best_time(c->be, c->chase, 1, (size_t)c->block, 5, args, c->prec, 1, 1, &t));
+    double step = (t - c->be->calib[c->prec].sync_us * 1e-6) / steps * 1e6; /* less the launch */
+    if (r > 0 && step < *us) *us = step;
+  }
+  if (*us < 0) *us = 0;
+  return 0;
+}
+
+/* DRAM: the triad over the whole arrays, CHUNK reals per item; then the launches: an empty
+ * triad waited for, and 32 queued. */
+static int calibrate_dram_and_launches(calib_run *c)
+{
+  fe_backend *be = c->be;
+  fe_calibration *cal = &be->calib[c->prec];
+  double w = (double)fe_precision_size(c->prec), t;
+  size_t B = (size_t)c->block;
+  /* DRAM: the triad over the whole arrays, CHUNK reals per item */
+  int chunk = be->info.is_gpu ? 16 : 1 << 14;
+  long long tg = (long long)((c->n + B * chunk - 1) / (B * chunk));
+  fe_arg targs[6] = {{.kind = FE_ARG_INT, .i = tg},         {.kind = FE_ARG_INT, .i = (long long)c->n},
+                     {.kind = FE_ARG_BUFFER, .buf = &c->a}, {.kind = FE_ARG_BUFFER, .buf = &c->x},
+                     {.kind = FE_ARG_BUFFER, .buf = &c->y}, {.kind = FE_ARG_REAL, .r = 3.0}};
+  FE_CHECK(best_time(be, c->triad, (size_t)tg, B, 6, targs, c->prec, 6, 1, &t));
+  cal->gbytes = 3.0 * (double)c->n * w / t / 1e9;
+  /* launches: an empty triad waited for, and 32 queued */
+  fe_arg largs[6];
+  memcpy(largs, targs, sizeof largs);
+  largs[0].i = 1;
+  largs[1].i = 0;
+  FE_CHECK(best_time(be, c->triad, 1, B, 6, largs, c->prec, 20, 1, &t));
+  cal->sync_us = t * 1e6;
+  FE_CHECK(best_time(be, c->triad, 1, B, 6, largs, c->prec, 5, 32, &t));
+  cal->launch_us = (t * 1e6 - cal->sync_us) / 31 > 0 ? (t * 1e6 - cal->sync_us) / 31 : 0;
+  return 0;
+}
+
+/* The last-level cache: a triad on arrays of a third of its size, 16 passes. */
+static int calibrate_cache(calib_run *c)
+{
+  fe_backend *be = c->be;
+  fe_calibration *cal = &be->calib[c->prec];
+  double w = (double)fe_precision_size(c->prec), t;
+  int gpu = be->info.is_gpu, cu = c->ngpu;
+  size_t B = (size_t)c->block;
+  size_t cache = be->info.l2_bytes ? be->info.l2_bytes : (size_t)1 << 20;
+  long long nc = (long long)(cache / 3 / 3 / (size_t)w);
+  long long cg = gpu ? (long long)cu * 32 : cu;
+  if (!gpu) nc = nc / cg * cg; /* the cpu: each group its own contiguous part */
+  int passes = 16;
+  fe_arg cargs[7] = {{.kind = FE_ARG_INT, .i = cg},          {.kind = FE_ARG_INT, .i = nc},
+                     {.kind = FE_ARG_INT, .i = passes},      {.kind = FE_ARG_BUFFER, .buf = &c->a},
+                     {.kind = FE_ARG_BUFFER, .buf = &c->x},  {.kind = FE_ARG_BUFFER, .buf = &c->y},
+                     {.kind = FE_ARG_REAL, .r = 2.0}};
+  FE_CHECK(best_time(be, c->cached, (size_t)cg, B, 7, cargs, c->prec, 3, 1, &t));
+  cal->l2_gbytes = 3.0 * (double)nc * passes * w / t / 1e9;
+  return 0;
+}
+
+/* FMA chains over `full` groups; on the cpu also the same loops compiled without
+ * vectorization (the scalar rate). */
+static int calibrate_fma(calib_run *c, long long full)
+{
+  fe_backend *be = c->be;
+  fe_calibration *cal = &be->calib[c->prec];
+  double t;
+  size_t B = (size_t)c->block;
+  FE_CHECK(time_fma(c, full, &t));
+  cal->gflops = 2.0 * (double)full * B * c->chains * c->steps / t / 1e9;
+  cal->scalar_gflops = cal->gflops;
+  if (!be->info.is_gpu) { /* the same loops, compiled without vectorization */
+    fe_arg sargs[3] = {{.kind = FE_ARG_INT, .i = full}, {.kind = FE_ARG_BUFFER, .buf = &c->out},
+                       {.kind = FE_ARG_REAL, .r = 0.999999}};
+    FE_CHECK(best_time(be, c->scalar, (size_t)full, B, 3, sargs, c->prec, 3, 1, &t));
+    cal->scalar_gflops = 2.0 * (double)full * B * c->chains * c->steps / t / 1e9;
+    /* SIMD code can always run as scalar code: a SIMD rate below the scalar one was measured
+     * while something else held the cores (seen under a parallel test run) */
+    if (cal->gflops < cal->scalar_gflops) cal->gflops = cal->scalar_gflops;
+  }
+  return 0;
+}
+
+/* The cpu backend: the same loops with as many lanes as a kernel's group has cells, 2 to 64, as
+ * fractions of the rate above (each the same work: 64 / lanes times the groups). */
+static int calibrate_lanes(calib_run *c, long long full)
+{
+  fe_backend *be = c->be;
+  fe_calibration *cal = &be->calib[c->prec];
+  double t;
+  size_t B = (size_t)c->block;
+  memset(cal->curve[FE_CURVE_LANES], 0, sizeof cal->curve[FE_CURVE_LANES]);
+  if (c->lanes[0]) {
+    for (int k = 0; k < FE_CURVE_POINTS; k++) {
+      int lanes = 2 << k;
+      long long g = full * 64 / lanes;
+      fe_arg largs2[3] = {{.kind = FE_ARG_INT, .i = g}, {.kind = FE_ARG_BUFFER, .buf = &c->out},
+                          {.kind = FE_ARG_REAL, .r = 0.999999}};
+      FE_CHECK(best_time(be, c->lanes[k], (size_t)g, B, 3, largs2, c->prec, 3, 1, &t));
+      cal->curve[FE_CURVE_LANES][k] = 2.0 * (double)g * lanes * c->steps / t / 1e9 / cal->gflops;
+    }
+  }
+  return 0;
+}
+
+/* Shared-memory loads over `full` groups. */
+static int calibrate_shared(calib_run *c, long long full)
+{
+  fe_calibration *cal = &c->be->calib[c->prec];
+  double w = (double)fe_precision_size(c->prec), t;
+  size_t B = (size_t)c->block;
+  FE_CHECK(time_shared(c, full, &t));
+  cal->shared_gbytes = 4.0 * (double)full * B * c->steps * w / t / 1e9;
+  return 0;
+}
+
+/* Divisions: a quarter of the FMA steps. */
+static int calibrate_divisions(calib_run *c, long long full)
+{
+  fe_backend *be = c->be;
+  fe_calibration *cal = &be->calib[c->prec];
+  double t;
+  size_t B = (size_t)c->block;
+  int dsteps = c->steps / 4;
+  fe_arg dargs[4] = {{.kind = FE_ARG_INT, .i = full}, {.kind = FE_ARG_BUFFER, .buf = &c->out},
+                     {.kind = FE_ARG_REAL, .r = 0.75}, {.kind = FE_ARG_INT, .i = dsteps}};
+  FE_CHECK(best_time(be, c->divide, (size_t)full, B, 4, dargs, c->prec, 3, 1, &t));
+  cal->nonfma_gops = (double)full * B * c->chains * dsteps / t / 1e9;
+  return 0;
+}
+
+/* Atomics: scattered over 2^22 reals (a vector of a few million dofs). */
+static int calibrate_atomics(calib_run *c)
+{
+  fe_backend *be = c->be;
+  fe_calibration *cal = &be->calib[c->prec];
+  double t;
+  int gpu = be->info.is_gpu, cu = c->ngpu;
+  size_t B = (size_t)c->block;
+  long long na = (long long)1 << 22, ag = gpu ? (long long)cu * 64 : (long long)cu * 4096;
+  int asteps = 64;
+  FE_CHECK(be->ops->fill(be->impl, &c->a, (size_t)na, c->prec, 0.0));
+  fe_arg aargs[5] = {{.kind = FE_ARG_INT, .i = ag}, {.kind = FE_ARG_INT, .i = na},
+                     {.kind = FE_ARG_BUFFER, .buf = &c->a}, {.kind = FE_ARG_REAL, .r = 1.0},
+                     {.kind = FE_ARG_INT, .i = asteps}};
+  FE_CHECK(best_time(be, c->atomics, (size_t)ag, B, 5, aargs, c->prec, 3, 1, &t));
+  cal->atomic_gops = (double)ag * B * asteps / t / 1e9;
+  return 0;
+}
+
+/* Constant tables: every warp reads 32 distinct words at each of 2 loads a step (on the
+ * cpu: one item a group reading its own word). */
+static int calibrate_constant_tables(calib_run *c, long long full)
+{
+  fe_backend *be = c->be;
+  fe_calibration *cal = &be->calib[c->prec];
+  double t;
+  size_t B = (size_t)c->block;
+  int dsteps = c->steps / 4;
+  fe_arg kargs[3] = {{.kind = FE_ARG_INT, .i = full}, {.kind = FE_ARG_BUFFER, .buf = &c->out},
+                     {.kind = FE_ARG_INT, .i = dsteps}};
+  FE_CHECK(best_time(be, c->constant, (size_t)full, B, 3, kargs, c->prec, 3, 1, &t));
+  cal->constant_gops = 2.0 * (double)full * B * dsteps / t / 1e9;
+  return 0;
+}
+
+/* CPU devices: values gathered and scatter-added through a cell map, one at a time (the
+ * cpu backend's plain adds, OpenCL's atomic ones; GPUs: their L2 and atomics ceilings).
+ * Each value its node's first touch, from vectors beyond L1 (x and y 16 MiB in double);
+ * then 8 passes over an eighth of the groups: the 7 after the first find their nodes in
+ * L1 (a walk's neighbours' nodes). */
+static int calibrate_indexed(calib_run *c, long long full)
+{
+  fe_backend *be = c->be;
+  fe_calibration *cal = &be->calib[c->prec];
+  double t;
+  size_t B = (size_t)c->block;
+  cal->indexed_gops = cal->indexed_l1_gops = 0;
+  if (!be->info.is_gpu) {
+    const int ix = 8 * 64; /* entries a group (IX_CELLS x IX_NB) */
+    /* groups, each its own nodes (x, y and the map within the buffers) */
+    const long long ig = full * 8 < (long long)(c->n / ix) ? full * 8 : (long long)(c->n / ix);
+    fe_arg iargs[2] = {{.kind = FE_ARG_INT, .i = ig}, {.kind = FE_ARG_BUFFER, .buf = &c->a}};
+    FE_CHECK(be->ops->launch(be->impl, c->indexed_init, (size_t)ig, B, 2, iargs, c->prec, NULL));
+    fe_arg xargs[5] = {{.kind = FE_ARG_INT, .i = ig}, {.kind = FE_ARG_INT, .i = 1},
+                       {.kind = FE_ARG_BUFFER, .buf = &c->a}, {.kind = FE_ARG_BUFFER, .buf = &c->x},
+                       {.kind = FE_ARG_BUFFER, .buf = &c->y}};
+    FE_CHECK(best_time(be, c->indexed, (size_t)ig, B, 5, xargs, c->prec, 5, 1, &t));
+    cal->indexed_gops = 2.0 * (double)ig * ix / t / 1e9;
+    double t8, v = 2.0 * (double)(ig / 8) * ix; /* values a pass over an eighth */
+    xargs[0].i = ig / 8, xargs[1].i = 8;
+    FE_CHECK(best_time(be, c->indexed, (size_t)(ig / 8), B, 5, xargs, c->prec, 5, 1, &t8));
+    double rest = t8 - v / (cal->indexed_gops * 1e9); /* the 7 passes from L1 */
+    cal->indexed_l1_gops = rest > 0 ? 7 * v / rest / 1e9 : cal->indexed_gops;
+  }
+  return 0;
+}
+
+/* The cpu: csr's rows, 2^25 entries (their values and indices beyond the last-level cache,
+ * 400 MB in double: this machine's 260 MB L3 held half as many), x through them. */
+static int calibrate_rows(calib_run *c)
+{
+  fe_backend *be = c->be;
+  fe_calibration *cal = &be->calib[c->prec];
+  double w = (double)fe_precision_size(c->prec), t;
+  cal->rows_gbytes = 0;
+  if (c->rows) {
+    long long entries = (long long)1 << 25;
+    while (entries * (long long)(w + sizeof(int)) > (long long)(be->info.global_mem / 4) &&
+           entries > (1 << 20))
+      entries /= 2;
+    const long long nrows = entries / 27;
+    fe_buffer cols = {0}, vals = {0};
+    int rc = be->ops->alloc(be->impl, (size_t)entries * sizeof(int), &cols);
+    if (!rc) rc = be->ops->alloc(be->impl, (size_t)entries * w, &vals);
+    if (!rc) rc = be->ops->fill(be->impl, &vals, (size_t)entries, c->prec, 0.5);
+    fe_arg rargs[5] = {{.kind = FE_ARG_INT, .i = nrows}, {.kind = FE_ARG_BUFFER, .buf = &cols},
+                       {.kind = FE_ARG_BUFFER, .buf = &vals}, {.kind = FE_ARG_BUFFER, .buf = &c->x},
+                       {.kind = FE_ARG_BUFFER, .buf = &c->y}};
+    if (!rc) rc = be->ops->launch(be->impl, c->rows_init, (size_t)nrows, 1, 2, rargs, c->prec, NULL);
+    if (!rc) rc = best_time(be, c->rows, (size_t)nrows, 1, 5, rargs, c->prec, 5, 1, &t);
+    if (!rc) cal->rows_gbytes = ((double)entries * (w + sizeof(int)) + nrows * 2.0 * w) / t / 1e9;
+    if (cols.ptr) be->ops->release(be->impl, &cols);
+    if (vals.ptr) be->ops->release(be->impl, &vals);
+    FE_CHECK(rc);
+  }
+  return 0;
+}
+
+/* The cpu: a cycle of llvm-mca's core, where the backend simulates hot loops: a chain of
+ * dependent multiply-adds on every thread, its step's time over the step's cycles. */
+static int calibrate_cycle(calib_run *c)
+{
+  fe_backend *be = c->be;
+  fe_calibration *cal = &be->calib[c->prec];
+  double t;
+  int cu = c->ngpu;
+  size_t B = (size_t)c->block;
+  cal->cycle_ns = 0;
+  fe_kernel_resources res;
+  if (c->chain && be->ops->kernel_resources && !be->ops->kernel_resources(be->impl, c->chain, &res) &&
+      res.loop_cycles > 0) {
+    const int csteps = 1 << 22;
+    fe_arg chargs[4] = {{.kind = FE_ARG_INT, .i = cu}, {.kind = FE_ARG_BUFFER, .buf = &c->out},
+                        {.kind = FE_ARG_REAL, .r = 0.999999}, {.kind = FE_ARG_INT, .i = csteps}};
+    FE_CHECK(best_time(be, c->chain, (size_t)cu, B, 4, chargs, c->prec, 3, 1, &t));
+    double step = (t - cal->sync_us * 1e-6) / csteps;
+    if (step > 0) cal->cycle_ns = step / res.loop_cycles * 1e9;
+  }
+  return 0;
+}
+
+/* GPUs: the L1's lookups of global loads it holds (a table of 8192 reals, as the kernels'
+ * tables and gathered nodes): every item of a warp reading one word (one line a request),
+ * then words 81 apart (32 lines of distinct banks: a line each, no bank waits). */
+static int calibrate_l1_lookups(calib_run *c, long long full)
+{
+  fe_backend *be = c->be;
+  fe_calibration *cal = &be->calib[c->prec];
+  double t;
+  size_t B = (size_t)c->block;
+  cal->l1_request_gops = cal->l1_line_gops = 0;
+  if (be->info.is_gpu) {
+    const int lsteps = 1024;
+    fe_arg largs3[5] = {{.kind = FE_ARG_INT, .i = full}, {.kind = FE_ARG_INT, .i = 0},
+                        {.kind = FE_ARG_INT, .i = lsteps}, {.kind = FE_ARG_BUFFER, .buf = &c->a},
+                        {.kind = FE_ARG_BUFFER, .buf = &c->out}};
+    double requests = (double)full * (double)(B / 32 > 0 ? B / 32 : 1) * lsteps;
+    FE_CHECK(best_time(be, c->table_lines, (size_t)full, B, 5, largs3, c->prec, 3, 1, &t));
+    cal->l1_request_gops = requests / t / 1e9;
+    largs3[1].i = 81;
+    FE_CHECK(best_time(be, c->table_lines, (size_t)full, B, 5, largs3, c->prec, 3, 1, &t));
+    cal->l1_line_gops = 32 * requests / t / 1e9;
+  }
+  return 0;
+}
+
+/* GPUs: the waits of a group's path: device memory (a chase over words well beyond the
+ * last-level cache), L2 (a chain that fits it, walked again), a phase (one group). */
+static int calibrate_latencies(calib_run *c)
+{
+  fe_backend *be = c->be;
+  fe_calibration *cal = &be->calib[c->prec];
+  double w = (double)fe_precision_size(c->prec), t;
+  size_t B = (size_t)c->block;
+  size_t cache = be->info.l2_bytes ? be->info.l2_bytes : (size_t)1 << 20;
+  cal->dram_latency_us = cal->l2_latency_us = cal->phase_latency_us = 0;
+  if (be->info.is_gpu) {
+    long long words = (long long)(c->n * w / 4), far = (long long)1 << 25, near = (long long)1 << 21;
+    while (far < 4 * (long long)(cache / 4) && 2 * far <= words) far *= 2;
+    if (far > words) far = words;
+    FE_CHECK(time_chase(c, far, 0, 3, &cal->dram_latency_us));
+    FE_CHECK(time_chase(c, near < words ? near : words, 1, 3, &cal->l2_latency_us));
+    const int psteps = 4096;
+    fe_arg pargs[3] = {{.kind = FE_ARG_INT, .i = 1}, {.kind = FE_ARG_INT, .i = psteps},
+                       {.kind = FE_ARG_BUFFER, .buf = &c->out}};
+    FE_CHECK(best_time(be, c->phases, 1, B, 3, pargs, c->prec, 3, 1, &t));
+    cal->phase_latency_us = (t - cal->sync_us * 1e-6) / psteps * 1e6;
+    if (cal->phase_latency_us < 0) cal->phase_latency_us = 0;
+  }
+  return 0;
+}
+
+/* GPUs: each rate with 2, 4, ..., 64 warps resident per unit (one wave of groups of two
+ * warps), as a fraction of the rate above. */
+static int calibrate_curves(calib_run *c)
+{
+  fe_calibration *cal = &c->be->calib[c->prec];
+  double w = (double)fe_precision_size(c->prec), t;
+  int cu = c->ngpu;
+  size_t B = (size_t)c->block;
+  memset(cal->curve, 0, sizeof cal->curve[0] * FE_CURVE_LANES);
+  if (c->be->info.is_gpu) {
+    for (int k = 0; k < FE_CURVE_POINTS; k++) {
+      long long g = (long long)cu << k; /* 2^(k+1) warps per unit */
+      FE_CHECK(time_stream(c, g, &t));
+      cal->curve[0][k] = 3.0 * (double)c->n * w / t / 1e9 / cal->gbytes;
+      FE_CHECK(time_shared(c, g, &t));
+      cal->curve[1][k] = 4.0 * (double)g * B * c->steps * w / t / 1e9 / cal->shared_gbytes;
+      FE_CHECK(time_fma(c, g, &t));
+      cal->curve[2][k] = 2.0 * (double)g * B * c->chains * c->steps / t / 1e9 / cal->gflops;
+    }
+  }
+  return 0;
+}
+
+/* Run every micro-benchmark; fill be->calib[prec]. */
+static int calibrate_kernels(calib_run *c)
+{
+  fe_backend *be = c->be;
+  fe_calibration *cal = &be->calib[c->prec];
+  int gpu = be->info.is_gpu, cu = c->ngpu;
+  FE_CHECK(calibrate_dram_and_launches(c));
+  FE_CHECK(calibrate_cache(c));
+  /* FMA and shared loads: four full waves of groups (32 groups of two warps per unit); on
+   * the cpu 256 groups a thread, milliseconds, so that starting the threads (40-60 us with
+   * a passive wait policy) is not what is measured */
+  long long full = gpu ? (long long)cu * 32 * 4 : (long long)cu * 256;
+  FE_CHECK(calibrate_fma(c, full));
+  FE_CHECK(calibrate_lanes(c, full));
+  FE_CHECK(calibrate_shared(c, full));
+  FE_CHECK(calibrate_divisions(c, full));
+  FE_CHECK(calibrate_atomics(c));
+  FE_CHECK(calibrate_constant_tables(c, full));
+  FE_CHECK(calibrate_indexed(c, full));
+  FE_CHECK(calibrate_rows(c));
+  FE_CHECK(calibrate_cycle(c));
+  FE_CHECK(calibrate_l1_lookups(c, full));
+  FE_CHECK(calibrate_latencies(c));
+  FE_CHECK(calibrate_curves(c));
+  cal->gpu = gpu;
+  cal->tables_l1 = be->info.tables_l1;
+  cal->valid = 1;
+  return 0;
+}
+
+/* Compile the calibration kernels, run them, fill be->calib[prec] and store it. */
+int perf_run_calibration(fe_backend *be, fe_precision prec, fe_report *rep)
+{
+  calib_run c = {.be = be, .prec = prec};
+  size_t w = fe_precision_size(prec);
+  c.ngpu = be->info.compute_units > 0 ? be->info.compute_units : 1;
+  c.steps = be->info.is_gpu ? 1024 : 4096;
+  c.block = be->info.is_gpu ? 64 : 1;
+  /* the cpu: the lanes of four 64-byte SIMD registers */
+  c.chains = be->info.is_gpu ? 8 : (int)(256 / w);
+  c.n = be->info.is_gpu ? (size_t)1 << 27 : (size_t)1 << 24;
+  while (c.n * w * 3 > be->info.global_mem / 4 && c.n > ((size_t)1 << 20)) c.n /= 2;
+  fe_strbuf b = {0};
+  fe_strbuf_printf(&b, "/* felab calibration kernels, %s backend, %s precision */\n", be->name,
+                   fe_precision_name(prec));
+  fe_strbuf_printf(&b, "#define FE_DOUBLE %d\n#define FE_COLORED 0\n#define BLOCK %d\n#define CHUNK %d\n"
+                       "#define FMA_CHAINS %d\n#define FMA_STEPS %d\n",
+                   prec == FE_DOUBLE, c.block, be->info.is_gpu ? 16 : 1 << 14, c.chains, c.steps);
+  fe_strbuf_append(&b, be->ops->preamble(be->impl, prec));
+  fe_strbuf_append(&b, fe_kernel_template("calibrate"));
+  char *src;
+  FE_CHECK(fe_strbuf_finish(&b, &src));
+  double compile_s, t0 = fe_clock();
+  int cached;
+  int rc = fe_compile(be, src, &c.mod, &compile_s, &cached);
+  free(src);
+  FE_CHECK(rc);
+  struct { const char *name; fe_kernel **k; } ks[] = {
+      {"fe_triad", &c.triad},         {"fe_stream", &c.stream},   {"fe_cached", &c.cached},
+      {"fe_fma", &c.fma},             {"fe_fma_scalar", &c.scalar},             {"fe_shared_loads", &c.shared}, {"fe_divide", &c.divide},
+      {"fe_atomics", &c.atomics},     {"fe_constant_loads", &c.constant},
+      {"fe_chase_init", &c.chase_init}, {"fe_chase", &c.chase}, {"fe_phases", &c.phases},
+      {"fe_indexed_init", &c.indexed_init}, {"fe_indexed", &c.indexed},
+      {"fe_table_lines", &c.table_lines}};
+  for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !rc; i++)
+    rc = be->ops->kernel(be->impl, c.mod, ks[i].name, ks[i].k);
+  const int host = be->info.cpu_calibration; /* calibrate.knl's FE_CPU kernels */
+  for (int k = 0; k < FE_CURVE_POINTS && !rc && host; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "fe_fma_lanes%d", 2 << k);
+    rc = be->ops->kernel(be->impl, c.mod, name, &c.lanes[k]);
+  }
+  if (!rc && host) rc = be->ops->kernel(be->impl, c.mod, "fe_fma_chain", &c.chain);
+  if (!rc && host) rc = be->ops->kernel(be->impl, c.mod, "fe_rows_init", &c.rows_init);
+  if (!rc && host) rc = be->ops->kernel(be->impl, c.mod, "fe_rows", &c.rows);
+  size_t nout = (size_t)c.ngpu * 32 * 4 + 64;
+  if (!rc) rc = be->ops->alloc(be->impl, c.n * w, &c.a);
+  if (!rc) rc = be->ops->alloc(be->impl, c.n * w, &c.x);
+  if (!rc) rc = be->ops->alloc(be->impl, c.n * w, &c.y);
+  if (!rc) rc = be->ops->alloc(be->impl, nout * w, &c.out);
+  if (!rc) rc = be->ops->fill(be->impl, &c.x, c.n, prec, 1.0);
+  if (!rc) rc = be->ops->fill(be->impl, &c.y, c.n, prec, 2.0);
+  if (!rc) rc = calibrate_kernels(&c);
+  fe_buffer *bufs[] = {&c.a, &c.x, &c.y, &c.out};
+  for (int i = 0; i < 4; i++)
+    if (bufs[i]->ptr) be->ops->release(be->impl, bufs[i]);
+  be->ops->module_free(be->impl, c.mod);
+  FE_CHECK(rc);
+  const fe_calibration *cal = &be->calib[prec];
+  if (rep) {
+    fe_report_begin(rep, "calibrate", be, prec, "micro-benchmarks",
+                    "stream triad, cached triad, shared loads, FMA and division chains, "
+                    "scattered atomics, launches, pointer chases and barrier phases (GPUs)");
+    rep->seconds = fe_clock() - t0 - (cached ? 0 : compile_s);
+    rep->compile_seconds = cached ? 0 : compile_s;
+    rep->peak_gbytes = cal->gbytes;
+    rep->peak_gflops = cal->gflops;
+    snprintf(rep->bound, sizeof rep->bound, "all");
+  }
+  return perf_save_calibration(be);
+}
+
+int fe_perf_calibrate(fe_backend *be, fe_precision prec, fe_report *rep)
+{
+  FE_CHECK(perf_run_calibration(be, prec, rep));
+  if (rep) fe_perf_log_add(rep);
+  return 0;
+}

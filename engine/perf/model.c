@@ -1,0 +1,390 @@
+/* felab performance: the model's prediction of a call (fe_perf_model), from a kernel's
+ * occupancy and the backend's calibration.
+ *
+ * The model: a strategy counts what one call does against each ceiling (fe_work: DRAM
+ * bytes, further L2 loads, shared-memory wavefront bytes, flops, divisions, atomics); each
+ * ceiling is a rate measured by its own micro-benchmark (calibrate.knl), on a GPU also at
+ * 2..64 warps per compute unit. The compiled kernel's registers and shared memory give its
+ * occupancy, hence the fraction of each rate it can reach; the time of a ceiling alone is
+ * its work over that rate, T_c = W_c / (R_c e_c(occupancy)); on a GPU the shared ceiling is
+ * the longer of the L1 data pipe's wavefronts and its lookups of the lines that global loads
+ * touch (each warp request the longer of a request's and its lines' calibrated time). A group
+ * goes through its phases one after another (barriers between them); in a phase its warps
+ * run the pipes side by side (the phase's largest pipe whole, the others one W-th, W warps a
+ * group), which makes the group's serial time A (a strategy tells its phases' work; where it
+ * does not, each pipe is a phase: A = sum_c T_c). The G groups resident on a compute unit at
+ * once run different phases side by side, so the largest ceiling is paid whole and the rest
+ * of A one G-th,
+ *   t = (max_c T_c + (A - max_c T_c) / G) / fill + waits + launches * t_launch + t_sync,
+ * fill being the share of the last wave of groups that keeps compute units busy. G = 1: the
+ * phases add up; G large: the roofline's max. Where G is not known (the cpu, a kernel whose
+ * resources the backend does not tell) the max alone. The waits: each wave's path of
+ * dependent loads and barriers, less what a phase long on the L1's pipe hides by staggering
+ * the groups. No kernel's own timing feeds its own prediction. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/core/error.h"
+#include "engine/perf/perf-private.h"
+
+void fe_perf_occupancy(fe_backend *be, fe_kernel *k, fe_report *rep)
+{
+  const fe_device_info *in = &be->info;
+  fe_kernel_resources res;
+  rep->occupancy = 0;
+  rep->resident = 0;
+  if (!k || !be->ops->kernel_resources) return;
+  if (!in->is_gpu) { /* the cpu: its hot loop's cycles, where the work counts its iterations */
+    if (!(rep->loop_trips > 0)) return;
+    if (be->ops->kernel_resources(be->impl, k, &res)) fe_error_clear(); /* not known: none */
+    else rep->loop_cycles = res.loop_cycles;
+    return;
+  }
+  if (rep->group_items <= 0) return;
+  if (be->ops->kernel_resources(be->impl, k, &res)) { /* not known: no occupancy */
+    fe_error_clear();
+    return;
+  }
+  int warp = in->warp > 0 ? in->warp : 32, tpc = in->threads_per_cu > 0 ? in->threads_per_cu : 2048;
+  int wpg = (rep->group_items + warp - 1) / warp;
+  int groups = tpc / (wpg * warp);
+  const char *limit = "threads";
+  rep->regs = res.regs;
+  rep->shared_per_group = (long long)res.shared;
+  if (in->groups_per_cu > 0 && in->groups_per_cu < groups) groups = in->groups_per_cu, limit = "groups";
+  if (res.regs > 0 && in->regs_per_cu > 0) { /* registers go to warps in blocks of 256 */
+    int per_warp = (res.regs * warp + 255) / 256 * 256;
+    int g = in->regs_per_cu / (per_warp * wpg);
+    if (g < groups) groups = g, limit = "registers";
+  }
+  if (res.shared > 0 && in->shared_per_cu > 0) { /* 1 KiB of every group is the system's */
+    int g = (int)(in->shared_per_cu / (res.shared + (in->warp == 32 ? 1024 : 0)));
+    if (g < groups) groups = g, limit = "shared";
+  }
+  if (groups < 1) groups = 1;
+  rep->occupancy = (double)groups * wpg * warp / tpc;
+  rep->resident = groups;
+  snprintf(rep->occupancy_limit, sizeof rep->occupancy_limit, "%s", limit);
+}
+
+/* The fraction of a ceiling reached with `warps` resident per compute unit, from its
+ * calibrated curve (1 when not measured). */
+static double curve_at(const double *curve, double warps)
+{
+  if (!(curve[FE_CURVE_POINTS - 1] > 0) || !(warps > 0)) return 1;
+  double x = log2(warps) - 1, f;
+  if (x <= 0) f = curve[0] * warps / 2;
+  else if (x >= FE_CURVE_POINTS - 1) f = curve[FE_CURVE_POINTS - 1];
+  else {
+    int i = (int)x;
+    f = curve[i] + (x - i) * (curve[i + 1] - curve[i]);
+  }
+  return f > 1 ? 1 : f;
+}
+
+/* One group's phases one after another (GPUs), for the whole call: in each phase the pipes
+ * run side by side in the group's warps, so a phase takes its largest pipe's share whole and
+ * the others' one W-th (W warps a group); t[] the ceilings alone, data the shared ceiling's
+ * data pipe without the L1's lookups (rep->l1_tag_seconds). A pipe whose work no phase
+ * describes is a phase of its own; with no phases described, every pipe (sum: their times). */
+static double serial_time(fe_report *rep, const double *t, double data, int tables_l1,
+                          double sum)
+{
+  const int np = rep->nphase_work;
+  memset(rep->phase_seconds, 0, sizeof rep->phase_seconds);
+  rep->stagger_seconds = 0;
+  if (np <= 0) return sum;
+  enum { DRAM, L2, DATA, TAG, FMA, NONFMA, CONSTANT, N };
+  const int ceil_of[N] = {FE_CEIL_DRAM, FE_CEIL_L2,     FE_CEIL_SHARED,  FE_CEIL_SHARED,
+                          FE_CEIL_FMA,  FE_CEIL_NONFMA, FE_CEIL_CONSTANT};
+  const double time[N] = {t[FE_CEIL_DRAM], t[FE_CEIL_L2],     data, rep->l1_tag_seconds,
+                          t[FE_CEIL_FMA],  t[FE_CEIL_NONFMA], t[FE_CEIL_CONSTANT]};
+  double amount[FE_PHASES_MAX][N], total[N] = {0};
+  for (int p = 0; p < np; p++) {
+    const fe_phase_work *w = &rep->phase_work[p];
+    double tw = tables_l1 ? w->table_wavefronts : 0, tl = tables_l1 ? w->table_lines : 0;
+    const double a[N] = {w->bytes, w->l2_bytes, w->shared_bytes + 128 * (w->l1_wavefronts + tw),
+                         w->lines + tl, w->flops, w->nonfma, w->constant};
+    for (int k = 0; k < N; k++) total[k] += amount[p][k] = a[k];
+  }
+  const int warps = rep->group_items > 32 ? (rep->group_items + 31) / 32 : 1;
+  double serial = 0;
+  for (int p = 0; p < np; p++) {
+    double w[FE_NCEILINGS] = {0};
+    for (int k = 0; k < N; k++) {
+      double share = total[k] > 0 ? amount[p][k] / total[k] * time[k] : 0;
+      if (share > w[ceil_of[k]]) w[ceil_of[k]] = share; /* the data pipe or the lookups */
+    }
+    const double nbar = rep->phase_work[p].barriers > 1 ? rep->phase_work[p].barriers : 1;
+    if (w[FE_CEIL_SHARED] / nbar > rep->stagger_seconds) rep->stagger_seconds = w[FE_CEIL_SHARED] / nbar;
+    double most = 0, all = 0;
+    for (int i = 0; i < FE_NCEILINGS; i++) {
+      all += w[i];
+      if (w[i] > most) most = w[i];
+    }
+    rep->phase_seconds[p] = most + (all - most) / warps;
+    serial += rep->phase_seconds[p];
+  }
+  for (int k = 0; k < N; k++) /* work no phase describes */
+    if (!(total[k] > 0)) serial += time[k];
+  return serial + t[FE_CEIL_INDEXED]; /* the cpu's indexed loops: their own */
+}
+
+/* The rates as the model uses them and the shares of them the kernel reaches at its
+ * occupancy: what the model's phases share. */
+typedef struct model_rates {
+  fe_calibration g;  /* the calibration, with the cpu's ceilings as the model takes them */
+  double vec_gflops; /* the calibrated (vectorized, on the cpu) FMA rate */
+  double vec;        /* the cpu: the flops of vectorized loops (0: none, GPUs) */
+  double warps;      /* warps resident of 64 per unit (0: not known) */
+  double e_dram, e_shared, e_fma; /* the curves at those warps */
+  double dram_gbytes; /* the DRAM rate the bytes move at */
+} model_rates;
+
+/* The rates of calibration c as the model takes them for the call in rep. */
+static void model_rates_for(const fe_calibration *c, const fe_report *rep, model_rates *m)
+{
+  m->g = *c;
+  m->vec_gflops = c->gflops; /* the calibrated (vectorized, on the cpu) FMA rate */
+  if (!c->gpu) {
+    /* the cpu: its groups' "shared" arrays live in L1 and its groups add color by color
+     * without atomics, so neither is a ceiling of their own there */
+    m->g.shared_gbytes = m->g.atomic_gops = m->g.constant_gops = 0;
+    /* few of its loops are vectorized */
+    if (m->g.scalar_gflops > 0) m->g.gflops = m->g.scalar_gflops;
+  }
+  /* the cpu: the loops that are vectorized at the vectorized rate, the rest at the scalar
+   * one, one after the other (a thread runs a group's phases in turn) */
+  m->vec = !c->gpu && c->scalar_gflops > 0 ? fmin(rep->vec_flops, rep->flops) : 0;
+  c = &m->g;
+  m->warps = rep->occupancy > 0 ? rep->occupancy * 64 : 0; /* of 64 warps per unit */
+  m->e_dram = curve_at(c->curve[0], m->warps);
+  m->e_shared = curve_at(c->curve[1], m->warps);
+  m->e_fma = curve_at(c->curve[2], m->warps);
+  /* the cpu: a sparse matrix's rows at the rate of such rows (their streams beside x's loads
+   * through the indices, which keep fewer lines in flight than a triad), never above the
+   * triad's: a rows rate measured above it is the calibration's noise (a loaded machine), and
+   * it put the DRAM ceiling under the bytes at the triad's rate */
+  m->dram_gbytes = !c->gpu && rep->rows > 0 && c->rows_gbytes > 0
+                       ? fmin(c->rows_gbytes, c->gbytes) : c->gbytes;
+}
+
+/* The DRAM and L2 ceilings alone. */
+static void model_memory_ceilings(const model_rates *m, fe_report *rep)
+{
+  const fe_calibration *c = &m->g;
+  double *t = rep->ceiling_seconds;
+  t[FE_CEIL_DRAM] = rep->bytes / (m->dram_gbytes * 1e9 * m->e_dram);
+  t[FE_CEIL_L2] = c->l2_gbytes > 0 ? rep->l2_bytes / (c->l2_gbytes * 1e9 * m->e_dram) : 0;
+}
+
+/* The shared ceiling alone: the L1's data pipe or its lookups, the longer; returns the data
+ * pipe's time alone. */
+static double model_l1_ceiling(const model_rates *m, fe_report *rep)
+{
+  const fe_calibration *c = &m->g;
+  double *t = rep->ceiling_seconds;
+  /* shared memory's wavefronts and those of the global loads through L1 take one data pipe;
+   * beside it the L1 looks up the lines of each global load (GPUs: its requests and their
+   * lines two stages side by side, all the requests at the calibrated requests' rate, all the
+   * lines at the lines' rate, the longer of the two), and the longer of the two binds */
+  double l1 = rep->l1_wavefronts + (c->tables_l1 ? rep->table_wavefronts : 0);
+  t[FE_CEIL_SHARED] = c->shared_gbytes > 0
+                          ? (rep->shared_bytes + 128 * l1) / (c->shared_gbytes * 1e9 * m->e_shared)
+                          : 0;
+  rep->l1_requests = rep->l1_line_total = rep->l1_tag_seconds = 0;
+  for (int k = 1; k <= FE_L1_LINES; k++) {
+    double n = rep->l1_lines[k] + (c->tables_l1 ? rep->table_lines[k] : 0);
+    rep->l1_requests += n;
+    rep->l1_line_total += n * k;
+  }
+  if (c->l1_request_gops > 0 && c->l1_line_gops > 0)
+    rep->l1_tag_seconds = fmax(rep->l1_requests / c->l1_request_gops,
+                               rep->l1_line_total / c->l1_line_gops) * 1e-9;
+  if (rep->l1_tag_seconds > 0 && c->shared_gbytes > 0) {
+    /* few warps keep the lookups as busy as many where each request holds them longer than
+     * a shared load's wavefront (Little's law; measured on the H100: requests of 27 lines at
+     * the full rate from 4 warps a unit, of one line from 16): the shared curve at the warps
+     * times that ratio */
+    double per = rep->l1_tag_seconds / rep->l1_requests / (128 / (c->shared_gbytes * 1e9));
+    rep->l1_tag_seconds /= m->warps > 0 ? curve_at(c->curve[1], m->warps * fmax(per, 1)) : 1;
+  }
+  double data_pipe = t[FE_CEIL_SHARED]; /* the data pipe alone, beside the lookups */
+  if (rep->l1_tag_seconds > t[FE_CEIL_SHARED]) t[FE_CEIL_SHARED] = rep->l1_tag_seconds;
+  return data_pipe;
+}
+
+/* The FMA and non-FMA ceilings alone (the cpu: its SIMD lanes, its factors into them and its
+ * hot loop as llvm-mca simulates it). */
+static void model_compute_ceilings(const model_rates *m, int compute_units, fe_report *rep)
+{
+  const fe_calibration *c = &m->g;
+  const double vec_gflops = m->vec_gflops, vec = m->vec;
+  double *t = rep->ceiling_seconds;
+  /* the cpu: the SIMD rate with the kernel's lanes (a group's cells), as calibrated */
+  double e_lanes = !c->gpu && rep->lanes > 0 ? curve_at(c->curve[FE_CURVE_LANES], rep->lanes) : 1;
+  t[FE_CEIL_FMA] = (rep->flops - vec) / (c->gflops * 1e9 * m->e_fma) +
+                   (vec > 0 ? vec / (vec_gflops * 1e9 * e_lanes) : 0);
+  if (!c->gpu && vec_gflops > 0) /* the cpu: a group's factors into its lanes, beside the flops */
+    t[FE_CEIL_FMA] += 2 * rep->factor_lanes / (vec_gflops * 1e9 * e_lanes) +
+                      2 * rep->factor_gathers / (c->gflops * 1e9);
+  t[FE_CEIL_NONFMA] = c->nonfma_gops > 0 ? rep->nonfma / (c->nonfma_gops * 1e9 * m->e_fma) : 0;
+  /* the cpu: the hot loop as llvm-mca simulates it (patch's points), every iteration at its
+   * cycles, the threads side by side. Where longer than its multiply-adds and divisions at the
+   * calibrated rates (the core's scheduler full of work waiting on one chain), it binds the
+   * FMA pipe */
+  rep->loop_seconds = 0;
+  rep->loop_binds = 0;
+  if (!c->gpu && c->cycle_ns > 0 && rep->loop_cycles > 0 && compute_units > 0) {
+    rep->loop_seconds = rep->loop_trips * rep->loop_cycles * c->cycle_ns * 1e-9 / compute_units;
+    rep->loop_binds = rep->loop_seconds > t[FE_CEIL_FMA] + t[FE_CEIL_NONFMA];
+    if (rep->loop_binds) t[FE_CEIL_FMA] = rep->loop_seconds - t[FE_CEIL_NONFMA];
+  }
+}
+
+/* The atomics, constant-table and indexed-loop ceilings alone. */
+static void model_access_ceilings(const model_rates *m, fe_report *rep)
+{
+  const fe_calibration *c = &m->g;
+  double *t = rep->ceiling_seconds;
+  t[FE_CEIL_ATOMIC] = c->atomic_gops > 0 ? rep->atomics / (c->atomic_gops * 1e9) : 0;
+  t[FE_CEIL_CONSTANT] = c->constant_gops > 0 && !(c->tables_l1 && rep->table_wavefronts > 0)
+                            ? rep->constant / (c->constant_gops * 1e9 * m->e_shared)
+                            : 0;
+  /* the cpu's indexed loops: each node's first touch from beyond L1, the rest from L1 */
+  double first = c->indexed_l1_gops > 0 ? fmin(rep->indexed_first, rep->indexed) : rep->indexed;
+  double again = rep->indexed - first;
+  t[FE_CEIL_INDEXED] = c->indexed_gops > 0 ? first / (c->indexed_gops * 1e9) +
+                                                 (again > 0 ? again / (c->indexed_l1_gops * 1e9) : 0)
+                                           : 0;
+}
+
+/* The last wave: groups beyond whole waves leave units idle. The share of the last wave that
+ * keeps the units busy (1: not known), and the waves (0: not known) in *waves. */
+static double model_last_wave_fill(const fe_report *rep, int compute_units, double *waves)
+{
+  double fill = 1;
+  *waves = 0;
+  if (rep->groups > 0 && compute_units > 0) {
+    *waves = rep->groups / ((double)compute_units * (rep->resident > 0 ? rep->resident : 1));
+    fill = *waves / ceil(*waves);
+  }
+  return fill;
+}
+
+/* The pipes side by side: each ceiling stretched by the fill, one group's serial time, and the
+ * time of the pipes with the groups resident overlapping (the cpu: the issue of its loops where
+ * longer); the pipe that binds in *pipe. */
+static double model_overlap(const model_rates *m, fe_report *rep, double fill, double data_pipe,
+                            int *pipe)
+{
+  const fe_calibration *c = &m->g;
+  double *t = rep->ceiling_seconds;
+  /* the pipes a group waits for (all but the atomic adds) overlap by the groups resident at
+   * once: the largest whole, the rest of one group's serial time one G-th of it; the atomic
+   * adds are sent and not waited for, served in L2 beside everything else */
+  *pipe = FE_CEIL_DRAM;
+  double sum = 0;
+  for (int i = 0; i < FE_CEIL_LAUNCH; i++) {
+    t[i] /= fill;
+    if (i == FE_CEIL_ATOMIC) continue;
+    sum += t[i];
+    if (t[i] > t[*pipe]) *pipe = i;
+  }
+  rep->serial_seconds = fmax(serial_time(rep, t, data_pipe, c->tables_l1, sum), t[*pipe]);
+  double on = t[*pipe] + (rep->resident > 0 ? (rep->serial_seconds - t[*pipe]) / rep->resident : 0);
+  if (!c->gpu) {
+    /* the cpu: a thread runs a group's phases one after another, each bound by issuing its
+     * instructions, so the multiply-adds, the divisions and the indexed loops add up;
+     * memory streams beside them (its prefetchers run ahead of the loops) */
+    double issue = t[FE_CEIL_FMA] + t[FE_CEIL_NONFMA] + t[FE_CEIL_INDEXED] +
+                   rep->phase_bytes / (m->dram_gbytes * 1e9 * m->e_dram);
+    if (issue > on) {
+      on = issue;
+      *pipe = FE_CEIL_FMA;
+      if (t[FE_CEIL_NONFMA] > t[*pipe]) *pipe = FE_CEIL_NONFMA;
+      if (t[FE_CEIL_INDEXED] > t[*pipe]) *pipe = FE_CEIL_INDEXED;
+    }
+  }
+  return on;
+}
+
+/* The waits (GPUs): each group's path, its dependent loads and its phases. The G groups of a
+ * wave run the same code from the same start, so they wait at the same time and nothing
+ * else runs then: each wave pays the path on top of its pipes' time. */
+static void model_waits(const fe_calibration *c, double waves, fe_report *rep)
+{
+  double *t = rep->ceiling_seconds;
+  t[FE_CEIL_LATENCY] = 0;
+  rep->waits_hidden = 0;
+  if (c->gpu && rep->resident > 0 && waves > 0) {
+    double path = rep->dram_trips * c->dram_latency_us + rep->l2_trips * c->l2_latency_us +
+                  rep->phases * c->phase_latency_us;
+    t[FE_CEIL_LATENCY] = ceil(waves) * path * 1e-6;
+    /* unless a phase long on the L1's pipe staggers them: its queue serves the wave's warps
+     * out of step, so the groups leave it spread over its length S. Once the other groups'
+     * part of it, S (G - 1) / G, is longer than a group's path, a group's waits fall in their
+     * pipe work: hidden in proportion, none at one path, all from two */
+    const int G = rep->resident;
+    if (G > 1 && t[FE_CEIL_LATENCY] > 0) {
+      double x = rep->stagger_seconds * (G - 1) / G / t[FE_CEIL_LATENCY];
+      rep->waits_hidden = fmin(1, fmax(0, x - 1));
+      t[FE_CEIL_LATENCY] *= 1 - rep->waits_hidden;
+    }
+  }
+}
+
+/* The prediction: the pipes' time with the waits (or the atomics, where longer) and the
+ * launches, the efficiency of the pipe that binds, and the ceiling that binds. */
+static void model_predict_bound(const model_rates *m, double fill, double on, int pipe,
+                                fe_report *rep)
+{
+  const fe_calibration *c = &m->g;
+  double *t = rep->ceiling_seconds;
+  double body = on + t[FE_CEIL_LATENCY];
+  int bind = t[FE_CEIL_LATENCY] > t[pipe] ? FE_CEIL_LATENCY : pipe;
+  if (t[FE_CEIL_ATOMIC] > body) {
+    body = t[FE_CEIL_ATOMIC];
+    bind = pipe = FE_CEIL_ATOMIC;
+  }
+  rep->efficiency = fill * (pipe == FE_CEIL_DRAM || pipe == FE_CEIL_L2            ? m->e_dram
+                            : pipe == FE_CEIL_SHARED || pipe == FE_CEIL_CONSTANT ? m->e_shared
+                            : pipe == FE_CEIL_ATOMIC                             ? 1
+                                                                                 : m->e_fma);
+  rep->peak_gbytes = c->gbytes;
+  rep->peak_gflops = m->vec_gflops; /* the roof: the calibrated rate (on the cpu the SIMD one) */
+  rep->predicted_seconds = body + t[FE_CEIL_LAUNCH];
+  if (t[FE_CEIL_LAUNCH] > t[bind]) bind = FE_CEIL_LAUNCH;
+  snprintf(rep->bound, sizeof rep->bound, "%s", fe_ceiling_name(bind));
+}
+
+void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
+{
+  model_rates m;
+  model_rates_for(c, rep, &m);
+  c = &m.g;
+  double *t = rep->ceiling_seconds;
+  model_memory_ceilings(&m, rep);
+  double data_pipe = model_l1_ceiling(&m, rep);
+  model_compute_ceilings(&m, compute_units, rep);
+  model_access_ceilings(&m, rep);
+  double waves, fill = model_last_wave_fill(rep, compute_units, &waves);
+  rep->l1_tag_seconds /= fill;
+  data_pipe /= fill;
+  int pipe;
+  double on = model_overlap(&m, rep, fill, data_pipe, &pipe);
+  /* as calibrated: the first launch and the host's wait for it (sync), each further one
+   * queued behind it (launch) */
+  t[FE_CEIL_LAUNCH] = rep->launches > 0 ? (c->sync_us + (rep->launches - 1) * c->launch_us) * 1e-6 : 0;
+  model_waits(c, waves, rep);
+  model_predict_bound(&m, fill, on, pipe, rep);
+}
+
+int fe_perf_predict(fe_backend *be, fe_precision prec, fe_report *rep)
+{
+  if (!be->calib[prec].valid) FE_CHECK(fe_perf_load_calibration(be));
+  if (!be->calib[prec].valid) FE_CHECK(perf_run_calibration(be, prec, NULL));
+  fe_perf_model(&be->calib[prec], be->info.compute_units, rep);
+  return 0;
+}

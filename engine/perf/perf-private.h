@@ -1,0 +1,16 @@
+/* Private to the .c files of engine/perf/ (calibrate.c, calibration-store.c, model.c): what
+ * the pieces of the performance model share, the calibration run and its store. Nothing
+ * outside engine/perf/ includes it; the API is perf.h. */
+#ifndef FE_PERF_PRIVATE_H
+#define FE_PERF_PRIVATE_H
+
+#include "engine/perf/perf.h"
+
+/* calibrate.c: compile the calibration kernels, run them, fill be->calib[prec] and store it
+ * (rep: the calibration's report, or NULL). */
+int perf_run_calibration(fe_backend *be, fe_precision prec, fe_report *rep);
+
+/* calibration-store.c: rewrite the stored calibration of a backend with what it holds now. */
+int perf_save_calibration(const fe_backend *be);
+
+#endif
