@@ -26,7 +26,7 @@ ifeq ($(HAVE_OPENCL),1)
 override CFLAGS += -DFE_HAVE_OPENCL=1 -DCL_TARGET_OPENCL_VERSION=120
 LDLIBS  += -lOpenCL
 endif
-# Gmsh: felab loads the SDK at its first file (engine/mesh/io/gmsh-io.c, by its soname), so that
+# Gmsh: felab loads the SDK at its first file (engine/mesh/io/gmsh-load.c, by its soname), so that
 # starting felab does not load the ~80 libraries it pulls in; the unit tests call it directly.
 ifeq ($(HAVE_GMSH),1)
 GMSH_LIB ?= $(shell objdump -p $$($(CC) -print-file-name=libgmsh.so) 2>/dev/null | awk '/SONAME/ {print $$2}')
