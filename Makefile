@@ -180,6 +180,7 @@ FUZZ_SRC := tests/fuzz/fuzz_mesh_arrays.c engine/mesh/io/gmsh-io.c engine/mesh/m
             engine/mesh/mesh-geo.c engine/mesh/mesh-color.c engine/mesh/mesh-ops.c engine/mesh/mesh-order.c \
             engine/mesh/mesh-quality.c \
             engine/core/error.c engine/core/strbuf.c engine/core/sort.c engine/mesh/io/msh-read.c \
+            engine/mesh/io/msh-stream.c \
             engine/core/progress.c engine/core/memory.c
 build/fuzz-mesh: $(FUZZ_SRC)
 	@mkdir -p build
