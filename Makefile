@@ -26,7 +26,7 @@ ifeq ($(HAVE_OPENCL),1)
 override CFLAGS += -DFE_HAVE_OPENCL=1 -DCL_TARGET_OPENCL_VERSION=120
 LDLIBS  += -lOpenCL
 endif
-# Gmsh: felab loads the SDK at its first file (engine/mesh/io/gmsh-io.c, by its soname), so that
+# Gmsh: felab loads the SDK at its first file (engine/mesh/io/gmsh-load.c, by its soname), so that
 # starting felab does not load the ~80 libraries it pulls in; the unit tests call it directly.
 ifeq ($(HAVE_GMSH),1)
 GMSH_LIB ?= $(shell objdump -p $$($(CC) -print-file-name=libgmsh.so) 2>/dev/null | awk '/SONAME/ {print $$2}')
@@ -177,7 +177,10 @@ fuzz: fuzz-mesh fuzz-api
 # FUZZ_SECONDS; crashes land in tests/fuzz/ as crash-* and become regression inputs.
 FUZZ_SECONDS ?= 600
 FUZZ_SRC := tests/fuzz/fuzz_mesh_arrays.c engine/mesh/io/gmsh-io.c engine/mesh/mesh.c engine/mesh/mesh-box.c \
-            engine/mesh/mesh-ops.c engine/core/error.c engine/core/strbuf.c engine/core/sort.c engine/mesh/io/msh-read.c \
+            engine/mesh/mesh-geo.c engine/mesh/mesh-color.c engine/mesh/mesh-ops.c engine/mesh/mesh-order.c \
+            engine/mesh/mesh-quality.c \
+            engine/core/error.c engine/core/strbuf.c engine/core/sort.c engine/mesh/io/msh-read.c \
+            engine/mesh/io/msh-stream.c \
             engine/core/progress.c engine/core/memory.c
 build/fuzz-mesh: $(FUZZ_SRC)
 	@mkdir -p build

@@ -13,7 +13,8 @@
  * size_t, entity tags, dimensions and types as 4-byte int, coordinates as doubles. Other
  * sections are skipped; a partitioned file is refused. Every count is held against the bytes
  * left in the file before anything is allocated, and every error names the file, the line
- * (ASCII) or byte offset (binary), and what was expected there. */
+ * (ASCII) or byte offset (binary), and what was expected there. The stream and its numbers
+ * are in msh-stream.c. */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -26,308 +27,9 @@
 #include "engine/core/error.h"
 #include "engine/mesh/io/msh.h"
 #include "engine/core/progress.h"
+#include "engine/mesh/io/msh-read-private.h"
 
 _Static_assert(sizeof(size_t) == 8, "the reader takes .msh sizes (8 bytes) as size_t");
-
-/* ----- the stream: bytes, lines and offsets ----- */
-
-typedef struct msh_in {
-  FILE *f;
-  const char *path;
-  unsigned char buf[1 << 16];
-  size_t pos, len;            /* the next byte is buf[pos], of len read */
-  long long base;             /* file offset of buf[0] */
-  long long size;             /* of the file, to bound counts */
-  long long line;             /* line of the next byte, from 1 */
-  long long at_line, at_byte; /* where the item being read starts, for messages */
-  int binary;                 /* the sections after $MeshFormat hold binary numbers */
-  int swap;                   /* ... in the other byte order */
-  const char *section;        /* the section being read ("$Nodes"), for messages */
-  size_t items;               /* nodes and elements read, for progress and Ctrl-C */
-} msh_in;
-
-static int fill(msh_in *in)
-{
-  in->base += (long long)in->len;
-  in->len = fread(in->buf, 1, sizeof in->buf, in->f);
-  in->pos = 0;
-  return in->len > 0;
-}
-
-static inline int peek(msh_in *in)
-{
-  if (in->pos == in->len && !fill(in)) return EOF;
-  return in->buf[in->pos];
-}
-
-static inline int next(msh_in *in)
-{
-  int c = peek(in);
-  if (c != EOF) {
-    in->pos++;
-    in->line += c == '\n';
-  }
-  return c;
-}
-
-static inline int is_blank(int c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
-
-/* Remember where the next item starts. */
-static inline void mark(msh_in *in)
-{
-  in->at_line = in->line;
-  in->at_byte = in->base + (long long)in->pos;
-}
-
-/* Mark a place read before (a header that a count at the end contradicts). */
-static void mark_at(msh_in *in, long long line, long long byte)
-{
-  in->at_line = line, in->at_byte = byte;
-}
-
-/* Set an error at the marked place: "file: line N ($Section): what" ("byte N" in binary). */
-__attribute__((format(printf, 5, 6))) static int msh_fail(const msh_in *in, int code, int line,
-                                                          const char *func, const char *fmt, ...)
-{
-  char what[768], sec[48] = "";
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
-  va_end(ap);
-  if (in->section) snprintf(sec, sizeof sec, " (%s)", in->section);
-  return fe_error_set(code, __FILE__, line, func, "%s: %s %lld%s: %s", in->path,
-                      in->binary ? "byte" : "line", in->binary ? in->at_byte : in->at_line, sec,
-                      what);
-}
-#define FAIL(in, code, ...) return msh_fail((in), (code), __LINE__, __func__, __VA_ARGS__)
-
-/* The file ended (or could not be read) where what was expected. */
-static int ended(msh_in *in, const char *what)
-{
-  mark(in);
-  if (ferror(in->f)) FAIL(in, FE_ERR_IO, "cannot read on (%s): %s", what, strerror(errno));
-  FAIL(in, FE_ERR_IO, "the file ends where %s was expected: it is truncated", what);
-}
-
-/* Skip blanks, and line ends unless within_line; mark the next item and return its first
- * byte (EOF at the end). */
-static inline int skip_blanks(msh_in *in, int within_line)
-{
-  for (;;) {
-    int c = peek(in);
-    if (c == ' ' || c == '\t' || c == '\r' || (c == '\n' && !within_line)) {
-      next(in);
-      continue;
-    }
-    mark(in);
-    return c;
-  }
-}
-
-/* Read the word at the stream (up to a blank) into w for a message, printable, cut short. */
-static void word(msh_in *in, char *w, size_t n)
-{
-  size_t k = 0;
-  int c;
-  while ((c = peek(in)) != EOF && !is_blank(c)) {
-    next(in);
-    if (k + 4 < n) w[k++] = c >= 32 && c < 127 ? (char)c : '?';
-    else if (k + 4 == n) w[k++] = '.', w[k++] = '.', w[k++] = '.';
-  }
-  w[k] = 0;
-}
-
-/* Not what was expected at c, the byte at the mark (prefix: what of the word was read). */
-static int unexpected(msh_in *in, int c, const char *prefix, const char *what)
-{
-  if (c == EOF) return ended(in, what);
-  if (c == '\n') FAIL(in, FE_ERR_IO, "the line ends where %s was expected", what);
-  char w[48];
-  word(in, w, sizeof w);
-  FAIL(in, FE_ERR_IO, "expected %s, found '%s%s'", what, prefix, w);
-}
-
-/* ----- numbers, ASCII and binary ----- */
-
-static int ascii_size(msh_in *in, int within_line, size_t *v, const char *what)
-{
-  int c = skip_blanks(in, within_line);
-  if (c < '0' || c > '9') return unexpected(in, c, "", what);
-  size_t x = 0;
-  while (c >= '0' && c <= '9') {
-    if (x > (SIZE_MAX - (size_t)(c - '0')) / 10) FAIL(in, FE_ERR_IO, "%s is too large", what);
-    x = 10 * x + (size_t)(c - '0');
-    next(in);
-    c = peek(in);
-  }
-  if (c != EOF && !is_blank(c)) {
-    char read[24];
-    snprintf(read, sizeof read, "%zu", x);
-    return unexpected(in, c, read, what);
-  }
-  *v = x;
-  return 0;
-}
-
-static int ascii_int(msh_in *in, int within_line, int *v, const char *what)
-{
-  int c = skip_blanks(in, within_line), neg = c == '-';
-  if (neg) next(in), c = peek(in);
-  if (c < '0' || c > '9') return unexpected(in, c, neg ? "-" : "", what);
-  long long x = 0;
-  while (c >= '0' && c <= '9') {
-    x = 10 * x + (c - '0');
-    if (x > (long long)INT_MAX + neg) FAIL(in, FE_ERR_IO, "%s is out of range", what);
-    next(in);
-    c = peek(in);
-  }
-  if (c != EOF && !is_blank(c)) {
-    char read[24];
-    snprintf(read, sizeof read, "%s%lld", neg ? "-" : "", x);
-    return unexpected(in, c, read, what);
-  }
-  *v = (int)(neg ? -x : x);
-  return 0;
-}
-
-static int ascii_double(msh_in *in, int within_line, double *v, const char *what)
-{
-  int c = skip_blanks(in, within_line);
-  if (c == EOF || c == '\n') return unexpected(in, c, "", what);
-  char w[64];
-  size_t k = 0;
-  while ((c = peek(in)) != EOF && !is_blank(c) && k + 1 < sizeof w) w[k++] = (char)next(in);
-  w[k] = 0;
-  char *end;
-  *v = strtod(w, &end);
-  if (end == w || *end || (c != EOF && !is_blank(c))) {
-    char rest[48];
-    word(in, rest, sizeof rest);
-    FAIL(in, FE_ERR_IO, "expected %s, found '%.40s%s'", what, w, rest);
-  }
-  return 0;
-}
-
-/* n raw bytes (binary sections). */
-static int raw(msh_in *in, void *dst, size_t n, const char *what)
-{
-  mark(in);
-  unsigned char *d = dst;
-  while (n) {
-    if (in->pos == in->len && !fill(in)) return ended(in, what);
-    size_t k = in->len - in->pos < n ? in->len - in->pos : n;
-    memcpy(d, in->buf + in->pos, k);
-    in->pos += k, d += k, n -= k;
-  }
-  return 0;
-}
-
-/* A size_t: an unsigned integer (ASCII: on the current line when within_line). */
-static int get_size(msh_in *in, int within_line, size_t *v, const char *what)
-{
-  if (!in->binary) return ascii_size(in, within_line, v, what);
-  uint64_t x;
-  FE_CHECK(raw(in, &x, 8, what));
-  *v = in->swap ? __builtin_bswap64(x) : x;
-  return 0;
-}
-
-static int get_int(msh_in *in, int within_line, int *v, const char *what)
-{
-  if (!in->binary) return ascii_int(in, within_line, v, what);
-  uint32_t x;
-  FE_CHECK(raw(in, &x, 4, what));
-  if (in->swap) x = __builtin_bswap32(x);
-  memcpy(v, &x, 4);
-  return 0;
-}
-
-static int get_double(msh_in *in, int within_line, double *v, const char *what)
-{
-  if (!in->binary) return ascii_double(in, within_line, v, what);
-  uint64_t x;
-  FE_CHECK(raw(in, &x, 8, what));
-  if (in->swap) x = __builtin_bswap64(x);
-  memcpy(v, &x, 8);
-  return 0;
-}
-
-/* Nothing more on this line but blanks (ASCII). */
-static int ascii_end_line(msh_in *in, const char *after)
-{
-  int c = skip_blanks(in, 1);
-  if (c == '\n') {
-    next(in);
-    return 0;
-  }
-  if (c == EOF) return 0;
-  char w[48];
-  word(in, w, sizeof w);
-  FAIL(in, FE_ERR_IO, "expected the end of the line after %s, found '%s'", after, w);
-}
-
-static int end_line(msh_in *in, const char *after)
-{
-  return in->binary ? 0 : ascii_end_line(in, after);
-}
-
-/* n items of at least `each` bytes must fit in what is left of the file. */
-static int check_count(msh_in *in, size_t n, size_t each, const char *what)
-{
-  long long left = in->size - (in->base + (long long)in->pos);
-  if (left < 0) left = 0;
-  if (n > (size_t)left / each)
-    FAIL(in, FE_ERR_IO,
-         "%zu %s do not fit in the %lld bytes left of the file: it is truncated, or the count "
-         "is wrong",
-         n, what, left);
-  return 0;
-}
-
-/* The next line that is not blank, without its end, into s (at most n - 1 bytes, made
- * printable; the rest is skipped). 0 at the end of the file. */
-static int get_line(msh_in *in, char *s, size_t n)
-{
-  int c = skip_blanks(in, 0);
-  size_t k = 0;
-  s[0] = 0;
-  if (c == EOF) return 0;
-  while ((c = next(in)) != EOF && c != '\n')
-    if (k + 1 < n) s[k++] = c >= 32 && c < 127 ? (char)c : '?';
-  while (k && (s[k - 1] == '\r' || s[k - 1] == ' ' || s[k - 1] == '\t')) k--;
-  s[k] = 0;
-  return 1;
-}
-
-/* The line $End<name> that closes the section. */
-static int section_end(msh_in *in, const char *name)
-{
-  char want[64], got[64];
-  snprintf(want, sizeof want, "$End%s", name);
-  if (!get_line(in, got, sizeof got)) return ended(in, want);
-  if (strcmp(got, want))
-    FAIL(in, FE_ERR_IO, "expected %s, found '%.40s': a count in the section is wrong", want, got);
-  in->section = NULL;
-  return 0;
-}
-
-/* Lines up to $End<name>, for sections felab does not read. */
-static int skip_section(msh_in *in, const char *name)
-{
-  char want[300], got[300];
-  snprintf(want, sizeof want, "$End%s", name);
-  while (get_line(in, got, sizeof got))
-    if (!strcmp(got, want)) return 0;
-  return ended(in, want);
-}
-
-/* Every 64k nodes or elements: the progress line and Ctrl-C. */
-static int tick(msh_in *in)
-{
-  if (++in->items & 0xffff) return 0;
-  fe_progress_fraction(in->size ? (double)(in->base + (long long)in->pos) / (double)in->size : 0);
-  return fe_interrupt_check();
-}
 
 /* ----- what the sections give ----- */
 
@@ -381,9 +83,9 @@ static int read_format(msh_in *in)
 {
   in->section = "$MeshFormat";
   char version[32];
-  int c = skip_blanks(in, 0);
-  if (c == EOF) return ended(in, "the MSH version (4.1)");
-  word(in, version, sizeof version);
+  int c = msh_skip_blanks(in, 0);
+  if (c == EOF) return msh_ended(in, "the MSH version (4.1)");
+  msh_word(in, version, sizeof version);
   if (strcmp(version, "4.1")) {
     char *end;
     strtod(version, &end);
@@ -396,22 +98,22 @@ static int read_format(msh_in *in)
     FAIL(in, FE_ERR_IO, "expected the MSH version (4.1), found '%s'", version);
   }
   int type, size;
-  FE_CHECK(ascii_int(in, 1, &type, "the file type (0 ASCII, 1 binary)"));
+  FE_CHECK(msh_ascii_int(in, 1, &type, "the file type (0 ASCII, 1 binary)"));
   if (type != 0 && type != 1)
     FAIL(in, FE_ERR_IO, "file type %d: expected 0 (ASCII) or 1 (binary)", type);
-  FE_CHECK(ascii_int(in, 1, &size, "the data size (8)"));
+  FE_CHECK(msh_ascii_int(in, 1, &size, "the data size (8)"));
   if (size != 8)
     FAIL(in, FE_ERR_IO, "data size %d: felab reads .msh files whose sizes are 8 bytes", size);
-  FE_CHECK(ascii_end_line(in, "the data size"));
+  FE_CHECK(msh_ascii_end_line(in, "the data size"));
   if (type == 1) {
     in->binary = 1;
     uint32_t one;
-    FE_CHECK(raw(in, &one, 4, "the int 1 that gives the byte order"));
+    FE_CHECK(msh_raw(in, &one, 4, "the int 1 that gives the byte order"));
     if (one != 1 && __builtin_bswap32(one) != 1)
       FAIL(in, FE_ERR_IO, "expected the int 1 that gives the byte order, found %u", one);
     in->swap = one != 1;
   }
-  return section_end(in, "MeshFormat");
+  return msh_section_end(in, "MeshFormat");
 }
 
 /* $PhysicalNames (ASCII in binary files too): the count, then dim tag "name" a line. */
@@ -419,32 +121,32 @@ static int read_names(msh_in *in, msh_data *d)
 {
   in->section = "$PhysicalNames";
   size_t n;
-  FE_CHECK(ascii_size(in, 0, &n, "the number of physical names"));
-  FE_CHECK(ascii_end_line(in, "the number of physical names"));
-  FE_CHECK(check_count(in, n, 8, "physical names"));
+  FE_CHECK(msh_ascii_size(in, 0, &n, "the number of physical names"));
+  FE_CHECK(msh_ascii_end_line(in, "the number of physical names"));
+  FE_CHECK(msh_check_count(in, n, 8, "physical names"));
   FE_CALLOC(d->names, n + 1, "physical names");
   char name[1024];
   for (size_t i = 0; i < n; i++) {
     msh_name *p = &d->names[i];
-    FE_CHECK(ascii_int(in, 0, &p->dim, "the dimension of a physical name"));
-    FE_CHECK(ascii_int(in, 1, &p->tag, "the tag of a physical name"));
-    int c = skip_blanks(in, 1);
-    if (c != '"') return unexpected(in, c, "", "a quoted name (\"inlet\")");
-    next(in);
+    FE_CHECK(msh_ascii_int(in, 0, &p->dim, "the dimension of a physical name"));
+    FE_CHECK(msh_ascii_int(in, 1, &p->tag, "the tag of a physical name"));
+    int c = msh_skip_blanks(in, 1);
+    if (c != '"') return msh_unexpected(in, c, "", "a quoted name (\"inlet\")");
+    msh_next(in);
     size_t k = 0;
-    while ((c = next(in)) != '"') {
+    while ((c = msh_next(in)) != '"') {
       if (c == EOF || c == '\n') FAIL(in, FE_ERR_IO, "the name has no closing quote");
       if (k + 1 == sizeof name)
         FAIL(in, FE_ERR_IO, "a name longer than %zu characters", sizeof name - 1);
       name[k++] = (char)c;
     }
     name[k] = 0;
-    FE_CHECK(ascii_end_line(in, "a physical name"));
+    FE_CHECK(msh_ascii_end_line(in, "a physical name"));
     p->name = strdup(name);
     FE_ASSERT(p->name, FE_ERR_MEM, "out of memory for the physical names");
     d->nnames = i + 1;
   }
-  return section_end(in, "PhysicalNames");
+  return msh_section_end(in, "PhysicalNames");
 }
 
 static int add_member(msh_data *d, int dim, int group, int entity)
@@ -466,35 +168,35 @@ static int read_entities(msh_in *in, msh_data *d)
                                           "the number of surfaces", "the number of volumes"};
   in->section = "$Entities";
   size_t count[4];
-  for (int dim = 0; dim < 4; dim++) FE_CHECK(get_size(in, dim > 0, &count[dim], count_of[dim]));
-  FE_CHECK(end_line(in, "the numbers of entities"));
+  for (int dim = 0; dim < 4; dim++) FE_CHECK(msh_get_size(in, dim > 0, &count[dim], count_of[dim]));
+  FE_CHECK(msh_end_line(in, "the numbers of entities"));
   for (int dim = 0; dim < 4; dim++) {
     /* tag, 3 or 6 coordinates, the physical tags' count, [the boundary's count] */
-    FE_CHECK(check_count(in, count[dim], in->binary ? (dim ? 68 : 36) : (dim ? 17 : 9),
+    FE_CHECK(msh_check_count(in, count[dim], in->binary ? (dim ? 68 : 36) : (dim ? 17 : 9),
                          "entities"));
     for (size_t i = 0; i < count[dim]; i++) {
       int tag;
       double x;
       size_t n;
-      FE_CHECK(get_int(in, 0, &tag, "an entity tag"));
+      FE_CHECK(msh_get_int(in, 0, &tag, "an entity tag"));
       for (int k = 0; k < (dim ? 6 : 3); k++)
-        FE_CHECK(get_double(in, 1, &x, dim ? "a bounding box coordinate" : "a coordinate"));
-      FE_CHECK(get_size(in, 1, &n, "the number of physical tags"));
-      FE_CHECK(check_count(in, n, in->binary ? 4 : 2, "physical tags"));
+        FE_CHECK(msh_get_double(in, 1, &x, dim ? "a bounding box coordinate" : "a coordinate"));
+      FE_CHECK(msh_get_size(in, 1, &n, "the number of physical tags"));
+      FE_CHECK(msh_check_count(in, n, in->binary ? 4 : 2, "physical tags"));
       for (size_t k = 0; k < n; k++) {
         int group;
-        FE_CHECK(get_int(in, 1, &group, "a physical tag"));
+        FE_CHECK(msh_get_int(in, 1, &group, "a physical tag"));
         FE_CHECK(add_member(d, dim, group, tag));
       }
       if (dim) {
-        FE_CHECK(get_size(in, 1, &n, "the number of bounding entities"));
-        FE_CHECK(check_count(in, n, in->binary ? 4 : 2, "bounding entities"));
-        for (size_t k = 0; k < n; k++) FE_CHECK(get_int(in, 1, &tag, "a bounding entity tag"));
+        FE_CHECK(msh_get_size(in, 1, &n, "the number of bounding entities"));
+        FE_CHECK(msh_check_count(in, n, in->binary ? 4 : 2, "bounding entities"));
+        for (size_t k = 0; k < n; k++) FE_CHECK(msh_get_int(in, 1, &tag, "a bounding entity tag"));
       }
-      FE_CHECK(end_line(in, "an entity"));
+      FE_CHECK(msh_end_line(in, "an entity"));
     }
   }
-  return section_end(in, "Entities");
+  return msh_section_end(in, "Entities");
 }
 
 static int span_cmp(const void *a, const void *b)
@@ -537,33 +239,33 @@ static int read_node_blocks(msh_in *in, msh_data *d, msh_span *spans, size_t nbl
   for (size_t b = 0; b < nblocks; b++) {
     int dim, tag, param;
     size_t n;
-    FE_CHECK(get_int(in, 0, &dim, "the entity dimension of a node block"));
+    FE_CHECK(msh_get_int(in, 0, &dim, "the entity dimension of a node block"));
     if (dim < 0 || dim > 3) FAIL(in, FE_ERR_IO, "entity dimension %d: expected 0 to 3", dim);
-    FE_CHECK(get_int(in, 1, &tag, "the entity tag of a node block"));
-    FE_CHECK(get_int(in, 1, &param, "whether the nodes are parametric (0 or 1)"));
+    FE_CHECK(msh_get_int(in, 1, &tag, "the entity tag of a node block"));
+    FE_CHECK(msh_get_int(in, 1, &param, "whether the nodes are parametric (0 or 1)"));
     if (param != 0 && param != 1) FAIL(in, FE_ERR_IO, "parametric %d: expected 0 or 1", param);
-    FE_CHECK(get_size(in, 1, &n, "the number of nodes in the block"));
+    FE_CHECK(msh_get_size(in, 1, &n, "the number of nodes in the block"));
       if (n > d->nnodes - at)
       FAIL(in, FE_ERR_IO, "the blocks hold more nodes than the %zu the section announces",
            d->nnodes);
-    FE_CHECK(end_line(in, "a node block's header"));
+    FE_CHECK(msh_end_line(in, "a node block's header"));
     for (size_t i = 0; i < n; i++) {
-      FE_CHECK(get_size(in, 0, &d->node_tags[at + i], "a node tag"));
-      FE_CHECK(tick(in));
+      FE_CHECK(msh_get_size(in, 0, &d->node_tags[at + i], "a node tag"));
+      FE_CHECK(msh_tick(in));
     }
     for (size_t i = 0; i < n; i++) {
       double *x = d->coords + 3 * (at + i), u;
-      FE_CHECK(get_double(in, 0, &x[0], "a node's x coordinate"));
-      FE_CHECK(get_double(in, 1, &x[1], "a node's y coordinate"));
-      FE_CHECK(get_double(in, 1, &x[2], "a node's z coordinate"));
+      FE_CHECK(msh_get_double(in, 0, &x[0], "a node's x coordinate"));
+      FE_CHECK(msh_get_double(in, 1, &x[1], "a node's y coordinate"));
+      FE_CHECK(msh_get_double(in, 1, &x[2], "a node's z coordinate"));
       for (int k = 0; k < param * dim; k++)
-        FE_CHECK(get_double(in, 1, &u, "a node's parametric coordinate"));
-      FE_CHECK(end_line(in, "a node's coordinates"));
+        FE_CHECK(msh_get_double(in, 1, &u, "a node's parametric coordinate"));
+      FE_CHECK(msh_end_line(in, "a node's coordinates"));
     }
     spans[b] = (msh_span){dim, tag, at, n};
     at += n;
   }
-  mark_at(in, line, byte);
+  msh_mark_at(in, line, byte);
   if (at != d->nnodes)
     FAIL(in, FE_ERR_IO, "the blocks hold %zu nodes, the section announces %zu", at, d->nnodes);
   return 0;
@@ -574,15 +276,15 @@ static int read_nodes(msh_in *in, msh_data *d)
 {
   in->section = "$Nodes";
   size_t nblocks, nnodes, lo, hi;
-  FE_CHECK(get_size(in, 0, &nblocks, "the number of node blocks"));
+  FE_CHECK(msh_get_size(in, 0, &nblocks, "the number of node blocks"));
   const long long line = in->at_line, byte = in->at_byte;
-  FE_CHECK(get_size(in, 1, &nnodes, "the number of nodes"));
-  FE_CHECK(get_size(in, 1, &lo, "the smallest node tag"));
-  FE_CHECK(get_size(in, 1, &hi, "the largest node tag"));
-  FE_CHECK(end_line(in, "the numbers of nodes"));
+  FE_CHECK(msh_get_size(in, 1, &nnodes, "the number of nodes"));
+  FE_CHECK(msh_get_size(in, 1, &lo, "the smallest node tag"));
+  FE_CHECK(msh_get_size(in, 1, &hi, "the largest node tag"));
+  FE_CHECK(msh_end_line(in, "the numbers of nodes"));
   /* a node takes at least "1\n0 0 0\n" in ASCII, 4 numbers of 8 bytes in binary */
-  FE_CHECK(check_count(in, nnodes, in->binary ? 32 : 8, "nodes"));
-  FE_CHECK(check_count(in, nblocks, in->binary ? 20 : 8, "node blocks"));
+  FE_CHECK(msh_check_count(in, nnodes, in->binary ? 32 : 8, "nodes"));
+  FE_CHECK(msh_check_count(in, nblocks, in->binary ? 20 : 8, "node blocks"));
   FE_MALLOC(d->node_tags, nnodes + 1, "node tags");
   FE_MALLOC(d->coords, 3 * nnodes + 1, "node coordinates");
   d->nnodes = nnodes;
@@ -592,7 +294,7 @@ static int read_nodes(msh_in *in, msh_data *d)
   if (!rc) rc = sort_nodes(d, spans, nblocks);
   free(spans);
   if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
-  return section_end(in, "Nodes");
+  return msh_section_end(in, "Nodes");
 }
 
 /* One element block of $Elements into bl (left out, bl->b.nodes NULL, for points'
@@ -603,10 +305,10 @@ static int read_element_block(msh_in *in, msh_block *bl, int straight, size_t *l
   int dim, tag, type;
   size_t n;
   fe_msh_type ti;
-  FE_CHECK(get_int(in, 0, &dim, "the entity dimension of an element block"));
+  FE_CHECK(msh_get_int(in, 0, &dim, "the entity dimension of an element block"));
   if (dim < 0 || dim > 3) FAIL(in, FE_ERR_IO, "entity dimension %d: expected 0 to 3", dim);
-  FE_CHECK(get_int(in, 1, &tag, "the entity tag of an element block"));
-  FE_CHECK(get_int(in, 1, &type, "the element type"));
+  FE_CHECK(msh_get_int(in, 1, &tag, "the entity tag of an element block"));
+  FE_CHECK(msh_get_int(in, 1, &type, "the element type"));
   if (!fe_msh_type_info(type, &ti))
     FAIL(in, FE_ERR_MESH,
          "unknown element type %d: felab knows Gmsh types 1-19 (points, lines, triangles, "
@@ -615,13 +317,13 @@ static int read_element_block(msh_in *in, msh_block *bl, int straight, size_t *l
   if (ti.dim != dim)
     FAIL(in, FE_ERR_IO, "%s elements on an entity of dimension %d (expected %d)", ti.name, dim,
          ti.dim);
-  FE_CHECK(get_size(in, 1, &n, "the number of elements in the block"));
+  FE_CHECK(msh_get_size(in, 1, &n, "the number of elements in the block"));
   if (n > *left)
     FAIL(in, FE_ERR_IO, "the blocks hold more elements than the section announces");
   *left -= n;
-  FE_CHECK(end_line(in, "an element block's header"));
+  FE_CHECK(msh_end_line(in, "an element block's header"));
   const size_t nn = (size_t)ti.nodes;
-  FE_CHECK(check_count(in, n, in->binary ? 8 * (nn + 1) : 2 * (nn + 1), "elements"));
+  FE_CHECK(msh_check_count(in, n, in->binary ? 8 * (nn + 1) : 2 * (nn + 1), "elements"));
   const int keep = straight ? ti.vertices : ti.nodes;
   size_t *nodes = NULL;
   if (dim >= 1) FE_MALLOC(nodes, n * keep + 1, "element node tags");
@@ -631,13 +333,13 @@ static int read_element_block(msh_in *in, msh_block *bl, int straight, size_t *l
   snprintf(after, sizeof after, "the %d node tags of a %s", ti.nodes, ti.name);
   for (size_t e = 0; e < n; e++) {
     size_t t;
-    FE_CHECK(get_size(in, 0, &t, "an element tag"));
+    FE_CHECK(msh_get_size(in, 0, &t, "an element tag"));
     for (int k = 0; k < ti.nodes; k++) {
-      FE_CHECK(get_size(in, 1, &t, node_of));
+      FE_CHECK(msh_get_size(in, 1, &t, node_of));
       if (nodes && k < keep) nodes[e * keep + k] = t;
     }
-    FE_CHECK(end_line(in, after));
-    FE_CHECK(tick(in));
+    FE_CHECK(msh_end_line(in, after));
+    FE_CHECK(msh_tick(in));
   }
   return 0;
 }
@@ -647,14 +349,14 @@ static int read_elements(msh_in *in, msh_data *d, int straight)
 {
   in->section = "$Elements";
   size_t nblocks, nelements, lo, hi;
-  FE_CHECK(get_size(in, 0, &nblocks, "the number of element blocks"));
+  FE_CHECK(msh_get_size(in, 0, &nblocks, "the number of element blocks"));
   const long long line = in->at_line, byte = in->at_byte;
-  FE_CHECK(get_size(in, 1, &nelements, "the number of elements"));
-  FE_CHECK(get_size(in, 1, &lo, "the smallest element tag"));
-  FE_CHECK(get_size(in, 1, &hi, "the largest element tag"));
-  FE_CHECK(end_line(in, "the numbers of elements"));
-  FE_CHECK(check_count(in, nelements, in->binary ? 16 : 4, "elements"));
-  FE_CHECK(check_count(in, nblocks, in->binary ? 20 : 8, "element blocks"));
+  FE_CHECK(msh_get_size(in, 1, &nelements, "the number of elements"));
+  FE_CHECK(msh_get_size(in, 1, &lo, "the smallest element tag"));
+  FE_CHECK(msh_get_size(in, 1, &hi, "the largest element tag"));
+  FE_CHECK(msh_end_line(in, "the numbers of elements"));
+  FE_CHECK(msh_check_count(in, nelements, in->binary ? 16 : 4, "elements"));
+  FE_CHECK(msh_check_count(in, nblocks, in->binary ? 20 : 8, "element blocks"));
   FE_CALLOC(d->blocks, nblocks + 1, "element blocks");
   size_t left = nelements;
   for (size_t b = 0; b < nblocks; b++) {
@@ -664,22 +366,22 @@ static int read_elements(msh_in *in, msh_data *d, int straight)
     if (bl->b.nodes) bl->seq = d->nblocks++; /* d frees its nodes, also after an error */
     if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
-  mark_at(in, line, byte);
+  msh_mark_at(in, line, byte);
   if (left)
     FAIL(in, FE_ERR_IO, "the blocks hold %zu elements, the section announces %zu",
          nelements - left, nelements);
-  return section_end(in, "Elements");
+  return msh_section_end(in, "Elements");
 }
 
 /* The sections, in any order, after $MeshFormat. */
 static int read_sections(msh_in *in, msh_data *d, int straight)
 {
   char line[256];
-  if (!get_line(in, line, sizeof line)) return ended(in, "$MeshFormat");
+  if (!msh_get_line(in, line, sizeof line)) return msh_ended(in, "$MeshFormat");
   if (strcmp(line, "$MeshFormat"))
     FAIL(in, FE_ERR_IO, "expected $MeshFormat, found '%.40s': this is not a .msh file", line);
   FE_CHECK(read_format(in));
-  while (get_line(in, line, sizeof line)) {
+  while (msh_get_line(in, line, sizeof line)) {
     const char *name = line + 1;
     int *seen = NULL;
     if (line[0] != '$')
@@ -695,7 +397,7 @@ static int read_sections(msh_in *in, msh_data *d, int straight)
     else if (!strcmp(name, "MeshFormat") || !strncmp(name, "End", 3))
       FAIL(in, FE_ERR_IO, "%s out of place", line);
     if (!seen) {
-      FE_CHECK(skip_section(in, name));
+      FE_CHECK(msh_skip_section(in, name));
       continue;
     }
     if (*seen) FAIL(in, FE_ERR_IO, "a second %s section", line);
@@ -705,7 +407,7 @@ static int read_sections(msh_in *in, msh_data *d, int straight)
     else if (seen == &d->seen_nodes) FE_CHECK(read_nodes(in, d));
     else FE_CHECK(read_elements(in, d, straight));
   }
-  mark(in);
+  msh_mark(in);
   if (!d->seen_nodes || !d->seen_elements)
     FAIL(in, FE_ERR_IO, "the file ends without a %s section: it is truncated, or holds no mesh",
          d->seen_nodes ? "$Elements" : "$Nodes");
