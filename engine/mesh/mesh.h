@@ -129,7 +129,7 @@ const fe_mesh_classes *fe_mesh_congruent(const fe_mesh *m);
  * place. */
 void fe_mesh_forget_classes(fe_mesh *m);
 /* ----- cell geometry: the straight map from the vertices, the curved one from the
- * second-order nodes (engine/mesh/mesh.c) ----- */
+ * second-order nodes (engine/mesh/mesh-geo.c; colors: mesh-color.c) ----- */
 
 /* Physical point x and J[d*dim+i] = dx_d/dxi_i of cell `cell` at reference point xi, from the
  * vertices (straight: P1 tri/tet, Q1 quad/hex, P1 x linear prism) or the second-order nodes
@@ -160,7 +160,8 @@ int fe_mesh_color_groups(const fe_mesh *m, const int *cells, int nvc, int block,
 int fe_mesh_color_groups_below(const fe_mesh *m, const int *cells, int nvc, int nids, int block,
                                int **color, int *ncolors);
 
-/* ----- mesh operations (engine/mesh/mesh-ops.c) ----- */
+/* ----- mesh operations (engine/mesh/mesh-ops.c: refinement; mesh-order.c: reordering;
+ * mesh-quality.c: quality) ----- */
 
 /* Facets of prism meshes: nvf = 4, quadrilaterals as they are and triangles with their last
  * vertex repeated (a, b, c, c), so that one array holds both kinds. 2D meshes have edge
@@ -216,7 +217,8 @@ typedef struct fe_mesh_quality_info {
 /* Fill q; an inverted or degenerate cell is fe_mesh_check's error naming the cell. */
 int fe_mesh_quality(const fe_mesh *m, fe_mesh_quality_info *q);
 
-/* ----- meshes from files, through the Gmsh SDK (engine/mesh/io/gmsh-io.c) ----- */
+/* ----- meshes from files, through the Gmsh SDK (engine/mesh/io/gmsh-load.c; the conversion
+ * to a mesh: gmsh-io.c) ----- */
 
 typedef struct fe_load_opts {
   double size;           /* uniform mesh size when the file is meshed here (0: the file's own) */
