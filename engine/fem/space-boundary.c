@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "engine/core/error.h"
-#include "engine/core/memory.h"
 #include "engine/core/keymap.h"
 #include "engine/fem/space-private.h"
 

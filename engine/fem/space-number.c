@@ -11,16 +11,12 @@
  * which node it is; a hash map of the names does the same one cell after another where that
  * cannot. On a box of hexes or quads as mesh.box lays it out (checked cell by cell) nothing
  * needs matching: the same ids come from the cells' indices and the nodes' lattice points. */
-#include <limits.h>
 #include <omp.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/core/error.h"
-#include "engine/core/memory.h"
-#include "engine/core/progress.h"
 #include "engine/core/keymap.h"
 #include "engine/fem/space-private.h"
 

@@ -3,13 +3,9 @@
 #include "engine/physics/expr.h"
 
 #include <math.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/core/error.h"
-#include "engine/physics/physics.h"
 
 /* ---- C expressions typed by a user: numbers as reals ---- */
 

@@ -3,13 +3,10 @@
 #include "engine/physics/expr-private.h"
 
 #include <math.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/core/error.h"
-#include "engine/physics/physics.h"
 
 /* ---- differentiation ---- */
 
