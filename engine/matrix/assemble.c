@@ -50,11 +50,12 @@ static int assemble_options(assembly *S)
 {
   const fe_action_opts *o = S->o;
   const fe_space *V = S->A->V;
-  S->asked = o ? o->lanes : 0, S->scatter = o ? o->scatter : FE_SCATTER_AUTO;
-  int asked = S->asked;
+  int asked = S->asked = o ? o->lanes : 0;
+  S->scatter = o ? o->scatter : FE_SCATTER_AUTO;
   FE_ASSERT(asked >= 0 && asked <= 64 && !(asked & (asked - 1)), FE_ERR_ARG, "lanes = %d: the "
             "items per row of the CSR product must be a power of two up to 64", asked);
-  S->format = o ? o->format : FE_FORMAT_AUTO, S->chunk = o ? o->chunk : 0;
+  S->format = o ? o->format : FE_FORMAT_AUTO;
+  S->chunk = o ? o->chunk : 0;
   S->sigma = o ? o->sigma : 0;
   FE_CHECK(check_format(S->format, S->chunk, S->sigma, asked));
   S->t0 = fe_clock();
@@ -263,7 +264,9 @@ static int assemble_adds(assembly *S)
         {.kind = FE_ARG_BUFFER, .buf = &K->vals},
         {.kind = FE_ARG_BUFFER, .buf = &M->vals},
     };
-    if (ng) rc = r->be->ops->launch(r->be->impl, S->kasm, (size_t)ng, EM_ITEMS, 11, args, r->prec, &sec);
+    if (ng)
+      rc = r->be->ops->launch(r->be->impl, S->kasm, (size_t)ng, EM_ITEMS, 11, args, r->prec,
+                              &sec);
     S->seconds += sec;
   }
   return rc;
