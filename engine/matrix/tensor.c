@@ -247,6 +247,61 @@ static int tensor_source(const fe_realization *r, const tensor_blocks *u, int bl
   return rc;
 }
 
+/* One launch of the contraction kernel into k->vals: ngroups groups of `block` cells, each
+ * as many items as conc cells' entries or its probes (whole warps, up to the device's
+ * largest group). */
+static int tensor_launch(const fe_realization *r, fe_kernel *kern, int ngroups, int block,
+                         int conc, const fe_buffer *ids, fe_elemats *k, double *seconds)
+{
+  const fe_space *V = r->A->V;
+  const int nc = V->ncomp, n = V->elem.nbasis * nc;
+  fe_arg args[8] = {
+      {.kind = FE_ARG_INT, .i = ngroups},
+      {.kind = FE_ARG_INT, .i = (long long)r->npad},
+      {.kind = FE_ARG_INT, /* geo_n: one set of factors a cell, or a class */
+       .i = (long long)fe_geometry_plane(r->A, &r->A->quad[FE_ACTION_APPLY], r->npad,
+                                         r->geo_shared)},
+      {.kind = FE_ARG_BUFFER, .buf = &r->geo[FE_ACTION_APPLY]},
+      {.kind = FE_ARG_BUFFER, .buf = &r->aux},
+      {.kind = FE_ARG_BUFFER, .buf = &r->params},
+      {.kind = FE_ARG_BUFFER, .buf = ids},
+      {.kind = FE_ARG_BUFFER, .buf = &k->vals},
+  };
+  size_t items = (size_t)conc * n * n, probes = (size_t)block * nc;
+  if (items < probes) items = probes;
+  size_t gs = (items + 31) / 32 * 32;
+  if (gs > r->be->info.max_group) gs = r->be->info.max_group;
+  return r->be->ops->launch(r->be->impl, kern, (size_t)ngroups, gs, 8, args, r->prec, seconds);
+}
+
+/* The report of one call: its line, the counted flops and bytes, the stage times, the
+ * model's prediction (its code). */
+static int tensor_report(fe_operator *A, const fe_realization *r, const tensor_blocks *u,
+                         int block, int conc, double compile_s, double transfer, double setup,
+                         double seconds, fe_report *rep)
+{
+  const fe_space *V = A->V;
+  const int dim = V->elem.dim, nc = V->ncomp, n = V->elem.nbasis * nc, ncells = V->mesh->ncells;
+  const int ngk = tensor_terms(u, dim);
+  size_t w = fe_precision_size(r->prec);
+  char line[160];
+  snprintf(line, sizeof line, "reference tensor contraction: %d terms per entry, G per cell from "
+           "%d probes; %d cells per group, %d concurrent", ngk, nc * (1 + dim), block, conc);
+  fe_report_begin(rep, "element_matrices", r->be, r->prec, "tensor", line);
+  fe_report_operator(rep, A, FE_ACTION_APPLY);
+  rep->flops = ncells * tensor_flops_per_cell(A, u);
+  /* the matrices written; per cell its factors, constants and id read; the named constants */
+  rep->bytes = (double)ncells * n * n * w +
+               (double)ncells * ((fe_geo_stride(dim) + A->pde->naux) * (double)w + 4.0) +
+               A->pde->nconst * (double)w;
+  rep->seconds = seconds;
+  rep->compile_seconds = compile_s;
+  rep->transfer_seconds = transfer;
+  rep->setup_seconds = setup;
+  rep->launches = 1;
+  return fe_perf_predict(r->be, r->prec, rep);
+}
+
 int fe_element_matrices_tensor(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
                                fe_elemats **K, fe_report *rep)
 {
@@ -304,25 +359,7 @@ int fe_element_matrices_tensor(fe_operator *A, const fe_vector *at, const fe_act
   if (!rc) rc = tensor_ids(r, &ids);
   if (!rc) rc = fe_realization_bind(r, tf, &transfer); /* the named constants */
   double setup = fe_clock() - t0 - compile_s - transfer;
-  if (!rc) {
-    fe_arg args[8] = {
-        {.kind = FE_ARG_INT, .i = ngroups},
-        {.kind = FE_ARG_INT, .i = (long long)r->npad},
-        {.kind = FE_ARG_INT, /* geo_n: one set of factors a cell, or a class */
-         .i = (long long)fe_geometry_plane(r->A, &r->A->quad[FE_ACTION_APPLY], r->npad,
-                                           r->geo_shared)},
-        {.kind = FE_ARG_BUFFER, .buf = &r->geo[FE_ACTION_APPLY]},
-        {.kind = FE_ARG_BUFFER, .buf = &r->aux},
-        {.kind = FE_ARG_BUFFER, .buf = &r->params},
-        {.kind = FE_ARG_BUFFER, .buf = &ids},
-        {.kind = FE_ARG_BUFFER, .buf = &k->vals},
-    };
-    size_t items = (size_t)conc * n * n, probes = (size_t)block * nc;
-    if (items < probes) items = probes;
-    size_t gs = (items + 31) / 32 * 32;
-    if (gs > r->be->info.max_group) gs = r->be->info.max_group;
-    rc = r->be->ops->launch(r->be->impl, kern, (size_t)ngroups, gs, 8, args, r->prec, &seconds);
-  }
+  if (!rc) rc = tensor_launch(r, kern, ngroups, block, conc, &ids, k, &seconds);
   fe_realization_unbind(r, tf);
   if (ids.ptr) r->be->ops->release(r->be->impl, &ids);
   if (mod) r->be->ops->module_free(r->be->impl, mod);
@@ -330,22 +367,7 @@ int fe_element_matrices_tensor(fe_operator *A, const fe_vector *at, const fe_act
     if (k != reuse) fe_elemats_free(k);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
-  char line[160];
-  snprintf(line, sizeof line, "reference tensor contraction: %d terms per entry, G per cell from "
-           "%d probes; %d cells per group, %d concurrent", ngk, nc * (1 + dim), block, conc);
-  fe_report_begin(rep, "element_matrices", r->be, r->prec, "tensor", line);
-  fe_report_operator(rep, A, FE_ACTION_APPLY);
-  rep->flops = ncells * tensor_flops_per_cell(A, &u);
-  /* the matrices written; per cell its factors, constants and id read; the named constants */
-  rep->bytes = (double)ncells * n * n * w +
-               (double)ncells * ((fe_geo_stride(dim) + A->pde->naux) * (double)w + 4.0) +
-               A->pde->nconst * (double)w;
-  rep->seconds = seconds;
-  rep->compile_seconds = compile_s;
-  rep->transfer_seconds = transfer;
-  rep->setup_seconds = setup;
-  rep->launches = 1;
-  rc = fe_perf_predict(r->be, r->prec, rep);
+  rc = tensor_report(A, r, &u, block, conc, compile_s, transfer, setup, seconds, rep);
   if (rc) {
     if (k != reuse) fe_elemats_free(k);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);

@@ -1,0 +1,139 @@
+/* felab matrices, private: what the files of engine/matrix/ share and nothing else includes
+ * (matrix.c: the element matrices; pattern.c: the assembly's pattern and its fill;
+ * host-fill.c: the element matrices the cpu's fill makes as its rows need them; assemble.c:
+ * fe_operator_assemble; sparse.c: the CSR and SELL products). Private to those files. */
+#ifndef FE_MATRIX_PRIVATE_H
+#define FE_MATRIX_PRIVATE_H
+
+#include <stddef.h>
+
+#include "engine/matrix/matrix.h"
+#include "engine/operator/strategy.h"
+
+#define EM_ITEMS 128 /* items per group of fe_assemble and fe_spmv (elemat.knl) */
+
+/* ---- the element matrices (matrix.c) ---- */
+
+/* One variant of strategy "quadrature" (the table elemat_variants in matrix.c). */
+typedef struct elemat_variant {
+  const char *name;
+  int shm, nojac;
+  const char *summary; /* the report's line (shm, gemm: its shape is added) */
+  int gemm;            /* 1: kernel fe_elemat_gemm */
+  int mma;             /* 1: its phase 3 on fp64 tensor cores (GM_MMA: cuda, double only) */
+} elemat_variant;
+
+extern const elemat_variant elemat_variants[FE_ELEMAT_VARIANTS];
+
+/* How one variant's kernel is compiled and launched. */
+typedef struct elemat_shape {
+  int v;          /* the variant */
+  int block;      /* cells per work group (BLOCK) */
+  int pc;         /* columns per part (EM_PC; reg: all of them) */
+  size_t shared;  /* bytes of shared memory per work group */
+  size_t dynamic; /* the same when they are dynamic (cuda, above the static limit), else 0 */
+  size_t items;   /* work-group size */
+  /* gemm: the slots kept per component (the value, the DIM reference derivatives), points
+   * per chunk, the register tile (rows x columns of K per item), sums kept in registers
+   * over the chunks (1: an item per tile) */
+  int gv, gg, qc, ti, tj, reg;
+  int warps; /* gemm_mma: warps per group, each owning strips of 8x8 tiles of K */
+} elemat_shape;
+
+/* The shape of variant v on r (o: the asked block, or NULL). */
+int elemat_shape_of(const fe_realization *r, const fe_action_opts *o, int v, elemat_shape *sh);
+/* Compile variant sh->v's module for its block on first use; *seconds the compile time. */
+int elemat_module(fe_realization *r, const elemat_shape *sh, double *seconds);
+/* Counted flops of the element matrix of one cell. */
+double elemat_flops_per_cell(const fe_realization *r, const fe_kernel_spec *s,
+                             const elemat_shape *sh);
+
+/* ---- the assembly's pattern and fill (pattern.c) ---- */
+
+/* What the pattern is built from: V, its constrained dofs and the cells of each node. */
+typedef struct pattern {
+  const fe_space *V;
+  const int *fixed; /* per dof: 1 constrained */
+  int *start;       /* the cells of node a: list[start[a] .. start[a + 1]), in cell order */
+  int *list;
+  int *nfree;       /* free components per node */
+  int maxdeg;       /* the most cells of one node */
+} pattern;
+
+/* The fused fill's element matrices (a backend whose buffers are host memory): variant
+ * reg_jac (the Jacobian from the nodes: no stored factors) on a realization made here in the
+ * mesh's cell order and not kept by A. Its coordinates and per-cell constants are the host's
+ * own arrays, wrapped (converted once in single precision); its field maps are gathered per
+ * cell; the named constants and the fields are bound as for any call. */
+typedef struct host_fill {
+  fe_realization h;
+  elemat_shape sh;
+  fe_kernel *k;
+  int batch;            /* cells per launch of a window's front */
+  int dbl;              /* the matrices in double (else float) */
+  size_t kn;            /* entries of an element matrix */
+  size_t window;        /* about the most matrices a thread's window holds */
+  const char *aux;      /* per-cell constants, aux_bytes per cell (NULL: none) */
+  size_t aux_bytes;
+  const int *maps;      /* the fields' dof maps, nbf per cell (NULL: none) */
+  int nbf;
+  void *own[3];         /* what was allocated here: converted coordinates and constants, maps */
+  fe_vector *u;         /* the state made here (zero, or converted), or NULL */
+  fe_vector *tf[FE_PHYSICS_MAX_FIELDS];
+  fe_arg args[15];      /* fe_elemat's; per launch: groups, cells, constants, maps, ids, K */
+} host_fill;
+
+/* A thread's window of element matrices: cells [front - W, front) at slots c mod W (W a
+ * power of two), then maxdeg slots for a row's cells computed apart; end: past the last
+ * cell its rows need; fit: the widest span of a row it takes. */
+typedef struct cell_window {
+  int W, front, end, fit;
+  void *K;
+} cell_window;
+
+/* A thread's scratch for the fill: a launch's slots and a gathered row's cells (nodes,
+ * constants, maps), the rows' marks and places (fill_row), its launches. */
+typedef struct fill_scratch {
+  int *ids, *gcells, *gmaps, *seen, *at, *nbr, *slot;
+  char *gaux;
+  double *acc;
+  int launches;
+  long long made; /* cells' matrices computed (a cell in two threads' bands: twice) */
+} fill_scratch;
+
+void pattern_free(pattern *P);
+/* P->start, list, nfree, maxdeg: the cells of each node. */
+int node_cells(pattern *P);
+/* The first pass: rowptr (ndofs + 1). */
+int count_rows(const pattern *P, int *rowptr);
+/* The second pass, writing cols (and with F vals) in place; *launches, *made: the fill's. */
+int fill_pattern(const pattern *P, const int *rowptr, int *cols, void *vals,
+                 const host_fill *F, int *launches, long long *made);
+
+/* ---- the cpu's element matrices, made as the rows need them (host-fill.c) ---- */
+
+int host_fill_make(fe_operator *A, const fe_vector *at, fe_backend *be, fe_precision prec,
+                   host_fill *F, double *compile_s, double *transfer);
+void host_fill_free(host_fill *F);
+/* The window for rows [a0, a1) of the fill's order (order: NULL, the ids' order). */
+void window_make(const host_fill *F, const pattern *P, const int *order, int a0, int a1,
+                 cell_window *w);
+/* The bytes of window w's matrices. */
+size_t window_bytes(const host_fill *F, const pattern *P, const cell_window *w);
+/* Node a's cells' slots into x->slot, their matrices made (a failure: its code). */
+int window_row(const host_fill *F, const pattern *P, cell_window *w, int a, fill_scratch *x);
+/* Prefetch the matrices of node a's cells that the window holds. */
+void window_prefetch(const host_fill *F, const pattern *P, const cell_window *w, int a);
+
+/* ---- the product's formats (sparse.c) ---- */
+
+/* The fe_spmv kernel of M, from the elemat module's source of realization r. */
+int csr_module(fe_csr *M, const fe_realization *r, double *seconds);
+/* The library's product (format "cusparse"): its descriptors of M's CSR arrays. */
+int csr_make_library(fe_csr *M);
+/* Check the asked layout of the product (lanes: CSR's items per row). */
+int check_format(int format, int chunk, int sigma, int lanes);
+/* M's SELL-C-sigma copy from rowptr; *host: the host's seconds; *seconds: the kernel's. */
+int csr_make_sell(fe_csr *M, const int *rowptr, double *host, double *seconds);
+
+#endif

@@ -1,0 +1,318 @@
+/* felab matrices, the CSR matrix's products: the fe_spmv kernel (CSR and SELL-C-sigma, from
+ * the elemat module), cuSPARSE's product, the SELL copy's layout and fill, and the matrix's
+ * launch, apply, counts, host copy, export and release. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/core/error.h"
+#include "engine/core/memory.h"
+#include "engine/matrix/matrix-private.h"
+/* The fe_spmv kernel of M, from the elemat module's source of realization r. */
+int csr_module(fe_csr *M, const fe_realization *r, double *seconds)
+{
+  char *src;
+  int cached = 0;
+  FE_CHECK(fe_elemat_source(r, M->lanes, &src));
+  int rc = fe_compile(M->be, src, &M->mod, seconds, &cached);
+  free(src);
+  FE_CHECK(rc);
+  return M->be->ops->kernel(M->be->impl, M->mod,
+                            M->format == FE_FORMAT_SELL ? "fe_spmv_sell" : "fe_spmv", &M->spmv);
+}
+
+/* The library's product (format "cusparse"): its descriptors of M's CSR arrays. */
+int csr_make_library(fe_csr *M)
+{
+  if (!M->be->ops->sparse_make)
+    FE_ERROR(FE_ERR_UNAVAILABLE, "format = \"cusparse\" is cuSPARSE's product, on the cuda "
+             "backend only (this matrix is on %s); use \"csr\" or \"sell\"", M->be->name);
+  return M->be->ops->sparse_make(M->be->impl, M->n, M->nnz, &M->rowptr, &M->cols, &M->vals,
+                                 M->prec, &M->sparse);
+}
+
+/* ---- SELL-C-sigma ---- */
+
+/* Check the asked layout of the product (lanes: CSR's items per row). */
+int check_format(int format, int chunk, int sigma, int lanes)
+{
+  FE_ASSERT(format >= FE_FORMAT_AUTO && format <= FE_FORMAT_CUSPARSE, FE_ERR_ARG, "format = %d: "
+            "the product's layout is FE_FORMAT_AUTO, _CSR, _SELL or _CUSPARSE", format);
+  FE_ASSERT(chunk >= 0 && chunk <= 1024, FE_ERR_ARG, "chunk = %d: the rows per SELL chunk must "
+            "be in 1..1024 (a chunk is read by one group of items; 0: the device's)", chunk);
+  FE_ASSERT(sigma >= 0, FE_ERR_ARG, "sigma = %d: the rows per SELL sorting window must be >= 1 "
+            "(1: no sorting; 0: the device's)", sigma);
+  FE_ASSERT(format == FE_FORMAT_SELL || (!chunk && !sigma), FE_ERR_ARG, "%s = %d is an option "
+            "of format = \"sell\" (SELL-C-sigma), not of CSR", chunk ? "chunk" : "sigma",
+            chunk ? chunk : sigma);
+  FE_ASSERT(format != FE_FORMAT_SELL || !lanes, FE_ERR_ARG, "lanes = %d is CSR's (items per "
+            "row); format = \"sell\" runs one item per row", lanes);
+  FE_ASSERT(format != FE_FORMAT_CUSPARSE || !lanes, FE_ERR_ARG, "lanes = %d is felab's CSR "
+            "product's; format = \"cusparse\" runs cuSPARSE's", lanes);
+  return 0;
+}
+
+/* Sort keys: shorter rows sort later, ties in row order (reproducible). */
+static int cmp_key(const void *a, const void *b)
+{
+  long long x = *(const long long *)a, y = *(const long long *)b;
+  return (x > y) - (x < y);
+}
+
+/* The SELL-C-sigma layout of the n rows of rowptr: perm[p], the row at position p (rows
+ * sorted longest first within windows of sigma rows), and cstart[nchunks + 1], the first
+ * slot of each chunk of C positions (C times its longest row); both malloc'd. */
+static int sell_layout(const int *rowptr, int n, int C, int sigma, int **perm_out,
+                       int **cstart_out, long long *nslots)
+{
+  int nchunks = (int)(((long long)n + C - 1) / C), nwin = (int)(((long long)n + sigma - 1) / sigma);
+  FE_ASSERT((long long)nchunks * C <= 2147483647LL, FE_ERR_ARG, "%d rows in chunks of %d pass "
+            "2^31 positions (int indices)", n, C);
+  int *perm = malloc(sizeof(int) * ((size_t)n + 1));
+  int *cstart = malloc(sizeof(int) * ((size_t)nchunks + 1)), failed = 0;
+  if (!perm || !cstart) {
+    free(perm), free(cstart);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for the SELL layout of %d rows", n);
+  }
+#pragma omp parallel reduction(| : failed)
+  {
+    const int m = sigma < n ? sigma : n;
+    long long *key = m > 1 ? malloc(sizeof(long long) * (size_t)m) : NULL;
+    if (m > 1 && !key) failed = 1;
+#pragma omp for schedule(dynamic, 16)
+    for (int b = 0; b < nwin; b++) {
+      const int lo = (int)((long long)b * sigma), hi = n - lo < sigma ? n : lo + sigma;
+      if (failed || !key) {
+        for (int i = lo; i < hi; i++) perm[i] = i;
+        continue;
+      }
+      /* key: (INT_MAX - length) above the row, so ascending keys put long rows first */
+      for (int i = lo; i < hi; i++)
+        key[i - lo] = (long long)(2147483647 - (rowptr[i + 1] - rowptr[i])) << 32 | i;
+      qsort(key, (size_t)(hi - lo), sizeof *key, cmp_key);
+      for (int i = lo; i < hi; i++) perm[i] = (int)(key[i - lo] & 0xffffffffLL);
+    }
+    free(key);
+  }
+  long long s = 0;
+  for (int k = 0; k < nchunks && !failed; k++) {
+    int w = 0, end = n - k * C < C ? n : (k + 1) * C;
+    for (int p = k * C; p < end; p++)
+      if (rowptr[perm[p] + 1] - rowptr[perm[p]] > w) w = rowptr[perm[p] + 1] - rowptr[perm[p]];
+    cstart[k] = (int)s;
+    s += (long long)C * w;
+    if (s > 2147483647LL) failed = 2;
+  }
+  if (failed) {
+    free(perm), free(cstart);
+    FE_ASSERT(failed != 2, FE_ERR_ARG, "the SELL layout (chunk = %d, sigma = %d) passes 2^31 "
+              "slots (int indices)", C, sigma);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for the SELL layout of %d rows", n);
+  }
+  cstart[nchunks] = (int)s;
+  *perm_out = perm;
+  *cstart_out = cstart;
+  *nslots = s;
+  return 0;
+}
+
+/* M's SELL-C-sigma copy (M->chunk, M->sigma set, its values filled): the layout on the host
+ * from rowptr (M's, kept by the host that built it), the slots moved on the device by
+ * fe_sell_fill (the values never leave it). *host: the host's seconds; *seconds: the
+ * kernel's. */
+int csr_make_sell(fe_csr *M, const int *rowptr, double *host, double *seconds)
+{
+  double t0 = fe_clock();
+  int *perm = NULL, *cstart = NULL, C = M->chunk;
+  FE_CHECK(sell_layout(rowptr, M->n, C, M->sigma, &perm, &cstart, &M->nslots));
+  fe_backend *be = M->be;
+  M->nchunks = (int)(((long long)M->n + C - 1) / C);
+  size_t slots = (size_t)M->nslots + 1;
+  /* host memory where the backend's buffers are (the cpu), else the device's */
+  int rc = fe_memory_check_on(be, slots * (sizeof(int) + fe_precision_size(M->prec)), "assemble: "
+                              "the SELL copy's %lld slots (chunk = %d, sigma = %d)", M->nslots, C,
+                              M->sigma);
+  if (rc) {
+    free(perm), free(cstart);
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
+  rc = fe_upload_ints(be, cstart, (size_t)M->nchunks + 1, &M->cstart);
+  if (!rc) rc = fe_upload_ints(be, perm, (size_t)M->n, &M->perm);
+  free(perm);
+  free(cstart);
+  if (!rc) rc = be->ops->alloc(be->impl, slots * sizeof(int), &M->scols);
+  if (!rc) rc = be->ops->alloc(be->impl, slots * fe_precision_size(M->prec), &M->svals);
+  fe_kernel *fill = NULL;
+  if (!rc) rc = be->ops->kernel(be->impl, M->mod, "fe_sell_fill", &fill);
+  *host = fe_clock() - t0;
+  int npos = M->nchunks * C;
+  fe_arg args[11] = {
+      {.kind = FE_ARG_INT, .i = (npos + EM_ITEMS - 1) / EM_ITEMS},
+      {.kind = FE_ARG_INT, .i = M->n},
+      {.kind = FE_ARG_INT, .i = C},
+      {.kind = FE_ARG_INT, .i = npos},
+      {.kind = FE_ARG_BUFFER, .buf = &M->cstart},
+      {.kind = FE_ARG_BUFFER, .buf = &M->perm},
+      {.kind = FE_ARG_BUFFER, .buf = &M->rowptr},
+      {.kind = FE_ARG_BUFFER, .buf = &M->cols},
+      {.kind = FE_ARG_BUFFER, .buf = &M->vals},
+      {.kind = FE_ARG_BUFFER, .buf = &M->scols},
+      {.kind = FE_ARG_BUFFER, .buf = &M->svals},
+  };
+  if (!rc && npos)
+    rc = be->ops->launch(be->impl, fill, (size_t)args[0].i, EM_ITEMS, 11, args, M->prec, seconds);
+  FE_CHECK(rc);
+  return 0;
+}
+
+int fe_csr_launch(const fe_csr *M, fe_kernel *k, const fe_buffer *x, fe_buffer *y, double *seconds)
+{
+  if (M->format == FE_FORMAT_CUSPARSE)
+    return M->be->ops->sparse_spmv(M->be->impl, M->sparse, x, y, seconds);
+  if (M->format == FE_FORMAT_SELL) { /* one item per row */
+    int ngs = (int)(((long long)M->n + EM_ITEMS - 1) / EM_ITEMS);
+    fe_arg args[9] = {
+        {.kind = FE_ARG_INT, .i = ngs},
+        {.kind = FE_ARG_INT, .i = M->n},
+        {.kind = FE_ARG_INT, .i = M->chunk},
+        {.kind = FE_ARG_BUFFER, .buf = &M->cstart},
+        {.kind = FE_ARG_BUFFER, .buf = &M->perm},
+        {.kind = FE_ARG_BUFFER, .buf = &M->scols},
+        {.kind = FE_ARG_BUFFER, .buf = &M->svals},
+        {.kind = FE_ARG_BUFFER, .buf = x},
+        {.kind = FE_ARG_BUFFER, .buf = y},
+    };
+    return M->be->ops->launch(M->be->impl, k, (size_t)ngs, EM_ITEMS, 9, args, M->prec, seconds);
+  }
+  int rows = EM_ITEMS / M->lanes, ng = (M->n + rows - 1) / rows;
+  fe_arg args[7] = {
+      {.kind = FE_ARG_INT, .i = ng},
+      {.kind = FE_ARG_INT, .i = M->n},
+      {.kind = FE_ARG_BUFFER, .buf = &M->rowptr},
+      {.kind = FE_ARG_BUFFER, .buf = &M->cols},
+      {.kind = FE_ARG_BUFFER, .buf = &M->vals},
+      {.kind = FE_ARG_BUFFER, .buf = x},
+      {.kind = FE_ARG_BUFFER, .buf = y},
+  };
+  return M->be->ops->launch(M->be->impl, k, (size_t)ng, EM_ITEMS, 7, args, M->prec, seconds);
+}
+
+int fe_csr_apply(fe_csr *M, const fe_vector *x, fe_vector **y, fe_report *rep)
+{
+  FE_ASSERT(x->n == M->n, FE_ERR_ARG, "the vector has %d entries but the matrix has %d rows",
+            x->n, M->n);
+  fe_vector *xc = NULL;
+  double t0 = fe_clock(), transfer = 0, seconds = 0;
+  if (x->be != M->be || x->prec != M->prec) {
+    FE_CHECK(fe_vector_convert(x, M->be, M->prec, &xc));
+    x = xc;
+  }
+  transfer = fe_clock() - t0;
+  int made = *y == NULL, rc = 0;
+  if (made) rc = fe_vector_create(M->be, M->prec, M->n, y);
+  else FE_ASSERT((*y)->be == M->be && (*y)->prec == M->prec && (*y)->n == M->n, FE_ERR_ARG,
+                 "the output vector does not match the matrix");
+  if (!rc) rc = fe_csr_launch(M, M->spmv, &x->buf, &(*y)->buf, &seconds);
+  fe_vector_free(xc);
+  if (rc) {
+    if (made) {
+      fe_vector_free(*y);
+      *y = NULL;
+    }
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
+  char why[96];
+  if (M->format == FE_FORMAT_SELL)
+    snprintf(why, sizeof why, "SELL-%d-%d, one item per row, %.1f%% of the slots padding",
+             M->chunk, M->sigma, 100.0 * (double)(M->nslots - M->nnz) / (double)M->nslots);
+  else if (M->format == FE_FORMAT_CUSPARSE)
+    snprintf(why, sizeof why, "cuSPARSE's product (cusparseSpMV) on the CSR arrays");
+  else
+    snprintf(why, sizeof why, "%s CSR, %d item%s per row", M->lanes > 1 ? "vector" : "scalar",
+             M->lanes, M->lanes > 1 ? "s" : "");
+  fe_report_begin(rep, "spmv", M->be, M->prec, "csr", why);
+  rep->ndofs = M->n;
+  fe_csr_counts(M, &rep->flops, &rep->bytes);
+  rep->seconds = seconds;
+  rep->transfer_seconds = transfer;
+  rep->launches = 1;
+  return fe_perf_predict(M->be, M->prec, rep);
+}
+
+void fe_csr_counts(const fe_csr *M, double *flops, double *bytes)
+{
+  double w = (double)fe_precision_size(M->prec), n = M->n;
+  *flops = 2.0 * (double)M->nnz;
+  if (M->format == FE_FORMAT_SELL) /* every slot, the chunk starts, the permutation */
+    *bytes = (double)M->nslots * (w + 4) + (M->nchunks + 1) * 4.0 + n * 4 + 2 * n * w;
+  else
+    *bytes = (double)M->nnz * (w + 4) + (n + 1) * 4 + 2 * n * w;
+}
+
+const char *fe_csr_format_name(const fe_csr *M)
+{
+  return M->format == FE_FORMAT_SELL ? "sell" : M->format == FE_FORMAT_CUSPARSE ? "cusparse" : "csr";
+}
+
+int fe_csr_get(const fe_csr *M, int **rowptr, int **cols, double **vals)
+{
+  size_t nz = (size_t)M->nnz, w = fe_precision_size(M->prec);
+  *rowptr = *cols = NULL, *vals = NULL;
+  FE_CHECK(fe_memory_check(sizeof(int) * ((size_t)M->n + 1) + (sizeof(int) + sizeof(double) + w) *
+                           nz, "the matrix of %d rows and %lld nonzeros on the host", M->n, M->nnz));
+  *rowptr = malloc(sizeof(int) * ((size_t)M->n + 1));
+  *cols = malloc(sizeof(int) * (nz + 1));
+  *vals = malloc(sizeof(double) * (nz + 1));
+  void *raw = malloc(w * (nz + 1));
+  int rc = 0;
+  if (!*rowptr || !*cols || !*vals || !raw)
+    rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the matrix");
+  if (!rc) rc = M->be->ops->read(M->be->impl, &M->rowptr, 0, sizeof(int) * ((size_t)M->n + 1), *rowptr);
+  if (!rc) rc = M->be->ops->read(M->be->impl, &M->cols, 0, sizeof(int) * nz, *cols);
+  if (!rc) rc = M->be->ops->read(M->be->impl, &M->vals, 0, w * nz, raw);
+  for (size_t i = 0; !rc && i < nz; i++)
+    (*vals)[i] = M->prec == FE_DOUBLE ? ((double *)raw)[i] : ((float *)raw)[i];
+  free(raw);
+  if (rc) {
+    free(*rowptr);
+    free(*cols);
+    free(*vals);
+    *rowptr = *cols = NULL;
+    *vals = NULL;
+  }
+  return rc;
+}
+
+int fe_csr_export_mtx(const fe_csr *M, const char *path)
+{
+  int *rowptr, *cols;
+  double *vals;
+  FE_CHECK(fe_csr_get(M, &rowptr, &cols, &vals));
+  FILE *f = fopen(path, "w");
+  int rc = 0;
+  if (!f) {
+    rc = fe_error_set(FE_ERR_IO, __FILE__, __LINE__, __func__, "cannot write '%s'", path);
+  } else {
+    fprintf(f, "%%%%MatrixMarket matrix coordinate real general\n%% written by felab\n");
+    fprintf(f, "%d %d %lld\n", M->n, M->n, M->nnz);
+    for (int i = 0; i < M->n; i++)
+      for (int k = rowptr[i]; k < rowptr[i + 1]; k++)
+        fprintf(f, "%d %d %.17g\n", i + 1, cols[k] + 1, vals[k]);
+    if (fclose(f)) rc = fe_error_set(FE_ERR_IO, __FILE__, __LINE__, __func__, "cannot write '%s'", path);
+  }
+  free(rowptr);
+  free(cols);
+  free(vals);
+  return rc;
+}
+
+void fe_csr_free(fe_csr *M)
+{
+  if (!M) return;
+  fe_buffer *bufs[] = {&M->rowptr, &M->cols, &M->vals, &M->cstart, &M->perm, &M->scols, &M->svals};
+  for (int i = 0; i < 7; i++)
+    if (bufs[i]->ptr) M->be->ops->release(M->be->impl, bufs[i]);
+  if (M->sparse) M->be->ops->sparse_free(M->be->impl, M->sparse);
+  if (M->mod) M->be->ops->module_free(M->be->impl, M->mod);
+  free(M);
+}
