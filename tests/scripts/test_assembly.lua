@@ -1,4 +1,4 @@
--- The cpu's assembly (engine/matrix/matrix.c): each row sums its cells' element matrices as the
+-- The cpu's assembly (engine/matrix/assemble.c, pattern.c, host-fill.c): each row sums its cells' element matrices as the
 -- pattern is written, the matrices made in windows of cells as the rows need them (scatter
 -- "nodes", the cpu's default). It equals the device's fill (scatter "atomic" and "color":
 -- stored element matrices added into the pattern) for P1 and P2 tets, Q1 hexes, elasticity

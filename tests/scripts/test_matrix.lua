@@ -1,4 +1,4 @@
--- Element matrices and assembly (engine/matrix/matrix.c): the element matrices of Poisson are
+-- Element matrices and assembly (engine/matrix/): the element matrices of Poisson are
 -- symmetric with rows summing to zero; they agree across backends and precisions; the sum
 -- of the element matrices equals the assembled matrix; M:apply equals the matrix-free
 -- action (P1..P4 tets, Q1..Q4 hexes, prisms, elasticity, Dirichlet by name, a nonlinear

@@ -1,4 +1,4 @@
--- SELL-C-sigma as the layout of the assembled matrix's product (engine/matrix/matrix.c, fe_spmv_sell
+-- SELL-C-sigma as the layout of the assembled matrix's product (engine/matrix/sparse.c, fe_spmv_sell
 -- in engine/codegen/kernels/elemat.knl): M:apply with format "sell" equals CSR's to 1e-14 in double
 -- (P1 and P2 tets, Q1 hexes, P1 elasticity, Dirichlet by name; chunk and sigma that do not
 -- divide the rows, sigma = 1, a sigma past the rows) on cpu and opencl; its padding and

@@ -1,4 +1,4 @@
-/* Strategy "csr": the Jacobian assembled once (engine/matrix/matrix.c: element matrices, then
+/* Strategy "csr": the Jacobian assembled once (engine/matrix/: element matrices, then
  * atomic adds into a pattern from the dof map), then every Jacobian action is one CSR
  * product (fe_spmv in engine/codegen/kernels/elemat.knl, `lanes` items per row), or with format
  * "sell" one SELL-C-sigma product (fe_spmv_sell, one item per row), or with "cusparse"
