@@ -1,5 +1,5 @@
 /* felab autotuning's cache (engine/operator/autotune.h); the trials themselves run in
- * engine/operator/operator.c, where the realizations live. */
+ * engine/operator/operator-choose.c, beside the choice of a strategy. */
 #include "engine/operator/autotune.h"
 
 #include <math.h>

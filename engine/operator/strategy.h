@@ -2,10 +2,11 @@
  * unit behind one table, as a backend is: it says which operators, backends and actions it
  * applies to (and why not), builds its own device data once per realization, writes its
  * kernel's source, launches it, and counts its flops and bytes. The operator
- * (engine/operator/operator.c) keeps what every strategy shares: the space, the physics, the
- * boundary conditions, the rules, the coordinates, the constants, the Dirichlet kernel and
- * the report. This header is private to the engine: it shows the operator's insides to the
- * strategies (engine/strategies/), the way PETSc's private headers do. */
+ * (engine/operator/operator.c and the operator-*.c beside it) keeps what every strategy
+ * shares: the space, the physics, the boundary conditions, the rules, the coordinates, the
+ * constants, the Dirichlet kernel and the report. This header is private to the engine: it
+ * shows the operator's insides to the strategies (engine/strategies/), the way PETSc's
+ * private headers do. */
 #ifndef FE_STRATEGY_H
 #define FE_STRATEGY_H
 
@@ -166,7 +167,7 @@ struct fe_realization {
   int counted[FE_NACTIONS];
 };
 
-/* The operator (private: strategies read it, only operator.c writes it). */
+/* The operator (private: strategies read it, only operator*.c write it). */
 struct fe_operator {
   const fe_space *V;
   const fe_physics *pde;
@@ -189,7 +190,7 @@ struct fe_operator {
   fe_operator *transposed; /* fe_operator_transpose's companion (owned), A itself, or NULL */
 };
 
-/* ---- helpers the strategies share (engine/operator/operator.c) ---- */
+/* ---- helpers the strategies share (engine/operator/operator-data.c, operator-geometry.c) ---- */
 /* The options every strategy reads alike: block (cells per work group) and geometry
  * (where the factors come from), for read_options; and the geometry's part of an effective
  * key: "shared", "stored" (a set a cell or point) or "vertices" (vertices: whether the

@@ -1,0 +1,386 @@
+/* The actions of an operator (residual, apply, diagonal) on one of its realizations: the
+ * kernel compiled on first use, the inputs converted, the physics' constants and fields bound,
+ * the direction masked, the integration, the constrained rows fixed, and the report with
+ * counted, measured and predicted figures; also the initial vector, prepare, the model's
+ * report and the kernel's source. Part of engine/operator/operator.c's operator
+ * (operator-private.h). */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/codegen/codegen.h"
+#include "engine/core/error.h"
+#include "engine/core/progress.h"
+#include "engine/operator/operator.h"
+#include "engine/operator/operator-private.h"
+#include "engine/operator/qdata.h"
+#include "engine/operator/strategy.h"
+
+/* Generate and compile an action's kernel on first use. */
+static int realization_kernel(fe_realization *r, fe_action a, double *compile_seconds)
+{
+  *compile_seconds = 0;
+  if (r->kernel[a]) return 0;
+  char *src;
+  FE_CHECK(r->st->source(r, a, r->be->ops->preamble(r->be->impl, r->prec), &src));
+  int cached = 0;
+  int rc = fe_compile(r->be, src, &r->module[a], compile_seconds, &cached);
+  free(src);
+  FE_CHECK(rc);
+  r->kernel_from[a] = cached ? 2 : 1;
+  FE_CHECK(r->be->ops->kernel(r->be->impl, r->module[a], r->st->entry(a), &r->kernel[a]));
+  FE_CHECK(r->be->ops->kernel(r->be->impl, r->module[a], "fe_dirichlet", &r->dirichlet[a]));
+  return 0;
+}
+
+/* y[i] <- a src[i] + b g_i + c on the constrained rows. */
+static int op_dirichlet(fe_realization *r, fe_action act, const fe_vector *src, double a,
+                        double b, double c, fe_vector *y, int *launches)
+{
+  fe_operator *A = r->A;
+  if (A->ndir == 0) return 0;
+  enum { ITEMS = 256 }; /* constrained rows a group */
+  int ng = (A->ndir + ITEMS - 1) / ITEMS;
+  fe_arg args[10] = {
+      {.kind = FE_ARG_INT, .i = ng},            {.kind = FE_ARG_INT, .i = A->ndir},
+      {.kind = FE_ARG_INT, .i = ITEMS},         {.kind = FE_ARG_BUFFER, .buf = &r->didx},
+      {.kind = FE_ARG_BUFFER, .buf = &r->dval}, {.kind = FE_ARG_BUFFER, .buf = &src->buf},
+      {.kind = FE_ARG_REAL, .r = a},            {.kind = FE_ARG_REAL, .r = b},
+      {.kind = FE_ARG_REAL, .r = c},            {.kind = FE_ARG_BUFFER, .buf = &y->buf},
+  };
+  size_t gs = ITEMS > r->be->info.max_group ? r->be->info.max_group : ITEMS;
+  FE_CHECK(r->be->ops->launch(r->be->impl, r->dirichlet[act], (size_t)ng, gs, 10, args, r->prec, NULL));
+  (*launches)++;
+  return 0;
+}
+
+/* An input on the action's backend and precision: itself, or a converted copy (*tmp). */
+static int op_input(const fe_vector *x, const fe_realization *r, int n, const fe_vector **use,
+                    fe_vector **tmp, double *transfer)
+{
+  *tmp = NULL;
+  *use = x;
+  if (!x) return 0;
+  FE_ASSERT(x->n == n, FE_ERR_ARG, "the vector has %d entries but the operator's space has %d",
+            x->n, n);
+  if (x->be == r->be && x->prec == r->prec) return 0;
+  double t0 = fe_clock();
+  FE_CHECK(fe_vector_convert(x, r->be, r->prec, tmp));
+  *transfer += fe_clock() - t0;
+  *use = *tmp;
+  return 0;
+}
+
+/* The physics' current constants and auxiliary fields on the action's device: constants
+ * are written again when they changed, fields converted when they live elsewhere. */
+static int op_bind_physics(fe_realization *r, fe_vector **tmp, double *transfer)
+{
+  const fe_physics *p = r->A->pde;
+  if (r->params_version != p->const_version) FE_CHECK(fe_upload_params(r->A, r));
+  for (int i = 0; i < p->nfields; i++) {
+    const fe_vector *use;
+    FE_ASSERT(p->field_vec[i], FE_ERR_ARG, "the physics' field '%s' is not bound to a vector",
+              p->field_names[i]);
+    int rc = op_input(p->field_vec[i], r, p->field_space[i]->ndofs, &use, &tmp[i], transfer);
+    if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
+    r->fv[i] = &use->buf;
+  }
+  return 0;
+}
+
+int fe_realization_bind(fe_realization *r, fe_vector **tmp, double *transfer)
+{
+  return op_bind_physics(r, tmp, transfer);
+}
+
+void fe_realization_unbind(fe_realization *r, fe_vector **tmp)
+{
+  for (int i = 0; i < FE_PHYSICS_MAX_FIELDS; i++) {
+    fe_vector_free(tmp[i]);
+    tmp[i] = NULL;
+    r->fv[i] = NULL;
+  }
+}
+
+/* The output: reuse *out when it fits, else make one. */
+static int op_output(const fe_realization *r, int n, fe_vector **out)
+{
+  if (*out) {
+    FE_ASSERT((*out)->be == r->be && (*out)->prec == r->prec && (*out)->n == n, FE_ERR_ARG,
+              "the output vector does not match the action (%s/%s, %d entries)", r->be->name,
+              fe_precision_name(r->prec), n);
+    return 0;
+  }
+  return fe_vector_create(r->be, r->prec, n, out);
+}
+
+void fe_report_operator(fe_report *rep, const fe_operator *A, fe_action rule)
+{
+  const fe_quadrature *Q = &A->quad[rule];
+  snprintf(rep->space, sizeof rep->space, "%s%s%s on %s", A->V->name, A->V->ncomp > 1 ? "^" : "",
+           A->V->ncomp > 1 ? (A->V->ncomp == 2 ? "2" : "3") : "", fe_cell_name(A->V->elem.cell));
+  snprintf(rep->quadrature, sizeof rep->quadrature, "%s, %d points, degree %d",
+           Q->name ? Q->name : "?", Q->npoints, Q->degree);
+  rep->ncells = A->V->mesh->ncells;
+  rep->ndofs = A->V->ndofs;
+}
+
+/* The strategy's counts of action a on r, counted on first use. */
+static const fe_work *realization_work(fe_realization *r, fe_action a)
+{
+  if (!r->counted[a]) {
+    memset(&r->work[a], 0, sizeof r->work[a]);
+    r->st->count(r, a, &r->work[a]);
+    r->counted[a] = 1;
+  }
+  return &r->work[a];
+}
+
+/* Fill the report of one action and log it. */
+static int op_report(fe_realization *r, fe_action a, const fe_action_opts *o, const char *why,
+                     double seconds, double compile_s, double transfer, int launches,
+                     int first_run, fe_report *rep)
+{
+  fe_report_begin(rep, fe_action_name(a), r->be, r->prec, r->st->name, why);
+  rep->first_run = first_run;
+  if (r->st->describe) { /* "<why>; <how>" */
+    char how[96];
+    size_t len = strlen(rep->why);
+    r->st->describe(r, a, how, sizeof how);
+    if (len + 2 < sizeof rep->why) snprintf(rep->why + len, sizeof rep->why - len, "; %s", how);
+  }
+  fe_report_operator(rep, r->A, a);
+  fe_report_work(rep, realization_work(r, a));
+  rep->seconds = seconds;
+  rep->compile_seconds = compile_s;
+  rep->transfer_seconds = transfer;
+  rep->setup_seconds = r->setup_seconds;
+  double parts = 0;
+  for (int i = 0; i < 3; i++) {
+    rep->setup_part[i] = r->setup_part[i];
+    parts += r->setup_part[i];
+    r->setup_part[i] = 0;
+  }
+  rep->setup_part[3] = r->setup_seconds > parts ? r->setup_seconds - parts : 0;
+  r->setup_seconds = 0; /* reported by the first call only */
+  rep->kernel_from = r->kernel_from[a] ? r->kernel_from[a] : 3;
+  r->kernel_from[a] = 0;
+  rep->launches = launches;
+  fe_perf_occupancy(r->be, r->kernel[a], rep);
+  FE_CHECK(fe_perf_predict(r->be, r->prec, rep));
+  if (!o || !o->nolog) fe_perf_log_add(rep);
+  return 0;
+}
+
+/* The device work of one action: mask the direction, zero the output, integrate, fix the
+ * constrained rows. */
+static int op_run(fe_realization *r, fe_action a, const fe_vector *u, const fe_vector *w,
+                  fe_vector *out, int wait, int *launches)
+{
+  fe_operator *A = r->A;
+  int n = A->V->ndofs;
+  *launches = 0;
+  /* the direction without its constrained part (unless the kernel reads it as zero itself) */
+  int mask = a == FE_ACTION_APPLY && A->ndir > 0 && !r->st->masks_direction;
+  if (mask) {
+    if (!r->scratch) FE_CHECK(fe_vector_create(r->be, r->prec, n, &r->scratch));
+    FE_CHECK(fe_vector_copy(r->scratch, w));
+    FE_CHECK(op_dirichlet(r, a, r->scratch, 0, 0, 0, r->scratch, launches));
+  }
+  const fe_vector *wm = mask ? r->scratch : w;
+  if (!u && !r->zero) FE_CHECK(fe_vector_create(r->be, r->prec, n, &r->zero)); /* zeroed */
+  if (!u) u = r->zero;
+  FE_CHECK(fe_vector_fill(out, 0.0));
+  (*launches)++; /* the fill is a launch too */
+  FE_CHECK(r->st->integrate(r, a, u, wm ? wm : u, out, launches));
+  switch (a) {
+  case FE_ACTION_RESIDUAL: FE_CHECK(op_dirichlet(r, a, u, 1, -1, 0, out, launches)); break;
+  case FE_ACTION_APPLY: FE_CHECK(op_dirichlet(r, a, w, 1, 0, 0, out, launches)); break;
+  default: FE_CHECK(op_dirichlet(r, a, out, 0, 0, 1, out, launches)); break;
+  }
+  return wait ? r->be->ops->finish(r->be->impl) : 0;
+}
+
+/* Whether the C body reads named constant i (the text k[i], not part of a longer name). */
+static int body_reads_constant(const char *body, int i)
+{
+  char key[24];
+  snprintf(key, sizeof key, "k[%d]", i);
+  for (const char *s = body ? strstr(body, key) : NULL; s; s = strstr(s + 1, key))
+    if (s == body || !(isalnum((unsigned char)s[-1]) || s[-1] == '_')) return 1;
+  return 0;
+}
+
+/* Whether a stored Jacobian built with the constants k is stale: a constant that the
+ * Jacobian action or its blocks read has another value now (pde:set{dt = ...}); a change of
+ * one only the residual reads (the time t of a source) keeps it. Only the Jacobian action
+ * asks: csr's and ebe's residual and diagonal are matrix-free (fe_stored_matrix_other). */
+static int stored_jacobian_stale(const fe_physics *p, const double *k)
+{
+  for (int i = 0; i < p->nconst; i++) {
+    if (p->const_values[i] == k[i]) continue;
+    const char *bodies[6] = {p->df0, p->df1, p->g[0], p->g[1], p->g[2], p->g[3]};
+    for (int b = 0; b < 6; b++)
+      if (body_reads_constant(bodies[b], i)) return 1;
+  }
+  return 0;
+}
+
+/* The common path of the three actions. */
+static int op_action(fe_operator *A, fe_action a, const fe_vector *u_in, const fe_vector *w_in,
+                     const fe_action_opts *o, fe_vector **out, fe_report *rep)
+{
+  fe_realization *r = NULL;
+  char why[160];
+  FE_CHECK(fe_realization_get(A, o, &r, why, sizeof why));
+  if (a == FE_ACTION_APPLY && r->built_constants &&
+      stored_jacobian_stale(A->pde, r->built_constants)) { /* csr, ebe: made anew */
+    fe_realization_drop(A, r);
+    FE_CHECK(fe_realization_get(A, o, &r, why, sizeof why));
+  }
+  double compile_s, transfer = 0, seconds = 0;
+  FE_CHECK(realization_kernel(r, a, &compile_s));
+  int n = A->V->ndofs, launches = 0, made = *out == NULL;
+  const fe_vector *u, *w;
+  fe_vector *tu = NULL, *tw = NULL, *tf[FE_PHYSICS_MAX_FIELDS] = {NULL};
+  int rc = op_input(u_in, r, n, &u, &tu, &transfer);
+  if (!rc) rc = op_input(w_in, r, n, &w, &tw, &transfer);
+  if (!rc) rc = op_bind_physics(r, tf, &transfer);
+  if (!rc && a == FE_ACTION_APPLY && r->folded && !fe_qdata_current(r)) {
+    /* the per-point data made once (again after a named constant changed): setup time */
+    double t0 = fe_clock();
+    rc = fe_qdata_build(r);
+    r->setup_seconds += fe_clock() - t0;
+  }
+  if (!rc) rc = op_output(r, n, out);
+  /* A kernel's first run answers the call (the answer comes one run sooner; the report says
+   * it was the first), except where a first launch does lazy work worth seconds (PoCL
+   * compiles there): that run counts as compile time and the second is timed. */
+  int first_run = !r->warm[a];
+  if (!rc && first_run && r->be->info.lazy_launch) {
+    double t0 = fe_clock();
+    rc = op_run(r, a, u, w, *out, 1, &launches);
+    compile_s += fe_clock() - t0;
+    first_run = 0;
+  }
+  if (!rc) {
+    double t0 = fe_clock();
+    rc = op_run(r, a, u, w, *out, !o->nowait, &launches);
+    seconds = fe_clock() - t0;
+    r->warm[a] = 1;
+  }
+  fe_vector_free(tu);
+  fe_vector_free(tw);
+  for (int i = 0; i < FE_PHYSICS_MAX_FIELDS; i++) {
+    fe_vector_free(tf[i]);
+    r->fv[i] = NULL;
+  }
+  if (!rc) rc = op_report(r, a, o, why, seconds, compile_s, transfer, launches, first_run, rep);
+  if (rc && made) {
+    fe_vector_free(*out);
+    *out = NULL;
+  }
+  FE_CHECK(rc);
+  return 0;
+}
+
+int fe_operator_residual(fe_operator *A, const fe_vector *u, const fe_action_opts *o,
+                         fe_vector **out, fe_report *rep)
+{
+  FE_ASSERT(u, FE_ERR_ARG, "residual needs a state u");
+  return op_action(A, FE_ACTION_RESIDUAL, u, NULL, o, out, rep);
+}
+
+int fe_operator_apply(fe_operator *A, const fe_vector *w, const fe_vector *at,
+                      const fe_action_opts *o, fe_vector **out, fe_report *rep)
+{
+  FE_ASSERT(w, FE_ERR_ARG, "apply needs a direction");
+  return op_action(A, FE_ACTION_APPLY, at, w, o, out, rep);
+}
+
+int fe_operator_diagonal(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
+                         fe_vector **out, fe_report *rep)
+{
+  return op_action(A, FE_ACTION_DIAGONAL, at, NULL, o, out, rep);
+}
+
+int fe_operator_initial(fe_operator *A, const fe_action_opts *o, double interior, fe_vector **out)
+{
+  fe_backend *be;
+  fe_precision prec;
+  FE_CHECK(fe_operator_resolve(o, &be, &prec));
+  int n = A->V->ndofs;
+  double *v;
+  FE_MALLOC(v, n, "initial vector");
+  for (int i = 0; i < n; i++) v[i] = interior;
+  for (int i = 0; i < A->ndir; i++) v[A->dir_nodes[i]] = A->value;
+  int rc = fe_vector_create(be, prec, n, out);
+  if (!rc) rc = fe_vector_set(*out, v);
+  free(v);
+  if (rc && *out) {
+    fe_vector_free(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+int fe_operator_prepare(fe_operator *A, const char *action, const fe_action_opts *o,
+                        double *compile_seconds)
+{
+  fe_action a;
+  fe_realization *r = NULL;
+  char why[160];
+  FE_CHECK(fe_action_parse(action, &a));
+  FE_CHECK(fe_realization_get(A, o, &r, why, sizeof why));
+  FE_CHECK(realization_kernel(r, a, compile_seconds));
+  if (a == FE_ACTION_APPLY && r->folded && !fe_qdata_current(r)) {
+    double t0 = fe_clock(); /* setup, reported by the next apply */
+    FE_CHECK(fe_qdata_build(r));
+    r->setup_seconds += fe_clock() - t0;
+  }
+  return 0;
+}
+
+int fe_operator_model(fe_operator *A, const char *action, const fe_action_opts *o,
+                      fe_report *rep)
+{
+  fe_action a;
+  fe_realization *r = NULL;
+  char why[160];
+  double compile_s;
+  FE_CHECK(fe_action_parse(action, &a));
+  FE_CHECK(fe_realization_get(A, o, &r, why, sizeof why));
+  FE_CHECK(realization_kernel(r, a, &compile_s));
+  fe_report_begin(rep, fe_action_name(a), r->be, r->prec, r->st->name, why);
+  fe_report_operator(rep, A, a);
+  fe_report_work(rep, realization_work(r, a));
+  /* the fill of the output, the integration (a launch per color), the constrained rows,
+   * and for an apply the masking of the direction where the kernel does not do it itself */
+  rep->launches = 1 + (r->ncolors > 0 ? r->ncolors : 1) + (A->ndir > 0 ? 1 : 0) +
+                  (a == FE_ACTION_APPLY && A->ndir > 0 && !r->st->masks_direction ? 1 : 0);
+  rep->compile_seconds = compile_s;
+  fe_perf_occupancy(r->be, r->kernel[a], rep);
+  return fe_perf_predict(r->be, r->prec, rep);
+}
+
+int fe_operator_source(fe_operator *A, const char *action, const fe_action_opts *o, char **src)
+{
+  fe_action a;
+  fe_realization *r = NULL;
+  char why[160];
+  FE_CHECK(fe_action_parse(action, &a));
+  FE_CHECK(fe_realization_get(A, o, &r, why, sizeof why));
+  const fe_strategy *d = r->st->delegate ? r->st->delegate(a) : NULL;
+  if (d) { /* the kernel that computes this action is another strategy's */
+    fe_action_opts od;
+    if (o) od = *o;
+    else fe_action_opts_default(&od);
+    od.backend = r->be->name;
+    od.precision = (int)r->prec;
+    od.strategy = d->name;
+    od.given = NULL; /* the options of the strategy asked, not the delegate's */
+    FE_CHECK(fe_realization_get(A, &od, &r, why, sizeof why));
+  }
+  return r->st->source(r, a, r->be->ops->preamble(r->be->impl, r->prec), src);
+}
