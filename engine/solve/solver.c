@@ -257,6 +257,75 @@ static int cg_device_loop(fe_operator *A, fe_vector *x, const fe_solver_opts *o,
   return cg_record(o, info, o->maxit, rr, r0, target, &stop);
 }
 
+/* The iteration with its scalars on the host (any preconditioner; U: one that runs through
+ * the layer, else Jacobi (d) or none fused into the updates), from rz = (r, z) of the start. */
+static int cg_host_loop(fe_operator *A, fe_vector *x, const fe_solver_opts *o,
+                        const fe_action_opts *act, cg_work *k, const fe_vector *d, fe_precond *U,
+                        double rz, double r0, double target, fe_solver_info *info,
+                        fe_report *apply_rep, int *applies)
+{
+  double rr, rz_new, pq;
+  for (int it = 1; it <= o->maxit && !info->converged; it++) {
+    FE_CHECK_INTERRUPT();
+    FE_CHECK(fe_operator_apply(A, k->p, o->at, act, &k->q, apply_rep)); /* q = J(at) p */
+    (*applies)++;
+    FE_CHECK(fe_vector_dot(k->p, k->q, &pq));
+    FE_CHECK(cg_positive(info, pq, it));
+    double alpha = rz / pq;
+    /* x <- x + alpha p, r <- r - alpha q; rr = (r, r), rz_new = (r, z) with z = r ./ diag
+     * (a unit's rz_new comes below, from its stored z) */
+    FE_CHECK(fe_vector_cg_update(x, k->r, k->p, k->q, d, alpha, NULL, &rr, &rz_new));
+    int stop;
+    FE_CHECK(cg_record(o, info, it, rr, r0, target, &stop));
+    if (stop) break;
+    if (U) {
+      FE_CHECK(fe_precond_apply(U, k->r, &k->z)); /* z = M^-1 r */
+      FE_CHECK(fe_vector_dot(k->r, k->z, &rz_new));
+      if (!(rz_new > 0)) {
+        snprintf(info->reason, sizeof info->reason,
+                 "breakdown: (r, M^-1 r) = %.3g at iteration %d", rz_new, it);
+        FE_ERROR(FE_ERR_SOLVER, "cg %s: the preconditioner (%s) is not positive definite",
+                 info->reason, U->describe);
+      }
+      FE_CHECK(fe_vector_axpby(k->p, 1.0, k->z, rz_new / rz)); /* p <- z + beta p */
+    } else {
+      /* p <- z + beta p (every backend has the fused slots; the unfused fallback would make
+       * its own z at each call) */
+      FE_CHECK(fe_vector_cg_direction(k->p, k->r, d, rz_new / rz, NULL));
+    }
+    rz = rz_new;
+  }
+  return 0;
+}
+
+/* The solve's report: its iterations, each an apply plus the vector work (vflops, vbytes,
+ * vlaunches a step), and the setup's times. */
+static int cg_report(const fe_vector *x, const fe_report *rep, const fe_report *apply_rep,
+                     int applies, double vflops, double vbytes, int vlaunches, double t0,
+                     double compile_s, double setup_s, fe_solver_info *info)
+{
+  FE_CHECK(x->be->ops->finish(x->be->impl));
+  /* the report: the iterations, each an apply plus the vector work */
+  fe_report *r = &info->report;
+  double seconds = fe_clock() - t0;
+  int n = info->iterations;
+  *r = n ? *apply_rep : *rep; /* the kind of call, backend and sizes (no iteration: the setup's) */
+  snprintf(r->action, sizeof r->action, "cg");
+  r->iterations = n;
+  /* an apply queued past the last step (the device loop's, run before its stop was read)
+   * with its (p, q): work done, counted */
+  int extra = applies > n ? applies - n : 0;
+  double pq_words = 2 * x->n, pq_bytes = pq_words * (double)fe_precision_size(x->prec);
+  r->flops = n * (apply_rep->flops + vflops) + extra * (apply_rep->flops + pq_words);
+  r->bytes = n * (apply_rep->bytes + vbytes) + extra * (apply_rep->bytes + pq_bytes);
+  r->launches = n * (apply_rep->launches + vlaunches) + extra * (apply_rep->launches + 1);
+  r->seconds = seconds;
+  r->compile_seconds = compile_s;
+  r->setup_seconds = setup_s + info->pc_setup_seconds;
+  FE_CHECK(fe_perf_predict(x->be, x->prec, r));
+  return 0;
+}
+
 /* The iteration itself; x holds the initial guess and receives the solution. */
 static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe_solver_opts *o,
                       cg_work *k, fe_solver_info *info)
@@ -286,7 +355,7 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   fe_precond *U = k->P && !jacobi && k->P->kind != &fe_precond_none ? k->P : NULL;
   if (jacobi && !k->P) FE_CHECK(fe_operator_diagonal(A, o->at, &act, &k->d, &rep));
   const fe_vector *d = jacobi ? (k->P ? k->P->diag : k->d) : NULL; /* M = diag(J), or none */
-  double rr, rz, rz_new, pq, r0;
+  double rz, r0;
   FE_CHECK(fe_vector_norm(k->r, &r0));
   FE_CHECK(history_add(info, r0));
   /* p = z = M^-1 r, rz = (r, z) */
@@ -310,7 +379,7 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   fe_cg_device *g = NULL; /* the scalars on the device, where the backend can */
   if (!U && !info->converged && o->maxit > 0) FE_CHECK(fe_vector_cg_begin(x, rz, &g));
   double vflops, vbytes;
-  int vlaunches, it = 0;
+  int vlaunches;
   if (U) {
     cg_unfused_model(x->n, (double)fe_precision_size(x->prec), &vflops, &vbytes, &vlaunches);
     vflops += U->flops;
@@ -328,56 +397,9 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
     fe_vector_cg_end(g);
     FE_CHECK(rc);
   }
-  for (it = 1; !g && it <= o->maxit && !info->converged; it++) {
-    FE_CHECK_INTERRUPT();
-    FE_CHECK(fe_operator_apply(A, k->p, o->at, &act, &k->q, &apply_rep)); /* q = J(at) p */
-    applies++;
-    FE_CHECK(fe_vector_dot(k->p, k->q, &pq));
-    FE_CHECK(cg_positive(info, pq, it));
-    double alpha = rz / pq;
-    /* x <- x + alpha p, r <- r - alpha q; rr = (r, r), rz_new = (r, z) with z = r ./ diag
-     * (a unit's rz_new comes below, from its stored z) */
-    FE_CHECK(fe_vector_cg_update(x, k->r, k->p, k->q, d, alpha, NULL, &rr, &rz_new));
-    int stop;
-    FE_CHECK(cg_record(o, info, it, rr, r0, target, &stop));
-    if (stop) break;
-    if (U) {
-      FE_CHECK(fe_precond_apply(U, k->r, &k->z)); /* z = M^-1 r */
-      FE_CHECK(fe_vector_dot(k->r, k->z, &rz_new));
-      if (!(rz_new > 0)) {
-        snprintf(info->reason, sizeof info->reason,
-                 "breakdown: (r, M^-1 r) = %.3g at iteration %d", rz_new, it);
-        FE_ERROR(FE_ERR_SOLVER, "cg %s: the preconditioner (%s) is not positive definite",
-                 info->reason, U->describe);
-      }
-      FE_CHECK(fe_vector_axpby(k->p, 1.0, k->z, rz_new / rz)); /* p <- z + beta p */
-    } else {
-      /* p <- z + beta p (every backend has the fused slots; the unfused fallback would make
-       * its own z at each call) */
-      FE_CHECK(fe_vector_cg_direction(k->p, k->r, d, rz_new / rz, NULL));
-    }
-    rz = rz_new;
-  }
-  FE_CHECK(x->be->ops->finish(x->be->impl));
-  /* the report: the iterations, each an apply plus the vector work */
-  fe_report *r = &info->report;
-  double seconds = fe_clock() - t0;
-  int n = info->iterations;
-  *r = n ? apply_rep : rep; /* the kind of call, backend and sizes (no iteration: the setup's) */
-  snprintf(r->action, sizeof r->action, "cg");
-  r->iterations = n;
-  /* an apply queued past the last step (the device loop's, run before its stop was read)
-   * with its (p, q): work done, counted */
-  int extra = applies > n ? applies - n : 0;
-  double pq_words = 2 * x->n, pq_bytes = pq_words * (double)fe_precision_size(x->prec);
-  r->flops = n * (apply_rep.flops + vflops) + extra * (apply_rep.flops + pq_words);
-  r->bytes = n * (apply_rep.bytes + vbytes) + extra * (apply_rep.bytes + pq_bytes);
-  r->launches = n * (apply_rep.launches + vlaunches) + extra * (apply_rep.launches + 1);
-  r->seconds = seconds;
-  r->compile_seconds = compile_s;
-  r->setup_seconds = setup_s + info->pc_setup_seconds;
-  FE_CHECK(fe_perf_predict(x->be, x->prec, r));
-  return 0;
+  if (!g) FE_CHECK(cg_host_loop(A, x, o, &act, k, d, U, rz, r0, target, info, &apply_rep, &applies));
+  return cg_report(x, &rep, &apply_rep, applies, vflops, vbytes, vlaunches, t0, compile_s,
+                   setup_s, info);
 }
 
 int fe_solve_cg(fe_operator *A, const fe_vector *b, const fe_vector *x0, const fe_solver_opts *o,
