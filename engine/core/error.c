@@ -90,12 +90,11 @@ void fe_error_clear(void)
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
 
-/* A fresh page costs a fault when first written: on the 2-core virtual machine 2.0-2.5 us a
- * page taken one at a time from inside a loop (1.6-2 GB/s), 3-4x more while OpenMP's other
- * thread still spins (a serial coloring: 11-13 ms against 4.8 ms), 1.4 us when the kernel
- * populates a range, and that on every thread at once (256 MiB: 57 ms on two threads, 73-86 ms
- * touched a page at a time, 140-183 ms by one memset). Pages already present cost a walk of
- * their tables. Where madvise cannot (a kernel before 5.14), the pages fault in when written. */
+/* A fresh page costs a fault when first written: taken one at a time from inside a loop it
+ * costs more than when the kernel populates a range, and more again while OpenMP's other
+ * thread still spins; so a range is populated at once, on every thread (measured faster than
+ * a page at a time or one memset). Pages already present cost a walk of their tables. Where
+ * madvise cannot (a kernel before 5.14), the pages fault in when written. */
 void fe_populate(void *p, size_t bytes)
 {
   const size_t page = 4096;

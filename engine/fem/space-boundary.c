@@ -88,8 +88,7 @@ static int nodes_in_set(const fe_space *V, const fe_keymap *set, const unsigned 
     shared_node[b] = b >= nv && names->count[b] < nv && names->count[b] <= KEY_PAIRS;
   entity_nodes *t = entity_nodes_make(el, names, shared_node);
   /* the cells on every thread: a node's mark is only ever set to 1. By entities where the
-   * element has them (one look-up an edge or face, not one a node: Q3 24^3's operator
-   * with every boundary node constrained 4.1 -> 1.5-1.9 ms), else node by node. */
+   * element has them (one look-up an edge or face, not one a node), else node by node. */
 #pragma omp parallel for schedule(dynamic, 256) if (t)
   for (size_t c = 0; c < (t ? (size_t)m->ncells : 0); c++) {
     const int *verts = m->cells + c * nv;

@@ -164,10 +164,9 @@ static int assemble_csr(assembly *S)
   if (!M) return fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   const fe_realization *r = S->r;
   int asked = S->asked, format = S->format;
-  int lanes = asked > 0 ? asked : r->be->info.is_gpu ? 4 : 1; /* measured, H100 P1 */
-  /* format auto: SELL on a GPU unless CSR's lanes are asked (H100, P1 7.19M dofs: 0.491
-   * against vector CSR's 0.566 ms, 97% against 83% of the copy bandwidth), CSR on a CPU
-   * (this 2-core machine, P1 275k dofs: 0.97 against SELL-8's 1.12 ms) */
+  int lanes = asked > 0 ? asked : r->be->info.is_gpu ? 4 : 1; /* measured fastest (P1) */
+  /* format auto: SELL on a GPU unless CSR's lanes are asked (it reaches more of the copy
+   * bandwidth there), CSR on a CPU (faster than SELL-8 there): docs/benchmarks.md */
   if (format == FE_FORMAT_AUTO)
     format = r->be->info.is_gpu && !asked ? FE_FORMAT_SELL : FE_FORMAT_CSR;
   *M = (fe_csr){.be = r->be, .prec = r->prec, .n = S->A->V->ndofs, .lanes = lanes,

@@ -380,9 +380,8 @@ static int elemat_realize(fe_operator *A, const fe_action_opts *o, const char *v
             FE_ERR_ARG, "element matrices: variant gemm_mma runs on fp64 tensor cores, on "
             "cuda (sm_80 and later) in double only (got %s, %s); use gemm", r->be->name,
             r->prec == FE_DOUBLE ? "double" : "single");
-  /* No variant asked: gemm on a GPU from N = 20 (H100, fp64, one call: P3 tets 0.50 against
-   * reg_jac's 1.14 ms, P4 1.64 against 5.52, Q3 1.79 against 22.0; below N = 20 reg_* leads),
-   * reg_nojac on a CPU (this machine, one run: 1.3-1.8x ahead of gemm at P2..P4, Q2..Q4) */
+  /* No variant asked: gemm on a GPU from N = 20 (measured fastest there; below, reg_* leads),
+   * reg_nojac on a CPU (measured ahead of gemm at P2..P4, Q2..Q4): docs/benchmarks.md */
   if (!variant && r->be->info.is_gpu && V->elem.nbasis * V->ncomp >= 20)
     while (!elemat_variants[*v].gemm) (*v)++;
   FE_CHECK(elemat_shape_of(r, o, *v, sh));

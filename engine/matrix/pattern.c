@@ -293,9 +293,7 @@ static int scratch_make(const pattern *P, const host_fill *F, fill_scratch *x)
  * thread's window sweeps its band of the mesh once whatever the numbering. Numberings that
  * keep the vertices' ids and number the other nodes after them (P2 and up, and a box's Q2 and
  * up) would otherwise sweep it once for the vertices' rows and again for the others', each
- * cell's matrices made about twice (P2 16^3: 1.85 a cell, 1.07 in this order) and its window
- * thrashed: P2 tets 48^3 in double, the first csr apply 3.0-3.2 -> 0.6-0.7 s
- * (docs/benchmarks.md). *order: NULL where the ids are already in that order (or
+ * cell's matrices made about twice and its window thrashed (docs/benchmarks.md). *order: NULL where the ids are already in that order (or
  * FELAB_FILL_IDS is set: tests compare the two); *pre: the cells of the rows before each
  * position (P->start itself then). */
 static int fill_order(const pattern *P, int **order, int **pre)

@@ -27,8 +27,8 @@
 #include "engine/operator/strategy.h"
 #include "engine/core/strbuf.h"
 
-#define TN_ITEMS 256     /* items a GPU group aims at in the contraction phase (H100: 256
-                          * measured faster than 512 and 1024) */
+#define TN_ITEMS 256     /* items a GPU group aims at in the contraction phase (measured
+                          * faster than 512 and 1024) */
 #define TN_BLOCK 32      /* default cells per group, halved until shared memory fits */
 #define TN_MAX_BLOCK 4096
 

@@ -161,9 +161,9 @@ int fe_operator_pick_strategy(fe_operator *A, const fe_action_opts *o, fe_backen
 }
 
 /* Autotuning's candidates: within this factor of the model's fastest apply. Wide, since the
- * trials are for the cases the model gets wrong (on the H200 it put Q1 sumfact on a uniform
- * box 13x under its time and left csr out at 4x); a strategy predicted slower still is not
- * worth its setup (csr's matrix at Q3 and up, 12-44x). */
+ * trials are for the cases the model gets wrong, by several times at worst
+ * (docs/benchmarks.md); a strategy predicted slower still is not worth its setup (csr's
+ * matrix at Q3 and up). */
 #define AUTOTUNE_FACTOR 10.0
 
 /* Time the apply of each candidate (a first run sets it up, then the best of three rounds of

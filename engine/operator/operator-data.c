@@ -64,8 +64,8 @@ int fe_fill_buffer(fe_backend *be, size_t bytes, fe_buffer *buf, int (*fill)(voi
     FE_CHECK(fe_memory_check(bytes, "staging a buffer of %s for the device", be->info.name));
   FE_CHECK(be->ops->alloc(be->impl, bytes ? bytes : 1, buf));
   void *at = be->ops->host ? be->ops->host(be->impl, buf) : NULL;
-  void *stage = at ? NULL : malloc(bytes + 1); /* written once, copied: populating it first was
-                                                 * slower on the H100's host (2026-11-26) */
+  void *stage = at ? NULL : malloc(bytes + 1); /* written once, copied: populating it first
+                                                 * measured slower */
   int rc = !at && !stage ? fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
                                        "out of host memory: %.1f MiB to stage a buffer",
                                        bytes / 1048576.0)
@@ -314,8 +314,7 @@ static int build_schedule(const fe_operator *A, fe_realization *d, const int *or
   }
   /* Two cells of a conforming space share a node only where they share the vertex, edge or
    * face it lies on, and then that entity's vertices: colored by their vertices, groups get
-   * the same colors from nv ids a cell instead of nb (a Q3 hex: 8, not 64; Q3 24^3 on the
-   * cpu: 10-13 ms -> 0.15 ms). */
+   * the same colors from nv ids a cell instead of nb (a Q3 hex: 8, not 64). */
   const fe_mesh *m = V->mesh;
   const int nv = V->elem.nvertices, by_vertex = V->elem.nbasis > nv;
   const int *ids = by_vertex ? m->cells : V->cell_nodes;
@@ -331,8 +330,8 @@ static int build_schedule(const fe_operator *A, fe_realization *d, const int *or
   }
   /* The cpu's threads walk runs of consecutive groups (8 runs a thread), colored run by run:
    * a thread's next group is the mesh's next, whose nodes the last one left in its caches
-   * (colored group by group, a color's groups lie apart and each fetches its nodes again:
-   * Q3 48^3 sumfact 39 -> 22 ms). A run's groups share nodes, so one thread takes it whole. */
+   * (colored group by group, a color's groups lie apart and each fetches its nodes again).
+   * A run's groups share nodes, so one thread takes it whole. */
   int run = 1;
   if (!d->be->info.is_gpu) {
     const char *e = getenv("FELAB_RUNS"); /* runs a thread; 0: group by group */
@@ -402,7 +401,7 @@ static int realization_schedule(fe_realization *r, int morton, int **perm, size_
   int *list = NULL, *order = NULL, rc = 0;
   *perm = NULL;
   /* the mesh's own cell order (box and loaded meshes are local; on the box it needs fewer
-   * colors than a Morton order, measured 6.3 vs 7.7 ms for the 1M-tet apply); when its
+   * colors than a Morton order, and measured faster); when its
    * groups need too many colors, or when asked, cells along a Morton curve through their
    * centroids */
   if (morton) rc = fe_mesh_morton_order(A->V->mesh, &order); /* else NULL: the mesh's */

@@ -303,7 +303,7 @@ static int patch_walks(walk_ws *w, int facet, int walk, int items, int reuse, in
  * at least twice the slots of the most nodes a patch has had (a P1 patch of 512 tets touches
  * about 160: 4 KB, in L1); and per distinct node its slot, its place in the sorted list and
  * its sort key (with the sort's scratch). A table a patch replaces a radix sort of its (node,
- * position) pairs, which cost 15-20 us a patch of 2048 entries here (2048 buckets a pass). */
+ * position) pairs, whose passes over 2048 buckets cost more than the patch's entries. */
 typedef struct list_ws {
   unsigned cap;
   int (*table)[2];   /* cap slots: node + 1, its number */

@@ -57,9 +57,8 @@ int fe_bank_store_wavefronts(const long long *idx, int n, int size)
   return half_warp_wavefronts(idx, n, size);
 }
 
-/* A warp's global load of 8-byte words is served in two halves of 16 items (Nsight Compute on
- * the H100: transpose's table and factor loads in double took about twice the wavefronts a
- * whole-warp count gives, in single the same). */
+/* A warp's global load of 8-byte words is served in two halves of 16 items (as Nsight Compute
+ * counts transpose's table and factor loads in double; in single the whole warp's count). */
 int fe_l1_wavefronts(const long long *idx, int n, int size)
 {
   return half_warp_wavefronts(idx, n, size);

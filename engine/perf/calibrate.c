@@ -287,8 +287,8 @@ static int calibrate_indexed(calib_run *c, long long full)
   return 0;
 }
 
-/* The cpu: csr's rows, 2^25 entries (their values and indices beyond the last-level cache,
- * 400 MB in double: this machine's 260 MB L3 held half as many), x through them. */
+/* The cpu: csr's rows, 2^25 entries (their values and indices, 400 MB in double, beyond a
+ * last-level cache), x through them. */
 static int calibrate_rows(calib_run *c)
 {
   fe_backend *be = c->be;
@@ -424,8 +424,8 @@ static int calibrate_kernels(calib_run *c)
   FE_CHECK(calibrate_dram_and_launches(c));
   FE_CHECK(calibrate_cache(c));
   /* FMA and shared loads: four full waves of groups (32 groups of two warps per unit); on
-   * the cpu 256 groups a thread, milliseconds, so that starting the threads (40-60 us with
-   * a passive wait policy) is not what is measured */
+   * the cpu 256 groups a thread, milliseconds, so that starting the threads is not what is
+   * measured */
   long long full = gpu ? (long long)cu * 32 * 4 : (long long)cu * 256;
   FE_CHECK(calibrate_fma(c, full));
   FE_CHECK(calibrate_lanes(c, full));

@@ -204,9 +204,8 @@ static double model_l1_ceiling(const model_rates *m, fe_report *rep)
                                rep->l1_line_total / c->l1_line_gops) * 1e-9;
   if (rep->l1_tag_seconds > 0 && c->shared_gbytes > 0) {
     /* few warps keep the lookups as busy as many where each request holds them longer than
-     * a shared load's wavefront (Little's law; measured on the H100: requests of 27 lines at
-     * the full rate from 4 warps a unit, of one line from 16): the shared curve at the warps
-     * times that ratio */
+     * a shared load's wavefront (Little's law, as measured with requests of many lines and of
+     * one: docs/model.md): the shared curve at the warps times that ratio */
     double per = rep->l1_tag_seconds / rep->l1_requests / (128 / (c->shared_gbytes * 1e9));
     rep->l1_tag_seconds /= m->warps > 0 ? curve_at(c->curve[1], m->warps * fmax(per, 1)) : 1;
   }

@@ -66,9 +66,8 @@ typedef struct fe_work {
   double rows;
   /* the cpu: of bytes, those a thread reads in a phase of their own between its loops (a
    * folded apply's per-point words, read in the quadrature phase): they add to the loops'
-   * time at the DRAM rate instead of streaming beside them (measured: a Q3 apply's 100 MB of
-   * words added 2.3-2.6 ms to its 6.1 on two threads, where a stream beside the loops would
-   * have added nothing) */
+   * time at the DRAM rate instead of streaming beside them (as measured on a folded Q3 apply:
+   * docs/model.md) */
   double phase_bytes;
   /* GPUs: global loads' wavefronts through L1, the data pipe shared memory uses too (one per
    * distinct 128-byte line a warp's load touches): the stored factors and the gathers
@@ -165,9 +164,8 @@ void fe_report_begin(fe_report *rep, const char *action, const fe_backend *be, f
  * wavefront, items reading the same word share it (the bank model of docs/kernels.md). */
 int fe_bank_wavefronts(const long long *idx, int n, int size);
 /* The same for one warp's shared-memory store: 8-byte words are stored by half-warps, each
- * half its own count (Nsight Compute's per-instruction wavefronts on the H100: transpose's
- * gather stores at P1, 8 cells x 4 nodes a warp landing on 8 banks, 8 wavefronts an STS.64,
- * not the whole warp's 4; at P2 19.2, not 10; loads keep the whole-warp count). */
+ * half its own count (as Nsight Compute's per-instruction wavefronts show for transpose's
+ * gather stores; loads keep the whole-warp count: docs/model.md). */
 int fe_bank_store_wavefronts(const long long *idx, int n, int size);
 /* The distinct words among idx[0..n) (idx < 0: idle): what one warp's read of a constant
  * table costs the constant cache. */

@@ -78,8 +78,8 @@ static int load_check(const char *path, const fe_load_opts *opts, fe_load_opts *
 
 /* The SDK is loaded at the first file it reads, not when felab starts: its library pulls in
  * about 80 others (OpenCASCADE, image and GL libraries) whose symbols the dynamic loader
- * would resolve at every start, 90 of felab's 100 ms (FE_GMSH_LIB: its soname, from the
- * build). */
+ * would otherwise resolve at every start, most of felab's start-up time (FE_GMSH_LIB: its
+ * soname, from the build). */
 #ifndef FE_GMSH_LIB
 #define FE_GMSH_LIB "libgmsh.so"
 #endif

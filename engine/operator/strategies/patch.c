@@ -49,8 +49,8 @@ static void measure_banks(patch_data *d, const fe_patches *P, int nb, int nc, in
                           int size)
 {
   double sx = 0, su = 0, sc = 0, nw = 0, gx = 0, gu = 0, sa = 0, nn = 0;
-  /* the patches of about 64k cells (2048 warps at 512 cells a patch; 512 patches of 512 cells
-   * took about 60 ms of one core here), on every thread */
+  /* the patches of about 64k cells a piece (2048 warps at 512 cells a patch): enough pieces
+   * to keep every thread busy while building them */
   int want = P->block > 0 && 65536 / P->block > 64 ? 65536 / P->block : 64;
   int step = P->npatch > want ? P->npatch / want : 1, nsample = (P->npatch + step - 1) / step;
 #pragma omp parallel for schedule(dynamic, 8) reduction(+ : sx, su, sc, nw, gx, gu, sa, nn)
