@@ -518,22 +518,38 @@ static int elemat_report(fe_operator *A, const fe_realization *r, const elemat_s
   return 0;
 }
 
+static const fe_elemat_method *const elemat_methods[] = {&fe_elemat_quadrature, &fe_elemat_tensor};
+
+const fe_elemat_method *fe_elemat_method_find(const char *name)
+{
+  for (size_t i = 0; i < sizeof elemat_methods / sizeof elemat_methods[0]; i++)
+    if (!name || !strcmp(name, elemat_methods[i]->name)) return elemat_methods[i];
+  return NULL;
+}
+
 int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
                         const char *strategy, const char *variant, fe_elemats **K,
                         fe_report *rep)
 {
-  fe_elemats *reuse = *K;
-  *K = NULL;
-  if (strategy && strcmp(strategy, "quadrature")) {
-    if (!strcmp(strategy, "tensor")) { /* engine/matrix/tensor.c */
-      FE_ASSERT(!variant, FE_ERR_ARG, "element matrices: strategy \"tensor\" takes no variant "
-                "(got '%s'; variants are strategy \"quadrature\"'s)", variant);
-      *K = reuse; /* NULL, or the matrices to overwrite */
-      FE_CHECK(fe_element_matrices_tensor(A, at, o, K, rep));
-      return 0;
-    }
+  const fe_elemat_method *m = fe_elemat_method_find(strategy);
+  if (!m) {
+    *K = NULL;
     FE_ERROR(FE_ERR_ARG, "element matrices: unknown strategy '%s' (quadrature, tensor)", strategy);
   }
+  if (variant && !m->variants) {
+    *K = NULL;
+    FE_ERROR(FE_ERR_ARG, "element matrices: strategy \"%s\" takes no variant (got '%s'; variants "
+             "are strategy \"quadrature\"'s)", m->name, variant);
+  }
+  return m->make(A, at, o, variant, K, rep);
+}
+
+/* Method "quadrature" (Banas et al.): a kernel per variant over the cells' points. */
+static int elemat_quadrature_make(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
+                                  const char *variant, fe_elemats **K, fe_report *rep)
+{
+  fe_elemats *reuse = *K;
+  *K = NULL;
   int v = 0;
   FE_CHECK(elemat_variant_of(A, at, variant, &v));
   double t0 = fe_clock(), compile_s = 0, transfer = 0, setup = 0, seconds = 0;
@@ -552,6 +568,10 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
   *K = k;
   return 0;
 }
+
+const fe_elemat_method fe_elemat_quadrature = {
+    "quadrature", "the element matrices by quadrature, a kernel per variant (Banas et al.)", 1,
+    elemat_quadrature_make};
 
 int fe_elemats_get(const fe_elemats *K, int cell, double *out)
 {

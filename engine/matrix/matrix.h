@@ -59,6 +59,21 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
  * stages as above. */
 int fe_element_matrices_tensor(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
                                fe_elemats **K, fe_report *rep);
+/* The methods of element matrices, a table as the strategies are (engine/operator/strategy.h):
+ * a name, whether it takes variants, and its make (as fe_element_matrices, with the variant,
+ * NULL unless it takes them). fe_element_matrices looks the method up by name. */
+typedef struct fe_elemat_method {
+  const char *name;        /* "quadrature", "tensor" */
+  const char *description; /* one line, for messages and help */
+  int variants;            /* 1: takes a variant (quadrature's reg_nojac, ...) */
+  int (*make)(fe_operator *A, const fe_vector *at, const fe_action_opts *o, const char *variant,
+              fe_elemats **K, fe_report *rep);
+} fe_elemat_method;
+extern const fe_elemat_method fe_elemat_quadrature; /* engine/matrix/matrix.c */
+extern const fe_elemat_method fe_elemat_tensor;     /* engine/matrix/tensor.c */
+/* The method named name (NULL: quadrature), or NULL when there is none. */
+const fe_elemat_method *fe_elemat_method_find(const char *name);
+
 /* Cell c's matrix into out[n * n] (doubles, row-major). */
 int fe_elemats_get(const fe_elemats *K, int cell, double *out);
 /* A copy on another backend or precision. */

@@ -375,3 +375,15 @@ int fe_element_matrices_tensor(fe_operator *A, const fe_vector *at, const fe_act
   *K = k;
   return 0;
 }
+
+/* Method "tensor" of element matrices (fe_elemat_method): it takes no variant. */
+static int elemat_tensor_make(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
+                              const char *variant, fe_elemats **K, fe_report *rep)
+{
+  (void)variant; /* fe_element_matrices refuses one */
+  return fe_element_matrices_tensor(A, at, o, K, rep);
+}
+
+const fe_elemat_method fe_elemat_tensor = {
+    "tensor", "reference tensors contracted with a geometric tensor a cell (Knepley-Terrel)", 0,
+    elemat_tensor_make};
