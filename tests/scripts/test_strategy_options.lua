@@ -89,6 +89,18 @@ local y1 = B:apply(w, with{strategy = "patch", walk = 4, lanes = 2})
 check(T.rel_diff(y1, y0) <= 1e-12, "patch walk 4 differs from transpose by %.2e", T.rel_diff(y1, y0))
 print(("same effective options share one realization (%d held)"):format(B.realizations))
 
+-- sumfact's default block is a number in its key: asking for it shares the realization
+do
+  local Vh = fe.space(mesh.box{cells = 2, cell = "hex"}, "Q2")
+  local H = fe.operator(Vh, physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
+  local wh = Vh:interpolate(function(x) return x[1] end)
+  local function hcount(o) H:apply(wh, with(o)) return H.realizations end
+  local m = hcount{strategy = "sumfact"}
+  check(hcount{strategy = "sumfact", block = 8} == m,
+        "sumfact's default block on the cpu (8) spelled out made a realization")
+  check(hcount{strategy = "sumfact", block = 4} == m + 1, "block 4 made no realization of its own")
+end
+
 -- A:strategies() says each one's options
 local _, info = A:strategies(cpu)
 check(info.patch.options == "block, walk, lanes, geometry", "patch's options: %s", info.patch.options)

@@ -250,12 +250,42 @@ static int pick_vertices(const fe_operator *A, fe_backend *be, fe_precision prec
 }
 
 /* The block stays as asked (0: the largest that fits, found by the setup). */
+/* The block of a realization: asked (> 0), else the default halved until the apply (what
+ * solvers repeat) fits in static shared memory; an action that needs more (the residual's
+ * coordinates) takes dynamic shared memory of its own where the backend offers it (cuda).
+ * each[a]: the shared bytes of action a's group at that block. */
+static int sumfact_block(const fe_operator *A, const fe_backend *be, fe_precision prec,
+                         int vertices, int folded, int asked, size_t *each)
+{
+  size_t limit = fe_shared_limit(be);
+  size_t optin = be->ops->kernel_shared ? be->info.local_mem_optin : 0;
+  int block = asked > 0 ? asked : default_block(A, be, prec);
+  for (;;) {
+    size_t need = 0;
+    for (int a = 0; a < FE_NACTIONS; a++) {
+      fe_sumfact_shape sh = shape_folded(A, prec, (fe_action)a, vertices, folded);
+      each[a] = fe_sumfact_shared_bytes(&sh, block, (int)fe_precision_size(prec));
+      if (each[a] > need) need = each[a];
+    }
+    int fits = each[FE_ACTION_APPLY] <= limit && (need <= limit || need <= optin);
+    if (fits || asked > 0 || block == 1) return block;
+    block /= 2;
+  }
+}
+
+/* The options' meaning: the block resolved (0 asks for the default, which is then a number),
+ * the geometry and fold the model picks, the scatter. */
 static void sumfact_effective_key(const fe_operator *A, fe_backend *be, fe_precision prec,
                                   const fe_action_opts *o, char *key, size_t n)
 {
-  snprintf(key, n, "block=%d geometry=%s scatter=%s fold=%s", o->block,
-           fe_geometry_key(A, o, pick_vertices(A, be, prec, o)),
-           o->scatter == FE_SCATTER_NODES ? "nodes" : "atomic", fe_fold_key(A, o));
+  int vertices = pick_vertices(A, be, prec, o), folds = 0;
+  if (fe_qdata_folds(A, o->fold, &folds)) fe_error_clear(); /* the setup says why */
+  size_t each[FE_NACTIONS];
+  int block = o->block > 1024 ? o->block
+                              : sumfact_block(A, be, prec, vertices, folds, o->block, each);
+  snprintf(key, n, "block=%d geometry=%s scatter=%s fold=%s", block,
+           fe_geometry_key(A, o, vertices), o->scatter == FE_SCATTER_NODES ? "nodes" : "atomic",
+           fe_fold_key(A, o));
 }
 
 static int sumfact_configure(fe_realization *r, const fe_action_opts *o)
@@ -268,24 +298,11 @@ static int sumfact_configure(fe_realization *r, const fe_action_opts *o)
             "geometry = \"vertices\" needs straight cells; this mesh is curved (order 2): use "
             "\"stored\"");
   d->vertices = pick_vertices(A, r->be, r->prec, o);
-  int block = o->block > 0 ? o->block : default_block(A, r->be, r->prec);
-  FE_ASSERT(block <= 1024, FE_ERR_ARG, "block = %d cells per work group is too large", block);
-  size_t limit = fe_shared_limit(r->be), need = 0, each[FE_NACTIONS];
+  FE_ASSERT(o->block <= 1024, FE_ERR_ARG, "block = %d cells per work group is too large",
+            o->block);
+  size_t limit = fe_shared_limit(r->be), each[FE_NACTIONS];
   size_t optin = r->be->ops->kernel_shared ? r->be->info.local_mem_optin : 0;
-  /* the block the apply (what solvers repeat) fits in static shared memory, halved until it
-   * does; an action that needs more (the residual's coordinates) takes dynamic shared memory
-   * of its own where the backend offers it (cuda) */
-  for (;;) {
-    need = 0;
-    for (int a = 0; a < FE_NACTIONS; a++) {
-      fe_sumfact_shape sh = shape_folded(A, r->prec, (fe_action)a, d->vertices, r->folded);
-      each[a] = fe_sumfact_shared_bytes(&sh, block, (int)fe_precision_size(r->prec));
-      if (each[a] > need) need = each[a];
-    }
-    int fits = each[FE_ACTION_APPLY] <= limit && (need <= limit || need <= optin);
-    if (fits || o->block > 0 || block == 1) break;
-    block /= 2;
-  }
+  int block = sumfact_block(A, r->be, r->prec, d->vertices, r->folded, o->block, each);
   for (int a = 0; a < FE_NACTIONS; a++) {
     d->dynamic[a] = each[a] > limit && each[a] <= optin ? each[a] : 0;
     FE_ASSERT(each[a] <= limit || d->dynamic[a], FE_ERR_ARG, "block = %d cells of %s need %zu "
