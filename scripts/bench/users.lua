@@ -2,12 +2,17 @@
 -- per iteration and the apply, the default strategy (autotuned from 200k dofs), the model's
 -- prediction of the apply; the uniform box with kappa 1 beside the distorted box (distort =
 -- 0.1) with kappa = 1 + 0.5 x, and Gmsh meshes (refined) with the same kappa.
---   felab scripts/bench/users.lua [backend] [meshes folder]     (cuda; .peers/matrix-meshes)
+--   felab scripts/bench/users.lua [backend] [meshes folder] [scale]
+--                                       (cuda; .peers/matrix-meshes; 1: the H200's sizes)
+-- scale multiplies the cells per side (the cpu: 1/3, about 1/27 of the dofs) and takes
+-- log2(1/scale) refinements off the Gmsh meshes.
 -- The meshes folder holds what `felab scripts/bench/matrix.lua write-meshes DIR` wrote
 -- (shell_hex.msh, torso-0.063.msh); rows whose mesh is missing are skipped, saying so.
 -- A table last: case, dofs, label, rule, apply, predicted, PCG, strategy, why.
 local be = arg and arg[1] or "cuda"
 local meshes = arg and arg[2] or ".peers/matrix-meshes"
+local scale = tonumber(arg and arg[3] or "1") or 1
+local fewer = math.floor(math.log(1 / scale, 2) + 0.5) -- refinements taken off
 local rows = {}
 local kx = "1 + 0.5 * x[0]"
 
@@ -17,9 +22,10 @@ local function build_mesh(sp, n, distort)
     if not f then return nil, n[1] .. " not found" end
     f:close()
     local m = mesh.load(n[1])
-    for _ = 1, n[2] do m = m:refine() end
+    for _ = 1, math.max(0, n[2] - fewer) do m = m:refine() end
     return m
   end
+  n = math.max(2, math.floor(n * scale + 0.5))
   return mesh.box{cells = {n, n, n}, cell = sp:sub(1, 1) == "P" and "tet" or "hex", distort = distort}
 end
 
