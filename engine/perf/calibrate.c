@@ -9,12 +9,60 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "engine/core/error.h"
 #include "engine/core/strbuf.h"
 #include "engine/perf/perf-private.h"
 
 const char *fe_kernel_template(const char *name);
+
+/* The host's CPU time as /proc/stat counts it (all cores: busy, busy and idle) and this
+ * process's own (every thread, and its children waited for), at one moment. */
+typedef struct host_load {
+  double busy, total, own;
+  int known;
+} host_load;
+
+static host_load host_load_now(void)
+{
+  host_load h = {0, 0, 0, 0};
+  unsigned long long v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  FILE *f = fopen("/proc/stat", "r");
+  if (f) {
+    h.known = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                     &v[4], &v[5], &v[6], &v[7]) == 8;
+    fclose(f);
+  }
+  double hz = (double)sysconf(_SC_CLK_TCK);
+  struct timespec ts;
+  h.known = h.known && hz > 0 && !clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  if (!h.known) return h;
+  /* user, nice, system, irq, softirq and steal (a hypervisor's other guests) are busy */
+  h.busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / hz;
+  h.total = h.busy + (double)(v[3] + v[4]) / hz;
+  h.own = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+  struct rusage ru; /* and its children's, once waited for (the compiler, llvm-mca) */
+  if (!getrusage(RUSAGE_CHILDREN, &ru))
+    h.own += (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+             (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
+  return h;
+}
+
+/* The share of the host's CPU time that other processes took between a and b (-1: not
+ * known): a calibration measured beside them reads their share off every rate. */
+static double others_share(host_load a, host_load b)
+{
+  if (!a.known || !b.known || b.total - a.total <= 0) return -1;
+  double others = (b.busy - a.busy) - (b.own - a.own);
+  return others > 0 ? others / (b.total - a.total) : 0;
+}
+
+/* Above this share of the cores' time taken by others, a calibration is not stored unless
+ * asked for (device.calibrate): it serves the session, and a later one measures again. */
+#define CALIBRATION_BUSY 0.15
 
 /* Best of `reps` runs of a kernel, wall clock; `queued` launches per run (the last waits). */
 static int best_time(fe_backend *be, fe_kernel *k, size_t ngroups, size_t block, int nargs,
@@ -446,7 +494,7 @@ static int calibrate_kernels(calib_run *c)
 }
 
 /* Compile the calibration kernels, run them, fill be->calib[prec] and store it. */
-int perf_run_calibration(fe_backend *be, fe_precision prec, fe_report *rep)
+int perf_run_calibration(fe_backend *be, fe_precision prec, fe_report *rep, int asked)
 {
   calib_run c = {.be = be, .prec = prec};
   size_t w = fe_precision_size(prec);
@@ -497,7 +545,9 @@ int perf_run_calibration(fe_backend *be, fe_precision prec, fe_report *rep)
   if (!rc) rc = be->ops->alloc(be->impl, nout * w, &c.out);
   if (!rc) rc = be->ops->fill(be->impl, &c.x, c.n, prec, 1.0);
   if (!rc) rc = be->ops->fill(be->impl, &c.y, c.n, prec, 2.0);
+  host_load h0 = host_load_now();
   if (!rc) rc = calibrate_kernels(&c);
+  double busy = others_share(h0, host_load_now());
   fe_buffer *bufs[] = {&c.a, &c.x, &c.y, &c.out};
   for (int i = 0; i < 4; i++)
     if (bufs[i]->ptr) be->ops->release(be->impl, bufs[i]);
@@ -514,12 +564,24 @@ int perf_run_calibration(fe_backend *be, fe_precision prec, fe_report *rep)
     rep->peak_gflops = cal->gflops;
     snprintf(rep->bound, sizeof rep->bound, "all");
   }
+  if (busy > CALIBRATION_BUSY) {
+    char why[240];
+    snprintf(why, sizeof why, "the %s calibration (%s) ran beside other processes, which took "
+             "%.0f%% of the cores' time: its rates are used in this session%s", be->name,
+             fe_precision_name(prec), 100 * busy, asked ? " and stored, as asked"
+             : ", not stored (a later session measures again)");
+    fprintf(stderr, "felab: %s\n", why);
+    if (rep)
+      snprintf(rep->why, sizeof rep->why, "beside other processes (%.0f%% of the cores' time)%s",
+               100 * busy, asked ? ": stored, as asked" : ": not stored");
+    if (!asked) return 0;
+  }
   return perf_save_calibration(be);
 }
 
 int fe_perf_calibrate(fe_backend *be, fe_precision prec, fe_report *rep)
 {
-  FE_CHECK(perf_run_calibration(be, prec, rep));
+  FE_CHECK(perf_run_calibration(be, prec, rep, 1));
   if (rep) fe_perf_log_add(rep);
   return 0;
 }

@@ -383,7 +383,7 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
 int fe_perf_predict(fe_backend *be, fe_precision prec, fe_report *rep)
 {
   if (!be->calib[prec].valid) FE_CHECK(fe_perf_load_calibration(be));
-  if (!be->calib[prec].valid) FE_CHECK(perf_run_calibration(be, prec, NULL));
+  if (!be->calib[prec].valid) FE_CHECK(perf_run_calibration(be, prec, NULL, 0));
   fe_perf_model(&be->calib[prec], be->info.compute_units, rep);
   return 0;
 }

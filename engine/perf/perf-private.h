@@ -8,7 +8,9 @@
 
 /* calibrate.c: compile the calibration kernels, run them, fill be->calib[prec] and store it
  * (rep: the calibration's report, or NULL). */
-int perf_run_calibration(fe_backend *be, fe_precision prec, fe_report *rep);
+/* Calibrate be in prec; stored unless other processes took more than 15% of the host's CPU
+ * time meanwhile and the calibration was not asked for (asked: device.calibrate). */
+int perf_run_calibration(fe_backend *be, fe_precision prec, fe_report *rep, int asked);
 
 /* calibration-store.c: rewrite the stored calibration of a backend with what it holds now. */
 int perf_save_calibration(const fe_backend *be);
