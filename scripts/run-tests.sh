@@ -34,12 +34,16 @@ echo "== script tests ($BUILD)"
 SERIAL="test_autotune.lua"
 LONGEST="test_sumfact.lua test_patch.lua test_strategies_run.lua test_patch_options.lua
 test_convergence_high.lua test_elemat_variants.lua test_fold.lua test_backends.lua"
-# the cpu's calibration, in double and single, measured now on a quiet machine (stored in the
-# cache, then read by every test) rather than inside a test that shares the cores
+# the cpu's and opencl's calibrations, in double and single, measured now on a quiet machine
+# (stored in the cache, then read by every test) rather than inside a test beside another,
+# where felab would not store them (engine/perf/calibrate.c) and each test would measure again
 "$BUILD/felab" -e 'local V = fe.space(mesh.box{cells = 2}, "P1")
 local A = fe.operator(V, physics.poisson{kappa = 1, source = 1})
-for _, p in ipairs{"double", "single"} do A:apply(V:interpolate(1):to("cpu", p)) end' \
-  > /dev/null 2>&1
+for _, b in ipairs{"cpu", "opencl"} do
+  for _, p in ipairs{"double", "single"} do
+    pcall(A.apply, A, V:interpolate(1):to(b, p), {backend = b, precision = p})
+  end
+end' > /dev/null 2>&1
 RESULTS=$(mktemp -d "${TMPDIR:-/tmp}/felab-tests.XXXXXX")
 trap 'rm -rf "$RESULTS"' EXIT
 {
