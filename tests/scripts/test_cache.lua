@@ -136,7 +136,12 @@ write(cpu_cal, (good_cal:gsub(" shared %S+", " shared 0")))
 out, nwarn = run("predict")
 check(nwarn == 1 and out:find("'shared 0': a rate that is not positive", 1, true),
       "a rate of 0 is not named:\n%s", out)
-check(read(cpu_cal):match(stored_form), "the calibration is not measured again after a 0 rate")
+-- measured again: stored, or (beside other processes, as in make test's two lanes) used for
+-- the run and said not stored (engine/perf/calibrate.c)
+local again = io.open(cpu_cal)
+if again then again:close() end
+check(again and read(cpu_cal):match(stored_form) or out:find("not stored", 1, true),
+      "the calibration is not measured again after a 0 rate:\n%s", out)
 
 -- Healed: nothing compiled and nothing said, and a calibration that parses is read as it is
 -- (a launch waited for in 1 ms predicts at least 1 ms).
