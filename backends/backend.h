@@ -52,6 +52,8 @@ typedef struct fe_device_info {
   size_t shared_per_cu; /* bytes of shared memory per compute unit */
   size_t l2_bytes;     /* last-level cache */
   size_t l1_bytes;     /* the cpu: a core's L1 data cache, where a group's arrays live (0: not known) */
+  size_t llc_bytes;    /* the cpu: the last-level cache its cores share, where a call finds again
+                        * what the call before left (0: not known) */
   int clock_mhz;       /* core clock */
   int tables_l1;       /* the kernels' constant tables live in global memory and are read
                         * through L1, one wavefront per 128-byte line a warp touches (CUDA's
@@ -230,6 +232,9 @@ typedef struct fe_calibration {
   /* the cpu: a cycle of llvm-mca's model of the core, nanoseconds: a chain of dependent
    * multiply-adds timed over its hot loop's cycles (0: llvm-mca absent, GPUs) */
   double cycle_ns;
+  /* the cpu: its last-level cache and a core's L1 data cache, bytes (fe_device_info; 0: not
+   * known, GPUs): what a call's data and a group's arrays are measured against */
+  double llc_bytes, l1_bytes;
   /* GPUs: the fraction of the ceiling reached with 2^(k+1) warps resident per compute unit
    * (k = 0..5), for DRAM, shared memory and FMA; 0: not measured (the cpu). The cpu
    * (FE_CURVE_LANES): the SIMD multiply-add rate with 2^(k+1) lanes, the cells of a group,

@@ -87,6 +87,10 @@ static int report_index(lua_State *L)
       {"loop_trips", offsetof(fe_report, loop_trips)},
       {"loop_cycles", offsetof(fe_report, loop_cycles)},
       {"loop_seconds", offsetof(fe_report, loop_seconds)},
+      {"array_bytes", offsetof(fe_report, array_bytes)},
+      {"operand_bytes", offsetof(fe_report, operand_bytes)},
+      {"operand_seconds", offsetof(fe_report, operand_seconds)},
+      {"llc_share", offsetof(fe_report, llc_share)},
   };
   for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++)
     if (!strcmp(k, numbers[i].name)) {
@@ -214,7 +218,7 @@ static int device_current(lua_State *L)
 
 /* A calibration as a table: gbytes, gflops, launch_us, sync_us, l2_gbytes, shared_gbytes,
  * nonfma_gops, atomic_gops, constant_gops, scalar_gflops, indexed_gops, indexed_l1_gops
- * and rows_gbytes (the cpu), l1_request_gops and l1_line_gops (GPUs: the L1's lookups), dram_latency_us,
+ * rows_gbytes, llc_bytes and l1_bytes (the cpu), l1_request_gops and l1_line_gops (GPUs: the L1's lookups), dram_latency_us,
  * l2_latency_us, phase_latency_us, cycle_ns (the cpu: a cycle of llvm-mca's core), gpu
  * (measured on a GPU), tables_l1 (the kernels' tables
  * read through L1: fe_device_info), (GPUs) curves = {dram = {...}, shared = {...},
@@ -234,7 +238,8 @@ void felab_push_calibration(lua_State *L, const fe_calibration *c)
            {"phase_latency_us", c->phase_latency_us}, {"indexed_gops", c->indexed_gops},
            {"indexed_l1_gops", c->indexed_l1_gops}, {"l1_request_gops", c->l1_request_gops},
            {"l1_line_gops", c->l1_line_gops}, {"cycle_ns", c->cycle_ns},
-           {"rows_gbytes", c->rows_gbytes}};
+           {"rows_gbytes", c->rows_gbytes}, {"llc_bytes", c->llc_bytes},
+           {"l1_bytes", c->l1_bytes}};
   lua_createtable(L, 0, 20);
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     lua_pushnumber(L, f[i].v);
@@ -415,6 +420,8 @@ static int perf_model(lua_State *L)
   c.phase_latency_us = field_number(L, 2, "phase_latency_us");
   c.cycle_ns = field_number(L, 2, "cycle_ns");
   c.rows_gbytes = field_number(L, 2, "rows_gbytes");
+  c.llc_bytes = field_number(L, 2, "llc_bytes");
+  c.l1_bytes = field_number(L, 2, "l1_bytes");
   lua_getfield(L, 2, "gpu");
   c.gpu = lua_toboolean(L, -1);
   lua_pop(L, 1);

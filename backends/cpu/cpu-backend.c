@@ -161,6 +161,39 @@ static void cpu_close(void *impl)
   free(c);
 }
 
+/* The last-level cache of the first core, as the kernel's sysfs describes it (the highest
+ * level's size): glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) reads cpuid, which on a virtual
+ * machine may describe the host's (320 MB where lscpu and sysfs say 32); 0: not known. */
+static size_t cpu_llc_bytes(void)
+{
+  size_t best = 0;
+  int best_level = 0;
+  for (int i = 0; i < 8; i++) {
+    char path[96], text[32];
+    int level = 0;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+    FILE *f = fopen(path, "r");
+    if (!f) break;
+    if (fscanf(f, "%d", &level) != 1) level = 0;
+    fclose(f);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+    if (!(f = fopen(path, "r"))) continue;
+    char *ok = fgets(text, sizeof text, f);
+    fclose(f);
+    char *end;
+    unsigned long long v = ok ? strtoull(text, &end, 10) : 0;
+    if (!ok || end == text) continue;
+    if (*end == 'K') v <<= 10;
+    else if (*end == 'M') v <<= 20;
+    if (level > best_level) best_level = level, best = (size_t)v;
+  }
+  if (!best) {
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    best = l2 > 0 ? (size_t)l2 : 0;
+  }
+  return best;
+}
+
 /* The processor's model name from /proc/cpuinfo. */
 static void cpu_model_name(char *name, size_t n)
 {
@@ -198,6 +231,7 @@ static int cpu_query(void *impl, fe_device_info *info)
   info->warp = info->threads_per_cu = info->groups_per_cu = 1; /* a group per thread */
   long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
   info->l1_bytes = l1 > 0 ? (size_t)l1 : 0;
+  info->llc_bytes = cpu_llc_bytes();
   info->items_in_order = 1;   /* FE_INNER is a plain loop on the group's thread */
   info->cells_in_lanes = 1;   /* gcc vectorizes the strategies' loops over a group's cells */
   info->stack_shared = (size_t)512 << 10; /* FE_SHARED arrays are the thread's locals */

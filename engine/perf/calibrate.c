@@ -489,6 +489,8 @@ static int calibrate_kernels(calib_run *c)
   FE_CHECK(calibrate_curves(c));
   cal->gpu = gpu;
   cal->tables_l1 = be->info.tables_l1;
+  cal->llc_bytes = (double)be->info.llc_bytes;
+  cal->l1_bytes = (double)be->info.l1_bytes;
   cal->valid = 1;
   return 0;
 }

@@ -153,6 +153,8 @@ int fe_perf_load_calibration(fe_backend *be)
       be->calib[p] = stored[p];
       be->calib[p].gpu = be->info.is_gpu;
       be->calib[p].tables_l1 = be->info.tables_l1;
+      be->calib[p].llc_bytes = (double)be->info.llc_bytes;
+      be->calib[p].l1_bytes = (double)be->info.l1_bytes;
     }
   return 0;
 }

@@ -140,6 +140,7 @@ typedef struct model_rates {
   double warps;      /* warps resident of 64 per unit (0: not known) */
   double e_dram, e_shared, e_fma; /* the curves at those warps */
   double dram_gbytes; /* the DRAM rate the bytes move at */
+  double llc_share;   /* the cpu: the share of the bytes from beyond the last-level cache */
 } model_rates;
 
 /* The rates of calibration c as the model takes them for the call in rep. */
@@ -168,6 +169,25 @@ static void model_rates_for(const fe_calibration *c, const fe_report *rep, model
    * it put the DRAM ceiling under the bytes at the triad's rate */
   m->dram_gbytes = !c->gpu && rep->rows > 0 && c->rows_gbytes > 0
                        ? fmin(c->rows_gbytes, c->gbytes) : c->gbytes;
+  /* the cpu: a call whose bytes fit its last-level cache finds them there again, as the call
+   * before left them (a solver's repeated products, a benchmark's best of ten); one that
+   * does not fetches them all from memory (a stream through an LRU cache larger than it
+   * keeps nothing). Half the cache is what a process here keeps: on this 2-core virtual
+   * machine a triad over growing arrays falls from 73-169 GB/s to under 20 between 11 and
+   * 23 MB of the 32 MB L3 sysconf reports, which cores outside the machine share
+   * (docs/model.md) */
+  m->llc_share = 1;
+  if (!c->gpu && c->llc_bytes > 0 && rep->bytes <= c->llc_bytes / 2 && c->l2_gbytes > 0)
+    m->llc_share = 0;
+}
+
+/* The cpu: bytes at the rate of where they come from, memory or the last-level cache (at the
+ * L2 triad's rate, the cache's calibrated one); a GPU: memory. */
+static double model_stream_seconds(const model_rates *m, double bytes)
+{
+  if (m->llc_share >= 1) return bytes / (m->dram_gbytes * 1e9 * m->e_dram);
+  return bytes * m->llc_share / (m->dram_gbytes * 1e9 * m->e_dram) +
+         bytes * (1 - m->llc_share) / (m->g.l2_gbytes * 1e9);
 }
 
 /* The DRAM and L2 ceilings alone. */
@@ -175,7 +195,7 @@ static void model_memory_ceilings(const model_rates *m, fe_report *rep)
 {
   const fe_calibration *c = &m->g;
   double *t = rep->ceiling_seconds;
-  t[FE_CEIL_DRAM] = rep->bytes / (m->dram_gbytes * 1e9 * m->e_dram);
+  t[FE_CEIL_DRAM] = model_stream_seconds(m, rep->bytes);
   t[FE_CEIL_L2] = c->l2_gbytes > 0 ? rep->l2_bytes / (c->l2_gbytes * 1e9 * m->e_dram) : 0;
 }
 
@@ -222,7 +242,8 @@ static void model_compute_ceilings(const model_rates *m, int compute_units, fe_r
   const double vec_gflops = m->vec_gflops, vec = m->vec;
   double *t = rep->ceiling_seconds;
   /* the cpu: the SIMD rate with the kernel's lanes (a group's cells), as calibrated */
-  double e_lanes = !c->gpu && rep->lanes > 0 ? curve_at(c->curve[FE_CURVE_LANES], rep->lanes) : 1;
+  double e_lanes = !c->gpu && rep->lanes > 0 && !rep->lanes_in_flight
+                       ? curve_at(c->curve[FE_CURVE_LANES], rep->lanes) : 1;
   t[FE_CEIL_FMA] = (rep->flops - vec) / (c->gflops * 1e9 * m->e_fma) +
                    (vec > 0 ? vec / (vec_gflops * 1e9 * e_lanes) : 0);
   if (!c->gpu && vec_gflops > 0) /* the cpu: a group's factors into its lanes, beside the flops */
@@ -233,6 +254,13 @@ static void model_compute_ceilings(const model_rates *m, int compute_units, fe_r
    * cycles, the threads side by side. Where longer than its multiply-adds and divisions at the
    * calibrated rates (the core's scheduler full of work waiting on one chain), it binds the
    * FMA pipe */
+  /* the cpu: loops whose arrays outgrow a core's L1 read their operands from L2, a word a
+   * multiply-add, at the calibrated L2 rate beside their multiply-adds: the longer binds */
+  rep->operand_seconds = 0;
+  if (!c->gpu && c->l1_bytes > 0 && rep->array_bytes >= c->l1_bytes && c->l2_gbytes > 0) {
+    rep->operand_seconds = rep->operand_bytes / (c->l2_gbytes * 1e9);
+    if (rep->operand_seconds > t[FE_CEIL_FMA]) t[FE_CEIL_FMA] = rep->operand_seconds;
+  }
   rep->loop_seconds = 0;
   rep->loop_binds = 0;
   if (!c->gpu && c->cycle_ns > 0 && rep->loop_cycles > 0 && compute_units > 0) {
@@ -298,7 +326,7 @@ static double model_overlap(const model_rates *m, fe_report *rep, double fill, d
      * instructions, so the multiply-adds, the divisions and the indexed loops add up;
      * memory streams beside them (its prefetchers run ahead of the loops) */
     double issue = t[FE_CEIL_FMA] + t[FE_CEIL_NONFMA] + t[FE_CEIL_INDEXED] +
-                   rep->phase_bytes / (m->dram_gbytes * 1e9 * m->e_dram);
+                   model_stream_seconds(m, rep->phase_bytes);
     if (issue > on) {
       on = issue;
       *pipe = FE_CEIL_FMA;
@@ -362,6 +390,7 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
 {
   model_rates m;
   model_rates_for(c, rep, &m);
+  rep->llc_share = m.llc_share;
   c = &m.g;
   double *t = rep->ceiling_seconds;
   model_memory_ceilings(&m, rep);

@@ -57,6 +57,8 @@ void fe_report_work(fe_report *rep, const fe_work *w)
   rep->factor_gathers = w->factor_gathers;
   rep->rows = w->rows;
   rep->phase_bytes = w->phase_bytes;
+  rep->array_bytes = w->array_bytes;
+  rep->operand_bytes = w->operand_bytes;
   rep->l1_wavefronts = w->l1_wavefronts;
   rep->table_wavefronts = w->table_wavefronts;
   memcpy(rep->l1_lines, w->l1_lines, sizeof rep->l1_lines);
@@ -64,6 +66,7 @@ void fe_report_work(fe_report *rep, const fe_work *w)
   rep->groups = w->groups;
   rep->group_items = w->group_items;
   rep->lanes = w->lanes;
+  rep->lanes_in_flight = w->lanes_in_flight;
   rep->dram_trips = w->dram_trips;
   rep->l2_trips = w->l2_trips;
   rep->phases = w->phases;

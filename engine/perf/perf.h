@@ -69,6 +69,11 @@ typedef struct fe_work {
    * time at the DRAM rate instead of streaming beside them (as measured on a folded Q3 apply:
    * docs/model.md) */
   double phase_bytes;
+  /* the cpu: the bytes of a group's arrays that one of its loops sweeps, in and out (its
+   * cells in the lanes; 0: not said), and the bytes those loops read, a word a multiply-add:
+   * from L1 where the arrays fit it, else from L2 at the calibrated L2 rate, beside the
+   * multiply-adds */
+  double array_bytes, operand_bytes;
   /* GPUs: global loads' wavefronts through L1, the data pipe shared memory uses too (one per
    * distinct 128-byte line a warp's load touches): the stored factors and the gathers
    * (l1_wavefronts), and the same tables `constant` counts where a backend keeps them in
@@ -80,6 +85,9 @@ typedef struct fe_work {
   long long groups;    /* work groups of the main kernel (0: not known) */
   int group_items;     /* items (threads) per group */
   int lanes;           /* the cpu: a group's cells, the lanes of its SIMD loops (0: not known) */
+  int lanes_in_flight; /* the cpu: 1 where its SIMD loops keep several outputs in flight (sumfact's
+                        * contractions, the table's row outermost): the vectorized rate whole,
+                        * not the lanes curve, whose calibrated loop is a chain an output */
   /* one group's path, in the order its code runs: loads whose address or start waits on
    * the load or barrier before (from device memory: a stream's first touch; from L2:
    * gathers of nodes other cells read too), and barrier-separated phases */
@@ -121,14 +129,18 @@ typedef struct fe_report {
   char bound[16];           /* the ceiling that binds: "dram", "shared", "fma", ... */
   /* the model's inputs besides flops and bytes (fe_work), and its answer per ceiling */
   double l2_bytes, shared_bytes, nonfma, atomics, constant, vec_flops, indexed, indexed_first;
-  double factor_lanes, factor_gathers, rows, phase_bytes;
+  double factor_lanes, factor_gathers, rows, phase_bytes, array_bytes, operand_bytes;
+  double operand_seconds;   /* the cpu: those operands from L2 (0: from L1), the FMA ceiling
+                             * where longer than the multiply-adds */
+  double llc_share;         /* the cpu: the share of the bytes beyond its last-level cache (the
+                             * rest found there again, read at the L2 triad's rate) */
   double l1_wavefronts, table_wavefronts;
   double l1_lines[FE_L1_LINES + 1], table_lines[FE_L1_LINES + 1]; /* (fe_work) */
   double l1_requests, l1_line_total; /* their sums: requests, lines */
   double l1_tag_seconds;    /* the L1's lookups alone, at the calibrated rates and the last
                              * wave's fill (GPUs; the shared ceiling where longer) */
   long long groups;
-  int group_items, lanes;
+  int group_items, lanes, lanes_in_flight;
   double dram_trips, l2_trips, phases; /* one group's path (fe_work) */
   int nphase_work;          /* and its phases' work (fe_work) */
   fe_phase_work phase_work[FE_PHASES_MAX];

@@ -2,16 +2,28 @@
 -- per iteration and the apply, the default strategy (autotuned from 200k dofs), the model's
 -- prediction of the apply; the uniform box with kappa 1 beside the distorted box (distort =
 -- 0.1) with kappa = 1 + 0.5 x, and Gmsh meshes (refined) with the same kappa.
---   felab scripts/bench/users.lua [backend] [meshes folder] [scale]
+--   felab scripts/bench/users.lua [backend] [meshes folder] [scale] [out.csv]
 --                                       (cuda; .peers/matrix-meshes; 1: the H200's sizes)
 -- scale multiplies the cells per side (the cpu: 1/3, about 1/27 of the dofs) and takes
 -- log2(1/scale) refinements off the Gmsh meshes.
 -- The meshes folder holds what `felab scripts/bench/matrix.lua write-meshes DIR` wrote
 -- (shell_hex.msh, torso-0.063.msh); rows whose mesh is missing are skipped, saying so.
--- A table last: case, dofs, label, rule, apply, predicted, PCG, strategy, why.
+-- A table last: case, dofs, label, rule, apply, predicted, PCG, strategy, why. out.csv, where
+-- given, gets each case's best apply as counted and predicted (each ceiling alone), for the
+-- model's terms to be read against the measurement.
 local be = arg and arg[1] or "cuda"
 local meshes = arg and arg[2] or ".peers/matrix-meshes"
 local scale = tonumber(arg and arg[3] or "1") or 1
+local csv = arg and arg[4] and io.open(arg[4], "w")
+local fields = {"bytes", "flops", "l2_bytes", "indexed", "indexed_first", "factor_lanes",
+                "factor_gathers", "loop_seconds", "serial_seconds", "array_bytes",
+                "operand_bytes", "operand_seconds", "llc_share"}
+local ceilings = {"dram", "l2", "shared", "fma", "nonfma", "atomics", "constant", "indexed",
+                  "launches"}
+if csv then
+  csv:write("space,dofs,label,rule,precision,strategy,seconds,predicted,pcg," ..
+            table.concat(fields, ",") .. "," .. "t_" .. table.concat(ceilings, ",t_") .. "\n")
+end
 local fewer = math.floor(math.log(1 / scale, 2) + 0.5) -- refinements taken off
 local rows = {}
 local kx = "1 + 0.5 * x[0]"
@@ -39,8 +51,11 @@ local function case(sp, n, distort, kappa, o, label, quad)
   o.backend = be
   local ok, y, rep = pcall(A.apply, A, v, o)
   if not ok then print(sp, label, "failed", y); return end
-  local best = 1e9
-  for _ = 1, 10 do y, rep = A:apply(v, o); best = math.min(best, rep.seconds) end
+  local best, brep = 1e9, rep
+  for _ = 1, 10 do
+    y, rep = A:apply(v, o)
+    if rep.seconds < best then best, brep = rep.seconds, rep end
+  end
   local so = {pc = "jacobi", rtol = 1e-30, maxit = 50, backend = be, strategy = o.strategy,
               fold = o.fold, precision = o.precision}
   local cg = 1e9
@@ -53,6 +68,16 @@ local function case(sp, n, distort, kappa, o, label, quad)
     cg * 1e3, rep.strategy, rep.why)
   print(line)
   io.stdout:flush()
+  if csv then
+    local vals = {sp, V.ndofs, label, quad and "gll" or "gauss", o.precision or "double",
+                  brep.strategy, brep.seconds, brep.predicted_seconds, cg}
+    for _, f in ipairs(fields) do vals[#vals + 1] = brep[f] or 0 end
+    local ce = brep.ceilings
+    for _, f in ipairs(ceilings) do vals[#vals + 1] = ce[f] or 0 end
+    for i, x in ipairs(vals) do vals[i] = tostring(x) end
+    csv:write(table.concat(vals, ",") .. "\n")
+    csv:flush()
+  end
   rows[#rows + 1] = line
   collectgarbage()
 end

@@ -148,6 +148,23 @@ double fe_sumfact_vec_flops_per_cell(const fe_sumfact_shape *s)
   return action_flops(s, &z) - edge_flops(s) - s->nc * z.nb;
 }
 
+double fe_sumfact_contraction_flops_per_cell(const fe_sumfact_shape *s)
+{
+  sf_sizes z = sizes_of(s);
+  if (s->diagonal) return 0; /* its rounds: not counted apart (an estimate) */
+  double p = s->p1, q = s->q1, nc = s->nc, d = s->dim;
+  double f = interpolation_flops(s, &z) + z.nq * z.ng * 2.0 * d * q; /* in, derivatives */
+  f += nc * z.nq * (2.0 * d * q + (z.interp_z ? 2.0 * p : 0));    /* transposed derivatives */
+  if (!s->collocated) f += 2.0 * nc * z.zp * p * q * (q + p);      /* transposed y and x */
+  return f;
+}
+
+double fe_sumfact_contraction_words(const fe_sumfact_shape *s)
+{
+  sf_sizes z = sizes_of(s);
+  return 2.0 * max2(max2(z.nv, s->nc), 1) * max2(z.nb, z.nq);
+}
+
 double fe_sumfact_nonfma_per_cell(const fe_sumfact_shape *s)
 {
   sf_sizes z = sizes_of(s);

@@ -36,6 +36,13 @@ double fe_sumfact_vec_flops_per_cell(const fe_sumfact_shape *s);
  * 1 + DIM linearizations per component), and with vertices the map's reciprocal determinant
  * at each point (each column on affine cells). */
 double fe_sumfact_nonfma_per_cell(const fe_sumfact_shape *s);
+/* Of the flops, the contractions' (the interpolations, the derivatives at the points and
+ * their transposes): each multiply-add reads one word of its operand array (0: the
+ * diagonal, not counted apart). */
+double fe_sumfact_contraction_flops_per_cell(const fe_sumfact_shape *s);
+/* The words of a cell's largest contraction arrays, input and output together (fields x
+ * the nodes or the points, the more of the two): what one contraction sweeps. */
+double fe_sumfact_contraction_words(const fe_sumfact_shape *s);
 
 /* Bytes of FE_SHARED arrays of one work group of `block` cells with reals of real_size bytes. */
 size_t fe_sumfact_shared_bytes(const fe_sumfact_shape *s, int block, int real_size);

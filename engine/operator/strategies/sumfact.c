@@ -164,6 +164,12 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
   wk->bytes = fe_codegen_common_bytes(&s, A->ndir) + ncells * V->elem.nbasis * 4.0 + geo +
               (sh.need_x ? V->nnodes * 3 * w : 0);
   wk->phase_bytes = folded ? geo : 0; /* read in the quadrature phase alone (the cpu) */
+  /* the cpu: a group's cells are the lanes of its contractions, each multiply-add reading
+   * its operand's word from the group's arrays (the model: from L2 where they outgrow L1) */
+  if (!gpu && block > 0) {
+    wk->array_bytes = fe_sumfact_contraction_words(&sh) * block * w;
+    wk->operand_bytes = ncells * fe_sumfact_contraction_flops_per_cell(&sh) / 2 * w;
+  }
   /* scatter "nodes": the E-vector written and read back, its index and the node offsets */
   if (nodesum) wk->bytes += ncells * V->elem.nbasis * (2.0 * V->ncomp * w + 4) + V->nnodes * 4.0;
   /* shared memory (on GPUs by warps: one with few items pays a whole wavefront); the
@@ -208,6 +214,7 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
     wk->groups = (long long)((V->mesh->ncells + block - 1) / block);
     wk->group_items = fe_sumfact_group_items(&sh, block);
     wk->lanes = block;
+    wk->lanes_in_flight = 1; /* its rows outermost: consecutive outputs independent */
   }
 }
 

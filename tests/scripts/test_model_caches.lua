@@ -1,0 +1,84 @@
+-- The cpu's model and its caches (docs/model.md, "The prediction"): device.info gives the
+-- last-level cache and a core's L1 with the calibration; sumfact's Q7 apply counts its
+-- contractions' arrays (two of a cell's 512 points a field, eight cells in the lanes) and
+-- their operand words (one a multiply-add) in closed form; perf.model reads them from L2
+-- where the arrays fill L1, not where L1 holds them; a call whose bytes fit half the
+-- last-level cache streams them at the L2 triad's rate, a larger one at the DRAM rate; a
+-- GPU's calibration uses neither.
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
+local check, close = T.check, T.close
+local TOL = 1e-12
+
+local info = device.info("cpu")
+local cal = info.calibration and info.calibration.double
+if not cal then
+  device.calibrate("cpu", "double")
+  cal = device.info("cpu").calibration.double
+end
+check(cal.l1_bytes > 0, "the calibration has no L1 size (%s)", tostring(cal.l1_bytes))
+if not (cal.llc_bytes > 0) then
+  T.skip("this machine's sysfs and sysconf give no last-level cache")
+  return
+end
+check(cal.llc_bytes >= cal.l1_bytes, "last-level cache %g under L1 %g", cal.llc_bytes, cal.l1_bytes)
+
+-- Q7 hexes, Gauss 8 points a direction, the Poisson apply: a field interpolated (nv = 1)
+local m = mesh.box{cells = {2, 2, 2}, cell = "hex"}
+local V = fe.space(m, "Q7")
+local A = fe.operator(V, physics.poisson{kappa = 1}, {dirichlet = "all"})
+local v = V:interpolate(function(x) return x[1] + x[2] * x[3] end)
+local _, rep = A:apply(v, {backend = "cpu", strategy = "sumfact", precision = "double"})
+local p, q, ncells, w, lanes = 8, 8, 8, 8, 8
+check(rep.array_bytes == 2 * q ^ 3 * lanes * w, "Q7 arrays %g bytes, expected %g", rep.array_bytes,
+      2 * q ^ 3 * lanes * w)
+-- the contractions' multiply-adds a cell: the interpolations (z in the gather, x, y), the
+-- derivatives at the points, their transposes (z in registers), the transposed y and x
+local flops = 2 * p * p * q * p + 2 * q * q * p * p + 2 * q * q * q * p -- interpolation
+flops = flops + q ^ 3 * 2 * 3 * q                                        -- derivatives
+flops = flops + q ^ 3 * (2 * 3 * q + 2 * p)                              -- transposed
+flops = flops + 2 * p * p * q * (q + p)                                  -- transposed y, x
+check(close(rep.operand_bytes, ncells * flops / 2 * w, TOL), "Q7 operands %g bytes, expected %g",
+      rep.operand_bytes, ncells * flops / 2 * w)
+
+local function with(over)
+  local c = {}
+  for k, x in pairs(cal) do c[k] = x end
+  for k, x in pairs(over) do c[k] = x end
+  return c
+end
+local units = info.compute_units
+
+-- L1 holding the arrays: no operands from L2; filled by them: at the L2 rate, the FMA
+-- ceiling at least that long
+local held = perf.model(rep, with{l1_bytes = 4 * rep.array_bytes}, units)
+check(held.operand_seconds == 0, "arrays in L1: operands from L2 took %g s", held.operand_seconds)
+local filled = perf.model(rep, with{l1_bytes = rep.array_bytes}, units)
+local want = rep.operand_bytes / (cal.l2_gbytes * 1e9)
+check(close(filled.operand_seconds, want, TOL), "arrays filling L1: operands %g s, expected %g",
+      filled.operand_seconds, want)
+check(filled.ceilings.fma >= want * (1 - TOL), "the FMA ceiling %g under the operands' %g",
+      filled.ceilings.fma, want)
+check(filled.predicted_seconds >= held.predicted_seconds,
+      "operands from L2 made the prediction faster (%g < %g)", filled.predicted_seconds,
+      held.predicted_seconds)
+
+-- the last-level cache: bytes within half of it at the L2 rate, beyond at the DRAM rate (the
+-- two ceilings' ratio: the last wave's fill stretches both alike)
+local fits = perf.model(rep, with{llc_bytes = 4 * rep.bytes}, units)
+check(fits.llc_share == 0, "bytes in half the cache: share from memory %g", fits.llc_share)
+local beyond = perf.model(rep, with{llc_bytes = rep.bytes}, units)
+check(beyond.llc_share == 1, "bytes past half the cache: share from memory %g", beyond.llc_share)
+check(close(beyond.ceilings.dram / fits.ceilings.dram, cal.l2_gbytes / cal.gbytes, 1e-9),
+      "dram ceiling past the cache %g, in it %g: not the rates' ratio %g", beyond.ceilings.dram,
+      fits.ceilings.dram, cal.l2_gbytes / cal.gbytes)
+local here = rep.bytes <= cal.llc_bytes / 2 and fits or beyond
+check(rep.llc_share == here.llc_share and close(here.ceilings.dram, rep.ceilings.dram, TOL),
+      "the call's %g bytes against this machine's cache (%g): share %g, dram ceiling %g, the " ..
+      "report's %g and %g", rep.bytes, cal.llc_bytes, here.llc_share, here.ceilings.dram,
+      rep.llc_share, rep.ceilings.dram)
+
+-- a GPU's calibration: neither cache term
+local gpu = perf.model(rep, with{gpu = true, llc_bytes = 4 * rep.bytes, l1_bytes = 1}, units)
+check(gpu.llc_share == 1 and gpu.operand_seconds == 0,
+      "a GPU took the cpu's caches: share %g, operands %g s", gpu.llc_share, gpu.operand_seconds)
+T.done()
