@@ -41,72 +41,86 @@ static void push_ratio(lua_State *L, const fe_report *r)
   else lua_pushnil(L);
 }
 
+/* A report's fields that are numbers (doubles of fe_report) and strings (its char arrays),
+ * by name; report_index reads them through these tables. */
+static const struct {
+  const char *name;
+  size_t offset;
+} report_numbers[] = {
+    {"flops", offsetof(fe_report, flops)},
+    {"bytes", offsetof(fe_report, bytes)},
+    {"seconds", offsetof(fe_report, seconds)},
+    {"predicted_seconds", offsetof(fe_report, predicted_seconds)},
+    {"peak_gflops", offsetof(fe_report, peak_gflops)},
+    {"peak_gbytes", offsetof(fe_report, peak_gbytes)},
+    {"compile_seconds", offsetof(fe_report, compile_seconds)},
+    {"transfer_seconds", offsetof(fe_report, transfer_seconds)},
+    {"setup_seconds", offsetof(fe_report, setup_seconds)},
+    {"l2_bytes", offsetof(fe_report, l2_bytes)},
+    {"shared_bytes", offsetof(fe_report, shared_bytes)},
+    {"vec_flops", offsetof(fe_report, vec_flops)},
+    {"nonfma", offsetof(fe_report, nonfma)},
+    {"atomics", offsetof(fe_report, atomics)},
+    {"constant_loads", offsetof(fe_report, constant)},
+    {"indexed", offsetof(fe_report, indexed)},
+    {"indexed_first", offsetof(fe_report, indexed_first)},
+    {"factor_lanes", offsetof(fe_report, factor_lanes)},
+    {"factor_gathers", offsetof(fe_report, factor_gathers)},
+    {"rows", offsetof(fe_report, rows)},
+    {"l1_wavefronts", offsetof(fe_report, l1_wavefronts)},
+    {"table_wavefronts", offsetof(fe_report, table_wavefronts)},
+    {"l1_requests", offsetof(fe_report, l1_requests)},
+    {"l1_lines", offsetof(fe_report, l1_line_total)},
+    {"l1_tag_seconds", offsetof(fe_report, l1_tag_seconds)},
+    {"occupancy", offsetof(fe_report, occupancy)},
+    {"efficiency", offsetof(fe_report, efficiency)},
+    {"dram_trips", offsetof(fe_report, dram_trips)},
+    {"l2_trips", offsetof(fe_report, l2_trips)},
+    {"phases", offsetof(fe_report, phases)},
+    {"serial_seconds", offsetof(fe_report, serial_seconds)},
+    {"stagger_seconds", offsetof(fe_report, stagger_seconds)},
+    {"waits_hidden", offsetof(fe_report, waits_hidden)},
+    {"loop_trips", offsetof(fe_report, loop_trips)},
+    {"loop_cycles", offsetof(fe_report, loop_cycles)},
+    {"loop_seconds", offsetof(fe_report, loop_seconds)},
+    {"array_bytes", offsetof(fe_report, array_bytes)},
+    {"operand_bytes", offsetof(fe_report, operand_bytes)},
+    {"operand_seconds", offsetof(fe_report, operand_seconds)},
+    {"llc_share", offsetof(fe_report, llc_share)},
+};
+static const struct {
+  const char *name;
+  size_t offset;
+} report_strings[] = {
+    {"action", offsetof(fe_report, action)},
+    {"backend", offsetof(fe_report, backend)},
+    {"device", offsetof(fe_report, device)},
+    {"precision", offsetof(fe_report, precision)},
+    {"strategy", offsetof(fe_report, strategy)},
+    {"why", offsetof(fe_report, why)},
+    {"space", offsetof(fe_report, space)},
+    {"quadrature", offsetof(fe_report, quadrature)},
+    {"bound", offsetof(fe_report, bound)},
+    {"occupancy_limit", offsetof(fe_report, occupancy_limit)},
+};
+
 /* __index of a report: the method print, then the fields. */
 static int report_index(lua_State *L)
 {
   const fe_report *r = luaL_checkudata(L, 1, FELAB_REPORT);
   const char *k = felab_index_method(L);
   if (!k) return 1;
-  static const struct {
-    const char *name;
-    size_t offset;
-  } numbers[] = {
-      {"flops", offsetof(fe_report, flops)},
-      {"bytes", offsetof(fe_report, bytes)},
-      {"seconds", offsetof(fe_report, seconds)},
-      {"predicted_seconds", offsetof(fe_report, predicted_seconds)},
-      {"peak_gflops", offsetof(fe_report, peak_gflops)},
-      {"peak_gbytes", offsetof(fe_report, peak_gbytes)},
-      {"compile_seconds", offsetof(fe_report, compile_seconds)},
-      {"transfer_seconds", offsetof(fe_report, transfer_seconds)},
-      {"setup_seconds", offsetof(fe_report, setup_seconds)},
-      {"l2_bytes", offsetof(fe_report, l2_bytes)},
-      {"shared_bytes", offsetof(fe_report, shared_bytes)},
-      {"vec_flops", offsetof(fe_report, vec_flops)},
-      {"nonfma", offsetof(fe_report, nonfma)},
-      {"atomics", offsetof(fe_report, atomics)},
-      {"constant_loads", offsetof(fe_report, constant)},
-      {"indexed", offsetof(fe_report, indexed)},
-      {"indexed_first", offsetof(fe_report, indexed_first)},
-      {"factor_lanes", offsetof(fe_report, factor_lanes)},
-      {"factor_gathers", offsetof(fe_report, factor_gathers)},
-      {"rows", offsetof(fe_report, rows)},
-      {"l1_wavefronts", offsetof(fe_report, l1_wavefronts)},
-      {"table_wavefronts", offsetof(fe_report, table_wavefronts)},
-      {"l1_requests", offsetof(fe_report, l1_requests)},
-      {"l1_lines", offsetof(fe_report, l1_line_total)},
-      {"l1_tag_seconds", offsetof(fe_report, l1_tag_seconds)},
-      {"occupancy", offsetof(fe_report, occupancy)},
-      {"efficiency", offsetof(fe_report, efficiency)},
-      {"dram_trips", offsetof(fe_report, dram_trips)},
-      {"l2_trips", offsetof(fe_report, l2_trips)},
-      {"phases", offsetof(fe_report, phases)},
-      {"serial_seconds", offsetof(fe_report, serial_seconds)},
-      {"stagger_seconds", offsetof(fe_report, stagger_seconds)},
-      {"waits_hidden", offsetof(fe_report, waits_hidden)},
-      {"loop_trips", offsetof(fe_report, loop_trips)},
-      {"loop_cycles", offsetof(fe_report, loop_cycles)},
-      {"loop_seconds", offsetof(fe_report, loop_seconds)},
-      {"array_bytes", offsetof(fe_report, array_bytes)},
-      {"operand_bytes", offsetof(fe_report, operand_bytes)},
-      {"operand_seconds", offsetof(fe_report, operand_seconds)},
-      {"llc_share", offsetof(fe_report, llc_share)},
-  };
-  for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++)
-    if (!strcmp(k, numbers[i].name)) {
-      lua_pushnumber(L, *(const double *)((const char *)r + numbers[i].offset));
+  for (size_t i = 0; i < sizeof report_numbers / sizeof report_numbers[0]; i++)
+    if (!strcmp(k, report_numbers[i].name)) {
+      lua_pushnumber(L, *(const double *)((const char *)r + report_numbers[i].offset));
       return 1;
     }
-  if (!strcmp(k, "action")) lua_pushstring(L, r->action);
-  else if (!strcmp(k, "backend")) lua_pushstring(L, r->backend);
-  else if (!strcmp(k, "device")) lua_pushstring(L, r->device);
-  else if (!strcmp(k, "precision")) lua_pushstring(L, r->precision);
-  else if (!strcmp(k, "strategy")) lua_pushstring(L, r->strategy);
-  else if (!strcmp(k, "why")) lua_pushstring(L, r->why);
-  else if (!strcmp(k, "space")) lua_pushstring(L, r->space);
-  else if (!strcmp(k, "quadrature")) lua_pushstring(L, r->quadrature);
-  else if (!strcmp(k, "bound")) lua_pushstring(L, r->bound);
-  else if (!strcmp(k, "gflops")) lua_pushnumber(L, fe_report_gflops(r));
+  for (size_t i = 0; i < sizeof report_strings / sizeof report_strings[0]; i++)
+    if (!strcmp(k, report_strings[i].name)) {
+      lua_pushstring(L, (const char *)r + report_strings[i].offset);
+      return 1;
+    }
+  if (!strcmp(k, "gflops")) lua_pushnumber(L, fe_report_gflops(r));
   else if (!strcmp(k, "gbytes")) lua_pushnumber(L, fe_report_gbytes(r));
   else if (!strcmp(k, "launches")) lua_pushinteger(L, r->launches);
   else if (!strcmp(k, "iterations")) lua_pushinteger(L, r->iterations);
@@ -139,12 +153,10 @@ static int report_index(lua_State *L)
       lua_pushnumber(L, r->setup_part[i]);
       lua_setfield(L, -2, names[i]);
     }
-  }
-  else if (!strcmp(k, "first_run")) lua_pushboolean(L, r->first_run);
+  } else if (!strcmp(k, "first_run")) lua_pushboolean(L, r->first_run);
   else if (!strcmp(k, "loop_binds")) lua_pushboolean(L, r->loop_binds);
   else if (!strcmp(k, "registers")) lua_pushinteger(L, r->regs);
   else if (!strcmp(k, "shared_per_group")) lua_pushinteger(L, (lua_Integer)r->shared_per_group);
-  else if (!strcmp(k, "occupancy_limit")) lua_pushstring(L, r->occupancy_limit);
   else lua_pushnil(L);
   return 1;
 }
