@@ -17,6 +17,11 @@ typedef struct fe_buffer {
   size_t bytes; /* size of the allocation */
 } fe_buffer;
 
+/* The partial sums of an apply's element quadratic forms (backend.h's cg_parts): a group
+ * adds its sum into part (group % FE_PQ_PARTS), FE_PQ_STRIDE doubles apart. */
+#define FE_PQ_PARTS 64
+#define FE_PQ_STRIDE 32
+
 typedef struct fe_module fe_module; /* a compiled program, backend-specific */
 typedef struct fe_kernel fe_kernel; /* one entry point of a module */
 
@@ -180,6 +185,15 @@ typedef struct fe_backend_ops {
                  const fe_buffer *q, const fe_buffer *d, size_t n, fe_precision prec, int it);
   int (*cg_wait)(void *impl, void *state, int it, double *pq, double *rr, double *rz);
   void (*cg_end)(void *impl, void *state);
+  /* Optional (NULL: none), beside the five: step it's (p, q) from the apply itself. cg_parts
+   * gives FE_PQ_PARTS partial sums, zero by the time the step's apply runs (doubles
+   * FE_PQ_STRIDE apart, so that their atomic adds fall in different L2 slices): their buffer
+   * in *parts and their place in *slot (the sums start at slot FE_PQ_PARTS FE_PQ_STRIDE),
+   * for the apply to add its element quadratic forms into (fe_action_opts.pq); cg_step of
+   * that step then sums them for (p, q) (and zeroes them again), unless cg_pq was queued for
+   * the step after all. The kernels of a backend with cg_parts add them: its dialect defines
+   * FE_PQ_SUM (engine/codegen/kernels/sumfact.knl). */
+  int (*cg_parts)(void *impl, void *state, int it, fe_buffer *parts, int *slot);
 
   /* Optional (NULL: none): the vendor's sparse product on felab's CSR arrays (cuSPARSE on
    * cuda, opened at run time), the reference for felab's own products. sparse_make keeps

@@ -324,6 +324,9 @@ const help_entry felab_help_builtin[] = {
      "(linear physics), with b solves J x = b. pc: \"jacobi\" (default), \"none\",\n"
      "\"chebyshev\" (degree = 3, lanczos = 10, ratio = 0), \"amg\" and \"twoscale\" (cycles,\n"
      "parts) where built, or a P made by solve.precond (every solver takes the same pc options).\n"
+     "With jacobi or none on a GPU, (p, J p) comes from the apply's own quadrature where it\n"
+     "can (sumfact on cuda; r zero on the constrained rows): no pass of its own, and\n"
+     "info.pq_from_apply says so; fuse_pq = false keeps the pass.\n"
      "Returns u, info: info.iterations, converged, reason, history, report, pc (which\n"
      "preconditioner ran, how), pc_setup_seconds (its setup, apart from the iterations).\n"
      "example: u, info = solve.cg(A, {pc = \"jacobi\", rtol = 1e-10}); print(info.iterations)"},

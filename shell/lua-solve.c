@@ -34,7 +34,7 @@ typedef struct precond_handle {
 
 /* The keys of each call beside the actions' own (felab_action_keys adds those). */
 static const char *const cg_keys[] = {"pc", "rtol", "atol", "maxit", "monitor", "x0", "degree",
-                                      "lanczos", "ratio", "parts", "cycles", NULL};
+                                      "lanczos", "ratio", "parts", "cycles", "fuse_pq", NULL};
 static const char *const gmres_keys[] = {"pc", "rtol", "atol", "maxit", "monitor", "x0",
                                          "restart", "degree", "lanczos", "ratio", "parts",
                                          "cycles", NULL};
@@ -175,6 +175,15 @@ static void read_linear_opts(lua_State *L, int t, const char *fname, fe_solver_o
   opt_tolerance(L, t, fname, "atol", &o->atol);
   opt_integer(L, t, fname, "maxit", 0, &o->maxit);
   if (gmres) opt_integer(L, t, fname, "restart", 1, &o->restart);
+  if (!gmres) { /* solve.cg's alone (bicg and bicgstab share cg_keys) */
+    int type = lua_getfield(L, t, "fuse_pq");
+    if (type != LUA_TNIL && strcmp(fname, "solve.cg"))
+      luaL_error(L, "%s: fuse_pq is an option of solve.cg", fname);
+    if (type == LUA_TBOOLEAN) o->pq_pass = !lua_toboolean(L, -1);
+    else if (type != LUA_TNIL)
+      luaL_error(L, "%s: fuse_pq must be true or false, got %s", fname, felab_kind_of(L, -1));
+    lua_pop(L, 1);
+  }
   read_common_opts(L, t, fname, &o->act, given, &o->monitor, x0);
   o->pc_opts.verbose = o->monitor;
 }
@@ -216,6 +225,7 @@ typedef struct info_view {
   int linear_iterations; /* -1: not a Newton solve */
   const char *pc;        /* the preconditioner that ran */
   double pc_setup_seconds;
+  int pq_from_apply;     /* cg: (p, q) from the applies (-1: not said) */
 } info_view;
 
 /* Protected: build the info table from the info_view at the light userdata 1, so that the
@@ -244,6 +254,10 @@ static int push_info(lua_State *L)
   lua_setfield(L, -2, "pc");
   lua_pushnumber(L, info->pc_setup_seconds);
   lua_setfield(L, -2, "pc_setup_seconds");
+  if (info->pq_from_apply >= 0) {
+    lua_pushboolean(L, info->pq_from_apply);
+    lua_setfield(L, -2, "pq_from_apply");
+  }
   felab_push_report(L, info->report);
   lua_setfield(L, -2, "report");
   luaL_setmetatable(L, FELAB_INFO); /* info:plot (shell/lib/plot.lua) */
@@ -298,7 +312,8 @@ static int solve_linear(lua_State *L, const char *method)
   }
   *out = x;
   info_view v = {info.iterations, info.converged, info.nhistory, info.reason, info.history,
-                 &info.report, -1, info.pc, info.pc_setup_seconds};
+                 &info.report, -1, info.pc, info.pc_setup_seconds,
+                 strcmp(method, "cg") ? -1 : info.pq_from_apply};
   int status = push_info_protected(L, &v);
   fe_solver_info_free(&info);
   if (status != LUA_OK) return lua_error(L);
@@ -339,7 +354,7 @@ static int solve_newton(lua_State *L)
   }
   *out = u;
   info_view v = {info.iterations, info.converged, info.nhistory, info.reason, info.history,
-                 &info.report, info.linear_iterations, info.pc, info.pc_setup_seconds};
+                 &info.report, info.linear_iterations, info.pc, info.pc_setup_seconds, -1};
   int status = push_info_protected(L, &v);
   fe_newton_info_free(&info);
   if (status != LUA_OK) return lua_error(L);

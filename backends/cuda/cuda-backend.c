@@ -34,6 +34,7 @@ const fe_backend_ops fe_backend_cuda_ops = {
     .cg_pq = cuda_cg_pq,
     .cg_step = cuda_cg_step,
     .cg_wait = cuda_cg_wait,
+    .cg_parts = cuda_cg_parts,
     .cg_end = cuda_cg_end,
     .sparse_make = cuda_sparse_make,
     .sparse_spmv = cuda_sparse_spmv,

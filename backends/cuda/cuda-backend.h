@@ -113,6 +113,7 @@ typedef struct cuda_api {
   CUresult (*cuMemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);
   CUresult (*cuMemcpyDtoD)(CUdeviceptr dst, CUdeviceptr src, size_t bytes);
   CUresult (*cuMemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes, CUstream stream);
+  CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char value, size_t bytes, CUstream stream);
   CUresult (*cuMemAllocHost)(void **host, size_t bytes);
   CUresult (*cuMemFreeHost)(void *host);
   CUresult (*cuModuleLoadDataEx)(CUmodule *mod, const void *image, unsigned nopts, int *opts,
@@ -347,6 +348,7 @@ int cuda_cg_pq(void *impl, void *state, const fe_buffer *p, const fe_buffer *q, 
 int cuda_cg_step(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer *p,
                  const fe_buffer *q, const fe_buffer *d, size_t n, fe_precision prec, int it);
 int cuda_cg_wait(void *impl, void *state, int it, double *pq, double *rr, double *rz);
+int cuda_cg_parts(void *impl, void *state, int it, fe_buffer *parts, int *slot);
 void cuda_cg_end(void *impl, void *state);
 void cuda_vector_free(cuda_impl *cu);
 

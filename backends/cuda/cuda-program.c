@@ -24,6 +24,9 @@
 #include "backends/cuda/cuda-backend.h"
 #include "engine/core/error.h"
 
+#define FE_STR(x) #x
+#define FE_XSTR(x) FE_STR(x) /* a macro's value in the dialect's text */
+
 /* The dialect of docs/kernels.md in CUDA C++. The engine's defines (FE_DOUBLE, sizes)
  * come before it. Tables are __device__ const rather than __constant__: the threads of a
  * warp read different entries (one quadrature point or basis function each), which the
@@ -76,7 +79,34 @@ static const char preamble_body[] =
     "#define FE_ATOMIC_ADD(p, v) fe_atomic_add((p), (v))\n"
     "#else\n"
     "#define FE_ATOMIC_ADD(p, v) atomicAdd((p), (v))\n"
-    "#endif\n";
+    "#endif\n"
+    "/* a group's sum of v (every item's), added into one of CG's (p, q) parts (backend.h's\n"
+    " * cg_parts): a warp's by shuffles, the group's by its first item, one atomic add a group\n"
+    " * (groups are whole warps) */\n"
+    "#define FE_PQ_PARTS " FE_XSTR(FE_PQ_PARTS) "\n"
+    "#define FE_PQ_STRIDE " FE_XSTR(FE_PQ_STRIDE) "\n"
+    "static __device__ __forceinline__ void fe_pq_sum(double v, double *parts)\n"
+    "{\n"
+    "  __shared__ double fe_pq_warps[32];\n"
+    "  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);\n"
+    "  if ((threadIdx.x & 31) == 0) fe_pq_warps[threadIdx.x >> 5] = v;\n"
+    "  __syncthreads();\n"
+    "  if (threadIdx.x == 0) {\n"
+    "    double s = 0;\n"
+    "    for (int i = 0; i < (int)(blockDim.x + 31) / 32; i++) s += fe_pq_warps[i];\n"
+    "    double *p = parts + (blockIdx.x % FE_PQ_PARTS) * FE_PQ_STRIDE;\n"
+    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 600\n"
+    "    unsigned long long *q = (unsigned long long *)p, old = *q, seen;\n"
+    "    do {\n"
+    "      seen = old;\n"
+    "      old = atomicCAS(q, seen, __double_as_longlong(__longlong_as_double(seen) + s));\n"
+    "    } while (old != seen);\n"
+    "#else\n"
+    "    atomicAdd(p, s);\n"
+    "#endif\n"
+    "  }\n"
+    "}\n"
+    "#define FE_PQ_SUM(v, parts) fe_pq_sum((v), (parts))\n";
 
 /* Math functions wrapped to take and return reals, so that pow(x, 2) or fmin(x, 0.5) mean
  * the same in float kernels as in C: unary, then binary (the float names end in f). */

@@ -22,6 +22,9 @@
 #include "backends/cuda/cuda-backend.h"
 #include "engine/core/error.h"
 
+#define FE_STR(x) #x
+#define FE_XSTR(x) FE_STR(x) /* a macro's value in a kernel's source text */
+
 #define VECTOR_BLOCK 256          /* threads per block, whole warps */
 #define VECTOR_BLOCKS_PER_SM 32   /* grid bound of element-wise kernels */
 #define REDUCE_BLOCKS_PER_SM 8    /* grid bound of reductions (= partials) */
@@ -327,11 +330,19 @@ static const char vector_source[] =
     "  } \\\n"
     "  extern \"C\" __global__ void fe_vec_cg_update_at_##S(T *x, T *r, const T *p, const T *q, \\\n"
     "                                                     const T *d, idx n, double *scratch, \\\n"
-    "                                                     double *c, int k) \\\n"
+    "                                                     double *c, int k, \\\n"
+    "                                                     const double *parts) \\\n"
     "  { \\\n"
     "    __shared__ double s[64]; \\\n"
     "    __shared__ int last; \\\n"
-    "    const T alpha = (T)(c[4 * (k ^ 1) + 2] / c[4 * k]); /* (r, z) / (p, q) */ \\\n"
+    "    double pq = 0; /* (p, q): the apply's parts, or from its pass */ \\\n"
+    "    if (!parts) { \\\n"
+    "      pq = c[4 * k]; \\\n"
+    "    } else { \\\n"
+    "      for (int i = 0; i < " FE_XSTR(FE_PQ_PARTS) "; i++) pq += parts[i * " FE_XSTR(FE_PQ_STRIDE) "]; \\\n"
+    "      if (blockIdx.x == 0 && threadIdx.x == 0) c[4 * k] = pq; /* for the direction, the host */ \\\n"
+    "    } \\\n"
+    "    const T alpha = (T)(c[4 * (k ^ 1) + 2] / pq); /* (r, z) / (p, q) */ \\\n"
     "    double v[2] = {0.0, 0.0}; /* (r, r), (r, z); x moves in the direction's pass */ \\\n"
     "    if (d) \\\n"
     "      fe_cg_update_slice<T, true, false>(x, r, p, q, d, alpha, n, v); \\\n"
@@ -341,8 +352,11 @@ static const char vector_source[] =
     "  } \\\n"
     "  extern \"C\" __global__ void fe_vec_cg_direction_at_##S(T *p, const T *r, const T *d, \\\n"
     "                                                        T *x, idx n, const double *c, \\\n"
-    "                                                        int k) \\\n"
+    "                                                        int k, double *parts) \\\n"
     "  { \\\n"
+    "    /* the step's (p, q) parts, summed by its update: zeroed for the step after next */ \\\n"
+    "    if (parts && blockIdx.x == 0 && threadIdx.x < " FE_XSTR(FE_PQ_PARTS) ") \\\n"
+    "      parts[threadIdx.x * " FE_XSTR(FE_PQ_STRIDE) "] = 0; \\\n"
     "    const T alpha = (T)(c[4 * (k ^ 1) + 2] / c[4 * k]); \\\n"
     "    fe_cg_direction(p, r, d, (T)(c[4 * k + 2] / c[4 * (k ^ 1) + 2]), x, alpha, n); \\\n"
     "  }\n"
@@ -599,6 +613,8 @@ int cuda_cg_direction(void *impl, fe_buffer *p, const fe_buffer *r, const fe_buf
 
 typedef struct cuda_cg {
   CUdeviceptr c;          /* 8 doubles */
+  CUdeviceptr parts;      /* 2 x FE_PQ_PARTS x FE_PQ_STRIDE doubles: an apply's (p, q) parts */
+  int from_parts[2];      /* step k's (p, q) from the parts (cg_parts), not its own pass */
   double *host;           /* CG_RING x 4 doubles, page-locked */
   CUevent done[CG_RING];  /* recorded after each slot's copy */
 } cuda_cg;
@@ -612,6 +628,7 @@ void cuda_cg_end(void *impl, void *state)
     if (g->done[i]) cu->api.cuEventDestroy(g->done[i]);
   if (g->host) cu->api.cuMemFreeHost(g->host);
   if (g->c) cu->api.cuMemFree(g->c);
+  if (g->parts) cu->api.cuMemFree(g->parts);
   free(g);
 }
 
@@ -626,6 +643,10 @@ int cuda_cg_begin(void *impl, double rz, void **state)
   double c[8] = {0, 0, rz, 0, 0, 0, 0, 0};
   CUresult err = cu->api.cuMemAlloc(&g->c, sizeof c);
   if (err == CUDA_SUCCESS) err = cu->api.cuMemcpyHtoD(g->c, c, sizeof c);
+  size_t pbytes = 2 * FE_PQ_PARTS * FE_PQ_STRIDE * sizeof(double);
+  if (err == CUDA_SUCCESS) err = cu->api.cuMemAlloc(&g->parts, pbytes);
+  if (err == CUDA_SUCCESS) /* zero once: each step's direction zeroes the parts it read */
+    err = cu->api.cuMemsetD8Async(g->parts, 0, pbytes, NULL);
   if (err == CUDA_SUCCESS)
     err = cu->api.cuMemAllocHost((void **)&g->host, CG_RING * 4 * sizeof(double));
   for (int i = 0; i < CG_RING && err == CUDA_SUCCESS; i++)
@@ -648,6 +669,7 @@ int cuda_cg_pq(void *impl, void *state, const fe_buffer *p, const fe_buffer *q, 
   CUdeviceptr pp = (CUdeviceptr)(size_t)p->ptr, pq = (CUdeviceptr)(size_t)q->ptr;
   long long nn = (long long)n;
   int k = it & 1;
+  g->from_parts[k] = 0; /* this pass writes the step's (p, q) */
   void *params[] = {&pp, &pq, &nn, &cu->vector.scratch, &g->c, &k};
   size_t blocks = cuda_vector_blocks(cu, n, REDUCE_BLOCKS_PER_SM, (size_t)cu->vector.max_blocks);
   return cuda_run(cu, cu->vector.cg_pq[prec], "fe_vec_cg_pq", blocks, VECTOR_BLOCK, 0, params,
@@ -667,7 +689,9 @@ int cuda_cg_step(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer 
   CUdeviceptr pd = d ? (CUdeviceptr)(size_t)d->ptr : 0; /* null: no preconditioner */
   long long nn = (long long)n;
   int k = it & 1, slot = it % CG_RING;
-  void *update[] = {&px, &pr, &pp, &pq, &pd, &nn, &cu->vector.scratch, &g->c, &k};
+  CUdeviceptr parts = g->from_parts[k] ? g->parts + (size_t)k * FE_PQ_PARTS * FE_PQ_STRIDE * sizeof(double) : 0;
+  g->from_parts[k] = 0;
+  void *update[] = {&px, &pr, &pp, &pq, &pd, &nn, &cu->vector.scratch, &g->c, &k, &parts};
   size_t blocks = cuda_vector_blocks(cu, n, REDUCE_BLOCKS_PER_SM, (size_t)cu->vector.max_blocks);
   FE_CHECK(cuda_run(cu, cu->vector.cg_update_at[prec], "fe_vec_cg_update_at", blocks,
                     VECTOR_BLOCK, 0, update, NULL));
@@ -675,9 +699,23 @@ int cuda_cg_step(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer 
                                            3 * sizeof(double), NULL);
   if (err == CUDA_SUCCESS) err = cu->api.cuEventRecord(g->done[slot], NULL);
   if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "copying CG's scalars to the host");
-  void *direction[] = {&pp, &pr, &pd, &px, &nn, &g->c, &k};
+  void *direction[] = {&pp, &pr, &pd, &px, &nn, &g->c, &k, &parts};
   return cuda_vector_run(cu, cu->vector.cg_direction_at[prec], "fe_vec_cg_direction_at", n,
                          direction);
+}
+
+/* Step it's (p, q) parts for an apply to add its element quadratic forms into: zero (at the
+ * start, and after step it - 2's direction, which zeroes those it summed) */
+int cuda_cg_parts(void *impl, void *state, int it, fe_buffer *parts, int *slot)
+{
+  (void)impl;
+  cuda_cg *g = state;
+  int k = it & 1;
+  parts->ptr = (void *)(size_t)g->parts;
+  parts->bytes = 2 * FE_PQ_PARTS * FE_PQ_STRIDE * sizeof(double);
+  *slot = k;
+  g->from_parts[k] = 1;
+  return 0;
 }
 
 /* Wait for step it's scalars (the step must have been queued, and no later step of its

@@ -50,6 +50,12 @@ typedef struct fe_action_opts {
   int nowait;            /* 1: return once the work is queued, without waiting for the device
                           * (a solver's inner calls, timed as a whole: the report's seconds
                           * are then the time to queue) */
+  /* CG on the device (backend.h's cg_parts): the apply may also add the direction's element
+   * quadratic forms, sum over cells of w_e^T J_e w_e (w masked at constrained nodes), into
+   * these partial sums at slot pq_slot; the report's pq_added says whether it did (NULL:
+   * not asked) */
+  const fe_buffer *pq;
+  int pq_slot;
 } fe_action_opts;
 
 /* Whether the Jacobian action reads per-point data made once at setup (the geometry and
@@ -111,6 +117,10 @@ int fe_operator_ndirichlet(const fe_operator *A);
 int fe_operator_residual(fe_operator *A, const fe_vector *u, const fe_action_opts *o,
                          fe_vector **out, fe_report *rep);
 /* Jacobian action on w at state `at` (NULL: at zero). */
+/* The 2-norm of v's constrained entries (0 without constraints), on the backend of the
+ * realization o chooses; *norm < 0 where v is not on it (not known). */
+int fe_operator_constrained_norm(fe_operator *A, const fe_vector *v, const fe_action_opts *o,
+                                 double *norm);
 int fe_operator_apply(fe_operator *A, const fe_vector *w, const fe_vector *at,
                       const fe_action_opts *o, fe_vector **out, fe_report *rep);
 int fe_operator_diagonal(fe_operator *A, const fe_vector *at, const fe_action_opts *o,

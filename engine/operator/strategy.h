@@ -165,6 +165,11 @@ struct fe_realization {
   fe_work work[FE_NACTIONS];   /* the strategy's counts of each action, made once (the bank
                                 * model walks a group's accesses: not work for every call) */
   int counted[FE_NACTIONS];
+  /* this call's (w, J w) parts (fe_action_opts.pq; NULL: not asked) and their slot; the
+   * strategy's integrate sets pq_added where its kernel added them (sumfact on a backend with
+   * cg_parts) */
+  const fe_buffer *pq;
+  int pq_slot, pq_added;
 };
 
 /* The operator (private: strategies read it, only operator*.c write it). */

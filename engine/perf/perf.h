@@ -130,6 +130,7 @@ typedef struct fe_report {
   /* the model's inputs besides flops and bytes (fe_work), and its answer per ceiling */
   double l2_bytes, shared_bytes, nonfma, atomics, constant, vec_flops, indexed, indexed_first;
   double factor_lanes, factor_gathers, rows, phase_bytes, array_bytes, operand_bytes;
+  int pq_added;             /* an apply: it added (w, J w) into CG's parts (fe_action_opts.pq) */
   double operand_seconds;   /* the cpu: those operands from L2 (0: from L1), the FMA ceiling
                              * where longer than the multiply-adds */
   double llc_share;         /* the cpu: the share of the bytes beyond its last-level cache (the

@@ -234,16 +234,24 @@ static int cg_record(const fe_solver_opts *o, fe_solver_info *info, int it, doub
  * and (p, q) past its last step (counted in *applies), which changes no x or r. */
 static int cg_device_loop(fe_operator *A, fe_vector *x, const fe_solver_opts *o,
                           const fe_action_opts *act, cg_work *k, const fe_vector *d,
-                          fe_cg_device *g, double r0, double target, fe_solver_info *info,
-                          fe_report *apply_rep, int *applies)
+                          fe_cg_device *g, int fused, double r0, double target,
+                          fe_solver_info *info, fe_report *apply_rep, int *applies,
+                          int *pq_passes)
 {
   double pq, rr, rz;
   int stop = 0;
   for (int it = 1; it <= o->maxit; it++) {
     FE_CHECK_INTERRUPT();
-    FE_CHECK(fe_operator_apply(A, k->p, o->at, act, &k->q, apply_rep)); /* q = J(at) p */
+    fe_action_opts a = *act;
+    fe_buffer parts = {0};
+    if (fused) FE_CHECK(fe_vector_cg_parts(g, it, &parts, &a.pq_slot));
+    a.pq = parts.ptr ? &parts : NULL;
+    FE_CHECK(fe_operator_apply(A, k->p, o->at, &a, &k->q, apply_rep)); /* q = J(at) p */
     (*applies)++;
-    FE_CHECK(fe_vector_cg_pq(g, k->p, k->q, it));
+    if (!apply_rep->pq_added) { /* (p, q) in a pass of its own */
+      FE_CHECK(fe_vector_cg_pq(g, k->p, k->q, it));
+      (*pq_passes)++;
+    }
     if (it > 1) {
       FE_CHECK(fe_vector_cg_wait(g, it - 1, &pq, &rr, &rz));
       FE_CHECK(cg_positive(info, pq, it - 1));
@@ -302,7 +310,7 @@ static int cg_host_loop(fe_operator *A, fe_vector *x, const fe_solver_opts *o,
  * vlaunches a step), and the setup's times. */
 static int cg_report(const fe_vector *x, const fe_report *rep, const fe_report *apply_rep,
                      int applies, double vflops, double vbytes, int vlaunches, double t0,
-                     double compile_s, double setup_s, fe_solver_info *info)
+                     double compile_s, double setup_s, int pq_fused, fe_solver_info *info)
 {
   FE_CHECK(x->be->ops->finish(x->be->impl));
   /* the report: the iterations, each an apply plus the vector work */
@@ -315,10 +323,10 @@ static int cg_report(const fe_vector *x, const fe_report *rep, const fe_report *
   /* an apply queued past the last step (the device loop's, run before its stop was read)
    * with its (p, q): work done, counted */
   int extra = applies > n ? applies - n : 0;
-  double pq_words = 2 * x->n, pq_bytes = pq_words * (double)fe_precision_size(x->prec);
+  double pq_words = pq_fused ? 0 : 2 * x->n, pq_bytes = pq_words * (double)fe_precision_size(x->prec);
   r->flops = n * (apply_rep->flops + vflops) + extra * (apply_rep->flops + pq_words);
   r->bytes = n * (apply_rep->bytes + vbytes) + extra * (apply_rep->bytes + pq_bytes);
-  r->launches = n * (apply_rep->launches + vlaunches) + extra * (apply_rep->launches + 1);
+  r->launches = n * (apply_rep->launches + vlaunches) + extra * (apply_rep->launches + !pq_fused);
   r->seconds = seconds;
   r->compile_seconds = compile_s;
   r->setup_seconds = setup_s + info->pc_setup_seconds;
@@ -378,6 +386,15 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   }
   fe_cg_device *g = NULL; /* the scalars on the device, where the backend can */
   if (!U && !info->converged && o->maxit > 0) FE_CHECK(fe_vector_cg_begin(x, rz, &g));
+  /* (p, q) from the apply's quadrature (its element forms, w masked at the constrained rows)
+   * equals (p, J p) where p is zero on those rows: at every step, when r is zero there at the
+   * start (z, p, q and r then stay zero there). o->pq_pass: (p, q) in its own pass */
+  int fused = 0;
+  if (g && !o->pq_pass) {
+    double rc_norm;
+    FE_CHECK(fe_operator_constrained_norm(A, k->r, &act, &rc_norm));
+    fused = rc_norm == 0;
+  }
   double vflops, vbytes;
   int vlaunches;
   if (U) {
@@ -390,16 +407,23 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
                     &vbytes, &vlaunches);
   }
   double t0 = fe_clock();
-  int applies = 0;
+  int applies = 0, pq_passes = 0;
   if (g) {
     act.nowait = 1;
-    int rc = cg_device_loop(A, x, o, &act, k, d, g, r0, target, info, &apply_rep, &applies);
+    int rc = cg_device_loop(A, x, o, &act, k, d, g, fused, r0, target, info, &apply_rep,
+                            &applies, &pq_passes);
     fe_vector_cg_end(g);
     FE_CHECK(rc);
   }
   if (!g) FE_CHECK(cg_host_loop(A, x, o, &act, k, d, U, rz, r0, target, info, &apply_rep, &applies));
+  else if (pq_passes == 0 && applies > 0) { /* every (p, q) from the applies: no pass, no
+                                              * launch of its own (its flops are the apply's) */
+    vbytes -= 2.0 * x->n * (double)fe_precision_size(x->prec);
+    vlaunches -= 1;
+    info->pq_from_apply = 1;
+  }
   return cg_report(x, &rep, &apply_rep, applies, vflops, vbytes, vlaunches, t0, compile_s,
-                   setup_s, info);
+                   setup_s, pq_passes < applies, info);
 }
 
 int fe_solve_cg(fe_operator *A, const fe_vector *b, const fe_vector *x0, const fe_solver_opts *o,

@@ -18,6 +18,8 @@ typedef struct fe_solver_opts {
   const fe_vector *at; /* state at which J and diag(J) are taken (NULL: the zero state);
                         * Newton sets it to the current iterate */
   int restart;         /* gmres: Krylov vectors kept before a restart (30) */
+  int pq_pass;         /* cg with its scalars on the device: 1 makes (p, q) in a pass of its
+                        * own even where the apply can add it up (0: the apply's, where it can) */
 } fe_solver_opts;
 
 typedef struct fe_solver_info {
@@ -30,6 +32,7 @@ typedef struct fe_solver_info {
   char pc[200];        /* the preconditioner that ran (its describe) */
   double pc_setup_seconds; /* its setup in this solve (0: made beforehand), not in the
                             * iterations' time */
+  int pq_from_apply;   /* cg: every step's (p, q) came from its apply (no pass of its own) */
 } fe_solver_info;
 
 void fe_solver_opts_default(fe_solver_opts *o);

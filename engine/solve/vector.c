@@ -287,6 +287,15 @@ int fe_vector_cg_wait(fe_cg_device *g, int it, double *pq, double *rr, double *r
   return g->be->ops->cg_wait(g->be->impl, g->state, it, pq, rr, rz);
 }
 
+int fe_vector_cg_parts(fe_cg_device *g, int it, fe_buffer *parts, int *slot)
+{
+  parts->ptr = NULL;
+  parts->bytes = 0;
+  *slot = -1;
+  if (!g->be->ops->cg_parts) return 0;
+  return g->be->ops->cg_parts(g->be->impl, g->state, it, parts, slot);
+}
+
 void fe_vector_cg_end(fe_cg_device *g)
 {
   if (!g) return;

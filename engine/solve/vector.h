@@ -54,6 +54,9 @@ int fe_vector_cg_step(fe_cg_device *g, fe_vector *x, fe_vector *r, fe_vector *p,
                       const fe_vector *q, const fe_vector *d, int it);
 int fe_vector_cg_wait(fe_cg_device *g, int it, double *pq, double *rr, double *rz);
 void fe_vector_cg_end(fe_cg_device *g);
+/* Step it's (p, q) partial sums, zeroed, for the apply to add into (fe_action_opts.pq):
+ * parts->ptr NULL where the backend has none (cg_pq then makes (p, q) as before). */
+int fe_vector_cg_parts(fe_cg_device *g, int it, fe_buffer *parts, int *slot);
 /* Check two vectors can be combined (same length; converts nothing): error names both. */
 int fe_vector_check_compatible(const fe_vector *x, const fe_vector *y, const char *what);
 

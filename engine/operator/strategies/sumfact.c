@@ -567,7 +567,7 @@ static int sumfact_integrate(fe_realization *r, fe_action a, const fe_vector *u,
   for (int c = 0; c < r->ncolors; c++) {
     FE_CHECK_INTERRUPT();
     int ng = r->color_start[c + 1] - r->color_start[c];
-    fe_arg args[18] = {
+    fe_arg args[20] = {
         {.kind = FE_ARG_INT, .i = ng},
         {.kind = FE_ARG_INT, .i = r->color_start[c]},
         {.kind = FE_ARG_INT, .i = geo_n},
@@ -579,9 +579,15 @@ static int sumfact_integrate(fe_realization *r, fe_action a, const fe_vector *u,
     };
     fe_physics_args(r, u, w, y, args + 8);
     if (d->nodesum) args[17].buf = &d->evec; /* the cells' own entries */
+    /* (w, J w) into CG's parts where asked: the kernel adds them where the backend has
+     * cg_parts (its dialect's FE_PQ_SUM) */
+    int pq = a == FE_ACTION_APPLY && r->pq && r->be->ops->cg_parts;
+    args[18] = (fe_arg){.kind = FE_ARG_INT, .i = pq ? r->pq_slot : -1};
+    args[19] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = pq ? r->pq : &r->params};
+    r->pq_added |= pq;
     if (d->dynamic[a]) /* kept by the kernel: a call that changes nothing returns at once */
       FE_CHECK(r->be->ops->kernel_shared(r->be->impl, r->kernel[a], d->dynamic[a]));
-    FE_CHECK(r->be->ops->launch(r->be->impl, r->kernel[a], (size_t)ng, group_size(r, a), 18,
+    FE_CHECK(r->be->ops->launch(r->be->impl, r->kernel[a], (size_t)ng, group_size(r, a), 20,
                                 args, r->prec, NULL));
     (*launches)++;
   }
