@@ -110,3 +110,42 @@ void fe_action_opts_asked_key(const fe_action_opts *o, const char *const *names,
       len += (size_t)snprintf(buf + len, n - len, "%s%s=%d", len ? " " : "", option_fields[i].name,
                               *(const int *)((const char *)o + option_fields[i].offset));
 }
+
+/* The slot of name in g: its own, or a new one at the end. */
+static fe_option *option_slot(fe_options *g, const char *name)
+{
+  for (int i = 0; i < g->n; i++)
+    if (!strcmp(g->item[i].name, name)) return &g->item[i];
+  if (g->n == FE_OPTIONS_MAX) return NULL;
+  fe_option *opt = &g->item[g->n++];
+  memset(opt, 0, sizeof *opt);
+  opt->name = name;
+  return opt;
+}
+
+int fe_options_number(fe_options *g, const char *name, double v)
+{
+  fe_option *opt = option_slot(g, name);
+  FE_ASSERT(opt, FE_ERR_ARG, "option %s: a call takes at most %d options", name, FE_OPTIONS_MAX);
+  opt->kind = FE_OPTION_NUMBER;
+  opt->number = v;
+  return 0;
+}
+
+int fe_options_string(fe_options *g, const char *name, const char *text)
+{
+  fe_option *opt = option_slot(g, name);
+  FE_ASSERT(opt, FE_ERR_ARG, "option %s: a call takes at most %d options", name, FE_OPTIONS_MAX);
+  opt->kind = FE_OPTION_STRING;
+  snprintf(opt->text, sizeof opt->text, "%s", text);
+  return 0;
+}
+
+int fe_options_boolean(fe_options *g, const char *name, int v)
+{
+  fe_option *opt = option_slot(g, name);
+  FE_ASSERT(opt, FE_ERR_ARG, "option %s: a call takes at most %d options", name, FE_OPTIONS_MAX);
+  opt->kind = FE_OPTION_BOOLEAN;
+  opt->boolean = v != 0;
+  return 0;
+}

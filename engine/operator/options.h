@@ -56,6 +56,12 @@ void fe_option_format(const fe_option *opt, char *buf, size_t n);
 void fe_action_opts_keep(struct fe_action_opts *o, const char *const *names);
 void fe_action_opts_asked_key(const struct fe_action_opts *o, const char *const *names, char *buf,
                               size_t n);
+/* Option name set in g to a number, a string or a boolean, as a shell sets what its caller
+ * wrote (for an engine caller, a test): replaced when g has it, else added (an error past
+ * FE_OPTIONS_MAX). name must outlive g (a string constant, or a strategy's own list). */
+int fe_options_number(fe_options *g, const char *name, double v);
+int fe_options_string(fe_options *g, const char *name, const char *text);
+int fe_options_boolean(fe_options *g, const char *name, int v);
 /* Whether name is in the NULL-ended list names. */
 int fe_options_has(const char *const *names, const char *name);
 
