@@ -45,7 +45,7 @@ int host_fill_make(fe_operator *A, const fe_vector *at, fe_backend *be, fe_preci
   size_t w = fe_precision_size(prec);
   int v = 0;
   while (strcmp(elemat_variants[v].name, "reg_jac")) v++;
-  FE_CHECK(elemat_shape_of(h, NULL, v, &F->sh));
+  FE_CHECK(elemat_shape_of(h, 0, v, &F->sh));
   FE_CHECK(elemat_module(h, &F->sh, compile_s));
   F->k = h->elemat[v];
   const void *xyz = host_reals(V->node_coords, 3 * (size_t)nn, prec, &F->own[0]);

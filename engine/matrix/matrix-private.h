@@ -14,6 +14,7 @@
 
 /* ---- the element matrices (matrix.c) ---- */
 
+
 /* One variant of strategy "quadrature" (the table elemat_variants in matrix.c). */
 typedef struct elemat_variant {
   const char *name;
@@ -40,10 +41,15 @@ typedef struct elemat_shape {
   int warps; /* gemm_mma: warps per group, each owning strips of 8x8 tiles of K */
 } elemat_shape;
 
-/* The shape of variant v on r (o: the asked block, or NULL). */
-int elemat_shape_of(const fe_realization *r, const fe_action_opts *o, int v, elemat_shape *sh);
+/* The shape of variant v on r (asked: the block asked, 0: none). */
+int elemat_shape_of(const fe_realization *r, int asked, int v, elemat_shape *sh);
 /* Compile variant sh->v's module for its block on first use; *seconds the compile time. */
 int elemat_module(fe_realization *r, const elemat_shape *sh, double *seconds);
+/* The realization whose geometry variant v's kernels read for the options o and mo (NULL:
+ * the defaults): fe_operator_realize_geometry in groups of mo's block (the register
+ * variants'; shm and gemm group their own cells) with mo's geometry. */
+int elemat_geometry(fe_operator *A, const fe_action_opts *o, const fe_matrix_opts *mo, int v,
+                    fe_realization **r);
 /* Counted flops of the element matrix of one cell. */
 double elemat_flops_per_cell(const fe_realization *r, const fe_kernel_spec *s,
                              const elemat_shape *sh);

@@ -303,24 +303,18 @@ static int tensor_report(fe_operator *A, const fe_realization *r, const tensor_b
 }
 
 int fe_element_matrices_tensor(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
-                               fe_elemats **K, fe_report *rep)
+                               const fe_matrix_opts *mo, fe_elemats **K, fe_report *rep)
 {
   fe_elemats *reuse = *K; /* matrices to overwrite, or NULL */
   *K = NULL;
   FE_CHECK(tensor_applies(A));
   FE_ASSERT(!at || at->n == A->V->ndofs, FE_ERR_ARG, "the state has %d entries but the "
             "operator's space has %d", at ? at->n : 0, A->V->ndofs);
-  fe_action_opts oo;
-  if (o) oo = *o;
-  else fe_action_opts_default(&oo);
-  int asked = oo.block;
-  oo.strategy = "transpose"; /* its data: stored order, factors, per-cell constants */
-  oo.given = NULL; /* the options the call gave its own strategy */
-  oo.block = 0;              /* its own block: ours only groups the stored cells */
+  int asked = mo ? mo->block : 0;
   double t0 = fe_clock(), compile_s = 0, transfer = 0, seconds = 0;
   fe_realization *r;
-  char why[160];
-  FE_CHECK(fe_operator_realize_stored(A, &oo, &r, why, sizeof why));
+  /* its own block: the realization's groups only order the stored cells */
+  FE_CHECK(fe_operator_realize_geometry(A, o, 0, mo ? mo->geometry : FE_GEOMETRY_AUTO, &r));
   const fe_space *V = A->V;
   const tensor_blocks u = tensor_used(A->pde);
   const int dim = V->elem.dim, nc = V->ncomp, n = V->elem.nbasis * nc, ncells = V->mesh->ncells;
@@ -378,10 +372,11 @@ int fe_element_matrices_tensor(fe_operator *A, const fe_vector *at, const fe_act
 
 /* Method "tensor" of element matrices (fe_elemat_method): it takes no variant. */
 static int elemat_tensor_make(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
-                              const char *variant, fe_elemats **K, fe_report *rep)
+                              const fe_matrix_opts *mo, const char *variant, fe_elemats **K,
+                              fe_report *rep)
 {
   (void)variant; /* fe_element_matrices refuses one */
-  return fe_element_matrices_tensor(A, at, o, K, rep);
+  return fe_element_matrices_tensor(A, at, o, mo, K, rep);
 }
 
 const fe_elemat_method fe_elemat_tensor = {
