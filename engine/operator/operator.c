@@ -150,6 +150,13 @@ static int make_rules(fe_operator *A, int degree, fe_quad_kind kind)
 
 static void realization_free(fe_realization *r);
 
+/* The element matrices' own data attached to A (their kernels: engine/matrix/), released. */
+static void elemat_cache_release(fe_operator *A)
+{
+  if (A->elemat_cache) A->elemat_cache_free(A->elemat_cache);
+  A->elemat_cache = NULL;
+}
+
 int fe_operator_set_quadrature(fe_operator *A, int degree, int kind)
 {
   FE_ASSERT(kind >= FE_QUAD_AUTO && kind <= FE_QUAD_GLL, FE_ERR_ARG, "unknown quadrature rule %d", kind);
@@ -157,6 +164,7 @@ int fe_operator_set_quadrature(fe_operator *A, int degree, int kind)
   for (int i = 0; i < A->nreal; i++) realization_free(A->real[i]);
   A->nreal = 0;
   A->npick = 0; /* the rules changed the counts */
+  elemat_cache_release(A);
   return 0;
 }
 
@@ -174,8 +182,8 @@ static void realization_free(fe_realization *r)
   if (r->st && r->st->release) r->st->release(r);
   fe_qdata_release(r);
   if (r->coords_wrapped) memset(&r->coords, 0, sizeof r->coords); /* the space's */
-  fe_buffer *bufs[] = {&r->groups, &r->coords, &r->aux,   &r->didx,  &r->dval,
-                       &r->params, &r->fmaps,  &r->ecells, &r->eids};
+  fe_buffer *bufs[] = {&r->groups, &r->coords, &r->aux,          &r->didx,      &r->dval,
+                       &r->params, &r->fmaps,  &r->stored_cells, &r->stored_ids};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i]->ptr) be->ops->release(be->impl, bufs[i]);
   for (int a = FE_NACTIONS - 1; a >= 0; a--) { /* shared buffers are released once, by the first */
@@ -185,7 +193,6 @@ static void realization_free(fe_realization *r)
   }
   for (int a = 0; a < FE_NACTIONS; a++)
     if (r->module[a]) be->ops->module_free(be->impl, r->module[a]);
-  for (int v = 0; v < FE_ELEMAT_VARIANTS; v++) if (r->emodule[v]) be->ops->module_free(be->impl, r->emodule[v]);
   free(r->perm);
   free(r->opts);
   fe_vector_free(r->scratch);
@@ -200,6 +207,7 @@ void fe_operator_free(fe_operator *A)
   if (!A) return;
   if (A->transposed != A) fe_operator_free(A->transposed); /* its physics is the pde's */
   for (int i = 0; i < A->nreal; i++) realization_free(A->real[i]);
+  elemat_cache_release(A);
   for (int a = 0; a < FE_NACTIONS; a++) fe_quadrature_free(&A->quad[a]);
   free(A->aux);
   free(A->dir_nodes);

@@ -19,10 +19,6 @@
 
 typedef struct fe_realization fe_realization;
 
-/* The variants of the element matrices' strategy "quadrature" (engine/matrix/matrix.c): reg_nojac,
- * reg_jac, shm_nojac, shm_jac, gemm, gemm_mma (cuda, double). */
-#define FE_ELEMAT_VARIANTS 6
-
 /* The most bytes a strategy's parsed options take (fe_strategy.options_size). */
 #define FE_STRATEGY_OPTIONS_BYTES 64
 
@@ -164,13 +160,10 @@ struct fe_realization {
   int warm[FE_NACTIONS];  /* the action ran once (its first run is not timed) */
   int *perm;             /* the stored order (fe_realization_schedule), npad */
   size_t npad;
-  /* element matrices (engine/matrix/matrix.c): a module per variant of strategy "quadrature",
-   * made on use, and the cells per work group it was compiled for */
-  fe_module *emodule[FE_ELEMAT_VARIANTS];
-  fe_kernel *elemat[FE_ELEMAT_VARIANTS];
-  int eblock[FE_ELEMAT_VARIANTS];
-  fe_buffer ecells;      /* their cell map in the stored order (NB per stored cell), and */
-  fe_buffer eids;        /* the mesh cell of each stored cell (-1: padding); uploaded once */
+  /* the stored order as code beside the actions reads it (the element matrices), made on
+   * first use by fe_realization_stored_maps: */
+  fe_buffer stored_cells; /* the cell map (NB nodes per stored cell), and */
+  fe_buffer stored_ids;   /* the mesh cell of each stored cell (-1: padding) */
   fe_vector *scratch;    /* the masked direction of a Jacobian action */
   fe_vector *zero;       /* the state of a Jacobian taken at zero */
   double *built_constants; /* csr, ebe: the named constants their stored Jacobian was built
@@ -205,6 +198,12 @@ struct fe_operator {
   } pick[8];
   int npick;
   fe_operator *transposed; /* fe_operator_transpose's companion (owned), A itself, or NULL */
+  /* The element matrices' own data (engine/matrix/elemat-cache.c: their compiled kernels),
+   * made by their first call and released by elemat_cache_free with A, or when A's rules
+   * change (their sources change with them): attached here, as PETSc composes one object
+   * with another, so that the operator needs nothing of engine/matrix/. */
+  void *elemat_cache;
+  void (*elemat_cache_free)(void *cache);
 };
 
 /* ---- helpers the strategies share (engine/operator/operator-data.c, operator-geometry.c) ---- */
@@ -304,6 +303,9 @@ int fe_operator_realize(fe_operator *A, const fe_action_opts *o, fe_realization 
  * The options o gives its own strategy are not read: the element matrices have theirs. */
 int fe_operator_realize_geometry(fe_operator *A, const fe_action_opts *o, int block, int geometry,
                                  fe_realization **r);
+/* r's stored order as code beside the actions reads it: r->stored_cells and r->stored_ids,
+ * uploaded on the first call. */
+int fe_realization_stored_maps(fe_realization *r);
 int fe_realization_bind(fe_realization *r, fe_vector **tmp, double *transfer);
 void fe_realization_unbind(fe_realization *r, fe_vector **tmp);
 
