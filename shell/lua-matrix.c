@@ -31,7 +31,7 @@ static void opt_choice(lua_State *L, int t, const char *fname, const char *key,
 
 /* The geometry of the element matrices' stored factors, the assembly's fill (scatter) and
  * its product's layout (format, chunk, sigma) at t into o (engine/matrix/matrix.h). */
-static void read_layout_opts(lua_State *L, int t, const char *fname, fe_action_opts *o)
+static void read_layout_opts(lua_State *L, int t, const char *fname, fe_matrix_opts *o)
 {
   static const char *const geometries[] = {"auto", "stored", "vertices", "unshared"};
   static const char *const scatters[] = {"auto", "atomic", "nodes", "color"};
@@ -60,11 +60,14 @@ static void read_layout_opts(lua_State *L, int t, const char *fname, fe_action_o
   }
 }
 
-/* The options of element_matrices and assemble at t into o, *at, *strategy, *variant. */
+/* The options of element_matrices and assemble at t: where they run into o, their own into
+ * mo; *at, *strategy, *variant. */
 static void read_matrix_opts(lua_State *L, int t, const char *fname, fe_action_opts *o,
-                             const fe_vector **at, const char **strategy, const char **variant)
+                             fe_matrix_opts *mo, const fe_vector **at, const char **strategy,
+                             const char **variant)
 {
   fe_action_opts_default(o);
+  memset(mo, 0, sizeof *mo);
   *at = NULL;
   *strategy = *variant = NULL;
   if (lua_isnoneornil(L, t)) return;
@@ -84,7 +87,7 @@ static void read_matrix_opts(lua_State *L, int t, const char *fname, fe_action_o
     lua_Integer b;
     if (!felab_is_integer(L, -1, &b) || b < 0 || b > INT_MAX)
       luaL_error(L, "%s: block must be an integer >= 0, got %s", fname, felab_number_or_kind(L, -1));
-    o->block = (int)b;
+    mo->block = (int)b;
   }
   lua_pop(L, 1);
   if (lua_getfield(L, t, "lanes") != LUA_TNIL) {
@@ -92,10 +95,10 @@ static void read_matrix_opts(lua_State *L, int t, const char *fname, fe_action_o
     if (!felab_is_integer(L, -1, &b) || b < 0 || b > 64)
       luaL_error(L, "%s: lanes must be an integer in 0..64 (items per row of the CSR product, "
                  "0: the backend's), got %s", fname, felab_number_or_kind(L, -1));
-    o->lanes = (int)b;
+    mo->lanes = (int)b;
   }
   lua_pop(L, 1);
-  read_layout_opts(L, t, fname, o);
+  read_layout_opts(L, t, fname, mo);
   lua_getfield(L, t, "at");
   if (!lua_isnil(L, -1)) *at = felab_check_vector(L, -1, fname, "opts.at");
   lua_pop(L, 1); /* anchored in the table */
@@ -108,16 +111,17 @@ int felab_op_element_matrices(lua_State *L)
   const char *fname = "A:element_matrices";
   fe_operator *A = *(fe_operator **)felab_check_self(L, 1, FELAB_OPERATOR, fname, "self");
   fe_action_opts o;
+  fe_matrix_opts mo;
   const fe_vector *at;
   const char *strategy, *variant;
-  read_matrix_opts(L, 2, fname, &o, &at, &strategy, &variant);
-  if (o.format || o.chunk || o.sigma)
+  read_matrix_opts(L, 2, fname, &o, &mo, &at, &strategy, &variant);
+  if (mo.format || mo.chunk || mo.sigma)
     return luaL_error(L, "%s: format, chunk and sigma are A:assemble's options (the layout of "
                       "the assembled matrix's product)", fname);
   fe_elemats **out = (fe_elemats **)felab_push_handle(L, FELAB_ELEMATS, 1);
   fe_report rep;
   fe_elemats *K = NULL;
-  FELAB_TRY(L, fe_element_matrices(A, at, &o, strategy, variant, &K, &rep));
+  FELAB_TRY(L, fe_element_matrices(A, at, &o, &mo, strategy, variant, &K, &rep));
   *out = K;
   felab_push_report(L, &rep);
   return 2;
@@ -130,16 +134,17 @@ int felab_op_assemble(lua_State *L)
   const char *fname = "A:assemble";
   fe_operator *A = *(fe_operator **)felab_check_self(L, 1, FELAB_OPERATOR, fname, "self");
   fe_action_opts o;
+  fe_matrix_opts mo;
   const fe_vector *at;
   const char *strategy, *variant;
-  read_matrix_opts(L, 2, fname, &o, &at, &strategy, &variant);
+  read_matrix_opts(L, 2, fname, &o, &mo, &at, &strategy, &variant);
   if (strategy || variant)
     return luaL_error(L, "%s: the element matrices of an assembly are \"quadrature\" "
                       "\"reg_nojac\" (strategy and variant are element_matrices' options)", fname);
   fe_csr **out = (fe_csr **)felab_push_handle(L, FELAB_MATRIX, 1);
   fe_report rep;
   fe_csr *M = NULL;
-  FELAB_TRY(L, fe_operator_assemble(A, at, &o, &M, &rep));
+  FELAB_TRY(L, fe_operator_assemble(A, at, &o, &mo, &M, &rep));
   *out = M;
   felab_push_report(L, &rep);
   return 2;

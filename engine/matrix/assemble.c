@@ -17,6 +17,7 @@ typedef struct assembly {
   fe_operator *A;
   const fe_vector *at;
   const fe_action_opts *o;
+  fe_matrix_opts mo;    /* its own options (zeroed: the defaults) */
   int asked;            /* the lanes asked (0: the device's) */
   int scatter;          /* how the values are added (FE_SCATTER_*) */
   int format, chunk, sigma; /* the product's layout asked */
@@ -50,13 +51,13 @@ static int assemble_options(assembly *S)
 {
   const fe_action_opts *o = S->o;
   const fe_space *V = S->A->V;
-  int asked = S->asked = o ? o->lanes : 0;
-  S->scatter = o ? o->scatter : FE_SCATTER_AUTO;
+  int asked = S->asked = S->mo.lanes;
+  S->scatter = S->mo.scatter;
   FE_ASSERT(asked >= 0 && asked <= 64 && !(asked & (asked - 1)), FE_ERR_ARG, "lanes = %d: the "
             "items per row of the CSR product must be a power of two up to 64", asked);
-  S->format = o ? o->format : FE_FORMAT_AUTO;
-  S->chunk = o ? o->chunk : 0;
-  S->sigma = o ? o->sigma : 0;
+  S->format = S->mo.format;
+  S->chunk = S->mo.chunk;
+  S->sigma = S->mo.sigma;
   FE_CHECK(check_format(S->format, S->chunk, S->sigma, asked));
   S->t0 = fe_clock();
   FE_CHECK(fe_backend_get(o ? o->backend : NULL, &S->be));
@@ -142,15 +143,10 @@ static int assemble_element_matrices(assembly *S)
     rc = host_fill_make(S->A, S->at, S->be, S->prec, &S->F, &S->compile_s, &S->transfer);
     S->r = &S->F.h;
   } else {
-    const fe_action_opts *o = S->o;
-    rc = fe_element_matrices(S->A, S->at, o, NULL, NULL, &S->K, &S->krep);
-    fe_action_opts oo;
-    if (o) oo = *o;
-    else fe_action_opts_default(&oo);
-    oo.strategy = "transpose"; /* the realization the element matrices were made on */
-    oo.given = NULL; /* the options the call gave its own strategy */
-    char why[160];
-    if (!rc) rc = fe_operator_realize_stored(S->A, &oo, &S->r, why, sizeof why);
+    rc = fe_element_matrices(S->A, S->at, S->o, &S->mo, NULL, NULL, &S->K, &S->krep);
+    /* the realization whose geometry they read (its backend, precision and data serve the
+     * adds) */
+    if (!rc) rc = elemat_geometry(S->A, S->o, &S->mo, 0, &S->r);
     S->compile_s = S->krep.compile_seconds;
     S->transfer = S->krep.transfer_seconds;
   }
@@ -163,21 +159,16 @@ static int assemble_csr(assembly *S)
   fe_csr *M = S->M = calloc(1, sizeof *M);
   if (!M) return fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   const fe_realization *r = S->r;
-  int asked = S->asked, format = S->format;
-  int lanes = asked > 0 ? asked : r->be->info.is_gpu ? 4 : 1; /* measured fastest (P1) */
-  /* format auto: SELL on a GPU unless CSR's lanes are asked (it reaches more of the copy
-   * bandwidth there), CSR on a CPU (faster than SELL-8 there): docs/benchmarks.md */
-  if (format == FE_FORMAT_AUTO)
-    format = r->be->info.is_gpu && !asked ? FE_FORMAT_SELL : FE_FORMAT_CSR;
+  fe_matrix_opts lay = {.lanes = S->asked, .format = S->format, .chunk = S->chunk,
+                        .sigma = S->sigma};
+  fe_csr_layout(&r->be->info, &lay);
+  /* the lanes of its fe_spmv in every format (its module's EM_LANES), used by CSR's */
+  int lanes = S->asked > 0 ? S->asked : r->be->info.is_gpu ? 4 : 1;
   *M = (fe_csr){.be = r->be, .prec = r->prec, .n = S->A->V->ndofs, .lanes = lanes,
-                .format = format, .nnz = S->nnz, .nslots = S->nnz};
+                .format = lay.format, .nnz = S->nnz, .nslots = S->nnz};
   if (M->format == FE_FORMAT_SELL) {
-    /* C: a warp on a GPU (32; two chunks to an AMD wavefront), so a chunk's items read
-     * consecutive slots in one coalesced step; 8 on the cpu (a vector of doubles). sigma:
-     * 8 chunks, enough rows to group the short ones (boundary and constrained rows) while
-     * keeping a chunk's rows, and so its reads of x, as near as CSR's neighbours. */
-    M->chunk = S->chunk ? S->chunk : r->be->info.is_gpu ? 32 : 8;
-    M->sigma = S->sigma ? S->sigma : 8 * M->chunk;
+    M->chunk = lay.chunk;
+    M->sigma = lay.sigma;
   }
   S->w = fe_precision_size(r->prec);
   return 0;
@@ -351,10 +342,11 @@ static int assemble_report(assembly *S, fe_report *rep)
 }
 
 int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
-                         fe_csr **Mout, fe_report *rep)
+                         const fe_matrix_opts *mo, fe_csr **Mout, fe_report *rep)
 {
   *Mout = NULL;
   assembly S = {.A = A, .at = at, .o = o};
+  if (mo) S.mo = *mo;
   FE_CHECK(assemble_options(&S));
   FE_CHECK(assemble_pattern_fits(&S));
   int rc = assemble_pattern(&S);

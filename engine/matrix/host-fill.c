@@ -16,8 +16,6 @@ void host_fill_free(host_fill *F)
   fe_vector_free(F->u);
   for (int i = 0; i < 3; i++) free(F->own[i]);
   if (h->params.ptr) h->be->ops->release(h->be->impl, &h->params);
-  for (int v = 0; v < FE_ELEMAT_VARIANTS; v++)
-    if (h->emodule[v]) h->be->ops->module_free(h->be->impl, h->emodule[v]);
 }
 
 /* A host copy of n doubles in precision prec: src itself in double, else a float copy in
@@ -45,9 +43,8 @@ int host_fill_make(fe_operator *A, const fe_vector *at, fe_backend *be, fe_preci
   size_t w = fe_precision_size(prec);
   int v = 0;
   while (strcmp(elemat_variants[v].name, "reg_jac")) v++;
-  FE_CHECK(elemat_shape_of(h, NULL, v, &F->sh));
-  FE_CHECK(elemat_module(h, &F->sh, compile_s));
-  F->k = h->elemat[v];
+  FE_CHECK(elemat_shape_of(h, 0, v, &F->sh));
+  FE_CHECK(elemat_kernel_for(h, &F->sh, &F->k, compile_s)); /* kept with A: the cache's */
   const void *xyz = host_reals(V->node_coords, 3 * (size_t)nn, prec, &F->own[0]);
   if (p->naux) F->aux = host_reals(A->aux, (size_t)nc * p->naux, prec, &F->own[1]);
   F->aux_bytes = (size_t)p->naux * w;

@@ -1,5 +1,6 @@
 /* felab matrices, private: what the files of engine/matrix/ share and nothing else includes
- * (matrix.c: the element matrices; pattern.c: the assembly's pattern and its fill;
+ * (matrix.c: the element matrices; elemat-cache.c: their kernels, kept with the operator;
+ * pattern.c: the assembly's pattern and its fill;
  * host-fill.c: the element matrices the cpu's fill makes as its rows need them; assemble.c:
  * fe_operator_assemble; sparse.c: the CSR and SELL products). Private to those files. */
 #ifndef FE_MATRIX_PRIVATE_H
@@ -12,7 +13,37 @@
 
 #define EM_ITEMS 128 /* items per group of fe_assemble and fe_spmv (elemat.knl) */
 
+/* ---- the element matrices' kernels, kept with the operator (elemat-cache.c) ---- */
+
+/* What an element-matrix kernel's source depends on beside its operator (the space, the
+ * physics and the rules): the method and its variant, where it runs, its cells per work
+ * group, the form of the geometry it reads (the fields of fe_realization_spec that differ
+ * between realizations: colored, geo_shared) and the method's own shape. */
+typedef struct elemat_key {
+  const fe_elemat_method *method;
+  int variant;           /* quadrature's (elemat_variants), -1: the method has none */
+  fe_backend *be;
+  fe_precision prec;
+  int block;             /* cells per work group */
+  int colored, geo_shared; /* of the realization whose geometry it reads */
+  int shape;             /* the method's own (tensor: cells contracted concurrently), else 0 */
+} elemat_key;
+
+/* The key of method m's kernel in variant v with `block` cells per group and its own shape,
+ * reading r's geometry. */
+elemat_key elemat_key_of(const fe_realization *r, const fe_elemat_method *m, int v, int block,
+                         int shape);
+/* Kernel `entry` of key on A: from A's cache (*compile_s 0), or compiled from the source
+ * write(ctx, &src) makes, and kept there (past a bound, the least recently used is freed:
+ * a kernel serves the call that asked for it). */
+int elemat_kernel(fe_operator *A, const elemat_key *key, int (*write)(const void *ctx, char **src),
+                  const void *ctx, const char *entry, fe_kernel **k, double *compile_s);
+
 /* ---- the element matrices (matrix.c) ---- */
+
+/* The variants of method "quadrature": reg_nojac, reg_jac, shm_nojac, shm_jac, gemm,
+ * gemm_mma (cuda, double). */
+#define FE_ELEMAT_VARIANTS 6
 
 /* One variant of strategy "quadrature" (the table elemat_variants in matrix.c). */
 typedef struct elemat_variant {
@@ -40,10 +71,17 @@ typedef struct elemat_shape {
   int warps; /* gemm_mma: warps per group, each owning strips of 8x8 tiles of K */
 } elemat_shape;
 
-/* The shape of variant v on r (o: the asked block, or NULL). */
-int elemat_shape_of(const fe_realization *r, const fe_action_opts *o, int v, elemat_shape *sh);
-/* Compile variant sh->v's module for its block on first use; *seconds the compile time. */
-int elemat_module(fe_realization *r, const elemat_shape *sh, double *seconds);
+/* The shape of variant v on r (asked: the block asked, 0: none). */
+int elemat_shape_of(const fe_realization *r, int asked, int v, elemat_shape *sh);
+/* Variant sh->v's kernel for its shape, reading r's geometry (elemat_kernel: compiled on
+ * first use); *seconds the compile time. */
+int elemat_kernel_for(const fe_realization *r, const elemat_shape *sh, fe_kernel **k,
+                      double *seconds);
+/* The realization whose geometry variant v's kernels read for the options o and mo (NULL:
+ * the defaults): fe_operator_realize_geometry in groups of mo's block (the register
+ * variants'; shm and gemm group their own cells) with mo's geometry. */
+int elemat_geometry(fe_operator *A, const fe_action_opts *o, const fe_matrix_opts *mo, int v,
+                    fe_realization **r);
 /* Counted flops of the element matrix of one cell. */
 double elemat_flops_per_cell(const fe_realization *r, const fe_kernel_spec *s,
                              const elemat_shape *sh);

@@ -4,9 +4,11 @@
  * pattern.c, host-fill.c), and the CSR and SELL products (sparse.c). Kernels:
  * engine/codegen/kernels/elemat.knl.
  *
- * Element matrices reuse the data of strategy "transpose" (its stored cell order, geometric
- * factors per point, per-cell constants, fields) and compile one more template against the
- * same physics: the linearization fe_df applied to each trial basis function in turn. The
+ * Element matrices read the geometry of a realization that gives it (its stored cell order,
+ * geometric factors per point, per-cell constants, fields: fe_operator_realize_geometry; today
+ * strategy "transpose"'s) and compile one more template against the same physics: the
+ * linearization fe_df applied to each trial basis function in turn, a kernel kept with the
+ * operator (elemat-cache.c). The
  * assembled matrix has its pattern from the dof map, built on the host, and its values from
  * the element matrices: on a GPU added by the device with atomics (or color by color) at
  * positions found by binary search in the sorted rows; on the cpu summed row by row as the
@@ -154,7 +156,7 @@ static int mma_warps(const fe_realization *r, elemat_shape *sh, int asked)
  * registers over the chunks), then as many points per chunk as shared memory holds, in
  * chunks of equal size. On a device each item holds at most one tile (its sums stay in
  * registers) when the tiles fit one group; the cpu's items run in turn and add into K. */
-static int gemm_shape(const fe_realization *r, const fe_action_opts *o, elemat_shape *sh)
+static int gemm_shape(const fe_realization *r, int asked, elemat_shape *sh)
 {
   const fe_space *V = r->A->V;
   const fe_physics *p = r->A->pde;
@@ -174,7 +176,7 @@ static int gemm_shape(const fe_realization *r, const fe_action_opts *o, elemat_s
     sh->ti = sh->tj = 8;
     tiles = (size_t)nc * ((nb + 7) / 8) * 8;
   }
-  int asked = o && o->block > 0 ? o->block : 0, block = asked;
+  int block = asked;
   int in_order = r->be->info.items_in_order; /* a group's items in turn, adding into K */
   int fit = in_order || nq < 8 ? nq : 8; /* the points a chunk must hold while the block grows */
   FE_ASSERT(block <= 4096, FE_ERR_ARG, "block = %d cells per work group is too large", block);
@@ -203,18 +205,18 @@ static int gemm_shape(const fe_realization *r, const fe_action_opts *o, elemat_s
 }
 
 /* The shape of variant v on r: reg takes r's block and a column per item; shm takes the
- * asked block (o->block) or the smallest that gives a group 256 entries (up to 32 cells),
+ * asked block or the smallest that gives a group 256 entries (up to 32 cells),
  * then as many columns per part as fit the backend's shared memory, in parts of equal size
  * (above the static limit: dynamic shared memory where the backend offers more: cuda). The
  * group has an item per entry of a part, up to the device's largest group. */
-int elemat_shape_of(const fe_realization *r, const fe_action_opts *o, int v, elemat_shape *sh)
+int elemat_shape_of(const fe_realization *r, int asked, int v, elemat_shape *sh)
 {
   const fe_space *V = r->A->V;
   const fe_device_info *info = &r->be->info;
   int n = V->elem.nbasis * V->ncomp, nojac = elemat_variants[v].nojac;
   size_t w = fe_precision_size(r->prec), limit = fe_shared_limit(r->be), most = limit;
   *sh = (elemat_shape){.v = v, .block = r->block, .pc = n};
-  if (elemat_variants[v].gemm) return gemm_shape(r, o, sh);
+  if (elemat_variants[v].gemm) return gemm_shape(r, asked, sh);
   if (!elemat_variants[v].shm) {
     /* the gathered cells; reg_jac: each cell's factors on affine cells, else on the cpu one
      * cell's at every point (elemat.knl) */
@@ -225,7 +227,7 @@ int elemat_shape_of(const fe_realization *r, const fe_action_opts *o, int v, ele
     sh->items = ((size_t)r->block * n + 31) / 32 * 32;
   } else {
     if (r->be->ops->kernel_shared && info->local_mem_optin > limit) most = info->local_mem_optin;
-    int asked = o && o->block > 0 ? o->block : 0, block = asked;
+    int block = asked;
     FE_ASSERT(block <= 4096, FE_ERR_ARG, "block = %d cells per work group is too large", block);
     if (!block) {
       for (block = 1; block < 32 && (size_t)block * n * n < 256;) block *= 2;
@@ -252,25 +254,27 @@ int elemat_shape_of(const fe_realization *r, const fe_action_opts *o, int v, ele
   return 0;
 }
 
-/* Compile variant sh->v's module for its block on first use; *seconds the compile time. */
-int elemat_module(fe_realization *r, const elemat_shape *sh, double *seconds)
+/* What elemat_kernel_for compiles: the source of variant sh->v on r. */
+typedef struct elemat_job {
+  const fe_realization *r;
+  const elemat_shape *sh;
+} elemat_job;
+
+static int elemat_write(const void *ctx, char **src)
 {
-  *seconds = 0;
-  int v = sh->v;
-  if (r->elemat[v] && r->eblock[v] == sh->block) return 0;
-  if (r->emodule[v]) r->be->ops->module_free(r->be->impl, r->emodule[v]);
-  r->emodule[v] = NULL;
-  r->elemat[v] = NULL;
-  char *src;
-  FE_CHECK(elemat_source(r, 1, sh, &src));
-  int cached = 0;
-  int rc = fe_compile(r->be, src, &r->emodule[v], seconds, &cached);
-  free(src);
-  FE_CHECK(rc);
-  FE_CHECK(r->be->ops->kernel(r->be->impl, r->emodule[v],
-                              elemat_variants[v].gemm ? "fe_elemat_gemm" : "fe_elemat", &r->elemat[v]));
-  r->eblock[v] = sh->block;
-  return 0;
+  const elemat_job *j = ctx;
+  return elemat_source(j->r, 1, j->sh, src);
+}
+
+int elemat_kernel_for(const fe_realization *r, const elemat_shape *sh, fe_kernel **k,
+                      double *seconds)
+{
+  /* the source is a function of the variant and its block on r: the rest of the shape
+   * (columns per part, gemm's tiles, dynamic memory) follows from them */
+  elemat_key key = elemat_key_of(r, &fe_elemat_quadrature, sh->v, sh->block, 0);
+  elemat_job job = {r, sh};
+  return elemat_kernel(r->A, &key, elemat_write, &job,
+                       elemat_variants[sh->v].gemm ? "fe_elemat_gemm" : "fe_elemat", k, seconds);
 }
 
 /* Counted flops of the element matrix of one cell, from the loops of elemat.knl. reg: per
@@ -311,32 +315,6 @@ double elemat_flops_per_cell(const fe_realization *r, const fe_kernel_spec *s,
   return parts * point + nq * n * (per_col + n * test);
 }
 
-/* Upload ints computed from r's stored order: the cell map (NB nodes per stored cell) and
- * ids (the mesh cell of each stored cell, -1 for padding). */
-static int upload_stored(fe_realization *r, fe_buffer *cells, fe_buffer *ids)
-{
-  const fe_space *V = r->A->V;
-  size_t nb = (size_t)V->elem.nbasis, npad = r->npad;
-  FE_CHECK(fe_memory_check_on(r->be, sizeof(int) * npad * (nb + 1), "element matrices of %s on "
-                              "%s: the cell map in stored order (%zu cells of %zu nodes)",
-                              r->A->pde->name, V->name, npad, nb));
-  FE_CHECK(fe_memory_check(sizeof(int) * npad * (nb + 1), "element matrices of %s on %s: the cell "
-                           "map in stored order (%zu cells of %zu nodes), staged",
-                           r->A->pde->name, V->name, npad, nb));
-  int *c = malloc(sizeof(int) * (npad * nb + 1)), *id = malloc(sizeof(int) * (npad + 1));
-  int rc = 0;
-  if (!c || !id) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
-  for (size_t s = 0; !rc && s < npad; s++) {
-    memcpy(c + s * nb, V->cell_nodes + (size_t)fe_stored_cell(r->perm, s) * nb, sizeof(int) * nb);
-    id[s] = r->perm[s] >= 0 ? r->perm[s] : -1;
-  }
-  if (!rc) rc = fe_upload_ints(r->be, c, npad * nb, cells);
-  if (!rc) rc = fe_upload_ints(r->be, id, npad, ids);
-  free(c);
-  free(id);
-  return rc;
-}
-
 /* The variant asked (NULL: reg_nojac) into *vout, checked against A's space and the state. */
 static int elemat_variant_of(const fe_operator *A, const fe_vector *at, const char *variant,
                              int *vout)
@@ -359,22 +337,24 @@ static int elemat_variant_of(const fe_operator *A, const fe_vector *at, const ch
   return 0;
 }
 
-/* The realization the element matrices run on (strategy "transpose"'s data), the variant
- * when none was asked (*v), its shape and its module (*compile_s: the compile time). */
-static int elemat_realize(fe_operator *A, const fe_action_opts *o, const char *variant, int *v,
-                          fe_realization **rout, elemat_shape *sh, double *compile_s)
+int elemat_geometry(fe_operator *A, const fe_action_opts *o, const fe_matrix_opts *mo, int v,
+                    fe_realization **r)
+{
+  /* an asked block is the shm or gemm kernel's own; the register variants' groups are the
+   * realization's */
+  int block = mo && !elemat_variants[v].shm && !elemat_variants[v].gemm ? mo->block : 0;
+  return fe_operator_realize_geometry(A, o, block, mo ? mo->geometry : FE_GEOMETRY_AUTO, r);
+}
+
+/* The realization whose geometry the element matrices read, the variant when none was asked
+ * (*v), its shape and its kernel (*compile_s: the compile time). */
+static int elemat_realize(fe_operator *A, const fe_action_opts *o, const fe_matrix_opts *mo,
+                          const char *variant, int *v, fe_realization **rout, elemat_shape *sh,
+                          fe_kernel **k, double *compile_s)
 {
   const fe_space *V = A->V;
-  fe_action_opts oo;
-  if (o) oo = *o;
-  else fe_action_opts_default(&oo);
-  oo.strategy = "transpose"; /* its data: stored order, factors per point, dense tables */
-  oo.given = NULL; /* the options the call gave its own strategy */
-  if (elemat_variants[*v].shm || elemat_variants[*v].gemm)
-    oo.block = 0; /* an asked block is the shm or gemm kernel's own */
   fe_realization *r;
-  char why[160];
-  FE_CHECK(fe_operator_realize_stored(A, &oo, &r, why, sizeof why));
+  FE_CHECK(elemat_geometry(A, o, mo, *v, &r));
   /* gemm_mma's phase 3 is inline PTX (mma.m8n8k4.f64): NVRTC and a double real only */
   FE_ASSERT(!elemat_variants[*v].mma || (r->be->info.fp64_mma && r->prec == FE_DOUBLE),
             FE_ERR_ARG, "element matrices: variant gemm_mma runs on fp64 tensor cores, on "
@@ -384,8 +364,8 @@ static int elemat_realize(fe_operator *A, const fe_action_opts *o, const char *v
    * reg_nojac on a CPU (measured ahead of gemm at P2..P4, Q2..Q4): docs/benchmarks.md */
   if (!variant && r->be->info.is_gpu && V->elem.nbasis * V->ncomp >= 20)
     while (!elemat_variants[*v].gemm) (*v)++;
-  FE_CHECK(elemat_shape_of(r, o, *v, sh));
-  FE_CHECK(elemat_module(r, sh, compile_s));
+  FE_CHECK(elemat_shape_of(r, mo && mo->block > 0 ? mo->block : 0, *v, sh));
+  FE_CHECK(elemat_kernel_for(r, sh, k, compile_s));
   *rout = r;
   return 0;
 }
@@ -413,14 +393,15 @@ static int elemat_target(const fe_operator *A, const fe_realization *r, fe_elema
  * and fields bound, then one launch. *transfer, *setup (since t0, less compile_s and the
  * transfers) and *seconds: the stage times. Returns the first failure's code. */
 static int elemat_launch(const fe_operator *A, const fe_vector *at, fe_realization *r,
-                         const elemat_shape *sh, fe_elemats *k, int reuse, double t0,
-                         double compile_s, double *transfer, double *setup, double *seconds)
+                         const elemat_shape *sh, fe_kernel *kern, fe_elemats *k, int reuse,
+                         double t0, double compile_s, double *transfer, double *setup,
+                         double *seconds)
 {
   const fe_space *V = A->V;
   int v = sh->v, n = V->elem.nbasis * V->ncomp, nc = V->mesh->ncells;
   fe_vector *u = NULL, *tf[FE_PHYSICS_MAX_FIELDS] = {NULL};
   const fe_vector *uu = at;
-  int rc = r->ecells.ptr ? 0 : upload_stored(r, &r->ecells, &r->eids);
+  int rc = fe_realization_stored_maps(r);
   if (!rc && !reuse) {
     *k = (fe_elemats){.V = V, .be = r->be, .prec = r->prec, .ncells = nc, .n = n};
     rc = r->be->ops->alloc(r->be->impl, (size_t)nc * n * n * fe_precision_size(r->prec), &k->vals);
@@ -434,7 +415,7 @@ static int elemat_launch(const fe_operator *A, const fe_vector *at, fe_realizati
   }
   if (!rc) rc = fe_realization_bind(r, tf, transfer);
   *setup = fe_clock() - t0 - compile_s - *transfer;
-  if (!rc && sh->dynamic) rc = r->be->ops->kernel_shared(r->be->impl, r->elemat[v], sh->dynamic);
+  if (!rc && sh->dynamic) rc = r->be->ops->kernel_shared(r->be->impl, kern, sh->dynamic);
   if (!rc) {
     long long geo_n =
         (long long)fe_geometry_plane(A, &A->quad[FE_ACTION_APPLY], r->npad, r->geo_shared);
@@ -445,13 +426,13 @@ static int elemat_launch(const fe_operator *A, const fe_vector *at, fe_realizati
         {.kind = FE_ARG_INT, .i = ngroups},
         {.kind = FE_ARG_INT, .i = (long long)r->npad},
         {.kind = FE_ARG_INT, .i = geo_n},
-        {.kind = FE_ARG_BUFFER, .buf = &r->ecells},
+        {.kind = FE_ARG_BUFFER, .buf = &r->stored_cells},
         {.kind = FE_ARG_BUFFER, .buf = geo},
     };
     fe_physics_args(r, uu, uu, (fe_vector *)uu, args + 5); /* coordinates .. fields, u */
-    args[13] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = &r->eids};
+    args[13] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = &r->stored_ids};
     args[14] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = &k->vals};
-    rc = r->be->ops->launch(r->be->impl, r->elemat[v], (size_t)ngroups, sh->items, 15, args,
+    rc = r->be->ops->launch(r->be->impl, kern, (size_t)ngroups, sh->items, 15, args,
                             r->prec, seconds);
   }
   fe_realization_unbind(r, tf);
@@ -528,8 +509,8 @@ const fe_elemat_method *fe_elemat_method_find(const char *name)
 }
 
 int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
-                        const char *strategy, const char *variant, fe_elemats **K,
-                        fe_report *rep)
+                        const fe_matrix_opts *mo, const char *strategy, const char *variant,
+                        fe_elemats **K, fe_report *rep)
 {
   const fe_elemat_method *m = fe_elemat_method_find(strategy);
   if (!m) {
@@ -541,12 +522,13 @@ int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opt
     FE_ERROR(FE_ERR_ARG, "element matrices: strategy \"%s\" takes no variant (got '%s'; variants "
              "are strategy \"quadrature\"'s)", m->name, variant);
   }
-  return m->make(A, at, o, variant, K, rep);
+  return m->make(A, at, o, mo, variant, K, rep);
 }
 
 /* Method "quadrature" (Banas et al.): a kernel per variant over the cells' points. */
 static int elemat_quadrature_make(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
-                                  const char *variant, fe_elemats **K, fe_report *rep)
+                                  const fe_matrix_opts *mo, const char *variant, fe_elemats **K,
+                                  fe_report *rep)
 {
   fe_elemats *reuse = *K;
   *K = NULL;
@@ -555,10 +537,11 @@ static int elemat_quadrature_make(fe_operator *A, const fe_vector *at, const fe_
   double t0 = fe_clock(), compile_s = 0, transfer = 0, setup = 0, seconds = 0;
   fe_realization *r = NULL;
   elemat_shape sh;
-  FE_CHECK(elemat_realize(A, o, variant, &v, &r, &sh, &compile_s));
+  fe_kernel *kern = NULL;
+  FE_CHECK(elemat_realize(A, o, mo, variant, &v, &r, &sh, &kern, &compile_s));
   fe_elemats *k = NULL;
   FE_CHECK(elemat_target(A, r, reuse, &k));
-  int rc = elemat_launch(A, at, r, &sh, k, reuse != NULL, t0, compile_s, &transfer, &setup,
+  int rc = elemat_launch(A, at, r, &sh, kern, k, reuse != NULL, t0, compile_s, &transfer, &setup,
                          &seconds);
   if (rc) {
     if (!reuse) fe_elemats_free(k);

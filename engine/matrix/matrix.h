@@ -1,11 +1,28 @@
 /* felab matrices: batches of element matrices of an operator's Jacobian, and the assembled
- * Jacobian in CSR on a backend (engine/matrix/: matrix.c, tensor.c, assemble.c, pattern.c,
- * host-fill.c, sparse.c; kernels in engine/codegen/kernels/elemat.knl). */
+ * Jacobian in CSR on a backend (engine/matrix/: matrix.c, tensor.c, elemat-cache.c, assemble.c,
+ * pattern.c, host-fill.c, sparse.c; kernels in engine/codegen/kernels/elemat.knl). */
 #ifndef FE_MATRIX_H
 #define FE_MATRIX_H
 
 #include "engine/operator/operator.h"
 #include "engine/perf/perf.h"
+
+/* The element matrices' and the assembly's own options (A:element_matrices, A:assemble), beside
+ * where they run (fe_action_opts: its backend and precision; the options it gives a strategy
+ * are not theirs). Zeroed, or NULL where one is taken: every default. */
+typedef struct fe_matrix_opts {
+  int block;        /* cells per work group of the element matrices' kernel (0: automatic); the
+                     * register variants' groups are those of the realization whose geometry
+                     * they read (fe_operator_realize_geometry) */
+  int geometry;     /* the factors they read: FE_GEOMETRY_AUTO, _STORED or _UNSHARED
+                     * (engine/operator/operator.h; _VERTICES: stored all the same, since the
+                     * kernels read factors) */
+  int lanes;        /* the assembly's CSR product: items per row (0: 4 on a GPU, 1 on the cpu) */
+  int scatter;      /* the assembly's adds: FE_SCATTER_AUTO, _ATOMIC, _NODES (the cpu's fill,
+                     * each row summing its cells' entries) or _COLOR */
+  int format;       /* the assembled product's layout: FE_FORMAT_* */
+  int chunk, sigma; /* format SELL: rows per chunk and per sorting window (0: the device's) */
+} fe_matrix_opts;
 
 /* ncells matrices of n x n (n = basis functions x components), on a backend: cell c's
  * matrix row-major at c n^2, row = test dof, column = trial dof, a cell's dof b ncomp + k
@@ -44,21 +61,23 @@ typedef struct fe_csr {
  * "quadrature" (NULL: it; Banas et al.) in a variant (NULL: "reg_nojac", the factors stored
  * per point; also reg_jac, shm_nojac, shm_jac), or "tensor" (Knepley-Terrel: affine
  * simplices and a linearization constant per cell; fe_element_matrices_tensor), on the
- * backend and precision of o. *K: NULL (made), or matrices of A's space on that backend and
- * precision to overwrite (kept on error). The report has the stage times: setup (prepare),
- * transfer (in), seconds (the kernel), and the counted flops and bytes. */
+ * backend and precision of o, with the options mo (NULL: the defaults; block and geometry).
+ * *K: NULL (made), or matrices of A's space on that backend and precision to overwrite (kept
+ * on error). The report has the stage times: setup (prepare), transfer (in), seconds (the
+ * kernel), and the counted flops and bytes. Their geometry is read from a realization that
+ * gives it (fe_operator_realize_geometry), their kernels kept with A (elemat-cache.c). */
 int fe_element_matrices(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
-                        const char *strategy, const char *variant, fe_elemats **K,
-                        fe_report *rep);
+                        const fe_matrix_opts *mo, const char *strategy, const char *variant,
+                        fe_elemats **K, fe_report *rep);
 /* The same with strategy "tensor" (Knepley-Terrel, engine/matrix/tensor.c): the contraction of
  * reference tensors, computed once on the host, with a geometric tensor per cell, for affine
  * simplices and a Jacobian constant per cell (reading per-cell and named constants, not the
- * state, x or fields; otherwise FE_ERR_UNAVAILABLE saying what stops it). o->block: cells
+ * state, x or fields; otherwise FE_ERR_UNAVAILABLE saying what stops it). mo->block: cells
  * per work group (0: 32, fewer when shared memory asks). *K as above (NULL: made, else
  * overwritten); `at` is only checked (the Jacobian does not depend on it). The same report
  * stages as above. */
 int fe_element_matrices_tensor(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
-                               fe_elemats **K, fe_report *rep);
+                               const fe_matrix_opts *mo, fe_elemats **K, fe_report *rep);
 /* The methods of element matrices, a table as the strategies are (engine/operator/strategy.h):
  * a name, whether it takes variants, and its make (as fe_element_matrices, with the variant,
  * NULL unless it takes them). fe_element_matrices looks the method up by name. */
@@ -66,8 +85,8 @@ typedef struct fe_elemat_method {
   const char *name;        /* "quadrature", "tensor" */
   const char *description; /* one line, for messages and help */
   int variants;            /* 1: takes a variant (quadrature's reg_nojac, ...) */
-  int (*make)(fe_operator *A, const fe_vector *at, const fe_action_opts *o, const char *variant,
-              fe_elemats **K, fe_report *rep);
+  int (*make)(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
+              const fe_matrix_opts *mo, const char *variant, fe_elemats **K, fe_report *rep);
 } fe_elemat_method;
 extern const fe_elemat_method fe_elemat_quadrature; /* engine/matrix/matrix.c */
 extern const fe_elemat_method fe_elemat_tensor;     /* engine/matrix/tensor.c */
@@ -80,15 +99,22 @@ int fe_elemats_get(const fe_elemats *K, int cell, double *out);
 int fe_elemats_convert(const fe_elemats *K, fe_backend *be, fe_precision prec, fe_elemats **out);
 void fe_elemats_free(fe_elemats *K);
 
-/* The Jacobian at `at` assembled on the device: the pattern from the dof map (on the host),
- * the values added by the device from the element matrices (atomics). o->lanes: items per
- * row of its CSR product (0: 4 on a GPU, 1 on the cpu); o->format, o->chunk, o->sigma: the
- * product's layout (engine/operator/operator.h; SELL is built on the device from the CSR arrays,
- * after a permutation and chunk starts computed on the host). Constrained rows are
- * the identity's and free rows have no constrained columns: M x equals the matrix-free
- * action. The report: setup (pattern and element matrices), seconds (the adds). */
+/* The Jacobian at `at` assembled on the backend and precision of o: the pattern from the dof
+ * map (on the host), the values added by the device from the element matrices (atomics).
+ * mo (NULL: the defaults): the element matrices' block and geometry; lanes: items per row of
+ * its CSR product (0: 4 on a GPU, 1 on the cpu); format, chunk, sigma: the product's layout
+ * (engine/operator/operator.h; SELL is built on the device from the CSR arrays, after a
+ * permutation and chunk starts computed on the host); scatter: how the values are added.
+ * Constrained rows are the identity's and free rows have no constrained columns: M x equals
+ * the matrix-free action. The report: setup (pattern and element matrices), seconds (the
+ * adds). */
 int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
-                         fe_csr **M, fe_report *rep);
+                         const fe_matrix_opts *mo, fe_csr **M, fe_report *rep);
+/* The product's layout a device of info gives the options mo (in place): format auto is SELL
+ * on a GPU unless CSR's lanes are asked, else CSR; then CSR's lanes (0: 4 on a GPU, 1 on the
+ * cpu), or SELL's chunk (0: 32 on a GPU, 8 on the cpu) and sigma (0: 8 chunks). An option the
+ * format does not read stays as asked (the assembly refuses it). */
+void fe_csr_layout(const fe_device_info *info, fe_matrix_opts *mo);
 /* V's cells ordered by color, no two cells of one color sharing a node: color c's cells are
  * order[start[c] .. start[c + 1]) (malloc'd); FE_ERR_MESH past 64 colors. */
 int fe_space_cell_colors(const fe_space *V, int **order, int **start, int *ncolors);

@@ -33,6 +33,24 @@ int csr_make_library(fe_csr *M)
 
 /* ---- SELL-C-sigma ---- */
 
+void fe_csr_layout(const fe_device_info *info, fe_matrix_opts *mo)
+{
+  int gpu = info->is_gpu;
+  /* format auto: SELL on a GPU unless CSR's lanes are asked (it reaches more of the copy
+   * bandwidth there), CSR on a CPU (faster than SELL-8 there): docs/benchmarks.md */
+  if (mo->format == FE_FORMAT_AUTO)
+    mo->format = gpu && !mo->lanes ? FE_FORMAT_SELL : FE_FORMAT_CSR;
+  if (mo->format == FE_FORMAT_CSR && !mo->lanes)
+    mo->lanes = gpu ? 4 : 1; /* measured fastest (P1) */
+  if (mo->format != FE_FORMAT_SELL) return;
+  /* C: a warp on a GPU (32; two chunks to an AMD wavefront), so a chunk's items read
+   * consecutive slots in one coalesced step; 8 on the cpu (a vector of doubles). sigma: 8
+   * chunks, enough rows to group the short ones (boundary and constrained rows) while keeping
+   * a chunk's rows, and so its reads of x, as near as CSR's neighbours. */
+  if (!mo->chunk) mo->chunk = gpu ? 32 : 8;
+  if (!mo->sigma) mo->sigma = 8 * mo->chunk;
+}
+
 /* Check the asked layout of the product (lanes: CSR's items per row). */
 int check_format(int format, int chunk, int sigma, int lanes)
 {

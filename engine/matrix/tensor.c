@@ -23,7 +23,7 @@
 #include "engine/codegen/codegen.h"
 #include "engine/fem/element.h"
 #include "engine/core/error.h"
-#include "engine/matrix/matrix.h"
+#include "engine/matrix/matrix-private.h"
 #include "engine/operator/strategy.h"
 #include "engine/core/strbuf.h"
 
@@ -213,17 +213,6 @@ static int tensor_block(const fe_backend *be, const fe_space *V, int asked, size
   return 0;
 }
 
-/* The mesh cell of each stored cell of r (-1: padding), on r's backend. */
-static int tensor_ids(fe_realization *r, fe_buffer *ids)
-{
-  int *id;
-  FE_MALLOC(id, r->npad + 1, "stored cell ids");
-  for (size_t s = 0; s < r->npad; s++) id[s] = r->perm[s] >= 0 ? r->perm[s] : -1;
-  int rc = fe_upload_ints(r->be, id, r->npad, ids);
-  free(id);
-  return rc;
-}
-
 /* The kernel's source for r with `block` cells per group and `conc` concurrent cells. */
 static int tensor_source(const fe_realization *r, const tensor_blocks *u, int block, int conc,
                          char **src)
@@ -302,32 +291,62 @@ static int tensor_report(fe_operator *A, const fe_realization *r, const tensor_b
   return fe_perf_predict(r->be, r->prec, rep);
 }
 
+/* What the contraction kernel is compiled from (elemat_kernel, on its first use): the source
+ * for r of `block` cells per group, `conc` at once. */
+typedef struct tensor_job {
+  const fe_realization *r;
+  const tensor_blocks *u;
+  int block, conc;
+} tensor_job;
+
+static int tensor_write(const void *ctx, char **src)
+{
+  const tensor_job *j = ctx;
+  return tensor_source(j->r, j->u, j->block, j->conc, src);
+}
+
+/* The matrices to write: reuse (checked against r), or a new batch on r's backend. */
+static int tensor_target(const fe_realization *r, fe_elemats *reuse, fe_elemats **kout)
+{
+  const fe_space *V = r->A->V;
+  const int n = V->elem.nbasis * V->ncomp, ncells = V->mesh->ncells;
+  fe_elemats *k = reuse;
+  if (k) {
+    FE_ASSERT(k->V == V && k->be == r->be && k->prec == r->prec, FE_ERR_ARG, "element matrices "
+              "to overwrite must be of this operator's space, backend and precision");
+    *kout = k;
+    return 0;
+  }
+  FE_CALLOC(k, 1, "element matrices");
+  *k = (fe_elemats){.V = V, .be = r->be, .prec = r->prec, .ncells = ncells, .n = n};
+  int rc = r->be->ops->alloc(r->be->impl, (size_t)ncells * n * n * fe_precision_size(r->prec),
+                             &k->vals);
+  if (rc) {
+    free(k);
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
+  *kout = k;
+  return 0;
+}
+
 int fe_element_matrices_tensor(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
-                               fe_elemats **K, fe_report *rep)
+                               const fe_matrix_opts *mo, fe_elemats **K, fe_report *rep)
 {
   fe_elemats *reuse = *K; /* matrices to overwrite, or NULL */
   *K = NULL;
   FE_CHECK(tensor_applies(A));
   FE_ASSERT(!at || at->n == A->V->ndofs, FE_ERR_ARG, "the state has %d entries but the "
             "operator's space has %d", at ? at->n : 0, A->V->ndofs);
-  fe_action_opts oo;
-  if (o) oo = *o;
-  else fe_action_opts_default(&oo);
-  int asked = oo.block;
-  oo.strategy = "transpose"; /* its data: stored order, factors, per-cell constants */
-  oo.given = NULL; /* the options the call gave its own strategy */
-  oo.block = 0;              /* its own block: ours only groups the stored cells */
   double t0 = fe_clock(), compile_s = 0, transfer = 0, seconds = 0;
   fe_realization *r;
-  char why[160];
-  FE_CHECK(fe_operator_realize_stored(A, &oo, &r, why, sizeof why));
+  /* its own block: the realization's groups only order the stored cells */
+  FE_CHECK(fe_operator_realize_geometry(A, o, 0, mo ? mo->geometry : FE_GEOMETRY_AUTO, &r));
   const fe_space *V = A->V;
   const tensor_blocks u = tensor_used(A->pde);
-  const int dim = V->elem.dim, nc = V->ncomp, n = V->elem.nbasis * nc, ncells = V->mesh->ncells;
-  const int ngk = tensor_terms(&u, dim);
-  size_t w = fe_precision_size(r->prec);
+  const int nc = V->ncomp, n = V->elem.nbasis * nc, ngk = tensor_terms(&u, V->elem.dim);
   int block = 0, in_order = r->be->info.items_in_order;
-  FE_CHECK(tensor_block(r->be, V, asked, (size_t)nc * nc * ngk, w, &block));
+  FE_CHECK(tensor_block(r->be, V, mo ? mo->block : 0, (size_t)nc * nc * ngk,
+                        fe_precision_size(r->prec), &block));
   /* the cpu walks a group's items in order: all cells at once keeps a matrix's stores
    * contiguous; a GPU group holds about TN_ITEMS (cell, entry) items */
   int conc = in_order ? block : TN_ITEMS / (n * n);
@@ -335,39 +354,19 @@ int fe_element_matrices_tensor(fe_operator *A, const fe_vector *at, const fe_act
   if (conc > block) conc = block;
   int ngroups = (int)((r->npad + block - 1) / block);
 
-  char *src = NULL;
-  fe_module *mod = NULL;
   fe_kernel *kern = NULL;
   fe_elemats *k = NULL;
-  fe_buffer ids = {0};
   fe_vector *tf[FE_PHYSICS_MAX_FIELDS] = {NULL};
-  int cached = 0, rc = tensor_source(r, &u, block, conc, &src);
-  if (!rc) rc = fe_compile(r->be, src, &mod, &compile_s, &cached);
-  free(src);
-  if (!rc) rc = r->be->ops->kernel(r->be->impl, mod, "fe_elemat_tensor", &kern);
-  if (!rc && reuse) {
-    k = reuse;
-    if (k->V != V || k->be != r->be || k->prec != r->prec)
-      rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__, "element matrices to "
-                        "overwrite must be of this operator's space, backend and precision");
-  } else if (!rc && !(k = calloc(1, sizeof *k))) {
-    rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
-  } else if (!rc) {
-    *k = (fe_elemats){.V = V, .be = r->be, .prec = r->prec, .ncells = ncells, .n = n};
-    rc = r->be->ops->alloc(r->be->impl, (size_t)ncells * n * n * w, &k->vals);
-  }
-  if (!rc) rc = tensor_ids(r, &ids);
+  elemat_key key = elemat_key_of(r, &fe_elemat_tensor, -1, block, conc);
+  tensor_job job = {r, &u, block, conc};
+  int rc = elemat_kernel(A, &key, tensor_write, &job, "fe_elemat_tensor", &kern, &compile_s);
+  if (!rc) rc = tensor_target(r, reuse, &k);
+  if (!rc) rc = fe_realization_stored_maps(r); /* the mesh cell of each stored cell */
   if (!rc) rc = fe_realization_bind(r, tf, &transfer); /* the named constants */
   double setup = fe_clock() - t0 - compile_s - transfer;
-  if (!rc) rc = tensor_launch(r, kern, ngroups, block, conc, &ids, k, &seconds);
+  if (!rc) rc = tensor_launch(r, kern, ngroups, block, conc, &r->stored_ids, k, &seconds);
   fe_realization_unbind(r, tf);
-  if (ids.ptr) r->be->ops->release(r->be->impl, &ids);
-  if (mod) r->be->ops->module_free(r->be->impl, mod);
-  if (rc) {
-    if (k != reuse) fe_elemats_free(k);
-    return fe_error_push(rc, __FILE__, __LINE__, __func__);
-  }
-  rc = tensor_report(A, r, &u, block, conc, compile_s, transfer, setup, seconds, rep);
+  if (!rc) rc = tensor_report(A, r, &u, block, conc, compile_s, transfer, setup, seconds, rep);
   if (rc) {
     if (k != reuse) fe_elemats_free(k);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
@@ -378,10 +377,11 @@ int fe_element_matrices_tensor(fe_operator *A, const fe_vector *at, const fe_act
 
 /* Method "tensor" of element matrices (fe_elemat_method): it takes no variant. */
 static int elemat_tensor_make(fe_operator *A, const fe_vector *at, const fe_action_opts *o,
-                              const char *variant, fe_elemats **K, fe_report *rep)
+                              const fe_matrix_opts *mo, const char *variant, fe_elemats **K,
+                              fe_report *rep)
 {
   (void)variant; /* fe_element_matrices refuses one */
-  return fe_element_matrices_tensor(A, at, o, K, rep);
+  return fe_element_matrices_tensor(A, at, o, mo, K, rep);
 }
 
 const fe_elemat_method fe_elemat_tensor = {

@@ -24,7 +24,7 @@ void fe_autotune_key(const fe_operator *A, const fe_backend *be, fe_precision pr
   const fe_space *V = A->V;
   const fe_physics *p = A->pde;
   const char *geo = V->curved ? "curved"
-                    : fe_geometry_shared(A, NULL) ? "congruent"
+                    : fe_geometry_shared(A, FE_GEOMETRY_AUTO) ? "congruent"
                     : A->geo_affine ? "affine" : "general";
   /* the physics by name, what its Jacobian reads and costs (a user's physics.new has a name
    * of its own only by its flops) */

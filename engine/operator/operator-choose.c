@@ -166,6 +166,15 @@ int fe_operator_pick_strategy(fe_operator *A, const fe_action_opts *o, fe_backen
  * matrix at Q3 and up). */
 #define AUTOTUNE_FACTOR 10.0
 
+/* Whether r was made for its strategy's defaults (as the trials ask: every option 0). */
+static int asked_defaults(const fe_realization *r)
+{
+  const unsigned char *b = r->opts;
+  for (size_t i = 0; i < r->st->options_size; i++)
+    if (b[i]) return 0;
+  return 1;
+}
+
 /* Time the apply of each candidate (a first run sets it up, then the best of three rounds of
  * one run each, or of up to ten while they take less than 50 ms a candidate, counts); the
  * fastest is *out, why lists the times; the others' device data are dropped. A candidate
@@ -224,7 +233,7 @@ static int autotune_trials(fe_operator *A, fe_backend *be, fe_precision prec,
     if (cand[i] == *out) continue;
     for (int k = A->nreal - 1; k >= 0; k--) /* the trials' own realizations of the losers */
       if (k < A->nreal && A->real[k]->st == cand[i] && A->real[k]->be == be &&
-          A->real[k]->prec == prec && A->real[k]->asked.block == 0)
+          A->real[k]->prec == prec && asked_defaults(A->real[k]))
         fe_realization_drop(A, A->real[k]);
   }
   return 0;

@@ -490,3 +490,32 @@ void fe_physics_args(const fe_realization *r, const fe_vector *u, const fe_vecto
                                &u->buf, &w->buf, &y->buf};
   for (int i = 0; i < 10; i++) a[i] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = bufs[i]};
 }
+
+int fe_realization_stored_maps(fe_realization *r)
+{
+  if (r->stored_cells.ptr) return 0;
+  const fe_space *V = r->A->V;
+  size_t nb = (size_t)V->elem.nbasis, npad = r->npad;
+  FE_CHECK(fe_memory_check_on(r->be, sizeof(int) * npad * (nb + 1), "element matrices of %s on "
+                              "%s: the cell map in stored order (%zu cells of %zu nodes)",
+                              r->A->pde->name, V->name, npad, nb));
+  FE_CHECK(fe_memory_check(sizeof(int) * npad * (nb + 1), "element matrices of %s on %s: the cell "
+                           "map in stored order (%zu cells of %zu nodes), staged",
+                           r->A->pde->name, V->name, npad, nb));
+  int *c = malloc(sizeof(int) * (npad * nb + 1)), *id = malloc(sizeof(int) * (npad + 1));
+  int rc = 0;
+  if (!c || !id) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
+  for (size_t s = 0; !rc && s < npad; s++) {
+    memcpy(c + s * nb, V->cell_nodes + (size_t)fe_stored_cell(r->perm, s) * nb, sizeof(int) * nb);
+    id[s] = r->perm[s] >= 0 ? r->perm[s] : -1;
+  }
+  if (!rc) rc = fe_upload_ints(r->be, c, npad * nb, &r->stored_cells);
+  if (!rc) rc = fe_upload_ints(r->be, id, npad, &r->stored_ids);
+  free(c);
+  free(id);
+  if (rc && r->stored_cells.ptr) { /* both or neither: the next call makes them again */
+    r->be->ops->release(r->be->impl, &r->stored_cells);
+    memset(&r->stored_cells, 0, sizeof r->stored_cells);
+  }
+  return rc;
+}

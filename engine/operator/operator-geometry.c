@@ -33,9 +33,9 @@ size_t fe_geometry_words(const fe_operator *A, const fe_quadrature *Q, size_t np
   return fe_geometry_plane(A, Q, npad, shared) * (size_t)fe_geo_stride(A->V->elem.dim) + ids;
 }
 
-int fe_geometry_shared(const fe_operator *A, const fe_action_opts *o)
+int fe_geometry_shared(const fe_operator *A, int geometry)
 {
-  if (o && (o->geometry == FE_GEOMETRY_UNSHARED || o->geometry == FE_GEOMETRY_VERTICES)) return 0;
+  if (geometry == FE_GEOMETRY_UNSHARED || geometry == FE_GEOMETRY_VERTICES) return 0;
   return A->geo_affine && !A->V->curved && fe_mesh_congruent(A->V->mesh) != NULL;
 }
 

@@ -150,6 +150,13 @@ static int make_rules(fe_operator *A, int degree, fe_quad_kind kind)
 
 static void realization_free(fe_realization *r);
 
+/* The element matrices' own data attached to A (their kernels: engine/matrix/), released. */
+static void elemat_cache_release(fe_operator *A)
+{
+  if (A->elemat_cache) A->elemat_cache_free(A->elemat_cache);
+  A->elemat_cache = NULL;
+}
+
 int fe_operator_set_quadrature(fe_operator *A, int degree, int kind)
 {
   FE_ASSERT(kind >= FE_QUAD_AUTO && kind <= FE_QUAD_GLL, FE_ERR_ARG, "unknown quadrature rule %d", kind);
@@ -157,6 +164,7 @@ int fe_operator_set_quadrature(fe_operator *A, int degree, int kind)
   for (int i = 0; i < A->nreal; i++) realization_free(A->real[i]);
   A->nreal = 0;
   A->npick = 0; /* the rules changed the counts */
+  elemat_cache_release(A);
   return 0;
 }
 
@@ -174,8 +182,8 @@ static void realization_free(fe_realization *r)
   if (r->st && r->st->release) r->st->release(r);
   fe_qdata_release(r);
   if (r->coords_wrapped) memset(&r->coords, 0, sizeof r->coords); /* the space's */
-  fe_buffer *bufs[] = {&r->groups, &r->coords, &r->aux,   &r->didx,  &r->dval,
-                       &r->params, &r->fmaps,  &r->ecells, &r->eids};
+  fe_buffer *bufs[] = {&r->groups, &r->coords, &r->aux,          &r->didx,      &r->dval,
+                       &r->params, &r->fmaps,  &r->stored_cells, &r->stored_ids};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i]->ptr) be->ops->release(be->impl, bufs[i]);
   for (int a = FE_NACTIONS - 1; a >= 0; a--) { /* shared buffers are released once, by the first */
@@ -185,8 +193,8 @@ static void realization_free(fe_realization *r)
   }
   for (int a = 0; a < FE_NACTIONS; a++)
     if (r->module[a]) be->ops->module_free(be->impl, r->module[a]);
-  for (int v = 0; v < FE_ELEMAT_VARIANTS; v++) if (r->emodule[v]) be->ops->module_free(be->impl, r->emodule[v]);
   free(r->perm);
+  free(r->opts);
   fe_vector_free(r->scratch);
   fe_vector_free(r->zero);
   free(r->built_constants);
@@ -199,6 +207,7 @@ void fe_operator_free(fe_operator *A)
   if (!A) return;
   if (A->transposed != A) fe_operator_free(A->transposed); /* its physics is the pde's */
   for (int i = 0; i < A->nreal; i++) realization_free(A->real[i]);
+  elemat_cache_release(A);
   for (int a = 0; a < FE_NACTIONS; a++) fe_quadrature_free(&A->quad[a]);
   free(A->aux);
   free(A->dir_nodes);
@@ -233,39 +242,15 @@ void fe_realization_drop(fe_operator *A, fe_realization *r)
   realization_free(r);
 }
 
-/* The options of strategy st that the call o asks, into key: its own fields as o sets them,
- * then as o->given writes them (the strategy reads them: an option it does not take is an
- * error), the others at their defaults; no strings. */
-static int realization_options(const fe_strategy *st, fe_precision prec, const fe_action_opts *o,
-                               fe_action_opts *key)
-{
-  fe_action_opts_default(key);
-  if (o) {
-    *key = *o;
-    key->backend = key->strategy = NULL;
-    key->given = NULL;
-    fe_action_opts_keep(key, st->options);
-  }
-  if (o && o->given) {
-    FE_CHECK(fe_strategy_check_given(st, o));
-    key->caller = o->caller;
-    FE_CHECK(st->read_options(o->given, key));
-  }
-  key->caller = NULL;
-  key->precision = (int)prec;
-  key->autotune = key->nolog = key->nowait = 0;
-  return 0;
-}
-
-/* A's realization of st on be in prec whose options were asked as `asked` or, when eff is
- * given, mean eff; moved last (the most recently used), or NULL. */
+/* A's realization of st on be in prec made for the options opts as they were asked or, when
+ * eff is given, whose options mean eff; moved last (the most recently used), or NULL. */
 static fe_realization *realization_find(fe_operator *A, const fe_strategy *st, fe_backend *be,
-                                        fe_precision prec, const char *asked, const char *eff)
+                                        fe_precision prec, const void *opts, const char *eff)
 {
   for (int i = 0; i < A->nreal; i++) {
     fe_realization *r = A->real[i];
     if (r->be != be || r->prec != prec || r->st != st) continue;
-    if (eff ? strcmp(r->key, eff) : strcmp(r->asked_key, asked)) continue;
+    if (eff ? strcmp(r->key, eff) : memcmp(r->opts, opts, st->options_size)) continue;
     /* the most recently used goes last, so that a full list forgets the least recently
      * used: never a realization whose action is running (ebe's and csr's inner calls) */
     memmove(&A->real[i], &A->real[i + 1], sizeof(A->real[0]) * (size_t)(A->nreal - 1 - i));
@@ -275,58 +260,22 @@ static fe_realization *realization_find(fe_operator *A, const fe_strategy *st, f
   return NULL;
 }
 
-/* The realization for these options, made on first use: one per strategy, backend,
- * precision and effective options (the strategy's key: options asked in another order, or
- * defaults spelled out, share one). */
-int fe_realization_get(fe_operator *A, const fe_action_opts *o, fe_realization **out, char *why,
-                       size_t nwhy)
+/* What every realization holds beside its strategy's data: the named constants its stored
+ * Jacobian was built with (csr, ebe), the coordinates (in place where the backend reads host
+ * memory: the cpu, double), the constrained dofs and their values. */
+static int realization_common(fe_realization *r)
 {
-  fe_backend *be;
-  fe_precision prec;
-  FE_CHECK(fe_operator_resolve(o, &be, &prec));
-  const fe_strategy *st;
-  FE_CHECK(fe_operator_pick_strategy(A, o, be, prec, &st, why, nwhy));
-  fe_action_opts key;
-  FE_CHECK(realization_options(st, prec, o, &key));
-  char asked[sizeof A->real[0]->asked_key], eff[sizeof A->real[0]->key];
-  fe_action_opts_asked_key(&key, st->options, asked, sizeof asked);
-  if ((*out = realization_find(A, st, be, prec, asked, NULL))) return 0;
-  st->effective_key(A, be, prec, &key, eff, sizeof eff);
-  if ((*out = realization_find(A, st, be, prec, NULL, eff))) return 0;
-  fe_realization *r;
-  FE_CALLOC(r, 1, "realization");
-  *r = (fe_realization){.A = A, .st = st, .be = be, .prec = prec, .asked = key,
-                        .geo_shared = fe_geometry_shared(A, &key)};
-  snprintf(r->asked_key, sizeof r->asked_key, "%s", asked);
-  snprintf(r->key, sizeof r->key, "%s", eff);
-  int frc = st->folds ? fe_qdata_folds(A, key.fold, &r->folded)
-            : key.fold != FE_FOLD_ON ? 0
-            : fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__, "fold = true: strategy %s "
-                           "reads no folded per-point data (transpose and sumfact do)", st->name);
-  if (frc) {
-    free(r);
-    return fe_error_push(frc, __FILE__, __LINE__, __func__);
-  }
-  double t0 = fe_clock(), *dv = NULL;
-  char what[48];
-  snprintf(what, sizeof what, "setting up %s", st->name);
-  fe_progress_begin(what, 0);
-  fe_progress_watch(1); /* the elapsed time moves through steps that report nothing */
-  int rc = st->configure(r, &key);
-  if (!rc) rc = st->setup(r);
-  fe_progress_watch(0);
-  fe_progress_end();
-  if (rc == FE_ERR_MEM) /* which operator, where, and the part that did not fit */
-    fe_error_context("setting up %s on %s (%s) for %d cells: building %s", st->name, be->name,
-                     fe_precision_name(prec), A->V->mesh->ncells,
-                     r->building ? r->building : "the strategy's own data");
-  if (!rc && st->delegate) { /* csr, ebe: remember the constants the matrices were made with */
+  fe_operator *A = r->A;
+  fe_backend *be = r->be;
+  fe_precision prec = r->prec;
+  double *dv = NULL;
+  int rc = 0;
+  if (r->st->delegate) { /* csr, ebe: remember the constants the matrices were made with */
     size_t nk = (size_t)A->pde->nconst;
     if ((r->built_constants = fe_alloc(sizeof(double) * (nk + 1)))) {
       if (nk) memcpy(r->built_constants, A->pde->const_values, sizeof(double) * nk);
     } else rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   }
-  /* the space's coordinates, in place where the backend reads host memory (cpu, double) */
   r->coords_wrapped = !rc && prec == FE_DOUBLE && be->ops->wrap;
   size_t ncoord = 3 * (size_t)A->V->nnodes;
   if (!rc && !r->coords_wrapped)
@@ -343,6 +292,40 @@ int fe_realization_get(fe_operator *A, const fe_action_opts *o, fe_realization *
     rc = fe_upload_reals(be, prec, dv, (size_t)A->ndir, &r->dval);
   }
   free(dv);
+  return rc;
+}
+
+/* A new realization of st on be in prec for the options opts (a copy is kept), whose
+ * effective key is eff: configured, set up and kept by A (past OP_MAX_REALIZATIONS the least
+ * recently used is forgotten). */
+static int realization_make(fe_operator *A, const fe_strategy *st, fe_backend *be,
+                            fe_precision prec, const void *opts, const char *eff,
+                            fe_realization **out)
+{
+  fe_realization *r;
+  FE_CALLOC(r, 1, "realization");
+  *r = (fe_realization){.A = A, .st = st, .be = be, .prec = prec,
+                        .geo_shared = fe_geometry_shared(A, FE_GEOMETRY_AUTO)};
+  snprintf(r->key, sizeof r->key, "%s", eff);
+  if (!(r->opts = fe_alloc(st->options_size + 1))) {
+    free(r);
+    FE_ERROR(FE_ERR_MEM, "out of host memory");
+  }
+  memcpy(r->opts, opts, st->options_size);
+  double t0 = fe_clock();
+  char what[48];
+  snprintf(what, sizeof what, "setting up %s", st->name);
+  fe_progress_begin(what, 0);
+  fe_progress_watch(1); /* the elapsed time moves through steps that report nothing */
+  int rc = st->configure(r, r->opts);
+  if (!rc) rc = st->setup(r);
+  fe_progress_watch(0);
+  fe_progress_end();
+  if (rc == FE_ERR_MEM) /* which operator, where, and the part that did not fit */
+    fe_error_context("setting up %s on %s (%s) for %d cells: building %s", st->name, be->name,
+                     fe_precision_name(prec), A->V->mesh->ncells,
+                     r->building ? r->building : "the strategy's own data");
+  if (!rc) rc = realization_common(r);
   if (rc) {
     realization_free(r);
     return fe_error_push(fe_error_code(), __FILE__, __LINE__, __func__);
@@ -359,20 +342,72 @@ int fe_realization_get(fe_operator *A, const fe_action_opts *o, fe_realization *
   return 0;
 }
 
+/* The realization of st on be in prec for its parsed options opts, made on first use: one
+ * per strategy, backend, precision and effective options (the strategy's key: options asked
+ * in another order, or defaults spelled out, share one). */
+static int realization_of(fe_operator *A, const fe_strategy *st, fe_backend *be,
+                          fe_precision prec, const void *opts, fe_realization **out)
+{
+  FE_ASSERT(st->options_size <= FE_STRATEGY_OPTIONS_BYTES, FE_ERR_INTERNAL, "strategy %s: its "
+            "options take %zu bytes, more than FE_STRATEGY_OPTIONS_BYTES", st->name,
+            st->options_size);
+  if ((*out = realization_find(A, st, be, prec, opts, NULL))) return 0;
+  char eff[sizeof A->real[0]->key];
+  st->effective_key(A, be, prec, opts, eff, sizeof eff);
+  if ((*out = realization_find(A, st, be, prec, NULL, eff))) return 0;
+  return realization_make(A, st, be, prec, opts, eff, out);
+}
+
+/* The options of strategy st that the call o gives (o->given), read by the strategy into its
+ * own opts (an option it does not take is an error); the defaults where o gives none. */
+static int realization_options(const fe_strategy *st, const fe_action_opts *o, void *opts)
+{
+  memset(opts, 0, FE_STRATEGY_OPTIONS_BYTES);
+  if (!o || !o->given) return 0;
+  FE_CHECK(fe_strategy_check_given(st, o));
+  return st->read_options(o->given, o->caller, opts);
+}
+
+int fe_realization_get(fe_operator *A, const fe_action_opts *o, fe_realization **out, char *why,
+                       size_t nwhy)
+{
+  fe_backend *be;
+  fe_precision prec;
+  FE_CHECK(fe_operator_resolve(o, &be, &prec));
+  const fe_strategy *st;
+  FE_CHECK(fe_operator_pick_strategy(A, o, be, prec, &st, why, nwhy));
+  int opts[FE_STRATEGY_OPTIONS_BYTES / sizeof(int)];
+  FE_CHECK(realization_options(st, o, opts));
+  return realization_of(A, st, be, prec, opts, out);
+}
+
 int fe_operator_realize(fe_operator *A, const fe_action_opts *o, fe_realization **r, char *why,
                         size_t nwhy)
 {
   return fe_realization_get(A, o, r, why, nwhy);
 }
 
-int fe_operator_realize_stored(fe_operator *A, const fe_action_opts *o, fe_realization **r,
-                               char *why, size_t nwhy)
+int fe_operator_realize_geometry(fe_operator *A, const fe_action_opts *o, int block, int geometry,
+                                 fe_realization **r)
 {
-  FE_CHECK(fe_realization_get(A, o, r, why, nwhy));
-  if ((*r)->geo[FE_ACTION_APPLY].ptr) return 0;
-  fe_action_opts stored = (*r)->asked; /* the options o's realization read */
-  stored.backend = (*r)->be->name;
-  stored.strategy = (*r)->st->name;
-  if (stored.geometry != FE_GEOMETRY_UNSHARED) stored.geometry = FE_GEOMETRY_STORED;
-  return fe_realization_get(A, &stored, r, why, nwhy);
+  fe_backend *be;
+  fe_precision prec;
+  FE_CHECK(fe_operator_resolve(o, &be, &prec));
+  const fe_strategy *st = o && o->strategy ? fe_strategy_find(o->strategy) : NULL;
+  for (int i = 0; (!st || !st->gives_geometry) && i < fe_strategy_count(); i++)
+    st = fe_strategy_at(i);
+  FE_ASSERT(st && st->gives_geometry, FE_ERR_INTERNAL, "no strategy gives the element matrices' "
+            "geometry");
+  char why[256] = "";
+  FE_ASSERT(!st->applies(A, be, prec, why, sizeof why), FE_ERR_ARG, "element matrices: strategy "
+            "%s, whose geometry they read, does not apply to %s on %s: %s", st->name, A->V->name,
+            be->name, why);
+  int opts[FE_STRATEGY_OPTIONS_BYTES / sizeof(int)];
+  for (int stored = 0; stored < 2; stored++) { /* the options as asked, then stored factors */
+    memset(opts, 0, sizeof opts);
+    st->geometry_options(opts, block, geometry, stored);
+    FE_CHECK(realization_of(A, st, be, prec, opts, r));
+    if (st->gives_geometry(*r)) return 0;
+  }
+  FE_ERROR(FE_ERR_INTERNAL, "strategy %s stored no factors for the element matrices", st->name);
 }

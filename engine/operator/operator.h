@@ -14,36 +14,20 @@
 
 typedef struct fe_operator fe_operator;
 
-/* Where and how to run an action. NULL strings mean the session default. The general
- * options (backend, precision, strategy, autotune) are read by the operator; the rest belong
- * to strategies: each names the options it takes and reads them from `given`
- * (engine/operator/options.h, engine/operator/strategy.h) into the fields below, which engine code beside the
- * actions (element matrices, assembly) may also set directly. */
+/* Where and how to run an action. NULL strings mean the session default. These are the
+ * general options, read by the operator; a strategy's own options (block, walk, lanes, ...)
+ * reach it only through `given`: each strategy names the options it takes and parses them into
+ * a struct private to its file (engine/operator/options.h, engine/operator/strategy.h), as
+ * PETSc's PCSetFromOptions_XXX does. Engine code beside the actions has options of its own:
+ * the element matrices and the assembly take fe_matrix_opts (engine/matrix/matrix.h). */
 typedef struct fe_action_opts {
   const char *backend;   /* "cpu", "opencl", "cuda" */
   int precision;         /* -1: default, else fe_precision */
   const char *strategy;  /* "transpose", "patch", "sumfact" (NULL: the default, A:strategies()) */
   const struct fe_options *given; /* the strategy's options as the caller wrote them (NULL:
-                          * none; else read by the strategy, which overrides the fields
-                          * below): an option the strategy does not take is an error */
+                          * none; read by the strategy into its own): an option the strategy
+                          * does not take is an error */
   const char *caller;    /* who asks ("A:apply"), the prefix of an error about an option */
-  int block;             /* cells per work group, 0: automatic */
-  int walk;              /* strategy "patch": cells per walk (first-order straight cells); 0 or
-                          * -1: one item per cell */
-  int lanes;             /* strategy "patch": nodes whose runs are interleaved (a power of two
-                          * up to 64), 0: the backend's (GPUs: a shared-memory row) */
-  int geometry;          /* transpose, sumfact: FE_GEOMETRY_AUTO, _STORED, _VERTICES or
-                          * _UNSHARED (every strategy that stores factors) */
-  int scatter;           /* sumfact: FE_SCATTER_AUTO, _ATOMIC or _NODES; ebe and assembly:
-                          * FE_SCATTER_AUTO, _ATOMIC or _COLOR */
-  int recompute;         /* strategy "ebe": 1 computes the element matrices in every action */
-  int format;            /* assembly and strategy "csr": the product's layout, FE_FORMAT_AUTO
-                          * (CSR until SELL is measured faster), _CSR or _SELL */
-  int chunk;             /* SELL: rows per chunk C (0: the device's, 32 on a GPU, 8 on the cpu) */
-  int sigma;             /* SELL: rows per sorting window (0: the device's, 8 chunks; 1: no
-                          * sorting) */
-  int fold;              /* transpose, sumfact: FE_FOLD_AUTO, _ON or _OFF (the apply's per-point
-                          * data folded once at setup: engine/operator/qdata.h) */
   int autotune;          /* the default strategy: FE_AUTOTUNE_AUTO, _ON (measured) or _OFF (the
                           * model's), engine/operator/autotune.h */
   int nolog;             /* 1: keep this call out of the session log (solvers' inner calls) */

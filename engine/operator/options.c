@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "engine/core/error.h"
-#include "engine/operator/operator.h"
 
 const fe_option *fe_options_find(const fe_options *g, const char *name)
 {
@@ -79,34 +78,41 @@ int fe_option_boolean(const fe_options *g, const char *caller, const char *name,
   return 0;
 }
 
-/* The fields of fe_action_opts that hold a strategy's options (every one an int, 0 its
- * default: automatic). */
-static const struct {
-  const char *name;
-  size_t offset;
-} option_fields[] = {
-    {"block", offsetof(fe_action_opts, block)},       {"walk", offsetof(fe_action_opts, walk)},
-    {"lanes", offsetof(fe_action_opts, lanes)},       {"geometry", offsetof(fe_action_opts, geometry)},
-    {"scatter", offsetof(fe_action_opts, scatter)},   {"recompute", offsetof(fe_action_opts, recompute)},
-    {"format", offsetof(fe_action_opts, format)},     {"chunk", offsetof(fe_action_opts, chunk)},
-    {"sigma", offsetof(fe_action_opts, sigma)},       {"fold", offsetof(fe_action_opts, fold)},
-};
-#define NFIELDS ((int)(sizeof option_fields / sizeof option_fields[0]))
-
-void fe_action_opts_keep(fe_action_opts *o, const char *const *names)
+/* The slot of name in g: its own, or a new one at the end. */
+static fe_option *option_slot(fe_options *g, const char *name)
 {
-  for (int i = 0; i < NFIELDS; i++)
-    if (!fe_options_has(names, option_fields[i].name))
-      *(int *)((char *)o + option_fields[i].offset) = 0;
+  for (int i = 0; i < g->n; i++)
+    if (!strcmp(g->item[i].name, name)) return &g->item[i];
+  if (g->n == FE_OPTIONS_MAX) return NULL;
+  fe_option *opt = &g->item[g->n++];
+  memset(opt, 0, sizeof *opt);
+  opt->name = name;
+  return opt;
 }
 
-void fe_action_opts_asked_key(const fe_action_opts *o, const char *const *names, char *buf,
-                              size_t n)
+int fe_options_number(fe_options *g, const char *name, double v)
 {
-  size_t len = 0;
-  buf[0] = 0;
-  for (int i = 0; i < NFIELDS && len < n; i++)
-    if (fe_options_has(names, option_fields[i].name))
-      len += (size_t)snprintf(buf + len, n - len, "%s%s=%d", len ? " " : "", option_fields[i].name,
-                              *(const int *)((const char *)o + option_fields[i].offset));
+  fe_option *opt = option_slot(g, name);
+  FE_ASSERT(opt, FE_ERR_ARG, "option %s: a call takes at most %d options", name, FE_OPTIONS_MAX);
+  opt->kind = FE_OPTION_NUMBER;
+  opt->number = v;
+  return 0;
+}
+
+int fe_options_string(fe_options *g, const char *name, const char *text)
+{
+  fe_option *opt = option_slot(g, name);
+  FE_ASSERT(opt, FE_ERR_ARG, "option %s: a call takes at most %d options", name, FE_OPTIONS_MAX);
+  opt->kind = FE_OPTION_STRING;
+  snprintf(opt->text, sizeof opt->text, "%s", text);
+  return 0;
+}
+
+int fe_options_boolean(fe_options *g, const char *name, int v)
+{
+  fe_option *opt = option_slot(g, name);
+  FE_ASSERT(opt, FE_ERR_ARG, "option %s: a call takes at most %d options", name, FE_OPTIONS_MAX);
+  opt->kind = FE_OPTION_BOOLEAN;
+  opt->boolean = v != 0;
+  return 0;
 }

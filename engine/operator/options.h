@@ -31,8 +31,6 @@ typedef struct fe_options {
   fe_option item[FE_OPTIONS_MAX];
 } fe_options;
 
-struct fe_action_opts;
-
 /* The option called name in g, or NULL. */
 const fe_option *fe_options_find(const fe_options *g, const char *name);
 /* Option name as an integer in lo..hi (pow2: also 0 or a power of two) into *v when given,
@@ -49,13 +47,12 @@ int fe_option_boolean(const fe_options *g, const char *caller, const char *name,
 /* "walk = 9.5", "scatter = \"colour\"", "recompute = a table": an option as its call wrote it. */
 void fe_option_format(const fe_option *opt, char *buf, size_t n);
 
-/* The integer fields of fe_action_opts that hold the strategies' options, by name: set every
- * one not in names (NULL-ended) to its default (0), so that a strategy sees only its own;
- * and a key of those in names as they were asked ("block=0 walk=4"), the quick test of
- * whether two calls asked the same before the strategy says what is the same in effect. */
-void fe_action_opts_keep(struct fe_action_opts *o, const char *const *names);
-void fe_action_opts_asked_key(const struct fe_action_opts *o, const char *const *names, char *buf,
-                              size_t n);
+/* Option name set in g to a number, a string or a boolean, as a shell sets what its caller
+ * wrote (for an engine caller, a test): replaced when g has it, else added (an error past
+ * FE_OPTIONS_MAX). name must outlive g (a string constant, or a strategy's own list). */
+int fe_options_number(fe_options *g, const char *name, double v);
+int fe_options_string(fe_options *g, const char *name, const char *text);
+int fe_options_boolean(fe_options *g, const char *name, int v);
 /* Whether name is in the NULL-ended list names. */
 int fe_options_has(const char *const *names, const char *name);
 

@@ -19,9 +19,8 @@
 
 typedef struct fe_realization fe_realization;
 
-/* The variants of the element matrices' strategy "quadrature" (engine/matrix/matrix.c): reg_nojac,
- * reg_jac, shm_nojac, shm_jac, gemm, gemm_mma (cuda, double). */
-#define FE_ELEMAT_VARIANTS 6
+/* The most bytes a strategy's parsed options take (fe_strategy.options_size). */
+#define FE_STRATEGY_OPTIONS_BYTES 64
 
 /* The table of one strategy. Every int-returning slot returns 0 or an fe_err code. */
 typedef struct fe_strategy {
@@ -30,19 +29,25 @@ typedef struct fe_strategy {
   /* 0 if it can run every action of A on be in prec, else 1 with the reason in why. */
   int (*applies)(const fe_operator *A, const fe_backend *be, fe_precision prec, char *why,
                  size_t nwhy);
-  /* Its own options (PETSc's PCSetFromOptions_XXX): the names it takes (NULL-ended; an
-   * option of another strategy given to it is an error naming the strategies that take it),
-   * then read_options reads the given values into o's fields, checking each (an error names
-   * the option, o->caller first), and effective_key writes what the fields o (its own only,
-   * the rest at their defaults) mean on A, be and prec as a canonical key: two calls whose
-   * keys are equal share one realization (walk 0 and -1, block 0 and its default block). */
+  /* Its own options (PETSc's PCSetFromOptions_XXX), parsed into a struct private to its file
+   * (options_size bytes, every field an int whose default is 0, so that a zeroed struct is
+   * the defaults and two structs compare as bytes): the names it takes (NULL-ended; an option
+   * of another strategy given to it is an error naming the strategies that take it), then
+   * read_options reads the given values into opts (at their defaults before), checking each
+   * (an error names the option, caller first), and effective_key writes what opts mean on A,
+   * be and prec as a canonical key: two calls whose keys are equal share one realization
+   * (walk 0 and -1, block 0 and its default block). */
   const char *const *options;
-  int (*read_options)(const struct fe_options *given, fe_action_opts *o);
+  size_t options_size;
+  int (*read_options)(const struct fe_options *given, const char *caller, void *opts);
   void (*effective_key)(const fe_operator *A, fe_backend *be, fe_precision prec,
-                        const fe_action_opts *o, char *key, size_t n);
-  /* Fill r->block (0 asked: the strategy's own) and check the asked options; called before
-   * setup, so an option that does not fit is an error naming it. */
-  int (*configure)(fe_realization *r, const fe_action_opts *o);
+                        const void *opts, char *key, size_t n);
+  /* Fill r->block (0 asked: the strategy's own) and check the options opts (r->opts);
+   * called before setup, so an option that does not fit is an error naming it. r->geo_shared
+   * holds the default's (fe_geometry_shared at FE_GEOMETRY_AUTO) and r->folded 0: a strategy
+   * with a geometry option sets the first, one whose apply reads folded per-point data
+   * (engine/operator/qdata.h) the second. */
+  int (*configure)(fe_realization *r, const void *opts);
   /* Build the strategy's device data (r->data, its cell order, r->aux, r->fmaps, r->geo...). */
   int (*setup)(fe_realization *r);
   void (*release)(fe_realization *r); /* free r->data and its buffers */
@@ -67,14 +72,23 @@ typedef struct fe_strategy {
                   size_t nwhy);
   /* 1: the kernel reads constrained entries of a direction as zero itself (no masking). */
   int masks_direction;
-  /* 1: its apply reads folded per-point data where the operator folds (engine/operator/qdata.h) */
-  int folds;
   /* Optional: the strategy whose kernel computes action a, when another one's does (csr and
    * ebe: the residual and the diagonal by "transpose"), else NULL. A:source shows that one. */
   const struct fe_strategy *(*delegate)(fe_action a);
   /* Optional: how r computes action a, in a few words (its variant: a scatter, a format),
    * for the report's why. */
   void (*describe)(const fe_realization *r, fe_action a, char *buf, size_t n);
+  /* Optional: the geometry that engine code beside the actions reads (the element matrices,
+   * engine/matrix/): a stored cell order (r->perm, r->npad, groups of r->block), the factors
+   * at the apply's points stored in that order in r->geo[FE_ACTION_APPLY] (shared per class
+   * of congruent cells where r->geo_shared), and what every realization holds (coordinates,
+   * per-cell constants, field maps, named constants: fe_realization_bind). geometry_options
+   * writes into opts (its own options, at their defaults) those of a realization in groups
+   * of `block` cells (0: its own) whose factors are as `geometry` asks (FE_GEOMETRY_*) and,
+   * with `stored`, stored even where the model would make them from the vertices;
+   * gives_geometry says whether r holds them. NULL: the strategy gives no such geometry. */
+  void (*geometry_options)(void *opts, int block, int geometry, int stored);
+  int (*gives_geometry)(const fe_realization *r);
 } fe_strategy;
 
 extern const fe_strategy fe_strategy_transpose, fe_strategy_patch, fe_strategy_sumfact,
@@ -107,9 +121,8 @@ struct fe_realization {
   const fe_strategy *st;
   fe_backend *be;
   fe_precision prec;
-  fe_action_opts asked;  /* the options it was made for (strings dropped; the fields of
-                          * options its strategy does not take at their defaults) */
-  char asked_key[128];   /* its own options as asked (fe_action_opts_asked_key) */
+  void *opts;            /* its strategy's options as asked, parsed (options_size bytes: a
+                          * struct private to the strategy's file) */
   char key[160];         /* and in effect (its strategy's effective_key) */
   int block;             /* cells per work group */
   void *data;            /* the strategy's own (its release frees it) */
@@ -147,13 +160,10 @@ struct fe_realization {
   int warm[FE_NACTIONS];  /* the action ran once (its first run is not timed) */
   int *perm;             /* the stored order (fe_realization_schedule), npad */
   size_t npad;
-  /* element matrices (engine/matrix/matrix.c): a module per variant of strategy "quadrature",
-   * made on use, and the cells per work group it was compiled for */
-  fe_module *emodule[FE_ELEMAT_VARIANTS];
-  fe_kernel *elemat[FE_ELEMAT_VARIANTS];
-  int eblock[FE_ELEMAT_VARIANTS];
-  fe_buffer ecells;      /* their cell map in the stored order (NB per stored cell), and */
-  fe_buffer eids;        /* the mesh cell of each stored cell (-1: padding); uploaded once */
+  /* the stored order as code beside the actions reads it (the element matrices), made on
+   * first use by fe_realization_stored_maps: */
+  fe_buffer stored_cells; /* the cell map (NB nodes per stored cell), and */
+  fe_buffer stored_ids;   /* the mesh cell of each stored cell (-1: padding) */
   fe_vector *scratch;    /* the masked direction of a Jacobian action */
   fe_vector *zero;       /* the state of a Jacobian taken at zero */
   double *built_constants; /* csr, ebe: the named constants their stored Jacobian was built
@@ -193,20 +203,27 @@ struct fe_operator {
   } pick[8];
   int npick;
   fe_operator *transposed; /* fe_operator_transpose's companion (owned), A itself, or NULL */
+  /* The element matrices' own data (engine/matrix/elemat-cache.c: their compiled kernels),
+   * made by their first call and released by elemat_cache_free with A, or when A's rules
+   * change (their sources change with them): attached here, as PETSc composes one object
+   * with another, so that the operator needs nothing of engine/matrix/. */
+  void *elemat_cache;
+  void (*elemat_cache_free)(void *cache);
 };
 
 /* ---- helpers the strategies share (engine/operator/operator-data.c, operator-geometry.c) ---- */
-/* The options every strategy reads alike: block (cells per work group) and geometry
- * (where the factors come from), for read_options; and the geometry's part of an effective
- * key: "shared", "stored" (a set a cell or point) or "vertices" (vertices: whether the
- * strategy makes them from the vertices). */
-int fe_read_block(const struct fe_options *g, fe_action_opts *o);
-int fe_read_geometry(const struct fe_options *g, fe_action_opts *o);
-int fe_read_fold(const struct fe_options *g, fe_action_opts *o);
-const char *fe_geometry_key(const fe_operator *A, const fe_action_opts *o, int vertices);
+/* The options several strategies read alike, each into the field of its own options: block
+ * (cells per work group), geometry (where the factors come from: FE_GEOMETRY_*) and fold
+ * (FE_FOLD_*), for read_options; and the geometry's part of an effective key: "shared",
+ * "stored" (a set a cell or point) or "vertices" (vertices: whether the strategy makes them
+ * from the vertices). */
+int fe_read_block(const struct fe_options *g, const char *caller, int *block);
+int fe_read_geometry(const struct fe_options *g, const char *caller, int *geometry);
+int fe_read_fold(const struct fe_options *g, const char *caller, int *fold);
+const char *fe_geometry_key(const fe_operator *A, int geometry, int vertices);
 /* The fold's part of an effective key: whether the apply reads folded per-point data ("?":
  * the fold asked cannot be, an error its setup reports). */
-const char *fe_fold_key(const fe_operator *A, const fe_action_opts *o);
+const char *fe_fold_key(const fe_operator *A, int fold);
 /* The spec of action a for codegen (the fields every strategy shares): element matrices and
  * other kernels beside the actions. */
 void fe_realization_spec(const fe_realization *r, fe_action a, fe_kernel_spec *s);
@@ -242,10 +259,10 @@ size_t fe_geometry_words(const fe_operator *A, const fe_quadrature *Q, size_t np
 size_t fe_geometry_plane(const fe_operator *A, const fe_quadrature *Q, size_t npad, int shared);
 int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *perm, size_t npad,
                       int shared, void *out, fe_precision prec, size_t plane);
-/* Whether a realization of A asked o (NULL: the defaults) stores one set of factors per
- * class of congruent cells: affine straight cells that fe_mesh_congruent groups, unless o
- * asks geometry "unshared" or "vertices". */
-int fe_geometry_shared(const fe_operator *A, const fe_action_opts *o);
+/* Whether a realization of A asked geometry (FE_GEOMETRY_*) stores one set of factors per
+ * class of congruent cells: affine straight cells that fe_mesh_congruent groups, unless it
+ * asks "unshared" or "vertices". */
+int fe_geometry_shared(const fe_operator *A, int geometry);
 /* The bytes of stored factors an action of spec s reads on the whole mesh: a set a cell (or
  * point), or shared a class a cell and the classes' sets once. */
 double fe_geometry_bytes(const fe_kernel_spec *s);
@@ -282,11 +299,18 @@ void fe_physics_args(const fe_realization *r, const fe_vector *u, const fe_vecto
  * the converted copies in tmp[FE_PHYSICS_MAX_FIELDS]). */
 int fe_operator_realize(fe_operator *A, const fe_action_opts *o, fe_realization **r, char *why,
                         size_t nwhy);
-/* The realization of o (strategy transpose) whose stored factors the element-matrix kernels
- * read: o's own when it stores them (shared with the actions), else one asked to store them
- * (where the model makes transpose's factors from the vertices). */
-int fe_operator_realize_stored(fe_operator *A, const fe_action_opts *o, fe_realization **r,
-                               char *why, size_t nwhy);
+/* A realization that gives the geometry the element matrices read (fe_strategy's
+ * geometry_options and gives_geometry) on the backend and precision of o: of o's strategy
+ * when it gives one, else of the first in the table that does; its cells in groups of
+ * `block` (0: the strategy's own), its factors as `geometry` asks (FE_GEOMETRY_*). The
+ * realization of those options when it holds the factors (the actions' own: shared with
+ * them), else one asked to store them (where the model would make them from the vertices).
+ * The options o gives its own strategy are not read: the element matrices have theirs. */
+int fe_operator_realize_geometry(fe_operator *A, const fe_action_opts *o, int block, int geometry,
+                                 fe_realization **r);
+/* r's stored order as code beside the actions reads it: r->stored_cells and r->stored_ids,
+ * uploaded on the first call. */
+int fe_realization_stored_maps(fe_realization *r);
 int fe_realization_bind(fe_realization *r, fe_vector **tmp, double *transfer);
 void fe_realization_unbind(fe_realization *r, fe_vector **tmp);
 

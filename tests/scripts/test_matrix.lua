@@ -243,6 +243,36 @@ do
         rel_diff(x1, x2), i1.iterations))
 end
 
+-- the element matrices' kernels are the operator's own (engine/matrix/elemat-cache.c), not the
+-- realization's whose geometry they read: once that realization is forgotten (8 are kept, the
+-- least recently used dropped), the next call reads a new one and gives the same matrices
+do
+  local V = fe.space(tets, "P2")
+  local A = fe.operator(V, physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
+  local w = V:interpolate(1)
+  local cpu = {backend = "cpu", precision = "double"}
+  local K0 = A:element_matrices(cpu)
+  local T0 = A:element_matrices{backend = "cpu", precision = "double", strategy = "tensor"}
+  for b = 9, 16 do -- blocks no other call asks: 8 realizations of their own
+    A:apply(w, {backend = "cpu", precision = "double", strategy = "transpose", block = b})
+  end
+  check(A.realizations == 8, "the applies of 8 blocks hold %d realizations", A.realizations)
+  local K1 = A:element_matrices(cpu)
+  local T1 = A:element_matrices{backend = "cpu", precision = "double", strategy = "tensor"}
+  local function differ(Ka, Kb) -- entries that are not the same number
+    local n = 0
+    for c = 1, Ka.ncells do
+      local a, b = Ka:get(c), Kb:get(c)
+      for i = 1, Ka.n do for j = 1, Ka.n do n = n + (a[i][j] == b[i][j] and 0 or 1) end end
+    end
+    return n
+  end
+  check(differ(K0, K1) == 0 and differ(T0, T1) == 0, "element matrices after their "
+        .. "realization was forgotten differ in %d entries (tensor: %d)", differ(K0, K1),
+        differ(T0, T1))
+  print("the element matrices' kernels outlive the realization whose geometry they read")
+end
+
 -- errors name the thing
 local A = fe.operator(fe.space(tets, "P1"), poisson)
 expect_error(function() return A:element_matrices{strategy = "tensor"} end, "depends on x")

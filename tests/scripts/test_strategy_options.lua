@@ -101,6 +101,34 @@ do
   check(hcount{strategy = "sumfact", block = 4} == m + 1, "block 4 made no realization of its own")
 end
 
+-- csr's key resolves its defaults as the assembly does (fe_csr_layout): asking for the default
+-- layout explicitly and asking nothing share one realization
+do
+  local C = fe.operator(V, physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
+  local function ccount(o) C:apply(w, with(o)) return C.realizations end
+  local c = ccount{strategy = "csr"}
+  check(ccount{strategy = "csr", format = "csr"} == c,
+        "csr's default format on the cpu (csr) spelled out made a realization")
+  check(ccount{strategy = "csr", format = "csr", lanes = 1, block = 32} == c,
+        "csr's defaults on the cpu (format csr, lanes 1, block 32) spelled out made a realization")
+  check(ccount{strategy = "csr", lanes = 2} == c + 1, "lanes 2 made no realization of its own")
+  c = ccount{strategy = "csr", format = "sell"}
+  check(ccount{strategy = "csr", format = "sell", chunk = 8, sigma = 64} == c,
+        "SELL's defaults on the cpu (chunk 8, sigma 64) spelled out made a realization")
+  local y0 = C:apply(w, with{strategy = "csr"})
+  local y1 = C:apply(w, with{strategy = "csr", format = "csr", lanes = 1})
+  check(T.rel_diff(y1, y0) == 0, "csr's defaults spelled out differ by %.2e", T.rel_diff(y1, y0))
+  expect_error(function() return C:apply(w, with{strategy = "csr", geometry = "stored"}) end,
+               "A:apply: option geometry is not an option of strategy csr",
+               "strategies transpose, patch, sumfact take it", "csr takes block, lanes, format")
+  expect_error(function() return C:apply(w, with{strategy = "csr", walk = 4}) end,
+               "option walk is not an option of strategy csr; strategy patch takes it")
+  expect_error(function() return C:apply(w, with{strategy = "csr", format = "sell", lanes = 4}) end,
+               "lanes = 4 is CSR's")
+  check(C.realizations == c, "a refused option made a realization (%d held)", C.realizations)
+end
+print("csr's key resolves its defaults: the default layout asked for shares the realization")
+
 -- A:strategies() says each one's options
 local _, info = A:strategies(cpu)
 check(info.patch.options == "block, walk, lanes, geometry", "patch's options: %s", info.patch.options)

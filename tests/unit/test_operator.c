@@ -91,14 +91,23 @@ static void op_problem_space(op_problem *p, fe_cell_type type, int n, const char
   cr_assert_eq(fe_operator_create(p->V, p->pde, NULL, 0, 0.0, &p->A), 0, "%s", fe_error_message());
 }
 
-/* Options for backend be in precision prec with block cells per group (0: automatic). */
+/* Options for backend be in precision prec with block cells per group (0: automatic: none
+ * given). A block is given as a caller writes it (o.given), in one of a few lists kept here:
+ * enough for the options a test holds at once. */
 static fe_action_opts op_opts(const char *be, fe_precision prec, int block)
 {
+  static fe_options lists[8];
+  static int next;
   fe_action_opts o;
   fe_action_opts_default(&o);
   o.backend = be;
   o.precision = (int)prec;
-  o.block = block;
+  if (block > 0) {
+    fe_options *g = &lists[next++ % 8];
+    g->n = 0;
+    cr_assert_eq(fe_options_number(g, "block", block), 0, "%s", fe_error_message());
+    o.given = g;
+  }
   return o;
 }
 
@@ -410,7 +419,11 @@ Test(operator, report_counts_are_positive_and_consistent)
       for (int prec = 0; prec < 2; prec++) {
         fe_action_opts o = op_opts("cpu", (fe_precision)prec, 0);
         o.strategy = r[0].strategy;
-        if (!strcmp(o.strategy, "sumfact")) o.geometry = FE_GEOMETRY_STORED;
+        fe_options stored = {0};
+        if (!strcmp(o.strategy, "sumfact")) { /* given as a caller writes it */
+          cr_assert_eq(fe_options_string(&stored, "geometry", "stored"), 0);
+          o.given = &stored;
+        }
         o.nolog = 1;
         free(op_run(&p, actions[a], vw, &o, &s[prec]));
       }
@@ -901,7 +914,7 @@ static fe_csr *assembled(fe_operator *A, const char *ids, fe_report *rep)
   o.precision = FE_DOUBLE;
   if (ids) setenv("FELAB_FILL_IDS", ids, 1);
   fe_csr *M = NULL;
-  int rc = fe_operator_assemble(A, NULL, &o, &M, rep);
+  int rc = fe_operator_assemble(A, NULL, &o, NULL, &M, rep);
   unsetenv("FELAB_FILL_IDS");
   cr_assert_eq(rc, 0, "%s", fe_error_message());
   return M;
@@ -1037,7 +1050,7 @@ Test(operator, element_matrices_ask_for_stored_factors)
   fe_action_opts o = op_opts("cpu", FE_DOUBLE, 0);
   fe_elemats *K0 = NULL, *K1 = NULL;
   fe_report rep;
-  cr_assert_eq(fe_element_matrices(p.A, NULL, &o, NULL, NULL, &K0, &rep), 0, "%s",
+  cr_assert_eq(fe_element_matrices(p.A, NULL, &o, NULL, NULL, NULL, &K0, &rep), 0, "%s",
                fe_error_message());
   fe_operator_free(p.A); /* the same operator again, under a calibration that wants vertices */
   cr_assert_eq(fe_operator_create(p.V, p.pde, NULL, 0, 0.25, &p.A), 0, "%s", fe_error_message());
@@ -1046,14 +1059,16 @@ Test(operator, element_matrices_ask_for_stored_factors)
   be->calib[FE_DOUBLE] = slow;
   fe_action_opts ot = o;
   ot.strategy = "transpose";
-  ot.fold = FE_FOLD_OFF; /* the apply's own factors, from the vertices (kappa(x) would fold) */
+  fe_options nofold = {0}; /* the apply's own factors, from the vertices (kappa(x) would fold) */
+  cr_assert_eq(fe_options_boolean(&nofold, "fold", 0), 0);
+  ot.given = &nofold;
   fe_vector *x = NULL, *y = NULL;
   int rc = fe_vector_create(be, FE_DOUBLE, p.V->ndofs, &x);
   if (!rc) rc = fe_operator_apply(p.A, x, NULL, &ot, &y, &rep);
   char why[256];
   snprintf(why, sizeof why, "%s", rc ? fe_error_message() : "");
   int vertices = !rc && strstr(rep.why, "vertices") != NULL;
-  if (!rc) rc = fe_element_matrices(p.A, NULL, &o, NULL, NULL, &K1, &rep);
+  if (!rc) rc = fe_element_matrices(p.A, NULL, &o, NULL, NULL, NULL, &K1, &rep);
   if (rc) snprintf(why, sizeof why, "%s", fe_error_message());
   be->calib[FE_DOUBLE] = saved;
   cr_assert_eq(rc, 0, "%s", why);
@@ -1122,7 +1137,7 @@ Test(operator, affine_geometry_matches_the_map_gradient)
     const int nclass[5] = {6, 1, 2, 2, 1}; /* Kuhn tets, hexes, prisms, triangles, quads */
     cr_assert(k && k->n == nclass[t], "%s: %d classes, expected %d", fe_cell_name(types[t]),
               k ? k->n : -1, nclass[t]);
-    cr_assert(fe_geometry_shared(p.A, NULL));
+    cr_assert(fe_geometry_shared(p.A, FE_GEOMETRY_AUTO));
     size_t nw = fe_geometry_words(p.A, Q, npad, 1, FE_DOUBLE), plane = (size_t)k->n + 1;
     cr_assert_eq(fe_geometry_plane(p.A, Q, npad, 1), plane);
     double *sg = calloc(nw, sizeof(double));
@@ -1275,7 +1290,7 @@ Test(operator, group_factors_counted_as_the_kernel_chooses)
   for (int t = 0; t < 2; t++) {
     op_problem p;
     op_problem_make(&p, types[t], 3, NULL, 0); /* classes shared by 16 cells each at least */
-    cr_assert(fe_geometry_shared(p.A, NULL), "%s", fe_cell_name(types[t]));
+    cr_assert(fe_geometry_shared(p.A, FE_GEOMETRY_AUTO), "%s", fe_cell_name(types[t]));
     const double lanes = (double)p.m->ncells * fe_geo_stride(3);
     for (int prec = 0; prec < 2; prec++) {
       fe_kernel_spec s = {.V = p.V, .pde = p.pde, .quad = &p.A->quad[FE_ACTION_APPLY],

@@ -33,37 +33,52 @@ int fe_stored_matrix_applies(const fe_operator *A, const fe_backend *be, fe_prec
   return 0;
 }
 
-/* Its options: block (of the element matrices it assembles from), and the product's
- * lanes, format, chunk and sigma (engine/matrix/matrix.h). */
+/* Its options, parsed (private to this file): block (of the element matrices it assembles
+ * from), and the product's lanes, format, chunk and sigma (engine/matrix/matrix.h). */
 static const char *const csr_options[] = {"block", "lanes", "format", "chunk", "sigma", NULL};
+typedef struct csr_opts {
+  int block;  /* cells per work group of its elemat module (0: 32) */
+  int lanes;  /* items per row of a CSR product (0: the backend's) */
+  int format; /* FE_FORMAT_* (auto: SELL on a GPU unless lanes are asked, else CSR) */
+  int chunk;  /* SELL's rows per chunk (0: the backend's) */
+  int sigma;  /* SELL's rows per sorting window (0: 8 chunks) */
+} csr_opts;
 
-static int csr_read_options(const fe_options *g, fe_action_opts *o)
+static int csr_read_options(const fe_options *g, const char *caller, void *opts)
 {
   static const char *const formats[] = {NULL, "csr", "sell", "cusparse"}; /* FE_FORMAT_* */
-  FE_CHECK(fe_read_block(g, o));
-  FE_CHECK(fe_option_integer(g, o->caller, "lanes", 0, 64, 1, "0 or a power of two up to 64 "
+  csr_opts *o = opts;
+  FE_CHECK(fe_read_block(g, caller, &o->block));
+  FE_CHECK(fe_option_integer(g, caller, "lanes", 0, 64, 1, "0 or a power of two up to 64 "
                              "(strategy \"csr\": items per row of the product, 0: the "
                              "backend's)", &o->lanes));
-  FE_CHECK(fe_option_choice(g, o->caller, "format", formats, 4, "\"csr\", \"sell\" "
+  FE_CHECK(fe_option_choice(g, caller, "format", formats, 4, "\"csr\", \"sell\" "
                             "(SELL-C-sigma) or \"cusparse\" (cuSPARSE's product, cuda)",
                             &o->format));
-  FE_CHECK(fe_option_integer(g, o->caller, "chunk", 1, 1024, 0, "an integer in 1..1024 (format "
+  FE_CHECK(fe_option_integer(g, caller, "chunk", 1, 1024, 0, "an integer in 1..1024 (format "
                              "\"sell\": rows per chunk)", &o->chunk));
-  return fe_option_integer(g, o->caller, "sigma", 1, 1 << 30, 0, "an integer >= 1 (format "
+  return fe_option_integer(g, caller, "sigma", 1, 1 << 30, 0, "an integer >= 1 (format "
                            "\"sell\": rows per sorting window)", &o->sigma);
 }
 
-/* block 0 is 32; the product's options stay as asked (0: the assembly's choice). */
+/* The options' meaning, each default resolved as the assembly resolves it on be
+ * (fe_csr_layout): block 0 is 32; the format, then CSR's lanes or SELL's chunk and sigma.
+ * An option the format does not read stays as asked (the assembly refuses it, naming it). */
 static void csr_effective_key(const fe_operator *A, fe_backend *be, fe_precision prec,
-                              const fe_action_opts *o, char *key, size_t n)
+                              const void *opts, char *key, size_t n)
 {
-  (void)A, (void)be, (void)prec;
-  snprintf(key, n, "block=%d lanes=%d format=%d chunk=%d sigma=%d", o->block > 0 ? o->block : 32,
-           o->lanes, o->format, o->chunk, o->sigma);
+  (void)A, (void)prec;
+  const csr_opts *o = opts;
+  fe_matrix_opts mo = {.lanes = o->lanes, .format = o->format, .chunk = o->chunk,
+                       .sigma = o->sigma};
+  fe_csr_layout(&be->info, &mo);
+  snprintf(key, n, "block=%d format=%d lanes=%d chunk=%d sigma=%d", o->block > 0 ? o->block : 32,
+           mo.format, mo.lanes, mo.chunk, mo.sigma);
 }
 
-static int csr_configure(fe_realization *r, const fe_action_opts *o)
+static int csr_configure(fe_realization *r, const void *opts)
 {
+  const csr_opts *o = opts;
   csr_data *d;
   FE_CALLOC(d, 1, "csr data");
   r->data = d;
@@ -75,17 +90,17 @@ static int csr_configure(fe_realization *r, const fe_action_opts *o)
 static int csr_setup(fe_realization *r)
 {
   csr_data *d = r->data;
+  const csr_opts *co = r->opts;
   fe_action_opts o;
   fe_action_opts_default(&o);
   o.backend = r->be->name;
   o.precision = (int)r->prec;
-  o.lanes = r->asked.lanes; /* items per row of the product (0: the backend's) */
-  o.format = r->asked.format; /* its layout: CSR or SELL-C-sigma (chunk, sigma) */
-  o.chunk = r->asked.chunk;
-  o.sigma = r->asked.sigma;
   o.nolog = 1;
+  /* the product's items per row (0: the backend's) and its layout: CSR or SELL-C-sigma */
+  fe_matrix_opts mo = {.lanes = co->lanes, .format = co->format, .chunk = co->chunk,
+                       .sigma = co->sigma};
   fe_report rep;
-  return fe_operator_assemble(r->A, NULL, &o, &d->M, &rep);
+  return fe_operator_assemble(r->A, NULL, &o, &mo, &d->M, &rep);
 }
 
 static void csr_release(fe_realization *r)
@@ -231,6 +246,7 @@ const fe_strategy fe_strategy_csr = {
                "then one CSR product per action",
     .applies = fe_stored_matrix_applies,
     .options = csr_options,
+    .options_size = sizeof(csr_opts),
     .read_options = csr_read_options,
     .effective_key = csr_effective_key,
     .configure = csr_configure,

@@ -40,31 +40,40 @@ typedef struct ebe_data {
   double em_flops, em_bytes; /* the element-matrix kernel's counts (its report) */
 } ebe_data;
 
-/* Its options: block (of its element matrices), scatter (atomic or color) and recompute. */
+/* Its options, parsed (private to this file): block (of its element matrices), scatter
+ * (atomic or color) and recompute. */
 static const char *const ebe_options[] = {"block", "scatter", "recompute", NULL};
+typedef struct ebe_opts {
+  int block;     /* cells per work group of its elemat module (0: 32) */
+  int scatter;   /* FE_SCATTER_AUTO, _ATOMIC or _COLOR */
+  int recompute; /* 1: the element matrices computed in every action */
+} ebe_opts;
 
-static int ebe_read_options(const fe_options *g, fe_action_opts *o)
+static int ebe_read_options(const fe_options *g, const char *caller, void *opts)
 {
   static const char *const scatters[] = {"auto", "atomic", NULL, "color"}; /* FE_SCATTER_* */
-  FE_CHECK(fe_read_block(g, o));
-  FE_CHECK(fe_option_choice(g, o->caller, "scatter", scatters, 4, "\"atomic\" (the default) "
+  ebe_opts *o = opts;
+  FE_CHECK(fe_read_block(g, caller, &o->block));
+  FE_CHECK(fe_option_choice(g, caller, "scatter", scatters, 4, "\"atomic\" (the default) "
                             "or \"color\" (plain adds, color by color) for strategy ebe "
                             "(\"nodes\" is sumfact's)", &o->scatter));
-  return fe_option_boolean(g, o->caller, "recompute", "a boolean (strategy \"ebe\": the element "
+  return fe_option_boolean(g, caller, "recompute", "a boolean (strategy \"ebe\": the element "
                            "matrices computed in every action)", &o->recompute);
 }
 
 /* block 0 is 32, scatter "auto" is "atomic". */
 static void ebe_effective_key(const fe_operator *A, fe_backend *be, fe_precision prec,
-                              const fe_action_opts *o, char *key, size_t n)
+                              const void *opts, char *key, size_t n)
 {
   (void)A, (void)be, (void)prec;
+  const ebe_opts *o = opts;
   snprintf(key, n, "block=%d scatter=%s recompute=%d", o->block > 0 ? o->block : 32,
            o->scatter == FE_SCATTER_COLOR ? "color" : "atomic", o->recompute != 0);
 }
 
-static int ebe_configure(fe_realization *r, const fe_action_opts *o)
+static int ebe_configure(fe_realization *r, const void *opts)
 {
+  const ebe_opts *o = opts;
   FE_ASSERT(o->scatter != FE_SCATTER_NODES, FE_ERR_ARG, "ebe: scatter = \"nodes\" is sumfact's; "
             "ebe adds its rows by \"atomic\" (the default) or by \"color\"");
   ebe_data *d;
@@ -144,7 +153,7 @@ static int ebe_matrices(fe_realization *r, const fe_vector *u, fe_report *rep)
   o.precision = (int)r->prec;
   o.nolog = 1;
   fe_elemats *K = d->K; /* kept when the call fails */
-  FE_CHECK(fe_element_matrices(r->A, u, &o, NULL, NULL, &K, rep));
+  FE_CHECK(fe_element_matrices(r->A, u, &o, NULL, NULL, NULL, &K, rep));
   d->K = K;
   return 0;
 }
@@ -317,6 +326,7 @@ const fe_strategy fe_strategy_ebe = {
                "color with plain adds",
     .applies = fe_stored_matrix_applies,
     .options = ebe_options,
+    .options_size = sizeof(ebe_opts),
     .read_options = ebe_read_options,
     .effective_key = ebe_effective_key,
     .configure = ebe_configure,

@@ -77,24 +77,24 @@ int fe_strategy_check_given(const fe_strategy *st, const fe_action_opts *o)
   return 0;
 }
 
-int fe_read_block(const fe_options *g, fe_action_opts *o)
+int fe_read_block(const fe_options *g, const char *caller, int *block)
 {
-  return fe_option_integer(g, o->caller, "block", 0, 1 << 30, 0,
-                           "an integer >= 0 (cells per work group, 0: automatic)", &o->block);
+  return fe_option_integer(g, caller, "block", 0, 1 << 30, 0,
+                           "an integer >= 0 (cells per work group, 0: automatic)", block);
 }
 
-int fe_read_geometry(const fe_options *g, fe_action_opts *o)
+int fe_read_geometry(const fe_options *g, const char *caller, int *geometry)
 {
   static const char *const names[] = {"auto", "stored", "vertices", "unshared"};
-  return fe_option_choice(g, o->caller, "geometry", names, 4,
+  return fe_option_choice(g, caller, "geometry", names, 4,
                           "\"stored\" (factors stored: a set a class of congruent cells where "
                           "the mesh has them, else a set a cell or point), \"unshared\" (a set "
                           "a cell or point always), \"vertices\" (from the cell's corners) or "
                           "\"auto\"",
-                          &o->geometry); /* FE_GEOMETRY_AUTO, _STORED, _VERTICES, _UNSHARED */
+                          geometry); /* FE_GEOMETRY_AUTO, _STORED, _VERTICES, _UNSHARED */
 }
 
-int fe_read_fold(const fe_options *g, fe_action_opts *o)
+int fe_read_fold(const fe_options *g, const char *caller, int *fold)
 {
   static const char *const names[] = {"auto"};
   const fe_option *f = fe_options_find(g, "fold");
@@ -103,22 +103,22 @@ int fe_read_fold(const fe_options *g, fe_action_opts *o)
                      "and coefficients of x folded together), false (evaluated at every point "
                      "in every action) or \"auto\"";
   if (!f) return 0;
-  if (f->kind == FE_OPTION_BOOLEAN) rc = fe_option_boolean(g, o->caller, "fold", must, &on);
-  else rc = fe_option_choice(g, o->caller, "fold", names, 1, must, &what);
+  if (f->kind == FE_OPTION_BOOLEAN) rc = fe_option_boolean(g, caller, "fold", must, &on);
+  else rc = fe_option_choice(g, caller, "fold", names, 1, must, &what);
   FE_CHECK(rc);
-  o->fold = f->kind == FE_OPTION_BOOLEAN ? (on ? FE_FOLD_ON : FE_FOLD_OFF) : what;
+  *fold = f->kind == FE_OPTION_BOOLEAN ? (on ? FE_FOLD_ON : FE_FOLD_OFF) : what;
   return 0;
 }
 
-const char *fe_geometry_key(const fe_operator *A, const fe_action_opts *o, int vertices)
+const char *fe_geometry_key(const fe_operator *A, int geometry, int vertices)
 {
-  return vertices ? "vertices" : fe_geometry_shared(A, o) ? "shared" : "stored";
+  return vertices ? "vertices" : fe_geometry_shared(A, geometry) ? "shared" : "stored";
 }
 
-const char *fe_fold_key(const fe_operator *A, const fe_action_opts *o)
+const char *fe_fold_key(const fe_operator *A, int fold)
 {
   int folds = 0;
-  if (fe_qdata_folds(A, o->fold, &folds)) {
+  if (fe_qdata_folds(A, fold, &folds)) {
     fe_error_clear(); /* the setup says why */
     return "?";
   }

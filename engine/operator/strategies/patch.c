@@ -224,9 +224,9 @@ static int patch_measured(const fe_operator *A, const fe_backend *be, fe_precisi
  * slower on a GPU (more registers, a select per slot and event: docs/benchmarks.md), so
  * they are asked for, not automatic. Walks keep nodes across cells only where that changes
  * nothing but rounding. */
-static int pick_walk(const fe_action_opts *o, const fe_operator *A, int *walk, int *reuse)
+static int pick_walk(int asked, const fe_operator *A, int *walk, int *reuse)
 {
-  int asked = o->walk, nb = A->V->elem.nbasis;
+  int nb = A->V->elem.nbasis;
   *walk = 0;
   *reuse = 0;
   if (asked <= 0) return 0;
@@ -242,36 +242,49 @@ static int pick_walk(const fe_action_opts *o, const fe_operator *A, int *walk, i
   return 0;
 }
 
-/* Its options: block, walk, lanes and geometry (stored factors shared or not). */
+/* Its options, parsed (private to this file): block, walk, lanes and geometry (stored
+ * factors shared or not). */
 static const char *const patch_options[] = {"block", "walk", "lanes", "geometry", NULL};
+typedef struct patch_opts {
+  int block;    /* cells per patch (0: default_block) */
+  int walk;     /* cells per walk of one item (0 or -1: one item per cell) */
+  int lanes;    /* nodes whose runs are interleaved, a power of two up to 64 (0: the
+                 * backend's, default_lanes) */
+  int geometry; /* FE_GEOMETRY_* */
+} patch_opts;
 
-static int patch_read_options(const fe_options *g, fe_action_opts *o)
+static int patch_read_options(const fe_options *g, const char *caller, void *opts)
 {
-  FE_CHECK(fe_read_block(g, o));
-  FE_CHECK(fe_option_integer(g, o->caller, "walk", -1, 1 << 30, 0, "an integer >= -1 (strategy "
+  patch_opts *o = opts;
+  FE_CHECK(fe_read_block(g, caller, &o->block));
+  FE_CHECK(fe_option_integer(g, caller, "walk", -1, 1 << 30, 0, "an integer >= -1 (strategy "
                              "\"patch\": cells per walk, 0 or -1: one item per cell)", &o->walk));
-  FE_CHECK(fe_option_integer(g, o->caller, "lanes", 0, 64, 1, "0 or a power of two up to 64 "
+  FE_CHECK(fe_option_integer(g, caller, "lanes", 0, 64, 1, "0 or a power of two up to 64 "
                              "(strategy \"patch\": nodes whose runs are interleaved, 0: the "
                              "backend's)", &o->lanes));
-  return fe_read_geometry(g, o);
+  return fe_read_geometry(g, caller, &o->geometry);
 }
 
 /* walk 0 and -1 are one item per cell; block and lanes 0 the defaults they stand for. */
 static void patch_effective_key(const fe_operator *A, fe_backend *be, fe_precision prec,
-                                const fe_action_opts *o, char *key, size_t n)
+                                const void *opts, char *key, size_t n)
 {
+  const patch_opts *o = opts;
   int walk = o->walk > 0 ? o->walk : 0;
   snprintf(key, n, "block=%d walk=%d lanes=%d geometry=%s",
            o->block > 0 ? o->block : default_block(A, be, prec, walk), walk,
-           o->lanes > 0 ? o->lanes : default_lanes(be, prec), fe_geometry_key(A, o, 0));
+           o->lanes > 0 ? o->lanes : default_lanes(be, prec),
+           fe_geometry_key(A, o->geometry, 0));
 }
 
-static int patch_configure(fe_realization *r, const fe_action_opts *o)
+static int patch_configure(fe_realization *r, const void *opts)
 {
+  const patch_opts *o = opts;
+  r->geo_shared = fe_geometry_shared(r->A, o->geometry);
   patch_data *d;
   FE_CALLOC(d, 1, "patch data");
   r->data = d;
-  FE_CHECK(pick_walk(o, r->A, &d->walk, &d->reuse));
+  FE_CHECK(pick_walk(o->walk, r->A, &d->walk, &d->reuse));
   d->lanes = o->lanes > 0 ? o->lanes : default_lanes(r->be, r->prec);
   FE_ASSERT(d->lanes <= 64 && !(d->lanes & (d->lanes - 1)), FE_ERR_ARG,
             "lanes = %d: the runs of a power of two of nodes, at most 64, are interleaved",
@@ -597,7 +610,8 @@ static void patch_estimate(const fe_operator *A, const fe_backend *be, fe_precis
                            fe_action a, fe_work *w)
 {
   fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec,
-                      .geo_affine = A->geo_affine, .geo_shared = fe_geometry_shared(A, NULL),
+                      .geo_affine = A->geo_affine,
+                      .geo_shared = fe_geometry_shared(A, FE_GEOMETRY_AUTO),
                       .block = default_block(A, be, prec, 0)};
   patch_counts(&s, A->ndir, A->geo_recompute, 1.25 * A->V->nnodes, 0, 0, NULL, w);
 }
@@ -614,6 +628,7 @@ const fe_strategy fe_strategy_patch = {
                "node (felab's own, low orders on GPUs)",
     .applies = patch_applies,
     .options = patch_options,
+    .options_size = sizeof(patch_opts),
     .read_options = patch_read_options,
     .effective_key = patch_effective_key,
     .configure = patch_configure,

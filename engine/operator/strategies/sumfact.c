@@ -228,20 +228,28 @@ static double predict_apply(const fe_operator *A, fe_backend *be, fe_precision p
   return fe_predict_seconds(be, prec, &w);
 }
 
-/* Its options: block, geometry, scatter (atomic or nodes) and fold. */
+/* Its options, parsed (private to this file): block, geometry, scatter (atomic or nodes) and
+ * fold. */
 static const char *const sumfact_options[] = {"block", "geometry", "scatter", "fold", NULL};
+typedef struct sumfact_opts {
+  int block;    /* cells per work group (0: the default, halved to fit: sumfact_block) */
+  int geometry; /* FE_GEOMETRY_* */
+  int scatter;  /* FE_SCATTER_AUTO, _ATOMIC or _NODES */
+  int fold;     /* FE_FOLD_* */
+} sumfact_opts;
 
-static int sumfact_read_options(const fe_options *g, fe_action_opts *o)
+static int sumfact_read_options(const fe_options *g, const char *caller, void *opts)
 {
   static const char *const scatters[] = {"auto", "atomic", "nodes", NULL}; /* FE_SCATTER_* */
-  FE_CHECK(fe_read_block(g, o));
-  FE_CHECK(fe_read_geometry(g, o));
-  FE_CHECK(fe_option_choice(g, o->caller, "scatter", scatters, 3,
+  sumfact_opts *o = opts;
+  FE_CHECK(fe_read_block(g, caller, &o->block));
+  FE_CHECK(fe_read_geometry(g, caller, &o->geometry));
+  FE_CHECK(fe_option_choice(g, caller, "scatter", scatters, 3,
                             "\"atomic\" (an atomic add per cell and node), \"nodes\" (the cells "
                             "write their own entries, then a sum per node) or \"auto\" for "
                             "strategy sumfact (\"color\" is ebe's and the assembly's)",
                             &o->scatter));
-  return fe_read_fold(g, o);
+  return fe_read_fold(g, caller, &o->fold);
 }
 
 /* Shared sets cost a cell 4 bytes and a gather, all that recomputing could save, while the
@@ -249,10 +257,10 @@ static int sumfact_read_options(const fe_options *g, fe_action_opts *o)
  * on a GPU at Q1-Q3 in both precisions and on the cpu (docs/benchmarks.md): shared geometry
  * stays stored. */
 static int pick_vertices(const fe_operator *A, fe_backend *be, fe_precision prec,
-                         const fe_action_opts *o)
+                         const sumfact_opts *o)
 {
   if (o->geometry != FE_GEOMETRY_AUTO) return o->geometry == FE_GEOMETRY_VERTICES;
-  return !A->V->curved && !fe_geometry_shared(A, o) &&
+  return !A->V->curved && !fe_geometry_shared(A, o->geometry) &&
          predict_apply(A, be, prec, 1, 0) <= predict_apply(A, be, prec, 0, 0);
 }
 
@@ -283,21 +291,25 @@ static int sumfact_block(const fe_operator *A, const fe_backend *be, fe_precisio
 /* The options' meaning: the block resolved (0 asks for the default, which is then a number),
  * the geometry and fold the model picks, the scatter. */
 static void sumfact_effective_key(const fe_operator *A, fe_backend *be, fe_precision prec,
-                                  const fe_action_opts *o, char *key, size_t n)
+                                  const void *opts, char *key, size_t n)
 {
+  const sumfact_opts *o = opts;
   int vertices = pick_vertices(A, be, prec, o), folds = 0;
   if (fe_qdata_folds(A, o->fold, &folds)) fe_error_clear(); /* the setup says why */
   size_t each[FE_NACTIONS];
   int block = o->block > 1024 ? o->block
                               : sumfact_block(A, be, prec, vertices, folds, o->block, each);
   snprintf(key, n, "block=%d geometry=%s scatter=%s fold=%s", block,
-           fe_geometry_key(A, o, vertices), o->scatter == FE_SCATTER_NODES ? "nodes" : "atomic",
-           fe_fold_key(A, o));
+           fe_geometry_key(A, o->geometry, vertices),
+           o->scatter == FE_SCATTER_NODES ? "nodes" : "atomic", fe_fold_key(A, o->fold));
 }
 
-static int sumfact_configure(fe_realization *r, const fe_action_opts *o)
+static int sumfact_configure(fe_realization *r, const void *opts)
 {
   const fe_operator *A = r->A;
+  const sumfact_opts *o = opts;
+  FE_CHECK(fe_qdata_folds(A, o->fold, &r->folded));
+  r->geo_shared = fe_geometry_shared(A, o->geometry);
   sumfact_data *d;
   FE_CALLOC(d, 1, "sumfact data");
   r->data = d;
@@ -623,7 +635,7 @@ static void sumfact_estimate(const fe_operator *A, const fe_backend *be, fe_prec
 {
   fe_work w2 = {0};
   int block = default_block(A, be, prec), folded = 0;
-  int shared = fe_geometry_shared(A, NULL);
+  int shared = fe_geometry_shared(A, FE_GEOMETRY_AUTO);
   if (fe_qdata_folds(A, FE_FOLD_AUTO, &folded)) fe_error_clear();
   sumfact_counts(A, prec, a, 0, shared, 0, block, be->info.is_gpu, folded, w);
   if (A->V->curved || shared || (folded && a == FE_ACTION_APPLY)) return; /* stored sets stay */
@@ -645,6 +657,7 @@ const fe_strategy fe_strategy_sumfact = {
                "stored or from the corners (Remacle-Gandham-Warburton)",
     .applies = sumfact_applies,
     .options = sumfact_options,
+    .options_size = sizeof(sumfact_opts),
     .read_options = sumfact_read_options,
     .effective_key = sumfact_effective_key,
     .configure = sumfact_configure,
@@ -656,6 +669,5 @@ const fe_strategy fe_strategy_sumfact = {
     .count = sumfact_count,
     .estimate = sumfact_estimate,
     .masks_direction = 1,
-    .folds = 1,
     .describe = sumfact_describe,
 };

@@ -74,36 +74,49 @@ static double predict_apply(const fe_operator *A, fe_backend *be, fe_precision p
   return fe_predict_seconds(be, prec, &w);
 }
 
-/* Its options: block, geometry (stored, unshared, from the vertices) and fold. */
+/* Its options, parsed (private to this file): block, geometry (stored, unshared, from the
+ * vertices) and fold. */
 static const char *const transpose_options[] = {"block", "geometry", "fold", NULL};
+typedef struct transpose_opts {
+  int block;    /* cells per work group (0: default_block) */
+  int geometry; /* FE_GEOMETRY_* */
+  int fold;     /* FE_FOLD_* */
+} transpose_opts;
 
-static int transpose_read_options(const fe_options *g, fe_action_opts *o)
+static int transpose_read_options(const fe_options *g, const char *caller, void *opts)
 {
-  FE_CHECK(fe_read_block(g, o));
-  FE_CHECK(fe_read_geometry(g, o));
-  return fe_read_fold(g, o);
+  transpose_opts *o = opts;
+  FE_CHECK(fe_read_block(g, caller, &o->block));
+  FE_CHECK(fe_read_geometry(g, caller, &o->geometry));
+  return fe_read_fold(g, caller, &o->fold);
 }
 
 /* Whether the factors are made from the vertices: asked, or where the model says it pays. */
 static int pick_vertices(const fe_operator *A, fe_backend *be, fe_precision prec, int block,
-                         const fe_action_opts *o)
+                         const transpose_opts *o)
 {
   if (o->geometry != FE_GEOMETRY_AUTO) return o->geometry == FE_GEOMETRY_VERTICES;
-  return A->geo_recompute && predict_apply(A, be, prec, block, 1, 0) <=
-                                 predict_apply(A, be, prec, block, 0, fe_geometry_shared(A, o));
+  return A->geo_recompute &&
+         predict_apply(A, be, prec, block, 1, 0) <=
+             predict_apply(A, be, prec, block, 0, fe_geometry_shared(A, o->geometry));
 }
 
 static void transpose_effective_key(const fe_operator *A, fe_backend *be, fe_precision prec,
-                                    const fe_action_opts *o, char *key, size_t n)
+                                    const void *opts, char *key, size_t n)
 {
+  const transpose_opts *o = opts;
   int block = o->block > 0 ? o->block : default_block(be, A, prec);
   snprintf(key, n, "block=%d geometry=%s fold=%s", block,
-           fe_geometry_key(A, o, pick_vertices(A, be, prec, block, o)), fe_fold_key(A, o));
+           fe_geometry_key(A, o->geometry, pick_vertices(A, be, prec, block, o)),
+           fe_fold_key(A, o->fold));
 }
 
-static int transpose_configure(fe_realization *r, const fe_action_opts *o)
+static int transpose_configure(fe_realization *r, const void *opts)
 {
   const fe_operator *A = r->A;
+  const transpose_opts *o = opts;
+  FE_CHECK(fe_qdata_folds(A, o->fold, &r->folded));
+  r->geo_shared = fe_geometry_shared(A, o->geometry);
   transpose_data *d;
   FE_CALLOC(d, 1, "transpose data");
   r->data = d;
@@ -125,6 +138,22 @@ static int transpose_configure(fe_realization *r, const fe_action_opts *o)
    * the group's cells in SIMD lanes; a GPU's items a cell's points side by side */
   r->qd_cells_fastest = r->be->info.cells_in_lanes;
   return 0;
+}
+
+/* The element matrices' geometry (fe_strategy's geometry_options): the block asked, the
+ * factors as asked, or stored where the model would make them from the vertices (unshared
+ * stays unshared). */
+static void transpose_geometry_options(void *opts, int block, int geometry, int stored)
+{
+  transpose_opts *o = opts;
+  o->block = block;
+  o->geometry = stored && geometry != FE_GEOMETRY_UNSHARED ? FE_GEOMETRY_STORED : geometry;
+}
+
+/* r holds the apply's factors: stored, not made from the vertices. */
+static int transpose_gives_geometry(const fe_realization *r)
+{
+  return r->geo[FE_ACTION_APPLY].ptr != NULL;
 }
 
 /* The factors made from the vertices in action a (not where the apply reads folded words). */
@@ -608,7 +637,8 @@ static void transpose_estimate(const fe_operator *A, const fe_backend *be, fe_pr
                                fe_action a, fe_work *w)
 {
   fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[a], .action = a, .prec = prec,
-                      .geo_affine = A->geo_affine, .geo_shared = fe_geometry_shared(A, NULL),
+                      .geo_affine = A->geo_affine,
+                      .geo_shared = fe_geometry_shared(A, FE_GEOMETRY_AUTO),
                       .block = default_block(be, A, prec)};
   if (a == FE_ACTION_APPLY && fe_qdata_folds(A, FE_FOLD_AUTO, &s.folded)) fe_error_clear();
   s.qd_cells_fastest = be->info.cells_in_lanes;
@@ -630,6 +660,7 @@ const fe_strategy fe_strategy_transpose = {
                "geometry stored or from the vertices (Knepley-Rupp-Terrel)",
     .applies = transpose_applies,
     .options = transpose_options,
+    .options_size = sizeof(transpose_opts),
     .read_options = transpose_read_options,
     .effective_key = transpose_effective_key,
     .configure = transpose_configure,
@@ -639,7 +670,8 @@ const fe_strategy fe_strategy_transpose = {
     .entry = transpose_entry,
     .integrate = transpose_integrate,
     .count = transpose_count,
-    .folds = 1,
     .describe = transpose_describe,
     .estimate = transpose_estimate,
+    .geometry_options = transpose_geometry_options,
+    .gives_geometry = transpose_gives_geometry,
 };

@@ -271,7 +271,7 @@ static int amg_build(fe_precond *P, amg *M, fe_backend *be, int cycles)
   if (P->at) FE_CHECK(fe_vector_convert(P->at, be, FE_DOUBLE, &at));
   fe_csr *K = NULL;
   fe_report rep;
-  int rc = fe_operator_assemble(P->A, at, &o, &K, &rep);
+  int rc = fe_operator_assemble(P->A, at, &o, NULL, &K, &rep);
   if (rc == FE_ERR_COMPILE && !be->ops->host) { /* not already the host's own memory (cpu) */
     /* the element matrices do not compile there (NVIDIA's OpenCL: dense tables past its
      * 64 KB of constant memory at Q3): hypre wants the matrix on the host anyway */
@@ -282,7 +282,7 @@ static int amg_build(fe_precond *P, amg *M, fe_backend *be, int cycles)
     fe_error_clear();
     rc = fe_backend_get("cpu", &cpu);
     if (!rc && P->at) rc = fe_vector_convert(P->at, cpu, FE_DOUBLE, &at);
-    if (!rc) rc = fe_operator_assemble(P->A, at, &o, &K, &rep);
+    if (!rc) rc = fe_operator_assemble(P->A, at, &o, NULL, &K, &rep);
     if (!rc) M->assembled_on_cpu = 1;
   }
   fe_vector_free(at);
