@@ -248,7 +248,8 @@ void felab_push_calibration(lua_State *L, const fe_calibration *c)
            {"constant_gops", c->constant_gops}, {"scalar_gflops", c->scalar_gflops},
            {"dram_latency_us", c->dram_latency_us}, {"l2_latency_us", c->l2_latency_us},
            {"phase_latency_us", c->phase_latency_us}, {"indexed_gops", c->indexed_gops},
-           {"indexed_l1_gops", c->indexed_l1_gops}, {"l1_request_gops", c->l1_request_gops},
+           {"indexed_l1_gops", c->indexed_l1_gops},
+           {"indexed_llc_gops", c->indexed_llc_gops}, {"l1_request_gops", c->l1_request_gops},
            {"l1_line_gops", c->l1_line_gops}, {"cycle_ns", c->cycle_ns},
            {"rows_gbytes", c->rows_gbytes}, {"llc_bytes", c->llc_bytes},
            {"l1_bytes", c->l1_bytes}};
@@ -425,6 +426,7 @@ static int perf_model(lua_State *L)
   c.scalar_gflops = field_number(L, 2, "scalar_gflops");
   c.indexed_gops = field_number(L, 2, "indexed_gops");
   c.indexed_l1_gops = field_number(L, 2, "indexed_l1_gops");
+  c.indexed_llc_gops = field_number(L, 2, "indexed_llc_gops");
   c.l1_request_gops = field_number(L, 2, "l1_request_gops");
   c.l1_line_gops = field_number(L, 2, "l1_line_gops");
   c.dram_latency_us = field_number(L, 2, "dram_latency_us");

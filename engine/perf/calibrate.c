@@ -307,7 +307,9 @@ static int calibrate_constant_tables(calib_run *c, long long full)
  * cpu backend's plain adds, OpenCL's atomic ones; GPUs: their L2 and atomics ceilings).
  * Each value its node's first touch, from vectors beyond L1 (x and y 16 MiB in double);
  * then 8 passes over an eighth of the groups: the 7 after the first find their nodes in
- * L1 (a walk's neighbours' nodes). */
+ * L1 (a walk's neighbours' nodes); then first touches again over as many groups as make x
+ * and y a quarter of the last-level cache (repeated runs: found there, as a call whose data
+ * the cache keeps finds them; where no size is known, none: the rate beyond it serves). */
 static int calibrate_indexed(calib_run *c, long long full)
 {
   fe_backend *be = c->be;
@@ -331,6 +333,15 @@ static int calibrate_indexed(calib_run *c, long long full)
     FE_CHECK(best_time(be, c->indexed, (size_t)(ig / 8), B, 5, xargs, c->prec, 5, 1, &t8));
     double rest = t8 - v / (cal->indexed_gops * 1e9); /* the 7 passes from L1 */
     cal->indexed_l1_gops = rest > 0 ? 7 * v / rest / 1e9 : cal->indexed_gops;
+    const double word = (double)fe_precision_size(c->prec);
+    long long il = be->info.llc_bytes ? (long long)(be->info.llc_bytes / 4 / (2 * word * ix)) : 0;
+    cal->indexed_llc_gops = cal->indexed_gops;
+    if (il > 0 && il < ig) {
+      double tl;
+      xargs[0].i = il, xargs[1].i = 1;
+      FE_CHECK(best_time(be, c->indexed, (size_t)il, B, 5, xargs, c->prec, 5, 1, &tl));
+      cal->indexed_llc_gops = 2.0 * (double)il * ix / tl / 1e9;
+    }
   }
   return 0;
 }

@@ -20,7 +20,7 @@ static int calibration_path(const fe_backend *be, char *path, size_t n)
   char dir[4096];
   FE_CHECK(fe_cache_dir("calibration", dir, sizeof dir));
   unsigned long long h = fe_hash_string(be->info.name, fe_hash_string(be->name, 0));
-  snprintf(path, n, "%s/%s-v10-%016llx.txt", dir, be->name, h);
+  snprintf(path, n, "%s/%s-v11-%016llx.txt", dir, be->name, h);
   return 0;
 }
 
@@ -47,6 +47,7 @@ static const calib_field calib_fields[] = {
     {"phase_latency", offsetof(fe_calibration, phase_latency_us), 0},
     {"indexed", offsetof(fe_calibration, indexed_gops), 0},
     {"indexed_l1", offsetof(fe_calibration, indexed_l1_gops), 0},
+    {"indexed_llc", offsetof(fe_calibration, indexed_llc_gops), 0},
     {"rows", offsetof(fe_calibration, rows_gbytes), 0},
     {"l1_requests", offsetof(fe_calibration, l1_request_gops), 0},
     {"l1_lines", offsetof(fe_calibration, l1_line_gops), 0},

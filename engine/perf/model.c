@@ -172,13 +172,14 @@ static void model_rates_for(const fe_calibration *c, const fe_report *rep, model
   /* the cpu: a call whose bytes fit its last-level cache finds them there again, as the call
    * before left them (a solver's repeated products, a benchmark's best of ten); one that
    * does not fetches them all from memory (a stream through an LRU cache larger than it
-   * keeps nothing). Half the cache is what a process here keeps: on this 2-core virtual
-   * machine a triad over growing arrays falls from 73-169 GB/s to under 20 between 11 and
-   * 23 MB of the 32 MB L3 sysconf reports, which cores outside the machine share
-   * (docs/model.md) */
+   * keeps nothing). Half the cache is what a process here keeps whole: on this 2-core
+   * virtual machine a triad over growing arrays falls from 73-169 GB/s to under 20 between
+   * 11 and 23 MB of the 32 MB L3 the machine reports, which cores outside it share
+   * (docs/model.md); between half the cache and all of it the share from memory grows
+   * linearly, as the triad's rate falls over that range */
   m->llc_share = 1;
-  if (!c->gpu && c->llc_bytes > 0 && rep->bytes <= c->llc_bytes / 2 && c->l2_gbytes > 0)
-    m->llc_share = 0;
+  if (!c->gpu && c->llc_bytes > 0 && c->l2_gbytes > 0)
+    m->llc_share = fmin(1, fmax(0, (rep->bytes - c->llc_bytes / 2) / (c->llc_bytes / 2)));
 }
 
 /* The cpu: bytes at the rate of where they come from, memory or the last-level cache (at the
@@ -242,10 +243,12 @@ static void model_compute_ceilings(const model_rates *m, int compute_units, fe_r
   const double vec_gflops = m->vec_gflops, vec = m->vec;
   double *t = rep->ceiling_seconds;
   /* the cpu: the SIMD rate with the kernel's lanes (a group's cells), as calibrated */
-  double e_lanes = !c->gpu && rep->lanes > 0 && !rep->lanes_in_flight
-                       ? curve_at(c->curve[FE_CURVE_LANES], rep->lanes) : 1;
+  double e_lanes = !c->gpu && rep->lanes > 0 ? curve_at(c->curve[FE_CURVE_LANES], rep->lanes) : 1;
+  /* the cpu: loops with several outputs in flight at the vectorized rate whole */
+  double inflight = vec > 0 ? fmin(rep->inflight_flops, vec) : 0;
   t[FE_CEIL_FMA] = (rep->flops - vec) / (c->gflops * 1e9 * m->e_fma) +
-                   (vec > 0 ? vec / (vec_gflops * 1e9 * e_lanes) : 0);
+                   (vec > 0 ? (vec - inflight) / (vec_gflops * 1e9 * e_lanes) +
+                                  inflight / (vec_gflops * 1e9) : 0);
   if (!c->gpu && vec_gflops > 0) /* the cpu: a group's factors into its lanes, beside the flops */
     t[FE_CEIL_FMA] += 2 * rep->factor_lanes / (vec_gflops * 1e9 * e_lanes) +
                       2 * rep->factor_gathers / (c->gflops * 1e9);
@@ -279,10 +282,13 @@ static void model_access_ceilings(const model_rates *m, fe_report *rep)
   t[FE_CEIL_CONSTANT] = c->constant_gops > 0 && !(c->tables_l1 && rep->table_wavefronts > 0)
                             ? rep->constant / (c->constant_gops * 1e9 * m->e_shared)
                             : 0;
-  /* the cpu's indexed loops: each node's first touch from beyond L1, the rest from L1 */
+  /* the cpu's indexed loops: each node's first touch from beyond L1 (from the last-level
+   * cache where the call's data fit it, else from memory), the rest from L1 */
   double first = c->indexed_l1_gops > 0 ? fmin(rep->indexed_first, rep->indexed) : rep->indexed;
   double again = rep->indexed - first;
-  t[FE_CEIL_INDEXED] = c->indexed_gops > 0 ? first / (c->indexed_gops * 1e9) +
+  double first_gops = m->llc_share < 1 && c->indexed_llc_gops > 0 ? c->indexed_llc_gops
+                                                                   : c->indexed_gops;
+  t[FE_CEIL_INDEXED] = c->indexed_gops > 0 ? first / (first_gops * 1e9) +
                                                  (again > 0 ? again / (c->indexed_l1_gops * 1e9) : 0)
                                            : 0;
 }

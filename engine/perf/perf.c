@@ -66,7 +66,7 @@ void fe_report_work(fe_report *rep, const fe_work *w)
   rep->groups = w->groups;
   rep->group_items = w->group_items;
   rep->lanes = w->lanes;
-  rep->lanes_in_flight = w->lanes_in_flight;
+  rep->inflight_flops = w->inflight_flops;
   rep->dram_trips = w->dram_trips;
   rep->l2_trips = w->l2_trips;
   rep->phases = w->phases;

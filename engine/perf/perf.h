@@ -85,9 +85,10 @@ typedef struct fe_work {
   long long groups;    /* work groups of the main kernel (0: not known) */
   int group_items;     /* items (threads) per group */
   int lanes;           /* the cpu: a group's cells, the lanes of its SIMD loops (0: not known) */
-  int lanes_in_flight; /* the cpu: 1 where its SIMD loops keep several outputs in flight (sumfact's
-                        * contractions, the table's row outermost): the vectorized rate whole,
-                        * not the lanes curve, whose calibrated loop is a chain an output */
+  /* the cpu: of vec_flops, those of loops that keep several outputs in flight (sumfact's
+   * contractions, the table's row outermost): the vectorized rate whole, not the lanes
+   * curve, whose calibrated loop is a chain an output (as the point work's are) */
+  double inflight_flops;
   /* one group's path, in the order its code runs: loads whose address or start waits on
    * the load or barrier before (from device memory: a stream's first touch; from L2:
    * gathers of nodes other cells read too), and barrier-separated phases */
@@ -141,7 +142,8 @@ typedef struct fe_report {
   double l1_tag_seconds;    /* the L1's lookups alone, at the calibrated rates and the last
                              * wave's fill (GPUs; the shared ceiling where longer) */
   long long groups;
-  int group_items, lanes, lanes_in_flight;
+  int group_items, lanes;
+  double inflight_flops;    /* (fe_work) */
   double dram_trips, l2_trips, phases; /* one group's path (fe_work) */
   int nphase_work;          /* and its phases' work (fe_work) */
   fe_phase_work phase_work[FE_PHASES_MAX];

@@ -2,7 +2,7 @@
 -- per iteration and the apply, the default strategy (autotuned from 200k dofs), the model's
 -- prediction of the apply; the uniform box with kappa 1 beside the distorted box (distort =
 -- 0.1) with kappa = 1 + 0.5 x, and Gmsh meshes (refined) with the same kappa.
---   felab scripts/bench/users.lua [backend] [meshes folder] [scale] [out.csv]
+--   felab scripts/bench/users.lua [backend] [meshes folder] [scale] [out.csv] [each]
 --                                       (cuda; .peers/matrix-meshes; 1: the H200's sizes)
 -- scale multiplies the cells per side (the cpu: 1/3, about 1/27 of the dofs) and takes
 -- log2(1/scale) refinements off the Gmsh meshes.
@@ -10,7 +10,9 @@
 -- (shell_hex.msh, torso-0.063.msh); rows whose mesh is missing are skipped, saying so.
 -- A table last: case, dofs, label, rule, apply, predicted, PCG, strategy, why. out.csv, where
 -- given, gets each case's best apply as counted and predicted (each ceiling alone), for the
--- model's terms to be read against the measurement.
+-- model's terms to be read against the measurement. each: calibrate again before every case
+-- (the 2-core machine's speed moves in phases: the prediction and the measurement then come
+-- from the same stretch of it, as model.lua's each does).
 local be = arg and arg[1] or "cuda"
 local meshes = arg and arg[2] or ".peers/matrix-meshes"
 local scale = tonumber(arg and arg[3] or "1") or 1
@@ -24,6 +26,7 @@ if csv then
   csv:write("space,dofs,label,rule,precision,strategy,seconds,predicted,pcg," ..
             table.concat(fields, ",") .. "," .. "t_" .. table.concat(ceilings, ",t_") .. "\n")
 end
+local each = arg and arg[5] == "each"
 local fewer = math.floor(math.log(1 / scale, 2) + 0.5) -- refinements taken off
 local rows = {}
 local kx = "1 + 0.5 * x[0]"
@@ -49,6 +52,7 @@ local function case(sp, n, distort, kappa, o, label, quad)
                         {dirichlet = "all", quadrature = quad})
   local v = V:interpolate(1)
   o.backend = be
+  if each then device.calibrate(be, o.precision or "double") end
   local ok, y, rep = pcall(A.apply, A, v, o)
   if not ok then print(sp, label, "failed", y); return end
   local best, brep = 1e9, rep

@@ -214,7 +214,8 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
     wk->groups = (long long)((V->mesh->ncells + block - 1) / block);
     wk->group_items = fe_sumfact_group_items(&sh, block);
     wk->lanes = block;
-    wk->lanes_in_flight = 1; /* its rows outermost: consecutive outputs independent */
+    /* its contractions run the rows outermost: consecutive outputs independent */
+    wk->inflight_flops = fmin(wk->vec_flops, ncells * fe_sumfact_contraction_flops_per_cell(&sh));
   }
 }
 
