@@ -261,8 +261,14 @@ static int pick_vertices(const fe_operator *A, fe_backend *be, fe_precision prec
                          const sumfact_opts *o)
 {
   if (o->geometry != FE_GEOMETRY_AUTO) return o->geometry == FE_GEOMETRY_VERTICES;
-  return !A->V->curved && !fe_geometry_shared(A, o->geometry) &&
-         predict_apply(A, be, prec, 1, 0) <= predict_apply(A, be, prec, 0, 0);
+  if (A->V->curved || fe_geometry_shared(A, o->geometry)) return 0;
+  /* a group's cells in SIMD lanes (the cpu): factors stored a point are read across the
+   * lanes a value at a time, from lines a cell's points apart, which the model does not
+   * count (Q3 on a distorted box, 16^3 cells: Poisson 3.0 ms stored against 1.07 from the
+   * vertices, the p-Laplacian's Jacobian 36.9 against 8.2; docs/benchmarks.md): from the
+   * vertices wherever a cell's map is not one matrix (affine cells store a set a cell) */
+  if (be->info.cells_in_lanes && !A->geo_affine) return 1;
+  return predict_apply(A, be, prec, 1, 0) <= predict_apply(A, be, prec, 0, 0);
 }
 
 /* The block stays as asked (0: the largest that fits, found by the setup). */
