@@ -8,7 +8,8 @@
 -- log2(1/scale) refinements off the Gmsh meshes.
 -- The meshes folder holds what `felab scripts/bench/matrix.lua write-meshes DIR` wrote
 -- (shell_hex.msh, torso-0.063.msh); rows whose mesh is missing are skipped, saying so.
--- A table last: case, dofs, label, rule, apply, predicted, PCG, strategy, why. out.csv, where
+-- kappa(u): the p-Laplacian's Jacobian action (p = 3) at a state u, apply only (no PCG:
+-- "pcg 0"). A table last: case, dofs, label, rule, apply, predicted, PCG, strategy, why. out.csv, where
 -- given, gets each case's best apply as counted and predicted (each ceiling alone), for the
 -- model's terms to be read against the measurement. each: calibrate again before every case
 -- (the 2-core machine's speed moves in phases: the prediction and the measurement then come
@@ -48,10 +49,15 @@ local function case(sp, n, distort, kappa, o, label, quad)
   local m, why = build_mesh(sp, n, distort)
   if not m then print(("%-3s %-15s skipped: %s"):format(sp, label, why)); return end
   local V = fe.space(m, sp)
-  local A = fe.operator(V, physics.poisson{kappa = kappa, source = 1},
-                        {dirichlet = "all", quadrature = quad})
+  local nonlinear = kappa == "u"
+  local pde = nonlinear and physics.p_laplacian{p = 3, source = 1}
+              or physics.poisson{kappa = kappa, source = 1}
+  local A = fe.operator(V, pde, {dirichlet = "all", quadrature = quad})
   local v = V:interpolate(1)
   o.backend = be
+  if nonlinear then
+    o.at = V:interpolate(function(x) return x[1] * x[2] + 0.3 * x[3] end):to(be, o.precision)
+  end
   if each then device.calibrate(be, o.precision or "double") end
   local ok, y, rep = pcall(A.apply, A, v, o)
   if not ok then print(sp, label, "failed", y); return end
@@ -62,8 +68,8 @@ local function case(sp, n, distort, kappa, o, label, quad)
   end
   local so = {pc = "jacobi", rtol = 1e-30, maxit = 50, backend = be, strategy = o.strategy,
               fold = o.fold, precision = o.precision}
-  local cg = 1e9
-  for _ = 1, 2 do
+  local cg = nonlinear and 0 or 1e9
+  for _ = 1, nonlinear and 0 or 2 do
     local _, info = solve.cg(A, so)
     cg = math.min(cg, info.report.seconds / info.iterations)
   end
@@ -96,6 +102,9 @@ end
 for _, c in ipairs{{"Q2", 72}, {"Q1", 192}, {"P2", 96}, {"P1", 192}} do
   case(c[1], c[2], 0, 1, {}, "uniform k1")
   case(c[1], c[2], 0.1, kx, {}, "dist kx")
+end
+for _, c in ipairs{{"Q3", 48}, {"Q5", 24}, {"Q2", 72}, {"P2", 96}} do
+  case(c[1], c[2], 0.1, "u", {}, "dist ku")
 end
 local shell, torso = meshes .. "/shell_hex.msh", meshes .. "/torso-0.063.msh"
 case("Q3", {shell, 4}, 0, kx, {}, "gmsh shell kx")
