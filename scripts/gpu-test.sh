@@ -39,14 +39,15 @@ export FELAB_CACHE="${FELAB_CACHE:-$(mktemp -d /tmp/felab-cache.XXXXXX)}"
 command -v nvidia-smi > /dev/null && nvidia-smi -L
 fail=0
 
-# step NAME LOG COMMAND...: run (at most STEP_TIMEOUT seconds), append to LOG, print the
+# step NAME LOG COMMAND...: run (at most STEP_TIMEOUT seconds: test_sumfact takes 300 on the
+# H200 with a cold kernel cache), append to LOG, print the
 # status and the time
 step() {
   name=$1 log=$2
   shift 2
   start=$(date +%s)
   echo "==== $name" >> "$LOGS/$log"
-  timeout "${STEP_TIMEOUT:-300}" "$@" >> "$LOGS/$log" 2>&1
+  timeout "${STEP_TIMEOUT:-450}" "$@" >> "$LOGS/$log" 2>&1
   rc=$?
   [ $rc = 0 ] && s=ok || { s="FAILED (rc $rc)"; fail=1; }
   echo "  $s  $name ($(( $(date +%s) - start )) s)"
