@@ -6,7 +6,8 @@
 -- last-level cache streams them at the L2 triad's rate, a larger one at the DRAM rate; a
 -- GPU's calibration uses neither. The cpu's default for a nonlinear physics on distorted
 -- hexes takes the geometry from the vertices (its factors stored a point are gathered
--- across the lanes: 4-5x slower, not counted), the same Jacobian action as stored factors.
+-- across the lanes a value at a time, counted as first touches: 4-5x slower), the same
+-- Jacobian action as stored factors.
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, close = T.check, T.close
 local TOL = 1e-12

@@ -186,6 +186,14 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
   /* each node's first touch a call; the cpu's walk finds the rest in L1 */
   wk->indexed_first = (double)V->nnodes * (fields + V->ncomp) +
                       (vertices ? V->mesh->nvertices * 3.0 : 0);
+  /* the cpu: factors stored a point (not affine, not a class's) are read across a group's
+   * lanes (cells) a value at a time, from lines a cell's points apart: each a gather from
+   * beyond L1, as the indexed loops' first touches */
+  if (!gpu && !folded && !vertices && !A->geo_affine && !shared) {
+    double n = ncells * (double)fe_geo_stride(V->elem.dim) * (double)A->quad[a].npoints;
+    wk->indexed += n;
+    wk->indexed_first += n;
+  }
   wk->atomics = nodesum ? 0 : ncells * V->elem.nbasis * V->ncomp;
   /* a group's path: its block number and cell map, the gather (with vertices, the corners
    * beside it), the interpolations, then per round (the action: one; the diagonal: one per
@@ -261,14 +269,8 @@ static int pick_vertices(const fe_operator *A, fe_backend *be, fe_precision prec
                          const sumfact_opts *o)
 {
   if (o->geometry != FE_GEOMETRY_AUTO) return o->geometry == FE_GEOMETRY_VERTICES;
-  if (A->V->curved || fe_geometry_shared(A, o->geometry)) return 0;
-  /* a group's cells in SIMD lanes (the cpu): factors stored a point are read across the
-   * lanes a value at a time, from lines a cell's points apart, which the model does not
-   * count (Q3 on a distorted box, 16^3 cells: Poisson 3.0 ms stored against 1.07 from the
-   * vertices, the p-Laplacian's Jacobian 36.9 against 8.2; docs/benchmarks.md): from the
-   * vertices wherever a cell's map is not one matrix (affine cells store a set a cell) */
-  if (be->info.cells_in_lanes && !A->geo_affine) return 1;
-  return predict_apply(A, be, prec, 1, 0) <= predict_apply(A, be, prec, 0, 0);
+  return !A->V->curved && !fe_geometry_shared(A, o->geometry) &&
+         predict_apply(A, be, prec, 1, 0) <= predict_apply(A, be, prec, 0, 0);
 }
 
 /* The block stays as asked (0: the largest that fits, found by the setup). */
