@@ -22,6 +22,11 @@
 
 #include "backends/backend.h"
 
+/* A macro's value as text, for the kernels' sources (FE_PQ_PARTS in the dialect and the
+ * vector module) */
+#define FE_STR(x) #x
+#define FE_XSTR(x) FE_STR(x)
+
 /* ---- driver API (cuda.h) ---- */
 typedef int CUresult;
 typedef int CUdevice;

@@ -24,8 +24,6 @@
 #include "backends/cuda/cuda-backend.h"
 #include "engine/core/error.h"
 
-#define FE_STR(x) #x
-#define FE_XSTR(x) FE_STR(x) /* a macro's value in the dialect's text */
 
 /* The dialect of docs/kernels.md in CUDA C++. The engine's defines (FE_DOUBLE, sizes)
  * come before it. Tables are __device__ const rather than __constant__: the threads of a

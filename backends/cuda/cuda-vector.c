@@ -22,8 +22,6 @@
 #include "backends/cuda/cuda-backend.h"
 #include "engine/core/error.h"
 
-#define FE_STR(x) #x
-#define FE_XSTR(x) FE_STR(x) /* a macro's value in a kernel's source text */
 
 #define VECTOR_BLOCK 256          /* threads per block, whole warps */
 #define VECTOR_BLOCKS_PER_SM 32   /* grid bound of element-wise kernels */

@@ -416,14 +416,15 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
     FE_CHECK(rc);
   }
   if (!g) FE_CHECK(cg_host_loop(A, x, o, &act, k, d, U, rz, r0, target, info, &apply_rep, &applies));
-  else if (pq_passes == 0 && applies > 0) { /* every (p, q) from the applies: no pass, no
-                                              * launch of its own (its flops are the apply's) */
+  else if (pq_passes == 0 && applies > 0) { /* every (p, q) from the applies: no pass and no
+                                              * launch of its own; its flops, still counted
+                                              * here, are done in the apply's quadrature */
     vbytes -= 2.0 * x->n * (double)fe_precision_size(x->prec);
     vlaunches -= 1;
     info->pq_from_apply = 1;
   }
   return cg_report(x, &rep, &apply_rep, applies, vflops, vbytes, vlaunches, t0, compile_s,
-                   setup_s, pq_passes < applies, info);
+                   setup_s, info->pq_from_apply, info);
 }
 
 int fe_solve_cg(fe_operator *A, const fe_vector *b, const fe_vector *x0, const fe_solver_opts *o,
