@@ -10,8 +10,9 @@
 #                goes on); the API fuzz with cuda among the backends;
 #                test_patch.lua: strategy patch against transpose on every backend;
 #                test_matrix.lua: element matrices, assembly and csr on every backend;
-#                test_elemat_variants, test_elemat_tensor, test_ebe_variants, test_sell:
-#                the element-matrix variants, tensor, ebe's variants, SELL-C-sigma;
+#                test_elemat_variants, test_elemat_tensor, test_ebe_variants, test_sell,
+#                test_device_pattern: the element-matrix variants, tensor, ebe's variants,
+#                SELL-C-sigma, the assembly's pattern on the device;
 #                test_sumfact.lua: strategy sumfact against transpose on every backend;
 #                test_model.lua, test_explain.lua: the model and A:explain on every backend
 #                (last; SUMFACT=0 leaves it out)
@@ -62,7 +63,7 @@ step "test_patch.lua (patch = transpose on cpu, opencl, cuda)" cuda.log "$FELAB"
 step "test_patch_options.lua" cuda.log "$FELAB" tests/scripts/test_patch_options.lua
 step "test_matrix.lua (element matrices, assembly, csr on cpu, opencl, cuda)" cuda.log "$FELAB" \
   tests/scripts/test_matrix.lua
-for t in test_elemat_variants test_elemat_tensor test_ebe_variants test_sell; do
+for t in test_elemat_variants test_elemat_tensor test_ebe_variants test_sell test_device_pattern; do
   step "$t.lua (cpu, opencl, cuda)" cuda.log "$FELAB" tests/scripts/$t.lua
 done
 for t in test_model test_explain; do

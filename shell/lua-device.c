@@ -146,12 +146,16 @@ static int report_index(lua_State *L)
     static const char *from[4] = {NULL, "compiled", "cached", "ready"};
     if (r->kernel_from > 0 && r->kernel_from < 4) lua_pushstring(L, from[r->kernel_from]);
     else lua_pushnil(L);
-  } else if (!strcmp(k, "setup_parts")) { /* {schedule =, cell_data =, geometry =, strategy =} */
-    static const char *names[4] = {"schedule", "cell_data", "geometry", "strategy"};
-    lua_createtable(L, 0, 4);
-    for (int i = 0; i < 4; i++) {
-      lua_pushnumber(L, r->setup_part[i]);
-      lua_setfield(L, -2, names[i]);
+  } else if (!strcmp(k, "setup_parts") || !strcmp(k, "memory")) {
+    /* setup_parts: {schedule =, cell_data =, geometry =, pattern =, ..., strategy =} (the
+     * seconds of each part that took time); memory: the bytes each part's data holds */
+    int mem = !strcmp(k, "memory");
+    lua_createtable(L, 0, r->parts.n);
+    for (int i = 0; i < r->parts.n; i++) {
+      double v = mem ? r->parts.part[i].bytes : r->parts.part[i].seconds;
+      if (!(v > 0)) continue;
+      lua_pushnumber(L, v);
+      lua_setfield(L, -2, r->parts.part[i].name);
     }
   } else if (!strcmp(k, "first_run")) lua_pushboolean(L, r->first_run);
   else if (!strcmp(k, "loop_binds")) lua_pushboolean(L, r->loop_binds);

@@ -4,6 +4,7 @@
  * in user value 1. */
 #include <lauxlib.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/backend.h"
@@ -12,7 +13,7 @@
 
 static const char *const matrix_keys[] = {"at", "strategy", "variant", "backend", "precision",
                                           "block", "lanes", "scatter", "format", "chunk",
-                                          "sigma", "geometry", NULL};
+                                          "sigma", "geometry", "pattern", NULL};
 
 /* The index of the string opts[key] in names[n] into *v (absent: kept), or an error saying
  * what it must be. */
@@ -34,15 +35,19 @@ static void opt_choice(lua_State *L, int t, const char *fname, const char *key,
 static void read_layout_opts(lua_State *L, int t, const char *fname, fe_matrix_opts *o)
 {
   static const char *const geometries[] = {"auto", "stored", "vertices", "unshared"};
-  static const char *const scatters[] = {"auto", "atomic", "nodes", "color"};
+  static const char *const scatters[] = {"auto", "atomic", "nodes", "color", "rows"};
   static const char *const formats[] = {NULL, "csr", "sell", "cusparse"};
+  static const char *const patterns[] = {"auto", "host", "device"}; /* FE_PATTERN_* */
   opt_choice(L, t, fname, "geometry", geometries, 4, "\"stored\" (factors stored: a set a class "
              "of congruent cells where the mesh has them, else a set a cell or point), "
              "\"unshared\" (a set a cell or point always), \"vertices\" (from the cell's "
              "corners) or \"auto\"", &o->geometry);
-  opt_choice(L, t, fname, "scatter", scatters, 4, "\"atomic\" (an atomic add per cell and "
-             "node), \"nodes\" (a sum per node), \"color\" (plain adds, color by color) or "
-             "\"auto\"", &o->scatter);
+  opt_choice(L, t, fname, "scatter", scatters, 5, "\"atomic\" (an atomic add per cell and "
+             "node), \"nodes\" (a sum per node), \"rows\" (a sum per row of stored element "
+             "matrices), \"color\" (plain adds, color by color) or \"auto\"", &o->scatter);
+  opt_choice(L, t, fname, "pattern", patterns, 3, "\"host\", \"device\" (where the "
+             "assembly's pattern is built) or \"auto\" (the device where buffers are not host "
+             "memory)", &o->pattern);
   opt_choice(L, t, fname, "format", formats, 4, "\"csr\", \"sell\" (SELL-C-sigma) or "
              "\"cusparse\" (cuSPARSE's product, cuda)", &o->format);
   const char *what[2] = {"chunk", "sigma"};
@@ -115,9 +120,9 @@ int felab_op_element_matrices(lua_State *L)
   const fe_vector *at;
   const char *strategy, *variant;
   read_matrix_opts(L, 2, fname, &o, &mo, &at, &strategy, &variant);
-  if (mo.format || mo.chunk || mo.sigma)
-    return luaL_error(L, "%s: format, chunk and sigma are A:assemble's options (the layout of "
-                      "the assembled matrix's product)", fname);
+  if (mo.format || mo.chunk || mo.sigma || mo.pattern)
+    return luaL_error(L, "%s: format, chunk, sigma and pattern are A:assemble's options (the "
+                      "assembled matrix's pattern and its product's layout)", fname);
   fe_elemats **out = (fe_elemats **)felab_push_handle(L, FELAB_ELEMATS, 1);
   fe_report rep;
   fe_elemats *K = NULL;
@@ -260,6 +265,39 @@ static int mat_apply(lua_State *L)
   return 2;
 }
 
+/* M:get() -> {rowptr = {..}, cols = {..}, vals = {..}}: the CSR arrays on the host, as
+ * stored (row pointers and columns from 0; the values in double) */
+static int mat_get(lua_State *L)
+{
+  fe_csr *M = check_matrix(L, 1, "M:get");
+  int *rowptr, *cols;
+  double *vals;
+  FELAB_TRY(L, fe_csr_get(M, &rowptr, &cols, &vals));
+  lua_createtable(L, 0, 3);
+  lua_createtable(L, M->n + 1, 0);
+  for (int i = 0; i <= M->n; i++) {
+    lua_pushinteger(L, rowptr[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "rowptr");
+  lua_createtable(L, (int)M->nnz, 0);
+  for (long long i = 0; i < M->nnz; i++) {
+    lua_pushinteger(L, cols[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "cols");
+  lua_createtable(L, (int)M->nnz, 0);
+  for (long long i = 0; i < M->nnz; i++) {
+    lua_pushnumber(L, vals[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "vals");
+  free(rowptr);
+  free(cols);
+  free(vals);
+  return 1;
+}
+
 static int mat_index(lua_State *L)
 {
   fe_csr **p = luaL_checkudata(L, 1, FELAB_MATRIX);
@@ -306,7 +344,7 @@ void felab_open_matrix(lua_State *L)
   static const luaL_Reg em_methods[] = {{"get", em_get}, {"to", em_to}, {NULL, NULL}};
   static const luaL_Reg em_meta[] = {
       {"__gc", em_free}, {"__close", em_free}, {"__tostring", em_tostring}, {NULL, NULL}};
-  static const luaL_Reg mat_methods[] = {{"apply", mat_apply}, {NULL, NULL}};
+  static const luaL_Reg mat_methods[] = {{"apply", mat_apply}, {"get", mat_get}, {NULL, NULL}};
   static const luaL_Reg mat_meta[] = {
       {"__gc", mat_free}, {"__close", mat_free}, {"__tostring", mat_tostring}, {NULL, NULL}};
   felab_register_type(L, FELAB_ELEMATS, em_meta, em_methods, em_index);
@@ -337,12 +375,20 @@ void felab_open_matrix(lua_State *L)
                  "reading u, x or fields; the error says which).\n"
                  "example: K = A:element_matrices{strategy = \"tensor\"}; print(K:get(1)[1][1])");
   felab_help_add(FELAB_OPERATOR ":assemble",
-                 "M, rep = A:assemble{at = u, backend =, precision =, scatter =, lanes =, "
-                 "format =, chunk =, sigma =}",
-                 "The Jacobian at u assembled in CSR on the backend: the pattern from the dof map\n"
-                 "(host), the values added from the element matrices: scatter = \"atomic\" (the\n"
-                 "GPU's default), \"color\" (plain adds, a launch per color) or \"nodes\" (the\n"
-                 "cpu's default: each row sums its cells while the host builds the pattern).\n"
+                 "M, rep = A:assemble{at = u, backend =, precision =, scatter =, pattern =, "
+                 "lanes =, format =, chunk =, sigma =}",
+                 "The Jacobian at u assembled in CSR on the backend: the pattern from the dof map,\n"
+                 "built on the device (pattern = \"device\", a GPU's default: nothing of the\n"
+                 "matrix's size on the host) or on the host (\"host\", the cpu's), the values\n"
+                 "from the element matrices: scatter = \"nodes\" (the default: each row sums its\n"
+                 "cells' entries in cell order, the same bits every run; on the cpu while the\n"
+                 "host builds the pattern, the matrices made as the rows need them), \"rows\"\n"
+                 "(the same sums from stored element matrices, on the device, into either\n"
+                 "pattern: the two patterns' matrices are equal bit for bit), \"atomic\"\n"
+                 "(an atomic add per entry) or \"color\" (plain adds, a launch per color; these\n"
+                 "two into the host's pattern). rep.setup_parts: the seconds of each part\n"
+                 "(pattern, geometry, cell_map, matrices, fill, format, compile, transfer);\n"
+                 "rep.memory: the bytes the matrix holds by the part that built them.\n"
                  "Constrained rows are the identity's and free rows have no constrained columns,\n"
                  "so M:apply(w) equals A:apply(w). lanes = items per row of M:apply (1: scalar\n"
                  "CSR; default 4 on a GPU, 1 on the cpu). format = \"sell\" (a GPU's default) makes\n"
@@ -352,6 +398,7 @@ void felab_open_matrix(lua_State *L)
                  "format = \"cusparse\" (cuda) multiplies the same CSR arrays with cuSPARSE, the\n"
                  "reference felab's products are held against (FELAB_CUSPARSE: its path).\n"
                  "M.format, M.chunk, M.sigma, M.padding (the share of padded slots); M.n, M.nnz;\n"
+                 "M:get() -> {rowptr =, cols =, vals =}: the CSR arrays (indices from 0);\n"
                  "export.mtx(path, M) writes it as Matrix Market (scipy.io.mmread, PETSc, MATLAB).\n"
                  "example: M = A:assemble(); y = M:apply(w)");
   felab_help_add("export.mtx", "export.mtx(path, M)",

@@ -118,6 +118,7 @@ typedef struct cuda_api {
   CUresult (*cuMemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);
   CUresult (*cuMemcpyDtoD)(CUdeviceptr dst, CUdeviceptr src, size_t bytes);
   CUresult (*cuMemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes, CUstream stream);
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream);
   CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char value, size_t bytes, CUstream stream);
   CUresult (*cuMemAllocHost)(void **host, size_t bytes);
   CUresult (*cuMemFreeHost)(void *host);
@@ -265,6 +266,10 @@ typedef struct cuda_impl {
   struct fe_module *modules;
   cuda_vector vector;
   void *sparse;          /* the cuSPARSE handle, made on first use */
+  /* large copies to the device go through two pinned buffers (made on first use): the host
+   * fills one, several threads at a time, while the other's copy runs */
+  void *stage[2];
+  CUevent staged[2];
 } cuda_impl;
 
 /* cuda-loader.c */

@@ -204,6 +204,10 @@ void cuda_close(void *impl)
     cuda_sparse_close(cu);
     if (cu->start) cu->api.cuEventDestroy(cu->start);
     if (cu->stop) cu->api.cuEventDestroy(cu->stop);
+    for (int i = 0; i < 2; i++) {
+      if (cu->staged[i]) cu->api.cuEventDestroy(cu->staged[i]);
+      if (cu->stage[i]) cu->api.cuMemFreeHost(cu->stage[i]);
+    }
     cu->api.cuDevicePrimaryCtxRelease(cu->device);
   }
   cuda_cache_free(cu);
@@ -288,6 +292,53 @@ static int cuda_check_range(const fe_buffer *buf, size_t offset, size_t bytes, c
   return 0;
 }
 
+#define CUDA_STAGE ((size_t)32 << 20) /* bytes of each staging buffer */
+
+/* The staging buffers and their events, made once (0: ready; else no staging). */
+static int cuda_stage_ready(cuda_impl *cu)
+{
+  for (int i = 0; i < 2; i++) {
+    if (!cu->stage[i] && cu->api.cuMemAllocHost(&cu->stage[i], CUDA_STAGE) != CUDA_SUCCESS) {
+      cu->stage[i] = NULL;
+      return 1;
+    }
+    if (!cu->staged[i] && cu->api.cuEventCreate(&cu->staged[i], 0) != CUDA_SUCCESS) {
+      cu->staged[i] = NULL;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* A large copy to the device through the staging buffers: chunk k is filled (by the
+ * host's threads) into buffer k % 2 once that buffer's last copy is done, then copied
+ * asynchronously; returns after the last. Pageable copies run at about 7 GB/s on the H200's
+ * host, this at several times that. */
+static CUresult cuda_write_staged(cuda_impl *cu, CUdeviceptr dst, const char *host, size_t bytes)
+{
+  CUresult err = CUDA_SUCCESS;
+  int used[2] = {0, 0};
+  for (size_t off = 0, k = 0; off < bytes && err == CUDA_SUCCESS; off += CUDA_STAGE, k++) {
+    const int i = (int)(k & 1);
+    const size_t len = bytes - off < CUDA_STAGE ? bytes - off : CUDA_STAGE;
+    if (used[i]) err = cu->api.cuEventSynchronize(cu->staged[i]);
+    if (err != CUDA_SUCCESS) break;
+    char *to = cu->stage[i];
+    const long pieces = (long)((len + ((size_t)1 << 20) - 1) >> 20);
+#pragma omp parallel for schedule(static)
+    for (long p = 0; p < pieces; p++) {
+      size_t a = (size_t)p << 20, e = a + ((size_t)1 << 20) < len ? a + ((size_t)1 << 20) : len;
+      memcpy(to + a, host + off + a, e - a);
+    }
+    err = cu->api.cuMemcpyHtoDAsync(dst + off, to, len, NULL);
+    if (err == CUDA_SUCCESS) err = cu->api.cuEventRecord(cu->staged[i], NULL);
+    used[i] = 1;
+  }
+  for (int i = 0; i < 2 && err == CUDA_SUCCESS; i++)
+    if (used[i]) err = cu->api.cuEventSynchronize(cu->staged[i]);
+  return err;
+}
+
 /* Host -> device; the host memory may be reused when this returns. */
 int cuda_write(void *impl, fe_buffer *dst, size_t offset, size_t bytes, const void *host)
 {
@@ -295,7 +346,10 @@ int cuda_write(void *impl, fe_buffer *dst, size_t offset, size_t bytes, const vo
   FE_CHECK(cuda_check_range(dst, offset, bytes, "copy to the device"));
   if (!bytes) return 0;
   FE_CHECK(cuda_usable(cu));
-  CUresult err = cu->api.cuMemcpyHtoD((CUdeviceptr)(size_t)dst->ptr + offset, host, bytes);
+  CUresult err;
+  if (bytes >= 2 * CUDA_STAGE && !cuda_stage_ready(cu))
+    err = cuda_write_staged(cu, (CUdeviceptr)(size_t)dst->ptr + offset, host, bytes);
+  else err = cu->api.cuMemcpyHtoD((CUdeviceptr)(size_t)dst->ptr + offset, host, bytes);
   if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "copy to the device");
   return 0;
 }

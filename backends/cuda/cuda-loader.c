@@ -47,6 +47,7 @@ static const cuda_symbol driver_symbols[] = {
     SYM(cuMemcpyDtoH, "cuMemcpyDtoH_v2", "cuMemcpyDtoH"),
     SYM(cuMemcpyDtoD, "cuMemcpyDtoD_v2", "cuMemcpyDtoD"),
     SYM(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoHAsync"),
+    SYM(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync"),
     SYM(cuMemsetD8Async, "cuMemsetD8Async", NULL),
     SYM(cuMemAllocHost, "cuMemAllocHost_v2", "cuMemAllocHost"),
     SYM(cuMemFreeHost, "cuMemFreeHost", NULL),

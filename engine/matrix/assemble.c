@@ -1,7 +1,11 @@
 /* felab matrices, fe_operator_assemble: the Jacobian assembled into CSR on a backend, in
- * phases: the options, the pattern on the host (pattern.c), the element matrices (stored, or
- * with the cpu's fill made as the rows need them: host-fill.c), the matrix's arrays, the
- * fill, the device's adds, the product's format (sparse.c), the report. */
+ * phases: the options, the pattern (on the host: pattern.c; on the device: pattern-device.c),
+ * the element matrices (stored, or with the cpu's fill made as the rows need them:
+ * host-fill.c), the matrix's arrays, the fill (the device's rows, or its adds), the product's
+ * format (sparse.c), the report. Three ways: the cpu's fill (by_rows: the host's pattern,
+ * its second pass summing each row); the device's rows (dev_rows: stored element matrices
+ * summed row by row on the device, into the device's pattern or the host's, uploaded); the
+ * device's adds (atomic or by color, into the host's pattern). */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +26,11 @@ typedef struct assembly {
   int scatter;          /* how the values are added (FE_SCATTER_*) */
   int format, chunk, sigma; /* the product's layout asked */
   int by_rows;          /* the host's fill: each row sums its cells' entries */
+  int dev_rows;         /* the device's fill: each row sums its cells' stored entries */
+  int dev_pattern;      /* the pattern built on the device (dev_rows only) */
+  int wide;             /* the most cells of a node, where the device's pattern could not take
+                         * them (built on the host instead), else 0 */
+  device_pattern D;     /* dev_rows: the device's arrays of the pattern */
   fe_backend *be;
   fe_precision prec;
   size_t w;             /* bytes of a real */
@@ -43,7 +52,18 @@ typedef struct assembly {
   fe_buffer bcells, bfixed, border;
   fe_kernel *kasm;
   int *order, *cstart, ncolors; /* scatter "color": the cells by color */
+  fe_setup_parts parts; /* the call's setup, part by part (the report's) */
+  double lap;           /* the clock at the end of the last part timed */
 } assembly;
+
+/* Part name of the setup: the time since the last part, less excl (what another part counts),
+ * and the bytes of what it built that the matrix keeps. */
+static void assemble_part(assembly *S, const char *name, double excl, double bytes)
+{
+  double now = fe_clock(), s = now - S->lap - excl;
+  fe_setup_part_add(&S->parts, name, s > 0 ? s : 0, bytes);
+  S->lap = now;
+}
 
 /* The options: the lanes and the product's layout checked, the backend, how the values are
  * added, the precision. */
@@ -69,14 +89,18 @@ static int assemble_options(assembly *S)
    * default) or color by color (measured 2.4x slower on the cpu, P1 48^3: a color's cells
    * are spread over the mesh, so each launch walks all of the values). */
   int host = be->ops->wrap && be->ops->host, jac = !V->curved || V->elem.order >= 2;
+  int pat = S->mo.pattern;
   if (S->scatter == FE_SCATTER_AUTO)
-    S->scatter = host && jac ? FE_SCATTER_NODES : FE_SCATTER_ATOMIC;
-  FE_ASSERT(S->scatter != FE_SCATTER_NODES || (host && jac), FE_ERR_ARG, "assemble: scatter = "
-            "\"nodes\" (each row sums its cells' element matrices, made as the rows need them) "
-            "%s; use \"atomic\" or \"color\"", !host ? "runs where buffers are host memory (the "
-            "cpu)" : "computes the Jacobian from the nodes, which this order-1 space cannot on "
-            "curved cells");
-  S->by_rows = S->scatter == FE_SCATTER_NODES;
+    S->scatter = !host || jac || pat == FE_PATTERN_DEVICE ? FE_SCATTER_NODES : FE_SCATTER_ATOMIC;
+  FE_ASSERT(pat != FE_PATTERN_DEVICE || S->scatter == FE_SCATTER_NODES ||
+            S->scatter == FE_SCATTER_ROWS, FE_ERR_ARG, "assemble: pattern = \"device\" is "
+            "filled by its rows (scatter = \"nodes\" or \"rows\"); scatter = \"%s\" adds into "
+            "the host's pattern", S->scatter == FE_SCATTER_COLOR ? "color" : "atomic");
+  /* nodes: on the cpu, with the host's pattern and the Jacobian from the nodes, the fused
+   * fill; else the device's rows, from stored element matrices */
+  S->by_rows = S->scatter == FE_SCATTER_NODES && host && jac && pat != FE_PATTERN_DEVICE;
+  S->dev_rows = (S->scatter == FE_SCATTER_NODES && !S->by_rows) || S->scatter == FE_SCATTER_ROWS;
+  S->dev_pattern = S->dev_rows && pat != FE_PATTERN_HOST;
   S->prec = fe_precision_default();
   if (o && o->precision >= 0) S->prec = (fe_precision)o->precision;
   S->w = fe_precision_size(S->prec);
@@ -93,6 +117,9 @@ static int assemble_pattern_fits(const assembly *S)
   const fe_space *V = S->A->V;
   int nd = V->ndofs, nc = V->mesh->ncells, nb = V->elem.nbasis;
   const int nn = V->nnodes, threads = omp_get_max_threads();
+  if (S->dev_pattern) /* the host: the marks, row pointers, starts and counts */
+    return fe_memory_check(4 * (2 * (size_t)nd + 2 * (size_t)nn + 2), "assemble: the pattern "
+                           "of %d rows, its counts on the host", nd);
   FE_CHECK(fe_memory_check(8 * ((size_t)nd + 1) + 4 * (size_t)nc * nb +
                            (size_t)nn * (20 + 8 * (size_t)threads + (S->by_rows ? 28 : 0)),
                            "assemble: the pattern of %d rows (%d cells of %d nodes)", nd, nc, nb));
@@ -114,18 +141,32 @@ static int assemble_pattern(assembly *S)
   if (!S->fixed || !S->rowptr)
     rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   for (int i = 0; !rc && i < fe_operator_ndirichlet(A); i++) S->fixed[A->dir_nodes[i]] = 1;
-  if (!rc) rc = node_cells(&S->P);
-  if (!rc) rc = count_rows(&S->P, S->rowptr);
+  if (!rc && S->dev_pattern)
+    rc = device_pattern_make(&S->P, be, S->prec, S->rowptr, &S->nnz, &S->D);
+  if (!rc && S->dev_pattern && S->D.wide) { /* too wide for its kernels: the host's, uploaded */
+    S->wide = S->D.maxdeg;
+    S->dev_pattern = 0;
+    S->D = (device_pattern){0};
+    rc = assemble_pattern_fits(S);
+  }
+  if (!rc && !S->dev_pattern) rc = node_cells(&S->P);
+  if (!rc && !S->dev_pattern) rc = count_rows(&S->P, S->rowptr);
+  if (!rc && S->dev_rows && !S->dev_pattern) /* the host's pattern, for the device's rows */
+    rc = device_pattern_from_host(&S->P, be, S->prec, &S->D);
   if (!rc) { /* its columns and values: in M's buffers (the host's fill), or on the host first
               * (in double) and then in M's buffers, with the stored element matrices, which are
-              * host memory too on the cpu */
+              * host memory too on the cpu; the device's rows: on the device alone (the host's
+              * pattern: its columns on the host first) */
+    S->compile_s += S->D.compile_s;
+    S->transfer += S->D.transfer;
     S->nnz = S->rowptr[nd];
     long long nnz = S->nnz;
     size_t w = S->w;
     const size_t nz = (size_t)nnz, dev = (sizeof(int) + w) * nz, n = (size_t)nb * V->ncomp;
     const size_t stored = dev + w * n * n * nc + 4 * ((size_t)nc * nb + (size_t)nd);
-    rc = fe_memory_check(S->by_rows ? dev : (sizeof(int) + sizeof(double)) * nz +
-                                                (be->ops->host ? stored : 0),
+    size_t onhost = S->by_rows ? dev : S->dev_pattern ? 0 : S->dev_rows ? sizeof(int) * nz
+                    : (sizeof(int) + sizeof(double)) * nz;
+    rc = fe_memory_check(onhost + (be->ops->host && !S->by_rows ? stored : 0),
                          "assemble: the matrix of %d rows and %lld nonzeros", nd, nnz);
     if (!rc && !be->ops->host) /* and on the device: the matrix, its cell map and marks */
       rc = fe_memory_check_on(be, stored, "assemble: the matrix of %d rows and %lld nonzeros",
@@ -139,9 +180,18 @@ static int assemble_pattern(assembly *S)
 static int assemble_element_matrices(assembly *S)
 {
   int rc = 0;
+  const fe_space *V = S->A->V;
   if (S->by_rows) {
     rc = host_fill_make(S->A, S->at, S->be, S->prec, &S->F, &S->compile_s, &S->transfer);
     S->r = &S->F.h;
+  } else if (S->dev_rows && (!V->curved || V->elem.order >= 2) && !S->mo.block &&
+             S->mo.geometry == FE_GEOMETRY_AUTO) {
+    /* the device's rows: reg_jac in the mesh's order, on D's realization (the Jacobian from
+     * the nodes: no geometry made, no cell map in another order) */
+    rc = device_pattern_matrices(&S->D, S->A, S->at, &S->K, &S->krep.parts, &S->compile_s,
+                                 &S->transfer);
+    S->r = &S->D.h;
+    S->krep.seconds = 0;
   } else {
     rc = fe_element_matrices(S->A, S->at, S->o, &S->mo, NULL, NULL, &S->K, &S->krep);
     /* the realization whose geometry they read (its backend, precision and data serve the
@@ -187,7 +237,15 @@ static int assemble_arrays(assembly *S)
   if (!rc && S->by_rows &&
       !(rc = be->ops->alloc(be->impl, sizeof(int) * (size_t)M->nnz, &M->cols)))
     rc = be->ops->alloc(be->impl, S->w * (size_t)M->nnz, &M->vals);
-  if (!rc && S->by_rows) S->cols = be->ops->host(be->impl, &M->cols);
+  if (!rc && S->dev_rows) { /* on the device: the rows, the columns (the host's pattern: on
+                            * the host first), the values */
+    rc = fe_upload_ints(be, S->rowptr, (size_t)nd + 1, &M->rowptr);
+    if (!rc) rc = be->ops->alloc(be->impl, sizeof(int) * ((size_t)M->nnz + 1), &M->cols);
+    if (!rc) rc = be->ops->alloc(be->impl, S->w * ((size_t)M->nnz + 1), &M->vals);
+    if (!rc && !S->dev_pattern && !(S->cols = malloc(sizeof(int) * ((size_t)M->nnz + 1))))
+      rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for %lld "
+                        "columns", M->nnz);
+  } else if (!rc && S->by_rows) S->cols = be->ops->host(be->impl, &M->cols);
   else if (!rc && (!(S->cols = malloc(sizeof(int) * ((size_t)M->nnz + 1))) ||
                    !(S->vals = calloc((size_t)M->nnz + 1, sizeof(double)))))
     rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for %lld "
@@ -206,10 +264,16 @@ static int assemble_fill(assembly *S)
   fe_csr *M = S->M;
   int nd = V->ndofs, nc = V->mesh->ncells, nb = V->elem.nbasis, by_rows = S->by_rows;
   double tf = fe_clock();
-  int rc = fill_pattern(&S->P, S->rowptr, S->cols,
-                        by_rows ? be->ops->host(be->impl, &M->vals) : NULL,
-                        by_rows ? &S->F : NULL, &S->nfill, &S->made);
+  int rc = 0;
+  if (S->dev_pattern) /* the columns and the values in one pass */
+    rc = device_pattern_write(&S->D, V, &M->rowptr, &M->cols, &S->K->vals, &M->vals);
+  else rc = fill_pattern(&S->P, S->rowptr, S->cols,
+                         by_rows ? be->ops->host(be->impl, &M->vals) : NULL,
+                         by_rows ? &S->F : NULL, &S->nfill, &S->made);
   if (by_rows) S->seconds = fe_clock() - tf; /* the fill is the pattern's second pass */
+  if (!rc && S->dev_rows && !S->dev_pattern)
+    rc = be->ops->write(be->impl, &M->cols, 0, sizeof(int) * (size_t)M->nnz, S->cols);
+  if (S->dev_rows) by_rows = 1; /* none of the adds' arrays below */
   for (int i = 0; !rc && !by_rows && i < nd; i++)
     if (S->fixed[i]) S->vals[S->rowptr[i]] = 1; /* the identity's row; the device adds the rest */
   if (!rc && !by_rows) rc = fe_upload_ints(r->be, S->rowptr, (size_t)nd + 1, &M->rowptr);
@@ -237,6 +301,10 @@ static int assemble_adds(assembly *S)
   fe_csr *M = S->M;
   fe_elemats *K = S->K;
   int nc = S->A->V->mesh->ncells, rc = 0, *order = S->order, *cstart = S->cstart;
+  if (S->dev_pattern) return 0; /* written with the columns (assemble_fill) */
+  if (S->dev_rows) /* into the host's pattern */
+    return device_pattern_fill(&S->D, S->A->V, &K->vals, &M->rowptr, &M->cols, &M->vals,
+                               &S->seconds);
   for (int c = 0; !rc && c < (order ? S->ncolors : 1); c++) { /* per color, or one */
     int first = order ? cstart[c] : 0, count = order ? cstart[c + 1] - first : nc;
     long long rows = (long long)count * K->n, ng = (rows + EM_ITEMS - 1) / EM_ITEMS;
@@ -280,6 +348,19 @@ static void assemble_fill_counts(assembly *S)
                   (fe_codegen_needs(&s).need_u ? nd * w : 0);
 }
 
+/* The bytes the matrix holds, by the part that built them: the pattern (row pointers,
+ * columns), the fill (values), the format (SELL's slots and chunks, its rows' order). */
+static void assemble_memory(assembly *S)
+{
+  const fe_csr *M = S->M;
+  double w = (double)fe_precision_size(M->prec);
+  fe_setup_part_add(&S->parts, "pattern", 0, 4.0 * ((double)M->n + 1) + 4.0 * (double)M->nnz);
+  fe_setup_part_add(&S->parts, "fill", 0, w * (double)M->nnz);
+  if (M->format == FE_FORMAT_SELL)
+    fe_setup_part_add(&S->parts, "format", 0, (w + 4) * ((double)M->nslots + 1) +
+                      4.0 * ((double)M->nchunks + 1 + M->n));
+}
+
 /* Release what the assembly used on the way (not M, K or the report's counts). */
 static void assemble_release(assembly *S)
 {
@@ -297,6 +378,7 @@ static void assemble_release(assembly *S)
     free(S->vals);
   }
   if (S->by_rows) host_fill_free(&S->F);
+  device_pattern_free(&S->D);
 }
 
 /* The report: how the matrix was made, the counted flops and bytes (the adds, then the
@@ -312,6 +394,10 @@ static int assemble_report(assembly *S, fe_report *rep)
   char how[160];
   if (by_rows) snprintf(how, sizeof how, "element matrices (reg_jac) made as the rows need them "
                         "(%lld for %d cells), each row summing its cells' entries", S->made, nc);
+  else if (S->dev_rows) snprintf(how, sizeof how, "element matrices stored, each row summing its "
+                                 "cells' entries in cell order; pattern on the %s",
+                                 S->wide ? "host (a node too wide)" : S->dev_pattern ? "device"
+                                 : "host");
   else if (ncolors) snprintf(how, sizeof how, "element matrices (reg_nojac), then plain adds color "
                              "by color (%d colors) into a pattern built on the host", ncolors);
   else snprintf(how, sizeof how, "element matrices (reg_nojac), then atomic adds into a pattern "
@@ -319,7 +405,7 @@ static int assemble_report(assembly *S, fe_report *rep)
   if (M->format == FE_FORMAT_SELL)
     snprintf(how + strlen(how), sizeof how - strlen(how), "; SELL-%d-%d, %.1f%% padding",
              M->chunk, M->sigma, 100.0 * (double)(M->nslots - M->nnz) / (double)M->nslots);
-  fe_report_begin(rep, "assemble", M->be, M->prec, "quadrature", how);
+  fe_report_begin(rep, "assemble", M->be, M->prec, "assembly", how);
   fe_report_operator(rep, A, FE_ACTION_APPLY);
   double nk = (double)nc * V->elem.nbasis * V->ncomp * V->elem.nbasis * V->ncomp;
   /* the adds, then the element matrices' own work; the device path stores the matrices and
@@ -334,7 +420,8 @@ static int assemble_report(assembly *S, fe_report *rep)
   rep->compile_seconds = S->compile_s;
   rep->transfer_seconds = S->transfer;
   rep->setup_seconds = S->setup + S->sell_host - S->krep.seconds;
-  rep->launches = (by_rows ? S->nfill : 1 + (ncolors ? ncolors : 1)) +
+  rep->parts = S->parts;
+  rep->launches = (by_rows ? S->nfill : S->dev_rows ? 2 : 1 + (ncolors ? ncolors : 1)) +
                   (M->format == FE_FORMAT_SELL);
   fe_elemats_free(S->K);
   FE_CHECK(fe_perf_predict(M->be, M->prec, rep));
@@ -349,16 +436,27 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
   if (mo) S.mo = *mo;
   FE_CHECK(assemble_options(&S));
   FE_CHECK(assemble_pattern_fits(&S));
+  S.lap = S.t0;
   int rc = assemble_pattern(&S);
+  assemble_part(&S, "pattern", S.D.compile_s + S.D.transfer, 0);
   if (!rc) rc = assemble_element_matrices(&S);
+  if (!S.by_rows) { /* the element matrices' own parts (geometry, cell map, matrices) */
+    fe_setup_parts_merge(&S.parts, &S.krep.parts);
+    S.lap = fe_clock();
+  } else
+    assemble_part(&S, "matrices", S.compile_s + S.transfer, 0);
   if (!rc) rc = assemble_csr(&S);
   if (!rc) rc = assemble_arrays(&S);
+  double c0 = S.compile_s;
   if (!rc) rc = assemble_fill(&S);
+  assemble_part(&S, S.by_rows ? "fill" : "pattern", S.compile_s - c0, 0);
   S.setup = fe_clock() - S.t0 - S.compile_s - S.transfer - S.seconds;
   if (!rc && !S.by_rows) rc = assemble_adds(&S);
+  if (!rc && !S.by_rows) assemble_part(&S, "fill", 0, 0);
   if (!rc && S.M->format == FE_FORMAT_SELL)
     rc = csr_make_sell(S.M, S.rowptr, &S.sell_host, &S.sell_s);
   if (!rc && S.M->format == FE_FORMAT_CUSPARSE) rc = csr_make_library(S.M);
+  if (!rc && S.M->format != FE_FORMAT_CSR) assemble_part(&S, "format", 0, 0);
   if (!rc && S.by_rows) assemble_fill_counts(&S);
   assemble_release(&S);
   if (rc) {
@@ -366,6 +464,11 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
     fe_csr_free(S.M);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
+  assemble_part(&S, "pattern", 0, 0); /* the release: the pattern's arrays */
+  fe_setup_part_add(&S.parts, "compile", S.compile_s, 0);
+  fe_setup_part_add(&S.parts, "transfer", S.transfer, 0);
+  assemble_memory(&S);
+  elemat_keep_assembled(A, S.M); /* the csr strategy's setup takes it */
   FE_CHECK(assemble_report(&S, rep));
   *Mout = S.M;
   return 0;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/codegen/codegen.h"
 #include "engine/core/error.h"
 #include "engine/matrix/matrix-private.h"
 
@@ -22,10 +23,13 @@ typedef struct elemat_entry {
   fe_kernel *kernel;
 } elemat_entry;
 
-/* An operator's kernels, the most recently used last. */
+/* An operator's kernels, the most recently used last; the last assembled matrix (named, not
+ * held: its release clears the name) and the named constants it was made with. */
 typedef struct elemat_cache {
   int n;
   elemat_entry e[ELEMAT_CACHE_MAX];
+  fe_csr *assembled;
+  double *consts;
 } elemat_cache;
 
 static void entry_free(elemat_entry *e)
@@ -37,6 +41,8 @@ static void elemat_cache_free(void *p)
 {
   elemat_cache *c = p;
   for (int i = 0; i < c->n; i++) entry_free(&c->e[i]);
+  if (c->assembled) c->assembled->kept = NULL;
+  free(c->consts);
   free(c);
 }
 
@@ -98,4 +104,45 @@ int elemat_kernel(fe_operator *A, const elemat_key *key, int (*write)(const void
   c->e[c->n++] = e;
   *k = e.kernel;
   return 0;
+}
+
+/* The physics' Jacobian is the same at every state (no u in it). */
+static int jacobian_linear(const fe_operator *A)
+{
+  fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[FE_ACTION_APPLY],
+                      .action = FE_ACTION_APPLY, .prec = FE_DOUBLE};
+  return !fe_codegen_needs(&s).need_u;
+}
+
+void elemat_keep_assembled(fe_operator *A, fe_csr *M)
+{
+  elemat_cache *c;
+  if (!jacobian_linear(A) || cache_of(A, &c)) return;
+  int nk = A->pde->nconst;
+  double *k = malloc(sizeof(double) * ((size_t)nk + 1));
+  if (!k) return; /* not kept: a later csr assembles again */
+  if (nk) memcpy(k, A->pde->const_values, sizeof(double) * (size_t)nk);
+  if (c->assembled) c->assembled->kept = NULL;
+  free(c->consts);
+  c->assembled = M;
+  c->consts = k;
+  M->kept = &c->assembled;
+}
+
+fe_csr *fe_operator_assembled_find(fe_operator *A, const fe_backend *be, fe_precision prec,
+                                   const fe_matrix_opts *mo)
+{
+  elemat_cache *c = A->elemat_cache;
+  fe_csr *M = c ? c->assembled : NULL;
+  if (!M || M->be != be || M->prec != prec || !jacobian_linear(A)) return NULL;
+  fe_matrix_opts lay = *mo;
+  fe_csr_layout(&be->info, &lay);
+  int lanes = mo->lanes > 0 ? mo->lanes : be->info.is_gpu ? 4 : 1;
+  if (M->format != lay.format || M->lanes != lanes ||
+      (lay.format == FE_FORMAT_SELL && (M->chunk != lay.chunk || M->sigma != lay.sigma)))
+    return NULL;
+  for (int i = 0; i < A->pde->nconst; i++)
+    if (A->pde->const_values[i] != c->consts[i]) return NULL;
+  M->refs++;
+  return M;
 }

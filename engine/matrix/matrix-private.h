@@ -39,6 +39,10 @@ elemat_key elemat_key_of(const fe_realization *r, const fe_elemat_method *m, int
 int elemat_kernel(fe_operator *A, const elemat_key *key, int (*write)(const void *ctx, char **src),
                   const void *ctx, const char *entry, fe_kernel **k, double *compile_s);
 
+/* Keep M as A's last assembled matrix (named, not held: fe_operator_assembled_find), where
+ * A's Jacobian is linear. */
+void elemat_keep_assembled(fe_operator *A, fe_csr *M);
+
 /* ---- the element matrices (matrix.c) ---- */
 
 /* The variants of method "quadrature": reg_nojac, reg_jac, shm_nojac, shm_jac, gemm,
@@ -147,6 +151,54 @@ int count_rows(const pattern *P, int *rowptr);
 /* The second pass, writing cols (and with F vals) in place; *launches, *made: the fill's. */
 int fill_pattern(const pattern *P, const int *rowptr, int *cols, void *vals,
                  const host_fill *F, int *launches, long long *made);
+
+/* ---- the pattern and the fill on the device (pattern-device.c) ---- */
+
+/* The device's arrays of the pattern (pattern.knl): the cell map, each node's cells (start,
+ * list, in cell order), the free components of each node and the constrained marks; the
+ * kernels' module; the most cells of one node and the row kernel's cap. */
+typedef struct device_pattern {
+  fe_backend *be;
+  fe_precision prec;
+  fe_module *mod, *rmod; /* pattern.knl's kernels; the row kernel of cap */
+  fe_kernel *zero, *count, *list_k, *sort, *fill, *iota;
+  fe_buffer cells, start, list, nfree, fixed;
+  int maxdeg, cap;
+  int wide; /* device_pattern_make: a node's cells hold more entries than the row kernels take
+             * (maxdeg of nb nodes): nothing made, the pattern is the host's to build */
+  double compile_s, transfer; /* the module's compile (or load), the host's transfers */
+  fe_realization h; /* device_pattern_matrices': the mesh's order, its arrays uploaded */
+} device_pattern;
+
+/* The pattern of P (its V and fixed marks) built on be: rowptr (ndofs + 1, on the host: the
+ * prefix of the rows' lengths counted there) and *nnz; D keeps what the columns and the fill
+ * read. A node whose cells hold more entries than the row kernels take: D->wide, nothing
+ * made (the caller builds the pattern on the host). */
+int device_pattern_make(const pattern *P, fe_backend *be, fe_precision prec, int *rowptr,
+                        long long *nnz, device_pattern *D);
+/* D from the host's pattern P (node_cells made): the fill's arrays uploaded. */
+int device_pattern_from_host(const pattern *P, fe_backend *be, fe_precision prec,
+                             device_pattern *D);
+/* The columns (cols: nnz ints on be) of the rows rowptr (on be) and their values (vals):
+ * each the sum of its cells' entries of the stored element matrices K (mesh order), cell
+ * by cell in cell order; a constrained row holds 1. */
+int device_pattern_write(device_pattern *D, const fe_space *V, const fe_buffer *rowptr,
+                         fe_buffer *cols, const fe_buffer *K, fe_buffer *vals);
+/* The values alone, into the host's pattern (rowptr, cols on be): the same sums, an item a
+ * row (its columns' places by binary search). */
+int device_pattern_fill(device_pattern *D, const fe_space *V, const fe_buffer *K,
+                        const fe_buffer *rowptr, const fe_buffer *cols, fe_buffer *vals,
+                        double *seconds);
+/* The element matrices *K of the device's rows: variant reg_jac (the Jacobian from the
+ * nodes: no stored factors) in the mesh's cell order, on a realization made here and not
+ * kept by A (D->h: the coordinates, per-cell constants and field maps uploaded, the cell
+ * map D's; the product's module is made from its source),
+ * at the state at (NULL: zero); parts: "geometry" (that realization), "matrices" (the
+ * kernel). The nodes must carry the geometry's map (the caller checks). */
+int device_pattern_matrices(device_pattern *D, fe_operator *A, const fe_vector *at,
+                            fe_elemats **K, fe_setup_parts *parts, double *compile_s,
+                            double *transfer);
+void device_pattern_free(device_pattern *D);
 
 /* ---- the cpu's element matrices, made as the rows need them (host-fill.c) ---- */
 

@@ -10,6 +10,8 @@
 /* The element matrices' and the assembly's own options (A:element_matrices, A:assemble), beside
  * where they run (fe_action_opts: its backend and precision; the options it gives a strategy
  * are not theirs). Zeroed, or NULL where one is taken: every default. */
+enum { FE_PATTERN_AUTO, FE_PATTERN_HOST, FE_PATTERN_DEVICE };
+
 typedef struct fe_matrix_opts {
   int block;        /* cells per work group of the element matrices' kernel (0: automatic); the
                      * register variants' groups are those of the realization whose geometry
@@ -18,8 +20,10 @@ typedef struct fe_matrix_opts {
                      * (engine/operator/operator.h; _VERTICES: stored all the same, since the
                      * kernels read factors) */
   int lanes;        /* the assembly's CSR product: items per row (0: 4 on a GPU, 1 on the cpu) */
-  int scatter;      /* the assembly's adds: FE_SCATTER_AUTO, _ATOMIC, _NODES (the cpu's fill,
-                     * each row summing its cells' entries) or _COLOR */
+  int scatter;      /* the assembly's adds: FE_SCATTER_AUTO, _ATOMIC, _NODES (each row summing
+                     * its cells' entries: the cpu's fill, the device's rows) or _COLOR */
+  int pattern;      /* where the assembly's pattern is built: FE_PATTERN_AUTO (the device
+                     * where buffers are not host memory, else the host), _HOST or _DEVICE */
   int format;       /* the assembled product's layout: FE_FORMAT_* */
   int chunk, sigma; /* format SELL: rows per chunk and per sorting window (0: the device's) */
 } fe_matrix_opts;
@@ -55,6 +59,9 @@ typedef struct fe_csr {
   struct fe_module *mod; /* its fe_spmv and fe_spmv_sell */
   struct fe_kernel *spmv; /* the product of its format */
   void *sparse;          /* FE_FORMAT_CUSPARSE: the library's state (backend op sparse_make) */
+  int refs;              /* its holders less one (fe_csr_free releases it at none) */
+  struct fe_csr **kept;  /* the operator's slot that names it (fe_operator_assembled_find),
+                          * cleared when it is released */
 } fe_csr;
 
 /* The element matrices of A's Jacobian at the state at (NULL: zero) with strategy
@@ -138,6 +145,13 @@ int fe_csr_apply(fe_csr *M, const fe_vector *x, fe_vector **y, fe_report *rep);
 int fe_csr_get(const fe_csr *M, int **rowptr, int **cols, double **vals);
 /* Matrix Market coordinate real general, 1-based. */
 int fe_csr_export_mtx(const fe_csr *M, const char *path);
+/* Release one holder of M (the matrix itself with the last). */
 void fe_csr_free(fe_csr *M);
+/* The matrix A's last assembly made (fe_operator_assemble: kept, not held, by A) on be in
+ * prec with the layout of mo (fe_csr_layout), with A's named constants as they are now, its
+ * physics linear (the Jacobian the same at every state): a new holder of it (fe_csr_free
+ * releases it), else NULL. The csr strategy's setup takes it instead of assembling again. */
+fe_csr *fe_operator_assembled_find(fe_operator *A, const fe_backend *be, fe_precision prec,
+                                   const fe_matrix_opts *mo);
 
 #endif

@@ -327,6 +327,11 @@ int fe_csr_export_mtx(const fe_csr *M, const char *path)
 void fe_csr_free(fe_csr *M)
 {
   if (!M) return;
+  if (M->refs > 0) {
+    M->refs--;
+    return;
+  }
+  if (M->kept && *M->kept == M) *M->kept = NULL;
   fe_buffer *bufs[] = {&M->rowptr, &M->cols, &M->vals, &M->cstart, &M->perm, &M->scols, &M->svals};
   for (int i = 0; i < 7; i++)
     if (bufs[i]->ptr) M->be->ops->release(M->be->impl, bufs[i]);

@@ -156,13 +156,11 @@ static int op_report(fe_realization *r, fe_action a, const fe_action_opts *o, co
   rep->compile_seconds = compile_s;
   rep->transfer_seconds = transfer;
   rep->setup_seconds = r->setup_seconds;
-  double parts = 0;
-  for (int i = 0; i < 3; i++) {
-    rep->setup_part[i] = r->setup_part[i];
-    parts += r->setup_part[i];
-    r->setup_part[i] = 0;
-  }
-  rep->setup_part[3] = r->setup_seconds > parts ? r->setup_seconds - parts : 0;
+  rep->parts = r->parts;
+  double parts = fe_setup_parts_seconds(&r->parts);
+  if (r->setup_seconds > parts) /* the strategy's own rest */
+    fe_setup_part_add(&rep->parts, "strategy", r->setup_seconds - parts, 0);
+  r->parts = (fe_setup_parts){0};
   r->setup_seconds = 0; /* reported by the first call only */
   rep->kernel_from = r->kernel_from[a] ? r->kernel_from[a] : 3;
   r->kernel_from[a] = 0;

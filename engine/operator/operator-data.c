@@ -372,6 +372,7 @@ void fe_realization_runs(const fe_realization *r, int on)
 /* Setup part k of a realization (the report's setup_parts): shown on the progress line, named
  * by an out-of-memory error while it runs, and timed. */
 static const char *const part_names[3] = {"the schedule", "the cell data", "the geometry"};
+static const char *const part_keys[3] = {"schedule", "cell_data", "geometry"};
 
 static double part_begin(fe_realization *r, int k)
 {
@@ -383,7 +384,7 @@ static double part_begin(fe_realization *r, int k)
 static int part_end(fe_realization *r, int k, double t0, int rc)
 {
   if (!rc) r->building = NULL;
-  r->setup_part[k] += fe_clock() - t0;
+  fe_setup_part_add(&r->parts, part_keys[k], fe_clock() - t0, 0);
   return rc;
 }
 

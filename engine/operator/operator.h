@@ -57,8 +57,10 @@ enum { FE_GEOMETRY_AUTO, FE_GEOMETRY_STORED, FE_GEOMETRY_VERTICES, FE_GEOMETRY_U
  * or per node: the cells write an E-vector (cells x nodes, plain stores) and a second
  * kernel sums each node's entries through the node -> (cell, node) map. ebe's action and
  * the assembly's fill: atomic adds, or by color (cells of one color share no node: plain
- * adds, a launch per color). */
-enum { FE_SCATTER_AUTO, FE_SCATTER_ATOMIC, FE_SCATTER_NODES, FE_SCATTER_COLOR };
+ * adds, a launch per color), or per row (nodes: on the cpu while the host writes the
+ * pattern, the element matrices made as the rows need them, else as rows; rows: each row
+ * summing its cells' stored element matrices on the device, in cell order). */
+enum { FE_SCATTER_AUTO, FE_SCATTER_ATOMIC, FE_SCATTER_NODES, FE_SCATTER_COLOR, FE_SCATTER_ROWS };
 
 /* The layout of an assembled matrix's product: CSR, or SELL-C-sigma (Kreutzer et al. 2014:
  * rows sorted by length within windows of sigma rows, chunks of C rows padded to their

@@ -169,7 +169,9 @@ struct fe_realization {
   double *built_constants; /* csr, ebe: the named constants their stored Jacobian was built
                             * with (a change of one the Jacobian reads rebuilds it) */
   double setup_seconds;  /* building and moving the data above, reported once */
-  double setup_part[3];  /* of which: the schedule, the per-cell data, the geometry */
+  fe_setup_parts parts;  /* of which, part by part: the schedule, the per-cell data
+                          * ("cell_data"), the geometry, and the strategy's own (csr: the
+                          * assembly's pattern, matrices, fill, format, compile) */
   const char *building;  /* the part being set up now (an out-of-memory error names it) */
   int kernel_from[FE_NACTIONS]; /* an action's kernel: 1 compiled, 2 from a cache (reported once) */
   fe_work work[FE_NACTIONS];   /* the strategy's counts of each action, made once (the bank

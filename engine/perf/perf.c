@@ -83,6 +83,49 @@ static void format_time(double s, char *buf, size_t n)
   else snprintf(buf, n, "%.3g us", s * 1e6);
 }
 
+void fe_setup_part_add(fe_setup_parts *p, const char *name, double seconds, double bytes)
+{
+  int i = 0;
+  while (i < p->n && strcmp(p->part[i].name, name)) i++;
+  if (i == p->n && p->n == FE_SETUP_PARTS) i = FE_SETUP_PARTS - 1; /* full: to the last */
+  else if (i == p->n) {
+    snprintf(p->part[i].name, sizeof p->part[i].name, "%s", name);
+    p->part[i].seconds = p->part[i].bytes = 0;
+    p->n++;
+  }
+  p->part[i].seconds += seconds;
+  p->part[i].bytes += bytes;
+}
+
+double fe_setup_parts_seconds(const fe_setup_parts *p)
+{
+  double s = 0;
+  for (int i = 0; i < p->n; i++) s += p->part[i].seconds;
+  return s;
+}
+
+void fe_setup_parts_merge(fe_setup_parts *p, const fe_setup_parts *q)
+{
+  for (int i = 0; i < q->n; i++)
+    fe_setup_part_add(p, q->part[i].name, q->part[i].seconds, q->part[i].bytes);
+}
+
+/* The parts of p that took time, "name time, ..." (a name's '_' as a space; "strategy": the
+ * strategy's own rest), at buf + len; returns the new length. */
+static int format_parts(const fe_setup_parts *p, char *buf, size_t n, int len)
+{
+  for (int i = 0, k = 0; i < p->n && len >= 0 && (size_t)len < n; i++) {
+    if (!(p->part[i].seconds > 0)) continue;
+    char tp[32], name[24];
+    format_time(p->part[i].seconds, tp, sizeof tp);
+    if (!strcmp(p->part[i].name, "strategy")) snprintf(name, sizeof name, "the strategy's own");
+    else snprintf(name, sizeof name, "%s", p->part[i].name);
+    for (char *c = name; *c; c++) *c = *c == '_' ? ' ' : *c;
+    len += snprintf(buf + len, n - (size_t)len, "%s%s %s", k++ ? ", " : "", name, tp);
+  }
+  return len;
+}
+
 void fe_report_format(const fe_report *r, char *buf, size_t n)
 {
   char tm[32], tp[32];
@@ -145,14 +188,8 @@ void fe_report_format(const fe_report *r, char *buf, size_t n)
     format_time(r->setup_seconds, ts, sizeof ts);
     format_time(r->compile_seconds, tk, sizeof tk);
     if (r->setup_seconds > 0) {
-      static const char *names[4] = {"schedule", "cell data", "geometry", "the strategy's own"};
       len += snprintf(buf + len, n - (size_t)len, "\n  built      device data %s (", ts);
-      for (int i = 0, k = 0; i < 4 && len > 0 && (size_t)len < n; i++) {
-        if (!(r->setup_part[i] > 0)) continue;
-        char tp[32];
-        format_time(r->setup_part[i], tp, sizeof tp);
-        len += snprintf(buf + len, n - (size_t)len, "%s%s %s", k++ ? ", " : "", names[i], tp);
-      }
+      len = format_parts(&r->parts, buf, n, len);
       if (len < 0 || (size_t)len >= n) return;
       len += snprintf(buf + len, n - (size_t)len, "); ");
     } else
@@ -168,9 +205,15 @@ void fe_report_format(const fe_report *r, char *buf, size_t n)
     if (len < 0 || (size_t)len >= n) return;
     if (r->transfer_seconds > 0)
       snprintf(buf + len, n - (size_t)len, "; transfer %.3g s", r->transfer_seconds);
-  } else if (r->compile_seconds > 0 || r->setup_seconds > 0 || r->transfer_seconds > 0)
-    snprintf(buf + len, n - (size_t)len, "\n  other      compile %.3g s, setup %.3g s, transfer %.3g s",
-             r->compile_seconds, r->setup_seconds, r->transfer_seconds);
+  } else if (r->compile_seconds > 0 || r->setup_seconds > 0 || r->transfer_seconds > 0) {
+    len += snprintf(buf + len, n - (size_t)len, "\n  other      compile %.3g s, setup %.3g s, "
+                    "transfer %.3g s", r->compile_seconds, r->setup_seconds, r->transfer_seconds);
+    if (r->parts.n && len > 0 && (size_t)len < n) {
+      len += snprintf(buf + len, n - (size_t)len, " (setup: ");
+      len = format_parts(&r->parts, buf, n, len);
+      if (len > 0 && (size_t)len < n) snprintf(buf + len, n - (size_t)len, ")");
+    }
+  }
 }
 
 /* The session log: every report, in order. */

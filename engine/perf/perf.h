@@ -102,6 +102,27 @@ typedef struct fe_work {
   double loop_trips;
 } fe_work;
 
+/* A call's setup, part by part: each part's name (an identifier: "schedule", "cell_data",
+ * "geometry", "pattern", "matrices", "fill", "format", "compile", "transfer", "strategy": the
+ * strategy's own rest), its seconds, and the bytes what it built holds after the call (0:
+ * nothing kept). A name added twice adds up. */
+#define FE_SETUP_PARTS 12
+typedef struct fe_setup_parts {
+  int n;
+  struct {
+    char name[16];
+    double seconds, bytes;
+  } part[FE_SETUP_PARTS];
+} fe_setup_parts;
+
+/* Add seconds and bytes to part name of p (a new part past the last; past FE_SETUP_PARTS
+ * parts, to the last). */
+void fe_setup_part_add(fe_setup_parts *p, const char *name, double seconds, double bytes);
+/* The seconds of p's parts, all together. */
+double fe_setup_parts_seconds(const fe_setup_parts *p);
+/* Add every part of q to p. */
+void fe_setup_parts_merge(fe_setup_parts *p, const fe_setup_parts *q);
+
 typedef struct fe_report {
   char action[32];      /* "residual", "apply", "diagonal", "cg", "calibrate", ... */
   char backend[16];
@@ -118,8 +139,8 @@ typedef struct fe_report {
   double compile_seconds;   /* JIT time (0 when cached) */
   double transfer_seconds;  /* host<->device copies this call made */
   double setup_seconds;     /* building device data (geometry, maps) */
-  double setup_part[4];     /* of it: the schedule, the per-cell data, the geometry, the
-                             * strategy's own (an operator's first call on a realization) */
+  fe_setup_parts parts;     /* of it, part by part (an operator's first call on a realization,
+                             * an assembly: fe_setup_parts) */
   int kernel_from;          /* an operator action's kernel: 0 not one, 1 compiled by this call,
                              * 2 loaded from a cache by this call, 3 ready from an earlier one */
   int first_run;            /* seconds is the kernel's first run (one-time work included: the

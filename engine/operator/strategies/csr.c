@@ -17,6 +17,7 @@
 
 typedef struct csr_data {
   fe_csr *M;
+  int shared; /* M was A:assemble's (fe_operator_assembled_find), not made here */
 } csr_data;
 
 int fe_stored_matrix_applies(const fe_operator *A, const fe_backend *be, fe_precision prec,
@@ -99,8 +100,14 @@ static int csr_setup(fe_realization *r)
   /* the product's items per row (0: the backend's) and its layout: CSR or SELL-C-sigma */
   fe_matrix_opts mo = {.lanes = co->lanes, .format = co->format, .chunk = co->chunk,
                        .sigma = co->sigma};
+  if ((d->M = fe_operator_assembled_find(r->A, r->be, r->prec, &mo))) {
+    d->shared = 1; /* A:assemble made it: one matrix for both */
+    return 0;
+  }
   fe_report rep;
-  return fe_operator_assemble(r->A, NULL, &o, &mo, &d->M, &rep);
+  FE_CHECK(fe_operator_assemble(r->A, NULL, &o, &mo, &d->M, &rep));
+  fe_setup_parts_merge(&r->parts, &rep.parts); /* the assembly's parts, the first call's report */
+  return 0;
 }
 
 static void csr_release(fe_realization *r)
@@ -234,10 +241,12 @@ static int csr_measured(const fe_operator *A, const fe_backend *be, fe_precision
 static void csr_describe(const fe_realization *r, fe_action a, char *buf, size_t n)
 {
   const fe_csr *M = ((const csr_data *)r->data)->M;
+  const char *whose = ((const csr_data *)r->data)->shared ? " of the matrix A:assemble made" : "";
   if (a != FE_ACTION_APPLY) snprintf(buf, n, "matrix-free by transpose");
-  else if (M->format == FE_FORMAT_SELL) snprintf(buf, n, "SELL-%d-%d product", M->chunk, M->sigma);
-  else if (M->format == FE_FORMAT_CUSPARSE) snprintf(buf, n, "cuSPARSE product");
-  else snprintf(buf, n, "CSR product, %d item%s per row", M->lanes, M->lanes > 1 ? "s" : "");
+  else if (M->format == FE_FORMAT_SELL)
+    snprintf(buf, n, "SELL-%d-%d product%s", M->chunk, M->sigma, whose);
+  else if (M->format == FE_FORMAT_CUSPARSE) snprintf(buf, n, "cuSPARSE product%s", whose);
+  else snprintf(buf, n, "CSR product%s, %d item%s per row", whose, M->lanes, M->lanes > 1 ? "s" : "");
 }
 
 const fe_strategy fe_strategy_csr = {

@@ -1,0 +1,51 @@
+-- Benchmark (not a test): the csr strategy's first apply, part by part, as a user at the
+-- prompt meets it (issue 46): the mesh, space, operator and field built, then the first
+-- apply (its setup: pattern, element matrices, fill, format, compile, transfer), then the
+-- steady apply; the memory the matrix holds and the host's and the device's peaks.
+-- usage: felab scripts/bench/first_csr.lua [backend] [cases, e.g. tet:P1:192,hex:Q1:192]
+--          [steady applies]
+local backend = arg[1] or "cuda"
+local list = arg[2] or "tet:P1:192,hex:Q1:192,tet:P2:96"
+local reps = tonumber(arg[3]) or 10
+local rows = {}
+for cell, space, n in list:gmatch("(%a+):(%w+):(%d+)") do
+  collectgarbage()
+  perf.memory(true)
+  local t0 = perf.clock()
+  local m = mesh.box{cells = {tonumber(n), tonumber(n), tonumber(n)}, cell = cell}
+  local V = fe.space(m, space)
+  local A = fe.operator(V, physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
+  local w = V:interpolate(function(x) return x[1] - x[2] * x[3] end):to(backend)
+  local built = perf.clock() - t0
+  local c0 = perf.counts()
+  local t1 = perf.clock()
+  local _, r = A:apply(w, {backend = backend, strategy = "csr"})
+  local first = perf.clock() - t1
+  local c1 = perf.counts()
+  local best = math.huge
+  for _ = 1, reps do
+    local _, s = A:apply(w, {backend = backend, strategy = "csr"})
+    best = math.min(best, s.seconds)
+  end
+  local mem = perf.memory()
+  print(("== %s %s %s^3: %d cells, %d dofs"):format(space, cell, n, m.ncells, V.ndofs))
+  print(r)
+  local parts, held, names = r.setup_parts, r.memory, {}
+  for k in pairs(parts) do names[#names + 1] = k end
+  table.sort(names)
+  for _, k in ipairs(names) do
+    print(("  part %-10s %8.3f s  holds %8.1f MB"):format(k, parts[k], (held[k] or 0) / 1e6))
+  end
+  print(("  compiled %d, cached %d kernels; host peak %.0f MB, %s peak %.0f MB"):format(
+        c1.compiled - c0.compiled, c1.cached - c0.cached, mem.host_peak / 1e6, backend,
+        (mem[backend] and mem[backend].peak or 0) / 1e6))
+  rows[#rows + 1] = {("%s %s %s^3"):format(space, cell, n), V.ndofs, built, first,
+                     r.setup_seconds, best * 1e3, c1.compiled - c0.compiled}
+  A, V, m, w = nil, nil, nil, nil
+  collectgarbage()
+end
+print("\n| case | dofs | build s | first apply s | of which setup s | steady apply ms | compiled |")
+print("|---|---|---|---|---|---|---|")
+for _, x in ipairs(rows) do
+  print(("| %s | %d | %.3f | %.3f | %.3f | %.3f | %d |"):format(table.unpack(x)))
+end
