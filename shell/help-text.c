@@ -304,12 +304,16 @@ const help_entry felab_help_builtin[] = {
     {FELAB_ELEMATS ":to", "K:to(backend [, precision])",
      "A copy of the element matrices on another backend (and precision).\n"
      "example: Kc = K:to(\"cpu\")"},
-    {FELAB_MATRIX, "M.n, M.nnz, M.format, M.backend, M.precision; M:apply(x)",
+    {FELAB_MATRIX, "M.n, M.nnz, M.format, M.backend, M.precision; M:apply(x), M:get()",
      "A sparse matrix assembled by A:assemble (CSR, or SELL-C-sigma) on a backend.\n"
      "example: M = A:assemble(); print(M, M.nnz)"},
     {FELAB_MATRIX ":apply", "y, rep = M:apply(x)",
      "The product M x on the matrix's backend, with the report of the call.\n"
      "example: y, rep = M:apply(x); print(rep.seconds)"},
+    {FELAB_MATRIX ":get", "t = M:get()",
+     "The CSR arrays on the host as Lua tables: t.rowptr (n + 1), t.cols, t.vals (nnz),\n"
+     "row pointers and columns from 0 as stored, the values in double (for small matrices).\n"
+     "example: t = M:get(); print(t.cols[t.rowptr[1] + 1], t.vals[1])"},
     {"show", "show(...)",
      "Prints its values like print, but writes tables out: keys sorted, arrays on one line,\n"
      "nested tables indented, 3 levels deep ({...} below), cycles as <cycle>. The prompt\n"
@@ -369,12 +373,14 @@ const help_entry felab_help_builtin[] = {
      "none, jacobi (diag J), chebyshev (a degree-k Chebyshev polynomial in D^-1 J: k - 1\n"
      "Jacobian actions per application, its interval [a, b] from lanczos Jacobi-PCG steps,\n"
      "b = 1.1 x the largest Ritz value, a = the smallest or ratio * b), amg, twoscale (where\n"
-     "built). P:apply(r) -> z; P.name, P.describe, P.setup_seconds, P.applications,\n"
+     "built). P:apply(r) -> z; P.name, P.describe, P.setup_seconds, P.setup_parts (amg:\n"
+     "assembly, transfer, hypre; twoscale: its scales' parts too), P.applications,\n"
      "P.apply_seconds, P.flops, P.bytes, P.launches (per application), P.backend, P.precision.\n"
      "A P of another operator, backend or precision is refused by the solve, saying which.\n"
      "example: P = solve.precond(A, {pc = \"chebyshev\", verbose = true}); u = solve.cg(A, {pc = P})"},
     {"felab.precond",
-     "P.name, P.describe, P.setup_seconds, P.applications, P.apply_seconds, P.flops, P.bytes, "
+     "P.name, P.describe, P.setup_seconds, P.setup_parts, P.applications, P.apply_seconds, "
+     "P.flops, P.bytes, "
      "P.launches, P.backend, P.precision; P:apply(r)",
      "A preconditioner made by solve.precond, set up once for one operator, backend and\n"
      "precision; solves of that operator take it as pc = P.\n"

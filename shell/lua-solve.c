@@ -504,6 +504,13 @@ static int precond_index(lua_State *L)
   if (!strcmp(k, "name")) lua_pushstring(L, P->kind->name);
   else if (!strcmp(k, "describe")) lua_pushstring(L, P->describe);
   else if (!strcmp(k, "setup_seconds")) lua_pushnumber(L, P->setup_seconds);
+  else if (!strcmp(k, "setup_parts")) { /* {part = seconds}: where the unit says */
+    lua_createtable(L, 0, P->parts.n);
+    for (int i = 0; i < P->parts.n; i++) {
+      lua_pushnumber(L, P->parts.part[i].seconds);
+      lua_setfield(L, -2, P->parts.part[i].name);
+    }
+  }
   else if (!strcmp(k, "apply_seconds")) lua_pushnumber(L, P->apply_seconds);
   else if (!strcmp(k, "applications")) lua_pushinteger(L, P->applications);
   else if (!strcmp(k, "flops")) lua_pushnumber(L, P->flops);

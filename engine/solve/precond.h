@@ -13,6 +13,7 @@
 #define FE_PRECOND_H
 
 #include "engine/operator/operator.h"
+#include "engine/perf/perf.h"
 
 typedef struct fe_precond_opts {
   const char *name; /* the unit: "none", "jacobi", "chebyshev", "amg", "twoscale" */
@@ -52,6 +53,8 @@ struct fe_precond {
   double flops, bytes, host_bytes;
   int launches;
   double setup_seconds;  /* measured by fe_precond_create around setup */
+  fe_setup_parts parts;  /* of it, part by part, where the unit says (amg: assembly, hypre;
+                          * twoscale: kernels, node_cells, fine, coarse, amg) */
   double apply_seconds;  /* summed over the applications (the layer measures it) */
   long applications;
   char describe[200];    /* how it runs, for reports: "Chebyshev degree 3 on [0.09, 1.9]" */

@@ -165,6 +165,15 @@ static int ebe_setup(fe_realization *r)
   FE_CHECK(ebe_matrices(r, NULL, &rep)); /* with recompute: the batch and its kernel made */
   d->em_flops = rep.flops;
   d->em_bytes = rep.bytes;
+  /* the parts: the element matrices' own (geometry, cell map, matrices), their compile and
+   * transfers; then the colors and the cell map in the product's order */
+  fe_setup_parts_merge(&r->parts, &rep.parts);
+  fe_setup_part_add(&r->parts, "compile", rep.compile_seconds, 0);
+  fe_setup_part_add(&r->parts, "transfer", rep.transfer_seconds, 0);
+  size_t n = (size_t)d->K->n, w = fe_precision_size(r->prec);
+  fe_setup_part_add(&r->parts, "matrices", 0, d->recompute ? 0 : (double)(n * n * w) *
+                    (double)r->A->V->mesh->ncells);
+  double t0 = fe_clock();
   int *order = NULL, sort = d->color && !d->recompute;
   if (d->color) FE_CHECK(ebe_colors(r, &order));
   int rc = ebe_upload_cells(r, sort ? order : NULL);
@@ -172,6 +181,8 @@ static int ebe_setup(fe_realization *r)
   if (!rc && order && !sort)
     rc = fe_upload_ints(r->be, order, (size_t)r->A->V->mesh->ncells, &d->order);
   free(order);
+  fe_setup_part_add(&r->parts, d->color ? "format" : "cell_map", fe_clock() - t0,
+                    4.0 * (double)r->A->V->mesh->ncells * (r->A->V->elem.nbasis + (d->color != 0)));
   return rc ? fe_error_push(rc, __FILE__, __LINE__, __func__) : 0;
 }
 

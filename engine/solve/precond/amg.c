@@ -268,6 +268,7 @@ static int amg_build(fe_precond *P, amg *M, fe_backend *be, int cycles)
   fe_action_opts o = P->act;
   o.precision = FE_DOUBLE;
   fe_vector *at = NULL;
+  double t0 = fe_clock();
   if (P->at) FE_CHECK(fe_vector_convert(P->at, be, FE_DOUBLE, &at));
   fe_csr *K = NULL;
   fe_report rep;
@@ -286,11 +287,15 @@ static int amg_build(fe_precond *P, amg *M, fe_backend *be, int cycles)
     if (!rc) M->assembled_on_cpu = 1;
   }
   fe_vector_free(at);
+  double t1 = fe_clock();
+  fe_setup_part_add(&P->parts, "assembly", t1 - t0, 0);
   int *rowptr = NULL, *cols = NULL;
   double *vals = NULL;
   if (!rc) rc = fe_csr_get(K, &rowptr, &cols, &vals);
   if (!rc) M->n = K->n;
   fe_csr_free(K);
+  double t2 = fe_clock();
+  fe_setup_part_add(&P->parts, "transfer", t2 - t1, 0);
   if (!rc) rc = matrix_create(M, rowptr, cols, vals);
   free(rowptr);
   free(cols);
@@ -298,7 +303,9 @@ static int amg_build(fe_precond *P, amg *M, fe_backend *be, int cycles)
   if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
   FE_CHECK(vector_create(M->n, &M->ijb, &M->b, &M->bdata));
   FE_CHECK(vector_create(M->n, &M->ijx, &M->x, &M->xdata));
-  return solver_setup(P, M, cycles);
+  rc = solver_setup(P, M, cycles);
+  fe_setup_part_add(&P->parts, "hypre", fe_clock() - t2, 0); /* its matrix and hierarchy */
+  return rc;
 }
 
 static int amg_setup(fe_precond *P)

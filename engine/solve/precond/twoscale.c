@@ -233,6 +233,9 @@ static int fine_setup(fe_precond *P)
   if (P->o.verbose)
     printf("twoscale setup: fine map %.3f s (upload %.3f s), boxes' weights (diag(J) included) "
            "%.3f s\n", t1 - t0, t2 - t1, fe_clock() - t2);
+  fe_setup_part_add(&P->parts, "fine_map", t1 - t0, 0);
+  fe_setup_part_add(&P->parts, "transfer", t2 - t1, 0);
+  fe_setup_part_add(&P->parts, "fine_weights", fe_clock() - t2, 0);
   rc = fe_upload_reals(ts->be, ts->prec, w, (size_t)nc * 3, &ts->wts);
   free(w);
   FE_CHECK(rc);
@@ -437,6 +440,9 @@ static int coarse_setup(fe_precond *P)
   if (P->o.verbose)
     printf("twoscale setup: coarse space and operator %.3f s, transfers %.3f s, amg (assembly "
            "and BoomerAMG) %.3f s\n", t1 - t0, t2 - t1, fe_clock() - t2);
+  fe_setup_part_add(&P->parts, "coarse_space", t1 - t0, 0);
+  fe_setup_part_add(&P->parts, "coarse_maps", t2 - t1, 0);
+  fe_setup_parts_merge(&P->parts, &ts->P0->parts); /* amg's: its assembly, hypre's */
   /* counted, per application: restriction (per cell nb products and the three contractions
    * to the corners, per vertex one add per entry), prolongation (per entry 14 flops of
    * interpolation and 2 of the add), the amg's own; bytes: the cells' nodes and shares read
@@ -589,6 +595,8 @@ static int twoscale_setup(fe_precond *P)
     printf("twoscale setup: pencils and kernels %.3f s, cells at the nodes %.3f s, fine scale "
            "(map, weights, upload) %.3f s, coarse scale %.3f s\n", t1 - t0, t2 - t1, t3 - t2,
            fe_clock() - t3);
+  fe_setup_part_add(&P->parts, "kernels", t1 - t0, 0);
+  fe_setup_part_add(&P->parts, "node_cells", t2 - t1, 0);
   size_t k = (size_t)snprintf(P->describe, sizeof P->describe, "two-scale:");
   if (ts->fine)
     k += (size_t)snprintf(P->describe + k, sizeof P->describe - k, " Schwarz %d^3 by fast "
