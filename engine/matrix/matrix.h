@@ -133,6 +133,11 @@ int fe_elemat_source(const struct fe_realization *r, int lanes, char **src);
  * fe_spmv_sell for SELL); seconds: NULL, or block and time it. */
 int fe_csr_launch(const fe_csr *M, struct fe_kernel *k, const fe_buffer *x, fe_buffer *y,
                   double *seconds);
+/* The same, SELL's product adding (x, M x) into CG's parts pq at slot pq_slot where pq is
+ * given and the backend's kernels have FE_PQ_SUM (cuda; backend.h's cg_parts); CSR's and
+ * cuSPARSE's never do: the caller asks fe_csr_adds_pq. */
+int fe_csr_launch_pq(const fe_csr *M, struct fe_kernel *k, const fe_buffer *x, fe_buffer *y,
+                     const fe_buffer *pq, int pq_slot, double *seconds);
 /* The counted flops (2 per nonzero: padding does no useful work) and bytes (every slot read,
  * padding included; the row pointers or chunk starts and permutation; x and y once) of
  * y = M x. */

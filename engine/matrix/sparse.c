@@ -185,11 +185,17 @@ int csr_make_sell(fe_csr *M, const int *rowptr, double *host, double *seconds)
 
 int fe_csr_launch(const fe_csr *M, fe_kernel *k, const fe_buffer *x, fe_buffer *y, double *seconds)
 {
+  return fe_csr_launch_pq(M, k, x, y, NULL, -1, seconds);
+}
+
+int fe_csr_launch_pq(const fe_csr *M, fe_kernel *k, const fe_buffer *x, fe_buffer *y,
+                     const fe_buffer *pq, int pq_slot, double *seconds)
+{
   if (M->format == FE_FORMAT_CUSPARSE)
     return M->be->ops->sparse_spmv(M->be->impl, M->sparse, x, y, seconds);
   if (M->format == FE_FORMAT_SELL) { /* one item per row */
     int ngs = (int)(((long long)M->n + EM_ITEMS - 1) / EM_ITEMS);
-    fe_arg args[9] = {
+    fe_arg args[11] = {
         {.kind = FE_ARG_INT, .i = ngs},
         {.kind = FE_ARG_INT, .i = M->n},
         {.kind = FE_ARG_INT, .i = M->chunk},
@@ -199,8 +205,10 @@ int fe_csr_launch(const fe_csr *M, fe_kernel *k, const fe_buffer *x, fe_buffer *
         {.kind = FE_ARG_BUFFER, .buf = &M->svals},
         {.kind = FE_ARG_BUFFER, .buf = x},
         {.kind = FE_ARG_BUFFER, .buf = y},
+        {.kind = FE_ARG_INT, .i = pq ? pq_slot : -1},
+        {.kind = FE_ARG_BUFFER, .buf = pq ? pq : x},
     };
-    return M->be->ops->launch(M->be->impl, k, (size_t)ngs, EM_ITEMS, 9, args, M->prec, seconds);
+    return M->be->ops->launch(M->be->impl, k, (size_t)ngs, EM_ITEMS, 11, args, M->prec, seconds);
   }
   int rows = EM_ITEMS / M->lanes, ng = (M->n + rows - 1) / rows;
   fe_arg args[7] = {

@@ -1,7 +1,9 @@
 -- Benchmark (not a test): the csr strategy's first apply, part by part, as a user at the
 -- prompt meets it (issue 46): the mesh, space, operator and field built, then the first
 -- apply (its setup: pattern, element matrices, fill, format, compile, transfer), then the
--- steady apply; the memory the matrix holds and the host's and the device's peaks.
+-- steady apply and Jacobi-PCG per iteration (50 iterations, best of two; (p, J p) from
+-- SELL's product where the backend adds it, and with a pass of its own); the memory the
+-- matrix holds and the host's and the device's peaks.
 -- usage: felab scripts/bench/first_csr.lua [backend] [cases, e.g. tet:P1:192,hex:Q1:192]
 --          [steady applies]
 local backend = arg[1] or "cuda"
@@ -27,6 +29,15 @@ for cell, space, n in list:gmatch("(%a+):(%w+):(%d+)") do
     local _, s = A:apply(w, {backend = backend, strategy = "csr"})
     best = math.min(best, s.seconds)
   end
+  local pcg = {}
+  for _, f in ipairs({true, false}) do -- Jacobi-PCG, 50 iterations, best of two: (p, J p) from
+    pcg[f] = math.huge                 -- SELL's product, or a pass of its own
+    for _ = 1, 2 do
+      local _, info = solve.cg(A, {pc = "jacobi", rtol = 1e-30, maxit = 50, backend = backend,
+                                   strategy = "csr", fuse_pq = f})
+      pcg[f] = math.min(pcg[f], info.report.seconds / info.iterations * 1e3)
+    end
+  end
   local mem = perf.memory()
   print(("== %s %s %s^3: %d cells, %d dofs"):format(space, cell, n, m.ncells, V.ndofs))
   print(r)
@@ -40,12 +51,13 @@ for cell, space, n in list:gmatch("(%a+):(%w+):(%d+)") do
         c1.compiled - c0.compiled, c1.cached - c0.cached, mem.host_peak / 1e6, backend,
         (mem[backend] and mem[backend].peak or 0) / 1e6))
   rows[#rows + 1] = {("%s %s %s^3"):format(space, cell, n), V.ndofs, built, first,
-                     r.setup_seconds, best * 1e3, c1.compiled - c0.compiled}
+                     r.setup_seconds, best * 1e3, pcg[true], pcg[false], c1.compiled - c0.compiled}
   A, V, m, w = nil, nil, nil, nil
   collectgarbage()
 end
-print("\n| case | dofs | build s | first apply s | of which setup s | steady apply ms | compiled |")
-print("|---|---|---|---|---|---|---|")
+print("\n| case | dofs | build s | first apply s | of which setup s | steady apply ms | " ..
+      "PCG ms/it | PCG, (p, q) apart | compiled |")
+print("|---|---|---|---|---|---|---|---|---|")
 for _, x in ipairs(rows) do
-  print(("| %s | %d | %.3f | %.3f | %.3f | %.3f | %d |"):format(table.unpack(x)))
+  print(("| %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %d |"):format(table.unpack(x)))
 end

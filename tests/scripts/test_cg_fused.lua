@@ -3,6 +3,7 @@
 -- sums, so no pass of its own reads p and q). On cuda, against fuse_pq = false in the same
 -- process: the same iterations, the same solution to 1e-9 relative, one launch fewer a step,
 -- info.pq_from_apply true; for the folded Poisson apply with kappa(x) on distorted Q3 hexes,
+-- csr's SELL product on P2 tets (its CSR product keeps the pass),
 -- the apply reading the geometry (fold = false), reaction-diffusion (a mass term) on Q2,
 -- elasticity (three components) on Q2, and the linear solves of a Newton solve of the
 -- p-Laplacian (the Jacobian at u). A right-hand side that is not zero on the constrained
@@ -102,6 +103,17 @@ do
   local E = fe.operator(fe.space(m, {family = "Q", order = 2, components = 3}),
                         physics.elasticity{E = 1, nu = 0.3, force = {0, 0, -1}}, {dirichlet = "all"})
   fused("Q2 elasticity", E, cu)
+end
+do -- csr: SELL's product adds (p, J p) (its default format on a GPU); CSR's keeps the pass
+  local m = mesh.box{cells = {8, 8, 8}, cell = "tet", distort = 0.1}
+  local V = fe.space(m, "P2")
+  local A = fe.operator(V, physics.poisson{kappa = "1 + 0.5 * x[0]", source = 1}, {dirichlet = "all"})
+  local o = {backend = "cuda", rtol = 1e-10, maxit = 500, strategy = "csr"}
+  fused("P2 tets, csr (SELL)", A, o)
+  local oc = {format = "csr"}
+  for k, v in pairs(o) do oc[k] = v end
+  local i = both("P2 tets, csr (format csr)", A, oc)
+  check(i.pq_from_apply == false, "csr's CSR product: (p, q) from the apply")
 end
 do
   local m = mesh.box{cells = {4, 4, 4}, cell = "hex"}

@@ -163,9 +163,12 @@ static int csr_integrate(fe_realization *r, fe_action a, const fe_vector *u, con
   csr_data *d = r->data;
   fe_csr *M = d->M;
   if (a != FE_ACTION_APPLY) return fe_stored_matrix_other(r, a, u, y, launches);
-  /* the module's entry is fe_spmv; SELL runs the matrix's own fe_spmv_sell (same source) */
-  FE_CHECK(fe_csr_launch(M, M->format == FE_FORMAT_SELL ? M->spmv : r->kernel[a], &w->buf,
-                         &y->buf, NULL));
+  /* the module's entry is fe_spmv; SELL runs the matrix's own fe_spmv_sell (same source),
+   * which adds CG's (w, J w) where asked and the backend has its parts (cuda) */
+  int pq = M->format == FE_FORMAT_SELL && r->pq && r->be->ops->cg_parts;
+  FE_CHECK(fe_csr_launch_pq(M, M->format == FE_FORMAT_SELL ? M->spmv : r->kernel[a], &w->buf,
+                            &y->buf, pq ? r->pq : NULL, r->pq_slot, NULL));
+  r->pq_added |= pq;
   (*launches)++;
   return 0;
 }
