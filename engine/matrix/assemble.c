@@ -44,6 +44,8 @@ typedef struct assembly {
   host_fill F;          /* the host's fill's element matrices */
   fe_realization *r;
   double compile_s, transfer, seconds, setup;
+  double compile_product; /* of compile_s: the product's module (the rest: the pattern's
+                           * kernels, D.compile_s, and the element matrices') */
   double sell_host, sell_s; /* the SELL copy, from the filled values */
   int *cols, nfill;
   long long made;       /* the host fill's element matrices computed */
@@ -197,8 +199,8 @@ static int assemble_element_matrices(assembly *S)
     /* the realization whose geometry they read (its backend, precision and data serve the
      * adds) */
     if (!rc) rc = elemat_geometry(S->A, S->o, &S->mo, 0, &S->r);
-    S->compile_s = S->krep.compile_seconds;
-    S->transfer = S->krep.transfer_seconds;
+    S->compile_s += S->krep.compile_seconds;
+    S->transfer += S->krep.transfer_seconds;
   }
   return rc;
 }
@@ -285,9 +287,8 @@ static int assemble_fill(assembly *S)
     rc = fe_space_cell_colors(V, &S->order, &S->cstart, &S->ncolors);
   if (!rc && S->order) rc = fe_upload_ints(r->be, S->order, (size_t)nc, &S->border);
   if (!rc) {
-    double cs;
-    rc = csr_module(M, r, &cs);
-    S->compile_s += cs;
+    rc = csr_module(M, r, &S->compile_product);
+    S->compile_s += S->compile_product;
   }
   if (!rc && !by_rows) rc = r->be->ops->kernel(r->be->impl, M->mod, "fe_assemble", &S->kasm);
   return rc;
@@ -465,7 +466,12 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
   assemble_part(&S, "pattern", 0, 0); /* the release: the pattern's arrays */
-  fe_setup_part_add(&S.parts, "compile", S.compile_s, 0);
+  /* the compiles (or loads from the kernel cache) apart: the pattern's kernels, the element
+   * matrices', the product's */
+  fe_setup_part_add(&S.parts, "compile_pattern", S.D.compile_s, 0);
+  fe_setup_part_add(&S.parts, "compile_matrices", S.compile_s - S.D.compile_s -
+                    S.compile_product, 0);
+  fe_setup_part_add(&S.parts, "compile_product", S.compile_product, 0);
   fe_setup_part_add(&S.parts, "transfer", S.transfer, 0);
   assemble_memory(&S);
   elemat_keep_assembled(A, S.M); /* the csr strategy's setup takes it */

@@ -116,7 +116,7 @@ static int format_parts(const fe_setup_parts *p, char *buf, size_t n, int len)
 {
   for (int i = 0, k = 0; i < p->n && len >= 0 && (size_t)len < n; i++) {
     if (!(p->part[i].seconds > 0)) continue;
-    char tp[32], name[24];
+    char tp[32], name[32];
     format_time(p->part[i].seconds, tp, sizeof tp);
     if (!strcmp(p->part[i].name, "strategy")) snprintf(name, sizeof name, "the strategy's own");
     else snprintf(name, sizeof name, "%s", p->part[i].name);

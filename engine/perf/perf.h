@@ -110,7 +110,7 @@ typedef struct fe_work {
 typedef struct fe_setup_parts {
   int n;
   struct {
-    char name[16];
+    char name[24];
     double seconds, bytes;
   } part[FE_SETUP_PARTS];
 } fe_setup_parts;

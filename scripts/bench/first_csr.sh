@@ -1,12 +1,14 @@
 #!/bin/sh
 # Issue 46's benchmark in one call on the GPU machine: the CuPy peer's device assembly (P1
 # tets and Q1 hexes on 192^3 cubes: element matrices and COO triplets on the device, sorted
-# into CSR), then felab's first csr apply on the same meshes and P2 tets on 96^3
+# into CSR), then felab's first csr apply on the same meshes, the P1 box distorted, P2 tets on
+# 96^3 and P2 on the torso (a Gmsh mesh of four regions, written by the cpu build into
+# .peers/matrix-meshes by scripts/bench/matrix.lua write-meshes, refined twice here)
 # (scripts/bench/first_csr.lua) from an empty kernel cache, then again with the cache warm.
 #   scripts/bench/first_csr.sh [build folder] [cases]       (logs: $OUT, else out/bench)
 # Build here with `make gpu`, copy ../shared/peers/cupy_cg.py to .peers/ and carry both.
 BUILD=${1:-build-gpu}
-CASES=${2:-tet:P1:192,hex:Q1:192,tet:P2:96}
+CASES=${2:-tet:P1:192,tet:P1:192:0.1,hex:Q1:192,tet:P2:96,msh:P2:.peers/matrix-meshes/torso-0.063.msh:2}
 LOGS=${OUT:-out/bench}
 BACKEND=${BACKEND:-cuda}
 cd "$(dirname "$0")/../.." || exit 1
