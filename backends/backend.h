@@ -127,6 +127,11 @@ typedef struct fe_backend_ops {
   /* kernels: the dialect preamble for a precision, compile (cached), look up, launch */
   const char *(*preamble)(void *impl, fe_precision prec);
   int (*compile)(void *impl, const char *source, fe_module **mod, double *seconds, int *cached);
+  /* Optional (cuda; NULL elsewhere): compile the n sources that are not in the backend's
+   * caches yet side by side, on the host's threads, into those caches, so that compile then
+   * finds them; *seconds: the wall time; returns how many it compiled. A failure is not
+   * reported here: compile meets it again and says what it is. */
+  int (*precompile)(void *impl, const char *const *sources, int n, double *seconds);
   void (*module_free)(void *impl, fe_module *mod);
   int (*kernel)(void *impl, fe_module *mod, const char *name, fe_kernel **k);
   /* Launch ngroups work groups of group_size threads each (the cpu backend runs the

@@ -17,6 +17,7 @@ const fe_backend_ops fe_backend_cuda_ops = {
     .copy = cuda_copy,
     .preamble = cuda_preamble,
     .compile = cuda_compile,
+    .precompile = cuda_precompile,
     .module_free = cuda_module_free,
     .kernel = cuda_kernel,
     .launch = cuda_launch,

@@ -317,6 +317,7 @@ int cuda_run(cuda_impl *cu, CUfunction fn, const char *name, size_t ngroups, siz
 int cuda_preamble_make(cuda_impl *cu); /* at open; close frees cu->preamble */
 const char *cuda_preamble(void *impl, fe_precision prec);
 int cuda_compile(void *impl, const char *source, fe_module **mod, double *seconds, int *cached);
+int cuda_precompile(void *impl, const char *const *sources, int n, double *seconds);
 void cuda_module_free(void *impl, fe_module *mod);
 int cuda_kernel(void *impl, fe_module *mod, const char *name, fe_kernel **k);
 int cuda_launch(void *impl, fe_kernel *k, size_t ngroups, size_t group_size, int nargs,

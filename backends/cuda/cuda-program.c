@@ -406,6 +406,65 @@ static int cuda_image_get(cuda_impl *cu, const char *source, int fresh, cuda_cac
   return cuda_cache_add(cu, source, hash, image, size, out);
 }
 
+/* NVRTC on one source with the current options, touching nothing shared (no error state,
+ * no cache): the image, or NULL. */
+static void *cuda_nvrtc_quiet(cuda_impl *cu, const char *source, size_t *size)
+{
+  nvrtcProgram prog;
+  char extra[sizeof cu->options];
+  const char *opts[40] = {cu->arch, "-default-device", "-w"};
+  snprintf(extra, sizeof extra, "%s", cu->options);
+  int nopts = cuda_split_options(extra, opts, 3, 40);
+  void *image = NULL;
+  if (cu->api.nvrtcCreateProgram(&prog, source, "felab.cu", 0, NULL, NULL) != NVRTC_SUCCESS)
+    return NULL;
+  if (cu->api.nvrtcCompileProgram(prog, nopts, opts) == NVRTC_SUCCESS &&
+      (cu->ptx ? cu->api.nvrtcGetPTXSize(prog, size) : cu->api.nvrtcGetCUBINSize(prog, size)) ==
+          NVRTC_SUCCESS &&
+      *size > 0 && (image = malloc(*size)) &&
+      (cu->ptx ? cu->api.nvrtcGetPTX(prog, image) : cu->api.nvrtcGetCUBIN(prog, image)) !=
+          NVRTC_SUCCESS) {
+    free(image);
+    image = NULL;
+  }
+  cu->api.nvrtcDestroyProgram(&prog);
+  return image;
+}
+
+int cuda_precompile(void *impl, const char *const *sources, int n, double *seconds)
+{
+  cuda_impl *cu = impl;
+  double t0 = fe_clock();
+  void **image = calloc((size_t)n + 1, sizeof *image);
+  size_t *size = calloc((size_t)n + 1, sizeof *size);
+  int *todo = calloc((size_t)n + 1, sizeof *todo), k = 0;
+  for (int i = 0; image && size && todo && i < n && !cu->lost; i++) { /* what no cache has */
+    unsigned long long h = fe_hash_string(sources[i], cu->seed);
+    cuda_cached *c;
+    if (cuda_cache_find(cu, sources[i], h)) continue;
+    void *img = cuda_disk_load(cu, sources[i], h, &size[i]);
+    if (img) cuda_cache_add(cu, sources[i], h, img, size[i], &c);
+    else todo[k++] = i;
+  }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(k > 0 ? k : 1)
+  for (int j = 0; j < k; j++) image[todo[j]] = cuda_nvrtc_quiet(cu, sources[todo[j]], &size[todo[j]]);
+  int made = 0;
+  for (int j = 0; j < k; j++) { /* into the caches, in turn */
+    int i = todo[j];
+    if (!image[i]) continue;
+    made++;
+    unsigned long long h = fe_hash_string(sources[i], cu->seed);
+    cuda_cached *c;
+    cuda_disk_store(cu, sources[i], h, image[i], size[i]);
+    if (cuda_cache_add(cu, sources[i], h, image[i], size[i], &c)) fe_error_clear();
+  }
+  free(image);
+  free(size);
+  free(todo);
+  *seconds = fe_clock() - t0;
+  return made;
+}
+
 /* ---- modules and kernels ---- */
 
 /* The kind of one declared parameter: 'p' pointer, 'i' int, 'r' real, '?' other. */

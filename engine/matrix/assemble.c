@@ -46,6 +46,7 @@ typedef struct assembly {
   double compile_s, transfer, seconds, setup;
   double compile_product; /* of compile_s: the product's module (the rest: the pattern's
                            * kernels, D.compile_s, and the element matrices') */
+  double precompile;      /* the modules compiled side by side ahead (cuda), wall seconds */
   double sell_host, sell_s; /* the SELL copy, from the filled values */
   int *cols, nfill;
   long long made;       /* the host fill's element matrices computed */
@@ -143,6 +144,10 @@ static int assemble_pattern(assembly *S)
   if (!S->fixed || !S->rowptr)
     rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   for (int i = 0; !rc && i < fe_operator_ndirichlet(A); i++) S->fixed[A->dir_nodes[i]] = 1;
+  if (!rc && S->dev_pattern && (!V->curved || V->elem.order >= 2) && !S->mo.block &&
+      S->mo.geometry == FE_GEOMETRY_AUTO) /* every module it will want, side by side */
+    S->precompile = device_pattern_precompile(S->A, be, S->prec, S->asked > 0 ? S->asked :
+                                              be->info.is_gpu ? 4 : 1);
   if (!rc && S->dev_pattern)
     rc = device_pattern_make(&S->P, be, S->prec, S->rowptr, &S->nnz, &S->D);
   if (!rc && S->dev_pattern && S->D.wide) { /* too wide for its kernels: the host's, uploaded */
@@ -439,7 +444,7 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
   FE_CHECK(assemble_pattern_fits(&S));
   S.lap = S.t0;
   int rc = assemble_pattern(&S);
-  assemble_part(&S, "pattern", S.D.compile_s + S.D.transfer, 0);
+  assemble_part(&S, "pattern", S.D.compile_s + S.D.transfer + S.precompile, 0);
   if (!rc) rc = assemble_element_matrices(&S);
   if (!S.by_rows) { /* the element matrices' own parts (geometry, cell map, matrices) */
     fe_setup_parts_merge(&S.parts, &S.krep.parts);
@@ -468,6 +473,7 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
   assemble_part(&S, "pattern", 0, 0); /* the release: the pattern's arrays */
   /* the compiles (or loads from the kernel cache) apart: the pattern's kernels, the element
    * matrices', the product's */
+  fe_setup_part_add(&S.parts, "compile_ahead", S.precompile, 0);
   fe_setup_part_add(&S.parts, "compile_pattern", S.D.compile_s, 0);
   fe_setup_part_add(&S.parts, "compile_matrices", S.compile_s - S.D.compile_s -
                     S.compile_product, 0);

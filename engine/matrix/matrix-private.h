@@ -77,6 +77,8 @@ typedef struct elemat_shape {
 
 /* The shape of variant v on r (asked: the block asked, 0: none). */
 int elemat_shape_of(const fe_realization *r, int asked, int v, elemat_shape *sh);
+/* The source elemat_kernel_for compiles. */
+int elemat_source_for(const fe_realization *r, const elemat_shape *sh, char **src);
 /* Variant sh->v's kernel for its shape, reading r's geometry (elemat_kernel: compiled on
  * first use); *seconds the compile time. */
 int elemat_kernel_for(const fe_realization *r, const elemat_shape *sh, fe_kernel **k,
@@ -198,6 +200,10 @@ int device_pattern_fill(device_pattern *D, const fe_space *V, const fe_buffer *K
 int device_pattern_matrices(device_pattern *D, fe_operator *A, const fe_vector *at,
                             fe_elemats **K, fe_setup_parts *parts, double *compile_s,
                             double *transfer);
+/* Where the backend can (cuda), every module the device's rows will want (the pattern's
+ * kernels, the row kernels of the common caps, the element matrices', the product's with
+ * `lanes` items per row) compiled side by side ahead of them; returns the wall seconds. */
+double device_pattern_precompile(fe_operator *A, fe_backend *be, fe_precision prec, int lanes);
 void device_pattern_free(device_pattern *D);
 
 /* ---- the cpu's element matrices, made as the rows need them (host-fill.c) ---- */

@@ -266,6 +266,11 @@ static int elemat_write(const void *ctx, char **src)
   return elemat_source(j->r, 1, j->sh, src);
 }
 
+int elemat_source_for(const fe_realization *r, const elemat_shape *sh, char **src)
+{
+  return elemat_source(r, 1, sh, src);
+}
+
 int elemat_kernel_for(const fe_realization *r, const elemat_shape *sh, fe_kernel **k,
                       double *seconds)
 {

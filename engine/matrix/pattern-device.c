@@ -37,22 +37,28 @@ static void rows_kernel_text(fe_strbuf *b, int cap)
   fe_strbuf_append(b, "#undef PT_CAP\n");
 }
 
-/* A module of the pattern's kernels (the kernel cache keeps it): pattern.knl's (cap 0), or
- * the row kernel of cap; each its own, so that a cold start compiles only what it runs. */
-static int dp_compile(device_pattern *D, int cap, fe_module **mod)
+/* The source of a module of the pattern's kernels: pattern.knl's (cap 0), or the row kernel
+ * of cap; each its own, so that a cold start compiles only what it runs. */
+static int dp_source(fe_backend *be, fe_precision prec, int cap, char **src)
 {
-  fe_backend *be = D->be;
   fe_strbuf b = {0};
   fe_strbuf_printf(&b, "/* felab's pattern on the device, %s backend, %s precision */\n"
                    "#define FE_DOUBLE %d\n#define FE_COLORED 0\n", be->name,
-                   fe_precision_name(D->prec), D->prec == FE_DOUBLE);
-  fe_strbuf_append(&b, be->ops->preamble(be->impl, D->prec));
+                   fe_precision_name(prec), prec == FE_DOUBLE);
+  fe_strbuf_append(&b, be->ops->preamble(be->impl, prec));
   fe_strbuf_append(&b, "#define PT_ITEMS 128\n#define PT_ROW_ITEMS 32\n"
                        "#define PT_NONE 2147483647\n");
   if (cap) rows_kernel_text(&b, cap);
   else fe_strbuf_append(&b, fe_kernel_template("pattern"));
+  return fe_strbuf_finish(&b, src);
+}
+
+/* That module, compiled (the kernel cache keeps it). */
+static int dp_compile(device_pattern *D, int cap, fe_module **mod)
+{
+  fe_backend *be = D->be;
   char *src;
-  FE_CHECK(fe_strbuf_finish(&b, &src));
+  FE_CHECK(dp_source(be, D->prec, cap, &src));
   double s = 0;
   int rc = fe_compile(be, src, mod, &s, NULL);
   free(src);
@@ -271,6 +277,43 @@ int device_pattern_fill(device_pattern *D, const fe_space *V, const fe_buffer *K
   return D->be->ops->launch(D->be->impl, D->fill, (size_t)ng, PT_ITEMS, 12, a, D->prec, seconds);
 }
 
+/* The realization of the device's element matrices: transpose's block and the operator's
+ * geometry sharing, the spec of csr's own realization, so that the product's module made from
+ * this one's source is the one its action loads (one compile); its constants never current
+ * (bind uploads them). */
+static fe_realization dp_realization(fe_operator *A, fe_backend *be, fe_precision prec)
+{
+  fe_realization h = {.A = A, .be = be, .prec = prec, .block = 32,
+                      .geo_shared = fe_geometry_shared(A, FE_GEOMETRY_AUTO)};
+  h.params_version = A->pde->const_version - 1;
+  return h;
+}
+
+/* Variant reg_jac's shape on h. */
+static int dp_shape(const fe_realization *h, elemat_shape *sh)
+{
+  int v = 0;
+  while (strcmp(elemat_variants[v].name, "reg_jac")) v++;
+  return elemat_shape_of(h, 0, v, sh);
+}
+
+double device_pattern_precompile(fe_operator *A, fe_backend *be, fe_precision prec, int lanes)
+{
+  if (!be->ops->precompile) return 0;
+  fe_realization h = dp_realization(A, be, prec);
+  elemat_shape sh;
+  char *src[8] = {NULL};
+  int n = 0, rc = dp_shape(&h, &sh);
+  static const int caps[] = {0, 64, 128, 256}; /* the common caps: P1 and P2 tets, Q1, Q2 */
+  for (int i = 0; !rc && i < 4; i++) rc = dp_source(be, prec, caps[i], &src[n++]);
+  if (!rc) rc = elemat_source_for(&h, &sh, &src[n++]);
+  if (!rc) rc = fe_elemat_source(&h, lanes, &src[n++]);
+  double s = rc ? 0 : fe_precompile(be, (const char *const *)src, n);
+  for (int i = 0; i < n; i++) free(src[i]);
+  fe_error_clear(); /* a failure here is the compiles' to report */
+  return s;
+}
+
 int device_pattern_matrices(device_pattern *D, fe_operator *A, const fe_vector *at,
                             fe_elemats **Kout, fe_setup_parts *parts, double *compile_s,
                             double *transfer)
@@ -281,17 +324,10 @@ int device_pattern_matrices(device_pattern *D, fe_operator *A, const fe_vector *
   fe_backend *be = D->be;
   fe_precision prec = D->prec;
   double t0 = fe_clock(), c0 = *compile_s, x0 = *transfer;
-  /* transpose's block and the operator's geometry sharing: the spec of csr's own
-   * realization, so that the product's module made from this one's source is the one its
-   * action loads (one compile) */
-  fe_realization *hp = &D->h, h = {.A = A, .be = be, .prec = prec, .block = 32,
-                                   .geo_shared = fe_geometry_shared(A, FE_GEOMETRY_AUTO)};
-  h.params_version = p->const_version - 1; /* never current: bind uploads the constants */
-  int v = 0;
-  while (strcmp(elemat_variants[v].name, "reg_jac")) v++;
+  fe_realization *hp = &D->h, h = dp_realization(A, be, prec);
   elemat_shape sh;
   fe_kernel *k;
-  FE_CHECK(elemat_shape_of(&h, 0, v, &sh));
+  FE_CHECK(dp_shape(&h, &sh));
   double kc = 0;
   FE_CHECK(elemat_kernel_for(&h, &sh, &k, &kc)); /* kept with A: the cache's */
   *compile_s += kc;

@@ -41,6 +41,13 @@ int fe_compile(fe_backend *be, const char *source, fe_module **mod, double *seco
   return 0;
 }
 
+double fe_precompile(fe_backend *be, const char *const *sources, int n)
+{
+  double s = 0;
+  if (be->ops->precompile) build_counts.compiled += be->ops->precompile(be->impl, sources, n, &s);
+  return s;
+}
+
 void fe_report_work(fe_report *rep, const fe_work *w)
 {
   rep->flops = w->flops;

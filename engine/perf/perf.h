@@ -227,6 +227,9 @@ void fe_perf_count_setup(void);
 /* Compile source on be (the backend's compile), counting what it did: every engine compile
  * goes through here. */
 int fe_compile(fe_backend *be, const char *source, fe_module **mod, double *seconds, int *cached);
+/* Where the backend can (cuda), compile the n sources side by side into its caches ahead of
+ * fe_compile (counted as compiled; fe_compile then loads them); returns the wall seconds. */
+double fe_precompile(fe_backend *be, const char *const *sources, int n);
 
 /* Copy the counted work w into the report. */
 void fe_report_work(fe_report *rep, const fe_work *w);
