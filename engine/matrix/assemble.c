@@ -54,6 +54,7 @@ typedef struct assembly {
   fe_csr *M;
   fe_buffer bcells, bfixed, border;
   fe_kernel *kasm;
+  fe_module *amod;      /* kasm's */
   int *order, *cstart, ncolors; /* scatter "color": the cells by color */
   fe_setup_parts parts; /* the call's setup, part by part (the report's) */
   double lap;           /* the clock at the end of the last part timed */
@@ -292,10 +293,18 @@ static int assemble_fill(assembly *S)
     rc = fe_space_cell_colors(V, &S->order, &S->cstart, &S->ncolors);
   if (!rc && S->order) rc = fe_upload_ints(r->be, S->order, (size_t)nc, &S->border);
   if (!rc) {
-    rc = csr_module(M, r, &S->compile_product);
+    rc = csr_module(M, &S->compile_product);
     S->compile_s += S->compile_product;
   }
-  if (!rc && !by_rows) rc = r->be->ops->kernel(r->be->impl, M->mod, "fe_assemble", &S->kasm);
+  if (!rc && !by_rows) { /* the adds: the elemat module of r (its cells' dofs) */
+    char *src;
+    double cs = 0;
+    rc = fe_elemat_source(r, &src);
+    if (!rc) rc = fe_compile(r->be, src, &S->amod, &cs, NULL);
+    free(src);
+    S->compile_s += cs;
+    if (!rc) rc = r->be->ops->kernel(r->be->impl, S->amod, "fe_assemble", &S->kasm);
+  }
   return rc;
 }
 
@@ -385,6 +394,7 @@ static void assemble_release(assembly *S)
   }
   if (S->by_rows) host_fill_free(&S->F);
   device_pattern_free(&S->D);
+  if (S->amod) S->be->ops->module_free(S->be->impl, S->amod);
 }
 
 /* The report: how the matrix was made, the counted flops and bytes (the adds, then the

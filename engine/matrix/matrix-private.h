@@ -223,8 +223,8 @@ void window_prefetch(const host_fill *F, const pattern *P, const cell_window *w,
 
 /* ---- the product's formats (sparse.c) ---- */
 
-/* The fe_spmv kernel of M, from the elemat module's source of realization r. */
-int csr_module(fe_csr *M, const fe_realization *r, double *seconds);
+/* M's product kernel (fe_spmv, or fe_spmv_sell) from the sparse module of its lanes. */
+int csr_module(fe_csr *M, double *seconds);
 /* The library's product (format "cusparse"): its descriptors of M's CSR arrays. */
 int csr_make_library(fe_csr *M);
 /* Check the asked layout of the product (lanes: CSR's items per row). */

@@ -42,17 +42,16 @@ const elemat_variant elemat_variants[FE_ELEMAT_VARIANTS] = {
 };
 
 /* The elemat module's source; sh: the element matrices' variant and shape, or NULL (the
- * other kernels' callers: fe_spmv, fe_ebe, the assembly; no element-matrix body). */
-static int elemat_source(const fe_realization *r, int lanes, const elemat_shape *sh, char **src)
+ * other kernels' callers: fe_ebe, the assembly's adds; no element-matrix body). */
+static int elemat_source(const fe_realization *r, const elemat_shape *sh, char **src)
 {
   fe_kernel_spec s;
   char defines[1536];
   fe_realization_spec(r, FE_ACTION_APPLY, &s);
   s.template_name = "elemat";
   int len = snprintf(defines, sizeof defines,
-                     "#define EM_LANES %d /* items per row of fe_spmv */\n"
                      "#define EM_ELEMAT %d /* the element matrices' kernel compiled */\n",
-                     lanes, sh != NULL);
+                     sh != NULL);
   if (sh) {
     s.block = sh->block;
     snprintf(defines + len, sizeof defines - len,
@@ -86,9 +85,9 @@ static int elemat_source(const fe_realization *r, int lanes, const elemat_shape 
   return fe_codegen_action(&s, r->be->name, r->be->ops->preamble(r->be->impl, r->prec), src);
 }
 
-int fe_elemat_source(const fe_realization *r, int lanes, char **src)
+int fe_elemat_source(const fe_realization *r, char **src)
 {
-  return elemat_source(r, lanes, NULL, src);
+  return elemat_source(r, NULL, src);
 }
 
 /* Words of shared memory per cell of the shm kernel with pc columns per part: the state
@@ -263,12 +262,12 @@ typedef struct elemat_job {
 static int elemat_write(const void *ctx, char **src)
 {
   const elemat_job *j = ctx;
-  return elemat_source(j->r, 1, j->sh, src);
+  return elemat_source(j->r, j->sh, src);
 }
 
 int elemat_source_for(const fe_realization *r, const elemat_shape *sh, char **src)
 {
-  return elemat_source(r, 1, sh, src);
+  return elemat_source(r, sh, src);
 }
 
 int elemat_kernel_for(const fe_realization *r, const elemat_shape *sh, fe_kernel **k,

@@ -125,10 +125,14 @@ void fe_csr_layout(const fe_device_info *info, fe_matrix_opts *mo);
 /* V's cells ordered by color, no two cells of one color sharing a node: color c's cells are
  * order[start[c] .. start[c + 1]) (malloc'd); FE_ERR_MESH past 64 colors. */
 int fe_space_cell_colors(const fe_space *V, int **order, int **start, int *ncolors);
-/* The elemat module's source for realization r (engine/operator/strategy.h) with `lanes` items per
- * row in its product. */
+/* The elemat module's source for realization r (engine/operator/strategy.h): its physics,
+ * fe_assemble, fe_ebe and fe_dirichlet, no element-matrix body. */
 struct fe_realization;
-int fe_elemat_source(const struct fe_realization *r, int lanes, char **src);
+int fe_elemat_source(const struct fe_realization *r, char **src);
+/* The sparse products' module's source (sparse.knl, dirichlet.knl) on be in prec with `lanes`
+ * items per row of its CSR product: no physics in it, so one module serves every operator
+ * (the csr strategy's action and the assembly's products). */
+int fe_sparse_source(const fe_backend *be, fe_precision prec, int lanes, char **src);
 /* Launch y = M x with kernel k (M's own or a module of the same lanes: fe_spmv for CSR,
  * fe_spmv_sell for SELL); seconds: NULL, or block and time it. */
 int fe_csr_launch(const fe_csr *M, struct fe_kernel *k, const fe_buffer *x, fe_buffer *y,

@@ -1,12 +1,14 @@
 /* felab matrices, the assembly's pattern and its fill on the device (fe_operator_assemble,
  * assemble.c; kernels: engine/codegen/kernels/pattern.knl and pattern_rows.knl). The same
  * pattern as the host's (pattern.c) for any mesh, built where the matrix lives: the cells of
- * each node counted, listed and sorted, then per node its cells' nodes sorted and the
- * distinct ones counted (the rows' lengths) and written (the columns). Of the host's work
- * only what is of the nodes' size: the prefix sums of the counts (the lists' starts, the row
- * pointers), which the product's formats read anyway. The fill sums each row's cells' stored
- * element matrices in cell order, as the host's fill does: no atomics, the same bits in
- * every run, and the same as with the host's pattern. */
+ * each node counted, listed and sorted, then per node the distinct nodes of its cells found
+ * (each entry's previous one of its node, no sort), counted (the rows' lengths) and written
+ * (the columns, with the values). Of the host's work only what is of the nodes' size: the
+ * prefix sums of the counts (the lists' starts, the row pointers), which the product's
+ * formats read anyway. The values sum each row's cells' stored element matrices in cell
+ * order, as the host's fill does: no atomics, the same bits in every run, and the same as
+ * into the host's pattern. The element matrices come from reg_jac in the mesh's order on a
+ * realization of their own (device_pattern_matrices). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,8 +48,8 @@ static int dp_source(fe_backend *be, fe_precision prec, int cap, char **src)
                    "#define FE_DOUBLE %d\n#define FE_COLORED 0\n", be->name,
                    fe_precision_name(prec), prec == FE_DOUBLE);
   fe_strbuf_append(&b, be->ops->preamble(be->impl, prec));
-  fe_strbuf_append(&b, "#define PT_ITEMS 128\n#define PT_ROW_ITEMS 32\n"
-                       "#define PT_NONE 2147483647\n");
+  fe_strbuf_printf(&b, "#define PT_ITEMS %d\n#define PT_ROW_ITEMS %d\n"
+                   "#define PT_NONE 2147483647\n", PT_ITEMS, PT_ROW_ITEMS);
   if (cap) rows_kernel_text(&b, cap);
   else fe_strbuf_append(&b, fe_kernel_template("pattern"));
   return fe_strbuf_finish(&b, src);
@@ -182,6 +184,8 @@ int device_pattern_make(const pattern *P, fe_backend *be, fe_precision prec, int
   const int nn = V->nnodes, nc = V->ncomp, nd = V->ndofs, nb = V->elem.nbasis;
   const size_t ncell = (size_t)V->mesh->ncells;
   *D = (device_pattern){.be = be, .prec = prec};
+  FE_ASSERT(ncell * nb <= 2147483647u, FE_ERR_ARG, "the matrix pattern: %zu (cell, node) pairs "
+            "pass 2^31 (int indices)", ncell * nb);
   FE_CHECK(fe_memory_check_on(be, sizeof(int) * (2 * ncell * nb + 3 * (size_t)nn + nd),
                               "assemble: the pattern on the device (%zu cells of %d nodes)",
                               ncell, nb));
@@ -307,7 +311,7 @@ double device_pattern_precompile(fe_operator *A, fe_backend *be, fe_precision pr
   static const int caps[] = {0, 64, 128, 256}; /* the common caps: P1 and P2 tets, Q1, Q2 */
   for (int i = 0; !rc && i < 4; i++) rc = dp_source(be, prec, caps[i], &src[n++]);
   if (!rc) rc = elemat_source_for(&h, &sh, &src[n++]);
-  if (!rc) rc = fe_elemat_source(&h, lanes, &src[n++]);
+  if (!rc) rc = fe_sparse_source(be, prec, lanes, &src[n++]);
   double s = rc ? 0 : fe_precompile(be, (const char *const *)src, n);
   for (int i = 0; i < n; i++) free(src[i]);
   fe_error_clear(); /* a failure here is the compiles' to report */

@@ -5,15 +5,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/codegen/codegen.h"
 #include "engine/core/error.h"
 #include "engine/core/memory.h"
+#include "engine/core/strbuf.h"
 #include "engine/matrix/matrix-private.h"
-/* The fe_spmv kernel of M, from the elemat module's source of realization r. */
-int csr_module(fe_csr *M, const fe_realization *r, double *seconds)
+int fe_sparse_source(const fe_backend *be, fe_precision prec, int lanes, char **src)
+{
+  fe_strbuf b = {0};
+  fe_strbuf_printf(&b, "/* felab's sparse products, %s backend, %s precision */\n"
+                   "#define FE_DOUBLE %d\n#define FE_COLORED 0\n#define EM_LANES %d\n",
+                   be->name, fe_precision_name(prec), prec == FE_DOUBLE, lanes);
+  fe_strbuf_append(&b, be->ops->preamble(be->impl, prec));
+  fe_strbuf_append(&b, fe_kernel_template("sparse"));
+  fe_strbuf_append(&b, fe_kernel_template("dirichlet"));
+  return fe_strbuf_finish(&b, src);
+}
+
+/* M's product kernel, from the sparse module (M's lanes). */
+int csr_module(fe_csr *M, double *seconds)
 {
   char *src;
   int cached = 0;
-  FE_CHECK(fe_elemat_source(r, M->lanes, &src));
+  FE_CHECK(fe_sparse_source(M->be, M->prec, M->lanes, &src));
   int rc = fe_compile(M->be, src, &M->mod, seconds, &cached);
   free(src);
   FE_CHECK(rc);

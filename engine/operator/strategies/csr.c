@@ -129,7 +129,7 @@ static int csr_source(const fe_realization *r, fe_action a, const char *preamble
 {
   (void)a, (void)preamble; /* one module for every action: fe_spmv and fe_dirichlet */
   const csr_data *d = r->data;
-  return fe_elemat_source(r, d->M->lanes, src);
+  return fe_sparse_source(r->be, r->prec, d->M->lanes, src); /* the assembly's own */
 }
 
 const fe_strategy *fe_stored_matrix_delegate(fe_action a)

@@ -207,7 +207,7 @@ static const char *ebe_entry(fe_action a)
 static int ebe_source(const fe_realization *r, fe_action a, const char *preamble, char **src)
 {
   (void)a, (void)preamble; /* one module for every action: fe_ebe and fe_dirichlet */
-  return fe_elemat_source(r, 1, src);
+  return fe_elemat_source(r, src);
 }
 
 /* One launch of fe_ebe over count cells from position first: of K's order, or with gather
