@@ -98,6 +98,21 @@ function T.nonlinear(V)
     fields = {k = k}}
 end
 
+-- The assembly tests' cases on a tet box and a hex box: {name, mesh, space, physics,
+-- dirichlet}: P1 with kappa(x), P2, Q1, P1^3 elasticity with one side fixed (rows and columns
+-- partly constrained), P2 with kappa per region.
+function T.assembly_cases(box, hex)
+  return {
+    {"P1 tets, Dirichlet", box, "P1", physics.poisson{kappa = "1 + x[0]*x[1]", source = 1}, "all"},
+    {"P2 tets", box, "P2", physics.poisson{kappa = 1, source = 1}, nil},
+    {"Q1 hexes, Dirichlet", hex, "Q1", physics.poisson{kappa = 2, source = 1}, "all"},
+    {"P1^3 elasticity, xmin fixed", box, {family = "P", order = 1, components = 3},
+     physics.elasticity{E = 10, nu = 0.3}, {"xmin"}},
+    {"P2 tets, kappa per region", box, "P2", physics.poisson{kappa = {domain = 2.5}, source = 1},
+     "all"},
+  }
+end
+
 -- The felab program running this script (for tests that start child processes).
 function T.exe()
   local i = 0

@@ -25,14 +25,7 @@ end
 
 local box = mesh.box{cells = {4, 4, 3}, cell = "tet", distort = 0.2}
 local hex = mesh.box{cells = {3, 4, 3}, cell = "hex", distort = 0.2}
-local cases = {
-  {"P1 tets, Dirichlet", box, "P1", physics.poisson{kappa = "1 + x[0]*x[1]", source = 1}, "all"},
-  {"P2 tets", box, "P2", physics.poisson{kappa = 1, source = 1}, nil},
-  {"Q1 hexes, Dirichlet", hex, "Q1", physics.poisson{kappa = 2, source = 1}, "all"},
-  {"P1^3 elasticity, xmin fixed", box, {family = "P", order = 1, components = 3},
-   physics.elasticity{E = 10, nu = 0.3}, {"xmin"}},
-  {"P2 tets, kappa per region", box, "P2", physics.poisson{kappa = {domain = 2.5}, source = 1}, "all"},
-}
+local cases = T.assembly_cases(box, hex)
 for _, c in ipairs(cases) do
   local name, m, sp, pde, dir = table.unpack(c)
   local V = fe.space(m, sp)
