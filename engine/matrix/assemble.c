@@ -196,10 +196,9 @@ static int assemble_element_matrices(assembly *S)
              S->mo.geometry == FE_GEOMETRY_AUTO) {
     /* the device's rows: reg_jac in the mesh's order, on D's realization (the Jacobian from
      * the nodes: no geometry made, no cell map in another order) */
-    rc = device_pattern_matrices(&S->D, S->A, S->at, &S->K, &S->krep.parts, &S->compile_s,
+    rc = device_pattern_matrices(&S->D, S->A, S->at, &S->K, &S->krep, &S->compile_s,
                                  &S->transfer);
     S->r = &S->D.h;
-    S->krep.seconds = 0;
   } else {
     rc = fe_element_matrices(S->A, S->at, S->o, &S->mo, NULL, NULL, &S->K, &S->krep);
     /* the realization whose geometry they read (its backend, precision and data serve the
@@ -273,8 +272,9 @@ static int assemble_fill(assembly *S)
   int nd = V->ndofs, nc = V->mesh->ncells, nb = V->elem.nbasis, by_rows = S->by_rows;
   double tf = fe_clock();
   int rc = 0;
-  if (S->dev_pattern) /* the columns and the values in one pass */
-    rc = device_pattern_write(&S->D, V, &M->rowptr, &M->cols, &S->K->vals, &M->vals);
+  if (S->dev_pattern) /* the columns and the values in one pass (the fill's time) */
+    rc = device_pattern_write(&S->D, V, &M->rowptr, &M->cols, &S->K->vals, &M->vals,
+                              &S->seconds);
   else rc = fill_pattern(&S->P, S->rowptr, S->cols,
                          by_rows ? be->ops->host(be->impl, &M->vals) : NULL,
                          by_rows ? &S->F : NULL, &S->nfill, &S->made);
@@ -465,7 +465,9 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
   if (!rc) rc = assemble_arrays(&S);
   double c0 = S.compile_s;
   if (!rc) rc = assemble_fill(&S);
-  assemble_part(&S, S.by_rows ? "fill" : "pattern", S.compile_s - c0, 0);
+  /* the host's fill, or the device's columns and values: the fill; the host's pattern's
+   * second pass and uploads: the pattern's */
+  assemble_part(&S, S.by_rows || S.dev_pattern ? "fill" : "pattern", S.compile_s - c0, 0);
   S.setup = fe_clock() - S.t0 - S.compile_s - S.transfer - S.seconds;
   if (!rc && !S.by_rows) rc = assemble_adds(&S);
   if (!rc && !S.by_rows) assemble_part(&S, "fill", 0, 0);

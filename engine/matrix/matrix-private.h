@@ -185,7 +185,7 @@ int device_pattern_from_host(const pattern *P, fe_backend *be, fe_precision prec
  * each the sum of its cells' entries of the stored element matrices K (mesh order), cell
  * by cell in cell order; a constrained row holds 1. */
 int device_pattern_write(device_pattern *D, const fe_space *V, const fe_buffer *rowptr,
-                         fe_buffer *cols, const fe_buffer *K, fe_buffer *vals);
+                         fe_buffer *cols, const fe_buffer *K, fe_buffer *vals, double *seconds);
 /* The values alone, into the host's pattern (rowptr, cols on be): the same sums, an item a
  * row (its columns' places by binary search). */
 int device_pattern_fill(device_pattern *D, const fe_space *V, const fe_buffer *K,
@@ -195,10 +195,11 @@ int device_pattern_fill(device_pattern *D, const fe_space *V, const fe_buffer *K
  * nodes: no stored factors) in the mesh's cell order, on a realization made here and not
  * kept by A (D->h: the coordinates, per-cell constants and field maps uploaded, the cell
  * map D's; the product's module is made from its source),
- * at the state at (NULL: zero); parts: "geometry" (that realization), "matrices" (the
- * kernel). The nodes must carry the geometry's map (the caller checks). */
+ * at the state at (NULL: zero); krep: their parts ("geometry": that realization,
+ * "matrices": the kernel), the kernel's time, flops and bytes. The nodes must carry the
+ * geometry's map (the caller checks). */
 int device_pattern_matrices(device_pattern *D, fe_operator *A, const fe_vector *at,
-                            fe_elemats **K, fe_setup_parts *parts, double *compile_s,
+                            fe_elemats **K, fe_report *krep, double *compile_s,
                             double *transfer);
 /* Where the backend can (cuda), every module the device's rows will want (the pattern's
  * kernels, the row kernels of the common caps, the element matrices', the product's with

@@ -150,7 +150,7 @@ static int dp_node_cells(device_pattern *D, const fe_space *V, int *start)
 
 /* fe_pt_rows_<cap>: count (cnt) or write (cols and vals, from K). */
 static int dp_rows(device_pattern *D, const fe_space *V, fe_buffer *cnt, const fe_buffer *rowptr,
-                   fe_buffer *cols, const fe_buffer *K, fe_buffer *vals)
+                   fe_buffer *cols, const fe_buffer *K, fe_buffer *vals, double *seconds)
 {
   char name[32];
   snprintf(name, sizeof name, "fe_pt_rows_%d", D->cap);
@@ -174,7 +174,7 @@ static int dp_rows(device_pattern *D, const fe_space *V, fe_buffer *cnt, const f
                   {.kind = FE_ARG_BUFFER, .buf = vals ? vals : any}};
   if (!V->nnodes) return 0;
   return D->be->ops->launch(D->be->impl, k, (size_t)V->nnodes, PT_ROW_ITEMS, 15, a, D->prec,
-                            NULL);
+                            seconds);
 }
 
 int device_pattern_make(const pattern *P, fe_backend *be, fe_precision prec, int *rowptr,
@@ -219,7 +219,7 @@ int device_pattern_make(const pattern *P, fe_backend *be, fe_precision prec, int
   }
   fe_buffer cnt = {0};
   if (!rc) rc = D->be->ops->alloc(be->impl, sizeof(int) * ((size_t)nn + 1), &cnt);
-  if (!rc) rc = dp_rows(D, V, &cnt, NULL, NULL, NULL, NULL);
+  if (!rc) rc = dp_rows(D, V, &cnt, NULL, NULL, NULL, NULL, NULL);
   if (!rc) rc = dp_read_ints(D, &cnt, (size_t)nn, nfree); /* now each free row's length */
   if (cnt.ptr) be->ops->release(be->impl, &cnt);
   long long nz = 0;
@@ -254,9 +254,9 @@ int device_pattern_from_host(const pattern *P, fe_backend *be, fe_precision prec
 }
 
 int device_pattern_write(device_pattern *D, const fe_space *V, const fe_buffer *rowptr,
-                         fe_buffer *cols, const fe_buffer *K, fe_buffer *vals)
+                         fe_buffer *cols, const fe_buffer *K, fe_buffer *vals, double *seconds)
 {
-  return dp_rows(D, V, NULL, rowptr, cols, K, vals);
+  return dp_rows(D, V, NULL, rowptr, cols, K, vals, seconds);
 }
 
 int device_pattern_fill(device_pattern *D, const fe_space *V, const fe_buffer *K,
@@ -319,9 +319,10 @@ double device_pattern_precompile(fe_operator *A, fe_backend *be, fe_precision pr
 }
 
 int device_pattern_matrices(device_pattern *D, fe_operator *A, const fe_vector *at,
-                            fe_elemats **Kout, fe_setup_parts *parts, double *compile_s,
+                            fe_elemats **Kout, fe_report *krep, double *compile_s,
                             double *transfer)
 {
+  fe_setup_parts *parts = &krep->parts;
   const fe_space *V = A->V;
   const fe_physics *p = A->pde;
   const int nc = V->mesh->ncells, nn = V->nnodes, n = V->elem.nbasis * V->ncomp;
@@ -399,6 +400,12 @@ int device_pattern_matrices(device_pattern *D, fe_operator *A, const fe_vector *
   double rest = t2 - t0 - (*compile_s - c0) - (*transfer - x0);
   fe_setup_part_add(parts, "geometry", rest > 0 ? rest : 0, 0);
   fe_setup_part_add(parts, "matrices", fe_clock() - t2, 0);
+  /* what the assembly's report counts of them: the kernel's flops and time; the matrices
+   * written, the coordinates, cell map, constants and state read */
+  krep->seconds = seconds;
+  krep->flops = nc * elemat_flops_per_cell(&h, &s, &sh);
+  krep->bytes = (double)kb + 3.0 * nn * (double)w + nc * (V->elem.nbasis * 4.0 + p->naux * (double)w) +
+                (fe_codegen_needs(&s).need_u ? (double)V->ndofs * (double)w : 0);
   *Kout = K;
   return 0;
 }
