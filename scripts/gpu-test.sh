@@ -71,7 +71,7 @@ for t in test_model test_explain; do
     "$FELAB" tests/scripts/$t.lua
 done
 step "test_krylov.lua (BiCG, BiCGStab, GMRES)" scripts.log "$FELAB" tests/scripts/test_krylov.lua
-for t in test_precond test_amg test_twoscale test_heat; do
+for t in test_precond test_amg test_amg_cycle test_twoscale test_heat; do
   step "$t.lua (preconditioners, time steps; cuda where it applies)" scripts.log "$FELAB" tests/scripts/$t.lua
 done
 step "test_backends.lua (opencl on the GPU)" scripts.log "$FELAB" tests/scripts/test_backends.lua

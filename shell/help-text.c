@@ -327,7 +327,8 @@ const help_entry felab_help_builtin[] = {
      "Preconditioned conjugate gradients, matrix-free: without b solves residual(u) = 0\n"
      "(linear physics), with b solves J x = b. pc: \"jacobi\" (default), \"none\",\n"
      "\"chebyshev\" (degree = 3, lanczos = 10, ratio = 0), \"amg\" and \"twoscale\" (cycles,\n"
-     "parts) where built, or a P made by solve.precond (every solver takes the same pc options).\n"
+     "parts; amg: cycle_on = \"host\" or \"device\") where built, or a P made by solve.precond\n"
+     "(every solver takes the same pc options).\n"
      "With jacobi or none on a GPU, (p, J p) comes from the apply's own quadrature where it\n"
      "can (sumfact on cuda; r zero on the constrained rows): no pass of its own, and\n"
      "info.pq_from_apply says so; fuse_pq = false keeps the pass.\n"
@@ -367,13 +368,16 @@ const help_entry felab_help_builtin[] = {
      "example: y = solve.transpose_apply(A, v)"},
     {"solve.precond",
      "P = solve.precond(A, {pc = \"chebyshev\", degree = 3, lanczos = 10, ratio = 0, "
-     "cycles = 1, parts = \"both\", verbose = false, at = u, backend = ..., precision = ...})",
+     "cycles = 1, cycle_on = \"host\", parts = \"both\", verbose = false, at = u, backend = ..., "
+     "precision = ...})",
      "A preconditioner z = M^-1 r for J(at), set up once on that backend and precision and\n"
      "passed to any number of solves of A as pc = P (time steps: the setup is paid once). pc:\n"
      "none, jacobi (diag J), chebyshev (a degree-k Chebyshev polynomial in D^-1 J: k - 1\n"
      "Jacobian actions per application, its interval [a, b] from lanczos Jacobi-PCG steps,\n"
-     "b = 1.1 x the largest Ritz value, a = the smallest or ratio * b), amg, twoscale (where\n"
-     "built). P:apply(r) -> z; P.name, P.describe, P.setup_seconds, P.setup_parts (amg:\n"
+     "b = 1.1 x the largest Ritz value, a = the smallest or ratio * b), amg (BoomerAMG's setup;\n"
+     "cycle_on = \"host\": its own V-cycle on the host, the default; \"device\": its hierarchy\n"
+     "moved to the backend once and cycled there, two weighted Jacobi sweeps down and up, no\n"
+     "copy to the host), twoscale (where built). P:apply(r) -> z; P.name, P.describe, P.setup_seconds, P.setup_parts (amg:\n"
      "assembly, transfer, hypre; twoscale: its scales' parts too), P.applications,\n"
      "P.apply_seconds, P.flops, P.bytes, P.launches (per application), P.backend, P.precision.\n"
      "A P of another operator, backend or precision is refused by the solve, saying which.\n"

@@ -22,6 +22,38 @@ int fe_sparse_source(const fe_backend *be, fe_precision prec, int lanes, char **
   return fe_strbuf_finish(&b, src);
 }
 
+int fe_csr_from_host(fe_backend *be, fe_precision prec, int n, const int *rowptr,
+                     const int *cols, const double *vals, fe_csr **out)
+{
+  *out = NULL;
+  fe_csr *M;
+  FE_CALLOC(M, 1, "a sparse matrix");
+  long long nnz = rowptr[n];
+  *M = (fe_csr){.be = be, .prec = prec, .n = n, .nnz = nnz, .nslots = nnz, .lanes = 1,
+                .format = FE_FORMAT_CSR};
+  size_t w = fe_precision_size(prec);
+  int rc = be->ops->alloc(be->impl, sizeof(int) * ((size_t)n + 1), &M->rowptr);
+  if (!rc) rc = be->ops->write(be->impl, &M->rowptr, 0, sizeof(int) * ((size_t)n + 1), rowptr);
+  if (!rc) rc = be->ops->alloc(be->impl, sizeof(int) * ((size_t)nnz + 1), &M->cols);
+  if (!rc && nnz) rc = be->ops->write(be->impl, &M->cols, 0, sizeof(int) * (size_t)nnz, cols);
+  if (!rc) rc = be->ops->alloc(be->impl, w * ((size_t)nnz + 1), &M->vals);
+  float *f = NULL;
+  if (!rc && nnz && prec == FE_FLOAT && !(f = malloc(sizeof(float) * (size_t)nnz)))
+    rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
+  for (long long i = 0; f && i < nnz; i++) f[i] = (float)vals[i];
+  if (!rc && nnz) rc = be->ops->write(be->impl, &M->vals, 0, w * (size_t)nnz, f ? (void *)f
+                                      : (const void *)vals);
+  free(f);
+  double s;
+  if (!rc) rc = csr_module(M, &s);
+  if (rc) {
+    fe_csr_free(M);
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
+  *out = M;
+  return 0;
+}
+
 /* M's product kernel, from the sparse module (M's lanes). */
 int csr_module(fe_csr *M, double *seconds)
 {

@@ -15,6 +15,8 @@
 #include "engine/operator/operator.h"
 #include "engine/perf/perf.h"
 
+enum { FE_CYCLE_HOST, FE_CYCLE_DEVICE };
+
 typedef struct fe_precond_opts {
   const char *name; /* the unit: "none", "jacobi", "chebyshev", "amg", "twoscale" */
   int degree;       /* chebyshev: polynomial degree (0: the unit's default) */
@@ -22,6 +24,9 @@ typedef struct fe_precond_opts {
   double ratio;     /* chebyshev: lower bound = ratio * upper (0: Lanczos' own lower bound) */
   const char *parts;/* twoscale: "both" (NULL), "fine", "coarse" */
   int cycles;       /* amg (and twoscale's coarse solve): V-cycles per application (0: 1) */
+  int cycle_on;     /* amg: FE_CYCLE_HOST (BoomerAMG's cycle on the host, the default for
+                     * now) or FE_CYCLE_DEVICE (the hierarchy moved to the solve's backend and
+                     * cycled there: amg-cycle.c) */
   int verbose;      /* print the setup's steps (Lanczos bounds, AMG levels) */
 } fe_precond_opts;
 

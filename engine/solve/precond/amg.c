@@ -30,6 +30,7 @@
 
 #include "engine/core/error.h"
 #include "engine/matrix/matrix.h"
+#include "engine/solve/precond/amg-cycle.h"
 #include "engine/solve/precond/units.h"
 
 #if FE_HAVE_HYPRE
@@ -59,6 +60,7 @@ typedef struct amg {
   double *bdata, *xdata;   /* b's and x's entries, in hypre's memory */
   int n;
   int assembled_on_cpu;    /* the backend could not compile the element matrices */
+  amg_cycle *cycle;        /* cycle_on = "device": the hierarchy on the backend, or NULL */
 } amg;
 
 /* hypre's message for err (its error flags), as a felab error naming the call. */
@@ -229,6 +231,7 @@ static void amg_destroy(fe_precond *P)
 {
   amg *M = P->impl;
   if (!M) return;
+  amg_cycle_free(M->cycle);
   if (M->solver) HYPRE_BoomerAMGDestroy(M->solver);
   if (M->ijb) HYPRE_IJVectorDestroy(M->ijb);
   if (M->ijx) HYPRE_IJVectorDestroy(M->ijx);
@@ -308,6 +311,46 @@ static int amg_build(fe_precond *P, amg *M, fe_backend *be, int cycles)
   return rc;
 }
 
+/* cycle_on = "device": hypre's hierarchy (each level's A and P, its own arrays on one
+ * process) to the backend (amg-cycle.c), and the counts and the describe line of its cycle. */
+static int device_cycle(fe_precond *P, amg *M, fe_backend *be, int cycles)
+{
+  hypre_ParAMGData *d = (hypre_ParAMGData *)M->solver;
+  int L = hypre_ParAMGDataNumLevels(d);
+  hypre_ParCSRMatrix **Al = hypre_ParAMGDataAArray(d), **Pl = hypre_ParAMGDataPArray(d);
+  amg_host_level lv[40];
+  FE_ASSERT(L <= 40, FE_ERR_ARG, "amg: %d levels, more than the cycle takes (40)", L);
+  for (int l = 0; l < L; l++) {
+    hypre_CSRMatrix *a = hypre_ParCSRMatrixDiag(Al[l]);
+    FE_ASSERT(hypre_CSRMatrixNumNonzeros(hypre_ParCSRMatrixOffd(Al[l])) == 0, FE_ERR_INTERNAL,
+              "amg: level %d's matrix couples other processes' rows", l);
+    lv[l] = (amg_host_level){.n = hypre_CSRMatrixNumRows(a), .arp = hypre_CSRMatrixI(a),
+                             .acol = hypre_CSRMatrixJ(a), .aval = hypre_CSRMatrixData(a)};
+    if (l == L - 1) continue;
+    hypre_CSRMatrix *p = hypre_ParCSRMatrixDiag(Pl[l]);
+    lv[l].nc = hypre_CSRMatrixNumCols(p);
+    lv[l].prp = hypre_CSRMatrixI(p);
+    lv[l].pcol = hypre_CSRMatrixJ(p);
+    lv[l].pval = hypre_CSRMatrixData(p);
+  }
+  fe_precision prec = P->act.precision >= 0 ? (fe_precision)P->act.precision
+                                            : fe_precision_default();
+  FE_CHECK(amg_cycle_make(be, prec, lv, L, &M->cycle));
+  double flops, bytes;
+  int launches, dense;
+  amg_cycle_counts(M->cycle, &flops, &bytes, &launches, &dense);
+  P->flops = cycles * flops;
+  P->bytes = cycles * bytes;
+  P->host_bytes = 0;
+  P->launches = cycles * launches;
+  double nnz = 0;
+  for (int l = 0; l < L; l++) nnz += nonzeros(Al[l]);
+  snprintf(P->describe, sizeof P->describe, "BoomerAMG's setup: %d levels, operator complexity "
+           "%.2f, HMIS, ext+i; cycled on %s: 2 weighted Jacobi sweeps down and up, coarsest %s",
+           L, nnz / nonzeros(Al[0]), be->name, dense ? "by its inverse" : "smoothed");
+  return 0;
+}
+
 static int amg_setup(fe_precond *P)
 {
   int cycles = P->o.cycles > 0 ? P->o.cycles : 1;
@@ -319,6 +362,13 @@ static int amg_setup(fe_precond *P)
   P->impl = M;
   FE_CHECK(amg_build(P, M, be, cycles));
   count(P, M, cycles, be->ops->host != NULL);
+  if (P->o.cycle_on == FE_CYCLE_DEVICE) {
+    FE_ASSERT(cycles == 1, FE_ERR_ARG, "amg: cycle_on = \"device\" runs one V-cycle an "
+              "application (cycles = %d asked)", cycles);
+    double t0 = fe_clock();
+    FE_CHECK(device_cycle(P, M, be, cycles));
+    fe_setup_part_add(&P->parts, "to_device", fe_clock() - t0, 0);
+  }
   return 0;
 }
 
@@ -328,6 +378,7 @@ static int amg_apply(fe_precond *P, const fe_vector *r, fe_vector *z)
   amg *M = P->impl;
   FE_ASSERT(r->n == M->n, FE_ERR_ARG, "amg: r has %d entries, the preconditioner's matrix %d "
             "rows", r->n, M->n);
+  if (M->cycle) return amg_cycle_apply(M->cycle, r, z); /* on the backend */
   FE_CHECK(fe_vector_get(r, M->bdata));
   memset(M->xdata, 0, sizeof(double) * (size_t)M->n); /* z_0 = 0 */
   HYPRE_CHECK(HYPRE_BoomerAMGSolve(M->solver, M->A, M->b, M->x));
