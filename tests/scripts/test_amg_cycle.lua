@@ -5,7 +5,8 @@
 -- Poisson: P1, Q1, Q2 on distorted boxes with a coefficient of x) and within 30% for
 -- elasticity (two Jacobi sweeps against hypre's l1 Gauss-Seidel), the
 -- same solution; the cycle a symmetric operator (what CG needs); its report (the backend it
--- cycled on, launches, no host copies, the setup's part to the device); bad options refused.
+-- cycled on, launches, no host copies, the setup's part to the device); two-scale's coarse
+-- scale cycled there too (the same iterations, h-independent); bad options refused.
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, expect_error = T.check, T.expect_error
 if not pcall(solve.precond, fe.operator(fe.space(mesh.box{cells = {2, 2, 2}, cell = "hex"}, "Q1"),
@@ -31,7 +32,7 @@ for _, be in ipairs(T.backends(true)) do
     check(ih.converged and id.converged and within(id.iterations, ih.iterations, 0.15) and
           d <= 1e-6, "%s %s: host cycle %d iterations, device %d; solutions differ by %.1e", be,
           c[2], ih.iterations, id.iterations, d)
-    check(id.pc:find("cycled on " .. be, 1, true), "%s %s: info.pc %s", be, c[2], id.pc)
+    check(id.pc:find("V-cycle on " .. be, 1, true), "%s %s: info.pc %s", be, c[2], id.pc)
     -- elasticity: the same hierarchy (an unknown a component), two Jacobi sweeps
     local E = fe.operator(fe.space(m, {family = c[2]:sub(1, 1), order = tonumber(c[2]:sub(2)),
                                        components = 3}),
@@ -61,10 +62,31 @@ for _, be in ipairs(T.backends(true)) do
         "%s: the device cycle's counts: %d launches, setup parts %s", be, P.launches,
         tostring(P.setup_parts.to_device))
   local H = solve.precond(A, {pc = "amg", backend = be})
-  check(not H.describe:find("cycled on", 1, true), "%s: the default is the host's cycle: %s", be,
+  check(not H.describe:find("V-cycle on", 1, true), "%s: the default is the host's cycle: %s", be,
         H.describe)
   print(("%-6s the device cycle is symmetric to %.0e; %s"):format(be, math.abs(a - b) / math.abs(a),
                                                                  P.describe))
+end
+
+-- two-scale's coarse scale with the device cycle: the same iterations as with the host's,
+-- still independent of h (4^3 and 8^3 cells of Q3, strongly distorted)
+for _, be in ipairs(T.backends(true)) do
+  local its = {}
+  for _, n in ipairs({4, 8}) do
+    local m = mesh.box{cells = {n, n, n}, cell = "hex", distort = 0.3}
+    local A = fe.operator(fe.space(m, "Q3"), physics.poisson{kappa = 1, source = 1},
+                          {dirichlet = "all"})
+    local _, ih = solve.cg(A, {pc = "twoscale", cycle_on = "host", rtol = 1e-8, backend = be})
+    local _, id = solve.cg(A, {pc = "twoscale", cycle_on = "device", rtol = 1e-8, backend = be})
+    check(ih.converged and id.converged and within(id.iterations, ih.iterations, 0.15) and
+          id.pc:find("V-cycle on " .. be, 1, true), "%s twoscale %d^3: host cycle %d iterations, "
+          .. "device %d (%s)", be, n, ih.iterations, id.iterations, id.pc)
+    its[#its + 1] = id.iterations
+  end
+  check(its[2] <= its[1] * 1.3 + 2, "%s twoscale with the device cycle: %d then %d iterations "
+        .. "(not h-independent)", be, its[1], its[2])
+  print(("%-6s two-scale, coarse cycle on the device: %d and %d iterations (4^3, 8^3 Q3)"):format(
+        be, its[1], its[2]))
 end
 
 local A = fe.operator(fe.space(mesh.box{cells = {3, 3, 3}, cell = "hex"}, "Q1"),

@@ -345,9 +345,9 @@ static int device_cycle(fe_precond *P, amg *M, fe_backend *be, int cycles)
   P->launches = cycles * launches;
   double nnz = 0;
   for (int l = 0; l < L; l++) nnz += nonzeros(Al[l]);
-  snprintf(P->describe, sizeof P->describe, "BoomerAMG's setup: %d levels, operator complexity "
-           "%.2f, HMIS, ext+i; cycled on %s: 2 weighted Jacobi sweeps down and up, coarsest %s",
-           L, nnz / nonzeros(Al[0]), be->name, dense ? "by its inverse" : "smoothed");
+  snprintf(P->describe, sizeof P->describe, "BoomerAMG setup (%d levels, complexity %.2f), "
+           "V-cycle on %s (Jacobi 2+2, coarsest %s)", L, nnz / nonzeros(Al[0]), be->name,
+           dense ? "inverted" : "smoothed");
   return 0;
 }
 

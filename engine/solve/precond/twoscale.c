@@ -75,6 +75,8 @@ typedef struct twoscale {
   fe_operator *A1;       /* its operator, the fine physics */
   fe_precond *P0;        /* BoomerAMG on A1 */
   fe_vector *Rv, *Zv;    /* the coarse vectors on the cpu, for P0 */
+  int on_device;         /* cycle_on = "device": P0 cycles on be, on Rd and Zd */
+  fe_vector *mask;       /* then: 0 on the coarse constrained vertices, else 1 */
   double *R, *Z;         /* their host memory */
 } twoscale;
 
@@ -417,26 +419,41 @@ static int coarse_setup(fe_precond *P)
   FE_CHECK(fe_vector_create(ts->be, ts->prec, nv, &ts->Rd));
   FE_CHECK(fe_vector_create(ts->be, ts->prec, nv, &ts->Zd));
   double t2 = fe_clock();
-  /* BoomerAMG on the assembled Q1 matrix, on the host */
+  /* BoomerAMG on the assembled Q1 matrix: its cycle on the host, or (cycle_on = "device")
+   * its hierarchy moved to the fine scale's backend and cycled there, with no copy of the
+   * coarse vectors to the host and back */
+  ts->on_device = P->o.cycle_on == FE_CYCLE_DEVICE;
   fe_action_opts host;
   fe_action_opts_default(&host);
-  host.backend = "cpu";
-  host.precision = FE_DOUBLE;
+  host.backend = ts->on_device ? P->act.backend : "cpu";
+  host.precision = ts->on_device ? (int)ts->prec : FE_DOUBLE;
   host.nolog = 1;
   fe_precond_opts amg;
   fe_precond_opts_default(&amg);
   amg.name = "amg";
   amg.cycles = P->o.cycles;
+  amg.cycle_on = P->o.cycle_on;
   amg.verbose = P->o.verbose;
   FE_CHECK(fe_precond_create(ts->A1, NULL, &host, &amg, &ts->P0));
+  if (ts->on_device) { /* the coarse constrained vertices' mask, for z's coarse part */
+    double *mask = malloc(sizeof(double) * ((size_t)nv + 1));
+    FE_ASSERT(mask, FE_ERR_MEM, "twoscale: out of host memory");
+    for (int v = 0; v < nv; v++) mask[v] = ts->con[v] ? 0 : 1;
+    int rc = fe_vector_create(ts->be, ts->prec, nv, &ts->mask);
+    if (!rc) rc = fe_vector_set(ts->mask, mask);
+    free(mask);
+    FE_CHECK(rc);
+  }
   fe_backend *cpu;
   FE_CHECK(fe_backend_get("cpu", &cpu));
-  FE_CHECK(fe_vector_create(cpu, FE_DOUBLE, nv, &ts->Rv));
-  FE_CHECK(fe_vector_create(cpu, FE_DOUBLE, nv, &ts->Zv));
-  ts->R = cpu->ops->host(cpu->impl, &ts->Rv->buf);
-  ts->Z = cpu->ops->host(cpu->impl, &ts->Zv->buf);
-  FE_ASSERT(ts->R && ts->Z, FE_ERR_INTERNAL, "twoscale: the cpu backend's vectors are not in "
-            "host memory");
+  if (!ts->on_device) { /* the host's cycle's vectors */
+    FE_CHECK(fe_vector_create(cpu, FE_DOUBLE, nv, &ts->Rv));
+    FE_CHECK(fe_vector_create(cpu, FE_DOUBLE, nv, &ts->Zv));
+    ts->R = cpu->ops->host(cpu->impl, &ts->Rv->buf);
+    ts->Z = cpu->ops->host(cpu->impl, &ts->Zv->buf);
+    FE_ASSERT(ts->R && ts->Z, FE_ERR_INTERNAL, "twoscale: the cpu backend's vectors are not in "
+              "host memory");
+  }
   if (P->o.verbose)
     printf("twoscale setup: coarse space and operator %.3f s, transfers %.3f s, amg (assembly "
            "and BoomerAMG) %.3f s\n", t1 - t0, t2 - t1, fe_clock() - t2);
@@ -446,14 +463,14 @@ static int coarse_setup(fe_precond *P)
   /* counted, per application: restriction (per cell nb products and the three contractions
    * to the corners, per vertex one add per entry), prolongation (per entry 14 flops of
    * interpolation and 2 of the add), the amg's own; bytes: the cells' nodes and shares read
-   * by both, r gathered, the entries, the corners' values, z read and written; the coarse
-   * vectors cross to the host and back (host_bytes) */
+   * by both, r gathered, the entries, the corners' values, z read and written; with the
+   * host's cycle the coarse vectors cross to the host and back (host_bytes) */
   double wb = (double)fe_precision_size(ts->prec), ent = (double)nc * nb;
   double ventries = 8.0 * nc, flops_r = ent + 2.0 * nc * (2 * p1 * p1 * p1 + 4 * p1 * p1 + 8 * p1);
   P->flops += flops_r + ventries + 16 * ent + ts->P0->flops;
   P->bytes += ent * (4 + 2 * wb) + nc * 8 * wb + ventries * (4 + wb) + nv * (4 + wb) /* R */
               + ent * (8 + wb) + nc * 32.0 + nv * wb + 2.0 * V->ndofs * wb;       /* V^T */
-  P->host_bytes += 2.0 * nv * wb + ts->P0->host_bytes;
+  P->host_bytes += (ts->on_device ? 0 : 2.0 * nv * wb) + ts->P0->host_bytes;
   P->launches += 3;
   return 0;
 }
@@ -476,15 +493,20 @@ static int coarse_restrict(twoscale *ts, const fe_space *V, const fe_vector *r)
   };
   FE_CHECK(ts->be->ops->launch(ts->be->impl, ts->restrict_vertices, (size_t)ng, TS_ROWS, 6, b,
                                ts->prec, NULL));
-  return fe_vector_get(ts->Rd, ts->R);
+  return ts->on_device ? 0 : fe_vector_get(ts->Rd, ts->R);
 }
 
 /* Z = P_0 R on the host, to the backend, and z += V^T Z there. */
 static int coarse_correct(twoscale *ts, const fe_space *V, fe_vector *z)
 {
-  FE_CHECK(fe_precond_apply(ts->P0, ts->Rv, &ts->Zv)); /* Z = P_0 R */
-  for (int i = 0; i < ts->A1->ndir; i++) ts->Z[ts->A1->dir_nodes[i]] = 0;
-  FE_CHECK(fe_vector_set(ts->Zd, ts->Z)); /* after the fine kernel, in the stream's order */
+  if (ts->on_device) { /* Z = P_0 R on the backend, zero on the constrained vertices */
+    FE_CHECK(fe_precond_apply(ts->P0, ts->Rd, &ts->Zd));
+    FE_CHECK(fe_vector_pointwise(ts->Zd, ts->Zd, ts->mask, 0));
+  } else {
+    FE_CHECK(fe_precond_apply(ts->P0, ts->Rv, &ts->Zv)); /* Z = P_0 R */
+    for (int i = 0; i < ts->A1->ndir; i++) ts->Z[ts->A1->dir_nodes[i]] = 0;
+    FE_CHECK(fe_vector_set(ts->Zd, ts->Z)); /* after the fine kernel, in the stream's order */
+  }
   int nn = V->nnodes, ng = (nn + TS_ROWS - 1) / TS_ROWS;
   fe_arg a[8] = {
       {.kind = FE_ARG_INT, .i = ng},          {.kind = FE_ARG_INT, .i = nn},
@@ -514,6 +536,7 @@ static void twoscale_destroy(fe_precond *P)
   fe_vector_free(ts->Zv);
   fe_vector_free(ts->Rd);
   fe_vector_free(ts->Zd);
+  fe_vector_free(ts->mask);
   fe_node_cells_free(&ts->adj);
   free(ts->con);
   free(ts);
