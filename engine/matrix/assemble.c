@@ -28,6 +28,9 @@ typedef struct assembly {
   int by_rows;          /* the host's fill: each row sums its cells' entries */
   int dev_rows;         /* the device's fill: each row sums its cells' stored entries */
   int dev_pattern;      /* the pattern built on the device (dev_rows only) */
+  int dev_matrices;     /* dev_rows' element matrices by reg_jac in the mesh's order (the
+                         * nodes carry the map, no block or geometry asked), else stored ones
+                         * from fe_element_matrices */
   int wide;             /* the most cells of a node, where the device's pattern could not take
                          * them (built on the host instead), else 0 */
   device_pattern D;     /* dev_rows: the device's arrays of the pattern */
@@ -105,6 +108,7 @@ static int assemble_options(assembly *S)
   S->by_rows = S->scatter == FE_SCATTER_NODES && host && jac && pat != FE_PATTERN_DEVICE;
   S->dev_rows = (S->scatter == FE_SCATTER_NODES && !S->by_rows) || S->scatter == FE_SCATTER_ROWS;
   S->dev_pattern = S->dev_rows && pat != FE_PATTERN_HOST;
+  S->dev_matrices = S->dev_rows && jac && !S->mo.block && S->mo.geometry == FE_GEOMETRY_AUTO;
   S->prec = fe_precision_default();
   if (o && o->precision >= 0) S->prec = (fe_precision)o->precision;
   S->w = fe_precision_size(S->prec);
@@ -145,8 +149,7 @@ static int assemble_pattern(assembly *S)
   if (!S->fixed || !S->rowptr)
     rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   for (int i = 0; !rc && i < fe_operator_ndirichlet(A); i++) S->fixed[A->dir_nodes[i]] = 1;
-  if (!rc && S->dev_pattern && (!V->curved || V->elem.order >= 2) && !S->mo.block &&
-      S->mo.geometry == FE_GEOMETRY_AUTO) /* every module it will want, side by side */
+  if (!rc && S->dev_pattern && S->dev_matrices) /* every module it will want, side by side */
     S->precompile = device_pattern_precompile(S->A, be, S->prec, S->asked > 0 ? S->asked :
                                               be->info.is_gpu ? 4 : 1);
   if (!rc && S->dev_pattern)
@@ -154,6 +157,8 @@ static int assemble_pattern(assembly *S)
   if (!rc && S->dev_pattern && S->D.wide) { /* too wide for its kernels: the host's, uploaded */
     S->wide = S->D.maxdeg;
     S->dev_pattern = 0;
+    S->compile_s += S->D.compile_s; /* its module's compile, counted before it goes */
+    S->transfer += S->D.transfer;
     S->D = (device_pattern){0};
     rc = assemble_pattern_fits(S);
   }
@@ -188,12 +193,10 @@ static int assemble_pattern(assembly *S)
 static int assemble_element_matrices(assembly *S)
 {
   int rc = 0;
-  const fe_space *V = S->A->V;
   if (S->by_rows) {
     rc = host_fill_make(S->A, S->at, S->be, S->prec, &S->F, &S->compile_s, &S->transfer);
     S->r = &S->F.h;
-  } else if (S->dev_rows && (!V->curved || V->elem.order >= 2) && !S->mo.block &&
-             S->mo.geometry == FE_GEOMETRY_AUTO) {
+  } else if (S->dev_matrices) {
     /* the device's rows: reg_jac in the mesh's order, on D's realization (the Jacobian from
      * the nodes: no geometry made, no cell map in another order) */
     rc = device_pattern_matrices(&S->D, S->A, S->at, &S->K, &S->krep, &S->compile_s,

@@ -140,13 +140,15 @@ static int level_make(amg_cycle *C, const amg_host_level *h, int last)
     if (!rc) rc = fe_csr_from_host(C->be, C->prec, h->nc, rp, ci, va, &v->R);
     free(rp), free(ci), free(va);
     FE_CHECK(rc);
-    const double p = h->prp[h->n], nu = AMG_NU;
-    /* down: a sweep from zero (d and b alone), nu - 1 sweeps, the residual; restrict; up:
-     * correct, nu sweeps; a sweep after the first is a pass of A and a copy */
-    C->flops += 2 * a * 2 * nu + 4 * p + 4.0 * nu * h->n;
-    C->bytes += 2 * nu * (12 * a + 4.0 * h->n) + 2 * (12 * p) +
-                w * h->n * (3 + 2 * nu * 5 + 3) + w * 2.0 * h->nc;
-    C->launches += (int)(2 + 2 * (nu - 1) + 1 + 1 + 1 + 2 * nu);
+    const double p = h->prp[h->n], n = h->n, nc = h->nc, sweeps = 2 * AMG_NU - 1;
+    /* down: a sweep from zero (d and b read, x written), AMG_NU - 1 sweeps, the residual;
+     * restrict; up: correct, AMG_NU sweeps. A sweep after the first: a pass of A (values,
+     * columns, row pointers; d, b, x read, the result written) and its copy back (2 reals a
+     * row); the residual: a pass (b, x read, r written); R and P: passes over P's entries */
+    C->flops += 2 * a * (sweeps + 1) + 4 * p + 3 * n * (sweeps + 1);
+    C->bytes += 3 * w * n + sweeps * (12 * a + 4 * n + 6 * w * n) + (12 * a + 4 * n + 3 * w * n) +
+                (12 * p + 4 * nc + w * (n + nc)) + (12 * p + 4 * n + w * (nc + 2 * n));
+    C->launches += (int)(1 + 2 * sweeps + 3);
   } else if (h->n <= AMG_DENSE) {
     int *rp, *ci;
     double *va;
