@@ -35,14 +35,14 @@ typedef struct precond_handle {
 /* The keys of each call beside the actions' own (felab_action_keys adds those). */
 static const char *const cg_keys[] = {"pc", "rtol", "atol", "maxit", "monitor", "x0", "degree",
                                       "lanczos", "ratio", "parts", "cycles", "cycle_on",
-                                      "fuse_pq", NULL};
+                                      "aggressive", "fuse_pq", NULL};
 static const char *const gmres_keys[] = {"pc", "rtol", "atol", "maxit", "monitor", "x0",
                                          "restart", "degree", "lanczos", "ratio", "parts",
-                                         "cycles", "cycle_on", NULL};
+                                         "cycles", "cycle_on", "aggressive", NULL};
 static const char *const newton_keys[] = {"linear", "pc", "rtol", "atol", "maxit", "linear_rtol",
                                           "linear_maxit", "linesearch", "monitor", "x0",
                                           "restart", "degree", "lanczos", "ratio", "parts",
-                                          "cycles", "cycle_on", NULL};
+                                          "cycles", "cycle_on", "aggressive", NULL};
 
 /* Check the options table at t against the actions' keys and extra. */
 static void check_solve_keys(lua_State *L, int t, const char *fname, const char *const *extra)
@@ -149,6 +149,7 @@ static void read_pc_opts(lua_State *L, int t, const char *fname, fe_precond_opts
   opt_integer(L, t, fname, "degree", 1, &po->degree);
   opt_integer(L, t, fname, "lanczos", 1, &po->lanczos);
   opt_integer(L, t, fname, "cycles", 1, &po->cycles);
+  opt_integer(L, t, fname, "aggressive", 0, &po->aggressive);
   opt_tolerance(L, t, fname, "ratio", &po->ratio);
   if (!(po->ratio < 1)) {
     char v[32];
@@ -408,7 +409,8 @@ static int solve_transpose_apply(lua_State *L)
 /* ---- felab.precond ---- */
 
 static const char *const precond_keys[] = {"pc", "degree", "lanczos", "ratio", "parts",
-                                           "cycles", "cycle_on", "verbose", "at", NULL};
+                                           "cycles", "cycle_on", "aggressive", "verbose", "at",
+                                           NULL};
 
 /* solve.precond(A, {pc = "chebyshev", degree =, lanczos =, ratio =, parts =, cycles =,
  * verbose =, at = u, backend =, precision =, strategy = ...}) -> P, set up for J(at) on that
@@ -515,6 +517,19 @@ static int precond_index(lua_State *L)
     for (int i = 0; i < P->parts.n; i++) {
       lua_pushnumber(L, P->parts.part[i].seconds);
       lua_setfield(L, -2, P->parts.part[i].name);
+    }
+  }
+  else if (!strcmp(k, "levels")) { /* {{rows =, nnz =, seconds =}, ...}: the device cycle's */
+    lua_createtable(L, P->nlevels, 0);
+    for (int l = 0; l < P->nlevels; l++) {
+      lua_createtable(L, 0, 3);
+      lua_pushinteger(L, P->level[l].rows);
+      lua_setfield(L, -2, "rows");
+      lua_pushinteger(L, (lua_Integer)P->level[l].nnz);
+      lua_setfield(L, -2, "nnz");
+      lua_pushnumber(L, P->level[l].seconds);
+      lua_setfield(L, -2, "seconds");
+      lua_rawseti(L, -2, l + 1);
     }
   }
   else if (!strcmp(k, "apply_seconds")) lua_pushnumber(L, P->apply_seconds);

@@ -155,8 +155,10 @@ int fe_csr_get(const fe_csr *M, int **rowptr, int **cols, double **vals);
 /* Matrix Market coordinate real general, 1-based. */
 int fe_csr_export_mtx(const fe_csr *M, const char *path);
 /* A CSR matrix of n rows on be in prec from the host's arrays (any number of columns: x
- * has as many entries as the columns reach), its product scalar CSR (one item a row). */
-int fe_csr_from_host(fe_backend *be, fe_precision prec, int n, const int *rowptr,
+ * has as many entries as the columns reach), its product one item a row: format
+ * FE_FORMAT_CSR, FE_FORMAT_SELL (a SELL-C-sigma copy beside the CSR arrays) or FE_FORMAT_AUTO
+ * (the device's, fe_csr_layout: SELL on a GPU, CSR on a CPU). */
+int fe_csr_from_host(fe_backend *be, fe_precision prec, int format, int n, const int *rowptr,
                      const int *cols, const double *vals, fe_csr **M);
 /* Release one holder of M (the matrix itself with the last). */
 void fe_csr_free(fe_csr *M);

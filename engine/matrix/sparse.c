@@ -22,7 +22,7 @@ int fe_sparse_source(const fe_backend *be, fe_precision prec, int lanes, char **
   return fe_strbuf_finish(&b, src);
 }
 
-int fe_csr_from_host(fe_backend *be, fe_precision prec, int n, const int *rowptr,
+int fe_csr_from_host(fe_backend *be, fe_precision prec, int format, int n, const int *rowptr,
                      const int *cols, const double *vals, fe_csr **out)
 {
   *out = NULL;
@@ -44,8 +44,15 @@ int fe_csr_from_host(fe_backend *be, fe_precision prec, int n, const int *rowptr
   if (!rc && nnz) rc = be->ops->write(be->impl, &M->vals, 0, w * (size_t)nnz, f ? (void *)f
                                       : (const void *)vals);
   free(f);
-  double s;
+  /* the layout asked, or the device's (fe_csr_layout: SELL-C-sigma on a GPU), one item a row */
+  fe_matrix_opts lay = {.format = format == FE_FORMAT_SELL ? FE_FORMAT_SELL : FE_FORMAT_AUTO};
+  if (format == FE_FORMAT_CSR) lay.format = FE_FORMAT_CSR, lay.lanes = 1;
+  fe_csr_layout(&be->info, &lay);
+  if (lay.format == FE_FORMAT_SELL)
+    M->format = FE_FORMAT_SELL, M->chunk = lay.chunk, M->sigma = lay.sigma;
+  double s, host;
   if (!rc) rc = csr_module(M, &s);
+  if (!rc && M->format == FE_FORMAT_SELL) rc = csr_make_sell(M, rowptr, &host, &s);
   if (rc) {
     fe_csr_free(M);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);

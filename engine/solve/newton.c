@@ -61,6 +61,7 @@ void fe_newton_opts_default(fe_newton_opts *o)
   memset(o, 0, sizeof *o);
   o->linear = "cg";
   o->pc = "jacobi";
+  fe_precond_opts_default(&o->pc_opts);
   o->rtol = 1e-10;
   o->atol = 1e-50;
   o->maxit = 50;

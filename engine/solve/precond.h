@@ -15,7 +15,7 @@
 #include "engine/operator/operator.h"
 #include "engine/perf/perf.h"
 
-enum { FE_CYCLE_HOST, FE_CYCLE_DEVICE };
+enum { FE_CYCLE_DEVICE, FE_CYCLE_HOST };
 
 typedef struct fe_precond_opts {
   const char *name; /* the unit: "none", "jacobi", "chebyshev", "amg", "twoscale" */
@@ -24,9 +24,11 @@ typedef struct fe_precond_opts {
   double ratio;     /* chebyshev: lower bound = ratio * upper (0: Lanczos' own lower bound) */
   const char *parts;/* twoscale: "both" (NULL), "fine", "coarse" */
   int cycles;       /* amg (and twoscale's coarse solve): V-cycles per application (0: 1) */
-  int cycle_on;     /* amg: FE_CYCLE_HOST (BoomerAMG's cycle on the host, the default for
-                     * now) or FE_CYCLE_DEVICE (the hierarchy moved to the solve's backend and
-                     * cycled there: amg-cycle.c) */
+  int cycle_on;     /* amg: FE_CYCLE_DEVICE (the default: the hierarchy moved to the solve's
+                     * backend and cycled there, amg-cycle.c) or FE_CYCLE_HOST (BoomerAMG's own
+                     * cycle on the host) */
+  int aggressive;   /* amg: the levels BoomerAMG coarsens aggressively (its agg_num_levels;
+                     * -1: 1 for a scalar problem in 3D, else 0; twoscale's coarse scale: 0) */
   int verbose;      /* print the setup's steps (Lanczos bounds, AMG levels) */
 } fe_precond_opts;
 
@@ -63,6 +65,15 @@ struct fe_precond {
   double apply_seconds;  /* summed over the applications (the layer measures it) */
   long applications;
   char describe[200];    /* how it runs, for reports: "Chebyshev degree 3 on [0.09, 1.9]" */
+  /* a multigrid's levels where the unit cycles on the backend (amg's device cycle, and
+   * twoscale's coarse scale with it): rows, stored entries and the seconds of its passes in
+   * one cycle timed at setup (each pass waited on) */
+  int nlevels;
+  struct fe_precond_level {
+    int rows;
+    long long nnz;
+    double seconds;
+  } level[40];
 };
 
 /* Make and set up the preconditioner o->name for A at state at (NULL: zero) on act's

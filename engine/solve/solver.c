@@ -38,6 +38,7 @@ void fe_solver_opts_default(fe_solver_opts *o)
   memset(o, 0, sizeof *o);
   o->pc = "jacobi";
   o->rtol = 1e-8;
+  fe_precond_opts_default(&o->pc_opts);
   o->atol = 1e-50;
   o->maxit = 1000;
   o->restart = 30;

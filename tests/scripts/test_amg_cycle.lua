@@ -5,8 +5,10 @@
 -- Poisson: P1, Q1, Q2 on distorted boxes with a coefficient of x) and within 30% for
 -- elasticity (two Jacobi sweeps against hypre's l1 Gauss-Seidel), the
 -- same solution; the cycle a symmetric operator (what CG needs); its report (the backend it
--- cycled on, launches, no host copies, the setup's part to the device); two-scale's coarse
--- scale cycled there too (the same iterations, h-independent); bad options refused.
+-- cycled on, launches, no host copies, the setup's part to the device, its levels); the
+-- default; two cycles an application; two-scale's coarse scale cycled there too (the same
+-- iterations, h-independent); bad options refused; the levels in CSR and in SELL-C-sigma
+-- (a GPU's layout, asked on every backend here by FELAB_CYCLE_FORMAT) alike.
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, expect_error = T.check, T.expect_error
 if not pcall(solve.precond, fe.operator(fe.space(mesh.box{cells = {2, 2, 2}, cell = "hex"}, "Q1"),
@@ -16,6 +18,17 @@ if not pcall(solve.precond, fe.operator(fe.space(mesh.box{cells = {2, 2, 2}, cel
   return
 end
 
+-- the child of the layouts' check (the file's end)
+if arg[1] == "sell" then
+  local m = mesh.box{cells = {12, 12, 12}, cell = "tet", distort = 0.3}
+  local B = fe.operator(fe.space(m, "P1"), physics.poisson{kappa = "1 + 10 * x[0]", source = 1},
+                        {dirichlet = "all"})
+  for _, be in ipairs(T.backends(true)) do
+    local x, i = solve.cg(B, {pc = "amg", rtol = 1e-10, backend = be})
+    print(("%s %s %d %.17g"):format(be, i.pc:match("%((%a+),"), i.iterations, x:to("cpu"):norm()))
+  end
+  return
+end
 local function within(a, b, share)
   return math.abs(a - b) <= math.max(1, share * b)
 end
@@ -62,8 +75,24 @@ for _, be in ipairs(T.backends(true)) do
         "%s: the device cycle's counts: %d launches, setup parts %s", be, P.launches,
         tostring(P.setup_parts.to_device))
   local H = solve.precond(A, {pc = "amg", backend = be})
-  check(not H.describe:find("V-cycle on", 1, true), "%s: the default is the host's cycle: %s", be,
-        H.describe)
+  check(H.describe:find("V-cycle on " .. be, 1, true), "%s: the default is the device's cycle: %s",
+        be, H.describe)
+  -- its levels: rows falling, the finest's entries stored, one timed cycle's seconds on each
+  local lv = P.levels
+  check(#lv >= 2 and lv[1].rows == A.ndofs and lv[1].nnz > lv[1].rows, "%s: %d levels, the finest "
+        .. "%s rows (%d dofs)", be, #lv, tostring(lv[1] and lv[1].rows), A.ndofs)
+  for l = 2, #lv do
+    check(lv[l].rows < lv[l - 1].rows and lv[l].seconds > 0, "%s: level %d: %d rows (above %d), "
+          .. "%.3g s", be, l, lv[l].rows, lv[l - 1].rows, lv[l].seconds)
+  end
+  check(#solve.precond(A, {pc = "amg", cycle_on = "host", backend = be}).levels == 0,
+        "%s: the host's cycle lists no levels of its own", be)
+  -- two cycles an application: fewer iterations, the same solution
+  local x1, i1 = solve.cg(A, {pc = "amg", rtol = 1e-10, backend = be})
+  local x2, i2 = solve.cg(A, {pc = "amg", cycles = 2, rtol = 1e-10, backend = be})
+  check(i2.converged and i2.iterations < i1.iterations and i2.pc:find("x 2", 1, true) and
+        T.max_rel_diff(x1:to("cpu"), x2:to("cpu")) <= 1e-7, "%s: two V-cycles an application: %d "
+        .. "iterations against one's %d (%s)", be, i2.iterations, i1.iterations, i2.pc)
   print(("%-6s the device cycle is symmetric to %.0e; %s"):format(be, math.abs(a - b) / math.abs(a),
                                                                  P.describe))
 end
@@ -93,6 +122,31 @@ local A = fe.operator(fe.space(mesh.box{cells = {3, 3, 3}, cell = "hex"}, "Q1"),
                       physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
 expect_error(function() return solve.precond(A, {pc = "amg", cycle_on = "gpu"}) end,
              "cycle_on", "host", "device")
-expect_error(function() return solve.cg(A, {pc = "amg", cycle_on = "device", cycles = 2}) end,
-             "cycle_on", "one V-cycle")
+expect_error(function() return solve.cg(A, {pc = "amg", aggressive = -1}) end,
+             "aggressive", ">= 0")
+
+-- the levels in SELL-C-sigma (a GPU's layout) on every backend here, in a child process
+-- (FELAB_CYCLE_FORMAT = sell): the same iterations and solution as CSR's
+local exe = T.exe()
+local function layout(format)
+  local p = check(io.popen(("FELAB_CYCLE_FORMAT=%s '%s' '%s' sell 2>&1"):format(format, exe, arg[0])))
+  local out = {}
+  for line in p:lines() do
+    local be, f, its, norm = line:match("^(%S+) (%a+) (%d+) (%S+)$")
+    if be then out[be] = {f = f, its = tonumber(its), norm = tonumber(norm)} end
+  end
+  p:close()
+  return out
+end
+local csr, sell = layout("csr"), layout("sell")
+for _, be in ipairs(T.backends(true)) do
+  local c, s = csr[be], sell[be]
+  check(c and s and c.f == "csr" and s.f == "sell" and c.its == s.its and
+        math.abs(c.norm - s.norm) <= 1e-9 * c.norm, "%s: the levels in CSR and in SELL: %s, %s",
+        be, c and (c.f .. " " .. c.its) or "nothing", s and (s.f .. " " .. s.its) or "nothing")
+  if c and s then
+    print(("%-6s levels in CSR and in SELL-C-sigma: %d iterations both, |x| %.15g and %.15g"):format(
+          be, c.its, c.norm, s.norm))
+  end
+end
 T.done()

@@ -1,7 +1,8 @@
 /* amg's V-cycle on the solve's backend (cycle_on = "device"): hypre keeps the setup (the
  * coarsening, the interpolations P_l, the Galerkin products A_{l+1} = P_l^T A_l P_l); its
- * hierarchy moves to the device once, as CSR matrices (A_l, P_l and R_l = P_l^T, transposed
- * here), and each application cycles there with felab's sparse passes (sparse.knl):
+ * hierarchy moves to the device once (A_l, P_l and R_l = P_l^T, transposed here; CSR on a
+ * CPU, SELL-C-sigma on a GPU: fe_csr_from_host) and each application cycles there with
+ * felab's own passes (sparse.knl's fe_csr_cycle and fe_sell_cycle, one item a row):
  *   down   x_l = D_l b_l, then x_l += D_l (b_l - A_l x_l) once more   (two Jacobi sweeps)
  *          t_l = b_l - A_l x_l,  b_{l+1} = R_l t_l
  *   coarse x_L = A_L^-1 b_L                  (a dense inverse made on the host once)
@@ -11,7 +12,8 @@
  * lies in (0, 1.6] (Gershgorin on the scaled rows): each sweep converges, and the symmetric
  * cycle is SPD (a preconditioner for CG) whatever signs the coarse levels' entries have.
  * Jacobi needs no order of the unknowns (each row alone: one item a row on a GPU); hypre's
- * own cycle smooths with l1 Gauss-Seidel, a sequential sweep. No copy to the host. */
+ * own cycle smooths with l1 Gauss-Seidel, a sequential sweep. A sweep reads x and writes
+ * the other of the level's two vectors (x, t): no copies. No transfer to the host. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +27,8 @@
 #define AMG_SWEEPS 20   /* above: l1-Jacobi sweeps there */
 #define AMG_ITEMS 128   /* sparse.knl's items per group */
 #define AMG_NU 2        /* Jacobi sweeps down and up on a level (measured: 1 took 1.3-1.9x the
-                         * host cycle's CG iterations, 2 the same within 12%, elasticity Q2 28%) */
+                         * host cycle's CG iterations, 2 the same within 12%, elasticity Q2 28%);
+                         * sweeps() takes any count */
 
 typedef struct amg_level {
   int n;
@@ -39,10 +42,11 @@ struct amg_cycle {
   int L;
   amg_level lv[AMG_LEVELS];
   fe_csr *inv;            /* the coarsest's dense inverse, or NULL (sweeps) */
-  fe_kernel *smooth, *residual, *add;
-  int sweeps; /* Jacobi sweeps down and up on each level (AMG_NU) */
+  fe_kernel *csr, *sell;  /* sparse.knl's fe_csr_cycle and fe_sell_cycle */
   double flops, bytes;
   int launches;
+  double *timed;          /* NULL, or each level's seconds (amg_cycle_time: passes waited on) */
+  fe_vector *res, *err;   /* cycles > 1: the finest's residual and correction */
 };
 
 /* R = P^T (n x nc -> nc x n), CSR on the host. */
@@ -109,12 +113,21 @@ static int dense_inverse(const amg_host_level *h, int **rp, int **ci, double **v
   return 0;
 }
 
+/* The bytes of one pass over M's entries: its values and columns (SELL: its slots, padding
+ * included, and each position's row) and its row pointers or chunk starts. */
+static double matrix_bytes(const fe_csr *M)
+{
+  const double w = (double)fe_precision_size(M->prec);
+  if (M->format == FE_FORMAT_SELL) return (double)M->nslots * (4 + w) + 4.0 * M->n + 4.0 * M->nchunks;
+  return (double)M->nnz * (4 + w) + 4.0 * M->n;
+}
+
 /* Level l's device data from the host's h (last: the coarsest). */
-static int level_make(amg_cycle *C, const amg_host_level *h, int last)
+static int level_make(amg_cycle *C, const amg_host_level *h, int last, int format)
 {
   amg_level *v = &C->lv[C->L++]; /* counted first: amg_cycle_free frees what was made */
   v->n = h->n;
-  FE_CHECK(fe_csr_from_host(C->be, C->prec, h->n, h->arp, h->acol, h->aval, &v->A));
+  FE_CHECK(fe_csr_from_host(C->be, C->prec, format, h->n, h->arp, h->acol, h->aval, &v->A));
   double *d = malloc(sizeof(double) * ((size_t)h->n + 1));
   FE_ASSERT(d, FE_ERR_MEM, "amg: out of host memory for a level's scaling");
   for (int i = 0; i < h->n; i++) { /* the scaling: weighted Jacobi, bounded by the row */
@@ -131,38 +144,39 @@ static int level_make(amg_cycle *C, const amg_host_level *h, int last)
   if (!rc) rc = fe_vector_create(C->be, C->prec, h->n, &v->x);
   if (!rc) rc = fe_vector_create(C->be, C->prec, h->n, &v->t);
   FE_CHECK(rc);
-  const double w = (double)fe_precision_size(C->prec), a = h->arp[h->n];
+  const double w = (double)fe_precision_size(C->prec), a = h->arp[h->n], n = h->n;
   if (!last) {
     int *rp, *ci;
     double *va;
-    FE_CHECK(fe_csr_from_host(C->be, C->prec, h->n, h->prp, h->pcol, h->pval, &v->P));
+    FE_CHECK(fe_csr_from_host(C->be, C->prec, format, h->n, h->prp, h->pcol, h->pval, &v->P));
     rc = transpose(h, &rp, &ci, &va);
-    if (!rc) rc = fe_csr_from_host(C->be, C->prec, h->nc, rp, ci, va, &v->R);
+    if (!rc) rc = fe_csr_from_host(C->be, C->prec, format, h->nc, rp, ci, va, &v->R);
     free(rp), free(ci), free(va);
     FE_CHECK(rc);
-    const double p = h->prp[h->n], n = h->n, nc = h->nc, sweeps = 2 * AMG_NU - 1;
-    /* down: a sweep from zero (d and b read, x written), AMG_NU - 1 sweeps, the residual;
-     * restrict; up: correct, AMG_NU sweeps. A sweep after the first: a pass of A (values,
-     * columns, row pointers; d, b, x read, the result written) and its copy back (2 reals a
-     * row); the residual: a pass (b, x read, r written); R and P: passes over P's entries */
+    const double p = h->prp[h->n], nc = h->nc, sweeps = 2 * AMG_NU - 1;
+    /* down: the first sweep (d, b read, x written), AMG_NU - 1 sweeps, the residual; restrict;
+     * up: correct, AMG_NU sweeps. A sweep after the first: a pass of A, d, b, x read, the
+     * other written; the residual: a pass, b, x read, t written; R: a pass, t read, the
+     * coarser b written; P: a pass, the coarser x read, x read and written */
     C->flops += 2 * a * (sweeps + 1) + 4 * p + 3 * n * (sweeps + 1);
-    C->bytes += 3 * w * n + sweeps * (12 * a + 4 * n + 6 * w * n) + (12 * a + 4 * n + 3 * w * n) +
-                (12 * p + 4 * nc + w * (n + nc)) + (12 * p + 4 * n + w * (nc + 2 * n));
-    C->launches += (int)(1 + 2 * sweeps + 3);
+    C->bytes += 3 * w * n + (sweeps + 1) * matrix_bytes(v->A) + sweeps * 4 * w * n +
+                3 * w * n + matrix_bytes(v->R) + w * (n + nc) + matrix_bytes(v->P) +
+                w * (nc + 2 * n);
+    C->launches += (int)(1 + sweeps + 3);
   } else if (h->n <= AMG_DENSE) {
     int *rp, *ci;
     double *va;
     rc = dense_inverse(h, &rp, &ci, &va);
-    if (!rc) rc = fe_csr_from_host(C->be, C->prec, h->n, rp, ci, va, &C->inv);
+    if (!rc) rc = fe_csr_from_host(C->be, C->prec, format, h->n, rp, ci, va, &C->inv);
     free(rp), free(ci), free(va);
     FE_CHECK(rc);
     C->flops += 2.0 * h->n * h->n;
-    C->bytes += 12.0 * h->n * h->n + 2 * w * h->n;
+    C->bytes += matrix_bytes(C->inv) + 2 * w * h->n;
     C->launches += 1;
   } else {
     C->flops += AMG_SWEEPS * 2 * a;
-    C->bytes += AMG_SWEEPS * (12 * a + 4 * w * h->n);
-    C->launches += 2 * AMG_SWEEPS;
+    C->bytes += 3 * w * n + (AMG_SWEEPS - 1) * (matrix_bytes(v->A) + 4 * w * n);
+    C->launches += AMG_SWEEPS + (AMG_SWEEPS % 2 == 0 ? 0 : 1);
   }
   return 0;
 }
@@ -174,13 +188,16 @@ int amg_cycle_make(fe_backend *be, fe_precision prec, const amg_host_level *lv, 
   FE_ASSERT(L >= 1 && L <= AMG_LEVELS, FE_ERR_ARG, "amg: %d levels (1 to %d)", L, AMG_LEVELS);
   amg_cycle *C;
   FE_CALLOC(C, 1, "amg's cycle");
-  *C = (amg_cycle){.be = be, .prec = prec, .sweeps = AMG_NU};
+  *C = (amg_cycle){.be = be, .prec = prec};
+  /* the device's layout; FELAB_CYCLE_FORMAT = csr or sell asks one (the tests: SELL on a CPU) */
+  const char *f = getenv("FELAB_CYCLE_FORMAT");
+  int format = f && !strcmp(f, "sell") ? FE_FORMAT_SELL : f && !strcmp(f, "csr") ? FE_FORMAT_CSR
+               : FE_FORMAT_AUTO;
   int rc = 0;
-  for (int l = 0; !rc && l < L; l++) rc = level_make(C, &lv[l], l == L - 1);
+  for (int l = 0; !rc && l < L; l++) rc = level_make(C, &lv[l], l == L - 1, format);
   fe_module *mod = rc ? NULL : C->lv[0].A->mod;
-  if (!rc) rc = be->ops->kernel(be->impl, mod, "fe_csr_smooth", &C->smooth);
-  if (!rc) rc = be->ops->kernel(be->impl, mod, "fe_csr_residual", &C->residual);
-  if (!rc) rc = be->ops->kernel(be->impl, mod, "fe_csr_add", &C->add);
+  if (!rc) rc = be->ops->kernel(be->impl, mod, "fe_csr_cycle", &C->csr);
+  if (!rc) rc = be->ops->kernel(be->impl, mod, "fe_sell_cycle", &C->sell);
   if (rc) {
     amg_cycle_free(C);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
@@ -189,78 +206,133 @@ int amg_cycle_make(fe_backend *be, fe_precision prec, const amg_host_level *lv, 
   return 0;
 }
 
-/* One of sparse.knl's passes over M's rows: args after the group count and the rows. */
-static int pass(amg_cycle *C, fe_kernel *k, const fe_csr *M, int nargs, const fe_arg *rest)
+enum { MG_SMOOTH, MG_FIRST, MG_RESID, MG_ADD }; /* sparse.knl's FE_MG_* */
+
+/* One of sparse.knl's cycle passes over M's rows on level l: y from d, b and x by mode. */
+static int pass(amg_cycle *C, int l, const fe_csr *M, int mode, const fe_buffer *d,
+                const fe_buffer *b, const fe_buffer *x, fe_buffer *y)
 {
-  fe_arg a[12];
-  int ng = (M->n + AMG_ITEMS - 1) / AMG_ITEMS;
-  a[0] = (fe_arg){.kind = FE_ARG_INT, .i = ng};
-  a[1] = (fe_arg){.kind = FE_ARG_INT, .i = M->n};
-  memcpy(a + 2, rest, sizeof(fe_arg) * (size_t)nargs);
+  const int ng = (M->n + AMG_ITEMS - 1) / AMG_ITEMS, sell = M->format == FE_FORMAT_SELL;
   if (!ng) return 0;
-  return C->be->ops->launch(C->be->impl, k, (size_t)ng, AMG_ITEMS, nargs + 2, a, C->prec, NULL);
+  fe_arg a[12] = {{.kind = FE_ARG_INT, .i = ng}, {.kind = FE_ARG_INT, .i = M->n},
+                  {.kind = FE_ARG_INT, .i = mode}};
+  int k = 3;
+  if (sell) {
+    a[k++] = (fe_arg){.kind = FE_ARG_INT, .i = M->chunk};
+    a[k++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = &M->cstart};
+    a[k++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = &M->perm};
+  }
+  a[k++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = sell ? &M->scols : &M->rowptr};
+  a[k++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = sell ? &M->svals : &M->cols};
+  if (!sell) a[k++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = &M->vals};
+  a[k++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = d};
+  a[k++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = b};
+  a[k++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = x};
+  a[k++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = y};
+  double s = 0;
+  FE_CHECK(C->be->ops->launch(C->be->impl, sell ? C->sell : C->csr, (size_t)ng, AMG_ITEMS, k, a,
+                              C->prec, C->timed ? &s : NULL));
+  if (C->timed) C->timed[l] += s;
+  return 0;
 }
 
-#define BUF(x) {.kind = FE_ARG_BUFFER, .buf = (x)}
-
-/* xo = x + d (b - A x), or with zero xo = d b. */
-static int smooth(amg_cycle *C, const amg_level *v, int zero, const fe_buffer *b,
-                  const fe_buffer *x, fe_buffer *xo)
+/* y = M x by M's own product (R and the dense inverse), timed on level l when asked. */
+static int product(amg_cycle *C, int l, const fe_csr *M, const fe_buffer *x, fe_buffer *y)
 {
-  fe_arg a[8] = {{.kind = FE_ARG_INT, .i = zero}, BUF(&v->A->rowptr), BUF(&v->A->cols),
-                 BUF(&v->A->vals), BUF(&v->d->buf), BUF(b), BUF(zero ? b : x), BUF(xo)};
-  return pass(C, C->smooth, v->A, 8, a);
+  double s = 0;
+  FE_CHECK(fe_csr_launch(M, M->spmv, x, y, C->timed ? &s : NULL));
+  if (C->timed) C->timed[l] += s;
+  return 0;
+}
+
+/* count Jacobi sweeps on level l's A from x (zero: from x = 0, the first sweep D b), the
+ * result in x: each sweep writes the other of x and t, the first chosen so that the last
+ * writes x (a copy where the count cannot: an odd number from a given x). The first sweep
+ * from zero reads neither A nor x. */
+static int sweeps(amg_cycle *C, int l, int count, int zero, const fe_buffer *b, fe_buffer *x)
+{
+  amg_level *v = &C->lv[l];
+  fe_buffer *in = x, *out = zero && count % 2 ? x : &v->t->buf;
+  for (int s = 0; s < count; s++) {
+    FE_CHECK(pass(C, l, v->A, s == 0 && zero ? MG_FIRST : MG_SMOOTH, &v->d->buf, b, in, out));
+    in = out;
+    out = out == x ? &v->t->buf : x;
+  }
+  if (in != x)
+    FE_CHECK(C->be->ops->copy(C->be->impl, x, in, (size_t)v->n * fe_precision_size(C->prec)));
+  return 0;
 }
 
 /* x = the cycle's approximation of A_l^-1 b on level l (b: level l's right-hand side). */
 static int cycle(amg_cycle *C, int l, const fe_buffer *b, fe_buffer *x)
 {
   amg_level *v = &C->lv[l];
-  if (l == C->L - 1) {
-    if (C->inv) return fe_csr_launch(C->inv, C->inv->spmv, b, x, NULL);
-    FE_CHECK(smooth(C, v, 1, b, b, x));
-    for (int s = 1; s < AMG_SWEEPS; s++) {
-      FE_CHECK(smooth(C, v, 0, b, x, &v->t->buf));
-      FE_CHECK(C->be->ops->copy(C->be->impl, x, &v->t->buf,
-                                (size_t)v->n * fe_precision_size(C->prec)));
-    }
-    return 0;
-  }
+  if (l == C->L - 1)
+    return C->inv ? product(C, l, C->inv, b, x) : sweeps(C, l, AMG_SWEEPS, 1, b, x);
   amg_level *c = &C->lv[l + 1];
-  FE_CHECK(smooth(C, v, 1, b, b, x)); /* down */
-  for (int s = 1; s < C->sweeps; s++) {
-    FE_CHECK(smooth(C, v, 0, b, x, &v->t->buf));
-    FE_CHECK(C->be->ops->copy(C->be->impl, x, &v->t->buf, (size_t)v->n * fe_precision_size(C->prec)));
-  }
-  fe_arg r[6] = {BUF(&v->A->rowptr), BUF(&v->A->cols), BUF(&v->A->vals), BUF(b), BUF(x),
-                 BUF(&v->t->buf)};
-  FE_CHECK(pass(C, C->residual, v->A, 6, r));
-  FE_CHECK(fe_csr_launch(v->R, v->R->spmv, &v->t->buf, &c->b->buf, NULL));
+  FE_CHECK(sweeps(C, l, AMG_NU, 1, b, x)); /* down */
+  FE_CHECK(pass(C, l, v->A, MG_RESID, &v->d->buf, b, x, &v->t->buf));
+  FE_CHECK(product(C, l, v->R, &v->t->buf, &c->b->buf));
   FE_CHECK(cycle(C, l + 1, &c->b->buf, &c->x->buf));
-  fe_arg p[5] = {BUF(&v->P->rowptr), BUF(&v->P->cols), BUF(&v->P->vals), BUF(&c->x->buf),
-                 BUF(x)};
-  FE_CHECK(pass(C, C->add, v->P, 5, p)); /* up */
-  for (int s = 0; s < C->sweeps; s++) {
-    FE_CHECK(smooth(C, v, 0, b, x, &v->t->buf));
-    FE_CHECK(C->be->ops->copy(C->be->impl, x, &v->t->buf, (size_t)v->n * fe_precision_size(C->prec)));
+  FE_CHECK(pass(C, l, v->P, MG_ADD, &v->d->buf, b, &c->x->buf, x)); /* up */
+  return sweeps(C, l, AMG_NU, 0, b, x);
+}
+
+int amg_cycle_apply(amg_cycle *C, int cycles, const fe_vector *r, fe_vector *z)
+{
+  amg_level *f = &C->lv[0];
+  FE_ASSERT(r->n == f->n && z->n == r->n, FE_ERR_ARG, "amg: r has %d entries, the cycle's "
+            "finest level %d rows", r->n, f->n);
+  FE_CHECK(cycle(C, 0, &r->buf, &z->buf));
+  for (int k = 1; k < cycles; k++) { /* z += cycle(r - A z) */
+    if (!C->res) FE_CHECK(fe_vector_create(C->be, C->prec, f->n, &C->res));
+    if (!C->err) FE_CHECK(fe_vector_create(C->be, C->prec, f->n, &C->err));
+    FE_CHECK(pass(C, 0, f->A, MG_RESID, &f->d->buf, &r->buf, &z->buf, &C->res->buf));
+    FE_CHECK(cycle(C, 0, &C->res->buf, &C->err->buf));
+    FE_CHECK(fe_vector_axpby(z, 1, C->err, 1));
   }
   return 0;
 }
 
-int amg_cycle_apply(amg_cycle *C, const fe_vector *r, fe_vector *z)
+int amg_cycle_time(amg_cycle *C, double *seconds)
 {
-  FE_ASSERT(r->n == C->lv[0].n && z->n == r->n, FE_ERR_ARG, "amg: r has %d entries, the cycle's "
-            "finest level %d rows", r->n, C->lv[0].n);
-  return cycle(C, 0, &r->buf, &z->buf);
+  fe_vector *r = NULL, *z = NULL;
+  int rc = fe_vector_create(C->be, C->prec, C->lv[0].n, &r);
+  if (!rc) rc = fe_vector_fill(r, 1);
+  if (!rc) rc = fe_vector_create(C->be, C->prec, C->lv[0].n, &z);
+  for (int l = 0; l < C->L; l++) seconds[l] = 0;
+  C->timed = seconds;
+  if (!rc) rc = amg_cycle_apply(C, 1, r, z);
+  C->timed = NULL;
+  fe_vector_free(r), fe_vector_free(z);
+  FE_CHECK(rc);
+  return 0;
+}
+
+const char *amg_cycle_format(const amg_cycle *C)
+{
+  return fe_csr_format_name(C->lv[0].A);
+}
+
+void amg_cycle_level(const amg_cycle *C, int l, int *rows, long long *nnz)
+{
+  *rows = C->lv[l].n;
+  *nnz = C->lv[l].A->nnz;
 }
 
 void amg_cycle_counts(const amg_cycle *C, double *flops, double *bytes, int *launches,
-                      int *dense)
+                      int *dense, double *res_flops, double *res_bytes)
 {
+  const fe_csr *A = C->lv[0].A;
+  const double w = (double)fe_precision_size(C->prec), n = A->n;
   *flops = C->flops;
   *bytes = C->bytes;
   *launches = C->launches;
   *dense = C->inv != NULL;
+  /* the residual pass (r, z read, res written) and the correction's add (z, err read, z
+   * written) */
+  *res_flops = 2.0 * (double)A->nnz + 2 * n;
+  *res_bytes = matrix_bytes(A) + 3 * w * n + 3 * w * n;
 }
 
 void amg_cycle_free(amg_cycle *C)
@@ -272,5 +344,6 @@ void amg_cycle_free(amg_cycle *C)
     fe_vector_free(v->d), fe_vector_free(v->b), fe_vector_free(v->x), fe_vector_free(v->t);
   }
   fe_csr_free(C->inv);
+  fe_vector_free(C->res), fe_vector_free(C->err);
   free(C);
 }

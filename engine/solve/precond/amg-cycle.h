@@ -23,13 +23,22 @@ typedef struct amg_cycle amg_cycle;
  * smoothing sweeps). */
 int amg_cycle_make(fe_backend *be, fe_precision prec, const amg_host_level *lv, int L,
                    amg_cycle **C);
-/* z = one V-cycle on r from z = 0: Jacobi sweeps down and up on every level but the
- * coarsest (the same sweeps both ways: a symmetric operator), the coarsest solved. */
-int amg_cycle_apply(amg_cycle *C, const fe_vector *r, fe_vector *z);
-/* One cycle's counted flops, bytes and launches; its levels' rows and nonzeros on the
- * coarsest, and whether it is solved (dense inverse) or smoothed. */
+/* z = V-cycles on r from z = 0: Jacobi sweeps down and up on every level but the coarsest
+ * (the same sweeps both ways: a symmetric operator), the coarsest solved; each cycle after
+ * the first on the finest's residual r - A z, its correction added. */
+int amg_cycle_apply(amg_cycle *C, int cycles, const fe_vector *r, fe_vector *z);
+/* One cycle's counted flops, bytes and launches (and those of the finest's residual, taken
+ * before each cycle after the first), and whether the coarsest is solved (dense inverse) or
+ * smoothed. */
 void amg_cycle_counts(const amg_cycle *C, double *flops, double *bytes, int *launches,
-                      int *dense);
+                      int *dense, double *res_flops, double *res_bytes);
+/* One cycle on r = 1 with each pass waited on and timed: seconds[l], level l's passes (its
+ * sweeps, residual, restriction and correction; the coarsest's solve). */
+int amg_cycle_time(amg_cycle *C, double *seconds);
+/* The levels' layout: "csr" or "sell". */
+const char *amg_cycle_format(const amg_cycle *C);
+/* Level l's rows and its matrix's stored entries. */
+void amg_cycle_level(const amg_cycle *C, int l, int *rows, long long *nnz);
 void amg_cycle_free(amg_cycle *C);
 
 #endif
