@@ -155,11 +155,12 @@ int fe_csr_get(const fe_csr *M, int **rowptr, int **cols, double **vals);
 /* Matrix Market coordinate real general, 1-based. */
 int fe_csr_export_mtx(const fe_csr *M, const char *path);
 /* A CSR matrix of n rows on be in prec from the host's arrays (any number of columns: x
- * has as many entries as the columns reach), its product one item a row: format
- * FE_FORMAT_CSR, FE_FORMAT_SELL (a SELL-C-sigma copy beside the CSR arrays) or FE_FORMAT_AUTO
- * (the device's, fe_csr_layout: SELL on a GPU, CSR on a CPU). */
-int fe_csr_from_host(fe_backend *be, fe_precision prec, int format, int n, const int *rowptr,
-                     const int *cols, const double *vals, fe_csr **M);
+ * has as many entries as the columns reach), its product's layout: format FE_FORMAT_CSR
+ * with lanes items a row (0: 1), FE_FORMAT_SELL (a SELL-C-sigma copy beside the CSR arrays,
+ * one item a row) or FE_FORMAT_AUTO (the device's: on a GPU SELL, or CSR with 8 or 32 lanes
+ * where rows hold 24 or 64 entries on average; CSR on a CPU). */
+int fe_csr_from_host(fe_backend *be, fe_precision prec, int format, int lanes, int n,
+                     const int *rowptr, const int *cols, const double *vals, fe_csr **M);
 /* Release one holder of M (the matrix itself with the last). */
 void fe_csr_free(fe_csr *M);
 /* The matrix A's last assembly made (fe_operator_assemble: kept, not held, by A) on be in

@@ -22,15 +22,21 @@ int fe_sparse_source(const fe_backend *be, fe_precision prec, int lanes, char **
   return fe_strbuf_finish(&b, src);
 }
 
-int fe_csr_from_host(fe_backend *be, fe_precision prec, int format, int n, const int *rowptr,
-                     const int *cols, const double *vals, fe_csr **out)
+int fe_csr_from_host(fe_backend *be, fe_precision prec, int format, int lanes, int n,
+                     const int *rowptr, const int *cols, const double *vals, fe_csr **out)
 {
   *out = NULL;
   fe_csr *M;
   FE_CALLOC(M, 1, "a sparse matrix");
   long long nnz = rowptr[n];
-  *M = (fe_csr){.be = be, .prec = prec, .n = n, .nnz = nnz, .nslots = nnz, .lanes = 1,
-                .format = FE_FORMAT_CSR};
+  /* the device's layout for long rows on a GPU (a coarse level's: tens to hundreds of
+   * entries, which one item would walk alone): CSR with 8 items a row from 24 entries on
+   * average, 32 (a warp) from 64; shorter rows go to fe_csr_layout's (SELL on a GPU) */
+  const double avg = n ? (double)nnz / n : 0;
+  if (format == FE_FORMAT_AUTO && be->info.is_gpu && avg >= 24)
+    format = FE_FORMAT_CSR, lanes = avg >= 64 ? 32 : 8;
+  *M = (fe_csr){.be = be, .prec = prec, .n = n, .nnz = nnz, .nslots = nnz,
+                .lanes = format == FE_FORMAT_CSR && lanes > 0 ? lanes : 1, .format = FE_FORMAT_CSR};
   size_t w = fe_precision_size(prec);
   int rc = be->ops->alloc(be->impl, sizeof(int) * ((size_t)n + 1), &M->rowptr);
   if (!rc) rc = be->ops->write(be->impl, &M->rowptr, 0, sizeof(int) * ((size_t)n + 1), rowptr);
@@ -44,9 +50,9 @@ int fe_csr_from_host(fe_backend *be, fe_precision prec, int format, int n, const
   if (!rc && nnz) rc = be->ops->write(be->impl, &M->vals, 0, w * (size_t)nnz, f ? (void *)f
                                       : (const void *)vals);
   free(f);
-  /* the layout asked, or the device's (fe_csr_layout: SELL-C-sigma on a GPU), one item a row */
+  /* the layout asked, or the device's (fe_csr_layout: SELL-C-sigma on a GPU, CSR on a CPU) */
   fe_matrix_opts lay = {.format = format == FE_FORMAT_SELL ? FE_FORMAT_SELL : FE_FORMAT_AUTO};
-  if (format == FE_FORMAT_CSR) lay.format = FE_FORMAT_CSR, lay.lanes = 1;
+  if (format == FE_FORMAT_CSR) lay.format = FE_FORMAT_CSR, lay.lanes = M->lanes;
   fe_csr_layout(&be->info, &lay);
   if (lay.format == FE_FORMAT_SELL)
     M->format = FE_FORMAT_SELL, M->chunk = lay.chunk, M->sigma = lay.sigma;

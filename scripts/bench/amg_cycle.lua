@@ -4,14 +4,17 @@
 --   P1 Poisson with AMG-PCG on a distorted tet box (the issue's 7.19M dofs).
 -- Each to rtol 1e-8, setup apart; each solve run twice and its faster kept (the first may
 -- compile), each setup's first and second time printed.
--- usage: felab scripts/bench/amg_cycle.lua [backend] [cases] [scale] [distort]
---   cases: a comma list of "q3", "q7", "p1" (default all); scale multiplies the cells per side
---   (1: the issue's sizes; 0.1 runs in seconds on a cpu); distort (default 0.3)
+-- usage: felab scripts/bench/amg_cycle.lua [backend] [cases] [scale] [distort] [cycles]
+--   cases: a comma list of "q3", "q7", "p1" (default all), and "split" (two-scale's scales
+--   timed apart); scale multiplies the cells per side (1: the issue's sizes; 0.1 runs in
+--   seconds on a cpu); distort (default 0.3); cycles: "host,device" (default) or one of them
 local backend = arg[1] or "cuda"
 local want = {}
 for s in (arg[2] or "q3,q7,p1"):gmatch("[^,]+") do want[s] = true end
 local scale = tonumber(arg[3]) or 1
 local distort = tonumber(arg[4]) or 0.3
+local ons = {}
+for s in (arg[5] or "host,device"):gmatch("[^,]+") do ons[#ons + 1] = s end
 
 local function operator(cell, n, space)
   local m = mesh.box{cells = {n, n, n}, cell = cell, distort = distort}
@@ -55,7 +58,7 @@ local function compare(case, A, V, pc)
   local xj, ij, tj = cg(A, "jacobi")
   row(case, V.ndofs, "jacobi", ij.converged and ij.iterations or "-", tj)
   local xs = {}
-  for _, on in ipairs({"host", "device"}) do
+  for _, on in ipairs(ons) do
     local P, setups = nil, {}
     for k = 1, 2 do
       P = nil
@@ -68,12 +71,36 @@ local function compare(case, A, V, pc)
     xs[on] = x
     row(case, V.ndofs, pc .. " " .. on, info.converged and info.iterations or "-", t, setups[1],
         setups[2], P.describe)
-    print(("     setup parts (s): %s; %.1f ms an application"):format(parts_string(P.setup_parts),
+    print(("     setup parts (s): %s; %.2f ms an application"):format(parts_string(P.setup_parts),
           1e3 * P.apply_seconds / math.max(1, P.applications)))
+    if #P.levels > 0 then
+      local lv, sum = {}, 0
+      for l, v in ipairs(P.levels) do
+        lv[#lv + 1] = ("%d: %d rows %.3f ms"):format(l, v.rows, 1e3 * v.seconds)
+        sum = sum + v.seconds
+      end
+      print(("     one timed cycle %.3f ms: %s"):format(1e3 * sum, table.concat(lv, ", ")))
+    end
   end
-  print(("     |x_device - x_host| / |x_host| = %.2e, |x_device - x_jacobi| / |x_jacobi| = %.2e")
-        :format(xs.device:copy():axpy(-1, xs.host):norm() / xs.host:norm(),
-                xs.device:copy():axpy(-1, xj):norm() / xj:norm()))
+  if pc == "twoscale" and want.split then -- where a device application's time goes: its scales apart
+    local r = A:apply(V:interpolate(function(p) return p[1] * p[2] + p[3] end):to(backend))
+    local line = {}
+    for _, parts in ipairs({"fine", "coarse", "both"}) do
+      local P = solve.precond(A, {pc = pc, parts = parts, backend = backend})
+      local z = P:apply(r)
+      z:norm()
+      local t0, k = perf.clock(), 20
+      for _ = 1, k do z = P:apply(r) end
+      z:norm() -- waits for the device
+      line[#line + 1] = ("%s %.3f ms"):format(parts, 1e3 * (perf.clock() - t0) / k)
+    end
+    print("     an application, device cycle: " .. table.concat(line, ", "))
+  end
+  if xs.device and xs.host then
+    print(("     |x_device - x_host| / |x_host| = %.2e, |x_device - x_jacobi| / |x_jacobi| = %.2e")
+          :format(xs.device:copy():axpy(-1, xs.host):norm() / xs.host:norm(),
+                  xs.device:copy():axpy(-1, xj):norm() / xj:norm()))
+  end
 end
 
 print(("multigrid's cycle on the host and on %s; distort %g, rtol 1e-8, setup apart"):format(

@@ -26,6 +26,7 @@ if arg[1] == "sell" then
   for _, be in ipairs(T.backends(true)) do
     local x, i = solve.cg(B, {pc = "amg", rtol = 1e-10, backend = be})
     print(("%s %s %d %.17g"):format(be, i.pc:match("%((%a+),"), i.iterations, x:to("cpu"):norm()))
+    io.stdout:flush()
   end
   return
 end
@@ -138,15 +139,19 @@ local function layout(format)
   p:close()
   return out
 end
-local csr, sell = layout("csr"), layout("sell")
+local csr, csr8, sell = layout("csr"), layout("csr8"), layout("sell")
 for _, be in ipairs(T.backends(true)) do
-  local c, s = csr[be], sell[be]
-  check(c and s and c.f == "csr" and s.f == "sell" and c.its == s.its and
-        math.abs(c.norm - s.norm) <= 1e-9 * c.norm, "%s: the levels in CSR and in SELL: %s, %s",
-        be, c and (c.f .. " " .. c.its) or "nothing", s and (s.f .. " " .. s.its) or "nothing")
-  if c and s then
-    print(("%-6s levels in CSR and in SELL-C-sigma: %d iterations both, |x| %.15g and %.15g"):format(
-          be, c.its, c.norm, s.norm))
+  local c, v, s = csr[be], csr8[be], sell[be]
+  local function same(a, f)
+    return a and a.f == f and a.its == c.its and math.abs(c.norm - a.norm) <= 1e-9 * c.norm
+  end
+  check(c and c.f == "csr" and same(v, "csr") and same(s, "sell"), "%s: the levels in CSR, in "
+        .. "CSR with 8 items a row and in SELL: %s, %s, %s", be,
+        c and (c.f .. " " .. c.its) or "nothing", v and (v.f .. " " .. v.its) or "nothing",
+        s and (s.f .. " " .. s.its) or "nothing")
+  if c and v and s then
+    print(("%-6s levels in CSR, CSR 8 a row, SELL-C-sigma: %d iterations, |x| %.15g, %.15g, %.15g")
+          :format(be, c.its, c.norm, v.norm, s.norm))
   end
 end
 T.done()

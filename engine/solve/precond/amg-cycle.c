@@ -33,6 +33,7 @@
 typedef struct amg_level {
   int n;
   fe_csr *A, *P, *R;      /* P and R: NULL on the coarsest */
+  fe_kernel *ka, *kp;     /* A's and P's cycle pass (their modules': lanes differ) */
   fe_vector *d, *b, *x, *t;
 } amg_level;
 
@@ -42,7 +43,7 @@ struct amg_cycle {
   int L;
   amg_level lv[AMG_LEVELS];
   fe_csr *inv;            /* the coarsest's dense inverse, or NULL (sweeps) */
-  fe_kernel *csr, *sell;  /* sparse.knl's fe_csr_cycle and fe_sell_cycle */
+  int format, lanes;      /* the layout asked (FELAB_CYCLE_FORMAT), or FE_FORMAT_AUTO */
   double flops, bytes;
   int launches;
   double *timed;          /* NULL, or each level's seconds (amg_cycle_time: passes waited on) */
@@ -123,11 +124,20 @@ static double matrix_bytes(const fe_csr *M)
 }
 
 /* Level l's device data from the host's h (last: the coarsest). */
-static int level_make(amg_cycle *C, const amg_host_level *h, int last, int format)
+/* M's cycle pass: sparse.knl's fe_sell_cycle or fe_csr_cycle, from M's own module. */
+static int cycle_kernel(amg_cycle *C, const fe_csr *M, fe_kernel **k)
+{
+  return C->be->ops->kernel(C->be->impl, M->mod, M->format == FE_FORMAT_SELL ? "fe_sell_cycle"
+                            : "fe_csr_cycle", k);
+}
+
+static int level_make(amg_cycle *C, const amg_host_level *h, int last)
 {
   amg_level *v = &C->lv[C->L++]; /* counted first: amg_cycle_free frees what was made */
   v->n = h->n;
-  FE_CHECK(fe_csr_from_host(C->be, C->prec, format, h->n, h->arp, h->acol, h->aval, &v->A));
+  FE_CHECK(fe_csr_from_host(C->be, C->prec, C->format, C->lanes, h->n, h->arp, h->acol,
+                            h->aval, &v->A));
+  FE_CHECK(cycle_kernel(C, v->A, &v->ka));
   double *d = malloc(sizeof(double) * ((size_t)h->n + 1));
   FE_ASSERT(d, FE_ERR_MEM, "amg: out of host memory for a level's scaling");
   for (int i = 0; i < h->n; i++) { /* the scaling: weighted Jacobi, bounded by the row */
@@ -148,9 +158,11 @@ static int level_make(amg_cycle *C, const amg_host_level *h, int last, int forma
   if (!last) {
     int *rp, *ci;
     double *va;
-    FE_CHECK(fe_csr_from_host(C->be, C->prec, format, h->n, h->prp, h->pcol, h->pval, &v->P));
+    FE_CHECK(fe_csr_from_host(C->be, C->prec, C->format, C->lanes, h->n, h->prp, h->pcol,
+                              h->pval, &v->P));
+    FE_CHECK(cycle_kernel(C, v->P, &v->kp));
     rc = transpose(h, &rp, &ci, &va);
-    if (!rc) rc = fe_csr_from_host(C->be, C->prec, format, h->nc, rp, ci, va, &v->R);
+    if (!rc) rc = fe_csr_from_host(C->be, C->prec, C->format, C->lanes, h->nc, rp, ci, va, &v->R);
     free(rp), free(ci), free(va);
     FE_CHECK(rc);
     const double p = h->prp[h->n], nc = h->nc, sweeps = 2 * AMG_NU - 1;
@@ -167,7 +179,7 @@ static int level_make(amg_cycle *C, const amg_host_level *h, int last, int forma
     int *rp, *ci;
     double *va;
     rc = dense_inverse(h, &rp, &ci, &va);
-    if (!rc) rc = fe_csr_from_host(C->be, C->prec, format, h->n, rp, ci, va, &C->inv);
+    if (!rc) rc = fe_csr_from_host(C->be, C->prec, C->format, C->lanes, h->n, rp, ci, va, &C->inv);
     free(rp), free(ci), free(va);
     FE_CHECK(rc);
     C->flops += 2.0 * h->n * h->n;
@@ -188,16 +200,14 @@ int amg_cycle_make(fe_backend *be, fe_precision prec, const amg_host_level *lv, 
   FE_ASSERT(L >= 1 && L <= AMG_LEVELS, FE_ERR_ARG, "amg: %d levels (1 to %d)", L, AMG_LEVELS);
   amg_cycle *C;
   FE_CALLOC(C, 1, "amg's cycle");
-  *C = (amg_cycle){.be = be, .prec = prec};
-  /* the device's layout; FELAB_CYCLE_FORMAT = csr or sell asks one (the tests: SELL on a CPU) */
+  *C = (amg_cycle){.be = be, .prec = prec, .format = FE_FORMAT_AUTO};
+  /* the device's layouts (fe_csr_from_host); FELAB_CYCLE_FORMAT = csr, csr8 (8 items a row)
+   * or sell asks one for every matrix (the tests: each on a CPU) */
   const char *f = getenv("FELAB_CYCLE_FORMAT");
-  int format = f && !strcmp(f, "sell") ? FE_FORMAT_SELL : f && !strcmp(f, "csr") ? FE_FORMAT_CSR
-               : FE_FORMAT_AUTO;
+  if (f && !strcmp(f, "sell")) C->format = FE_FORMAT_SELL;
+  if (f && !strncmp(f, "csr", 3)) C->format = FE_FORMAT_CSR, C->lanes = atoi(f + 3);
   int rc = 0;
-  for (int l = 0; !rc && l < L; l++) rc = level_make(C, &lv[l], l == L - 1, format);
-  fe_module *mod = rc ? NULL : C->lv[0].A->mod;
-  if (!rc) rc = be->ops->kernel(be->impl, mod, "fe_csr_cycle", &C->csr);
-  if (!rc) rc = be->ops->kernel(be->impl, mod, "fe_sell_cycle", &C->sell);
+  for (int l = 0; !rc && l < L; l++) rc = level_make(C, &lv[l], l == L - 1);
   if (rc) {
     amg_cycle_free(C);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
@@ -208,11 +218,13 @@ int amg_cycle_make(fe_backend *be, fe_precision prec, const amg_host_level *lv, 
 
 enum { MG_SMOOTH, MG_FIRST, MG_RESID, MG_ADD }; /* sparse.knl's FE_MG_* */
 
-/* One of sparse.knl's cycle passes over M's rows on level l: y from d, b and x by mode. */
-static int pass(amg_cycle *C, int l, const fe_csr *M, int mode, const fe_buffer *d,
-                const fe_buffer *b, const fe_buffer *x, fe_buffer *y)
+/* One of sparse.knl's cycle passes (kernel k) over M's rows on level l: y from d, b and x by
+ * mode. */
+static int pass(amg_cycle *C, int l, const fe_csr *M, fe_kernel *kern, int mode,
+                const fe_buffer *d, const fe_buffer *b, const fe_buffer *x, fe_buffer *y)
 {
-  const int ng = (M->n + AMG_ITEMS - 1) / AMG_ITEMS, sell = M->format == FE_FORMAT_SELL;
+  const int sell = M->format == FE_FORMAT_SELL, rows = sell ? AMG_ITEMS : AMG_ITEMS / M->lanes;
+  const int ng = (M->n + rows - 1) / rows;
   if (!ng) return 0;
   fe_arg a[12] = {{.kind = FE_ARG_INT, .i = ng}, {.kind = FE_ARG_INT, .i = M->n},
                   {.kind = FE_ARG_INT, .i = mode}};
@@ -230,8 +242,8 @@ static int pass(amg_cycle *C, int l, const fe_csr *M, int mode, const fe_buffer 
   a[k++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = x};
   a[k++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = y};
   double s = 0;
-  FE_CHECK(C->be->ops->launch(C->be->impl, sell ? C->sell : C->csr, (size_t)ng, AMG_ITEMS, k, a,
-                              C->prec, C->timed ? &s : NULL));
+  FE_CHECK(C->be->ops->launch(C->be->impl, kern, (size_t)ng, AMG_ITEMS, k, a, C->prec,
+                              C->timed ? &s : NULL));
   if (C->timed) C->timed[l] += s;
   return 0;
 }
@@ -254,7 +266,8 @@ static int sweeps(amg_cycle *C, int l, int count, int zero, const fe_buffer *b, 
   amg_level *v = &C->lv[l];
   fe_buffer *in = x, *out = zero && count % 2 ? x : &v->t->buf;
   for (int s = 0; s < count; s++) {
-    FE_CHECK(pass(C, l, v->A, s == 0 && zero ? MG_FIRST : MG_SMOOTH, &v->d->buf, b, in, out));
+    FE_CHECK(pass(C, l, v->A, v->ka, s == 0 && zero ? MG_FIRST : MG_SMOOTH, &v->d->buf, b, in,
+                  out));
     in = out;
     out = out == x ? &v->t->buf : x;
   }
@@ -271,10 +284,10 @@ static int cycle(amg_cycle *C, int l, const fe_buffer *b, fe_buffer *x)
     return C->inv ? product(C, l, C->inv, b, x) : sweeps(C, l, AMG_SWEEPS, 1, b, x);
   amg_level *c = &C->lv[l + 1];
   FE_CHECK(sweeps(C, l, AMG_NU, 1, b, x)); /* down */
-  FE_CHECK(pass(C, l, v->A, MG_RESID, &v->d->buf, b, x, &v->t->buf));
+  FE_CHECK(pass(C, l, v->A, v->ka, MG_RESID, &v->d->buf, b, x, &v->t->buf));
   FE_CHECK(product(C, l, v->R, &v->t->buf, &c->b->buf));
   FE_CHECK(cycle(C, l + 1, &c->b->buf, &c->x->buf));
-  FE_CHECK(pass(C, l, v->P, MG_ADD, &v->d->buf, b, &c->x->buf, x)); /* up */
+  FE_CHECK(pass(C, l, v->P, v->kp, MG_ADD, &v->d->buf, b, &c->x->buf, x)); /* up */
   return sweeps(C, l, AMG_NU, 0, b, x);
 }
 
@@ -287,7 +300,7 @@ int amg_cycle_apply(amg_cycle *C, int cycles, const fe_vector *r, fe_vector *z)
   for (int k = 1; k < cycles; k++) { /* z += cycle(r - A z) */
     if (!C->res) FE_CHECK(fe_vector_create(C->be, C->prec, f->n, &C->res));
     if (!C->err) FE_CHECK(fe_vector_create(C->be, C->prec, f->n, &C->err));
-    FE_CHECK(pass(C, 0, f->A, MG_RESID, &f->d->buf, &r->buf, &z->buf, &C->res->buf));
+    FE_CHECK(pass(C, 0, f->A, f->ka, MG_RESID, &f->d->buf, &r->buf, &z->buf, &C->res->buf));
     FE_CHECK(cycle(C, 0, &C->res->buf, &C->err->buf));
     FE_CHECK(fe_vector_axpby(z, 1, C->err, 1));
   }
@@ -311,7 +324,10 @@ int amg_cycle_time(amg_cycle *C, double *seconds)
 
 const char *amg_cycle_format(const amg_cycle *C)
 {
-  return fe_csr_format_name(C->lv[0].A);
+  const fe_csr *A = C->lv[0].A, *c = C->lv[C->L - 1].A;
+  static const char *const names[2][2] = {{"csr", "csr, coarse levels sell"},
+                                          {"sell, coarse levels csr", "sell"}};
+  return names[A->format == FE_FORMAT_SELL][c->format == FE_FORMAT_SELL];
 }
 
 void amg_cycle_level(const amg_cycle *C, int l, int *rows, long long *nnz)
