@@ -83,7 +83,7 @@ local function compare(case, A, V, pc)
     end
   end
   if pc == "twoscale" and want.split then -- where a device application's time goes: its scales apart
-    local r = A:apply(V:interpolate(function(p) return p[1] * p[2] + p[3] end):to(backend))
+    local r = V:interpolate(function(p) return math.sin(9 * p[1]) * p[2] + p[3] end):to(backend)
     local line = {}
     for _, parts in ipairs({"fine", "coarse", "both"}) do
       local P = solve.precond(A, {pc = pc, parts = parts, backend = backend})

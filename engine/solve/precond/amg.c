@@ -421,6 +421,7 @@ static void amg_destroy(fe_precond *P)
 #endif
 
 const fe_precond_kind fe_precond_amg = {
-  "amg", "algebraic multigrid (hypre BoomerAMG) V-cycles on the assembled matrix, on the host",
+  "amg", "algebraic multigrid: hypre BoomerAMG's hierarchy of the assembled matrix, V-cycles "
+  "on the solve's backend (cycle_on = \"host\": hypre's own)",
   amg_setup, amg_apply, amg_destroy,
 };
