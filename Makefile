@@ -39,15 +39,18 @@ endif
 ifeq ($(HAVE_HYPRE),1)
 ifdef HYPRE_DIR
 HYPRE_CFLAGS := -isystem $(HYPRE_DIR)/include/hypre -isystem $(HYPRE_DIR)/include
+MPI_CFLAGS   := -isystem $(HYPRE_DIR)/include
 LDLIBS  += -L$(HYPRE_DIR)/lib -Wl,-rpath-link,$(HYPRE_DIR)/lib \
            $(patsubst %,-l:%,$(notdir $(wildcard $(HYPRE_DIR)/lib/libHYPRE*.so $(HYPRE_DIR)/lib/libmpi.so.*))) \
            -Wl,-rpath,'$$ORIGIN/$(shell realpath -m --relative-to=$(BUILD) $(HYPRE_DIR)/lib)'
 else
-HYPRE_CFLAGS := -isystem /usr/include/hypre \
-                $(patsubst -I%,-isystem %,$(shell pkg-config --cflags-only-I ompi-c 2>/dev/null))
+MPI_CFLAGS   := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags-only-I ompi-c 2>/dev/null))
+HYPRE_CFLAGS := -isystem /usr/include/hypre $(MPI_CFLAGS)
 LDLIBS  += -lHYPRE $(shell pkg-config --libs ompi-c 2>/dev/null || echo -lmpi)
 endif
 HYPRE_CFLAGS += -DFE_HAVE_HYPRE=1
+# felab's ranks under mpirun (engine/parallel/comm.c) use the MPI hypre links
+MPI_CFLAGS += -DFE_HAVE_MPI=1
 endif
 SHELL_CFLAGS := $(LUA_CFLAGS)
 SHELL_LIBS   := $(LUA_LIBS)
@@ -115,6 +118,8 @@ $(BUILD)/obj/%.o: %.c
 # amg.o alone sees hypre's headers; it is rebuilt when its flags change (HAVE_HYPRE, HYPRE_DIR).
 $(BUILD)/obj/engine/solve/precond/amg.o: override CFLAGS += $(HYPRE_CFLAGS)
 $(BUILD)/obj/engine/solve/precond/amg.o: $(BUILD)/gen/hypre-flags
+$(BUILD)/obj/engine/parallel/comm.o: override CFLAGS += $(MPI_CFLAGS)
+$(BUILD)/obj/engine/parallel/comm.o: $(BUILD)/gen/hypre-flags
 $(BUILD)/gen/hypre-flags: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(HYPRE_CFLAGS)' | cmp -s - $@ || echo '$(HYPRE_CFLAGS)' > $@

@@ -42,6 +42,7 @@
 #include "backends/backend.h"
 #include "engine/core/error.h"
 #include "engine/core/progress.h"
+#include "engine/parallel/comm.h"
 #include "shell/shell.h"
 
 #define PROMPT "felab> "
@@ -170,6 +171,7 @@ static int report(lua_State *L, int status)
     fflush(stdout);
     if (interactive && interrupts_in_call > 0 && interrupts_in_call < 3 && !progress_erased)
       fputc('\n', stderr); /* after the terminal's "^C" (an erased line took it along) */
+    felab_ranks_fail(msg); /* a script's error on one of several ranks stops them all */
     fprintf(stderr, "%s\n", msg);
     fflush(stderr);
     lua_pop(L, 1);
@@ -386,14 +388,20 @@ static line_status read_line_plain(const char *prompt, char **out)
   }
 }
 
-/* Read one line of input into *out (malloc'd, no newline). */
-static line_status read_line(const char *prompt, char **out)
+/* Read one line of this process's input into *out (malloc'd, no newline). */
+static int read_line_here(const char *prompt, char **out)
 {
   fflush(stdout);
 #ifdef FE_HAVE_READLINE
   if (interactive) return read_line_readline(prompt, out);
 #endif
   return read_line_plain(prompt, out);
+}
+
+/* Read one line: here, or under mpirun rank 0's, handed to every rank. */
+static line_status read_line(const char *prompt, char **out)
+{
+  return (line_status)felab_ranks_read_line(read_line_here, prompt, out);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -477,7 +485,11 @@ static int repl(lua_State *L)
     if (ls == LINE_INTERRUPTED) continue;
     if (status == LUA_OK) status = docall(L, 0, LUA_MULTRET);
     if (status == LUA_OK) status = print_results(L, base);
-    if (report(L, status) != LUA_OK) errors++;
+    if (fe_comm_parallel()) { /* every rank's error reaches rank 0, with its rank */
+      const char *msg = status == LUA_OK ? NULL : lua_tostring(L, -1);
+      if (felab_ranks_report(status == LUA_OK ? NULL : msg ? msg : "(error object is not a "
+                                                                  "string)")) errors++;
+    } else if (report(L, status) != LUA_OK) errors++;
   }
   lua_settop(L, base);
   if (interactive) fputc('\n', stdout);
@@ -671,6 +683,7 @@ static int pmain(lua_State *L)
   felab_open_all(L);
   felab_open_progress(L, interactive && isatty(STDERR_FILENO));
   create_arg_table(L, o);
+  felab_open_ranks(L);
   int ok = run_e_options(L, o);
   if (ok && o->script) {
     const char *fname = o->argv[o->script];
@@ -689,6 +702,7 @@ int main(int argc, char **argv)
   options o;
   if (argc == 2 && !strcmp(argv[1], "--cuda-trial")) return fe_cuda_trial_serve(); /* felab's own */
   parse_command_line(argc, argv, &o);
+  if (felab_ranks_start()) return 1; /* MPI under mpirun */
   const char *tb = getenv("FELAB_TRACEBACK");
   want_traceback = tb && *tb && strcmp(tb, "0") != 0;
   interactive = isatty(STDIN_FILENO);

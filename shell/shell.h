@@ -25,6 +25,19 @@ int felab_open_operator(lua_State *L); /* shell/lua-operator.c: fe.operator and 
  * are terminals) unless FELAB_PROGRESS=0; adds perf.progress (after felab_open_all). */
 void felab_open_progress(lua_State *L, int terminal);
 
+/* shell/ranks.c: felab under mpirun. Start MPI when launched so, silence the standard output
+ * of ranks above 0 (returns nonzero after printing why it cannot); read a line at rank 0 with
+ * read and hand it to every rank (alone: read itself); report: each rank's error message
+ * (NULL: none) to rank 0, which prints each with its ranks, returning whether any rank failed
+ * (alone: whether msg is set, nothing printed); fail: a script's error on a rank among several,
+ * printed with the rank, then every rank stopped (alone: returns); open: the table mpi. */
+typedef int (*felab_line_reader)(const char *prompt, char **out);
+int felab_ranks_start(void);
+int felab_ranks_read_line(felab_line_reader read, const char *prompt, char **out);
+int felab_ranks_report(const char *msg);
+void felab_ranks_fail(const char *msg);
+void felab_open_ranks(lua_State *L);
+
 /* Raise the engine's current error (engine/core/error.h) as a Lua error and clear it. */
 int felab_raise(lua_State *L);
 /* Call an engine function result: on nonzero raise it. */

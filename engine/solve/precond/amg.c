@@ -52,7 +52,8 @@ _Static_assert(sizeof(HYPRE_Complex) == sizeof(double),
                "felab passes doubles to hypre: hypre must be built in double precision");
 
 typedef struct amg {
-  HYPRE_IJMatrix ij;       /* the Jacobian, ParCSR on MPI_COMM_WORLD (one process) */
+  HYPRE_IJMatrix ij;       /* the Jacobian, ParCSR on MPI_COMM_SELF: each rank its own whole
+                            * matrix (under mpirun every rank runs the same solve) */
   HYPRE_IJVector ijb, ijx; /* the right-hand side r and the result z */
   HYPRE_ParCSRMatrix A;
   HYPRE_ParVector b, x;
@@ -139,7 +140,7 @@ static int mpi_start(void)
 /* A hypre vector of n entries (zeroed) and its data. */
 static int vector_create(int n, HYPRE_IJVector *ij, HYPRE_ParVector *v, double **data)
 {
-  HYPRE_CHECK(HYPRE_IJVectorCreate(MPI_COMM_WORLD, 0, n - 1, ij));
+  HYPRE_CHECK(HYPRE_IJVectorCreate(MPI_COMM_SELF, 0, n - 1, ij));
   HYPRE_CHECK(HYPRE_IJVectorSetObjectType(*ij, HYPRE_PARCSR));
   HYPRE_CHECK(HYPRE_IJVectorInitialize(*ij));
   HYPRE_CHECK(HYPRE_IJVectorAssemble(*ij));
@@ -163,7 +164,7 @@ static int matrix_create(amg *M, const int *rowptr, const int *cols, const doubl
     rows[i] = i;
     ncols[i] = rowptr[i + 1] - rowptr[i];
   }
-  HYPRE_Int err = HYPRE_IJMatrixCreate(MPI_COMM_WORLD, 0, n - 1, 0, n - 1, &M->ij);
+  HYPRE_Int err = HYPRE_IJMatrixCreate(MPI_COMM_SELF, 0, n - 1, 0, n - 1, &M->ij);
   if (!err) err = HYPRE_IJMatrixSetObjectType(M->ij, HYPRE_PARCSR);
   if (!err) err = HYPRE_IJMatrixSetRowSizes(M->ij, ncols);
   if (!err) err = HYPRE_IJMatrixInitialize(M->ij);

@@ -1,0 +1,170 @@
+/* felab's ranks: MPI started when mpirun launched this process, else one rank alone. The
+ * collectives felab needs, over MPI_COMM_WORLD (every rank runs the same script, so every
+ * rank makes the same calls in the same order). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/core/error.h"
+#include "engine/parallel/comm.h"
+
+#ifdef FE_HAVE_MPI
+#include <mpi.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
+
+static int started; /* MPI_Init called here (finalized here at exit) */
+
+/* Launched by mpirun: OpenMPI sets OMPI_COMM_WORLD_SIZE in each rank's environment, PMIx
+ * launchers PMIX_RANK. */
+static int launched(void)
+{
+  return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK");
+}
+
+int fe_comm_start(void)
+{
+  int init = 0;
+  MPI_Initialized(&init);
+  if (init || !launched()) return 0;
+#ifdef __SANITIZE_ADDRESS__
+  __lsan_disable(); /* OpenMPI's init keeps state its finalize drops unfreed (as amg.c's) */
+#endif
+  int rc = MPI_Init(NULL, NULL);
+#ifdef __SANITIZE_ADDRESS__
+  __lsan_enable();
+#endif
+  FE_ASSERT(rc == MPI_SUCCESS, FE_ERR_UNAVAILABLE, "MPI_Init failed under mpirun");
+  started = 1;
+  atexit(fe_comm_stop);
+  return 0;
+}
+
+int fe_comm_active(void)
+{
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  return init && !fin;
+}
+
+int fe_comm_rank(void)
+{
+  int r = 0;
+  if (fe_comm_active()) MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+int fe_comm_size(void)
+{
+  int n = 1;
+  if (fe_comm_active()) MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+int fe_comm_bcast(void *buf, size_t bytes, int root)
+{
+  if (!fe_comm_parallel() || !bytes) return 0;
+  FE_ASSERT(bytes <= 0x7fffffff, FE_ERR_ARG, "a broadcast of %zu bytes (2 GiB at most)", bytes);
+  FE_ASSERT(MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD) == MPI_SUCCESS,
+            FE_ERR_INTERNAL, "MPI_Bcast of %zu bytes from rank %d failed", bytes, root);
+  return 0;
+}
+
+int fe_comm_sum(double *v, int n)
+{
+  if (!fe_comm_parallel() || n <= 0) return 0;
+  FE_ASSERT(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) ==
+            MPI_SUCCESS, FE_ERR_INTERNAL, "MPI_Allreduce (sum of %d values) failed", n);
+  return 0;
+}
+
+int fe_comm_max_int(int *v, int n)
+{
+  if (!fe_comm_parallel() || n <= 0) return 0;
+  FE_ASSERT(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT, MPI_MAX, MPI_COMM_WORLD) ==
+            MPI_SUCCESS, FE_ERR_INTERNAL, "MPI_Allreduce (max of %d ints) failed", n);
+  return 0;
+}
+
+int fe_comm_barrier(void)
+{
+  if (fe_comm_parallel()) MPI_Barrier(MPI_COMM_WORLD);
+  return 0;
+}
+
+int fe_comm_gather_strings(const char *s, char **out, int root)
+{
+  const int size = fe_comm_size(), rank = fe_comm_rank();
+  if (size == 1) {
+    out[0] = s ? strdup(s) : NULL;
+    return 0;
+  }
+  int len = s ? (int)strlen(s) + 1 : 0, *lens = NULL, *offs = NULL;
+  char *all = NULL;
+  if (rank == root) {
+    lens = calloc((size_t)size, sizeof(int));
+    offs = calloc((size_t)size, sizeof(int));
+    FE_ASSERT(lens && offs, FE_ERR_MEM, "out of memory gathering the ranks' messages");
+  }
+  MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, root, MPI_COMM_WORLD);
+  int total = 0;
+  for (int r = 0; rank == root && r < size; r++) offs[r] = total, total += lens[r];
+  if (rank == root) all = malloc((size_t)total + 1);
+  MPI_Gatherv(s, len, MPI_CHAR, all, lens, offs, MPI_CHAR, root, MPI_COMM_WORLD);
+  for (int r = 0; rank == root && r < size; r++) out[r] = lens[r] ? strdup(all + offs[r]) : NULL;
+  free(lens), free(offs), free(all);
+  return 0;
+}
+
+void fe_comm_abort(int status)
+{
+  if (fe_comm_parallel()) MPI_Abort(MPI_COMM_WORLD, status);
+  exit(status);
+}
+
+void fe_comm_stop(void)
+{
+  if (started && fe_comm_active()) MPI_Finalize();
+  started = 0;
+}
+
+#else /* one rank alone */
+
+int fe_comm_start(void) { return 0; }
+int fe_comm_active(void) { return 0; }
+int fe_comm_rank(void) { return 0; }
+int fe_comm_size(void) { return 1; }
+int fe_comm_bcast(void *buf, size_t bytes, int root) { (void)buf, (void)bytes, (void)root; return 0; }
+int fe_comm_sum(double *v, int n) { (void)v, (void)n; return 0; }
+int fe_comm_max_int(int *v, int n) { (void)v, (void)n; return 0; }
+int fe_comm_barrier(void) { return 0; }
+int fe_comm_gather_strings(const char *s, char **out, int root)
+{
+  (void)root;
+  out[0] = s ? strdup(s) : NULL;
+  return 0;
+}
+void fe_comm_abort(int status) { exit(status); }
+void fe_comm_stop(void) {}
+
+#endif
+
+int fe_comm_parallel(void)
+{
+  return fe_comm_size() > 1;
+}
+
+int fe_comm_bcast_string(char **s, int root)
+{
+  if (!fe_comm_parallel()) return 0;
+  long long len = fe_comm_rank() == root ? (*s ? (long long)strlen(*s) + 1 : 0) : 0;
+  FE_CHECK(fe_comm_bcast(&len, sizeof len, root));
+  if (fe_comm_rank() != root) {
+    *s = NULL;
+    if (!len) return 0;
+    *s = malloc((size_t)len);
+    FE_ASSERT(*s, FE_ERR_MEM, "out of memory for a broadcast string (%lld bytes)", len);
+  }
+  return fe_comm_bcast(*s, (size_t)len, root);
+}

@@ -1,0 +1,36 @@
+/* felab's ranks (engine/parallel/comm.c): the processes mpirun started, each running the same
+ * script, or one process alone (rank 0 of 1: today's felab). MPI where felab was built with
+ * it (FE_HAVE_MPI: OpenMPI, the one hypre links); without, every call is the one rank's. */
+#ifndef FE_COMM_H
+#define FE_COMM_H
+
+#include <stddef.h>
+
+/* Start MPI when this process was launched by mpirun (its environment says so: OpenMPI's
+ * OMPI_COMM_WORLD_SIZE, PMIx's PMIX_RANK); alone, nothing starts (amg starts a singleton
+ * when it needs one). Returns 0, or nonzero with the error set. */
+int fe_comm_start(void);
+/* Whether MPI is running (started here or by amg) and this process's rank and the ranks'
+ * number (0 and 1 alone). */
+int fe_comm_active(void);
+int fe_comm_rank(void);
+int fe_comm_size(void);
+/* The launcher started more than one rank (MPI running with size > 1). */
+int fe_comm_parallel(void);
+/* Collective over every rank (no-ops alone): bytes of buf from root to all; v[i] summed,
+ * maxed; barrier. */
+int fe_comm_bcast(void *buf, size_t bytes, int root);
+int fe_comm_sum(double *v, int n);
+int fe_comm_max_int(int *v, int n);
+int fe_comm_barrier(void);
+/* A string from root to all (*s malloc'd on the others; NULL travels as NULL). */
+int fe_comm_bcast_string(char **s, int root);
+/* Every rank's string to root: out[r] malloc'd there (NULL where a rank sent NULL); the
+ * others get nothing. */
+int fe_comm_gather_strings(const char *s, char **out, int root);
+/* Stop every rank with status (after the message was printed). */
+void fe_comm_abort(int status);
+/* Finalize where this file started MPI (at exit). */
+void fe_comm_stop(void);
+
+#endif
