@@ -52,6 +52,11 @@ HYPRE_CFLAGS += -DFE_HAVE_HYPRE=1
 # felab's ranks under mpirun (engine/parallel/comm.c) use the MPI hypre links
 MPI_CFLAGS += -DFE_HAVE_MPI=1
 endif
+# METIS (a mesh's partition, engine/parallel/partition.c): Debian's libmetis-dev
+HAVE_METIS ?= $(shell test -f /usr/include/metis.h && echo 1 || echo 0)
+ifeq ($(HAVE_METIS),1)
+LDLIBS  += -lmetis
+endif
 SHELL_CFLAGS := $(LUA_CFLAGS)
 SHELL_LIBS   := $(LUA_LIBS)
 ifeq ($(HAVE_READLINE),1)
@@ -118,6 +123,11 @@ $(BUILD)/obj/%.o: %.c
 # amg.o alone sees hypre's headers; it is rebuilt when its flags change (HAVE_HYPRE, HYPRE_DIR).
 $(BUILD)/obj/engine/solve/precond/amg.o: override CFLAGS += $(HYPRE_CFLAGS)
 $(BUILD)/obj/engine/solve/precond/amg.o: $(BUILD)/gen/hypre-flags
+$(BUILD)/obj/engine/parallel/partition.o: override CFLAGS += $(if $(filter 1,$(HAVE_METIS)),-DFE_HAVE_METIS=1)
+$(BUILD)/obj/engine/parallel/partition.o: $(BUILD)/gen/metis-flags
+$(BUILD)/gen/metis-flags: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(HAVE_METIS)' | cmp -s - $@ || echo '$(HAVE_METIS)' > $@
 $(BUILD)/obj/engine/parallel/comm.o: override CFLAGS += $(MPI_CFLAGS)
 $(BUILD)/obj/engine/parallel/comm.o: $(BUILD)/gen/hypre-flags
 $(BUILD)/gen/hypre-flags: FORCE
@@ -158,6 +168,7 @@ gpu:
 	@$(if $(wildcard $(GPU_HYPRE)/lib/libHYPRE*.so),,echo "gpu: no $(GPU_HYPRE) (scripts/gpu-hypre.sh makes it): amg will be unavailable")
 	@$(MAKE) --no-print-directory BUILD=$(GPU_BUILD) HAVE_READLINE=0 HAVE_GMSH=0 \
 	  $(if $(wildcard $(GPU_HYPRE)/lib/libHYPRE*.so),HAVE_HYPRE=1 HYPRE_DIR=$(abspath $(GPU_HYPRE)),HAVE_HYPRE=0) \
+	  HAVE_METIS=$(if $(wildcard $(GPU_HYPRE)/lib/libmetis.so*),1,0) \
 	  LUA_STATIC=/usr/lib/x86_64-linux-gnu/liblua5.4.a $(GPU_BUILD)/felab
 	@mkdir -p $(GPU_BUILD)/lib && cp -L /usr/lib/x86_64-linux-gnu/libOpenCL.so.1 $(GPU_BUILD)/lib/ 2>/dev/null || true
 

@@ -4,7 +4,7 @@
 set -e
 PKGS="build-essential pkg-config liblua5.4-dev libreadline-dev libcriterion-dev \
 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo gmsh libgmsh-dev python3-scipy \
-libhypre-dev patchelf gnuplot-nox llvm universal-ctags"
+libhypre-dev libmetis-dev openmpi-bin patchelf gnuplot-nox llvm universal-ctags"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

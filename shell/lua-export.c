@@ -91,13 +91,33 @@ static fe_vtu_field *export_fields(lua_State *L, const char *fname, int cells_ok
   return fields;
 }
 
-/* export.vtu(path, m [, {name = vector, ...}]) -> path */
+static const char *const vtu_keys[] = {"partition", NULL};
+
+/* export.vtu(path, m [, {name = vector, ...} [, {partition = P}]]) -> path: with a
+ * partition, one piece a part and the .pvtu naming them */
 static int export_vtu(lua_State *L)
 {
+  int ref = LUA_NOREF; /* the partition, anchored while export_fields trims the stack */
+  if (!lua_isnoneornil(L, 4)) {
+    if (!lua_istable(L, 4))
+      return luaL_error(L, "export.vtu: argument 4 must be an options table {partition = P}, "
+                        "got %s", felab_kind_of(L, 4));
+    felab_check_keys(L, 4, "export.vtu", vtu_keys);
+    lua_getfield(L, 4, "partition");
+    ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
   const fe_mesh *m;
   int k;
   fe_vtu_field *fields = export_fields(L, "export.vtu", 1, &m, &k);
-  FELAB_TRY(L, fe_vtu_write(lua_tostring(L, 1), m, k, fields));
+  if (ref == LUA_NOREF || ref == LUA_REFNIL) {
+    FELAB_TRY(L, fe_vtu_write(lua_tostring(L, 1), m, k, fields));
+  } else {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+    luaL_unref(L, LUA_REGISTRYINDEX, ref);
+    int nparts;
+    const int *part = felab_check_partition(L, -1, m->ncells, &nparts);
+    FELAB_TRY(L, fe_vtu_write_pieces(lua_tostring(L, 1), m, k, fields, nparts, part));
+  }
   lua_pushvalue(L, 1);
   return 1;
 }

@@ -73,6 +73,7 @@ void felab_open_all(lua_State *L)
     luaL_requiref(L, m->name, m->func, 1);
     lua_pop(L, 1);
   }
+  felab_open_partition(L);
   /* solve.heat, export.pvd, fe.integral */
   const char *timestep_args[] = {"solve", "export", "fe", "physics", "perf"};
   run_library(L, "timestep", timestep_args, 5, 0);

@@ -348,7 +348,7 @@ static void mesh_register(lua_State *L)
   static const luaL_Reg methods[] = {
       {"tags", mesh_tags},       {"check", mesh_check},     {"color", mesh_color},
       {"refine", mesh_refine},   {"reorder", mesh_reorder}, {"quality", mesh_quality},
-      {NULL, NULL}};
+      {"partition", felab_mesh_partition}, {NULL, NULL}};
   static const luaL_Reg meta[] = {{"__gc", mesh_free},
                                   {"__close", mesh_free},
                                   {"__tostring", mesh_tostring},

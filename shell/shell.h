@@ -37,6 +37,12 @@ int felab_ranks_read_line(felab_line_reader read, const char *prompt, char **out
 int felab_ranks_report(const char *msg);
 void felab_ranks_fail(const char *msg);
 void felab_open_ranks(lua_State *L);
+/* shell/lua-partition.c: m:partition (a method of felab.mesh), its metatable and help;
+ * felab_check_partition: the partition at i (an error unless one of ncells cells): each
+ * cell's part, their number into *nparts. */
+int felab_mesh_partition(lua_State *L);
+void felab_open_partition(lua_State *L);
+const int *felab_check_partition(lua_State *L, int i, int ncells, int *nparts);
 
 /* Raise the engine's current error (engine/core/error.h) as a Lua error and clear it. */
 int felab_raise(lua_State *L);

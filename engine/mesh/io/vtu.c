@@ -66,7 +66,7 @@ static int vtk_order2(fe_cell_type t, int *perm)
 }
 
 /* Write s as an XML attribute value, escaping the characters XML reserves. */
-static void write_escaped(FILE *f, const char *s)
+void fe_vtu_escaped(FILE *f, const char *s)
 {
   for (; *s; s++) switch (*s) {
     case '&': fputs("&amp;", f); break;
@@ -78,7 +78,7 @@ static void write_escaped(FILE *f, const char *s)
 }
 
 /* Open path for writing; if its folder is missing, create that one folder and retry. */
-static FILE *open_for_writing(const char *path)
+FILE *fe_vtu_open(const char *path)
 {
   FILE *f = fopen(path, "w");
   if (f || errno != ENOENT) return f;
@@ -98,7 +98,7 @@ static void write_doubles(FILE *f, const char *name, int ncomp, const double *va
                           size_t count)
 {
   fputs("        <DataArray type=\"Float64\" Name=\"", f);
-  write_escaped(f, name);
+  fe_vtu_escaped(f, name);
   fprintf(f, "\" NumberOfComponents=\"%d\" format=\"ascii\">\n", ncomp);
   for (size_t i = 0; i < count; i++) {
     fputs("          ", f);
@@ -190,7 +190,7 @@ int fe_vtu_write(const char *path, const fe_mesh *m, int nfields, const fe_vtu_f
   int perm[27];
   if (curved) FE_CHECK(vtk_order2(m->type, perm));
   const int npoints = curved ? m->ngeo_nodes : m->nvertices;
-  FILE *f = open_for_writing(path);
+  FILE *f = fe_vtu_open(path);
   if (!f) FE_ERROR(FE_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
 
   fputs("<?xml version=\"1.0\"?>\n"

@@ -2,6 +2,8 @@
 #ifndef FE_VTU_H
 #define FE_VTU_H
 
+#include <stdio.h>
+
 #include "engine/mesh/mesh.h"
 
 typedef struct fe_vtu_field {
@@ -12,5 +14,15 @@ typedef struct fe_vtu_field {
 
 /* Write the mesh with fields; cell regions are always written as cell data "region". */
 int fe_vtu_write(const char *path, const fe_mesh *m, int nfields, const fe_vtu_field *fields);
+/* The same split by part[c] in 0 .. nparts - 1 (vtu-pieces.c): piece k, the cells of part k
+ * and their vertices with the fields there and cell data "part", to <path less .vtu>_k.vtu,
+ * and path's .pvtu (ParaView opens the pieces together) naming them; path ends in .pvtu or
+ * .vtu. Straight meshes only. */
+int fe_vtu_write_pieces(const char *path, const fe_mesh *m, int nfields,
+                        const fe_vtu_field *fields, int nparts, const int *part);
+/* vtu.c's helpers for vtu-pieces.c: s escaped as an XML attribute value; path opened for
+ * writing, its one missing folder made. */
+void fe_vtu_escaped(FILE *f, const char *s);
+FILE *fe_vtu_open(const char *path);
 
 #endif
