@@ -18,6 +18,8 @@
 #include "engine/core/strbuf.h"
 #include "engine/solve/vector.h"
 #include "shell/lua-sym.h"
+#include "engine/parallel/comm.h"
+#include "engine/parallel/dist.h"
 #include "shell/shell.h"
 
 static const char *const space_keys[] = {"family", "order", "components", "nodes", NULL};
@@ -80,7 +82,9 @@ static int fe_space_new(lua_State *L)
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
   fe_space *V = NULL;
-  FELAB_TRY(L, fe_space_create_opts(mh->m, &o, &V));
+  /* under mpirun (more than one rank): this rank's part of the space (engine/parallel/dist.h) */
+  if (fe_comm_parallel()) FELAB_TRY(L, fe_space_create_dist(mh->m, &o, &V));
+  else FELAB_TRY(L, fe_space_create_opts(mh->m, &o, &V));
   h->V = V;
   mh->borrowers++;
   return 1;
@@ -293,6 +297,7 @@ static int space_interpolate(lua_State *L)
   if (rc) return felab_raise(L);
   fe_vector *x = NULL;
   FELAB_TRY(L, fe_vector_create(be, prec, V->ndofs, &x));
+  x->dist = V->dist;
   *out = x; /* owned by the handle from here on, even if the next call fails */
   FELAB_TRY(L, fe_vector_set(x, values));
   return 1;
@@ -364,7 +369,8 @@ static int space_index(lua_State *L)
   if (!k) return 1;
   if (!h->V) return luaL_error(L, "space.%s: this space was closed", k);
   const fe_space *V = h->V;
-  if (!strcmp(k, "ndofs")) lua_pushinteger(L, V->ndofs);
+  if (!strcmp(k, "ndofs")) lua_pushinteger(L, V->dist ? V->dist->ndofs : V->ndofs); /* all ranks' */
+  else if (!strcmp(k, "local_ndofs")) lua_pushinteger(L, V->ndofs); /* this rank's, shared too */
   else if (!strcmp(k, "nnodes")) lua_pushinteger(L, V->nnodes);
   else if (!strcmp(k, "name")) lua_pushstring(L, V->name);
   else if (!strcmp(k, "mesh")) lua_getiuservalue(L, 1, 1);

@@ -98,6 +98,7 @@ static int interpolate_run(const fe_space *V, const char *const *expr, const cha
   else if (!rc)
     rc = fe_fill_reals(be, prec, (size_t)V->nnodes * 3, &coords, coords_fill, &job);
   if (!rc) rc = fe_vector_create(be, prec, V->ndofs, &y);
+  if (!rc) y->dist = V->dist; /* a split space's (engine/parallel/dist.h) */
   if (!rc) {
     int ng = (V->nnodes + INTERP_BLOCK - 1) / INTERP_BLOCK;
     size_t gs = INTERP_BLOCK > be->info.max_group ? be->info.max_group : INTERP_BLOCK;

@@ -11,6 +11,7 @@
 #include "engine/core/error.h"
 #include "engine/core/keymap.h"
 #include "engine/fem/space-private.h"
+#include "engine/parallel/dist.h"
 
 /* The set of vertices, edges and faces (sorted vertex ids padded with -1) of the facets
  * carrying one of the tag ids (ids == NULL: every facet). */
@@ -206,6 +207,7 @@ int fe_space_boundary_nodes(const fe_space *V, const char *const *tags, int ntag
     FE_CALLOC(*nodes, 1, "boundary nodes");
     return 0;
   }
+  if (V->dist) return fe_dist_boundary_nodes(V, tags, ntags, nodes, n); /* the whole space's */
   int all = ntags == 1 && !strcmp(tags[0], "all");
   int *ids = NULL;
   if (!all) {

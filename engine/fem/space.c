@@ -5,6 +5,7 @@
  * Node coordinates are the geometry map at the node's reference point: the first-order map
  * of the vertices for straight cells, the second-order map for curved ones. */
 #include "engine/fem/space.h"
+#include "engine/parallel/dist.h"
 
 #include <ctype.h>
 #include <omp.h>
@@ -216,6 +217,7 @@ int fe_space_create(const fe_mesh *m, const char *name, fe_space **out)
 void fe_space_free(fe_space *V)
 {
   if (!V) return;
+  fe_dist_free(V->dist);
   fe_element_free(&V->elem);
   fe_element_free(&V->lin);
   free(V->cell_nodes);
@@ -337,6 +339,8 @@ int fe_space_error(const fe_space *V, const double *u, fe_point_fn f, void *ctx,
   free(dphi);
   fe_quadrature_free(&Q);
   FE_CHECK(rc);
+  /* a split space: each rank integrated its own cells */
+  if (V->dist) FE_CHECK(fe_dist_reduce_sum(V->dist, &sum, 1));
   *err = sqrt(sum);
   return 0;
 }

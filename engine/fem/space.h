@@ -25,6 +25,9 @@ typedef struct fe_space {
    * cell after another: past 2^31 places, or where the entities do not fit); all but
    * "vertices" give the same ids */
   const char *numbering;
+  /* split over mpirun's ranks (engine/parallel/dist.h: this rank's part, the interface), or
+   * NULL; owned by the space */
+  struct fe_dist *dist;
 } fe_space;
 
 typedef struct fe_space_opts {

@@ -11,6 +11,7 @@
 
 #include "engine/codegen/codegen.h"
 #include "engine/core/error.h"
+#include "engine/parallel/dist.h"
 #include "engine/core/progress.h"
 #include "engine/operator/operator.h"
 #include "engine/operator/operator-private.h"
@@ -112,7 +113,9 @@ static int op_output(const fe_realization *r, int n, fe_vector **out)
               fe_precision_name(r->prec), n);
     return 0;
   }
-  return fe_vector_create(r->be, r->prec, n, out);
+  FE_CHECK(fe_vector_create(r->be, r->prec, n, out));
+  (*out)->dist = r->A->V->dist; /* a split space's: its reductions over the ranks */
+  return 0;
 }
 
 void fe_report_operator(fe_report *rep, const fe_operator *A, fe_action rule)
@@ -191,7 +194,11 @@ static int op_run(fe_realization *r, fe_action a, const fe_vector *u, const fe_v
   if (!u) u = r->zero;
   FE_CHECK(fe_vector_fill(out, 0.0));
   (*launches)++; /* the fill is a launch too */
+  r->delegated = 0;
   FE_CHECK(r->st->integrate(r, a, u, wm ? wm : u, out, launches));
+  /* a split space: each rank summed its own cells; the shared nodes add the neighbours' sums
+   * (before the constrained rows are set, which every rank sets alike) */
+  if (A->V->dist && !r->delegated) FE_CHECK(fe_dist_sum(A->V->dist, out));
   switch (a) {
   case FE_ACTION_RESIDUAL: FE_CHECK(op_dirichlet(r, a, u, 1, -1, 0, out, launches)); break;
   case FE_ACTION_APPLY: FE_CHECK(op_dirichlet(r, a, w, 1, 0, 0, out, launches)); break;
@@ -341,6 +348,7 @@ int fe_operator_initial(fe_operator *A, const fe_action_opts *o, double interior
   for (int i = 0; i < n; i++) v[i] = interior;
   for (int i = 0; i < A->ndir; i++) v[A->dir_nodes[i]] = A->value;
   int rc = fe_vector_create(be, prec, n, out);
+  if (!rc) (*out)->dist = A->V->dist;
   if (!rc) rc = fe_vector_set(*out, v);
   free(v);
   if (rc && *out) {

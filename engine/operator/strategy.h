@@ -182,6 +182,9 @@ struct fe_realization {
    * cg_parts) */
   const fe_buffer *pq;
   int pq_slot, pq_added;
+  /* the strategy's integrate returned another realization's whole action (csr's and ebe's
+   * residual and diagonal: fe_stored_matrix_other): a split space's ranks already summed */
+  int delegated;
 };
 
 /* The operator (private: strategies read it, only operator*.c write it). */

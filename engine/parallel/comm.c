@@ -87,6 +87,32 @@ int fe_comm_max_int(int *v, int n)
   return 0;
 }
 
+int fe_comm_max_double(double *v, int n)
+{
+  if (!fe_comm_parallel() || n <= 0) return 0;
+  FE_ASSERT(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) ==
+            MPI_SUCCESS, FE_ERR_INTERNAL, "MPI_Allreduce (max of %d values) failed", n);
+  return 0;
+}
+
+int fe_comm_exchange(int nnb, const int *ranks, const int *counts, const double *send,
+                     double *recv)
+{
+  if (!nnb) return 0;
+  MPI_Request *req = malloc(sizeof(MPI_Request) * 2 * (size_t)nnb);
+  FE_ASSERT(req, FE_ERR_MEM, "out of memory for %d neighbours' requests", nnb);
+  size_t off = 0;
+  for (int k = 0; k < nnb; k++) {
+    MPI_Irecv(recv + off, counts[k], MPI_DOUBLE, ranks[k], 48, MPI_COMM_WORLD, &req[k]);
+    MPI_Isend(send + off, counts[k], MPI_DOUBLE, ranks[k], 48, MPI_COMM_WORLD, &req[nnb + k]);
+    off += (size_t)counts[k];
+  }
+  int rc = MPI_Waitall(2 * nnb, req, MPI_STATUSES_IGNORE);
+  free(req);
+  FE_ASSERT(rc == MPI_SUCCESS, FE_ERR_INTERNAL, "the exchange with %d neighbours failed", nnb);
+  return 0;
+}
+
 int fe_comm_barrier(void)
 {
   if (fe_comm_parallel()) MPI_Barrier(MPI_COMM_WORLD);
@@ -138,6 +164,15 @@ int fe_comm_size(void) { return 1; }
 int fe_comm_bcast(void *buf, size_t bytes, int root) { (void)buf, (void)bytes, (void)root; return 0; }
 int fe_comm_sum(double *v, int n) { (void)v, (void)n; return 0; }
 int fe_comm_max_int(int *v, int n) { (void)v, (void)n; return 0; }
+int fe_comm_max_double(double *v, int n) { (void)v, (void)n; return 0; }
+int fe_comm_exchange(int nnb, const int *ranks, const int *counts, const double *send,
+                     double *recv)
+{
+  (void)ranks, (void)counts, (void)send, (void)recv;
+  FE_ASSERT(nnb == 0, FE_ERR_UNAVAILABLE, "an exchange with %d ranks, but felab was built "
+            "without MPI", nnb);
+  return 0;
+}
 int fe_comm_barrier(void) { return 0; }
 int fe_comm_gather_strings(const char *s, char **out, int root)
 {

@@ -22,6 +22,11 @@ int fe_comm_parallel(void);
 int fe_comm_bcast(void *buf, size_t bytes, int root);
 int fe_comm_sum(double *v, int n);
 int fe_comm_max_int(int *v, int n);
+int fe_comm_max_double(double *v, int n);
+/* Each of the nnb neighbours ranks[k] gets counts[k] doubles of send (one block after
+ * another, in k's order) and sends as many into recv's block k. */
+int fe_comm_exchange(int nnb, const int *ranks, const int *counts, const double *send,
+                     double *recv);
 int fe_comm_barrier(void);
 /* A string from root to all (*s malloc'd on the others; NULL travels as NULL). */
 int fe_comm_bcast_string(char **s, int root);

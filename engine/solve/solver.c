@@ -125,6 +125,7 @@ int fe_solver_initial(fe_operator *A, const fe_vector *x0, const fe_action_opts 
   fe_precision prec = act->precision >= 0 ? (fe_precision)act->precision : fe_precision_default();
   FE_CHECK(fe_backend_get(act->backend, &be));
   FE_CHECK(fe_vector_convert(x0, be, prec, x));
+  (*x)->dist = fe_operator_space(A)->dist;
   int rc = impose ? impose_boundary(A, act, *x) : 0;
   if (rc) {
     fe_vector_free(*x);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "engine/core/error.h"
+#include "engine/parallel/dist.h"
 
 int fe_vector_create(fe_backend *be, fe_precision prec, int n, fe_vector **out)
 {
@@ -72,6 +73,7 @@ int fe_vector_convert(const fe_vector *x, fe_backend *be, fe_precision prec, fe_
 {
   fe_vector *y;
   FE_CHECK(fe_vector_create(be, prec, x->n, &y));
+  y->dist = x->dist;
   if (be == x->be && prec == x->prec) {
     int rc = fe_vector_copy(y, x);
     if (rc) fe_vector_free(y);
@@ -94,7 +96,9 @@ int fe_vector_convert(const fe_vector *x, fe_backend *be, fe_precision prec, fe_
 
 int fe_vector_duplicate(const fe_vector *x, fe_vector **out)
 {
-  return fe_vector_create(x->be, x->prec, x->n, out);
+  FE_CHECK(fe_vector_create(x->be, x->prec, x->n, out));
+  (*out)->dist = x->dist;
+  return 0;
 }
 
 int fe_vector_check_compatible(const fe_vector *x, const fe_vector *y, const char *what)
@@ -133,28 +137,38 @@ int fe_vector_pointwise(fe_vector *z, const fe_vector *x, const fe_vector *y, in
                                z->prec);
 }
 
+/* The split space of x or y (their reductions go over the ranks), or NULL. */
+static const fe_dist *dist_of(const fe_vector *x, const fe_vector *y)
+{
+  return x->dist ? x->dist : y ? y->dist : NULL;
+}
+
 int fe_vector_dot(const fe_vector *x, const fe_vector *y, double *result)
 {
   FE_CHECK(fe_vector_check_compatible(x, y, "dot"));
-  return x->be->ops->dot(x->be->impl, &x->buf, &y->buf, (size_t)x->n, x->prec, result);
+  FE_CHECK(x->be->ops->dot(x->be->impl, &x->buf, &y->buf, (size_t)x->n, x->prec, result));
+  return fe_dist_reduce_dot(dist_of(x, y), x, y, result);
 }
 
 int fe_vector_norm(const fe_vector *x, double *result)
 {
   double s;
   FE_CHECK(x->be->ops->dot(x->be->impl, &x->buf, &x->buf, (size_t)x->n, x->prec, &s));
+  FE_CHECK(fe_dist_reduce_dot(x->dist, x, x, &s));
   *result = sqrt(s);
   return 0;
 }
 
 int fe_vector_min(const fe_vector *x, double *result)
 {
-  return x->be->ops->reduce(x->be->impl, &x->buf, (size_t)x->n, x->prec, FE_REDUCE_MIN, result);
+  FE_CHECK(x->be->ops->reduce(x->be->impl, &x->buf, (size_t)x->n, x->prec, FE_REDUCE_MIN, result));
+  return fe_dist_reduce_minmax(x->dist, result, 0);
 }
 
 int fe_vector_max(const fe_vector *x, double *result)
 {
-  return x->be->ops->reduce(x->be->impl, &x->buf, (size_t)x->n, x->prec, FE_REDUCE_MAX, result);
+  FE_CHECK(x->be->ops->reduce(x->be->impl, &x->buf, (size_t)x->n, x->prec, FE_REDUCE_MAX, result));
+  return fe_dist_reduce_minmax(x->dist, result, 1);
 }
 
 int fe_vector_get_entry(const fe_vector *x, int i, double *value)
@@ -212,7 +226,9 @@ int fe_vector_cg_update(fe_vector *x, fe_vector *r, const fe_vector *p, const fe
   FE_CHECK(fe_vector_check_compatible(x, q, "cg_update"));
   if (d) FE_CHECK(fe_vector_check_compatible(x, d, "cg_update"));
   const fe_backend_ops *ops = x->be->ops;
-  if (!ops->cg_update) return vector_cg_update_unfused(x, r, p, q, d, alpha, work, rr, rz);
+  /* a split space's: the dots over the ranks (fe_vector_dot) */
+  if (!ops->cg_update || dist_of(x, r))
+    return vector_cg_update_unfused(x, r, p, q, d, alpha, work, rr, rz);
   return ops->cg_update(x->be->impl, &x->buf, &r->buf, &p->buf, &q->buf, d ? &d->buf : NULL,
                         alpha, (size_t)x->n, x->prec, rr, rz);
 }
@@ -247,7 +263,7 @@ int fe_vector_cg_begin(const fe_vector *x, double rz, fe_cg_device **g)
   *g = NULL;
   const fe_backend_ops *ops = x->be->ops;
   if (!ops->cg_begin || !ops->cg_pq || !ops->cg_step || !ops->cg_wait || !ops->cg_end ||
-      x->n == 0)
+      x->n == 0 || x->dist) /* a split space's: its dots over the ranks, on the host */
     return 0;
   fe_cg_device *G = calloc(1, sizeof *G);
   if (!G) FE_ERROR(FE_ERR_MEM, "out of host memory for CG's scalars");

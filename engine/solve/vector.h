@@ -10,6 +10,9 @@ typedef struct fe_vector {
   int n;
   fe_buffer buf;
   int refs; /* holders beside its owner (fe_vector_retain): a physics that binds it as a field */
+  /* the split space's it belongs to (engine/parallel/dist.h: its reductions count each node
+   * once, over the ranks), or NULL; borrowed from the space, inherited by its copies */
+  const struct fe_dist *dist;
 } fe_vector;
 
 int fe_vector_create(fe_backend *be, fe_precision prec, int n, fe_vector **out);

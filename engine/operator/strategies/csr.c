@@ -153,6 +153,7 @@ int fe_stored_matrix_other(fe_realization *r, fe_action a, const fe_vector *u, f
   if (!rc) rc = fe_vector_copy(y, t);
   fe_vector_free(t);
   FE_CHECK(rc);
+  r->delegated = 1; /* the whole action: a split space's ranks summed in it */
   *launches += rep.launches;
   return 0;
 }

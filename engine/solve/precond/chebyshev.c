@@ -36,6 +36,7 @@
 #include <stdlib.h>
 
 #include "engine/core/error.h"
+#include "engine/parallel/dist.h"
 #include "engine/solve/precond/units.h"
 
 #define CHEB_DEGREE 3     /* default polynomial degree (Chebyshev steps) */
@@ -85,13 +86,21 @@ static double tridiagonal_eigenvalue(const double *a, const double *b2, int m, i
 static int lanczos_start(fe_precond *P, fe_vector **b)
 {
   int n = P->diag->n, rc = 0;
-  double *v = malloc(sizeof(double) * (size_t)n);
-  if (!v) FE_ERROR(FE_ERR_MEM, "chebyshev: out of host memory for %d entries", n);
+  /* a space split over ranks: the whole space's vector, each rank its nodes' entries (the
+   * same start as on one rank, and the copies of a shared node alike) */
+  const fe_space *V = fe_operator_space(P->A);
+  const fe_dist *dist = V->dist;
+  const long long whole = dist ? dist->ndofs : n;
+  double *v = malloc(sizeof(double) * (size_t)(whole + 1));
+  if (!v) FE_ERROR(FE_ERR_MEM, "chebyshev: out of host memory for %lld entries", whole);
   unsigned long long s = 0x9E3779B97F4A7C15ull;
-  for (int i = 0; i < n; i++) {
+  for (long long i = 0; i < whole; i++) {
     s = s * 6364136223846793005ull + 1442695040888963407ull; /* a 64-bit LCG */
     v[i] = (double)(s >> 11) / 4503599627370496.0 - 1.0;      /* top 53 bits: [0, 2) - 1 */
   }
+  for (int l = 0; dist && l < V->nnodes; l++) /* l2g increases: in place, front to back */
+    for (int c = 0; c < V->ncomp; c++)
+      v[(size_t)l * V->ncomp + c] = v[(size_t)dist->l2g[l] * V->ncomp + c];
   fe_vector *g0 = NULL, *mask = NULL;
   rc = fe_vector_duplicate(P->diag, b);
   if (!rc) rc = fe_vector_set(*b, v);

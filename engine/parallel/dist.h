@@ -1,0 +1,52 @@
+/* A space split over the ranks (engine/parallel/dist.c; issue 48): each rank holds the cells
+ * of its part of the mesh (fe_mesh_partition, one part a rank) and every node of them, as a
+ * space of its own whose nodes keep the whole space's order; a node on the interface lives
+ * on every rank whose cells touch it, owned by the lowest. A vector of such a space is
+ * "consistent": every copy of a shared node holds the same value. An action sums each rank's
+ * cells into its nodes, then adds the neighbours' sums at the shared ones (fe_dist_sum);
+ * reductions count each node once, at its owner, and add over the ranks. */
+#ifndef FE_DIST_H
+#define FE_DIST_H
+
+#include "engine/fem/space.h"
+#include "engine/solve/vector.h"
+
+typedef struct fe_dist_neighbour {
+  int rank;
+  int n;       /* the nodes shared with it */
+  int *nodes;  /* their local ids, in the whole space's order (both sides alike) */
+} fe_dist_neighbour;
+
+typedef struct fe_dist {
+  int rank, size;
+  fe_space *whole;      /* the whole space, on the whole mesh (borrowed mesh) */
+  fe_mesh *mesh;        /* this rank's cells (the local space's mesh, owned here) */
+  int *cells;           /* local cell -> the whole mesh's cell */
+  int *l2g;             /* local node -> the whole space's node */
+  int nnotowned;        /* local nodes another rank owns */
+  int *notowned;
+  int nnb;
+  fe_dist_neighbour *nb;
+  long long ndofs;      /* the whole space's dofs */
+  double *send, *recv;  /* the exchange's buffers (every neighbour's, one after another) */
+  double *acc;          /* the shared entries' sums in the ranks' order (local dofs) */
+  unsigned char *mine;  /* this rank's share added to acc already */
+} fe_dist;
+
+/* The space o of m split over the ranks (mpirun's, more than one): this rank's local space,
+ * its dist attached (V->dist; freed with the space). */
+int fe_space_create_dist(const fe_mesh *m, const fe_space_opts *o, fe_space **out);
+void fe_dist_free(fe_dist *d);
+/* y's shared nodes summed over the ranks that hold them (after each rank's own cells). */
+int fe_dist_sum(const fe_dist *d, fe_vector *y);
+/* The sorted boundary nodes of the tagged facets (fe_space_boundary_nodes) of the local
+ * space V: the whole space's, those this rank holds. */
+int fe_dist_boundary_nodes(const fe_space *V, const char *const *tags, int ntags, int **nodes,
+                           int *n);
+/* The reductions of consistent vectors: s, the sum over every local entry of x_i y_i (y NULL:
+ * x_i), made the sum over the whole space (each node once, at its owner, over the ranks). */
+int fe_dist_reduce_dot(const fe_dist *d, const fe_vector *x, const fe_vector *y, double *s);
+int fe_dist_reduce_sum(const fe_dist *d, double *s, int n);
+int fe_dist_reduce_minmax(const fe_dist *d, double *v, int max);
+
+#endif
