@@ -92,7 +92,8 @@ check(rc ~= 0, "prompt: piped input with errors exits nonzero (%s)", tostring(rc
 -- a space split over the ranks (engine/parallel/dist.c): the same solves on 1, 2 and 3
 -- ranks give the same iterations (+-1) and solutions (norms and L2 norms to 1e-10): P1 and
 -- Q3 on distorted boxes with a coefficient of x, P2 on a Gmsh mesh with regions (when the
--- SDK is here), Chebyshev, a Newton p-Laplacian, elasticity; amg refused with the reason
+-- SDK is here), Chebyshev, BiCGStab, GMRES, a Newton p-Laplacian, elasticity; amg refused
+-- with the reason
 local solves = [[
 local out = {}
 local function case(name, A, o)
@@ -107,6 +108,10 @@ local P1 = fe.operator(fe.space(m, "P1"), physics.poisson{kappa = "1 + x[0]", so
 case("P1", P1)
 case("P1-opencl", P1, {rtol = 1e-10, backend = "opencl"})
 case("P1-chebyshev", P1, {rtol = 1e-10, pc = "chebyshev"})
+for _, k in ipairs({"bicgstab", "gmres"}) do
+  local u, i = solve[k](P1, {rtol = 1e-10})
+  out[#out + 1] = ("RESULT %s %d %.15g %.15g"):format(k, i.iterations, u:norm(), 0)
+end
 local h = mesh.box{cells = {3, 3, 3}, cell = "hex", distort = 0.2}
 case("Q3", fe.operator(fe.space(h, "Q3"), physics.poisson{kappa = "1 + x[1]", source = 1},
                        {dirichlet = {"xmin", "ymax"}}))
