@@ -13,6 +13,7 @@
 #include "engine/mesh/io/msh.h"
 #include "engine/fem/space.h"
 #include "engine/mesh/io/vtu.h"
+#include "engine/parallel/dist.h"
 #include "shell/shell.h"
 
 /* Order fields by name, so that a file does not depend on table traversal. */
@@ -38,7 +39,7 @@ static int higher_order_vertices(lua_State *L, int i, const fe_mesh *m, int n)
 /* Check export.X(path, m [, {name = vector, ...}]) and gather the fields as host doubles
  * (Lua-owned buffers, so an error anywhere leaks nothing); cell data only if cells_ok. */
 static fe_vtu_field *export_fields(lua_State *L, const char *fname, int cells_ok,
-                                   const fe_mesh **mesh, int *count)
+                                   const fe_mesh **mesh, int *count, const fe_dist **split)
 {
   if (lua_type(L, 1) != LUA_TSTRING)
     luaL_error(L, "%s: expected a file path as argument 1, got %s", fname, felab_kind_of(L, 1));
@@ -48,13 +49,17 @@ static fe_vtu_field *export_fields(lua_State *L, const char *fname, int cells_ok
                felab_kind_of(L, 3));
   lua_settop(L, 3);
   int nfields = 0;
+  *split = NULL;
   if (lua_istable(L, 3)) {
     lua_pushnil(L);
     while (lua_next(L, 3)) {
+      fe_vector **vp = luaL_testudata(L, -1, FELAB_VECTOR);
+      if (vp && *vp && (*vp)->dist) *split = (*vp)->dist; /* a split space's: this rank's cells */
       lua_pop(L, 1);
       nfields++;
     }
   }
+  if (*split) m = (*split)->mesh;
   fe_vtu_field *fields = lua_newuserdatauv(L, sizeof *fields * (size_t)(nfields + 1), 0);
   lua_createtable(L, nfields, 0); /* index 5: anchors the value buffers */
   int k = 0;
@@ -108,8 +113,12 @@ static int export_vtu(lua_State *L)
   }
   const fe_mesh *m;
   int k;
-  fe_vtu_field *fields = export_fields(L, "export.vtu", 1, &m, &k);
-  if (ref == LUA_NOREF || ref == LUA_REFNIL) {
+  const fe_dist *split;
+  fe_vtu_field *fields = export_fields(L, "export.vtu", 1, &m, &k, &split);
+  if (split) { /* under mpirun, vectors of a split space: each rank its piece */
+    if (ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, ref);
+    FELAB_TRY(L, fe_vtu_write_rank(lua_tostring(L, 1), m, k, fields, split->rank, split->size));
+  } else if (ref == LUA_NOREF || ref == LUA_REFNIL) {
     FELAB_TRY(L, fe_vtu_write(lua_tostring(L, 1), m, k, fields));
   } else {
     lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
@@ -127,7 +136,10 @@ static int export_msh(lua_State *L)
 {
   const fe_mesh *m;
   int k;
-  fe_vtu_field *fields = export_fields(L, "export.msh", 0, &m, &k);
+  const fe_dist *split;
+  fe_vtu_field *fields = export_fields(L, "export.msh", 0, &m, &k, &split);
+  if (split) return luaL_error(L, "export.msh: vectors of a space split over %d ranks are not "
+                               "written as .msh yet: use export.vtu (a piece a rank)", split->size);
   fe_msh_view *views = lua_newuserdatauv(L, sizeof *views * (size_t)(k + 1), 0);
   for (int i = 0; i < k; i++) {
     views[i].name = fields[i].name;

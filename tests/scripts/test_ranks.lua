@@ -3,7 +3,8 @@
 -- script's error on one rank names it and stops every rank with a nonzero status; at the
 -- prompt (piped input) every chunk runs on every rank, an error on rank 1 reaches rank 0's
 -- output with the rank named and the session goes on; a space split over the ranks solves as
--- on one (the file's end). Skipped where mpirun is missing or felab was built without MPI.
+-- on one, and its vectors export a piece a rank (the file's end). Skipped where mpirun is
+-- missing or felab was built without MPI.
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check = T.check
 local exe = T.exe()
@@ -162,5 +163,39 @@ print(("split over 1, 2, 3 ranks, the same: %s"):format(table.concat((function()
   table.sort(t)
   return t
 end)(), ", ")))
+-- export.vtu of a split space's vector: a piece a rank and the .pvtu; the pieces hold every
+-- cell once and the vector's values at their points (u = x + 2 y, interpolated)
+local ex = io.open(dir .. "/export.lua", "w")
+ex:write(([[
+local m = mesh.box{cells = {5, 4, 3}, cell = "tet"}
+local V = fe.space(m, "P2")
+local u = V:interpolate(function(x) return x[1] + 2 * x[2] end)
+export.vtu("%s/split/u.pvtu", m, {u = u})
+print("RESULT cells " .. m.ncells)
+]]):format(dir))
+ex:close()
+local eo = run(3, "'" .. dir .. "/export.lua'")
+local ncells = tonumber(eo:match("RESULT cells (%d+)"))
+local pv = io.open(dir .. "/split/u.pvtu")
+check(ncells and pv, "export on 3 ranks: %s", eo)
+if ncells and pv then
+  pv = pv:read("a")
+  local cells, worst = 0, 0
+  for r = 0, 2 do
+    local f = io.open(("%s/split/u_%d.vtu"):format(dir, r))
+    check(f and pv:find('Source="u_' .. r .. '.vtu"', 1, true), "rank %d's piece and the .pvtu", r)
+    if f then
+      local text = f:read("a")
+      f:close()
+      cells = cells + tonumber(text:match('NumberOfCells="(%d+)"'))
+      local pts, vals = {}, {}
+      for x in text:match('Name="coordinates"[^>]*>(.-)</DataArray>'):gmatch("%S+") do pts[#pts + 1] = tonumber(x) end
+      for x in text:match('Name="u"[^>]*>(.-)</DataArray>'):gmatch("%S+") do vals[#vals + 1] = tonumber(x) end
+      for i = 1, #vals do worst = math.max(worst, math.abs(vals[i] - pts[3 * i - 2] - 2 * pts[3 * i - 1])) end
+    end
+  end
+  check(cells == ncells and worst < 1e-12, "the ranks' pieces: %d cells of %d, u off by %.1e",
+        cells, ncells, worst)
+end
 os.execute("rm -rf '" .. dir .. "'")
 T.done()

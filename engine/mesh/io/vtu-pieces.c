@@ -144,3 +144,24 @@ int fe_vtu_write_pieces(const char *path, const fe_mesh *m, int nfields,
   if (!rc) rc = write_pvtu(base, nfields, fields, nparts);
   return rc ? fe_error_push(rc, __FILE__, __LINE__, __func__) : 0;
 }
+
+int fe_vtu_write_rank(const char *path, const fe_mesh *m, int nfields, const fe_vtu_field *fields,
+                      int rank, int nranks)
+{
+  FE_ASSERT(path && *path && m && rank >= 0 && rank < nranks, FE_ERR_ARG, "vtu pieces: bad "
+            "arguments");
+  char base[4096], name[4200];
+  FE_CHECK(base_of(path, base, sizeof base));
+  fe_vtu_field *all = malloc(sizeof *all * ((size_t)nfields + 1));
+  double *part = malloc(sizeof(double) * ((size_t)m->ncells + 1));
+  if (!all || !part) free(all), free(part);
+  FE_ASSERT(all && part, FE_ERR_MEM, "vtu: out of memory for a rank's piece");
+  if (nfields) memcpy(all, fields, sizeof *all * (size_t)nfields);
+  for (int c = 0; c < m->ncells; c++) part[c] = rank;
+  all[nfields] = (fe_vtu_field){"part", part, 1};
+  snprintf(name, sizeof name, "%s_%d.vtu", base, rank);
+  int rc = fe_vtu_write(name, m, nfields + 1, all);
+  free(all), free(part);
+  if (!rc && rank == 0) rc = write_pvtu(base, nfields, fields, nranks);
+  return rc ? fe_error_push(rc, __FILE__, __LINE__, __func__) : 0;
+}

@@ -20,6 +20,10 @@ int fe_vtu_write(const char *path, const fe_mesh *m, int nfields, const fe_vtu_f
  * .vtu. Straight meshes only. */
 int fe_vtu_write_pieces(const char *path, const fe_mesh *m, int nfields,
                         const fe_vtu_field *fields, int nparts, const int *part);
+/* One rank's piece of a mesh split over nranks (its own cells, the fields there, cell data
+ * "part"): <path less .vtu or .pvtu>_rank.vtu, and at rank 0 the .pvtu naming all nranks. */
+int fe_vtu_write_rank(const char *path, const fe_mesh *m, int nfields, const fe_vtu_field *fields,
+                      int rank, int nranks);
 /* vtu.c's helpers for vtu-pieces.c: s escaped as an XML attribute value; path opened for
  * writing, its one missing folder made. */
 void fe_vtu_escaped(FILE *f, const char *s);
