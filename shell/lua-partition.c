@@ -122,6 +122,11 @@ void felab_open_partition(lua_State *L)
   luaL_newmetatable(L, FELAB_PARTITION);
   luaL_setfuncs(L, meta, 0);
   lua_pop(L, 1);
+  felab_help_add("felab.partition", "P = m:partition(n)",
+                 "A mesh's cells split into parts (one a rank under mpirun): P.parts, P.method,\n"
+                 "the per-part tables P.cells, P.vertices, P.interface, P.neighbours, and\n"
+                 "P.ninterface, P.cut; print(P) sums them up (help(\"felab.mesh:partition\")).\n"
+                 "example: P = m:partition(4); print(P.cells[1], P.cut)");
   felab_help_add(
       "felab.mesh:partition",
       "P = m:partition(n [, {method = \"auto\"}])",

@@ -28,8 +28,10 @@ local mpirun = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_M
                .. (asan and ("ASAN_OPTIONS='%s:detect_leaks=0' "):format(asan) or "")
                .. "timeout 300 mpirun --oversubscribe -x OMP_NUM_THREADS -np "
 
+-- the ranks' output and errors (mpirun forwards each stream apart: stderr goes to a file,
+-- else a line of one may land inside a line of the other); out .. err
 local function run(np, args, input, env)
-  local cmd = ("%s%s%d '%s' %s 2>&1"):format(env or "", mpirun, np, exe, args)
+  local cmd = ("%s%s%d '%s' %s 2> '%s/err'"):format(env or "", mpirun, np, exe, args, dir)
   if input then
     local f = io.open(dir .. "/in.lua", "w")
     f:write(input)
@@ -39,7 +41,10 @@ local function run(np, args, input, env)
   local p = io.popen(cmd)
   local out = p:read("a")
   local _, _, rc = p:close()
-  return out, rc
+  local e = io.open(dir .. "/err")
+  local err = e and e:read("a") or ""
+  if e then e:close() end
+  return out .. err, rc
 end
 
 local out = run(1, "-e 'print(\"size\", mpi.size, \"rank\", mpi.rank)'")
