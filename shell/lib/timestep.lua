@@ -91,8 +91,8 @@ function fe.integral(u)
   if kind(V) ~= "felab.space" then
     error("fe.integral: u must be a vector of a space (made by V:interpolate, an action or a solve), not a free vector", 2)
   end
-  if u.n ~= V.ndofs then
-    error(("fe.integral: u has %d entries but its space %s has %d dofs"):format(u.n, V.name, V.ndofs), 2)
+  if u.n ~= V.local_ndofs then -- this rank's (V.ndofs: every rank's, under mpirun)
+    error(("fe.integral: u has %d entries but its space %s has %d dofs"):format(u.n, V.name, V.local_ndofs), 2)
   end
   local nc = V.ncomp
   local cache = weights[V] or {}

@@ -133,6 +133,8 @@ local un, inf = solve.newton(N, {rtol = 1e-10})
 out[#out + 1] = ("RESULT newton %d %.15g %.15g"):format(inf.iterations, un:norm(), 0)
 case("elasticity", fe.operator(fe.space(h, {family = "Q", order = 2, components = 3}),
      physics.elasticity{E = 1, nu = 0.3, force = {0, 0, -1}}, {dirichlet = "xmin"}))
+out[#out + 1] = ("RESULT integral 1 %.15g 0"):format(fe.integral(fe.space(m, "P2"):interpolate(
+                function(x) return x[1] * x[2] end)))
 local okamg, err = pcall(solve.cg, P1, {pc = "amg"})
 out[#out + 1] = "amg " .. (mpi.size == 1 and "one" or tostring(err):match("does not run on a "
                 .. "space split over %d ranks") and "refused" or tostring(err))
