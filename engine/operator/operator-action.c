@@ -195,10 +195,16 @@ static int op_run(fe_realization *r, fe_action a, const fe_vector *u, const fe_v
   FE_CHECK(fe_vector_fill(out, 0.0));
   (*launches)++; /* the fill is a launch too */
   r->delegated = 0;
+  r->xbytes = r->xmessages = r->xseconds = 0;
   FE_CHECK(r->st->integrate(r, a, u, wm ? wm : u, out, launches));
   /* a split space: each rank summed its own cells; the shared nodes add the neighbours' sums
    * (before the constrained rows are set, which every rank sets alike) */
-  if (A->V->dist && !r->delegated) FE_CHECK(fe_dist_sum(A->V->dist, out));
+  if (A->V->dist && !r->delegated) {
+    FE_CHECK(r->be->ops->finish(r->be->impl)); /* the integration done: the exchange's time apart */
+    double t0 = fe_clock();
+    FE_CHECK(fe_dist_sum(A->V->dist, out, &r->xbytes, &r->xmessages));
+    r->xseconds = fe_clock() - t0;
+  }
   switch (a) {
   case FE_ACTION_RESIDUAL: FE_CHECK(op_dirichlet(r, a, u, 1, -1, 0, out, launches)); break;
   case FE_ACTION_APPLY: FE_CHECK(op_dirichlet(r, a, w, 1, 0, 0, out, launches)); break;
@@ -287,6 +293,8 @@ static int op_action(fe_operator *A, fe_action a, const fe_vector *u_in, const f
   }
   if (!rc) rc = op_report(r, a, o, why, seconds, compile_s, transfer, launches, first_run, rep);
   if (!rc) rep->pq_added = r->pq_added;
+  if (!rc) rep->exchange_bytes = r->xbytes, rep->exchange_messages = r->xmessages,
+           rep->exchange_seconds = r->xseconds;
   if (rc && made) {
     fe_vector_free(*out);
     *out = NULL;

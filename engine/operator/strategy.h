@@ -185,6 +185,7 @@ struct fe_realization {
   /* the strategy's integrate returned another realization's whole action (csr's and ebe's
    * residual and diagonal: fe_stored_matrix_other): a split space's ranks already summed */
   int delegated;
+  double xbytes, xmessages, xseconds; /* the last run's exchange (fe_dist_sum), for the report */
 };
 
 /* The operator (private: strategies read it, only operator*.c write it). */

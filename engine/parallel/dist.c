@@ -220,8 +220,10 @@ static int host_values(const fe_vector *x, double **copy, const double **v, cons
 
 #define AT(v, f, i) ((v) ? (v)[i] : (double)(f)[i])
 
-int fe_dist_sum(const fe_dist *d, fe_vector *y)
+int fe_dist_sum(const fe_dist *d, fe_vector *y, double *bytes, double *messages)
 {
+  if (bytes) *bytes = 0;
+  if (messages) *messages = 0;
   if (!d || d->size == 1) return 0;
   double *copy;
   const double *cv;
@@ -239,6 +241,8 @@ int fe_dist_sum(const fe_dist *d, fe_vector *y)
     ranks[k] = d->nb[k].rank;
   }
   int rc = fe_comm_exchange(d->nnb, ranks, counts, d->send, d->recv);
+  if (bytes) *bytes = (double)off * sizeof(double);
+  if (messages) *messages = d->nnb;
   /* the sums, each shared node's in the ranks' order (part 0's share first, this rank's at
    * its place): every copy of a node gets the same bits, so the copies stay equal (a sum in
    * each rank's own order differs in the last bits, and CG to 1e-12 then drifts) */

@@ -37,8 +37,9 @@ typedef struct fe_dist {
  * its dist attached (V->dist; freed with the space). */
 int fe_space_create_dist(const fe_mesh *m, const fe_space_opts *o, fe_space **out);
 void fe_dist_free(fe_dist *d);
-/* y's shared nodes summed over the ranks that hold them (after each rank's own cells). */
-int fe_dist_sum(const fe_dist *d, fe_vector *y);
+/* y's shared nodes summed over the ranks that hold them (after each rank's own cells);
+ * *bytes and *messages (NULL: not wanted) get what this rank sent. */
+int fe_dist_sum(const fe_dist *d, fe_vector *y, double *bytes, double *messages);
 /* The sorted boundary nodes of the tagged facets (fe_space_boundary_nodes) of the local
  * space V: the whole space's, those this rank holds. */
 int fe_dist_boundary_nodes(const fe_space *V, const char *const *tags, int ntags, int **nodes,

@@ -190,6 +190,14 @@ void fe_report_format(const fe_report *r, char *buf, size_t n)
   if (r->iterations)
     len += snprintf(buf + len, n - (size_t)len, "\n  iterations %d", r->iterations);
   if (len < 0 || (size_t)len >= n) return;
+  if (r->exchange_messages > 0) { /* a space split over mpirun's ranks */
+    char tx[32];
+    format_time(r->exchange_seconds, tx, sizeof tx);
+    len += snprintf(buf + len, n - (size_t)len, "\n  exchange   %.0f bytes in %.0f messages to "
+                    "the neighbouring ranks, %s (host-staged, after the integration)",
+                    r->exchange_bytes, r->exchange_messages, tx);
+  }
+  if (len < 0 || (size_t)len >= n) return;
   if (r->kernel_from) { /* an operator's action: what this call built, part by part */
     char ts[32], tk[32];
     format_time(r->setup_seconds, ts, sizeof ts);

@@ -153,6 +153,10 @@ typedef struct fe_report {
   double l2_bytes, shared_bytes, nonfma, atomics, constant, vec_flops, indexed, indexed_first;
   double factor_lanes, factor_gathers, rows, phase_bytes, array_bytes, operand_bytes;
   int pq_added;             /* an apply: it added (w, J w) into CG's parts (fe_action_opts.pq) */
+  /* a space split over mpirun's ranks: the shared nodes' exchange with the neighbours after
+   * the integration (engine/parallel/dist.c): bytes sent, messages sent, seconds (its host
+   * copies, the messages and the sums); 0 on one rank */
+  double exchange_bytes, exchange_messages, exchange_seconds;
   double operand_seconds;   /* the cpu: those operands from L2 (0: from L1), the FMA ceiling
                              * where longer than the multiply-adds */
   double llc_share;         /* the cpu: the share of the bytes beyond its last-level cache (the

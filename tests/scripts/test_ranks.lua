@@ -133,6 +133,9 @@ local un, inf = solve.newton(N, {rtol = 1e-10})
 out[#out + 1] = ("RESULT newton %d %.15g %.15g"):format(inf.iterations, un:norm(), 0)
 case("elasticity", fe.operator(fe.space(h, {family = "Q", order = 2, components = 3}),
      physics.elasticity{E = 1, nu = 0.3, force = {0, 0, -1}}, {dirichlet = "xmin"}))
+local _, xr = P1:apply(fe.space(m, "P1"):interpolate(1))
+out[#out + 1] = ("EXCHANGE %d %d %s"):format(xr.exchange_bytes, xr.exchange_messages,
+                tostring(tostring(xr):find("exchange", 1, true) ~= nil))
 out[#out + 1] = ("RESULT integral 1 %.15g 0"):format(fe.integral(fe.space(m, "P2"):interpolate(
                 function(x) return x[1] * x[2] end)))
 local okamg, err = pcall(solve.cg, P1, {pc = "amg"})
@@ -149,6 +152,11 @@ for np = 1, 3 do
   local r = {}
   for name, its, a, b in o:gmatch("RESULT (%S+) (%d+) (%S+) (%S+)") do r[name] = {tonumber(its), tonumber(a), tonumber(b)} end
   r.amg = o:match("amg (%a+)")
+  local xb, xm, shown = o:match("EXCHANGE (%d+) (%d+) (%a+)")
+  check(xb and (np == 1 and xb == "0" and xm == "0" and shown == "false" or
+        np > 1 and tonumber(xb) > 0 and tonumber(xm) >= 1 and shown == "true"), "%d ranks: the "
+        .. "apply's report counts the exchange: %s bytes, %s messages, shown %s", np,
+        tostring(xb), tostring(xm), tostring(shown))
   runs[np] = r
   check(r.P1 and r.Q3 and r.newton and r.elasticity, "%d ranks: the solves ran: %s", np, o)
 end

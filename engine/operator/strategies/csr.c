@@ -154,6 +154,8 @@ int fe_stored_matrix_other(fe_realization *r, fe_action a, const fe_vector *u, f
   fe_vector_free(t);
   FE_CHECK(rc);
   r->delegated = 1; /* the whole action: a split space's ranks summed in it */
+  r->xbytes = rep.exchange_bytes, r->xmessages = rep.exchange_messages;
+  r->xseconds = rep.exchange_seconds;
   *launches += rep.launches;
   return 0;
 }
