@@ -48,11 +48,14 @@ int cuda_usable(const cuda_impl *cu)
   return 0;
 }
 
-/* Which device to open: FELAB_CUDA_DEVICE overrides the engine's index. */
+/* Which device to open: FELAB_CUDA_DEVICE overrides the engine's index; under mpirun each
+ * rank of a node takes the next device (OpenMPI's local rank: device = local rank % count,
+ * one GPU a rank on a node of several). */
 static int cuda_device_index(int device, int count, int *index)
 {
-  const char *env = getenv("FELAB_CUDA_DEVICE");
+  const char *env = getenv("FELAB_CUDA_DEVICE"), *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   *index = device;
+  if (!(env && *env) && local && *local && count > 0) *index = (device + atoi(local)) % count;
   if (env && *env) {
     char *end;
     long v = strtol(env, &end, 10);
