@@ -181,21 +181,25 @@ int node_cells(pattern *P)
  * keep the vertices' ids and number the other nodes after them (P2 and up, and a box's Q2 and
  * up) would otherwise sweep it once for the vertices' rows and again for the others', each
  * cell's matrices made about twice and its window thrashed (docs/benchmarks.md). The ids'
- * own order is kept where no node's first cell lies more than ORDER_SLACK cells before an
- * earlier node's (a box of tets: a cube's 6 cells; the window takes the slack), or where
- * FELAB_FILL_IDS is set (tests compare the two): P->order and P->pos NULL, P->pre P->start.
- * Else P->order (position -> node), P->pos (node -> position), P->pre (the cells of the rows
- * before each position). */
-#define ORDER_SLACK 256
+ * own order is kept where the window it needs (from a row's first cell to the last cell of
+ * the rows so far, outliers aside) is at most twice the widest row (a box of tets: its first
+ * layer of nodes and its second start in the same layer of cells, no wider than a row), or
+ * where FELAB_FILL_IDS is set (tests compare the two): P->order and P->pos NULL, P->pre
+ * P->start. Else P->order (position -> node), P->pos (node -> position), P->pre (the cells
+ * of the rows before each position). */
 static int pattern_order(pattern *P)
 {
   const int nn = P->V->nnodes;
   P->pre = P->start;
-  int sorted = 1, top = -1;
-  for (int a = 0; a < nn && sorted; a++) {
-    sorted = P->first[a] < 0 || P->first[a] >= top - ORDER_SLACK;
-    top = P->first[a] > top ? P->first[a] : top;
+  long long need = 0, span = 0;
+  int top = -1;
+  for (int a = 0; a < nn; a++) {
+    if (P->first[a] < 0 || P->last[a] - P->first[a] >= P->fit) continue;
+    top = P->last[a] > top ? P->last[a] : top;
+    need = top + 1LL - P->first[a] > need ? top + 1LL - P->first[a] : need;
+    span = P->last[a] - P->first[a] + 1LL > span ? P->last[a] - P->first[a] + 1LL : span;
   }
+  const int sorted = need <= 2 * span;
   const char *ids = getenv("FELAB_FILL_IDS");
   if (sorted || (ids && *ids)) return 0;
   uint64_t *key = malloc(sizeof(uint64_t) * 2 * ((size_t)nn + 1));
@@ -281,8 +285,8 @@ static int pattern_outliers(pattern *P)
 int pattern_make(pattern *P)
 {
   FE_CHECK(node_spans(P));
-  FE_CHECK(pattern_order(P));
-  return pattern_outliers(P);
+  FE_CHECK(pattern_outliers(P));
+  return pattern_order(P);
 }
 
 void node_range(const pattern *P, int t, int nt, int *a0, int *a1)
