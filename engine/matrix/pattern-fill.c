@@ -47,6 +47,38 @@ static void add_cells_row(const pattern *P, const int *cells, int deg, const int
   }
 }
 
+/* add_cells_row for one component in double, nb nodes a cell (a constant where inlined):
+ * every neighbour's place is a column or the spare slot (at[b] >= 0), so each entry is one
+ * add, unrolled over the cell's nodes (measured: the generic loop's component loop and sign
+ * tests cost more than the adds). The sums are the same adds in the same order. */
+static inline void add_cells_scalar(const int *cn, int nb, const int *cells, int deg,
+                                    const int *slot, const double *K, size_t kn, int a,
+                                    const int *at, double *acc)
+{
+  for (int i = 0; i < deg; i++) {
+    const int *nodes = cn + (size_t)cells[i] * nb;
+    int ba = 0;
+    for (int b = 1; b < nb; b++) ba = nodes[b] == a ? b : ba;
+    const double *Kd = K + (size_t)slot[i] * kn + (size_t)ba * nb;
+    for (int b = 0; b < nb; b++) acc[at[nodes[b]]] += Kd[b];
+  }
+}
+
+/* Row (a, k)'s sums into acc: the scalar double forms of P1 tets and Q1 hexes inlined. */
+static void add_row(const pattern *P, const host_fill *F, const cell_window *w,
+                    const int *cells, int deg, const int *slot, int a, int k, const int *at,
+                    double *acc)
+{
+  const int nb = P->V->elem.nbasis, *cn = P->V->cell_nodes;
+  if (P->V->ncomp == 1 && F->dbl && nb == 4)
+    add_cells_scalar(cn, 4, cells, deg, slot, w->K, F->kn, a, at, acc);
+  else if (P->V->ncomp == 1 && F->dbl && nb == 8)
+    add_cells_scalar(cn, 8, cells, deg, slot, w->K, F->kn, a, at, acc);
+  else if (P->V->ncomp == 1 && F->dbl)
+    add_cells_scalar(cn, nb, cells, deg, slot, w->K, F->kn, a, at, acc);
+  else add_cells_row(P, cells, deg, slot, w->K, F->kn, F->dbl, a, k, at, acc);
+}
+
 /* Row a (its deg cells) of the second pass into cols (and, with F, vals: each row the sum of
  * its cells' rows, in double, in the order of the cells); next, nnext: the next row's cells
  * (NULL: none to prefetch). Called by threads (a failure: its code). */
@@ -54,16 +86,22 @@ static int fill_row(const pattern *P, const int *rowptr, int *cols, void *vals,
                     const host_fill *F, cell_window *w, int a, const int *cells, int deg,
                     const int *next, int nnext, fill_scratch *x)
 {
-  const int nc = P->V->ncomp;
+  const int nc = P->V->ncomp, spare = P->maxdeg * P->V->elem.nbasis * nc + nc;
   const int m = node_neighbours(P, a, cells, deg, x->seen, x->nbr, 1);
-  int rc = F && m ? window_row(F, P, w, cells, deg, x) : 0, len = 0, *row0 = NULL;
+  int rc = F && m ? window_row(F, P, w, cells, deg, x) : 0, len = 0, k0 = 0;
   if (rc) return rc;
   if (F && next) window_prefetch(F, w, next, nnext);
-  for (int i = 0; i < m; i++) len += P->nfree[x->nbr[i]]; /* a free row's columns */
-  for (int i = 0, p = 0; i < m; i++) { /* none free: the spare slots past the row */
+  while (k0 < nc && P->fixed[a * nc + k0]) k0++;
+  int *row0 = k0 < nc ? cols + rowptr[a * nc + k0] : NULL; /* the first free row's columns */
+  for (int i = 0; i < m; i++) { /* each neighbour's place, its columns in row0 */
     const int b = x->nbr[i], f = P->nfree[b];
-    x->at[b] = f == nc ? p : f ? -p - 1 : len;
-    p += f;
+    x->at[b] = f == nc ? len : f ? -len - 1 : spare; /* none free: a spare slot past any row */
+    if (row0 && f == nc)
+      for (int kk = 0; kk < nc; kk++) row0[len + kk] = b * nc + kk;
+    else if (row0)
+      for (int kk = 0, q = len; kk < nc; kk++)
+        if (!P->fixed[b * nc + kk]) row0[q++] = b * nc + kk;
+    len += f;
   }
   for (int k = 0; k < nc; k++) {
     const int gi = a * nc + k, r0 = rowptr[gi];
@@ -74,15 +112,10 @@ static int fill_row(const pattern *P, const int *rowptr, int *cols, void *vals,
       acc[0] = 1;
     } else {
       rl = len;
-      if (row0) memcpy(row, row0, sizeof(int) * (size_t)len); /* every free row alike */
-      else
-        for (int i = 0, p = 0; i < m; i++)
-          for (int kk = 0; kk < nc; kk++)
-            if (!P->fixed[x->nbr[i] * nc + kk]) row[p++] = x->nbr[i] * nc + kk;
-      row0 = row;
+      if (row != row0) memcpy(row, row0, sizeof(int) * (size_t)len); /* every free row alike */
       if (!F) continue;
-      for (int i = 0; i < len + nc; i++) acc[i] = 0;
-      add_cells_row(P, cells, deg, x->slot, w->K, F->kn, F->dbl, a, k, x->at, acc);
+      for (int i = 0; i < len; i++) acc[i] = 0;
+      add_row(P, F, w, cells, deg, x->slot, a, k, x->at, acc);
     }
     if (!F) continue;
     if (F->dbl) memcpy((double *)vals + r0, acc, sizeof(double) * (size_t)rl);
@@ -113,7 +146,7 @@ static int scratch_make(const pattern *P, const host_fill *F, fill_scratch *x)
   x->gcells = malloc(sizeof(int) * most);
   x->gmaps = malloc(sizeof(int) * ((size_t)d * (F ? F->nbf : 0) + 1));
   x->gaux = malloc((size_t)d * (F ? F->aux_bytes : 0) + 1);
-  x->acc = malloc(sizeof(double) * (most + 1) * nc); /* a row and its spare slots */
+  x->acc = malloc(sizeof(double) * (most + 1) * nc); /* a row and the spare slots past it */
   x->cstart = malloc(sizeof(int) * (cap / 4 + 2));
   x->list = malloc(sizeof(int) * cap);
   if (!x->seen || !x->at || !x->nbr || !x->slot || !x->ids || !x->gcells || !x->gmaps ||
