@@ -1,5 +1,5 @@
-/* felab matrices, the cpu's fill (pattern.c): the element matrices it makes as its rows need
- * them, variant reg_jac on a realization of the host's own arrays (host_fill, in
+/* felab matrices, the cpu's fill (pattern-fill.c): the element matrices it makes as its rows
+ * need them, variant reg_jac on a realization of the host's own arrays (host_fill, in
  * matrix-private.h), each thread into its window of cells (cell_window), launched a batch of
  * consecutive cells at a time or, for a row whose cells do not fit, gathered apart. */
 #include <omp.h>

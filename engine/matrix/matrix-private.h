@@ -92,7 +92,7 @@ int elemat_geometry(fe_operator *A, const fe_action_opts *o, const fe_matrix_opt
 double elemat_flops_per_cell(const fe_realization *r, const fe_kernel_spec *s,
                              const elemat_shape *sh);
 
-/* ---- the assembly's pattern and fill (pattern.c) ---- */
+/* ---- the assembly's pattern and fill (pattern.c, pattern-fill.c) ---- */
 
 /* What the pattern is built from: V, its constrained dofs, each node's count of cells and
  * its first and last (pattern_make), the rows' order, the outliers' cells. */

@@ -228,8 +228,9 @@ static int pattern_order(pattern *P)
 }
 
 /* P->fit, 4 times the 99th percentile of the nodes' spans (first to last cell) up to a power
- * of two (or FELAB_PATTERN_FIT, when narrower), and the outliers, the nodes of wider spans: their ids ascending (P->out, P->nout)
- * and their cells (P->olist from P->ostart), listed in one scan of the mesh. */
+ * of two (or FELAB_PATTERN_FIT, when narrower), and the outliers, the nodes of wider spans:
+ * their ids ascending (P->out, P->nout) and their cells (P->olist from P->ostart), listed in
+ * one scan of the mesh. */
 static int pattern_outliers(pattern *P)
 {
   const fe_space *V = P->V;
@@ -382,7 +383,8 @@ int count_rows(const pattern *P, int *rowptr)
   {
     int *seen = malloc(sizeof(int) * ((size_t)nn + 1));
     int *nbr = malloc(sizeof(int) * ((size_t)P->maxdeg * nb + 1));
-    int *cstart = malloc(sizeof(int) * ((size_t)cap / 4 + 2)), *list = malloc(sizeof(int) * (size_t)cap);
+    int *cstart = malloc(sizeof(int) * ((size_t)cap / 4 + 2));
+    int *list = malloc(sizeof(int) * (size_t)cap);
     int q0, q1;
     node_range(P, omp_get_thread_num(), omp_get_num_threads(), &q0, &q1);
     if (!seen || !nbr || !cstart || !list) failed = 1;
