@@ -117,9 +117,11 @@ static int assemble_options(assembly *S)
 
 /* The pattern first, on the host: its nonzeros are counted before anything is computed, so
  * that a matrix that cannot fit is refused before its element matrices are made. Its arrays
- * before the count: the constrained marks and row pointers, each node's cells (a cell's
- * nodes once), counts a node, a thread's marks a node (count_rows, and the fill's two), the
- * fill's order (key, row, prefix: 28 bytes a node). */
+ * before the count: the constrained marks and row pointers, each node's count of cells, first
+ * and last cell and free components (16 bytes a node), the rows' order (its key, row,
+ * position and prefix: 32 bytes a node), a thread's marks and places (8 bytes a node) and
+ * chunk of cells (CHUNK_CELLS), and for the device's rows every node's cells (a cell's nodes
+ * once). */
 static int assemble_pattern_fits(const assembly *S)
 {
   const fe_space *V = S->A->V;
@@ -128,8 +130,9 @@ static int assemble_pattern_fits(const assembly *S)
   if (S->dev_pattern) /* the host: the marks, row pointers, starts and counts */
     return fe_memory_check(4 * (2 * (size_t)nd + 2 * (size_t)nn + 2), "assemble: the pattern "
                            "of %d rows, its counts on the host", nd);
-  FE_CHECK(fe_memory_check(8 * ((size_t)nd + 1) + 4 * (size_t)nc * nb +
-                           (size_t)nn * (20 + 8 * (size_t)threads + (S->by_rows ? 28 : 0)),
+  FE_CHECK(fe_memory_check(8 * ((size_t)nd + 1) + (S->dev_rows ? 4 * (size_t)nc * nb : 0) +
+                           (size_t)nn * (48 + 8 * (size_t)threads) +
+                           (size_t)threads * 5 * CHUNK_CELLS,
                            "assemble: the pattern of %d rows (%d cells of %d nodes)", nd, nc, nb));
   return 0;
 }
@@ -162,8 +165,9 @@ static int assemble_pattern(assembly *S)
     S->D = (device_pattern){0};
     rc = assemble_pattern_fits(S);
   }
-  if (!rc && !S->dev_pattern) rc = node_cells(&S->P);
+  if (!rc && !S->dev_pattern) rc = pattern_make(&S->P);
   if (!rc && !S->dev_pattern) rc = count_rows(&S->P, S->rowptr);
+  if (!rc && S->dev_rows && !S->dev_pattern) rc = node_cells(&S->P); /* the device's lists */
   if (!rc && S->dev_rows && !S->dev_pattern) /* the host's pattern, for the device's rows */
     rc = device_pattern_from_host(&S->P, be, S->prec, &S->D);
   if (!rc) { /* its columns and values: in M's buffers (the host's fill), or on the host first

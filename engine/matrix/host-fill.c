@@ -1,5 +1,5 @@
-/* felab matrices, the cpu's fill (pattern.c): the element matrices it makes as its rows need
- * them, variant reg_jac on a realization of the host's own arrays (host_fill, in
+/* felab matrices, the cpu's fill (pattern-fill.c): the element matrices it makes as its rows
+ * need them, variant reg_jac on a realization of the host's own arrays (host_fill, in
  * matrix-private.h), each thread into its window of cells (cell_window), launched a batch of
  * consecutive cells at a time or, for a row whose cells do not fit, gathered apart. */
 #include <omp.h>
@@ -134,27 +134,26 @@ static int host_fill_launch(const host_fill *F, const int *cells, const char *au
  * widen the window nor move its front. W: the widest span from a row's first cell to the
  * front when it is summed (the last cell of the rows so far, plus a launch), as a power of
  * two up to about F->window. Its matrices are allocated by the caller (window_bytes). */
-void window_make(const host_fill *F, const pattern *P, const int *order, int a0, int a1,
-                 cell_window *w)
+void window_make(const host_fill *F, const pattern *P, int a0, int a1, cell_window *w)
 {
-  long long hist[32] = {0}, rows = 0, need = 0;
+  long long hist[33] = {0}, rows = 0, need = 0;
   for (int p = a0; p < a1; p++) { /* the spans' powers of two */
-    const int a = order ? order[p] : p;
-    if (P->start[a] < P->start[a + 1]) {
-      const int span = P->list[P->start[a + 1] - 1] - P->list[P->start[a]] + 1;
+    const int a = P->order ? P->order[p] : p;
+    if (P->first[a] >= 0) {
+      const int span = P->last[a] - P->first[a] + 1;
       int e = 0;
       while ((1LL << e) < span) e++;
       hist[e]++, rows++;
     }
   }
   int e = 0;
-  for (long long sum = hist[0]; 100 * sum < 99 * rows; sum += hist[++e]) {}
+  for (long long sum = hist[0]; e < 31 && 100 * sum < 99 * rows; sum += hist[++e]) {}
   const long long fit = 4LL << e; /* 4 times the 99th percentile, up to a power of two */
   int first = P->V->mesh->ncells, last = -1;
   for (int p = a0; p < a1; p++) {
-    const int a = order ? order[p] : p;
-    if (P->start[a] == P->start[a + 1]) continue;
-    const int cmin = P->list[P->start[a]], cmax = P->list[P->start[a + 1] - 1];
+    const int a = P->order ? P->order[p] : p;
+    if (P->first[a] < 0) continue;
+    const int cmin = P->first[a], cmax = P->last[a];
     if (cmax - cmin + 1 > fit) continue;
     first = cmin < first ? cmin : first;
     last = cmax > last ? cmax : last;
@@ -173,15 +172,15 @@ size_t window_bytes(const host_fill *F, const pattern *P, const cell_window *w)
   return ((size_t)w->W + (size_t)P->maxdeg) * F->kn * fe_precision_size(F->h.prec);
 }
 
-/* Node a's cells' slots: in the window when the row fits it and its cells are all there
+/* A row's deg cells' slots: in the window when the row fits it and its cells are all there
  * once the front has passed the last of them (moved on as far as needed, in launches of
  * F->batch cells), else computed apart (gathered into one launch). Called by threads (a
  * failure: its code). */
-int window_row(const host_fill *F, const pattern *P, cell_window *w, int a, fill_scratch *x)
+int window_row(const host_fill *F, const pattern *P, cell_window *w, const int *cells, int deg,
+               fill_scratch *x)
 {
   const int nb = P->V->elem.nbasis, *cn = P->V->cell_nodes, B = F->batch;
-  const int t0 = P->start[a], deg = P->start[a + 1] - t0;
-  const int cmin = P->list[t0], cmax = P->list[t0 + deg - 1];
+  const int cmin = cells[0], cmax = cells[deg - 1];
   int front = w->front;
   while (cmax - cmin < w->fit && front <= cmax) front = front + B < w->end ? front + B : w->end;
   if (cmax - cmin < w->fit && cmin >= front - w->W) {
@@ -197,11 +196,11 @@ int window_row(const host_fill *F, const pattern *P, cell_window *w, int a, fill
       x->launches++;
       x->made += n;
     }
-    for (int i = 0; i < deg; i++) x->slot[i] = P->list[t0 + i] & (w->W - 1);
+    for (int i = 0; i < deg; i++) x->slot[i] = cells[i] & (w->W - 1);
     return 0;
   }
   for (int i = 0; i < deg; i++) { /* apart: gathered */
-    const size_t c = (size_t)P->list[t0 + i];
+    const size_t c = (size_t)cells[i];
     memcpy(x->gcells + (size_t)i * nb, cn + c * nb, sizeof(int) * nb);
     if (F->aux) memcpy(x->gaux + i * F->aux_bytes, F->aux + c * F->aux_bytes, F->aux_bytes);
     if (F->maps) memcpy(x->gmaps + (size_t)i * F->nbf, F->maps + c * F->nbf, sizeof(int) * F->nbf);
@@ -213,13 +212,13 @@ int window_row(const host_fill *F, const pattern *P, cell_window *w, int a, fill
                           x->ids, deg, w->K, (size_t)w->W + P->maxdeg);
 }
 
-/* Prefetch the matrices of node a's cells that the window holds (the next row's, while
+/* Prefetch the matrices of a row's deg cells that the window holds (the next row's, while
  * this one is summed: their reads miss the cache, the window being about a layer of cells). */
-void window_prefetch(const host_fill *F, const pattern *P, const cell_window *w, int a)
+void window_prefetch(const host_fill *F, const cell_window *w, const int *cells, int deg)
 {
   const size_t bytes = F->kn * fe_precision_size(F->h.prec);
-  for (int t = P->start[a]; t < P->start[a + 1]; t++) {
-    const int c = P->list[t];
+  for (int t = 0; t < deg; t++) {
+    const int c = cells[t];
     if (c >= w->front || c < w->front - w->W) continue;
     const char *k = (const char *)w->K + (size_t)(c & (w->W - 1)) * bytes;
     for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(k + b);

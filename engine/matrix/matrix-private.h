@@ -1,6 +1,6 @@
 /* felab matrices, private: what the files of engine/matrix/ share and nothing else includes
  * (matrix.c: the element matrices; elemat-cache.c: their kernels, kept with the operator;
- * pattern.c: the assembly's pattern and its fill;
+ * pattern.c: the assembly's pattern; pattern-fill.c: its second pass and the cpu's fill;
  * host-fill.c: the element matrices the cpu's fill makes as its rows need them; assemble.c:
  * fe_operator_assemble; sparse.c: the CSR and SELL products). Private to those files. */
 #ifndef FE_MATRIX_PRIVATE_H
@@ -92,16 +92,23 @@ int elemat_geometry(fe_operator *A, const fe_action_opts *o, const fe_matrix_opt
 double elemat_flops_per_cell(const fe_realization *r, const fe_kernel_spec *s,
                              const elemat_shape *sh);
 
-/* ---- the assembly's pattern and fill (pattern.c) ---- */
+/* ---- the assembly's pattern and fill (pattern.c, pattern-fill.c) ---- */
 
-/* What the pattern is built from: V, its constrained dofs and the cells of each node. */
+/* What the pattern is built from: V, its constrained dofs, each node's count of cells and
+ * its first and last (pattern_make), the rows' order, the outliers' cells. */
 typedef struct pattern {
   const fe_space *V;
   const int *fixed; /* per dof: 1 constrained */
-  int *start;       /* the cells of node a: list[start[a] .. start[a + 1]), in cell order */
-  int *list;
+  int *start;       /* the cells of the nodes before node a (a prefix of their counts) */
+  int *first, *last; /* node a's first and last cell (-1: none) */
+  int *list;        /* node_cells (the device's rows): node a's at list[start[a] ..), cell order */
   int *nfree;       /* free components per node */
   int maxdeg;       /* the most cells of one node */
+  int *order, *pos; /* the fill's order: position -> node and back (NULL: the ids') */
+  int *pre;         /* the cells of the rows before each position (start in the ids' order) */
+  int fit;          /* the widest span (last - first) of a row listed from a chunk's band */
+  int nout;         /* the outliers (rows of wider spans): their ids ascending, their cells */
+  int *out, *ostart, *olist;
 } pattern;
 
 /* The fused fill's element matrices (a backend whose buffers are host memory): variant
@@ -136,21 +143,45 @@ typedef struct cell_window {
 } cell_window;
 
 /* A thread's scratch for the fill: a launch's slots and a gathered row's cells (nodes,
- * constants, maps), the rows' marks and places (fill_row), its launches. */
+ * constants, maps), the rows' marks and places (fill_row), a chunk's cells, its launches. */
 typedef struct fill_scratch {
   int *ids, *gcells, *gmaps, *seen, *at, *nbr, *slot;
+  int *cstart, *list; /* a chunk of rows' cells (chunk_cells) */
   char *gaux;
   double *acc;
   int launches;
   long long made; /* cells' matrices computed (a cell in two threads' bands: twice) */
 } fill_scratch;
 
+/* The most (cell, node) pairs a chunk of rows lists at once (a thread's, 4 bytes each): a
+ * chunk scans the cells its rows span, about a layer of a box beyond its own, so longer
+ * chunks scan fewer cells twice. */
+#define CHUNK_CELLS (1 << 21)
+
 void pattern_free(pattern *P);
-/* P->start, list, nfree, maxdeg: the cells of each node. */
+/* P->start, first, last, nfree, maxdeg. */
+int node_spans(pattern *P);
+/* node_spans, then the rows' order and the outliers (P->pre, order, pos, fit, out). */
+int pattern_make(pattern *P);
+/* P->list: every node's cells (for the device's rows; pattern_make made). */
 int node_cells(pattern *P);
+/* Thread t of nt's rows [*a0, *a1) of the fill's order: contiguous, balanced by their cells. */
+void node_range(const pattern *P, int t, int nt, int *a0, int *a1);
+/* A chunk's capacity: CHUNK_CELLS, or the most cells of a node. */
+int chunk_cap(const pattern *P);
+/* The rows from position q0 of the fill's order, up to qend, cap of their cells and cap / 4
+ * + 1 rows (cstart: that many and one more), listed:
+ * row q's cells at list[cstart[q - q0] .. cstart[q - q0 + 1]), in cell order. Returns the
+ * position past the chunk. */
+int chunk_cells(const pattern *P, int q0, int qend, int cap, int *cstart, int *list);
+/* The distinct nodes of node a's deg cells into nbr (seen: a thread's marks, seen[b] == a
+ * once b is in); sorted when asked (insertion: rows are short). Returns their number. */
+int node_neighbours(const pattern *P, int a, const int *cells, int deg, int *seen, int *nbr,
+                    int sorted);
 /* The first pass: rowptr (ndofs + 1). */
 int count_rows(const pattern *P, int *rowptr);
-/* The second pass, writing cols (and with F vals) in place; *launches, *made: the fill's. */
+/* The second pass, writing cols (and with F vals) in place; *launches, *made: the fill's
+ * (pattern-fill.c). */
 int fill_pattern(const pattern *P, const int *rowptr, int *cols, void *vals,
                  const host_fill *F, int *launches, long long *made);
 
@@ -212,15 +243,15 @@ void device_pattern_free(device_pattern *D);
 int host_fill_make(fe_operator *A, const fe_vector *at, fe_backend *be, fe_precision prec,
                    host_fill *F, double *compile_s, double *transfer);
 void host_fill_free(host_fill *F);
-/* The window for rows [a0, a1) of the fill's order (order: NULL, the ids' order). */
-void window_make(const host_fill *F, const pattern *P, const int *order, int a0, int a1,
-                 cell_window *w);
+/* The window for rows [a0, a1) of the fill's order. */
+void window_make(const host_fill *F, const pattern *P, int a0, int a1, cell_window *w);
 /* The bytes of window w's matrices. */
 size_t window_bytes(const host_fill *F, const pattern *P, const cell_window *w);
-/* Node a's cells' slots into x->slot, their matrices made (a failure: its code). */
-int window_row(const host_fill *F, const pattern *P, cell_window *w, int a, fill_scratch *x);
-/* Prefetch the matrices of node a's cells that the window holds. */
-void window_prefetch(const host_fill *F, const pattern *P, const cell_window *w, int a);
+/* A row's deg cells' slots into x->slot, their matrices made (a failure: its code). */
+int window_row(const host_fill *F, const pattern *P, cell_window *w, const int *cells, int deg,
+               fill_scratch *x);
+/* Prefetch the matrices of a row's deg cells that the window holds. */
+void window_prefetch(const host_fill *F, const cell_window *w, const int *cells, int deg);
 
 /* ---- the product's formats (sparse.c) ---- */
 

@@ -1,7 +1,7 @@
 /* felab matrices: element matrices of the Jacobian (this file: the variants of strategy
  * "quadrature", their kernels' shapes and counts, fe_element_matrices and the batches'
  * access), their assembly into CSR on the device (assemble.c; the pattern and the cpu's fill:
- * pattern.c, host-fill.c), and the CSR and SELL products (sparse.c). Kernels:
+ * pattern.c, pattern-fill.c, host-fill.c), and the CSR and SELL products (sparse.c). Kernels:
  * engine/codegen/kernels/elemat.knl.
  *
  * Element matrices read the geometry of a realization that gives it (its stored cell order,
@@ -12,7 +12,7 @@
  * assembled matrix has its pattern from the dof map, built on the host, and its values from
  * the element matrices: on a GPU added by the device with atomics (or color by color) at
  * positions found by binary search in the sorted rows; on the cpu summed row by row as the
- * pattern is written, the matrices made as the rows need them (see pattern.c). */
+ * pattern is written, the matrices made as the rows need them (see pattern-fill.c). */
 #include "engine/matrix/matrix.h"
 
 #include <stdio.h>

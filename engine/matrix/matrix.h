@@ -1,6 +1,7 @@
 /* felab matrices: batches of element matrices of an operator's Jacobian, and the assembled
  * Jacobian in CSR on a backend (engine/matrix/: matrix.c, tensor.c, elemat-cache.c, assemble.c,
- * pattern.c, host-fill.c, sparse.c; kernels in engine/codegen/kernels/elemat.knl). */
+ * pattern.c, pattern-fill.c, host-fill.c, sparse.c; kernels in
+ * engine/codegen/kernels/elemat.knl). */
 #ifndef FE_MATRIX_H
 #define FE_MATRIX_H
 
