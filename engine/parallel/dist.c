@@ -302,6 +302,31 @@ int fe_dist_reduce_dot(const fe_dist *d, const fe_vector *x, const fe_vector *y,
   return fe_comm_sum(s, 1);
 }
 
+int fe_dist_reduce_cg(const fe_dist *d, const fe_vector *r, const fe_vector *dg, double *rr,
+                      double *rz)
+{
+  if (!d || d->size == 1) return 0;
+  double *cr, *cd = NULL;
+  const double *vr, *vd = NULL;
+  const float *fr, *fd = NULL;
+  FE_CHECK(host_values(r, &cr, &vr, &fr));
+  int rc = dg ? host_values(dg, &cd, &vd, &fd) : 0;
+  const int ncomp = d->whole->ncomp;
+  for (int i = 0; !rc && i < d->nnotowned; i++)
+    for (int c = 0; c < ncomp; c++) {
+      size_t at = (size_t)d->notowned[i] * ncomp + c;
+      const double x = AT(vr, fr, at);
+      rr[0] -= x * x;
+      rz[0] -= dg ? x * (x / AT(vd, fd, at)) : x * x;
+    }
+  free(cr), free(cd);
+  FE_CHECK(rc);
+  double both[2] = {*rr, *rz};
+  FE_CHECK(fe_comm_sum(both, 2));
+  *rr = both[0], *rz = both[1];
+  return 0;
+}
+
 int fe_dist_reduce_sum(const fe_dist *d, double *s, int n)
 {
   if (!d || d->size == 1) return 0;

@@ -47,6 +47,10 @@ int fe_dist_boundary_nodes(const fe_space *V, const char *const *tags, int ntags
 /* The reductions of consistent vectors: s, the sum over every local entry of x_i y_i (y NULL:
  * x_i), made the sum over the whole space (each node once, at its owner, over the ranks). */
 int fe_dist_reduce_dot(const fe_dist *d, const fe_vector *x, const fe_vector *y, double *s);
+/* CG's fused update's (r, r) and (r, z) (z = r ./ dg, or r where dg is NULL) over every
+ * local entry, made the whole space's (one sum over the ranks for both). */
+int fe_dist_reduce_cg(const fe_dist *d, const fe_vector *r, const fe_vector *dg, double *rr,
+                      double *rz);
 int fe_dist_reduce_sum(const fe_dist *d, double *s, int n);
 int fe_dist_reduce_minmax(const fe_dist *d, double *v, int max);
 

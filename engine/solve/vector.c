@@ -226,11 +226,11 @@ int fe_vector_cg_update(fe_vector *x, fe_vector *r, const fe_vector *p, const fe
   FE_CHECK(fe_vector_check_compatible(x, q, "cg_update"));
   if (d) FE_CHECK(fe_vector_check_compatible(x, d, "cg_update"));
   const fe_backend_ops *ops = x->be->ops;
-  /* a split space's: the dots over the ranks (fe_vector_dot) */
-  if (!ops->cg_update || dist_of(x, r))
-    return vector_cg_update_unfused(x, r, p, q, d, alpha, work, rr, rz);
-  return ops->cg_update(x->be->impl, &x->buf, &r->buf, &p->buf, &q->buf, d ? &d->buf : NULL,
-                        alpha, (size_t)x->n, x->prec, rr, rz);
+  if (!ops->cg_update) return vector_cg_update_unfused(x, r, p, q, d, alpha, work, rr, rz);
+  FE_CHECK(ops->cg_update(x->be->impl, &x->buf, &r->buf, &p->buf, &q->buf, d ? &d->buf : NULL,
+                          alpha, (size_t)x->n, x->prec, rr, rz));
+  /* a split space's: both sums over the owners and the ranks at once */
+  return fe_dist_reduce_cg(dist_of(x, r), r, d, rr, rz);
 }
 
 int fe_vector_cg_direction(fe_vector *p, const fe_vector *r, const fe_vector *d, double beta,
