@@ -136,19 +136,8 @@ static int host_fill_launch(const host_fill *F, const int *cells, const char *au
  * two up to about F->window. Its matrices are allocated by the caller (window_bytes). */
 void window_make(const host_fill *F, const pattern *P, int a0, int a1, cell_window *w)
 {
-  long long hist[33] = {0}, rows = 0, need = 0;
-  for (int p = a0; p < a1; p++) { /* the spans' powers of two */
-    const int a = P->order ? P->order[p] : p;
-    if (P->first[a] >= 0) {
-      const int span = P->last[a] - P->first[a] + 1;
-      int e = 0;
-      while ((1LL << e) < span) e++;
-      hist[e]++, rows++;
-    }
-  }
-  int e = 0;
-  for (long long sum = hist[0]; e < 31 && 100 * sum < 99 * rows; sum += hist[++e]) {}
-  const long long fit = 4LL << e; /* 4 times the 99th percentile, up to a power of two */
+  long long need = 0;
+  const long long fit = 4LL << span_exponent(P, a0, a1); /* 4 times the 99th percentile */
   int first = P->V->mesh->ncells, last = -1;
   for (int p = a0; p < a1; p++) {
     const int a = P->order ? P->order[p] : p;

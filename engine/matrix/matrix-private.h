@@ -161,6 +161,9 @@ typedef struct fill_scratch {
 void pattern_free(pattern *P);
 /* P->start, first, last, nfree, maxdeg. */
 int node_spans(pattern *P);
+/* The rows at positions [a0, a1) (P->order's, or the nodes' own): the power of two e, 2^e the
+ * least bound of 99% of their spans from their first cell to their last. */
+int span_exponent(const pattern *P, int a0, int a1);
 /* node_spans, then the rows' order and the outliers (P->pre, order, pos, fit, out). */
 int pattern_make(pattern *P);
 /* P->list: every node's cells (for the device's rows; pattern_make made). */

@@ -231,12 +231,11 @@ static int pattern_order(pattern *P)
  * of two (or FELAB_PATTERN_FIT, when narrower), and the outliers, the nodes of wider spans:
  * their ids ascending (P->out, P->nout) and their cells (P->olist from P->ostart), listed in
  * one scan of the mesh. */
-static int pattern_outliers(pattern *P)
+int span_exponent(const pattern *P, int a0, int a1)
 {
-  const fe_space *V = P->V;
-  const int nn = V->nnodes, nb = V->elem.nbasis, ncell = V->mesh->ncells, *cn = V->cell_nodes;
   long long hist[33] = {0}, rows = 0;
-  for (int a = 0; a < nn; a++) { /* the spans' powers of two */
+  for (int p = a0; p < a1; p++) { /* the spans' powers of two */
+    const int a = P->order ? P->order[p] : p;
     if (P->first[a] < 0) continue;
     const int span = P->last[a] - P->first[a] + 1;
     int e = 0;
@@ -245,6 +244,14 @@ static int pattern_outliers(pattern *P)
   }
   int e = 0;
   for (long long sum = hist[0]; e < 31 && 100 * sum < 99 * rows; sum += hist[++e]) {}
+  return e;
+}
+
+static int pattern_outliers(pattern *P)
+{
+  const fe_space *V = P->V;
+  const int nn = V->nnodes, nb = V->elem.nbasis, ncell = V->mesh->ncells, *cn = V->cell_nodes;
+  const int e = span_exponent(P, 0, nn); /* every node, in any order */
   P->fit = e < 29 ? 4 << e : INT_MAX;
   const char *cap = getenv("FELAB_PATTERN_FIT"); /* a narrower fit: tests reach the outliers */
   if (cap && atoi(cap) > 0 && atoi(cap) < P->fit) P->fit = atoi(cap);
