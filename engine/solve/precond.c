@@ -71,9 +71,8 @@ int fe_precond_create(fe_operator *A, const fe_vector *at, const fe_action_opts 
   /* a space split over mpirun's ranks: the units built of actions and vector operations
    * (none, jacobi, chebyshev) sum and reduce over the ranks; amg and twoscale hold a matrix
    * of one rank's cells */
-  FE_ASSERT(!fe_operator_space(A)->dist || (strcmp(kind->name, "amg") && strcmp(kind->name,
-            "twoscale")), FE_ERR_UNAVAILABLE, "pc = \"%s\" does not run on a space split over "
-            "%d ranks yet (hypre's parallel BoomerAMG is issue 48's next step): use jacobi or "
+  FE_ASSERT(!fe_operator_space(A)->dist || strcmp(kind->name, "twoscale"), FE_ERR_UNAVAILABLE,
+            "pc = \"%s\" does not run on a space split over %d ranks yet: use amg, jacobi or "
             "chebyshev", kind->name, ((const fe_dist *)fe_operator_space(A)->dist)->size);
   fe_precond *P = calloc(1, sizeof *P);
   if (!P) FE_ERROR(FE_ERR_MEM, "out of host memory for a preconditioner");

@@ -30,6 +30,8 @@
 
 #include "engine/core/error.h"
 #include "engine/matrix/matrix.h"
+#include "engine/parallel/comm.h"
+#include "engine/parallel/dist.h"
 #include "engine/solve/precond/amg-cycle.h"
 #include "engine/solve/precond/units.h"
 
@@ -62,6 +64,14 @@ typedef struct amg {
   int n;
   int assembled_on_cpu;    /* the backend could not compile the element matrices */
   amg_cycle *cycle;        /* cycle_on = "device": the hierarchy on the backend, or NULL */
+  /* a space split over mpirun's ranks (engine/parallel/dist.h): hypre's rows are the owned
+   * dofs, numbered rank after rank (this rank's from lo, nown of them) */
+  const fe_dist *dist;
+  int lo, nown;
+  int *gid;                /* local dof -> hypre's row */
+  int *own;                /* the owned local dofs, in order */
+  double *host;            /* a local vector's entries (apply) */
+  fe_vector *zh;           /* z's consistent copy on the cpu, summed over the ranks */
 } amg;
 
 /* hypre's message for err (its error flags), as a felab error naming the call. */
@@ -137,10 +147,11 @@ static int mpi_start(void)
   return 0;
 }
 
-/* A hypre vector of n entries (zeroed) and its data. */
-static int vector_create(int n, HYPRE_IJVector *ij, HYPRE_ParVector *v, double **data)
+/* A hypre vector of rows [lo, lo + n) of comm (zeroed) and its data. */
+static int vector_create(MPI_Comm comm, int lo, int n, HYPRE_IJVector *ij, HYPRE_ParVector *v,
+                         double **data)
 {
-  HYPRE_CHECK(HYPRE_IJVectorCreate(MPI_COMM_SELF, 0, n - 1, ij));
+  HYPRE_CHECK(HYPRE_IJVectorCreate(comm, lo, lo + n - 1, ij));
   HYPRE_CHECK(HYPRE_IJVectorSetObjectType(*ij, HYPRE_PARCSR));
   HYPRE_CHECK(HYPRE_IJVectorInitialize(*ij));
   HYPRE_CHECK(HYPRE_IJVectorAssemble(*ij));
@@ -174,6 +185,78 @@ static int matrix_create(amg *M, const int *rowptr, const int *cols, const doubl
   free(ncols);
   free(rows);
   return err ? hypre_failed(err, "IJ matrix assembly") : 0;
+}
+
+/* A space split over the ranks: hypre's rows the owned dofs, rank after rank; each local
+ * dof's row (a shared one's from its owner: the owner's number, the others' zero, summed over
+ * the ranks); the rank's assembled rows added into hypre's (a shared row's share from every
+ * rank that holds it; a constrained row, the identity, from its owner alone). */
+static int split_matrix(fe_precond *P, amg *M, const int *rowptr, const int *cols,
+                        const double *vals)
+{
+  const fe_dist *d = M->dist;
+  const int n = M->n, ncomp = fe_operator_space(P->A)->ncomp;
+  fe_backend *cpu;
+  FE_CHECK(fe_backend_get("cpu", &cpu));
+  fe_action_opts o;
+  fe_action_opts_default(&o);
+  o.backend = "cpu";
+  o.precision = FE_DOUBLE;
+  fe_vector *g = NULL, *f0 = NULL, *f1 = NULL;
+  double *ids = malloc(sizeof(double) * ((size_t)n + 1)), *fr = malloc(sizeof(double) * ((size_t)n + 1));
+  unsigned char *mine = malloc((size_t)n + 1);
+  M->gid = malloc(sizeof(int) * ((size_t)n + 1));
+  M->own = malloc(sizeof(int) * ((size_t)n + 1));
+  M->host = malloc(sizeof(double) * ((size_t)n + 1));
+  int rc = ids && fr && mine && M->gid && M->own && M->host ? 0 : FE_ERR_MEM;
+  for (int i = 0; !rc && i < n; i++) mine[i] = 1;
+  for (int i = 0; !rc && i < d->nnotowned; i++)
+    for (int c = 0; c < ncomp; c++) mine[(size_t)d->notowned[i] * ncomp + c] = 0;
+  M->nown = 0;
+  for (int i = 0; !rc && i < n; i++)
+    if (mine[i]) M->own[M->nown++] = i;
+  double *counts = rc ? NULL : calloc((size_t)d->size, sizeof(double));
+  if (!rc && !counts) rc = FE_ERR_MEM;
+  if (!rc) {
+    counts[d->rank] = M->nown;
+    rc = fe_comm_sum(counts, d->size);
+  }
+  M->lo = 0;
+  for (int q = 0; !rc && q < d->rank; q++) M->lo += (int)counts[q];
+  free(counts);
+  for (int i = 0, k = 0; !rc && i < n; i++) ids[i] = mine[i] ? M->lo + k++ + 1 : 0;
+  if (!rc) rc = fe_vector_create(cpu, FE_DOUBLE, n, &g);
+  if (!rc) g->dist = d, rc = fe_vector_set(g, ids);
+  if (!rc) rc = fe_dist_sum(d, g, NULL, NULL);
+  if (!rc) rc = fe_vector_get(g, ids);
+  for (int i = 0; !rc && i < n; i++) M->gid[i] = (int)ids[i] - 1;
+  /* the constrained rows: initial(interior 1) - initial(interior 0) is 0 there */
+  if (!rc) rc = fe_operator_initial(P->A, &o, 0.0, &f0);
+  if (!rc) rc = fe_operator_initial(P->A, &o, 1.0, &f1);
+  if (!rc) rc = fe_vector_axpby(f1, -1.0, f0, 1.0);
+  if (!rc) rc = fe_vector_get(f1, fr);
+  HYPRE_Int err = rc ? 0 : HYPRE_IJMatrixCreate(MPI_COMM_WORLD, M->lo, M->lo + M->nown - 1,
+                                                 M->lo, M->lo + M->nown - 1, &M->ij);
+  if (!rc && !err) err = HYPRE_IJMatrixSetObjectType(M->ij, HYPRE_PARCSR);
+  if (!rc && !err) err = HYPRE_IJMatrixInitialize(M->ij);
+  int *gc = rc ? NULL : malloc(sizeof(int) * ((size_t)(rowptr[n] > 0 ? rowptr[n] : 1)));
+  if (!rc && !gc) rc = FE_ERR_MEM;
+  for (int i = 0; !rc && !err && i < n; i++) {
+    if (!mine[i] && fr[i] == 0) continue; /* a constrained row: its owner's alone */
+    int nc = rowptr[i + 1] - rowptr[i], row = M->gid[i];
+    for (int k = rowptr[i]; k < rowptr[i + 1]; k++) gc[k] = M->gid[cols[k]];
+    err = HYPRE_IJMatrixAddToValues(M->ij, 1, &nc, &row, gc + rowptr[i], vals + rowptr[i]);
+  }
+  if (!rc && !err) err = HYPRE_IJMatrixAssemble(M->ij);
+  if (!rc && !err) err = HYPRE_IJMatrixGetObject(M->ij, (void **)&M->A);
+  free(gc), free(ids), free(fr), free(mine);
+  fe_vector_free(g), fe_vector_free(f0), fe_vector_free(f1);
+  if (!rc) rc = fe_vector_create(cpu, FE_DOUBLE, n, &M->zh);
+  if (!rc) M->zh->dist = d;
+  if (rc == FE_ERR_MEM && !fe_error_code())
+    FE_ERROR(FE_ERR_MEM, "amg: out of host memory for a split space's rows (%d)", n);
+  FE_CHECK(rc);
+  return err ? hypre_failed(err, "IJ matrix assembly over the ranks") : 0;
 }
 
 /* A sparse pass over a rows x cols matrix of nnz entries (y <- y + M x, a residual or a
@@ -233,6 +316,8 @@ static void amg_destroy(fe_precond *P)
   amg *M = P->impl;
   if (!M) return;
   amg_cycle_free(M->cycle);
+  free(M->gid), free(M->own), free(M->host);
+  fe_vector_free(M->zh);
   if (M->solver) HYPRE_BoomerAMGDestroy(M->solver);
   if (M->ijb) HYPRE_IJVectorDestroy(M->ijb);
   if (M->ijx) HYPRE_IJVectorDestroy(M->ijx);
@@ -305,13 +390,17 @@ static int amg_build(fe_precond *P, amg *M, fe_backend *be, int cycles)
   fe_csr_free(K);
   double t2 = fe_clock();
   fe_setup_part_add(&P->parts, "transfer", t2 - t1, 0);
-  if (!rc) rc = matrix_create(M, rowptr, cols, vals);
+  M->dist = fe_operator_space(P->A)->dist;
+  if (!rc && M->dist) rc = split_matrix(P, M, rowptr, cols, vals);
+  else if (!rc) rc = matrix_create(M, rowptr, cols, vals);
   free(rowptr);
   free(cols);
   free(vals);
   if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
-  FE_CHECK(vector_create(M->n, &M->ijb, &M->b, &M->bdata));
-  FE_CHECK(vector_create(M->n, &M->ijx, &M->x, &M->xdata));
+  MPI_Comm comm = M->dist ? MPI_COMM_WORLD : MPI_COMM_SELF;
+  const int lo = M->dist ? M->lo : 0, nrows = M->dist ? M->nown : M->n;
+  FE_CHECK(vector_create(comm, lo, nrows, &M->ijb, &M->b, &M->bdata));
+  FE_CHECK(vector_create(comm, lo, nrows, &M->ijx, &M->x, &M->xdata));
   rc = solver_setup(P, M, cycles);
   fe_setup_part_add(&P->parts, "hypre", fe_clock() - t2, 0); /* its matrix and hierarchy */
   return rc;
@@ -371,7 +460,7 @@ static int amg_setup(fe_precond *P)
   P->impl = M;
   FE_CHECK(amg_build(P, M, be, cycles));
   count(P, M, cycles, be->ops->host != NULL);
-  if (P->o.cycle_on == FE_CYCLE_DEVICE) {
+  if (P->o.cycle_on == FE_CYCLE_DEVICE && !M->dist) { /* split: hypre's parallel cycle */
     double t0 = fe_clock();
     FE_CHECK(device_cycle(P, M, be, cycles));
     double t1 = fe_clock(), sec[40];
@@ -393,6 +482,18 @@ static int amg_apply(fe_precond *P, const fe_vector *r, fe_vector *z)
   FE_ASSERT(r->n == M->n, FE_ERR_ARG, "amg: r has %d entries, the preconditioner's matrix %d "
             "rows", r->n, M->n);
   if (M->cycle) return amg_cycle_apply(M->cycle, P->o.cycles > 0 ? P->o.cycles : 1, r, z);
+  if (M->dist) { /* the owned entries to hypre, its answer to every copy (the others' 0, summed) */
+    FE_CHECK(fe_vector_get(r, M->host));
+    for (int k = 0; k < M->nown; k++) M->bdata[k] = M->host[M->own[k]];
+    memset(M->xdata, 0, sizeof(double) * (size_t)M->nown);
+    HYPRE_CHECK(HYPRE_BoomerAMGSolve(M->solver, M->A, M->b, M->x));
+    memset(M->host, 0, sizeof(double) * (size_t)M->n);
+    for (int k = 0; k < M->nown; k++) M->host[M->own[k]] = M->xdata[k];
+    FE_CHECK(fe_vector_set(M->zh, M->host));
+    FE_CHECK(fe_dist_sum(M->dist, M->zh, NULL, NULL));
+    FE_CHECK(fe_vector_get(M->zh, M->host));
+    return fe_vector_set(z, M->host);
+  }
   FE_CHECK(fe_vector_get(r, M->bdata));
   memset(M->xdata, 0, sizeof(double) * (size_t)M->n); /* z_0 = 0 */
   HYPRE_CHECK(HYPRE_BoomerAMGSolve(M->solver, M->A, M->b, M->x));
