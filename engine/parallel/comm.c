@@ -71,29 +71,18 @@ int fe_comm_bcast(void *buf, size_t bytes, int root)
   return 0;
 }
 
-int fe_comm_sum(double *v, int n)
+/* v[0 .. n) reduced in place over every rank by op. */
+static int allreduce(void *v, int n, MPI_Datatype type, MPI_Op op, const char *what)
 {
   if (!fe_comm_parallel() || n <= 0) return 0;
-  FE_ASSERT(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) ==
-            MPI_SUCCESS, FE_ERR_INTERNAL, "MPI_Allreduce (sum of %d values) failed", n);
+  FE_ASSERT(MPI_Allreduce(MPI_IN_PLACE, v, n, type, op, MPI_COMM_WORLD) == MPI_SUCCESS,
+            FE_ERR_INTERNAL, "MPI_Allreduce (%s of %d values) failed", what, n);
   return 0;
 }
 
-int fe_comm_max_int(int *v, int n)
-{
-  if (!fe_comm_parallel() || n <= 0) return 0;
-  FE_ASSERT(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT, MPI_MAX, MPI_COMM_WORLD) ==
-            MPI_SUCCESS, FE_ERR_INTERNAL, "MPI_Allreduce (max of %d ints) failed", n);
-  return 0;
-}
-
-int fe_comm_max_double(double *v, int n)
-{
-  if (!fe_comm_parallel() || n <= 0) return 0;
-  FE_ASSERT(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) ==
-            MPI_SUCCESS, FE_ERR_INTERNAL, "MPI_Allreduce (max of %d values) failed", n);
-  return 0;
-}
+int fe_comm_sum(double *v, int n) { return allreduce(v, n, MPI_DOUBLE, MPI_SUM, "sum"); }
+int fe_comm_max_int(int *v, int n) { return allreduce(v, n, MPI_INT, MPI_MAX, "max"); }
+int fe_comm_max_double(double *v, int n) { return allreduce(v, n, MPI_DOUBLE, MPI_MAX, "max"); }
 
 int fe_comm_exchange(int nnb, const int *ranks, const int *counts, const double *send,
                      double *recv)

@@ -220,6 +220,19 @@ static int host_values(const fe_vector *x, double **copy, const double **v, cons
 
 #define AT(v, f, i) ((v) ? (v)[i] : (double)(f)[i])
 
+/* This rank's own values added into acc at every shared entry, once (a node shared with
+ * several neighbours is in several lists). */
+static void own_share(const fe_dist *d, int ncomp, const double *wv, const float *wf, double *acc,
+                      unsigned char *mine)
+{
+  for (int j = 0; j < d->nnb; j++)
+    for (int i = 0; i < d->nb[j].n; i++)
+      for (int c = 0; c < ncomp; c++) {
+        size_t at = (size_t)d->nb[j].nodes[i] * ncomp + c;
+        if (!mine[at]) acc[at] += wv ? wv[at] : (double)wf[at], mine[at] = 1;
+      }
+}
+
 int fe_dist_sum(const fe_dist *d, fe_vector *y, double *bytes, double *messages)
 {
   if (bytes) *bytes = 0;
@@ -250,25 +263,21 @@ int fe_dist_sum(const fe_dist *d, fe_vector *y, double *bytes, double *messages)
   float *wf = (float *)(uintptr_t)cf;
   double *acc = d->acc;
   unsigned char *mine = d->mine;
-  for (int k = 0; !rc && k < d->nnb; k++)
+  for (int k = 0; !rc && k < d->nnb; k++) /* zero, then the neighbours below, this rank's own */
     for (int i = 0; i < d->nb[k].n; i++)
       for (int c = 0; c < ncomp; c++) {
         size_t at = (size_t)d->nb[k].nodes[i] * ncomp + c;
         acc[at] = 0, mine[at] = 0;
       }
+  int above = 0; /* the first neighbour of a higher rank (nb is in rank order) */
+  while (above < d->nnb && d->nb[above].rank < d->rank) above++;
   off = 0;
-  for (int k = 0; !rc && k <= d->nnb; k++) {
-    const int below = k < d->nnb && d->nb[k].rank < d->rank;
-    for (int j = 0; !below && j < d->nnb; j++) /* this rank's share, once, before the above */
-      for (int i = 0; i < d->nb[j].n; i++)
-        for (int c = 0; c < ncomp; c++) {
-          size_t at = (size_t)d->nb[j].nodes[i] * ncomp + c;
-          if (!mine[at]) acc[at] += wv ? wv[at] : (double)wf[at], mine[at] = 1;
-        }
-    if (k == d->nnb) break;
+  for (int k = 0; !rc && k < d->nnb; k++) {
+    if (k == above) own_share(d, ncomp, wv, wf, acc, mine);
     for (int i = 0; i < d->nb[k].n; i++)
       for (int c = 0; c < ncomp; c++) acc[(size_t)d->nb[k].nodes[i] * ncomp + c] += d->recv[off++];
   }
+  if (!rc && above == d->nnb) own_share(d, ncomp, wv, wf, acc, mine);
   for (int k = 0; !rc && k < d->nnb; k++)
     for (int i = 0; i < d->nb[k].n; i++)
       for (int c = 0; c < ncomp; c++) {
