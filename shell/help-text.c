@@ -327,8 +327,8 @@ const help_entry felab_help_builtin[] = {
      "Preconditioned conjugate gradients, matrix-free: without b solves residual(u) = 0\n"
      "(linear physics), with b solves J x = b. pc: \"jacobi\" (default), \"none\",\n"
      "\"chebyshev\" (degree = 3, lanczos = 10, ratio = 0), \"amg\" and \"twoscale\" (cycles,\n"
-     "parts; amg: cycle_on = \"device\" or \"host\", aggressive) where built, or a P made by\n"
-     "solve.precond\n"
+     "parts; amg: cycle_on = \"device\" or \"host\", cycle_values, aggressive) where built,\n"
+     "or a P made by solve.precond\n"
      "(every solver takes the same pc options).\n"
      "With jacobi or none on a GPU, (p, J p) comes from the apply's own quadrature where it\n"
      "can (sumfact on cuda; r zero on the constrained rows): no pass of its own, and\n"
@@ -369,7 +369,8 @@ const help_entry felab_help_builtin[] = {
      "example: y = solve.transpose_apply(A, v)"},
     {"solve.precond",
      "P = solve.precond(A, {pc = \"chebyshev\", degree = 3, lanczos = 10, ratio = 0, "
-     "cycles = 1, cycle_on = \"device\", aggressive = 1, parts = \"both\", verbose = false, at = u, "
+     "cycles = 1, cycle_on = \"device\", cycle_values = \"single\", aggressive = 1, "
+     "parts = \"both\", verbose = false, at = u, "
      "backend = ..., "
      "precision = ...})",
      "A preconditioner z = M^-1 r for J(at), set up once on that backend and precision and\n"
@@ -378,7 +379,9 @@ const help_entry felab_help_builtin[] = {
      "Jacobian actions per application, its interval [a, b] from lanczos Jacobi-PCG steps,\n"
      "b = 1.1 x the largest Ritz value, a = the smallest or ratio * b), amg (BoomerAMG's setup;\n"
      "cycle_on = \"device\", the default: its hierarchy moved to the solve's backend once and\n"
-     "cycled there, two weighted Jacobi sweeps down and up, no copy to the host; \"host\":\n"
+     "cycled there, two weighted Jacobi sweeps down and up, no copy to the host; in a double\n"
+     "solve its level matrices' values single (cycle_values = \"single\": 8 bytes an entry for\n"
+     "12; \"double\" keeps them), its vectors and sums double; \"host\":\n"
      "BoomerAMG's own V-cycle on the host; aggressive = levels coarsened aggressively, 1 for a\n"
      "scalar 3D problem, else 0), twoscale (where built). P:apply(r) -> z; P.name, P.describe,\n"
      "P.setup_seconds, P.setup_parts (amg: assembly, transfer, hypre, to_device; twoscale: its\n"

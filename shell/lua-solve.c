@@ -35,14 +35,14 @@ typedef struct precond_handle {
 /* The keys of each call beside the actions' own (felab_action_keys adds those). */
 static const char *const cg_keys[] = {"pc", "rtol", "atol", "maxit", "monitor", "x0", "degree",
                                       "lanczos", "ratio", "parts", "cycles", "cycle_on",
-                                      "aggressive", "fuse_pq", NULL};
+                                      "cycle_values", "aggressive", "fuse_pq", NULL};
 static const char *const gmres_keys[] = {"pc", "rtol", "atol", "maxit", "monitor", "x0",
                                          "restart", "degree", "lanczos", "ratio", "parts",
-                                         "cycles", "cycle_on", "aggressive", NULL};
+                                         "cycles", "cycle_on", "cycle_values", "aggressive", NULL};
 static const char *const newton_keys[] = {"linear", "pc", "rtol", "atol", "maxit", "linear_rtol",
                                           "linear_maxit", "linesearch", "monitor", "x0",
                                           "restart", "degree", "lanczos", "ratio", "parts",
-                                          "cycles", "cycle_on", "aggressive", NULL};
+                                          "cycles", "cycle_on", "cycle_values", "aggressive", NULL};
 
 /* Check the options table at t against the actions' keys and extra. */
 static void check_solve_keys(lua_State *L, int t, const char *fname, const char *const *extra)
@@ -164,6 +164,11 @@ static void read_pc_opts(lua_State *L, int t, const char *fname, fe_precond_opts
     luaL_error(L, "%s: cycle_on must be \"host\" (BoomerAMG's cycle on the host) or \"device\" "
                "(amg's hierarchy cycled on the solve's backend), got '%s'", fname, on);
   if (on) po->cycle_on = strcmp(on, "device") ? FE_CYCLE_HOST : FE_CYCLE_DEVICE;
+  const char *vals = felab_opt_field_name(L, t, fname, "cycle_values");
+  if (vals && strcmp(vals, "single") && strcmp(vals, "double"))
+    luaL_error(L, "%s: cycle_values must be \"single\" (the device cycle's level matrices "
+               "stored float in a double solve) or \"double\", got '%s'", fname, vals);
+  if (vals) po->cycle_values = strcmp(vals, "double") ? FE_VALUES_SINGLE : FE_VALUES_DOUBLE;
 }
 
 /* Fill o from the options table at t of a linear solve fname ("solve.cg", ...); *x0 gets
@@ -409,8 +414,8 @@ static int solve_transpose_apply(lua_State *L)
 /* ---- felab.precond ---- */
 
 static const char *const precond_keys[] = {"pc", "degree", "lanczos", "ratio", "parts",
-                                           "cycles", "cycle_on", "aggressive", "verbose", "at",
-                                           NULL};
+                                           "cycles", "cycle_on", "cycle_values", "aggressive",
+                                           "verbose", "at", NULL};
 
 /* solve.precond(A, {pc = "chebyshev", degree =, lanczos =, ratio =, parts =, cycles =,
  * verbose =, at = u, backend =, precision =, strategy = ...}) -> P, set up for J(at) on that

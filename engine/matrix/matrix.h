@@ -51,6 +51,8 @@ typedef struct fe_csr {
   int n;
   long long nnz;
   fe_buffer rowptr, cols, vals;
+  int single_vals;       /* 1: the values stored in single precision in a double matrix (its
+                          * products and vectors double: amg's device cycle), else in prec */
   int lanes;             /* items per row of its CSR product (1: scalar CSR, more: vector) */
   int format;            /* FE_FORMAT_CSR or FE_FORMAT_SELL: the layout its product reads */
   int chunk, sigma;      /* SELL: rows per chunk (C) and per sorting window */
@@ -159,9 +161,10 @@ int fe_csr_export_mtx(const fe_csr *M, const char *path);
  * has as many entries as the columns reach), its product's layout: format FE_FORMAT_CSR
  * with lanes items a row (0: 1), FE_FORMAT_SELL (a SELL-C-sigma copy beside the CSR arrays,
  * one item a row) or FE_FORMAT_AUTO (the device's: on a GPU SELL, or CSR with 8 or 32 lanes
- * where rows hold 24 or 64 entries on average; CSR on a CPU). */
-int fe_csr_from_host(fe_backend *be, fe_precision prec, int format, int lanes, int n,
-                     const int *rowptr, const int *cols, const double *vals, fe_csr **M);
+ * where rows hold 24 or 64 entries on average; CSR on a CPU). single_vals (prec double):
+ * the values stored in single precision, the products still double. */
+int fe_csr_from_host(fe_backend *be, fe_precision prec, int format, int lanes, int single_vals,
+                     int n, const int *rowptr, const int *cols, const double *vals, fe_csr **M);
 /* Release one holder of M (the matrix itself with the last). */
 void fe_csr_free(fe_csr *M);
 /* The matrix A's last assembly made (fe_operator_assemble: kept, not held, by A) on be in

@@ -10,20 +10,36 @@
 #include "engine/core/memory.h"
 #include "engine/core/strbuf.h"
 #include "engine/matrix/matrix-private.h"
-int fe_sparse_source(const fe_backend *be, fe_precision prec, int lanes, char **src)
+/* The sparse module's source; single_vals: the matrix's values float in a double module
+ * (EM_VAL). */
+static int sparse_source(const fe_backend *be, fe_precision prec, int lanes, int single_vals,
+                         char **src)
 {
   fe_strbuf b = {0};
-  fe_strbuf_printf(&b, "/* felab's sparse products, %s backend, %s precision */\n"
+  fe_strbuf_printf(&b, "/* felab's sparse products, %s backend, %s precision%s */\n"
                    "#define FE_DOUBLE %d\n#define FE_COLORED 0\n#define EM_LANES %d\n",
-                   be->name, fe_precision_name(prec), prec == FE_DOUBLE, lanes);
+                   be->name, fe_precision_name(prec), single_vals ? ", single values" : "",
+                   prec == FE_DOUBLE, lanes);
+  if (single_vals) fe_strbuf_printf(&b, "#define EM_VAL float\n");
   fe_strbuf_append(&b, be->ops->preamble(be->impl, prec));
   fe_strbuf_append(&b, fe_kernel_template("sparse"));
   fe_strbuf_append(&b, fe_kernel_template("dirichlet"));
   return fe_strbuf_finish(&b, src);
 }
 
-int fe_csr_from_host(fe_backend *be, fe_precision prec, int format, int lanes, int n,
-                     const int *rowptr, const int *cols, const double *vals, fe_csr **out)
+int fe_sparse_source(const fe_backend *be, fe_precision prec, int lanes, char **src)
+{
+  return sparse_source(be, prec, lanes, 0, src);
+}
+
+/* The bytes of one of M's values. */
+static size_t value_size(const fe_csr *M)
+{
+  return M->single_vals ? sizeof(float) : fe_precision_size(M->prec);
+}
+
+int fe_csr_from_host(fe_backend *be, fe_precision prec, int format, int lanes, int single_vals,
+                     int n, const int *rowptr, const int *cols, const double *vals, fe_csr **out)
 {
   *out = NULL;
   fe_csr *M;
@@ -36,15 +52,16 @@ int fe_csr_from_host(fe_backend *be, fe_precision prec, int format, int lanes, i
   if (format == FE_FORMAT_AUTO && be->info.is_gpu && avg >= 24)
     format = FE_FORMAT_CSR, lanes = avg >= 64 ? 32 : 8;
   *M = (fe_csr){.be = be, .prec = prec, .n = n, .nnz = nnz, .nslots = nnz,
-                .lanes = format == FE_FORMAT_CSR && lanes > 0 ? lanes : 1, .format = FE_FORMAT_CSR};
-  size_t w = fe_precision_size(prec);
+                .lanes = format == FE_FORMAT_CSR && lanes > 0 ? lanes : 1, .format = FE_FORMAT_CSR,
+                .single_vals = single_vals && prec == FE_DOUBLE};
+  size_t w = value_size(M);
   int rc = be->ops->alloc(be->impl, sizeof(int) * ((size_t)n + 1), &M->rowptr);
   if (!rc) rc = be->ops->write(be->impl, &M->rowptr, 0, sizeof(int) * ((size_t)n + 1), rowptr);
   if (!rc) rc = be->ops->alloc(be->impl, sizeof(int) * ((size_t)nnz + 1), &M->cols);
   if (!rc && nnz) rc = be->ops->write(be->impl, &M->cols, 0, sizeof(int) * (size_t)nnz, cols);
   if (!rc) rc = be->ops->alloc(be->impl, w * ((size_t)nnz + 1), &M->vals);
   float *f = NULL;
-  if (!rc && nnz && prec == FE_FLOAT && !(f = malloc(sizeof(float) * (size_t)nnz)))
+  if (!rc && nnz && w == sizeof(float) && !(f = malloc(sizeof(float) * (size_t)nnz)))
     rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   for (long long i = 0; f && i < nnz; i++) f[i] = (float)vals[i];
   if (!rc && nnz) rc = be->ops->write(be->impl, &M->vals, 0, w * (size_t)nnz, f ? (void *)f
@@ -72,7 +89,7 @@ int csr_module(fe_csr *M, double *seconds)
 {
   char *src;
   int cached = 0;
-  FE_CHECK(fe_sparse_source(M->be, M->prec, M->lanes, &src));
+  FE_CHECK(sparse_source(M->be, M->prec, M->lanes, M->single_vals, &src));
   int rc = fe_compile(M->be, src, &M->mod, seconds, &cached);
   free(src);
   FE_CHECK(rc);
@@ -206,7 +223,7 @@ int csr_make_sell(fe_csr *M, const int *rowptr, double *host, double *seconds)
   M->nchunks = (int)(((long long)M->n + C - 1) / C);
   size_t slots = (size_t)M->nslots + 1;
   /* host memory where the backend's buffers are (the cpu), else the device's */
-  int rc = fe_memory_check_on(be, slots * (sizeof(int) + fe_precision_size(M->prec)), "assemble: "
+  int rc = fe_memory_check_on(be, slots * (sizeof(int) + value_size(M)), "assemble: "
                               "the SELL copy's %lld slots (chunk = %d, sigma = %d)", M->nslots, C,
                               M->sigma);
   if (rc) {
@@ -218,7 +235,7 @@ int csr_make_sell(fe_csr *M, const int *rowptr, double *host, double *seconds)
   free(perm);
   free(cstart);
   if (!rc) rc = be->ops->alloc(be->impl, slots * sizeof(int), &M->scols);
-  if (!rc) rc = be->ops->alloc(be->impl, slots * fe_precision_size(M->prec), &M->svals);
+  if (!rc) rc = be->ops->alloc(be->impl, slots * value_size(M), &M->svals);
   fe_kernel *fill = NULL;
   if (!rc) rc = be->ops->kernel(be->impl, M->mod, "fe_sell_fill", &fill);
   *host = fe_clock() - t0;
@@ -326,12 +343,12 @@ int fe_csr_apply(fe_csr *M, const fe_vector *x, fe_vector **y, fe_report *rep)
 
 void fe_csr_counts(const fe_csr *M, double *flops, double *bytes)
 {
-  double w = (double)fe_precision_size(M->prec), n = M->n;
+  double w = (double)fe_precision_size(M->prec), v = (double)value_size(M), n = M->n;
   *flops = 2.0 * (double)M->nnz;
   if (M->format == FE_FORMAT_SELL) /* every slot, the chunk starts, the permutation */
-    *bytes = (double)M->nslots * (w + 4) + (M->nchunks + 1) * 4.0 + n * 4 + 2 * n * w;
+    *bytes = (double)M->nslots * (v + 4) + (M->nchunks + 1) * 4.0 + n * 4 + 2 * n * w;
   else
-    *bytes = (double)M->nnz * (w + 4) + (n + 1) * 4 + 2 * n * w;
+    *bytes = (double)M->nnz * (v + 4) + (n + 1) * 4 + 2 * n * w;
 }
 
 const char *fe_csr_format_name(const fe_csr *M)
@@ -341,7 +358,7 @@ const char *fe_csr_format_name(const fe_csr *M)
 
 int fe_csr_get(const fe_csr *M, int **rowptr, int **cols, double **vals)
 {
-  size_t nz = (size_t)M->nnz, w = fe_precision_size(M->prec);
+  size_t nz = (size_t)M->nnz, w = value_size(M);
   *rowptr = *cols = NULL, *vals = NULL;
   FE_CHECK(fe_memory_check(sizeof(int) * ((size_t)M->n + 1) + (sizeof(int) + sizeof(double) + w) *
                            nz, "the matrix of %d rows and %lld nonzeros on the host", M->n, M->nnz));
@@ -356,7 +373,7 @@ int fe_csr_get(const fe_csr *M, int **rowptr, int **cols, double **vals)
   if (!rc) rc = M->be->ops->read(M->be->impl, &M->cols, 0, sizeof(int) * nz, *cols);
   if (!rc) rc = M->be->ops->read(M->be->impl, &M->vals, 0, w * nz, raw);
   for (size_t i = 0; !rc && i < nz; i++)
-    (*vals)[i] = M->prec == FE_DOUBLE ? ((double *)raw)[i] : ((float *)raw)[i];
+    (*vals)[i] = w == sizeof(double) ? ((double *)raw)[i] : ((float *)raw)[i];
   free(raw);
   if (rc) {
     free(*rowptr);

@@ -16,6 +16,7 @@
 #include "engine/perf/perf.h"
 
 enum { FE_CYCLE_DEVICE, FE_CYCLE_HOST };
+enum { FE_VALUES_SINGLE, FE_VALUES_DOUBLE };
 
 typedef struct fe_precond_opts {
   const char *name; /* the unit: "none", "jacobi", "chebyshev", "amg", "twoscale" */
@@ -27,6 +28,9 @@ typedef struct fe_precond_opts {
   int cycle_on;     /* amg: FE_CYCLE_DEVICE (the default: the hierarchy moved to the solve's
                      * backend and cycled there, amg-cycle.c) or FE_CYCLE_HOST (BoomerAMG's own
                      * cycle on the host) */
+  int cycle_values; /* amg's device cycle in a double solve: FE_VALUES_SINGLE (the default:
+                     * each level's matrices' values stored float, 8 bytes an entry for 12;
+                     * its vectors and sums double) or FE_VALUES_DOUBLE */
   int aggressive;   /* amg: the levels BoomerAMG coarsens aggressively (its agg_num_levels;
                      * -1: 1 for a scalar problem in 3D, else 0; twoscale's coarse scale: 0) */
   int verbose;      /* print the setup's steps (Lanczos bounds, AMG levels) */

@@ -7,7 +7,8 @@
 -- usage: felab scripts/bench/amg_cycle.lua [backend] [cases] [scale] [distort] [cycles]
 --   cases: a comma list of "q3", "q7", "p1" (default all), and "split" (two-scale's scales
 --   timed apart); scale multiplies the cells per side (1: the issue's sizes; 0.1 runs in
---   seconds on a cpu); distort (default 0.3); cycles: "host,device" (default) or one of them
+--   seconds on a cpu); distort (default 0.3); cycles: "host,device" (default) or one of them,
+--   "device-double": the device cycle with its level values double (cycle_values)
 local backend = arg[1] or "cuda"
 local want = {}
 for s in (arg[2] or "q3,q7,p1"):gmatch("[^,]+") do want[s] = true end
@@ -58,18 +59,20 @@ local function compare(case, A, V, pc)
   local xj, ij, tj = cg(A, "jacobi")
   row(case, V.ndofs, "jacobi", ij.converged and ij.iterations or "-", tj)
   local xs = {}
-  for _, on in ipairs(ons) do
+  for _, name in ipairs(ons) do
+    local on, values = name:match("^(%a+)%-?(%a*)$")
     local P, setups = nil, {}
     for k = 1, 2 do
       P = nil
       collectgarbage()
       local t0 = perf.clock()
-      P = solve.precond(A, {pc = pc, cycle_on = on, backend = backend})
+      P = solve.precond(A, {pc = pc, cycle_on = on, backend = backend,
+                            cycle_values = values ~= "" and values or nil})
       setups[k] = perf.clock() - t0
     end
     local x, info, t = cg(A, P)
-    xs[on] = x
-    row(case, V.ndofs, pc .. " " .. on, info.converged and info.iterations or "-", t, setups[1],
+    xs[name] = x
+    row(case, V.ndofs, pc .. " " .. name, info.converged and info.iterations or "-", t, setups[1],
         setups[2], P.describe)
     print(("     setup parts (s): %s; %.2f ms an application"):format(parts_string(P.setup_parts),
           1e3 * P.apply_seconds / math.max(1, P.applications)))

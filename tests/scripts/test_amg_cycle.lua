@@ -75,6 +75,22 @@ for _, be in ipairs(T.backends(true)) do
   check(P.launches > 0 and P.setup_parts.to_device and P.setup_parts.to_device > 0,
         "%s: the device cycle's counts: %d launches, setup parts %s", be, P.launches,
         tostring(P.setup_parts.to_device))
+  -- the level matrices' values single by default in a double solve (R = P^T rounded alike:
+  -- the symmetry above holds in it); "double" keeps them: the same action to float's rounding,
+  -- fewer bytes counted, CG's iterations alike
+  local D = solve.precond(A, {pc = "amg", cycle_values = "double", backend = be})
+  local zd = D:apply(r1:to(be)):to("cpu")
+  local dz = T.max_rel_diff(z1, zd)
+  check(P.describe:find("values single", 1, true) and not D.describe:find("values single", 1, true)
+        and dz > 0 and dz <= 1e-5 and P.bytes < 0.9 * D.bytes, "%s: cycle_values single against "
+        .. "double: actions %.1e apart, bytes %.4g and %.4g (%s)", be, dz, P.bytes, D.bytes,
+        P.describe)
+  local _, is = solve.cg(A, {pc = "amg", rtol = 1e-10, backend = be})
+  local _, id = solve.cg(A, {pc = "amg", cycle_values = "double", rtol = 1e-10, backend = be})
+  check(is.converged and math.abs(is.iterations - id.iterations) <= 1, "%s: values single %d "
+        .. "iterations, double %d", be, is.iterations, id.iterations)
+  print(("%-6s level values single against double: actions %.1e apart, %d and %d iterations, "
+         .. "bytes %.3g against %.3g"):format(be, dz, is.iterations, id.iterations, P.bytes, D.bytes))
   local H = solve.precond(A, {pc = "amg", backend = be})
   check(H.describe:find("V-cycle on " .. be, 1, true), "%s: the default is the device's cycle: %s",
         be, H.describe)
@@ -123,6 +139,8 @@ local A = fe.operator(fe.space(mesh.box{cells = {3, 3, 3}, cell = "hex"}, "Q1"),
                       physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
 expect_error(function() return solve.precond(A, {pc = "amg", cycle_on = "gpu"}) end,
              "cycle_on", "host", "device")
+expect_error(function() return solve.cg(A, {pc = "amg", cycle_values = "half"}) end,
+             "cycle_values", "single", "double")
 expect_error(function() return solve.cg(A, {pc = "amg", aggressive = -1}) end,
              "aggressive", ">= 0")
 

@@ -13,7 +13,11 @@
  * cycle is SPD (a preconditioner for CG) whatever signs the coarse levels' entries have.
  * Jacobi needs no order of the unknowns (each row alone: one item a row on a GPU); hypre's
  * own cycle smooths with l1 Gauss-Seidel, a sequential sweep. A sweep reads x and writes
- * the other of the level's two vectors (x, t): no copies. No transfer to the host. */
+ * the other of the level's two vectors (x, t): no copies. No transfer to the host. In a
+ * double solve the levels' A, P and R keep their values in single precision by default
+ * (cycle_values = "single"): the passes are memory-bound and read 8 bytes an entry for 12;
+ * every sum, scaling and vector stays double, and R = P^T holds bit for bit (both rounded
+ * alike), so the cycle stays symmetric. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +48,7 @@ struct amg_cycle {
   amg_level lv[AMG_LEVELS];
   fe_csr *inv;            /* the coarsest's dense inverse, or NULL (sweeps) */
   int format, lanes;      /* the layout asked (FELAB_CYCLE_FORMAT), or FE_FORMAT_AUTO */
+  int single;             /* A, P and R's values float in a double cycle */
   double flops, bytes;
   int launches;
   double *timed;          /* NULL, or each level's seconds (amg_cycle_time: passes waited on) */
@@ -118,7 +123,7 @@ static int dense_inverse(const amg_host_level *h, int **rp, int **ci, double **v
  * included, and each position's row) and its row pointers or chunk starts. */
 static double matrix_bytes(const fe_csr *M)
 {
-  const double w = (double)fe_precision_size(M->prec);
+  const double w = M->single_vals ? 4.0 : (double)fe_precision_size(M->prec);
   if (M->format == FE_FORMAT_SELL) return (double)M->nslots * (4 + w) + 4.0 * M->n + 4.0 * M->nchunks;
   return (double)M->nnz * (4 + w) + 4.0 * M->n;
 }
@@ -135,8 +140,8 @@ static int level_make(amg_cycle *C, const amg_host_level *h, int last)
 {
   amg_level *v = &C->lv[C->L++]; /* counted first: amg_cycle_free frees what was made */
   v->n = h->n;
-  FE_CHECK(fe_csr_from_host(C->be, C->prec, C->format, C->lanes, h->n, h->arp, h->acol,
-                            h->aval, &v->A));
+  FE_CHECK(fe_csr_from_host(C->be, C->prec, C->format, C->lanes, C->single, h->n, h->arp,
+                            h->acol, h->aval, &v->A));
   FE_CHECK(cycle_kernel(C, v->A, &v->ka));
   double *d = malloc(sizeof(double) * ((size_t)h->n + 1));
   FE_ASSERT(d, FE_ERR_MEM, "amg: out of host memory for a level's scaling");
@@ -158,11 +163,13 @@ static int level_make(amg_cycle *C, const amg_host_level *h, int last)
   if (!last) {
     int *rp, *ci;
     double *va;
-    FE_CHECK(fe_csr_from_host(C->be, C->prec, C->format, C->lanes, h->n, h->prp, h->pcol,
-                              h->pval, &v->P));
+    FE_CHECK(fe_csr_from_host(C->be, C->prec, C->format, C->lanes, C->single, h->n, h->prp,
+                              h->pcol, h->pval, &v->P));
     FE_CHECK(cycle_kernel(C, v->P, &v->kp));
     rc = transpose(h, &rp, &ci, &va);
-    if (!rc) rc = fe_csr_from_host(C->be, C->prec, C->format, C->lanes, h->nc, rp, ci, va, &v->R);
+    if (!rc)
+      rc = fe_csr_from_host(C->be, C->prec, C->format, C->lanes, C->single, h->nc, rp, ci, va,
+                            &v->R);
     free(rp), free(ci), free(va);
     FE_CHECK(rc);
     const double p = h->prp[h->n], nc = h->nc, sweeps = 2 * AMG_NU - 1;
@@ -179,7 +186,7 @@ static int level_make(amg_cycle *C, const amg_host_level *h, int last)
     int *rp, *ci;
     double *va;
     rc = dense_inverse(h, &rp, &ci, &va);
-    if (!rc) rc = fe_csr_from_host(C->be, C->prec, C->format, C->lanes, h->n, rp, ci, va, &C->inv);
+    if (!rc) rc = fe_csr_from_host(C->be, C->prec, C->format, C->lanes, 0, h->n, rp, ci, va, &C->inv);
     free(rp), free(ci), free(va);
     FE_CHECK(rc);
     C->flops += 2.0 * h->n * h->n;
@@ -193,14 +200,15 @@ static int level_make(amg_cycle *C, const amg_host_level *h, int last)
   return 0;
 }
 
-int amg_cycle_make(fe_backend *be, fe_precision prec, const amg_host_level *lv, int L,
-                   amg_cycle **out)
+int amg_cycle_make(fe_backend *be, fe_precision prec, int single, const amg_host_level *lv,
+                   int L, amg_cycle **out)
 {
   *out = NULL;
   FE_ASSERT(L >= 1 && L <= AMG_LEVELS, FE_ERR_ARG, "amg: %d levels (1 to %d)", L, AMG_LEVELS);
   amg_cycle *C;
   FE_CALLOC(C, 1, "amg's cycle");
-  *C = (amg_cycle){.be = be, .prec = prec, .format = FE_FORMAT_AUTO};
+  *C = (amg_cycle){.be = be, .prec = prec, .format = FE_FORMAT_AUTO,
+                   .single = single && prec == FE_DOUBLE};
   /* the device's layouts (fe_csr_from_host); FELAB_CYCLE_FORMAT = csr, csr8 (8 items a row)
    * or sell asks one for every matrix (the tests: each on a CPU) */
   const char *f = getenv("FELAB_CYCLE_FORMAT");

@@ -20,9 +20,10 @@ typedef struct amg_cycle amg_cycle;
 
 /* The levels lv[0 .. L) on be in prec: each A with its Jacobi scaling (amg-cycle.c), P and its
  * transpose R, work vectors; the coarsest's dense inverse (up to AMG_DENSE rows; above,
- * smoothing sweeps). */
-int amg_cycle_make(fe_backend *be, fe_precision prec, const amg_host_level *lv, int L,
-                   amg_cycle **C);
+ * smoothing sweeps). single (prec double): A, P and R's values stored in single precision
+ * (the scalings, vectors, sums and the dense inverse double). */
+int amg_cycle_make(fe_backend *be, fe_precision prec, int single, const amg_host_level *lv,
+                   int L, amg_cycle **C);
 /* z = V-cycles on r from z = 0: Jacobi sweeps down and up on every level but the coarsest
  * (the same sweeps both ways: a symmetric operator), the coarsest solved; each cycle after
  * the first on the finest's residual r - A z, its correction added. */

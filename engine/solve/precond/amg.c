@@ -430,7 +430,8 @@ static int device_cycle(fe_precond *P, amg *M, fe_backend *be, int cycles)
   }
   fe_precision prec = P->act.precision >= 0 ? (fe_precision)P->act.precision
                                             : fe_precision_default();
-  FE_CHECK(amg_cycle_make(be, prec, lv, L, &M->cycle));
+  const int single = prec == FE_DOUBLE && P->o.cycle_values == FE_VALUES_SINGLE;
+  FE_CHECK(amg_cycle_make(be, prec, single, lv, L, &M->cycle));
   P->nlevels = L;
   double flops, bytes, rflops, rbytes;
   int launches, dense;
@@ -444,8 +445,9 @@ static int device_cycle(fe_precond *P, amg *M, fe_backend *be, int cycles)
   char times[24] = "";
   if (cycles > 1) snprintf(times, sizeof times, " x %d", cycles);
   snprintf(P->describe, sizeof P->describe, "BoomerAMG setup (%d levels, complexity %.2f), "
-           "V-cycle%s on %s (%s, Jacobi 2+2, coarsest %s)", L, nnz / nonzeros(Al[0]), times,
-           be->name, amg_cycle_format(M->cycle), dense ? "inverted" : "smoothed");
+           "V-cycle%s on %s (%s%s, Jacobi 2+2, coarsest %s)", L, nnz / nonzeros(Al[0]), times,
+           be->name, amg_cycle_format(M->cycle), single ? ", values single" : "",
+           dense ? "inverted" : "smoothed");
   return 0;
 }
 

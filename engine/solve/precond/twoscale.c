@@ -433,6 +433,7 @@ static int coarse_setup(fe_precond *P)
   amg.name = "amg";
   amg.cycles = P->o.cycles;
   amg.cycle_on = P->o.cycle_on;
+  amg.cycle_values = P->o.cycle_values;
   /* none aggressive: Q3 on a distorted box (166k dofs) took 36 iterations with the first
    * level's, 30 without, the coarse scale's cycle a small part of an application */
   amg.aggressive = P->o.aggressive >= 0 ? P->o.aggressive : 0;
