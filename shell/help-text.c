@@ -386,7 +386,8 @@ const help_entry felab_help_builtin[] = {
      "scalar 3D problem, else 0), twoscale (where built). P:apply(r) -> z; P.name, P.describe,\n"
      "P.setup_seconds, P.setup_parts (amg: assembly, transfer, hypre, to_device; twoscale: its\n"
      "scales' parts too), P.levels (the device cycle's: rows, nnz, seconds of one timed\n"
-     "cycle a level), P.applications,\n"
+     "cycle a level; merged: cycled in the launch of the first level of at most 256 rows, the\n"
+     "cycle's tail, and timed there), P.applications,\n"
      "P.apply_seconds, P.flops, P.bytes, P.launches (per application), P.backend, P.precision.\n"
      "A P of another operator, backend or precision is refused by the solve, saying which.\n"
      "example: P = solve.precond(A, {pc = \"chebyshev\", verbose = true}); u = solve.cg(A, {pc = P})"},

@@ -524,16 +524,19 @@ static int precond_index(lua_State *L)
       lua_setfield(L, -2, P->parts.part[i].name);
     }
   }
-  else if (!strcmp(k, "levels")) { /* {{rows =, nnz =, seconds =}, ...}: the device cycle's */
+  else if (!strcmp(k, "levels")) { /* {{rows =, nnz =, seconds =, merged =}, ...}: the device
+                                     * cycle's */
     lua_createtable(L, P->nlevels, 0);
     for (int l = 0; l < P->nlevels; l++) {
-      lua_createtable(L, 0, 3);
+      lua_createtable(L, 0, 4);
       lua_pushinteger(L, P->level[l].rows);
       lua_setfield(L, -2, "rows");
       lua_pushinteger(L, (lua_Integer)P->level[l].nnz);
       lua_setfield(L, -2, "nnz");
       lua_pushnumber(L, P->level[l].seconds);
       lua_setfield(L, -2, "seconds");
+      lua_pushboolean(L, P->level[l].merged);
+      lua_setfield(L, -2, "merged");
       lua_rawseti(L, -2, l + 1);
     }
   }

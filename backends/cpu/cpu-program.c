@@ -64,6 +64,7 @@ static const char cpu_preamble_text[] =
     "  for (int e = 0; e < (m); ++e) for (int b = 0, t = e * (n); b < (n); ++b, ++t)\n"
     "#define FE_UNROLL _Pragma(\"GCC unroll 64\")\n"
     "#define FE_BARRIER\n"
+    "#define FE_BARRIER_GLOBAL /* a group's global writes seen by its items */\n"
     "#if FE_COLORED\n"
     "#define FE_ATOMIC_ADD(p, v) (*(p) += (v))\n"
     "#else\n"

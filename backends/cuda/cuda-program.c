@@ -55,6 +55,7 @@ static const char preamble_body[] =
     "#define FE_CELL_NODES(t, e, b, m, n) \\\n"
     "  FE_INNER(t, (m) * (n)) for (int e = t / (n), b = t % (n), fe_1 = 1; fe_1; fe_1 = 0)\n"
     "#define FE_BARRIER __syncthreads()\n"
+    "#define FE_BARRIER_GLOBAL __syncthreads() /* a group's global writes seen by its items */\n"
     "/* loops of up to FE_CUDA_UNROLL trips become straight code (small arrays stay in\n"
     " * registers); longer ones (high orders) are unrolled by that much, which bounds the\n"
     " * compile time (FELAB_CUDA_OPTIONS=-DFE_CUDA_UNROLL=32 trades time for Q2 speed) */\n"

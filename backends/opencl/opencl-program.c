@@ -52,6 +52,8 @@ static const char preamble_body[] =
     "#define FE_CELL_NODES(t, e, b, m, n) \\\n"
     "  FE_INNER(t, (m) * (n)) for (int e = t / (n), b = t % (n), fe_1 = 1; fe_1; fe_1 = 0)\n"
     "#define FE_BARRIER barrier(CLK_LOCAL_MEM_FENCE)\n"
+    "/* a group's global writes seen by its items */\n"
+    "#define FE_BARRIER_GLOBAL barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)\n"
     "#define FE_UNROLL /* the OpenCL compiler unrolls short constant loops by itself */\n"
     "/* atomic add: compare-and-swap on the bits until no other item got in between */\n"
     "#if FE_DOUBLE && FE_INT64_ATOMICS\n"

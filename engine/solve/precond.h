@@ -71,12 +71,14 @@ struct fe_precond {
   char describe[200];    /* how it runs, for reports: "Chebyshev degree 3 on [0.09, 1.9]" */
   /* a multigrid's levels where the unit cycles on the backend (amg's device cycle, and
    * twoscale's coarse scale with it): rows, stored entries and the seconds of its passes in
-   * one cycle timed at setup (each pass waited on) */
+   * one cycle timed at setup (each launch waited on) */
   int nlevels;
   struct fe_precond_level {
     int rows;
     long long nnz;
     double seconds;
+    int merged;     /* its passes in an earlier level's launch (the cycle's tail: its
+                     * seconds there) */
   } level[40];
 };
 

@@ -8,7 +8,8 @@
 -- cycled on, launches, no host copies, the setup's part to the device, its levels); the
 -- default; two cycles an application; two-scale's coarse scale cycled there too (the same
 -- iterations, h-independent); bad options refused; the levels in CSR and in SELL-C-sigma
--- (a GPU's layout, asked on every backend here by FELAB_CYCLE_FORMAT) alike.
+-- (a GPU's layout, asked on every backend here by FELAB_CYCLE_FORMAT) alike, with the coarse
+-- levels in one launch (the tail) and without (FELAB_CYCLE_TAIL = 0).
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, expect_error = T.check, T.expect_error
 if not pcall(solve.precond, fe.operator(fe.space(mesh.box{cells = {2, 2, 2}, cell = "hex"}, "Q1"),
@@ -98,9 +99,11 @@ for _, be in ipairs(T.backends(true)) do
   local lv = P.levels
   check(#lv >= 2 and lv[1].rows == A.ndofs and lv[1].nnz > lv[1].rows, "%s: %d levels, the finest "
         .. "%s rows (%d dofs)", be, #lv, tostring(lv[1] and lv[1].rows), A.ndofs)
+  -- (its levels of at most 256 rows in one launch, the tail: timed at its first level)
   for l = 2, #lv do
-    check(lv[l].rows < lv[l - 1].rows and lv[l].seconds > 0, "%s: level %d: %d rows (above %d), "
-          .. "%.3g s", be, l, lv[l].rows, lv[l - 1].rows, lv[l].seconds)
+    check(lv[l].rows < lv[l - 1].rows and (lv[l].seconds > 0) == not lv[l].merged and
+          lv[l].merged == (lv[l - 1].rows <= 256), "%s: level %d: %d rows (above %d), %.3g s, "
+          .. "merged %s", be, l, lv[l].rows, lv[l - 1].rows, lv[l].seconds, tostring(lv[l].merged))
   end
   check(#solve.precond(A, {pc = "amg", cycle_on = "host", backend = be}).levels == 0,
         "%s: the host's cycle lists no levels of its own", be)
@@ -147,8 +150,9 @@ expect_error(function() return solve.cg(A, {pc = "amg", aggressive = -1}) end,
 -- the levels in SELL-C-sigma (a GPU's layout) on every backend here, in a child process
 -- (FELAB_CYCLE_FORMAT = sell): the same iterations and solution as CSR's
 local exe = T.exe()
-local function layout(format)
-  local p = check(io.popen(("FELAB_CYCLE_FORMAT=%s '%s' '%s' sell 2>&1"):format(format, exe, arg[0])))
+local function layout(format, tail)
+  local p = check(io.popen(("FELAB_CYCLE_FORMAT=%s FELAB_CYCLE_TAIL=%s '%s' '%s' sell 2>&1")
+                           :format(format, tail or "1", exe, arg[0])))
   local out = {}
   for line in p:lines() do
     local be, f, its, norm = line:match("^(%S+) (%a+) (%d+) (%S+)$")
@@ -158,18 +162,21 @@ local function layout(format)
   return out
 end
 local csr, csr8, sell = layout("csr"), layout("csr8"), layout("sell")
+local csr_nt, sell_nt = layout("csr", "0"), layout("sell", "0")
 for _, be in ipairs(T.backends(true)) do
-  local c, v, s = csr[be], csr8[be], sell[be]
+  local c, v, s, cn, sn = csr[be], csr8[be], sell[be], csr_nt[be], sell_nt[be]
   local function same(a, f)
     return a and a.f == f and a.its == c.its and math.abs(c.norm - a.norm) <= 1e-9 * c.norm
   end
-  check(c and c.f == "csr" and same(v, "csr") and same(s, "sell"), "%s: the levels in CSR, in "
-        .. "CSR with 8 items a row and in SELL: %s, %s, %s", be,
-        c and (c.f .. " " .. c.its) or "nothing", v and (v.f .. " " .. v.its) or "nothing",
-        s and (s.f .. " " .. s.its) or "nothing")
-  if c and v and s then
-    print(("%-6s levels in CSR, CSR 8 a row, SELL-C-sigma: %d iterations, |x| %.15g, %.15g, %.15g")
-          :format(be, c.its, c.norm, v.norm, s.norm))
+  local function show(a) return a and (a.f .. " " .. a.its) or "nothing" end
+  check(c and c.f == "csr" and same(v, "csr") and same(s, "sell") and same(cn, "csr") and
+        same(sn, "sell"), "%s: the levels in CSR, in CSR with 8 items a row and in SELL, then "
+        .. "CSR and SELL without the tail: %s, %s, %s, %s, %s", be, show(c), show(v), show(s),
+        show(cn), show(sn))
+  if c and v and s and cn and sn then
+    print(("%-6s levels in CSR, CSR 8 a row, SELL-C-sigma, no tail CSR and SELL: %d iterations, "
+           .. "|x| %.15g, %.15g, %.15g, %.15g, %.15g"):format(be, c.its, c.norm, v.norm, s.norm,
+                                                          cn.norm, sn.norm))
   end
 end
 T.done()

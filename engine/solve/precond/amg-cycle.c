@@ -24,12 +24,16 @@
 
 #include "engine/core/error.h"
 #include "engine/matrix/matrix.h"
+#include "engine/operator/strategy.h"
 #include "engine/solve/precond/amg-cycle.h"
 
 #define AMG_LEVELS 40   /* hypre's default most */
 #define AMG_DENSE 1024  /* the coarsest's rows solved by a dense inverse, at most */
 #define AMG_SWEEPS 20   /* above: l1-Jacobi sweeps there */
 #define AMG_ITEMS 128   /* sparse.knl's items per group */
+#define AMG_TAIL 256    /* the levels from the first of at most these rows on cycle in one group
+                         * (sparse.knl's fe_cycle_tail: one launch for some thirty) */
+#define AMG_TAIL_META 8 /* sparse.knl's FE_TL_META */
 #define AMG_NU 2        /* Jacobi sweeps down and up on a level (measured: 1 took 1.3-1.9x the
                          * host cycle's CG iterations, 2 the same within 12%, elasticity Q2 28%);
                          * sweeps() takes any count */
@@ -39,6 +43,7 @@ typedef struct amg_level {
   fe_csr *A, *P, *R;      /* P and R: NULL on the coarsest */
   fe_kernel *ka, *kp;     /* A's and P's cycle pass (their modules': lanes differ) */
   fe_vector *d, *b, *x, *t;
+  int launches;           /* of its passes in one cycle */
 } amg_level;
 
 struct amg_cycle {
@@ -53,6 +58,11 @@ struct amg_cycle {
   int launches;
   double *timed;          /* NULL, or each level's seconds (amg_cycle_time: passes waited on) */
   fe_vector *res, *err;   /* cycles > 1: the finest's residual and correction */
+  int tail;               /* the first level the tail cycles (one launch), or L: none */
+  fe_buffer tmeta, trow, tcol, tval; /* the tail's levels: sparse.knl's fe_cycle_tail */
+  fe_vector *tvec;
+  fe_kernel *ktail;
+  int titems;             /* its group's items */
 };
 
 /* R = P^T (n x nc -> nc x n), CSR on the host. */
@@ -136,6 +146,18 @@ static int cycle_kernel(amg_cycle *C, const fe_csr *M, fe_kernel **k)
                             : "fe_csr_cycle", k);
 }
 
+/* Level h's Jacobi scaling: weighted, bounded by the row. */
+static void scaling(const amg_host_level *h, double *d)
+{
+  for (int i = 0; i < h->n; i++) {
+    double s = 0;
+    double dg = 0;
+    for (int k = h->arp[i]; k < h->arp[i + 1]; k++)
+      s += fabs(h->aval[k]), dg += h->acol[k] == i ? h->aval[k] : 0;
+    d[i] = s > 0 && dg > 0 ? fmin(0.8 / dg, 1.6 / s) : 0;
+  }
+}
+
 static int level_make(amg_cycle *C, const amg_host_level *h, int last)
 {
   amg_level *v = &C->lv[C->L++]; /* counted first: amg_cycle_free frees what was made */
@@ -145,13 +167,7 @@ static int level_make(amg_cycle *C, const amg_host_level *h, int last)
   FE_CHECK(cycle_kernel(C, v->A, &v->ka));
   double *d = malloc(sizeof(double) * ((size_t)h->n + 1));
   FE_ASSERT(d, FE_ERR_MEM, "amg: out of host memory for a level's scaling");
-  for (int i = 0; i < h->n; i++) { /* the scaling: weighted Jacobi, bounded by the row */
-    double s = 0;
-    double dg = 0;
-    for (int k = h->arp[i]; k < h->arp[i + 1]; k++)
-      s += fabs(h->aval[k]), dg += h->acol[k] == i ? h->aval[k] : 0;
-    d[i] = s > 0 && dg > 0 ? fmin(0.8 / dg, 1.6 / s) : 0;
-  }
+  scaling(h, d);
   int rc = fe_vector_create(C->be, C->prec, h->n, &v->d);
   if (!rc) rc = fe_vector_set(v->d, d);
   free(d);
@@ -181,22 +197,96 @@ static int level_make(amg_cycle *C, const amg_host_level *h, int last)
     C->bytes += 3 * w * n + (sweeps + 1) * matrix_bytes(v->A) + sweeps * 4 * w * n +
                 3 * w * n + matrix_bytes(v->R) + w * (n + nc) + matrix_bytes(v->P) +
                 w * (nc + 2 * n);
-    C->launches += (int)(1 + sweeps + 3);
+    v->launches = (int)(1 + sweeps + 3);
   } else if (h->n <= AMG_DENSE) {
     int *rp, *ci;
     double *va;
     rc = dense_inverse(h, &rp, &ci, &va);
-    if (!rc) rc = fe_csr_from_host(C->be, C->prec, C->format, C->lanes, 0, h->n, rp, ci, va, &C->inv);
+    if (!rc)
+      rc = fe_csr_from_host(C->be, C->prec, C->format, C->lanes, 0, h->n, rp, ci, va, &C->inv);
     free(rp), free(ci), free(va);
     FE_CHECK(rc);
     C->flops += 2.0 * h->n * h->n;
     C->bytes += matrix_bytes(C->inv) + 2 * w * h->n;
-    C->launches += 1;
+    v->launches = 1;
   } else {
     C->flops += AMG_SWEEPS * 2 * a;
     C->bytes += 3 * w * n + (AMG_SWEEPS - 1) * (matrix_bytes(v->A) + 4 * w * n);
-    C->launches += AMG_SWEEPS + (AMG_SWEEPS % 2 == 0 ? 0 : 1);
+    v->launches = AMG_SWEEPS + (AMG_SWEEPS % 2 == 0 ? 0 : 1);
   }
+  C->launches += v->launches;
+  return 0;
+}
+
+/* ---- the tail: the coarse levels in one group ---- */
+
+/* Append the n rows of CSR (rp, ci, va) to the tail's arrays at *nr, *nz: row pointers into
+ * the entries. Returns its first row pointer's place. */
+static int tail_append(int n, const int *rp, const int *ci, const double *va, int *row, int *col,
+                       double *val, int *nr, int *nz)
+{
+  const int first = *nr, base = *nz;
+  for (int i = 0; i <= n; i++) row[(*nr)++] = base + rp[i] - rp[0];
+  for (int k = rp[0]; k < rp[n]; k++) col[*nz] = ci[k], val[(*nz)++] = va[k];
+  return first;
+}
+
+/* The tail from level l0 of lv[0 .. L) on: its levels' matrices (A, P, R; the coarsest's
+ * inverse where it has one), scalings and vectors in four arrays on the device. */
+static int tail_make(amg_cycle *C, const amg_host_level *lv, int L, int l0)
+{
+  const int T = L - l0;
+  long long rows = 0, nnz = 0, nvec = 0;
+  for (int l = l0; l < L; l++) {
+    const amg_host_level *h = &lv[l];
+    rows += h->n + 1, nnz += h->arp[h->n], nvec += 4LL * h->n;
+    if (l < L - 1) rows += h->n + 1 + h->nc + 1, nnz += 2LL * h->prp[h->n];
+    else if (h->n <= AMG_DENSE) rows += h->n + 1, nnz += (long long)h->n * h->n;
+  }
+  int *meta = calloc((size_t)T * AMG_TAIL_META, sizeof(int));
+  int *row = malloc(sizeof(int) * (size_t)rows), *col = malloc(sizeof(int) * ((size_t)nnz + 1));
+  double *val = malloc(sizeof(double) * ((size_t)nnz + 1));
+  double *vec = calloc((size_t)nvec + 1, sizeof(double));
+  int rc = meta && row && col && val && vec ? 0 : fe_error_set(FE_ERR_MEM, __FILE__, __LINE__,
+                                                               __func__, "amg: out of host memory "
+                                                               "for the cycle's tail");
+  int nr = 0, nz = 0, nv = 0;
+  for (int l = l0; !rc && l < L; l++) {
+    const amg_host_level *h = &lv[l];
+    int *m = meta + (size_t)(l - l0) * AMG_TAIL_META;
+    m[0] = h->n;
+    m[1] = tail_append(h->n, h->arp, h->acol, h->aval, row, col, val, &nr, &nz);
+    m[2] = m[3] = -1;
+    m[4] = nv;
+    scaling(h, vec + nv);
+    nv += 4 * h->n;
+    int *rp = NULL, *ci = NULL;
+    double *va = NULL;
+    if (l < L - 1) {
+      m[5] = h->nc;
+      m[2] = tail_append(h->n, h->prp, h->pcol, h->pval, row, col, val, &nr, &nz);
+      rc = transpose(h, &rp, &ci, &va);
+      if (!rc) m[3] = tail_append(h->nc, rp, ci, va, row, col, val, &nr, &nz);
+    } else if (h->n <= AMG_DENSE) {
+      rc = dense_inverse(h, &rp, &ci, &va);
+      if (!rc) m[2] = tail_append(h->n, rp, ci, va, row, col, val, &nr, &nz);
+    }
+    free(rp), free(ci), free(va);
+  }
+  fe_backend *be = C->be;
+  if (!rc) rc = fe_upload_ints(be, meta, (size_t)T * AMG_TAIL_META, &C->tmeta);
+  if (!rc) rc = fe_upload_ints(be, row, (size_t)nr, &C->trow);
+  if (!rc) rc = fe_upload_ints(be, col, (size_t)nz + 1, &C->tcol);
+  if (!rc) rc = fe_upload_reals(be, C->single ? FE_FLOAT : C->prec, val, (size_t)nz + 1, &C->tval);
+  if (!rc) rc = fe_vector_create(be, C->prec, nv, &C->tvec);
+  if (!rc) rc = fe_vector_set(C->tvec, vec);
+  free(meta), free(row), free(col), free(val), free(vec);
+  FE_CHECK(rc);
+  FE_CHECK(be->ops->kernel(be->impl, C->lv[l0].A->mod, "fe_cycle_tail", &C->ktail));
+  C->titems = be->info.max_group < 1024 ? (int)be->info.max_group : 1024;
+  C->tail = l0;
+  C->launches = 1;
+  for (int l = 0; l < l0; l++) C->launches += C->lv[l].launches;
   return 0;
 }
 
@@ -216,6 +306,13 @@ int amg_cycle_make(fe_backend *be, fe_precision prec, int single, const amg_host
   if (f && !strncmp(f, "csr", 3)) C->format = FE_FORMAT_CSR, C->lanes = atoi(f + 3);
   int rc = 0;
   for (int l = 0; !rc && l < L; l++) rc = level_make(C, &lv[l], l == L - 1);
+  /* the tail: from the first level of at most AMG_TAIL rows, where two or more levels are
+   * left (FELAB_CYCLE_TAIL=0: none, every pass its own launch) */
+  int l0 = 0;
+  while (l0 < L && lv[l0].n > AMG_TAIL) l0++;
+  C->tail = L;
+  const char *t = getenv("FELAB_CYCLE_TAIL");
+  if (!rc && L - l0 >= 2 && !(t && !strcmp(t, "0"))) rc = tail_make(C, lv, L, l0);
   if (rc) {
     amg_cycle_free(C);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
@@ -288,6 +385,23 @@ static int sweeps(amg_cycle *C, int l, int count, int zero, const fe_buffer *b, 
 static int cycle(amg_cycle *C, int l, const fe_buffer *b, fe_buffer *x)
 {
   amg_level *v = &C->lv[l];
+  if (l == C->tail) { /* the levels from here on in one group */
+    fe_arg a[10] = {{.kind = FE_ARG_INT, .i = 1},
+                    {.kind = FE_ARG_INT, .i = C->L - l},
+                    {.kind = FE_ARG_INT, .i = AMG_SWEEPS},
+                    {.kind = FE_ARG_BUFFER, .buf = &C->tmeta},
+                    {.kind = FE_ARG_BUFFER, .buf = &C->trow},
+                    {.kind = FE_ARG_BUFFER, .buf = &C->tcol},
+                    {.kind = FE_ARG_BUFFER, .buf = &C->tval},
+                    {.kind = FE_ARG_BUFFER, .buf = &C->tvec->buf},
+                    {.kind = FE_ARG_BUFFER, .buf = b},
+                    {.kind = FE_ARG_BUFFER, .buf = x}};
+    double s = 0;
+    FE_CHECK(C->be->ops->launch(C->be->impl, C->ktail, 1, (size_t)C->titems, 10, a, C->prec,
+                                C->timed ? &s : NULL));
+    if (C->timed) C->timed[l] += s;
+    return 0;
+  }
   if (l == C->L - 1)
     return C->inv ? product(C, l, C->inv, b, x) : sweeps(C, l, AMG_SWEEPS, 1, b, x);
   amg_level *c = &C->lv[l + 1];
@@ -338,6 +452,11 @@ const char *amg_cycle_format(const amg_cycle *C)
   return names[A->format == FE_FORMAT_SELL][c->format == FE_FORMAT_SELL];
 }
 
+int amg_cycle_tail(const amg_cycle *C)
+{
+  return C->tail;
+}
+
 void amg_cycle_level(const amg_cycle *C, int l, int *rows, long long *nnz)
 {
   *rows = C->lv[l].n;
@@ -368,6 +487,10 @@ void amg_cycle_free(amg_cycle *C)
     fe_vector_free(v->d), fe_vector_free(v->b), fe_vector_free(v->x), fe_vector_free(v->t);
   }
   fe_csr_free(C->inv);
+  fe_buffer *bufs[] = {&C->tmeta, &C->trow, &C->tcol, &C->tval};
+  for (int i = 0; i < 4; i++)
+    if (bufs[i]->ptr) C->be->ops->release(C->be->impl, bufs[i]);
+  fe_vector_free(C->tvec);
   fe_vector_free(C->res), fe_vector_free(C->err);
   free(C);
 }

@@ -38,6 +38,9 @@ void amg_cycle_counts(const amg_cycle *C, double *flops, double *bytes, int *lau
 int amg_cycle_time(amg_cycle *C, double *seconds);
 /* The levels' layout: "csr" or "sell". */
 const char *amg_cycle_format(const amg_cycle *C);
+/* The first level the tail cycles in one launch (its levels' passes timed with it), or the
+ * number of levels: none. */
+int amg_cycle_tail(const amg_cycle *C);
 /* Level l's rows and its matrix's stored entries. */
 void amg_cycle_level(const amg_cycle *C, int l, int *rows, long long *nnz);
 void amg_cycle_free(amg_cycle *C);

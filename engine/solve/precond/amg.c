@@ -472,6 +472,7 @@ static int amg_setup(fe_precond *P)
     for (int l = 0; l < P->nlevels; l++) {
       P->level[l].seconds = sec[l];
       amg_cycle_level(M->cycle, l, &P->level[l].rows, &P->level[l].nnz);
+      P->level[l].merged = l > amg_cycle_tail(M->cycle);
     }
   }
   return 0;
