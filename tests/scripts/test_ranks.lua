@@ -97,30 +97,62 @@ check(rc ~= 0, "prompt: piped input with errors exits nonzero (%s)", tostring(rc
 
 -- a space split over the ranks (engine/parallel/dist.c): the same solves on 1, 2 and 3
 -- ranks give the same iterations (+-1) and solutions (norms and L2 norms to 1e-10): P1 and
--- Q3 on distorted boxes with a coefficient of x, P2 on a Gmsh mesh with regions (when the
+-- Q3 on distorted boxes (cpu and opencl) with a coefficient of x, P2 on a Gmsh mesh with regions (when the
 -- SDK is here), Chebyshev, BiCGStab, GMRES, a Newton p-Laplacian, elasticity; amg (hypre's
--- parallel BoomerAMG) within 30% of one rank's iterations; twoscale refused with the reason
+-- parallel BoomerAMG) within 30% of one rank's iterations; twoscale refused with the reason.
+-- On opencl (PoCL) P1, Q3 and elasticity run the exchange packed on the device
+-- (engine/parallel/exchange.c): an apply reads and writes only its shared entries (the
+-- exchange's bytes, not the vector's), and a CG iteration reads at most the shared entries
+-- and four times the entries other ranks own (its two corrected reductions), never a vector
 local solves = [[
-local out = {}
+local out, moved = {}, {} -- moved: this rank's transfers, into its own file (only rank 0 prints)
 local function case(name, A, o)
   local ok, u, i = pcall(solve.cg, A, o or {rtol = 1e-10})
   if not ok then out[#out + 1] = name .. " error " .. tostring(u) return end
   out[#out + 1] = ("RESULT %s %d %.15g %.15g"):format(name, i.iterations, u:norm(),
                   u:to("cpu"):error(function() return 0 end, "L2"))
 end
+-- the bytes read from opencl by a CG iteration: two solves after the case's (set up), their
+-- reads' difference over their iterations' difference
+local function per_iteration(name, A, V)
+  local function solve_read(rtol)
+    local r0 = perf.transfers().opencl.read
+    local _, i = solve.cg(A, {rtol = rtol, backend = "opencl"})
+    return perf.transfers().opencl.read - r0, i.iterations
+  end
+  local ra, ia = solve_read(1e-3)
+  local rb, ib = solve_read(1e-8)
+  local e = V.exchange or {send = 0, notowned = 0}
+  moved[#moved + 1] = ("READ %s %.15g %d %d %d"):format(name, (rb - ra) / (ib - ia), e.send,
+                  e.notowned, V.local_ndofs)
+end
 local m = mesh.box{cells = {6, 6, 6}, cell = "tet", distort = 0.2}
-local P1 = fe.operator(fe.space(m, "P1"), physics.poisson{kappa = "1 + x[0]", source = 1},
-                       {dirichlet = "all"})
+local VP1 = fe.space(m, "P1")
+local P1 = fe.operator(VP1, physics.poisson{kappa = "1 + x[0]", source = 1}, {dirichlet = "all"})
 case("P1", P1)
 case("P1-opencl", P1, {rtol = 1e-10, backend = "opencl"})
+per_iteration("P1", P1, VP1)
+do -- an apply on opencl moves its exchange's bytes between the host and the device, no more
+  local w = VP1:interpolate(1):to("opencl")
+  P1:apply(w, {backend = "opencl"})
+  local t0 = perf.transfers().opencl
+  local _, rep = P1:apply(w, {backend = "opencl"})
+  local t1 = perf.transfers().opencl
+  moved[#moved + 1] = ("MOVED %d %d %d %d"):format(t1.read - t0.read, t1.written - t0.written,
+                  rep.exchange_bytes, VP1.local_ndofs)
+end
 case("P1-chebyshev", P1, {rtol = 1e-10, pc = "chebyshev"})
 for _, k in ipairs({"bicgstab", "gmres"}) do
   local u, i = solve[k](P1, {rtol = 1e-10})
   out[#out + 1] = ("RESULT %s %d %.15g %.15g"):format(k, i.iterations, u:norm(), 0)
 end
 local h = mesh.box{cells = {3, 3, 3}, cell = "hex", distort = 0.2}
-case("Q3", fe.operator(fe.space(h, "Q3"), physics.poisson{kappa = "1 + x[1]", source = 1},
-                       {dirichlet = {"xmin", "ymax"}}))
+local VQ3 = fe.space(h, "Q3")
+local Q3 = fe.operator(VQ3, physics.poisson{kappa = "1 + x[1]", source = 1},
+                       {dirichlet = {"xmin", "ymax"}})
+case("Q3", Q3)
+case("Q3-opencl", Q3, {rtol = 1e-10, backend = "opencl"})
+per_iteration("Q3", Q3, VQ3)
 local ok, t = pcall(mesh.load, "meshes/torso.geo", {size = 0.12})
 if ok then
   case("torso-P2", fe.operator(fe.space(t, "P2"), physics.poisson{kappa = {body = 1,
@@ -131,8 +163,12 @@ local p = physics.new{f1 = function(u, du, x) return (1 + physics.dot(du, du)) *
 local N = fe.operator(fe.space(h, "Q2"), p, {dirichlet = "all"})
 local un, inf = solve.newton(N, {rtol = 1e-10})
 out[#out + 1] = ("RESULT newton %d %.15g %.15g"):format(inf.iterations, un:norm(), 0)
-case("elasticity", fe.operator(fe.space(h, {family = "Q", order = 2, components = 3}),
-     physics.elasticity{E = 1, nu = 0.3, force = {0, 0, -1}}, {dirichlet = "xmin"}))
+local Vel = fe.space(h, {family = "Q", order = 2, components = 3})
+local El = fe.operator(Vel, physics.elasticity{E = 1, nu = 0.3, force = {0, 0, -1}},
+                       {dirichlet = "xmin"})
+case("elasticity", El)
+case("elasticity-opencl", El, {rtol = 1e-10, backend = "opencl"})
+per_iteration("elasticity", El, Vel)
 local _, xr = P1:apply(fe.space(m, "P1"):interpolate(1))
 out[#out + 1] = ("EXCHANGE %d %d %s"):format(xr.exchange_bytes, xr.exchange_messages,
                 tostring(tostring(xr):find("exchange", 1, true) ~= nil))
@@ -145,9 +181,12 @@ local okts, err = pcall(solve.cg, Q, {pc = "twoscale"})
 out[#out + 1] = "twoscale " .. (mpi.size == 1 and "one" or tostring(err):match("does not run on a "
                 .. "space split over %d ranks") and "refused" or tostring(err))
 print(table.concat(out, "\n"))
+local mf = io.open(("@DIR@/moved_%d"):format(mpi.rank), "w")
+mf:write(table.concat(moved, "\n"), "\n")
+mf:close()
 ]]
 local sf = io.open(dir .. "/solves.lua", "w")
-sf:write(solves)
+sf:write((solves:gsub("@DIR@", dir)))
 sf:close()
 local runs = {}
 for np = 1, 3 do
@@ -161,8 +200,31 @@ for np = 1, 3 do
         np > 1 and tonumber(xb) > 0 and tonumber(xm) >= 1 and shown == "true"), "%d ranks: the "
         .. "apply's report counts the exchange: %s bytes, %s messages, shown %s", np,
         tostring(xb), tostring(xm), tostring(shown))
+  -- the packed exchange, every rank's: an apply moves its exchange's bytes each way (one
+  -- rank: none); a CG iteration reads at most the shared entries and four times the not-owned
+  -- ones (where one whole-vector read is local_ndofs entries; the host-staged exchange read
+  -- three a step)
+  for rank = 0, np - 1 do
+    local mf = io.open(("%s/moved_%d"):format(dir, rank))
+    local m = mf and mf:read("a") or ""
+    if mf then mf:close() end
+    local rd, wr, xbytes, nloc = m:match("MOVED (%d+) (%d+) (%d+) (%d+)")
+    check(rd and tonumber(rd) == tonumber(xbytes) and tonumber(wr) == tonumber(xbytes) and
+          (np == 1) == (xbytes == "0"), "%d ranks, rank %d: an apply on opencl read %s bytes and "
+          .. "wrote %s, its exchange %s bytes (a whole vector: %d)", np, rank, tostring(rd),
+          tostring(wr), tostring(xbytes), 8 * (tonumber(nloc) or 0))
+    for _, name in ipairs({"P1", "Q3", "elasticity"}) do
+      local per, send, notowned, nl = m:match("READ " .. name .. " (%S+) (%d+) (%d+) (%d+)")
+      per, send, notowned, nl = tonumber(per), tonumber(send), tonumber(notowned), tonumber(nl)
+      check(per and per <= 8 * (send + 4 * notowned) + 1e-9 and per < 3 * 8 * nl and
+            (np > 1 or per == 0), "%d ranks, rank %d, %s on opencl: a CG iteration read %s bytes "
+            .. "(entries sent %s, not owned %s, local %s)", np, rank, name, tostring(per),
+            tostring(send), tostring(notowned), tostring(nl))
+    end
+  end
   runs[np] = r
-  check(r.P1 and r.Q3 and r.newton and r.elasticity, "%d ranks: the solves ran: %s", np, o)
+  check(r.P1 and r.Q3 and r.newton and r.elasticity and r["Q3-opencl"] and
+        r["elasticity-opencl"], "%d ranks: the solves ran: %s", np, o)
 end
 for np = 2, 3 do
   for name, one in pairs(runs[1]) do
