@@ -140,6 +140,9 @@ do -- an apply on opencl moves its exchange's bytes between the host and the dev
   local t1 = perf.transfers().opencl
   moved[#moved + 1] = ("MOVED %d %d %d %d"):format(t1.read - t0.read, t1.written - t0.written,
                   rep.exchange_bytes, VP1.local_ndofs)
+  local _, i = solve.cg(P1, {rtol = 1e-6, backend = "opencl"}) -- its report: every apply's
+  moved[#moved + 1] = ("SOLVED %d %d %d"):format(i.report.exchange_bytes,
+                  i.report.exchange_messages, i.iterations * rep.exchange_bytes)
 end
 case("P1-chebyshev", P1, {rtol = 1e-10, pc = "chebyshev"})
 for _, k in ipairs({"bicgstab", "gmres"}) do
@@ -213,6 +216,10 @@ for np = 1, 3 do
           (np == 1) == (xbytes == "0"), "%d ranks, rank %d: an apply on opencl read %s bytes and "
           .. "wrote %s, its exchange %s bytes (a whole vector: %d)", np, rank, tostring(rd),
           tostring(wr), tostring(xbytes), 8 * (tonumber(nloc) or 0))
+    local sb, sm, want = m:match("SOLVED (%d+) (%d+) (%d+)")
+    check(sb and sb == want and (np == 1) == (sm == "0"), "%d ranks, rank %d: a CG's report "
+          .. "counts %s bytes of exchange in %s messages; its iterations' applies: %s", np, rank,
+          tostring(sb), tostring(sm), tostring(want))
     for _, name in ipairs({"P1", "Q3", "elasticity"}) do
       local per, send, notowned, nl = m:match("READ " .. name .. " (%S+) (%d+) (%d+) (%d+)")
       per, send, notowned, nl = tonumber(per), tonumber(send), tonumber(notowned), tonumber(nl)
