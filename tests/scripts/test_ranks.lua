@@ -97,13 +97,14 @@ check(rc ~= 0, "prompt: piped input with errors exits nonzero (%s)", tostring(rc
 
 -- a space split over the ranks (engine/parallel/dist.c): the same solves on 1, 2 and 3
 -- ranks give the same iterations (+-1) and solutions (norms and L2 norms to 1e-10): P1 and
--- Q3 on distorted boxes (cpu and opencl) with a coefficient of x, P2 on a Gmsh mesh with regions (when the
+-- Q3 on distorted boxes with a coefficient of x, P2 on a Gmsh mesh with regions (when the
 -- SDK is here), Chebyshev, BiCGStab, GMRES, a Newton p-Laplacian, elasticity; amg (hypre's
 -- parallel BoomerAMG) within 30% of one rank's iterations; twoscale refused with the reason.
--- On opencl (PoCL) P1, Q3 and elasticity run the exchange packed on the device
--- (engine/parallel/exchange.c): an apply reads and writes only its shared entries (the
--- exchange's bytes, not the vector's), and a CG iteration reads at most the shared entries
--- and four times the entries other ranks own (its two corrected reductions), never a vector
+-- P1, Q3 and elasticity also on the devices (opencl: PoCL here; cuda where it is available),
+-- where the exchange is packed on the device (engine/parallel/exchange.c): an apply reads and
+-- writes only its shared entries (the exchange's bytes, not the vector's), a CG iteration
+-- reads at most the shared entries and four times the entries other ranks own (its two
+-- corrected reductions), never a vector, and a CG's report counts every apply's exchange
 local solves = [[
 local out, moved = {}, {} -- moved: this rank's transfers, into its own file (only rank 0 prints)
 local function case(name, A, o)
@@ -112,37 +113,45 @@ local function case(name, A, o)
   out[#out + 1] = ("RESULT %s %d %.15g %.15g"):format(name, i.iterations, u:norm(),
                   u:to("cpu"):error(function() return 0 end, "L2"))
 end
--- the bytes read from opencl by a CG iteration: two solves after the case's (set up), their
--- reads' difference over their iterations' difference
-local function per_iteration(name, A, V)
-  local function solve_read(rtol)
-    local r0 = perf.transfers().opencl.read
-    local _, i = solve.cg(A, {rtol = rtol, backend = "opencl"})
-    return perf.transfers().opencl.read - r0, i.iterations
+-- the devices (the packed exchange): opencl, and cuda where it is available
+local devices = {@DEVICES@}
+-- the bytes read from device be by a CG iteration: two solves of 2 and 6 steps after the
+-- case's (set up), their reads' difference over 4
+local function per_iteration(name, A, V, be)
+  local function solve_read(steps)
+    local r0 = perf.transfers()[be].read
+    local _, i = solve.cg(A, {rtol = 1e-30, maxit = steps, backend = be})
+    return perf.transfers()[be].read - r0, i.iterations
   end
-  local ra, ia = solve_read(1e-3)
-  local rb, ib = solve_read(1e-8)
+  local ra, ia = solve_read(2)
+  local rb, ib = solve_read(6)
   local e = V.exchange or {send = 0, notowned = 0}
-  moved[#moved + 1] = ("READ %s %.15g %d %d %d"):format(name, (rb - ra) / (ib - ia), e.send,
-                  e.notowned, V.local_ndofs)
+  moved[#moved + 1] = ("READ %s-%s %.15g %d %d %d"):format(name, be, (rb - ra) / (ib - ia),
+                      e.send, e.notowned, V.local_ndofs)
+end
+-- the case on the cpu and on each device, with its reads
+local function cases(name, A, V)
+  case(name, A)
+  for _, be in ipairs(devices) do
+    case(name .. "-" .. be, A, {rtol = 1e-10, backend = be})
+    per_iteration(name, A, V, be)
+  end
 end
 local m = mesh.box{cells = {6, 6, 6}, cell = "tet", distort = 0.2}
 local VP1 = fe.space(m, "P1")
 local P1 = fe.operator(VP1, physics.poisson{kappa = "1 + x[0]", source = 1}, {dirichlet = "all"})
-case("P1", P1)
-case("P1-opencl", P1, {rtol = 1e-10, backend = "opencl"})
-per_iteration("P1", P1, VP1)
-do -- an apply on opencl moves its exchange's bytes between the host and the device, no more
-  local w = VP1:interpolate(1):to("opencl")
-  P1:apply(w, {backend = "opencl"})
-  local t0 = perf.transfers().opencl
-  local _, rep = P1:apply(w, {backend = "opencl"})
-  local t1 = perf.transfers().opencl
-  moved[#moved + 1] = ("MOVED %d %d %d %d"):format(t1.read - t0.read, t1.written - t0.written,
-                  rep.exchange_bytes, VP1.local_ndofs)
-  local _, i = solve.cg(P1, {rtol = 1e-6, backend = "opencl"}) -- its report: every apply's
-  moved[#moved + 1] = ("SOLVED %d %d %d"):format(i.report.exchange_bytes,
-                  i.report.exchange_messages, i.iterations * rep.exchange_bytes)
+cases("P1", P1, VP1)
+for _, be in ipairs(devices) do -- an apply moves its exchange's bytes to the host and back, no more
+  local w = VP1:interpolate(1):to(be)
+  P1:apply(w, {backend = be})
+  local t0 = perf.transfers()[be]
+  local _, rep = P1:apply(w, {backend = be})
+  local t1 = perf.transfers()[be]
+  moved[#moved + 1] = ("MOVED %s %d %d %d %d"):format(be, t1.read - t0.read,
+                      t1.written - t0.written, rep.exchange_bytes, VP1.local_ndofs)
+  local _, i = solve.cg(P1, {rtol = 1e-30, maxit = 5, backend = be}) -- its report: every apply's
+  moved[#moved + 1] = ("SOLVED %s %d %d %d"):format(be, i.report.exchange_bytes,
+                      i.report.exchange_messages, i.iterations * rep.exchange_bytes)
 end
 case("P1-chebyshev", P1, {rtol = 1e-10, pc = "chebyshev"})
 for _, k in ipairs({"bicgstab", "gmres"}) do
@@ -153,9 +162,7 @@ local h = mesh.box{cells = {3, 3, 3}, cell = "hex", distort = 0.2}
 local VQ3 = fe.space(h, "Q3")
 local Q3 = fe.operator(VQ3, physics.poisson{kappa = "1 + x[1]", source = 1},
                        {dirichlet = {"xmin", "ymax"}})
-case("Q3", Q3)
-case("Q3-opencl", Q3, {rtol = 1e-10, backend = "opencl"})
-per_iteration("Q3", Q3, VQ3)
+cases("Q3", Q3, VQ3)
 local ok, t = pcall(mesh.load, "meshes/torso.geo", {size = 0.12})
 if ok then
   case("torso-P2", fe.operator(fe.space(t, "P2"), physics.poisson{kappa = {body = 1,
@@ -169,9 +176,7 @@ out[#out + 1] = ("RESULT newton %d %.15g %.15g"):format(inf.iterations, un:norm(
 local Vel = fe.space(h, {family = "Q", order = 2, components = 3})
 local El = fe.operator(Vel, physics.elasticity{E = 1, nu = 0.3, force = {0, 0, -1}},
                        {dirichlet = "xmin"})
-case("elasticity", El)
-case("elasticity-opencl", El, {rtol = 1e-10, backend = "opencl"})
-per_iteration("elasticity", El, Vel)
+cases("elasticity", El, Vel)
 local _, xr = P1:apply(fe.space(m, "P1"):interpolate(1))
 out[#out + 1] = ("EXCHANGE %d %d %s"):format(xr.exchange_bytes, xr.exchange_messages,
                 tostring(tostring(xr):find("exchange", 1, true) ~= nil))
@@ -189,7 +194,12 @@ mf:write(table.concat(moved, "\n"), "\n")
 mf:close()
 ]]
 local sf = io.open(dir .. "/solves.lua", "w")
-sf:write((solves:gsub("@DIR@", dir)))
+-- the devices: the backends but the cpu (opencl here; cuda too where it is available)
+local devices, quoted = {}, {}
+for _, be in ipairs(T.backends(true)) do
+  if be ~= "cpu" then devices[#devices + 1], quoted[#quoted + 1] = be, ("%q"):format(be) end
+end
+sf:write((solves:gsub("@DIR@", dir):gsub("@DEVICES@", table.concat(quoted, ", "))))
 sf:close()
 local runs = {}
 for np = 1, 3 do
@@ -211,27 +221,32 @@ for np = 1, 3 do
     local mf = io.open(("%s/moved_%d"):format(dir, rank))
     local m = mf and mf:read("a") or ""
     if mf then mf:close() end
-    local rd, wr, xbytes, nloc = m:match("MOVED (%d+) (%d+) (%d+) (%d+)")
-    check(rd and tonumber(rd) == tonumber(xbytes) and tonumber(wr) == tonumber(xbytes) and
-          (np == 1) == (xbytes == "0"), "%d ranks, rank %d: an apply on opencl read %s bytes and "
-          .. "wrote %s, its exchange %s bytes (a whole vector: %d)", np, rank, tostring(rd),
-          tostring(wr), tostring(xbytes), 8 * (tonumber(nloc) or 0))
-    local sb, sm, want = m:match("SOLVED (%d+) (%d+) (%d+)")
-    check(sb and sb == want and (np == 1) == (sm == "0"), "%d ranks, rank %d: a CG's report "
-          .. "counts %s bytes of exchange in %s messages; its iterations' applies: %s", np, rank,
-          tostring(sb), tostring(sm), tostring(want))
-    for _, name in ipairs({"P1", "Q3", "elasticity"}) do
-      local per, send, notowned, nl = m:match("READ " .. name .. " (%S+) (%d+) (%d+) (%d+)")
-      per, send, notowned, nl = tonumber(per), tonumber(send), tonumber(notowned), tonumber(nl)
-      check(per and per <= 8 * (send + 4 * notowned) + 1e-9 and per < 3 * 8 * nl and
-            (np > 1 or per == 0), "%d ranks, rank %d, %s on opencl: a CG iteration read %s bytes "
-            .. "(entries sent %s, not owned %s, local %s)", np, rank, name, tostring(per),
-            tostring(send), tostring(notowned), tostring(nl))
+    for _, be in ipairs(devices) do
+      local rd, wr, xbytes, nloc = m:match("MOVED " .. be .. " (%d+) (%d+) (%d+) (%d+)")
+      check(rd and tonumber(rd) == tonumber(xbytes) and tonumber(wr) == tonumber(xbytes) and
+            (np == 1) == (xbytes == "0"), "%d ranks, rank %d: an apply on %s read %s bytes and "
+            .. "wrote %s, its exchange %s bytes (a whole vector: %d)", np, rank, be, tostring(rd),
+            tostring(wr), tostring(xbytes), 8 * (tonumber(nloc) or 0))
+      local sb, sm, want = m:match("SOLVED " .. be .. " (%d+) (%d+) (%d+)")
+      check(sb and sb == want and (np == 1) == (sm == "0"), "%d ranks, rank %d: a CG's report "
+            .. "on %s counts %s bytes of exchange in %s messages; its iterations' applies: %s",
+            np, rank, be, tostring(sb), tostring(sm), tostring(want))
+      for _, name in ipairs({"P1", "Q3", "elasticity"}) do
+        local per, send, notowned, nl = m:match("READ " .. name .. "%-" .. be .. " (%S+) (%d+) (%d+) (%d+)")
+        per, send, notowned, nl = tonumber(per), tonumber(send), tonumber(notowned), tonumber(nl)
+        check(per and per <= 8 * (send + 4 * notowned) + 1e-9 and per < 3 * 8 * nl and
+              (np > 1 or per == 0), "%d ranks, rank %d, %s on %s: a CG iteration read %s bytes "
+              .. "(entries sent %s, not owned %s, local %s)", np, rank, name, be, tostring(per),
+              tostring(send), tostring(notowned), tostring(nl))
+      end
     end
   end
   runs[np] = r
-  check(r.P1 and r.Q3 and r.newton and r.elasticity and r["Q3-opencl"] and
-        r["elasticity-opencl"], "%d ranks: the solves ran: %s", np, o)
+  local ran = r.P1 and r.Q3 and r.newton and r.elasticity
+  for _, be in ipairs(devices) do
+    ran = ran and r["P1-" .. be] and r["Q3-" .. be] and r["elasticity-" .. be]
+  end
+  check(ran, "%d ranks: the solves ran: %s", np, o)
 end
 for np = 2, 3 do
   for name, one in pairs(runs[1]) do
