@@ -125,8 +125,10 @@ int fe_dist_device_gather(fe_dist_device *v, fe_dist_list list, const fe_vector 
   if (!n) return 0;
   const fe_arg args[5] = {
       {.kind = FE_ARG_BUFFER, .buf = list == FE_DIST_SEND ? &v->send_at : &v->not_at},
-      {.kind = FE_ARG_BUFFER, .buf = &x->buf}, {.kind = FE_ARG_BUFFER, .buf = y ? &y->buf : &x->buf},
-      {.kind = FE_ARG_INT, .i = y != NULL},    {.kind = FE_ARG_BUFFER, .buf = &v->packed}};
+      {.kind = FE_ARG_BUFFER, .buf = &x->buf},
+      {.kind = FE_ARG_BUFFER, .buf = y ? &y->buf : &x->buf},
+      {.kind = FE_ARG_INT, .i = y != NULL},
+      {.kind = FE_ARG_BUFFER, .buf = &v->packed}};
   FE_CHECK(launch(v, v->gather, n, 5, args));
   /* the read waits for the gather (in the queue's order) */
   if (v->prec == FE_DOUBLE)
@@ -146,7 +148,8 @@ int fe_dist_device_sum(fe_dist_device *v, const double *recv, fe_vector *y)
     FE_CHECK(v->be->ops->write(v->be->impl, &v->recv, 0, sizeof(double) * (size_t)d->nsend, recv));
   } else {
     for (int k = 0; k < d->nsend; k++) v->host[k] = (float)recv[k]; /* floats sent: exact */
-    FE_CHECK(v->be->ops->write(v->be->impl, &v->recv, 0, sizeof(float) * (size_t)d->nsend, v->host));
+    FE_CHECK(v->be->ops->write(v->be->impl, &v->recv, 0, sizeof(float) * (size_t)d->nsend,
+                               v->host));
   }
   const fe_arg args[5] = {
       {.kind = FE_ARG_BUFFER, .buf = &v->shared_at}, {.kind = FE_ARG_BUFFER, .buf = &v->src_start},
