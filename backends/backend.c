@@ -83,6 +83,28 @@ static void counted_release(void *impl, fe_buffer *buf)
   if (had) __atomic_sub_fetch(&be->mem_now, bytes, __ATOMIC_RELAXED);
 }
 
+static int counted_write(void *impl, fe_buffer *dst, size_t offset, size_t bytes, const void *host)
+{
+  fe_backend *be = owner(impl);
+  int i = be ? backend_index(be->name) : -1;
+  FE_ASSERT(i >= 0, FE_ERR_INTERNAL, "a write to a backend that is not open");
+  FE_CHECK(registry[i]->write(impl, dst, offset, bytes, host));
+  __atomic_add_fetch(&be->written_bytes, bytes, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&be->writes, 1, __ATOMIC_RELAXED);
+  return 0;
+}
+
+static int counted_read(void *impl, const fe_buffer *src, size_t offset, size_t bytes, void *host)
+{
+  fe_backend *be = owner(impl);
+  int i = be ? backend_index(be->name) : -1;
+  FE_ASSERT(i >= 0, FE_ERR_INTERNAL, "a read from a backend that is not open");
+  FE_CHECK(registry[i]->read(impl, src, offset, bytes, host));
+  __atomic_add_fetch(&be->read_bytes, bytes, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&be->reads, 1, __ATOMIC_RELAXED);
+  return 0;
+}
+
 int fe_backend_get(const char *name, fe_backend **be)
 {
   if (!name || !*name) name = fe_backend_default();
@@ -115,6 +137,8 @@ int fe_backend_get(const char *name, fe_backend **be)
   b->counted = *b->ops;
   b->counted.alloc = counted_alloc;
   b->counted.release = counted_release;
+  b->counted.write = counted_write;
+  b->counted.read = counted_read;
   b->ops = &b->counted;
   opened[i] = b;
   *be = b;
@@ -129,6 +153,15 @@ void fe_backend_memory(fe_backend *be, size_t *now, size_t *peak, int reset)
   if (reset) __atomic_store_n(&be->mem_peak, n, __ATOMIC_RELAXED);
   if (now) *now = n;
   if (peak) *peak = __atomic_load_n(&be->mem_peak, __ATOMIC_RELAXED);
+}
+
+void fe_backend_transfers(fe_backend *be, size_t *read_bytes, size_t *written_bytes, size_t *reads,
+                          size_t *writes)
+{
+  *read_bytes = __atomic_load_n(&be->read_bytes, __ATOMIC_RELAXED);
+  *written_bytes = __atomic_load_n(&be->written_bytes, __ATOMIC_RELAXED);
+  *reads = __atomic_load_n(&be->reads, __ATOMIC_RELAXED);
+  *writes = __atomic_load_n(&be->writes, __ATOMIC_RELAXED);
 }
 
 int fe_backend_available(int i, char *why, size_t nwhy)

@@ -265,13 +265,16 @@ typedef struct fe_calibration {
 
 /* An open backend, shared by everything that computes on it. */
 typedef struct fe_backend {
-  const fe_backend_ops *ops; /* the backend's table, alloc and release counted (below) */
+  const fe_backend_ops *ops; /* the backend's table, alloc, release, read and write counted */
   void *impl;
   char name[16];
   fe_device_info info;
   fe_calibration calib[FE_NPRECISIONS];
   fe_backend_ops counted;    /* the table ops points to */
   size_t mem_now, mem_peak;  /* bytes of buffers allocated through ops and not released */
+  /* what ops's read and write moved between the host and the backend's memory since it was
+   * opened: bytes and calls (fe_backend_transfers) */
+  size_t read_bytes, written_bytes, reads, writes;
 } fe_backend;
 
 /* registry (backends/backend.c) */
@@ -284,6 +287,9 @@ void fe_backend_shutdown(void); /* closes every open backend */
 /* Backend memory felab holds now and the most it has held since the last reset (reset = 1
  * starts a new peak at what is held now). */
 void fe_backend_memory(fe_backend *be, size_t *now, size_t *peak, int reset);
+/* Bytes and calls of reads (to the host) and writes (from it) through be's table so far. */
+void fe_backend_transfers(fe_backend *be, size_t *read_bytes, size_t *written_bytes, size_t *reads,
+                          size_t *writes);
 fe_backend *fe_backend_opened(int i); /* backend i if it is open, else NULL (opens nothing) */
 
 /* session defaults (set by the shell's --backend/--precision and device.use) */

@@ -547,6 +547,27 @@ static int perf_memory(lua_State *L)
   return 1;
 }
 
+/* perf.transfers() -> {<backend> = {read, written, reads, writes}}: per open backend, the
+ * bytes felab copied from its memory to the host and back, and the copies, since it opened. */
+static int perf_transfers(lua_State *L)
+{
+  lua_newtable(L);
+  for (int i = 0; i < fe_backend_count(); i++) {
+    fe_backend *be = fe_backend_opened(i);
+    if (!be) continue;
+    size_t v[4];
+    fe_backend_transfers(be, &v[0], &v[1], &v[2], &v[3]);
+    static const char *const names[4] = {"read", "written", "reads", "writes"};
+    lua_createtable(L, 0, 4);
+    for (int k = 0; k < 4; k++) {
+      lua_pushinteger(L, (lua_Integer)v[k]);
+      lua_setfield(L, -2, names[k]);
+    }
+    lua_setfield(L, -2, be->name);
+  }
+  return 1;
+}
+
 /* perf.clear(): forget every report of the session. */
 static int perf_clear(lua_State *L)
 {
@@ -576,7 +597,8 @@ int felab_open_device(lua_State *L)
 {
   static const luaL_Reg perf[] = {
       {"log", perf_log}, {"history", perf_history}, {"clear", perf_clear}, {"model", perf_model},
-      {"counts", perf_counts}, {"clock", perf_clock}, {"memory", perf_memory}, {NULL, NULL}};
+      {"counts", perf_counts}, {"clock", perf_clock}, {"memory", perf_memory},
+      {"transfers", perf_transfers}, {NULL, NULL}};
   static const luaL_Reg device[] = {{"list", device_list},
                                     {"use", device_use},
                                     {"current", device_current},
@@ -608,6 +630,10 @@ int felab_open_device(lua_State *L)
                  "open backend, the bytes of the buffers felab holds there. reset = true starts\n"
                  "the peaks again from now, to measure one step.\n"
                  "example: perf.memory(true); A:apply(w); m = perf.memory(); print(m.host_peak, m.cuda.peak)");
+  felab_help_add("perf.transfers", "perf.transfers()",
+                 "For each open backend, what felab copied between its memory and the host since\n"
+                 "it opened: bytes read (to the host), written (from it), and the copies.\n"
+                 "example: t = perf.transfers().cuda.read; A:apply(w); print(perf.transfers().cuda.read - t)");
   felab_help_add("perf.clock", "perf.clock()",
                  "Seconds of a monotonic wall clock, to time a block of a script.\n"
                  "example: t = perf.clock(); V = fe.space(m, \"P2\"); print(perf.clock() - t)");

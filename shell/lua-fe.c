@@ -360,8 +360,26 @@ static int space_tostring(lua_State *L)
   return 1;
 }
 
-/* __index: methods first, then the fields ndofs, nnodes, name, mesh, order, family, ncomp,
- * nbasis, bytes (the dof map and the node coordinates). */
+/* V.exchange: a split space's interface in entries (dofs): {neighbours, send (every
+ * neighbour's shared entries, one list after another: what an action sends), shared (the
+ * distinct ones), notowned (another rank owns them)}; nil on one rank. */
+static void space_push_exchange(lua_State *L, const fe_dist *d)
+{
+  if (!d) {
+    lua_pushnil(L);
+    return;
+  }
+  lua_createtable(L, 0, 4);
+  const int v[4] = {d->nnb, d->nsend, d->nshared, d->nnot};
+  static const char *const names[4] = {"neighbours", "send", "shared", "notowned"};
+  for (int k = 0; k < 4; k++) {
+    lua_pushinteger(L, v[k]);
+    lua_setfield(L, -2, names[k]);
+  }
+}
+
+/* __index: methods first, then the fields ndofs, local_ndofs, exchange, nnodes, name, mesh,
+ * order, family, ncomp, nbasis, bytes (the dof map and the node coordinates). */
 static int space_index(lua_State *L)
 {
   space_handle *h = luaL_checkudata(L, 1, FELAB_SPACE);
@@ -371,6 +389,7 @@ static int space_index(lua_State *L)
   const fe_space *V = h->V;
   if (!strcmp(k, "ndofs")) lua_pushinteger(L, V->dist ? V->dist->ndofs : V->ndofs); /* all ranks' */
   else if (!strcmp(k, "local_ndofs")) lua_pushinteger(L, V->ndofs); /* this rank's, shared too */
+  else if (!strcmp(k, "exchange")) space_push_exchange(L, V->dist);
   else if (!strcmp(k, "nnodes")) lua_pushinteger(L, V->nnodes);
   else if (!strcmp(k, "name")) lua_pushstring(L, V->name);
   else if (!strcmp(k, "mesh")) lua_getiuservalue(L, 1, 1);

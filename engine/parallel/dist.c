@@ -2,15 +2,16 @@
  * whole mesh is on every rank for now) and the partition (one part a rank), keeps its part's
  * cells as a mesh of their own and a local space on it whose dof map is the whole space's,
  * renumbered (nodes in the whole space's order), and the interface: the local nodes it shares
- * with each neighbouring rank and those it does not own. The exchange is staged on the host
- * (the vector read where the backend's memory is not the host's). */
-#include <stdint.h>
+ * with each neighbouring rank and those it does not own, as lists of entries. The exchange
+ * and the reductions' corrections read only those entries of a vector, packed on its device
+ * (engine/parallel/exchange.c); the host sends and receives them (fe_comm_exchange). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/core/error.h"
 #include "engine/parallel/comm.h"
 #include "engine/parallel/dist.h"
+#include "engine/parallel/exchange.h"
 #include "engine/parallel/partition.h"
 
 void fe_dist_free(fe_dist *d)
@@ -18,8 +19,10 @@ void fe_dist_free(fe_dist *d)
   if (!d) return;
   fe_space_free(d->whole);
   fe_mesh_free(d->mesh);
+  for (int i = 0; d->dev && i < FE_DIST_DEVICES; i++) fe_dist_device_free(d->dev[i]);
+  free(d->dev);
   free(d->cells), free(d->l2g), free(d->notowned), free(d->send), free(d->recv);
-  free(d->acc), free(d->mine);
+  free(d->send_at), free(d->shared_at), free(d->src_start), free(d->src_slot), free(d->not_at);
   for (int k = 0; k < d->nnb; k++) free(d->nb[k].nodes);
   free(d->nb);
   free(d);
@@ -161,6 +164,60 @@ static int local_nodes(const fe_space *W, const int *part, fe_dist *d, fe_space 
   return 0;
 }
 
+/* The exchange's lists (dist.h) of local entries of ncomp components: the send layout,
+ * the distinct shared entries and each one's sources in the ranks' order (the neighbours
+ * below this rank, this rank's own value, the neighbours above: nb is in rank order), the
+ * entries not owned. */
+static int exchange_lists(fe_dist *d, int ncomp, int ndofs)
+{
+  d->nsend = 0;
+  for (int k = 0; k < d->nnb; k++) d->nsend += d->nb[k].n * ncomp;
+  d->nnot = d->nnotowned * ncomp;
+  int *entry = malloc(sizeof(int) * ((size_t)ndofs + 1)); /* local entry -> shared entry */
+  d->send_at = malloc(sizeof(int) * ((size_t)d->nsend + 1));
+  d->not_at = malloc(sizeof(int) * ((size_t)d->nnot + 1));
+  d->send = malloc(sizeof(double) * ((size_t)d->nsend + 1));
+  d->recv = malloc(sizeof(double) * ((size_t)d->nsend + 1));
+  d->dev = calloc(FE_DIST_DEVICES, sizeof *d->dev);
+  if (!entry || !d->send_at || !d->not_at || !d->send || !d->recv || !d->dev) {
+    free(entry);
+    FE_ERROR(FE_ERR_MEM, "out of memory for the exchange's lists (%d entries)", d->nsend);
+  }
+  for (int k = 0, off = 0; k < d->nnb; k++)
+    for (int i = 0; i < d->nb[k].n; i++)
+      for (int c = 0; c < ncomp; c++) d->send_at[off++] = d->nb[k].nodes[i] * ncomp + c;
+  for (int i = 0; i < d->nnotowned; i++)
+    for (int c = 0; c < ncomp; c++) d->not_at[i * ncomp + c] = d->notowned[i] * ncomp + c;
+  /* the shared entries, ascending, and their sources' count (this rank's own one) */
+  for (int i = 0; i < ndofs; i++) entry[i] = -1;
+  for (int k = 0; k < d->nsend; k++) entry[d->send_at[k]] = 0;
+  d->nshared = 0;
+  for (int i = 0; i < ndofs; i++)
+    if (!entry[i]) entry[i] = d->nshared++;
+  d->shared_at = malloc(sizeof(int) * ((size_t)d->nshared + 1));
+  d->src_start = calloc((size_t)d->nshared + 2, sizeof(int));
+  d->src_slot = malloc(sizeof(int) * ((size_t)d->nsend + d->nshared + 1));
+  if (!d->shared_at || !d->src_start || !d->src_slot) {
+    free(entry);
+    FE_ERROR(FE_ERR_MEM, "out of memory for the exchange's lists (%d entries)", d->nsend);
+  }
+  for (int i = 0; i < ndofs; i++)
+    if (entry[i] >= 0) d->shared_at[entry[i]] = i;
+  for (int k = 0; k < d->nsend; k++) d->src_start[entry[d->send_at[k]] + 2]++;
+  for (int e = 0; e < d->nshared; e++) d->src_start[e + 2] += d->src_start[e + 1] + 1;
+  /* src_start[e + 1]: the next free place of entry e's sources, while they are filled */
+  int above = 0; /* the first neighbour of a higher rank */
+  while (above < d->nnb && d->nb[above].rank < d->rank) above++;
+  for (int k = 0, off = 0; k <= d->nnb; k++) {
+    if (k == above)
+      for (int e = 0; e < d->nshared; e++) d->src_slot[d->src_start[e + 1]++] = -1;
+    for (int i = 0; k < d->nnb && i < d->nb[k].n * ncomp; i++, off++)
+      d->src_slot[d->src_start[entry[d->send_at[off]] + 1]++] = off;
+  }
+  free(entry);
+  return 0;
+}
+
 int fe_space_create_dist(const fe_mesh *m, const fe_space_opts *o, fe_space **out)
 {
   *out = NULL;
@@ -175,18 +232,8 @@ int fe_space_create_dist(const fe_mesh *m, const fe_space_opts *o, fe_space **ou
   if (!rc) rc = local_mesh(m, P->part, d->rank, d);
   if (!rc) rc = fe_space_create_opts(d->mesh, o, &L);
   if (!rc) rc = local_nodes(d->whole, P->part, d, L);
-  size_t shared = 0;
-  for (int k = 0; !rc && k < d->nnb; k++) shared += (size_t)d->nb[k].n;
-  if (!rc) {
-    d->ndofs = (long long)d->whole->ndofs;
-    d->send = malloc(sizeof(double) * (shared * L->ncomp + 1));
-    d->recv = malloc(sizeof(double) * (shared * L->ncomp + 1));
-    d->acc = malloc(sizeof(double) * ((size_t)L->ndofs + 1));
-    d->mine = malloc((size_t)L->ndofs + 1);
-    if (!d->send || !d->recv || !d->acc || !d->mine)
-      rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory for the "
-                        "exchange's buffers");
-  }
+  if (!rc) rc = exchange_lists(d, L->ncomp, L->ndofs);
+  if (!rc) d->ndofs = (long long)d->whole->ndofs;
   fe_partition_free(P);
   if (rc) {
     fe_space_free(L);
@@ -198,95 +245,40 @@ int fe_space_create_dist(const fe_mesh *m, const fe_space_opts *o, fe_space **ou
   return 0;
 }
 
-/* x's entries on the host: the backend's own memory, or a copy (*copy, freed by the caller). */
-static int host_values(const fe_vector *x, double **copy, const double **v, const float **f)
-{
-  *copy = NULL;
-  *v = NULL;
-  *f = NULL;
-  void *p = x->be->ops->host ? x->be->ops->host(x->be->impl, &x->buf) : NULL;
-  if (p) {
-    if (x->prec == FE_DOUBLE) *v = p;
-    else *f = p;
-    return 0;
-  }
-  FE_MALLOC(*copy, (size_t)x->n + 1, "a vector's host copy");
-  int rc = fe_vector_get(x, *copy);
-  if (rc) free(*copy), *copy = NULL;
-  FE_CHECK(rc);
-  *v = *copy;
-  return 0;
-}
-
-#define AT(v, f, i) ((v) ? (v)[i] : (double)(f)[i])
-
-/* This rank's own values added into acc at every shared entry, once (a node shared with
- * several neighbours is in several lists). */
-static void own_share(const fe_dist *d, int ncomp, const double *wv, const float *wf, double *acc,
-                      unsigned char *mine)
-{
-  for (int j = 0; j < d->nnb; j++)
-    for (int i = 0; i < d->nb[j].n; i++)
-      for (int c = 0; c < ncomp; c++) {
-        size_t at = (size_t)d->nb[j].nodes[i] * ncomp + c;
-        if (!mine[at]) acc[at] += wv ? wv[at] : (double)wf[at], mine[at] = 1;
-      }
-}
-
 int fe_dist_sum(const fe_dist *d, fe_vector *y, double *bytes, double *messages)
 {
   if (bytes) *bytes = 0;
   if (messages) *messages = 0;
   if (!d || d->size == 1) return 0;
-  double *copy;
-  const double *cv;
-  const float *cf;
-  FE_CHECK(host_values(y, &copy, &cv, &cf));
-  const int ncomp = d->whole->ncomp;
-  size_t off = 0;
+  fe_dist_device *v;
+  FE_CHECK(fe_dist_device_get(d, y->be, y->prec, &v));
+  FE_CHECK(fe_dist_device_gather(v, FE_DIST_SEND, y, NULL, d->send));
   int counts[256], ranks[256];
   FE_ASSERT(d->nnb <= 256, FE_ERR_ARG, "rank %d has %d neighbours (256 at most)", d->rank, d->nnb);
   for (int k = 0; k < d->nnb; k++) {
-    for (int i = 0; i < d->nb[k].n; i++)
-      for (int c = 0; c < ncomp; c++)
-        d->send[off++] = AT(cv, cf, (size_t)d->nb[k].nodes[i] * ncomp + c);
-    counts[k] = d->nb[k].n * ncomp;
+    counts[k] = d->nb[k].n * d->whole->ncomp;
     ranks[k] = d->nb[k].rank;
   }
-  int rc = fe_comm_exchange(d->nnb, ranks, counts, d->send, d->recv);
-  if (bytes) *bytes = (double)off * sizeof(double);
+  FE_CHECK(fe_comm_exchange(d->nnb, ranks, counts, d->send, d->recv));
+  if (bytes) *bytes = (double)d->nsend * sizeof(double);
   if (messages) *messages = d->nnb;
-  /* the sums, each shared node's in the ranks' order (part 0's share first, this rank's at
+  /* the sums, each shared entry's in the ranks' order (part 0's share first, this rank's at
    * its place): every copy of a node gets the same bits, so the copies stay equal (a sum in
    * each rank's own order differs in the last bits, and CG to 1e-12 then drifts) */
-  double *wv = copy ? copy : (double *)(uintptr_t)cv;
-  float *wf = (float *)(uintptr_t)cf;
-  double *acc = d->acc;
-  unsigned char *mine = d->mine;
-  for (int k = 0; !rc && k < d->nnb; k++) /* zero, then the neighbours below, this rank's own */
-    for (int i = 0; i < d->nb[k].n; i++)
-      for (int c = 0; c < ncomp; c++) {
-        size_t at = (size_t)d->nb[k].nodes[i] * ncomp + c;
-        acc[at] = 0, mine[at] = 0;
-      }
-  int above = 0; /* the first neighbour of a higher rank (nb is in rank order) */
-  while (above < d->nnb && d->nb[above].rank < d->rank) above++;
-  off = 0;
-  for (int k = 0; !rc && k < d->nnb; k++) {
-    if (k == above) own_share(d, ncomp, wv, wf, acc, mine);
-    for (int i = 0; i < d->nb[k].n; i++)
-      for (int c = 0; c < ncomp; c++) acc[(size_t)d->nb[k].nodes[i] * ncomp + c] += d->recv[off++];
-  }
-  if (!rc && above == d->nnb) own_share(d, ncomp, wv, wf, acc, mine);
-  for (int k = 0; !rc && k < d->nnb; k++)
-    for (int i = 0; i < d->nb[k].n; i++)
-      for (int c = 0; c < ncomp; c++) {
-        size_t at = (size_t)d->nb[k].nodes[i] * ncomp + c;
-        if (wv) wv[at] = acc[at];
-        else wf[at] = (float)acc[at];
-      }
-  if (!rc && copy) rc = fe_vector_set(y, copy);
-  free(copy);
+  return fe_dist_device_sum(v, d->recv, y);
+}
+
+/* The entries of x (and of y where it is not NULL) that another rank owns: d->nnot doubles
+ * each, x's then y's, in out (d->nnot twice, at least). */
+static int not_owned(const fe_dist *d, const fe_vector *x, const fe_vector *y, double **out)
+{
+  *out = NULL;
+  if (!d->nnot) return 0;
+  fe_dist_device *v;
+  FE_CHECK(fe_dist_device_get(d, x->be, x->prec, &v));
+  FE_MALLOC(*out, 2 * (size_t)d->nnot, "the entries another rank owns");
+  int rc = fe_dist_device_gather(v, FE_DIST_NOTOWNED, x, y, *out);
+  if (rc) free(*out), *out = NULL;
   FE_CHECK(rc);
   return 0;
 }
@@ -294,20 +286,11 @@ int fe_dist_sum(const fe_dist *d, fe_vector *y, double *bytes, double *messages)
 int fe_dist_reduce_dot(const fe_dist *d, const fe_vector *x, const fe_vector *y, double *s)
 {
   if (!d || d->size == 1) return 0;
-  double *cx, *cy = NULL;
-  const double *vx, *vy = NULL;
-  const float *fx, *fy = NULL;
-  FE_CHECK(host_values(x, &cx, &vx, &fx));
-  int rc = y && y != x ? host_values(y, &cy, &vy, &fy) : 0;
-  if (!y || y == x) vy = vx, fy = fx;
-  const int ncomp = d->whole->ncomp;
-  for (int i = 0; !rc && i < d->nnotowned; i++)
-    for (int c = 0; c < ncomp; c++) {
-      size_t at = (size_t)d->notowned[i] * ncomp + c;
-      *s -= y ? AT(vx, fx, at) * AT(vy, fy, at) : AT(vx, fx, at);
-    }
-  free(cx), free(cy);
-  FE_CHECK(rc);
+  double *xv;
+  FE_CHECK(not_owned(d, x, y && y != x ? y : NULL, &xv));
+  const double *yv = y && y != x ? xv + d->nnot : xv;
+  for (int k = 0; k < d->nnot; k++) *s -= y ? xv[k] * yv[k] : xv[k];
+  free(xv);
   return fe_comm_sum(s, 1);
 }
 
@@ -315,21 +298,14 @@ int fe_dist_reduce_cg(const fe_dist *d, const fe_vector *r, const fe_vector *dg,
                       double *rz)
 {
   if (!d || d->size == 1) return 0;
-  double *cr, *cd = NULL;
-  const double *vr, *vd = NULL;
-  const float *fr, *fd = NULL;
-  FE_CHECK(host_values(r, &cr, &vr, &fr));
-  int rc = dg ? host_values(dg, &cd, &vd, &fd) : 0;
-  const int ncomp = d->whole->ncomp;
-  for (int i = 0; !rc && i < d->nnotowned; i++)
-    for (int c = 0; c < ncomp; c++) {
-      size_t at = (size_t)d->notowned[i] * ncomp + c;
-      const double x = AT(vr, fr, at);
-      rr[0] -= x * x;
-      rz[0] -= dg ? x * (x / AT(vd, fd, at)) : x * x;
-    }
-  free(cr), free(cd);
-  FE_CHECK(rc);
+  double *rv;
+  FE_CHECK(not_owned(d, r, dg, &rv));
+  for (int k = 0; k < d->nnot; k++) {
+    const double x = rv[k];
+    rr[0] -= x * x;
+    rz[0] -= dg ? x * (x / rv[d->nnot + k]) : x * x;
+  }
+  free(rv);
   double both[2] = {*rr, *rz};
   FE_CHECK(fe_comm_sum(both, 2));
   *rr = both[0], *rz = both[1];

@@ -28,16 +28,29 @@ typedef struct fe_dist {
   int nnb;
   fe_dist_neighbour *nb;
   long long ndofs;      /* the whole space's dofs */
-  double *send, *recv;  /* the exchange's buffers (every neighbour's, one after another) */
-  double *acc;          /* the shared entries' sums in the ranks' order (local dofs) */
-  unsigned char *mine;  /* this rank's share added to acc already */
+  /* The exchange's lists of local entries (node ncomp + component), made once: */
+  int nsend;            /* the shared entries of every neighbour, one list after another */
+  int *send_at;         /* (the send layout: slot k of the buffers is entry send_at[k]) */
+  int nshared;          /* the distinct shared entries, ascending */
+  int *shared_at;
+  int *src_start;       /* entry e's sources: src_slot[src_start[e] .. src_start[e + 1]), */
+  int *src_slot;        /* in the ranks' order: a slot of recv, or -1 for this rank's own */
+  int nnot;             /* the entries another rank owns (the notowned nodes'), ascending */
+  int *not_at;
+  double *send, *recv;  /* the exchange's host buffers (nsend each) */
+  /* the lists on each backend and precision used (engine/parallel/exchange.h), made on
+   * first use: FE_DIST_DEVICES slots, NULL past the last */
+  struct fe_dist_device **dev;
 } fe_dist;
+
+#define FE_DIST_DEVICES 8
 
 /* The space o of m split over the ranks (mpirun's, more than one): this rank's local space,
  * its dist attached (V->dist; freed with the space). */
 int fe_space_create_dist(const fe_mesh *m, const fe_space_opts *o, fe_space **out);
 void fe_dist_free(fe_dist *d);
-/* y's shared nodes summed over the ranks that hold them (after each rank's own cells);
+/* y's shared nodes summed over the ranks that hold them (after each rank's own cells), on
+ * y's device: only the shared entries travel to the host and back (exchange.h);
  * *bytes and *messages (NULL: not wanted) get what this rank sent. */
 int fe_dist_sum(const fe_dist *d, fe_vector *y, double *bytes, double *messages);
 /* The sorted boundary nodes of the tagged facets (fe_space_boundary_nodes) of the local
@@ -45,7 +58,8 @@ int fe_dist_sum(const fe_dist *d, fe_vector *y, double *bytes, double *messages)
 int fe_dist_boundary_nodes(const fe_space *V, const char *const *tags, int ntags, int **nodes,
                            int *n);
 /* The reductions of consistent vectors: s, the sum over every local entry of x_i y_i (y NULL:
- * x_i), made the sum over the whole space (each node once, at its owner, over the ranks). */
+ * x_i), made the sum over the whole space (each node once, at its owner, over the ranks):
+ * the entries another rank owns, gathered on the device and read, are taken off. */
 int fe_dist_reduce_dot(const fe_dist *d, const fe_vector *x, const fe_vector *y, double *s);
 /* CG's fused update's (r, r) and (r, z) (z = r ./ dg, or r where dg is NULL) over every
  * local entry, made the whole space's (one sum over the ranks for both). */

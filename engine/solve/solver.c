@@ -167,6 +167,7 @@ typedef struct cg_work {
   fe_vector *z;             /* z = M^-1 r of a unit applied through the layer */
   fe_precond *P;            /* the unit (o->precond, or made here when made = 1), or NULL */
   int made;
+  double xseconds;          /* a split space: the applies' exchanges, seconds summed */
 } cg_work;
 
 static void cg_work_free(cg_work *k)
@@ -250,6 +251,7 @@ static int cg_device_loop(fe_operator *A, fe_vector *x, const fe_solver_opts *o,
     a.pq = parts.ptr ? &parts : NULL;
     FE_CHECK(fe_operator_apply(A, k->p, o->at, &a, &k->q, apply_rep)); /* q = J(at) p */
     (*applies)++;
+    k->xseconds += apply_rep->exchange_seconds;
     if (!apply_rep->pq_added) { /* (p, q) in a pass of its own */
       FE_CHECK(fe_vector_cg_pq(g, k->p, k->q, it));
       (*pq_passes)++;
@@ -279,6 +281,7 @@ static int cg_host_loop(fe_operator *A, fe_vector *x, const fe_solver_opts *o,
     FE_CHECK_INTERRUPT();
     FE_CHECK(fe_operator_apply(A, k->p, o->at, act, &k->q, apply_rep)); /* q = J(at) p */
     (*applies)++;
+    k->xseconds += apply_rep->exchange_seconds;
     FE_CHECK(fe_vector_dot(k->p, k->q, &pq));
     FE_CHECK(cg_positive(info, pq, it));
     double alpha = rz / pq;
@@ -425,8 +428,13 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
     vlaunches -= 1;
     info->pq_from_apply = 1;
   }
-  return cg_report(x, &rep, &apply_rep, applies, vflops, vbytes, vlaunches, t0, compile_s,
-                   setup_s, info->pq_from_apply, info);
+  FE_CHECK(cg_report(x, &rep, &apply_rep, applies, vflops, vbytes, vlaunches, t0, compile_s,
+                     setup_s, info->pq_from_apply, info));
+  /* a split space: every apply's exchange (the same bytes and messages each) */
+  info->report.exchange_bytes = applies * apply_rep.exchange_bytes;
+  info->report.exchange_messages = applies * apply_rep.exchange_messages;
+  info->report.exchange_seconds = k->xseconds;
+  return 0;
 }
 
 int fe_solve_cg(fe_operator *A, const fe_vector *b, const fe_vector *x0, const fe_solver_opts *o,

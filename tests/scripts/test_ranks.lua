@@ -99,28 +99,70 @@ check(rc ~= 0, "prompt: piped input with errors exits nonzero (%s)", tostring(rc
 -- ranks give the same iterations (+-1) and solutions (norms and L2 norms to 1e-10): P1 and
 -- Q3 on distorted boxes with a coefficient of x, P2 on a Gmsh mesh with regions (when the
 -- SDK is here), Chebyshev, BiCGStab, GMRES, a Newton p-Laplacian, elasticity; amg (hypre's
--- parallel BoomerAMG) within 30% of one rank's iterations; twoscale refused with the reason
+-- parallel BoomerAMG) within 30% of one rank's iterations; twoscale refused with the reason.
+-- P1, Q3 and elasticity also on the devices (opencl: PoCL here; cuda where it is available),
+-- where the exchange is packed on the device (engine/parallel/exchange.c): an apply reads and
+-- writes only its shared entries (the exchange's bytes, not the vector's), a CG iteration
+-- reads at most the shared entries and four times the entries other ranks own (its two
+-- corrected reductions), never a vector, and a CG's report counts every apply's exchange
 local solves = [[
-local out = {}
+local out, moved = {}, {} -- moved: this rank's transfers, into its own file (only rank 0 prints)
 local function case(name, A, o)
   local ok, u, i = pcall(solve.cg, A, o or {rtol = 1e-10})
   if not ok then out[#out + 1] = name .. " error " .. tostring(u) return end
   out[#out + 1] = ("RESULT %s %d %.15g %.15g"):format(name, i.iterations, u:norm(),
                   u:to("cpu"):error(function() return 0 end, "L2"))
 end
+-- the devices (the packed exchange): opencl, and cuda where it is available
+local devices = {@DEVICES@}
+-- the bytes read from device be by a CG iteration: two solves of 2 and 6 steps after the
+-- case's (set up), their reads' difference over 4
+local function per_iteration(name, A, V, be)
+  local function solve_read(steps)
+    local r0 = perf.transfers()[be].read
+    local _, i = solve.cg(A, {rtol = 1e-30, maxit = steps, backend = be})
+    return perf.transfers()[be].read - r0, i.iterations
+  end
+  local ra, ia = solve_read(2)
+  local rb, ib = solve_read(6)
+  local e = V.exchange or {send = 0, notowned = 0}
+  moved[#moved + 1] = ("READ %s-%s %.15g %d %d %d"):format(name, be, (rb - ra) / (ib - ia),
+                      e.send, e.notowned, V.local_ndofs)
+end
+-- the case on the cpu and on each device, with its reads
+local function cases(name, A, V)
+  case(name, A)
+  for _, be in ipairs(devices) do
+    case(name .. "-" .. be, A, {rtol = 1e-10, backend = be})
+    per_iteration(name, A, V, be)
+  end
+end
 local m = mesh.box{cells = {6, 6, 6}, cell = "tet", distort = 0.2}
-local P1 = fe.operator(fe.space(m, "P1"), physics.poisson{kappa = "1 + x[0]", source = 1},
-                       {dirichlet = "all"})
-case("P1", P1)
-case("P1-opencl", P1, {rtol = 1e-10, backend = "opencl"})
+local VP1 = fe.space(m, "P1")
+local P1 = fe.operator(VP1, physics.poisson{kappa = "1 + x[0]", source = 1}, {dirichlet = "all"})
+cases("P1", P1, VP1)
+for _, be in ipairs(devices) do -- an apply moves its exchange's bytes to the host and back, no more
+  local w = VP1:interpolate(1):to(be)
+  P1:apply(w, {backend = be})
+  local t0 = perf.transfers()[be]
+  local _, rep = P1:apply(w, {backend = be})
+  local t1 = perf.transfers()[be]
+  moved[#moved + 1] = ("MOVED %s %d %d %d %d"):format(be, t1.read - t0.read,
+                      t1.written - t0.written, rep.exchange_bytes, VP1.local_ndofs)
+  local _, i = solve.cg(P1, {rtol = 1e-30, maxit = 5, backend = be}) -- its report: every apply's
+  moved[#moved + 1] = ("SOLVED %s %d %d %d"):format(be, i.report.exchange_bytes,
+                      i.report.exchange_messages, i.iterations * rep.exchange_bytes)
+end
 case("P1-chebyshev", P1, {rtol = 1e-10, pc = "chebyshev"})
 for _, k in ipairs({"bicgstab", "gmres"}) do
   local u, i = solve[k](P1, {rtol = 1e-10})
   out[#out + 1] = ("RESULT %s %d %.15g %.15g"):format(k, i.iterations, u:norm(), 0)
 end
 local h = mesh.box{cells = {3, 3, 3}, cell = "hex", distort = 0.2}
-case("Q3", fe.operator(fe.space(h, "Q3"), physics.poisson{kappa = "1 + x[1]", source = 1},
-                       {dirichlet = {"xmin", "ymax"}}))
+local VQ3 = fe.space(h, "Q3")
+local Q3 = fe.operator(VQ3, physics.poisson{kappa = "1 + x[1]", source = 1},
+                       {dirichlet = {"xmin", "ymax"}})
+cases("Q3", Q3, VQ3)
 local ok, t = pcall(mesh.load, "meshes/torso.geo", {size = 0.12})
 if ok then
   case("torso-P2", fe.operator(fe.space(t, "P2"), physics.poisson{kappa = {body = 1,
@@ -131,8 +173,10 @@ local p = physics.new{f1 = function(u, du, x) return (1 + physics.dot(du, du)) *
 local N = fe.operator(fe.space(h, "Q2"), p, {dirichlet = "all"})
 local un, inf = solve.newton(N, {rtol = 1e-10})
 out[#out + 1] = ("RESULT newton %d %.15g %.15g"):format(inf.iterations, un:norm(), 0)
-case("elasticity", fe.operator(fe.space(h, {family = "Q", order = 2, components = 3}),
-     physics.elasticity{E = 1, nu = 0.3, force = {0, 0, -1}}, {dirichlet = "xmin"}))
+local Vel = fe.space(h, {family = "Q", order = 2, components = 3})
+local El = fe.operator(Vel, physics.elasticity{E = 1, nu = 0.3, force = {0, 0, -1}},
+                       {dirichlet = "xmin"})
+cases("elasticity", El, Vel)
 local _, xr = P1:apply(fe.space(m, "P1"):interpolate(1))
 out[#out + 1] = ("EXCHANGE %d %d %s"):format(xr.exchange_bytes, xr.exchange_messages,
                 tostring(tostring(xr):find("exchange", 1, true) ~= nil))
@@ -145,9 +189,17 @@ local okts, err = pcall(solve.cg, Q, {pc = "twoscale"})
 out[#out + 1] = "twoscale " .. (mpi.size == 1 and "one" or tostring(err):match("does not run on a "
                 .. "space split over %d ranks") and "refused" or tostring(err))
 print(table.concat(out, "\n"))
+local mf = io.open(("@DIR@/moved_%d"):format(mpi.rank), "w")
+mf:write(table.concat(moved, "\n"), "\n")
+mf:close()
 ]]
 local sf = io.open(dir .. "/solves.lua", "w")
-sf:write(solves)
+-- the devices: the backends but the cpu (opencl here; cuda too where it is available)
+local devices, quoted = {}, {}
+for _, be in ipairs(T.backends(true)) do
+  if be ~= "cpu" then devices[#devices + 1], quoted[#quoted + 1] = be, ("%q"):format(be) end
+end
+sf:write((solves:gsub("@DIR@", dir):gsub("@DEVICES@", table.concat(quoted, ", "))))
 sf:close()
 local runs = {}
 for np = 1, 3 do
@@ -161,8 +213,40 @@ for np = 1, 3 do
         np > 1 and tonumber(xb) > 0 and tonumber(xm) >= 1 and shown == "true"), "%d ranks: the "
         .. "apply's report counts the exchange: %s bytes, %s messages, shown %s", np,
         tostring(xb), tostring(xm), tostring(shown))
+  -- the packed exchange, every rank's: an apply moves its exchange's bytes each way (one
+  -- rank: none); a CG iteration reads at most the shared entries and four times the not-owned
+  -- ones (where one whole-vector read is local_ndofs entries; the host-staged exchange read
+  -- three a step)
+  for rank = 0, np - 1 do
+    local mf = io.open(("%s/moved_%d"):format(dir, rank))
+    local m = mf and mf:read("a") or ""
+    if mf then mf:close() end
+    for _, be in ipairs(devices) do
+      local rd, wr, xbytes, nloc = m:match("MOVED " .. be .. " (%d+) (%d+) (%d+) (%d+)")
+      check(rd and tonumber(rd) == tonumber(xbytes) and tonumber(wr) == tonumber(xbytes) and
+            (np == 1) == (xbytes == "0"), "%d ranks, rank %d: an apply on %s read %s bytes and "
+            .. "wrote %s, its exchange %s bytes (a whole vector: %d)", np, rank, be, tostring(rd),
+            tostring(wr), tostring(xbytes), 8 * (tonumber(nloc) or 0))
+      local sb, sm, want = m:match("SOLVED " .. be .. " (%d+) (%d+) (%d+)")
+      check(sb and sb == want and (np == 1) == (sm == "0"), "%d ranks, rank %d: a CG's report "
+            .. "on %s counts %s bytes of exchange in %s messages; its iterations' applies: %s",
+            np, rank, be, tostring(sb), tostring(sm), tostring(want))
+      for _, name in ipairs({"P1", "Q3", "elasticity"}) do
+        local per, send, notowned, nl = m:match("READ " .. name .. "%-" .. be .. " (%S+) (%d+) (%d+) (%d+)")
+        per, send, notowned, nl = tonumber(per), tonumber(send), tonumber(notowned), tonumber(nl)
+        check(per and per <= 8 * (send + 4 * notowned) + 1e-9 and per < 3 * 8 * nl and
+              (np > 1 or per == 0), "%d ranks, rank %d, %s on %s: a CG iteration read %s bytes "
+              .. "(entries sent %s, not owned %s, local %s)", np, rank, name, be, tostring(per),
+              tostring(send), tostring(notowned), tostring(nl))
+      end
+    end
+  end
   runs[np] = r
-  check(r.P1 and r.Q3 and r.newton and r.elasticity, "%d ranks: the solves ran: %s", np, o)
+  local ran = r.P1 and r.Q3 and r.newton and r.elasticity
+  for _, be in ipairs(devices) do
+    ran = ran and r["P1-" .. be] and r["Q3-" .. be] and r["elasticity-" .. be]
+  end
+  check(ran, "%d ranks: the solves ran: %s", np, o)
 end
 for np = 2, 3 do
   for name, one in pairs(runs[1]) do

@@ -1,0 +1,159 @@
+/* A split space's exchange on a device: fe_dist's index lists written once to each backend
+ * (and precision) a vector of the space lives on, the exchange module compiled there, and the
+ * two steps the host needs of a vector: its entries at a list, packed on the device and read
+ * (a few thousand values where the vector has millions), and the shared entries' sums, from
+ * the neighbours' shares written to the device. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/codegen/codegen.h"
+#include "engine/core/error.h"
+#include "engine/core/strbuf.h"
+#include "engine/parallel/exchange.h"
+#include "engine/perf/perf.h"
+
+enum { ITEMS = 256 }; /* entries a group */
+
+struct fe_dist_device {
+  const fe_dist *d;
+  fe_backend *be;
+  fe_precision prec;
+  fe_module *mod;
+  fe_kernel *gather, *sum;
+  fe_buffer send_at, not_at, shared_at, src_start, src_slot; /* d's lists */
+  fe_buffer packed;     /* a gather's values: max(nsend, 2 nnot) reals */
+  fe_buffer recv;       /* the neighbours' shares: nsend reals */
+  float *host;          /* single precision: the values on their way, max(nsend, 2 nnot) */
+};
+
+void fe_dist_device_free(fe_dist_device *v)
+{
+  if (!v) return;
+  const fe_backend_ops *ops = v->be->ops;
+  fe_buffer *bufs[] = {&v->send_at, &v->not_at, &v->shared_at, &v->src_start, &v->src_slot,
+                       &v->packed, &v->recv};
+  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+    if (bufs[i]->ptr) ops->release(v->be->impl, bufs[i]);
+  if (v->mod) ops->module_free(v->be->impl, v->mod);
+  free(v->host);
+  free(v);
+}
+
+/* n ints to a new buffer on v's backend (one int at least: no allocation of 0 bytes). */
+static int write_ints(fe_dist_device *v, const int *a, int n, fe_buffer *buf)
+{
+  FE_CHECK(v->be->ops->alloc(v->be->impl, sizeof(int) * ((size_t)n + 1), buf));
+  return n ? v->be->ops->write(v->be->impl, buf, 0, sizeof(int) * (size_t)n, a) : 0;
+}
+
+/* The exchange module on v's backend and precision, and its two kernels. */
+static int device_module(fe_dist_device *v)
+{
+  fe_strbuf b = {0};
+  fe_strbuf_printf(&b, "/* felab's exchange of a split space, %s backend, %s precision */\n"
+                   "#define FE_DOUBLE %d\n#define FE_COLORED 0\n", v->be->name,
+                   fe_precision_name(v->prec), v->prec == FE_DOUBLE);
+  fe_strbuf_append(&b, v->be->ops->preamble(v->be->impl, v->prec));
+  fe_strbuf_append(&b, fe_kernel_template("exchange"));
+  char *src;
+  FE_CHECK(fe_strbuf_finish(&b, &src));
+  double s;
+  int cached;
+  int rc = fe_compile(v->be, src, &v->mod, &s, &cached);
+  free(src);
+  FE_CHECK(rc);
+  FE_CHECK(v->be->ops->kernel(v->be->impl, v->mod, "fe_dist_gather", &v->gather));
+  return v->be->ops->kernel(v->be->impl, v->mod, "fe_dist_sum", &v->sum);
+}
+
+static int device_make(const fe_dist *d, fe_backend *be, fe_precision prec, fe_dist_device *v)
+{
+  *v = (fe_dist_device){.d = d, .be = be, .prec = prec};
+  const size_t w = fe_precision_size(prec);
+  const int most = d->nsend > 2 * d->nnot ? d->nsend : 2 * d->nnot;
+  FE_CHECK(device_module(v));
+  FE_CHECK(write_ints(v, d->send_at, d->nsend, &v->send_at));
+  FE_CHECK(write_ints(v, d->not_at, d->nnot, &v->not_at));
+  FE_CHECK(write_ints(v, d->shared_at, d->nshared, &v->shared_at));
+  FE_CHECK(write_ints(v, d->src_start, d->nshared + 1, &v->src_start));
+  FE_CHECK(write_ints(v, d->src_slot, d->src_start[d->nshared], &v->src_slot));
+  FE_CHECK(be->ops->alloc(be->impl, w * ((size_t)most + 1), &v->packed));
+  FE_CHECK(be->ops->alloc(be->impl, w * ((size_t)d->nsend + 1), &v->recv));
+  if (prec == FE_FLOAT) FE_MALLOC(v->host, (size_t)most + 1, "the exchange's host values");
+  return 0;
+}
+
+int fe_dist_device_get(const fe_dist *d, fe_backend *be, fe_precision prec, fe_dist_device **dev)
+{
+  int i = 0;
+  for (; i < FE_DIST_DEVICES && d->dev[i]; i++)
+    if (d->dev[i]->be == be && d->dev[i]->prec == prec) {
+      *dev = d->dev[i];
+      return 0;
+    }
+  FE_ASSERT(i < FE_DIST_DEVICES, FE_ERR_INTERNAL, "a split space's vectors on more than %d "
+            "backends and precisions", FE_DIST_DEVICES);
+  fe_dist_device *v;
+  FE_CALLOC(v, 1, "a split space's exchange on a device");
+  int rc = device_make(d, be, prec, v);
+  if (rc) {
+    fe_dist_device_free(v);
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
+  d->dev[i] = *dev = v;
+  return 0;
+}
+
+/* Launch k over n entries (nothing where n is 0) with its arguments after (ngroups, n, items). */
+static int launch(fe_dist_device *v, fe_kernel *k, int n, int nargs, const fe_arg *rest)
+{
+  if (!n) return 0;
+  const int ng = (n + ITEMS - 1) / ITEMS;
+  fe_arg args[8] = {{.kind = FE_ARG_INT, .i = ng}, {.kind = FE_ARG_INT, .i = n},
+                    {.kind = FE_ARG_INT, .i = ITEMS}};
+  memcpy(args + 3, rest, sizeof(fe_arg) * (size_t)nargs);
+  size_t gs = ITEMS > v->be->info.max_group ? v->be->info.max_group : ITEMS;
+  return v->be->ops->launch(v->be->impl, k, (size_t)ng, gs, 3 + nargs, args, v->prec, NULL);
+}
+
+int fe_dist_device_gather(fe_dist_device *v, fe_dist_list list, const fe_vector *x,
+                          const fe_vector *y, double *out)
+{
+  FE_ASSERT(x->be == v->be && x->prec == v->prec && (!y || (y->be == v->be && y->prec == v->prec)),
+            FE_ERR_INTERNAL, "an exchange's gather of a vector on another backend or precision");
+  const int n = list == FE_DIST_SEND ? v->d->nsend : v->d->nnot, m = y ? 2 * n : n;
+  if (!n) return 0;
+  const fe_arg args[5] = {
+      {.kind = FE_ARG_BUFFER, .buf = list == FE_DIST_SEND ? &v->send_at : &v->not_at},
+      {.kind = FE_ARG_BUFFER, .buf = &x->buf},
+      {.kind = FE_ARG_BUFFER, .buf = y ? &y->buf : &x->buf},
+      {.kind = FE_ARG_INT, .i = y != NULL},
+      {.kind = FE_ARG_BUFFER, .buf = &v->packed}};
+  FE_CHECK(launch(v, v->gather, n, 5, args));
+  /* the read waits for the gather (in the queue's order) */
+  if (v->prec == FE_DOUBLE)
+    return v->be->ops->read(v->be->impl, &v->packed, 0, sizeof(double) * (size_t)m, out);
+  FE_CHECK(v->be->ops->read(v->be->impl, &v->packed, 0, sizeof(float) * (size_t)m, v->host));
+  for (int k = 0; k < m; k++) out[k] = v->host[k];
+  return 0;
+}
+
+int fe_dist_device_sum(fe_dist_device *v, const double *recv, fe_vector *y)
+{
+  FE_ASSERT(y->be == v->be && y->prec == v->prec, FE_ERR_INTERNAL, "an exchange's sum into a "
+            "vector on another backend or precision");
+  const fe_dist *d = v->d;
+  if (!d->nsend) return 0;
+  if (v->prec == FE_DOUBLE) {
+    FE_CHECK(v->be->ops->write(v->be->impl, &v->recv, 0, sizeof(double) * (size_t)d->nsend, recv));
+  } else {
+    for (int k = 0; k < d->nsend; k++) v->host[k] = (float)recv[k]; /* floats sent: exact */
+    FE_CHECK(v->be->ops->write(v->be->impl, &v->recv, 0, sizeof(float) * (size_t)d->nsend,
+                               v->host));
+  }
+  const fe_arg args[5] = {
+      {.kind = FE_ARG_BUFFER, .buf = &v->shared_at}, {.kind = FE_ARG_BUFFER, .buf = &v->src_start},
+      {.kind = FE_ARG_BUFFER, .buf = &v->src_slot},  {.kind = FE_ARG_BUFFER, .buf = &v->recv},
+      {.kind = FE_ARG_BUFFER, .buf = &y->buf}};
+  return launch(v, v->sum, d->nshared, 5, args);
+}
