@@ -82,6 +82,9 @@ typedef struct fe_device_info {
   int measured_defaults; /* the strategies' defaults measured with cuda on NVIDIA's GPUs
                         * (docs/benchmarks.md) hold here: cuda 1; 0 elsewhere, NVIDIA's OpenCL
                         * included (its compiler was never measured) */
+  size_t constant_tables; /* the bytes a program's __constant tables may take (OpenCL on a GPU:
+                        * its constant memory, 64 KB on NVIDIA's, past which its compiler
+                        * fails); 0: no bound (cuda's tables are global memory, a CPU's plain) */
   int cpu_calibration; /* device.calibrate measures the host CPU's own ceilings too: the SIMD
                         * rate against the lanes, llvm-mca's cycle, a sparse matrix's rows
                         * (calibrate.knl's FE_CPU kernels). cpu 1; cuda and OpenCL 0 (PoCL too) */

@@ -9,6 +9,10 @@
 #   lib/openmpi3/   the OpenMPI plugins a singleton MPI_Init opens (found by running one
 #                   with the settings of amg.c's mpi_start, under LD_DEBUG=files), and theirs
 #   share/openmpi/  OpenMPI's help texts (its error messages)
+#   bin/mpirun      OpenMPI's launcher (orterun) behind a script that points it, and the ranks
+#                   it starts, at this folder's libraries and plugins (issue 48: felab on
+#                   several ranks there); lib/openmpi3 and lib/pmix then also hold the plugins
+#                   `mpirun -np 2` of an MPI program opens (found the same way)
 # Each library's run path is set to its own folder ($ORIGIN, with patchelf), so one library
 # finds the next wherever the folder lands; `make gpu` links felab against it with a run path
 # relative to the binary, and amg.c points OpenMPI at lib/openmpi3 and share/openmpi when it
@@ -41,20 +45,29 @@ cc -isystem /usr/include/hypre -isystem "$MPI_INC" -o "$TMP/probe" "$TMP/probe.c
   $(pkg-config --libs ompi-c)
 OMPI_MCA_ess_singleton_isolated=1 OMPI_MCA_btl=self OMPI_MCA_pml=ob1 LD_DEBUG=files \
   "$TMP/probe" 2> "$TMP/loads"
-PLUGINS=$(sed -n 's|.*file=\([^ ]*/openmpi3/mca_[a-z0-9_]*\.so\).*|\1|p' "$TMP/loads" | sort -u)
+# and the probe on two ranks under mpirun: what the launcher and its ranks open (but the
+# components of fabrics the GPU machine has not: psm, psm2, ofi)
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader \
+  OMPI_MCA_pml=ob1 OMPI_MCA_mtl=^psm,psm2,ofi LD_DEBUG=files \
+  mpirun -np 2 --oversubscribe "$TMP/probe" 2>> "$TMP/loads" > /dev/null
+PLUGINS=$(sed -n 's|.*file=\([^ ]*/openmpi3/mca_[a-z0-9_]*\.so\).*|\1|p' "$TMP/loads" |
+  grep -Ev 'mca_(mtl|pml_cm)' | sort -u)
+PMIX_PLUGINS=$(sed -n 's|.*file=\([^ ]*/pmix_mca_[a-z0-9_]*\.so\).*|\1|p' "$TMP/loads" | sort -u)
+ORTERUN=$(readlink -f "$(command -v mpirun)")
 [ -n "$PLUGINS" ] || { echo "gpu-hypre: the MPI probe opened no OpenMPI plugin" >&2; exit 1; }
 HYPRE_SO=$(ldd "$TMP/probe" | awk '/libHYPRE/ {print $3}')
 MPI_SO=$(ldd "$TMP/probe" | awk '/libmpi\.so/ {print $3}')
 
 rm -rf "$DEST"
-mkdir -p "$DEST/include/hypre" "$DEST/lib/openmpi3" "$DEST/share/openmpi"
+mkdir -p "$DEST/include/hypre" "$DEST/lib/openmpi3" "$DEST/lib/pmix" "$DEST/share/openmpi" \
+  "$DEST/bin"
 cp /usr/include/hypre/*.h "$DEST/include/hypre/"
 cp "$MPI_INC/mpi.h" "$MPI_INC/mpi_portable_platform.h" "$DEST/include/"
 [ -d /usr/share/openmpi ] && cp /usr/share/openmpi/help-*.txt "$DEST/share/openmpi/"
 
 # lib/: the two libraries and what they and the plugins need, under their sonames.
 SYSTEM='^(ld-linux.*|linux-vdso.*|libc|libm|libdl|libpthread|librt|libresolv|libutil|libstdc\+\+|libgcc_s|libgomp)\.so'
-for f in $HYPRE_SO $MPI_SO $PLUGINS; do ldd "$f"; done | awk '/=>/ {print $1, $3}' | sort -u |
+for f in $HYPRE_SO $MPI_SO $PLUGINS $PMIX_PLUGINS $ORTERUN; do ldd "$f"; done | awk '/=>/ {print $1, $3}' | sort -u |
   while read -r name path; do
     echo "$name" | grep -Eq "$SYSTEM" && continue
     [ -f "$DEST/lib/$name" ] || cp -L "$path" "$DEST/lib/$name"
@@ -62,15 +75,35 @@ for f in $HYPRE_SO $MPI_SO $PLUGINS; do ldd "$f"; done | awk '/=>/ {print $1, $3
 cp -L "$HYPRE_SO" "$DEST/lib/$(basename "$HYPRE_SO")"
 cp -L "$MPI_SO" "$DEST/lib/$(basename "$MPI_SO")"
 for p in $PLUGINS; do cp -L "$p" "$DEST/lib/openmpi3/"; done
-chmod u+w "$DEST"/lib/*.so* "$DEST"/lib/openmpi3/*.so
+for p in $PMIX_PLUGINS; do cp -L "$p" "$DEST/lib/pmix/"; done
+cp -L "$ORTERUN" "$DEST/bin/orterun"
+chmod u+w "$DEST"/lib/*.so* "$DEST"/lib/openmpi3/*.so "$DEST"/bin/orterun
 # shellcheck disable=SC2016 # $ORIGIN is for the dynamic loader, not the shell
 for f in "$DEST"/lib/*.so*; do patchelf --set-rpath '$ORIGIN' "$f"; done
 # shellcheck disable=SC2016
-for f in "$DEST"/lib/openmpi3/*.so; do patchelf --set-rpath '$ORIGIN/..' "$f"; done
+for f in "$DEST"/lib/openmpi3/*.so "$DEST"/lib/pmix/*.so "$DEST"/bin/orterun; do
+  patchelf --set-rpath '$ORIGIN/..:$ORIGIN/../lib' "$f"
+done
+# mpirun: the launcher with OpenMPI's and PMIx's paths set to the folder (the ranks inherit
+# them), shared memory between the ranks, as root where the machine runs so
+cat > "$DEST/bin/mpirun" << 'EOF'
+#!/bin/sh
+D=$(cd "$(dirname "$0")/.." && pwd)
+export OPAL_PREFIX="$D" OPAL_PKGDATADIR="$D/share/openmpi"
+export OMPI_MCA_mca_base_component_path="$D/lib/openmpi3"
+export PMIX_MCA_mca_base_component_path="$D/lib/pmix" PMIX_INSTALL_PREFIX="$D"
+export OMPI_MCA_pml="${OMPI_MCA_pml:-ob1}" OMPI_MCA_btl="${OMPI_MCA_btl:-self,vader}"
+export OMPI_MCA_mtl="${OMPI_MCA_mtl:-^psm,psm2,ofi}"
+export LD_LIBRARY_PATH="$D/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+exec "$D/bin/orterun" "$@"
+EOF
+chmod +x "$DEST/bin/mpirun"
 
 # Every library of the closure resolves inside the folder (or is a system one).
-missing=$(for f in "$DEST"/lib/*.so* "$DEST"/lib/openmpi3/*.so; do ldd "$f"; done |
-  awk '/=>/ {print $1, $3}' | sort -u | grep -Ev "$SYSTEM" | grep -v " $DEST/lib/" || true)
+missing=$(for f in "$DEST"/lib/*.so* "$DEST"/lib/openmpi3/*.so "$DEST"/lib/pmix/*.so \
+  "$DEST"/bin/orterun; do ldd "$f"; done |
+  awk '/=>/ {print $1, $3}' | sort -u | grep -Ev "$SYSTEM" | grep -v " $DEST/" || true)
 [ -z "$missing" ] || { echo "gpu-hypre: resolved outside $DEST:" >&2; echo "$missing" >&2; exit 1; }
 echo "gpu-hypre: $DEST: $(find "$DEST/lib" -maxdepth 1 -name '*.so*' | wc -l) libraries, $(echo "$PLUGINS" | wc -l)" \
   "OpenMPI plugins, $(du -sh "$DEST" | cut -f1)"

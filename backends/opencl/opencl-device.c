@@ -299,6 +299,7 @@ int opencl_open(int device, void **impl)
   cl->constant_limit = cl->info.is_gpu && cl->max_constant ? cl->max_constant : SIZE_MAX;
   if (constant_env != SIZE_MAX && constant_env <= cl->constant_limit)
     cl->constant_limit = constant_env, cl->constant_env = 1;
+  cl->info.constant_tables = cl->constant_limit == SIZE_MAX ? 0 : cl->constant_limit;
 
   cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)cl->platform, 0};
   cl->context = clCreateContext(props, 1, &cl->device, NULL, NULL, &err);

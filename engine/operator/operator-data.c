@@ -27,6 +27,23 @@ size_t fe_shared_limit(const fe_backend *be)
   return be->info.stack_shared ? be->info.stack_shared : be->info.local_mem;
 }
 
+int fe_dense_tables_fit(const fe_operator *A, const fe_backend *be, fe_precision prec, char *why,
+                        size_t n)
+{
+  const size_t limit = be->info.constant_tables;
+  const int nb = A->V->elem.nbasis, dim = A->V->elem.dim;
+  size_t most = 0;
+  for (int a = 0; a < FE_NACTIONS; a++) { /* B, D and W of the action's rule */
+    const size_t nq = (size_t)A->quad[a].npoints;
+    const size_t bytes = (nq * (size_t)nb * (size_t)(1 + dim) + nq) * fe_precision_size(prec);
+    if (bytes > most) most = bytes;
+  }
+  if (!limit || most <= limit) return 0;
+  snprintf(why, n, "its tables of %s (B, D, W: %zu bytes) exceed %s's constant memory (%zu "
+           "bytes)", A->V->name, most, be->info.name, limit);
+  return 1;
+}
+
 size_t fe_padded_cells(const fe_operator *A, int block)
 {
   size_t n = (size_t)A->V->mesh->ncells;

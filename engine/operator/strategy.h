@@ -239,6 +239,11 @@ void fe_realization_action_spec(const fe_realization *r, fe_action a, fe_kernel_
 /* Upload n doubles as reals of r's precision, or n ints, into a new buffer. */
 int fe_upload_reals(fe_backend *be, fe_precision prec, const double *v, size_t n, fe_buffer *buf);
 int fe_upload_ints(fe_backend *be, const int *v, size_t n, fe_buffer *buf);
+/* 0 where the dense tables a kernel of A embeds (B, D, W of each action's rule: transpose,
+ * patch, the element matrices) fit be's constant memory (be->info.constant_tables), else 1
+ * with why. */
+int fe_dense_tables_fit(const fe_operator *A, const fe_backend *be, fe_precision prec, char *why,
+                        size_t n);
 /* The most shared memory a work group may use on be (the cpu: 512 KiB of stack). */
 size_t fe_shared_limit(const fe_backend *be);
 /* Group g's schedule over the cells (fills ngroups, ncolors, color_start, groups), then the

@@ -209,6 +209,7 @@ for np = 1, 3 do
   r.twoscale = o:match("twoscale (%a+)")
   r.AMG = {o:match("AMG (%d+) (%S+)")}
   local xb, xm, shown = o:match("EXCHANGE (%d+) (%d+) (%a+)")
+  if not xb then print(("the %d ranks' output:\n%s"):format(np, o)) end
   check(xb and (np == 1 and xb == "0" and xm == "0" and shown == "false" or
         np > 1 and tonumber(xb) > 0 and tonumber(xm) >= 1 and shown == "true"), "%d ranks: the "
         .. "apply's report counts the exchange: %s bytes, %s messages, shown %s", np,

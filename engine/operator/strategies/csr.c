@@ -23,7 +23,7 @@ typedef struct csr_data {
 int fe_stored_matrix_applies(const fe_operator *A, const fe_backend *be, fe_precision prec,
                              char *why, size_t n)
 {
-  (void)be;
+  if (fe_dense_tables_fit(A, be, prec, why, n)) return 1;
   fe_kernel_spec s = {.V = A->V, .pde = A->pde, .quad = &A->quad[FE_ACTION_APPLY],
                       .action = FE_ACTION_APPLY, .prec = prec};
   if (fe_codegen_needs(&s).need_u) {

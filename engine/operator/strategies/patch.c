@@ -182,6 +182,7 @@ static int patch_applies(const fe_operator *A, const fe_backend *be, fe_precisio
   const int nb = V->elem.nbasis, lanes = default_lanes(be, prec);
   const double places = (double)((nb + lanes - 1) / lanes * lanes);
   const double need = patch_shared_bytes(V, prec, nb, places, 0);
+  if (fe_dense_tables_fit(A, be, prec, why, n)) return 1;
   if (nb > FE_PATCH_MAX_NODES || places > FE_PATCH_MAX_PLACES) {
     snprintf(why, n, "a patch of one cell of %s files %d contributions, more than the %d "
              "places a patch's words name", V->name, nb, FE_PATCH_MAX_PLACES);

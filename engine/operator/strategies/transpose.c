@@ -30,8 +30,7 @@ static int imax(int a, int b) { return a > b ? a : b; }
 static int transpose_applies(const fe_operator *A, const fe_backend *be, fe_precision prec,
                              char *why, size_t n)
 {
-  (void)A, (void)be, (void)prec, (void)why, (void)n;
-  return 0; /* every cell, order and physics */
+  return fe_dense_tables_fit(A, be, prec, why, n); /* every cell, order and physics */
 }
 
 /* Shared (local) memory one cell of a work group needs: its state and direction values, its
