@@ -99,7 +99,7 @@ check(rc ~= 0, "prompt: piped input with errors exits nonzero (%s)", tostring(rc
 -- ranks give the same iterations (+-1) and solutions (norms and L2 norms to 1e-10): P1 and
 -- Q3 on distorted boxes with a coefficient of x, P2 on a Gmsh mesh with regions (when the
 -- SDK is here), Chebyshev, BiCGStab, GMRES, a Newton p-Laplacian, elasticity; amg (hypre's
--- parallel BoomerAMG) within 30% of one rank's iterations; twoscale refused with the reason.
+-- parallel BoomerAMG) within 15% of one rank's iterations; twoscale refused with the reason.
 -- P1, Q3 and elasticity also on the devices (opencl: PoCL here; cuda where it is available),
 -- where the exchange is packed on the device (engine/parallel/exchange.c): an apply reads and
 -- writes only its shared entries (the exchange's bytes, not the vector's), a CG iteration
@@ -261,9 +261,11 @@ for np = 2, 3 do
   end
   check(runs[np].twoscale == "refused", "%d ranks: twoscale on a split space: %s", np,
         tostring(runs[np].twoscale))
-  -- amg: hypre's parallel BoomerAMG (its l1 Gauss-Seidel per rank: a few more iterations)
+  -- amg: hypre's parallel BoomerAMG (its l1 Gauss-Seidel per rank: a few more iterations),
+  -- within the issue's 15% of one rank's
   local a1, an = runs[1].AMG, runs[np].AMG
-  check(a1[1] and an[1] and tonumber(an[1]) <= 1.3 * tonumber(a1[1]) + 1 and
+  local i1, i_n = tonumber(a1[1]), tonumber(an[1])
+  check(i1 and i_n and math.abs(i_n - i1) <= 0.15 * i1 and
         math.abs(tonumber(an[2]) - tonumber(a1[2])) <= 1e-8 * tonumber(a1[2]), "amg on %d ranks: "
         .. "%s iterations, |u| %s; one rank: %s, %s", np, tostring(an[1]), tostring(an[2]),
         tostring(a1[1]), tostring(a1[2]))
