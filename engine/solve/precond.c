@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "engine/core/error.h"
-#include "engine/parallel/dist.h"
 #include "engine/solve/precond/units.h"
 
 static const fe_precond_kind *const kinds[] = {
@@ -68,12 +67,6 @@ int fe_precond_create(fe_operator *A, const fe_vector *at, const fe_action_opts 
     fe_precond_names(names, sizeof names);
     FE_ERROR(FE_ERR_ARG, "unknown preconditioner '%s' (%s)", name, names);
   }
-  /* a space split over mpirun's ranks: the units built of actions and vector operations
-   * (none, jacobi, chebyshev) sum and reduce over the ranks; amg and twoscale hold a matrix
-   * of one rank's cells */
-  FE_ASSERT(!fe_operator_space(A)->dist || strcmp(kind->name, "twoscale"), FE_ERR_UNAVAILABLE,
-            "pc = \"%s\" does not run on a space split over %d ranks yet: use amg, jacobi or "
-            "chebyshev", kind->name, ((const fe_dist *)fe_operator_space(A)->dist)->size);
   fe_precond *P = calloc(1, sizeof *P);
   if (!P) FE_ERROR(FE_ERR_MEM, "out of host memory for a preconditioner");
   P->kind = kind;

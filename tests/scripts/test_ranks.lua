@@ -99,7 +99,8 @@ check(rc ~= 0, "prompt: piped input with errors exits nonzero (%s)", tostring(rc
 -- ranks give the same iterations (+-1) and solutions (norms and L2 norms to 1e-10): P1 and
 -- Q3 on distorted boxes with a coefficient of x, P2 on a Gmsh mesh with regions (when the
 -- SDK is here), Chebyshev, BiCGStab, GMRES, a Newton p-Laplacian, elasticity; amg (hypre's
--- parallel BoomerAMG) within 15% of one rank's iterations; twoscale refused with the reason.
+-- parallel BoomerAMG) within 15% of one rank's iterations; twoscale within 30% (its
+-- subdomains end at the ranks' interface), the same solution.
 -- P1, Q3 and elasticity also on the devices (opencl: PoCL here; cuda where it is available),
 -- where the exchange is packed on the device (engine/parallel/exchange.c): an apply reads and
 -- writes only its shared entries (the exchange's bytes, not the vector's), a CG iteration
@@ -185,9 +186,12 @@ out[#out + 1] = ("RESULT integral 1 %.15g 0"):format(fe.integral(fe.space(m, "P2
 local okamg, ua, ia = pcall(solve.cg, P1, {pc = "amg", cycle_on = "host", rtol = 1e-10})
 out[#out + 1] = okamg and ("AMG %d %.15g"):format(ia.iterations, ua:norm()) or "AMG error " .. tostring(ua)
 local Q = fe.operator(fe.space(h, "Q3"), physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
-local okts, err = pcall(solve.cg, Q, {pc = "twoscale"})
-out[#out + 1] = "twoscale " .. (mpi.size == 1 and "one" or tostring(err):match("does not run on a "
-                .. "space split over %d ranks") and "refused" or tostring(err))
+local ht = mesh.box{cells = {6, 6, 6}, cell = "hex", distort = 0.2}
+local Qt = fe.operator(fe.space(ht, "Q3"), physics.poisson{kappa = "1 + x[0]", source = 1},
+                       {dirichlet = "all"})
+local okts, ut, it = pcall(solve.cg, Qt, {pc = "twoscale", rtol = 1e-10})
+out[#out + 1] = okts and ("TWOSCALE %d %.15g"):format(it.iterations, ut:norm())
+                or "TWOSCALE error " .. tostring(ut)
 print(table.concat(out, "\n"))
 local mf = io.open(("@DIR@/moved_%d"):format(mpi.rank), "w")
 mf:write(table.concat(moved, "\n"), "\n")
@@ -206,7 +210,7 @@ for np = 1, 3 do
   local o = run(np, "'" .. dir .. "/solves.lua'")
   local r = {}
   for name, its, a, b in o:gmatch("RESULT (%S+) (%d+) (%S+) (%S+)") do r[name] = {tonumber(its), tonumber(a), tonumber(b)} end
-  r.twoscale = o:match("twoscale (%a+)")
+  r.TWOSCALE = {o:match("TWOSCALE (%d+) (%S+)")}
   r.AMG = {o:match("AMG (%d+) (%S+)")}
   local xb, xm, shown = o:match("EXCHANGE (%d+) (%d+) (%a+)")
   if not xb then print(("the %d ranks' output:\n%s"):format(np, o)) end
@@ -251,7 +255,7 @@ for np = 1, 3 do
 end
 for np = 2, 3 do
   for name, one in pairs(runs[1]) do
-    if type(one) == "table" and name ~= "AMG" then
+    if type(one) == "table" and name ~= "AMG" and name ~= "TWOSCALE" then
       local many = runs[np][name]
       check(many and math.abs(many[1] - one[1]) <= 1 and math.abs(many[2] - one[2]) <= 1e-10 * one[2]
             and math.abs(many[3] - one[3]) <= 1e-10 * math.max(one[3], 1e-300), "%s on %d ranks: "
@@ -259,8 +263,15 @@ for np = 2, 3 do
             many and many[1], many and many[2], many and many[3], one[1], one[2], one[3])
     end
   end
-  check(runs[np].twoscale == "refused", "%d ranks: twoscale on a split space: %s", np,
-        tostring(runs[np].twoscale))
+  -- twoscale: each rank's subdomains end at the faces between two ranks' cells (their far
+  -- layer another rank's), so a few more iterations on so small a mesh (Q3 on 6^3 cells: 31,
+  -- then 39 on 2 and 3 ranks); the same solution
+  local t1, tn = runs[1].TWOSCALE, runs[np].TWOSCALE
+  local j1, jn = tonumber(t1[1]), tonumber(tn[1])
+  check(j1 and jn and jn <= 1.3 * j1 and
+        math.abs(tonumber(tn[2]) - tonumber(t1[2])) <= 1e-8 * tonumber(t1[2]), "twoscale on %d "
+        .. "ranks: %s iterations, |u| %s; one rank: %s, %s", np, tostring(tn[1]),
+        tostring(tn[2]), tostring(t1[1]), tostring(t1[2]))
   -- amg: hypre's parallel BoomerAMG (its l1 Gauss-Seidel per rank: a few more iterations),
   -- within the issue's 15% of one rank's
   local a1, an = runs[1].AMG, runs[np].AMG

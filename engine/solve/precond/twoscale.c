@@ -27,7 +27,15 @@
  * host while the device runs the fine kernel, as in the paper's section 5.3.
  *
  * Constrained rows are the identity's (as the operator's): z_i = r_i there, and neither
- * scale reads or writes them. */
+ * scale reads or writes them.
+ *
+ * On a space split over mpirun's ranks (engine/parallel/dist.c) each rank holds its cells'
+ * subdomains: a face between two ranks' cells ends a subdomain as a free face does (its
+ * neighbour's nodes are another rank's), so the fine scale differs from one rank's at the
+ * ranks' interface; the boxes' weights and the nodes' masses are summed over the ranks that
+ * hold a node; the coarse space is Q1 split the same way (its amg hypre's parallel
+ * BoomerAMG), the restricted residual summed over the ranks at the shared vertices, and z
+ * (both scales, each rank's cells) at the shared nodes. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +48,7 @@
 #include "engine/fem/quadrature.h"
 #include "engine/operator/strategy.h"
 #include "engine/core/strbuf.h"
+#include "engine/parallel/dist.h"
 
 #define TS_ROWS 128 /* constrained rows, vertices or nodes per work group */
 
@@ -96,6 +105,24 @@ static int twoscale_serves(const fe_space *V)
   return 0;
 }
 
+/* On a split space: the host array a (one value a node of V) summed over the ranks that hold
+ * each node (their cells' parts); else nothing. */
+static int ranks_sum(const fe_space *V, double *a)
+{
+  const fe_dist *d = V->dist;
+  if (!d || d->size == 1) return 0;
+  fe_backend *cpu;
+  fe_vector *v = NULL;
+  FE_CHECK(fe_backend_get("cpu", &cpu));
+  int rc = fe_vector_create(cpu, FE_DOUBLE, V->nnodes, &v);
+  if (!rc) rc = fe_vector_set(v, a);
+  if (!rc) rc = fe_dist_sum(d, v, NULL, NULL);
+  if (!rc) rc = fe_vector_get(v, a);
+  fe_vector_free(v);
+  FE_CHECK(rc);
+  return 0;
+}
+
 /* ---- the fine scale ---- */
 
 /* The box weights of every cell, kappa_s (h_y h_z / (2 h_x), h_x h_z / (2 h_y),
@@ -141,6 +168,7 @@ static int fine_weights(fe_precond *P, double **out)
       }
       model[g] = s;
     }
+    rc = ranks_sum(V, model); /* a shared node's cells on every rank */
   }
   int bad = nc; /* the first cell whose kappa is not positive */
   if (!rc) {
@@ -296,6 +324,11 @@ static int coarse_shares(const twoscale *ts, const fe_space *V, double *share)
       s += share[(size_t)adj->cells[t] * nb + adj->lex[t]];
     mass[g] = s;
   }
+  int rc = ranks_sum(V, mass); /* a shared node's cells on every rank */
+  if (rc) {
+    free(mass);
+    return fe_error_push(rc, __FILE__, __LINE__, __func__);
+  }
 #pragma omp parallel for schedule(static)
   for (int c = 0; c < nc; c++)
     for (int l = 0; l < nb; l++) {
@@ -387,7 +420,18 @@ static int coarse_setup(fe_precond *P)
   const fe_mesh *m = V->mesh;
   int nc = m->ncells, n = V->elem.order, p1 = n + 1, nb = V->elem.nbasis, nv = m->nvertices;
   double t0 = fe_clock();
-  FE_CHECK(fe_space_create(m, "Q1", &ts->V1));
+  const fe_dist *d = V->dist;
+  if (d && d->size > 1) { /* Q1 split as V is: the same cells on this rank, checked below */
+    fe_space_opts q1 = {.family = 'Q', .order = 1, .ncomp = 1, .kind = FE_NODES_GLL};
+    FE_CHECK(fe_space_create_dist(d->whole->mesh, &q1, &ts->V1));
+    const fe_dist *d1 = ts->V1->dist;
+    int same = d1->mesh->ncells == nc && d1->mesh->nvertices == nv;
+    for (int c = 0; same && c < nc; c++) same = d1->cells[c] == d->cells[c];
+    FE_ASSERT(same, FE_ERR_INTERNAL, "twoscale: rank %d's coarse cells are not its fine ones "
+              "(the partition differs between the two spaces)", d->rank);
+  } else {
+    FE_CHECK(fe_space_create(m, "Q1", &ts->V1));
+  }
   FE_CHECK(fe_operator_create(ts->V1, P->A->pde, NULL, 0, 0.0, &ts->A1));
   /* constrained: the vertices constrained in the fine space (vertex v is node v of both
    * spaces); written before any realization of A1 exists, as fe_operator_transpose does */
@@ -499,6 +543,8 @@ static int coarse_restrict(twoscale *ts, const fe_space *V, const fe_vector *r)
   };
   FE_CHECK(ts->be->ops->launch(ts->be->impl, ts->restrict_vertices, (size_t)ng, TS_ROWS, 6, b,
                                ts->prec, NULL));
+  /* a shared vertex's cells on every rank */
+  if (ts->V1->dist) FE_CHECK(fe_dist_sum(ts->V1->dist, ts->Rd, NULL, NULL));
   return ts->on_device ? 0 : fe_vector_get(ts->Rd, ts->R);
 }
 
@@ -649,6 +695,7 @@ static int twoscale_apply(fe_precond *P, const fe_vector *r, fe_vector *z)
   FE_CHECK(fe_vector_fill(z, 0));
   if (ts->fine) FE_CHECK(fine_apply(ts, V->mesh->ncells, r, z));
   if (ts->coarse) FE_CHECK(coarse_correct(ts, V, z));
+  if (V->dist) FE_CHECK(fe_dist_sum(V->dist, z, NULL, NULL)); /* every rank's cells at a node */
   int ndir = P->A->ndir;
   if (ndir == 0) return 0;
   int ng = (ndir + TS_ROWS - 1) / TS_ROWS;
