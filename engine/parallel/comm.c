@@ -87,14 +87,21 @@ int fe_comm_max_double(double *v, int n) { return allreduce(v, n, MPI_DOUBLE, MP
 int fe_comm_exchange(int nnb, const int *ranks, const int *counts, const double *send,
                      double *recv)
 {
+  return fe_comm_exchange_v(nnb, ranks, counts, send, counts, recv);
+}
+
+int fe_comm_exchange_v(int nnb, const int *ranks, const int *scounts, const double *send,
+                       const int *rcounts, double *recv)
+{
   if (!nnb) return 0;
   MPI_Request *req = malloc(sizeof(MPI_Request) * 2 * (size_t)nnb);
   FE_ASSERT(req, FE_ERR_MEM, "out of memory for %d neighbours' requests", nnb);
-  size_t off = 0;
+  size_t soff = 0, roff = 0;
   for (int k = 0; k < nnb; k++) {
-    MPI_Irecv(recv + off, counts[k], MPI_DOUBLE, ranks[k], 48, MPI_COMM_WORLD, &req[k]);
-    MPI_Isend(send + off, counts[k], MPI_DOUBLE, ranks[k], 48, MPI_COMM_WORLD, &req[nnb + k]);
-    off += (size_t)counts[k];
+    MPI_Irecv(recv + roff, rcounts[k], MPI_DOUBLE, ranks[k], 48, MPI_COMM_WORLD, &req[k]);
+    MPI_Isend(send + soff, scounts[k], MPI_DOUBLE, ranks[k], 48, MPI_COMM_WORLD, &req[nnb + k]);
+    soff += (size_t)scounts[k];
+    roff += (size_t)rcounts[k];
   }
   int rc = MPI_Waitall(2 * nnb, req, MPI_STATUSES_IGNORE);
   free(req);
@@ -157,7 +164,12 @@ int fe_comm_max_double(double *v, int n) { (void)v, (void)n; return 0; }
 int fe_comm_exchange(int nnb, const int *ranks, const int *counts, const double *send,
                      double *recv)
 {
-  (void)ranks, (void)counts, (void)send, (void)recv;
+  return fe_comm_exchange_v(nnb, ranks, counts, send, counts, recv);
+}
+int fe_comm_exchange_v(int nnb, const int *ranks, const int *scounts, const double *send,
+                       const int *rcounts, double *recv)
+{
+  (void)ranks, (void)scounts, (void)send, (void)rcounts, (void)recv;
   FE_ASSERT(nnb == 0, FE_ERR_UNAVAILABLE, "an exchange with %d ranks, but felab was built "
             "without MPI", nnb);
   return 0;

@@ -27,6 +27,9 @@ int fe_comm_max_double(double *v, int n);
  * another, in k's order) and sends as many into recv's block k. */
 int fe_comm_exchange(int nnb, const int *ranks, const int *counts, const double *send,
                      double *recv);
+/* The same with counts of each way: scounts[k] doubles to ranks[k], rcounts[k] from it. */
+int fe_comm_exchange_v(int nnb, const int *ranks, const int *scounts, const double *send,
+                       const int *rcounts, double *recv);
 int fe_comm_barrier(void);
 /* A string from root to all (*s malloc'd on the others; NULL travels as NULL). */
 int fe_comm_bcast_string(char **s, int root);

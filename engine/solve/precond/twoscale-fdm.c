@@ -29,7 +29,6 @@
 #include <string.h>
 
 #include "engine/core/error.h"
-#include "engine/parallel/dist.h"
 #include "engine/solve/precond/twoscale.h"
 #include "engine/fem/quadrature.h"
 
@@ -396,13 +395,6 @@ int fe_node_cells_build(const fe_space *V, fe_node_cells *out)
   out->cells = cells;
   out->lex = lex;
   out->maxdeg = 6 * most;
-  out->shared = NULL;
-  const fe_dist *d = V->dist;
-  if (d && d->size > 1) { /* the nodes other ranks' cells hold too */
-    FE_CALLOC(out->shared, (size_t)nn + 1, "the shared nodes");
-    for (int k = 0; k < d->nnb; k++)
-      for (int i = 0; i < d->nb[k].n; i++) out->shared[d->nb[k].nodes[i]] = 1;
-  }
   return 0;
 }
 
@@ -411,9 +403,7 @@ void fe_node_cells_free(fe_node_cells *adj)
   free(adj->start);
   free(adj->cells);
   free(adj->lex);
-  free(adj->shared);
   adj->start = adj->cells = adj->lex = NULL;
-  adj->shared = NULL;
 }
 
 /* The nodes of one cell's extended lattice, a set (open addressing, the cell's number as
@@ -527,32 +517,19 @@ static void extend_edges(const fe_space *V, const fe_node_cells *adj, int c, int
     }
 }
 
-/* Node (a, b) of cell c's face f (its two other lattice directions in order). */
-static int face_node(const fe_space *V, int c, int f, int a, int b)
+/* How cell c's pencil ends at face f on the boundary: fixed when every node of the face is
+ * constrained, else free. */
+static int boundary_end(const fe_space *V, int c, int f, const unsigned char *con)
 {
-  int n = V->elem.order, d = f / 2, l[3];
-  l[d] = f % 2 * n;
-  l[d == 0 ? 1 : 0] = a;
-  l[d == 2 ? 1 : 2] = b;
-  return lattice_node(V, c, l[0], l[1], l[2]);
-}
-
-/* How cell c's pencil ends at face f, which has no neighbour among this rank's cells: a
- * neighbour's where the face lies between two ranks' cells (the far layer left out of the
- * map), fixed where every node of the face is constrained, else free. */
-static int boundary_end(const fe_space *V, const fe_node_cells *adj, int c, int f,
-                        const unsigned char *con)
-{
-  int n = V->elem.order;
-  if (adj->shared) { /* between two ranks' cells: a node inside the face (Q1: its four
-                      * corners) another rank's too */
-    int all = n > 1 ? adj->shared[face_node(V, c, f, 1, 1)] : 1;
-    for (int k = 0; n == 1 && k < 4; k++) all &= adj->shared[face_node(V, c, f, k & 1, k >> 1)];
-    if (all) return TS_END_NEIGHBOUR;
-  }
+  int n = V->elem.order, d = f / 2, d1 = d == 0 ? 1 : 0, d2 = d == 2 ? 1 : 2;
   for (int b = 0; b <= n; b++)
-    for (int a = 0; a <= n; a++)
-      if (!con[face_node(V, c, f, a, b)]) return TS_END_FREE;
+    for (int a = 0; a <= n; a++) {
+      int l[3];
+      l[d] = f % 2 * n;
+      l[d1] = a;
+      l[d2] = b;
+      if (!con[lattice_node(V, c, l[0], l[1], l[2])]) return TS_END_FREE;
+    }
   return TS_END_FIXED;
 }
 
@@ -569,7 +546,7 @@ static long long map_cell(const fe_space *V, const fe_node_cells *adj, const uns
   int end[6];
   for (int f = 0; f < 6; f++) {
     int nb = nbr[c * 6 + f];
-    end[f] = nb >= 0 ? TS_END_NEIGHBOUR : boundary_end(V, adj, c, f, con);
+    end[f] = nb >= 0 ? TS_END_NEIGHBOUR : boundary_end(V, c, f, con);
     int rc = nb >= 0 ? extend_face(V, c, f, nb / 6, nb % 6, m, say) : 0;
     if (rc) return -rc;
   }

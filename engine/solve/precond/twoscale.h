@@ -36,9 +36,6 @@ int fe_schwarz_mass(int n, int consistent, double *mass);
 typedef struct fe_node_cells {
   int *start, *cells, *lex;
   int maxdeg;
-  unsigned char *shared; /* a space split over ranks: 1 at the nodes another rank's cells hold
-                          * too (a face whose nodes it has is between two ranks' cells); else
-                          * NULL */
 } fe_node_cells;
 
 int fe_node_cells_build(const fe_space *V, fe_node_cells *adj);
@@ -47,9 +44,7 @@ void fe_node_cells_free(fe_node_cells *adj);
 /* The gather map of the subdomains: map[(c * ne + b) * ne + a] (ne = n + 3, lattice
  * (a, b, c) - 1 per direction, x fastest) is the global node of the extended lattice point,
  * or -1 for points outside the domain, constrained (con[node] != 0), or in an edge or corner
- * region that has no single node (an edge shared by other than four cells), or beyond a face
- * between two ranks' cells (adj->shared: the pencil there a neighbour's, its far layer on
- * the other rank: left out as a constrained node is). Face neighbours
+ * region that has no single node (an edge shared by other than four cells). Face neighbours
  * are found from the corners' node ids, whatever their relative orientation; the edge and
  * corner regions from the face layers. pencil[c] = px + TS_PENCILS (py + TS_PENCILS pz),
  * the pencil of each direction; *nvalid gets the number of entries >= 0. Cells are done in
