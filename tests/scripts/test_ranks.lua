@@ -2,7 +2,8 @@
 -- runs on every rank (mpi.rank, mpi.size), only rank 0 prints unless FELAB_ALL_RANKS=1; a
 -- script's error on one rank names it and stops every rank with a nonzero status; at the
 -- prompt (piped input) every chunk runs on every rank, an error on rank 1 reaches rank 0's
--- output with the rank named and the session goes on; a space split over the ranks solves as
+-- output with the rank named and the session goes on; Ctrl-C (SIGINT to mpirun) stops every
+-- rank; a space split over the ranks solves as
 -- on one, and its vectors export a piece a rank (the file's end). Skipped where mpirun is
 -- missing or felab was built without MPI.
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
@@ -94,6 +95,42 @@ check(o:find("rank 0 (and 1): stdin:1: on every rank", 1, true), "prompt: an err
 check(o:find("x on rank 0\t3\t2", 1, true) and o:find("still here", 1, true), "prompt: the "
       .. "session went on: %s", o)
 check(rc ~= 0, "prompt: piped input with errors exits nonzero (%s)", tostring(rc))
+
+-- Ctrl-C: SIGINT to mpirun (what a terminal sends it) stops every rank, busy or waiting
+local busy = io.open(dir .. "/busy.lua", "w")
+busy:write('print("ready") io.stdout:flush()\n',
+           'local t = os.time() + 60 while os.time() < t do end\n')
+busy:close()
+os.execute(("(%s2 '%s' '%s/busy.lua' > '%s/busy.out' 2>&1 & echo $! > '%s/busy.pid')")
+           :format(mpirun, exe, dir, dir, dir))
+local function ranks_alive()
+  local p = io.popen(("pgrep -f '%s/[b]usy.lua' | wc -l"):format(dir)) -- not this shell
+  local n = tonumber(p:read("a")) or -1
+  p:close()
+  return n
+end
+local function wait_for(cond, seconds)
+  local t = os.time() + seconds
+  while os.time() < t do
+    if cond() then return true end
+    os.execute("sleep 0.2")
+  end
+  return cond()
+end
+local ready = wait_for(function()
+  local b = io.open(dir .. "/busy.out")
+  local text = b and b:read("a") or ""
+  if b then b:close() end
+  return text:find("ready", 1, true) ~= nil
+end, 30)
+local pf = io.open(dir .. "/busy.pid")
+local pid = pf and pf:read("l")
+if pf then pf:close() end
+local before = ranks_alive()
+os.execute("kill -INT " .. tostring(pid))
+local stopped = wait_for(function() return ranks_alive() == 0 end, 10)
+check(ready and before >= 2 and stopped, "Ctrl-C: %d processes ran (ready %s); %d left 10 s "
+      .. "after SIGINT to mpirun", before, tostring(ready), ranks_alive())
 
 -- a space split over the ranks (engine/parallel/dist.c): the same solves on 1, 2 and 3
 -- ranks give the same iterations (+-1) and solutions (norms and L2 norms to 1e-10): P1 and
