@@ -28,6 +28,13 @@ int fe_comm_max_double(double *v, int n);
 int fe_comm_exchange(int nnb, const int *ranks, const int *counts, const double *send,
                      double *recv);
 int fe_comm_barrier(void);
+/* Collective: ranks 0 and 1 send `bytes` back and forth, `trips` round trips a run, the best
+ * of `runs` runs after one to warm up (the other ranks wait); *seconds: a message's one-way
+ * time (half a round trip), rank 0's, on every rank (0 alone). */
+int fe_comm_pingpong(size_t bytes, int trips, int runs, double *seconds);
+/* Collective: an MPI_Allreduce of two doubles over every rank, the best of `runs` runs of
+ * `trips` after one to warm up; *seconds: one, rank 0's, on every rank (0 alone). */
+int fe_comm_allreduce_time(int trips, int runs, double *seconds);
 /* A string from root to all (*s malloc'd on the others; NULL travels as NULL). */
 int fe_comm_bcast_string(char **s, int root);
 /* Every rank's string to root: out[r] malloc'd there (NULL where a rank sent NULL); the
