@@ -341,12 +341,18 @@ static int device_info(lua_State *L)
 }
 
 /* device.calibrate([name] [, precision]) -> report of the measured ceilings (prints
- * nothing); a lone precision argument calibrates the default backend. */
+ * nothing), and under mpirun with more than one rank the link between them (device.link's
+ * table: every rank must call it); a lone precision argument calibrates the default
+ * backend; device.calibrate("link"): the link alone (nil on one rank). */
 static int device_calibrate(lua_State *L)
 {
   const char *name = felab_opt_name(L, 1, "device.calibrate", "argument 1 (backend)");
   const char *pname = felab_opt_name(L, 2, "device.calibrate", "argument 2 (precision)");
   fe_precision prec = fe_precision_default();
+  if (name && !strcmp(name, "link")) { /* the link alone (every rank together) */
+    if (!felab_calibrate_link(L)) lua_pushnil(L);
+    return 1;
+  }
   if (name && !pname && !is_backend_name(name) && !fe_precision_parse(name, &prec)) name = NULL;
   else if (pname) FELAB_TRY(L, fe_precision_parse(pname, &prec));
   fe_error_clear();

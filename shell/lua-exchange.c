@@ -102,7 +102,8 @@ static void link_arg(lua_State *L, int idx, fe_link *l)
 }
 
 /* The calibration argument at idx: a table shaped like device.info().calibration.double (the
- * fields the exchange reads: sync_us, launch_us, gbytes, l2_gbytes, read_*, write_*), or nil:
+ * fields the exchange reads: sync_us, launch_us, gbytes, l2_gbytes, indexed_gops,
+ * indexed_llc_gops, gpu, read_*, write_*), or nil:
  * the default backend's in the default precision (measured first where it has none). */
 static int calibration_arg(lua_State *L, int idx, fe_calibration *c)
 {
@@ -122,6 +123,11 @@ static int calibration_arg(lua_State *L, int idx, fe_calibration *c)
   c->launch_us = positive_field(L, idx, "launch_us");
   c->gbytes = positive_field(L, idx, "gbytes");
   c->l2_gbytes = positive_field(L, idx, "l2_gbytes");
+  c->indexed_gops = positive_field(L, idx, "indexed_gops");
+  c->indexed_llc_gops = positive_field(L, idx, "indexed_llc_gops");
+  lua_getfield(L, idx, "gpu");
+  c->gpu = lua_toboolean(L, -1);
+  lua_pop(L, 1);
   felab_calibration_transfers(L, idx, c);
   return 0;
 }
@@ -201,7 +207,7 @@ void felab_open_exchange(lua_State *L)
   lua_pop(L, 1);
   felab_help_add("device.link", "device.link()",
                  "The link between mpirun's ranks on this machine: a message's latency_us and\n"
-                 "its rate gbytes (a ping-pong between ranks 0 and 1 at 8 bytes to 256 KiB,\n"
+                 "its rate gbytes (ranks 0 and 1 exchanging 8 bytes to 256 KiB each way,\n"
                  "fitted), an MPI_Allreduce of two doubles (allreduce_us) over `ranks` ranks.\n"
                  "Under mpirun it is measured on first need (device.calibrate measures it again)\n"
                  "and stored; alone it is the stored one (nil: none stored yet: run\n"

@@ -28,10 +28,10 @@ int fe_comm_max_double(double *v, int n);
 int fe_comm_exchange(int nnb, const int *ranks, const int *counts, const double *send,
                      double *recv);
 int fe_comm_barrier(void);
-/* Collective: ranks 0 and 1 send `bytes` back and forth, `trips` round trips a run, the best
- * of `runs` runs after one to warm up (the other ranks wait); *seconds: a message's one-way
- * time (half a round trip), rank 0's, on every rank (0 alone). */
-int fe_comm_pingpong(size_t bytes, int trips, int runs, double *seconds);
+/* Collective: ranks 0 and 1 exchange `bytes` each way at once (MPI_Irecv, MPI_Isend, MPI_Waitall:
+ * fe_comm_exchange's pattern), `trips` a run, the best of `runs` runs after one to warm up (the
+ * other ranks wait); *seconds: one exchange, rank 0's, on every rank (0 alone). */
+int fe_comm_pair_exchange(size_t bytes, int trips, int runs, double *seconds);
 /* Collective: an MPI_Allreduce of two doubles over every rank, the best of `runs` runs of
  * `trips` after one to warm up; *seconds: one, rank 0's, on every rank (0 alone). */
 int fe_comm_allreduce_time(int trips, int runs, double *seconds);

@@ -1,8 +1,11 @@
-/* The link between mpirun's ranks, measured and stored (issue 48): a ping-pong between ranks 0
- * and 1 at sizes from 8 bytes to 256 KiB, fitted as a latency and a rate (fe_perf_fit_link),
- * and an MPI_Allreduce of two doubles over every rank. Stored per machine (its host name) in
- * the cache's calibration folder, one line a rank count, beside the backends' calibrations:
- * `link-v1-<hash>.txt`, lines "ranks N latency us rate GB/s allreduce us". The model of a
+/* The link between mpirun's ranks, measured and stored (issue 48): ranks 0 and 1 exchanging a
+ * message each way at once, as a split space's exchange does (MPI_Isend and MPI_Irecv, then
+ * MPI_Waitall), at ten sizes from 8 bytes to 256 KiB, kept as measured (a message's time is
+ * read off them: fe_link_message_seconds) and summed up as a latency (8 bytes) and a rate
+ * (between the two largest), and an MPI_Allreduce of two doubles over every rank. Stored per
+ * machine (its host name) in the cache's calibration folder, one line a rank count, beside
+ * the backends' calibrations: `link-v2-<hash>.txt`, lines "ranks N latency us rate GB/s
+ * allreduce us points bytes:us,...". The model of a
  * split space's exchange reads it (fe_perf_exchange); a session of one rank reads it too, for
  * what-ifs on N ranks (perf.compare). */
 #include <math.h>
@@ -28,16 +31,31 @@ static int link_path(char *path, size_t n)
   return 0;
 }
 
-/* One stored line into *l (valid set where it parses). */
+/* One stored line into *l (valid set where it parses): "ranks N latency us rate GB/s
+ * allreduce us points bytes:us,bytes:us,...". */
 static void parse_line(const char *line, fe_link *l)
 {
   memset(l, 0, sizeof *l);
-  int ranks;
+  int ranks, at = 0;
   double lat, rate, ar;
-  if (sscanf(line, "ranks %d latency %lf rate %lf allreduce %lf", &ranks, &lat, &rate, &ar) == 4 &&
-      ranks > 1 && isfinite(lat) && lat > 0 && isfinite(rate) && rate >= 0 && isfinite(ar) &&
-      ar >= 0)
-    *l = (fe_link){.valid = 1, .ranks = ranks, .latency_us = lat, .gbytes = rate, .allreduce_us = ar};
+  if (sscanf(line, "ranks %d latency %lf rate %lf allreduce %lf points %n", &ranks, &lat, &rate,
+             &ar, &at) != 4 || !at || ranks < 2 || !isfinite(lat) || !(lat > 0) ||
+      !isfinite(rate) || rate < 0 || !isfinite(ar) || ar < 0)
+    return;
+  fe_link k = {.valid = 1, .ranks = ranks, .latency_us = lat, .gbytes = rate, .allreduce_us = ar};
+  const char *p = line + at;
+  while (k.npoints < FE_LINK_POINTS) {
+    double b, t;
+    int used = 0;
+    if (sscanf(p, "%lf:%lf%n", &b, &t, &used) != 2 || !(b > 0) || !(t > 0) || !isfinite(t) ||
+        (k.npoints && b <= k.point_bytes[k.npoints - 1]))
+      return; /* a line that does not parse is not used */
+    k.point_bytes[k.npoints] = b, k.point_us[k.npoints++] = t;
+    p += used;
+    if (*p != ',') break;
+    p++;
+  }
+  if (k.npoints >= 2) *l = k;
 }
 
 int fe_link_stored(int ranks, fe_link *l)
@@ -78,8 +96,11 @@ static void link_save(const fe_link *l)
     if (k.valid && k.ranks != l->ranks) ok = fputs(line, out) >= 0 && ok;
   }
   if (in) fclose(in);
-  ok = fprintf(out, "ranks %d latency %.6g rate %.6g allreduce %.6g\n", l->ranks, l->latency_us,
-               l->gbytes, l->allreduce_us) > 0 && ok;
+  ok = fprintf(out, "ranks %d latency %.6g rate %.6g allreduce %.6g points", l->ranks,
+               l->latency_us, l->gbytes, l->allreduce_us) > 0 && ok;
+  for (int i = 0; i < l->npoints; i++)
+    ok = fprintf(out, "%s%.0f:%.6g", i ? "," : " ", l->point_bytes[i], l->point_us[i]) > 0 && ok;
+  ok = fputc('\n', out) != EOF && ok;
   ok = !fclose(out) && ok;
   if (!ok || rename(tmp, path)) remove(tmp);
 }
@@ -88,19 +109,25 @@ int fe_link_measure(fe_link *l)
 {
   memset(l, 0, sizeof *l);
   if (!fe_comm_parallel()) return 0;
-  enum { SIZES = 6 };
-  double bytes[SIZES], t[SIZES];
-  for (int k = 0; k < SIZES; k++) {
-    bytes[k] = (double)((size_t)8 << (3 * k));
-    FE_CHECK(fe_comm_pingpong((size_t)bytes[k], k < 4 ? 50 : 10, 5, &t[k]));
+  static const int sizes[FE_LINK_POINTS] = {8,    64,    512,   2048,  4096,
+                                            8192, 16384, 32768, 65536, 262144};
+  for (int k = 0; k < FE_LINK_POINTS; k++) {
+    double t;
+    FE_CHECK(fe_comm_pair_exchange((size_t)sizes[k], sizes[k] <= 8192 ? 50 : 20, 5, &t));
+    l->point_bytes[k] = sizes[k];
+    l->point_us[k] = t * 1e6 > 1e-3 ? t * 1e6 : 1e-3;
   }
+  l->npoints = FE_LINK_POINTS;
   double ar;
   FE_CHECK(fe_comm_allreduce_time(50, 5, &ar));
+  const int n = FE_LINK_POINTS;
   l->valid = 1;
   l->ranks = fe_comm_size();
-  fe_perf_fit_link(bytes, t, SIZES, &l->latency_us, &l->gbytes);
+  l->latency_us = l->point_us[0];
+  /* the rate of large messages: between the two largest */
+  double dt = l->point_us[n - 1] - l->point_us[n - 2];
+  l->gbytes = dt > 0 ? (l->point_bytes[n - 1] - l->point_bytes[n - 2]) / dt / 1e3 : 0;
   l->allreduce_us = ar * 1e6;
-  if (!(l->latency_us > 0)) l->latency_us = t[0] * 1e6; /* the smallest message's time */
   if (fe_comm_rank() == 0) link_save(l);
   session = *l;
   return 0;

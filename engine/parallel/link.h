@@ -1,4 +1,4 @@
-/* The link between mpirun's ranks (engine/parallel/link.c): measured by a ping-pong and an
+/* The link between mpirun's ranks (engine/parallel/link.c): measured by exchanges and an
  * MPI_Allreduce, stored per machine, read by the model of a split space's exchange. */
 #ifndef FE_LINK_H
 #define FE_LINK_H

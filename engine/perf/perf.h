@@ -200,16 +200,27 @@ typedef struct fe_report {
   int iterations;           /* solvers */
 } fe_report;
 
-/* The link between mpirun's ranks (engine/parallel/link.c): a message's one-way time, fitted
- * over a ping-pong between ranks 0 and 1 at a few sizes as a latency and a rate, and an
+/* The link between mpirun's ranks (engine/parallel/link.c): a message's time, measured by
+ * exchanges between ranks 0 and 1 (a message each way at once, as a split space's exchange
+ * sends them) at sizes of 8 bytes to 256 KiB, summed up as a latency and a rate, and an
  * MPI_Allreduce of two doubles over the `ranks` ranks it was measured with. */
+#define FE_LINK_POINTS 10
 typedef struct fe_link {
   int valid;
   int ranks;           /* the ranks it was measured with */
-  double latency_us;   /* a message at zero bytes, microseconds */
-  double gbytes;       /* the rate beyond it, GB/s (0: none fitted, the latency alone) */
+  double latency_us;   /* a message of 8 bytes, microseconds */
+  double gbytes;       /* the rate of large messages (between the two largest measured), GB/s
+                        * (0: the latency alone) */
   double allreduce_us; /* an MPI_Allreduce of two doubles over `ranks` ranks, microseconds */
+  /* the measured messages, sizes ascending (0 points: the line latency + bytes / rate alone):
+   * an MPI's protocols change with the size (OpenMPI's shared memory copies messages over
+   * 4 KiB once more), so a message's time is read off them, between two points linearly */
+  int npoints;
+  double point_bytes[FE_LINK_POINTS], point_us[FE_LINK_POINTS];
 } fe_link;
+/* Seconds of one message of `bytes` over l: its measured points, linear between two, the
+ * rate beyond the last; the line latency + bytes / rate where it has none. */
+double fe_link_message_seconds(const fe_link *l, double bytes);
 
 /* What one exchange of a split space's action does on one rank (fe_dist_exchange_work). */
 typedef struct fe_exchange_work {
@@ -229,8 +240,10 @@ typedef struct fe_exchange_terms {
 } fe_exchange_terms;
 
 /* The exchange x on device calibration c over link l (nothing of the link where l is NULL or
- * not valid): messages x latency + bytes / rate, plus the device's gather, read, write and
- * sums at c's launches, copies and memory rate. */
+ * not valid): its messages, each of bytes / messages at the link's time of that size
+ * (fe_link_message_seconds; without points latency + bytes / rate), plus the device's gather, read, write and
+ * sums at c's launches and copies, their entries at the cpu's indexed loops' rate (a GPU: its
+ * cached memory rate). */
 void fe_perf_exchange(const fe_calibration *c, const fe_link *l, const fe_exchange_work *x,
                       fe_exchange_terms *t);
 /* A reduction of a split space's vectors on N ranks: the gather of `entries` entries of
