@@ -30,7 +30,8 @@ void felab_calibration_transfers(lua_State *L, int idx, fe_calibration *c)
   c->write_gbytes = positive_field(L, idx, "write_gbytes");
 }
 
-/* Push link l as {latency_us =, gbytes =, allreduce_us =, ranks =}, or nil where not valid. */
+/* Push link l as {latency_us =, gbytes =, allreduce_us =, ranks =, points = {{bytes, us},
+ * ...}}, or nil where not valid. */
 static void push_link(lua_State *L, const fe_link *l)
 {
   if (!l->valid) {
@@ -46,6 +47,16 @@ static void push_link(lua_State *L, const fe_link *l)
   lua_setfield(L, -2, "allreduce_us");
   lua_pushinteger(L, l->ranks);
   lua_setfield(L, -2, "ranks");
+  lua_createtable(L, l->npoints, 0); /* {{bytes, us}, ...}: the measured messages */
+  for (int i = 0; i < l->npoints; i++) {
+    lua_createtable(L, 2, 0);
+    lua_pushnumber(L, l->point_bytes[i]);
+    lua_rawseti(L, -2, 1);
+    lua_pushnumber(L, l->point_us[i]);
+    lua_rawseti(L, -2, 2);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "points");
 }
 
 int felab_calibrate_link(lua_State *L)
@@ -80,8 +91,8 @@ static int device_link(lua_State *L)
   return 1;
 }
 
-/* The link argument at idx: a table (latency_us, gbytes, allreduce_us, ranks), false (none),
- * or nil (the session's, or the stored one). */
+/* The link argument at idx: a table (latency_us, gbytes, allreduce_us, ranks and points, as
+ * device.link() gives), false (none), or nil (the session's, or the stored one). */
 static void link_arg(lua_State *L, int idx, fe_link *l)
 {
   memset(l, 0, sizeof *l);
@@ -99,6 +110,26 @@ static void link_arg(lua_State *L, int idx, fe_link *l)
   l->ranks = (int)positive_field(L, idx, "ranks");
   if (l->ranks < 2) l->ranks = 2;
   l->valid = l->latency_us > 0;
+  if (lua_getfield(L, idx, "points") == LUA_TTABLE) { /* {{bytes, us}, ...}, sizes ascending */
+    int n = (int)lua_rawlen(L, -1);
+    for (int i = 0; i < n && i < FE_LINK_POINTS; i++) {
+      lua_rawgeti(L, -1, i + 1);
+      double b = 0, t = 0;
+      if (lua_istable(L, -1)) {
+        lua_rawgeti(L, -1, 1);
+        lua_rawgeti(L, -2, 2);
+        b = lua_tonumber(L, -2), t = lua_tonumber(L, -1);
+        lua_pop(L, 2);
+      }
+      lua_pop(L, 1);
+      if (!(b > 0 && t > 0) || (i && b <= l->point_bytes[i - 1]))
+        luaL_error(L, "the link's points must be {bytes, us} pairs of positive numbers, sizes "
+                      "ascending (point %d)", i + 1);
+      l->point_bytes[i] = b, l->point_us[i] = t, l->npoints = i + 1;
+    }
+    if (l->npoints < 2) l->npoints = 0;
+  }
+  lua_pop(L, 1);
 }
 
 /* The calibration argument at idx: a table shaped like device.info().calibration.double (the
@@ -208,10 +239,11 @@ void felab_open_exchange(lua_State *L)
   felab_help_add("device.link", "device.link()",
                  "The link between mpirun's ranks on this machine: a message's latency_us and\n"
                  "its rate gbytes (ranks 0 and 1 exchanging 8 bytes to 256 KiB each way,\n"
-                 "fitted), an MPI_Allreduce of two doubles (allreduce_us) over `ranks` ranks.\n"
+                 "kept as `points` {{bytes, us}, ...}: a message's time is read off them), an\n"
+                 "MPI_Allreduce of two doubles (allreduce_us) over `ranks` ranks.\n"
                  "Under mpirun it is measured on first need (device.calibrate measures it again)\n"
                  "and stored; alone it is the stored one (nil: none stored yet: run\n"
-                 "`mpirun -np 2 felab -e 'device.calibrate()'` once).\n"
+                 "`mpirun -np 2 felab -e 'device.calibrate(\"link\")'` once).\n"
                  "example: l = device.link(); if l then print(l.latency_us, l.gbytes) end");
   felab_help_add("perf.exchange", "perf.exchange(work [, calibration [, link]])",
                  "The model's time of one exchange of a split space: work {messages, bytes,\n"

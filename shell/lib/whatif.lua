@@ -205,6 +205,10 @@ local function compare_ranks(o, A, level)
       local target
       ceilings, units, target, basis = ceilings_for(rep, {device = dev, from = o.from}, level + 1)
       name = target.name
+      if not ((ceilings.sync_us or 0) > 0) then
+        basis = basis .. "; the exchange's device side (its launches and copies) is not known " ..
+                "there and left out"
+      end
     else
       local info = device.info(rep.backend)
       ceilings = info.calibration and info.calibration[rep.precision]
@@ -234,6 +238,7 @@ local function compare_ranks(o, A, level)
       end
       one = one or (n == 1 and worst.seconds or nil)
       worst.speedup = one and one / worst.seconds or nil
+      worst.per_step = worst.seconds / steps -- a CG's: one iteration
       rows[#rows + 1] = worst
       print(("%5d %-14s %10d %10s %10s %10s %10s %8s"):format(n, tostring(worst.device):sub(1, 14),
             worst.cells, time(worst.compute), n > 1 and time(worst.exchange) or "-",
@@ -251,7 +256,7 @@ local function compare_ranks(o, A, level)
       o.link and " (given)" or " (measured on this machine under mpirun: device.link())"))
   else
     print("link: none calibrated on this machine (the messages and MPI_Allreduce are left " ..
-          "out; run `mpirun -np 2 felab -e 'device.calibrate()'` once, or give link = {...})")
+          "out; run `mpirun -np 2 felab -e 'device.calibrate(\"link\")'` once, or give link = {...})")
   end
   print(RANKS_MODELLED)
   return rows
@@ -307,7 +312,8 @@ help[#help + 1] = {"perf.compare",
   "8 GPUs?\"): each part of m:partition(N) its share of the cells (perf.share) and its\n" ..
   "exchange (P:exchange(V), perf.exchange over device.link()), a CG's report (report =\n" ..
   "info.report) also its reductions (perf.reduction); the slowest part binds. Rows {ranks,\n" ..
-  "device, seconds, compute, exchange, reductions, cells, messages, bytes, part, speedup};\n" ..
+  "device, seconds, per_step, compute, exchange, reductions, cells, messages, bytes, part,\n" ..
+  "speedup};\n" ..
   "devices: this one (default) or datasheet entries; link = {latency_us =, gbytes =,\n" ..
   "allreduce_us =, ranks =} instead of the measured one; method = the partition's. What is\n" ..
   "not modelled is printed under the table (overlap: none today).\n" ..
