@@ -154,6 +154,33 @@ static int format_parts(const fe_setup_parts *p, char *buf, size_t n, int len)
   return len;
 }
 
+/* A split space's exchange, measured and predicted, and a CG's reductions predicted, at
+ * buf + len; returns the new length. */
+static int format_exchange(const fe_report *r, char *buf, size_t n, int len)
+{
+  if (!(r->exchange_messages > 0) || len < 0 || (size_t)len >= n) return len;
+  char tx[32];
+  format_time(r->exchange_seconds, tx, sizeof tx);
+  len += snprintf(buf + len, n - (size_t)len, "\n  exchange   %.0f bytes in %.0f messages to the "
+                  "neighbouring ranks, %s (host-staged, after the integration)", r->exchange_bytes,
+                  r->exchange_messages, tx);
+  if (len > 0 && (size_t)len < n && r->exchange_predicted > 0) {
+    char tp[32], tl[32], td[32];
+    format_time(r->exchange_predicted, tp, sizeof tp);
+    format_time(r->exchange_link, tl, sizeof tl);
+    format_time(r->exchange_device, td, sizeof td);
+    len += snprintf(buf + len, n - (size_t)len, "; predicted %s (link %s, device %s)%s", tp, tl,
+                    td, r->exchange_link > 0 ? "" : ": no link calibrated");
+  }
+  if (len > 0 && (size_t)len < n && r->reduce_predicted > 0) {
+    char tr[32];
+    format_time(r->reduce_predicted, tr, sizeof tr);
+    len += snprintf(buf + len, n - (size_t)len, "\n  reductions predicted %s (gathers of the "
+                    "entries other ranks own, MPI_Allreduce)", tr);
+  }
+  return len;
+}
+
 void fe_report_format(const fe_report *r, char *buf, size_t n)
 {
   char tm[32], tp[32];
@@ -211,27 +238,7 @@ void fe_report_format(const fe_report *r, char *buf, size_t n)
   if (r->iterations)
     len += snprintf(buf + len, n - (size_t)len, "\n  iterations %d", r->iterations);
   if (len < 0 || (size_t)len >= n) return;
-  if (r->exchange_messages > 0) { /* a space split over mpirun's ranks */
-    char tx[32];
-    format_time(r->exchange_seconds, tx, sizeof tx);
-    len += snprintf(buf + len, n - (size_t)len, "\n  exchange   %.0f bytes in %.0f messages to "
-                    "the neighbouring ranks, %s (host-staged, after the integration)",
-                    r->exchange_bytes, r->exchange_messages, tx);
-    if (len > 0 && (size_t)len < n && r->exchange_predicted > 0) {
-      char tp2[32], tl[32], td[32];
-      format_time(r->exchange_predicted, tp2, sizeof tp2);
-      format_time(r->exchange_link, tl, sizeof tl);
-      format_time(r->exchange_device, td, sizeof td);
-      len += snprintf(buf + len, n - (size_t)len, "; predicted %s (link %s, device %s)%s", tp2,
-                      tl, td, r->exchange_link > 0 ? "" : ": no link calibrated");
-    }
-    if (len > 0 && (size_t)len < n && r->reduce_predicted > 0) {
-      char tr[32];
-      format_time(r->reduce_predicted, tr, sizeof tr);
-      len += snprintf(buf + len, n - (size_t)len, "\n  reductions predicted %s (gathers of the "
-                      "entries other ranks own, MPI_Allreduce)", tr);
-    }
-  }
+  len = format_exchange(r, buf, n, len);
   if (len < 0 || (size_t)len >= n) return;
   if (r->kernel_from) { /* an operator's action: what this call built, part by part */
     char ts[32], tk[32];

@@ -76,7 +76,7 @@ for _, path in ipairs(entries("calibration", ".txt")) do
 end
 -- one line per precision: the precision, then "ceiling value" pairs
 local stored_form = "^double dram %S+ l2 %S+ shared %S+ fma %S+ scalar %S+ nonfma %S+ atomics %S+ " ..
-                    "constant %S+ launch %S+ sync %S+ dram_latency %S+ l2_latency %S+ phase_latency %S+ indexed %S+ indexed_l1 %S+ indexed_llc %S+ rows %S+ l1_requests 0 l1_lines 0 cycle %S+ curve_lanes [%d.,e+-]+\n$"
+                    "constant %S+ launch %S+ sync %S+ dram_latency %S+ l2_latency %S+ phase_latency %S+ indexed %S+ indexed_l1 %S+ indexed_llc %S+ rows %S+ l1_requests 0 l1_lines 0 cycle %S+ read %S+ read_rate %S+ write %S+ write_rate %S+ curve_lanes [%d.,e+-]+\n$"
 check(cpu_cal and read(cpu_cal):match(stored_form), "no cpu calibration stored")
 local good = {}
 for _, path in ipairs(sos) do good[path] = read(path) end
