@@ -256,6 +256,10 @@ typedef struct fe_calibration {
   /* the cpu: a cycle of llvm-mca's model of the core, nanoseconds: a chain of dependent
    * multiply-adds timed over its hot loop's cycles (0: llvm-mca absent, GPUs) */
   double cycle_ns;
+  /* the host's copies of a small buffer from and to the device (fe_backend_ops read and write:
+   * what a split space's exchange makes, engine/parallel/exchange.c), fitted over 8 bytes to
+   * 256 KiB as a latency, microseconds, and a rate, GB/s */
+  double read_us, read_gbytes, write_us, write_gbytes;
   /* the cpu: its last-level cache and a core's L1 data cache, bytes (fe_device_info; 0: not
    * known, GPUs): what a call's data and a group's arrays are measured against */
   double llc_bytes, l1_bytes;

@@ -440,9 +440,13 @@ const help_entry felab_help_builtin[] = {
      "Measure the ceilings of a backend with micro-benchmarks: DRAM and L2 bandwidth, shared\n"
      "memory, FMA and division rates, atomics, constant tables, launch and wait costs, the\n"
      "waits of dependent loads and the L1's lookups of global loads (GPUs), the cpu's SIMD\n"
-     "lanes and its indexed loops (first touches and from L1); stored in the cache and used\n"
-     "by every prediction (docs/model.md).\n"
+     "lanes and its indexed loops (first touches and from L1), the host's small copies each\n"
+     "way (a split space's exchange); stored in the cache and used by every prediction\n"
+     "(docs/model.md).\n"
      "On a machine whose speed moves, calibrate again just before comparing. Returns a report.\n"
+     "Under mpirun with more than one rank (every rank calls it) it also measures the link\n"
+     "between the ranks and returns it second (device.link); device.calibrate(\"link\"): the\n"
+     "link alone (the backend is best calibrated alone: ranks side by side measure each other).\n"
      "example: print(device.calibrate(\"cpu\", \"double\"))"},
     {"device.info", "device.info([backend])",
      "What the backend's device is: name, vendor, compute units, memory, fp64, calibration.\n"
@@ -464,6 +468,10 @@ const help_entry felab_help_builtin[] = {
      "An operator's first call also says what it built (rep.setup_seconds, rep.setup_parts),\n"
      "how it got the kernel (rep.kernel: compiled, cached, ready) and whether seconds is the\n"
      "kernel's first run (rep.first_run: one-time work included; later calls are steady).\n"
+     "On a space split over mpirun's ranks: its exchange measured (rep.exchange_bytes,\n"
+     "rep.exchange_messages, rep.exchange_seconds) and predicted (rep.exchange_predicted, of\n"
+     "it rep.exchange_link and rep.exchange_device; in predicted_seconds), a CG's also its\n"
+     "reductions (rep.reduce_predicted): docs/parallel.md.\n"
      "example: r, rep = A:residual(u); print(rep.gflops, rep.predicted_seconds / rep.seconds)"},
 
     /* output */

@@ -59,6 +59,10 @@ static const struct {
     {"exchange_bytes", offsetof(fe_report, exchange_bytes)},
     {"exchange_messages", offsetof(fe_report, exchange_messages)},
     {"exchange_seconds", offsetof(fe_report, exchange_seconds)},
+    {"exchange_predicted", offsetof(fe_report, exchange_predicted)},
+    {"exchange_link", offsetof(fe_report, exchange_link)},
+    {"exchange_device", offsetof(fe_report, exchange_device)},
+    {"reduce_predicted", offsetof(fe_report, reduce_predicted)},
     {"l2_bytes", offsetof(fe_report, l2_bytes)},
     {"shared_bytes", offsetof(fe_report, shared_bytes)},
     {"vec_flops", offsetof(fe_report, vec_flops)},
@@ -238,6 +242,7 @@ static int device_current(lua_State *L)
 /* A calibration as a table: gbytes, gflops, launch_us, sync_us, l2_gbytes, shared_gbytes,
  * nonfma_gops, atomic_gops, constant_gops, scalar_gflops, indexed_gops, indexed_l1_gops
  * rows_gbytes, llc_bytes and l1_bytes (the cpu), l1_request_gops and l1_line_gops (GPUs: the L1's lookups), dram_latency_us,
+ * read_us, read_gbytes, write_us, write_gbytes (the host's small copies each way),
  * l2_latency_us, phase_latency_us, cycle_ns (the cpu: a cycle of llvm-mca's core), gpu
  * (measured on a GPU), tables_l1 (the kernels' tables
  * read through L1: fe_device_info), (GPUs) curves = {dram = {...}, shared = {...},
@@ -259,8 +264,9 @@ void felab_push_calibration(lua_State *L, const fe_calibration *c)
            {"indexed_llc_gops", c->indexed_llc_gops}, {"l1_request_gops", c->l1_request_gops},
            {"l1_line_gops", c->l1_line_gops}, {"cycle_ns", c->cycle_ns},
            {"rows_gbytes", c->rows_gbytes}, {"llc_bytes", c->llc_bytes},
-           {"l1_bytes", c->l1_bytes}};
-  lua_createtable(L, 0, 20);
+           {"l1_bytes", c->l1_bytes}, {"read_us", c->read_us}, {"read_gbytes", c->read_gbytes},
+           {"write_us", c->write_us}, {"write_gbytes", c->write_gbytes}};
+  lua_createtable(L, 0, 28);
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     lua_pushnumber(L, f[i].v);
     lua_setfield(L, -2, f[i].name);
@@ -335,12 +341,18 @@ static int device_info(lua_State *L)
 }
 
 /* device.calibrate([name] [, precision]) -> report of the measured ceilings (prints
- * nothing); a lone precision argument calibrates the default backend. */
+ * nothing), and under mpirun with more than one rank the link between them (device.link's
+ * table: every rank must call it); a lone precision argument calibrates the default
+ * backend; device.calibrate("link"): the link alone (nil on one rank). */
 static int device_calibrate(lua_State *L)
 {
   const char *name = felab_opt_name(L, 1, "device.calibrate", "argument 1 (backend)");
   const char *pname = felab_opt_name(L, 2, "device.calibrate", "argument 2 (precision)");
   fe_precision prec = fe_precision_default();
+  if (name && !strcmp(name, "link")) { /* the link alone (every rank together) */
+    if (!felab_calibrate_link(L)) lua_pushnil(L);
+    return 1;
+  }
   if (name && !pname && !is_backend_name(name) && !fe_precision_parse(name, &prec)) name = NULL;
   else if (pname) FELAB_TRY(L, fe_precision_parse(pname, &prec));
   fe_error_clear();
@@ -350,7 +362,7 @@ static int device_calibrate(lua_State *L)
   memset(&rep, 0, sizeof rep);
   FELAB_TRY(L, fe_perf_calibrate(be, prec, &rep));
   felab_push_report(L, &rep);
-  return 1;
+  return 1 + felab_calibrate_link(L); /* under mpirun: the link too (every rank together) */
 }
 
 /* device.best() -> the name of the fastest backend available here (cuda, then opencl on a
@@ -443,6 +455,7 @@ static int perf_model(lua_State *L)
   c.rows_gbytes = field_number(L, 2, "rows_gbytes");
   c.llc_bytes = field_number(L, 2, "llc_bytes");
   c.l1_bytes = field_number(L, 2, "l1_bytes");
+  felab_calibration_transfers(L, 2, &c);
   lua_getfield(L, 2, "gpu");
   c.gpu = lua_toboolean(L, -1);
   lua_pop(L, 1);
@@ -643,5 +656,6 @@ int felab_open_device(lua_State *L)
   luaL_newlib(L, perf);
   lua_setglobal(L, "perf");
   luaL_newlib(L, device);
+  felab_open_exchange(L); /* device.link, perf.exchange, perf.reduction, perf.share */
   return 1;
 }

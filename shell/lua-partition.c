@@ -6,7 +6,9 @@
 #include <lauxlib.h>
 #include <string.h>
 
+#include "engine/fem/space.h"
 #include "engine/mesh/mesh.h"
+#include "engine/parallel/dist.h"
 #include "engine/parallel/partition.h"
 #include "shell/shell.h"
 
@@ -70,13 +72,61 @@ static void push_ints(lua_State *L, const int *v, int n)
   }
 }
 
+/* The number n as field k of the table on top. */
+static void set_number(lua_State *L, const char *k, double n)
+{
+  lua_pushnumber(L, n);
+  lua_setfield(L, -2, k);
+}
+
+/* P:exchange(V [, precision]) -> {{cells =, nodes =, messages =, bytes =, entries =, word =,
+ * shared =, sources =, notowned =}, ...}: each part's share of space V (of the partitioned
+ * mesh) split by P, its exchange as the ranks would count it (engine/parallel/dist.c), without
+ * running on that many ranks. */
+static int partition_exchange(lua_State *L)
+{
+  partition_handle *ph = luaL_checkudata(L, 1, FELAB_PARTITION);
+  if (!ph->p) return luaL_error(L, "P:exchange: the partition is closed");
+  space_handle *sh = luaL_testudata(L, 2, FELAB_SPACE);
+  if (!sh || !sh->V)
+    return luaL_error(L, "P:exchange: argument 1 must be a space (fe.space), got %s",
+                      felab_kind_of(L, 2));
+  const fe_space *V = sh->V->dist ? ((const fe_dist *)sh->V->dist)->whole : sh->V;
+  if (V->mesh->ncells != ph->p->ncells)
+    return luaL_error(L, "P:exchange: the partition splits %d cells, the space's mesh has %d",
+                      ph->p->ncells, V->mesh->ncells);
+  const char *pname = felab_opt_name(L, 3, "P:exchange", "argument 2 (precision)");
+  fe_precision prec = fe_precision_default();
+  if (pname) FELAB_TRY(L, fe_precision_parse(pname, &prec));
+  const int np = ph->p->nparts;
+  fe_dist_part *parts = lua_newuserdatauv(L, sizeof *parts * (size_t)np, 0);
+  FELAB_TRY(L, fe_dist_parts(V, ph->p->part, np, prec, parts));
+  lua_createtable(L, np, 0);
+  for (int q = 0; q < np; q++) {
+    const fe_dist_part *t = &parts[q];
+    lua_createtable(L, 0, 9);
+    set_number(L, "cells", (double)t->cells);
+    set_number(L, "nodes", (double)t->nodes);
+    set_number(L, "messages", t->x.messages);
+    set_number(L, "bytes", t->x.bytes);
+    set_number(L, "entries", t->x.entries);
+    set_number(L, "word", t->x.word);
+    set_number(L, "shared", t->x.shared);
+    set_number(L, "sources", t->x.sources);
+    set_number(L, "notowned", t->notowned);
+    lua_rawseti(L, -2, q + 1);
+  }
+  return 1;
+}
+
 static int partition_index(lua_State *L)
 {
   partition_handle *ph = luaL_checkudata(L, 1, FELAB_PARTITION);
   const char *k = luaL_checkstring(L, 2);
   const fe_partition *p = ph->p;
   if (!p) return luaL_error(L, "partition: closed");
-  if (!strcmp(k, "parts")) lua_pushinteger(L, p->nparts);
+  if (!strcmp(k, "exchange")) lua_pushcfunction(L, partition_exchange);
+  else if (!strcmp(k, "parts")) lua_pushinteger(L, p->nparts);
   else if (!strcmp(k, "method")) lua_pushstring(L, fe_partition_method_name(p->method));
   else if (!strcmp(k, "cells")) push_ints(L, p->cells, p->nparts);
   else if (!strcmp(k, "vertices")) push_ints(L, p->vertices, p->nparts);
@@ -126,6 +176,9 @@ void felab_open_partition(lua_State *L)
                  "A mesh's cells split into parts (one a rank under mpirun): P.parts, P.method,\n"
                  "the per-part tables P.cells, P.vertices, P.interface, P.neighbours, and\n"
                  "P.ninterface, P.cut; print(P) sums them up (help(\"felab.mesh:partition\")).\n"
+                 "P:exchange(V [, precision]): each part's share of space V split so (cells,\n"
+                 "nodes, and its exchange: messages, bytes, entries, shared, sources, notowned),\n"
+                 "as that many ranks would count it, without running them (perf.compare's ranks).\n"
                  "example: P = m:partition(4); print(P.cells[1], P.cut)");
   felab_help_add(
       "felab.mesh:partition",

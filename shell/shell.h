@@ -62,6 +62,15 @@ void felab_push_util(lua_State *L);
 /* Push a calibration's ceilings as a table (device.info(...).calibration.double). */
 struct fe_calibration;
 void felab_push_calibration(lua_State *L, const struct fe_calibration *c);
+/* shell/lua-exchange.c: the link between ranks and the exchange's model. Add device.link (to
+ * the device table on top), perf.exchange, perf.reduction, perf.share (to the global perf). */
+void felab_open_exchange(lua_State *L);
+/* Under mpirun with more than one rank, measure and store the link (collective) and push it
+ * as a table: returns 1; else pushes nothing, returns 0. */
+int felab_calibrate_link(lua_State *L);
+/* The host's copies of a calibration table at idx (read_us, read_gbytes, write_us,
+ * write_gbytes; absent or not a positive number: 0) into c. */
+void felab_calibration_transfers(lua_State *L, int idx, struct fe_calibration *c);
 
 /* Help entries: key is "mesh.box", "fe.space", or a type name like "felab.mesh". */
 void felab_help_add(const char *key, const char *signature, const char *text);

@@ -12,6 +12,7 @@
 #include "engine/codegen/codegen.h"
 #include "engine/core/error.h"
 #include "engine/parallel/dist.h"
+#include "engine/parallel/link.h"
 #include "engine/core/progress.h"
 #include "engine/operator/operator.h"
 #include "engine/operator/operator-private.h"
@@ -140,6 +141,27 @@ static const fe_work *realization_work(fe_realization *r, fe_action a)
   return &r->work[a];
 }
 
+
+/* A split space: the model's time of this rank's exchange (engine/parallel/dist.c's counts,
+ * the link of engine/parallel/link.c: collective on its first use) into rep, added to its
+ * prediction. Nothing on one rank. */
+static int op_predict_exchange(const fe_operator *A, const fe_realization *r, fe_report *rep)
+{
+  const fe_dist *d = A->V->dist;
+  if (!d || d->size == 1) return 0;
+  const fe_link *l;
+  FE_CHECK(fe_link_get(&l));
+  fe_exchange_work x;
+  fe_exchange_terms t;
+  fe_dist_exchange_work(d, r->prec, &x);
+  fe_perf_exchange(&r->be->calib[r->prec], l, &x, &t);
+  rep->exchange_predicted = t.total;
+  rep->exchange_link = t.link;
+  rep->exchange_device = t.total - t.link;
+  rep->predicted_seconds += t.total;
+  return 0;
+}
+
 /* Fill the report of one action and log it. */
 static int op_report(fe_realization *r, fe_action a, const fe_action_opts *o, const char *why,
                      double seconds, double compile_s, double transfer, int launches,
@@ -169,7 +191,10 @@ static int op_report(fe_realization *r, fe_action a, const fe_action_opts *o, co
   r->kernel_from[a] = 0;
   rep->launches = launches;
   fe_perf_occupancy(r->be, r->kernel[a], rep);
+  rep->exchange_bytes = r->xbytes, rep->exchange_messages = r->xmessages;
+  rep->exchange_seconds = r->xseconds;
   FE_CHECK(fe_perf_predict(r->be, r->prec, rep));
+  FE_CHECK(op_predict_exchange(r->A, r, rep));
   if (!o || !o->nolog) fe_perf_log_add(rep);
   return 0;
 }
@@ -293,8 +318,6 @@ static int op_action(fe_operator *A, fe_action a, const fe_vector *u_in, const f
   }
   if (!rc) rc = op_report(r, a, o, why, seconds, compile_s, transfer, launches, first_run, rep);
   if (!rc) rep->pq_added = r->pq_added;
-  if (!rc) rep->exchange_bytes = r->xbytes, rep->exchange_messages = r->xmessages,
-           rep->exchange_seconds = r->xseconds;
   if (rc && made) {
     fe_vector_free(*out);
     *out = NULL;
@@ -435,7 +458,8 @@ int fe_operator_model(fe_operator *A, const char *action, const fe_action_opts *
                   (a == FE_ACTION_APPLY && A->ndir > 0 && !r->st->masks_direction ? 1 : 0);
   rep->compile_seconds = compile_s;
   fe_perf_occupancy(r->be, r->kernel[a], rep);
-  return fe_perf_predict(r->be, r->prec, rep);
+  FE_CHECK(fe_perf_predict(r->be, r->prec, rep));
+  return op_predict_exchange(A, r, rep);
 }
 
 int fe_operator_source(fe_operator *A, const char *action, const fe_action_opts *o, char **src)

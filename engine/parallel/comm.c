@@ -115,6 +115,53 @@ int fe_comm_barrier(void)
   return 0;
 }
 
+int fe_comm_pair_exchange(size_t bytes, int trips, int runs, double *seconds)
+{
+  *seconds = 0;
+  if (!fe_comm_parallel()) return 0;
+  const int rank = fe_comm_rank();
+  FE_ASSERT(bytes <= 0x7fffffff && trips > 0 && runs > 0, FE_ERR_ARG, "an exchange of %zu bytes",
+            bytes);
+  char *buf = calloc(2 * bytes + 2, 1);
+  FE_ASSERT(buf, FE_ERR_MEM, "out of memory for an exchange of %zu bytes", bytes);
+  double best = 1e300;
+  int rc = MPI_SUCCESS;
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (int r = 0; r <= runs && rank < 2; r++) { /* run 0 warms the path up */
+    double t0 = MPI_Wtime();
+    for (int k = 0; k < trips && rc == MPI_SUCCESS; k++) { /* as fe_comm_exchange does */
+      MPI_Request req[2];
+      MPI_Irecv(buf + bytes + 1, (int)bytes, MPI_BYTE, 1 - rank, 49, MPI_COMM_WORLD, &req[0]);
+      MPI_Isend(buf, (int)bytes, MPI_BYTE, 1 - rank, 49, MPI_COMM_WORLD, &req[1]);
+      rc = MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+    }
+    double t = (MPI_Wtime() - t0) / trips;
+    if (r > 0 && t < best) best = t;
+  }
+  free(buf);
+  FE_ASSERT(rc == MPI_SUCCESS, FE_ERR_INTERNAL, "an exchange of %zu bytes failed", bytes);
+  *seconds = rank == 0 ? best : 0;
+  return fe_comm_bcast(seconds, sizeof *seconds, 0);
+}
+
+int fe_comm_allreduce_time(int trips, int runs, double *seconds)
+{
+  *seconds = 0;
+  if (!fe_comm_parallel()) return 0;
+  double v[2] = {1, 2}, best = 1e300;
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (int r = 0; r <= runs; r++) {
+    double t0 = MPI_Wtime();
+    for (int k = 0; k < trips; k++)
+      FE_ASSERT(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) ==
+                MPI_SUCCESS, FE_ERR_INTERNAL, "MPI_Allreduce failed");
+    double t = (MPI_Wtime() - t0) / trips;
+    if (r > 0 && t < best) best = t;
+  }
+  *seconds = best;
+  return fe_comm_bcast(seconds, sizeof *seconds, 0);
+}
+
 int fe_comm_gather_strings(const char *s, char **out, int root)
 {
   const int size = fe_comm_size(), rank = fe_comm_rank();
@@ -175,6 +222,18 @@ int fe_comm_exchange_v(int nnb, const int *ranks, const int *scounts, const doub
   return 0;
 }
 int fe_comm_barrier(void) { return 0; }
+int fe_comm_pair_exchange(size_t bytes, int trips, int runs, double *seconds)
+{
+  (void)bytes, (void)trips, (void)runs;
+  *seconds = 0;
+  return 0;
+}
+int fe_comm_allreduce_time(int trips, int runs, double *seconds)
+{
+  (void)trips, (void)runs;
+  *seconds = 0;
+  return 0;
+}
 int fe_comm_gather_strings(const char *s, char **out, int root)
 {
   (void)root;

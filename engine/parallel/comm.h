@@ -31,6 +31,13 @@ int fe_comm_exchange(int nnb, const int *ranks, const int *counts, const double 
 int fe_comm_exchange_v(int nnb, const int *ranks, const int *scounts, const double *send,
                        const int *rcounts, double *recv);
 int fe_comm_barrier(void);
+/* Collective: ranks 0 and 1 exchange `bytes` each way at once (MPI_Irecv, MPI_Isend, MPI_Waitall:
+ * fe_comm_exchange's pattern), `trips` a run, the best of `runs` runs after one to warm up (the
+ * other ranks wait); *seconds: one exchange, rank 0's, on every rank (0 alone). */
+int fe_comm_pair_exchange(size_t bytes, int trips, int runs, double *seconds);
+/* Collective: an MPI_Allreduce of two doubles over every rank, the best of `runs` runs of
+ * `trips` after one to warm up; *seconds: one, rank 0's, on every rank (0 alone). */
+int fe_comm_allreduce_time(int trips, int runs, double *seconds);
 /* A string from root to all (*s malloc'd on the others; NULL travels as NULL). */
 int fe_comm_bcast_string(char **s, int root);
 /* Every rank's string to root: out[r] malloc'd there (NULL where a rank sent NULL); the

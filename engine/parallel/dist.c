@@ -346,3 +346,69 @@ int fe_dist_boundary_nodes(const fe_space *V, const char *const *tags, int ntags
   *n = k;
   return 0;
 }
+
+void fe_dist_exchange_work(const fe_dist *d, fe_precision prec, fe_exchange_work *x)
+{
+  memset(x, 0, sizeof *x);
+  if (!d || d->size == 1 || !d->nnb) return;
+  x->messages = d->nnb;
+  x->bytes = (double)d->nsend * sizeof(double);
+  x->entries = d->nsend;
+  x->word = (double)fe_precision_size(prec);
+  x->shared = d->nshared;
+  x->sources = d->src_start[d->nshared];
+}
+
+int fe_dist_parts(const fe_space *W, const int *part, int nparts, fe_precision prec,
+                  fe_dist_part *out)
+{
+  const fe_mesh *m = W->mesh;
+  const int nb = W->elem.nbasis, nc = W->ncomp, np = nparts;
+  memset(out, 0, sizeof *out * (size_t)np);
+  for (int c = 0; c < m->ncells; c++) out[part[c]].cells++;
+  /* (node, part) pairs, distinct: each node's parts in order */
+  size_t npairs = (size_t)m->ncells * nb;
+  long long *pairs = malloc(sizeof(long long) * (npairs + 1));
+  FE_ASSERT(pairs, FE_ERR_MEM, "out of memory for the nodes' parts");
+  for (int c = 0; c < m->ncells; c++)
+    for (int b = 0; b < nb; b++)
+      pairs[(size_t)c * nb + b] = (long long)W->cell_nodes[(size_t)c * nb + b] * np + part[c];
+  qsort(pairs, npairs, sizeof *pairs, cmp_ll);
+  size_t u = 0, nlinks = 0;
+  for (size_t i = 0; i < npairs; i++)
+    if (!i || pairs[i] != pairs[i - 1]) pairs[u++] = pairs[i];
+  for (size_t i = 0, j; i < u; i = j) {
+    for (j = i; j < u && pairs[j] / np == pairs[i] / np; j++) continue;
+    nlinks += (j - i) * (j - i - 1);
+  }
+  /* every ordered pair of parts that share a node: each part's neighbours, once sorted */
+  long long *links = malloc(sizeof(long long) * (nlinks + 1));
+  if (!links) free(pairs);
+  FE_ASSERT(links, FE_ERR_MEM, "out of memory for the parts' neighbours");
+  size_t nl = 0;
+  for (size_t i = 0, j; i < u; i = j) {
+    for (j = i; j < u && pairs[j] / np == pairs[i] / np; j++) continue;
+    const double k = (double)(j - i);
+    for (size_t a = i; a < j; a++) {
+      fe_dist_part *p = &out[pairs[a] % np];
+      p->nodes++;
+      if (k < 2) continue;
+      p->x.entries += (k - 1) * nc; /* sent to each other part holding the node */
+      p->x.shared += nc;
+      p->x.sources += k * nc;
+      if (a > i) p->notowned += nc; /* owned by the lowest */
+      for (size_t b = i; b < j; b++)
+        if (b != a) links[nl++] = (pairs[a] % np) * np + pairs[b] % np;
+    }
+  }
+  free(pairs);
+  qsort(links, nl, sizeof *links, cmp_ll);
+  for (size_t i = 0; i < nl; i++)
+    if (!i || links[i] != links[i - 1]) out[links[i] / np].x.messages++;
+  free(links);
+  for (int q = 0; q < np; q++) {
+    out[q].x.bytes = out[q].x.entries * sizeof(double);
+    out[q].x.word = (double)fe_precision_size(prec);
+  }
+  return 0;
+}

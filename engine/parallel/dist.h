@@ -9,6 +9,7 @@
 #define FE_DIST_H
 
 #include "engine/fem/space.h"
+#include "engine/perf/perf.h"
 #include "engine/solve/vector.h"
 
 typedef struct fe_dist_neighbour {
@@ -66,6 +67,22 @@ int fe_dist_reduce_dot(const fe_dist *d, const fe_vector *x, const fe_vector *y,
 int fe_dist_reduce_cg(const fe_dist *d, const fe_vector *r, const fe_vector *dg, double *rr,
                       double *rz);
 int fe_dist_reduce_sum(const fe_dist *d, double *s, int n);
+/* What one exchange of d does on this rank with vectors in prec (the model's input,
+ * fe_perf_exchange); all zero on one rank. */
+void fe_dist_exchange_work(const fe_dist *d, fe_precision prec, fe_exchange_work *x);
+
+/* One part's share if the whole space were split by a partition (fe_dist_parts): its cells,
+ * its nodes (shared ones included), its exchange (as fe_dist_exchange_work would count it on
+ * that rank) and the entries another part owns (what its reductions gather). */
+typedef struct fe_dist_part {
+  long long cells, nodes;
+  fe_exchange_work x;
+  double notowned;
+} fe_dist_part;
+/* Each of nparts parts' share of space W split by part[] (a part a cell of W's mesh), without
+ * running on that many ranks: what perf.compare predicts N ranks from. */
+int fe_dist_parts(const fe_space *W, const int *part, int nparts, fe_precision prec,
+                  fe_dist_part *out);
 int fe_dist_reduce_minmax(const fe_dist *d, double *v, int max);
 
 #endif

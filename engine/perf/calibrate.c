@@ -451,6 +451,42 @@ static int calibrate_latencies(calib_run *c)
   return 0;
 }
 
+/* The host's copies of small buffers from and to the device (a split space's exchange reads
+ * its packed entries and writes its neighbours' shares: a few bytes to a few hundred KiB),
+ * 8 bytes to 256 KiB, each size the best of 20: a latency and a rate fitted to each way. */
+static int calibrate_transfers(calib_run *c)
+{
+  fe_backend *be = c->be;
+  fe_calibration *cal = &be->calib[c->prec];
+  enum { SIZES = 6, REPS = 20 };
+  const size_t most = (size_t)8 << (3 * (SIZES - 1));
+  double bytes[SIZES], tr[SIZES], tw[SIZES];
+  char *host = malloc(most);
+  FE_ASSERT(host, FE_ERR_MEM, "out of memory for the transfers' calibration");
+  memset(host, 0, most);
+  int rc = 0;
+  for (int k = 0; k < SIZES && !rc; k++) {
+    const size_t n = (size_t)8 << (3 * k);
+    bytes[k] = (double)n;
+    tr[k] = tw[k] = INFINITY;
+    for (int r = 0; r < REPS && !rc; r++) {
+      double t0 = fe_clock();
+      rc = be->ops->read(be->impl, &c->a, 0, n, host);
+      double t1 = fe_clock();
+      if (!rc) rc = be->ops->write(be->impl, &c->a, 0, n, host);
+      if (!rc) rc = be->ops->finish(be->impl);
+      double t2 = fe_clock();
+      if (t1 - t0 < tr[k]) tr[k] = t1 - t0;
+      if (t2 - t1 < tw[k]) tw[k] = t2 - t1;
+    }
+  }
+  free(host);
+  FE_CHECK(rc);
+  fe_perf_fit_link(bytes, tr, SIZES, &cal->read_us, &cal->read_gbytes);
+  fe_perf_fit_link(bytes, tw, SIZES, &cal->write_us, &cal->write_gbytes);
+  return 0;
+}
+
 /* GPUs: each rate with 2, 4, ..., 64 warps resident per unit (one wave of groups of two
  * warps), as a fraction of the rate above. */
 static int calibrate_curves(calib_run *c)
@@ -498,6 +534,7 @@ static int calibrate_kernels(calib_run *c)
   FE_CHECK(calibrate_l1_lookups(c, full));
   FE_CHECK(calibrate_latencies(c));
   FE_CHECK(calibrate_curves(c));
+  FE_CHECK(calibrate_transfers(c));
   cal->gpu = gpu;
   cal->tables_l1 = be->info.tables_l1;
   cal->llc_bytes = (double)be->info.llc_bytes;

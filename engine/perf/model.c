@@ -422,3 +422,86 @@ int fe_perf_predict(fe_backend *be, fe_precision prec, fe_report *rep)
   fe_perf_model(&be->calib[prec], be->info.compute_units, rep);
   return 0;
 }
+
+void fe_perf_fit_link(const double *bytes, const double *seconds, int n, double *us,
+                      double *gbytes)
+{
+  /* least squares of (a + b n_i - t_i) / t_i: weights 1 / t_i^2, two normal equations */
+  double s0 = 0, s1 = 0, s2 = 0, t0 = 0, t1 = 0;
+  for (int i = 0; i < n; i++) {
+    if (!(seconds[i] > 0) || !isfinite(seconds[i])) continue;
+    const double w = 1 / (seconds[i] * seconds[i]);
+    s0 += w, s1 += w * bytes[i], s2 += w * bytes[i] * bytes[i];
+    t0 += w * seconds[i], t1 += w * bytes[i] * seconds[i];
+  }
+  double det = s0 * s2 - s1 * s1, a = 0, b = 0;
+  if (det > 0) {
+    a = (t0 * s2 - t1 * s1) / det;
+    b = (s0 * t1 - s1 * t0) / det;
+  }
+  if (a < 0 && s2 > 0) a = 0, b = t1 / s2;    /* the rate alone */
+  if (!(b > 0) && s0 > 0) b = 0, a = t0 / s0; /* the latency alone */
+  *us = a > 0 ? a * 1e6 : 0;
+  *gbytes = b > 0 ? 1 / b / 1e9 : 0;
+}
+
+/* Seconds of `bytes` at `gbytes` GB/s (0: not limiting). */
+static double at_rate(double bytes, double gbytes)
+{
+  return gbytes > 0 ? bytes / (gbytes * 1e9) : 0;
+}
+
+double fe_link_message_seconds(const fe_link *l, double bytes)
+{
+  const int n = l->npoints;
+  if (n < 2) return l->latency_us * 1e-6 + at_rate(bytes, l->gbytes);
+  int k = 1; /* the segment [k - 1, k] that holds bytes (the first or last beyond them) */
+  while (k < n - 1 && l->point_bytes[k] < bytes) k++;
+  const double b0 = l->point_bytes[k - 1], b1 = l->point_bytes[k];
+  const double t0 = l->point_us[k - 1], t1 = l->point_us[k];
+  double t = bytes <= b0 ? t0 : t0 + (t1 - t0) * (bytes - b0) / (b1 - b0);
+  if (bytes > b1) t = t1 + (l->gbytes > 0 ? (bytes - b1) / (l->gbytes * 1e3) : 0); /* us */
+  return t * 1e-6;
+}
+
+/* Seconds of an exchange kernel's indexed work: `values` read or written through an index
+ * list, one at a time (the cpu: at its indexed loops' rate, the vector's entries found in the
+ * last-level cache where the integration just left them), else its `bytes` at the cached
+ * (or DRAM) rate. */
+static double indexed_seconds(const fe_calibration *c, double values, double bytes)
+{
+  const double gops = c->indexed_llc_gops > 0 ? c->indexed_llc_gops : c->indexed_gops;
+  if (!c->gpu && gops > 0) return values / (gops * 1e9);
+  return at_rate(bytes, c->l2_gbytes > 0 ? c->l2_gbytes : c->gbytes);
+}
+
+void fe_perf_exchange(const fe_calibration *c, const fe_link *l, const fe_exchange_work *x,
+                      fe_exchange_terms *t)
+{
+  memset(t, 0, sizeof *t);
+  if (!(x->messages > 0)) return;
+  /* the gather: a launch the read waits for; an index and a value read, a value written */
+  t->gather = c->sync_us * 1e-6 + indexed_seconds(c, x->entries, x->entries * (4 + 2 * x->word));
+  t->read = c->read_us * 1e-6 + at_rate(x->entries * x->word, c->read_gbytes);
+  if (l && l->valid) t->link = x->messages * fe_link_message_seconds(l, x->bytes / x->messages);
+  t->write = c->write_us * 1e-6 + at_rate(x->entries * x->word, c->write_gbytes);
+  /* the sums: a launch queued; each entry's place and its sources' range read, its sum
+   * written; each source's slot and value read */
+  t->sum = c->launch_us * 1e-6 +
+           indexed_seconds(c, x->shared + x->sources,
+                           x->shared * (3 * 4 + 2 * x->word) + x->sources * (4 + x->word));
+  t->total = t->gather + t->read + t->link + t->write + t->sum;
+}
+
+double fe_perf_reduction(const fe_calibration *c, const fe_link *l, double entries, double word,
+                         int ranks)
+{
+  double s = entries > 0 ? c->sync_us * 1e-6 + indexed_seconds(c, entries, entries * (4 + 2 * word)) +
+                               c->read_us * 1e-6 + at_rate(entries * word, c->read_gbytes)
+                         : 0;
+  if (l && l->valid && ranks > 1) {
+    const double depth = ceil(log2((double)ranks)), at = ceil(log2(l->ranks > 1 ? l->ranks : 2));
+    s += l->allreduce_us * 1e-6 * depth / at;
+  }
+  return s;
+}

@@ -3,6 +3,7 @@
  * the calibration calibrate.c and calibration-store.c, the bank counting banks.c. */
 #include "engine/perf/perf.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,26 @@ void fe_report_work(fe_report *rep, const fe_work *w)
   rep->loop_trips = w->loop_trips;
 }
 
+void fe_report_scale(fe_report *r, double f)
+{
+  double *v[] = {&r->flops, &r->bytes, &r->l2_bytes, &r->shared_bytes, &r->nonfma, &r->atomics,
+                 &r->constant, &r->vec_flops, &r->indexed, &r->indexed_first, &r->factor_lanes,
+                 &r->factor_gathers, &r->phase_bytes, &r->operand_bytes, &r->l1_wavefronts,
+                 &r->table_wavefronts, &r->inflight_flops, &r->loop_trips};
+  for (size_t i = 0; i < sizeof v / sizeof *v; i++) *v[i] *= f;
+  for (int k = 0; k <= FE_L1_LINES; k++) r->l1_lines[k] *= f, r->table_lines[k] *= f;
+  for (int p = 0; p < r->nphase_work && p < FE_PHASES_MAX; p++) {
+    fe_phase_work *w = &r->phase_work[p];
+    double *pv[] = {&w->bytes, &w->l2_bytes, &w->shared_bytes, &w->l1_wavefronts,
+                    &w->table_wavefronts, &w->lines, &w->table_lines, &w->flops, &w->nonfma,
+                    &w->constant};
+    for (size_t i = 0; i < sizeof pv / sizeof *pv; i++) *pv[i] *= f;
+  }
+  if (r->groups > 0) r->groups = (long long)ceil((double)r->groups * f);
+  r->ncells = (long long)ceil((double)r->ncells * f);
+  r->ndofs = (long long)ceil((double)r->ndofs * f);
+}
+
 /* A time with a unit that keeps three significant digits readable. */
 static void format_time(double s, char *buf, size_t n)
 {
@@ -129,6 +150,33 @@ static int format_parts(const fe_setup_parts *p, char *buf, size_t n, int len)
     else snprintf(name, sizeof name, "%s", p->part[i].name);
     for (char *c = name; *c; c++) *c = *c == '_' ? ' ' : *c;
     len += snprintf(buf + len, n - (size_t)len, "%s%s %s", k++ ? ", " : "", name, tp);
+  }
+  return len;
+}
+
+/* A split space's exchange, measured and predicted, and a CG's reductions predicted, at
+ * buf + len; returns the new length. */
+static int format_exchange(const fe_report *r, char *buf, size_t n, int len)
+{
+  if (!(r->exchange_messages > 0) || len < 0 || (size_t)len >= n) return len;
+  char tx[32];
+  format_time(r->exchange_seconds, tx, sizeof tx);
+  len += snprintf(buf + len, n - (size_t)len, "\n  exchange   %.0f bytes in %.0f messages to the "
+                  "neighbouring ranks, %s (host-staged, after the integration)", r->exchange_bytes,
+                  r->exchange_messages, tx);
+  if (len > 0 && (size_t)len < n && r->exchange_predicted > 0) {
+    char tp[32], tl[32], td[32];
+    format_time(r->exchange_predicted, tp, sizeof tp);
+    format_time(r->exchange_link, tl, sizeof tl);
+    format_time(r->exchange_device, td, sizeof td);
+    len += snprintf(buf + len, n - (size_t)len, "; predicted %s (link %s, device %s)%s", tp, tl,
+                    td, r->exchange_link > 0 ? "" : ": no link calibrated");
+  }
+  if (len > 0 && (size_t)len < n && r->reduce_predicted > 0) {
+    char tr[32];
+    format_time(r->reduce_predicted, tr, sizeof tr);
+    len += snprintf(buf + len, n - (size_t)len, "\n  reductions predicted %s (gathers of the "
+                    "entries other ranks own, MPI_Allreduce)", tr);
   }
   return len;
 }
@@ -190,13 +238,7 @@ void fe_report_format(const fe_report *r, char *buf, size_t n)
   if (r->iterations)
     len += snprintf(buf + len, n - (size_t)len, "\n  iterations %d", r->iterations);
   if (len < 0 || (size_t)len >= n) return;
-  if (r->exchange_messages > 0) { /* a space split over mpirun's ranks */
-    char tx[32];
-    format_time(r->exchange_seconds, tx, sizeof tx);
-    len += snprintf(buf + len, n - (size_t)len, "\n  exchange   %.0f bytes in %.0f messages to "
-                    "the neighbouring ranks, %s (host-staged, after the integration)",
-                    r->exchange_bytes, r->exchange_messages, tx);
-  }
+  len = format_exchange(r, buf, n, len);
   if (len < 0 || (size_t)len >= n) return;
   if (r->kernel_from) { /* an operator's action: what this call built, part by part */
     char ts[32], tk[32];

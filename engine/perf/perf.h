@@ -157,6 +157,11 @@ typedef struct fe_report {
    * the integration (engine/parallel/dist.c): bytes sent, messages sent, seconds (its host
    * copies, the messages and the sums); 0 on one rank */
   double exchange_bytes, exchange_messages, exchange_seconds;
+  /* and the model's time of it (fe_perf_exchange; in predicted_seconds): all of it, the
+   * messages over the link alone, the device's part alone (its gather, read, write and sums);
+   * a CG's: every apply's, and its reductions' (each a gather of the entries other ranks own,
+   * its read, and an MPI_Allreduce) in reduce_predicted; 0 on one rank */
+  double exchange_predicted, exchange_link, exchange_device, reduce_predicted;
   double operand_seconds;   /* the cpu: those operands from L2 (0: from L1), the FMA ceiling
                              * where longer than the multiply-adds */
   double llc_share;         /* the cpu: the share of the bytes beyond its last-level cache (the
@@ -194,6 +199,65 @@ typedef struct fe_report {
   int launches;
   int iterations;           /* solvers */
 } fe_report;
+
+/* The link between mpirun's ranks (engine/parallel/link.c): a message's time, measured by
+ * exchanges between ranks 0 and 1 (a message each way at once, as a split space's exchange
+ * sends them) at sizes of 8 bytes to 256 KiB, summed up as a latency and a rate, and an
+ * MPI_Allreduce of two doubles over the `ranks` ranks it was measured with. */
+#define FE_LINK_POINTS 10
+typedef struct fe_link {
+  int valid;
+  int ranks;           /* the ranks it was measured with */
+  double latency_us;   /* a message of 8 bytes, microseconds */
+  double gbytes;       /* the rate of large messages (between the two largest measured), GB/s
+                        * (0: the latency alone) */
+  double allreduce_us; /* an MPI_Allreduce of two doubles over `ranks` ranks, microseconds */
+  /* the measured messages, sizes ascending (0 points: the line latency + bytes / rate alone):
+   * an MPI's protocols change with the size (OpenMPI's shared memory copies messages over
+   * 4 KiB once more), so a message's time is read off them, between two points linearly */
+  int npoints;
+  double point_bytes[FE_LINK_POINTS], point_us[FE_LINK_POINTS];
+} fe_link;
+/* Seconds of one message of `bytes` over l: its measured points, linear between two, the
+ * rate beyond the last; the line latency + bytes / rate where it has none. */
+double fe_link_message_seconds(const fe_link *l, double bytes);
+
+/* What one exchange of a split space's action does on one rank (fe_dist_exchange_work). */
+typedef struct fe_exchange_work {
+  double messages; /* sent, one a neighbour (as many received) */
+  double bytes;    /* sent, as doubles (as many received) */
+  double entries;  /* the packed entries: gathered on the device, read, and as many written */
+  double word;     /* bytes of an entry on the device (the precision's) */
+  double shared;   /* the distinct shared entries, each made the sum of its sources */
+  double sources;  /* the sums' sources, all of them (received slots and this rank's values) */
+} fe_exchange_work;
+
+/* The model's exchange, each term alone in seconds: the gather (a launch the read waits for,
+ * and its entries), the read, the messages, the write, the sums (a launch queued, and their
+ * entries), all together. */
+typedef struct fe_exchange_terms {
+  double gather, read, link, write, sum, total;
+} fe_exchange_terms;
+
+/* The exchange x on device calibration c over link l (nothing of the link where l is NULL or
+ * not valid): its messages, each of bytes / messages at the link's time of that size
+ * (fe_link_message_seconds; without points latency + bytes / rate), plus the device's gather, read, write and
+ * sums at c's launches and copies, their entries at the cpu's indexed loops' rate (a GPU: its
+ * cached memory rate). */
+void fe_perf_exchange(const fe_calibration *c, const fe_link *l, const fe_exchange_work *x,
+                      fe_exchange_terms *t);
+/* A reduction of a split space's vectors on N ranks: the gather of `entries` entries of
+ * `word` bytes another rank owns, their read, and an MPI_Allreduce (l's, scaled from its
+ * ranks to `ranks` by the tree's depth, ceil(log2 ranks)). */
+double fe_perf_reduction(const fe_calibration *c, const fe_link *l, double entries, double word,
+                         int ranks);
+/* Fit t = us 1e-6 + bytes / (gbytes 1e9) to n timings, each weighted by its own size (the
+ * relative misfits' squares least): the latency and the rate (gbytes 0: none fitted). */
+void fe_perf_fit_link(const double *bytes, const double *seconds, int n, double *us,
+                      double *gbytes);
+/* Scale the work counts of rep (flops, bytes, every ceiling's, its groups and the hot loop's
+ * trips; not its launches) by f: one rank's share of a call (perf.compare's ranks). */
+void fe_report_scale(fe_report *rep, double f);
 
 /* Zero rep, then its head: the action, the backend's name and device, the precision, the
  * strategy and why it ran. */

@@ -30,6 +30,8 @@
 #include <string.h>
 
 #include "engine/core/error.h"
+#include "engine/parallel/dist.h"
+#include "engine/parallel/link.h"
 #include "engine/solve/precond/units.h"
 #include "engine/core/progress.h"
 
@@ -339,6 +341,27 @@ static int cg_report(const fe_vector *x, const fe_report *rep, const fe_report *
   return 0;
 }
 
+/* A split space (x's dist): the model's exchanges, every apply's, and reductions, each step's
+ * (p, q) and its update's (r, r) and (r, z) (and (r, z) of a unit's z), each gathering two
+ * vectors' entries another rank owns, reading them, and an MPI_Allreduce; added to the
+ * prediction of r. Nothing on one rank. */
+static int cg_predict_split(const fe_vector *x, int applies, int steps, int unit,
+                            const fe_report *apply_rep, fe_report *r)
+{
+  const fe_dist *d = x->dist;
+  if (!d || d->size == 1) return 0;
+  const fe_link *l;
+  FE_CHECK(fe_link_get(&l));
+  r->exchange_predicted = applies * apply_rep->exchange_predicted;
+  r->exchange_link = applies * apply_rep->exchange_link;
+  r->exchange_device = applies * apply_rep->exchange_device;
+  r->reduce_predicted = (2.0 + unit) * steps *
+                        fe_perf_reduction(&x->be->calib[x->prec], l, 2.0 * d->nnot,
+                                          (double)fe_precision_size(x->prec), d->size);
+  r->predicted_seconds += r->exchange_predicted + r->reduce_predicted;
+  return 0;
+}
+
 /* The iteration itself; x holds the initial guess and receives the solution. */
 static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe_solver_opts *o,
                       cg_work *k, fe_solver_info *info)
@@ -434,7 +457,7 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   info->report.exchange_bytes = applies * apply_rep.exchange_bytes;
   info->report.exchange_messages = applies * apply_rep.exchange_messages;
   info->report.exchange_seconds = k->xseconds;
-  return 0;
+  return cg_predict_split(x, applies, info->iterations, U != NULL, &apply_rep, &info->report);
 }
 
 int fe_solve_cg(fe_operator *A, const fe_vector *b, const fe_vector *x0, const fe_solver_opts *o,

@@ -79,39 +79,54 @@ local function datasheet(to, precision)
           constant_gops = 0, gpu = to.kind == "gpu", tables_l1 = to.kind == "gpu"}
 end
 
+-- The model's view of A's action (A:model with every option of the action that changes its
+-- counts: a strategy's geometry, scatter, ...).
+local function model_of(A, o)
+  local mo = {}
+  for _, k in ipairs({"backend", "precision", "strategy", "block", "walk", "lanes", "geometry",
+                      "scatter", "recompute", "format", "chunk", "sigma"}) do mo[k] = o[k] end
+  return A:model(o.action or "apply", mo)
+end
+
+-- The ceilings of o.device for report rep (its backend and precision): the present
+-- calibration scaled by the datasheets, or the target's datasheet peaks; and the units and
+-- how the ceilings were made.
+local ceilings_for
+
 -- perf.predict(A, {action =, device =, precision =, strategy =, backend =, from =})
 function perf.predict(A, o)
   o = o or {}
   if type(o) ~= "table" then error("perf.predict: argument 2 must be an options table", 2) end
-  -- every option of the action (a strategy's geometry, scatter, ... change its counts)
-  local mo = {}
-  for _, k in ipairs({"backend", "precision", "strategy", "block", "walk", "lanes", "geometry",
-                      "scatter", "recompute", "format", "chunk", "sigma"}) do mo[k] = o[k] end
-  local rep = A:model(o.action or "apply", mo)
+  local rep = model_of(A, o)
   if not o.device then return rep end
+  local ceilings, units, target, basis = ceilings_for(rep, o, 3)
+  return perf.model(rep, ceilings, units, target.name), basis
+end
+
+ceilings_for = function(rep, o, level)
   local target = find(o.device)
   if not target then
     error(("perf.predict: no device '%s' in shell/lib/devices.lua (it has: %s)"):format(
-      o.device, names()), 2)
+      o.device, names()), level)
   end
   local prec = rep.precision
   if not (figures(target)[prec] > 0) then
     error(("perf.predict: %s has no %s-precision rate in shell/lib/devices.lua"):format(
-      target.name, prec), 2)
+      target.name, prec), level)
   end
   local info = device.info(rep.backend)
   local cal = info.calibration and info.calibration[prec]
   local here = o.from and find(o.from) or find(info.name)
   if o.from and not here then
     error(("perf.predict: from = '%s' is not in shell/lib/devices.lua (it has: %s)"):format(
-      o.from, names()), 2)
+      o.from, names()), level)
   end
   -- the calibration carries over only between devices of one kind: the backend's (a cpu
   -- backend on a GPU entry named by `from` is still a cpu)
   local kind = info.is_gpu and "gpu" or "cpu"
   if here and here.kind ~= kind then
     error(("perf.predict: from = '%s' is a %s, but the %s backend runs on a %s"):format(
-      here.name, here.kind, rep.backend, kind), 2)
+      here.name, here.kind, rep.backend, kind), level)
   end
   local ceilings, basis, units
   if cal and here and kind == target.kind then
@@ -128,7 +143,7 @@ function perf.predict(A, o)
       here and "" or ("; " .. info.name .. " is not in devices.lua"), rep.backend)
     units = 0 -- another kind's group shapes: no wave to fill
   end
-  return perf.model(rep, ceilings, units, target.name), basis
+  return ceilings, units, target, basis
 end
 help[#help + 1] = {"perf.predict",
   "perf.predict(A, {action = \"apply\", device =, precision =, strategy =, backend =, from =})",
@@ -146,11 +161,113 @@ local function time(s)
   return ("%.3g us"):format(s * 1e6)
 end
 
--- perf.compare{A, action =, devices =, strategies =, precisions =, from =} -> rows
+-- What perf.compare's ranks model, and what they do not (printed under its table).
+local RANKS_MODELLED = "modelled: each rank's cells (the largest part's time binds: " ..
+  "m:partition(N), its method as mpirun's split), its exchange (P:exchange(V): messages x " ..
+  "latency + bytes / rate over the link, the device's gather, read, write and sums at its " ..
+  "calibrated launches and copies), a CG's reductions (two a step: the gathers of the " ..
+  "entries other ranks own and an MPI_Allreduce, ceil(log2 N) times the link's tree depth)\n" ..
+  "not modelled: overlap of the exchange with the interior cells (felab has none today), " ..
+  "links between nodes (the link is this machine's, ranks on one host), ranks sharing a " ..
+  "device or the memory bus, the setup (every rank builds the whole mesh and space)"
+
+-- perf.compare{A, ranks = N | {N, ...}, ...}: the call on N ranks, a device each.
+local function compare_ranks(o, A, level)
+  if mpi and mpi.size > 1 then
+    error(("perf.compare: ranks = ... predicts from one rank's whole space; this session's " ..
+           "space is split over %d ranks"):format(mpi.size), level)
+  end
+  local counts = type(o.ranks) == "table" and o.ranks or {o.ranks}
+  for _, n in ipairs(counts) do
+    if math.type(n) ~= "integer" or n < 1 then
+      error(("perf.compare: ranks must be a positive integer or a list of them, got %s"):format(
+        tostring(n)), level)
+    end
+  end
+  local V = A.space
+  local m = V.mesh
+  local link = o.link
+  if link == nil then link = device.link() end
+  local mo = {action = o.action, backend = o.backend, strategy = o.strategies and o.strategies[1],
+              precision = o.precisions and o.precisions[1]}
+  local rep = o.report or model_of(A, mo)
+  if type(rep) ~= "userdata" or not rep.action then
+    error("perf.compare: report = must be a report (a CG's info.report, or an action's)", level)
+  end
+  local steps = rep.iterations > 0 and rep.iterations or 1
+  local rows = {}
+  print(("%5s %-14s %10s %10s %10s %10s %10s %8s"):format("ranks", "device", "cells/rank",
+        "compute", "exchange", "reductions", "predicted", "speedup"))
+  local bases = {}
+  for _, dev in ipairs(o.devices or {false}) do
+    local ceilings, units, name, basis
+    if dev then
+      local target
+      ceilings, units, target, basis = ceilings_for(rep, {device = dev, from = o.from}, level + 1)
+      name = target.name
+      if not ((ceilings.sync_us or 0) > 0) then
+        basis = basis .. "; the exchange's device side (its launches and copies) is not known " ..
+                "there and left out"
+      end
+    else
+      local info = device.info(rep.backend)
+      ceilings = info.calibration and info.calibration[rep.precision]
+      if not ceilings then error("perf.compare: no calibration of " .. rep.backend, level) end
+      units, name = info.compute_units, rep.device
+      basis = ("%s's calibration (%s)"):format(rep.backend, info.name)
+    end
+    local one
+    for _, n in ipairs(counts) do
+      local parts = n > 1 and m:partition(n, {method = o.method}):exchange(V, rep.precision)
+                    or {{cells = m.ncells, notowned = 0, messages = 0, bytes = 0, word = 8}}
+      local worst
+      for q, part in ipairs(parts) do
+        local f = part.cells / m.ncells
+        local share = f < 1 and perf.share(rep, f) or rep
+        local compute = perf.model(share, ceilings, units, name).predicted_seconds
+        local x = n > 1 and steps * perf.exchange(part, ceilings, link or false).total or 0
+        local red = n > 1 and rep.iterations > 0 and
+                    2 * rep.iterations * perf.reduction(2 * part.notowned, part.word, n, ceilings,
+                                                        link or false) or 0
+        local t = compute + x + red
+        if not worst or t > worst.seconds then
+          worst = {ranks = n, device = dev or name, seconds = t, compute = compute, exchange = x,
+                   reductions = red, cells = part.cells, messages = part.messages,
+                   bytes = part.bytes, part = q - 1}
+        end
+      end
+      one = one or (n == 1 and worst.seconds or nil)
+      worst.speedup = one and one / worst.seconds or nil
+      worst.per_step = worst.seconds / steps -- a CG's: one iteration
+      rows[#rows + 1] = worst
+      print(("%5d %-14s %10d %10s %10s %10s %10s %8s"):format(n, tostring(worst.device):sub(1, 14),
+            worst.cells, time(worst.compute), n > 1 and time(worst.exchange) or "-",
+            worst.reductions > 0 and time(worst.reductions) or "-", time(worst.seconds),
+            worst.speedup and ("%.2f"):format(worst.speedup) or "-"))
+    end
+    bases[#bases + 1] = ("  %s: %s"):format(dev or name, basis)
+  end
+  print(("%s: %s, %s%s"):format(rep.action, rep.strategy, rep.precision,
+        rep.iterations > 0 and (", %d iterations"):format(rep.iterations) or ""))
+  print("ceilings:\n" .. table.concat(bases, "\n"))
+  if link then
+    print(("link: %.3g us a message, %.3g GB/s, MPI_Allreduce %.3g us over %d ranks%s"):format(
+      link.latency_us, link.gbytes, link.allreduce_us or 0, link.ranks or 2,
+      o.link and " (given)" or " (measured on this machine under mpirun: device.link())"))
+  else
+    print("link: none calibrated on this machine (the messages and MPI_Allreduce are left " ..
+          "out; run `mpirun -np 2 felab -e 'device.calibrate(\"link\")'` once, or give link = {...})")
+  end
+  print(RANKS_MODELLED)
+  return rows
+end
+
+-- perf.compare{A, action =, devices =, strategies =, precisions =, from =, ranks =} -> rows
 function perf.compare(o)
   if type(o) ~= "table" then error("perf.compare: expected an options table", 2) end
   local A = o.A or o[1]
   if not A then error("perf.compare: give the operator as A = ... (or first)", 2) end
+  if o.ranks ~= nil then return compare_ranks(o, A, 3) end
   local devs = o.devices or {"A100", "H100", "H200", "L40S", "MI250X", "MI300X"}
   local precs = o.precisions or {"double", "single"}
   local strats = o.strategies
@@ -187,11 +304,21 @@ function perf.compare(o)
   return rows
 end
 help[#help + 1] = {"perf.compare",
-  "perf.compare{A, action = \"apply\", devices = {...}, strategies = {...}, precisions = {...}}",
+  "perf.compare{A, action = \"apply\", devices = {...}, strategies = {...}, precisions = {...}, ranks =}",
   "One table of predicted times (perf.predict) of an operator's action across devices,\n" ..
   "strategies and precisions, printed and returned as rows {device, strategy, precision,\n" ..
   "seconds, bound, gdofs}; a case the model cannot answer says why in its row.\n" ..
-  "example: perf.compare{A, devices = {\"H100\", \"H200\"}, precisions = {\"double\"}}"}
+  "ranks = N or {1, 2, 8}: the call on N ranks, a device each (from one rank: \"how fast on\n" ..
+  "8 GPUs?\"): each part of m:partition(N) its share of the cells (perf.share) and its\n" ..
+  "exchange (P:exchange(V), perf.exchange over device.link()), a CG's report (report =\n" ..
+  "info.report) also its reductions (perf.reduction); the slowest part binds. Rows {ranks,\n" ..
+  "device, seconds, per_step, compute, exchange, reductions, cells, messages, bytes, part,\n" ..
+  "speedup};\n" ..
+  "devices: this one (default) or datasheet entries; link = {latency_us =, gbytes =,\n" ..
+  "allreduce_us =, ranks =} instead of the measured one; method = the partition's. What is\n" ..
+  "not modelled is printed under the table (overlap: none today).\n" ..
+  "example: perf.compare{A, devices = {\"H100\", \"H200\"}, precisions = {\"double\"}}\n" ..
+  "  _, i = solve.cg(A); perf.compare{A, ranks = {1, 2, 8}, report = i.report, devices = {\"H200\"}}"}
 
 function perf.devices()
   return devices

@@ -218,6 +218,18 @@ cases("elasticity", El, Vel)
 local _, xr = P1:apply(fe.space(m, "P1"):interpolate(1))
 out[#out + 1] = ("EXCHANGE %d %d %s"):format(xr.exchange_bytes, xr.exchange_messages,
                 tostring(tostring(xr):find("exchange", 1, true) ~= nil))
+-- the model's exchange (engine/perf/model.c, the link of engine/parallel/link.c): in the
+-- apply's report and its prediction, and in a CG's (every apply's, and its reductions)
+local _, ic = solve.cg(P1, {rtol = 1e-30, maxit = 4})
+out[#out + 1] = ("PREDICTED %.17g %.17g %.17g %.17g %.17g %d %s"):format(xr.exchange_predicted,
+                xr.exchange_link, xr.predicted_seconds, ic.report.exchange_predicted,
+                ic.report.reduce_predicted, ic.iterations,
+                tostring(tostring(xr):find("; predicted .- %(link", 1) ~= nil))
+-- a part's exchange counted from the partition alone (P:exchange) is what this rank exchanges
+local px = m:partition(mpi.size):exchange(VP1)[mpi.rank + 1]
+local e = VP1.exchange or {neighbours = 0, send = 0, shared = 0, notowned = 0}
+moved[#moved + 1] = ("PARTS %s"):format(tostring(px.messages == e.neighbours and px.entries == e.send
+                    and px.shared == e.shared and px.notowned == e.notowned))
 out[#out + 1] = ("RESULT integral 1 %.15g 0"):format(fe.integral(fe.space(m, "P2"):interpolate(
                 function(x) return x[1] * x[2] end)))
 local okamg, ua, ia = pcall(solve.cg, P1, {pc = "amg", cycle_on = "host", rtol = 1e-10})
@@ -261,6 +273,14 @@ for np = 1, 3 do
         np > 1 and tonumber(xb) > 0 and tonumber(xm) >= 1 and shown == "true"), "%d ranks: the "
         .. "apply's report counts the exchange: %s bytes, %s messages, shown %s", np,
         tostring(xb), tostring(xm), tostring(shown))
+  local xp, xl, tp, cp, rp, its, shownp = o:match("PREDICTED (%S+) (%S+) (%S+) (%S+) (%S+) (%d+) (%a+)")
+  xp, xl, tp, cp, rp, its = tonumber(xp), tonumber(xl), tonumber(tp), tonumber(cp), tonumber(rp),
+                            tonumber(its)
+  check(xp and (np == 1 and xp == 0 and cp == 0 and rp == 0 or np > 1 and xp > 0 and xl > 0 and
+        tp >= xp and shownp == "true" and math.abs(cp - its * xp) <= 1e-9 * cp and rp > 0),
+        "%d ranks: the predicted exchange: an apply's %s (link %s, in its %s), a CG's %s over %s "
+        .. "iterations, its reductions %s, shown %s", np, tostring(xp), tostring(xl), tostring(tp),
+        tostring(cp), tostring(its), tostring(rp), tostring(shownp))
   -- the packed exchange, every rank's: an apply moves its exchange's bytes each way (one
   -- rank: none); a CG iteration reads at most the shared entries and four times the not-owned
   -- ones (where one whole-vector read is local_ndofs entries; the host-staged exchange read
@@ -269,6 +289,8 @@ for np = 1, 3 do
     local mf = io.open(("%s/moved_%d"):format(dir, rank))
     local m = mf and mf:read("a") or ""
     if mf then mf:close() end
+    check(m:find("PARTS true", 1, true), "%d ranks, rank %d: P:exchange(V) counts what the rank "
+          .. "exchanges: %s", np, rank, m)
     for _, be in ipairs(devices) do
       local rd, wr, xbytes, nloc = m:match("MOVED " .. be .. " (%d+) (%d+) (%d+) (%d+)")
       check(rd and tonumber(rd) == tonumber(xbytes) and tonumber(wr) == tonumber(xbytes) and
