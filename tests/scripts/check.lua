@@ -123,6 +123,15 @@ end
 -- The closing line of a script: its name (by default the script's file name without .lua)
 -- and the number of checks made. scripts/run-one-test.sh counts a script as passed only when
 -- it printed this line.
+-- The cpu's double-precision calibration: the stored one, else measured now.
+function T.cpu_calibration()
+  local info = device.info("cpu")
+  local c = info.calibration and info.calibration.double
+  if c then return c end
+  device.calibrate("cpu", "double")
+  return device.info("cpu").calibration.double
+end
+
 function T.done(name)
   name = name or (arg and arg[0] or "?"):match("([^/]*)$"):gsub("%.lua$", "")
   print(string.format("%s: %d checks passed", name, T.count))

@@ -55,12 +55,7 @@ check(perf.reduction(500, 8, 1, cal, link) > 0 and perf.reduction(0, 8, 1, cal, 
       "one rank: no Allreduce")
 
 -- the calibration measures the host's copies (read and write: latency and rate)
-local info = device.info("cpu")
-local c = info.calibration and info.calibration.double
-if not c then
-  device.calibrate("cpu", "double")
-  c = device.info("cpu").calibration.double
-end
+local c = T.cpu_calibration()
 check(c.read_us >= 0 and c.write_us >= 0 and c.read_gbytes >= 0 and c.write_gbytes >= 0 and
       c.read_us + c.read_gbytes > 0, "the calibration's copies: read %g us %g GB/s, write %g us %g GB/s",
       c.read_us, c.read_gbytes, c.write_us, c.write_gbytes)
@@ -103,7 +98,7 @@ local Vb = fe.space(mesh.box{cells = {8, 8, 8}, cell = "tet"}, "P1")
 local Ab = fe.operator(Vb, physics.poisson{kappa = 1, source = 1}, {dirichlet = "all"})
 local _, info_cg = solve.cg(Ab, {rtol = 1e-6, backend = "cpu"})
 local rows = perf.compare{Ab, ranks = {1, 2, 4}, report = info_cg.report, link = link, method = "lattice"}
-local units = info.compute_units
+local units = device.info("cpu").compute_units
 check(#rows == 3, "three rows: %d", #rows)
 local cg = info_cg.report
 local one = perf.model(cg, c, units).predicted_seconds

@@ -13,11 +13,7 @@ local check, close = T.check, T.close
 local TOL = 1e-12
 
 local info = device.info("cpu")
-local cal = info.calibration and info.calibration.double
-if not cal then
-  device.calibrate("cpu", "double")
-  cal = device.info("cpu").calibration.double
-end
+local cal = T.cpu_calibration()
 check(cal.l1_bytes > 0, "the calibration has no L1 size (%s)", tostring(cal.l1_bytes))
 if not (cal.llc_bytes > 0) then
   T.skip("this machine's sysfs and sysconf give no last-level cache")
