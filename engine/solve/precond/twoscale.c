@@ -50,11 +50,8 @@
 #include "engine/fem/quadrature.h"
 #include "engine/operator/strategy.h"
 #include "engine/core/strbuf.h"
-#include "engine/parallel/comm.h"
 #include "engine/parallel/dist.h"
-#include "engine/parallel/partition.h"
 
-#define TS_ROWS 128 /* constrained rows, vertices or nodes per work group */
 
 typedef struct twoscale {
   int fine, coarse;      /* the parts applied */
@@ -91,16 +88,8 @@ typedef struct twoscale {
   int on_device;         /* cycle_on = "device": P0 cycles on be, on Rd and Zd */
   fe_vector *mask;       /* then: 0 on the coarse constrained vertices, else 1 */
   double *R, *Z;         /* their host memory */
-  /* a split space's ghost layer: the subdomains' nodes on other ranks, after the local ones
-   * in rx and zx; exchanged with the space's neighbours (d->nb's ranks) */
-  int nghost, nserve, nunique;
-  int *ghost_from, *serve_to;  /* per neighbour: ghost values it sends, values served it */
-  int *serve_unique;     /* [nserve]: a served entry's place among the distinct served nodes */
-  fe_buffer serve_at, unique_at, vals; /* the served nodes (the neighbours' order), distinct */
-  fe_vector *rx, *zx;    /* r and z with the ghost layer */
-  double *hs, *hr;       /* host: served values (nserve), ghost values (nghost) */
-  float *hf;             /* single precision's staging */
-  fe_kernel *gather, *add_at;
+  ts_ghost *ghost;       /* a split space: the subdomains' nodes on other ranks */
+  fe_kernel *gather, *add_at; /* its passes */
 } twoscale;
 
 /* Whether V is a scalar Qn space with GLL nodes on hexahedra, else why not. */
@@ -263,244 +252,6 @@ static int fine_apply(twoscale *ts, int ncells, const fe_vector *r, fe_vector *z
                              ts->prec, NULL);
 }
 
-/* ---- a split space's ghost layer ---- */
-
-static int cmp_int(const void *a, const void *b)
-{
-  const int x = *(const int *)a, y = *(const int *)b;
-  return (x > y) - (x < y);
-}
-
-/* Whether any of whole node g's cells is part q's. */
-static int part_holds(const fe_node_cells *wadj, const int *part, int g, int q)
-{
-  for (int t = wadj->start[g]; t < wadj->start[g + 1]; t++)
-    if (part[wadj->cells[t]] == q) return 1;
-  return 0;
-}
-
-/* The local cells' subdomains from the whole space's map (the same as one rank's): local
- * nodes, ghosts after them in the order of the neighbours that own them (each neighbour's
- * by whole number), the served lists (each neighbour's ghosts this rank owns, by whole
- * number: what it computes for itself). *map, *pen as fe_schwarz_map's. */
-static int ghost_map(fe_precond *P, int **map_out, int **pen_out, long long *nvalid)
-{
-  twoscale *ts = P->impl;
-  const fe_space *V = P->A->V, *W = ((const fe_dist *)V->dist)->whole;
-  const fe_dist *d = V->dist;
-  const int nn = V->nnodes, nc = V->mesh->ncells, nnw = W->nnodes, ncw = W->mesh->ncells,
-            nb = W->elem.nbasis, me = d->rank, nq = d->nnb;
-  const size_t ne3 = (size_t)ts->ne * ts->ne * ts->ne;
-  fe_partition *Pt = NULL;
-  fe_node_cells wadj = {0};
-  int *wmap = NULL, *wpen = NULL, *map = NULL, *pen = NULL, *serve = NULL;
-  long long wvalid;
-  const size_t whole = sizeof(int) * ((size_t)nnw + 1);
-  int *owner = malloc(whole), *g2l = malloc(whole), *slot = malloc(whole);
-  double *wc = calloc((size_t)nnw + 1, sizeof(double));
-  unsigned char *wcon = calloc((size_t)nnw + 1, 1);
-  ts->ghost_from = calloc((size_t)nq + 1, sizeof(int));
-  ts->serve_to = calloc((size_t)nq + 1, sizeof(int));
-  int rc = owner && g2l && slot && wc && wcon && ts->ghost_from && ts->serve_to ? 0 :
-           fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "twoscale: out of host "
-                        "memory for the ghost layer");
-  if (!rc) rc = fe_mesh_partition(W->mesh, d->size, FE_PART_AUTO, &Pt);
-  for (int c = 0; !rc && c < nc; c++)
-    if (Pt->part[d->cells[c]] != me)
-      rc = fe_error_set(FE_ERR_INTERNAL, __FILE__, __LINE__, __func__, "twoscale: rank %d's "
-                        "cell %d is part %d's", me, d->cells[c], Pt->part[d->cells[c]]);
-  /* the whole space's constrained nodes: every rank's, summed */
-  for (int l = 0; !rc && l < nn; l++) wc[d->l2g[l]] = ts->con[l];
-  if (!rc) rc = fe_comm_sum(wc, nnw);
-  for (int g = 0; !rc && g < nnw; g++) wcon[g] = wc[g] > 0;
-  if (!rc) rc = fe_node_cells_build(W, &wadj);
-  if (!rc) rc = fe_schwarz_map(W, &wadj, wcon, &wmap, &wpen, &wvalid);
-  if (rc) goto done;
-  const int *part = Pt->part;
-  for (int g = 0; g < nnw; g++) owner[g] = d->size, g2l[g] = -1, slot[g] = -1;
-  for (int c = 0; c < ncw; c++)
-    for (int b = 0; b < nb; b++) {
-      int g = W->cell_nodes[(size_t)c * nb + b];
-      if (part[c] < owner[g]) owner[g] = part[c];
-    }
-  for (int l = 0; l < nn; l++) g2l[d->l2g[l]] = l;
-  /* the ghosts: whole nodes of the local subdomains no local cell holds */
-  for (int c = 0; c < nc; c++)
-    for (size_t t = 0; t < ne3; t++) {
-      int g = wmap[(size_t)d->cells[c] * ne3 + t];
-      if (g >= 0 && g2l[g] < 0) slot[g] = -2;
-    }
-  ts->nghost = 0;
-  for (int k = 0; k < nq; k++)
-    for (int g = 0; g < nnw; g++)
-      if (slot[g] == -2 && owner[g] == d->nb[k].rank) slot[g] = ts->nghost++, ts->ghost_from[k]++;
-  for (int g = 0; !rc && g < nnw; g++)
-    if (slot[g] == -2)
-      rc = fe_error_set(FE_ERR_INTERNAL, __FILE__, __LINE__, __func__, "twoscale: ghost node %d "
-                        "of rank %d is owned by rank %d, not a neighbour", g, me, owner[g]);
-  /* served: each neighbour's ghosts this rank owns (its cells' subdomains, by whole number) */
-  size_t cap = 1024, ns = 0;
-  serve = rc ? NULL : malloc(sizeof(int) * cap);
-  if (!rc && !serve) rc = FE_ERR_MEM;
-  for (int k = 0; !rc && k < nq; k++) {
-    const int q = d->nb[k].rank;
-    size_t first = ns;
-    for (int c = 0; !rc && c < ncw; c++) {
-      if (part[c] != q) continue;
-      for (size_t t = 0; t < ne3; t++) {
-        int g = wmap[(size_t)c * ne3 + t];
-        if (g < 0 || owner[g] != me || part_holds(&wadj, part, g, q)) continue;
-        if (ns == cap) {
-          int *more = realloc(serve, sizeof(int) * (cap *= 2));
-          if (!more) {
-            rc = FE_ERR_MEM;
-            break;
-          }
-          serve = more;
-        }
-        serve[ns++] = g;
-      }
-    }
-    if (rc) break;
-    qsort(serve + first, ns - first, sizeof(int), cmp_int);
-    size_t u = first;
-    for (size_t i = first; i < ns; i++)
-      if (i == first || serve[i] != serve[i - 1]) serve[u++] = serve[i];
-    ns = u;
-    ts->serve_to[k] = (int)(ns - first);
-  }
-  if (rc == FE_ERR_MEM) rc = fe_error_set(rc, __FILE__, __LINE__, __func__, "twoscale: out of "
-                                          "host memory for the served nodes");
-  if (rc) goto done;
-  ts->nserve = (int)ns;
-  for (size_t i = 0; i < ns; i++) serve[i] = g2l[serve[i]]; /* owned here: local */
-  /* the local map: whole numbers renumbered, ghosts after the local nodes */
-  map = malloc(sizeof(int) * ((size_t)nc * ne3 + 1));
-  pen = malloc(sizeof(int) * ((size_t)nc + 1));
-  if (!map || !pen) {
-    rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "twoscale: out of host memory "
-                      "for the subdomains' map");
-    goto done;
-  }
-  long long valid = 0;
-  for (int c = 0; c < nc; c++) {
-    const int cw = d->cells[c];
-    pen[c] = wpen[cw];
-    for (size_t t = 0; t < ne3; t++) {
-      int g = wmap[(size_t)cw * ne3 + t];
-      map[(size_t)c * ne3 + t] = g < 0 ? -1 : g2l[g] >= 0 ? g2l[g] : nn + slot[g];
-      valid += g >= 0;
-    }
-  }
-  *nvalid = valid;
-  /* the distinct served nodes, and each served entry's place among them */
-  int *uniq = malloc(sizeof(int) * (ns + 1));
-  ts->serve_unique = malloc(sizeof(int) * (ns + 1));
-  if (!uniq || !ts->serve_unique) {
-    free(uniq);
-    rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "twoscale: out of host memory");
-    goto done;
-  }
-  memcpy(uniq, serve, sizeof(int) * ns);
-  qsort(uniq, ns, sizeof(int), cmp_int);
-  int nu = 0;
-  for (size_t i = 0; i < ns; i++)
-    if (!i || uniq[i] != uniq[i - 1]) uniq[nu++] = uniq[i];
-  ts->nunique = nu;
-  for (size_t i = 0; i < ns; i++) {
-    const int *at = bsearch(&serve[i], uniq, (size_t)nu, sizeof(int), cmp_int);
-    ts->serve_unique[i] = (int)(at - uniq);
-  }
-  fe_backend *be = ts->be;
-  const size_t most = (size_t)(ts->nserve > ts->nghost ? ts->nserve : ts->nghost) + 1;
-  rc = fe_upload_ints(be, serve, ns + 1, &ts->serve_at);
-  if (!rc) rc = fe_upload_ints(be, uniq, (size_t)nu + 1, &ts->unique_at);
-  free(uniq);
-  if (!rc) rc = be->ops->alloc(be->impl, most * fe_precision_size(ts->prec), &ts->vals);
-  if (!rc) rc = fe_vector_create(be, ts->prec, nn + ts->nghost, &ts->rx);
-  if (!rc) rc = fe_vector_create(be, ts->prec, nn + ts->nghost, &ts->zx);
-  if (!rc) {
-    ts->hs = malloc(sizeof(double) * most);
-    ts->hr = malloc(sizeof(double) * most);
-    ts->hf = malloc(sizeof(float) * most);
-  }
-  if (!rc && !(ts->hs && ts->hr && ts->hf))
-    rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "twoscale: out of host memory");
-done:
-  fe_partition_free(Pt);
-  fe_node_cells_free(&wadj);
-  free(wmap), free(wpen), free(owner), free(g2l), free(slot), free(wc), free(wcon), free(serve);
-  if (rc) {
-    free(map), free(pen);
-    return fe_error_push(rc, __FILE__, __LINE__, __func__);
-  }
-  *map_out = map;
-  *pen_out = pen;
-  return 0;
-}
-
-/* n reals of buf from entry `at` to the host's out (double), or from in to buf. */
-static int ghost_read(twoscale *ts, const fe_buffer *buf, size_t at, int n, double *out)
-{
-  const size_t w = fe_precision_size(ts->prec);
-  if (ts->prec == FE_DOUBLE)
-    return ts->be->ops->read(ts->be->impl, buf, at * w, w * (size_t)n, out);
-  FE_CHECK(ts->be->ops->read(ts->be->impl, buf, at * w, w * (size_t)n, ts->hf));
-  for (int i = 0; i < n; i++) out[i] = ts->hf[i];
-  return 0;
-}
-
-static int ghost_write(twoscale *ts, fe_buffer *buf, size_t at, int n, const double *in)
-{
-  const size_t w = fe_precision_size(ts->prec);
-  if (ts->prec == FE_DOUBLE)
-    return ts->be->ops->write(ts->be->impl, buf, at * w, w * (size_t)n, in);
-  for (int i = 0; i < n; i++) ts->hf[i] = (float)in[i];
-  return ts->be->ops->write(ts->be->impl, buf, at * w, w * (size_t)n, ts->hf);
-}
-
-/* One of the ghost layer's passes over n listed entries (kernel k: gather or add_at). */
-static int ghost_pass(twoscale *ts, fe_kernel *k, int n, const fe_buffer *idx, const fe_buffer *x,
-                      fe_buffer *y)
-{
-  if (!n) return 0;
-  int ng = (n + TS_ROWS - 1) / TS_ROWS;
-  fe_arg a[5] = {{.kind = FE_ARG_INT, .i = ng}, {.kind = FE_ARG_INT, .i = n},
-                 {.kind = FE_ARG_BUFFER, .buf = idx}, {.kind = FE_ARG_BUFFER, .buf = x},
-                 {.kind = FE_ARG_BUFFER, .buf = y}};
-  return ts->be->ops->launch(ts->be->impl, k, (size_t)ng, TS_ROWS, 5, a, ts->prec, NULL);
-}
-
-/* z = the fine scale's sum over this rank's subdomains with the ghost layer: r's ghost values
- * from their owners, the kernel on rx and zx, the ghosts' parts of z back to their owners
- * and added (z at this rank's nodes: its cells' subdomains and its neighbours'). */
-static int ghost_fine(twoscale *ts, const fe_space *V, const fe_vector *r, fe_vector *z)
-{
-  const fe_dist *d = V->dist;
-  const int nn = V->nnodes, nq = d->nnb;
-  const size_t w = fe_precision_size(ts->prec);
-  int ranks[256];
-  FE_ASSERT(nq <= 256, FE_ERR_ARG, "rank %d has %d neighbours (256 at most)", d->rank, nq);
-  for (int k = 0; k < nq; k++) ranks[k] = d->nb[k].rank;
-  FE_CHECK(ghost_pass(ts, ts->gather, ts->nserve, &ts->serve_at, &r->buf, &ts->vals));
-  if (ts->nserve) FE_CHECK(ghost_read(ts, &ts->vals, 0, ts->nserve, ts->hs));
-  FE_CHECK(fe_comm_exchange_v(nq, ranks, ts->serve_to, ts->hs, ts->ghost_from, ts->hr));
-  fe_backend *be = ts->be;
-  FE_CHECK(be->ops->copy(be->impl, &ts->rx->buf, &r->buf, w * (size_t)nn));
-  if (ts->nghost) FE_CHECK(ghost_write(ts, &ts->rx->buf, (size_t)nn, ts->nghost, ts->hr));
-  FE_CHECK(fe_vector_fill(ts->zx, 0));
-  FE_CHECK(fine_apply(ts, V->mesh->ncells, ts->rx, ts->zx));
-  FE_CHECK(be->ops->copy(be->impl, &z->buf, &ts->zx->buf, w * (size_t)nn));
-  if (ts->nghost) FE_CHECK(ghost_read(ts, &ts->zx->buf, (size_t)nn, ts->nghost, ts->hr));
-  FE_CHECK(fe_comm_exchange_v(nq, ranks, ts->ghost_from, ts->hr, ts->serve_to, ts->hs));
-  if (!ts->nunique) return 0;
-  double *u = ts->hr; /* nunique <= nserve <= its size */
-  for (int i = 0; i < ts->nunique; i++) u[i] = 0;
-  for (int i = 0; i < ts->nserve; i++) u[ts->serve_unique[i]] += ts->hs[i];
-  FE_CHECK(ghost_write(ts, &ts->vals, 0, ts->nunique, u));
-  return ghost_pass(ts, ts->add_at, ts->nunique, &ts->unique_at, &ts->vals, &z->buf);
-}
-
 /* The subdomains' map and weights on the backend, the kernel; the counts of one application. */
 static int fine_setup(fe_precond *P)
 {
@@ -518,8 +269,9 @@ static int fine_setup(fe_precond *P)
   FE_CHECK(fe_memory_check_on(ts->be, (sizeof(int) * (ne3 + 1) + 3 * fe_precision_size(ts->prec)) *
                               (size_t)nc, "twoscale: the subdomains' map (%d cells of %zu "
                               "nodes)", nc, ne3));
-  if (V->dist && ((const fe_dist *)V->dist)->size > 1)
-    FE_CHECK(ghost_map(P, &map, &pen, &nvalid)); /* the whole space's subdomains, renumbered */
+  if (V->dist && ((const fe_dist *)V->dist)->size > 1) /* the whole space's, renumbered */
+    FE_CHECK(ts_ghost_make(V, ts->con, ts->be, ts->prec, ts->gather, ts->add_at, &ts->ghost, &map,
+                           &pen, &nvalid));
   else
     FE_CHECK(fe_schwarz_map(V, &ts->adj, ts->con, &map, &pen, &nvalid));
   double t1 = fe_clock();
@@ -668,6 +420,22 @@ static int coarse_maps(twoscale *ts, const fe_space *V, const double *share)
 }
 
 /* The Q1 space and operator, BoomerAMG on it, and the transfers' data on the backend. */
+/* The Q1 space on V's mesh: split as V is where V is (the same cells on this rank, checked). */
+static int coarse_space(const fe_space *V, fe_space **V1)
+{
+  const fe_dist *d = V->dist;
+  if (!d || d->size == 1) return fe_space_create(V->mesh, "Q1", V1);
+  fe_space_opts q1 = {.family = 'Q', .order = 1, .ncomp = 1, .kind = FE_NODES_GLL};
+  FE_CHECK(fe_space_create_dist(d->whole->mesh, &q1, V1));
+  const fe_dist *d1 = (*V1)->dist;
+  const int nc = V->mesh->ncells;
+  int same = d1->mesh->ncells == nc && d1->mesh->nvertices == V->mesh->nvertices;
+  for (int c = 0; same && c < nc; c++) same = d1->cells[c] == d->cells[c];
+  FE_ASSERT(same, FE_ERR_INTERNAL, "twoscale: rank %d's coarse cells are not its fine ones (the "
+            "partition differs between the two spaces)", d->rank);
+  return 0;
+}
+
 static int coarse_setup(fe_precond *P)
 {
   twoscale *ts = P->impl;
@@ -675,18 +443,7 @@ static int coarse_setup(fe_precond *P)
   const fe_mesh *m = V->mesh;
   int nc = m->ncells, n = V->elem.order, p1 = n + 1, nb = V->elem.nbasis, nv = m->nvertices;
   double t0 = fe_clock();
-  const fe_dist *d = V->dist;
-  if (d && d->size > 1) { /* Q1 split as V is: the same cells on this rank, checked below */
-    fe_space_opts q1 = {.family = 'Q', .order = 1, .ncomp = 1, .kind = FE_NODES_GLL};
-    FE_CHECK(fe_space_create_dist(d->whole->mesh, &q1, &ts->V1));
-    const fe_dist *d1 = ts->V1->dist;
-    int same = d1->mesh->ncells == nc && d1->mesh->nvertices == nv;
-    for (int c = 0; same && c < nc; c++) same = d1->cells[c] == d->cells[c];
-    FE_ASSERT(same, FE_ERR_INTERNAL, "twoscale: rank %d's coarse cells are not its fine ones "
-              "(the partition differs between the two spaces)", d->rank);
-  } else {
-    FE_CHECK(fe_space_create(m, "Q1", &ts->V1));
-  }
+  FE_CHECK(coarse_space(V, &ts->V1));
   FE_CHECK(fe_operator_create(ts->V1, P->A->pde, NULL, 0, 0.0, &ts->A1));
   /* constrained: the vertices constrained in the fine space (vertex v is node v of both
    * spaces); written before any realization of A1 exists, as fe_operator_transpose does */
@@ -845,12 +602,7 @@ static void twoscale_destroy(fe_precond *P)
   fe_vector_free(ts->Zd);
   fe_vector_free(ts->mask);
   fe_node_cells_free(&ts->adj);
-  fe_buffer *gbufs[] = {&ts->serve_at, &ts->unique_at, &ts->vals};
-  for (size_t i = 0; i < sizeof gbufs / sizeof gbufs[0]; i++)
-    if (gbufs[i]->ptr) ts->be->ops->release(ts->be->impl, gbufs[i]);
-  fe_vector_free(ts->rx), fe_vector_free(ts->zx);
-  free(ts->ghost_from), free(ts->serve_to), free(ts->serve_unique);
-  free(ts->hs), free(ts->hr), free(ts->hf);
+  ts_ghost_free(ts->ghost);
   free(ts->con);
   free(ts);
   P->impl = NULL;
@@ -955,8 +707,11 @@ static int twoscale_apply(fe_precond *P, const fe_vector *r, fe_vector *z)
   twoscale *ts = P->impl;
   const fe_space *V = P->A->V;
   if (ts->coarse) FE_CHECK(coarse_restrict(ts, V, r));
-  if (ts->fine && ts->rx) {
-    FE_CHECK(ghost_fine(ts, V, r, z));
+  if (ts->fine && ts->ghost) {
+    fe_vector *rx, *zx;
+    FE_CHECK(ts_ghost_begin(ts->ghost, r, &rx, &zx));
+    FE_CHECK(fine_apply(ts, V->mesh->ncells, rx, zx));
+    FE_CHECK(ts_ghost_end(ts->ghost, z));
   } else {
     FE_CHECK(fe_vector_fill(z, 0));
     if (ts->fine) FE_CHECK(fine_apply(ts, V->mesh->ncells, r, z));

@@ -4,6 +4,7 @@
 #define FE_PRECOND_TWOSCALE_H
 
 #include "engine/fem/space.h"
+#include "engine/solve/vector.h"
 
 #define TS_MAX_ORDER 9                 /* Q1..Q9 */
 #define TS_MAX_LINE (TS_MAX_ORDER + 3) /* nodes of an extended pencil */
@@ -13,6 +14,7 @@
  * constrained one (the end node is fixed). Pencil (left, right) is table left * 3 + right. */
 enum { TS_END_NEIGHBOUR, TS_END_FREE, TS_END_FIXED };
 #define TS_PENCILS 9
+#define TS_ROWS 128 /* constrained rows, vertices, nodes or ghosts per work group */
 
 /* The 1D pencil of a Qn element with its ends, over the n + 3 points of the extended line
  * (the left neighbour's last interior GLL node, the element's n + 1, the right one's first
@@ -59,5 +61,20 @@ void fe_schwarz_box(const fe_space *V, int c, double h[3]);
 /* The element's 1D GLL stiffness d[i * (n + 1) + j] = sum_m l_i'(t_m) l_j'(t_m) rho_m and the
  * weights rho[n + 1], on the reference line [-1, 1]. */
 int fe_schwarz_gll_stiffness(int n, double *d, double *rho);
+
+/* The ghost layer of twoscale on a space split over the ranks (twoscale-ghost.c). */
+typedef struct ts_ghost ts_ghost;
+/* V's local cells' subdomains (split V; con: its constrained nodes), the same as one rank's:
+ * *map, *pen and *nvalid as fe_schwarz_map's, with the ghosts numbered after V's nodes; *G
+ * their exchange on be in prec with schwarz.knl's fe_twoscale_gather and _add_at. */
+int ts_ghost_make(const fe_space *V, const unsigned char *con, fe_backend *be, fe_precision prec,
+                  fe_kernel *gather, fe_kernel *add_at, ts_ghost **G, int **map, int **pen,
+                  long long *nvalid);
+/* *rx: r with its ghosts' values from their owners, the fine kernel's input; *zx: its output,
+ * zeroed (both G's). */
+int ts_ghost_begin(ts_ghost *G, const fe_vector *r, fe_vector **rx, fe_vector **zx);
+/* z = zx's local part, the ghosts' parts sent to their owners and added there. */
+int ts_ghost_end(ts_ghost *G, fe_vector *z);
+void ts_ghost_free(ts_ghost *G);
 
 #endif
