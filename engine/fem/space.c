@@ -54,15 +54,21 @@ straight_map *straight_map_make(const fe_space *V)
 
 void fe_space_cell_map(const fe_space *V, int c, const double *xi, double x[3], double *J)
 {
-  const fe_mesh *m = V->mesh;
   if (V->curved) {
-    fe_mesh_geo_map(m, c, xi, x, J);
+    fe_mesh_geo_map(V->mesh, c, xi, x, J);
     return;
   }
+  double phi[FE_MAX_VERTICES], dphi[FE_MAX_VERTICES * 3];
+  fe_element_eval(&V->lin, xi, phi, dphi);
+  fe_space_cell_map_at(V, c, phi, dphi, x, J);
+}
+
+void fe_space_cell_map_at(const fe_space *V, int c, const double *phi, const double *dphi,
+                          double x[3], double *J)
+{
+  const fe_mesh *m = V->mesh;
   const fe_element *g = &V->lin;
   const int dim = g->dim, nv = g->nbasis;
-  double phi[FE_MAX_VERTICES], dphi[FE_MAX_VERTICES * 3];
-  fe_element_eval(g, xi, phi, dphi);
   x[0] = x[1] = x[2] = 0;
   if (J)
     for (int k = 0; k < dim * dim; k++) J[k] = 0;

@@ -56,6 +56,10 @@ int fe_space_boundary_dofs(const fe_space *V, const char *const *tags, int ntags
 /* The physical point x and Jacobian J[d*dim + i] = dx_d/dxi_i of cell c at reference point
  * xi: from the vertices (straight cells) or the second-order nodes (curved). */
 void fe_space_cell_map(const fe_space *V, int c, const double *xi, double x[3], double *J);
+/* The same for a straight V (not curved) from V->lin's values phi and derivatives dphi at the
+ * point, evaluated once for every cell (the same sums in the same order). */
+void fe_space_cell_map_at(const fe_space *V, int c, const double *phi, const double *dphi,
+                          double x[3], double *J);
 
 /* A function of a point, supplied by the caller (the shell wraps Lua functions): sets
  * values[0..ncomp-1]; returns 0 or an error code (after fe_error_set). */

@@ -395,6 +395,7 @@ int fe_node_cells_build(const fe_space *V, fe_node_cells *out)
   out->cells = cells;
   out->lex = lex;
   out->maxdeg = 6 * most;
+  out->lstart = out->lnbr = NULL;
   return 0;
 }
 
@@ -454,6 +455,19 @@ static int lattice_neighbours(const fe_space *V, const fe_node_cells *adj, int g
   return k;
 }
 
+/* Node g's lattice neighbours: adj's list where it has them, else made into buf; *k their
+ * count. */
+static const int *lattice_list(const fe_space *V, const fe_node_cells *adj, int g, int *buf,
+                               int *k)
+{
+  if (!adj->lstart) {
+    *k = lattice_neighbours(V, adj, g, buf);
+    return buf;
+  }
+  *k = adj->lstart[g + 1] - adj->lstart[g];
+  return adj->lnbr + adj->lstart[g];
+}
+
 /* An edge (m = 2) or corner (m = 3) point of cell c's extended lattice: the one node that
  * is a lattice neighbour of each of g[0..m) (the points next to it that are one step closer
  * to the cell) and is neither one of them nor a node of c; -1 when there is none or more
@@ -466,12 +480,13 @@ static int common_neighbour(const fe_space *V, const fe_node_cells *adj, int c, 
     for (int j = 0; j < i; j++)
       if (g[i] == g[j]) return -1;
   }
-  int *nb0 = buf, *nbi = buf + adj->maxdeg, k0 = lattice_neighbours(V, adj, g[0], nb0);
+  int k0, ki;
+  const int *nb0 = lattice_list(V, adj, g[0], buf, &k0), *nbi;
   int ok[TS_MAX_LINE * 8]; /* candidates still standing: flags over nb0 */
   int ncand = k0 < TS_MAX_LINE * 8 ? k0 : TS_MAX_LINE * 8;
   for (int q = 0; q < ncand; q++) ok[q] = 1;
   for (int i = 1; i < m; i++) {
-    int ki = lattice_neighbours(V, adj, g[i], nbi);
+    nbi = lattice_list(V, adj, g[i], buf + adj->maxdeg, &ki);
     for (int q = 0; q < ncand; q++) {
       int hit = 0;
       for (int t = 0; t < ki && !hit; t++) hit = nbi[t] == nb0[q];
@@ -572,9 +587,40 @@ static long long map_cell(const fe_space *V, const fe_node_cells *adj, const uns
   return valid;
 }
 
-int fe_schwarz_map(const fe_space *V, const fe_node_cells *adj, const unsigned char *con,
+/* Each node's lattice neighbours listed once into a's lstart and lnbr (a count pass, then
+ * the lists; the edge and corner regions ask for a node's many times); left NULL where the
+ * memory is not there (then each asks lattice_neighbours anew). */
+static void list_lattice_neighbours(const fe_space *V, fe_node_cells *a)
+{
+  const int nn = V->nnodes;
+  int *start = calloc((size_t)nn + 2, sizeof(int)), failed = !start;
+#pragma omp parallel if (nn > 4096) reduction(| : failed)
+  {
+    int *buf = malloc(sizeof(int) * ((size_t)a->maxdeg + 1));
+    failed |= !buf;
+#pragma omp for schedule(static)
+    for (int g = 0; g < nn; g++)
+      if (!failed) start[g + 1] = lattice_neighbours(V, a, g, buf);
+    free(buf);
+  }
+  for (int g = 0; !failed && g < nn; g++) start[g + 1] += start[g];
+  int *list = failed ? NULL : malloc(sizeof(int) * ((size_t)start[nn] + 1));
+  if (!list) {
+    free(start);
+    return;
+  }
+#pragma omp parallel for schedule(static) if (nn > 4096)
+  for (int g = 0; g < nn; g++) lattice_neighbours(V, a, g, list + start[g]);
+  a->lstart = start;
+  a->lnbr = list;
+}
+
+int fe_schwarz_map(const fe_space *V, const fe_node_cells *cells_at, const unsigned char *con,
                    int **out, int **pencil, long long *nvalid)
 {
+  fe_node_cells listed = *cells_at, *adj = &listed;
+  listed.lstart = listed.lnbr = NULL;
+  list_lattice_neighbours(V, &listed);
   int nc = V->mesh->ncells, n = V->elem.order, ne = n + 3;
   size_t ne3 = (size_t)ne * ne * ne;
   int *nbr, *map, *pen;
@@ -628,6 +674,7 @@ int fe_schwarz_map(const fe_space *V, const fe_node_cells *adj, const unsigned c
     free(S.buf);
   }
   free(nbr);
+  free(listed.lstart), free(listed.lnbr);
   if (rc) {
     free(map);
     free(pen);

@@ -314,16 +314,30 @@ static int coarse_shares(const twoscale *ts, const fe_space *V, double *share)
   int nc = V->mesh->ncells, p1 = V->elem.order + 1, nb = V->elem.nbasis, nn = V->nnodes;
   double d[(TS_MAX_ORDER + 1) * (TS_MAX_ORDER + 1)], rho[TS_MAX_ORDER + 1];
   FE_CHECK(fe_schwarz_gll_stiffness(V->elem.order, d, rho));
-  double *mass;
+  double *mass, *phi = NULL;
   FE_MALLOC(mass, (size_t)nn, "the lumped mass");
+  const int ng = V->lin.nbasis; /* the geometry's functions at the lattice's points, once */
+  if (!V->curved && !(phi = malloc(sizeof(double) * 4 * (size_t)ng * nb))) {
+    free(mass);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for the geometry's table");
+  }
+  for (int l = 0; phi && l < nb; l++) {
+    const double *t = V->elem.line;
+    double xi[3] = {t[l % p1], t[(l / p1) % p1], t[l / (p1 * p1)]};
+    fe_element_eval(&V->lin, xi, phi + (size_t)l * ng, phi + (size_t)(nb + 3 * l) * ng);
+  }
 #pragma omp parallel for schedule(static)
   for (int c = 0; c < nc; c++)
     for (int l = 0; l < nb; l++) {
       int i = l % p1, j = (l / p1) % p1, k = l / (p1 * p1);
       double xi[3] = {V->elem.line[i], V->elem.line[j], V->elem.line[k]}, x[3], J[9], K[9];
-      fe_space_cell_map(V, c, xi, x, J);
+      if (phi)
+        fe_space_cell_map_at(V, c, phi + (size_t)l * ng, phi + (size_t)(nb + 3 * l) * ng, x, J);
+      else
+        fe_space_cell_map(V, c, xi, x, J);
       share[(size_t)c * nb + l] = rho[i] * rho[j] * rho[k] * fe_space_map_inverse(3, J, K);
     }
+  free(phi);
 #pragma omp parallel for schedule(static)
   for (int g = 0; g < nn; g++) { /* m_N: the cells' masses at N, in cell order */
     double s = 0;

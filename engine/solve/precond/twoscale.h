@@ -38,6 +38,8 @@ int fe_schwarz_mass(int n, int consistent, double *mass);
 typedef struct fe_node_cells {
   int *start, *cells, *lex;
   int maxdeg;
+  int *lstart, *lnbr;    /* each node's lattice neighbours where listed (fe_schwarz_map's own
+                          * copy lists them once), else NULL */
 } fe_node_cells;
 
 int fe_node_cells_build(const fe_space *V, fe_node_cells *adj);
