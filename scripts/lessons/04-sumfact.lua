@@ -71,7 +71,9 @@ L.check(kt > ks + 1, "transpose's flops grow faster with the order than sumfact'
 L.check(ratio > 1, "at Q%d sumfact's measured time is below transpose's", hi.p)]]},
     {title = "on the roofline",
      say = "Every steady apply of the sweep, placed by its intensity and its rate.",
-     look = "transpose's points moving right (more flops per byte) as the order grows.",
+     look = [[
+transpose's points moving right (more flops per byte) as the order grows; a point's label
+names its strategy only, the sweep's table above gives its order.]],
      code = [[
 files = perf.roofline{out = @out/sumfact, calls = reps, title = "transpose and sumfact, Q1 and up"}
 print("written: " .. (files.png or files.csv))]]},

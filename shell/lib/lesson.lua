@@ -6,11 +6,11 @@
 --    steps = {{title =, say = "what it shows", look = "what to look at", code = [[...]]}, ...}}
 -- Each step prints its title, what it shows and what to look at, then its code as it would
 -- be typed at the prompt, then runs it; the code prints what it measured. In the code, @name
--- stands for sizes.name (its normal value, or the quick one with quick = true; a number, a
--- string or a list of them), @out for
--- the folder the plots go to and @out/name for a file in it (quoted strings). The code of all the steps runs in one table
--- of variables (reading the globals through it), which lesson(n) returns: e = lesson(1);
--- e.A is the lesson's operator. L in that table is the lesson's helper (L.check, L.quick).
+-- stands for sizes.name (its normal value, or the quick one with quick = true: a number, a
+-- string or a list of them), @out for the folder the plots go to, and @out/name for a file
+-- in it (quoted strings). The code of all the steps runs in one table of variables (reading
+-- the globals through it), which lesson(n) returns: e = lesson(1); e.A is the lesson's
+-- operator. L in that table is the lesson's helper (L.check, L.quick, L.checked).
 local lessons, util = ...
 local kind = util.kind
 
