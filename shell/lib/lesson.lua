@@ -84,9 +84,9 @@ end
 -- The code of a step with @name replaced by the lesson's sizes (quick or normal) and @out by
 -- the plots' folder, quoted.
 local function expand(code, t, c)
-  code = code:gsub("@out/([%w_%-%.]+)", function(name) return ("%q"):format(c.out .. "/" .. name) end)
+  code = code:gsub("@out/([%w_%-%.]+)", function(name) return ("%q"):format(c.folder() .. "/" .. name) end)
   return (code:gsub("@([%a_][%w_]*)", function(name)
-    if name == "out" then return ("%q"):format(c.out) end
+    if name == "out" then return ("%q"):format(c.folder()) end
     local s = t.sizes and t.sizes[name]
     if s == nil then error(("lesson: the code uses @%s, which the lesson's sizes lack"):format(name), 0) end
     if type(s) == "table" then s = c.quick and s[2] or s[1] end
@@ -156,12 +156,17 @@ local function lesson(which, opts)
   if o.out ~= nil and type(o.out) ~= "string" then
     error(("lesson: out must be a folder's name, got %s"):format(kind(o.out)), 2)
   end
-  c.out = o.out or temp_folder()
-  if o.out and not os.execute("mkdir -p '" .. o.out .. "'") then
-    error("lesson: cannot make the folder " .. o.out, 2)
+  -- the plots' folder, made when the first step that draws asks for it
+  function c.folder()
+    if c.out then return c.out end
+    if o.out and not os.execute("mkdir -p '" .. o.out .. "'") then
+      error("lesson: cannot make the folder " .. o.out, 0)
+    end
+    c.out = o.out or temp_folder()
+    return c.out
   end
   -- L: what the lessons' code may use besides felab's modules
-  local L = {number = e.number, quick = c.quick, out = c.out, checked = {}}
+  local L = {number = e.number, quick = c.quick, checked = {}}
   -- L.check(cond, fmt, ...): a claim of the lesson, measured: printed when it holds, an
   -- error that names it when it does not.
   function L.check(cond, fmt, ...)
@@ -180,8 +185,8 @@ local function lesson(which, opts)
     end
     run_step(e, t, k, step, c, env)
   end
-  print(("\n== end of lesson %d. Its plots are in %s; its variables in the table it returns."):format(
-    e.number, c.out))
+  print(("\n== end of lesson %d.%s Its variables are in the table it returns."):format(e.number,
+    c.out and (" Its plots are in %s."):format(c.out) or ""))
   local nxt = catalogue[#catalogue] ~= e and (function()
     for i, x in ipairs(catalogue) do if x == e then return catalogue[i + 1] end end
   end)()

@@ -288,7 +288,7 @@ completion_test
 # At a terminal lesson() waits for Enter between steps and stops on q, back at the prompt.
 lesson_pause_test() {
   local tr="$TMP/lesson.tr" why
-  why="$(pty_run "$tr" 'send:e = lesson(1, {quick = true})' 'expect:\[Enter: the next step, q: stop here\]' \
+  why="$(pty_run "$tr" 'send:e = lesson(1, {quick = true, out = "lesson-plots"})' 'expect:\[Enter: the next step, q: stop here\]' \
     'send:' 'expect:step 2 of 6' 'expect:\[Enter: the next step' 'send:q' \
     'expect:stopped; lesson\(1\) starts again' 'send:print("kept", e.V.ndofs)' 'expect:kept\s+125' \
     'expect:felab> ' 'eof')"

@@ -54,22 +54,24 @@ expect_error(function() lesson(true) end, "expected a lesson's number or name, g
 expect_error(function() lesson(1, {speed = 2}) end, "unknown option 'speed'")
 expect_error(function() lesson(1, {out = 3}) end, "out must be a folder's name")
 
+-- the lessons' plots go to one folder, removed at the end
+local dir = os.tmpname()
+os.remove(dir)
+check(os.execute("mkdir -p '" .. dir .. "'"))
+
 -- pausing: a typed q stops after the first step; at the end of input it goes on unpaused
-out, ok = child("lesson(1, {quick = true, pause = true})", "q\n")
+out, ok = child(("lesson(1, {quick = true, pause = true, out = %q})"):format(dir), "q\n")
 check(ok and out:find("(stopped; lesson(1) starts again)", 1, true) and not out:find("step 2 of", 1, true),
       "q at the pause does not stop lesson 1 after its first step:\n%s", out)
-out, ok = child("lesson('first-solve', {quick = true, pause = true})", "")
+out, ok = child(("lesson('first-solve', {quick = true, pause = true, out = %q})"):format(dir), "")
 check(ok and out:find("end of lesson 1", 1, true), "lesson 1 does not run on at the end of its input:\n%s", out)
 -- stdin not a terminal: no pause by default
-out, ok = child("lesson(1, {quick = true})", "q\n")
+out, ok = child(("lesson(1, {quick = true, out = %q})"):format(dir), "q\n")
 check(ok and out:find("end of lesson 1", 1, true) and not out:find("[Enter", 1, true),
       "lesson 1 pauses with stdin not a terminal:\n%s", out)
 
 -- docs/tutorial.md: its Lua blocks run in order, every lesson quick and unpaused into one
 -- folder, each lesson timed and its returned variables kept
-local dir = os.tmpname()
-os.remove(dir)
-check(os.execute("mkdir -p '" .. dir .. "'"))
 local real_lesson, ran = lesson, {}
 lesson = function(which, o)
   if which == nil then return real_lesson() end
