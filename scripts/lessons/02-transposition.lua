@@ -9,9 +9,9 @@ local t = {
     {title = "an operator on P2 tets",
      say = [[
 A residual integrates, in every cell, the physics at each quadrature point against every
-basis function. P2 on a tet has NB = 10 basis functions and NQ = 4 points: the two loops
-have different lengths, which is what a GPU's threads must be mapped onto.]],
-     look = "the cells, the dofs, and NB and NQ in the report's 'element' line later.",
+basis function. P2 on a tet has NB basis functions and NQ quadrature points, and NB > NQ:
+the two loops have different lengths, and a GPU's threads must be mapped onto both.]],
+     look = "the cells and the dofs; the next step gives NB and NQ.",
      code = [[
 m = mesh.box{cells = {@n, @n, @n}, cell = "tet"}
 V = fe.space(m, "P2")

@@ -64,7 +64,6 @@ local function list()
     print(("     %-14s %s"):format("", t.summary or ""))
   end
   print("options: lesson(n, {pause = false, quick = true, out = \"folder\"})")
-  return #catalogue
 end
 
 -- Print text with every line indented by two spaces.
@@ -175,7 +174,13 @@ local function lesson(which, opts)
     L.checked[#L.checked + 1] = msg
     print("checked: " .. msg)
   end
-  local env = setmetatable({L = L}, {__index = _G})
+  -- the lesson's variables; at the prompt the table prints as the list of their names
+  local env = setmetatable({L = L}, {__index = _G, __tostring = function(v)
+    local names = {}
+    for k in pairs(v) do if type(k) == "string" and k ~= "L" then names[#names + 1] = k end end
+    table.sort(names)
+    return ("lesson %d's variables: %s"):format(e.number, table.concat(names, ", "))
+  end})
   print(("lesson %d: %s%s"):format(e.number, t.title, c.quick and " (quick: small sizes)" or ""))
   if t.summary then indented(t.summary) end
   for k, step in ipairs(t.steps) do
