@@ -14,7 +14,8 @@ tetrahedra. Its faces carry the boundary tags xmin .. zmax, which boundary condi
      code = [[
 m = mesh.box{cells = {@n, @n, @n}, cell = "tet"}
 print(m)
-print(("cells %d = 6 x %d^3, vertices %d = %d^3"):format(m.ncells, @n, m.nvertices, @n + 1))]]},
+print(("cells %d = 6 x %d^3, vertices %d = %d^3"):format(m.ncells, @n, m.nvertices, @n + 1))
+L.check(m.ncells == 6 * @n ^ 3 and m.nvertices == (@n + 1) ^ 3, "6 n^3 tets on (n + 1)^3 vertices")]]},
     {title = "a space",
      say = [[
 A space is an element on the mesh: P1 has one unknown (a dof) per vertex, P2 adds one per
@@ -46,7 +47,8 @@ maximum (the centre of the cube), and the solve's report: its strategy and its t
 u, info = solve.cg(A, {pc = "jacobi", rtol = 1e-8})
 print(("%d iterations, converged %s (%s), max u = %.5f"):format(
   info.iterations, tostring(info.converged), info.reason, u:max()))
-print(info.report)]]},
+print(info.report)
+L.check(info.converged, "CG converged")]]},
     {title = "the report of one action",
      say = [[
 Every call returns a report. 'counted' is the work: flops, and the minimal bytes the

@@ -31,7 +31,10 @@ for _, c in ipairs(cases) do
   reps[#reps + 1] = best
   print(("%-13s %10.3g %10.3g %10.3g %-9s"):format(c[1], best.flops / best.bytes, best.gflops,
     best.gbytes, best.bound))
-end]]},
+end
+function intensity(i) return reps[i].flops / reps[i].bytes end
+L.check(intensity(1) < intensity(3) and intensity(1) < intensity(4),
+        "the assembled P1 product counts fewer flops per byte than the matrix-free Q3 kernels")]]},
     {title = "this machine's ceilings",
      say = [[
 felab measured this backend's ceilings once (device.calibrate: a streaming copy for the
