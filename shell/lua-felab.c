@@ -5,6 +5,8 @@
  * table (help pushes the help function), and returns 1; felab_open_all stores it in
  * package.loaded and as the global of the module's name, so `require "mesh"` works too.
  * felab_open_device also sets the global `perf` itself and returns the `device` table. */
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,8 +73,39 @@ static int stdin_is_terminal(lua_State *L)
   return 1;
 }
 
+/* Read one line of stdin for lesson()'s pause and push it (without its newline), or nil at
+ * the end of input. A chunk runs with SIGINT restarting reads (shell/main.c), so the wait
+ * is a poll, which Ctrl-C always ends: then "interrupted" is raised at once, not after the
+ * next Enter. Bytes are read one at a time, so nothing past the line is taken from stdin. */
+static int read_pause_line(lua_State *L)
+{
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  int got = 0;
+  for (;;) {
+    struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+    int ready = poll(&p, 1, 200);
+    if (fe_interrupt_flag) return luaL_error(L, "interrupted");
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    char c;
+    ssize_t n = read(STDIN_FILENO, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break; /* the end of input (or an error): what was read, if anything */
+    got = 1;
+    if (c == '\n') break;
+    luaL_addchar(&b, c);
+  }
+  if (!got) {
+    lua_pushnil(L);
+    return 1;
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
 /* Push the table lesson.lua starts from: {names = the lessons' file names in order,
- * sources = {name = text}, stdin_is_terminal = a function}. */
+ * sources = {name = text}, stdin_is_terminal = a function, read_line = a function}. */
 static void push_lessons(lua_State *L)
 {
   lua_createtable(L, 0, 3);
@@ -89,6 +122,8 @@ static void push_lessons(lua_State *L)
   lua_setfield(L, -2, "names");
   lua_pushcfunction(L, stdin_is_terminal);
   lua_setfield(L, -2, "stdin_is_terminal");
+  lua_pushcfunction(L, read_pause_line);
+  lua_setfield(L, -2, "read_line");
 }
 
 /* Open each module and make it a global (and a loaded package), then the libraries written

@@ -99,7 +99,7 @@ local function wait(c)
   if not c.pause then return true end
   io.write("\n[Enter: the next step, q: stop here] ")
   io.flush()
-  local line = io.read("l")
+  local line = lessons.read_line() -- Ctrl-C ends the wait at once (shell/lua-felab.c)
   if line == nil then
     c.pause = false
     print()
