@@ -3,7 +3,7 @@
 local t = {
   number = 2,
   title = "Quadrature per cell and thread transposition",
-  summary = "one residual, two kernel shapes (transpose and patch): what each counts and what binds it",
+  summary = "one residual, two kernel shapes (transpose, patch): what each counts, what binds",
   sizes = {n = {6, 3}},
   steps = {
     {title = "an operator on P2 tets",

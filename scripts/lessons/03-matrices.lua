@@ -3,7 +3,7 @@
 local t = {
   number = 3,
   title = "Element matrices against matrix-free",
-  summary = "csr and ebe store matrices, transpose and sumfact recompute: setup against steady apply",
+  summary = "csr and ebe store matrices, transpose and sumfact recompute: setup against apply",
   sizes = {n = {6, 3}},
   steps = {
     {title = "element matrices",

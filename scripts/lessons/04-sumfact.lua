@@ -3,7 +3,7 @@
 local t = {
   number = 4,
   title = "Sum factorization: O(p^4) against O(p^6)",
-  summary = "one Laplacian on hexes from Q1 up, transpose against sumfact: counted flops and time by order",
+  summary = "Q1 and up on hexes, transpose against sumfact: counted flops and time by order",
   sizes = {n = {3, 2}, orders = {{1, 2, 3, 4, 5}, {1, 2, 3, 4}}},
   steps = {
     {title = "why the order matters",

@@ -3,7 +3,7 @@
 local t = {
   number = 5,
   title = "The roofline and what binds",
-  summary = "this machine's ceilings, four actions placed under them, and the model's binding ceiling",
+  summary = "this machine's ceilings, four actions under them, and the model's binding ceiling",
   sizes = {n1 = {16, 6}, n3 = {6, 3}},
   steps = {
     {title = "four actions of different intensity",

@@ -3,7 +3,7 @@
 local t = {
   number = 6,
   title = "Two-scale against Jacobi",
-  summary = "CG's iterations as the mesh is refined: a diagonal preconditioner against Schwarz + coarse",
+  summary = "CG's iterations under refinement: Jacobi against Schwarz + a coarse solve",
   sizes = {sizes = {{2, 4, 6, 8}, {2, 4, 6}}},
   steps = {
     {title = "two preconditioners",

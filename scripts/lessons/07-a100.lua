@@ -3,7 +3,7 @@
 local t = {
   number = 7,
   title = "What would this take on an A100?",
-  summary = "the model's what-if: one operator's action predicted on a datasheet GPU, against this machine",
+  summary = "the model's what-if: an operator's action on a datasheet GPU, against this machine",
   sizes = {n = {8, 4}, N = {16, 8}},
   steps = {
     {title = "the operator, measured here",

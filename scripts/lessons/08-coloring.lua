@@ -3,7 +3,7 @@
 local t = {
   number = 8,
   title = "Coloring against atomics",
-  summary = "two ways to add cells' contributions into shared nodes: atomic adds, or colors of cells that share none",
+  summary = "atomic adds into shared nodes, or colors of cells that share none",
   sizes = {n = {8, 4}},
   steps = {
     {title = "the colors of a mesh",
