@@ -35,10 +35,10 @@ patch (felab's own) groups cells into patches with a local numbering of their no
 sums into shared memory, so a node shared by the patch's cells is added to global memory
 once. Each action is run 5 times after its first (compile, setup); the table keeps the
 fastest steady time. On the cpu the shared bytes and atomics are counted as a GPU would see
-them (a cpu's shared memory is its L1 cache, and it adds colour by colour).]],
+them (a cpu's shared memory is its L1 cache, and it adds color by color).]],
      look = [[
-flops (the same integral), shared bytes and atomic adds per cell (patch trades shared
-traffic for fewer atomics), the bound, and predicted against measured.]],
+flops (the same integral), patch's shared bytes and atomic adds per cell against
+transpose's, the bound, and predicted against measured.]],
      code = [[
 reps = {}
 print(("%-10s %9s %9s %9s %9s %9s %-9s %11s %11s"):format("strategy", "flop/cell",
