@@ -33,8 +33,8 @@ for _, n in ipairs(@sizes) do
 end]]},
     {title = "the growth, measured",
      say = [[
-From the coarsest to the finest mesh h shrank by the ratio of their n; Jacobi's count grows
-about in proportion, the two-scale count much less.]],
+From the coarsest to the finest mesh h shrank by the ratio of their n. A count that grows
+like 1/h grows by that ratio; one that does not depend on h stays put.]],
      look = "each preconditioner's growth factor against the refinement factor.",
      code = [[
 a, b = rows[1], rows[#rows]
