@@ -74,7 +74,9 @@ KERNELS     := $(wildcard engine/codegen/kernels/*.knl)
 
 LIB_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRC) $(BACKEND_SRC)) $(BUILD)/obj/gen/kernels.o
 LUALIB     := $(wildcard shell/lib/*.lua)
-SHELL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(SHELL_SRC)) $(BUILD)/obj/gen/lualib.o
+LESSONS    := $(sort $(wildcard scripts/lessons/*.lua))
+SHELL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(SHELL_SRC)) $(BUILD)/obj/gen/lualib.o \
+             $(BUILD)/obj/gen/lessons.o
 
 .PHONY: all run test deps unit scripts prompt check-asan check-house bench bank-model clean format fuzz fuzz-mesh fuzz-api gpu
 all: $(BUILD)/felab
@@ -150,6 +152,16 @@ $(BUILD)/gen/lualib.c: $(LUALIB) scripts/embed.sh
 	scripts/embed.sh felab_lua_library $(LUALIB) > $@
 
 $(BUILD)/obj/gen/lualib.o: $(BUILD)/gen/lualib.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+# The lessons (scripts/lessons/NN-name.lua, in the order of their numbers) become C strings
+# too (felab_lesson_source(name), felab_lesson_source_name(i)): lesson() runs them.
+$(BUILD)/gen/lessons.c: $(LESSONS) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	scripts/embed.sh felab_lesson_source $(LESSONS) > $@
+
+$(BUILD)/obj/gen/lessons.o: $(BUILD)/gen/lessons.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Turn text files into C string literals, one per file, and a lookup function
+# Turn text files into C string literals, one per file, and two lookup functions
 #   const char *FUNCTION(const char *name) -> the text (NULL if unknown),
+#   const char *FUNCTION_name(int i) -> the name of the i-th file given (NULL past the last),
 # name = the file's base name without its extension (engine/codegen/kernels/common.knl -> "common").
 # usage: scripts/embed.sh FUNCTION FILE... > out.c
 set -e
@@ -22,4 +23,14 @@ for f in "$@"; do
   echo "  if (!strcmp(name, \"$(name "$f")\")) return text_$(ident "$f");"
 done
 echo '  return NULL;'
+echo '}'
+echo "const char *${fn}_name(int i);"
+echo "const char *${fn}_name(int i)"
+echo '{'
+echo '  static const char *const names[] = {'
+for f in "$@"; do
+  echo "    \"$(name "$f")\","
+done
+echo '    NULL};'
+echo '  return i >= 0 && i < (int)(sizeof names / sizeof names[0]) ? names[i] : NULL;'
 echo '}'

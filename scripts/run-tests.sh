@@ -33,7 +33,7 @@ echo "== script tests ($BUILD)"
 # other (SERIAL) then run alone, on a quiet machine.
 SERIAL="test_autotune.lua"
 LONGEST="test_sumfact.lua test_patch.lua test_amg_gmsh.lua test_strategies_run.lua test_patch_options.lua
-test_convergence_high.lua test_elemat_variants.lua test_fold.lua test_backends.lua"
+test_convergence_high.lua test_elemat_variants.lua test_fold.lua test_backends.lua test_lessons.lua"
 # the cpu's and opencl's calibrations, in double and single, measured now on a quiet machine
 # (stored in the cache, then read by every test) rather than inside a test beside another,
 # where felab would not store them (engine/perf/calibrate.c) and each test would measure again

@@ -320,6 +320,18 @@ const help_entry felab_help_builtin[] = {
      "prints an expression's values this way.\n"
      "example: show(device.info())"},
 
+    {"lesson", "lesson([n | \"name\" [, {pause =, quick = false, out =}]])",
+     "The lessons (scripts/lessons/): lesson() lists them (number, name, title, one line\n"
+     "each); lesson(n) or lesson(\"name\") runs one step by step: each step says what it shows\n"
+     "and what to look at, prints the felab calls as you would type them, runs them and prints\n"
+     "what they measured. At the prompt it waits for Enter between steps (q stops); when stdin\n"
+     "is not a terminal, or with pause = false, it runs straight through. quick = true: small\n"
+     "sizes (seconds, for tests). Plots go to out (default: a new folder under /tmp, named at\n"
+     "the end). Returns the table of the lesson's variables (e = lesson(1); e.A). A claim a\n"
+     "lesson makes about its measurements is checked (\"checked: ...\"), an error if it fails.\n"
+     "Also: build/felab scripts/lessons/01-first-solve.lua runs one as a script.\n"
+     "example: lesson(); lesson(4, {quick = true, pause = false})"},
+
     /* solvers */
     {"solve.cg",
      "solve.cg(A [, b], {pc = \"jacobi\", rtol = 1e-8, atol = 0, maxit = 1000, backend = ..., "

@@ -238,6 +238,8 @@ static void help_overview(void)
          "  help(m)           an object (a mesh, space, vector, operator, report): its fields\n"
          "                    and methods\n"
          "  show(t)           a table written out (the prompt prints values this way)\n"
+         "  lesson()          the lessons, from a first solve to what binds on a GPU; lesson(1)\n"
+         "                    runs the first step by step (help(\"lesson\"))\n"
          "example: m = mesh.box{cells = {8, 8, 8}, cell = \"tet\"}; print(m); help(m)\n");
 }
 
@@ -299,12 +301,12 @@ static int module_of_table(lua_State *L, int idx)
 }
 
 /* Find the key of the function at idx: "module.field" or "type:method" (or "help",
- * "show"), by walking the module tables and the type metatables. Writes "" when not found. */
+ * "show", "lesson"), by walking the module tables and the type metatables. Writes "" when not found. */
 static void function_key(lua_State *L, int idx, char *key, size_t n)
 {
   idx = lua_absindex(L, idx);
   key[0] = '\0';
-  static const char *const globals[] = {"help", "show"};
+  static const char *const globals[] = {"help", "show", "lesson"};
   for (size_t i = 0; i < sizeof globals / sizeof globals[0]; i++) {
     lua_getglobal(L, globals[i]);
     int same = lua_rawequal(L, -1, idx);

@@ -5,9 +5,12 @@
  * table (help pushes the help function), and returns 1; felab_open_all stores it in
  * package.loaded and as the global of the module's name, so `require "mesh"` works too.
  * felab_open_device also sets the global `perf` itself and returns the `device` table. */
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -17,6 +20,9 @@
 
 /* The libraries written in Lua (build/gen/lualib.c). */
 const char *felab_lua_library(const char *name);
+/* The lessons, scripts/lessons/NN-name.lua (build/gen/lessons.c). */
+const char *felab_lesson_source(const char *name);
+const char *felab_lesson_source_name(int i);
 
 /* Load the library `name` written in Lua (build/gen/lualib.c) and leave its chunk on the
  * stack. */
@@ -60,6 +66,66 @@ static void run_library(lua_State *L, const char *name, const char *const *args,
   lua_pop(L, lua_istable(L, -1) ? 2 : 1);
 }
 
+/* Whether stdin is a terminal: lesson() waits for Enter between steps only there. */
+static int stdin_is_terminal(lua_State *L)
+{
+  lua_pushboolean(L, isatty(STDIN_FILENO));
+  return 1;
+}
+
+/* Read one line of stdin for lesson()'s pause and push it (without its newline), or nil at
+ * the end of input. A chunk runs with SIGINT restarting reads (shell/main.c), so the wait
+ * is a poll, which Ctrl-C always ends: then "interrupted" is raised at once, not after the
+ * next Enter. Bytes are read one at a time, so nothing past the line is taken from stdin. */
+static int read_pause_line(lua_State *L)
+{
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  int got = 0;
+  for (;;) {
+    struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+    int ready = poll(&p, 1, 200);
+    if (fe_interrupt_flag) return luaL_error(L, "interrupted");
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    char c;
+    ssize_t n = read(STDIN_FILENO, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break; /* the end of input (or an error): what was read, if anything */
+    got = 1;
+    if (c == '\n') break;
+    luaL_addchar(&b, c);
+  }
+  if (!got) {
+    lua_pushnil(L);
+    return 1;
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
+/* Push the table lesson.lua starts from: {names = the lessons' file names in order,
+ * sources = {name = text}, stdin_is_terminal = a function, read_line = a function}. */
+static void push_lessons(lua_State *L)
+{
+  lua_createtable(L, 0, 3);
+  lua_newtable(L); /* names */
+  lua_newtable(L); /* sources */
+  for (int i = 0; felab_lesson_source_name(i); i++) {
+    const char *name = felab_lesson_source_name(i);
+    lua_pushstring(L, name);
+    lua_rawseti(L, -3, i + 1);
+    lua_pushstring(L, felab_lesson_source(name));
+    lua_setfield(L, -2, name);
+  }
+  lua_setfield(L, -3, "sources");
+  lua_setfield(L, -2, "names");
+  lua_pushcfunction(L, stdin_is_terminal);
+  lua_setfield(L, -2, "stdin_is_terminal");
+  lua_pushcfunction(L, read_pause_line);
+  lua_setfield(L, -2, "read_line");
+}
+
 /* Open each module and make it a global (and a loaded package), then the libraries written
  * in Lua on them (and the global show); the stack is unchanged. */
 void felab_open_all(lua_State *L)
@@ -101,6 +167,12 @@ void felab_open_all(lua_State *L)
   lua_pop(L, 1); /* __index */
   run_library(L, "explain", NULL, 0, -1);
   lua_pop(L, 2); /* the table, the metatable */
+  /* lesson(...), the lessons (lesson.lua sets the field lesson of the table it is given) */
+  push_lessons(L);
+  run_library(L, "lesson", NULL, 0, -1);
+  lua_getfield(L, -1, "lesson");
+  lua_setglobal(L, "lesson");
+  lua_pop(L, 1);
   /* show(...), the printer of values that the prompt uses too (registry "felab.show") */
   load_library(L, "show");
   lua_call(L, 0, 1);

@@ -285,6 +285,20 @@ completion_test() {
 }
 completion_test
 
+# At a terminal lesson() waits for Enter between steps and stops on q, back at the prompt;
+# Ctrl-C at its pause ends the lesson at once (not at the next Enter).
+lesson_pause_test() {
+  local tr="$TMP/lesson.tr" why
+  why="$(pty_run "$tr" 'send:e = lesson(1, {quick = true, out = "lesson-plots"})' 'expect:\[Enter: the next step, q: stop here\]' \
+    'send:' 'expect:step 2 of 6' 'expect:\[Enter: the next step' 'send:q' \
+    'expect:stopped; lesson\(1\) starts again' 'send:print("kept", e.V.ndofs)' 'expect:kept\s+125' \
+    'send:lesson(1, {quick = true, out = "lesson-plots"})' 'expect:\[Enter: the next step' 'ctrl-c' \
+    'expect:lesson.lua:[0-9]+: interrupted' 'send:print("after", 7)' 'expect:after\s+7' \
+    'expect:felab> ' 'eof')"
+  verdict "lesson_pauses_at_a_terminal_stops_on_q_and_ctrl_c" "$why"
+}
+lesson_pause_test
+
 progress_switch_test() {
   local tr="$TMP/switch.tr" why
   why="$(pty_run "$tr" "send:$SOLVE_SETUP" 'send:print("switch", perf.progress(false))' \

@@ -1,5 +1,5 @@
 -- Every function help() can reach has an entry with a sentence (issue 17): the functions of
--- the module tables, the methods and types of felab's objects, the globals help and show.
+-- the module tables, the methods and types of felab's objects, the globals help, show and lesson.
 -- help() prints, so the keys are collected here, then one felab child process (this very
 -- binary, arg[-1]) prints help(key) for each, between markers, and its output is read back.
 -- Run: build/felab tests/scripts/test_help.lua (exits nonzero on failure).
@@ -54,6 +54,9 @@ end
 add("help", "help")
 add("show", "show")
 check(type(show) == "function", "the global show is missing")
+add("lesson", "lesson")
+by_value[#by_value + 1] = {"lesson", "lesson"}
+check(type(lesson) == "function", "the global lesson is missing")
 
 -- one child prints every entry
 local script = os.tmpname()
