@@ -11,16 +11,16 @@
 #include "engine/core/error.h"
 #include "engine/perf/perf-private.h"
 
-/* Where a backend's calibration is stored: one file per backend and device ("v9": the
+/* Where a backend's calibration is stored: one file per backend and device ("v12": the
  * ceilings per micro-benchmark and the latencies, the cpu's multiply-adds fed from L1, its
- * indexed loops at first touches and from L1 and its cycle in llvm-mca's core, a GPU's L1
- * lookups; a file of an earlier form is not read). */
+ * indexed loops at first touches and from L1, its cycle in llvm-mca's core and the
+ * last-level cache a call keeps, a GPU's L1 lookups; a file of an earlier form is not read). */
 static int calibration_path(const fe_backend *be, char *path, size_t n)
 {
   char dir[4096];
   FE_CHECK(fe_cache_dir("calibration", dir, sizeof dir));
   unsigned long long h = fe_hash_string(be->info.name, fe_hash_string(be->name, 0));
-  snprintf(path, n, "%s/%s-v11-%016llx.txt", dir, be->name, h);
+  snprintf(path, n, "%s/%s-v12-%016llx.txt", dir, be->name, h);
   return 0;
 }
 
@@ -52,6 +52,7 @@ static const calib_field calib_fields[] = {
     {"l1_requests", offsetof(fe_calibration, l1_request_gops), 0},
     {"l1_lines", offsetof(fe_calibration, l1_line_gops), 0},
     {"cycle", offsetof(fe_calibration, cycle_ns), 0},
+    {"llc_keep", offsetof(fe_calibration, llc_keep_bytes), 0},
 };
 #define NCALIB_FIELDS (sizeof calib_fields / sizeof calib_fields[0])
 static const char *curve_keys[4] = {"curve_dram", "curve_shared", "curve_fma", "curve_lanes"};
