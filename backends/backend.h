@@ -240,6 +240,9 @@ typedef struct fe_calibration {
                          * at a time, as its kernels' first and last loops do, each value's
                          * node its first touch (from beyond L1), G/s (0: GPUs) */
   double indexed_l1_gops; /* the same loops over nodes touched just before (in L1), G/s */
+  double llc_keep_bytes; /* the cpu: the last-level cache a call keeps from one run to the
+                         * next, measured (the cached triad's rate falls past it), bytes (0:
+                         * not measured: half the cache) */
   double indexed_llc_gops; /* the first touches of vectors that a quarter of the last-level
                             * cache holds (a call whose data it keeps), G/s (0: not measured) */
   double rows_gbytes;   /* the cpu: a sparse matrix's rows streamed from memory, values and

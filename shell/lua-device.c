@@ -241,7 +241,8 @@ static int device_current(lua_State *L)
 
 /* A calibration as a table: gbytes, gflops, launch_us, sync_us, l2_gbytes, shared_gbytes,
  * nonfma_gops, atomic_gops, constant_gops, scalar_gflops, indexed_gops, indexed_l1_gops
- * rows_gbytes, llc_bytes and l1_bytes (the cpu), l1_request_gops and l1_line_gops (GPUs: the L1's lookups), dram_latency_us,
+ * rows_gbytes, llc_bytes, llc_keep_bytes and l1_bytes (the cpu), l1_request_gops and
+ * l1_line_gops (GPUs: the L1's lookups), dram_latency_us,
  * read_us, read_gbytes, write_us, write_gbytes (the host's small copies each way),
  * l2_latency_us, phase_latency_us, cycle_ns (the cpu: a cycle of llvm-mca's core), gpu
  * (measured on a GPU), tables_l1 (the kernels' tables
@@ -265,8 +266,9 @@ void felab_push_calibration(lua_State *L, const fe_calibration *c)
            {"l1_line_gops", c->l1_line_gops}, {"cycle_ns", c->cycle_ns},
            {"rows_gbytes", c->rows_gbytes}, {"llc_bytes", c->llc_bytes},
            {"l1_bytes", c->l1_bytes}, {"read_us", c->read_us}, {"read_gbytes", c->read_gbytes},
-           {"write_us", c->write_us}, {"write_gbytes", c->write_gbytes}};
-  lua_createtable(L, 0, 28);
+           {"write_us", c->write_us}, {"write_gbytes", c->write_gbytes},
+           {"llc_keep_bytes", c->llc_keep_bytes}};
+  lua_createtable(L, 0, 29);
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     lua_pushnumber(L, f[i].v);
     lua_setfield(L, -2, f[i].name);
@@ -456,6 +458,7 @@ static int perf_model(lua_State *L)
   c.llc_bytes = field_number(L, 2, "llc_bytes");
   c.l1_bytes = field_number(L, 2, "l1_bytes");
   felab_calibration_transfers(L, 2, &c);
+  c.llc_keep_bytes = field_number(L, 2, "llc_keep_bytes");
   lua_getfield(L, 2, "gpu");
   c.gpu = lua_toboolean(L, -1);
   lua_pop(L, 1);

@@ -197,6 +197,37 @@ static int calibrate_cache(calib_run *c)
   return 0;
 }
 
+/* The cpu: how much of the last-level cache a call keeps from one run to the next. The
+ * cached triad again, its three arrays a quarter, three eighths, ..., the whole of the cache,
+ * 4 passes each: the largest size up to which every one runs above the geometric mean of
+ * the L2 triad's rate and memory's is what the cache keeps (a cyclic sweep through an LRU
+ * cache larger than it finds nothing again, so the rate falls at that size; on this 2-core
+ * virtual machine the cache is shared with cores outside it). 0: not measured. */
+static int calibrate_llc_keep(calib_run *c)
+{
+  fe_backend *be = c->be;
+  fe_calibration *cal = &be->calib[c->prec];
+  double w = (double)fe_precision_size(c->prec), t;
+  const double llc = (double)be->info.llc_bytes;
+  cal->llc_keep_bytes = 0;
+  if (be->info.is_gpu || !(llc > 0) || !(cal->l2_gbytes > cal->gbytes) || !(cal->gbytes > 0)) return 0;
+  const long long cg = c->ngpu;
+  const double mid = sqrt(cal->l2_gbytes * cal->gbytes);
+  for (int k = 2; k <= 8; k++) {
+    long long nc = (long long)(llc * k / 8 / 3 / w) / cg * cg;
+    if (nc > (long long)c->n) break;
+    const int passes = 4;
+    fe_arg cargs[7] = {{.kind = FE_ARG_INT, .i = cg},          {.kind = FE_ARG_INT, .i = nc},
+                       {.kind = FE_ARG_INT, .i = passes},      {.kind = FE_ARG_BUFFER, .buf = &c->a},
+                       {.kind = FE_ARG_BUFFER, .buf = &c->x},  {.kind = FE_ARG_BUFFER, .buf = &c->y},
+                       {.kind = FE_ARG_REAL, .r = 2.0}};
+    FE_CHECK(best_time(be, c->cached, (size_t)cg, (size_t)c->block, 7, cargs, c->prec, 3, 1, &t));
+    if (3.0 * (double)nc * passes * w / t / 1e9 < mid) break;
+    cal->llc_keep_bytes = llc * k / 8;
+  }
+  return 0;
+}
+
 /* FMA chains over `full` groups; on the cpu also the same loops compiled without
  * vectorization (the scalar rate). */
 static int calibrate_fma(calib_run *c, long long full)
@@ -518,6 +549,7 @@ static int calibrate_kernels(calib_run *c)
   int gpu = be->info.is_gpu, cu = c->ngpu;
   FE_CHECK(calibrate_dram_and_launches(c));
   FE_CHECK(calibrate_cache(c));
+  FE_CHECK(calibrate_llc_keep(c));
   /* FMA and shared loads: four full waves of groups (32 groups of two warps per unit); on
    * the cpu 256 groups a thread, milliseconds, so that starting the threads is not what is
    * measured */

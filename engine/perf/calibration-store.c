@@ -11,16 +11,17 @@
 #include "engine/core/error.h"
 #include "engine/perf/perf-private.h"
 
-/* Where a backend's calibration is stored: one file per backend and device ("v12": the
+/* Where a backend's calibration is stored: one file per backend and device ("v13": the
  * ceilings per micro-benchmark and the latencies, the cpu's multiply-adds fed from L1, its
- * indexed loops at first touches and from L1 and its cycle in llvm-mca's core, a GPU's L1
- * lookups, the host's small copies each way; a file of an earlier form is not read). */
+ * indexed loops at first touches and from L1, its cycle in llvm-mca's core and the
+ * last-level cache a call keeps, a GPU's L1 lookups, the host's small copies each way; a file
+ * of an earlier form is not read). */
 static int calibration_path(const fe_backend *be, char *path, size_t n)
 {
   char dir[4096];
   FE_CHECK(fe_cache_dir("calibration", dir, sizeof dir));
   unsigned long long h = fe_hash_string(be->info.name, fe_hash_string(be->name, 0));
-  snprintf(path, n, "%s/%s-v12-%016llx.txt", dir, be->name, h);
+  snprintf(path, n, "%s/%s-v13-%016llx.txt", dir, be->name, h);
   return 0;
 }
 
@@ -56,6 +57,7 @@ static const calib_field calib_fields[] = {
     {"read_rate", offsetof(fe_calibration, read_gbytes), 0},
     {"write", offsetof(fe_calibration, write_us), 0},
     {"write_rate", offsetof(fe_calibration, write_gbytes), 0},
+    {"llc_keep", offsetof(fe_calibration, llc_keep_bytes), 0},
 };
 #define NCALIB_FIELDS (sizeof calib_fields / sizeof calib_fields[0])
 static const char *curve_keys[4] = {"curve_dram", "curve_shared", "curve_fma", "curve_lanes"};

@@ -172,14 +172,19 @@ static void model_rates_for(const fe_calibration *c, const fe_report *rep, model
   /* the cpu: a call whose bytes fit its last-level cache finds them there again, as the call
    * before left them (a solver's repeated products, a benchmark's best of ten); one that
    * does not fetches them all from memory (a stream through an LRU cache larger than it
-   * keeps nothing). Half the cache is what a process here keeps whole: on this 2-core
-   * virtual machine a triad over growing arrays falls from 73-169 GB/s to under 20 between
-   * 11 and 23 MB of the 32 MB L3 the machine reports, which cores outside it share
-   * (docs/model.md); between half the cache and all of it the share from memory grows
-   * linearly, as the triad's rate falls over that range */
+   * keeps nothing). What a process keeps is calibrated (llc_keep_bytes: the largest of the
+   * cached triad's sizes, an eighth of the cache apart, at which it still runs from the
+   * cache): all found there up to it, all from memory from the next size on, the share
+   * growing linearly between. Not measured: half the cache kept, the share growing linearly
+   * up to the whole (on this 2-core virtual machine a triad over growing arrays falls from
+   * 73-169 GB/s to under 20 between 11 and 23 MB of the 32 MB L3 it reports, which cores
+   * outside it share: docs/model.md) */
   m->llc_share = 1;
-  if (!c->gpu && c->llc_bytes > 0 && c->l2_gbytes > 0)
-    m->llc_share = fmin(1, fmax(0, (rep->bytes - c->llc_bytes / 2) / (c->llc_bytes / 2)));
+  if (!c->gpu && c->llc_bytes > 0 && c->l2_gbytes > 0) {
+    double keep = c->llc_keep_bytes > 0 ? c->llc_keep_bytes : c->llc_bytes / 2;
+    double over = c->llc_keep_bytes > 0 ? c->llc_bytes / 8 : c->llc_bytes / 2;
+    m->llc_share = fmin(1, fmax(0, (rep->bytes - keep) / over));
+  }
 }
 
 /* The cpu: bytes at the rate of where they come from, memory or the last-level cache (at the

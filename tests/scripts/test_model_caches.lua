@@ -2,9 +2,9 @@
 -- last-level cache and a core's L1 with the calibration; sumfact's Q7 apply counts its
 -- contractions' arrays (two of a cell's 512 points a field, eight cells in the lanes) and
 -- their operand words (one a multiply-add) in closed form; perf.model reads them from L2
--- where the arrays fill L1, not where L1 holds them; a call whose bytes fit half the
--- last-level cache streams them at the L2 triad's rate, a larger one at the DRAM rate; a
--- GPU's calibration uses neither. The cpu's default for a nonlinear physics on distorted
+-- where the arrays fill L1, not where L1 holds them; a call whose bytes fit what the
+-- last-level cache keeps (as calibrated, or half of it) streams them at the L2 triad's rate,
+-- a larger one at the DRAM rate; a GPU's calibration uses neither. The cpu's default for a nonlinear physics on distorted
 -- hexes takes the geometry from the vertices (its factors stored a point are gathered
 -- across the lanes a value at a time, counted as first touches: 4-5x slower), the same
 -- Jacobian action as stored factors.
@@ -61,20 +61,41 @@ check(filled.predicted_seconds >= held.predicted_seconds,
       "operands from L2 made the prediction faster (%g < %g)", filled.predicted_seconds,
       held.predicted_seconds)
 
--- the last-level cache: bytes within half of it at the L2 rate, beyond at the DRAM rate (the
--- two ceilings' ratio: the last wave's fill stretches both alike)
-local fits = perf.model(rep, with{llc_bytes = 4 * rep.bytes}, units)
+-- the last-level cache: bytes within what it keeps at the L2 rate, beyond at the DRAM rate
+-- (the two ceilings' ratio: the last wave's fill stretches both alike). Not measured
+-- (llc_keep_bytes 0): half the cache kept, the share growing linearly up to the whole
+local fits = perf.model(rep, with{llc_bytes = 4 * rep.bytes, llc_keep_bytes = 0}, units)
 check(fits.llc_share == 0, "bytes in half the cache: share from memory %g", fits.llc_share)
-local beyond = perf.model(rep, with{llc_bytes = rep.bytes}, units)
+local beyond = perf.model(rep, with{llc_bytes = rep.bytes, llc_keep_bytes = 0}, units)
 check(beyond.llc_share == 1, "bytes past half the cache: share from memory %g", beyond.llc_share)
+local half = perf.model(rep, with{llc_bytes = rep.bytes / 0.75, llc_keep_bytes = 0}, units)
+check(close(half.llc_share, 0.5, 1e-9), "bytes at 3/4 of the cache, none kept measured: share %g, " ..
+      "expected 0.5", half.llc_share)
+-- measured (the cached triad's sizes an eighth of the cache apart): all found up to what
+-- it keeps, all from memory an eighth of the cache past it, linear between
+local kept = perf.model(rep, with{llc_bytes = 8 * rep.bytes, llc_keep_bytes = rep.bytes}, units)
+check(kept.llc_share == 0, "bytes the cache keeps: share from memory %g", kept.llc_share)
+local past = perf.model(rep, with{llc_bytes = 4 * rep.bytes, llc_keep_bytes = rep.bytes / 2}, units)
+check(past.llc_share == 1, "bytes an eighth of the cache past what it keeps: share %g", past.llc_share)
+local mid = perf.model(rep, with{llc_bytes = 8 * rep.bytes, llc_keep_bytes = 0.75 * rep.bytes}, units)
+check(close(mid.llc_share, 0.25, 1e-9), "bytes a 32nd of the cache past what it keeps: share %g, " ..
+      "expected 0.25", mid.llc_share)
+check(close(past.ceilings.dram / kept.ceilings.dram, cal.l2_gbytes / cal.gbytes, 1e-9),
+      "dram ceiling past what the cache keeps %g, within it %g: not the rates' ratio %g",
+      past.ceilings.dram, kept.ceilings.dram, cal.l2_gbytes / cal.gbytes)
+check(cal.llc_keep_bytes >= 0 and cal.llc_keep_bytes <= cal.llc_bytes,
+      "the calibration keeps %g bytes of a %g-byte cache", cal.llc_keep_bytes, cal.llc_bytes)
 check(close(beyond.ceilings.dram / fits.ceilings.dram, cal.l2_gbytes / cal.gbytes, 1e-9),
       "dram ceiling past the cache %g, in it %g: not the rates' ratio %g", beyond.ceilings.dram,
       fits.ceilings.dram, cal.l2_gbytes / cal.gbytes)
-local here = rep.bytes <= cal.llc_bytes / 2 and fits or beyond
-check(rep.llc_share == here.llc_share and close(here.ceilings.dram, rep.ceilings.dram, TOL),
-      "the call's %g bytes against this machine's cache (%g): share %g, dram ceiling %g, the " ..
-      "report's %g and %g", rep.bytes, cal.llc_bytes, here.llc_share, here.ceilings.dram,
-      rep.llc_share, rep.ceilings.dram)
+local keep = cal.llc_keep_bytes > 0 and cal.llc_keep_bytes or cal.llc_bytes / 2
+local over = cal.llc_keep_bytes > 0 and cal.llc_bytes / 8 or cal.llc_bytes / 2
+local here = perf.model(rep, cal, units)
+check(close(rep.llc_share, math.min(1, math.max(0, (rep.bytes - keep) / over)), 1e-12) and
+      rep.llc_share == here.llc_share and close(here.ceilings.dram, rep.ceilings.dram, TOL),
+      "the call's %g bytes against this machine's cache (%g, %g kept): share %g, dram ceiling " ..
+      "%g, the report's %g and %g", rep.bytes, cal.llc_bytes, cal.llc_keep_bytes, here.llc_share,
+      here.ceilings.dram, rep.llc_share, rep.ceilings.dram)
 
 -- a GPU's calibration: neither cache term
 local gpu = perf.model(rep, with{gpu = true, llc_bytes = 4 * rep.bytes, l1_bytes = 1}, units)
