@@ -123,6 +123,32 @@ end
 -- The closing line of a script: its name (by default the script's file name without .lua)
 -- and the number of checks made. scripts/run-one-test.sh counts a script as passed only when
 -- it printed this line.
+-- Why amg cannot run here (felab built without hypre: the message, printed as skipped), or
+-- nil; any other failure of a tiny amg setup fails the check.
+function T.amg_missing()
+  local probe = fe.operator(fe.space(mesh.box{cells = {2, 2, 2}, cell = "tet"}, "P1"),
+                            physics.poisson{}, {dirichlet = "all"})
+  local ok, msg = pcall(solve.precond, probe, {pc = "amg"})
+  if not ok and tostring(msg):find("built without hypre", 1, true) then
+    T.skip(msg)
+    return msg
+  end
+  T.check(ok, msg)
+  return nil
+end
+
+-- mesh.load(path, opts) where the Gmsh SDK is, else nil with the skip printed (any other
+-- failure fails the check).
+function T.gmsh_mesh(path, opts)
+  local ok, m = pcall(mesh.load, path, opts)
+  if not ok and tostring(m):find("Gmsh SDK", 1, true) then
+    T.skip(path .. ": needs the Gmsh SDK")
+    return nil
+  end
+  T.check(ok, m)
+  return m
+end
+
 -- The cpu's double-precision calibration: the stored one, else measured now.
 function T.cpu_calibration()
   local info = device.info("cpu")

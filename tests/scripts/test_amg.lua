@@ -6,14 +6,7 @@
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check = T.check
 
-local probe = fe.operator(fe.space(mesh.box{cells = {2, 2, 2}, cell = "tet"}, "P1"),
-                          physics.poisson{}, {dirichlet = "all"})
-local ok, msg = pcall(solve.precond, probe, {pc = "amg"})
-if not ok and tostring(msg):find("built without hypre", 1, true) then
-  T.skip(msg)
-  return
-end
-check(ok, msg)
+if T.amg_missing() then return end
 
 local opencl = T.device("opencl") and T.device("opencl").available
 
@@ -135,11 +128,8 @@ for _, be in ipairs{"opencl", "cuda"} do
 end
 
 -- A Gmsh mesh with four regions of different conductivity.
-local loaded, torso = pcall(mesh.load, "meshes/torso.geo", {size = 0.08})
-if not loaded and tostring(torso):find("Gmsh SDK", 1, true) then
-  T.skip("torso.geo: needs the Gmsh SDK")
-else
-  check(loaded, torso)
+local torso = T.gmsh_mesh("meshes/torso.geo", {size = 0.08})
+if torso then
   local At = fe.operator(fe.space(torso, "P1"),
                          physics.poisson{kappa = {body = 1, lung_left = 0.2, lung_right = 0.2,
                                                   heart = 5}, source = 1},

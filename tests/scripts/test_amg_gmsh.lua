@@ -9,21 +9,9 @@ local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check = T.check
 
 local msh = os.getenv("FELAB_TORSO_MSH")
-local ok, m
-if msh then ok, m = pcall(mesh.load, msh)
-else ok, m = pcall(mesh.load, "meshes/torso.geo", {size = 0.054}) end
-if not ok and tostring(m):find("Gmsh SDK", 1, true) then
-  T.skip("torso.geo: needs the Gmsh SDK")
-  return
-end
-check(ok, m)
-local probe = fe.operator(fe.space(mesh.box{cells = {2, 2, 2}, cell = "tet"}, "P1"),
-                          physics.poisson{}, {dirichlet = "all"})
-local has, msg = pcall(solve.precond, probe, {pc = "amg"})
-if not has and tostring(msg):find("built without hypre", 1, true) then
-  T.skip(msg)
-  return
-end
+local m
+if msh then m = T.gmsh_mesh(msh) else m = T.gmsh_mesh("meshes/torso.geo", {size = 0.054}) end
+if not m or T.amg_missing() then return end
 local refinements = os.getenv("FELAB_ASAN") == "1" and 1 or 2
 for _ = 1, refinements do m = m:refine() end
 local V = fe.space(m, "P1")

@@ -58,11 +58,8 @@ for _, meth in ipairs({"metis", "rcb"}) do
 end
 
 -- a Gmsh mesh with regions: auto is not the lattice
-local loaded, torso = pcall(mesh.load, "meshes/torso.geo", {size = 0.1})
-if not loaded and tostring(torso):find("Gmsh SDK", 1, true) then
-  T.skip("torso.geo: needs the Gmsh SDK")
-else
-  check(loaded, torso)
+local torso = T.gmsh_mesh("meshes/torso.geo", {size = 0.1})
+if torso then
   local P = torso:partition(4)
   check(P.method ~= "lattice", "torso: auto took the lattice")
   consistent("torso " .. P.method, torso, P, 4, 1.1)
