@@ -203,6 +203,22 @@ static int gemm_shape(const fe_realization *r, int asked, elemat_shape *sh)
   return 0;
 }
 
+/* The register variants' shared bytes for `block` cells: the cells' state and coordinates,
+ * each cell's map factors (affine cells; counted always). */
+static size_t reg_shared(const fe_space *V, int block, size_t w)
+{
+  size_t stride = (size_t)fe_geo_stride(V->elem.dim);
+  return (size_t)block * ((size_t)V->elem.nbasis * (V->ncomp + 3) + stride) * w;
+}
+
+int fe_elemat_reg_block(const fe_space *V, const fe_backend *be, fe_precision prec)
+{
+  int block = 32;
+  while (block > 1 && reg_shared(V, block, fe_precision_size(prec)) > fe_shared_limit(be))
+    block /= 2;
+  return block;
+}
+
 /* The shape of variant v on r: reg takes r's block and a column per item; shm takes the
  * asked block or the smallest that gives a group 256 entries (up to 32 cells),
  * then as many columns per part as fit the backend's shared memory, in parts of equal size
@@ -224,6 +240,10 @@ int elemat_shape_of(const fe_realization *r, int asked, int v, elemat_shape *sh)
     else if (!nojac && r->be->info.items_in_order) gs = stride * r->A->quad[FE_ACTION_APPLY].npoints;
     sh->shared = ((size_t)r->block * V->elem.nbasis * (V->ncomp + 3) + gs) * w;
     sh->items = ((size_t)r->block * n + 31) / 32 * 32;
+    FE_ASSERT(sh->shared <= limit, FE_ERR_ARG, "variant %s: block = %d cells of %s need %zu "
+              "bytes of shared memory per work group; %s allows %zu (use block = %d or less)",
+              elemat_variants[v].name, r->block, V->name, sh->shared, r->be->name, limit,
+              fe_elemat_reg_block(V, r->be, r->prec));
   } else {
     if (r->be->ops->kernel_shared && info->local_mem_optin > limit) most = info->local_mem_optin;
     int block = asked;

@@ -281,13 +281,14 @@ int device_pattern_fill(device_pattern *D, const fe_space *V, const fe_buffer *K
   return D->be->ops->launch(D->be->impl, D->fill, (size_t)ng, PT_ITEMS, 12, a, D->prec, seconds);
 }
 
-/* The realization of the device's element matrices: transpose's block and the operator's
+/* The realization of the device's element matrices: csr's block and the operator's
  * geometry sharing, the spec of csr's own realization, so that the product's module made from
  * this one's source is the one its action loads (one compile); its constants never current
  * (bind uploads them). */
 static fe_realization dp_realization(fe_operator *A, fe_backend *be, fe_precision prec)
 {
-  fe_realization h = {.A = A, .be = be, .prec = prec, .block = 32,
+  fe_realization h = {.A = A, .be = be, .prec = prec,
+                      .block = fe_elemat_reg_block(A->V, be, prec),
                       .geo_shared = fe_geometry_shared(A, FE_GEOMETRY_AUTO)};
   h.params_version = A->pde->const_version - 1;
   return h;

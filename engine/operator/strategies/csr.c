@@ -38,7 +38,7 @@ int fe_stored_matrix_applies(const fe_operator *A, const fe_backend *be, fe_prec
  * from), and the product's lanes, format, chunk and sigma (engine/matrix/matrix.h). */
 static const char *const csr_options[] = {"block", "lanes", "format", "chunk", "sigma", NULL};
 typedef struct csr_opts {
-  int block;  /* cells per work group of its elemat module (0: 32) */
+  int block;  /* cells per work group of its elemat module (0: fe_elemat_reg_block) */
   int lanes;  /* items per row of a CSR product (0: the backend's) */
   int format; /* FE_FORMAT_* (auto: SELL on a GPU unless lanes are asked, else CSR) */
   int chunk;  /* SELL's rows per chunk (0: the backend's) */
@@ -63,18 +63,19 @@ static int csr_read_options(const fe_options *g, const char *caller, void *opts)
 }
 
 /* The options' meaning, each default resolved as the assembly resolves it on be
- * (fe_csr_layout): block 0 is 32; the format, then CSR's lanes or SELL's chunk and sigma.
+ * (fe_csr_layout): block 0 is fe_elemat_reg_block's; the format, then CSR's lanes or SELL's
+ * chunk and sigma.
  * An option the format does not read stays as asked (the assembly refuses it, naming it). */
 static void csr_effective_key(const fe_operator *A, fe_backend *be, fe_precision prec,
                               const void *opts, char *key, size_t n)
 {
-  (void)A, (void)prec;
   const csr_opts *o = opts;
   fe_matrix_opts mo = {.lanes = o->lanes, .format = o->format, .chunk = o->chunk,
                        .sigma = o->sigma};
   fe_csr_layout(&be->info, &mo);
-  snprintf(key, n, "block=%d format=%d lanes=%d chunk=%d sigma=%d", o->block > 0 ? o->block : 32,
-           mo.format, mo.lanes, mo.chunk, mo.sigma);
+  int block = o->block > 0 ? o->block : fe_elemat_reg_block(A->V, be, prec);
+  snprintf(key, n, "block=%d format=%d lanes=%d chunk=%d sigma=%d", block, mo.format, mo.lanes,
+           mo.chunk, mo.sigma);
 }
 
 static int csr_configure(fe_realization *r, const void *opts)
@@ -83,7 +84,8 @@ static int csr_configure(fe_realization *r, const void *opts)
   csr_data *d;
   FE_CALLOC(d, 1, "csr data");
   r->data = d;
-  r->block = o->block > 0 ? o->block : 32; /* the block of the elemat module's spec */
+  /* the block of the elemat module's spec */
+  r->block = o->block > 0 ? o->block : fe_elemat_reg_block(r->A->V, r->be, r->prec);
   r->colored = 0;
   return 0;
 }
