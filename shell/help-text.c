@@ -381,7 +381,7 @@ const help_entry felab_help_builtin[] = {
      "example: y = solve.transpose_apply(A, v)"},
     {"solve.precond",
      "P = solve.precond(A, {pc = \"chebyshev\", degree = 3, lanczos = 10, ratio = 0, "
-     "cycles = 1, cycle_on = \"device\", cycle_values = \"single\", aggressive = 1, "
+     "cycles = 1, cycle_on = \"device\", cycle_values = \"single\", aggressive = 1, theta = 0.5, "
      "parts = \"both\", verbose = false, at = u, "
      "backend = ..., "
      "precision = ...})",
@@ -395,7 +395,8 @@ const help_entry felab_help_builtin[] = {
      "solve its level matrices' values single (cycle_values = \"single\": 8 bytes an entry for\n"
      "12; \"double\" keeps them), its vectors and sums double; \"host\":\n"
      "BoomerAMG's own V-cycle on the host; aggressive = levels coarsened aggressively, 1 for a\n"
-     "scalar 3D problem, else 0), twoscale (where built). P:apply(r) -> z; P.name, P.describe,\n"
+     "scalar 3D problem, else 0; theta = its strong threshold, 0.5 in 3D, 0.25 in 2D, 0.7 for\n"
+     "twoscale's coarse scale), twoscale (where built). P:apply(r) -> z; P.name, P.describe,\n"
      "P.setup_seconds, P.setup_parts (amg: assembly, transfer, hypre, to_device; twoscale: its\n"
      "scales' parts too), P.levels (the device cycle's: rows, nnz, seconds of one timed\n"
      "cycle a level; merged: cycled in the launch of the first level of at most 256 rows, the\n"

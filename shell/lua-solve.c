@@ -35,14 +35,16 @@ typedef struct precond_handle {
 /* The keys of each call beside the actions' own (felab_action_keys adds those). */
 static const char *const cg_keys[] = {"pc", "rtol", "atol", "maxit", "monitor", "x0", "degree",
                                       "lanczos", "ratio", "parts", "cycles", "cycle_on",
-                                      "cycle_values", "aggressive", "fuse_pq", NULL};
+                                      "cycle_values", "aggressive", "theta", "fuse_pq", NULL};
 static const char *const gmres_keys[] = {"pc", "rtol", "atol", "maxit", "monitor", "x0",
                                          "restart", "degree", "lanczos", "ratio", "parts",
-                                         "cycles", "cycle_on", "cycle_values", "aggressive", NULL};
+                                         "cycles", "cycle_on", "cycle_values", "aggressive", "theta",
+                                         NULL};
 static const char *const newton_keys[] = {"linear", "pc", "rtol", "atol", "maxit", "linear_rtol",
                                           "linear_maxit", "linesearch", "monitor", "x0",
                                           "restart", "degree", "lanczos", "ratio", "parts",
-                                          "cycles", "cycle_on", "cycle_values", "aggressive", NULL};
+                                          "cycles", "cycle_on", "cycle_values", "aggressive",
+                                          "theta", NULL};
 
 /* Check the options table at t against the actions' keys and extra. */
 static void check_solve_keys(lua_State *L, int t, const char *fname, const char *const *extra)
@@ -151,6 +153,12 @@ static void read_pc_opts(lua_State *L, int t, const char *fname, fe_precond_opts
   opt_integer(L, t, fname, "cycles", 1, &po->cycles);
   opt_integer(L, t, fname, "aggressive", 0, &po->aggressive);
   opt_tolerance(L, t, fname, "ratio", &po->ratio);
+  opt_tolerance(L, t, fname, "theta", &po->theta);
+  if (!(po->theta < 1)) {
+    char v[32];
+    snprintf(v, sizeof v, "%g", po->theta);
+    luaL_error(L, "%s: theta = %s must be below 1 (BoomerAMG's strong threshold)", fname, v);
+  }
   if (!(po->ratio < 1)) {
     char v[32];
     snprintf(v, sizeof v, "%g", po->ratio);
@@ -415,7 +423,7 @@ static int solve_transpose_apply(lua_State *L)
 
 static const char *const precond_keys[] = {"pc", "degree", "lanczos", "ratio", "parts",
                                            "cycles", "cycle_on", "cycle_values", "aggressive",
-                                           "verbose", "at", NULL};
+                                           "theta", "verbose", "at", NULL};
 
 /* solve.precond(A, {pc = "chebyshev", degree =, lanczos =, ratio =, parts =, cycles =,
  * verbose =, at = u, backend =, precision =, strategy = ...}) -> P, set up for J(at) on that

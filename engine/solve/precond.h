@@ -34,6 +34,11 @@ typedef struct fe_precond_opts {
   int aggressive;   /* amg: the levels BoomerAMG coarsens aggressively (its agg_num_levels;
                      * -1: 1 for a scalar problem in 3D, else 0; twoscale's coarse scale: 0) */
   int verbose;      /* print the setup's steps (Lanczos bounds, AMG levels) */
+  double theta;     /* amg: BoomerAMG's strong threshold (0: 0.5 in 3D, 0.25 in 2D) */
+  /* amg: work run on the calling thread while BoomerAMG's setup (serial) runs on another
+   * (twoscale's fine scale), on a space not split over ranks; NULL: none */
+  int (*meanwhile)(void *ctx);
+  void *meanwhile_ctx;
 } fe_precond_opts;
 
 void fe_precond_opts_default(fe_precond_opts *o);

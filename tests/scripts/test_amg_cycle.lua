@@ -146,6 +146,25 @@ expect_error(function() return solve.cg(A, {pc = "amg", cycle_values = "half"}) 
              "cycle_values", "single", "double")
 expect_error(function() return solve.cg(A, {pc = "amg", aggressive = -1}) end,
              "aggressive", ">= 0")
+expect_error(function() return solve.precond(A, {pc = "amg", theta = 1}) end,
+             "theta", "below 1")
+
+-- the strong threshold reaches BoomerAMG: a larger one keeps fewer strong connections, so a
+-- coarser hierarchy (its complexity printed); two-scale's setup overlaps hypre's with its
+-- fine scale and still gives the serial one's iterations (test_twoscale's cases hold them)
+do
+  local A2 = fe.operator(fe.space(mesh.box{cells = {12, 12, 12}, cell = "hex", distort = 0.3},
+                                  "Q1"), physics.poisson{kappa = 1, source = 1},
+                         {dirichlet = "all"})
+  local function complexity(theta)
+    local P = solve.precond(A2, {pc = "amg", theta = theta, aggressive = 0})
+    return tonumber(P.describe:match("complexity ([%d.]+)")), P.describe
+  end
+  local c5, d5 = complexity(0.5)
+  local c8, d8 = complexity(0.8)
+  check(c5 and c8 and c8 < c5, "amg theta 0.8 should coarsen more than 0.5: %s | %s", d5, d8)
+  print(("amg strong threshold 0.5: complexity %.2f; 0.8: %.2f"):format(c5 or -1, c8 or -1))
+end
 
 -- the levels in SELL-C-sigma (a GPU's layout) on every backend here, in a child process
 -- (FELAB_CYCLE_FORMAT = sell): the same iterations and solution as CSR's
