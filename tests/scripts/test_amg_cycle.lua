@@ -9,7 +9,7 @@
 -- default; two cycles an application; two-scale's coarse scale cycled there too (the same
 -- iterations, h-independent); bad options refused; the levels in CSR and in SELL-C-sigma
 -- (a GPU's layout, asked on every backend here by FELAB_CYCLE_FORMAT) alike, with the coarse
--- levels in one launch (the tail) and without (FELAB_CYCLE_TAIL = 0).
+-- levels in one launch (the tail) and without (FELAB_CYCLE_TAIL = 0; n: from n rows).
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, expect_error = T.check, T.expect_error
 if not pcall(solve.precond, fe.operator(fe.space(mesh.box{cells = {2, 2, 2}, cell = "hex"}, "Q1"),
@@ -171,7 +171,7 @@ end
 local exe = T.exe()
 local function layout(format, tail)
   local p = check(io.popen(("FELAB_CYCLE_FORMAT=%s FELAB_CYCLE_TAIL=%s '%s' '%s' sell 2>&1")
-                           :format(format, tail or "1", exe, arg[0])))
+                           :format(format, tail or "", exe, arg[0])))
   local out = {}
   for line in p:lines() do
     local be, f, its, norm = line:match("^(%S+) (%a+) (%d+) (%S+)$")

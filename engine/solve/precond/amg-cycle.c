@@ -306,13 +306,13 @@ int amg_cycle_make(fe_backend *be, fe_precision prec, int single, const amg_host
   if (f && !strncmp(f, "csr", 3)) C->format = FE_FORMAT_CSR, C->lanes = atoi(f + 3);
   int rc = 0;
   for (int l = 0; !rc && l < L; l++) rc = level_make(C, &lv[l], l == L - 1);
-  /* the tail: from the first level of at most AMG_TAIL rows, where two or more levels are
-   * left (FELAB_CYCLE_TAIL=0: none, every pass its own launch) */
-  int l0 = 0;
-  while (l0 < L && lv[l0].n > AMG_TAIL) l0++;
-  C->tail = L;
+  /* the tail: from the first level of at most AMG_TAIL rows (FELAB_CYCLE_TAIL=n: n rows; 0:
+   * none, every pass its own launch), where two or more levels are left */
   const char *t = getenv("FELAB_CYCLE_TAIL");
-  if (!rc && L - l0 >= 2 && !(t && !strcmp(t, "0"))) rc = tail_make(C, lv, L, l0);
+  int most = t && *t ? atoi(t) : AMG_TAIL, l0 = 0;
+  while (l0 < L && lv[l0].n > most) l0++;
+  C->tail = L;
+  if (!rc && L - l0 >= 2 && most > 0) rc = tail_make(C, lv, L, l0);
   if (rc) {
     amg_cycle_free(C);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
