@@ -47,7 +47,9 @@ local function run(backend)
         pde = physics.elasticity{E = 1, nu = 0.3}
       end
       local A = fe.operator(V, pde)
-      local u = V:interpolate(function(x) return math.sin(3 * x[1]) + x[2] end)
+      -- values that look random from node to node, so that K u is not a small difference
+      -- of large terms (as for a smooth u on a fine mesh) and the comparison below is sharp
+      local u = V:interpolate(function(x) return math.sin(12345.678 * (x[1] + 2.1 * x[2] + 3.3 * (x[3] or 0))) end)
       for _, prec in ipairs(precisions) do
         local up = u:to(backend, prec)
         local r = {dim = m.dim, phys = phys, prec = prec, ncells = m.ncells, by_block = {}}
@@ -84,7 +86,7 @@ end
 -- checks: the same residual as the assembled matrix's product; the blocking moves work
 -- between threads but not the amount of it, and loads the tables once per block
 for _, r in ipairs(results) do
-  local tol = r.prec == "double" and 1e-12 or 1e-4
+  local tol = r.prec == "double" and 1e-12 or 1e-5
   local worst, f0, same, fewer = 0, r.by_block[1].rep.flops, true, true
   for i, b in ipairs(r.by_block) do
     worst = math.max(worst, b.diff)

@@ -42,19 +42,21 @@ for _, d in ipairs{0, 1} do
   for _, c in ipairs(levels) do
     local A = gll_poisson(mesh.box{cells = {c, c, c}, cell = "hex", distort = d}, 3)
     local row = {d == 0 and "1 (uniform)" or "3 (distorted)", c .. "^3", A.space.ndofs}
-    for _, pc in ipairs{"both", "fine", "jacobi"} do
-      local o = pc == "jacobi" and {pc = "jacobi"} or {pc = "twoscale", parts = pc}
-      o.rtol, o.maxit, o.backend = 1e-8, 3000, P.backend
+    for _, pc in ipairs{"both", "fine", "jacobi", "loose"} do
+      local o = pc == "jacobi" and {pc = "jacobi"} or {pc = "twoscale", parts = pc == "loose" and "both" or pc}
+      o.rtol, o.maxit, o.backend = pc == "loose" and 1e-3 or 1e-8, 3000, P.backend
       local _, info = solve.cg(A, o)
       P.check(info.converged, "mesh %s %d^3, pc %s: CG converges (%s)", d == 0 and "1" or "3", c, pc, info.reason)
+      its[d][pc] = its[d][pc] or {}
       its[d][pc][#its[d][pc] + 1] = info.iterations
       row[#row + 1] = info.iterations
     end
     rows[#rows + 1] = row
   end
 end
-print("\nTable 1 in form: CG iterations to rtol 1e-8, Q3 with GLL points, on " .. P.backend)
-P.table({"mesh", "hexes", "dofs", "two-scale", "fine only", "jacobi"}, {"%s", "%s", "%d", "%d", "%d", "%d"}, rows)
+print("\nTable 1 in form: CG iterations to rtol 1e-8 (the last column 1e-3), Q3 with GLL points, on " .. P.backend)
+P.table({"mesh", "hexes", "dofs", "two-scale", "fine only", "jacobi", "two-scale 1e-3"},
+        {"%s", "%s", "%d", "%d", "%d", "%d", "%d"}, rows)
 
 for _, d in ipairs{0, 1} do
   local b, f = its[d].both, its[d].fine
@@ -70,6 +72,11 @@ for _, d in ipairs{0, 1} do
     P.compare(("mesh %d, 8^3: two-scale iterations"):format(d == 0 and 1 or 3), table1[d].both[1],
               "Table 1", b[i8], d == 0 and ("the paper does not state its stopping test; felab's counts at rtol 1e-8 "
                 .. "(docs/solvers.md: the paper's match about 1e-3)") or nil)
+    local loose = its[d].loose[i8]
+    P.check(loose / table1[d].both[1] > 2 / 3 and loose / table1[d].both[1] < 1.5, "mesh %d, 8^3: two-scale takes %d "
+            .. "iterations to rtol 1e-3, within 1.5x of the paper's %d", d == 0 and 1 or 3, loose, table1[d].both[1])
+    P.compare(("mesh %d, 8^3: two-scale iterations, rtol 1e-3"):format(d == 0 and 1 or 3), table1[d].both[1],
+              "Table 1", loose, nil)
     P.compare(("mesh %d, 8^3: fine-only iterations"):format(d == 0 and 1 or 3), table1[d].fine[1], "Table 1", f[i8], nil)
   end
   -- the paper's first refinement, 8^3 -> 16^3, against felab's last
@@ -93,15 +100,20 @@ local function table2(backend, cells)
     for _, g in ipairs{"stored", "vertices"} do
       r[g] = P.best(reps, function() return A:apply(w, {strategy = "sumfact", geometry = g, backend = backend}) end)
     end
+    -- r' in single precision: Table 4's heat runs
+    local ws = w:to(backend, "single")
+    r.single = P.best(reps, function()
+      return A:apply(ws, {strategy = "sumfact", geometry = "vertices", backend = backend, precision = "single"})
+    end)
     out[#out + 1] = r
     rows2[#rows2 + 1] = {"Q" .. n, A.space.ndofs, r.OR, r.stored.flops / m.ncells, r.stored.flops / m.ncells / r.OR,
-                         r.vertices.flops / m.ncells, r.stored.gflops, r.vertices.gflops,
+                         r.vertices.flops / m.ncells, r.stored.gflops, r.vertices.gflops, r.single.gflops,
                          r.vertices.seconds / r.stored.seconds}
   end
   print(("\nTable 2 in form: the Jacobian action by sum factorization on %s, %d^3 hexes, double (best of %d):")
         :format(backend, cells, reps))
-  P.table({"order", "dofs", "O_R/hex", "flop/hex", "/O_R", "flop/hex r'", "GF/s r", "GF/s r'", "time r'/r"},
-          {"%s", "%d", "%d", "%.0f", "%.2f", "%.0f", "%.3g", "%.3g", "%.2f"}, rows2)
+  P.table({"order", "dofs", "O_R/hex", "flop/hex", "/O_R", "flop/hex r'", "GF/s r", "GF/s r'", "r' single",
+           "time r'/r"}, {"%s", "%d", "%d", "%.0f", "%.2f", "%.0f", "%.3g", "%.3g", "%.3g", "%.2f"}, rows2)
   return out
 end
 local t2 = table2(P.backend, P.size(12, 4))
@@ -125,6 +137,14 @@ for _, r in ipairs(t2) do
     P.compare(("Q%d: GF/s of r on %s"):format(r.n, P.backend), gtx_r[r.n], "Table 2, GTX 980", r.stored.gflops,
               r.n == orders[1] and "a GTX 980 on 32^3 hexes against two shared cpu cores: printed, not checked" or nil)
   end
+end
+-- Table 4, OpenMP (16 threads on an 8-core i7-5960X), single: GF/s of r', n = 2..7
+local omp = {[2] = 24.5, [3] = 68.8, [4] = 59.3, [5] = 58.5, [6] = 57.8, [7] = 90.0}
+for _, r in ipairs(t2) do
+  P.compare(("Q%d: GF/s of r' on %s, single"):format(r.n, P.backend), omp[r.n], "Table 4, OpenMP (i7-5960X)",
+            r.single.gflops, r.n == orders[1] and ("cpu against cpu: the paper's 8 cores (about 300 GF/s peak) "
+              .. "on a 62540-hex rod, two shared cores here on %d^3 hexes; the paper counts 242 (n+1)^3 flops a hex "
+              .. "for the factors, felab what its kernel does: printed, not checked"):format(P.size(12, 4)) or nil)
 end
 -- Table 2's wall times, factors recomputed (') and stored, n = 2..7
 local wall = {[2] = {0.11, 0.10}, [3] = {0.12, 0.12}, [4] = {0.22, 0.23}, [5] = {0.34, 0.34}, [6] = {0.52, 0.53},
