@@ -109,7 +109,7 @@ if P.gpu and not P.quick then
   local g = run(P.gpu)
   for _, r in ipairs(g) do
     if r.dim == 3 then
-      P.compare(("3D %s: tensor GF/s on %s"):format(r.op, P.gpu), r.op == "laplacian" and 100 or 100,
+      P.compare(("3D %s: tensor GF/s on %s"):format(r.op, P.gpu), 100,
                 "section 5, Figure 1 (GTX 285): nearly 100 GF", r.best.gflops, nil)
     end
   end
