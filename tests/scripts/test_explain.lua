@@ -4,7 +4,8 @@
 -- true ends with the source of A:source with its phases marked (without it, no source: a text
 -- for a lecture); each strategy's cost as the order grows; the wording of csr on the cpu; the
 -- shares' sum said; no "1.00x"; what-if rows that measured bear out their direction; only the
--- kernels the rows need built; A:strategies' printed table; bad input gives a clear error.
+-- kernels the rows need built; A:strategies' printed table; perf.log's strategy and space;
+-- bad input gives a clear error.
 -- Run: build/felab tests/scripts/test_explain.lua (exits nonzero on failure).
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check = T.check
@@ -161,6 +162,7 @@ local text, rows = A:explain("apply", {backend = "cpu", strategy = "transpose", 
   whatif = {{strategy = "sumfact"}, {strategy = "csr"}, {strategy = "patch"}}})
 for _, r in ipairs(rows) do print(("row|%s|%.6g|%s"):format(r.label, r.predicted_ratio, tostring(r.measured_ratio))) end
 print(text:match("== What a change.-\n\n"))
+perf.log()
 ]])
 f:close()
 local p = check(io.popen(("OMP_NUM_THREADS=1 '%s' '%s' 2>&1"):format(child, script)))
@@ -179,6 +181,10 @@ for label, pr, mr in got:gmatch("row|([^|]+)|([^|]+)|([^\n]+)") do
   end
 end
 check(nrows == 3, "three what-if rows measured, got %d:\n%s", nrows, got)
+-- perf_log_names_the_strategy_and_the_space (the child's log: explain's measured calls)
+check(got:find("\n%s+#%s+action%s+strategy%s+space%s+backend") and
+      got:find("\n%s+%d+%s+apply%s+sumfact%s+Q3 hex%s+cpu%s+double%s+64 ") and
+      got:find("%(first run%)\n"), "perf.log: no strategy and space columns, or no first run marked:\n%s", got)
 print(got:match("== What a change.*") or got)
 
 -- A:strategies' table printed: times with their unit, the prediction and the measurement in
