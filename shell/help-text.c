@@ -129,8 +129,10 @@ const help_entry felab_help_builtin[] = {
     {FELAB_OPERATOR ":strategies", "A:strategies([{backend =, precision =}])",
      "The strategies that apply to this operator on a backend, as a list of names, then a\n"
      "table of every strategy: applies, why (why not, or why it is the default), default,\n"
-     "predicted_seconds (the model's apply time), summary and options (the names of the\n"
-     "options it takes).\n"
+     "predicted_seconds (the model's apply time), measured_seconds and measured_calls (this\n"
+     "session's fastest steady apply with it, where one ran), summary and options (the names\n"
+     "of the options it takes). Printed, the table shows predicted and measured side by side\n"
+     "and ranks by the measurement where every strategy has one.\n"
      "example: names, info = A:strategies(); print(info.sumfact.why)"},
     {FELAB_VECTOR,
      "u:size(), u:norm(), u:dot(v), u:axpy(a, v), u:copy(), u:to(backend), u:min(), u:max(), "
@@ -465,8 +467,9 @@ const help_entry felab_help_builtin[] = {
      "What the backend's device is: name, vendor, compute units, memory, fp64, calibration.\n"
      "example: print(device.info(\"opencl\").name)"},
     {"perf.log", "perf.log()",
-     "Every call of the session, one line each: action, backend, precision, flops, bytes,\n"
-     "seconds, GF/s, GB/s, predicted time and the ratio, the bound.\n"
+     "Every call of the session, one line each: action, strategy, space (order and cell),\n"
+     "backend, precision, cells, GF/s, GB/s, measured and predicted time and their ratio, the\n"
+     "bound; a kernel's first run (compile or cold: not a steady figure) is marked.\n"
      "example: perf.log()"},
     {"perf.clear", "perf.clear()", "Empty the session's performance log.\nexample: perf.clear()"},
     {FELAB_REPORT,

@@ -375,23 +375,30 @@ static int device_best(lua_State *L)
   return 1;
 }
 
-/* perf.log() -> count; prints one line per report of the session. */
+/* perf.log() -> count; prints one line per report of the session: the action, its strategy
+ * and space, where it ran, and measured against predicted (a kernel's first run marked). */
 static int perf_log(lua_State *L)
 {
   int n = fe_perf_log_count();
   char line[512];
-  snprintf(line, sizeof line, "%4s  %-10s %-7s %-9s %10s %9s %9s %12s %12s %6s  %s", "#", "action",
-           "backend", "precision", "cells", "GF/s", "GB/s", "measured ms", "predicted ms", "ratio",
-           "bound");
+  snprintf(line, sizeof line, "%4s  %-10s %-9s %-12s %-7s %-9s %10s %9s %9s %12s %12s %6s  %s",
+           "#", "action", "strategy", "space", "backend", "precision", "cells", "GF/s", "GB/s",
+           "measured ms", "predicted ms", "ratio", "bound");
   lua_writestring(line, strlen(line));
   lua_writeline();
   for (int i = 0; i < n; i++) {
     const fe_report *r = fe_perf_log_get(i);
     if (!r) continue;
     double ratio = r->seconds > 0 ? r->predicted_seconds / r->seconds : 0;
-    snprintf(line, sizeof line, "%4d  %-10s %-7s %-9s %10lld %9.3g %9.3g %12.4g %12.4g %6.2f  %s",
-             i + 1, r->action, r->backend, r->precision, r->ncells, fe_report_gflops(r),
-             fe_report_gbytes(r), r->seconds * 1e3, r->predicted_seconds * 1e3, ratio, r->bound);
+    char space[24]; /* "Q3 on hex" -> "Q3 hex": the order and the cell */
+    const char *on = strstr(r->space, " on ");
+    if (on) snprintf(space, sizeof space, "%.*s %s", (int)(on - r->space), r->space, on + 4);
+    else snprintf(space, sizeof space, "%s", *r->space ? r->space : "-");
+    snprintf(line, sizeof line,
+             "%4d  %-10s %-9s %-12s %-7s %-9s %10lld %9.3g %9.3g %12.4g %12.4g %6.2f  %s%s", i + 1,
+             r->action, *r->strategy ? r->strategy : "-", space, r->backend, r->precision,
+             r->ncells, fe_report_gflops(r), fe_report_gbytes(r), r->seconds * 1e3,
+             r->predicted_seconds * 1e3, ratio, r->bound, r->first_run ? " (first run)" : "");
     lua_writestring(line, strlen(line));
     lua_writeline();
   }

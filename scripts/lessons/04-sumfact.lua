@@ -73,7 +73,7 @@ L.check(ratio > 1, "at Q%d sumfact's measured time is below transpose's", hi.p)]
      say = "Every steady apply of the sweep, placed by its intensity and its rate.",
      look = [[
 transpose's points moving right (more flops per byte) as the order grows; a point's label
-names its strategy only, the sweep's table above gives its order.]],
+names its action, space and strategy ("apply Q3 sumfact"); first runs and repeats are left out.]],
      code = [[
 files = perf.roofline{out = @out/sumfact, calls = reps, title = "transpose and sumfact, Q1 and up"}
 print("written: " .. (files.png or files.csv))]]},

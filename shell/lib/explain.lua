@@ -2,11 +2,13 @@
 -- for teaching (felab issue 17). Everything it says comes from the model's view of the call
 -- (A:model: the counts, the occupancy, the ceilings), from the generated source (A:source:
 -- its #defines give the block and the sizes) and from the templates' own phases
--- (engine/kernels/*.knl); nothing runs the action.
+-- (engine/kernels/*.knl); nothing runs the action unless measure = true asks.
 --
--- Sections, in order: the thread mapping (what a work group and an item are), the phases with
--- the counts per cell, the occupancy, the ceiling that binds and why, what a change of block,
--- precision or strategy would do (predicted times), and the source with its phases marked.
+-- Sections, in order: the thread mapping (what a work group and an item are), the cost of
+-- each strategy as the order grows, the phases with the counts per cell, the occupancy, the
+-- ceiling that binds and why, what a change of block, precision or strategy would do
+-- (predicted; with measure = true also measured, each row's direction checked), and with
+-- source = true the source with its phases marked.
 -- The counts per cell are the whole kernel's; the model also takes each of the strategy's
 -- phases' share of them (rep.phase_seconds), which the ceiling section tells.
 local ops = ... -- {methods = the table felab.operator's __index reads, meta = its metatable}
@@ -229,8 +231,12 @@ strategies.csr = {
   kernel = function(c) return csr_sell(c) and "FE_KERNEL(fe_spmv_sell)" or "FE_KERNEL(fe_spmv)" end,
   mapping = function(c)
     local lanes = c.d.EM_LANES or 1
-    local s = "The Jacobian was assembled once (element matrices, then atomic adds into a CSR " ..
-              "pattern); each action is one sparse matrix-vector product, and no cell appears: " ..
+    local s = (c.rep.backend == "cpu"
+               and "The Jacobian was assembled once on the host (the CSR pattern, then each row " ..
+                   "summing its cells' element-matrix entries: no atomics)"
+               or "The Jacobian was assembled once on the device (element matrices, their " ..
+                  "entries summed into the CSR rows)") ..
+              "; each action is one sparse matrix-vector product, and no cell appears: " ..
               ("the unit of work is a row (a dof), %d rows. "):format(c.rep.ndofs)
     if csr_sell(c) then
       return s .. "SELL-C-sigma (fe_spmv_sell): a work group is 128 items, one item per row; the C " ..
@@ -319,40 +325,47 @@ local function mark(src, kernel, phases)
   return table.concat(out, "\n") .. "\n", n
 end
 
+-- What the minimal bytes are, per strategy: what the DRAM ceiling streams.
+local function dram_words(rep)
+  local data = rep.strategy == "csr" and "the matrix's row offsets, column indices and values, " ..
+                                          "and the vectors x and y once"
+               or rep.strategy == "ebe" and "the stored element matrices, the cell map and the " ..
+                                            "vectors once"
+               or "the cell map, the geometric factors and the vectors once"
+  local s = ("the minimal bytes (rep.bytes: %s) at the calibrated DRAM bandwidth"):format(data)
+  if rep.backend == "cpu" and rep.strategy == "csr" then
+    s = s .. " (the matrix's rows, rep.rows, at the calibrated rate of csr's row loop: rows_gbytes)"
+  end
+  return s .. ": the kernel is memory bound"
+end
+
 local ceiling_words = {
-  dram = "the minimal bytes (rep.bytes: cell map, geometry, the vectors once) at the calibrated " ..
-         "DRAM bandwidth (on the cpu a sparse matrix's rows, rep.rows, at the calibrated rate of " ..
-         "csr's row loop: rows_gbytes): the kernel is memory bound",
   l2 = "the global loads beyond the minimal bytes (rep.l2_bytes: re-reads of nodes shared by " ..
        "cells) at the L2 rate",
   shared = "the shared-memory wavefronts (rep.shared_bytes, 128 bytes each: a warp's access costs " ..
            "one per 32 banks' worth, more on bank conflicts), with the global loads' wavefronts " ..
-           "through L1, the same data pipe (rep.l1_wavefronts: stored factors, gathers; " ..
-           "rep.table_wavefronts: the tables, where they are global memory), at the calibrated " ..
-           "shared-memory rate; or, where longer, the L1's lookups of those global loads " ..
-           "(rep.l1_requests warp requests touching rep.l1_lines 128-byte lines: the longer of " ..
-           "all the requests' time and all their lines' at the calibrated rates, " ..
-           "rep.l1_tag_seconds)",
-  fma = "the floating-point operations (rep.flops) at the calibrated FMA rate: compute bound " ..
-        "(on the cpu with a group's shared geometric factors put in its lanes: rep.factor_lanes " ..
-        "SIMD selects or copies, rep.factor_gathers values gathered one at a time)",
+           "through L1, the same data pipe (rep.l1_wavefronts, rep.table_wavefronts), at the " ..
+           "calibrated shared-memory rate; or, where longer, the L1's lookups of those loads " ..
+           "(rep.l1_tag_seconds)",
+  fma = "the floating-point operations (rep.flops) at the calibrated FMA rate: compute bound",
   nonfma = "divisions and square roots (rep.nonfma), which do not issue as FMAs",
   atomics = "the scatter's atomic adds to global memory (rep.atomics) at the calibrated atomic rate",
   constant = "the constant-table loads (rep.constant_loads), one per distinct word a warp reads " ..
              "from a constant cache",
-  indexed = "the values gathered and added back through the cell map one at a time " ..
-            "(rep.indexed: each an index, a load and a store or an add), at the cpu's calibrated " ..
-            "rates for such loops: each node's first touch in a call (rep.indexed_first) from " ..
-            "beyond L1, the rest from L1, where the group before left them; on the cpu they run " ..
-            "after the multiply-adds and divisions of the same thread, so those three add up",
-  latency = "the waits on each group's path (rep.dram_trips and rep.l2_trips dependent loads, " ..
-            "rep.phases barrier-separated phases, at the calibrated latencies), once per wave of the " ..
-            "groups resident at once, which run the same code and wait together (unless a phase long " ..
-            "on the L1's pipe staggers them: rep.waits_hidden): many small groups with many phases " ..
-            "wait longer than their pipes work",
+  indexed = "the values gathered and added back one at a time through an index (rep.indexed: " ..
+            "an index, a load and a store or an add each), at the cpu's calibrated rates for " ..
+            "such loops (a node's first touch in a call from beyond L1, the rest from L1)",
+  latency = "the waits on each group's path (dependent loads and barrier-separated phases at " ..
+            "the calibrated latencies), once per wave of resident groups: many small groups " ..
+            "with many phases wait longer than their pipes work",
   launches = "the fixed cost of each kernel launch and of the host's wait at the end: the " ..
              "problem is too small for its work to matter; a larger mesh is bound by the next ceiling",
 }
+
+local function words_for(rep, name)
+  if name == "dram" then return dram_words(rep) end
+  return ceiling_words[name] or name
+end
 
 local limit_words = {
   threads = "the unit's thread slots are full",
@@ -361,6 +374,36 @@ local limit_words = {
   groups = "the unit's limit on resident groups (small groups)",
 }
 
+-- The asymptotic cost of each operator strategy as the order p grows (DIM the dimension), as
+-- the kernels do it (engine/codegen/kernels/*.knl): {name, per what, big-O, how}.
+local cost_words = {
+  transpose = {"O(p^(2*DIM)) per cell", "every point sums over every basis function and back " ..
+               "(NB x NQ products, DIM+1 of them per pair)"},
+  patch = {"O(p^(2*DIM)) per cell", "like transpose, each cell integrated whole (NB x NQ)"},
+  sumfact = {"O(p^(DIM+1)) per cell", "1D contractions, one direction at a time (DIM passes " ..
+             "of (p+1)^(DIM+1)); hexes and quads only"},
+  csr = {"O(nnz) per apply", "2 flops and a value and a column index read per stored entry; " ..
+         "nnz ~ (2p+1)^DIM a row on hexes, so O(p^(2*DIM)) a cell, all of it from memory; the " ..
+         "assembly (once) O(p^(3*DIM)) per cell"},
+  ebe = {"O(p^(2*DIM)) per cell", "the cell's (NB*NC) x (NB*NC) matrix times its entries, the " ..
+         "matrix read from memory every action (recompute = true: O(p^(3*DIM)) per cell instead)"},
+}
+
+-- The cost section: this call's sizes and each strategy's order of growth.
+local function cost_section(say, rep, d)
+  local p = tonumber(rep.space:match("^%a+(%d+)")) or 0
+  local nb, nq, nc = d.NB or d.P1 and d.P1 ^ (d.DIM or 3), d.NQ, d.NC or 1
+  if nb and nq then
+    say("This call: order p = %d, NB = %d basis functions and NQ = %d points a cell%s.",
+        p, math.tointeger(nb) or nb, math.tointeger(nq) or nq, nc > 1 and (", %d components"):format(nc) or "")
+  end
+  say("Work per action as the order p grows (DIM = %d here):", d.DIM or (rep.space:find("hex") and 3 or 2))
+  for _, name in ipairs{"transpose", "patch", "sumfact", "csr", "ebe"} do
+    local w = cost_words[name]
+    say("  %-9s %-22s %s%s", name, w[1], w[2], name == rep.strategy and "   <- this one" or "")
+  end
+end
+
 -- The model of action `a` with options o, or nil and why not.
 local function try_model(A, a, o)
   local ok, rep = pcall(A.model, A, a, o)
@@ -368,32 +411,338 @@ local function try_model(A, a, o)
   return nil, bare(rep)
 end
 
--- A:explain(action [, opts]) -> the text (printed unless opts.quiet)
+-- The ceilings section: the bound, each ceiling alone and its share, and why they overlap.
+local function ceiling_section(say, rep)
+  local ceil, sum = {}, 0
+  for name, s in pairs(rep.ceilings) do
+    if s > 0 then ceil[#ceil + 1] = {name, s} end
+  end
+  table.sort(ceil, function(a, b) return a[2] > b[2] end)
+  local pred = rep.predicted_seconds
+  say("predicted %s, bound by %s: %s.", time(pred), rep.bound, words_for(rep, rep.bound))
+  if rep.l1_tag_seconds > 0 and rep.l1_tag_seconds >= rep.ceilings.shared then
+    say("Here the L1's lookups take the shared pipe's time: %.3g warp requests of global " ..
+        "loads touch %.3g lines (%.1f a request), %s.", rep.l1_requests, rep.l1_lines,
+        rep.l1_lines / rep.l1_requests, time(rep.l1_tag_seconds))
+  end
+  say("Each ceiling alone: the time the call would take if that resource were the only one " ..
+      "it used, and that time as a share of the prediction:")
+  for _, e in ipairs(ceil) do
+    local share = pred > 0 and 100 * e[2] / pred or 0
+    sum = sum + share
+    say("  %-9s %10s  %5.1f%%", e[1], time(e[2]), share)
+  end
+  local cpu = rep.backend == "cpu"
+  say("The shares add to %.0f%%%s: the resources work side by side, so the bounds overlap and " ..
+      "the prediction is about the largest of them, not their sum (%s), plus the launches.",
+      sum, sum > 100.5 and ", more than 100%" or "",
+      cpu and "on the cpu the multiply-adds, divisions and indexed loops of one thread run one " ..
+              "after another, so their sum where that is larger"
+          or "stretched by the last wave's fill, plus what the resident groups do not overlap " ..
+             "of a group's serial time and the waves' waits; the atomics where longer")
+  local ph = rep.phase_seconds
+  if (rep.resident or 0) > 0 and #ph > 0 then
+    local parts = {}
+    for i, s in ipairs(ph) do parts[i] = time(s) end
+    say("A group's serial time %s (its phases %s); the %d groups resident overlap what it " ..
+        "has beyond the largest ceiling %d-fold.", time(rep.serial_seconds),
+        table.concat(parts, ", "), rep.resident, rep.resident)
+  end
+  if (rep.loop_cycles or 0) > 0 then
+    say("The hot loop as llvm-mca simulates it: %.1f cycles an iteration, %.0f iterations, %s " ..
+        "over the threads; %s", rep.loop_cycles, rep.loop_trips, time(rep.loop_seconds),
+        rep.loop_binds and "longer than the multiply-adds at the calibrated rates, so it sets " ..
+                           "the FMA ceiling." or "shorter than the multiply-adds, which set it.")
+  end
+  if (rep.waits_hidden or 0) > 0 then
+    say("The longest phase on the L1's pipe (%s) staggers the resident groups: %.0f%% of the " ..
+        "waits are hidden.", time(rep.stagger_seconds), 100 * rep.waits_hidden)
+  end
+end
+
+-- A ratio of two times in words: within SAME of 1 they are "the same".
+local SAME = 1.15
+local function ratio_words(ratio)
+  if ratio < SAME and ratio > 1 / SAME then return "the same (within 15%)" end
+  if ratio <= 1 then return ("%.2fx faster"):format(1 / ratio) end
+  return ("%.2fx slower"):format(ratio)
+end
+
+-- -1 faster, 0 the same (within 15%), 1 slower.
+local function direction(ratio)
+  if ratio < SAME and ratio > 1 / SAME then return 0 end
+  return ratio < 1 and -1 or 1
+end
+
+-- The key a report of this call (measured or modelled) is found by in perf.history().
+local function call_key(r)
+  return table.concat({r.action, r.backend, r.precision, r.strategy, r.space, r.ncells, r.ndofs,
+                       r.groups}, "|")
+end
+
+-- The session's fastest steady measurement of each call (first runs left out), by call_key.
+local function measured_calls()
+  local best = {}
+  for _, r in ipairs(perf.history()) do
+    if r.seconds > 0 and not r.first_run and actions[r.action] then
+      local k = call_key(r)
+      local b = best[k]
+      if not b then best[k] = {seconds = r.seconds, n = 1}
+      else b.seconds, b.n = math.min(b.seconds, r.seconds), b.n + 1 end
+    end
+  end
+  return best
+end
+
+-- Run action once with each of the options in `configs` (reports: the backend and precision
+-- of each), then `times` rounds of all of them in turn, so that a busy spell of the machine
+-- slows every configuration alike. The first run of each (a compile or a cold run) is flagged
+-- first_run and left out of measured_calls.
+local function run_action(A, action, configs, at, times)
+  local calls = {}
+  for i, cf in ipairs(configs) do
+    local o, rep = cf[1], cf[2]
+    local ro = {}
+    for k, val in pairs(o) do ro[k] = val end
+    if action == "apply" and at then ro.at = at:to(rep.backend, rep.precision) end
+    local v = A.space:interpolate(1):to(rep.backend, rep.precision)
+    calls[i] = function()
+      if action == "apply" then A:apply(v, ro)
+      elseif action == "residual" then A:residual(v, ro)
+      else A:diagonal(ro) end
+    end
+    calls[i]()
+  end
+  for _ = 1, times do
+    for _, call in ipairs(calls) do call() end
+  end
+end
+
+-- The options of each what-if row: {label, options}. `whatif` names the families ("block",
+-- "precision", "strategy") or gives option tables; the precision row keeps the block (the
+-- other precision's default block would change two things at once).
+local function whatif_rows(A, rep, o, c, whatif)
+  local function with(changes)
+    local t = {}
+    for k, v in pairs(o) do t[k] = v end
+    for k, v in pairs(changes) do t[k] = v end
+    return t
+  end
+  local blocked = rep.strategy == "transpose" or rep.strategy == "sumfact" or rep.strategy == "patch"
+  local rows, notes = {}, {}
+  for _, w in ipairs(whatif) do
+    if type(w) == "table" then
+      local parts = {}
+      for k, v in pairs(w) do parts[#parts + 1] = ("%s %s"):format(k, tostring(v)) end
+      table.sort(parts)
+      rows[#rows + 1] = {table.concat(parts, ", "), with(w), precision = w.precision ~= nil}
+    elseif w == "block" then
+      if blocked and c.block > 0 then
+        if c.block > 1 then rows[#rows + 1] = {("block %d (halved)"):format(c.block // 2), with{block = c.block // 2}} end
+        rows[#rows + 1] = {("block %d (doubled)"):format(2 * c.block), with{block = 2 * c.block}}
+      else
+        notes[#notes + 1] = ("(block: %s takes no block for this action's kernel)"):format(rep.strategy)
+      end
+    elseif w == "precision" then
+      local other = rep.precision == "double" and "single" or "double"
+      rows[#rows + 1] = {("precision %s%s"):format(other, blocked and c.block > 0 and
+                         (", block %d"):format(c.block) or ""),
+                         with{precision = other, block = blocked and c.block > 0 and c.block or nil},
+                         precision = true}
+    elseif w == "strategy" then
+      local ok, names, info = pcall(A.strategies, A, {backend = o.backend, precision = o.precision})
+      if ok then
+        local seen = {}
+        for _, name in ipairs(names) do
+          seen[name] = true
+          if name ~= rep.strategy then
+            rows[#rows + 1] = {"strategy " .. name, {backend = o.backend, precision = o.precision, strategy = name}}
+          end
+        end
+        local rest = {}
+        for name in pairs(info) do if not seen[name] then rest[#rest + 1] = name end end
+        table.sort(rest)
+        for _, name in ipairs(rest) do
+          notes[#notes + 1] = ("%-28s cannot run: %s"):format("strategy " .. name, info[name].why)
+        end
+      else
+        notes[#notes + 1] = ("(the other strategies: %s)"):format(bare(names))
+      end
+    else
+      error(("A:explain: whatif entries are \"block\", \"precision\", \"strategy\" or option " ..
+             "tables, got %s"):format(tostring(w)), 4)
+    end
+  end
+  return rows, notes
+end
+
+-- The model's time of a row. The other precision's report is priced with its own rates but
+-- this precision's launch and wait (a launch costs the same in either precision; the two
+-- calibrations measure it apart, and one measured on a busy machine once put a cpu's single
+-- precision rows hundreds of times slower, "launches bound").
+local function row_model(A, action, row, rep)
+  local r, err = try_model(A, action, row[2])
+  if not r or not row.precision then return r, err end
+  local info = device.info(r.backend)
+  local cal = info.calibration
+  if not (cal and cal[r.precision] and cal[rep.precision]) then return r end
+  local ceil = {}
+  for k, v in pairs(cal[r.precision]) do ceil[k] = v end
+  ceil.launch_us, ceil.sync_us = cal[rep.precision].launch_us, cal[rep.precision].sync_us
+  return perf.model(r, ceil, info.compute_units)
+end
+
+-- The what-if section: each row's prediction against now, and where measured (measure =
+-- true, or calls of this session) the measurement and whether it bears the row out.
+local function whatif_section(say, A, action, rep, o, c, opts)
+  local gpu = device.info(rep.backend).is_gpu
+  local rows, notes = whatif_rows(A, rep, o, c, opts.whatif or
+                                  (gpu and {"block", "precision", "strategy"} or {"precision", "strategy"}))
+  if not opts.whatif and not gpu then
+    notes[#notes + 1] = "(block: left out on the cpu, where it only sets how many cells share " ..
+                        "the SIMD lanes and the model's rows for it were not borne out when " ..
+                        "measured (docs/explain.md); whatif = {\"block\"} asks for them)"
+  end
+  local modelled = {}
+  for i, row in ipairs(rows) do
+    local r, err = row_model(A, action, row, rep)
+    modelled[i] = r or err
+  end
+  if opts.measure then
+    local configs = {{o, rep}}
+    for i, row in ipairs(rows) do
+      if type(modelled[i]) ~= "string" then configs[#configs + 1] = {row[2], modelled[i]} end
+    end
+    run_action(A, action, configs, opts.at, math.tointeger(opts.measure) or 5)
+  end
+  local seen = measured_calls()
+  local now = seen[call_key(rep)]
+  local pred = rep.predicted_seconds
+  say("== What a change would do (the model's prediction%s) ==",
+      now and "; measured: this session's fastest steady call" or "; measure = true also runs each row")
+  say("%s", "A ratio within 15% of 1 is \"the same\": the model does not tell such rows apart " ..
+      "from the spread of a measurement here.")
+  local blocked = rep.strategy == "transpose" or rep.strategy == "sumfact" or rep.strategy == "patch"
+  local label = ("now: %s %s%s"):format(rep.strategy, rep.precision,
+                                        blocked and (", block %d"):format(c.block) or "")
+  say("  %-30s %10s  %-22s %10s", "", "predicted", "", now and "measured" or "")
+  say("  %-30s %10s  %-22s %10s", label, time(pred), "", now and time(now.seconds) or "")
+  if now and pred > 0 then
+    local miss = now.seconds / pred
+    if miss > 2 or miss < 0.5 then
+      say("  The model misses this call %.1fx (measured over predicted): a row that only moves " ..
+          "the ceiling it models may not move the time; the measured column says.", miss)
+    end
+  end
+  local out = {}
+  for i, row in ipairs(rows) do
+    local r = modelled[i]
+    if type(r) == "string" then
+      say("  %-30s cannot run: %s", row[1], r)
+    else
+      local ratio = r.predicted_seconds / pred
+      local m = seen[call_key(r)]
+      local e = {label = row[1], options = row[2], predicted_seconds = r.predicted_seconds,
+                 predicted_ratio = ratio, bound = r.bound}
+      local mtext = ""
+      if m and now then
+        e.measured_seconds, e.measured_ratio = m.seconds, m.seconds / now.seconds
+        local dp, dm = direction(ratio), direction(e.measured_ratio)
+        e.borne_out = dp == 0 or dm == dp
+        mtext = ("%10s  %s%s"):format(time(m.seconds), ratio_words(e.measured_ratio),
+                                      dp == 0 and "" or (e.borne_out and ": borne out" or ": NOT borne out"))
+      end
+      say("  %-30s %10s  %-22s %s", row[1], time(r.predicted_seconds),
+          ratio_words(ratio) .. ", " .. r.bound, mtext)
+      out[#out + 1] = e
+    end
+  end
+  for _, n in ipairs(notes) do say("  %s", n) end
+  return out
+end
+
+local valid_extra = {at = true, quiet = true, source = true, measure = true, whatif = true}
+
+-- The options of explain: checked; returns the model's options.
+local function explain_options(opts)
+  if opts ~= nil and type(opts) ~= "table" then
+    error("A:explain: the options must be a table, got " .. type(opts), 3)
+  end
+  opts = opts or {}
+  local o, valid = {}, {}
+  for _, k in ipairs(model_keys) do valid[k] = true end
+  for k, v in pairs(opts) do
+    if not valid[k] and not valid_extra[k] then
+      error(("A:explain: unknown option '%s' (valid options: %s, at, quiet, source, measure, " ..
+             "whatif)"):format(tostring(k), table.concat(model_keys, ", ")), 3)
+    end
+    if valid[k] then o[k] = v end
+  end
+  if opts.whatif ~= nil and opts.whatif ~= false and type(opts.whatif) ~= "table" then
+    error("A:explain: whatif must be a list (\"block\", \"precision\", \"strategy\" or option " ..
+          "tables) or false, got " .. type(opts.whatif), 3)
+  end
+  return opts, o
+end
+
+-- The counts per cell of the whole kernel (the Phases section's second half).
+local function counts_section(say, rep, c)
+  local ncells = math.max(rep.ncells, 1)
+  say("The model counts the whole kernel, not each phase; per cell (%d cells) for the whole kernel:", rep.ncells)
+  say("  flops          %s", num(rep.flops / ncells))
+  say("  DRAM bytes     %s   (minimal: what the algorithm must move)", num(rep.bytes / ncells))
+  say("  L2 bytes       %s   (loads beyond the minimal bytes)", num(rep.l2_bytes / ncells))
+  say("  shared bytes   %s   (wavefront bytes: %s wavefronts of 128 bytes)", num(rep.shared_bytes / ncells),
+      num(rep.shared_bytes / ncells / 128))
+  say("  atomics        %s", num(rep.atomics / ncells))
+  say("  non-FMA ops    %s   (divisions, square roots)", num(rep.nonfma / ncells))
+  say("  indexed        %s   (values gathered or added through an index; %s first touches)",
+      num(rep.indexed / ncells), num((rep.indexed_first or 0) / ncells))
+  if rep.backend == "cpu" and ((rep.factor_lanes or 0) > 0 or (rep.factor_gathers or 0) > 0) then
+    say("  factors        %s lanes selected or copied, %s values gathered   (the group's geometry, " ..
+        "at the FMA rates)", num(rep.factor_lanes / ncells), num(rep.factor_gathers / ncells))
+  end
+  if (rep.shared_per_group or 0) > 0 and c.block > 0 then
+    say("  shared memory  %s bytes declared per cell (%d a group of %d cells)",
+        num(rep.shared_per_group / c.block), rep.shared_per_group, c.block)
+  end
+  if rep.backend == "cpu" and (rep.shared_bytes > 0 or rep.atomics > 0) then
+    say("(On the cpu a group's shared arrays live in L1 and the groups add color by color: the " ..
+        "shared bytes and the atomics are counted as a GPU would see them, but they are no ceiling here.)")
+  end
+end
+
+local function occupancy_section(say, rep)
+  if (rep.occupancy or 0) > 0 then
+    say("%.0f%% of the compute unit's threads are resident: %d items a group, %d registers an item, " ..
+        "%d bytes of shared memory a group.", 100 * rep.occupancy, rep.group_items, rep.registers,
+        rep.shared_per_group)
+    say("It is bound by %s: %s.", rep.occupancy_limit, limit_words[rep.occupancy_limit] or "?")
+    say("The calibrated curve at this occupancy (times the last wave's fill) gives an efficiency of %.2f.",
+        rep.efficiency)
+  elseif rep.backend == "cpu" then
+    say("None: the cpu runs one work group per OpenMP thread at a time, its items as a loop, so " ..
+        "there are no resident groups to count (rep.occupancy is 0).")
+  else
+    say("Not known: %s does not say how many registers and how much shared memory its kernel " ..
+        "uses, so the model takes the ceilings as calibrated (rep.occupancy is 0).", rep.backend)
+  end
+end
+
+-- A:explain(action [, opts]) -> the text (printed unless opts.quiet), the what-if rows
 local function explain(A, action, opts)
   if type(action) ~= "string" or not actions[action] then
     error(("A:explain: argument 1 must be an action name (\"residual\", \"apply\", \"diagonal\"), got %s"):format(
           type(action) == "string" and ("'" .. action .. "'") or type(action)), 2)
   end
-  if opts ~= nil and type(opts) ~= "table" then
-    error("A:explain: the options must be a table, got " .. type(opts), 2)
-  end
-  opts = opts or {}
-  local o, valid = {}, {at = true, quiet = true}
-  for _, k in ipairs(model_keys) do valid[k] = true end
-  for k, v in pairs(opts) do
-    if not valid[k] then
-      error(("A:explain: unknown option '%s' (valid options: %s, at, quiet)"):format(tostring(k),
-            table.concat(model_keys, ", ")), 2)
-    end
-    if k ~= "at" and k ~= "quiet" then o[k] = v end
-  end
+  local o
+  opts, o = explain_options(opts)
   local rep, why = try_model(A, action, o)
   if not rep then error("A:explain: " .. why, 2) end
   o.strategy = rep.strategy -- the variations below keep the strategy that would run
   local src = A:source(action, o)
   local d = defines(src)
   local st, delegated = text_for(rep.strategy, action)
-  local ncells = math.max(rep.ncells, 1)
   local c = {rep = rep, d = d, action = action, opts = o, block = d.BLOCK or 0,
              items = rep.group_items or 0, groups = rep.groups or 0}
   if c.items == 0 and d.GROUP_ITEMS then c.items = d.GROUP_ITEMS end
@@ -421,159 +770,124 @@ local function explain(A, action, opts)
     say("%s", backend_sentence(rep))
   end
   say("")
+  say("== Cost as the order grows ==")
+  cost_section(say, rep, d)
+  say("")
   say("== Phases (the template's, %s) ==", st and st.template or "?")
   local phases = st and st.phases(c) or {}
   for i, p in ipairs(phases) do say("  %d. %s: %s", i, p[1], p[2]) end
-  say("The model counts the whole kernel, not each phase; per cell (%d cells) for the whole kernel:", rep.ncells)
-  say("  flops          %s", num(rep.flops / ncells))
-  say("  DRAM bytes     %s   (minimal: what the algorithm must move)", num(rep.bytes / ncells))
-  say("  L2 bytes       %s   (loads beyond the minimal bytes)", num(rep.l2_bytes / ncells))
-  say("  shared bytes   %s   (wavefront bytes: %s wavefronts of 128 bytes)", num(rep.shared_bytes / ncells),
-      num(rep.shared_bytes / ncells / 128))
-  say("  atomics        %s", num(rep.atomics / ncells))
-  say("  non-FMA ops    %s   (divisions, square roots)", num(rep.nonfma / ncells))
-  say("  indexed        %s   (values gathered or added through the cell map; %s first touches)",
-      num(rep.indexed / ncells), num((rep.indexed_first or 0) / ncells))
-  if rep.backend == "cpu" and ((rep.factor_lanes or 0) > 0 or (rep.factor_gathers or 0) > 0) then
-    say("  factors        %s lanes selected or copied, %s values gathered   (the group's geometry, " ..
-        "at the FMA rates)", num(rep.factor_lanes / ncells), num(rep.factor_gathers / ncells))
-  end
-  if (rep.shared_per_group or 0) > 0 and c.block > 0 then
-    say("  shared memory  %s bytes declared per cell (%d a group of %d cells)",
-        num(rep.shared_per_group / c.block), rep.shared_per_group, c.block)
-  end
-  if rep.backend == "cpu" and rep.shared_bytes > 0 then
-    say("(On the cpu a group's shared arrays live in L1 and the groups add color by color: the " ..
-        "shared bytes and the atomics are counted as a GPU would see them, but they are no ceiling here.)")
-  end
+  counts_section(say, rep, c)
   say("")
   say("== Occupancy ==")
-  if (rep.occupancy or 0) > 0 then
-    say("%.0f%% of the compute unit's threads are resident: %d items a group, %d registers an item, " ..
-        "%d bytes of shared memory a group.", 100 * rep.occupancy, rep.group_items, rep.registers,
-        rep.shared_per_group)
-    say("It is bound by %s: %s.", rep.occupancy_limit, limit_words[rep.occupancy_limit] or "?")
-    say("The calibrated curve at this occupancy (times the last wave's fill) gives an efficiency of %.2f.",
-        rep.efficiency)
-  elseif rep.backend == "cpu" then
-    say("None: the cpu runs one work group per OpenMP thread at a time, its items as a loop, so " ..
-        "there are no resident groups to count (rep.occupancy is 0).")
-  else
-    say("Not known: %s does not say how many registers and how much shared memory its kernel " ..
-        "uses, so the model takes the ceilings as calibrated (rep.occupancy is 0).", rep.backend)
-  end
+  occupancy_section(say, rep)
   say("")
   say("== Which ceiling binds ==")
-  local ceil = {}
-  for name, s in pairs(rep.ceilings) do
-    if s > 0 then ceil[#ceil + 1] = {name, s} end
-  end
-  table.sort(ceil, function(a, b) return a[2] > b[2] end)
-  local pred = rep.predicted_seconds
-  say("predicted %s, bound by %s: %s.", time(pred), rep.bound, ceiling_words[rep.bound] or rep.bound)
-  if rep.l1_tag_seconds > 0 and rep.l1_tag_seconds >= rep.ceilings.shared then
-    say("Here the L1's lookups take the shared pipe's time: %.3g warp requests of global " ..
-        "loads touch %.3g lines (%.1f a request), %s.", rep.l1_requests, rep.l1_lines,
-        rep.l1_lines / rep.l1_requests, time(rep.l1_tag_seconds))
-  end
-  say("Each ceiling alone, as a share of the prediction (the largest of the pipes a group " ..
-      "waits for, stretched by the last wave's fill, plus the part of a group's serial time " ..
-      "(its phases one after another, each phase's pipes side by side in its warps) that the " ..
-      "resident groups do not overlap, plus on a GPU the waves' waits; the atomic adds instead " ..
-      "where they take longer; on the cpu the FMA, division and indexed parts summed where that " ..
-      "is larger; plus the launches):")
-  for _, e in ipairs(ceil) do
-    say("  %-9s %10s  %5.1f%%", e[1], time(e[2]), pred > 0 and 100 * e[2] / pred or 0)
-  end
-  local ph = rep.phase_seconds
-  if (rep.resident or 0) > 0 and #ph > 0 then
-    local parts = {}
-    for i, s in ipairs(ph) do parts[i] = time(s) end
-    say("A group's serial time %s (its phases %s); the %d groups resident overlap what it " ..
-        "has beyond the largest ceiling %d-fold.", time(rep.serial_seconds),
-        table.concat(parts, ", "), rep.resident, rep.resident)
-  end
-  if (rep.loop_cycles or 0) > 0 then
-    say("The hot loop (the innermost loop of the compiled code with the most floating-point " ..
-        "work), as llvm-mca simulates it in its model of this core: %.1f cycles an iteration, " ..
-        "%.0f iterations, %s over the threads at the calibrated cycle; %s", rep.loop_cycles,
-        rep.loop_trips, time(rep.loop_seconds),
-        rep.loop_binds
-          and "longer than the multiply-adds and divisions at the calibrated rates, so it sets " ..
-              "the FMA ceiling (its instructions wait on one chain in a full scheduler)."
-          or "shorter than the multiply-adds and divisions at the calibrated rates, which set " ..
-              "the FMA ceiling.")
-  end
-  if (rep.waits_hidden or 0) > 0 then
-    say("The longest phase on the L1's pipe (%s) staggers the resident groups by more than a " ..
-        "path: %.0f%% of the waits fall in other groups' pipe work and are hidden.",
-        time(rep.stagger_seconds), 100 * rep.waits_hidden)
-  end
+  ceiling_section(say, rep)
   say("")
-  say("== What a change would do (predicted) ==")
-  local blocked = (rep.strategy == "transpose" or rep.strategy == "sumfact" or rep.strategy == "patch")
-  say("  now: %s %s%s: %s", rep.strategy, rep.precision, blocked and (", block %d"):format(c.block) or "",
-      time(pred))
-  local function variant(label, vo)
-    local r, err = try_model(A, action, vo)
-    if r then
-      local ratio = r.predicted_seconds / pred
-      say("  %-28s %s  (%s, %s bound)", label, time(r.predicted_seconds),
-          ratio <= 1 and ("%.2fx faster"):format(1 / ratio) or ("%.2fx slower"):format(ratio), r.bound)
-    else
-      say("  %-28s cannot run: %s", label, err)
-    end
+  local rows = {}
+  if opts.whatif ~= false then
+    rows = whatif_section(say, A, action, rep, o, c, opts)
+    say("")
   end
-  local function with(k, v)
-    local t = {}
-    for kk, vv in pairs(o) do t[kk] = vv end
-    t[k] = v
-    return t
-  end
-  if blocked and c.block > 0 then
-    if c.block > 1 then variant(("block %d (halved)"):format(c.block // 2), with("block", c.block // 2)) end
-    variant(("block %d (doubled)"):format(2 * c.block), with("block", 2 * c.block))
+  if opts.source then
+    say("== Source (A:source(\"%s\"), phases marked) ==", action)
+    local marked, n = src, 0
+    if st then marked, n = mark(src, st.kernel(c), phases) end
+    if n == 0 then say("(no phase comments found in this source; it is printed as it is)") end
+    out[#out + 1] = marked
   else
-    say("  (block: %s takes no block for this action's kernel)", rep.strategy)
+    say("(The generated source, %d lines, with its phases marked: A:explain(\"%s\", {source = true}).)",
+        select(2, src:gsub("\n", "")), action)
   end
-  local other = rep.precision == "double" and "single" or "double"
-  variant("precision " .. other, with("precision", other))
-  local base = {backend = o.backend, precision = o.precision}
-  local ok, names, info = pcall(A.strategies, A, base)
-  if ok then
-    local seen = {}
-    for _, name in ipairs(names) do
-      seen[name] = true
-      if name ~= rep.strategy then variant("strategy " .. name, {backend = o.backend, precision = o.precision, strategy = name}) end
-    end
-    local rest = {}
-    for name in pairs(info) do
-      if not seen[name] then rest[#rest + 1] = name end
-    end
-    table.sort(rest)
-    for _, name in ipairs(rest) do say("  %-28s cannot run: %s", "strategy " .. name, info[name].why) end
-  else
-    say("  (the other strategies: %s)", bare(names))
-  end
-  say("")
-  say("== Source (A:source(\"%s\"), phases marked) ==", action)
-  local marked, n = src, 0
-  if st then marked, n = mark(src, st.kernel(c), phases) end
-  if n == 0 then say("(no phase comments found in this source; it is printed as it is)") end
-  out[#out + 1] = marked
   local text = table.concat(out, "\n")
   if not opts.quiet then print(text) end
-  return text
+  return text, rows
 end
 
 ops.methods.explain = explain
 ops.meta.explain = explain
 
+-- A:strategies' info table printed as a table: the model's prediction and this session's
+-- measurement (the fastest steady apply of each strategy on this operator, where one ran) in
+-- columns of their own, the ranking by the measurement where every strategy that applies has
+-- one, else by the prediction, and the notes (the rules, from docs/benchmarks.md's runs).
+local strategies_c = ops.methods.strategies
+
+local function strategies_table(info, order, backend, precision)
+  local lines = {("A:strategies() on %s, %s: the apply's time"):format(backend, precision)}
+  lines[#lines + 1] = ("  %-10s %-8s %12s %22s  %s"):format("strategy", "applies", "predicted",
+                                                         "measured (this session)", "note")
+  local ranked, measured_all = {}, true
+  for _, name in ipairs(order) do
+    local f = info[name]
+    local m = f.measured_seconds
+    lines[#lines + 1] = ("  %-10s %-8s %12s %22s  %s"):format(name,
+      f.applies and (f.default and "default" or "yes") or "no",
+      f.predicted_seconds and time(f.predicted_seconds) or "-",
+      m and ("%s (%d calls)"):format(time(m), f.measured_calls) or "-", f.why)
+    if f.applies then
+      ranked[#ranked + 1] = name
+      measured_all = measured_all and m ~= nil
+    end
+  end
+  local measured = {}
+  for _, name in ipairs(ranked) do
+    if info[name].measured_seconds then measured[#measured + 1] = name end
+  end
+  local function by(key) return function(a, b) return info[a][key] < info[b][key] end end
+  table.sort(measured, by("measured_seconds"))
+  table.sort(ranked, by("predicted_seconds"))
+  if measured_all then
+    lines[#lines + 1] = "Fastest first, as measured this session: " .. table.concat(measured, ", ")
+  else
+    if #measured > 1 then
+      lines[#lines + 1] = "Fastest first of those measured this session: " .. table.concat(measured, ", ")
+    end
+    lines[#lines + 1] = "Fastest first as the model predicts: " .. table.concat(ranked, ", ")
+  end
+  return table.concat(lines, "\n")
+end
+
+local function strategies(A, o)
+  local names, info = strategies_c(A, o)
+  local backend = o and o.backend or device.info().backend
+  local precision = o and o.precision or "double"
+  local space, ndofs = A.space.name, A.ndofs
+  for _, r in ipairs(perf.history()) do
+    local f = info[r.strategy]
+    if f and r.action == "apply" and r.backend == backend and r.precision == precision and
+       r.ndofs == ndofs and r.space:sub(1, #space + 1) == space .. " " and r.seconds > 0 and not r.first_run then
+      f.measured_seconds = math.min(f.measured_seconds or math.huge, r.seconds)
+      f.measured_calls = (f.measured_calls or 0) + 1
+    end
+  end
+  local order = {}
+  for _, name in ipairs(names) do order[#order + 1] = name end
+  local rest = {}
+  for name in pairs(info) do
+    if not info[name].applies then rest[#rest + 1] = name end
+  end
+  table.sort(rest)
+  for _, name in ipairs(rest) do order[#order + 1] = name end
+  return names, setmetatable(info, {__tostring = function(t)
+    return strategies_table(t, order, backend, precision)
+  end})
+end
+
+ops.methods.strategies = strategies
+
 return {
-  {"felab.operator:explain", "A:explain(action [, {backend =, precision =, strategy =, block =, ..., quiet =}])",
+  {"felab.operator:explain",
+   "A:explain(action [, {backend =, precision =, strategy =, block =, ..., source =, measure =, whatif =, quiet =}])",
    "Says in words how the strategy that would run an action works, for teaching: the thread\n" ..
-   "mapping, the phases with the model's counts per cell, the occupancy, the ceiling that binds\n" ..
-   "and why, what another block, precision or strategy would take (predicted), and the generated\n" ..
-   "source with its phases marked. Returns the text, printed unless quiet = true.\n" ..
+   "mapping, each strategy's cost as the order grows, the phases with the model's counts per\n" ..
+   "cell, the occupancy, the ceiling that binds and why, and what another block, precision or\n" ..
+   "strategy would take (predicted; ratios within 15% are \"the same\"). source = true adds the\n" ..
+   "generated source with its phases marked; measure = true (or a count) runs the action and\n" ..
+   "each what-if row and says whether the measurement bears the row out; whatif = {\"block\",\n" ..
+   "\"precision\", \"strategy\"} (the default) or option tables ({strategy = \"csr\"}) picks the\n" ..
+   "rows, false none (each row compiles its kernel). Returns the text, printed unless quiet =\n" ..
+   "true, and the rows {label, predicted_seconds, predicted_ratio, measured_seconds,\n" ..
+   "measured_ratio, borne_out}.\n" ..
    "example: A:explain(\"apply\", {strategy = \"sumfact\"})"},
 }

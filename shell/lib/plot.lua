@@ -174,7 +174,7 @@ end
 
 local roof_header = {"call", "action", "strategy", "backend", "precision", "space", "ndofs", "flops",
                      "bytes", "seconds", "intensity", "gflops", "gbytes", "peak_gflops",
-                     "peak_gbytes", "predicted_seconds", "ratio", "group", "label", "mark"}
+                     "peak_gbytes", "predicted_seconds", "ratio", "group", "label", "mark", "bound"}
 
 -- The ceilings of backend/precision: the reports' peaks, else the calibration's.
 local function ceilings(rep)
@@ -187,11 +187,83 @@ local function ceilings(rep)
   if bw and bw > 0 and fl and fl > 0 then return bw, fl end
 end
 
+-- "Q3 on hex" -> "Q3"; "Q4^3 on hex" -> "Q4^3".
+local function space_short(space)
+  return (space or ""):match("^(.-) on ") or space or ""
+end
+
+-- A point's default label: the action, the space and order, the strategy ("apply Q3 transpose").
+local function roof_label(rep)
+  local parts = {rep.action or "?"}
+  if (rep.space or "") ~= "" then parts[#parts + 1] = space_short(rep.space) end
+  if (rep.strategy or "") ~= "" then parts[#parts + 1] = rep.strategy end
+  return table.concat(parts, " ")
+end
+
+-- The calls to draw: every one with all = true; else first runs (a compile or a cold run: no
+-- steady figure) left out and, of the repeats of one call (the same action, strategy, space,
+-- size, backend and precision), the fastest only. Returns the kept reports with their index.
+local function roof_calls(calls, all)
+  local kept, at = {}, {}
+  for i, rep in ipairs(calls) do
+    if all then kept[#kept + 1] = {i, rep}
+    elseif not rep.first_run then
+      local key = table.concat({rep.action, rep.strategy, rep.space, rep.ndofs, rep.backend,
+                                rep.precision}, "|")
+      local k = at[key]
+      if not k then
+        kept[#kept + 1] = {i, rep}
+        at[key] = #kept
+      elseif rep.seconds > 0 and rep.seconds < kept[k][2].seconds then
+        kept[k] = {i, rep}
+      end
+    end
+  end
+  return kept
+end
+
+-- The ceilings besides the memory line and the flat FMA rate that could bind a call (the
+-- model's time for them at least half its largest): each drawn at the call as a short dashed
+-- bar at the rate it alone would allow (flops / its time), named ("indexed" binds the cpu's P1).
+local function roof_bars(rows, reps)
+  local bars = {}
+  for i, r in ipairs(rows) do
+    local rep = reps[i]
+    if r.intensity and r.mark then
+      local most = 0
+      for _, t in pairs(rep.ceilings) do most = math.max(most, t) end
+      for name, t in pairs(rep.ceilings) do
+        if name ~= "dram" and name ~= "fma" and t > 0 and t >= 0.5 * most then
+          bars[#bars + 1] = ("%.6g,%.6g,%.6g,%s"):format(r.intensity / 1.5, rep.flops / t * 1e-9,
+                                                        r.intensity * (1.5 * 1.5 - 1) / 1.5, name)
+        end
+      end
+    end
+  end
+  return bars
+end
+
+-- The label of call (rep, its index i in calls) from the option label: a list (by index), a
+-- function of the report, or nil (the default).
+local function label_of(label, rep, i, where)
+  if label == nil then return roof_label(rep) end
+  local v = type(label) == "function" and label(rep) or label[i]
+  if v == nil then return roof_label(rep) end
+  if type(v) ~= "string" and type(v) ~= "number" then
+    error(("%s: label of call %d must be a string, got %s"):format(where, i, kind(v)), 3)
+  end
+  return tostring(v)
+end
+
 function perf.roofline(opts)
   local where = "perf.roofline"
   local o = opts or {}
   if type(o) ~= "table" then error(("%s: expected an options table, got %s"):format(where, kind(o)), 2) end
-  check_keys(o, {"out", "calls", "title", "gnuplot"}, where)
+  check_keys(o, {"out", "calls", "title", "gnuplot", "label", "all"}, where)
+  if o.label ~= nil and type(o.label) ~= "table" and type(o.label) ~= "function" then
+    error(("%s: label must be a list of strings (one per call) or a function(rep) -> string, got %s")
+          :format(where, kind(o.label)), 2)
+  end
   local out = o.out or "roof"
   local _, base = split_out(out, where)
   local csv = gp_string(base .. ".csv")
@@ -199,7 +271,12 @@ function perf.roofline(opts)
   if type(calls) ~= "table" then
     error(("%s: calls must be a list of reports, got %s"):format(where, kind(calls)), 2)
   end
-  local rows, groups, byname = {}, {}, {}
+  for i, rep in ipairs(calls) do
+    if kind(rep) ~= "felab.report" then
+      error(("%s: calls[%d] must be a report (the second result of an action), got %s"):format(where, i, kind(rep)), 2)
+    end
+  end
+  local rows, groups, byname, reps = {}, {}, {}, {}
   -- a point's label is drawn unless one with the same text sits within 20% in x and y
   local function marked(r)
     for _, q in ipairs(rows) do
@@ -211,20 +288,19 @@ function perf.roofline(opts)
     return true
   end
   local xlo, xhi, ylo, yhi = math.huge, 0, math.huge, 0
-  for i, rep in ipairs(calls) do
-    if kind(rep) ~= "felab.report" then
-      error(("%s: calls[%d] must be a report (the second result of an action), got %s"):format(where, i, kind(rep)), 2)
-    end
+  local kept = roof_calls(calls, o.all)
+  for _, ki in ipairs(kept) do
+    local i, rep = ki[1], ki[2]
     local flops, bytes, gf = rep.flops, rep.bytes, rep.gflops
     local r = {call = i, action = rep.action, strategy = rep.strategy, backend = rep.backend,
                precision = rep.precision, space = rep.space, ndofs = rep.ndofs, flops = flops,
                bytes = bytes, seconds = rep.seconds, gflops = gf, gbytes = rep.gbytes,
-               predicted_seconds = rep.predicted_seconds, ratio = rep.ratio,
-               group = rep.backend .. "/" .. rep.precision,
-               label = (rep.action or "?") .. ((rep.strategy or "") ~= "" and "/" .. rep.strategy or "")}
+               predicted_seconds = rep.predicted_seconds, ratio = rep.ratio, bound = rep.bound,
+               group = rep.backend .. "/" .. rep.precision, label = label_of(o.label, rep, i, where)}
     r.intensity = bytes > 0 and flops / bytes or nil
     r.peak_gbytes, r.peak_gflops = ceilings(rep)
     rows[#rows + 1] = r
+    reps[#rows] = rep
     local g = byname[r.group]
     if not g then
       g = {name = r.group, points = 0}
@@ -240,8 +316,14 @@ function perf.roofline(opts)
     end
   end
   if xhi == 0 then
-    error(("%s: none of the %d calls has flops, bytes and a measured time to place: run an action "
-           .. "first (r, rep = A:residual(u))"):format(where, #calls), 2)
+    error(("%s: none of the %d calls (%d kept: first runs and repeats are left out unless all = " ..
+           "true) has flops, bytes and a steady measured time to place: run an action a few " ..
+           "times first (r, rep = A:residual(u))"):format(where, #calls, #kept), 2)
+  end
+  local bars = roof_bars(rows, reps)
+  for _, b in ipairs(bars) do
+    local y = tonumber(b:match("^[^,]+,([^,]+)"))
+    ylo, yhi = math.min(ylo, y), math.max(yhi, y)
   end
   for _, g in ipairs(groups) do
     if g.bw then
@@ -252,7 +334,8 @@ function perf.roofline(opts)
   end
   xlo, xhi, ylo, yhi = xlo / 4, xhi * 4, ylo / 4, yhi * 3
 
-  local title = o.title or ("the session's calls on the roofline (%d calls)"):format(#rows)
+  local title = o.title or ("the session's calls on the roofline (%d of %d calls%s)"):format(#rows, #calls,
+                            o.all and "" or ": first runs and repeats left out")
   local gp = {gp_head(base, 1100, 750),
               ("set title %s"):format(gp_string(title)),
               "set xlabel \"arithmetic intensity (flop/byte)\"",
@@ -277,6 +360,12 @@ function perf.roofline(opts)
                 gp_string(("%s calls"):format(g.name)))
     end
   end
+  if #bars > 0 then
+    gp[#gp + 1] = "$bars << EOD\n" .. table.concat(bars, "\n") .. "\nEOD"
+    plots[#plots + 1] = "$bars using 1:2:3:(0) with vectors nohead lc rgb \"#555555\" dt 2 lw 2 " ..
+                        "title \"a ceiling that binds a call (the rate it alone allows)\""
+    plots[#plots + 1] = "$bars using 1:2:4 with labels right offset -0.3,0 font \",8\" tc rgb \"#555555\" notitle"
+  end
   plots[#plots + 1] = ("%s skip 1 using 11:12:(column(20) > 0 ? strcol(19) : \"\") with labels left offset 0.8,0.5 font \",9\" notitle")
     :format(csv)
   gp[#gp + 1] = "plot " .. table.concat(plots, ", \\\n     ")
@@ -288,9 +377,12 @@ end
 --            cell =, repeat =, out =, title =, gnuplot =}
 
 local sweep_header = {"backend", "precision", "space", "cells", "dofs", "strategy", "action", "seconds",
-                      "predicted_seconds", "ratio", "gflops", "gbytes", "gdofs"}
+                      "predicted_seconds", "ratio", "gflops", "gbytes", "gdofs", "order"}
 local sweep_keys = {"spaces", "sizes", "cells", "strategies", "backends", "precisions", "actions",
-                    "physics", "cell", "repeat", "out", "title", "gnuplot"}
+                    "physics", "cell", "repeat", "out", "title", "gnuplot", "x"}
+-- the x axis of a sweep's plot: its column, its label, whether logarithmic
+local sweep_x = {dofs = {"dofs", "degrees of freedom", true}, order = {"order", "order p of the space", false},
+                 cells = {"cells", "cells per side", true}}
 local actions = {apply = true, residual = true, diagonal = true}
 local cell_dim = {tet = 3, hex = 3, prism = 3, tri = 2, quad = 2}
 
@@ -343,27 +435,59 @@ local function time_action(A, action, u, w, ao, nrep)
   return best
 end
 
-local function sweep_series(r)
-  return ("%s %s %s %s/%s"):format(r.space, r.action, r.series_strategy, r.backend, r.precision)
+-- A series: every field of a row but the x axis's (and what follows from it: dofs go with
+-- the space and the size).
+local function sweep_series(r, x)
+  local parts = {}
+  if x ~= "order" then parts[#parts + 1] = r.space end
+  if x == "order" then parts[#parts + 1] = ("%d/side"):format(r.cells) end
+  parts[#parts + 1] = r.action
+  parts[#parts + 1] = r.series_strategy
+  parts[#parts + 1] = r.backend .. "/" .. r.precision
+  return table.concat(parts, " ")
 end
 
--- The gnuplot script of a sweep: time against dofs on the left (measured, and the model's
--- prediction dashed), GDOF/s against dofs on the right; one line per series (rows first..last).
-local function sweep_gp(base, series, title)
+-- The column (1-based) of name in the sweep's CSV.
+local function sweep_col(name)
+  for i, k in ipairs(sweep_header) do
+    if k == name then return i end
+  end
+end
+
+-- The style of series i: eight colours, then the point type and the dash change with each
+-- round of them, so that 12 or 48 series are told apart (colour x marker x dash).
+local point_types = {7, 5, 9, 11, 13, 15}
+local function sweep_style(i)
+  local round = (i - 1) // 8
+  return ("lc rgb %q pt %d dt %d"):format(({"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+    "#8c564b", "#e377c2", "#17becf"})[(i - 1) % 8 + 1], point_types[round % #point_types + 1],
+    round % 4 + 1)
+end
+
+-- The gnuplot script of a sweep: time against x on the left (measured, and the model's
+-- prediction as open points on a thin line), GDOF/s on the right; one style per series
+-- (rows first..last), the legend below the plots, outside the data.
+local function sweep_gp(base, series, title, x)
   local csv = gp_string(base .. ".csv")
-  local gp = {gp_head(base, 1500, 650),
-              "set multiplot layout 1,2 title " .. gp_string(title),
-              "set logscale x", "set format x \"%g\"", "set xlabel \"degrees of freedom\"",
-              "set key top left box opaque Left reverse font \",10\"",
+  local xc, xlabel, xlog = table.unpack(sweep_x[x])
+  local xi = sweep_col(xc)
+  local rows_of_key = math.ceil(#series / 3)
+  local gp = {gp_head(base, 1500, 600 + 18 * rows_of_key),
+              ("set multiplot layout 1,2 title %s"):format(gp_string(title)),
+              xlog and "set logscale x" or "unset logscale x", "set format x \"%g\"",
+              ("set xlabel %s"):format(gp_string(xlabel)),
+              x == "order" and "set xtics 1" or "",
+              "set key below left Left reverse box font \",9\" maxcols 3",
               "set logscale y", "set format y \"%g\"",
               "set ylabel \"time per call (s)\"",
-              "set title \"time (solid: measured, dashed: predicted)\""}
+              "set title \"time (points and lines: measured; thin, open points: predicted)\""}
   local t, p, g = {}, {}, {}
   for i, s in ipairs(series) do
-    local every = ("every ::%d::%d"):format(s.first, s.last)
-    t[#t + 1] = ("%s skip 1 %s using 5:8 with linespoints lt %d pt 7 lw 2 title %s"):format(csv, every, i, gp_string(s.name))
-    p[#p + 1] = ("%s skip 1 %s using 5:9 with lines lt %d dt 2 lw 1.5 notitle"):format(csv, every, i)
-    g[#g + 1] = ("%s skip 1 %s using 5:13 with linespoints lt %d pt 7 lw 2 title %s"):format(csv, every, i, gp_string(s.name))
+    local every, style = ("every ::%d::%d"):format(s.first, s.last), sweep_style(i)
+    t[#t + 1] = ("%s skip 1 %s using %d:8 with linespoints %s lw 2 ps 1.2 title %s"):format(csv, every, xi, style, gp_string(s.name))
+    p[#p + 1] = ("%s skip 1 %s using %d:9 with linespoints %s lw 0.8 pt %d ps 0.8 notitle"):format(csv, every, xi,
+      style:gsub(" pt %d+", ""), 6)
+    g[#g + 1] = ("%s skip 1 %s using %d:13 with linespoints %s lw 2 ps 1.2 title %s"):format(csv, every, xi, style, gp_string(s.name))
   end
   gp[#gp + 1] = "plot " .. table.concat(t, ", \\\n     ") .. ", \\\n     " .. table.concat(p, ", \\\n     ")
   gp[#gp + 1] = "unset logscale y"
@@ -405,6 +529,10 @@ function perf.sweep(opts)
   local nrep = o["repeat"] or 3
   if math.tointeger(nrep) == nil or nrep < 1 then
     error(("%s: repeat must be an integer >= 1, got %s"):format(where, tostring(nrep)), 2)
+  end
+  local x = opt_string(o, "x", "dofs", where)
+  if not sweep_x[x] then
+    error(("%s: x must be \"dofs\", \"order\" or \"cells\" (the plot's x axis), got %q"):format(where, x), 2)
   end
   local cell_opt = opt_string(o, "cell", nil, where)
   local pde, ncomp = sweep_physics(o.physics, where)
@@ -458,7 +586,7 @@ function perf.sweep(opts)
                          predicted_seconds = rep.predicted_seconds, ratio = rep.ratio,
                          gflops = rep.gflops, gbytes = rep.gbytes,
                          gdofs = rep.seconds > 0 and V.ndofs / rep.seconds * 1e-9 or nil,
-                         series_strategy = st or "default"}
+                         order = tonumber(order), series_strategy = st or "default"}
               rows[#rows + 1] = r
               print(("sweep %3d/%d  %-3s %s %2d cells/side %8d dofs  %s/%s %-8s %-10s %10.4g ms  (predicted %.4g ms)  %.3g GDOF/s")
                     :format(case, total, sname, cell, n, V.ndofs, be, prec, act, rep.strategy,
@@ -477,20 +605,21 @@ function perf.sweep(opts)
 
   -- rows by series (in the order first met), then by dofs: each series is a run of rows
   local order, rank = {}, {}
+  local xk = sweep_x[x][1]
   for i, r in ipairs(rows) do
-    local s = sweep_series(r)
+    local s = sweep_series(r, x)
     if not rank[s] then rank[s] = #order + 1; order[#order + 1] = s end
     r.index = i
   end
   table.sort(rows, function(a, b)
-    local ra, rb = rank[sweep_series(a)], rank[sweep_series(b)]
+    local ra, rb = rank[sweep_series(a, x)], rank[sweep_series(b, x)]
     if ra ~= rb then return ra < rb end
-    if a.dofs ~= b.dofs then return a.dofs < b.dofs end
+    if (a[xk] or 0) ~= (b[xk] or 0) then return (a[xk] or 0) < (b[xk] or 0) end
     return a.index < b.index
   end)
   local series = {}
   for i, r in ipairs(rows) do
-    local s = sweep_series(r)
+    local s = sweep_series(r, x)
     local last = series[#series]
     if last and last.name == s then last.last = i - 1
     else series[#series + 1] = {name = s, first = i - 1, last = i - 1} end
@@ -499,7 +628,7 @@ function perf.sweep(opts)
   local _, base = split_out(out, where)
   local title = o.title or ("%s over mesh sizes (%s physics)"):format(table.concat(acts, ", "),
                                                                    type(o.physics) == "string" and o.physics or pde.name)
-  local files = finish(where, out, o, csv_text(sweep_header, rows), sweep_gp(base, series, title))
+  local files = finish(where, out, o, csv_text(sweep_header, rows), sweep_gp(base, series, title, x))
   return rows, files
 end
 

@@ -106,7 +106,8 @@ local function show(...)
   local parts = {}
   for i = 1, select("#", ...) do
     local v = select(i, ...)
-    parts[i] = type(v) == "table" and render(v, "", 0, 1, {}) or tostring(v)
+    -- a table that prints itself is printed whole (A:strategies' table: several lines)
+    parts[i] = type(v) == "table" and not prints_itself(v) and render(v, "", 0, 1, {}) or tostring(v)
   end
   print(concat(parts, "\t"))
 end

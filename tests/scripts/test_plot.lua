@@ -1,5 +1,7 @@
--- Plots (issue 17): perf.sweep writes one CSV row per case with the dofs of its space,
--- perf.roofline one row per call, perf.plot and info:plot the residual history; with gnuplot
+-- Plots (issues 17 and 49): perf.sweep writes one CSV row per case with the dofs of its space
+-- and the order, one style per series, the legend outside, x by dofs or order; perf.roofline
+-- one row per call (all = true) or per steady call, labelled with the space and order, the
+-- ceilings that bind a call drawn; perf.plot and info:plot the residual history; with gnuplot
 -- each writes a PNG, and with gnuplot = false the .csv and .gp but no PNG. Tiny meshes.
 -- Run: build/felab tests/scripts/test_plot.lua (exits nonzero on failure).
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
@@ -56,7 +58,7 @@ local rows, files = perf.sweep{spaces = spaces, sizes = sizes, strategies = stra
                                actions = {"apply", "residual"}, ["repeat"] = 1, out = path("sweep")}
 local header, csv = read_csv(path("sweep.csv"))
 check(table.concat(header, ",") == "backend,precision,space,cells,dofs,strategy,action,seconds,"
-      .. "predicted_seconds,ratio,gflops,gbytes,gdofs", "sweep.csv header: %s", table.concat(header, ","))
+      .. "predicted_seconds,ratio,gflops,gbytes,gdofs,order", "sweep.csv header: %s", table.concat(header, ","))
 local want = 2 * 2 * 1 + 2 * 2 * 2 -- P1: transpose only; Q2: both; two sizes, two actions
 check(#csv == want and #rows == want, "sweep: %d CSV rows and %d returned, want %d", #csv, #rows, want)
 local ndofs = {}
@@ -77,20 +79,66 @@ for i, r in ipairs(csv) do
         "sweep row %d: the returned table and the CSV differ", i)
 end
 check(exists(files.gp) and files.csv == path("sweep.csv"), "sweep: the .gp is written")
+-- sweep_series_have_distinct_styles_and_the_legend_outside: one style (colour, marker, dash)
+-- per series, twelve and more told apart; the legend below the plots
+local gpf = check(io.open(files.gp))
+local gptext = gpf:read("a")
+gpf:close()
+local styles, nseries = {}, 0
+for style in gptext:gmatch("with linespoints (lc rgb \"#%x+\" pt %d+ dt %d+) lw 2 ps 1.2 title") do
+  if not styles[style] then nseries = nseries + 1 end
+  styles[style] = true
+end
+check(nseries == 6 * 1, "sweep: %d distinct styles for 6 series", nseries)
+check(gptext:find("set key below", 1, true), "sweep: the legend is not outside the data")
 check_png(path("sweep.png"))
 print(("sweep: %d rows, header and dofs ok"):format(#csv))
 
--- roofline_csv_has_one_row_per_call
+-- sweep_x_by_order: one series per size, the order on x
+local orows = perf.sweep{spaces = {"Q1", "Q2"}, sizes = {1}, strategies = {"transpose"}, ["repeat"] = 1,
+                         x = "order", out = path("sweepo"), gnuplot = false}
+local of = check(io.open(path("sweepo.gp")))
+local otext = of:read("a")
+of:close()
+check(#orows == 2 and orows[1].order == 1 and orows[2].order == 2, "sweep x = order: rows and orders")
+check(otext:find("using 14:8 with linespoints", 1, true) and otext:find("order p of the space", 1, true),
+      "sweep x = order: the plot's x is not the order column")
+expect_error(function() perf.sweep{x = "time"} end, "x must be \"dofs\", \"order\" or \"cells\"")
+
+-- roofline_leaves_out_first_runs_and_repeats: all = true one row per call; by default the
+-- first runs left out and one row (the fastest) per repeated call, labelled action, space
+-- and order, strategy
 local calls = perf.history()
-local f = perf.roofline{out = path("roof"), title = "test roofline"}
+local f = perf.roofline{out = path("roof"), title = "test roofline", all = true}
 local _, roof = read_csv(path("roof.csv"))
-check(#roof == #calls, "roof.csv has %d rows, the session %d calls", #roof, #calls)
+check(#roof == #calls, "roof.csv with all = true has %d rows, the session %d calls", #roof, #calls)
 for i, r in ipairs(roof) do
-  check(r.call == i and r.label == r.action .. "/" .. r.strategy, "roof row %d: call and label", i)
+  check(r.call == i and r.label == ("%s %s %s"):format(r.action, r.space:match("^(%S+) on "), r.strategy),
+        "roof row %d: call and label %q", i, r.label)
 end
 check_png(f.png or path("roof.png"))
+perf.roofline{out = path("roofk"), gnuplot = false}
+local _, kept = read_csv(path("roofk.csv"))
+local distinct, firsts = {}, 0
+for _, rep in ipairs(calls) do
+  if rep.first_run then firsts = firsts + 1
+  else distinct[table.concat({rep.action, rep.strategy, rep.space, rep.ndofs, rep.precision}, "|")] = true end
+end
+local ndistinct = 0
+for _ in pairs(distinct) do ndistinct = ndistinct + 1 end
+check(firsts > 0 and #kept == ndistinct, "roofline: %d rows kept, want %d (of %d calls, %d first runs)",
+      #kept, ndistinct, #calls, firsts)
+-- a label of one's own; a ceiling that binds a call drawn beside it ("launches" binds these tiny calls)
+perf.roofline{out = path("roofl"), gnuplot = false, calls = {calls[#calls]}, label = {"my point"}, all = true}
+local _, labelled = read_csv(path("roofl.csv"))
+check(labelled[1].label == "my point", "roofline label option: %s", tostring(labelled[1].label))
+local lf = check(io.open(path("roofl.gp")))
+local ltext = lf:read("a")
+lf:close()
+check(ltext:find("$bars << EOD", 1, true) and (ltext:find(",launches\n", 1, true) or
+      ltext:find(",indexed\n", 1, true)), "roofline: no ceiling bar for the call's bound (%s)", calls[#calls].bound)
 local some = {calls[1], calls[#calls]}
-perf.roofline{out = path("roof2"), calls = some}
+perf.roofline{out = path("roof2"), calls = some, all = true}
 local _, roof2 = read_csv(path("roof2.csv"))
 check(#roof2 == 2, "calls = a list of two reports: %d rows", #roof2)
 print(("roofline: %d rows for %d calls ok"):format(#roof, #calls))

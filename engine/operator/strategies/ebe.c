@@ -316,7 +316,7 @@ static int ebe_measured(const fe_operator *A, const fe_backend *be, fe_precision
                         size_t n)
 {
   (void)A, (void)be, (void)prec;
-  snprintf(why, n, "applies, but measured slower than csr (docs/benchmarks.md): ask for it by name");
+  snprintf(why, n, "applies, but slower than csr in the runs of docs/benchmarks.md: ask for it by name");
   return -1;
 }
 

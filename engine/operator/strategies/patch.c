@@ -207,7 +207,7 @@ static int patch_measured(const fe_operator *A, const fe_backend *be, fe_precisi
   fe_cell_type t = A->V->elem.cell;
   int p2 = A->V->elem.order == 2 && (t == FE_CELL_TET || t == FE_CELL_TRI);
   if (!be->info.is_gpu) {
-    snprintf(why, n, "applies, but measured slower than transpose on CPUs: not a default there");
+    snprintf(why, n, "applies, but slower than transpose on CPUs in the runs of docs/benchmarks.md: not a default there");
     return -1;
   }
   if (!be->info.measured_defaults || !(A->geo_recompute || p2)) return 0;
