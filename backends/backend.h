@@ -106,6 +106,8 @@ typedef enum { FE_REDUCE_SUM, FE_REDUCE_MIN, FE_REDUCE_MAX } fe_reduce_op;
 
 /* The table. impl is the backend's private state, made by open. Every int-returning slot
  * returns 0 or an fe_err code after setting a message (engine/core/error.h). */
+enum { FE_SIDE_BEGIN, FE_SIDE_END, FE_SIDE_JOIN }; /* fe_backend_ops.side */
+
 typedef struct fe_backend_ops {
   const char *name;
   /* Open device `device` (0 for the default). On failure returns FE_ERR_UNAVAILABLE with
@@ -154,6 +156,13 @@ typedef struct fe_backend_ops {
    * kernel (cuFuncGetAttribute, clGetKernelWorkGroupInfo), for the model's occupancy. */
   int (*kernel_resources)(void *impl, fe_kernel *k, fe_kernel_resources *res);
   int (*finish)(void *impl);
+  /* Optional (NULL: one queue, in order): a second queue, for a chain of small launches that
+   * may run beside the main queue's work (two-scale's coarse cycle beside its fine kernel).
+   * FE_SIDE_BEGIN: what is queued next goes to the side queue, after everything the main one
+   * holds; FE_SIDE_END: back to the main queue (the side's work goes on); FE_SIDE_JOIN: what
+   * the main queue holds next waits for everything the side queue holds. Only launches and
+   * vector work (no reads or writes of buffers) between BEGIN and END. */
+  int (*side)(void *impl, int op);
 
   /* vector work on n reals of precision prec; reductions accumulate in double */
   int (*fill)(void *impl, fe_buffer *x, size_t n, fe_precision prec, double value);

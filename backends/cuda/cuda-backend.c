@@ -24,6 +24,7 @@ const fe_backend_ops fe_backend_cuda_ops = {
     .kernel_shared = cuda_kernel_shared,
     .kernel_resources = cuda_kernel_resources,
     .finish = cuda_finish,
+    .side = cuda_side,
     .fill = cuda_fill,
     .axpby = cuda_axpby,
     .pointwise = cuda_pointwise,

@@ -136,6 +136,11 @@ typedef struct cuda_api {
   CUresult (*cuEventSynchronize)(CUevent ev);
   CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end);
   CUresult (*cuEventDestroy)(CUevent ev);
+  /* optional: the side queue (cuda_side) */
+  CUresult (*cuStreamCreateWithPriority)(CUstream *stream, unsigned flags, int priority);
+  CUresult (*cuStreamDestroy)(CUstream stream);
+  CUresult (*cuStreamWaitEvent)(CUstream stream, CUevent ev, unsigned flags);
+  CUresult (*cuCtxGetStreamPriorityRange)(int *least, int *greatest);
   /* optional: a kernel's trial run in another process (cuda-trial.c) */
   CUresult (*cuIpcGetMemHandle)(CUipcMemHandle *handle, CUdeviceptr ptr);
   CUresult (*cuIpcOpenMemHandle)(CUdeviceptr *ptr, CUipcMemHandle handle, unsigned flags);
@@ -248,6 +253,10 @@ typedef struct cuda_impl {
   CUdevice device;
   CUcontext context;     /* the device's primary context */
   CUevent start, stop;   /* kernel timing */
+  CUstream cur;          /* where launches go: NULL (the legacy default stream) or side */
+  CUstream side;         /* the side queue (cuda_side: made on first use, non-blocking, the
+                          * highest priority, so its small launches pass the main queue's) */
+  CUevent forked, joined; /* the main queue's point the side waits for, and the side's end */
   fe_device_info info;
   int cc;                /* compute capability, major * 10 + minor */
   int driver_version;    /* e.g. 13000 */
@@ -303,6 +312,7 @@ int cuda_write(void *impl, fe_buffer *dst, size_t offset, size_t bytes, const vo
 int cuda_read(void *impl, const fe_buffer *src, size_t offset, size_t bytes, void *host);
 int cuda_copy(void *impl, fe_buffer *dst, const fe_buffer *src, size_t bytes);
 int cuda_finish(void *impl);
+int cuda_side(void *impl, int op);
 /* An FE_ERR_BACKEND error for a failed driver call `what` (FE_ERR_MEM when out of memory);
  * an error from a kernel that faulted marks the context lost. */
 int cuda_fail(cuda_impl *cu, CUresult err, const char *what);

@@ -205,6 +205,9 @@ void cuda_close(void *impl)
     while (cu->modules) cuda_module_free(cu, cu->modules);
     cuda_vector_free(cu);
     cuda_sparse_close(cu);
+    if (cu->side) cu->api.cuStreamDestroy(cu->side);
+    if (cu->forked) cu->api.cuEventDestroy(cu->forked);
+    if (cu->joined) cu->api.cuEventDestroy(cu->joined);
     if (cu->start) cu->api.cuEventDestroy(cu->start);
     if (cu->stop) cu->api.cuEventDestroy(cu->stop);
     for (int i = 0; i < 2; i++) {
@@ -384,6 +387,38 @@ int cuda_copy(void *impl, fe_buffer *dst, const fe_buffer *src, size_t bytes)
   return 0;
 }
 
+/* The side queue (fe_backend_ops.side). Without the driver's streams entry points, or where
+ * the stream can not be made, everything stays on the main queue, in order (correct, not
+ * overlapped). */
+int cuda_side(void *impl, int op)
+{
+  cuda_impl *cu = impl;
+  FE_CHECK(cuda_usable(cu));
+  const cuda_api *a = &cu->api;
+  if (!a->cuStreamCreateWithPriority || !a->cuStreamWaitEvent) return 0;
+  CUresult err = CUDA_SUCCESS;
+  if (!cu->side) {
+    int least = 0, greatest = 0;
+    if (a->cuCtxGetStreamPriorityRange) a->cuCtxGetStreamPriorityRange(&least, &greatest);
+    err = a->cuStreamCreateWithPriority(&cu->side, 0x1 /* CU_STREAM_NON_BLOCKING */, greatest);
+    if (err == CUDA_SUCCESS) err = a->cuEventCreate(&cu->forked, 0x2 /* DISABLE_TIMING */);
+    if (err == CUDA_SUCCESS) err = a->cuEventCreate(&cu->joined, 0x2);
+    if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "making the side stream");
+  }
+  if (op == FE_SIDE_BEGIN) { /* the side starts where the main queue is */
+    err = a->cuEventRecord(cu->forked, NULL);
+    if (err == CUDA_SUCCESS) err = a->cuStreamWaitEvent(cu->side, cu->forked, 0);
+    cu->cur = cu->side;
+  } else if (op == FE_SIDE_END) {
+    err = a->cuEventRecord(cu->joined, cu->side);
+    cu->cur = NULL;
+  } else { /* FE_SIDE_JOIN */
+    err = a->cuStreamWaitEvent(NULL, cu->joined, 0);
+  }
+  if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "the side stream");
+  return 0;
+}
+
 /* Wait for everything queued. */
 int cuda_finish(void *impl)
 {
@@ -404,13 +439,13 @@ int cuda_run(cuda_impl *cu, CUfunction fn, const char *name, size_t ngroups, siz
             "kernel '%s' asks for %zu blocks; %s allows %d", name, ngroups, cu->info.name,
             cu->max_grid);
   snprintf(what, sizeof what, "kernel '%.64s' (%zu blocks of %zu threads)", name, ngroups, group);
-  CUresult err = seconds ? cu->api.cuEventRecord(cu->start, NULL) : CUDA_SUCCESS;
+  CUresult err = seconds ? cu->api.cuEventRecord(cu->start, cu->cur) : CUDA_SUCCESS;
   if (err == CUDA_SUCCESS)
-    err = cu->api.cuLaunchKernel(fn, (unsigned)ngroups, 1, 1, (unsigned)group, 1, 1, shared, NULL,
-                                 params, NULL);
+    err = cu->api.cuLaunchKernel(fn, (unsigned)ngroups, 1, 1, (unsigned)group, 1, 1, shared,
+                                 cu->cur, params, NULL);
   if (err != CUDA_SUCCESS) return cuda_fail(cu, err, what);
   if (!seconds) return 0;
-  err = cu->api.cuEventRecord(cu->stop, NULL);
+  err = cu->api.cuEventRecord(cu->stop, cu->cur);
   if (err == CUDA_SUCCESS) err = cu->api.cuEventSynchronize(cu->stop);
   if (err != CUDA_SUCCESS) return cuda_fail(cu, err, what);
   float ms = 0;

@@ -211,4 +211,21 @@ else
   T.skip("opencl: not available")
 end
 
+-- cuda (the GPU machine): the coarse cycle on the side queue beside the fine kernel
+-- (fe_backend_ops.side) gives the cpu's action, and the same at every application (the
+-- prolongation waits for the cycle)
+local cu = T.device("cuda")
+if coarse and cu and cu.available then
+  local A2, V2 = operator(4, 0.3)
+  local x = V2:interpolate(function(p) return math.sin(7 * p[1] + 3 * p[2]) + p[3] end)
+  local zc = solve.precond(A2, {pc = "twoscale", backend = "cpu"}):apply(x)
+  local P = solve.precond(A2, {pc = "twoscale", backend = "cuda"})
+  local xg, worst = x:to("cuda"), 0
+  for _ = 1, 5 do worst = math.max(worst, T.rel_diff(P:apply(xg):to("cpu"), zc)) end
+  print(string.format("cuda (coarse cycle beside the fine kernel) vs cpu: %.2e at worst of 5", worst))
+  T.check(worst < 1e-12, "cuda two-scale differs from the cpu by %g", worst)
+else
+  T.skip("cuda: not available (or no hypre)")
+end
+
 T.done()

@@ -6,25 +6,24 @@
  * around it, the (n+3)^3 points with the edge and corner regions. On each the local problem
  * is solved on the cell's box h_x x h_y x h_z by fast diagonalization (twoscale-fdm.c), with
  * the operator's own 1D mass (lumped under GLL quadrature, consistent under an exact rule),
- * so that on a uniform mesh A_s = R_s A R_s^T exactly, and the results are added,
- * unweighted as in the paper, which keeps the
- * sum symmetric: P^f = sum_s R_s^T A_s^-1 R_s. One kernel on the solve's backend
- * (engine/codegen/kernels/schwarz.knl). The box's coefficient is measured rather than read from the
- * physics: kappa_s is the mean over the cell's free nodes of diag(J) / diag(A_box) with
+ * so that on a uniform mesh A_s = R_s A R_s^T exactly, and the results are added, unweighted
+ * as in the paper, which keeps the sum symmetric: P^f = sum_s R_s^T A_s^-1 R_s (one kernel,
+ * kernels/schwarz.knl). The box's coefficient is measured, not read from the physics:
+ * kappa_s is the mean over the cell's free nodes of diag(J) / diag(A_box) with
  * A_box the boxes' operator at kappa = 1 summed at each node, so per-region coefficients (and
  * a reaction term, folded into kappa) reach the local problems whatever the physics.
  *
  * Coarse scale P^c (section 4.1): the problem on the vertices, a Q1 space on the same mesh
  * and an operator with the same physics, constrained at the vertices that are constrained
  * in the fine space, assembled and solved approximately by BoomerAMG (one V-cycle, the amg
- * unit, on the host). Restriction is the L2 projection with the lumped (GLL) mass m:
+ * unit). Restriction is the L2 projection with the lumped (GLL) mass m:
  *   V = C m^-1,  C_{IJK,N} = sum_e Phi_I(t_i) Phi_J(t_j) Phi_K(t_k) m_{ijk;e},
  * so V r distributes r_N among the cells at N by their share m_{ijk;e} / m_N of its mass,
  * and the prolongation is V^T (the same shares): P^c = V^T P_0 V, symmetric.
  * Restriction and prolongation run on the backend (schwarz.knl: per cell to its corners, then
- * a gather per vertex; a gather per node back), so only the coarse vector crosses to the host
- * for the V-cycle. On a backend whose launches return at once (cuda) the V-cycle runs on the
- * host while the device runs the fine kernel, as in the paper's section 5.3.
+ * a gather per vertex; a gather per node back). The V-cycle runs beside the fine kernel, as in
+ * the paper's section 5.3: on the host (cycle_on = "host") while cuda's launches return, or
+ * on the device on cuda's side queue (cycle_on = "device", the default).
  *
  * Constrained rows are the identity's (as the operator's): z_i = r_i there, and neither
  * scale reads or writes them.
@@ -101,8 +100,7 @@ static int twoscale_serves(const fe_space *V)
   FE_ASSERT(el->cell == FE_CELL_HEX && el->family == 'Q', FE_ERR_ARG,
             "twoscale: needs a Q1..Q%d space on hexahedra; %s on %ss is not (use jacobi, "
             "chebyshev or amg)", TS_MAX_ORDER, V->name, fe_cell_name(el->cell));
-  FE_ASSERT(el->order <= TS_MAX_ORDER, FE_ERR_ARG, "twoscale: %s is above Q%d", V->name,
-            TS_MAX_ORDER);
+  FE_ASSERT(el->order <= TS_MAX_ORDER, FE_ERR_ARG, "twoscale: %s above Q%d", V->name, TS_MAX_ORDER);
   FE_ASSERT(el->kind == FE_NODES_GLL, FE_ERR_ARG,
             "twoscale: needs GLL nodes; this %s space has equispaced nodes", V->name);
   FE_ASSERT(V->ncomp == 1, FE_ERR_ARG, "twoscale: needs a scalar space; %s has %d components",
@@ -454,9 +452,8 @@ static int coarse_space(const fe_space *V, fe_space **V1)
   return 0;
 }
 
-/* What runs while BoomerAMG sets up the coarse scale's hierarchy on another thread (amg.c;
- * on the thread that calls it where hypre is unthreaded or the space split): the fine scale's
- * setup, the coarse restriction's shares and the transfers' maps. */
+/* What runs while BoomerAMG sets up the coarse hierarchy on another thread (amg.c; before it
+ * on a split space): the fine scale's setup, the restriction's shares, the transfers' maps. */
 static int meanwhile(void *ctx)
 {
   fe_precond *P = ctx;
@@ -553,12 +550,11 @@ static int coarse_setup(fe_precond *P)
     FE_CHECK(fe_vector_create(cpu, FE_DOUBLE, nv, &ts->Zv));
     ts->R = cpu->ops->host(cpu->impl, &ts->Rv->buf);
     ts->Z = cpu->ops->host(cpu->impl, &ts->Zv->buf);
-    FE_ASSERT(ts->R && ts->Z, FE_ERR_INTERNAL, "twoscale: the cpu backend's vectors are not in "
-              "host memory");
+    FE_ASSERT(ts->R && ts->Z, FE_ERR_INTERNAL, "twoscale: the cpu's vectors not in host memory");
   }
   if (P->o.verbose)
-    printf("twoscale setup: coarse space and operator %.3f s, amg (assembly and BoomerAMG; the "
-           "maps made meanwhile) %.3f s\n", t1 - t0, fe_clock() - t1);
+    printf("twoscale setup: coarse space and operator %.3f s, amg (its assembly, BoomerAMG, "
+           "the maps meanwhile) %.3f s\n", t1 - t0, fe_clock() - t1);
   fe_setup_part_add(&P->parts, "coarse_space", t1 - t0, 0);
   fe_setup_parts_merge(&P->parts, &ts->P0->parts); /* amg's: its assembly, hypre's */
   P->nlevels = ts->P0->nlevels; /* its levels, when they cycle on the backend */
@@ -602,16 +598,20 @@ static int coarse_restrict(twoscale *ts, const fe_space *V, const fe_vector *r)
 }
 
 /* Z = P_0 R on the host, to the backend, and z += V^T Z there. */
-static int coarse_correct(twoscale *ts, const fe_space *V, fe_vector *z)
+static int coarse_cycle(twoscale *ts)
 {
   if (ts->on_device) { /* Z = P_0 R on the backend, zero on the constrained vertices */
     FE_CHECK(fe_precond_apply(ts->P0, ts->Rd, &ts->Zd));
-    FE_CHECK(fe_vector_pointwise(ts->Zd, ts->Zd, ts->mask, 0));
-  } else {
-    FE_CHECK(fe_precond_apply(ts->P0, ts->Rv, &ts->Zv)); /* Z = P_0 R */
-    for (int i = 0; i < ts->A1->ndir; i++) ts->Z[ts->A1->dir_nodes[i]] = 0;
-    FE_CHECK(fe_vector_set(ts->Zd, ts->Z)); /* after the fine kernel, in the stream's order */
+    return fe_vector_pointwise(ts->Zd, ts->Zd, ts->mask, 0);
   }
+  FE_CHECK(fe_precond_apply(ts->P0, ts->Rv, &ts->Zv)); /* Z = P_0 R */
+  for (int i = 0; i < ts->A1->ndir; i++) ts->Z[ts->A1->dir_nodes[i]] = 0;
+  return fe_vector_set(ts->Zd, ts->Z); /* after the fine kernel, in the stream's order */
+}
+
+/* z += V^T Z on the backend (one launch). */
+static int coarse_prolong(twoscale *ts, const fe_space *V, fe_vector *z)
+{
   int nn = V->nnodes, ng = (nn + TS_ROWS - 1) / TS_ROWS;
   fe_arg a[8] = {
       {.kind = FE_ARG_INT, .i = ng},          {.kind = FE_ARG_INT, .i = nn},
@@ -620,6 +620,18 @@ static int coarse_correct(twoscale *ts, const fe_space *V, fe_vector *z)
       {.kind = FE_ARG_BUFFER, .buf = &ts->Zd->buf}, {.kind = FE_ARG_BUFFER, .buf = &z->buf},
   };
   return ts->be->ops->launch(ts->be->impl, ts->prolong, (size_t)ng, TS_ROWS, 8, a, ts->prec, NULL);
+}
+
+/* The coarse cycle on the backend's side queue (fe_backend_ops.side), beside the fine kernel:
+ * a cycle is some 30 small launches that leave most of a GPU idle one after another. */
+static int coarse_cycle_beside(twoscale *ts)
+{
+  const fe_backend_ops *ops = ts->be->ops;
+  FE_CHECK(ops->side(ts->be->impl, FE_SIDE_BEGIN));
+  int rc = coarse_cycle(ts);
+  int rc2 = ops->side(ts->be->impl, FE_SIDE_END);
+  FE_CHECK(rc);
+  return rc2;
 }
 
 /* ---- the unit ---- */
@@ -748,7 +760,12 @@ static int twoscale_apply(fe_precond *P, const fe_vector *r, fe_vector *z)
 {
   twoscale *ts = P->impl;
   const fe_space *V = P->A->V;
+  /* the coarse cycle beside the fine kernel where the backend has a side queue (cuda) */
+  const char *e = getenv("FELAB_TWOSCALE_SIDE");
+  int beside = ts->coarse && ts->fine && ts->on_device && ts->be->ops->side && !ts->ghost &&
+               !ts->V1->dist && !(e && !strcmp(e, "0"));
   if (ts->coarse) FE_CHECK(coarse_restrict(ts, V, r));
+  if (beside) FE_CHECK(coarse_cycle_beside(ts));
   if (ts->fine && ts->ghost) {
     fe_vector *rx, *zx;
     FE_CHECK(ts_ghost_begin(ts->ghost, r, &rx, &zx));
@@ -758,7 +775,9 @@ static int twoscale_apply(fe_precond *P, const fe_vector *r, fe_vector *z)
     FE_CHECK(fe_vector_fill(z, 0));
     if (ts->fine) FE_CHECK(fine_apply(ts, V->mesh->ncells, r, z));
   }
-  if (ts->coarse) FE_CHECK(coarse_correct(ts, V, z));
+  if (ts->coarse && beside) FE_CHECK(ts->be->ops->side(ts->be->impl, FE_SIDE_JOIN));
+  else if (ts->coarse) FE_CHECK(coarse_cycle(ts));
+  if (ts->coarse) FE_CHECK(coarse_prolong(ts, V, z));
   if (V->dist) FE_CHECK(fe_dist_sum(V->dist, z, NULL, NULL)); /* every rank's cells at a node */
   int ndir = P->A->ndir;
   if (ndir == 0) return 0;
