@@ -266,7 +266,7 @@ double fe_codegen_eval_flops(int nb, int dim, int nc, int need)
  * (patch.knl's fe_map_factors). */
 int fe_codegen_select_sets(fe_precision prec)
 {
-  /* a stand-alone loop of a group of 32 cells, 10 factors (docs/benchmarks.md, fifteenth
+  /* a stand-alone loop of a group of 32 cells, 10 factors (docs/history.md, fifteenth
    * session): the selects beat gcc's emulated gather up to 8 sets in single, 2 in double */
   return prec == FE_DOUBLE ? 2 : 8;
 }

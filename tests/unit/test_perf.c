@@ -791,8 +791,8 @@ Test(perf, shared_stores_by_half_warps)
 /* sumfact's shared count pays a whole wavefront for a warp with few items: at Q2 (3 x 3
  * items a cell a phase) a group of 4 cells runs 36 items, a full warp and one of 4, two
  * wavefronts an access in single where the bytes say 1.125. Nsight Compute measured 92.4 a
- * cell at Q2 64^3 in single (87.5 without its bank conflicts; docs/benchmarks.md); full
- * warps (Q3: 16 items a cell, 64 a group) count as before. */
+ * cell at Q2 64^3 in single (87.5 without its bank conflicts; docs/history.md, eleventh
+ * session); full warps (Q3: 16 items a cell, 64 a group) count as before. */
 Test(perf, sumfact_shared_pays_partial_warps)
 {
   fe_sumfact_shape q2 = {.dim = 3, .nc = 1, .p1 = 3, .q1 = 3, .jacobian = 1, .phys_flops = 6};
@@ -811,7 +811,7 @@ Test(perf, sumfact_shared_pays_partial_warps)
  * a time where they stay so aligned (8 where only that): Nsight Compute on the H100 measured
  * 2038 shared wavefronts a cell at Q7 hexes in single (geometry from the vertices, groups of
  * two cells) and 787 at Q5 (its rows 24 bytes apart: 8-byte loads); read word by word at
- * every point the count was 2901 and 1182 (docs/benchmarks.md, twelfth session). */
+ * every point the count was 2901 and 1182 (docs/history.md, twelfth session). */
 Test(perf, sumfact_table_rows_read_once_a_column)
 {
   fe_sumfact_shape q7 = {.dim = 3, .nc = 1, .p1 = 8, .q1 = 8, .vertices = 1, .affine = 1,

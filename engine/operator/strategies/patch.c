@@ -17,7 +17,7 @@
 #include "engine/operator/strategy.h"
 
 /* Cells per patch: one work-group item each, or WALK_CELLS per item when walking.
- * (Tuned by scripts/bench/gpu.lua: docs/benchmarks.md.) */
+ * (Tuned by scripts/bench/gpu.lua: docs/history.md, issue 6.) */
 #define PATCH_BLOCK 512
 #define PATCH_WALK_BLOCK_CELLS 128 /* walks per patch */
 #define PATCH_MAX_BLOCK 4096       /* the most cells a patch may have */
@@ -128,7 +128,7 @@ static double patch_shared_bytes(const fe_space *V, fe_precision prec, double nl
 /* The runs' default interleaving: a GPU's items sum them a warp at a time; in double,
  * interleave as many as a row of its shared memory's banks holds (16), so that they read one
  * row per step; in single, measured slower interleaved, the runs stay one after the other
- * (docs/benchmarks.md). */
+ * (docs/history.md, interleaved runs). */
 static int default_lanes(const fe_backend *be, fe_precision prec)
 {
   return be && be->info.is_gpu && prec == FE_DOUBLE ? 16 : 1;
@@ -156,7 +156,7 @@ static int block_may_fit(const fe_operator *A, const fe_backend *be, fe_precisio
 
 /* The cells per patch where none is asked: walks of walk cells, PATCH_WALK_BLOCK_CELLS of
  * them; on a GPU a higher-order space's item holds many registers (a P2 tet in double ~155),
- * and smaller patches let more groups share a multiprocessor (docs/benchmarks.md); else
+ * and smaller patches let more groups share a multiprocessor (docs/history.md, issue 6); else
  * PATCH_BLOCK. Halved until a patch of them may fit (block_may_fit: 256 cells of Q5 hexes
  * file 55296 contributions, 512 would file more than a place's 16 bits name), at least 1.
  * be may be NULL (an estimate for no device in particular: a CPU's block). */
@@ -222,7 +222,7 @@ static int patch_measured(const fe_operator *A, const fe_backend *be, fe_precisi
 
 /* Cells per walk: asked (> 0, first-order straight cells whose nodes fit the slots), else
  * none: one item per cell. Walks read a quarter of the shared node data per tet, but measured
- * slower on a GPU (more registers, a select per slot and event: docs/benchmarks.md), so
+ * slower on a GPU (more registers, a select per slot and event: docs/history.md, issue 6), so
  * they are asked for, not automatic. Walks keep nodes across cells only where that changes
  * nothing but rounding. */
 static int pick_walk(int asked, const fe_operator *A, int *walk, int *reuse)

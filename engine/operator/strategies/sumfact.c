@@ -263,8 +263,8 @@ static int sumfact_read_options(const fe_options *g, const char *caller, void *o
 
 /* Shared sets cost a cell 4 bytes and a gather, all that recomputing could save, while the
  * recomputation's index and address work, which the model does not count, measured slower
- * on a GPU at Q1-Q3 in both precisions and on the cpu (docs/benchmarks.md): shared geometry
- * stays stored. */
+ * on a GPU at Q1-Q3 in both precisions and on the cpu (docs/benchmarks.md, section 2;
+ * docs/history.md): shared geometry stays stored. */
 static int pick_vertices(const fe_operator *A, fe_backend *be, fe_precision prec,
                          const sumfact_opts *o)
 {

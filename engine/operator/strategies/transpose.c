@@ -44,11 +44,11 @@ static size_t shared_per_cell(const fe_operator *A, fe_precision prec)
 }
 
 /* Cells per work group: 32 fills a GPU group with (cell, point) threads and, on a CPU,
- * measured fastest for the P1 apply (docs/benchmarks.md); halved until the group's shared
- * arrays fit the device (high orders). The cpu backend runs a group's cells in SIMD lanes
- * and keeps its arrays in L1: where 32 cells' arrays take more than 3/4 of it (Q2 and up),
- * one vector of cells (8 in double, 16 in single) runs 1.4-1.7x faster than 32 (measured:
- * docs/benchmarks.md, tenth pass); fewer leaves lanes empty. */
+ * measured fastest for the P1 apply (docs/history.md, issue 2); halved until the group's
+ * shared arrays fit the device (high orders). The cpu backend runs a group's cells in SIMD
+ * lanes and keeps its arrays in L1: where 32 cells' arrays take more than 3/4 of it (Q2 and
+ * up), one vector of cells (8 in double, 16 in single) runs 1.4-1.7x faster than 32
+ * (measured: docs/history.md, tenth pass); fewer leaves lanes empty. */
 static int default_block(const fe_backend *be, const fe_operator *A, fe_precision prec)
 {
   int block = 32;
