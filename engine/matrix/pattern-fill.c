@@ -50,32 +50,38 @@ static void add_cells_row(const pattern *P, const int *cells, int deg, const int
 /* add_cells_row for one component in double, nb nodes a cell (a constant where inlined):
  * every neighbour's place is a column or the spare slot (at[b] >= 0), so each entry is one
  * add, unrolled over the cell's nodes (measured: the generic loop's component loop and sign
- * tests cost more than the adds). The sums are the same adds in the same order. */
+ * tests cost more than the adds). The diagonal, which every cell adds to, is summed in a
+ * register (through acc each of its adds waited on the last one's store) and its adds to
+ * acc go to the spare slot. The sums are the same adds in the same order. */
 static inline void add_cells_scalar(const int *cn, int nb, const int *cells, int deg,
                                     const int *slot, const double *K, size_t kn, int a,
-                                    const int *at, double *acc)
+                                    const int *at, int spare, double *acc)
 {
+  double diag = 0;
   for (int i = 0; i < deg; i++) {
     const int *nodes = cn + (size_t)cells[i] * nb;
     int ba = 0;
     for (int b = 1; b < nb; b++) ba = nodes[b] == a ? b : ba;
     const double *Kd = K + (size_t)slot[i] * kn + (size_t)ba * nb;
-    for (int b = 0; b < nb; b++) acc[at[nodes[b]]] += Kd[b];
+    diag += Kd[ba];
+#pragma GCC unroll 8
+    for (int b = 0; b < nb; b++) acc[b == ba ? spare : at[nodes[b]]] += Kd[b];
   }
+  acc[at[a]] = diag;
 }
 
 /* Row (a, k)'s sums into acc: the scalar double forms of P1 tets and Q1 hexes inlined. */
 static void add_row(const pattern *P, const host_fill *F, const cell_window *w,
                     const int *cells, int deg, const int *slot, int a, int k, const int *at,
-                    double *acc)
+                    int spare, double *acc)
 {
   const int nb = P->V->elem.nbasis, *cn = P->V->cell_nodes;
   if (P->V->ncomp == 1 && F->dbl && nb == 4)
-    add_cells_scalar(cn, 4, cells, deg, slot, w->K, F->kn, a, at, acc);
+    add_cells_scalar(cn, 4, cells, deg, slot, w->K, F->kn, a, at, spare, acc);
   else if (P->V->ncomp == 1 && F->dbl && nb == 8)
-    add_cells_scalar(cn, 8, cells, deg, slot, w->K, F->kn, a, at, acc);
+    add_cells_scalar(cn, 8, cells, deg, slot, w->K, F->kn, a, at, spare, acc);
   else if (P->V->ncomp == 1 && F->dbl)
-    add_cells_scalar(cn, nb, cells, deg, slot, w->K, F->kn, a, at, acc);
+    add_cells_scalar(cn, nb, cells, deg, slot, w->K, F->kn, a, at, spare, acc);
   else add_cells_row(P, cells, deg, slot, w->K, F->kn, F->dbl, a, k, at, acc);
 }
 
@@ -115,7 +121,7 @@ static int fill_row(const pattern *P, const int *rowptr, int *cols, void *vals,
       if (row != row0) memcpy(row, row0, sizeof(int) * (size_t)len); /* every free row alike */
       if (!F) continue;
       for (int i = 0; i < len; i++) acc[i] = 0;
-      add_row(P, F, w, cells, deg, x->slot, a, k, x->at, acc);
+      add_row(P, F, w, cells, deg, x->slot, a, k, x->at, spare, acc);
     }
     if (!F) continue;
     if (F->dbl) memcpy((double *)vals + r0, acc, sizeof(double) * (size_t)rl);
