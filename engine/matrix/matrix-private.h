@@ -153,6 +153,20 @@ typedef struct fill_scratch {
   long long made; /* cells' matrices computed (a cell in two threads' bands: twice) */
 } fill_scratch;
 
+/* A thread's plan of the fill by cells (cell-fill.c: scalar rows in double): each row's way,
+ * sufmin, the ring of W cells' places of entries, the matrices of a batch and of a row apart;
+ * the cells' front and end, the rows' front (q) in its chunk [qc, qn) of rows up to q1. */
+typedef struct cell_plan {
+  int W, B, front, end;
+  int *sufmin;         /* from each row position on: the least first cell of the rows by cells */
+  unsigned char *way;  /* per row position: by cells, apart (as a row), or no adds */
+  char *ring;          /* cell c's places at slot c mod W: its rows' first places in the values
+                        * (nb ints, -1: not this thread's row), then its entries' columns in
+                        * them (nb x nb bytes, 255: a constrained column) */
+  void *K;             /* B + maxdeg element matrices */
+  int q, qc, qn, q1;
+} cell_plan;
+
 /* The most (cell, node) pairs a chunk of rows lists at once (a thread's, 4 bytes each): a
  * chunk scans the cells its rows span, about a layer of a box beyond its own, so longer
  * chunks scan fewer cells twice. */
@@ -187,6 +201,22 @@ int count_rows(const pattern *P, int *rowptr);
  * (pattern-fill.c). */
 int fill_pattern(const pattern *P, const int *rowptr, int *cols, void *vals,
                  const host_fill *F, int *launches, long long *made);
+
+/* Row a of the second pass (fill_row: its columns, with F its values from its deg cells);
+ * next, nnext: the next row's cells to prefetch (NULL: none). */
+int fill_row(const pattern *P, const int *rowptr, int *cols, void *vals, const host_fill *F,
+             cell_window *w, int a, const int *cells, int deg, const int *next, int nnext,
+             fill_scratch *x);
+
+/* The fill by cells (cell-fill.c), for scalar rows in double: thread rows [q0, q1)'s plan
+ * (its arrays but the ring and the matrices: cell_plan_alloc, cell_plan_bytes of them), then
+ * the fill. */
+int cell_plan_make(const host_fill *F, const pattern *P, int q0, int q1, cell_plan *c);
+size_t cell_plan_bytes(const host_fill *F, const pattern *P, const cell_plan *c);
+int cell_plan_alloc(const host_fill *F, const pattern *P, cell_plan *c);
+void cell_plan_free(cell_plan *c);
+int fill_by_cells(const pattern *P, const int *rowptr, int *cols, double *vals,
+                  const host_fill *F, cell_plan *c, int q0, int q1, fill_scratch *x);
 
 /* ---- the pattern and the fill on the device (pattern-device.c) ---- */
 
@@ -253,6 +283,9 @@ size_t window_bytes(const host_fill *F, const pattern *P, const cell_window *w);
 /* A row's deg cells' slots into x->slot, their matrices made (a failure: its code). */
 int window_row(const host_fill *F, const pattern *P, cell_window *w, const int *cells, int deg,
                fill_scratch *x);
+/* The element matrices of cells [c0, c0 + n) into slots x->ids of K (kslots of them),
+ * counted in x (a failure: its code). */
+int host_fill_cells(const host_fill *F, int c0, int n, fill_scratch *x, void *K, size_t kslots);
 /* Prefetch the matrices of a row's deg cells that the window holds. */
 void window_prefetch(const host_fill *F, const cell_window *w, const int *cells, int deg);
 

@@ -10,6 +10,10 @@
  * window outgrows the caches at large sizes, so while a row is summed the next row's
  * matrices are prefetched. A row whose cells do not fit the window (outliers, or a window
  * capped by FELAB_FILL_WINDOW) has them computed apart, gathered into one launch.
+ * Scalar rows in double go by cells instead (cell-fill.c: each cell's matrix added to its
+ * rows as soon as it is made, what the rows in flight need kept in a ring a quarter of the
+ * window's bytes), the same adds in the same order; this file's rows sum the rest (several
+ * components, single precision, rows of 255 columns or more, and the rows apart).
  * Elsewhere the device adds stored element matrices into the pattern (fe_assemble). */
 #include <omp.h>
 #include <stdlib.h>
@@ -88,9 +92,9 @@ static void add_row(const pattern *P, const host_fill *F, const cell_window *w,
 /* Row a (its deg cells) of the second pass into cols (and, with F, vals: each row the sum of
  * its cells' rows, in double, in the order of the cells); next, nnext: the next row's cells
  * (NULL: none to prefetch). Called by threads (a failure: its code). */
-static int fill_row(const pattern *P, const int *rowptr, int *cols, void *vals,
-                    const host_fill *F, cell_window *w, int a, const int *cells, int deg,
-                    const int *next, int nnext, fill_scratch *x)
+int fill_row(const pattern *P, const int *rowptr, int *cols, void *vals, const host_fill *F,
+             cell_window *w, int a, const int *cells, int deg, const int *next, int nnext,
+             fill_scratch *x)
 {
   const int nc = P->V->ncomp, spare = P->maxdeg * P->V->elem.nbasis * nc + nc;
   const int m = node_neighbours(P, a, cells, deg, x->seen, x->nbr, 1);
@@ -180,35 +184,56 @@ static int fill_range(const pattern *P, const int *rowptr, int *cols, void *vals
   return e;
 }
 
+/* Thread rows [a0, a1)'s fill: its window (or with by_cells its plan) made, their bytes over
+ * every thread checked at once, then the rows (a failure: its code; a failed check's: *fits). */
+static int fill_thread(const pattern *P, const int *rowptr, int *cols, void *vals,
+                       const host_fill *F, int by_cells, int a0, int a1, fill_scratch *x,
+                       size_t *windows, int *fits)
+{
+  cell_window w = {0};
+  cell_plan c = {0};
+  int e = scratch_make(P, F, x);
+  if (F) { /* the windows' matrices (or the plans' rings) made once all are known to fit */
+    if (by_cells && !e) e = cell_plan_make(F, P, a0, a1, &c);
+    else if (!by_cells) window_make(F, P, a0, a1, &w);
+    const size_t bytes = by_cells ? cell_plan_bytes(F, P, &c) : window_bytes(F, P, &w);
+#pragma omp atomic update
+    *windows += bytes;
+#pragma omp barrier
+#pragma omp single
+    *fits = fe_memory_check(*windows, "assemble: the fill's element matrices, a window of cells "
+                            "on each of %d threads", omp_get_num_threads());
+    if (*fits) e = e ? e : *fits;
+    else if (!e && by_cells) e = cell_plan_alloc(F, P, &c);
+    else if (!e && !(w.K = malloc(bytes))) e = FE_ERR_MEM;
+  }
+  if (!e && by_cells) e = fill_by_cells(P, rowptr, cols, vals, F, &c, a0, a1, x);
+  else if (!e) e = fill_range(P, rowptr, cols, vals, F, &w, a0, a1, x);
+  free(w.K);
+  cell_plan_free(&c);
+  return e;
+}
+
 int fill_pattern(const pattern *P, const int *rowptr, int *cols, void *vals,
                  const host_fill *F, int *launches, long long *made)
 {
   int rc = 0, nl = 0, fits = 0;
   long long nm = 0;
   size_t windows = 0; /* the threads' windows' bytes */
+  /* scalar rows in double of at most 254 columns (a column's place in its row is a byte):
+   * by cells (cell-fill.c), unless FELAB_FILL_ROWS is set (tests compare the two) */
+  const char *rows = getenv("FELAB_FILL_ROWS");
+  int by_cells = F && F->dbl && P->V->ncomp == 1 && !(rows && *rows);
+  for (int i = 0; by_cells && i < P->V->ndofs; i++) by_cells = rowptr[i + 1] - rowptr[i] < 255;
 #pragma omp parallel reduction(max : rc) reduction(+ : nl, nm)
   {
     int a0, a1;
     node_range(P, omp_get_thread_num(), omp_get_num_threads(), &a0, &a1);
     fill_scratch x;
-    cell_window w = {0};
-    int e = scratch_make(P, F, &x);
-    if (F) { /* the windows' matrices made once all of them are known to fit */
-      window_make(F, P, a0, a1, &w);
-#pragma omp atomic update
-      windows += window_bytes(F, P, &w);
-#pragma omp barrier
-#pragma omp single
-      fits = fe_memory_check(windows, "assemble: the fill's element matrices, a window of cells "
-                             "on each of %d threads", omp_get_num_threads());
-      if (fits) e = e ? e : fits;
-      else if (!e && !(w.K = malloc(window_bytes(F, P, &w)))) e = FE_ERR_MEM;
-    }
-    if (!e) e = fill_range(P, rowptr, cols, vals, F, &w, a0, a1, &x);
-    rc = e; /* the private copy of the reduction (which starts at INT_MIN) */
+    /* the private copy of the reduction (which starts at INT_MIN) */
+    rc = fill_thread(P, rowptr, cols, vals, F, by_cells, a0, a1, &x, &windows, &fits);
     nl += x.launches;
     nm += x.made;
-    free(w.K);
     scratch_free(&x);
   }
   if (fits) return fe_error_push(fits, __FILE__, __LINE__, __func__); /* the check's message */
