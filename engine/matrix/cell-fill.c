@@ -18,6 +18,7 @@
  * same matrix bit for bit. Rows whose cells the ring cannot hold while both fronts move on
  * (outliers, a ring capped by FELAB_FILL_WINDOW) are summed apart as rows (fill_row). */
 #include <limits.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,16 +114,21 @@ void cell_plan_free(cell_plan *c)
 /* Row a's columns (its deg cells' nodes, sorted, the constrained left out), its values zero,
  * and in each of its cells' places the row's first place and its entries' columns in it
  * (NO_COLUMN: a constrained column). */
-static void row_by_cells(const pattern *P, const int *rowptr, int *cols, double *vals,
-                         cell_plan *c, int a, const int *cells, int deg, fill_scratch *x)
+static int row_by_cells(const pattern *P, const int *rowptr, int *cols, double *vals,
+                        cell_plan *c, int a, const int *cells, int deg, const unsigned short *kept,
+                        fill_scratch *x)
 {
   const int nb = P->V->elem.nbasis, *cn = P->V->cell_nodes, r0 = rowptr[a];
-  const int m = node_neighbours(P, a, cells, deg, x->seen, x->nbr, 1);
   const size_t sb = slot_bytes(nb);
-  int len = 0;
+  int m = kept ? kept[0] : 0, len = 0, *seen = kept ? NULL : fill_seen(P, x);
+  if ((!kept && !seen) || (!x->atb && !(x->atb = malloc((size_t)P->V->nnodes + 1))))
+    return FE_ERR_MEM;
+  if (kept) /* the first pass's */
+    for (int i = 0; i < m; i++) x->nbr[i] = a + (int)kept[i + 1] - 32768;
+  else m = node_neighbours(P, a, cells, deg, seen, x->nbr, 1);
   for (int i = 0; i < m; i++) {
     const int b = x->nbr[i], f = !P->fixed[b];
-    x->at[b] = f ? len : NO_COLUMN;
+    x->atb[b] = (unsigned char)(f ? len : NO_COLUMN);
     if (f) cols[r0 + len++] = b;
   }
   memset(vals + r0, 0, sizeof(double) * (size_t)len);
@@ -133,8 +139,9 @@ static void row_by_cells(const pattern *P, const int *rowptr, int *cols, double 
     char *slot = c->ring + (size_t)(cells[t] & (c->W - 1)) * sb;
     unsigned char *col = (unsigned char *)slot + (size_t)nb * sizeof(int) + (size_t)ba * nb;
     memcpy(slot + (size_t)ba * sizeof(int), &r0, sizeof(int));
-    for (int b = 0; b < nb; b++) col[b] = (unsigned char)x->at[nodes[b]];
+    for (int b = 0; b < nb; b++) col[b] = x->atb[nodes[b]];
   }
+  return 0;
 }
 
 /* The rows' front: its rows up to (not with) position qend, chunk by chunk; a row apart is
@@ -152,21 +159,24 @@ static int rows_front(const pattern *P, const int *rowptr, int *cols, double *va
     }
     const int p = c->q++, i = p - c->qc, a = P->order ? P->order[p] : p;
     const int *cells = x->list + x->cstart[i], deg = x->cstart[i + 1] - x->cstart[i];
+    const unsigned short *kept = c->kept ? c->kept + c->kp : NULL;
+    if (kept) c->kp += 1 + (kept[0] == KEPT_NONE ? 0 : kept[0]);
+    int rc = 0;
     switch (c->way[p - q0]) {
     case BY_CELLS:
       if (p + 1 < c->qn) /* the next row's places: a layer of cells ahead, missed */
         for (int t = x->cstart[i + 1]; t < x->cstart[i + 2]; t++)
           __builtin_prefetch(c->ring + (size_t)(x->list[t] & (c->W - 1)) * sb, 1);
-      row_by_cells(P, rowptr, cols, vals, c, a, cells, deg, x);
+      rc = row_by_cells(P, rowptr, cols, vals, c, a, cells, deg,
+                        kept && kept[0] != KEPT_NONE ? kept : NULL, x);
       break;
-    case APART: {
-      int rc = fill_row(P, rowptr, cols, vals, F, &apart, a, cells, deg, NULL, 0, x);
-      if (rc) return rc;
+    case APART:
+      rc = fill_row(P, rowptr, cols, vals, F, &apart, a, cells, deg, NULL, 0, x);
       break;
-    }
     default: /* a constrained row: the identity's; a free row of no cells: empty */
       if (P->fixed[a]) cols[rowptr[a]] = a, vals[rowptr[a]] = 1;
     }
+    if (rc) return rc;
   }
   return 0;
 }
@@ -207,6 +217,8 @@ int fill_by_cells(const pattern *P, const int *rowptr, int *cols, double *vals,
 {
   c->q = c->qc = c->qn = q0;
   c->q1 = q1;
+  c->kept = pattern_kept(P, omp_get_thread_num(), omp_get_num_threads());
+  c->kp = 0;
   for (int c0 = c->front; c0 < c->end; c0 += c->B) {
     const int n = c->end - c0 < c->B ? c->end - c0 : c->B;
     int q = c->q; /* every row with a cell in the batch */

@@ -109,7 +109,15 @@ typedef struct pattern {
   int fit;          /* the widest span (last - first) of a row listed from a chunk's band */
   int nout;         /* the outliers (rows of wider spans): their ids ascending, their cells */
   int *out, *ostart, *olist;
+  /* pattern_keep: the first pass keeps each row's neighbours for the fill by cells, thread t
+   * of nkept_threads its rows' (node_range) in order at kept[t] (see keep_row) */
+  unsigned short **kept;
+  size_t *kept_len, *kept_cap;
+  int nkept, nkept_threads;
 } pattern;
+
+/* A row's kept neighbours that do not fit: made again. */
+#define KEPT_NONE 0xffff
 
 /* The fused fill's element matrices (a backend whose buffers are host memory): variant
  * reg_jac (the Jacobian from the nodes: no stored factors) on a realization made here in the
@@ -145,7 +153,8 @@ typedef struct cell_window {
 /* A thread's scratch for the fill: a launch's slots and a gathered row's cells (nodes,
  * constants, maps), the rows' marks and places (fill_row), a chunk's cells, its launches. */
 typedef struct fill_scratch {
-  int *ids, *gcells, *gmaps, *seen, *at, *nbr, *slot;
+  int *ids, *gcells, *gmaps, *seen, *at, *nbr, *slot; /* seen, at: made on first use */
+  unsigned char *atb; /* the fill by cells' places of a row's neighbours (at as bytes) */
   int *cstart, *list; /* a chunk of rows' cells (chunk_cells) */
   char *gaux;
   double *acc;
@@ -165,6 +174,8 @@ typedef struct cell_plan {
                         * them (nb x nb bytes, 255: a constrained column) */
   void *K;             /* B + maxdeg element matrices */
   int q, qc, qn, q1;
+  const unsigned short *kept; /* the first pass's neighbours of the thread's rows (NULL: none) */
+  size_t kp;           /* the next row's there */
 } cell_plan;
 
 /* The most (cell, node) pairs a chunk of rows lists at once (a thread's, 4 bytes each): a
@@ -195,8 +206,12 @@ int chunk_cells(const pattern *P, int q0, int qend, int cap, int *cstart, int *l
  * once b is in); sorted when asked (insertion: rows are short). Returns their number. */
 int node_neighbours(const pattern *P, int a, const int *cells, int deg, int *seen, int *nbr,
                     int sorted);
-/* The first pass: rowptr (ndofs + 1). */
-int count_rows(const pattern *P, int *rowptr);
+/* The first pass: rowptr (ndofs + 1); with pattern_keep, each row's neighbours kept. */
+int count_rows(pattern *P, int *rowptr);
+/* Ask the first pass to keep each row's neighbours (2 bytes each) for the fill by cells. */
+int pattern_keep(pattern *P);
+/* Thread t of nt's kept neighbours, or NULL (none kept, or by another count of threads). */
+const unsigned short *pattern_kept(const pattern *P, int t, int nt);
 /* The second pass, writing cols (and with F vals) in place; *launches, *made: the fill's
  * (pattern-fill.c). */
 int fill_pattern(const pattern *P, const int *rowptr, int *cols, void *vals,
@@ -207,6 +222,12 @@ int fill_pattern(const pattern *P, const int *rowptr, int *cols, void *vals,
 int fill_row(const pattern *P, const int *rowptr, int *cols, void *vals, const host_fill *F,
              cell_window *w, int a, const int *cells, int deg, const int *next, int nnext,
              fill_scratch *x);
+
+/* A thread's marks for node_neighbours, made on first use (NULL: out of memory). */
+int *fill_seen(const pattern *P, fill_scratch *x);
+/* Whether the fill of P's rows in double (dbl) or single goes by cells (cell-fill.c: scalar
+ * rows in double; FELAB_FILL_ROWS set: never), its rows' lengths allowing. */
+int fill_by_cells_wanted(const pattern *P, int dbl);
 
 /* The fill by cells (cell-fill.c), for scalar rows in double: thread rows [q0, q1)'s plan
  * (its arrays but the ring and the matrices: cell_plan_alloc, cell_plan_bytes of them), then

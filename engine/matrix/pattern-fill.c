@@ -97,7 +97,10 @@ int fill_row(const pattern *P, const int *rowptr, int *cols, void *vals, const h
              fill_scratch *x)
 {
   const int nc = P->V->ncomp, spare = P->maxdeg * P->V->elem.nbasis * nc + nc;
-  const int m = node_neighbours(P, a, cells, deg, x->seen, x->nbr, 1);
+  int *seen = fill_seen(P, x);
+  if (!seen || (!x->at && !(x->at = malloc(sizeof(int) * ((size_t)P->V->nnodes + 1)))))
+    return FE_ERR_MEM;
+  const int m = node_neighbours(P, a, cells, deg, seen, x->nbr, 1);
   int rc = F && m ? window_row(F, P, w, cells, deg, x) : 0, len = 0, k0 = 0;
   if (rc) return rc;
   if (F && next) window_prefetch(F, w, next, nnext);
@@ -135,21 +138,28 @@ int fill_row(const pattern *P, const int *rowptr, int *cols, void *vals, const h
   return 0;
 }
 
+int *fill_seen(const pattern *P, fill_scratch *x)
+{
+  const int nn = P->V->nnodes;
+  if (!x->seen && (x->seen = malloc(sizeof(int) * ((size_t)nn + 1))))
+    for (int a = 0; a < nn; a++) x->seen[a] = -1;
+  return x->seen;
+}
+
 static void scratch_free(fill_scratch *x)
 {
   free(x->ids), free(x->gcells), free(x->gmaps), free(x->seen), free(x->at), free(x->nbr);
+  free(x->atb);
   free(x->slot), free(x->gaux), free(x->acc), free(x->cstart), free(x->list);
 }
 
 /* A thread's scratch (0, or FE_ERR_MEM). */
 static int scratch_make(const pattern *P, const host_fill *F, fill_scratch *x)
 {
-  const int nn = P->V->nnodes, nb = P->V->elem.nbasis, nc = P->V->ncomp, d = P->maxdeg;
+  const int nb = P->V->elem.nbasis, nc = P->V->ncomp, d = P->maxdeg;
   const size_t most = (size_t)d * nb + 1, batch = F ? (size_t)F->batch : 0;
   const size_t cap = (size_t)chunk_cap(P);
   *x = (fill_scratch){0};
-  x->seen = malloc(sizeof(int) * ((size_t)nn + 1));
-  x->at = malloc(sizeof(int) * ((size_t)nn + 1));
   x->nbr = malloc(sizeof(int) * most);
   x->slot = malloc(sizeof(int) * ((size_t)d + 1));
   x->ids = malloc(sizeof(int) * (batch > (size_t)d ? batch : (size_t)d));
@@ -159,10 +169,9 @@ static int scratch_make(const pattern *P, const host_fill *F, fill_scratch *x)
   x->acc = malloc(sizeof(double) * (most + 1) * nc); /* a row and the spare slots past it */
   x->cstart = malloc(sizeof(int) * (cap / 4 + 2));
   x->list = malloc(sizeof(int) * cap);
-  if (!x->seen || !x->at || !x->nbr || !x->slot || !x->ids || !x->gcells || !x->gmaps ||
+  if (!x->nbr || !x->slot || !x->ids || !x->gcells || !x->gmaps ||
       !x->gaux || !x->acc || !x->cstart || !x->list)
     return FE_ERR_MEM;
-  for (int a = 0; a < nn; a++) x->seen[a] = -1;
   return 0;
 }
 
@@ -214,6 +223,12 @@ static int fill_thread(const pattern *P, const int *rowptr, int *cols, void *val
   return e;
 }
 
+int fill_by_cells_wanted(const pattern *P, int dbl)
+{
+  const char *rows = getenv("FELAB_FILL_ROWS"); /* the rows' fill (tests compare the two) */
+  return dbl && P->V->ncomp == 1 && !(rows && *rows);
+}
+
 int fill_pattern(const pattern *P, const int *rowptr, int *cols, void *vals,
                  const host_fill *F, int *launches, long long *made)
 {
@@ -221,9 +236,8 @@ int fill_pattern(const pattern *P, const int *rowptr, int *cols, void *vals,
   long long nm = 0;
   size_t windows = 0; /* the threads' windows' bytes */
   /* scalar rows in double of at most 254 columns (a column's place in its row is a byte):
-   * by cells (cell-fill.c), unless FELAB_FILL_ROWS is set (tests compare the two) */
-  const char *rows = getenv("FELAB_FILL_ROWS");
-  int by_cells = F && F->dbl && P->V->ncomp == 1 && !(rows && *rows);
+   * by cells */
+  int by_cells = F && fill_by_cells_wanted(P, F->dbl);
   for (int i = 0; by_cells && i < P->V->ndofs; i++) by_cells = rowptr[i + 1] - rowptr[i] < 255;
 #pragma omp parallel reduction(max : rc) reduction(+ : nl, nm)
   {

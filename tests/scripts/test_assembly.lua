@@ -30,7 +30,10 @@ if arg[1] == "bits" then
   local moved = mesh.box{cells = {8, 9, 7}, cell = "tet", distort = 0.1}
   moved:reorder("hilbert")
   local hexes = mesh.box{cells = {6, 7, 5}, cell = "hex", distort = 0.2}
+  local far = mesh.box{cells = {40, 36, 34}, cell = "tet", distort = 0.1} -- 53k nodes: some
+  far:reorder("hilbert") -- rows' neighbours 2^15 ids apart or more (not kept: made again)
   for _, c in ipairs({{"P1", tets, "P1", "all"}, {"P2", tets, "P2", nil},
+                      {"P1 far", far, "P1", {"xmin", "zmax"}},
                       {"P1 hilbert", moved, "P1", {"xmin"}}, {"P2 hilbert", moved, "P2", "all"},
                       {"Q1", hexes, "Q1", "all"}, {"Q2", hexes, "Q2", {"ymax"}}}) do
     local A = fe.operator(fe.space(c[2], c[3]), physics.poisson{kappa = "1 + x[0]", source = 1},
@@ -144,7 +147,7 @@ if arg[1] == nil then
   end
   local cells, rows = child("OMP_NUM_THREADS=3"), child("FELAB_FILL_ROWS=1 OMP_NUM_THREADS=1")
   check(cells == rows, "the fill by cells differs from the fill by rows:\n%s\n%s", cells, rows)
-  print("the fill by cells = the fill by rows, bit for bit (P1, P2, Q1, Q2, a reordered mesh)")
+  print("the fill by cells = the fill by rows, bit for bit (P1, P2, Q1, Q2, reordered meshes)")
 end
 
 -- where the host's fill cannot run, the rows are summed on the device from stored element
