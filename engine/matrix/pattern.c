@@ -77,16 +77,17 @@ int node_spans(pattern *P)
     int l, h, *my = NULL, stop;
     cells_nodes_range(V, c0, c1, &l, &h);
     const size_t n = h >= l ? (size_t)(h - l) + 1 : 0;
-    if (n && !(my = calloc(3 * n, sizeof(int)))) { /* counts, firsts, lasts */
+    if (n && !(my = calloc(3 * n, sizeof(int)))) { /* a node's count, first, last side by
+                                                  * side: one line a (cell, node) pair */
 #pragma omp atomic write
       failed = 1;
     }
     for (int c = c0; my && c < c1; c++)
       for (int b = 0; b < nb; b++) {
-        const int v = cn[(size_t)c * nb + b] - l;
-        if (!my[v]) my[n + v] = c;
-        my[v]++;
-        my[2 * n + v] = c;
+        int *v = my + 3 * (size_t)(cn[(size_t)c * nb + b] - l);
+        if (!v[0]) v[1] = c;
+        v[0]++;
+        v[2] = c;
       }
     cnt[t] = my;
     lo[t] = l;
@@ -99,11 +100,12 @@ int node_spans(pattern *P)
       for (int a = 0; a < nn; a++) {
         int s = 0, f = -1, g = -1, fr = 0;
         for (int u = 0; u < nt; u++) {
-          const size_t m = (size_t)(hi[u] - lo[u]) + 1, i = (size_t)(a - lo[u]);
-          if (a < lo[u] || a > hi[u] || !cnt[u][i]) continue;
-          s += cnt[u][i];
-          f = f < 0 ? cnt[u][m + i] : f;
-          g = cnt[u][2 * m + i];
+          if (a < lo[u] || a > hi[u]) continue;
+          const int *v = cnt[u] + 3 * (size_t)(a - lo[u]);
+          if (!v[0]) continue;
+          s += v[0];
+          f = f < 0 ? v[1] : f;
+          g = v[2];
         }
         for (int k = 0; k < nc; k++) fr += !P->fixed[a * nc + k];
         P->start[a + 1] = s;
