@@ -7,8 +7,9 @@
  * entries goes in a ring of cells (for each of its rows the row's first place, and each entry's
  * column in the row as a byte: 32 bytes a P1 cell, a quarter of its matrix).
  * Two fronts move through a thread's rows in the fill's order and its band of cells:
- * - the rows' front writes a row's columns (its sorted neighbours), zeroes its values and
- *   writes, for each of its cells, the row's entries' places; it runs ahead of
+ * - the rows' front writes a row's columns (its sorted neighbours: the first pass's, kept for
+ *   P1 simplices, else made again), zeroes its values and writes, for each of its cells, the
+ *   row's entries' places; it runs ahead of
  * - the cells' front, which makes the element matrices of `batch` consecutive cells at a time
  *   and adds each entry to its place (an entry whose row is not this thread's, or a
  *   constrained column: no place), then clears the cell's places.
@@ -26,8 +27,7 @@
 #include "engine/matrix/matrix-private.h"
 
 enum { BY_CELLS = 0, APART = 1, NO_ADDS = 2 }; /* a row's way (cell_plan.way) */
-enum { NO_COLUMN = 255 };
- /* an entry's column in its row, as a byte: a constrained column */
+enum { NO_COLUMN = 255 }; /* an entry's column in its row, as a byte: a constrained column */
 
 /* sufmin over rows [q0, q1): from each position on, the least first cell of the rows added
  * by cells (INT_MAX: none); returns the band's end (past the last cell of those rows). */
