@@ -40,6 +40,7 @@ typedef struct assembly {
   double t0;            /* the call's start */
   int *fixed;           /* per dof: 1 constrained */
   int *rowptr;          /* M's, on the host */
+  int rowptr_m;         /* rowptr is M's own (the host's fill), not to free */
   pattern P;
   long long nnz;
   fe_elemats *K;        /* the stored element matrices (the device's adds) */
@@ -166,6 +167,12 @@ static int assemble_pattern(assembly *S)
     rc = assemble_pattern_fits(S);
   }
   if (!rc && !S->dev_pattern) rc = pattern_make(&S->P);
+  /* the fill by cells of cells of few nodes (P1 simplices): the first pass keeps each row's
+   * neighbours for it (2 bytes each), which it would make again (a row's neighbours made
+   * twice were a fifth of a P1 assembly; at P2 and Q1 their sort in the first pass cost what
+   * the fill saved, docs/benchmarks.md) */
+  if (!rc && S->by_rows && fill_by_cells_wanted(&S->P, S->prec == FE_DOUBLE) && nb <= 4)
+    rc = pattern_keep(&S->P);
   if (!rc && !S->dev_pattern) rc = count_rows(&S->P, S->rowptr);
   if (!rc && S->dev_rows && !S->dev_pattern) rc = node_cells(&S->P); /* the device's lists */
   if (!rc && S->dev_rows && !S->dev_pattern) /* the host's pattern, for the device's rows */
@@ -246,8 +253,14 @@ static int assemble_arrays(assembly *S)
   fe_csr *M = S->M;
   int nd = S->A->V->ndofs, rc = 0;
   if (S->by_rows &&
-      !(rc = be->ops->alloc(be->impl, sizeof(int) * ((size_t)nd + 1), &M->rowptr)))
-    memcpy(be->ops->host(be->impl, &M->rowptr), S->rowptr, sizeof(int) * ((size_t)nd + 1));
+      !(rc = be->ops->alloc(be->impl, sizeof(int) * ((size_t)nd + 1), &M->rowptr))) {
+    /* M's row pointers are host memory: the fill and the format read them there */
+    int *host = be->ops->host(be->impl, &M->rowptr);
+    memcpy(host, S->rowptr, sizeof(int) * ((size_t)nd + 1));
+    if (!S->rowptr_m) free(S->rowptr);
+    S->rowptr = host;
+    S->rowptr_m = 1;
+  }
   if (!rc && S->by_rows &&
       !(rc = be->ops->alloc(be->impl, sizeof(int) * (size_t)M->nnz, &M->cols)))
     rc = be->ops->alloc(be->impl, S->w * (size_t)M->nnz, &M->vals);
@@ -394,7 +407,7 @@ static void assemble_release(assembly *S)
   if (S->bfixed.ptr) r->be->ops->release(r->be->impl, &S->bfixed);
   pattern_free(&S->P);
   free(S->fixed);
-  free(S->rowptr);
+  if (!S->rowptr_m) free(S->rowptr);
   if (!S->by_rows) {
     free(S->cols);
     free(S->vals);

@@ -128,6 +128,17 @@ static int host_fill_launch(const host_fill *F, const int *cells, const char *au
   return be->ops->launch(be->impl, F->k, (size_t)a[0].i, F->sh.items, 15, a, h->prec, NULL);
 }
 
+int host_fill_cells(const host_fill *F, int c0, int n, fill_scratch *x, void *K, size_t kslots)
+{
+  const size_t c = (size_t)c0;
+  const int nb = F->h.A->V->elem.nbasis;
+  x->launches++;
+  x->made += n;
+  return host_fill_launch(F, F->h.A->V->cell_nodes + c * nb,
+                          F->aux ? F->aux + c * F->aux_bytes : NULL,
+                          F->maps ? F->maps + c * F->nbf : NULL, x->ids, n, K, kslots);
+}
+
 /* The window for rows [a0, a1). A row spans its cells from the first to the last; rows
  * spanning more than 4 times the spans of 99% of the rows (outliers: a few cells far from
  * the others in the mesh's order) have their cells computed apart, so that they neither
@@ -177,13 +188,9 @@ int window_row(const host_fill *F, const pattern *P, cell_window *w, const int *
       const size_t c = (size_t)w->front;
       const int n = front - w->front < B ? front - w->front : B;
       for (int s = 0; s < n; s++) x->ids[s] = (int)((c + s) & (size_t)(w->W - 1));
-      int rc = host_fill_launch(F, cn + c * nb, F->aux ? F->aux + c * F->aux_bytes : NULL,
-                                F->maps ? F->maps + c * F->nbf : NULL, x->ids, n, w->K,
-                                (size_t)w->W);
+      int rc = host_fill_cells(F, w->front, n, x, w->K, (size_t)w->W);
       if (rc) return rc;
       w->front += n;
-      x->launches++;
-      x->made += n;
     }
     for (int i = 0; i < deg; i++) x->slot[i] = cells[i] & (w->W - 1);
     return 0;

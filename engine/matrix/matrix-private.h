@@ -109,7 +109,15 @@ typedef struct pattern {
   int fit;          /* the widest span (last - first) of a row listed from a chunk's band */
   int nout;         /* the outliers (rows of wider spans): their ids ascending, their cells */
   int *out, *ostart, *olist;
+  /* pattern_keep: the first pass keeps each row's neighbours for the fill by cells, thread t
+   * of nkept_threads its rows' (node_range) in order at kept[t] (see keep_row) */
+  unsigned short **kept;
+  size_t *kept_len, *kept_cap;
+  int nkept, nkept_threads;
 } pattern;
+
+/* A row's kept neighbours that do not fit: made again. */
+#define KEPT_NONE 0xffff
 
 /* The fused fill's element matrices (a backend whose buffers are host memory): variant
  * reg_jac (the Jacobian from the nodes: no stored factors) on a realization made here in the
@@ -145,13 +153,30 @@ typedef struct cell_window {
 /* A thread's scratch for the fill: a launch's slots and a gathered row's cells (nodes,
  * constants, maps), the rows' marks and places (fill_row), a chunk's cells, its launches. */
 typedef struct fill_scratch {
-  int *ids, *gcells, *gmaps, *seen, *at, *nbr, *slot;
+  int *ids, *gcells, *gmaps, *seen, *at, *nbr, *slot; /* seen, at: made on first use */
+  unsigned char *atb; /* the fill by cells' places of a row's neighbours (at as bytes) */
   int *cstart, *list; /* a chunk of rows' cells (chunk_cells) */
   char *gaux;
   double *acc;
   int launches;
   long long made; /* cells' matrices computed (a cell in two threads' bands: twice) */
 } fill_scratch;
+
+/* A thread's plan of the fill by cells (cell-fill.c: scalar rows in double): each row's way,
+ * sufmin, the ring of W cells' places of entries, the matrices of a batch and of a row apart;
+ * the cells' front and end, the rows' front (q) in its chunk [qc, qn) of rows up to q1. */
+typedef struct cell_plan {
+  int W, B, front, end;
+  int *sufmin;         /* from each row position on: the least first cell of the rows by cells */
+  unsigned char *way;  /* per row position: by cells, apart (as a row), or no adds */
+  char *ring;          /* cell c's places at slot c mod W: its rows' first places in the values
+                        * (nb ints, -1: not this thread's row), then its entries' columns in
+                        * them (nb x nb bytes, 255: a constrained column) */
+  void *K;             /* B + maxdeg element matrices */
+  int q, qc, qn, q1;
+  const unsigned short *kept; /* the first pass's neighbours of the thread's rows (NULL: none) */
+  size_t kp;           /* the next row's there */
+} cell_plan;
 
 /* The most (cell, node) pairs a chunk of rows lists at once (a thread's, 4 bytes each): a
  * chunk scans the cells its rows span, about a layer of a box beyond its own, so longer
@@ -181,12 +206,38 @@ int chunk_cells(const pattern *P, int q0, int qend, int cap, int *cstart, int *l
  * once b is in); sorted when asked (insertion: rows are short). Returns their number. */
 int node_neighbours(const pattern *P, int a, const int *cells, int deg, int *seen, int *nbr,
                     int sorted);
-/* The first pass: rowptr (ndofs + 1). */
-int count_rows(const pattern *P, int *rowptr);
+/* The first pass: rowptr (ndofs + 1); with pattern_keep, each row's neighbours kept. */
+int count_rows(pattern *P, int *rowptr);
+/* Ask the first pass to keep each row's neighbours (2 bytes each) for the fill by cells. */
+int pattern_keep(pattern *P);
+/* Thread t of nt's kept neighbours, or NULL (none kept, or by another count of threads). */
+const unsigned short *pattern_kept(const pattern *P, int t, int nt);
 /* The second pass, writing cols (and with F vals) in place; *launches, *made: the fill's
  * (pattern-fill.c). */
 int fill_pattern(const pattern *P, const int *rowptr, int *cols, void *vals,
                  const host_fill *F, int *launches, long long *made);
+
+/* Row a of the second pass (fill_row: its columns, with F its values from its deg cells);
+ * next, nnext: the next row's cells to prefetch (NULL: none). */
+int fill_row(const pattern *P, const int *rowptr, int *cols, void *vals, const host_fill *F,
+             cell_window *w, int a, const int *cells, int deg, const int *next, int nnext,
+             fill_scratch *x);
+
+/* A thread's marks for node_neighbours, made on first use (NULL: out of memory). */
+int *fill_seen(const pattern *P, fill_scratch *x);
+/* Whether the fill of P's rows in double (dbl) or single goes by cells (cell-fill.c: scalar
+ * rows in double; FELAB_FILL_ROWS set: never), its rows' lengths allowing. */
+int fill_by_cells_wanted(const pattern *P, int dbl);
+
+/* The fill by cells (cell-fill.c), for scalar rows in double: thread rows [q0, q1)'s plan
+ * (its arrays but the ring and the matrices: cell_plan_alloc, cell_plan_bytes of them), then
+ * the fill. */
+int cell_plan_make(const host_fill *F, const pattern *P, int q0, int q1, cell_plan *c);
+size_t cell_plan_bytes(const host_fill *F, const pattern *P, const cell_plan *c);
+int cell_plan_alloc(const host_fill *F, const pattern *P, cell_plan *c);
+void cell_plan_free(cell_plan *c);
+int fill_by_cells(const pattern *P, const int *rowptr, int *cols, double *vals,
+                  const host_fill *F, cell_plan *c, int q0, int q1, fill_scratch *x);
 
 /* ---- the pattern and the fill on the device (pattern-device.c) ---- */
 
@@ -253,6 +304,9 @@ size_t window_bytes(const host_fill *F, const pattern *P, const cell_window *w);
 /* A row's deg cells' slots into x->slot, their matrices made (a failure: its code). */
 int window_row(const host_fill *F, const pattern *P, cell_window *w, const int *cells, int deg,
                fill_scratch *x);
+/* The element matrices of cells [c0, c0 + n) into slots x->ids of K (kslots of them),
+ * counted in x (a failure: its code). */
+int host_fill_cells(const host_fill *F, int c0, int n, fill_scratch *x, void *K, size_t kslots);
 /* Prefetch the matrices of a row's deg cells that the window holds. */
 void window_prefetch(const host_fill *F, const cell_window *w, const int *cells, int deg);
 

@@ -10,6 +10,10 @@
  * window outgrows the caches at large sizes, so while a row is summed the next row's
  * matrices are prefetched. A row whose cells do not fit the window (outliers, or a window
  * capped by FELAB_FILL_WINDOW) has them computed apart, gathered into one launch.
+ * Scalar rows in double go by cells instead (cell-fill.c: each cell's matrix added to its
+ * rows as soon as it is made, what the rows in flight need kept in a ring a quarter of the
+ * window's bytes), the same adds in the same order; this file's rows sum the rest (several
+ * components, single precision, rows of 255 columns or more, and the rows apart).
  * Elsewhere the device adds stored element matrices into the pattern (fe_assemble). */
 #include <omp.h>
 #include <stdlib.h>
@@ -50,44 +54,53 @@ static void add_cells_row(const pattern *P, const int *cells, int deg, const int
 /* add_cells_row for one component in double, nb nodes a cell (a constant where inlined):
  * every neighbour's place is a column or the spare slot (at[b] >= 0), so each entry is one
  * add, unrolled over the cell's nodes (measured: the generic loop's component loop and sign
- * tests cost more than the adds). The sums are the same adds in the same order. */
+ * tests cost more than the adds). The diagonal, which every cell adds to, is summed in a
+ * register (through acc each of its adds waited on the last one's store) and its adds to
+ * acc go to the spare slot. The sums are the same adds in the same order. */
 static inline void add_cells_scalar(const int *cn, int nb, const int *cells, int deg,
                                     const int *slot, const double *K, size_t kn, int a,
-                                    const int *at, double *acc)
+                                    const int *at, int spare, double *acc)
 {
+  double diag = 0;
   for (int i = 0; i < deg; i++) {
     const int *nodes = cn + (size_t)cells[i] * nb;
     int ba = 0;
     for (int b = 1; b < nb; b++) ba = nodes[b] == a ? b : ba;
     const double *Kd = K + (size_t)slot[i] * kn + (size_t)ba * nb;
-    for (int b = 0; b < nb; b++) acc[at[nodes[b]]] += Kd[b];
+    diag += Kd[ba];
+#pragma GCC unroll 8
+    for (int b = 0; b < nb; b++) acc[b == ba ? spare : at[nodes[b]]] += Kd[b];
   }
+  acc[at[a]] = diag;
 }
 
 /* Row (a, k)'s sums into acc: the scalar double forms of P1 tets and Q1 hexes inlined. */
 static void add_row(const pattern *P, const host_fill *F, const cell_window *w,
                     const int *cells, int deg, const int *slot, int a, int k, const int *at,
-                    double *acc)
+                    int spare, double *acc)
 {
   const int nb = P->V->elem.nbasis, *cn = P->V->cell_nodes;
   if (P->V->ncomp == 1 && F->dbl && nb == 4)
-    add_cells_scalar(cn, 4, cells, deg, slot, w->K, F->kn, a, at, acc);
+    add_cells_scalar(cn, 4, cells, deg, slot, w->K, F->kn, a, at, spare, acc);
   else if (P->V->ncomp == 1 && F->dbl && nb == 8)
-    add_cells_scalar(cn, 8, cells, deg, slot, w->K, F->kn, a, at, acc);
+    add_cells_scalar(cn, 8, cells, deg, slot, w->K, F->kn, a, at, spare, acc);
   else if (P->V->ncomp == 1 && F->dbl)
-    add_cells_scalar(cn, nb, cells, deg, slot, w->K, F->kn, a, at, acc);
+    add_cells_scalar(cn, nb, cells, deg, slot, w->K, F->kn, a, at, spare, acc);
   else add_cells_row(P, cells, deg, slot, w->K, F->kn, F->dbl, a, k, at, acc);
 }
 
 /* Row a (its deg cells) of the second pass into cols (and, with F, vals: each row the sum of
  * its cells' rows, in double, in the order of the cells); next, nnext: the next row's cells
  * (NULL: none to prefetch). Called by threads (a failure: its code). */
-static int fill_row(const pattern *P, const int *rowptr, int *cols, void *vals,
-                    const host_fill *F, cell_window *w, int a, const int *cells, int deg,
-                    const int *next, int nnext, fill_scratch *x)
+int fill_row(const pattern *P, const int *rowptr, int *cols, void *vals, const host_fill *F,
+             cell_window *w, int a, const int *cells, int deg, const int *next, int nnext,
+             fill_scratch *x)
 {
   const int nc = P->V->ncomp, spare = P->maxdeg * P->V->elem.nbasis * nc + nc;
-  const int m = node_neighbours(P, a, cells, deg, x->seen, x->nbr, 1);
+  int *seen = fill_seen(P, x);
+  if (!seen || (!x->at && !(x->at = malloc(sizeof(int) * ((size_t)P->V->nnodes + 1)))))
+    return FE_ERR_MEM;
+  const int m = node_neighbours(P, a, cells, deg, seen, x->nbr, 1);
   int rc = F && m ? window_row(F, P, w, cells, deg, x) : 0, len = 0, k0 = 0;
   if (rc) return rc;
   if (F && next) window_prefetch(F, w, next, nnext);
@@ -115,7 +128,7 @@ static int fill_row(const pattern *P, const int *rowptr, int *cols, void *vals,
       if (row != row0) memcpy(row, row0, sizeof(int) * (size_t)len); /* every free row alike */
       if (!F) continue;
       for (int i = 0; i < len; i++) acc[i] = 0;
-      add_row(P, F, w, cells, deg, x->slot, a, k, x->at, acc);
+      add_row(P, F, w, cells, deg, x->slot, a, k, x->at, spare, acc);
     }
     if (!F) continue;
     if (F->dbl) memcpy((double *)vals + r0, acc, sizeof(double) * (size_t)rl);
@@ -125,21 +138,28 @@ static int fill_row(const pattern *P, const int *rowptr, int *cols, void *vals,
   return 0;
 }
 
+int *fill_seen(const pattern *P, fill_scratch *x)
+{
+  const int nn = P->V->nnodes;
+  if (!x->seen && (x->seen = malloc(sizeof(int) * ((size_t)nn + 1))))
+    for (int a = 0; a < nn; a++) x->seen[a] = -1;
+  return x->seen;
+}
+
 static void scratch_free(fill_scratch *x)
 {
   free(x->ids), free(x->gcells), free(x->gmaps), free(x->seen), free(x->at), free(x->nbr);
+  free(x->atb);
   free(x->slot), free(x->gaux), free(x->acc), free(x->cstart), free(x->list);
 }
 
 /* A thread's scratch (0, or FE_ERR_MEM). */
 static int scratch_make(const pattern *P, const host_fill *F, fill_scratch *x)
 {
-  const int nn = P->V->nnodes, nb = P->V->elem.nbasis, nc = P->V->ncomp, d = P->maxdeg;
+  const int nb = P->V->elem.nbasis, nc = P->V->ncomp, d = P->maxdeg;
   const size_t most = (size_t)d * nb + 1, batch = F ? (size_t)F->batch : 0;
   const size_t cap = (size_t)chunk_cap(P);
   *x = (fill_scratch){0};
-  x->seen = malloc(sizeof(int) * ((size_t)nn + 1));
-  x->at = malloc(sizeof(int) * ((size_t)nn + 1));
   x->nbr = malloc(sizeof(int) * most);
   x->slot = malloc(sizeof(int) * ((size_t)d + 1));
   x->ids = malloc(sizeof(int) * (batch > (size_t)d ? batch : (size_t)d));
@@ -149,10 +169,9 @@ static int scratch_make(const pattern *P, const host_fill *F, fill_scratch *x)
   x->acc = malloc(sizeof(double) * (most + 1) * nc); /* a row and the spare slots past it */
   x->cstart = malloc(sizeof(int) * (cap / 4 + 2));
   x->list = malloc(sizeof(int) * cap);
-  if (!x->seen || !x->at || !x->nbr || !x->slot || !x->ids || !x->gcells || !x->gmaps ||
+  if (!x->nbr || !x->slot || !x->ids || !x->gcells || !x->gmaps ||
       !x->gaux || !x->acc || !x->cstart || !x->list)
     return FE_ERR_MEM;
-  for (int a = 0; a < nn; a++) x->seen[a] = -1;
   return 0;
 }
 
@@ -174,35 +193,61 @@ static int fill_range(const pattern *P, const int *rowptr, int *cols, void *vals
   return e;
 }
 
+/* Thread rows [a0, a1)'s fill: its window (or with by_cells its plan) made, their bytes over
+ * every thread checked at once, then the rows (a failure: its code; a failed check's: *fits). */
+static int fill_thread(const pattern *P, const int *rowptr, int *cols, void *vals,
+                       const host_fill *F, int by_cells, int a0, int a1, fill_scratch *x,
+                       size_t *windows, int *fits)
+{
+  cell_window w = {0};
+  cell_plan c = {0};
+  int e = scratch_make(P, F, x);
+  if (F) { /* the windows' matrices (or the plans' rings) made once all are known to fit */
+    if (by_cells && !e) e = cell_plan_make(F, P, a0, a1, &c);
+    else if (!by_cells) window_make(F, P, a0, a1, &w);
+    const size_t bytes = by_cells ? cell_plan_bytes(F, P, &c) : window_bytes(F, P, &w);
+#pragma omp atomic update
+    *windows += bytes;
+#pragma omp barrier
+#pragma omp single
+    *fits = fe_memory_check(*windows, "assemble: the fill's element matrices, a window of cells "
+                            "on each of %d threads", omp_get_num_threads());
+    if (*fits) e = e ? e : *fits;
+    else if (!e && by_cells) e = cell_plan_alloc(F, P, &c);
+    else if (!e && !(w.K = malloc(bytes))) e = FE_ERR_MEM;
+  }
+  if (!e && by_cells) e = fill_by_cells(P, rowptr, cols, vals, F, &c, a0, a1, x);
+  else if (!e) e = fill_range(P, rowptr, cols, vals, F, &w, a0, a1, x);
+  free(w.K);
+  cell_plan_free(&c);
+  return e;
+}
+
+int fill_by_cells_wanted(const pattern *P, int dbl)
+{
+  const char *rows = getenv("FELAB_FILL_ROWS"); /* the rows' fill (tests compare the two) */
+  return dbl && P->V->ncomp == 1 && !(rows && *rows);
+}
+
 int fill_pattern(const pattern *P, const int *rowptr, int *cols, void *vals,
                  const host_fill *F, int *launches, long long *made)
 {
   int rc = 0, nl = 0, fits = 0;
   long long nm = 0;
   size_t windows = 0; /* the threads' windows' bytes */
+  /* scalar rows in double of at most 254 columns (a column's place in its row is a byte):
+   * by cells */
+  int by_cells = F && fill_by_cells_wanted(P, F->dbl);
+  for (int i = 0; by_cells && i < P->V->ndofs; i++) by_cells = rowptr[i + 1] - rowptr[i] < 255;
 #pragma omp parallel reduction(max : rc) reduction(+ : nl, nm)
   {
     int a0, a1;
     node_range(P, omp_get_thread_num(), omp_get_num_threads(), &a0, &a1);
     fill_scratch x;
-    cell_window w = {0};
-    int e = scratch_make(P, F, &x);
-    if (F) { /* the windows' matrices made once all of them are known to fit */
-      window_make(F, P, a0, a1, &w);
-#pragma omp atomic update
-      windows += window_bytes(F, P, &w);
-#pragma omp barrier
-#pragma omp single
-      fits = fe_memory_check(windows, "assemble: the fill's element matrices, a window of cells "
-                             "on each of %d threads", omp_get_num_threads());
-      if (fits) e = e ? e : fits;
-      else if (!e && !(w.K = malloc(window_bytes(F, P, &w)))) e = FE_ERR_MEM;
-    }
-    if (!e) e = fill_range(P, rowptr, cols, vals, F, &w, a0, a1, &x);
-    rc = e; /* the private copy of the reduction (which starts at INT_MIN) */
+    /* the private copy of the reduction (which starts at INT_MIN) */
+    rc = fill_thread(P, rowptr, cols, vals, F, by_cells, a0, a1, &x, &windows, &fits);
     nl += x.launches;
     nm += x.made;
-    free(w.K);
     scratch_free(&x);
   }
   if (fits) return fe_error_push(fits, __FILE__, __LINE__, __func__); /* the check's message */

@@ -36,6 +36,8 @@ void pattern_free(pattern *P)
   free(P->out);
   free(P->ostart);
   free(P->olist);
+  for (int t = 0; P->kept && t < P->nkept; t++) free(P->kept[t]);
+  free(P->kept), free(P->kept_len), free(P->kept_cap);
 }
 
 /* Thread t of nt's range of cells: the lowest and highest nodes they hold into *l, *h. */
@@ -75,16 +77,17 @@ int node_spans(pattern *P)
     int l, h, *my = NULL, stop;
     cells_nodes_range(V, c0, c1, &l, &h);
     const size_t n = h >= l ? (size_t)(h - l) + 1 : 0;
-    if (n && !(my = calloc(3 * n, sizeof(int)))) { /* counts, firsts, lasts */
+    if (n && !(my = calloc(3 * n, sizeof(int)))) { /* a node's count, first, last side by
+                                                  * side: one line a (cell, node) pair */
 #pragma omp atomic write
       failed = 1;
     }
     for (int c = c0; my && c < c1; c++)
       for (int b = 0; b < nb; b++) {
-        const int v = cn[(size_t)c * nb + b] - l;
-        if (!my[v]) my[n + v] = c;
-        my[v]++;
-        my[2 * n + v] = c;
+        int *v = my + 3 * (size_t)(cn[(size_t)c * nb + b] - l);
+        if (!v[0]) v[1] = c;
+        v[0]++;
+        v[2] = c;
       }
     cnt[t] = my;
     lo[t] = l;
@@ -97,11 +100,12 @@ int node_spans(pattern *P)
       for (int a = 0; a < nn; a++) {
         int s = 0, f = -1, g = -1, fr = 0;
         for (int u = 0; u < nt; u++) {
-          const size_t m = (size_t)(hi[u] - lo[u]) + 1, i = (size_t)(a - lo[u]);
-          if (a < lo[u] || a > hi[u] || !cnt[u][i]) continue;
-          s += cnt[u][i];
-          f = f < 0 ? cnt[u][m + i] : f;
-          g = cnt[u][2 * m + i];
+          if (a < lo[u] || a > hi[u]) continue;
+          const int *v = cnt[u] + 3 * (size_t)(a - lo[u]);
+          if (!v[0]) continue;
+          s += v[0];
+          f = f < 0 ? v[1] : f;
+          g = v[2];
         }
         for (int k = 0; k < nc; k++) fr += !P->fixed[a * nc + k];
         P->start[a + 1] = s;
@@ -377,10 +381,58 @@ int chunk_cap(const pattern *P)
   return P->maxdeg > CHUNK_CELLS ? P->maxdeg : CHUNK_CELLS;
 }
 
+/* Thread t's kept neighbours, row a's appended: its count and each one less a, offset by
+ * 32768 (a constrained row: none; KEPT_NONE where they do not fit: made again). 0, or 1 out of
+ * memory. */
+static int keep_row(pattern *P, int t, int a, const int *nbr, int m)
+{
+  if (P->kept_len[t] + (size_t)m + 1 > P->kept_cap[t]) return 1; /* past keep_bound's */
+  unsigned short *k = P->kept[t] + P->kept_len[t];
+  int fits = m < KEPT_NONE;
+  for (int j = 0; j < m; j++) fits &= nbr[j] - a >= -32768 && nbr[j] - a <= 32767;
+  k[0] = P->fixed[a] ? 0 : fits ? (unsigned short)m : KEPT_NONE;
+  for (int j = 0; k[0] && k[0] != KEPT_NONE && j < m; j++)
+    k[j + 1] = (unsigned short)(nbr[j] - a + 32768);
+  P->kept_len[t] += 1 + (k[0] == KEPT_NONE ? 0 : k[0]);
+  return 0;
+}
+
+/* Thread t's kept neighbours of rows [q0, q1) allocated at their bound, a row's cells' nodes
+ * (only the pages written become memory; growing them as they filled held about twice as
+ * much). 0, or 1 out of memory. */
+static int keep_bound(pattern *P, int t, int q0, int q1)
+{
+  const int nb = P->V->elem.nbasis;
+  size_t n = 0;
+  for (int p = q0; p < q1; p++) {
+    const int a = P->order ? P->order[p] : p;
+    n += 2 + (size_t)(P->start[a + 1] - P->start[a]) * (size_t)nb;
+  }
+  P->kept[t] = malloc(sizeof(unsigned short) * n);
+  P->kept_cap[t] = n;
+  return !P->kept[t];
+}
+
+int pattern_keep(pattern *P)
+{
+  const int most = omp_get_max_threads();
+  P->kept = calloc((size_t)most, sizeof *P->kept);
+  P->kept_len = calloc((size_t)most, sizeof *P->kept_len);
+  P->kept_cap = calloc((size_t)most, sizeof *P->kept_cap);
+  P->nkept = most;
+  FE_ASSERT(P->kept && P->kept_len && P->kept_cap, FE_ERR_MEM, "out of host memory");
+  return 0;
+}
+
+const unsigned short *pattern_kept(const pattern *P, int t, int nt)
+{
+  return P->kept && nt == P->nkept_threads && t < P->nkept ? P->kept[t] : NULL;
+}
+
 /* The first pass: rowptr (ndofs + 1) from each node's free neighbour dofs (a constrained
  * row: 1), each thread its range of rows chunk by chunk (a node's count kept at its first
  * dof's place until the prefix). */
-int count_rows(const pattern *P, int *rowptr)
+int count_rows(pattern *P, int *rowptr)
 {
   const fe_space *V = P->V;
   const int nn = V->nnodes, nc = V->ncomp, nd = V->ndofs, nb = V->elem.nbasis;
@@ -394,17 +446,21 @@ int count_rows(const pattern *P, int *rowptr)
     int *list = malloc(sizeof(int) * (size_t)cap);
     int q0, q1;
     node_range(P, omp_get_thread_num(), omp_get_num_threads(), &q0, &q1);
+#pragma omp single
+    P->nkept_threads = omp_get_num_threads();
     if (!seen || !nbr || !cstart || !list) failed = 1;
+    if (!failed && P->kept) failed = keep_bound(P, omp_get_thread_num(), q0, q1);
     for (int a = 0; !failed && a < nn; a++) seen[a] = -1;
     for (int q = q0, qn; !failed && q < q1; q = qn) {
       qn = chunk_cells(P, q, q1, cap, cstart, list);
-      for (int p = q; p < qn; p++) {
+      for (int p = q; !failed && p < qn; p++) {
         const int a = P->order ? P->order[p] : p, i = p - q;
         const int m = node_neighbours(P, a, list + cstart[i], cstart[i + 1] - cstart[i], seen,
-                                      nbr, 0);
+                                      nbr, P->kept != NULL);
         int c = 0;
         for (int j = 0; j < m; j++) c += P->nfree[nbr[j]];
         rowptr[a * nc] = c;
+        if (P->kept) failed = keep_row(P, omp_get_thread_num(), a, nbr, m);
       }
     }
     free(seen), free(nbr), free(cstart), free(list);

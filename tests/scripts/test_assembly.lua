@@ -11,6 +11,37 @@
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, expect_error = T.check, T.expect_error
 if arg[1] == "small-window" then print("-- again with FELAB_FILL_WINDOW=64") end
+
+-- the child of the fills' comparison: each case's matrix (its row pointers, columns and
+-- values' bits) as one number, a line a case
+if arg[1] == "bits" then
+  local function hash(M)
+    local x, h = M:get(), 0
+    local parts = {}
+    for _, k in ipairs({"rowptr", "cols"}) do
+      for i = 1, #x[k] do parts[#parts + 1] = string.pack("<i4", x[k][i]) end
+    end
+    for i = 1, #x.vals do parts[#parts + 1] = string.pack("<d", x.vals[i]) end
+    local s = table.concat(parts)
+    for i = 1, #s do h = ((h ~ s:byte(i)) * 1099511628211) & 0xffffffffffffff end
+    return h
+  end
+  local tets = mesh.box{cells = {9, 8, 7}, cell = "tet", distort = 0.2}
+  local moved = mesh.box{cells = {8, 9, 7}, cell = "tet", distort = 0.1}
+  moved:reorder("hilbert")
+  local hexes = mesh.box{cells = {6, 7, 5}, cell = "hex", distort = 0.2}
+  local far = mesh.box{cells = {40, 36, 34}, cell = "tet", distort = 0.1} -- 53k nodes: some
+  far:reorder("hilbert") -- rows' neighbours 2^15 ids apart or more (not kept: made again)
+  for _, c in ipairs({{"P1", tets, "P1", "all"}, {"P2", tets, "P2", nil},
+                      {"P1 far", far, "P1", {"xmin", "zmax"}},
+                      {"P1 hilbert", moved, "P1", {"xmin"}}, {"P2 hilbert", moved, "P2", "all"},
+                      {"Q1", hexes, "Q1", "all"}, {"Q2", hexes, "Q2", {"ymax"}}}) do
+    local A = fe.operator(fe.space(c[2], c[3]), physics.poisson{kappa = "1 + x[0]", source = 1},
+                          {dirichlet = c[4]})
+    print(("%s %d"):format(c[1], hash(A:assemble{backend = "cpu"})))
+  end
+  return
+end
 if arg[1] == "outliers" then print("-- again with FELAB_PATTERN_FIT=16") end
 
 -- M w for a fixed w, for each fill
@@ -101,6 +132,22 @@ if arg[1] ~= "outliers" then
     local cmd = run:format(arg[i], arg[0])
     check(os.execute(cmd), "the run failed: %s", cmd)
   end
+end
+
+-- scalar rows in double are filled by cells (cell-fill.c), the rest by rows: the two give the
+-- same matrices bit for bit (FELAB_FILL_ROWS=1: by rows; both in children, 1 and 3 threads)
+if arg[1] == nil then
+  local i = 0
+  while arg[i - 1] do i = i - 1 end
+  local function child(env)
+    local p = check(io.popen(("%s '%s' '%s' bits 2>&1"):format(env, arg[i], arg[0])))
+    local out = p:read("a")
+    check(p:close() and out:find("Q2 %d"), "the child (%s) failed:\n%s", env, out)
+    return out
+  end
+  local cells, rows = child("OMP_NUM_THREADS=3"), child("FELAB_FILL_ROWS=1 OMP_NUM_THREADS=1")
+  check(cells == rows, "the fill by cells differs from the fill by rows:\n%s\n%s", cells, rows)
+  print("the fill by cells = the fill by rows, bit for bit (P1, P2, Q1, Q2, reordered meshes)")
 end
 
 -- where the host's fill cannot run, the rows are summed on the device from stored element
