@@ -347,6 +347,15 @@ static int sumfact_configure(fe_realization *r, const void *opts)
    * color; the E-vector needs no colors */
   r->colored = r->be->info.items_in_order && !d->nodesum;
   r->qd_cells_fastest = 1; /* folded words: a group's cells side by side, as its items read them */
+  /* and where the cells are SIMD lanes (the cpu), a group's words one range in the order its
+   * column walk reads them, a point's words side by side: in word planes a point's words
+   * lay a plane apart and the walk's steps Q1 x Q1 points (at Q7 in double 4 KB, the same
+   * sets of the L1, 48 pages a column); GPUs keep the planes, whose items read a word
+   * across the group at once (docs/kernels.md) */
+  const int dim = A->V->elem.dim;
+  r->qd_column = r->be->info.cells_in_lanes
+                     ? (dim == 3 ? points_per_direction(&A->quad[FE_ACTION_APPLY], dim) : 1)
+                     : 0;
   return 0;
 }
 
