@@ -110,7 +110,8 @@ void fe_qdata_defines(fe_strbuf *b, const fe_physics *p, int dim, int cells_fast
                       "#define QD_SYM %d\n#define QD_CELLS_FASTEST %d\n"
                       "#define QD_COLUMN %d /* 0: word planes; else a group's words in its column "
                       "walk's order */\n",
-                   L.words, L.b00, L.b01, L.b10, L.b11, L.sym, cells_fastest, cells_fastest ? column : 0);
+                   L.words, L.b00, L.b01, L.b10, L.b11, L.sym, cells_fastest,
+                   cells_fastest ? column : 0);
 }
 
 size_t fe_qdata_plane(const fe_realization *r)

@@ -153,7 +153,8 @@ typedef struct fe_report {
   char bound[16];           /* the ceiling that binds: "dram", "shared", "fma", ... */
   /* the model's inputs besides flops and bytes (fe_work), and its answer per ceiling */
   double l2_bytes, shared_bytes, nonfma, atomics, constant, vec_flops, indexed, indexed_first;
-  double factor_lanes, factor_gathers, rows, phase_bytes, phase_l2_bytes, array_bytes, operand_bytes;
+  double factor_lanes, factor_gathers, rows, phase_bytes, phase_l2_bytes, array_bytes;
+  double operand_bytes;
   int pq_added;             /* an apply: it added (w, J w) into CG's parts (fe_action_opts.pq) */
   /* a space split over mpirun's ranks: the shared nodes' exchange with the neighbours after
    * the integration (engine/parallel/dist.c): bytes sent, messages sent, seconds (its host
