@@ -183,7 +183,7 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
                    n.jacobian, n.need_u, n.need_x, n.has_f0);
   fe_strbuf_printf(&b, "#define FE_DIAGONAL %d\n#define FE_DENSE %d\n", s->action == FE_ACTION_DIAGONAL,
                    s->dense);
-  if (s->folded) fe_qdata_defines(&b, p, dim, s->qd_cells_fastest);
+  if (s->folded) fe_qdata_defines(&b, p, dim, s->qd_cells_fastest, s->qd_column);
   if (s->defines) fe_strbuf_append(&b, s->defines);
   fe_strbuf_printf(&b, "#define NAUX %d /* per-cell constants a[] */\n", p->naux);
   fe_strbuf_printf(&b, "#define NK %d /* named constants k[] */\n", p->nconst);

@@ -27,6 +27,8 @@ typedef struct fe_kernel_spec {
   int folded;      /* 1: the Jacobian action reads folded per-point data (engine/operator/qdata.h) */
   int qd_cells_fastest; /* folded: a group's cells side by side at each point (else a cell's
                          * points side by side) */
+  int qd_column;        /* folded, where not 0: a group's words in the order of its column
+                         * walk (columns of qd_column points), a point's words side by side */
   const char *template_name; /* engine/kernels/<name>.knl, after common.knl */
   const char *defines;       /* the strategy's own #defines (NULL: none) */
   const char *tables;        /* the strategy's own tables, after the preamble (NULL: none) */

@@ -70,6 +70,7 @@ void fe_realization_action_spec(const fe_realization *r, fe_action a, fe_kernel_
   fe_realization_spec(r, a, s);
   s->folded = r->folded && a == FE_ACTION_APPLY;
   s->qd_cells_fastest = r->qd_cells_fastest;
+  s->qd_column = r->qd_column;
 }
 
 /* A new buffer of `bytes`, written by fill(ctx, out): in place where the backend's memory is

@@ -99,7 +99,7 @@ double fe_qdata_apply_flops(const fe_qdata_layout *L)
   return f;
 }
 
-void fe_qdata_defines(fe_strbuf *b, const fe_physics *p, int dim, int cells_fastest)
+void fe_qdata_defines(fe_strbuf *b, const fe_physics *p, int dim, int cells_fastest, int column)
 {
   fe_qdata_layout L;
   char why[160];
@@ -107,8 +107,11 @@ void fe_qdata_defines(fe_strbuf *b, const fe_physics *p, int dim, int cells_fast
   fe_strbuf_printf(b, "#define QDATA 1 /* the action reads folded per-point data */\n"
                       "#define QD_WORDS %d /* words a point */\n"
                       "#define QD_B00 %d\n#define QD_B01 %d\n#define QD_B10 %d\n#define QD_B11 %d\n"
-                      "#define QD_SYM %d\n#define QD_CELLS_FASTEST %d\n",
-                   L.words, L.b00, L.b01, L.b10, L.b11, L.sym, cells_fastest);
+                      "#define QD_SYM %d\n#define QD_CELLS_FASTEST %d\n"
+                      "#define QD_COLUMN %d /* 0: word planes; else a group's words in its column "
+                      "walk's order */\n",
+                   L.words, L.b00, L.b01, L.b10, L.b11, L.sym, cells_fastest,
+                   cells_fastest ? column : 0);
 }
 
 size_t fe_qdata_plane(const fe_realization *r)
@@ -188,6 +191,7 @@ static int setup_kernel(fe_realization *r)
   s.dense = 0;
   s.folded = 1;
   s.qd_cells_fastest = r->qd_cells_fastest;
+  s.qd_column = r->qd_column;
   char items[48];
   snprintf(items, sizeof items, "#define QD_ITEMS %d /* points a group */\n", QD_ITEMS);
   s.defines = items;

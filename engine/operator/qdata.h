@@ -54,8 +54,11 @@ void fe_qdata_describe(const fe_physics *p, int dim, char *buf, size_t n);
 /* Flops of one fe_qd_apply (common.knl) at a point. */
 double fe_qdata_apply_flops(const fe_qdata_layout *L);
 
-/* The #defines of a folded kernel (QDATA, QD_*), appended to b. */
-void fe_qdata_defines(struct fe_strbuf *b, const fe_physics *p, int dim, int cells_fastest);
+/* The #defines of a folded kernel (QDATA, QD_*), appended to b: the layout of the words,
+ * cells_fastest (a group's cells side by side at each point) and column (not 0: a group's
+ * words in the order of a column walk of `column` points, a point's words side by side). */
+void fe_qdata_defines(struct fe_strbuf *b, const fe_physics *p, int dim, int cells_fastest,
+                      int column);
 
 /* Build (or, after a named constant changed, rebuild) r's folded data for its stored order
  * r->perm: compiles the setup kernel once, then runs it chunk by chunk. */

@@ -139,7 +139,10 @@ struct fe_realization {
                           * (fe_geometry_shared) */
   int folded;            /* the apply reads qdata, its per-point data made once (engine/operator/qdata.h) */
   int qd_cells_fastest;  /* qdata's layout: a group's cells side by side at each point */
-  fe_buffer qdata;       /* folded words, structure-of-arrays (fe_qdata_plane apart) */
+  int qd_column;         /* and, where not 0, a group's words in its column walk's order, a
+                          * point's words side by side (the points of a column: the cpu's
+                          * sumfact); else word planes fe_qdata_plane apart */
+  fe_buffer qdata;       /* folded words (fe_qdata_plane a word) */
   unsigned qdata_version; /* the physics' const_version it was made with */
   int qdata_built;
   fe_module *qmodule;    /* the setup kernel fe_qdata (engine/codegen/kernels/qdata.knl) */

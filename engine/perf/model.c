@@ -335,9 +335,11 @@ static double model_overlap(const model_rates *m, fe_report *rep, double fill, d
   if (!c->gpu) {
     /* the cpu: a thread runs a group's phases one after another, each bound by issuing its
      * instructions, so the multiply-adds, the divisions and the indexed loops add up;
-     * memory streams beside them (its prefetchers run ahead of the loops) */
+     * memory streams beside them (its prefetchers run ahead of the loops), but for the bytes
+     * a phase of their own reads: from memory, or from L2 where asked for there ahead */
     double issue = t[FE_CEIL_FMA] + t[FE_CEIL_NONFMA] + t[FE_CEIL_INDEXED] +
-                   model_stream_seconds(m, rep->phase_bytes);
+                   model_stream_seconds(m, rep->phase_bytes) +
+                   (c->l2_gbytes > 0 ? rep->phase_l2_bytes / (c->l2_gbytes * 1e9) : 0);
     if (issue > on) {
       on = issue;
       *pipe = FE_CEIL_FMA;

@@ -65,6 +65,7 @@ void fe_report_work(fe_report *rep, const fe_work *w)
   rep->factor_gathers = w->factor_gathers;
   rep->rows = w->rows;
   rep->phase_bytes = w->phase_bytes;
+  rep->phase_l2_bytes = w->phase_l2_bytes;
   rep->array_bytes = w->array_bytes;
   rep->operand_bytes = w->operand_bytes;
   rep->l1_wavefronts = w->l1_wavefronts;
@@ -87,7 +88,8 @@ void fe_report_scale(fe_report *r, double f)
 {
   double *v[] = {&r->flops, &r->bytes, &r->l2_bytes, &r->shared_bytes, &r->nonfma, &r->atomics,
                  &r->constant, &r->vec_flops, &r->indexed, &r->indexed_first, &r->factor_lanes,
-                 &r->factor_gathers, &r->phase_bytes, &r->operand_bytes, &r->l1_wavefronts,
+                 &r->factor_gathers, &r->phase_bytes, &r->phase_l2_bytes, &r->operand_bytes,
+                 &r->l1_wavefronts,
                  &r->table_wavefronts, &r->inflight_flops, &r->loop_trips};
   for (size_t i = 0; i < sizeof v / sizeof *v; i++) *v[i] *= f;
   for (int k = 0; k <= FE_L1_LINES; k++) r->l1_lines[k] *= f, r->table_lines[k] *= f;

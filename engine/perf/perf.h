@@ -67,8 +67,10 @@ typedef struct fe_work {
   /* the cpu: of bytes, those a thread reads in a phase of their own between its loops (a
    * folded apply's per-point words, read in the quadrature phase): they add to the loops'
    * time at the DRAM rate instead of streaming beside them (as measured on a folded Q3 apply:
-   * docs/model.md) */
-  double phase_bytes;
+   * docs/model.md); and phase_l2_bytes, those a thread asked for ahead into L2 (a group
+   * before) and reads in such a phase: they add at the L2 rate (sumfact's folded words on
+   * the cpu, docs/model.md) */
+  double phase_bytes, phase_l2_bytes;
   /* the cpu: the bytes of a group's arrays that one of its loops sweeps, in and out (its
    * cells in the lanes; 0: not said), and the bytes those loops read, a word a multiply-add:
    * from L1 where the arrays fit it, else from L2 at the calibrated L2 rate, beside the
@@ -151,7 +153,8 @@ typedef struct fe_report {
   char bound[16];           /* the ceiling that binds: "dram", "shared", "fma", ... */
   /* the model's inputs besides flops and bytes (fe_work), and its answer per ceiling */
   double l2_bytes, shared_bytes, nonfma, atomics, constant, vec_flops, indexed, indexed_first;
-  double factor_lanes, factor_gathers, rows, phase_bytes, array_bytes, operand_bytes;
+  double factor_lanes, factor_gathers, rows, phase_bytes, phase_l2_bytes, array_bytes;
+  double operand_bytes;
   int pq_added;             /* an apply: it added (w, J w) into CG's parts (fe_action_opts.pq) */
   /* a space split over mpirun's ranks: the shared nodes' exchange with the neighbours after
    * the integration (engine/parallel/dist.c): bytes sent, messages sent, seconds (its host

@@ -141,9 +141,11 @@ static int default_block(const fe_operator *A, const fe_backend *be, fe_precisio
   return block;
 }
 
-/* The counts of action a on the whole mesh. */
+/* The counts of action a on the whole mesh; ahead: the folded words are asked for a group
+ * ahead through its phases (the cpu's column layout, r->qd_column). */
 static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a, int vertices,
-                           int shared, int nodesum, int block, int gpu, int folded, fe_work *wk)
+                           int shared, int nodesum, int block, int gpu, int folded, int ahead,
+                           fe_work *wk)
 {
   const fe_space *V = A->V;
   folded = folded && a == FE_ACTION_APPLY;
@@ -163,7 +165,11 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
                : vertices ? V->mesh->nvertices * 3 * w : fe_geometry_bytes(&s);
   wk->bytes = fe_codegen_common_bytes(&s, A->ndir) + ncells * V->elem.nbasis * 4.0 + geo +
               (sh.need_x ? V->nnodes * 3 * w : 0);
-  wk->phase_bytes = folded ? geo : 0; /* read in the quadrature phase alone (the cpu) */
+  /* the cpu: read in the quadrature phase alone, from memory; or asked for ahead into L2 (a
+   * third in each of three phases of the group before: they stream in beside the loops) and
+   * read from there */
+  wk->phase_bytes = folded && !ahead ? geo : 0;
+  wk->phase_l2_bytes = folded && ahead ? geo : 0;
   /* the cpu: a group's cells are the lanes of its contractions, each multiply-add reading
    * its operand's word from the group's arrays (the model: from L2 where they outgrow L1) */
   if (!gpu && block > 0) {
@@ -233,7 +239,7 @@ static double predict_apply(const fe_operator *A, fe_backend *be, fe_precision p
 {
   fe_work w = {0};
   sumfact_counts(A, prec, FE_ACTION_APPLY, vertices, shared, 0, default_block(A, be, prec),
-                 be->info.is_gpu, 0, &w);
+                 be->info.is_gpu, 0, 0, &w);
   return fe_predict_seconds(be, prec, &w);
 }
 
@@ -347,6 +353,15 @@ static int sumfact_configure(fe_realization *r, const void *opts)
    * color; the E-vector needs no colors */
   r->colored = r->be->info.items_in_order && !d->nodesum;
   r->qd_cells_fastest = 1; /* folded words: a group's cells side by side, as its items read them */
+  /* and where the cells are SIMD lanes (the cpu), a group's words one range in the order its
+   * column walk reads them, a point's words side by side: in word planes a point's words
+   * lay a plane apart and the walk's steps Q1 x Q1 points (at Q7 in double 4 KB, the same
+   * sets of the L1, 48 pages a column); GPUs keep the planes, whose items read a word
+   * across the group at once (docs/kernels.md) */
+  const int dim = A->V->elem.dim;
+  r->qd_column = r->be->info.cells_in_lanes
+                     ? (dim == 3 ? points_per_direction(&A->quad[FE_ACTION_APPLY], dim) : 1)
+                     : 0;
   return 0;
 }
 
@@ -635,7 +650,7 @@ static void sumfact_count(const fe_realization *r, fe_action a, fe_work *w)
 {
   const sumfact_data *d = r->data;
   sumfact_counts(r->A, r->prec, a, d->vertices, r->geo_shared, d->nodesum, r->block,
-                 r->be->info.is_gpu, r->folded, w);
+                 r->be->info.is_gpu, r->folded, r->qd_column > 0, w);
   w->group_items = (int)group_size(r, a);
 }
 
@@ -646,9 +661,10 @@ static void sumfact_estimate(const fe_operator *A, const fe_backend *be, fe_prec
   int block = default_block(A, be, prec), folded = 0;
   int shared = fe_geometry_shared(A, FE_GEOMETRY_AUTO);
   if (fe_qdata_folds(A, FE_FOLD_AUTO, &folded)) fe_error_clear();
-  sumfact_counts(A, prec, a, 0, shared, 0, block, be->info.is_gpu, folded, w);
+  sumfact_counts(A, prec, a, 0, shared, 0, block, be->info.is_gpu, folded,
+                 be->info.cells_in_lanes, w);
   if (A->V->curved || shared || (folded && a == FE_ACTION_APPLY)) return; /* stored sets stay */
-  sumfact_counts(A, prec, a, 1, 0, 0, block, be->info.is_gpu, 0, &w2);
+  sumfact_counts(A, prec, a, 1, 0, 0, block, be->info.is_gpu, 0, 0, &w2);
   if (w2.bytes < w->bytes) *w = w2; /* the cheaper geometry by the bytes that bind them */
 }
 
