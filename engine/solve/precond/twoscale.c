@@ -61,7 +61,7 @@ typedef struct twoscale {
   unsigned char *con;    /* constrained fine nodes */
   fe_node_cells adj;     /* the cells at each node (setup only) */
   int fine_done;         /* the fine scale's setup has run (during the coarse scale's) */
-  int maps_done;         /* the coarse scale's maps are made */
+  int maps_done, beside; /* the coarse maps made; the cycle beside the fine kernel (setup's) */
   fe_module *mod;        /* both scales' kernels and the constrained rows' */
   fe_kernel *rows;
   /* fine scale */
@@ -735,6 +735,9 @@ static int twoscale_setup(fe_precond *P)
   double t3 = fe_clock();
   if (ts->fine && !ts->fine_done) FE_CHECK(fine_setup(P));
   fe_node_cells_free(&ts->adj); /* setup only */
+  const char *e = getenv("FELAB_TWOSCALE_SIDE"); /* the coarse cycle on a side queue (cuda) */
+  ts->beside = ts->coarse && ts->fine && ts->on_device && ts->be->ops->side && !ts->ghost &&
+               !ts->V1->dist && !(e && !strcmp(e, "0"));
   if (P->o.verbose)
     printf("twoscale setup: pencils and kernels %.3f s, cells at the nodes %.3f s, coarse "
            "scale (the fine scale's made during hypre's setup) %.3f s, then %.3f s\n", t1 - t0,
@@ -760,10 +763,7 @@ static int twoscale_apply(fe_precond *P, const fe_vector *r, fe_vector *z)
 {
   twoscale *ts = P->impl;
   const fe_space *V = P->A->V;
-  /* the coarse cycle beside the fine kernel where the backend has a side queue (cuda) */
-  const char *e = getenv("FELAB_TWOSCALE_SIDE");
-  int beside = ts->coarse && ts->fine && ts->on_device && ts->be->ops->side && !ts->ghost &&
-               !ts->V1->dist && !(e && !strcmp(e, "0"));
+  const int beside = ts->beside;
   if (ts->coarse) FE_CHECK(coarse_restrict(ts, V, r));
   if (beside) FE_CHECK(coarse_cycle_beside(ts));
   if (ts->fine && ts->ghost) {
