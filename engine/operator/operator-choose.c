@@ -314,13 +314,16 @@ int fe_operator_strategy_info(fe_operator *A, const fe_action_opts *o, fe_strate
   fe_backend *be;
   fe_precision prec;
   FE_CHECK(fe_operator_resolve(o, &be, &prec));
-  const fe_strategy *pick;
-  char why[160];
+  const fe_strategy *pick = NULL;
+  char why[160] = "", reason[256];
+  int any = 0; /* where none applies there is no default, and each strategy's why says why */
+  for (int i = 0; i < NSTRATEGIES && !any; i++)
+    any = strategy_applies(strategy_list[i], A, be, prec, reason, sizeof reason);
   fe_action_opts plain;
   fe_action_opts_default(&plain);
   plain.backend = o ? o->backend : NULL;
   plain.precision = (int)prec;
-  FE_CHECK(fe_operator_pick_strategy(A, &plain, be, prec, &pick, why, sizeof why));
+  if (any) FE_CHECK(fe_operator_pick_strategy(A, &plain, be, prec, &pick, why, sizeof why));
   *n = 0;
   for (int i = 0; i < NSTRATEGIES && *n < max; i++) {
     const fe_strategy *st = strategy_list[i];
