@@ -13,7 +13,8 @@
 
 static const char *const matrix_keys[] = {"at", "strategy", "variant", "backend", "precision",
                                           "block", "lanes", "scatter", "format", "chunk",
-                                          "sigma", "geometry", "pattern", NULL};
+                                          "sigma", "geometry", "pattern", "deltas", "zeros",
+                                          NULL};
 
 /* The index of the string opts[key] in names[n] into *v (absent: kept), or an error saying
  * what it must be. */
@@ -50,6 +51,16 @@ static void read_layout_opts(lua_State *L, int t, const char *fname, fe_matrix_o
              "memory)", &o->pattern);
   opt_choice(L, t, fname, "format", formats, 4, "\"csr\", \"sell\" (SELL-C-sigma) or "
              "\"cusparse\" (cuSPARSE's product, cuda)", &o->format);
+  static const char *const zeros[] = {NULL, "drop", "keep"}; /* FE_SELL_ON, _OFF */
+  opt_choice(L, t, fname, "zeros", zeros, 3, "\"drop\" or \"keep\" (format \"sell\": the "
+             "values of exactly zero left out of its copy or kept)", &o->drop_zeros);
+  if (lua_getfield(L, t, "deltas") != LUA_TNIL) {
+    if (!lua_isboolean(L, -1))
+      luaL_error(L, "%s: deltas must be a boolean (format \"sell\": the columns as 16-bit "
+                 "differences where they fit), got %s", fname, felab_kind_of(L, -1));
+    o->deltas = lua_toboolean(L, -1) ? FE_SELL_ON : FE_SELL_OFF;
+  }
+  lua_pop(L, 1);
   const char *what[2] = {"chunk", "sigma"};
   int *dst[2] = {&o->chunk, &o->sigma}, hi[2] = {1024, INT_MAX};
   for (int i = 0; i < 2; i++) {
@@ -120,9 +131,9 @@ int felab_op_element_matrices(lua_State *L)
   const fe_vector *at;
   const char *strategy, *variant;
   read_matrix_opts(L, 2, fname, &o, &mo, &at, &strategy, &variant);
-  if (mo.format || mo.chunk || mo.sigma || mo.pattern)
-    return luaL_error(L, "%s: format, chunk, sigma and pattern are A:assemble's options (the "
-                      "assembled matrix's pattern and its product's layout)", fname);
+  if (mo.format || mo.chunk || mo.sigma || mo.pattern || mo.deltas || mo.drop_zeros)
+    return luaL_error(L, "%s: format, chunk, sigma, deltas, zeros and pattern are A:assemble's "
+                      "options (the assembled matrix's pattern and its product's layout)", fname);
   fe_elemats **out = (fe_elemats **)felab_push_handle(L, FELAB_ELEMATS, 1);
   fe_report rep;
   fe_elemats *K = NULL;
@@ -132,8 +143,8 @@ int felab_op_element_matrices(lua_State *L)
   return 2;
 }
 
-/* A:assemble{at =, backend =, precision =, lanes =, scatter =, format =, chunk =, sigma =}
- * -> M, report */
+/* A:assemble{at =, backend =, precision =, lanes =, scatter =, format =, chunk =, sigma =,
+ * deltas =, zeros =} -> M, report */
 int felab_op_assemble(lua_State *L)
 {
   const char *fname = "A:assemble";
@@ -298,6 +309,12 @@ static int mat_get(lua_State *L)
   return 1;
 }
 
+/* The entries M's product reads: SELL's kept ones, else the nonzeros. */
+static long long sell_kept(const fe_csr *M)
+{
+  return M->format == FE_FORMAT_SELL ? M->nkept : M->nnz;
+}
+
 static int mat_index(lua_State *L)
 {
   fe_csr **p = luaL_checkudata(L, 1, FELAB_MATRIX);
@@ -312,7 +329,19 @@ static int mat_index(lua_State *L)
   else if (!strcmp(k, "chunk") && (*p)->format == FE_FORMAT_SELL) lua_pushinteger(L, (*p)->chunk);
   else if (!strcmp(k, "sigma") && (*p)->format == FE_FORMAT_SELL) lua_pushinteger(L, (*p)->sigma);
   else if (!strcmp(k, "padding")) /* the share of the product's slots that are padding */
-    lua_pushnumber(L, (double)((*p)->nslots - (*p)->nnz) / (double)((*p)->nslots + !(*p)->nslots));
+    lua_pushnumber(L, (double)((*p)->nslots - sell_kept(*p)) / (double)((*p)->nslots + !(*p)->nslots));
+  else if (!strcmp(k, "bytes")) /* what it holds on its backend: CSR, and SELL's copy */
+    lua_pushinteger(L, (lua_Integer)fe_csr_bytes(*p));
+  else if (!strcmp(k, "product_bytes")) /* its arrays one product reads */
+    lua_pushinteger(L, (lua_Integer)fe_csr_matrix_bytes(*p));
+  else if (!strcmp(k, "dropped") && (*p)->format == FE_FORMAT_SELL) /* zeros left out */
+    lua_pushinteger(L, (*p)->nnz - (*p)->nkept);
+  else if (!strcmp(k, "wide") && (*p)->format == FE_FORMAT_SELL) /* 32-bit chunks */
+    lua_pushinteger(L, (*p)->nwide);
+  else if (!strcmp(k, "chunks") && (*p)->format == FE_FORMAT_SELL)
+    lua_pushinteger(L, (*p)->nchunks);
+  else if (!strcmp(k, "deltas") && (*p)->format == FE_FORMAT_SELL)
+    lua_pushboolean(L, (*p)->deltas);
   else lua_pushnil(L);
   return 1;
 }

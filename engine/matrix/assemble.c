@@ -86,7 +86,7 @@ static int assemble_options(assembly *S)
   S->format = S->mo.format;
   S->chunk = S->mo.chunk;
   S->sigma = S->mo.sigma;
-  FE_CHECK(check_format(S->format, S->chunk, S->sigma, asked));
+  FE_CHECK(check_format(&S->mo, asked));
   S->t0 = fe_clock();
   FE_CHECK(fe_backend_get(o ? o->backend : NULL, &S->be));
   fe_backend *be = S->be;
@@ -231,7 +231,8 @@ static int assemble_csr(assembly *S)
   if (!M) return fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   const fe_realization *r = S->r;
   fe_matrix_opts lay = {.lanes = S->asked, .format = S->format, .chunk = S->chunk,
-                        .sigma = S->sigma};
+                        .sigma = S->sigma, .deltas = S->mo.deltas,
+                        .drop_zeros = S->mo.drop_zeros};
   fe_csr_layout(&r->be->info, &lay);
   /* the lanes of its fe_spmv in every format (its module's EM_LANES), used by CSR's */
   int lanes = S->asked > 0 ? S->asked : r->be->info.is_gpu ? 4 : 1;
@@ -240,6 +241,8 @@ static int assemble_csr(assembly *S)
   if (M->format == FE_FORMAT_SELL) {
     M->chunk = lay.chunk;
     M->sigma = lay.sigma;
+    M->deltas = lay.deltas == FE_SELL_ON;
+    M->drop_zeros = lay.drop_zeros == FE_SELL_ON;
   }
   S->w = fe_precision_size(r->prec);
   return 0;
@@ -384,7 +387,8 @@ static void assemble_fill_counts(assembly *S)
 }
 
 /* The bytes the matrix holds, by the part that built them: the pattern (row pointers,
- * columns), the fill (values), the format (SELL's slots and chunks, its rows' order). */
+ * columns), the fill (values), the format (SELL's value slots, column stream, chunk starts
+ * and its rows' order: fe_csr_matrix_bytes). */
 static void assemble_memory(assembly *S)
 {
   const fe_csr *M = S->M;
@@ -392,8 +396,7 @@ static void assemble_memory(assembly *S)
   fe_setup_part_add(&S->parts, "pattern", 0, 4.0 * ((double)M->n + 1) + 4.0 * (double)M->nnz);
   fe_setup_part_add(&S->parts, "fill", 0, w * (double)M->nnz);
   if (M->format == FE_FORMAT_SELL)
-    fe_setup_part_add(&S->parts, "format", 0, (w + 4) * ((double)M->nslots + 1) +
-                      4.0 * ((double)M->nchunks + 1 + M->n));
+    fe_setup_part_add(&S->parts, "format", 0, fe_csr_matrix_bytes(M));
 }
 
 /* Release what the assembly used on the way (not M, K or the report's counts). */
@@ -427,7 +430,7 @@ static int assemble_report(assembly *S, fe_report *rep)
   int nd = V->ndofs, nc = V->mesh->ncells, nb = V->elem.nbasis, by_rows = S->by_rows;
   int ncolors = S->ncolors;
   size_t w = S->w;
-  char how[160];
+  char how[320];
   if (by_rows) snprintf(how, sizeof how, "element matrices (reg_jac) made as the rows need them "
                         "(%lld for %d cells), each row summing its cells' entries", S->made, nc);
   else if (S->dev_rows) snprintf(how, sizeof how, "element matrices stored, each row summing its "
@@ -438,9 +441,10 @@ static int assemble_report(assembly *S, fe_report *rep)
                              "by color (%d colors) into a pattern built on the host", ncolors);
   else snprintf(how, sizeof how, "element matrices (reg_nojac), then atomic adds into a pattern "
                 "built on the host");
-  if (M->format == FE_FORMAT_SELL)
-    snprintf(how + strlen(how), sizeof how - strlen(how), "; SELL-%d-%d, %.1f%% padding",
-             M->chunk, M->sigma, 100.0 * (double)(M->nslots - M->nnz) / (double)M->nslots);
+  if (M->format == FE_FORMAT_SELL) {
+    snprintf(how + strlen(how), sizeof how - strlen(how), "; ");
+    fe_csr_sell_describe(M, "", how + strlen(how), sizeof how - strlen(how));
+  }
   fe_report_begin(rep, "assemble", M->be, M->prec, "assembly", how);
   fe_report_operator(rep, A, FE_ACTION_APPLY);
   double nk = (double)nc * V->elem.nbasis * V->ncomp * V->elem.nbasis * V->ncomp;
@@ -449,16 +453,17 @@ static int assemble_report(assembly *S, fe_report *rep)
   rep->flops = nk + S->krep.flops;
   rep->bytes = (by_rows ? 0 : nk * w + nc * nb * 4.0) + (double)M->nnz * (w + 4) +
                (nd + 1) * 4.0 + S->krep.bytes;
-  if (M->format == FE_FORMAT_SELL) /* the fill: CSR and the layout read, the slots written */
-    rep->bytes += (double)M->nnz * (w + 4) + (nd + 1) * 4.0 + nd * 4.0 +
-                  (M->nchunks + 1) * 4.0 + (double)M->nslots * (w + 4);
+  if (M->format == FE_FORMAT_SELL) /* its count and fill: CSR read twice, the counts written,
+                                    * the layout read, the copy written */
+    rep->bytes += 2 * ((double)M->nnz * (w + 4) + (nd + 1) * 4.0) + nd * 4.0 +
+                  fe_csr_matrix_bytes(M);
   rep->seconds = S->seconds + S->sell_s + S->krep.seconds;
   rep->compile_seconds = S->compile_s;
   rep->transfer_seconds = S->transfer;
   rep->setup_seconds = S->setup + S->sell_host - S->krep.seconds;
   rep->parts = S->parts;
   rep->launches = (by_rows ? S->nfill : S->dev_rows ? 2 : 1 + (ncolors ? ncolors : 1)) +
-                  (M->format == FE_FORMAT_SELL);
+                  2 * (M->format == FE_FORMAT_SELL); /* its count and fill */
   fe_elemats_free(S->K);
   FE_CHECK(fe_perf_predict(M->be, M->prec, rep));
   return 0;
@@ -492,7 +497,7 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
   if (!rc && !S.by_rows) rc = assemble_adds(&S);
   if (!rc && !S.by_rows) assemble_part(&S, "fill", 0, 0);
   if (!rc && S.M->format == FE_FORMAT_SELL)
-    rc = csr_make_sell(S.M, S.rowptr, &S.sell_host, &S.sell_s);
+    rc = csr_make_sell(S.M, &S.sell_host, &S.sell_s);
   if (!rc && S.M->format == FE_FORMAT_CUSPARSE) rc = csr_make_library(S.M);
   if (!rc && S.M->format != FE_FORMAT_CSR) assemble_part(&S, "format", 0, 0);
   if (!rc && S.by_rows) assemble_fill_counts(&S);

@@ -139,7 +139,9 @@ fe_csr *fe_operator_assembled_find(fe_operator *A, const fe_backend *be, fe_prec
   fe_csr_layout(&be->info, &lay);
   int lanes = mo->lanes > 0 ? mo->lanes : be->info.is_gpu ? 4 : 1;
   if (M->format != lay.format || M->lanes != lanes ||
-      (lay.format == FE_FORMAT_SELL && (M->chunk != lay.chunk || M->sigma != lay.sigma)))
+      (lay.format == FE_FORMAT_SELL &&
+       (M->chunk != lay.chunk || M->sigma != lay.sigma || M->deltas != (lay.deltas == FE_SELL_ON)
+        || M->drop_zeros != (lay.drop_zeros == FE_SELL_ON))))
     return NULL;
   for (int i = 0; i < A->pde->nconst; i++)
     if (A->pde->const_values[i] != c->consts[i]) return NULL;

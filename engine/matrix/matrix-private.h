@@ -316,9 +316,11 @@ void window_prefetch(const host_fill *F, const cell_window *w, const int *cells,
 int csr_module(fe_csr *M, double *seconds);
 /* The library's product (format "cusparse"): its descriptors of M's CSR arrays. */
 int csr_make_library(fe_csr *M);
-/* Check the asked layout of the product (lanes: CSR's items per row). */
-int check_format(int format, int chunk, int sigma, int lanes);
-/* M's SELL-C-sigma copy from rowptr; *host: the host's seconds; *seconds: the kernel's. */
-int csr_make_sell(fe_csr *M, const int *rowptr, double *host, double *seconds);
+/* Check the asked layout of the product (mo's format, chunk, sigma, deltas, drop_zeros; lanes:
+ * CSR's items per row). */
+int check_format(const fe_matrix_opts *mo, int lanes);
+/* M's SELL-C-sigma copy from its filled CSR arrays (engine/matrix/matrix.h's layout);
+ * *host: the host's seconds; *seconds: the kernels'. */
+int csr_make_sell(fe_csr *M, double *host, double *seconds);
 
 #endif

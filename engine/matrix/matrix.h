@@ -27,7 +27,13 @@ typedef struct fe_matrix_opts {
                      * where buffers are not host memory, else the host), _HOST or _DEVICE */
   int format;       /* the assembled product's layout: FE_FORMAT_* */
   int chunk, sigma; /* format SELL: rows per chunk and per sorting window (0: the device's) */
+  int deltas;       /* format SELL: FE_SELL_ON: a chunk's columns after a row's first as 16-bit
+                     * differences where they fit; _OFF: 32-bit columns; _AUTO: on, unless the
+                     * environment's FELAB_SELL_DELTA=0 */
+  int drop_zeros;   /* format SELL: FE_SELL_ON: the values of exactly zero left out of its copy;
+                     * _OFF: kept; _AUTO: on, unless FELAB_SELL_ZEROS=keep */
 } fe_matrix_opts;
+enum { FE_SELL_AUTO, FE_SELL_ON, FE_SELL_OFF }; /* fe_matrix_opts' deltas and drop_zeros */
 
 /* ncells matrices of n x n (n = basis functions x components), on a backend: cell c's
  * matrix row-major at c n^2, row = test dof, column = trial dof, a cell's dof b ncomp + k
@@ -40,11 +46,29 @@ typedef struct fe_elemats {
   fe_buffer vals;
 } fe_elemats;
 
-/* A square CSR matrix on a backend: sorted columns per row. Its product reads the CSR arrays
- * (format FE_FORMAT_CSR) or a SELL-C-sigma copy of them (FE_FORMAT_SELL, engine/operator/operator.h):
- * position p of the sorted order is row perm[p], in chunk p / C at lane p % C; chunk k's
- * slots are [cstart[k], cstart[k + 1]), width = their count / C, slot j of lane l at
- * cstart[k] + j C + l. Padding slots hold value 0 and column = their own row (0 past n). */
+/* A CSR matrix on a backend: sorted columns per row (amg's levels: hypre's order). Its product
+ * reads the CSR arrays (format FE_FORMAT_CSR) or a SELL-C-sigma copy of them (FE_FORMAT_SELL,
+ * engine/operator/operator.h), made from the filled values (fe_operator_assemble and
+ * fe_csr_from_host make it last; nothing writes the values after, so the copy never goes
+ * stale; code that writes them must make the copy again). The copy keeps each row's entries
+ * in the CSR order, less those whose value is exactly zero (drop_zeros; either sign), and
+ * sorts the rows by their kept entries: position p of the sorted order is row perm[p], in
+ * chunk k = p / C at lane l = p % C.
+ *   values: chunk k's slots are [cstart[k], cstart[k + 1]), width w = their count / C, slot
+ *     j of lane l at cstart[k] + j C + l (svals).
+ *   columns: one stream of 4-byte words (scols), chunk k's from word ccol[k] where
+ *     ccol[k] >= 0 (16-bit chunk), else ~ccol[k] (32-bit chunk): C ints, each lane's first
+ *     column, then slots 1 .. w - 1 of the lanes, lane l's slot j at entry (j - 1) C + l, of
+ *     uint16 differences from the lane's previous column (16-bit chunk) or of int columns
+ *     (32-bit). A chunk is 32-bit where deltas is off, or where one of its rows has two
+ *     consecutive kept columns that descend or differ by more than 65535; a 16-bit chunk's
+ *     stream is rounded up to whole words. The lane's running sum gives the column, as the
+ *     one-item-a-row product walks its slots (sparse.knl's fe_sell_row).
+ *   padding slots: value 0 and the lane's last column (difference 0); a row with no kept
+ *     entry: its first column (0 when it has none), and 0 past n.
+ * Its product makes the same adds in the same order as the CSR row's, less the 0 x[c] of
+ * dropped entries: the same bits for finite x (the sum starts at +0.0, so it never is -0.0,
+ * and adding a zero of either sign to it changes nothing). */
 typedef struct fe_csr {
   fe_backend *be;
   fe_precision prec;
@@ -57,8 +81,13 @@ typedef struct fe_csr {
   int format;            /* FE_FORMAT_CSR or FE_FORMAT_SELL: the layout its product reads */
   int chunk, sigma;      /* SELL: rows per chunk (C) and per sorting window */
   int nchunks;           /* SELL: ceil(n / C) */
-  long long nslots;      /* SELL: slots stored, padding included (CSR: nnz) */
-  fe_buffer cstart, perm, scols, svals; /* SELL: chunk starts, row of each position, slots */
+  long long nslots;      /* SELL: value slots stored, padding included (CSR: nnz) */
+  int deltas, drop_zeros; /* SELL: 16-bit column differences where they fit; zeros dropped */
+  long long nkept;       /* SELL: the entries its slots hold (nnz less the zeros dropped) */
+  long long ncolw;       /* SELL: 4-byte words of its column stream */
+  int nwide;             /* SELL: its chunks of 32-bit columns */
+  fe_buffer cstart, ccol, perm, scols, svals; /* SELL: chunk starts (values, columns), row
+                          * of each position, the column stream, the values */
   struct fe_module *mod; /* its fe_spmv and fe_spmv_sell */
   struct fe_kernel *spmv; /* the product of its format */
   void *sparse;          /* FE_FORMAT_CUSPARSE: the library's state (backend op sparse_make) */
@@ -122,8 +151,9 @@ int fe_operator_assemble(fe_operator *A, const fe_vector *at, const fe_action_op
                          const fe_matrix_opts *mo, fe_csr **M, fe_report *rep);
 /* The product's layout a device of info gives the options mo (in place): format auto is SELL
  * on a GPU unless CSR's lanes are asked, else CSR; then CSR's lanes (0: 4 on a GPU, 1 on the
- * cpu), or SELL's chunk (0: 32 on a GPU, 8 on the cpu) and sigma (0: 8 chunks). An option the
- * format does not read stays as asked (the assembly refuses it). */
+ * cpu), or SELL's chunk (0: 32 on a GPU, 8 on the cpu), sigma (0: 8 chunks), deltas and
+ * drop_zeros (auto: on, unless the environment's FELAB_SELL_DELTA=0, FELAB_SELL_ZEROS=keep).
+ * An option the format does not read stays as asked (the assembly refuses it). */
 void fe_csr_layout(const fe_device_info *info, fe_matrix_opts *mo);
 /* V's cells ordered by color, no two cells of one color sharing a node: color c's cells are
  * order[start[c] .. start[c + 1]) (malloc'd); FE_ERR_MESH past 64 colors. */
@@ -150,10 +180,18 @@ int fe_csr_launch(const fe_csr *M, struct fe_kernel *k, const fe_buffer *x, fe_b
  * cuSPARSE's never do: the caller asks fe_csr_adds_pq. */
 int fe_csr_launch_pq(const fe_csr *M, struct fe_kernel *k, const fe_buffer *x, fe_buffer *y,
                      const fe_buffer *pq, int pq_slot, double *seconds);
-/* The counted flops (2 per nonzero: padding does no useful work) and bytes (every slot read,
- * padding included; the row pointers or chunk starts and permutation; x and y once) of
- * y = M x. */
+/* The counted flops (2 per nonzero of the pattern, as CSR's, so the formats' rates compare:
+ * padding and dropped zeros do no useful work) and bytes (M's arrays a product reads:
+ * fe_csr_matrix_bytes; x and y once) of y = M x. */
 void fe_csr_counts(const fe_csr *M, double *flops, double *bytes);
+/* The bytes of M's arrays one product reads: CSR's values, columns and row pointers; SELL's
+ * value slots (padding included), column stream, chunk starts and permutation. */
+double fe_csr_matrix_bytes(const fe_csr *M);
+/* The bytes M holds on its backend: the CSR arrays, and the SELL copy where it has one. */
+double fe_csr_bytes(const fe_csr *M);
+/* SELL's layout in words for the reports ("SELL-C-sigma, <how>x% of the slots padding, z
+ * zeros dropped, 16-bit column deltas"), into buf[n]. */
+void fe_csr_sell_describe(const fe_csr *M, const char *how, char *buf, size_t n);
 /* "csr" or "sell". */
 const char *fe_csr_format_name(const fe_csr *M);
 /* y = M x (*y made when NULL; x converted when it lives elsewhere). */

@@ -72,10 +72,11 @@ int fe_csr_from_host(fe_backend *be, fe_precision prec, int format, int lanes, i
   if (format == FE_FORMAT_CSR) lay.format = FE_FORMAT_CSR, lay.lanes = M->lanes;
   fe_csr_layout(&be->info, &lay);
   if (lay.format == FE_FORMAT_SELL)
-    M->format = FE_FORMAT_SELL, M->chunk = lay.chunk, M->sigma = lay.sigma;
+    M->format = FE_FORMAT_SELL, M->chunk = lay.chunk, M->sigma = lay.sigma,
+    M->deltas = lay.deltas == FE_SELL_ON, M->drop_zeros = lay.drop_zeros == FE_SELL_ON;
   double s, host;
   if (!rc) rc = csr_module(M, &s);
-  if (!rc && M->format == FE_FORMAT_SELL) rc = csr_make_sell(M, rowptr, &host, &s);
+  if (!rc && M->format == FE_FORMAT_SELL) rc = csr_make_sell(M, &host, &s);
   if (rc) {
     fe_csr_free(M);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
@@ -109,6 +110,8 @@ int csr_make_library(fe_csr *M)
 
 /* ---- SELL-C-sigma ---- */
 
+#define SELL_WIDE 0x40000000 /* sparse.knl's FE_SELL_WIDE: a row whose columns need 32 bits */
+
 void fe_csr_layout(const fe_device_info *info, fe_matrix_opts *mo)
 {
   int gpu = info->is_gpu;
@@ -125,11 +128,24 @@ void fe_csr_layout(const fe_device_info *info, fe_matrix_opts *mo)
    * a chunk's rows, and so its reads of x, as near as CSR's neighbours. */
   if (!mo->chunk) mo->chunk = gpu ? 32 : 8;
   if (!mo->sigma) mo->sigma = 8 * mo->chunk;
+  /* the copy's columns as 16-bit differences and its zeros dropped, unless the environment
+   * says otherwise (FELAB_SELL_DELTA=0, FELAB_SELL_ZEROS=keep: the measurements' way back) */
+  const char *d = getenv("FELAB_SELL_DELTA"), *z = getenv("FELAB_SELL_ZEROS");
+  if (!mo->deltas) mo->deltas = d && !strcmp(d, "0") ? FE_SELL_OFF : FE_SELL_ON;
+  if (!mo->drop_zeros) mo->drop_zeros = z && !strcmp(z, "keep") ? FE_SELL_OFF : FE_SELL_ON;
 }
 
-/* Check the asked layout of the product (lanes: CSR's items per row). */
-int check_format(int format, int chunk, int sigma, int lanes)
+/* Check the asked layout of the product (mo's format, chunk, sigma, deltas, drop_zeros; lanes:
+ * CSR's items per row). */
+int check_format(const fe_matrix_opts *mo, int lanes)
 {
+  const int format = mo->format, chunk = mo->chunk, sigma = mo->sigma;
+  FE_ASSERT(mo->deltas >= FE_SELL_AUTO && mo->deltas <= FE_SELL_OFF && mo->drop_zeros >=
+            FE_SELL_AUTO && mo->drop_zeros <= FE_SELL_OFF, FE_ERR_ARG, "deltas = %d, drop_zeros "
+            "= %d: each is FE_SELL_AUTO, _ON or _OFF", mo->deltas, mo->drop_zeros);
+  FE_ASSERT(format == FE_FORMAT_SELL || (!mo->deltas && !mo->drop_zeros), FE_ERR_ARG, "%s is "
+            "an option of format = \"sell\" (its copy's %s), not of CSR",
+            mo->deltas ? "deltas" : "zeros", mo->deltas ? "columns" : "values");
   FE_ASSERT(format >= FE_FORMAT_AUTO && format <= FE_FORMAT_CUSPARSE, FE_ERR_ARG, "format = %d: "
             "the product's layout is FE_FORMAT_AUTO, _CSR, _SELL or _CUSPARSE", format);
   FE_ASSERT(chunk >= 0 && chunk <= 1024, FE_ERR_ARG, "chunk = %d: the rows per SELL chunk must "
@@ -153,21 +169,20 @@ static int cmp_key(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-/* The SELL-C-sigma layout of the n rows of rowptr: perm[p], the row at position p (rows
- * sorted longest first within windows of sigma rows), and cstart[nchunks + 1], the first
- * slot of each chunk of C positions (C times its longest row); both malloc'd. */
-static int sell_layout(const int *rowptr, int n, int C, int sigma, int **perm_out,
-                       int **cstart_out, long long *nslots)
+/* The SELL copy's shape (csr_make_sell): perm[p], the row at position p; the chunks' value
+ * slots (cstart) and column words (ccol: ~ of a 32-bit chunk's), nchunks + 1 each, the last
+ * their totals; all malloc'd. */
+typedef struct sell_shape {
+  int *perm, *cstart, *ccol;
+  long long nslots, ncolw, nkept;
+  int nwide;
+} sell_shape;
+
+/* perm: the n rows sorted by their kept entries (len, less FE_SELL_WIDE), longest first,
+ * within windows of sigma rows. Returns 1 when out of memory. */
+static int sell_sort(const int *len, int n, int sigma, int *perm)
 {
-  int nchunks = (int)(((long long)n + C - 1) / C), nwin = (int)(((long long)n + sigma - 1) / sigma);
-  FE_ASSERT((long long)nchunks * C <= 2147483647LL, FE_ERR_ARG, "%d rows in chunks of %d pass "
-            "2^31 positions (int indices)", n, C);
-  int *perm = malloc(sizeof(int) * ((size_t)n + 1));
-  int *cstart = malloc(sizeof(int) * ((size_t)nchunks + 1)), failed = 0;
-  if (!perm || !cstart) {
-    free(perm), free(cstart);
-    FE_ERROR(FE_ERR_MEM, "out of host memory for the SELL layout of %d rows", n);
-  }
+  int nwin = (int)(((long long)n + sigma - 1) / sigma), failed = 0;
 #pragma omp parallel reduction(| : failed)
   {
     const int m = sigma < n ? sigma : n;
@@ -182,70 +197,138 @@ static int sell_layout(const int *rowptr, int n, int C, int sigma, int **perm_ou
       }
       /* key: (INT_MAX - length) above the row, so ascending keys put long rows first */
       for (int i = lo; i < hi; i++)
-        key[i - lo] = (long long)(2147483647 - (rowptr[i + 1] - rowptr[i])) << 32 | i;
+        key[i - lo] = (long long)(2147483647 - (len[i] & ~SELL_WIDE)) << 32 | i;
       qsort(key, (size_t)(hi - lo), sizeof *key, cmp_key);
       for (int i = lo; i < hi; i++) perm[i] = (int)(key[i - lo] & 0xffffffffLL);
     }
     free(key);
   }
-  long long s = 0;
+  return failed;
+}
+
+/* The SELL-C-sigma shape of n rows of len[i] kept entries (fe_sell_count's, FE_SELL_WIDE
+ * marking a row whose columns need 32 bits): rows sorted (sell_sort), each chunk of C
+ * positions C times its longest row of value slots, and of column words C (the lanes' first
+ * columns) and its slots after the first, 16-bit (two a word, rounded up) unless deltas is
+ * off or a row of it is wide. */
+static int sell_layout(const int *len, int n, int C, int sigma, int deltas, sell_shape *L)
+{
+  int nchunks = (int)(((long long)n + C - 1) / C);
+  FE_ASSERT((long long)nchunks * C <= 2147483647LL, FE_ERR_ARG, "%d rows in chunks of %d pass "
+            "2^31 positions (int indices)", n, C);
+  *L = (sell_shape){.perm = malloc(sizeof(int) * ((size_t)n + 1)),
+                    .cstart = malloc(sizeof(int) * ((size_t)nchunks + 1)),
+                    .ccol = malloc(sizeof(int) * ((size_t)nchunks + 1))};
+  int failed = !L->perm || !L->cstart || !L->ccol;
+  if (!failed) failed = sell_sort(len, n, sigma, L->perm);
+  long long s = 0, cw = 0;
   for (int k = 0; k < nchunks && !failed; k++) {
-    int w = 0, end = n - k * C < C ? n : (k + 1) * C;
-    for (int p = k * C; p < end; p++)
-      if (rowptr[perm[p] + 1] - rowptr[perm[p]] > w) w = rowptr[perm[p] + 1] - rowptr[perm[p]];
-    cstart[k] = (int)s;
+    int w = 0, wide = !deltas, end = n - k * C < C ? n : (k + 1) * C;
+    for (int p = k * C; p < end; p++) {
+      const int e = len[L->perm[p]];
+      if ((e & ~SELL_WIDE) > w) w = e & ~SELL_WIDE;
+      wide |= (e & SELL_WIDE) != 0;
+      L->nkept += e & ~SELL_WIDE;
+    }
+    const long long after = w ? (long long)(w - 1) * C : 0; /* the slots after the first */
+    L->cstart[k] = (int)s;
+    L->ccol[k] = wide ? ~(int)cw : (int)cw;
     s += (long long)C * w;
-    if (s > 2147483647LL) failed = 2;
+    cw += C + (wide ? after : (after + 1) / 2);
+    L->nwide += wide;
+    if (s > 2147483647LL || cw > 2147483647LL) failed = 2;
   }
   if (failed) {
-    free(perm), free(cstart);
+    free(L->perm), free(L->cstart), free(L->ccol);
+    *L = (sell_shape){0};
     FE_ASSERT(failed != 2, FE_ERR_ARG, "the SELL layout (chunk = %d, sigma = %d) passes 2^31 "
-              "slots (int indices)", C, sigma);
+              "slots or column words (int indices)", C, sigma);
     FE_ERROR(FE_ERR_MEM, "out of host memory for the SELL layout of %d rows", n);
   }
-  cstart[nchunks] = (int)s;
-  *perm_out = perm;
-  *cstart_out = cstart;
-  *nslots = s;
+  L->cstart[nchunks] = (int)s;
+  L->ccol[nchunks] = (int)cw;
+  L->nslots = s;
+  L->ncolw = cw;
   return 0;
 }
 
-/* M's SELL-C-sigma copy (M->chunk, M->sigma set, its values filled): the layout on the host
- * from rowptr (M's, kept by the host that built it), the slots moved on the device by
- * fe_sell_fill (the values never leave it). *host: the host's seconds; *seconds: the
- * kernel's. */
-int csr_make_sell(fe_csr *M, const int *rowptr, double *host, double *seconds)
+/* len[n]: each of M's rows' entries the SELL copy keeps, by fe_sell_count on the device (the
+ * values never leave it), read back; *seconds: the kernel's. */
+static int sell_count(fe_csr *M, fe_kernel *count, int *len, double *seconds)
 {
-  double t0 = fe_clock();
-  int *perm = NULL, *cstart = NULL, C = M->chunk;
-  FE_CHECK(sell_layout(rowptr, M->n, C, M->sigma, &perm, &cstart, &M->nslots));
   fe_backend *be = M->be;
-  M->nchunks = (int)(((long long)M->n + C - 1) / C);
-  size_t slots = (size_t)M->nslots + 1;
+  fe_buffer out = {0};
+  int ng = (int)(((long long)M->n + EM_ITEMS - 1) / EM_ITEMS);
+  int rc = be->ops->alloc(be->impl, sizeof(int) * ((size_t)M->n + 1), &out);
+  fe_arg args[7] = {
+      {.kind = FE_ARG_INT, .i = ng},
+      {.kind = FE_ARG_INT, .i = M->n},
+      {.kind = FE_ARG_INT, .i = M->drop_zeros},
+      {.kind = FE_ARG_BUFFER, .buf = &M->rowptr},
+      {.kind = FE_ARG_BUFFER, .buf = &M->cols},
+      {.kind = FE_ARG_BUFFER, .buf = &M->vals},
+      {.kind = FE_ARG_BUFFER, .buf = &out},
+  };
+  if (!rc && ng) rc = be->ops->launch(be->impl, count, (size_t)ng, EM_ITEMS, 7, args, M->prec,
+                                      seconds);
+  if (!rc && M->n) rc = be->ops->read(be->impl, &out, 0, sizeof(int) * (size_t)M->n, len);
+  if (out.ptr) be->ops->release(be->impl, &out);
+  return rc;
+}
+
+/* The SELL copy's shape on the device: its arrays uploaded and allocated, M's counts set. */
+static int sell_upload(fe_csr *M, const sell_shape *L)
+{
+  fe_backend *be = M->be;
+  M->nslots = L->nslots;
+  M->ncolw = L->ncolw;
+  M->nkept = L->nkept;
+  M->nwide = L->nwide;
+  size_t slots = (size_t)M->nslots + 1, words = (size_t)M->ncolw + 1;
   /* host memory where the backend's buffers are (the cpu), else the device's */
-  int rc = fe_memory_check_on(be, slots * (sizeof(int) + value_size(M)), "assemble: "
-                              "the SELL copy's %lld slots (chunk = %d, sigma = %d)", M->nslots, C,
-                              M->sigma);
-  if (rc) {
-    free(perm), free(cstart);
-    return fe_error_push(rc, __FILE__, __LINE__, __func__);
-  }
-  rc = fe_upload_ints(be, cstart, (size_t)M->nchunks + 1, &M->cstart);
-  if (!rc) rc = fe_upload_ints(be, perm, (size_t)M->n, &M->perm);
-  free(perm);
-  free(cstart);
-  if (!rc) rc = be->ops->alloc(be->impl, slots * sizeof(int), &M->scols);
+  FE_CHECK(fe_memory_check_on(be, slots * value_size(M) + words * sizeof(int), "assemble: the "
+                              "SELL copy's %lld slots (chunk = %d, sigma = %d)", M->nslots,
+                              M->chunk, M->sigma));
+  int rc = fe_upload_ints(be, L->cstart, (size_t)M->nchunks + 1, &M->cstart);
+  if (!rc) rc = fe_upload_ints(be, L->ccol, (size_t)M->nchunks + 1, &M->ccol);
+  if (!rc) rc = fe_upload_ints(be, L->perm, (size_t)M->n, &M->perm);
+  if (!rc) rc = be->ops->alloc(be->impl, words * sizeof(int), &M->scols);
   if (!rc) rc = be->ops->alloc(be->impl, slots * value_size(M), &M->svals);
-  fe_kernel *fill = NULL;
+  return rc;
+}
+
+/* M's SELL-C-sigma copy (M->chunk, sigma, deltas, drop_zeros set, its values filled): each
+ * row's kept entries counted on the device (fe_sell_count), the layout on the host from
+ * them, the slots moved on the device by fe_sell_fill (the values never leave it). *host:
+ * the host's seconds; *seconds: the kernels'. */
+int csr_make_sell(fe_csr *M, double *host, double *seconds)
+{
+  double t0 = fe_clock(), kc = 0, kf = 0;
+  fe_backend *be = M->be;
+  int C = M->chunk, rc = 0;
+  M->nchunks = (int)(((long long)M->n + C - 1) / C);
+  fe_kernel *count = NULL, *fill = NULL;
+  int *len = malloc(sizeof(int) * ((size_t)M->n + 1));
+  if (!len) rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory "
+                              "for the SELL layout of %d rows", M->n);
+  if (!rc) rc = be->ops->kernel(be->impl, M->mod, "fe_sell_count", &count);
+  if (!rc) rc = sell_count(M, count, len, &kc);
+  sell_shape L = {0};
+  if (!rc) rc = sell_layout(len, M->n, C, M->sigma, M->deltas, &L);
+  free(len);
+  if (!rc) rc = sell_upload(M, &L);
+  free(L.perm), free(L.cstart), free(L.ccol);
   if (!rc) rc = be->ops->kernel(be->impl, M->mod, "fe_sell_fill", &fill);
-  *host = fe_clock() - t0;
+  *host = fe_clock() - t0 - kc;
   int npos = M->nchunks * C;
-  fe_arg args[11] = {
+  fe_arg args[13] = {
       {.kind = FE_ARG_INT, .i = (npos + EM_ITEMS - 1) / EM_ITEMS},
       {.kind = FE_ARG_INT, .i = M->n},
       {.kind = FE_ARG_INT, .i = C},
       {.kind = FE_ARG_INT, .i = npos},
+      {.kind = FE_ARG_INT, .i = M->drop_zeros},
       {.kind = FE_ARG_BUFFER, .buf = &M->cstart},
+      {.kind = FE_ARG_BUFFER, .buf = &M->ccol},
       {.kind = FE_ARG_BUFFER, .buf = &M->perm},
       {.kind = FE_ARG_BUFFER, .buf = &M->rowptr},
       {.kind = FE_ARG_BUFFER, .buf = &M->cols},
@@ -254,7 +337,8 @@ int csr_make_sell(fe_csr *M, const int *rowptr, double *host, double *seconds)
       {.kind = FE_ARG_BUFFER, .buf = &M->svals},
   };
   if (!rc && npos)
-    rc = be->ops->launch(be->impl, fill, (size_t)args[0].i, EM_ITEMS, 11, args, M->prec, seconds);
+    rc = be->ops->launch(be->impl, fill, (size_t)args[0].i, EM_ITEMS, 13, args, M->prec, &kf);
+  *seconds = kc + kf;
   FE_CHECK(rc);
   return 0;
 }
@@ -271,11 +355,12 @@ int fe_csr_launch_pq(const fe_csr *M, fe_kernel *k, const fe_buffer *x, fe_buffe
     return M->be->ops->sparse_spmv(M->be->impl, M->sparse, x, y, seconds);
   if (M->format == FE_FORMAT_SELL) { /* one item per row */
     int ngs = (int)(((long long)M->n + EM_ITEMS - 1) / EM_ITEMS);
-    fe_arg args[11] = {
+    fe_arg args[12] = {
         {.kind = FE_ARG_INT, .i = ngs},
         {.kind = FE_ARG_INT, .i = M->n},
         {.kind = FE_ARG_INT, .i = M->chunk},
         {.kind = FE_ARG_BUFFER, .buf = &M->cstart},
+        {.kind = FE_ARG_BUFFER, .buf = &M->ccol},
         {.kind = FE_ARG_BUFFER, .buf = &M->perm},
         {.kind = FE_ARG_BUFFER, .buf = &M->scols},
         {.kind = FE_ARG_BUFFER, .buf = &M->svals},
@@ -284,7 +369,7 @@ int fe_csr_launch_pq(const fe_csr *M, fe_kernel *k, const fe_buffer *x, fe_buffe
         {.kind = FE_ARG_INT, .i = pq ? pq_slot : -1},
         {.kind = FE_ARG_BUFFER, .buf = pq ? pq : x},
     };
-    return M->be->ops->launch(M->be->impl, k, (size_t)ngs, EM_ITEMS, 11, args, M->prec, seconds);
+    return M->be->ops->launch(M->be->impl, k, (size_t)ngs, EM_ITEMS, 12, args, M->prec, seconds);
   }
   int rows = EM_ITEMS / M->lanes, ng = (M->n + rows - 1) / rows;
   fe_arg args[7] = {
@@ -323,10 +408,9 @@ int fe_csr_apply(fe_csr *M, const fe_vector *x, fe_vector **y, fe_report *rep)
     }
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
-  char why[96];
+  char why[160];
   if (M->format == FE_FORMAT_SELL)
-    snprintf(why, sizeof why, "SELL-%d-%d, one item per row, %.1f%% of the slots padding",
-             M->chunk, M->sigma, 100.0 * (double)(M->nslots - M->nnz) / (double)M->nslots);
+    fe_csr_sell_describe(M, "one item per row, ", why, sizeof why);
   else if (M->format == FE_FORMAT_CUSPARSE)
     snprintf(why, sizeof why, "cuSPARSE's product (cusparseSpMV) on the CSR arrays");
   else
@@ -343,12 +427,41 @@ int fe_csr_apply(fe_csr *M, const fe_vector *x, fe_vector **y, fe_report *rep)
 
 void fe_csr_counts(const fe_csr *M, double *flops, double *bytes)
 {
-  double w = (double)fe_precision_size(M->prec), v = (double)value_size(M), n = M->n;
+  double w = (double)fe_precision_size(M->prec);
   *flops = 2.0 * (double)M->nnz;
-  if (M->format == FE_FORMAT_SELL) /* every slot, the chunk starts, the permutation */
-    *bytes = (double)M->nslots * (v + 4) + (M->nchunks + 1) * 4.0 + n * 4 + 2 * n * w;
-  else
-    *bytes = (double)M->nnz * (v + 4) + (n + 1) * 4 + 2 * n * w;
+  *bytes = fe_csr_matrix_bytes(M) + 2.0 * M->n * w;
+}
+
+/* SELL's copy: every value slot, the column stream, the chunks' starts (values, columns), the
+ * permutation. */
+static double sell_bytes(const fe_csr *M)
+{
+  return (double)M->nslots * (double)value_size(M) + 4.0 * (double)M->ncolw +
+         8.0 * (M->nchunks + 1) + 4.0 * M->n;
+}
+
+double fe_csr_matrix_bytes(const fe_csr *M)
+{
+  if (M->format == FE_FORMAT_SELL) return sell_bytes(M);
+  return (double)M->nnz * ((double)value_size(M) + 4) + (M->n + 1) * 4.0;
+}
+
+double fe_csr_bytes(const fe_csr *M)
+{
+  double csr = (double)M->nnz * ((double)value_size(M) + 4) + (M->n + 1) * 4.0;
+  return csr + (M->format == FE_FORMAT_SELL ? sell_bytes(M) : 0);
+}
+
+void fe_csr_sell_describe(const fe_csr *M, const char *how, char *buf, size_t n)
+{
+  int at = snprintf(buf, n, "SELL-%d-%d, %s%.1f%% of the slots padding, %lld zeros dropped, ",
+                    M->chunk, M->sigma, how, 100.0 * (double)(M->nslots - M->nkept) /
+                    (double)(M->nslots + !M->nslots), M->nnz - M->nkept);
+  if (at < 0 || (size_t)at >= n) return;
+  if (!M->deltas) snprintf(buf + at, n - (size_t)at, "32-bit columns");
+  else if (M->nwide) snprintf(buf + at, n - (size_t)at, "16-bit column deltas (32-bit in %d of %d "
+                              "chunks)", M->nwide, M->nchunks);
+  else snprintf(buf + at, n - (size_t)at, "16-bit column deltas");
 }
 
 const char *fe_csr_format_name(const fe_csr *M)
@@ -416,8 +529,9 @@ void fe_csr_free(fe_csr *M)
     return;
   }
   if (M->kept && *M->kept == M) *M->kept = NULL;
-  fe_buffer *bufs[] = {&M->rowptr, &M->cols, &M->vals, &M->cstart, &M->perm, &M->scols, &M->svals};
-  for (int i = 0; i < 7; i++)
+  fe_buffer *bufs[] = {&M->rowptr, &M->cols, &M->vals, &M->cstart, &M->ccol, &M->perm, &M->scols,
+                       &M->svals};
+  for (int i = 0; i < 8; i++)
     if (bufs[i]->ptr) M->be->ops->release(M->be->impl, bufs[i]);
   if (M->sparse) M->be->ops->sparse_free(M->be->impl, M->sparse);
   if (M->mod) M->be->ops->module_free(M->be->impl, M->mod);

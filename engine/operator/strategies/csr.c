@@ -35,15 +35,32 @@ int fe_stored_matrix_applies(const fe_operator *A, const fe_backend *be, fe_prec
 }
 
 /* Its options, parsed (private to this file): block (of the element matrices it assembles
- * from), and the product's lanes, format, chunk and sigma (engine/matrix/matrix.h). */
-static const char *const csr_options[] = {"block", "lanes", "format", "chunk", "sigma", NULL};
+ * from), and the product's lanes, format, chunk, sigma, deltas and zeros
+ * (engine/matrix/matrix.h). */
+static const char *const csr_options[] = {"block", "lanes",  "format", "chunk",
+                                          "sigma", "deltas", "zeros",  NULL};
 typedef struct csr_opts {
   int block;  /* cells per work group of its elemat module (0: fe_elemat_reg_block) */
   int lanes;  /* items per row of a CSR product (0: the backend's) */
   int format; /* FE_FORMAT_* (auto: SELL on a GPU unless lanes are asked, else CSR) */
   int chunk;  /* SELL's rows per chunk (0: the backend's) */
   int sigma;  /* SELL's rows per sorting window (0: 8 chunks) */
+  int deltas; /* SELL's columns: FE_SELL_AUTO, _ON (16-bit differences), _OFF (32-bit) */
+  int zeros;  /* SELL's zeros: FE_SELL_AUTO, _ON (dropped), _OFF (kept) */
 } csr_opts;
+
+/* SELL's deltas (a boolean) and zeros ("drop" or "keep"). */
+static int csr_read_sell(const fe_options *g, const char *caller, csr_opts *o)
+{
+  static const char *const zeros[] = {NULL, "drop", "keep"}; /* FE_SELL_ON, _OFF */
+  int d = -1;
+  FE_CHECK(fe_option_boolean(g, caller, "deltas", "a boolean (format \"sell\": the columns "
+                             "as 16-bit differences where they fit)", &d));
+  if (d >= 0) o->deltas = d ? FE_SELL_ON : FE_SELL_OFF;
+  return fe_option_choice(g, caller, "zeros", zeros, 3, "\"drop\" or \"keep\" (format "
+                          "\"sell\": the values of exactly zero left out of its copy or kept)",
+                          &o->zeros);
+}
 
 static int csr_read_options(const fe_options *g, const char *caller, void *opts)
 {
@@ -58,8 +75,9 @@ static int csr_read_options(const fe_options *g, const char *caller, void *opts)
                             &o->format));
   FE_CHECK(fe_option_integer(g, caller, "chunk", 1, 1024, 0, "an integer in 1..1024 (format "
                              "\"sell\": rows per chunk)", &o->chunk));
-  return fe_option_integer(g, caller, "sigma", 1, 1 << 30, 0, "an integer >= 1 (format "
-                           "\"sell\": rows per sorting window)", &o->sigma);
+  FE_CHECK(fe_option_integer(g, caller, "sigma", 1, 1 << 30, 0, "an integer >= 1 (format "
+                             "\"sell\": rows per sorting window)", &o->sigma));
+  return csr_read_sell(g, caller, o);
 }
 
 /* The options' meaning, each default resolved as the assembly resolves it on be
@@ -71,11 +89,11 @@ static void csr_effective_key(const fe_operator *A, fe_backend *be, fe_precision
 {
   const csr_opts *o = opts;
   fe_matrix_opts mo = {.lanes = o->lanes, .format = o->format, .chunk = o->chunk,
-                       .sigma = o->sigma};
+                       .sigma = o->sigma, .deltas = o->deltas, .drop_zeros = o->zeros};
   fe_csr_layout(&be->info, &mo);
   int block = o->block > 0 ? o->block : fe_elemat_reg_block(A->V, be, prec);
-  snprintf(key, n, "block=%d format=%d lanes=%d chunk=%d sigma=%d", block, mo.format, mo.lanes,
-           mo.chunk, mo.sigma);
+  snprintf(key, n, "block=%d format=%d lanes=%d chunk=%d sigma=%d deltas=%d zeros=%d", block,
+           mo.format, mo.lanes, mo.chunk, mo.sigma, mo.deltas, mo.drop_zeros);
 }
 
 static int csr_configure(fe_realization *r, const void *opts)
@@ -101,7 +119,7 @@ static int csr_setup(fe_realization *r)
   o.nolog = 1;
   /* the product's items per row (0: the backend's) and its layout: CSR or SELL-C-sigma */
   fe_matrix_opts mo = {.lanes = co->lanes, .format = co->format, .chunk = co->chunk,
-                       .sigma = co->sigma};
+                       .sigma = co->sigma, .deltas = co->deltas, .drop_zeros = co->zeros};
   if ((d->M = fe_operator_assembled_find(r->A, r->be, r->prec, &mo))) {
     d->shared = 1; /* A:assemble made it: one matrix for both */
     return 0;
@@ -252,7 +270,8 @@ static void csr_describe(const fe_realization *r, fe_action a, char *buf, size_t
   const char *whose = ((const csr_data *)r->data)->shared ? " of the matrix A:assemble made" : "";
   if (a != FE_ACTION_APPLY) snprintf(buf, n, "matrix-free by transpose");
   else if (M->format == FE_FORMAT_SELL)
-    snprintf(buf, n, "SELL-%d-%d product%s", M->chunk, M->sigma, whose);
+    snprintf(buf, n, "SELL-%d-%d product%s (%s columns, zeros %s)", M->chunk, M->sigma, whose,
+             M->deltas ? "16-bit delta" : "32-bit", M->drop_zeros ? "dropped" : "kept");
   else if (M->format == FE_FORMAT_CUSPARSE) snprintf(buf, n, "cuSPARSE product%s", whose);
   else snprintf(buf, n, "CSR product%s, %d item%s per row", whose, M->lanes, M->lanes > 1 ? "s" : "");
 }

@@ -129,15 +129,6 @@ static int dense_inverse(const amg_host_level *h, int **rp, int **ci, double **v
   return 0;
 }
 
-/* The bytes of one pass over M's entries: its values and columns (SELL: its slots, padding
- * included, and each position's row) and its row pointers or chunk starts. */
-static double matrix_bytes(const fe_csr *M)
-{
-  const double w = M->single_vals ? 4.0 : (double)fe_precision_size(M->prec);
-  if (M->format == FE_FORMAT_SELL) return (double)M->nslots * (4 + w) + 4.0 * M->n + 4.0 * M->nchunks;
-  return (double)M->nnz * (4 + w) + 4.0 * M->n;
-}
-
 /* Level l's device data from the host's h (last: the coarsest). */
 /* M's cycle pass: sparse.knl's fe_sell_cycle or fe_csr_cycle, from M's own module. */
 static int cycle_kernel(amg_cycle *C, const fe_csr *M, fe_kernel **k)
@@ -194,8 +185,8 @@ static int level_make(amg_cycle *C, const amg_host_level *h, int last)
      * other written; the residual: a pass, b, x read, t written; R: a pass, t read, the
      * coarser b written; P: a pass, the coarser x read, x read and written */
     C->flops += 2 * a * (sweeps + 1) + 4 * p + 3 * n * (sweeps + 1);
-    C->bytes += 3 * w * n + (sweeps + 1) * matrix_bytes(v->A) + sweeps * 4 * w * n +
-                3 * w * n + matrix_bytes(v->R) + w * (n + nc) + matrix_bytes(v->P) +
+    C->bytes += 3 * w * n + (sweeps + 1) * fe_csr_matrix_bytes(v->A) + sweeps * 4 * w * n +
+                3 * w * n + fe_csr_matrix_bytes(v->R) + w * (n + nc) + fe_csr_matrix_bytes(v->P) +
                 w * (nc + 2 * n);
     v->launches = (int)(1 + sweeps + 3);
   } else if (h->n <= AMG_DENSE) {
@@ -207,11 +198,11 @@ static int level_make(amg_cycle *C, const amg_host_level *h, int last)
     free(rp), free(ci), free(va);
     FE_CHECK(rc);
     C->flops += 2.0 * h->n * h->n;
-    C->bytes += matrix_bytes(C->inv) + 2 * w * h->n;
+    C->bytes += fe_csr_matrix_bytes(C->inv) + 2 * w * h->n;
     v->launches = 1;
   } else {
     C->flops += AMG_SWEEPS * 2 * a;
-    C->bytes += 3 * w * n + (AMG_SWEEPS - 1) * (matrix_bytes(v->A) + 4 * w * n);
+    C->bytes += 3 * w * n + (AMG_SWEEPS - 1) * (fe_csr_matrix_bytes(v->A) + 4 * w * n);
     v->launches = AMG_SWEEPS + (AMG_SWEEPS % 2 == 0 ? 0 : 1);
   }
   C->launches += v->launches;
@@ -290,7 +281,53 @@ static int tail_make(amg_cycle *C, const amg_host_level *lv, int L, int l0)
   return 0;
 }
 
-int amg_cycle_make(fe_backend *be, fe_precision prec, int single, const amg_host_level *lv,
+/* Rows rp of ci, va with their columns ascending, into *co, *vo (malloc'd): hypre keeps a
+ * row's diagonal first, and the SELL copy codes a row's columns as 16-bit differences only
+ * where they ascend (engine/matrix/matrix.h). */
+static int sort_rows(int n, const int *rp, const int *ci, const double *va, const int **co,
+                     const double **vo)
+{
+  size_t nz = (size_t)rp[n];
+  int *c = malloc(sizeof(int) * (nz + 1));
+  double *v = malloc(sizeof(double) * (nz + 1));
+  *co = c, *vo = v;
+  FE_ASSERT(c && v, FE_ERR_MEM, "amg: out of host memory for a level's rows");
+#pragma omp parallel for schedule(dynamic, 256)
+  for (int i = 0; i < n; i++)
+    for (int k = rp[i]; k < rp[i + 1]; k++) { /* insertion: a row's entries are few */
+      int j = k;
+      for (; j > rp[i] && c[j - 1] > ci[k]; j--) c[j] = c[j - 1], v[j] = v[j - 1];
+      c[j] = ci[k], v[j] = va[k];
+    }
+  return 0;
+}
+
+/* lv[0 .. L)'s rows sorted by column (sort_rows) into out: its own A's and P's columns and
+ * values; the rest as lv's. The cycle's passes sum each row in that order on every layout. */
+static int sorted_levels(const amg_host_level *lv, int L, amg_host_level *out)
+{
+  for (int l = 0; l < L; l++) {
+    out[l] = lv[l];
+    out[l].acol = out[l].pcol = NULL, out[l].aval = out[l].pval = NULL;
+  }
+  for (int l = 0; l < L; l++) {
+    FE_CHECK(sort_rows(lv[l].n, lv[l].arp, lv[l].acol, lv[l].aval, &out[l].acol, &out[l].aval));
+    if (lv[l].prp)
+      FE_CHECK(sort_rows(lv[l].n, lv[l].prp, lv[l].pcol, lv[l].pval, &out[l].pcol, &out[l].pval));
+  }
+  return 0;
+}
+
+static void sorted_levels_free(amg_host_level *s, int L)
+{
+  for (int l = 0; s && l < L; l++) {
+    free((void *)s[l].acol), free((void *)s[l].aval);
+    free((void *)s[l].pcol), free((void *)s[l].pval);
+  }
+  free(s);
+}
+
+int amg_cycle_make(fe_backend *be, fe_precision prec, int single, const amg_host_level *hyp,
                    int L, amg_cycle **out)
 {
   *out = NULL;
@@ -304,7 +341,9 @@ int amg_cycle_make(fe_backend *be, fe_precision prec, int single, const amg_host
   const char *f = getenv("FELAB_CYCLE_FORMAT");
   if (f && !strcmp(f, "sell")) C->format = FE_FORMAT_SELL;
   if (f && !strncmp(f, "csr", 3)) C->format = FE_FORMAT_CSR, C->lanes = atoi(f + 3);
-  int rc = 0;
+  amg_host_level *lv = calloc((size_t)L, sizeof *lv);
+  int rc = lv ? sorted_levels(hyp, L, lv) : fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
+                                                         "amg: out of host memory");
   for (int l = 0; !rc && l < L; l++) rc = level_make(C, &lv[l], l == L - 1);
   /* the tail: from the first level of at most AMG_TAIL rows (FELAB_CYCLE_TAIL=n: n rows; 0:
    * none, every pass its own launch), where two or more levels are left */
@@ -313,6 +352,7 @@ int amg_cycle_make(fe_backend *be, fe_precision prec, int single, const amg_host
   while (l0 < L && lv[l0].n > most) l0++;
   C->tail = L;
   if (!rc && L - l0 >= 2 && most > 0) rc = tail_make(C, lv, L, l0);
+  sorted_levels_free(lv, L);
   if (rc) {
     amg_cycle_free(C);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
@@ -331,12 +371,13 @@ static int pass(amg_cycle *C, int l, const fe_csr *M, fe_kernel *kern, int mode,
   const int sell = M->format == FE_FORMAT_SELL, rows = sell ? AMG_ITEMS : AMG_ITEMS / M->lanes;
   const int ng = (M->n + rows - 1) / rows;
   if (!ng) return 0;
-  fe_arg a[12] = {{.kind = FE_ARG_INT, .i = ng}, {.kind = FE_ARG_INT, .i = M->n},
+  fe_arg a[13] = {{.kind = FE_ARG_INT, .i = ng}, {.kind = FE_ARG_INT, .i = M->n},
                   {.kind = FE_ARG_INT, .i = mode}};
   int k = 3;
   if (sell) {
     a[k++] = (fe_arg){.kind = FE_ARG_INT, .i = M->chunk};
     a[k++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = &M->cstart};
+    a[k++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = &M->ccol};
     a[k++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = &M->perm};
   }
   a[k++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = sell ? &M->scols : &M->rowptr};
@@ -475,7 +516,7 @@ void amg_cycle_counts(const amg_cycle *C, double *flops, double *bytes, int *lau
   /* the residual pass (r, z read, res written) and the correction's add (z, err read, z
    * written) */
   *res_flops = 2.0 * (double)A->nnz + 2 * n;
-  *res_bytes = matrix_bytes(A) + 3 * w * n + 3 * w * n;
+  *res_bytes = fe_csr_matrix_bytes(A) + 3 * w * n + 3 * w * n;
 }
 
 void amg_cycle_free(amg_cycle *C)
