@@ -227,7 +227,7 @@ local function csr_sell(c)
 end
 
 strategies.csr = {
-  template = "engine/codegen/kernels/elemat.knl (fe_spmv, fe_spmv_sell)",
+  template = "engine/codegen/kernels/sparse.knl (fe_spmv, fe_spmv_sell)",
   kernel = function(c) return csr_sell(c) and "FE_KERNEL(fe_spmv_sell)" or "FE_KERNEL(fe_spmv)" end,
   mapping = function(c)
     local lanes = c.d.EM_LANES or 1
@@ -240,7 +240,9 @@ strategies.csr = {
               ("the unit of work is a row (a dof), %d rows. "):format(c.rep.ndofs)
     if csr_sell(c) then
       return s .. "SELL-C-sigma (fe_spmv_sell): a work group is 128 items, one item per row; the C " ..
-             "items of a chunk read consecutive slots at each step."
+             "items of a chunk read consecutive slots at each step, each adding up its row's " ..
+             "16-bit column differences as it walks (32-bit columns where a chunk's do not " ..
+             "fit); the matrix's exact zeros are left out of the copy."
     end
     local groups = count((c.rep.ndofs * lanes + 127) // 128, "group")
     if lanes == 1 then

@@ -9,7 +9,9 @@
 -- default; two cycles an application; two-scale's coarse scale cycled there too (the same
 -- iterations, h-independent); bad options refused; the levels in CSR and in SELL-C-sigma
 -- (a GPU's layout, asked on every backend here by FELAB_CYCLE_FORMAT) alike, with the coarse
--- levels in one launch (the tail) and without (FELAB_CYCLE_TAIL = 0; n: from n rows).
+-- levels in one launch (the tail) and without (FELAB_CYCLE_TAIL = 0; n: from n rows); SELL's
+-- levels (A, P and the transposed R: rectangular) with 16-bit column deltas and with 32-bit
+-- columns (FELAB_SELL_DELTA=0 FELAB_SELL_ZEROS=keep) the same iterations and bits.
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check, expect_error = T.check, T.expect_error
 if not pcall(solve.precond, fe.operator(fe.space(mesh.box{cells = {2, 2, 2}, cell = "hex"}, "Q1"),
@@ -169,9 +171,9 @@ end
 -- the levels in SELL-C-sigma (a GPU's layout) on every backend here, in a child process
 -- (FELAB_CYCLE_FORMAT = sell): the same iterations and solution as CSR's
 local exe = T.exe()
-local function layout(format, tail)
-  local p = check(io.popen(("FELAB_CYCLE_FORMAT=%s FELAB_CYCLE_TAIL=%s '%s' '%s' sell 2>&1")
-                           :format(format, tail or "", exe, arg[0])))
+local function layout(format, tail, env)
+  local p = check(io.popen(("%s FELAB_CYCLE_FORMAT=%s FELAB_CYCLE_TAIL=%s '%s' '%s' sell 2>&1")
+                           :format(env or "", format, tail or "", exe, arg[0])))
   local out = {}
   for line in p:lines() do
     local be, f, its, norm = line:match("^(%S+) (%a+) (%d+) (%S+)$")
@@ -182,6 +184,7 @@ local function layout(format, tail)
 end
 local csr, csr8, sell = layout("csr"), layout("csr8"), layout("sell")
 local csr_nt, sell_nt = layout("csr", "0"), layout("sell", "0")
+local sell32 = layout("sell", nil, "FELAB_SELL_DELTA=0 FELAB_SELL_ZEROS=keep")
 for _, be in ipairs(T.backends(true)) do
   local c, v, s, cn, sn = csr[be], csr8[be], sell[be], csr_nt[be], sell_nt[be]
   local function same(a, f)
@@ -192,6 +195,11 @@ for _, be in ipairs(T.backends(true)) do
         same(sn, "sell"), "%s: the levels in CSR, in CSR with 8 items a row and in SELL, then "
         .. "CSR and SELL without the tail: %s, %s, %s, %s, %s", be, show(c), show(v), show(s),
         show(cn), show(sn))
+  -- SELL's levels with 32-bit columns keeping every entry: the same iterations and bits
+  local s32 = sell32[be]
+  check(s and s32 and s32.f == "sell" and s32.its == s.its and s32.norm == s.norm, "%s: SELL "
+        .. "levels with 16-bit column deltas %s |x| %.17g, with 32-bit columns %s |x| %.17g", be,
+        show(s), s and s.norm or 0, show(s32), s32 and s32.norm or 0)
   if c and v and s and cn and sn then
     print(("%-6s levels in CSR, CSR 8 a row, SELL-C-sigma, no tail CSR and SELL: %d iterations, "
            .. "|x| %.15g, %.15g, %.15g, %.15g, %.15g"):format(be, c.its, c.norm, v.norm, s.norm,
