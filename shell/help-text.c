@@ -75,7 +75,9 @@ const help_entry felab_help_builtin[] = {
      "per group (all), geometry = \"stored\"|\"vertices\"|\"unshared\" (transpose, patch,\n"
      "sumfact), fold = true|false (transpose, sumfact), scatter = \"atomic\"|\"nodes\"\n"
      "(sumfact)|\"color\" (ebe), recompute = true (ebe), walk, lanes (patch), lanes, format,\n"
-     "chunk, sigma (csr); A:strategies() lists each one's (info.patch.options).\n"
+     "chunk, sigma, deltas = true|false, zeros = \"drop\"|\"keep\" (csr; the last two: SELL's\n"
+     "copy, its columns as 16-bit differences and its exact zeros left out, both on by\n"
+     "default); A:strategies() lists each one's (info.patch.options).\n"
      "An option the strategy named does not take is an error naming the strategies that\n"
      "take it; without strategy, the default runs when it takes every option given, else\n"
      "the model's fastest of those that do (walk = 4 alone runs patch).\n"
@@ -306,8 +308,13 @@ const help_entry felab_help_builtin[] = {
     {FELAB_ELEMATS ":to", "K:to(backend [, precision])",
      "A copy of the element matrices on another backend (and precision).\n"
      "example: Kc = K:to(\"cpu\")"},
-    {FELAB_MATRIX, "M.n, M.nnz, M.format, M.backend, M.precision; M:apply(x), M:get()",
-     "A sparse matrix assembled by A:assemble (CSR, or SELL-C-sigma) on a backend.\n"
+    {FELAB_MATRIX, "M.n, M.nnz, M.format, M.backend, M.precision, M.bytes, M.product_bytes; "
+                   "M:apply(x), M:get()",
+     "A sparse matrix assembled by A:assemble (CSR, or SELL-C-sigma) on a backend. M.bytes:\n"
+     "what it holds there; M.product_bytes: its arrays one product reads. SELL (format =\n"
+     "\"sell\", deltas =, zeros =): M.chunk, M.sigma, M.padding (the share of padded slots),\n"
+     "M.dropped (exact zeros left out of the copy), M.chunks, M.wide (chunks of 32-bit\n"
+     "columns), M.deltas.\n"
      "example: M = A:assemble(); print(M, M.nnz)"},
     {FELAB_MATRIX ":apply", "y, rep = M:apply(x)",
      "The product M x on the matrix's backend, with the report of the call.\n"
