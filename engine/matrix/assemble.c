@@ -430,7 +430,7 @@ static int assemble_report(assembly *S, fe_report *rep)
   int nd = V->ndofs, nc = V->mesh->ncells, nb = V->elem.nbasis, by_rows = S->by_rows;
   int ncolors = S->ncolors;
   size_t w = S->w;
-  char how[320];
+  char how[256];
   if (by_rows) snprintf(how, sizeof how, "element matrices (reg_jac) made as the rows need them "
                         "(%lld for %d cells), each row summing its cells' entries", S->made, nc);
   else if (S->dev_rows) snprintf(how, sizeof how, "element matrices stored, each row summing its "
@@ -441,10 +441,11 @@ static int assemble_report(assembly *S, fe_report *rep)
                              "by color (%d colors) into a pattern built on the host", ncolors);
   else snprintf(how, sizeof how, "element matrices (reg_nojac), then atomic adds into a pattern "
                 "built on the host");
-  if (M->format == FE_FORMAT_SELL) {
-    snprintf(how + strlen(how), sizeof how - strlen(how), "; ");
-    fe_csr_sell_describe(M, "", how + strlen(how), sizeof how - strlen(how));
-  }
+  if (M->format == FE_FORMAT_SELL) /* brief: the report's why holds 160 characters */
+    snprintf(how + strlen(how), sizeof how - strlen(how), "; SELL-%d-%d, %.1f%% padding, "
+             "%s columns, %lld zeros out", M->chunk, M->sigma, 100.0 * (double)(M->nslots -
+             M->nkept) / (double)(M->nslots + !M->nslots), !M->deltas ? "32-bit" : M->nwide ?
+             "16/32-bit" : "16-bit", M->nnz - M->nkept);
   fe_report_begin(rep, "assemble", M->be, M->prec, "assembly", how);
   fe_report_operator(rep, A, FE_ACTION_APPLY);
   double nk = (double)nc * V->elem.nbasis * V->ncomp * V->elem.nbasis * V->ncomp;
