@@ -1,6 +1,7 @@
 /* felab matrices, the CSR matrix's products: the fe_spmv kernel (CSR and SELL-C-sigma, from
- * the elemat module), cuSPARSE's product, the SELL copy's layout and fill, and the matrix's
- * launch, apply, counts, host copy, export and release. */
+ * the sparse module), cuSPARSE's product, the SELL copy's layout (rows counted on the device,
+ * sorted on the host, chunks of 16-bit or 32-bit columns) and fill, and the matrix's launch,
+ * apply, counts, host copy, export and release. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
