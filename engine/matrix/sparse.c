@@ -210,8 +210,8 @@ static int sell_sort(const int *len, int n, int sigma, int *perm)
 /* The SELL-C-sigma shape of n rows of len[i] kept entries (fe_sell_count's, FE_SELL_WIDE
  * marking a row whose columns need 32 bits): rows sorted (sell_sort), each chunk of C
  * positions C times its longest row of value slots, and of column words C (the lanes' first
- * columns) and its slots after the first, 16-bit (two a word, rounded up) unless deltas is
- * off or a row of it is wide. */
+ * columns) and its slots after the first, 16-bit (two of a lane a word, its last alone where
+ * they are odd) unless deltas is off or a row of it is wide. */
 static int sell_layout(const int *len, int n, int C, int sigma, int deltas, sell_shape *L)
 {
   int nchunks = (int)(((long long)n + C - 1) / C);
@@ -235,7 +235,7 @@ static int sell_layout(const int *len, int n, int C, int sigma, int deltas, sell
     L->cstart[k] = (int)s;
     L->ccol[k] = wide ? ~(int)cw : (int)cw;
     s += (long long)C * w;
-    cw += C + (wide ? after : (after + 1) / 2);
+    cw += C + (wide ? after : (long long)C * (w / 2)); /* 16-bit: a lane's slots in pairs */
     L->nwide += wide;
     if (s > 2147483647LL || cw > 2147483647LL) failed = 2;
   }

@@ -197,7 +197,10 @@ for _, be in ipairs(T.backends(true)) do
         show(cn), show(sn))
   -- SELL's levels with 32-bit columns keeping every entry: the same iterations and bits
   local s32 = sell32[be]
-  check(s and s32 and s32.f == "sell" and s32.its == s.its and s32.norm == s.norm, "%s: SELL "
+  -- the bits on the cpu; elsewhere the operator's actions (atomic adds on a GPU backend) may
+  -- differ in their last bits from run to run, and the solution with them
+  check(s and s32 and s32.f == "sell" and s32.its == s.its and (s32.norm == s.norm or be ~= "cpu"
+        and math.abs(s32.norm - s.norm) <= 1e-12 * s.norm), "%s: SELL "
         .. "levels with 16-bit column deltas %s |x| %.17g, with 32-bit columns %s |x| %.17g", be,
         show(s), s and s.norm or 0, show(s32), s32 and s32.norm or 0)
   if c and v and s and cn and sn then

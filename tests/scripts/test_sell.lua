@@ -79,8 +79,8 @@ end
 -- sell_layout_and_bytes_match_a_rebuilt_layout: the rows from the Matrix Market export, each
 -- row's entries of value exactly zero left out (zeros = "keep": kept), sorted longest first in
 -- windows of sigma (ties in row order), chunks of C padded to their longest row; a chunk's
--- column words: C first columns, then its slots after the first, 16-bit (two a word, rounded
--- up) where its rows' kept columns ascend by at most 65535, else 32-bit (deltas = false:
+-- column words: C first columns, then its slots after the first, 16-bit (two of a lane a word,
+-- C (w - 1) / 2 rounded up a lane) where its rows' kept columns ascend by at most 65535, else 32-bit (deltas = false:
 -- always). M.padding, M.dropped, M.wide, M.product_bytes and the report's bytes (every value
 -- slot, the column words, chunk starts twice, permutation, x and y once) follow from it.
 local function sell_rebuilt(path, n, C, sigma, drop, deltas)
@@ -120,7 +120,7 @@ local function sell_rebuilt(path, n, C, sigma, drop, deltas)
     end
     local after = w > 0 and (w - 1) * C or 0
     L.slots, L.nchunks = L.slots + C * w, L.nchunks + 1
-    L.words = L.words + C + (wd and after or (after + 1) // 2)
+    L.words = L.words + C + (wd and after or C * (w // 2))
     if wd then L.nwide = L.nwide + 1 end
   end
   L.bytes = L.slots * 8 + L.words * 4 + (L.nchunks + 1) * 8 + n * 4
@@ -252,9 +252,12 @@ do
     local xc, ic = solve.cg(A, with{format = "csr"})
     local xn, in_ = solve.cg(A, with{format = "sell"})
     local xo, io_ = solve.cg(A, with{format = "sell", deltas = false, zeros = "keep"})
+    -- the bits on the cpu; elsewhere Jacobi's diagonal comes from transpose's atomic adds,
+    -- whose order varies from run to run (PoCL and NVIDIA alike): the last bits with it
     local differ = bits_differ(xn, xo)
+    local same = be == "cpu" and differ == 0 or be ~= "cpu" and rel(xn, xo:to("cpu", "double")) <= 1e-12
     check(in_.converged and in_.iterations == io_.iterations and in_.iterations == ic.iterations
-          and differ == 0 and rel(xn, xc:to("cpu", "double")) <= 1e-12, "cg on %s: sell %d "
+          and same and rel(xn, xc:to("cpu", "double")) <= 1e-12, "cg on %s: sell %d "
           .. "iterations, 32-bit copy %d, csr %d; %d entries of x differ from the 32-bit copy's",
           be, in_.iterations, io_.iterations, ic.iterations, differ)
     check(in_.report.why:find("16-bit delta", 1, true) and io_.report.why:find("32-bit", 1, true),
