@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <omp.h>
 
 #include "engine/core/error.h"
 #include "engine/solve/precond/twoscale.h"
@@ -44,21 +45,6 @@ void fe_schwarz_box(const fe_space *V, int c, double h[3])
   }
 }
 
-/* A face of a cell, named by its sorted corner nodes: face f = 2 d + s lies at the far
- * (s = 1) or near side of direction d. */
-typedef struct face_rec {
-  int key[4];
-  int cell, face;
-} face_rec;
-
-static int face_cmp(const void *pa, const void *pb)
-{
-  const face_rec *a = pa, *b = pb;
-  for (int i = 0; i < 4; i++)
-    if (a->key[i] != b->key[i]) return a->key[i] < b->key[i] ? -1 : 1;
-  return 0;
-}
-
 /* The corner of face f whose in-face position is (u, v) (u along the face's lower other
  * direction, v along the higher). */
 static int face_corner(int f, int u, int v)
@@ -67,40 +53,49 @@ static int face_corner(int f, int u, int v)
   return s << d | u << d1 | v << d2;
 }
 
-/* The face neighbour of every face: nbr[c * 6 + f] = c' * 6 + f', or -1 on the boundary. */
-static int face_neighbours(const fe_space *V, int *nbr)
+/* The face neighbour of every face: nbr[c * 6 + f] = c' * 6 + f', or -1 on the boundary. A
+ * face is named by its sorted corner nodes (key); its neighbour is the one other face of that
+ * name among the faces of the cells at its least corner. Both loops are over cells, in
+ * parallel; an error names the first cell with a face of more than two cells. */
+static int face_neighbours(const fe_space *V, const fe_node_cells *adj, int *nbr)
 {
   int nc = V->mesh->ncells;
-  face_rec *rec;
-  FE_MALLOC(rec, (size_t)nc * 6, "the faces of the cells");
+  int *key;
+  FE_MALLOC(key, (size_t)nc * 24, "the faces of the cells");
+#pragma omp parallel for schedule(static)
   for (int c = 0; c < nc; c++)
     for (int f = 0; f < 6; f++) {
-      face_rec *r = &rec[c * 6 + f];
+      int *r = key + (size_t)(c * 6 + f) * 4;
       for (int q = 0; q < 4; q++) {
         int k = q, g = corner_node(V, c, face_corner(f, q & 1, q >> 1));
-        while (k > 0 && r->key[k - 1] > g) { /* insertion: the sorted corners */
-          r->key[k] = r->key[k - 1];
+        while (k > 0 && r[k - 1] > g) { /* insertion: the sorted corners */
+          r[k] = r[k - 1];
           k--;
         }
-        r->key[k] = g;
+        r[k] = g;
       }
-      r->cell = c;
-      r->face = f;
-      nbr[c * 6 + f] = -1;
     }
-  qsort(rec, (size_t)nc * 6, sizeof *rec, face_cmp);
-  for (size_t i = 0; i + 1 < (size_t)nc * 6; i++) {
-    if (face_cmp(&rec[i], &rec[i + 1])) continue;
-    if (i + 2 < (size_t)nc * 6 && !face_cmp(&rec[i], &rec[i + 2])) {
-      int c = rec[i].cell;
-      free(rec);
-      FE_ERROR(FE_ERR_MESH, "twoscale: a face of cell %d is shared by more than two cells", c);
+  int bad = nc;
+#pragma omp parallel for schedule(static) reduction(min : bad)
+  for (int c = 0; c < nc; c++)
+    for (int f = 0; f < 6; f++) {
+      const int *r = key + (size_t)(c * 6 + f) * 4;
+      int found = -1, count = 0;
+      for (int t = adj->start[r[0]]; t < adj->start[r[0] + 1]; t++)
+        for (int f2 = 0, c2 = adj->cells[t]; f2 < 6; f2++) {
+          const int *r2 = key + (size_t)(c2 * 6 + f2) * 4;
+          if ((c2 == c && f2 == f) || r2[0] != r[0] || r2[1] != r[1] || r2[2] != r[2] ||
+              r2[3] != r[3])
+            continue;
+          found = c2 * 6 + f2;
+          count++;
+        }
+      nbr[c * 6 + f] = count == 1 ? found : -1;
+      if (count > 1 && c < bad) bad = c;
     }
-    nbr[rec[i].cell * 6 + rec[i].face] = rec[i + 1].cell * 6 + rec[i + 1].face;
-    nbr[rec[i + 1].cell * 6 + rec[i + 1].face] = rec[i].cell * 6 + rec[i].face;
-    i++;
-  }
-  free(rec);
+  free(key);
+  FE_ASSERT(bad == nc, FE_ERR_MESH, "twoscale: a face of cell %d is shared by more than two "
+            "cells", bad);
   return 0;
 }
 
@@ -161,6 +156,98 @@ static int extend_face(const fe_space *V, int c, int f, int c2, int f2, int *map
   return 0;
 }
 
+int ts_scan(int *a, int n)
+{
+  int total = 0, *part = calloc((size_t)omp_get_max_threads() + 1, sizeof(int));
+  if (!part) { /* one pass alone */
+    for (int g = 0; g < n; g++) {
+      int k = a[g];
+      a[g] = total;
+      total += k;
+    }
+    a[n] = total;
+    return total;
+  }
+#pragma omp parallel if (n > 65536)
+  {
+    int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    int lo = (int)((long long)n * t / nt), hi = (int)((long long)n * (t + 1) / nt), s = 0;
+    for (int g = lo; g < hi; g++) s += a[g];
+    part[t + 1] = s;
+#pragma omp barrier
+#pragma omp single
+    for (int q = 0; q < nt; q++) part[q + 1] += part[q];
+    s = part[t];
+    for (int g = lo; g < hi; g++) {
+      int k = a[g];
+      a[g] = s;
+      s += k;
+    }
+#pragma omp single nowait
+    total = part[nt];
+  }
+  free(part);
+  a[n] = total;
+  return total;
+}
+
+/* Every node's entries start[g] .. start[g + 1) of cells and lex put in increasing cell order
+ * (the parallel fill's atomic slots leave them in any order; a node has a few). */
+static void sort_node_cells(int nn, const int *start, int *cells, int *lex)
+{
+#pragma omp parallel for schedule(static)
+  for (int g = 0; g < nn; g++)
+    for (int t = start[g] + 1; t < start[g + 1]; t++) {
+      int c = cells[t], l = lex[t], k = t;
+      for (; k > start[g] && cells[k - 1] > c; k--) {
+        cells[k] = cells[k - 1];
+        lex[k] = lex[k - 1];
+      }
+      cells[k] = c;
+      lex[k] = l;
+    }
+}
+
+/* The counts start[g] of cells at every node and the (cell, lattice node) entries from at[g]
+ * on: in parallel (atomic counts and slots, then each node's entries sorted by cell) from four
+ * threads on, where that beats the serial passes (an atomic add costs some three plain ones),
+ * else in cell order. */
+static void node_cells_fill(const fe_space *V, int *start, int *at, int *cells, int *lex)
+{
+  const int nc = V->mesh->ncells, nb = V->elem.nbasis, nn = V->nnodes, *lx = V->elem.lex,
+            *cn = V->cell_nodes;
+  const size_t ne = (size_t)nc * nb;
+  if (omp_get_max_threads() < 4) {
+    for (size_t t = 0; t < ne; t++) start[cn[t]]++;
+    ts_scan(start, nn);
+    memcpy(at, start, sizeof(int) * (size_t)nn);
+    for (int c = 0; c < nc; c++)
+      for (int l = 0; l < nb; l++) {
+        int t = at[cn[(size_t)c * nb + lx[l]]]++;
+        cells[t] = c;
+        lex[t] = l;
+      }
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (size_t t = 0; t < ne; t++) {
+#pragma omp atomic
+    start[cn[t]]++;
+  }
+  ts_scan(start, nn);
+  memcpy(at, start, sizeof(int) * (size_t)nn);
+#pragma omp parallel for schedule(static)
+  for (int c = 0; c < nc; c++)
+    for (int l = 0; l < nb; l++) {
+      int t, g = cn[(size_t)c * nb + lx[l]];
+#pragma omp atomic capture
+      t = at[g]++;
+      cells[t] = c;
+      lex[t] = l;
+    }
+  sort_node_cells(nn, start, cells, lex);
+}
+
 int fe_node_cells_build(const fe_space *V, fe_node_cells *out)
 {
   int nc = V->mesh->ncells, nb = V->elem.nbasis, nn = V->nnodes;
@@ -168,28 +255,16 @@ int fe_node_cells_build(const fe_space *V, fe_node_cells *out)
   FE_CALLOC(start, (size_t)nn + 1, "the cells at each node");
   cells = malloc(sizeof(int) * nc * nb);
   lex = malloc(sizeof(int) * nc * nb);
-  at = malloc(sizeof(int) * nn);
+  at = malloc(sizeof(int) * ((size_t)nn + 1));
   if (!cells || !lex || !at) {
-    free(start);
-    free(cells);
-    free(lex);
-    free(at);
+    free(start), free(cells), free(lex), free(at);
     FE_ERROR(FE_ERR_MEM, "out of host memory for the cells at each node");
   }
-  for (size_t t = 0; t < (size_t)nc * nb; t++) start[V->cell_nodes[t] + 1]++;
-  int most = 0;
-  for (int g = 0; g < nn; g++) {
-    most = start[g + 1] > most ? start[g + 1] : most;
-    start[g + 1] += start[g];
-    at[g] = start[g];
-  }
-  for (int c = 0; c < nc; c++) /* cells in increasing order at every node */
-    for (int l = 0; l < nb; l++) {
-      int t = at[V->cell_nodes[(size_t)c * nb + V->elem.lex[l]]]++;
-      cells[t] = c;
-      lex[t] = l;
-    }
+  node_cells_fill(V, start, at, cells, lex);
   free(at);
+  int most = 0;
+#pragma omp parallel for schedule(static) reduction(max : most)
+  for (int g = 0; g < nn; g++) most = start[g + 1] - start[g] > most ? start[g + 1] - start[g] : most;
   out->start = start;
   out->cells = cells;
   out->lex = lex;
@@ -305,30 +380,43 @@ static int common_neighbour(const fe_space *V, const fe_node_cells *adj, int c, 
   return found;
 }
 
+/* Point p of cell c's extended lattice m, in an edge (two of its indices at an end) or corner
+ * region (three): the node next to each of the points one step closer to the cell, none
+ * (-1) where common_neighbour finds none or the node is in the lattice already (S). */
+static void region_point(const fe_space *V, const fe_node_cells *adj, int c, int *m,
+                         lattice_set *S, const int p[3])
+{
+  int ne = V->elem.order + 3, g[3], k = 0;
+  for (int d = 0; d < 3; d++) {
+    if (p[d] != 0 && p[d] != ne - 1) continue;
+    int q[3] = {p[0], p[1], p[2]};
+    q[d] = p[d] == 0 ? 1 : ne - 2; /* one step toward the cell */
+    g[k++] = m[(q[2] * ne + q[1]) * ne + q[0]];
+  }
+  int h = common_neighbour(V, adj, c, g, k, S->buf);
+  if (h >= 0 && set_has(S, c, h, 1)) h = -1; /* in the lattice already */
+  m[(p[2] * ne + p[1]) * ne + p[0]] = h;
+}
+
 /* The edge and corner regions of cell c's extended lattice m (ids, -1: none), from the face
- * layers: point (-1, -1, k) is the node next to both (-1, 0, k) and (0, -1, k), and so on. A
- * point found twice in the lattice is dropped. */
+ * layers: point (-1, -1, k) is the node next to both (-1, 0, k) and (0, -1, k), and so on.
+ * The edges first, then the corners (found from them), each in lattice order; a point found
+ * twice in the lattice is dropped. */
 static void extend_edges(const fe_space *V, const fe_node_cells *adj, int c, int *m,
                          lattice_set *S)
 {
   int n = V->elem.order, ne = n + 3;
   for (int t = 0; t < ne * ne * ne; t++)
     if (m[t] >= 0) set_has(S, c, m[t], 1);
-  for (int pass = 2; pass <= 3; pass++) /* edges first: the corners are found from them */
-    for (int t = 0; t < ne * ne * ne; t++) {
-      int p[3] = {t % ne, (t / ne) % ne, t / (ne * ne)}, out = 0, g[3], k = 0;
-      for (int d = 0; d < 3; d++) out += p[d] == 0 || p[d] == ne - 1;
-      if (out != pass) continue;
-      for (int d = 0; d < 3; d++) {
-        if (p[d] != 0 && p[d] != ne - 1) continue;
-        int q[3] = {p[0], p[1], p[2]};
-        q[d] = p[d] == 0 ? 1 : ne - 2; /* one step toward the cell */
-        g[k++] = m[(q[2] * ne + q[1]) * ne + q[0]];
+  for (int pass = 2; pass <= 3; pass++) /* the indices at an end: 2 an edge, 3 a corner */
+    for (int p2 = 0; p2 < ne; p2++)
+      for (int p1 = 0; p1 < ne; p1++) {
+        int e = (p2 == 0 || p2 == ne - 1) + (p1 == 0 || p1 == ne - 1);
+        if (e == 0 || e + 1 < pass) continue; /* with one of p1, p2 at an end, p0 must be */
+        for (int p0 = 0; p0 < ne; p0 += e == 2 ? 1 : ne - 1)
+          if (e + (p0 == 0 || p0 == ne - 1) == pass)
+            region_point(V, adj, c, m, S, (const int[3]){p0, p1, p2});
       }
-      int h = common_neighbour(V, adj, c, g, k, S->buf);
-      if (h >= 0 && set_has(S, c, h, 1)) h = -1; /* in the lattice already */
-      m[t] = h;
-    }
 }
 
 /* How cell c's pencil ends at face f on the boundary: fixed when every node of the face is
@@ -386,30 +474,54 @@ static long long map_cell(const fe_space *V, const fe_node_cells *adj, const uns
   return valid;
 }
 
-/* Each node's lattice neighbours listed once into a's lstart and lnbr (a count pass, then
- * the lists; the edge and corner regions ask for a node's many times); left NULL where the
- * memory is not there (then each asks lattice_neighbours anew). */
+/* Each node's lattice neighbours listed once into a's lstart and lnbr (the edge and corner
+ * regions ask for a node's many times): each thread lists a block of nodes into its own
+ * buffer (at most 6 a cell at each node), then the blocks are copied one after another; left
+ * NULL where the memory is not there (then each asks lattice_neighbours anew). */
 static void list_lattice_neighbours(const fe_space *V, fe_node_cells *a)
 {
   const int nn = V->nnodes;
-  int *start = calloc((size_t)nn + 2, sizeof(int)), failed = !start;
-#pragma omp parallel if (nn > 4096) reduction(| : failed)
+  int *start = malloc(sizeof(int) * ((size_t)nn + 1)), *list = NULL, failed = !start;
+  size_t *part = calloc((size_t)omp_get_max_threads() + 1, sizeof(size_t));
+  failed |= !part;
+#pragma omp parallel if (!failed && nn > 4096)
   {
-    int *buf = malloc(sizeof(int) * ((size_t)a->maxdeg + 1));
-    failed |= !buf;
-#pragma omp for schedule(static)
-    for (int g = 0; g < nn; g++)
-      if (!failed) start[g + 1] = lattice_neighbours(V, a, g, buf);
+    int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    int lo = (int)((long long)nn * t / nt), hi = (int)((long long)nn * (t + 1) / nt);
+    int *buf = failed ? NULL : malloc(sizeof(int) * (6 * (size_t)(a->start[hi] - a->start[lo]) + 1));
+    size_t k = 0;
+    for (int g = lo; buf && g < hi; g++) {
+      start[g] = lattice_neighbours(V, a, g, buf + k);
+      k += (size_t)start[g];
+    }
+    if (!buf) {
+#pragma omp atomic write
+      failed = 1;
+    }
+    part[t + 1] = k;
+#pragma omp barrier
+#pragma omp single
+    {
+      for (int q = 0; q < nt; q++) part[q + 1] += part[q];
+      list = failed || part[nt] > 0x7fffffff ? NULL : malloc(sizeof(int) * (part[nt] + 1));
+      if (list) start[nn] = (int)part[nt];
+    }
+    if (list) {
+      memcpy(list + part[t], buf, sizeof(int) * k);
+      int s = (int)part[t];
+      for (int g = lo; g < hi; g++) {
+        int m = start[g];
+        start[g] = s;
+        s += m;
+      }
+    }
     free(buf);
   }
-  for (int g = 0; !failed && g < nn; g++) start[g + 1] += start[g];
-  int *list = failed ? NULL : malloc(sizeof(int) * ((size_t)start[nn] + 1));
+  free(part);
   if (!list) {
     free(start);
     return;
   }
-#pragma omp parallel for schedule(static) if (nn > 4096)
-  for (int g = 0; g < nn; g++) lattice_neighbours(V, a, g, list + start[g]);
   a->lstart = start;
   a->lnbr = list;
 }
@@ -424,7 +536,7 @@ int fe_schwarz_map(const fe_space *V, const fe_node_cells *cells_at, const unsig
   size_t ne3 = (size_t)ne * ne * ne;
   int *nbr, *map, *pen;
   FE_MALLOC(nbr, (size_t)nc * 6, "the face neighbours");
-  int rc = face_neighbours(V, nbr);
+  int rc = face_neighbours(V, adj, nbr);
   map = rc ? NULL : malloc(sizeof(int) * nc * ne3);
   pen = rc ? NULL : malloc(sizeof(int) * nc);
   if (!rc && (!map || !pen))
