@@ -316,8 +316,9 @@ static void count(fe_precond *P, amg *M, int cycles, int on_host)
   P->host_bytes = on_host ? 0 : 2 * n * w;
   P->launches = 0; /* it runs on the host: no kernel of the backend */
   snprintf(P->describe, sizeof P->describe,
-           "BoomerAMG: %d levels, operator complexity %.2f, HMIS, ext+i, l1-GS, %d V-cycle%s%s",
-           L, nnz / nnz0, cycles, cycles == 1 ? "" : "s",
+           "BoomerAMG: %d levels, operator complexity %.2f, HMIS, %s, l1-GS, %d V-cycle%s%s",
+           L, nnz / nnz0, P->o.interp < 0 || P->o.interp == 6 ? "ext+i" : P->o.interp == 17 ?
+           "ext+i (matrix-matrix)" : "interpolation type set", cycles, cycles == 1 ? "" : "s",
            M->assembled_on_cpu ? " (matrix assembled on the cpu)" : "");
 }
 
@@ -410,7 +411,7 @@ static int solver_setup(fe_precond *P, amg *M, int cycles, const int *rowptr, co
   HYPRE_Solver s = M->solver;
   HYPRE_CHECK(HYPRE_BoomerAMGSetPrintLevel(s, P->o.verbose ? 1 : 0)); /* 1: setup statistics */
   HYPRE_CHECK(HYPRE_BoomerAMGSetCoarsenType(s, 10));                  /* HMIS */
-  HYPRE_CHECK(HYPRE_BoomerAMGSetInterpType(s, 6));                    /* extended+i */
+  HYPRE_CHECK(HYPRE_BoomerAMGSetInterpType(s, P->o.interp >= 0 ? P->o.interp : 6)); /* ext+i */
   HYPRE_CHECK(HYPRE_BoomerAMGSetPMaxElmts(s, 4));
   double theta = P->o.theta > 0 ? P->o.theta : V->mesh->dim == 3 ? 0.5 : 0.25;
   HYPRE_CHECK(HYPRE_BoomerAMGSetStrongThreshold(s, theta));
