@@ -56,10 +56,10 @@ _Static_assert(sizeof(HYPRE_Complex) == sizeof(double),
                "felab passes doubles to hypre: hypre must be built in double precision");
 
 typedef struct amg {
-  HYPRE_IJMatrix ij;       /* the Jacobian, ParCSR on MPI_COMM_SELF: each rank its own whole
-                            * matrix (under mpirun every rank runs the same solve) */
+  HYPRE_IJMatrix ij;       /* a split space's Jacobian, assembled over the ranks; NULL
+                            * otherwise (A made in place, on MPI_COMM_SELF) */
   HYPRE_IJVector ijb, ijx; /* the right-hand side r and the result z */
-  HYPRE_ParCSRMatrix A;
+  HYPRE_ParCSRMatrix A;    /* the Jacobian: ij's, or made in place (matrix_make) */
   HYPRE_ParVector b, x;
   HYPRE_Solver solver;
   double setup_s;          /* BoomerAMGSetup's own seconds */
