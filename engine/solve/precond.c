@@ -26,6 +26,7 @@ void fe_precond_opts_default(fe_precond_opts *o)
   memset(o, 0, sizeof *o);
   o->name = "jacobi";
   o->aggressive = -1;
+  o->interp = -1;
 }
 
 const fe_precond_kind *fe_precond_find(const char *name)

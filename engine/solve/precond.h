@@ -35,6 +35,8 @@ typedef struct fe_precond_opts {
                      * -1: 1 for a scalar problem in 3D, else 0; twoscale's coarse scale: 0) */
   int verbose;      /* print the setup's steps (Lanczos bounds, AMG levels) */
   double theta;     /* amg: BoomerAMG's strong threshold (0: 0.5 in 3D, 0.25 in 2D) */
+  int interp;       /* amg: BoomerAMG's interpolation, hypre's interp_type (-1: 6, extended+i;
+                     * twoscale's coarse scale: 17, extended+i in matrix-matrix form) */
   /* amg: work run on the calling thread while BoomerAMG's setup (serial) runs on another
    * (twoscale's fine scale), on a space not split over ranks; NULL: none */
   int (*meanwhile)(void *ctx);

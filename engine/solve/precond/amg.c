@@ -40,6 +40,7 @@
 #include <dlfcn.h>
 #include <libgen.h>
 #include <mpi.h>
+#include <omp.h>
 #include <unistd.h>
 
 #include <HYPRE.h>
@@ -55,10 +56,10 @@ _Static_assert(sizeof(HYPRE_Complex) == sizeof(double),
                "felab passes doubles to hypre: hypre must be built in double precision");
 
 typedef struct amg {
-  HYPRE_IJMatrix ij;       /* the Jacobian, ParCSR on MPI_COMM_SELF: each rank its own whole
-                            * matrix (under mpirun every rank runs the same solve) */
+  HYPRE_IJMatrix ij;       /* a split space's Jacobian, assembled over the ranks; NULL
+                            * otherwise (A made in place, on MPI_COMM_SELF) */
   HYPRE_IJVector ijb, ijx; /* the right-hand side r and the result z */
-  HYPRE_ParCSRMatrix A;
+  HYPRE_ParCSRMatrix A;    /* the Jacobian: ij's, or made in place (matrix_make) */
   HYPRE_ParVector b, x;
   HYPRE_Solver solver;
   double setup_s;          /* BoomerAMGSetup's own seconds */
@@ -149,44 +150,63 @@ static int mpi_start(void)
   return 0;
 }
 
-/* A hypre vector of rows [lo, lo + n) of comm (zeroed) and its data. */
-static int vector_create(MPI_Comm comm, int lo, int n, HYPRE_IJVector *ij, HYPRE_ParVector *v,
-                         double **data)
+/* A hypre vector of rows [lo, lo + n) of comm (zeroed) and its data: hypre's calls alone,
+ * no felab error set (it may run on the setup's thread). */
+static HYPRE_Int vector_make(MPI_Comm comm, int lo, int n, HYPRE_IJVector *ij, HYPRE_ParVector *v,
+                             double **data)
 {
-  HYPRE_CHECK(HYPRE_IJVectorCreate(comm, lo, lo + n - 1, ij));
-  HYPRE_CHECK(HYPRE_IJVectorSetObjectType(*ij, HYPRE_PARCSR));
-  HYPRE_CHECK(HYPRE_IJVectorInitialize(*ij));
-  HYPRE_CHECK(HYPRE_IJVectorAssemble(*ij));
-  HYPRE_CHECK(HYPRE_IJVectorGetObject(*ij, (void **)v));
+  HYPRE_Int err = HYPRE_IJVectorCreate(comm, lo, lo + n - 1, ij);
+  if (!err) err = HYPRE_IJVectorSetObjectType(*ij, HYPRE_PARCSR);
+  if (!err) err = HYPRE_IJVectorInitialize(*ij);
+  if (!err) err = HYPRE_IJVectorAssemble(*ij);
+  if (!err) err = HYPRE_IJVectorGetObject(*ij, (void **)v);
+  if (err) return err;
   *data = hypre_VectorData(hypre_ParVectorLocalVector((hypre_ParVector *)*v));
   memset(*data, 0, sizeof(double) * (size_t)n);
   return 0;
 }
 
-/* The IJ matrix from felab's CSR arrays (one process owns every row). */
-static int matrix_create(amg *M, const int *rowptr, const int *cols, const double *vals)
+/* M's vectors b and x, rows [lo, lo + n) of comm, as vector_make's. */
+static HYPRE_Int vectors_make(amg *M, MPI_Comm comm, int lo, int n)
 {
-  int n = M->n, *ncols, *rows;
-  FE_MALLOC(ncols, n, "amg row lengths");
-  rows = malloc(sizeof(int) * (size_t)n);
-  if (!rows) {
-    free(ncols);
-    FE_ERROR(FE_ERR_MEM, "out of host memory for amg's row numbers (%d rows)", n);
-  }
+  HYPRE_Int err = vector_make(comm, lo, n, &M->ijb, &M->b, &M->bdata);
+  return err ? err : vector_make(comm, lo, n, &M->ijx, &M->x, &M->xdata);
+}
+
+/* The ParCSR matrix of felab's CSR arrays (one process owns every row), made in place rather
+ * than through hypre's IJ interface (a tenth of hypre's setup on two-scale's coarse problem):
+ * the diagonal block's rows with their diagonal entry first and the others in their order, as
+ * the IJ assembly leaves them (the same arrays, so the same hierarchy), no off-diagonal
+ * block; then the vectors b and x. hypre's calls alone, no felab error set (it may run on the
+ * setup's thread); -1 where the host's memory is short. */
+static HYPRE_Int matrix_make(amg *M, const int *rowptr, const int *cols, const double *vals)
+{
+  const int n = M->n, nnz = rowptr[n];
+  HYPRE_BigInt starts[2] = {0, n};
+  hypre_ParCSRMatrix *A = hypre_ParCSRMatrixCreate(MPI_COMM_SELF, n, n, starts, starts, 0, nnz, 0);
+  if (!A) return -1;
+  M->A = (HYPRE_ParCSRMatrix)A; /* amg_destroy frees it: no IJ matrix owns it */
+  HYPRE_Int err = hypre_ParCSRMatrixInitialize(A);
+  if (err) return err;
+  hypre_CSRMatrix *d = hypre_ParCSRMatrixDiag(A);
+  int *I = hypre_CSRMatrixI(d), *J = hypre_CSRMatrixJ(d);
+  double *D = hypre_CSRMatrixData(d);
   for (int i = 0; i < n; i++) {
-    rows[i] = i;
-    ncols[i] = rowptr[i + 1] - rowptr[i];
+    int k = rowptr[i], e = rowptr[i + 1], q = k + 1, diag = -1;
+    I[i] = k;
+    for (int t = k; t < e && diag < 0; t++) diag = cols[t] == i ? t : -1;
+    if (diag < 0) { /* no diagonal entry: the row as it is */
+      memcpy(J + k, cols + k, sizeof(int) * (size_t)(e - k));
+      memcpy(D + k, vals + k, sizeof(double) * (size_t)(e - k));
+      continue;
+    }
+    J[k] = i, D[k] = vals[diag];
+    for (int t = k; t < e; t++)
+      if (t != diag) J[q] = cols[t], D[q++] = vals[t];
   }
-  HYPRE_Int err = HYPRE_IJMatrixCreate(MPI_COMM_SELF, 0, n - 1, 0, n - 1, &M->ij);
-  if (!err) err = HYPRE_IJMatrixSetObjectType(M->ij, HYPRE_PARCSR);
-  if (!err) err = HYPRE_IJMatrixSetRowSizes(M->ij, ncols);
-  if (!err) err = HYPRE_IJMatrixInitialize(M->ij);
-  if (!err) err = HYPRE_IJMatrixSetValues(M->ij, n, ncols, rows, cols, vals);
-  if (!err) err = HYPRE_IJMatrixAssemble(M->ij);
-  if (!err) err = HYPRE_IJMatrixGetObject(M->ij, (void **)&M->A);
-  free(ncols);
-  free(rows);
-  return err ? hypre_failed(err, "IJ matrix assembly") : 0;
+  I[n] = nnz;
+  err = hypre_CSRMatrixSetRownnz(d);
+  return err ? err : vectors_make(M, MPI_COMM_SELF, 0, n);
 }
 
 /* A space split over the ranks: hypre's rows the owned dofs, rank after rank; each local
@@ -308,8 +328,9 @@ static void count(fe_precond *P, amg *M, int cycles, int on_host)
   P->host_bytes = on_host ? 0 : 2 * n * w;
   P->launches = 0; /* it runs on the host: no kernel of the backend */
   snprintf(P->describe, sizeof P->describe,
-           "BoomerAMG: %d levels, operator complexity %.2f, HMIS, ext+i, l1-GS, %d V-cycle%s%s",
-           L, nnz / nnz0, cycles, cycles == 1 ? "" : "s",
+           "BoomerAMG: %d levels, operator complexity %.2f, HMIS, %s, l1-GS, %d V-cycle%s%s",
+           L, nnz / nnz0, P->o.interp < 0 || P->o.interp == 6 ? "ext+i" : P->o.interp == 17 ?
+           "ext+i (matrix-matrix)" : "interpolation type set", cycles, cycles == 1 ? "" : "s",
            M->assembled_on_cpu ? " (matrix assembled on the cpu)" : "");
 }
 
@@ -324,37 +345,62 @@ static void amg_destroy(fe_precond *P)
   if (M->ijb) HYPRE_IJVectorDestroy(M->ijb);
   if (M->ijx) HYPRE_IJVectorDestroy(M->ijx);
   if (M->ij) HYPRE_IJMatrixDestroy(M->ij);
+  else if (M->A) hypre_ParCSRMatrixDestroy((hypre_ParCSRMatrix *)M->A); /* made in place */
   free(M);
   P->impl = NULL;
 }
 
-/* BoomerAMG's setup on another thread, while P->o.meanwhile runs on this one. */
+/* BoomerAMG's setup on another thread, while P->o.meanwhile runs on this one: the IJ matrix
+ * and vectors first where the CSR arrays are given (an unsplit space's), then the hierarchy.
+ * The thread sets no felab error: its hypre error (or -1, host memory short) and the call
+ * that failed are read after the join. */
 typedef struct setup_job {
   amg *M;
+  const int *rowptr, *cols; /* the CSR arrays to build M's matrix from, or NULL: built */
+  const double *vals;
   HYPRE_Int err;
-  double seconds;
+  const char *call;         /* the call err came from */
+  double seconds;           /* the matrix's and the setup's own time */
 } setup_job;
 
 static void *setup_thread(void *arg)
 {
   setup_job *j = arg;
   double t0 = fe_clock();
-  j->err = HYPRE_BoomerAMGSetup(j->M->solver, j->M->A, j->M->b, j->M->x);
+  j->call = "the ParCSR matrix";
+  if (j->rowptr) j->err = matrix_make(j->M, j->rowptr, j->cols, j->vals);
+  if (!j->err) {
+    j->call = "HYPRE_BoomerAMGSetup";
+    j->err = HYPRE_BoomerAMGSetup(j->M->solver, j->M->A, j->M->b, j->M->x);
+  }
   j->seconds = fe_clock() - t0;
   return NULL;
 }
 
-/* BoomerAMG's setup on M->A (serial: hypre is built without threads), overlapped with
- * P->o.meanwhile where there is one and the space is not split (the thread calls MPI on
- * MPI_COMM_SELF only while this one calls none): twoscale's fine scale, Q3 2.35M dofs on the
- * H200's host, 0.2-0.3 s of its setup. M->setup_s: the setup's own time. */
-static int setup_overlapped(fe_precond *P, amg *M)
+/* P->o.meanwhile on this thread while hypre's runs on its own: from four OpenMP threads on,
+ * where they would take every core, one fewer (hypre's thread gets a core of its own; one of
+ * four or more is little to lose once it is done). */
+static int meanwhile_beside(fe_precond *P)
 {
-  setup_job j = {.M = M};
+  int nt = omp_get_max_threads(), fewer = nt >= 4 && nt >= omp_get_num_procs();
+  if (fewer) omp_set_num_threads(nt - 1);
+  int rc = P->o.meanwhile(P->o.meanwhile_ctx);
+  if (fewer) omp_set_num_threads(nt);
+  return rc;
+}
+
+/* BoomerAMG's setup on M's matrix (from the CSR arrays where given), serial (hypre is built
+ * without threads), overlapped with P->o.meanwhile where there is one and the space is not
+ * split (the thread calls MPI on MPI_COMM_SELF only while this one calls none): twoscale's
+ * maps, Q3 2.35M dofs on the H200's host. M->setup_s: the matrix's and the setup's own time. */
+static int setup_overlapped(fe_precond *P, amg *M, const int *rowptr, const int *cols,
+                            const double *vals)
+{
+  setup_job j = {.M = M, .rowptr = rowptr, .cols = cols, .vals = vals};
   pthread_t th;
   int rc = 0, threaded = P->o.meanwhile && !M->dist && !pthread_create(&th, NULL, setup_thread, &j);
   if (threaded) {
-    rc = P->o.meanwhile(P->o.meanwhile_ctx);
+    rc = meanwhile_beside(P);
     pthread_join(th, NULL);
   } else {
     if (P->o.meanwhile) rc = P->o.meanwhile(P->o.meanwhile_ctx);
@@ -363,19 +409,22 @@ static int setup_overlapped(fe_precond *P, amg *M)
   P->o.meanwhile = NULL; /* run once */
   M->setup_s = j.seconds;
   FE_CHECK(rc);
-  if (j.err) return hypre_failed(j.err, "HYPRE_BoomerAMGSetup");
+  if (j.err == -1)
+    FE_ERROR(FE_ERR_MEM, "amg: out of host memory for hypre's matrix (%d rows)", M->n);
+  if (j.err) return hypre_failed(j.err, j.call);
   return 0;
 }
 
-/* BoomerAMG's settings (the file's top) and its setup on M->A. */
-static int solver_setup(fe_precond *P, amg *M, int cycles)
+/* BoomerAMG's settings (the file's top) and its setup on M's matrix (setup_overlapped). */
+static int solver_setup(fe_precond *P, amg *M, int cycles, const int *rowptr, const int *cols,
+                        const double *vals)
 {
   const fe_space *V = fe_operator_space(P->A);
   HYPRE_CHECK(HYPRE_BoomerAMGCreate(&M->solver));
   HYPRE_Solver s = M->solver;
   HYPRE_CHECK(HYPRE_BoomerAMGSetPrintLevel(s, P->o.verbose ? 1 : 0)); /* 1: setup statistics */
   HYPRE_CHECK(HYPRE_BoomerAMGSetCoarsenType(s, 10));                  /* HMIS */
-  HYPRE_CHECK(HYPRE_BoomerAMGSetInterpType(s, 6));                    /* extended+i */
+  HYPRE_CHECK(HYPRE_BoomerAMGSetInterpType(s, P->o.interp >= 0 ? P->o.interp : 6)); /* ext+i */
   HYPRE_CHECK(HYPRE_BoomerAMGSetPMaxElmts(s, 4));
   double theta = P->o.theta > 0 ? P->o.theta : V->mesh->dim == 3 ? 0.5 : 0.25;
   HYPRE_CHECK(HYPRE_BoomerAMGSetStrongThreshold(s, theta));
@@ -393,7 +442,7 @@ static int solver_setup(fe_precond *P, amg *M, int cycles)
   if (V->ncomp > 1) HYPRE_CHECK(HYPRE_BoomerAMGSetNumFunctions(s, V->ncomp));
   HYPRE_CHECK(HYPRE_BoomerAMGSetTol(s, 0.0)); /* a fixed number of cycles: no residual norms */
   HYPRE_CHECK(HYPRE_BoomerAMGSetMaxIter(s, cycles));
-  FE_CHECK(setup_overlapped(P, M));
+  FE_CHECK(setup_overlapped(P, M, rowptr, cols, vals));
   if (P->o.verbose) HYPRE_CHECK(HYPRE_BoomerAMGSetPrintLevel(s, 0)); /* quiet applications */
   return 0;
 }
@@ -433,21 +482,22 @@ static int amg_build(fe_precond *P, amg *M, fe_backend *be, int cycles)
   double t2 = fe_clock();
   fe_setup_part_add(&P->parts, "transfer", t2 - t1, 0);
   M->dist = fe_operator_space(P->A)->dist;
-  if (!rc && M->dist) rc = split_matrix(P, M, rowptr, cols, vals);
-  else if (!rc) rc = matrix_create(M, rowptr, cols, vals);
+  if (!rc && M->dist) { /* split: the matrix over the ranks here, the setup on its own */
+    rc = split_matrix(P, M, rowptr, cols, vals);
+    HYPRE_Int err = rc ? 0 : vectors_make(M, MPI_COMM_WORLD, M->lo, M->nown);
+    if (err) rc = hypre_failed(err, "IJ vectors over the ranks");
+    free(rowptr), free(cols), free(vals);
+    rowptr = cols = NULL, vals = NULL;
+  }
+  double t3 = fe_clock();
+  /* an unsplit space's matrix made on hypre's thread, from the arrays */
+  if (!rc) rc = solver_setup(P, M, cycles, rowptr, cols, vals);
   free(rowptr);
   free(cols);
   free(vals);
-  if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
-  MPI_Comm comm = M->dist ? MPI_COMM_WORLD : MPI_COMM_SELF;
-  const int lo = M->dist ? M->lo : 0, nrows = M->dist ? M->nown : M->n;
-  FE_CHECK(vector_create(comm, lo, nrows, &M->ijb, &M->b, &M->bdata));
-  FE_CHECK(vector_create(comm, lo, nrows, &M->ijx, &M->x, &M->xdata));
-  double t3 = fe_clock();
-  rc = solver_setup(P, M, cycles);
   /* its matrix and hierarchy, their own time (the setup may overlap P->o.meanwhile's) */
   fe_setup_part_add(&P->parts, "hypre", t3 - t2 + M->setup_s, 0);
-  return rc;
+  return rc ? fe_error_push(rc, __FILE__, __LINE__, __func__) : 0;
 }
 
 /* cycle_on = "device": hypre's hierarchy (each level's A and P, its own arrays on one

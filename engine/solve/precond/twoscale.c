@@ -108,24 +108,6 @@ static int twoscale_serves(const fe_space *V)
   return 0;
 }
 
-/* On a split space: the host array a (one value a node of V) summed over the ranks that hold
- * each node (their cells' parts); else nothing. */
-static int ranks_sum(const fe_space *V, double *a)
-{
-  const fe_dist *d = V->dist;
-  if (!d || d->size == 1) return 0;
-  fe_backend *cpu;
-  fe_vector *v = NULL;
-  FE_CHECK(fe_backend_get("cpu", &cpu));
-  int rc = fe_vector_create(cpu, FE_DOUBLE, V->nnodes, &v);
-  if (!rc) rc = fe_vector_set(v, a);
-  if (!rc) rc = fe_dist_sum(d, v, NULL, NULL);
-  if (!rc) rc = fe_vector_get(v, a);
-  fe_vector_free(v);
-  FE_CHECK(rc);
-  return 0;
-}
-
 /* ---- the fine scale ---- */
 
 /* The box weights of every cell, kappa_s (h_y h_z / (2 h_x), h_x h_z / (2 h_y),
@@ -171,7 +153,7 @@ static int fine_weights(fe_precond *P, double **out)
       }
       model[g] = s;
     }
-    rc = ranks_sum(V, model); /* a shared node's cells on every rank */
+    rc = ts_ranks_sum(V, model); /* a shared node's cells on every rank */
   }
   int bad = nc; /* the first cell whose kappa is not positive */
   if (!rc) {
@@ -306,70 +288,10 @@ static int fine_setup(fe_precond *P)
 
 /* ---- the coarse scale ---- */
 
-
-
-/* The lumped mass m_{ijk;e} = rho_i rho_j rho_k det J of every (cell, lattice node), and each
- * cell's share m_{ijk;e} / m_N of its node's mass (0 at constrained nodes), into share. */
-static int coarse_shares(const twoscale *ts, const fe_space *V, double *share)
-{
-  const fe_node_cells *adj = &ts->adj;
-  int nc = V->mesh->ncells, p1 = V->elem.order + 1, nb = V->elem.nbasis, nn = V->nnodes;
-  double d[(TS_MAX_ORDER + 1) * (TS_MAX_ORDER + 1)], rho[TS_MAX_ORDER + 1];
-  FE_CHECK(fe_schwarz_gll_stiffness(V->elem.order, d, rho));
-  double *mass, *phi = NULL;
-  FE_MALLOC(mass, (size_t)nn, "the lumped mass");
-  const int ng = V->lin.nbasis; /* the geometry's functions at the lattice's points, once */
-  if (!V->curved && !(phi = malloc(sizeof(double) * 4 * (size_t)ng * nb))) {
-    free(mass);
-    FE_ERROR(FE_ERR_MEM, "out of host memory for the geometry's table");
-  }
-  for (int l = 0; phi && l < nb; l++) {
-    const double *t = V->elem.line;
-    double xi[3] = {t[l % p1], t[(l / p1) % p1], t[l / (p1 * p1)]};
-    fe_element_eval(&V->lin, xi, phi + (size_t)l * ng, phi + (size_t)(nb + 3 * l) * ng);
-  }
-#pragma omp parallel for schedule(static)
-  for (int c = 0; c < nc; c++)
-    for (int l = 0; l < nb; l++) {
-      int i = l % p1, j = (l / p1) % p1, k = l / (p1 * p1);
-      double xi[3] = {V->elem.line[i], V->elem.line[j], V->elem.line[k]}, x[3], J[9], K[9];
-      if (phi)
-        fe_space_cell_map_at(V, c, phi + (size_t)l * ng, phi + (size_t)(nb + 3 * l) * ng, x, J);
-      else
-        fe_space_cell_map(V, c, xi, x, J);
-      share[(size_t)c * nb + l] = rho[i] * rho[j] * rho[k] * fe_space_map_inverse(3, J, K);
-    }
-  free(phi);
-#pragma omp parallel for schedule(static)
-  for (int g = 0; g < nn; g++) { /* m_N: the cells' masses at N, in cell order */
-    double s = 0;
-    for (int t = adj->start[g]; t < adj->start[g + 1]; t++)
-      s += share[(size_t)adj->cells[t] * nb + adj->lex[t]];
-    mass[g] = s;
-  }
-  int rc = ranks_sum(V, mass); /* a shared node's cells on every rank */
-  if (rc) {
-    free(mass);
-    return fe_error_push(rc, __FILE__, __LINE__, __func__);
-  }
-#pragma omp parallel for schedule(static)
-  for (int c = 0; c < nc; c++)
-    for (int l = 0; l < nb; l++) {
-      int g = V->cell_nodes[(size_t)c * nb + V->elem.lex[l]];
-      share[(size_t)c * nb + l] = ts->con[g] ? 0 : share[(size_t)c * nb + l] / mass[g];
-    }
-  free(mass);
-  return 0;
-}
-
-/* The transfers' index arrays on the backend: the cells' nodes and corners, the
- * (cell, corner) entries of every free vertex and (cell, node) entries of every free node,
- * and the shares (cell order) in the latter's order. */
+/* The transfers' index arrays (ts_coarse_maps) on the backend, shares (cell order) given. */
 static int coarse_maps(twoscale *ts, const fe_space *V, const double *share)
 {
-  const fe_node_cells *adj = &ts->adj;
-  int nc = V->mesh->ncells, n = V->elem.order, p1 = n + 1, nb = V->elem.nbasis, nn = V->nnodes,
-      nv = V->mesh->nvertices;
+  int nc = V->mesh->ncells, nb = V->elem.nbasis, nn = V->nnodes, nv = V->mesh->nvertices;
   size_t nt = (size_t)nc * nb;
   FE_ASSERT(nt < 0x7fffffff, FE_ERR_ARG, "twoscale: %d cells x %d nodes is past the 32-bit "
             "entries of the coarse transfers", nc, nb);
@@ -378,64 +300,21 @@ static int coarse_maps(twoscale *ts, const fe_space *V, const double *share)
                         (16 * (size_t)nc + (size_t)nv + (size_t)nn + 2);
   FE_CHECK(fe_memory_check(tbytes, "twoscale: the coarse transfers (%zu entries), staged", nt));
   FE_CHECK(fe_memory_check_on(ts->be, tbytes, "twoscale: the coarse transfers (%zu entries)", nt));
-  int *nodes = malloc(sizeof(int) * nt), *corners = malloc(sizeof(int) * nc * 8),
-      *vstart = malloc(sizeof(int) * (nv + 1)), *ventry = malloc(sizeof(int) * (size_t)nc * 8),
-      *nstart = malloc(sizeof(int) * (nn + 1)), *nentry = malloc(sizeof(int) * nt);
-  double *nshare = malloc(sizeof(double) * nt);
-  int rc = nodes && corners && vstart && ventry && nstart && nentry && nshare ? 0 :
-           fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the "
-                        "coarse transfers' maps");
-  if (!rc) {
-#pragma omp parallel for schedule(static)
-    for (int c = 0; c < nc; c++) {
-      for (int l = 0; l < nb; l++)
-        nodes[(size_t)c * nb + l] = V->cell_nodes[(size_t)c * nb + V->elem.lex[l]];
-      for (int q = 0; q < 8; q++)
-        corners[c * 8 + q] = nodes[(size_t)c * nb + n * (q & 1) + p1 * n * ((q >> 1) & 1) +
-                                   p1 * p1 * n * ((q >> 2) & 1)];
-    }
-    /* vertex v is node v: its entries are the corners among the node's (cell, l) */
-    int k = 0;
-    for (int v = 0; v < nv; v++) {
-      vstart[v] = k;
-      if (ts->con[v]) continue;
-      for (int t = adj->start[v]; t < adj->start[v + 1]; t++) {
-        int l = adj->lex[t], i = l % p1, j = (l / p1) % p1, kk = l / (p1 * p1);
-        ventry[k++] = adj->cells[t] * 8 + (i == n) + 2 * (j == n) + 4 * (kk == n);
-      }
-    }
-    vstart[nv] = k;
-    k = 0;
-    for (int g = 0; g < nn; g++) {
-      nstart[g] = k;
-      if (ts->con[g]) continue;
-      for (int t = adj->start[g]; t < adj->start[g + 1]; t++, k++) {
-        nentry[k] = adj->cells[t] * nb + adj->lex[t];
-        nshare[k] = share[nentry[k]];
-      }
-    }
-    nstart[nn] = k;
-  }
+  ts_transfers T;
+  FE_CHECK(ts_coarse_maps(V, &ts->adj, ts->con, share, &T));
   fe_backend *be = ts->be;
-  if (!rc) rc = fe_upload_ints(be, nodes, nt, &ts->cnodes);
-  if (!rc) rc = fe_upload_ints(be, corners, (size_t)nc * 8, &ts->corners);
-  if (!rc) rc = fe_upload_ints(be, vstart, (size_t)nv + 1, &ts->vstart);
-  if (!rc) rc = fe_upload_ints(be, ventry, vstart[nv] ? (size_t)vstart[nv] : 1, &ts->ventry);
-  if (!rc) rc = fe_upload_ints(be, nstart, (size_t)nn + 1, &ts->nstart);
-  if (!rc) rc = fe_upload_ints(be, nentry, nstart[nn] ? (size_t)nstart[nn] : 1, &ts->nentry);
-  if (!rc) rc = fe_upload_reals(be, ts->prec, nshare, nstart[nn] ? (size_t)nstart[nn] : 1,
-                                &ts->nshare);
-  free(nodes);
-  free(corners);
-  free(vstart);
-  free(ventry);
-  free(nstart);
-  free(nentry);
-  free(nshare);
+  int nvent = T.vstart[nv] ? T.vstart[nv] : 1, nnent = T.nstart[nn] ? T.nstart[nn] : 1;
+  int rc = fe_upload_ints(be, T.nodes, nt, &ts->cnodes);
+  if (!rc) rc = fe_upload_ints(be, T.corners, (size_t)nc * 8, &ts->corners);
+  if (!rc) rc = fe_upload_ints(be, T.vstart, (size_t)nv + 1, &ts->vstart);
+  if (!rc) rc = fe_upload_ints(be, T.ventry, (size_t)nvent, &ts->ventry);
+  if (!rc) rc = fe_upload_ints(be, T.nstart, (size_t)nn + 1, &ts->nstart);
+  if (!rc) rc = fe_upload_ints(be, T.nentry, (size_t)nnent, &ts->nentry);
+  if (!rc) rc = fe_upload_reals(be, ts->prec, T.nshare, (size_t)nnent, &ts->nshare);
+  ts_transfers_free(&T);
   return rc ? fe_error_push(rc, __FILE__, __LINE__, __func__) : 0;
 }
 
-/* The Q1 space and operator, BoomerAMG on it, and the transfers' data on the backend. */
 /* The Q1 space on V's mesh: split as V is where V is (the same cells on this rank, checked). */
 static int coarse_space(const fe_space *V, fe_space **V1)
 {
@@ -452,14 +331,28 @@ static int coarse_space(const fe_space *V, fe_space **V1)
   return 0;
 }
 
+/* The cells at each node (ts->adj), once: the map, the weights and the transfers walk it. */
+static int node_cells(fe_precond *P)
+{
+  twoscale *ts = P->impl;
+  if (ts->adj.start) return 0;
+  double t0 = fe_clock();
+  FE_CHECK(fe_node_cells_build(P->A->V, &ts->adj));
+  fe_setup_part_add(&P->parts, "node_cells", fe_clock() - t0, 0);
+  return 0;
+}
+
 /* What runs while BoomerAMG sets up the coarse hierarchy on another thread (amg.c; before it
- * on a split space): the fine scale's setup, the restriction's shares, the transfers' maps. */
+ * on a split space): the cells at the nodes, the corners checked against the Q1 space's own
+ * map, the fine scale's setup, the restriction's shares, the transfers' maps. */
 static int meanwhile(void *ctx)
 {
   fe_precond *P = ctx;
   twoscale *ts = P->impl;
   const fe_space *V = P->A->V;
   int nc = V->mesh->ncells, nb = V->elem.nbasis, nv = V->mesh->nvertices;
+  FE_CHECK(node_cells(P));
+  FE_CHECK(ts_corners_check(V, ts->V1));
   if (ts->fine) {
     ts->fine_done = 1;
     FE_CHECK(fine_setup(P));
@@ -467,7 +360,7 @@ static int meanwhile(void *ctx)
   double t0 = fe_clock();
   double *share;
   FE_MALLOC(share, (size_t)nc * nb, "the coarse restriction's shares");
-  int rc = coarse_shares(ts, V, share);
+  int rc = ts_coarse_shares(V, &ts->adj, ts->con, share);
   if (!rc) rc = fe_upload_reals(ts->be, ts->prec, share, (size_t)nc * nb, &ts->share);
   if (!rc) rc = coarse_maps(ts, V, share);
   free(share);
@@ -484,8 +377,7 @@ static int coarse_setup(fe_precond *P)
 {
   twoscale *ts = P->impl;
   const fe_space *V = P->A->V;
-  const fe_mesh *m = V->mesh;
-  int nc = m->ncells, n = V->elem.order, p1 = n + 1, nb = V->elem.nbasis, nv = m->nvertices;
+  int nc = V->mesh->ncells, p1 = V->elem.order + 1, nb = V->elem.nbasis, nv = V->mesh->nvertices;
   double t0 = fe_clock();
   FE_CHECK(coarse_space(V, &ts->V1));
   FE_CHECK(fe_operator_create(ts->V1, P->A->pde, NULL, 0, 0.0, &ts->A1));
@@ -497,16 +389,6 @@ static int coarse_setup(fe_precond *P)
   FE_MALLOC(A1->dir_nodes, nv + 1, "the coarse constrained nodes");
   for (int v = 0; v < nv; v++)
     if (ts->con[v]) A1->dir_nodes[A1->ndir++] = v;
-  /* the cells' corners, checked against the Q1 space's own map */
-  for (int c = 0; c < nc; c++)
-    for (int q = 0; q < 8; q++) {
-      int l = n * (q & 1) + p1 * (n * ((q >> 1) & 1) + p1 * n * ((q >> 2) & 1));
-      int g = V->cell_nodes[(size_t)c * nb + V->elem.lex[l]];
-      int g1 = ts->V1->cell_nodes[(size_t)c * 8 + ts->V1->elem.lex[(q & 1) + 2 * ((q >> 1) & 1) +
-                                                                   4 * ((q >> 2) & 1)]];
-      FE_ASSERT(g == g1 && g < nv, FE_ERR_INTERNAL, "twoscale: corner %d of cell %d is node %d of "
-                "%s but node %d of Q1", q, c, g, V->name, g1);
-    }
   double t1 = fe_clock();
   /* BoomerAMG on the assembled Q1 matrix: its cycle on the host, or (cycle_on = "device")
    * its hierarchy moved to the fine scale's backend and cycled there, with no copy of the
@@ -529,6 +411,10 @@ static int coarse_setup(fe_precond *P)
   /* strong threshold 0.7 (amg's own 0.5 in 3D): Q3 2.35M dofs on a distorted box, H200, one
    * call: hypre's setup 0.57 -> 0.38 s, 37 -> 36 iterations (docs/solvers.md) */
   amg.theta = P->o.theta > 0 ? P->o.theta : 0.7;
+  /* extended+i in hypre's matrix-matrix form (17; amg's own: 6): Q1 on 91,125 vertices, this
+   * machine's one core, hypre's setup 10-15% shorter, CG the same (Q3 2.35M dofs 36
+   * iterations, Q7 2.80M 37; docs/solvers.md) */
+  amg.interp = 17;
   amg.verbose = P->o.verbose;
   amg.meanwhile = meanwhile; /* the maps (and the fine scale) made while hypre sets up */
   amg.meanwhile_ctx = P;
@@ -721,7 +607,6 @@ static int twoscale_setup(fe_precond *P)
   double t0 = fe_clock();
   FE_CHECK(twoscale_module(P));
   double t1 = fe_clock();
-  FE_CHECK(fe_node_cells_build(V, &ts->adj));
   int ndir = P->A->ndir;
   FE_CHECK(fe_upload_ints(ts->be, P->A->dir_nodes, (size_t)ndir, &ts->didx));
   /* counted per application: z zeroed, the constrained rows copied, then each scale's own */
@@ -733,17 +618,19 @@ static int twoscale_setup(fe_precond *P)
   /* the coarse scale first: its amg runs the fine scale's setup while hypre's runs */
   if (ts->coarse) FE_CHECK(coarse_setup(P));
   double t3 = fe_clock();
-  if (ts->fine && !ts->fine_done) FE_CHECK(fine_setup(P));
+  if (ts->fine && !ts->fine_done) {
+    FE_CHECK(node_cells(P));
+    FE_CHECK(fine_setup(P));
+  }
   fe_node_cells_free(&ts->adj); /* setup only */
   const char *e = getenv("FELAB_TWOSCALE_SIDE"); /* the coarse cycle on a side queue (cuda) */
   ts->beside = ts->coarse && ts->fine && ts->on_device && ts->be->ops->side && !ts->ghost &&
                !ts->V1->dist && !(e && !strcmp(e, "0"));
   if (P->o.verbose)
-    printf("twoscale setup: pencils and kernels %.3f s, cells at the nodes %.3f s, coarse "
-           "scale (the fine scale's made during hypre's setup) %.3f s, then %.3f s\n", t1 - t0,
-           t2 - t1, t3 - t2, fe_clock() - t3);
+    printf("twoscale setup: pencils and kernels %.3f s, coarse scale (the cells at the nodes "
+           "and the fine scale's setup made during hypre's) %.3f s, then %.3f s\n", t1 - t0,
+           t3 - t2, fe_clock() - t3);
   fe_setup_part_add(&P->parts, "kernels", t1 - t0, 0);
-  fe_setup_part_add(&P->parts, "node_cells", t2 - t1, 0);
   size_t k = (size_t)snprintf(P->describe, sizeof P->describe, "two-scale:");
   if (ts->fine)
     k += (size_t)snprintf(P->describe + k, sizeof P->describe - k, " Schwarz %d^3 by fast "

@@ -43,6 +43,9 @@ typedef struct fe_node_cells {
 } fe_node_cells;
 
 int fe_node_cells_build(const fe_space *V, fe_node_cells *adj);
+/* a[0 .. n) counts to offsets: a[g] = the sum of the counts before g, a[n] = their total (the
+ * return), in parallel (OpenMP) where n is large. */
+int ts_scan(int *a, int n);
 void fe_node_cells_free(fe_node_cells *adj);
 
 /* The gather map of the subdomains: map[(c * ne + b) * ne + a] (ne = n + 3, lattice
@@ -63,6 +66,33 @@ void fe_schwarz_box(const fe_space *V, int c, double h[3]);
 /* The element's 1D GLL stiffness d[i * (n + 1) + j] = sum_m l_i'(t_m) l_j'(t_m) rho_m and the
  * weights rho[n + 1], on the reference line [-1, 1]. */
 int fe_schwarz_gll_stiffness(int n, double *d, double *rho);
+
+/* The coarse scale's host side (twoscale-coarse.c). */
+#define TS_GEOM_MAX 27 /* geometry functions of a straight cell, at most */
+/* On a split space: the host array a (one value a node of V) summed over the ranks that hold
+ * each node (their cells' parts); else nothing. */
+int ts_ranks_sum(const fe_space *V, double *a);
+/* share[c * nb + l] (lexicographic l): cell c's lumped mass m_{ijk;e} = rho_i rho_j rho_k
+ * det J at its node l over the node's mass m_N (summed over the ranks), 0 at the constrained
+ * nodes (con). */
+int ts_coarse_shares(const fe_space *V, const fe_node_cells *adj, const unsigned char *con,
+                     double *share);
+/* The transfers' index arrays: the cells' nodes (lexicographic) and corners, the (cell,
+ * corner) entries c * 8 + q of every free vertex, the (cell, node) entries c * nb + l of every
+ * free node with their shares (nshare, in nentry's order). */
+typedef struct ts_transfers {
+  int *nodes;           /* ncells x nb */
+  int *corners;         /* ncells x 8 (bit d of q: the far side along d) */
+  int *vstart, *ventry; /* nvertices + 1 offsets; the entries */
+  int *nstart, *nentry; /* nnodes + 1 offsets; the entries */
+  double *nshare;
+} ts_transfers;
+int ts_coarse_maps(const fe_space *V, const fe_node_cells *adj, const unsigned char *con,
+                   const double *share, ts_transfers *T);
+void ts_transfers_free(ts_transfers *T);
+/* Whether every corner of every cell is the same node of V and of the Q1 space V1 on its
+ * mesh, and a vertex (vertex v is node v of both), else an error naming the first. */
+int ts_corners_check(const fe_space *V, const fe_space *V1);
 
 /* The ghost layer of twoscale on a space split over the ranks (twoscale-ghost.c). */
 typedef struct ts_ghost ts_ghost;
