@@ -17,8 +17,10 @@ typedef struct fe_buffer {
   size_t bytes; /* size of the allocation */
 } fe_buffer;
 
-/* The partial sums of an apply's element quadratic forms (backend.h's cg_parts): a group
- * adds its sum into part (group % FE_PQ_PARTS), FE_PQ_STRIDE doubles apart. */
+/* The partial sums of an apply's element quadratic forms (backend.h's cg_parts), a slot of
+ * FE_PQ_PARTS x FE_PQ_STRIDE doubles: on cuda a group adds its sum into part
+ * (group % FE_PQ_PARTS), FE_PQ_STRIDE doubles apart; the cpu lays its threads' sums out in
+ * the slot its own way (backends/cpu/cpu-backend.h). */
 #define FE_PQ_PARTS 64
 #define FE_PQ_STRIDE 32
 
@@ -88,6 +90,9 @@ typedef struct fe_device_info {
   int cpu_calibration; /* device.calibrate measures the host CPU's own ceilings too: the SIMD
                         * rate against the lanes, llvm-mca's cycle, a sparse matrix's rows
                         * (calibrate.knl's FE_CPU kernels). cpu 1; cuda and OpenCL 0 (PoCL too) */
+  int synchronous;     /* every call returns with its work done, CG's steps included: CG reads a
+                        * step's scalars before it starts the next apply (none runs past the
+                        * last step). cpu 1; cuda 0 (its steps are queued); OpenCL 0 */
 } fe_device_info;
 
 /* What a compiled kernel needs of a compute unit (backend.kernel_resources); 0: not known. */
@@ -194,7 +199,8 @@ typedef struct fe_backend_ops {
    * work), a copy of step it's (p, q), (r, r) and new (r, z) to the host, and the direction
    * (beta = new rz / old rz, cg_direction's work); cg_wait waits for that copy of step it
    * and returns the three, in double. cg_pq and cg_step return once their work is queued; a
-   * failed launch shows at the next wait or finish. */
+   * failed launch shows at the next wait or finish. A synchronous backend (the cpu,
+   * fe_device_info.synchronous) does the work in the call, its state a few doubles. */
   int (*cg_begin)(void *impl, double rz, void **state);
   int (*cg_pq)(void *impl, void *state, const fe_buffer *p, const fe_buffer *q, size_t n,
                fe_precision prec, int it);
@@ -203,13 +209,14 @@ typedef struct fe_backend_ops {
   int (*cg_wait)(void *impl, void *state, int it, double *pq, double *rr, double *rz);
   void (*cg_end)(void *impl, void *state);
   /* Optional (NULL: none), beside the five: step it's (p, q) from the apply itself. cg_parts
-   * gives FE_PQ_PARTS partial sums, zero by the time the step's apply runs (doubles
-   * FE_PQ_STRIDE apart, so that their atomic adds fall in different L2 slices): their buffer
-   * in *parts and their place in *slot (the sums start at slot FE_PQ_PARTS FE_PQ_STRIDE),
-   * for the apply to add its element quadratic forms into (fe_action_opts.pq); cg_step of
-   * that step then sums them for (p, q) (and zeroes them again), unless cg_pq was queued for
-   * the step after all. The kernels of a backend with cg_parts add them: its dialect defines
-   * FE_PQ_SUM (engine/codegen/kernels/sumfact.knl). */
+   * gives partial sums, zero by the time the step's apply runs (cuda: FE_PQ_PARTS doubles
+   * FE_PQ_STRIDE apart, so that their atomic adds fall in different L2 slices; the cpu: a
+   * line a thread, one writer each): their buffer in *parts and their place in *slot (the
+   * sums start at slot FE_PQ_PARTS FE_PQ_STRIDE), for the apply to add its element quadratic
+   * forms into (fe_action_opts.pq); cg_step of that step then sums them, in a fixed order,
+   * for (p, q) (and zeroes them again), unless cg_pq was queued for the step after all.
+   * parts->ptr left NULL: none for this step (cg_pq then). The kernels of a backend with
+   * cg_parts add them: its dialect defines FE_PQ_SUM (engine/codegen/kernels/sumfact.knl). */
   int (*cg_parts)(void *impl, void *state, int it, fe_buffer *parts, int *slot);
 
   /* Optional (NULL: none): the vendor's sparse product on felab's CSR arrays (cuSPARSE on

@@ -351,9 +351,9 @@ const help_entry felab_help_builtin[] = {
      "parts; amg: cycle_on = \"device\" or \"host\", cycle_values, aggressive) where built,\n"
      "or a P made by solve.precond\n"
      "(every solver takes the same pc options).\n"
-     "With jacobi or none on a GPU, (p, J p) comes from the apply's own quadrature where it\n"
-     "can (sumfact on cuda; r zero on the constrained rows): no pass of its own, and\n"
-     "info.pq_from_apply says so; fuse_pq = false keeps the pass.\n"
+     "With jacobi or none on the cpu or cuda, (p, J p) comes from the apply's own quadrature\n"
+     "where it can (sumfact, csr's SELL; r zero on the constrained rows): no pass of its own,\n"
+     "and info.pq_from_apply says so; fuse_pq = false keeps the pass.\n"
      "Returns u, info: info.iterations, converged, reason, history, report, pc (which\n"
      "preconditioner ran, how), pc_setup_seconds (its setup, apart from the iterations).\n"
      "example: u, info = solve.cg(A, {pc = \"jacobi\", rtol = 1e-10}); print(info.iterations)"},

@@ -149,6 +149,7 @@ static int cpu_query(void *impl, fe_device_info *info)
   info->stack_shared = (size_t)512 << 10; /* FE_SHARED arrays are the thread's locals */
   info->large_local = 1;
   info->cpu_calibration = 1;
+  info->synchronous = 1;      /* every call returns with its work done */
   return 0;
 }
 
@@ -246,4 +247,10 @@ const fe_backend_ops fe_backend_cpu_ops = {
     .reduce = cpu_reduce,
     .cg_update = cpu_cg_update,
     .cg_direction = cpu_cg_direction,
+    .cg_begin = cpu_cg_begin,
+    .cg_pq = cpu_cg_pq,
+    .cg_step = cpu_cg_step,
+    .cg_wait = cpu_cg_wait,
+    .cg_end = cpu_cg_end,
+    .cg_parts = cpu_cg_parts,
 };

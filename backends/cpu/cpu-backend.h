@@ -6,7 +6,8 @@
  *   cpu-program.c   the dialect preamble, compile into a cached shared object, kernels, launch
  *                   (a kernel's first launch tried in a child: cpu-guard.c)
  *   cpu-mca.c       a kernel's hot loop found in its assembly and simulated by llvm-mca
- *   cpu-vector.c    vector work: fill, axpby, pointwise, dot, reduce, the fused CG steps
+ *   cpu-vector.c    vector work: fill, axpby, pointwise, dot, reduce, the fused CG steps, CG
+ *                   with its scalars in a state (cg_begin ... cg_end, cg_parts)
  *   cpu-guard.c     a kernel's trial run in a forked child (cpu-guard.h) */
 #ifndef FE_CPU_BACKEND_H
 #define FE_CPU_BACKEND_H
@@ -49,6 +50,12 @@ typedef struct cpu_impl {
   pthread_mutex_t trial_lock; /* one trial run at a time (cpu_kernel_vet) */
 } cpu_impl;
 
+/* CG's (p, q) parts on the cpu (backend.h's cg_parts): a slot's FE_PQ_PARTS x FE_PQ_STRIDE
+ * doubles hold a 64-byte line (CPU_PQ_LINE doubles) for each of CPU_PQ_THREADS kernel threads,
+ * thread t's sum at CPU_PQ_LINE t (the dialect's FE_PQ_SUM, cpu-program.c) */
+#define CPU_PQ_LINE 8
+#define CPU_PQ_THREADS (FE_PQ_PARTS * FE_PQ_STRIDE / CPU_PQ_LINE)
+
 /* ---- cpu-program.c ---- */
 const char *cpu_preamble(void *impl, fe_precision prec);
 int cpu_compile(void *impl, const char *source, fe_module **mod, double *seconds, int *cached);
@@ -75,5 +82,13 @@ int cpu_cg_update(void *impl, fe_buffer *x, fe_buffer *r, const fe_buffer *p, co
                   double *rz);
 int cpu_cg_direction(void *impl, fe_buffer *p, const fe_buffer *r, const fe_buffer *d,
                      double beta, size_t n, fe_precision prec);
+int cpu_cg_begin(void *impl, double rz, void **state);
+int cpu_cg_pq(void *impl, void *state, const fe_buffer *p, const fe_buffer *q, size_t n,
+              fe_precision prec, int it);
+int cpu_cg_step(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer *p,
+                const fe_buffer *q, const fe_buffer *d, size_t n, fe_precision prec, int it);
+int cpu_cg_wait(void *impl, void *state, int it, double *pq, double *rr, double *rz);
+void cpu_cg_end(void *impl, void *state);
+int cpu_cg_parts(void *impl, void *state, int it, fe_buffer *parts, int *slot);
 
 #endif

@@ -31,6 +31,8 @@
 #include "engine/core/strbuf.h"
 
 #define CPU_MAX_ARGS 32
+#define CPU_STR(x) #x
+#define CPU_XSTR(x) CPU_STR(x) /* a macro's value as text, for the preamble */
 
 static const char cpu_preamble_text[] =
     "/* ---- cpu backend: the dialect as C with OpenMP ---- */\n"
@@ -70,6 +72,22 @@ static const char cpu_preamble_text[] =
     "#else\n"
     "#define FE_ATOMIC_ADD(p, v) do { _Pragma(\"omp atomic\") *(p) += (v); } while (0)\n"
     "#endif\n"
+    "/* CG's (p, q) parts (backend.h's cg_parts): a thread adds its sum of v over its groups into\n"
+    " * its own 64-byte line, so that no two threads add into one and (p, q) is the same bits at\n"
+    " * every run; cg_parts gives none where there are more threads than lines (a team nested\n"
+    " * in another adds atomically, into lines it may share) */\n"
+    "#include <omp.h>\n"
+    "#define FE_PQ_PARTS " CPU_XSTR(FE_PQ_PARTS) "\n"
+    "#define FE_PQ_STRIDE " CPU_XSTR(FE_PQ_STRIDE) "\n"
+    "static inline void fe_pq_sum(double v, double *parts)\n"
+    "{\n"
+    "  const int t = omp_get_thread_num(), lines = " CPU_XSTR(CPU_PQ_THREADS) ";\n"
+    "  if (t < lines && omp_get_level() == 1) parts[t * " CPU_XSTR(CPU_PQ_LINE) "] += v;\n"
+    "  else {\n"
+    "    _Pragma(\"omp atomic\") parts[t % lines * " CPU_XSTR(CPU_PQ_LINE) "] += v;\n"
+    "  }\n"
+    "}\n"
+    "#define FE_PQ_SUM(v, parts) fe_pq_sum((v), (parts))\n"
     "/* ---- end of the cpu preamble ---- */\n";
 
 const char *cpu_preamble(void *impl, fe_precision prec)

@@ -1,10 +1,14 @@
 /* felab cpu backend: vector work on host memory, plain OpenMP loops (threads from 32768
  * values on), reductions accumulated in double; the fused CG steps, whose sums are the same
- * bits whatever the number of threads. */
+ * bits whatever the number of threads, and CG with its scalars in a state (cg_begin ...). */
 #include <math.h>
+#include <omp.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "backends/cpu/cpu-backend.h"
+#include "engine/core/error.h"
 
 /* Vector work: plain OpenMP loops, reductions in double. */
 #define CPU_VECTOR_LOOP(T, body)                                           \
@@ -110,9 +114,28 @@ int cpu_reduce(void *impl, const fe_buffer *x, size_t n, fe_precision prec, fe_r
  * fixed ranges, each summed by one thread, and the ranges' sums are added in order. */
 #define CPU_SUM_BLOCKS 64
 
-/* cpu_cg_update_<S> and cpu_cg_direction_<S> for the real type T: see backend.h. The update
- * cuts the vector into nb ranges; part[b] gets range b's (r, r) and part[nb + b] its
- * (r, r ./ d). */
+/* Ranges for n values: 1 (in order) or CPU_SUM_BLOCKS. */
+static int cpu_sum_blocks(size_t n)
+{
+  return n > 32768 ? CPU_SUM_BLOCKS : 1;
+}
+
+/* One loop of the update over [lo, hi): r <- r - a q (x <- x + a p too where X), and with
+ * z = r ./ d (D) or r, rr += (r, r) and rz += (r, z) of the new r */
+#define CPU_CG_UPDATE_LOOP(T, X, D)                                                             \
+  for (size_t i = lo; i < hi; i++) {                                                            \
+    const T ri = r[i] - a * q[i];                                                               \
+    if (X) x[i] = x[i] + a * p[i];                                                              \
+    r[i] = ri;                                                                                  \
+    rr += (double)ri * ri;                                                                      \
+    if (D) rz += (double)ri * (ri / d[i]);                                                      \
+  }
+
+/* cpu_cg_update_<S>, cpu_cg_direction_<S> and cpu_cg_pq_<S> for the real type T: see
+ * backend.h. The update cuts the vector into nb ranges; part[b] gets range b's (r, r) and
+ * part[nb + b] its (r, r ./ d). Without x it leaves x and p alone (CG with its scalars in a
+ * state moves x in the direction's pass, which reads p anyway); the direction with x first
+ * moves x <- x + alpha p with the old p. The pq's part[b] is range b's (p, q). */
 #define CPU_CG_FUNCTIONS(T, S)                                                                  \
   static void cpu_cg_update_##S(T *x, T *r, const T *p, const T *q, const T *d, double alpha,   \
                                 size_t n, int nb, double *part)                                 \
@@ -122,51 +145,50 @@ int cpu_reduce(void *impl, const fe_buffer *x, size_t n, fe_precision prec, fe_r
     for (int b = 0; b < nb; b++) {                                                              \
       const size_t lo = n * (size_t)b / (size_t)nb, hi = n * (size_t)(b + 1) / (size_t)nb;      \
       double rr = 0, rz = 0;                                                                    \
-      if (d) {                                                                                  \
-        for (size_t i = lo; i < hi; i++) {                                                      \
-          const T ri = r[i] - a * q[i], zi = ri / d[i];                                         \
-          x[i] = x[i] + a * p[i];                                                               \
-          r[i] = ri;                                                                            \
-          rr += (double)ri * ri;                                                                \
-          rz += (double)ri * zi;                                                                \
-        }                                                                                       \
-      } else {                                                                                  \
-        for (size_t i = lo; i < hi; i++) {                                                      \
-          const T ri = r[i] - a * q[i];                                                         \
-          x[i] = x[i] + a * p[i];                                                               \
-          r[i] = ri;                                                                            \
-          rr += (double)ri * ri;                                                                \
-        }                                                                                       \
-        rz = rr; /* z = r */                                                                    \
-      }                                                                                         \
+      if (x && d) CPU_CG_UPDATE_LOOP(T, 1, 1)                                                   \
+      else if (x) CPU_CG_UPDATE_LOOP(T, 1, 0)                                                   \
+      else if (d) CPU_CG_UPDATE_LOOP(T, 0, 1)                                                   \
+      else CPU_CG_UPDATE_LOOP(T, 0, 0)                                                          \
       part[b] = rr;                                                                             \
-      part[nb + b] = rz;                                                                        \
+      part[nb + b] = d ? rz : rr; /* z = r */                                                   \
     }                                                                                           \
   }                                                                                             \
-  static void cpu_cg_direction_##S(T *p, const T *r, const T *d, double beta, size_t n)         \
+  static void cpu_cg_direction_##S(T *p, const T *r, const T *d, double beta, T *x,             \
+                                   double alpha, size_t n)                                      \
   {                                                                                             \
-    const T bt = (T)beta;                                                                       \
-    if (d && beta == 0.0) CPU_VECTOR_LOOP(T, p[i] = r[i] / d[i]);                               \
+    const T bt = (T)beta, a = (T)alpha;                                                         \
+    if (x && d) CPU_VECTOR_LOOP(T, { x[i] = x[i] + a * p[i]; p[i] = r[i] / d[i] + bt * p[i]; }); \
+    else if (x) CPU_VECTOR_LOOP(T, { x[i] = x[i] + a * p[i]; p[i] = r[i] + bt * p[i]; });       \
+    else if (d && beta == 0.0) CPU_VECTOR_LOOP(T, p[i] = r[i] / d[i]);                          \
     else if (d) CPU_VECTOR_LOOP(T, p[i] = r[i] / d[i] + bt * p[i]);                             \
     else if (beta == 0.0) CPU_VECTOR_LOOP(T, p[i] = r[i]);                                      \
     else CPU_VECTOR_LOOP(T, p[i] = r[i] + bt * p[i]);                                           \
+  }                                                                                             \
+  static void cpu_cg_pq_##S(const T *p, const T *q, size_t n, int nb, double *part)             \
+  {                                                                                             \
+    _Pragma("omp parallel for if (nb > 1) schedule(static)")                                    \
+    for (int b = 0; b < nb; b++) {                                                              \
+      const size_t lo = n * (size_t)b / (size_t)nb, hi = n * (size_t)(b + 1) / (size_t)nb;      \
+      double s = 0;                                                                             \
+      for (size_t i = lo; i < hi; i++) s += (double)p[i] * q[i];                                \
+      part[b] = s;                                                                              \
+    }                                                                                           \
   }
 
 CPU_CG_FUNCTIONS(double, d)
 CPU_CG_FUNCTIONS(float, f)
 
-/* x <- x + alpha p, r <- r - alpha q; (r, r) and (r, r ./ d) in double, in one pass */
-int cpu_cg_update(void *impl, fe_buffer *x, fe_buffer *r, const fe_buffer *p,
-                  const fe_buffer *q, const fe_buffer *d, double alpha, size_t n,
-                  fe_precision prec, double *rr, double *rz)
+/* The update on the buffers (x NULL: x and p left alone); *rr, *rz the ranges' sums in order */
+static void cpu_cg_update_any(fe_buffer *x, fe_buffer *r, const fe_buffer *p, const fe_buffer *q,
+                              const fe_buffer *d, double alpha, size_t n, fe_precision prec,
+                              double *rr, double *rz)
 {
-  (void)impl;
   double part[2 * CPU_SUM_BLOCKS];
-  const int nb = n > 32768 ? CPU_SUM_BLOCKS : 1;
-  if (prec == FE_DOUBLE)
-    cpu_cg_update_d(x->ptr, r->ptr, p->ptr, q->ptr, d ? d->ptr : NULL, alpha, n, nb, part);
-  else
-    cpu_cg_update_f(x->ptr, r->ptr, p->ptr, q->ptr, d ? d->ptr : NULL, alpha, n, nb, part);
+  const int nb = cpu_sum_blocks(n);
+  void *xv = x ? x->ptr : NULL;
+  const void *dv = d ? d->ptr : NULL;
+  if (prec == FE_DOUBLE) cpu_cg_update_d(xv, r->ptr, p->ptr, q->ptr, dv, alpha, n, nb, part);
+  else cpu_cg_update_f(xv, r->ptr, p->ptr, q->ptr, dv, alpha, n, nb, part);
   double srr = 0, srz = 0;
   for (int b = 0; b < nb; b++) {
     srr += part[b];
@@ -174,6 +196,26 @@ int cpu_cg_update(void *impl, fe_buffer *x, fe_buffer *r, const fe_buffer *p,
   }
   *rr = srr;
   *rz = srz;
+}
+
+/* The direction on the buffers (x NULL: x not moved) */
+static void cpu_cg_direction_any(fe_buffer *p, const fe_buffer *r, const fe_buffer *d,
+                                 double beta, fe_buffer *x, double alpha, size_t n,
+                                 fe_precision prec)
+{
+  const void *dv = d ? d->ptr : NULL;
+  void *xv = x ? x->ptr : NULL;
+  if (prec == FE_DOUBLE) cpu_cg_direction_d(p->ptr, r->ptr, dv, beta, xv, alpha, n);
+  else cpu_cg_direction_f(p->ptr, r->ptr, dv, beta, xv, alpha, n);
+}
+
+/* x <- x + alpha p, r <- r - alpha q; (r, r) and (r, r ./ d) in double, in one pass */
+int cpu_cg_update(void *impl, fe_buffer *x, fe_buffer *r, const fe_buffer *p,
+                  const fe_buffer *q, const fe_buffer *d, double alpha, size_t n,
+                  fe_precision prec, double *rr, double *rz)
+{
+  (void)impl;
+  cpu_cg_update_any(x, r, p, q, d, alpha, n, prec, rr, rz);
   return 0;
 }
 
@@ -182,7 +224,128 @@ int cpu_cg_direction(void *impl, fe_buffer *p, const fe_buffer *r, const fe_buff
                      double beta, size_t n, fe_precision prec)
 {
   (void)impl;
-  if (prec == FE_DOUBLE) cpu_cg_direction_d(p->ptr, r->ptr, d ? d->ptr : NULL, beta, n);
-  else cpu_cg_direction_f(p->ptr, r->ptr, d ? d->ptr : NULL, beta, n);
+  cpu_cg_direction_any(p, r, d, beta, NULL, 0.0, n, prec);
+  return 0;
+}
+
+/* ---- CG with its scalars in a state (backend.h's cg_begin ... cg_end, cg_parts) ----
+ * The cpu does each call's work before it returns, so the state holds plain doubles: the
+ * last step's (r, z), and for the steps of each parity k = it & 1 their (p, q) from cg_pq,
+ * whether the apply added it into the parts instead, and the three cg_wait returns. A step's
+ * two passes: the update (r, q, d read, r written, its sums) and the direction, which moves x
+ * with the old p it reads anyway: 10 words a dof with Jacobi, against 11 with x in the update.
+ * The apply's (p, q) parts: slot k of FE_PQ_PARTS x FE_PQ_STRIDE doubles, where kernel thread
+ * t adds its groups' sum into its own 64-byte line, CPU_PQ_LINE t (the dialect's FE_PQ_SUM,
+ * cpu-program.c): one writer a line and the lines added in order, so (p, q) is the same bits
+ * at every run with the same threads. */
+typedef struct cpu_cg {
+  double rz;             /* (r, z) of the last step (of the start before step 1) */
+  double pq[2];          /* step k's (p, q) from cg_pq */
+  int from_parts[2];     /* step k's (p, q) is in its parts (cg_parts), not from cg_pq */
+  double out[2][3];      /* step k's (p, q), (r, r), (r, z), for cg_wait */
+  int done[2];           /* the step whose scalars out[k] holds (0: none) */
+  double *parts;         /* 2 slots of FE_PQ_PARTS x FE_PQ_STRIDE doubles, zero but while an
+                          * apply's sums wait for their step */
+} cpu_cg;
+
+void cpu_cg_end(void *impl, void *state)
+{
+  (void)impl;
+  cpu_cg *g = state;
+  if (!g) return;
+  free(g->parts);
+  free(g);
+}
+
+int cpu_cg_begin(void *impl, double rz, void **state)
+{
+  (void)impl;
+  *state = NULL;
+  cpu_cg *g = calloc(1, sizeof *g);
+  const size_t bytes = 2 * FE_PQ_PARTS * FE_PQ_STRIDE * sizeof(double);
+  if (g && posix_memalign((void **)&g->parts, 64, bytes)) g->parts = NULL;
+  if (!g || !g->parts) {
+    cpu_cg_end(impl, g);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for CG's scalars");
+  }
+  memset(g->parts, 0, bytes);
+  g->rz = rz;
+  *state = g;
+  return 0;
+}
+
+/* (p, q) of step it, its ranges added in order */
+int cpu_cg_pq(void *impl, void *state, const fe_buffer *p, const fe_buffer *q, size_t n,
+              fe_precision prec, int it)
+{
+  (void)impl;
+  cpu_cg *g = state;
+  double part[CPU_SUM_BLOCKS], s = 0;
+  const int nb = cpu_sum_blocks(n), k = it & 1;
+  if (prec == FE_DOUBLE) cpu_cg_pq_d(p->ptr, q->ptr, n, nb, part);
+  else cpu_cg_pq_f(p->ptr, q->ptr, n, nb, part);
+  for (int b = 0; b < nb; b++) s += part[b];
+  g->pq[k] = s;
+  g->from_parts[k] = 0; /* this pass gives the step's (p, q) */
+  return 0;
+}
+
+/* Step it's (p, q) from its parts, the threads' lines added in order and zeroed again */
+static double cpu_cg_parts_sum(cpu_cg *g, int k)
+{
+  double *s = g->parts + (size_t)k * FE_PQ_PARTS * FE_PQ_STRIDE, pq = 0;
+  for (int t = 0; t < CPU_PQ_THREADS; t++) {
+    pq += s[t * CPU_PQ_LINE];
+    s[t * CPU_PQ_LINE] = 0;
+  }
+  return pq;
+}
+
+/* Step it: alpha = rz / (p, q), the update, beta = new rz / old rz, the direction moving x */
+int cpu_cg_step(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer *p,
+                const fe_buffer *q, const fe_buffer *d, size_t n, fe_precision prec, int it)
+{
+  (void)impl;
+  cpu_cg *g = state;
+  const int k = it & 1;
+  const double pq = g->from_parts[k] ? cpu_cg_parts_sum(g, k) : g->pq[k];
+  g->from_parts[k] = 0;
+  const double alpha = g->rz / pq;
+  double rr, rz;
+  cpu_cg_update_any(NULL, r, p, q, d, alpha, n, prec, &rr, &rz); /* r <- r - alpha q */
+  cpu_cg_direction_any(p, r, d, rz / g->rz, x, alpha, n, prec);  /* x += alpha p, p = z + beta p */
+  g->out[k][0] = pq;
+  g->out[k][1] = rr;
+  g->out[k][2] = rz;
+  g->done[k] = it;
+  g->rz = rz;
+  return 0;
+}
+
+/* Step it's parts for the apply: zero (at the start, and after the step that summed them) */
+int cpu_cg_parts(void *impl, void *state, int it, fe_buffer *parts, int *slot)
+{
+  (void)impl;
+  cpu_cg *g = state;
+  if (omp_get_max_threads() > CPU_PQ_THREADS) return 0; /* more threads than lines: the pass */
+  const int k = it & 1;
+  parts->ptr = g->parts;
+  parts->bytes = 2 * FE_PQ_PARTS * FE_PQ_STRIDE * sizeof(double);
+  *slot = k;
+  g->from_parts[k] = 1;
+  return 0;
+}
+
+/* Step it's scalars: done when cg_step returned */
+int cpu_cg_wait(void *impl, void *state, int it, double *pq, double *rr, double *rz)
+{
+  (void)impl;
+  cpu_cg *g = state;
+  const int k = it & 1;
+  FE_ASSERT(g->done[k] == it, FE_ERR_INTERNAL, "cg_wait: step %d was not run (%d was)", it,
+            g->done[k]);
+  *pq = g->out[k][0];
+  *rr = g->out[k][1];
+  *rz = g->out[k][2];
   return 0;
 }

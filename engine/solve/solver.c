@@ -8,10 +8,12 @@
  * Jacobi takes M = diag(J). The vector work after q = J p is three passes (launches on a
  * GPU): (p, q); one fused update of x and r that also returns (r, r) and (r, z) without
  * storing z (fe_vector_cg_update); and p = z + beta p with z = M^-1 r recomputed on the
- * fly (fe_vector_cg_direction). Where the backend keeps CG's scalars on the device (cuda:
- * fe_vector_cg_begin), alpha and beta are made there and no step waits for the host: it
- * reads step it's norms while the device runs step it + 1 (cg_device_loop), so a converged
- * solve has queued one apply past its last step. J (and its diagonal) is taken at the state
+ * fly (fe_vector_cg_direction). Where the backend keeps CG's scalars on the device (cuda,
+ * and the cpu in a state of its own: fe_vector_cg_begin), alpha and beta are made there, x
+ * moves in the direction's pass, and (p, q) comes from the apply where it can (cg_parts); on
+ * cuda no step waits for the host: it reads step it's norms while the device runs step
+ * it + 1 (cg_device_loop), so a converged solve has queued one apply past its last step.
+ * J (and its diagonal) is taken at the state
  * o->at: zero for linear physics, Newton's current iterate for nonlinear (engine/solve/newton.c).
  * Every other preconditioner is a unit of the layer (engine/solve/precond.h), made for the solve
  * (and freed by it) or given made beforehand (o->precond, reused across solves). Its z is
@@ -146,12 +148,13 @@ int fe_solver_initial(fe_operator *A, const fe_vector *x0, const fe_action_opts 
  *                 writes p: 3n (4n) words
  * Without a preconditioner z = r: (r, z) is (r, r), counted once. With the scalars on the
  * device (device = 1) x moves in the direction's pass, which reads p anyway: the update
- * reads r, q (and d) and writes r, the direction also reads and writes x: 2n words fewer. */
+ * reads r, q (and d) and writes r (3n words fewer), the direction also reads and writes x
+ * (2n more): n words fewer, 12n (10n without the pass of (p, q)). */
 static void cg_vector_model(double n, double w, int jacobi, int device, double *flops,
                             double *bytes, int *launches)
 {
   *flops = 2 * n + (jacobi ? 9 * n : 6 * n) + (jacobi ? 3 * n : 2 * n);
-  *bytes = (2 * n + (jacobi ? 7 * n : 6 * n) + (jacobi ? 4 * n : 3 * n) - (device ? 2 * n : 0)) * w;
+  *bytes = (2 * n + (jacobi ? 7 * n : 6 * n) + (jacobi ? 4 * n : 3 * n) - (device ? n : 0)) * w;
   *launches = 3;
 }
 
@@ -232,18 +235,31 @@ static int cg_record(const fe_solver_opts *o, fe_solver_info *info, int it, doub
   return 0;
 }
 
+/* Step it's scalars from the device: (p, q) must be positive; its norm recorded (*stop). */
+static int cg_device_read(fe_cg_device *g, int it, const fe_solver_opts *o, fe_solver_info *info,
+                          double r0, double target, int *stop)
+{
+  double pq, rr, rz;
+  FE_CHECK(fe_vector_cg_wait(g, it, &pq, &rr, &rz));
+  FE_CHECK(cg_positive(info, pq, it));
+  return cg_record(o, info, it, rr, r0, target, stop);
+}
+
 /* The iteration with its scalars on the device (Jacobi or none; fe_vector_cg_begin): the
  * host queues step it's apply and (p, q), then reads step it - 1's scalars (done by then:
  * the device is already at work on step it), stops there or queues step it's update and
  * direction. The device never waits for the host; a converged solve has queued one apply
- * and (p, q) past its last step (counted in *applies), which changes no x or r. */
+ * and (p, q) past its last step (counted in *applies), which changes no x or r. On a
+ * synchronous backend (the cpu: each call's work done when it returns) there is nothing to
+ * overlap: the host reads step it's scalars right after the step, and no apply runs past
+ * the last one. */
 static int cg_device_loop(fe_operator *A, fe_vector *x, const fe_solver_opts *o,
                           const fe_action_opts *act, cg_work *k, const fe_vector *d,
                           fe_cg_device *g, int fused, double r0, double target,
                           fe_solver_info *info, fe_report *apply_rep, int *applies,
                           int *pq_passes)
 {
-  double pq, rr, rz;
+  const int lag = !x->be->info.synchronous; /* read step it - 1 after queueing step it */
   int stop = 0;
   for (int it = 1; it <= o->maxit; it++) {
     FE_CHECK_INTERRUPT();
@@ -258,17 +274,17 @@ static int cg_device_loop(fe_operator *A, fe_vector *x, const fe_solver_opts *o,
       FE_CHECK(fe_vector_cg_pq(g, k->p, k->q, it));
       (*pq_passes)++;
     }
-    if (it > 1) {
-      FE_CHECK(fe_vector_cg_wait(g, it - 1, &pq, &rr, &rz));
-      FE_CHECK(cg_positive(info, pq, it - 1));
-      FE_CHECK(cg_record(o, info, it - 1, rr, r0, target, &stop));
+    if (lag && it > 1) {
+      FE_CHECK(cg_device_read(g, it - 1, o, info, r0, target, &stop));
       if (stop) return 0;
     }
     FE_CHECK(fe_vector_cg_step(g, x, k->r, k->p, k->q, d, it));
+    if (!lag) {
+      FE_CHECK(cg_device_read(g, it, o, info, r0, target, &stop));
+      if (stop) return 0;
+    }
   }
-  FE_CHECK(fe_vector_cg_wait(g, o->maxit, &pq, &rr, &rz));
-  FE_CHECK(cg_positive(info, pq, o->maxit));
-  return cg_record(o, info, o->maxit, rr, r0, target, &stop);
+  return lag ? cg_device_read(g, o->maxit, o, info, r0, target, &stop) : 0;
 }
 
 /* The iteration with its scalars on the host (any preconditioner; U: one that runs through

@@ -48,8 +48,9 @@ int fe_vector_cg_direction(fe_vector *p, const fe_vector *r, const fe_vector *d,
                            fe_vector *work);
 /* CG with its scalars on the device, where x's backend can (backend.h's cg_begin ...
  * cg_end): no step of the iteration waits for the host, which reads step it's (p, q),
- * (r, r) and (r, z) while the device runs step it + 1. fe_vector_cg_begin sets *g to NULL
- * where the backend cannot (the solver then goes through the host: fe_vector_cg_update). */
+ * (r, r) and (r, z) while the device runs step it + 1 (on a synchronous backend, the cpu,
+ * right after step it). fe_vector_cg_begin sets *g to NULL where the backend cannot (the
+ * solver then goes through the host: fe_vector_cg_update). */
 typedef struct fe_cg_device fe_cg_device;
 int fe_vector_cg_begin(const fe_vector *x, double rz, fe_cg_device **g);
 int fe_vector_cg_pq(fe_cg_device *g, const fe_vector *p, const fe_vector *q, int it);

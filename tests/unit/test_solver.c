@@ -303,24 +303,47 @@ Test(solver, interrupt_stops_cg)
   sv_problem_free(&p);
 }
 
-/* The solve of sv_problem p with options o, on backend o->act.backend with or without the
- * backend's fused CG slots (without: the engine's unfused fallback, the vector work CG did
- * before the fused steps). */
-static fe_vector *sv_solve_fused(sv_problem *p, const fe_solver_opts *o, int fused,
-                                 fe_solver_info *info)
+/* How sv_solve_via runs CG's vector work on the backend: the engine's unfused fallback (the
+ * vector work CG did before the fused steps), the fused steps with the scalars on the host,
+ * or the backend's whole table (on the cpu: the scalars in a state, x moved in the direction's
+ * pass, (p, q) from the apply where it can). */
+enum { SV_UNFUSED, SV_FUSED_HOST, SV_TABLE };
+
+/* The solve of sv_problem p with options o, on backend o->act.backend, its vector work as
+ * `via` says. */
+static fe_vector *sv_solve_via(sv_problem *p, const fe_solver_opts *o, int via,
+                               fe_solver_info *info)
 {
   fe_backend *be;
   cr_assert_eq(fe_backend_get(o->act.backend, &be), 0, "%s", fe_error_message());
   const fe_backend_ops *saved = be->ops;
-  fe_backend_ops unfused = *saved;
-  unfused.cg_update = NULL;
-  unfused.cg_direction = NULL;
-  if (!fused) be->ops = &unfused;
+  fe_backend_ops table = *saved;
+  table.cg_begin = NULL, table.cg_pq = NULL, table.cg_step = NULL, table.cg_wait = NULL;
+  table.cg_end = NULL, table.cg_parts = NULL;
+  if (via == SV_UNFUSED) table.cg_update = NULL, table.cg_direction = NULL;
+  if (via != SV_TABLE) be->ops = &table;
   fe_vector *x = NULL;
   int rc = fe_solve_cg(p->A, NULL, NULL, o, &x, info);
   be->ops = saved;
   cr_assert_eq(rc, 0, "cg: %s\n%s", fe_error_message(), fe_error_trace());
   return x;
+}
+
+/* The largest difference between two vectors of n values, and the largest value of b. */
+static double sv_max_diff(const fe_vector *xa, const fe_vector *xb, int n, double *bmax)
+{
+  double *a = malloc(sizeof(double) * (size_t)n), *b = malloc(sizeof(double) * (size_t)n);
+  cr_assert(a && b);
+  cr_assert_eq(fe_vector_get(xa, a), 0, "%s", fe_error_message());
+  cr_assert_eq(fe_vector_get(xb, b), 0, "%s", fe_error_message());
+  double dmax = 0, smax = 0;
+  for (int i = 0; i < n; i++) {
+    dmax = fmax(dmax, fabs(a[i] - b[i]));
+    smax = fmax(smax, fabs(b[i]));
+  }
+  free(a), free(b);
+  *bmax = smax;
+  return dmax;
 }
 
 /* The fused vector work of a CG iteration (one update pass giving (r, r) and (r, z), one
@@ -336,7 +359,8 @@ Test(solver, fused_cg_steps_keep_iterations_history_and_solution)
     for (int k = 0; k < 2; k++) {
       fe_solver_opts o = sv_opts(pcs[k], 1e-8, 1000);
       fe_solver_info fi, ui;
-      fe_vector *xf = sv_solve_fused(&p, &o, 1, &fi), *xu = sv_solve_fused(&p, &o, 0, &ui);
+      fe_vector *xf = sv_solve_via(&p, &o, SV_FUSED_HOST, &fi);
+      fe_vector *xu = sv_solve_via(&p, &o, SV_UNFUSED, &ui);
       const char *what = fe_cell_name(types[t]);
       cr_log_info("%s %s: %d iterations fused, %d unfused", what, pcs[k], fi.iterations,
                   ui.iterations);
@@ -347,20 +371,55 @@ Test(solver, fused_cg_steps_keep_iterations_history_and_solution)
       for (int i = 0; i < nh; i++)
         cr_expect(fi.history[i] == ui.history[i], "%s %s: |r_%d| = %.17g fused, %.17g unfused",
                   what, pcs[k], i, fi.history[i], ui.history[i]);
-      double *a = malloc(sizeof(double) * (size_t)p.V->ndofs);
-      double *b = malloc(sizeof(double) * (size_t)p.V->ndofs);
-      cr_assert_eq(fe_vector_get(xf, a), 0, "%s", fe_error_message());
-      cr_assert_eq(fe_vector_get(xu, b), 0, "%s", fe_error_message());
-      double dmax = 0, smax = 0;
-      for (int i = 0; i < p.V->ndofs; i++) {
-        dmax = fmax(dmax, fabs(a[i] - b[i]));
-        smax = fmax(smax, fabs(b[i]));
-      }
+      double smax, dmax = sv_max_diff(xf, xu, p.V->ndofs, &smax);
       cr_expect_eq(dmax, 0.0, "%s %s: solutions differ by %.3g (max %.3g)", what, pcs[k], dmax,
                    smax);
-      free(a), free(b);
       fe_solver_info_free(&fi), fe_solver_info_free(&ui);
       fe_vector_free(xf), fe_vector_free(xu);
+    }
+    sv_problem_free(&p);
+  }
+}
+
+/* CG with its scalars in the cpu's state (cg_begin ... cg_end: alpha and beta made there, x
+ * moved in the direction's pass, (p, q) from the apply where sumfact adds it) against the
+ * fused steps with the scalars on the host: the same iterations, a history and a solution
+ * equal to rounding; and no apply past the last step (the cpu's calls are synchronous): the
+ * report counts a (p, q) pass fewer a step, or two launches where the apply added (p, q). */
+Test(solver, cpu_cg_state_matches_host_scalars)
+{
+  const fe_cell_type types[] = {FE_CELL_TET, FE_CELL_HEX};
+  const char *pcs[] = {"jacobi", "none"};
+  for (int t = 0; t < 2; t++) {
+    sv_problem p;
+    sv_problem_make(&p, types[t], 8, 0.3, "1 + 20*x[0]*x[0]", "1");
+    for (int k = 0; k < 2; k++) {
+      fe_solver_opts o = sv_opts(pcs[k], 1e-8, 1000);
+      if (types[t] == FE_CELL_HEX) o.act.strategy = "sumfact"; /* which adds (p, q) */
+      fe_solver_info si, hi;
+      fe_vector *xs = sv_solve_via(&p, &o, SV_TABLE, &si);
+      fe_vector *xh = sv_solve_via(&p, &o, SV_FUSED_HOST, &hi);
+      const char *what = fe_cell_name(types[t]);
+      cr_log_info("%s %s: %d iterations in the state ((p, q) from the apply: %d), %d on the host",
+                  what, pcs[k], si.iterations, si.pq_from_apply, hi.iterations);
+      cr_expect_eq(si.converged, 1, "%s %s: %s", what, pcs[k], si.reason);
+      cr_expect_eq(si.pq_from_apply, types[t] == FE_CELL_HEX, "%s %s: (p, q) from the apply %d",
+                   what, pcs[k], si.pq_from_apply);
+      cr_expect_eq(si.iterations, hi.iterations, "%s %s: %d iterations in the state, %d on the host",
+                   what, pcs[k], si.iterations, hi.iterations);
+      for (int i = 0; i < si.nhistory && i < hi.nhistory; i++)
+        cr_expect(fabs(si.history[i] - hi.history[i]) <= 1e-10 * hi.history[0],
+                  "%s %s: |r_%d| = %.17g in the state, %.17g on the host", what, pcs[k], i,
+                  si.history[i], hi.history[i]);
+      double smax, dmax = sv_max_diff(xs, xh, p.V->ndofs, &smax);
+      cr_expect_leq(dmax, 1e-12 * smax, "%s %s: solutions differ by %.3g (max %.3g)", what,
+                    pcs[k], dmax, smax);
+      cr_expect_eq(hi.report.launches - si.report.launches,
+                   si.iterations * (si.pq_from_apply ? 1 : 0),
+                   "%s %s: %d launches in the state, %d on the host over %d iterations", what,
+                   pcs[k], si.report.launches, hi.report.launches, si.iterations);
+      fe_solver_info_free(&si), fe_solver_info_free(&hi);
+      fe_vector_free(xs), fe_vector_free(xh);
     }
     sv_problem_free(&p);
   }
