@@ -2,7 +2,6 @@
  * the sparse module), cuSPARSE's product, the SELL copy's layout (rows counted on the device,
  * sorted on the host, chunks of 16-bit or 32-bit columns) and fill, and the matrix's launch,
  * apply, counts, host copy, export and release. */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,64 +86,15 @@ int fe_csr_from_host(fe_backend *be, fe_precision prec, int format, int lanes, i
   return 0;
 }
 
-/* The sparse modules in use, one a backend and source, shared by the matrices made from it
- * (a module a matrix cost a module load each on cuda: amg's hierarchy makes three matrices a
- * level); freed with the last of them. */
-typedef struct shared_module {
-  fe_backend *be;
-  char *src;
-  fe_module *mod;
-  int refs;
-  struct shared_module *next;
-} shared_module;
-
-static shared_module *shared_modules;
-static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* The module of src on be: the one in use, or compiled (or loaded from the cache) now. */
-static int module_share(fe_backend *be, char *src, fe_module **mod, double *seconds)
-{
-  pthread_mutex_lock(&shared_lock);
-  shared_module *e = shared_modules;
-  while (e && (e->be != be || strcmp(e->src, src))) e = e->next;
-  int rc = 0, cached = 0;
-  if (e) {
-    e->refs++;
-    *mod = e->mod;
-    free(src);
-  } else if (!(e = calloc(1, sizeof *e))) {
-    free(src);
-    rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
-  } else if ((rc = fe_compile(be, src, mod, seconds, &cached))) {
-    free(src), free(e);
-  } else {
-    *e = (shared_module){.be = be, .src = src, .mod = *mod, .refs = 1, .next = shared_modules};
-    shared_modules = e;
-  }
-  pthread_mutex_unlock(&shared_lock);
-  return rc;
-}
-
-static void module_release(fe_backend *be, fe_module *mod)
-{
-  pthread_mutex_lock(&shared_lock);
-  shared_module **p = &shared_modules;
-  while (*p && (*p)->mod != mod) p = &(*p)->next;
-  shared_module *e = *p;
-  if (e && --e->refs == 0) *p = e->next;
-  pthread_mutex_unlock(&shared_lock);
-  if (e && e->refs > 0) return;
-  be->ops->module_free(be->impl, mod); /* the last matrix of it (or one never shared) */
-  if (e) free(e->src), free(e);
-}
-
 /* M's product kernel, from the sparse module (M's lanes). */
 int csr_module(fe_csr *M, double *seconds)
 {
   char *src;
-  *seconds = 0;
+  int cached = 0;
   FE_CHECK(sparse_source(M->be, M->prec, M->lanes, M->single_vals, &src));
-  FE_CHECK(module_share(M->be, src, &M->mod, seconds));
+  int rc = fe_compile(M->be, src, &M->mod, seconds, &cached);
+  free(src);
+  FE_CHECK(rc);
   return M->be->ops->kernel(M->be->impl, M->mod,
                             M->format == FE_FORMAT_SELL ? "fe_spmv_sell" : "fe_spmv", &M->spmv);
 }
@@ -585,6 +535,6 @@ void fe_csr_free(fe_csr *M)
   for (int i = 0; i < 8; i++)
     if (bufs[i]->ptr) M->be->ops->release(M->be->impl, bufs[i]);
   if (M->sparse) M->be->ops->sparse_free(M->be->impl, M->sparse);
-  if (M->mod) module_release(M->be, M->mod);
+  if (M->mod) M->be->ops->module_free(M->be->impl, M->mod);
   free(M);
 }
