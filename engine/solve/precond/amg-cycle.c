@@ -149,19 +149,74 @@ static void scaling(const amg_host_level *h, double *d)
   }
 }
 
-static int level_make(amg_cycle *C, const amg_host_level *h, int last)
+/* A level's A and its Jacobi scaling on the backend from h's A (rows sorted by column). */
+static int level_matrix(fe_backend *be, fe_precision prec, int format, int lanes, int single,
+                        const amg_host_level *h, fe_csr **A, fe_vector **dv)
 {
-  amg_level *v = &C->lv[C->L++]; /* counted first: amg_cycle_free frees what was made */
-  v->n = h->n;
-  FE_CHECK(fe_csr_from_host(C->be, C->prec, C->format, C->lanes, C->single, h->n, h->arp,
-                            h->acol, h->aval, &v->A));
-  FE_CHECK(cycle_kernel(C, v->A, &v->ka));
+  FE_CHECK(fe_csr_from_host(be, prec, format, lanes, single, h->n, h->arp, h->acol, h->aval, A));
   double *d = malloc(sizeof(double) * ((size_t)h->n + 1));
   FE_ASSERT(d, FE_ERR_MEM, "amg: out of host memory for a level's scaling");
   scaling(h, d);
-  int rc = fe_vector_create(C->be, C->prec, h->n, &v->d);
-  if (!rc) rc = fe_vector_set(v->d, d);
+  int rc = fe_vector_create(be, prec, h->n, dv);
+  if (!rc) rc = fe_vector_set(*dv, d);
   free(d);
+  return rc;
+}
+
+struct amg_first {
+  int n;
+  fe_csr *A;
+  fe_vector *d;
+};
+
+/* The layout the cycle's matrices take: the device's (FE_FORMAT_AUTO), or FELAB_CYCLE_FORMAT's
+ * (csr, csr8: 8 items a row, or sell) for every matrix (the tests: each on a CPU). */
+static void cycle_layout(int *format, int *lanes)
+{
+  const char *f = getenv("FELAB_CYCLE_FORMAT");
+  *format = FE_FORMAT_AUTO, *lanes = 0;
+  if (f && !strcmp(f, "sell")) *format = FE_FORMAT_SELL;
+  if (f && !strncmp(f, "csr", 3)) *format = FE_FORMAT_CSR, *lanes = atoi(f + 3);
+}
+
+int amg_cycle_first(fe_backend *be, fe_precision prec, int single, int n, const int *rp,
+                    const int *ci, const double *va, amg_first **F)
+{
+  int format, lanes;
+  cycle_layout(&format, &lanes);
+  FE_CALLOC(*F, 1, "amg's finest level");
+  amg_host_level h = {.n = n, .arp = rp, .acol = ci, .aval = va};
+  (*F)->n = n;
+  int rc = level_matrix(be, prec, format, lanes, single && prec == FE_DOUBLE, &h, &(*F)->A,
+                        &(*F)->d);
+  if (rc) {
+    amg_first_free(*F);
+    *F = NULL;
+  }
+  return rc;
+}
+
+void amg_first_free(amg_first *F)
+{
+  if (!F) return;
+  fe_csr_free(F->A);
+  fe_vector_free(F->d);
+  free(F);
+}
+
+/* Level h on the backend; F: its A and scaling made ahead (taken), or NULL. */
+static int level_make(amg_cycle *C, const amg_host_level *h, int last, amg_first *F)
+{
+  amg_level *v = &C->lv[C->L++]; /* counted first: amg_cycle_free frees what was made */
+  v->n = h->n;
+  int rc = 0;
+  if (F) {
+    v->A = F->A, v->d = F->d;
+    free(F);
+  } else {
+    rc = level_matrix(C->be, C->prec, C->format, C->lanes, C->single, h, &v->A, &v->d);
+  }
+  if (!rc) rc = cycle_kernel(C, v->A, &v->ka);
   if (!rc) rc = fe_vector_create(C->be, C->prec, h->n, &v->b);
   if (!rc) rc = fe_vector_create(C->be, C->prec, h->n, &v->x);
   if (!rc) rc = fe_vector_create(C->be, C->prec, h->n, &v->t);
@@ -303,15 +358,17 @@ static int sort_rows(int n, const int *rp, const int *ci, const double *va, cons
 }
 
 /* lv[0 .. L)'s rows sorted by column (sort_rows) into out: its own A's and P's columns and
- * values; the rest as lv's. The cycle's passes sum each row in that order on every layout. */
-static int sorted_levels(const amg_host_level *lv, int L, amg_host_level *out)
+ * values (but level 0's A where it was made ahead: skip0); the rest as lv's. The cycle's
+ * passes sum each row in that order on every layout. */
+static int sorted_levels(const amg_host_level *lv, int L, int skip0, amg_host_level *out)
 {
   for (int l = 0; l < L; l++) {
     out[l] = lv[l];
     out[l].acol = out[l].pcol = NULL, out[l].aval = out[l].pval = NULL;
   }
   for (int l = 0; l < L; l++) {
-    FE_CHECK(sort_rows(lv[l].n, lv[l].arp, lv[l].acol, lv[l].aval, &out[l].acol, &out[l].aval));
+    if (l > 0 || !skip0)
+      FE_CHECK(sort_rows(lv[l].n, lv[l].arp, lv[l].acol, lv[l].aval, &out[l].acol, &out[l].aval));
     if (lv[l].prp)
       FE_CHECK(sort_rows(lv[l].n, lv[l].prp, lv[l].pcol, lv[l].pval, &out[l].pcol, &out[l].pval));
   }
@@ -330,26 +387,35 @@ static void sorted_levels_free(amg_host_level *s, int L)
 int amg_cycle_make(fe_backend *be, fe_precision prec, int single, const amg_host_level *hyp,
                    int L, amg_cycle **out)
 {
+  return amg_cycle_make_with(be, prec, single, hyp, L, NULL, out);
+}
+
+int amg_cycle_make_with(fe_backend *be, fe_precision prec, int single, const amg_host_level *hyp,
+                        int L, amg_first *F, amg_cycle **out)
+{
   *out = NULL;
+  if (L < 1 || L > AMG_LEVELS) amg_first_free(F);
   FE_ASSERT(L >= 1 && L <= AMG_LEVELS, FE_ERR_ARG, "amg: %d levels (1 to %d)", L, AMG_LEVELS);
-  amg_cycle *C;
-  FE_CALLOC(C, 1, "amg's cycle");
-  *C = (amg_cycle){.be = be, .prec = prec, .format = FE_FORMAT_AUTO,
-                   .single = single && prec == FE_DOUBLE};
-  /* the device's layouts (fe_csr_from_host); FELAB_CYCLE_FORMAT = csr, csr8 (8 items a row)
-   * or sell asks one for every matrix (the tests: each on a CPU) */
-  const char *f = getenv("FELAB_CYCLE_FORMAT");
-  if (f && !strcmp(f, "sell")) C->format = FE_FORMAT_SELL;
-  if (f && !strncmp(f, "csr", 3)) C->format = FE_FORMAT_CSR, C->lanes = atoi(f + 3);
-  amg_host_level *lv = calloc((size_t)L, sizeof *lv);
-  int rc = lv ? sorted_levels(hyp, L, lv) : fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
-                                                         "amg: out of host memory");
-  for (int l = 0; !rc && l < L; l++) rc = level_make(C, &lv[l], l == L - 1);
+  amg_cycle *C = calloc(1, sizeof *C);
+  if (!C) amg_first_free(F);
+  FE_ASSERT(C, FE_ERR_MEM, "amg: out of host memory for its cycle");
+  *C = (amg_cycle){.be = be, .prec = prec, .single = single && prec == FE_DOUBLE};
+  cycle_layout(&C->format, &C->lanes); /* the device's, or FELAB_CYCLE_FORMAT's */
   /* the tail: from the first level of at most AMG_TAIL rows (FELAB_CYCLE_TAIL=n: n rows; 0:
    * none, every pass its own launch), where two or more levels are left */
   const char *t = getenv("FELAB_CYCLE_TAIL");
   int most = t && *t ? atoi(t) : AMG_TAIL, l0 = 0;
-  while (l0 < L && lv[l0].n > most) l0++;
+  while (l0 < L && hyp[l0].n > most) l0++;
+  if (F && (F->n != hyp[0].n || L == 1 || (l0 == 0 && most > 0))) { /* not its: or the
+                                                        coarsest's, or the tail's */
+    amg_first_free(F);
+    F = NULL;
+  }
+  amg_host_level *lv = calloc((size_t)L, sizeof *lv);
+  int rc = lv ? sorted_levels(hyp, L, F != NULL, lv)
+              : fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "amg: out of host memory");
+  if (rc) amg_first_free(F);
+  for (int l = 0; !rc && l < L; l++) rc = level_make(C, &lv[l], l == L - 1, l == 0 ? F : NULL);
   C->tail = L;
   if (!rc && L - l0 >= 2 && most > 0) rc = tail_make(C, lv, L, l0);
   sorted_levels_free(lv, L);

@@ -17,6 +17,14 @@ typedef struct amg_host_level {
 } amg_host_level;
 
 typedef struct amg_cycle amg_cycle;
+typedef struct amg_first amg_first;
+
+/* The finest level's A and Jacobi scaling on be, made ahead (beside hypre's setup, amg.c) from
+ * felab's own matrix, n rows of CSR sorted by column: what amg_cycle_make makes of hypre's
+ * first level (the same rows, sorted so), bit for bit. */
+int amg_cycle_first(fe_backend *be, fe_precision prec, int single, int n, const int *rp,
+                    const int *ci, const double *va, amg_first **F);
+void amg_first_free(amg_first *F);
 
 /* The levels lv[0 .. L) on be in prec: each A with its Jacobi scaling (amg-cycle.c), P and its
  * transpose R, work vectors; the coarsest's dense inverse (up to AMG_DENSE rows; above,
@@ -24,6 +32,10 @@ typedef struct amg_cycle amg_cycle;
  * (the scalings, vectors, sums and the dense inverse double). */
 int amg_cycle_make(fe_backend *be, fe_precision prec, int single, const amg_host_level *lv,
                    int L, amg_cycle **C);
+/* The same with the finest level made ahead (F, taken and freed; NULL: none): used where it is
+ * lv[0]'s and the finest level is not in the tail. */
+int amg_cycle_make_with(fe_backend *be, fe_precision prec, int single, const amg_host_level *lv,
+                        int L, amg_first *F, amg_cycle **C);
 /* z = V-cycles on r from z = 0: Jacobi sweeps down and up on every level but the coarsest
  * (the same sweeps both ways: a symmetric operator), the coarsest solved; each cycle after
  * the first on the finest's residual r - A z, its correction added. */

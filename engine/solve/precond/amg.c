@@ -67,6 +67,8 @@ typedef struct amg {
   int n;
   int assembled_on_cpu;    /* the backend could not compile the element matrices */
   amg_cycle *cycle;        /* cycle_on = "device": the hierarchy on the backend, or NULL */
+  amg_first *first;        /* its finest level, made beside hypre's setup (then taken), or NULL */
+  fe_backend *be;          /* the backend of the action (the cycle's) */
   /* a space split over mpirun's ranks (engine/parallel/dist.h): hypre's rows are the owned
    * dofs, numbered rank after rank (this rank's from lo, nown of them) */
   const fe_dist *dist;
@@ -339,6 +341,7 @@ static void amg_destroy(fe_precond *P)
   amg *M = P->impl;
   if (!M) return;
   amg_cycle_free(M->cycle);
+  amg_first_free(M->first);
   free(M->gid), free(M->own), free(M->host);
   fe_vector_free(M->zh);
   if (M->solver) HYPRE_BoomerAMGDestroy(M->solver);
@@ -377,6 +380,17 @@ static void *setup_thread(void *arg)
   return NULL;
 }
 
+/* The device cycle's precision (the action's) and whether its matrices' values are single. */
+static fe_precision cycle_precision(const fe_precond *P)
+{
+  return P->act.precision >= 0 ? (fe_precision)P->act.precision : fe_precision_default();
+}
+
+static int cycle_single(const fe_precond *P, fe_precision prec)
+{
+  return prec == FE_DOUBLE && P->o.cycle_values == FE_VALUES_SINGLE;
+}
+
 /* P->o.meanwhile on this thread while hypre's runs on its own: from four OpenMP threads on,
  * where they would take every core, one fewer (hypre's thread gets a core of its own; one of
  * four or more is little to lose once it is done). */
@@ -398,9 +412,20 @@ static int setup_overlapped(fe_precond *P, amg *M, const int *rowptr, const int 
 {
   setup_job j = {.M = M, .rowptr = rowptr, .cols = cols, .vals = vals};
   pthread_t th;
-  int rc = 0, threaded = P->o.meanwhile && !M->dist && !pthread_create(&th, NULL, setup_thread, &j);
+  /* the device's cycle: its finest level made from felab's matrix (rows sorted by column, as
+   * the cycle sorts hypre's) while hypre sets up */
+  int first = P->o.cycle_on == FE_CYCLE_DEVICE && rowptr && !M->dist;
+  int rc = 0, threaded = (P->o.meanwhile || first) && !M->dist &&
+                         !pthread_create(&th, NULL, setup_thread, &j);
   if (threaded) {
-    rc = meanwhile_beside(P);
+    if (P->o.meanwhile) rc = meanwhile_beside(P);
+    if (!rc && first) {
+      fe_precision prec = cycle_precision(P);
+      double t0 = fe_clock();
+      rc = amg_cycle_first(M->be, prec, cycle_single(P, prec), M->n, rowptr, cols, vals,
+                           &M->first);
+      fe_setup_part_add(&P->parts, "first_level", fe_clock() - t0, 0); /* beside hypre */
+    }
     pthread_join(th, NULL);
   } else {
     if (P->o.meanwhile) rc = P->o.meanwhile(P->o.meanwhile_ctx);
@@ -482,6 +507,7 @@ static int amg_build(fe_precond *P, amg *M, fe_backend *be, int cycles)
   double t2 = fe_clock();
   fe_setup_part_add(&P->parts, "transfer", t2 - t1, 0);
   M->dist = fe_operator_space(P->A)->dist;
+  M->be = be;
   if (!rc && M->dist) { /* split: the matrix over the ranks here, the setup on its own */
     rc = split_matrix(P, M, rowptr, cols, vals);
     HYPRE_Int err = rc ? 0 : vectors_make(M, MPI_COMM_WORLD, M->lo, M->nown);
@@ -522,10 +548,11 @@ static int device_cycle(fe_precond *P, amg *M, fe_backend *be, int cycles)
     lv[l].pcol = hypre_CSRMatrixJ(p);
     lv[l].pval = hypre_CSRMatrixData(p);
   }
-  fe_precision prec = P->act.precision >= 0 ? (fe_precision)P->act.precision
-                                            : fe_precision_default();
-  const int single = prec == FE_DOUBLE && P->o.cycle_values == FE_VALUES_SINGLE;
-  FE_CHECK(amg_cycle_make(be, prec, single, lv, L, &M->cycle));
+  fe_precision prec = cycle_precision(P);
+  const int single = cycle_single(P, prec);
+  amg_first *F = M->first;
+  M->first = NULL;
+  FE_CHECK(amg_cycle_make_with(be, prec, single, lv, L, F, &M->cycle));
   P->nlevels = L;
   double flops, bytes, rflops, rbytes;
   int launches, dense;
