@@ -385,13 +385,7 @@ static void sorted_levels_free(amg_host_level *s, int L)
 }
 
 int amg_cycle_make(fe_backend *be, fe_precision prec, int single, const amg_host_level *hyp,
-                   int L, amg_cycle **out)
-{
-  return amg_cycle_make_with(be, prec, single, hyp, L, NULL, out);
-}
-
-int amg_cycle_make_with(fe_backend *be, fe_precision prec, int single, const amg_host_level *hyp,
-                        int L, amg_first *F, amg_cycle **out)
+                   int L, amg_first *F, amg_cycle **out)
 {
   *out = NULL;
   if (L < 1 || L > AMG_LEVELS) amg_first_free(F);

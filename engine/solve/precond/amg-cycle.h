@@ -29,13 +29,11 @@ void amg_first_free(amg_first *F);
 /* The levels lv[0 .. L) on be in prec: each A with its Jacobi scaling (amg-cycle.c), P and its
  * transpose R, work vectors; the coarsest's dense inverse (up to AMG_DENSE rows; above,
  * smoothing sweeps). single (prec double): A, P and R's values stored in single precision
- * (the scalings, vectors, sums and the dense inverse double). */
+ * (the scalings, vectors, sums and the dense inverse double). F: the finest level made
+ * ahead (amg_cycle_first; taken and freed; NULL: none), used where it is lv[0]'s and the
+ * finest level is neither the coarsest nor in the tail. */
 int amg_cycle_make(fe_backend *be, fe_precision prec, int single, const amg_host_level *lv,
-                   int L, amg_cycle **C);
-/* The same with the finest level made ahead (F, taken and freed; NULL: none): used where it is
- * lv[0]'s and the finest level is not in the tail. */
-int amg_cycle_make_with(fe_backend *be, fe_precision prec, int single, const amg_host_level *lv,
-                        int L, amg_first *F, amg_cycle **C);
+                   int L, amg_first *F, amg_cycle **C);
 /* z = V-cycles on r from z = 0: Jacobi sweeps down and up on every level but the coarsest
  * (the same sweeps both ways: a symmetric operator), the coarsest solved; each cycle after
  * the first on the finest's residual r - A z, its correction added. */

@@ -552,7 +552,7 @@ static int device_cycle(fe_precond *P, amg *M, fe_backend *be, int cycles)
   const int single = cycle_single(P, prec);
   amg_first *F = M->first;
   M->first = NULL;
-  FE_CHECK(amg_cycle_make_with(be, prec, single, lv, L, F, &M->cycle));
+  FE_CHECK(amg_cycle_make(be, prec, single, lv, L, F, &M->cycle));
   P->nlevels = L;
   double flops, bytes, rflops, rbytes;
   int launches, dense;
