@@ -133,6 +133,11 @@ typedef struct fe_backend_ops {
    * itself, no copy. The caller keeps that memory alive while the buffer is in use and never
    * releases the buffer. */
   int (*wrap)(void *impl, void *host, size_t bytes, fe_buffer *buf);
+  /* Optional (cuda; NULL elsewhere: malloc and free serve): host memory that read and write
+   * copy at the link's full rate (page-locked), for small buffers that cross at every call (a
+   * split space's exchange); NULL where none is left. */
+  void *(*host_alloc)(void *impl, size_t bytes);
+  void (*host_free)(void *impl, void *host);
 
   /* kernels: the dialect preamble for a precision, compile (cached), look up, launch */
   const char *(*preamble)(void *impl, fe_precision prec);

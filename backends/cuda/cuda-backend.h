@@ -258,6 +258,7 @@ typedef struct cuda_impl {
                           * highest priority, so its small launches pass the main queue's) */
   CUevent forked, joined; /* the main queue's point the side waits for, and the side's end */
   fe_device_info info;
+  int ordinal;           /* the device's index among the driver's (cuda_device_index) */
   int cc;                /* compute capability, major * 10 + minor */
   int driver_version;    /* e.g. 13000 */
   int nvrtc_major, nvrtc_minor;
@@ -310,6 +311,8 @@ int cuda_alloc(void *impl, size_t bytes, fe_buffer *buf);
 void cuda_release(void *impl, fe_buffer *buf);
 int cuda_write(void *impl, fe_buffer *dst, size_t offset, size_t bytes, const void *host);
 int cuda_read(void *impl, const fe_buffer *src, size_t offset, size_t bytes, void *host);
+void *cuda_host_alloc(void *impl, size_t bytes);
+void cuda_host_free(void *impl, void *host);
 int cuda_copy(void *impl, fe_buffer *dst, const fe_buffer *src, size_t bytes);
 int cuda_finish(void *impl);
 int cuda_side(void *impl, int op);

@@ -85,6 +85,7 @@ static int cuda_find_device(cuda_impl *cu, int device)
   if (err != CUDA_SUCCESS || count <= 0)
     FE_ERROR(FE_ERR_UNAVAILABLE, "the NVIDIA driver is installed but sees no CUDA device");
   FE_CHECK(cuda_device_index(device, count, &index));
+  cu->ordinal = index;
   err = cu->api.cuDeviceGet(&cu->device, index);
   if (err == CUDA_SUCCESS) err = cu->api.cuDevicePrimaryCtxRetain(&cu->context, cu->device);
   if (err == CUDA_SUCCESS) err = cu->api.cuCtxSetCurrent(cu->context);
@@ -120,8 +121,9 @@ static void cuda_describe(cuda_impl *cu)
   cu->shared_optin = cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
   cu->max_grid = cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
   if (cu->max_grid <= 0) cu->max_grid = 65535;
-  snprintf(in->vendor, sizeof in->vendor, "NVIDIA, sm_%d, CUDA %d.%d, %d regs/block", cu->cc,
-           cu->driver_version / 1000, cu->driver_version % 1000 / 10, cu->registers);
+  snprintf(in->vendor, sizeof in->vendor, "NVIDIA, sm_%d, CUDA %d.%d, %d regs/block, device %d",
+           cu->cc, cu->driver_version / 1000, cu->driver_version % 1000 / 10, cu->registers,
+           cu->ordinal);
   in->is_gpu = 1;
   in->tables_l1 = 1; /* FE_CONSTANT is __device__ const here (cuda-program.c) */
   in->compute_units = cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
@@ -370,6 +372,26 @@ int cuda_read(void *impl, const fe_buffer *src, size_t offset, size_t bytes, voi
   CUresult err = cu->api.cuMemcpyDtoH(host, (CUdeviceptr)(size_t)src->ptr + offset, bytes);
   if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "copy from the device");
   return 0;
+}
+
+/* Page-locked host memory (cuMemAllocHost): the copies to and from it run at the link's rate,
+ * where pageable memory goes through the driver's own staging. */
+void *cuda_host_alloc(void *impl, size_t bytes)
+{
+  cuda_impl *cu = impl;
+  void *p = NULL;
+  if (cuda_usable(cu)) {
+    fe_error_clear();
+    return NULL;
+  }
+  if (cu->api.cuMemAllocHost(&p, bytes ? bytes : 1) != CUDA_SUCCESS) return NULL;
+  return p;
+}
+
+void cuda_host_free(void *impl, void *host)
+{
+  cuda_impl *cu = impl;
+  if (host) cu->api.cuMemFreeHost(host);
 }
 
 /* Device -> device, the first `bytes` of each, blocking. */

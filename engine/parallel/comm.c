@@ -84,6 +84,32 @@ int fe_comm_sum(double *v, int n) { return allreduce(v, n, MPI_DOUBLE, MPI_SUM, 
 int fe_comm_max_int(int *v, int n) { return allreduce(v, n, MPI_INT, MPI_MAX, "max"); }
 int fe_comm_max_double(double *v, int n) { return allreduce(v, n, MPI_DOUBLE, MPI_MAX, "max"); }
 
+/* The messages of an exchange, posted and not yet waited for. */
+typedef struct exchange_requests {
+  int nnb;
+  MPI_Request req[]; /* nnb receives, then nnb sends */
+} exchange_requests;
+
+static int exchange_post(int nnb, const int *ranks, const int *scounts, const double *send,
+                         const int *rcounts, double *recv, void **pending)
+{
+  *pending = NULL;
+  if (!nnb) return 0;
+  exchange_requests *q = malloc(sizeof *q + sizeof(MPI_Request) * 2 * (size_t)nnb);
+  FE_ASSERT(q, FE_ERR_MEM, "out of memory for %d neighbours' requests", nnb);
+  q->nnb = nnb;
+  size_t soff = 0, roff = 0;
+  for (int k = 0; k < nnb; k++) {
+    MPI_Irecv(recv + roff, rcounts[k], MPI_DOUBLE, ranks[k], 48, MPI_COMM_WORLD, &q->req[k]);
+    MPI_Isend(send + soff, scounts[k], MPI_DOUBLE, ranks[k], 48, MPI_COMM_WORLD,
+              &q->req[nnb + k]);
+    soff += (size_t)scounts[k];
+    roff += (size_t)rcounts[k];
+  }
+  *pending = q;
+  return 0;
+}
+
 int fe_comm_exchange(int nnb, const int *ranks, const int *counts, const double *send,
                      double *recv)
 {
@@ -93,18 +119,24 @@ int fe_comm_exchange(int nnb, const int *ranks, const int *counts, const double 
 int fe_comm_exchange_v(int nnb, const int *ranks, const int *scounts, const double *send,
                        const int *rcounts, double *recv)
 {
-  if (!nnb) return 0;
-  MPI_Request *req = malloc(sizeof(MPI_Request) * 2 * (size_t)nnb);
-  FE_ASSERT(req, FE_ERR_MEM, "out of memory for %d neighbours' requests", nnb);
-  size_t soff = 0, roff = 0;
-  for (int k = 0; k < nnb; k++) {
-    MPI_Irecv(recv + roff, rcounts[k], MPI_DOUBLE, ranks[k], 48, MPI_COMM_WORLD, &req[k]);
-    MPI_Isend(send + soff, scounts[k], MPI_DOUBLE, ranks[k], 48, MPI_COMM_WORLD, &req[nnb + k]);
-    soff += (size_t)scounts[k];
-    roff += (size_t)rcounts[k];
-  }
-  int rc = MPI_Waitall(2 * nnb, req, MPI_STATUSES_IGNORE);
-  free(req);
+  void *pending;
+  FE_CHECK(exchange_post(nnb, ranks, scounts, send, rcounts, recv, &pending));
+  return fe_comm_exchange_end(pending);
+}
+
+int fe_comm_exchange_begin(int nnb, const int *ranks, const int *counts, const double *send,
+                           double *recv, void **pending)
+{
+  return exchange_post(nnb, ranks, counts, send, counts, recv, pending);
+}
+
+int fe_comm_exchange_end(void *pending)
+{
+  exchange_requests *q = pending;
+  if (!q) return 0;
+  int rc = MPI_Waitall(2 * q->nnb, q->req, MPI_STATUSES_IGNORE);
+  const int nnb = q->nnb;
+  free(q);
   FE_ASSERT(rc == MPI_SUCCESS, FE_ERR_INTERNAL, "the exchange with %d neighbours failed", nnb);
   return 0;
 }
@@ -221,6 +253,15 @@ int fe_comm_exchange_v(int nnb, const int *ranks, const int *scounts, const doub
             "without MPI", nnb);
   return 0;
 }
+int fe_comm_exchange_begin(int nnb, const int *ranks, const int *counts, const double *send,
+                           double *recv, void **pending)
+{
+  (void)ranks, (void)counts, (void)send, (void)recv;
+  *pending = NULL;
+  FE_ASSERT(!nnb, FE_ERR_INTERNAL, "an exchange with %d neighbours without MPI", nnb);
+  return 0;
+}
+int fe_comm_exchange_end(void *pending) { (void)pending; return 0; }
 int fe_comm_barrier(void) { return 0; }
 int fe_comm_pair_exchange(size_t bytes, int trips, int runs, double *seconds)
 {

@@ -30,6 +30,11 @@ int fe_comm_exchange(int nnb, const int *ranks, const int *counts, const double 
 /* The same with counts of each way: scounts[k] doubles to ranks[k], rcounts[k] from it. */
 int fe_comm_exchange_v(int nnb, const int *ranks, const int *scounts, const double *send,
                        const int *rcounts, double *recv);
+/* fe_comm_exchange in two steps: the messages posted (send and recv must stay until the
+ * end), then waited for; *pending (NULL where nothing travels) is freed by the end. */
+int fe_comm_exchange_begin(int nnb, const int *ranks, const int *counts, const double *send,
+                           double *recv, void **pending);
+int fe_comm_exchange_end(void *pending);
 int fe_comm_barrier(void);
 /* Collective: ranks 0 and 1 exchange `bytes` each way at once (MPI_Irecv, MPI_Isend, MPI_Waitall:
  * fe_comm_exchange's pattern), `trips` a run, the best of `runs` runs after one to warm up (the

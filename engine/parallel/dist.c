@@ -21,7 +21,7 @@ void fe_dist_free(fe_dist *d)
   fe_mesh_free(d->mesh);
   for (int i = 0; d->dev && i < FE_DIST_DEVICES; i++) fe_dist_device_free(d->dev[i]);
   free(d->dev);
-  free(d->cells), free(d->l2g), free(d->notowned), free(d->send), free(d->recv);
+  free(d->cells), free(d->l2g), free(d->notowned);
   free(d->send_at), free(d->shared_at), free(d->src_start), free(d->src_slot), free(d->not_at);
   for (int k = 0; k < d->nnb; k++) free(d->nb[k].nodes);
   free(d->nb);
@@ -176,10 +176,8 @@ static int exchange_lists(fe_dist *d, int ncomp, int ndofs)
   int *entry = malloc(sizeof(int) * ((size_t)ndofs + 1)); /* local entry -> shared entry */
   d->send_at = malloc(sizeof(int) * ((size_t)d->nsend + 1));
   d->not_at = malloc(sizeof(int) * ((size_t)d->nnot + 1));
-  d->send = malloc(sizeof(double) * ((size_t)d->nsend + 1));
-  d->recv = malloc(sizeof(double) * ((size_t)d->nsend + 1));
   d->dev = calloc(FE_DIST_DEVICES, sizeof *d->dev);
-  if (!entry || !d->send_at || !d->not_at || !d->send || !d->recv || !d->dev) {
+  if (!entry || !d->send_at || !d->not_at || !d->dev) {
     free(entry);
     FE_ERROR(FE_ERR_MEM, "out of memory for the exchange's lists (%d entries)", d->nsend);
   }
@@ -245,52 +243,65 @@ int fe_space_create_dist(const fe_mesh *m, const fe_space_opts *o, fe_space **ou
   return 0;
 }
 
-int fe_dist_sum(const fe_dist *d, fe_vector *y, double *bytes, double *messages)
+/* The neighbours' ranks and message sizes (doubles) of d, for entries of y. */
+static int neighbours(const fe_dist *d, int *ranks, int *counts)
+{
+  FE_ASSERT(d->nnb <= 256, FE_ERR_ARG, "rank %d has %d neighbours (256 at most)", d->rank, d->nnb);
+  for (int k = 0; k < d->nnb; k++) {
+    counts[k] = d->nb[k].n * d->whole->ncomp;
+    ranks[k] = d->nb[k].rank;
+  }
+  return 0;
+}
+
+int fe_dist_sum_begin(const fe_dist *d, const fe_vector *y)
+{
+  if (!d || d->size == 1) return 0;
+  fe_dist_device *v;
+  int counts[256], ranks[256];
+  FE_CHECK(fe_dist_device_get(d, y->be, y->prec, &v));
+  FE_CHECK(neighbours(d, ranks, counts));
+  return fe_dist_device_begin(v, y, d->nnb, ranks, counts);
+}
+
+int fe_dist_sum_end(const fe_dist *d, fe_vector *y, double *bytes, double *messages)
 {
   if (bytes) *bytes = 0;
   if (messages) *messages = 0;
   if (!d || d->size == 1) return 0;
   fe_dist_device *v;
   FE_CHECK(fe_dist_device_get(d, y->be, y->prec, &v));
-  FE_CHECK(fe_dist_device_gather(v, FE_DIST_SEND, y, NULL, d->send));
-  int counts[256], ranks[256];
-  FE_ASSERT(d->nnb <= 256, FE_ERR_ARG, "rank %d has %d neighbours (256 at most)", d->rank, d->nnb);
-  for (int k = 0; k < d->nnb; k++) {
-    counts[k] = d->nb[k].n * d->whole->ncomp;
-    ranks[k] = d->nb[k].rank;
-  }
-  FE_CHECK(fe_comm_exchange(d->nnb, ranks, counts, d->send, d->recv));
   if (bytes) *bytes = (double)d->nsend * sizeof(double);
   if (messages) *messages = d->nnb;
   /* the sums, each shared entry's in the ranks' order (part 0's share first, this rank's at
    * its place): every copy of a node gets the same bits, so the copies stay equal (a sum in
    * each rank's own order differs in the last bits, and CG to 1e-12 then drifts) */
-  return fe_dist_device_sum(v, d->recv, y);
+  return fe_dist_device_end(v, y);
 }
 
-/* The entries of x (and of y where it is not NULL) that another rank owns: d->nnot doubles
- * each, x's then y's, in out (d->nnot twice, at least). */
-static int not_owned(const fe_dist *d, const fe_vector *x, const fe_vector *y, double **out)
+int fe_dist_sum(const fe_dist *d, fe_vector *y, double *bytes, double *messages)
 {
-  *out = NULL;
+  FE_CHECK(fe_dist_sum_begin(d, y));
+  return fe_dist_sum_end(d, y, bytes, messages);
+}
+
+/* The sums over the entries another rank owns (fe_dist_device_dot's mode), on x's device. */
+static int not_owned(const fe_dist *d, const fe_vector *x, const fe_vector *y, int mode,
+                     double out[2])
+{
+  out[0] = out[1] = 0;
   if (!d->nnot) return 0;
   fe_dist_device *v;
   FE_CHECK(fe_dist_device_get(d, x->be, x->prec, &v));
-  FE_MALLOC(*out, 2 * (size_t)d->nnot, "the entries another rank owns");
-  int rc = fe_dist_device_gather(v, FE_DIST_NOTOWNED, x, y, *out);
-  if (rc) free(*out), *out = NULL;
-  FE_CHECK(rc);
-  return 0;
+  return fe_dist_device_dot(v, x, y, mode, out);
 }
 
 int fe_dist_reduce_dot(const fe_dist *d, const fe_vector *x, const fe_vector *y, double *s)
 {
   if (!d || d->size == 1) return 0;
-  double *xv;
-  FE_CHECK(not_owned(d, x, y && y != x ? y : NULL, &xv));
-  const double *yv = y && y != x ? xv + d->nnot : xv;
-  for (int k = 0; k < d->nnot; k++) *s -= y ? xv[k] * yv[k] : xv[k];
-  free(xv);
+  double c[2];
+  FE_CHECK(not_owned(d, x, y ? y : x, 0, c));
+  *s -= c[0];
   return fe_comm_sum(s, 1);
 }
 
@@ -298,15 +309,9 @@ int fe_dist_reduce_cg(const fe_dist *d, const fe_vector *r, const fe_vector *dg,
                       double *rz)
 {
   if (!d || d->size == 1) return 0;
-  double *rv;
-  FE_CHECK(not_owned(d, r, dg, &rv));
-  for (int k = 0; k < d->nnot; k++) {
-    const double x = rv[k];
-    rr[0] -= x * x;
-    rz[0] -= dg ? x * (x / rv[d->nnot + k]) : x * x;
-  }
-  free(rv);
-  double both[2] = {*rr, *rz};
+  double c[2];
+  FE_CHECK(not_owned(d, r, dg, dg ? 2 : 1, c));
+  double both[2] = {*rr - c[0], *rz - c[1]};
   FE_CHECK(fe_comm_sum(both, 2));
   *rr = both[0], *rz = both[1];
   return 0;

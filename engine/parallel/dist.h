@@ -38,7 +38,6 @@ typedef struct fe_dist {
   int *src_slot;        /* in the ranks' order: a slot of recv, or -1 for this rank's own */
   int nnot;             /* the entries another rank owns (the notowned nodes'), ascending */
   int *not_at;
-  double *send, *recv;  /* the exchange's host buffers (nsend each) */
   /* the lists on each backend and precision used (engine/parallel/exchange.h), made on
    * first use: FE_DIST_DEVICES slots, NULL past the last */
   struct fe_dist_device **dev;
@@ -54,13 +53,19 @@ void fe_dist_free(fe_dist *d);
  * y's device: only the shared entries travel to the host and back (exchange.h);
  * *bytes and *messages (NULL: not wanted) get what this rank sent. */
 int fe_dist_sum(const fe_dist *d, fe_vector *y, double *bytes, double *messages);
+/* fe_dist_sum in two steps, so that work on the device may run between them (an action's
+ * interior cells): begin gathers y's shared entries (their integration done) and posts the
+ * messages; end waits for them and makes the sums. One exchange of y's backend and precision
+ * at a time. */
+int fe_dist_sum_begin(const fe_dist *d, const fe_vector *y);
+int fe_dist_sum_end(const fe_dist *d, fe_vector *y, double *bytes, double *messages);
 /* The sorted boundary nodes of the tagged facets (fe_space_boundary_nodes) of the local
  * space V: the whole space's, those this rank holds. */
 int fe_dist_boundary_nodes(const fe_space *V, const char *const *tags, int ntags, int **nodes,
                            int *n);
 /* The reductions of consistent vectors: s, the sum over every local entry of x_i y_i (y NULL:
  * x_i), made the sum over the whole space (each node once, at its owner, over the ranks):
- * the entries another rank owns, gathered on the device and read, are taken off. */
+ * the entries another rank owns, summed on the device, are taken off. */
 int fe_dist_reduce_dot(const fe_dist *d, const fe_vector *x, const fe_vector *y, double *s);
 /* CG's fused update's (r, r) and (r, z) (z = r ./ dg, or r where dg is NULL) over every
  * local entry, made the whole space's (one sum over the ranks for both). */

@@ -9,22 +9,39 @@
 #include "engine/codegen/codegen.h"
 #include "engine/core/error.h"
 #include "engine/core/strbuf.h"
+#include "engine/parallel/comm.h"
 #include "engine/parallel/exchange.h"
 #include "engine/perf/perf.h"
 
 enum { ITEMS = 256 }; /* entries a group */
+
+enum { DOT_GROUPS = 2 }; /* the corrections' groups: DOT_GROUPS x ITEMS sums a kind */
 
 struct fe_dist_device {
   const fe_dist *d;
   fe_backend *be;
   fe_precision prec;
   fe_module *mod;
-  fe_kernel *gather, *sum;
+  fe_kernel *gather, *sum, *dot;
   fe_buffer send_at, not_at, shared_at, src_start, src_slot; /* d's lists */
-  fe_buffer packed;     /* a gather's values: max(nsend, 2 nnot) reals */
+  fe_buffer packed;     /* a gather's values: max(nsend, 2 nnot, 2 DOT_GROUPS ITEMS) reals */
   fe_buffer recv;       /* the neighbours' shares: nsend reals */
-  float *host;          /* single precision: the values on their way, max(nsend, 2 nnot) */
+  /* host memory the copies cross (page-locked where the backend has it: host_alloc): */
+  double *hsend, *hrecv; /* the shares sent and received, nsend doubles each */
+  void *hreal;          /* the device's reals on their way: as many as packed */
+  void *pending;        /* the messages of an exchange begun (fe_comm_exchange_begin) */
 };
+
+static void *host_alloc(fe_backend *be, size_t bytes)
+{
+  return be->ops->host_alloc ? be->ops->host_alloc(be->impl, bytes) : malloc(bytes);
+}
+
+static void host_free(fe_backend *be, void *p)
+{
+  if (be->ops->host_alloc) be->ops->host_free(be->impl, p);
+  else free(p);
+}
 
 void fe_dist_device_free(fe_dist_device *v)
 {
@@ -35,7 +52,10 @@ void fe_dist_device_free(fe_dist_device *v)
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
     if (bufs[i]->ptr) ops->release(v->be->impl, bufs[i]);
   if (v->mod) ops->module_free(v->be->impl, v->mod);
-  free(v->host);
+  if (v->pending) fe_comm_exchange_end(v->pending);
+  host_free(v->be, v->hsend);
+  host_free(v->be, v->hrecv);
+  host_free(v->be, v->hreal);
   free(v);
 }
 
@@ -63,6 +83,7 @@ static int device_module(fe_dist_device *v)
   free(src);
   FE_CHECK(rc);
   FE_CHECK(v->be->ops->kernel(v->be->impl, v->mod, "fe_dist_gather", &v->gather));
+  FE_CHECK(v->be->ops->kernel(v->be->impl, v->mod, "fe_dist_dot", &v->dot));
   return v->be->ops->kernel(v->be->impl, v->mod, "fe_dist_sum", &v->sum);
 }
 
@@ -70,7 +91,8 @@ static int device_make(const fe_dist *d, fe_backend *be, fe_precision prec, fe_d
 {
   *v = (fe_dist_device){.d = d, .be = be, .prec = prec};
   const size_t w = fe_precision_size(prec);
-  const int most = d->nsend > 2 * d->nnot ? d->nsend : 2 * d->nnot;
+  int most = d->nsend > 2 * d->nnot ? d->nsend : 2 * d->nnot;
+  if (most < 2 * DOT_GROUPS * ITEMS) most = 2 * DOT_GROUPS * ITEMS;
   FE_CHECK(device_module(v));
   FE_CHECK(write_ints(v, d->send_at, d->nsend, &v->send_at));
   FE_CHECK(write_ints(v, d->not_at, d->nnot, &v->not_at));
@@ -79,7 +101,11 @@ static int device_make(const fe_dist *d, fe_backend *be, fe_precision prec, fe_d
   FE_CHECK(write_ints(v, d->src_slot, d->src_start[d->nshared], &v->src_slot));
   FE_CHECK(be->ops->alloc(be->impl, w * ((size_t)most + 1), &v->packed));
   FE_CHECK(be->ops->alloc(be->impl, w * ((size_t)d->nsend + 1), &v->recv));
-  if (prec == FE_FLOAT) FE_MALLOC(v->host, (size_t)most + 1, "the exchange's host values");
+  v->hsend = host_alloc(be, sizeof(double) * ((size_t)d->nsend + 1));
+  v->hrecv = host_alloc(be, sizeof(double) * ((size_t)d->nsend + 1));
+  v->hreal = host_alloc(be, w * ((size_t)most + 1));
+  FE_ASSERT(v->hsend && v->hrecv && v->hreal, FE_ERR_MEM, "out of host memory for the "
+            "exchange's buffers (%d entries)", most);
   return 0;
 }
 
@@ -116,8 +142,10 @@ static int launch(fe_dist_device *v, fe_kernel *k, int n, int nargs, const fe_ar
   return v->be->ops->launch(v->be->impl, k, (size_t)ng, gs, 3 + nargs, args, v->prec, NULL);
 }
 
-int fe_dist_device_gather(fe_dist_device *v, fe_dist_list list, const fe_vector *x,
-                          const fe_vector *y, double *out)
+/* The reals the device holds at list (x's, and y's after them where y is given), n a vector,
+ * gathered there and read into v->hreal, then widened into out (doubles). */
+static int gather(fe_dist_device *v, fe_dist_list list, const fe_vector *x, const fe_vector *y,
+                  double *out)
 {
   FE_ASSERT(x->be == v->be && x->prec == v->prec && (!y || (y->be == v->be && y->prec == v->prec)),
             FE_ERR_INTERNAL, "an exchange's gather of a vector on another backend or precision");
@@ -133,27 +161,67 @@ int fe_dist_device_gather(fe_dist_device *v, fe_dist_list list, const fe_vector 
   /* the read waits for the gather (in the queue's order) */
   if (v->prec == FE_DOUBLE)
     return v->be->ops->read(v->be->impl, &v->packed, 0, sizeof(double) * (size_t)m, out);
-  FE_CHECK(v->be->ops->read(v->be->impl, &v->packed, 0, sizeof(float) * (size_t)m, v->host));
-  for (int k = 0; k < m; k++) out[k] = v->host[k];
+  FE_CHECK(v->be->ops->read(v->be->impl, &v->packed, 0, sizeof(float) * (size_t)m, v->hreal));
+  const float *h = v->hreal;
+  for (int k = 0; k < m; k++) out[k] = h[k];
   return 0;
 }
 
-int fe_dist_device_sum(fe_dist_device *v, const double *recv, fe_vector *y)
+int fe_dist_device_begin(fe_dist_device *v, const fe_vector *y, int nnb, const int *ranks,
+                         const int *counts)
+{
+  FE_ASSERT(!v->pending, FE_ERR_INTERNAL, "an exchange begun before the last one ended");
+  FE_CHECK(gather(v, FE_DIST_SEND, y, NULL, v->hsend));
+  return fe_comm_exchange_begin(nnb, ranks, counts, v->hsend, v->hrecv, &v->pending);
+}
+
+int fe_dist_device_end(fe_dist_device *v, fe_vector *y)
 {
   FE_ASSERT(y->be == v->be && y->prec == v->prec, FE_ERR_INTERNAL, "an exchange's sum into a "
             "vector on another backend or precision");
+  void *pending = v->pending;
+  v->pending = NULL;
+  FE_CHECK(fe_comm_exchange_end(pending));
   const fe_dist *d = v->d;
   if (!d->nsend) return 0;
   if (v->prec == FE_DOUBLE) {
-    FE_CHECK(v->be->ops->write(v->be->impl, &v->recv, 0, sizeof(double) * (size_t)d->nsend, recv));
+    FE_CHECK(v->be->ops->write(v->be->impl, &v->recv, 0, sizeof(double) * (size_t)d->nsend,
+                               v->hrecv));
   } else {
-    for (int k = 0; k < d->nsend; k++) v->host[k] = (float)recv[k]; /* floats sent: exact */
-    FE_CHECK(v->be->ops->write(v->be->impl, &v->recv, 0, sizeof(float) * (size_t)d->nsend,
-                               v->host));
+    float *h = v->hreal;
+    for (int k = 0; k < d->nsend; k++) h[k] = (float)v->hrecv[k]; /* floats sent: exact */
+    FE_CHECK(v->be->ops->write(v->be->impl, &v->recv, 0, sizeof(float) * (size_t)d->nsend, h));
   }
   const fe_arg args[5] = {
       {.kind = FE_ARG_BUFFER, .buf = &v->shared_at}, {.kind = FE_ARG_BUFFER, .buf = &v->src_start},
       {.kind = FE_ARG_BUFFER, .buf = &v->src_slot},  {.kind = FE_ARG_BUFFER, .buf = &v->recv},
       {.kind = FE_ARG_BUFFER, .buf = &y->buf}};
   return launch(v, v->sum, d->nshared, 5, args);
+}
+
+int fe_dist_device_dot(fe_dist_device *v, const fe_vector *x, const fe_vector *y, int mode,
+                       double out[2])
+{
+  FE_ASSERT(x->be == v->be && x->prec == v->prec && (!y || (y->be == v->be && y->prec == v->prec)),
+            FE_ERR_INTERNAL, "a correction of a vector on another backend or precision");
+  out[0] = out[1] = 0;
+  const int n = v->d->nnot;
+  if (!n) return 0;
+  const int ng = (n + ITEMS - 1) / ITEMS < DOT_GROUPS ? (n + ITEMS - 1) / ITEMS : DOT_GROUPS;
+  const int T = ng * ITEMS < n ? ng * ITEMS : n; /* the items that have entries */
+  const fe_arg args[8] = {{.kind = FE_ARG_INT, .i = ng}, {.kind = FE_ARG_INT, .i = n},
+                          {.kind = FE_ARG_INT, .i = ITEMS},
+                          {.kind = FE_ARG_BUFFER, .buf = &v->not_at},
+                          {.kind = FE_ARG_BUFFER, .buf = &x->buf},
+                          {.kind = FE_ARG_BUFFER, .buf = y ? &y->buf : &x->buf},
+                          {.kind = FE_ARG_INT, .i = mode},
+                          {.kind = FE_ARG_BUFFER, .buf = &v->packed}};
+  size_t gs = ITEMS > v->be->info.max_group ? v->be->info.max_group : ITEMS;
+  FE_CHECK(v->be->ops->launch(v->be->impl, v->dot, (size_t)ng, gs, 8, args, v->prec, NULL));
+  const size_t w = fe_precision_size(v->prec);
+  FE_CHECK(v->be->ops->read(v->be->impl, &v->packed, 0, w * 2 * (size_t)T, v->hreal));
+  for (int k = 0; k < 2 * T; k++) /* in order: the same bits at every run */
+    out[k / T] += v->prec == FE_DOUBLE ? ((const double *)v->hreal)[k]
+                                       : ((const float *)v->hreal)[k];
+  return 0;
 }

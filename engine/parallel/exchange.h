@@ -16,12 +16,17 @@ typedef enum { FE_DIST_SEND, FE_DIST_NOTOWNED } fe_dist_list;
 /* d's lists on be in prec: made (compiled, written) on first use, then kept with d. */
 int fe_dist_device_get(const fe_dist *d, fe_backend *be, fe_precision prec, fe_dist_device **dev);
 void fe_dist_device_free(fe_dist_device *dev);
-/* The entries of list of x (and, where y is not NULL, of y after them), gathered on the
- * device and read into out (the list's length, twice with y), as doubles. */
-int fe_dist_device_gather(fe_dist_device *dev, fe_dist_list list, const fe_vector *x,
-                          const fe_vector *y, double *out);
-/* y's shared entries made their sums in the ranks' order: recv (d->nsend doubles, the
- * neighbours' shares in the send layout) written to the device, the sums there. */
-int fe_dist_device_sum(fe_dist_device *dev, const double *recv, fe_vector *y);
+/* An exchange of y's shares: begin gathers its shared entries on the device, reads them and
+ * posts the messages to the nnb neighbours ranks[k] (counts[k] doubles each, both ways);
+ * end waits for them, writes the neighbours' shares to the device and makes y's shared
+ * entries their sums in the ranks' order. One exchange at a time on a device. */
+int fe_dist_device_begin(fe_dist_device *dev, const fe_vector *y, int nnb, const int *ranks,
+                         const int *counts);
+int fe_dist_device_end(fe_dist_device *dev, fe_vector *y);
+/* Over the entries another rank owns, summed on the device and read as a few kilobytes:
+ * mode 0 out[0] = sum x y (y NULL: x x); mode 1 out[0] = out[1] = sum x x; mode 2 out[0] =
+ * sum x x, out[1] = sum x (x / y) (CG's (r, r) and (r, z) with z = r ./ y). */
+int fe_dist_device_dot(fe_dist_device *dev, const fe_vector *x, const fe_vector *y, int mode,
+                       double out[2]);
 
 #endif

@@ -1,16 +1,29 @@
 -- Benchmark (not a test), issue 48: a Jacobi-PCG iteration on a distorted box with kappa(x),
--- run by `scripts/bench/ranks.sh` as one rank of two threads and as two ranks of one thread
--- (the space split over the ranks: engine/parallel/dist.c); prints ms an iteration.
--- usage: felab scripts/bench/ranks.lua [cells per side] [space] [cell]
-local n = tonumber(arg[1]) or 20
-local m = mesh.box{cells = {n, n, n}, cell = arg[3] or "hex", distort = 0.1}
+-- run by `scripts/bench/ranks.sh` (cpu: one rank of two threads against two ranks of one
+-- thread) and `scripts/bench/ranks_gpu.sh` (a GPU a rank); the space is split over the ranks
+-- (engine/parallel/dist.c). Prints ms an iteration and each iteration's exchange.
+-- usage: felab scripts/bench/ranks.lua [cells: N or NxMxK] [space] [cell] [backend] [strategy]
+local dims = {}
+for d in (arg[1] or "20"):gmatch("%d+") do dims[#dims + 1] = tonumber(d) end
+if #dims == 1 then dims = {dims[1], dims[1], dims[1]} end
+local m = mesh.box{cells = dims, cell = arg[3] or "hex", distort = 0.1}
 local V = fe.space(m, arg[2] or "Q3")
 local A = fe.operator(V, physics.poisson{kappa = "1 + 0.5 * x[0]", source = 1}, {dirichlet = "all"})
-solve.cg(A, {rtol = 1e-30, maxit = 5})
-local best = math.huge
+local opts = {rtol = 1e-30, maxit = 5, backend = arg[4], strategy = arg[5]}
+local t0 = perf.clock()
+solve.cg(A, opts)
+local first = perf.clock() - t0
+opts.maxit = 100
+local best, info = math.huge, nil
 for _ = 1, 3 do
-  local t0 = perf.clock()
-  local u, i = solve.cg(A, {rtol = 1e-30, maxit = 100})
-  best = math.min(best, perf.clock() - t0)
+  t0 = perf.clock()
+  local _, i = solve.cg(A, opts)
+  local t = perf.clock() - t0
+  if t < best then best, info = t, i end
 end
-print(("%s %d dofs, ranks %d: %.2f ms an iteration (best of 3 x 100)"):format(V.name, V.ndofs, mpi.size, 10 * best))
+local rep = info.report
+print(("%s %d dofs, ranks %d, %s: %.3f ms an iteration (best of 3 x %d), exchange %.3f ms an"
+       .. " iteration (%d bytes, %d messages), first solve %.2f s")
+      :format(V.name, V.ndofs, mpi.size, rep.strategy or "?", 1e3 * best / info.iterations,
+              info.iterations, 1e3 * (rep.exchange_seconds or 0) / info.iterations,
+              rep.exchange_bytes or 0, rep.exchange_messages or 0, first))
