@@ -18,6 +18,7 @@
 #include "engine/operator/operator.h"
 #include "engine/operator/operator-private.h"
 #include "engine/operator/strategy.h"
+#include "engine/parallel/dist.h"
 #include "engine/physics/expr.h"
 
 /* ---- helpers the strategies share ---- */
@@ -414,16 +415,80 @@ int fe_realization_schedule(fe_realization *r, int morton, int **perm, size_t *n
   return part_end(r, 0, t0, realization_schedule(r, morton, perm, npad));
 }
 
+void fe_realization_color_range(const fe_realization *r, int c, int *first, int *count)
+{
+  int a = r->color_start[c], b = r->color_start[c + 1];
+  if (r->color_split && r->phase == 1) b = r->color_split[c];
+  if (r->color_split && r->phase == 2) a = r->color_split[c];
+  *first = a;
+  *count = b - a;
+}
+
+/* A split space on a GPU: *order (the mesh's order where NULL) made boundary first, the cells
+ * with a node shared with another rank before the others, each part in its order; *nbnd: how
+ * many. Nothing (nbnd 0) where the strategy takes no phases, on the cpu (whose host does the
+ * work: nothing would run beside the messages; FELAB_EXCHANGE_PHASES=1 splits there too, for
+ * the tests, =0 nowhere) or where no cell is shared. */
+static int boundary_first(const fe_realization *r, int **order, int *nbnd)
+{
+  const fe_space *V = r->A->V;
+  const fe_dist *d = V->dist;
+  *nbnd = 0;
+  const char *env = getenv("FELAB_EXCHANGE_PHASES"); /* 0: never; 1: on the cpu too (tests) */
+  const int want = env && *env ? *env == '1' : r->be->info.is_gpu;
+  if (!d || d->size == 1 || !d->nnb || !r->phases || !want) return 0;
+  const int nc = V->mesh->ncells, nb = V->elem.nbasis;
+  char *shared = calloc((size_t)V->nnodes + 1, 1);
+  int *out = malloc(sizeof(int) * ((size_t)nc + 1));
+  if (!shared || !out) {
+    free(shared), free(out);
+    FE_ERROR(FE_ERR_MEM, "out of host memory for the boundary cells' order (%d cells)", nc);
+  }
+  for (int k = 0; k < d->nnb; k++)
+    for (int i = 0; i < d->nb[k].n; i++) shared[d->nb[k].nodes[i]] = 1;
+  int n = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < nc; i++) {
+      const int c = *order ? (*order)[i] : i;
+      int on = 0;
+      for (int j = 0; j < nb && !on; j++) on = shared[V->cell_nodes[(size_t)c * nb + j]];
+      if (on == !pass) out[n++] = c;
+      if (!pass && on) (*nbnd)++;
+    }
+  free(shared);
+  free(*order);
+  *order = out;
+  return 0;
+}
+
+/* Where the boundary cells (the first nbnd of the order) end in each color's groups. */
+static int color_splits(fe_realization *r, const int *list, int nbnd)
+{
+  free(r->color_split);
+  r->color_split = NULL;
+  if (!nbnd) return 0;
+  int bg = (nbnd + r->block - 1) / r->block; /* groups [0, bg) hold them */
+  bg = (bg + r->run - 1) / r->run * r->run;   /* whole runs (a run's groups go to one thread) */
+  FE_MALLOC(r->color_split, r->ncolors, "the colors' boundary groups");
+  for (int c = 0; c < r->ncolors; c++) {
+    int k = r->color_start[c];
+    while (k < r->color_start[c + 1] && list[k] < bg) k++; /* a color's groups ascend */
+    r->color_split[c] = k;
+  }
+  return 0;
+}
+
 static int realization_schedule(fe_realization *r, int morton, int **perm, size_t *npad)
 {
   fe_operator *A = r->A;
-  int *list = NULL, *order = NULL, rc = 0;
+  int *list = NULL, *order = NULL, rc = 0, nbnd = 0;
   *perm = NULL;
   /* the mesh's own cell order (box and loaded meshes are local; on the box it needs fewer
    * colors than a Morton order, and measured faster); when its
    * groups need too many colors, or when asked, cells along a Morton curve through their
    * centroids */
   if (morton) rc = fe_mesh_morton_order(A->V->mesh, &order); /* else NULL: the mesh's */
+  if (!rc) rc = boundary_first(r, &order, &nbnd);
   if (!rc && build_schedule(A, r, order, &list)) {
     fe_error_clear();
     free(r->color_start);
@@ -431,8 +496,10 @@ static int realization_schedule(fe_realization *r, int morton, int **perm, size_
     free(order);
     order = NULL;
     rc = fe_mesh_morton_order(A->V->mesh, &order);
+    if (!rc) rc = boundary_first(r, &order, &nbnd);
     if (!rc) rc = build_schedule(A, r, order, &list);
   }
+  if (!rc) rc = color_splits(r, list, nbnd);
   if (!rc) rc = cell_permutation(A, r, list, order, perm, npad);
   if (!rc) { /* the realization's (element matrices return their cells in the mesh's order) */
     free(r->perm);

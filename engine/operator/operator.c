@@ -199,6 +199,7 @@ static void realization_free(fe_realization *r)
   fe_vector_free(r->zero);
   free(r->built_constants);
   free(r->color_start);
+  free(r->color_split);
   free(r);
 }
 

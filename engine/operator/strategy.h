@@ -133,6 +133,14 @@ struct fe_realization {
   int ncolors;
   int *color_start;      /* groups of color c: [color_start[c], color_start[c+1]) */
   int run;               /* a color's groups go to threads in runs of this many (the cpu) */
+  /* A split space on a GPU (the strategy's integrate launches color_range's groups): the
+   * cells with a node on another rank stored first, so that an action integrates them
+   * (phase 1), starts the exchange, and integrates the rest (phase 2) while it travels.
+   * phases: the strategy takes them (set before the schedule); color_split[c]: the end of
+   * color c's boundary groups (NULL: no split); phase: 0 every group, 1 or 2. */
+  int phases;
+  int *color_split;
+  int phase;
   fe_buffer groups;      /* group list, ordered by color */
   fe_buffer geo[FE_NACTIONS]; /* stored geometric factors per action (shared when equal) */
   int geo_shared;        /* geo holds a set of factors per class of congruent cells
@@ -221,6 +229,8 @@ struct fe_operator {
 };
 
 /* ---- helpers the strategies share (engine/operator/operator-data.c, operator-geometry.c) ---- */
+/* The groups of color c this call's phase launches: [*first, *first + *count). */
+void fe_realization_color_range(const fe_realization *r, int c, int *first, int *count);
 /* The options several strategies read alike, each into the field of its own options: block
  * (cells per work group), geometry (where the factors come from: FE_GEOMETRY_*) and fold
  * (FE_FOLD_*), for read_options; and the geometry's part of an effective key: "shared",

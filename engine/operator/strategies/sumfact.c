@@ -352,6 +352,7 @@ static int sumfact_configure(fe_realization *r, const void *opts)
   /* as transpose, a device whose group's items run in order (the cpu) adds plainly color by
    * color; the E-vector needs no colors */
   r->colored = r->be->info.items_in_order && !d->nodesum;
+  r->phases = !d->nodesum; /* the node sums need every cell's entries first */
   r->qd_cells_fastest = 1; /* folded words: a group's cells side by side, as its items read them */
   /* and where the cells are SIMD lanes (the cpu), a group's words one range in the order its
    * column walk reads them, a point's words side by side: in word planes a point's words
@@ -602,10 +603,12 @@ static int sumfact_integrate(fe_realization *r, fe_action a, const fe_vector *u,
   fe_realization_runs(r, 1);
   for (int c = 0; c < r->ncolors; c++) {
     FE_CHECK_INTERRUPT();
-    int ng = r->color_start[c + 1] - r->color_start[c];
+    int first, ng;
+    fe_realization_color_range(r, c, &first, &ng);
+    if (!ng) continue;
     fe_arg args[20] = {
         {.kind = FE_ARG_INT, .i = ng},
-        {.kind = FE_ARG_INT, .i = r->color_start[c]},
+        {.kind = FE_ARG_INT, .i = first},
         {.kind = FE_ARG_INT, .i = geo_n},
         {.kind = FE_ARG_INT, .i = d->pad0},
         {.kind = FE_ARG_INT, .i = d->pad1},

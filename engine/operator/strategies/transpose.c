@@ -133,6 +133,7 @@ static int transpose_configure(fe_realization *r, const void *opts)
   /* only where a group's items run one after another (the cpu) may groups of one color
    * scatter with plain adds; GPUs and OpenCL devices use atomics */
   r->colored = r->be->info.items_in_order;
+  r->phases = 1;
   /* folded words as the quadrature phase's items read them: the cpu's points outermost and
    * the group's cells in SIMD lanes; a GPU's items a cell's points side by side */
   r->qd_cells_fastest = r->be->info.cells_in_lanes;
@@ -278,10 +279,12 @@ static int transpose_integrate(fe_realization *r, fe_action a, const fe_vector *
   fe_realization_runs(r, 1);
   for (int c = 0; c < r->ncolors; c++) {
     FE_CHECK_INTERRUPT();
-    int ng = r->color_start[c + 1] - r->color_start[c];
+    int first, ng;
+    fe_realization_color_range(r, c, &first, &ng);
+    if (!ng) continue;
     fe_arg args[16] = {
         {.kind = FE_ARG_INT, .i = ng},
-        {.kind = FE_ARG_INT, .i = r->color_start[c]},
+        {.kind = FE_ARG_INT, .i = first},
         {.kind = FE_ARG_INT, .i = geo_n},
         {.kind = FE_ARG_BUFFER, .buf = &r->groups},
         {.kind = FE_ARG_BUFFER, .buf = &d->cells},
