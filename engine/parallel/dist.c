@@ -279,13 +279,22 @@ int fe_dist_sum_end(const fe_dist *d, fe_vector *y, double *bytes, double *messa
   return fe_dist_device_end(v, y);
 }
 
+int fe_dist_sum_wait(const fe_dist *d, const fe_vector *y)
+{
+  if (!d || d->size == 1) return 0;
+  fe_dist_device *v;
+  FE_CHECK(fe_dist_device_get(d, y->be, y->prec, &v));
+  return fe_dist_device_wait(v);
+}
+
 int fe_dist_sum(const fe_dist *d, fe_vector *y, double *bytes, double *messages)
 {
   FE_CHECK(fe_dist_sum_begin(d, y));
   return fe_dist_sum_end(d, y, bytes, messages);
 }
 
-/* The sums over the entries another rank owns (fe_dist_device_dot's mode), on x's device. */
+/* The sums over the entries another rank owns (fe_dist_device_dot_launch's mode), on x's
+ * device: those fe_dist_reduce_begin queued, else queued now. */
 static int not_owned(const fe_dist *d, const fe_vector *x, const fe_vector *y, int mode,
                      double out[2])
 {
@@ -293,7 +302,19 @@ static int not_owned(const fe_dist *d, const fe_vector *x, const fe_vector *y, i
   if (!d->nnot) return 0;
   fe_dist_device *v;
   FE_CHECK(fe_dist_device_get(d, x->be, x->prec, &v));
-  return fe_dist_device_dot(v, x, y, mode, out);
+  if (!d->queued) FE_CHECK(fe_dist_device_dot_launch(v, x, y, mode));
+  ((fe_dist *)d)->queued = 0;
+  return fe_dist_device_dot_read(v, out);
+}
+
+int fe_dist_reduce_begin(const fe_dist *d, const fe_vector *x, const fe_vector *y)
+{
+  if (!d || d->size == 1 || !d->nnot) return 0;
+  fe_dist_device *v;
+  FE_CHECK(fe_dist_device_get(d, x->be, x->prec, &v));
+  FE_CHECK(fe_dist_device_dot_launch(v, x, y ? y : x, 0));
+  ((fe_dist *)d)->queued = 1;
+  return 0;
 }
 
 int fe_dist_reduce_dot(const fe_dist *d, const fe_vector *x, const fe_vector *y, double *s)

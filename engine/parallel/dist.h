@@ -38,6 +38,7 @@ typedef struct fe_dist {
   int *src_slot;        /* in the ranks' order: a slot of recv, or -1 for this rank's own */
   int nnot;             /* the entries another rank owns (the notowned nodes'), ascending */
   int *not_at;
+  int queued;           /* a dot's correction queued ahead (fe_dist_reduce_begin) */
   /* the lists on each backend and precision used (engine/parallel/exchange.h), made on
    * first use: FE_DIST_DEVICES slots, NULL past the last */
   struct fe_dist_device **dev;
@@ -55,10 +56,13 @@ void fe_dist_free(fe_dist *d);
 int fe_dist_sum(const fe_dist *d, fe_vector *y, double *bytes, double *messages);
 /* fe_dist_sum in two steps, so that work on the device may run between them (an action's
  * interior cells): begin gathers y's shared entries (their integration done) and posts the
- * messages; end waits for them and makes the sums. One exchange of y's backend and precision
+ * messages; end waits for them (where fe_dist_sum_wait did not) and makes the sums. One exchange of y's backend and precision
  * at a time. */
 int fe_dist_sum_begin(const fe_dist *d, const fe_vector *y);
 int fe_dist_sum_end(const fe_dist *d, fe_vector *y, double *bytes, double *messages);
+/* Between the two: the messages waited for (MPI moves a large message only while a rank
+ * calls it, so the host waits here while the device works, not after). */
+int fe_dist_sum_wait(const fe_dist *d, const fe_vector *y);
 /* The sorted boundary nodes of the tagged facets (fe_space_boundary_nodes) of the local
  * space V: the whole space's, those this rank holds. */
 int fe_dist_boundary_nodes(const fe_space *V, const char *const *tags, int ntags, int **nodes,
@@ -67,6 +71,9 @@ int fe_dist_boundary_nodes(const fe_space *V, const char *const *tags, int ntags
  * x_i), made the sum over the whole space (each node once, at its owner, over the ranks):
  * the entries another rank owns, summed on the device, are taken off. */
 int fe_dist_reduce_dot(const fe_dist *d, const fe_vector *x, const fe_vector *y, double *s);
+/* The correction of the next fe_dist_reduce_dot of x and y, queued ahead of the backend's own
+ * dot (so that one wait serves both); that reduce_dot must follow, with the same vectors. */
+int fe_dist_reduce_begin(const fe_dist *d, const fe_vector *x, const fe_vector *y);
 /* CG's fused update's (r, r) and (r, z) (z = r ./ dg, or r where dg is NULL) over every
  * local entry, made the whole space's (one sum over the ranks for both). */
 int fe_dist_reduce_cg(const fe_dist *d, const fe_vector *r, const fe_vector *dg, double *rr,

@@ -15,7 +15,7 @@
 
 enum { ITEMS = 256 }; /* entries a group */
 
-enum { DOT_GROUPS = 2 }; /* the corrections' groups: DOT_GROUPS x ITEMS sums a kind */
+enum { DOT_GROUPS = 64 }; /* the corrections' groups at most (each item 4 entries or more) */
 
 struct fe_dist_device {
   const fe_dist *d;
@@ -24,7 +24,9 @@ struct fe_dist_device {
   fe_module *mod;
   fe_kernel *gather, *sum, *dot;
   fe_buffer send_at, not_at, shared_at, src_start, src_slot; /* d's lists */
-  fe_buffer packed;     /* a gather's values: max(nsend, 2 nnot, 2 DOT_GROUPS ITEMS) reals */
+  fe_buffer packed;     /* a gather's values: max(nsend, 2 nnot) reals */
+  fe_buffer sums;       /* the corrections' group sums: 2 DOT_GROUPS reals */
+  int dot_groups;       /* the correction queued (fe_dist_device_dot_launch): its groups */
   fe_buffer recv;       /* the neighbours' shares: nsend reals */
   /* host memory the copies cross (page-locked where the backend has it: host_alloc): */
   double *hsend, *hrecv; /* the shares sent and received, nsend doubles each */
@@ -48,7 +50,7 @@ void fe_dist_device_free(fe_dist_device *v)
   if (!v) return;
   const fe_backend_ops *ops = v->be->ops;
   fe_buffer *bufs[] = {&v->send_at, &v->not_at, &v->shared_at, &v->src_start, &v->src_slot,
-                       &v->packed, &v->recv};
+                       &v->packed, &v->recv, &v->sums};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
     if (bufs[i]->ptr) ops->release(v->be->impl, bufs[i]);
   if (v->mod) ops->module_free(v->be->impl, v->mod);
@@ -71,8 +73,8 @@ static int device_module(fe_dist_device *v)
 {
   fe_strbuf b = {0};
   fe_strbuf_printf(&b, "/* felab's exchange of a split space, %s backend, %s precision */\n"
-                   "#define FE_DOUBLE %d\n#define FE_COLORED 0\n", v->be->name,
-                   fe_precision_name(v->prec), v->prec == FE_DOUBLE);
+                   "#define FE_DOUBLE %d\n#define FE_COLORED 0\n#define FE_DIST_ITEMS %d\n",
+                   v->be->name, fe_precision_name(v->prec), v->prec == FE_DOUBLE, (int)ITEMS);
   fe_strbuf_append(&b, v->be->ops->preamble(v->be->impl, v->prec));
   fe_strbuf_append(&b, fe_kernel_template("exchange"));
   char *src;
@@ -92,7 +94,7 @@ static int device_make(const fe_dist *d, fe_backend *be, fe_precision prec, fe_d
   *v = (fe_dist_device){.d = d, .be = be, .prec = prec};
   const size_t w = fe_precision_size(prec);
   int most = d->nsend > 2 * d->nnot ? d->nsend : 2 * d->nnot;
-  if (most < 2 * DOT_GROUPS * ITEMS) most = 2 * DOT_GROUPS * ITEMS;
+  if (most < 2 * DOT_GROUPS) most = 2 * DOT_GROUPS;
   FE_CHECK(device_module(v));
   FE_CHECK(write_ints(v, d->send_at, d->nsend, &v->send_at));
   FE_CHECK(write_ints(v, d->not_at, d->nnot, &v->not_at));
@@ -101,6 +103,7 @@ static int device_make(const fe_dist *d, fe_backend *be, fe_precision prec, fe_d
   FE_CHECK(write_ints(v, d->src_slot, d->src_start[d->nshared], &v->src_slot));
   FE_CHECK(be->ops->alloc(be->impl, w * ((size_t)most + 1), &v->packed));
   FE_CHECK(be->ops->alloc(be->impl, w * ((size_t)d->nsend + 1), &v->recv));
+  FE_CHECK(be->ops->alloc(be->impl, w * 2 * DOT_GROUPS, &v->sums));
   v->hsend = host_alloc(be, sizeof(double) * ((size_t)d->nsend + 1));
   v->hrecv = host_alloc(be, sizeof(double) * ((size_t)d->nsend + 1));
   v->hreal = host_alloc(be, w * ((size_t)most + 1));
@@ -175,13 +178,18 @@ int fe_dist_device_begin(fe_dist_device *v, const fe_vector *y, int nnb, const i
   return fe_comm_exchange_begin(nnb, ranks, counts, v->hsend, v->hrecv, &v->pending);
 }
 
+int fe_dist_device_wait(fe_dist_device *v)
+{
+  void *pending = v->pending;
+  v->pending = NULL;
+  return fe_comm_exchange_end(pending);
+}
+
 int fe_dist_device_end(fe_dist_device *v, fe_vector *y)
 {
   FE_ASSERT(y->be == v->be && y->prec == v->prec, FE_ERR_INTERNAL, "an exchange's sum into a "
             "vector on another backend or precision");
-  void *pending = v->pending;
-  v->pending = NULL;
-  FE_CHECK(fe_comm_exchange_end(pending));
+  FE_CHECK(fe_dist_device_wait(v));
   const fe_dist *d = v->d;
   if (!d->nsend) return 0;
   if (v->prec == FE_DOUBLE) {
@@ -199,29 +207,39 @@ int fe_dist_device_end(fe_dist_device *v, fe_vector *y)
   return launch(v, v->sum, d->nshared, 5, args);
 }
 
-int fe_dist_device_dot(fe_dist_device *v, const fe_vector *x, const fe_vector *y, int mode,
-                       double out[2])
+int fe_dist_device_dot_launch(fe_dist_device *v, const fe_vector *x, const fe_vector *y,
+                              int mode)
 {
   FE_ASSERT(x->be == v->be && x->prec == v->prec && (!y || (y->be == v->be && y->prec == v->prec)),
             FE_ERR_INTERNAL, "a correction of a vector on another backend or precision");
-  out[0] = out[1] = 0;
   const int n = v->d->nnot;
+  v->dot_groups = 0;
   if (!n) return 0;
-  const int ng = (n + ITEMS - 1) / ITEMS < DOT_GROUPS ? (n + ITEMS - 1) / ITEMS : DOT_GROUPS;
-  const int T = ng * ITEMS < n ? ng * ITEMS : n; /* the items that have entries */
-  const fe_arg args[8] = {{.kind = FE_ARG_INT, .i = ng}, {.kind = FE_ARG_INT, .i = n},
-                          {.kind = FE_ARG_INT, .i = ITEMS},
+  int ng = (n + 4 * ITEMS - 1) / (4 * ITEMS);
+  if (ng > DOT_GROUPS) ng = DOT_GROUPS;
+  const fe_arg args[7] = {{.kind = FE_ARG_INT, .i = ng},
+                          {.kind = FE_ARG_INT, .i = n},
                           {.kind = FE_ARG_BUFFER, .buf = &v->not_at},
                           {.kind = FE_ARG_BUFFER, .buf = &x->buf},
                           {.kind = FE_ARG_BUFFER, .buf = y ? &y->buf : &x->buf},
                           {.kind = FE_ARG_INT, .i = mode},
-                          {.kind = FE_ARG_BUFFER, .buf = &v->packed}};
+                          {.kind = FE_ARG_BUFFER, .buf = &v->sums}};
   size_t gs = ITEMS > v->be->info.max_group ? v->be->info.max_group : ITEMS;
-  FE_CHECK(v->be->ops->launch(v->be->impl, v->dot, (size_t)ng, gs, 8, args, v->prec, NULL));
+  FE_CHECK(v->be->ops->launch(v->be->impl, v->dot, (size_t)ng, gs, 7, args, v->prec, NULL));
+  v->dot_groups = ng;
+  return 0;
+}
+
+int fe_dist_device_dot_read(fe_dist_device *v, double out[2])
+{
+  out[0] = out[1] = 0;
+  const int ng = v->dot_groups;
+  v->dot_groups = 0;
+  if (!ng) return 0;
   const size_t w = fe_precision_size(v->prec);
-  FE_CHECK(v->be->ops->read(v->be->impl, &v->packed, 0, w * 2 * (size_t)T, v->hreal));
-  for (int k = 0; k < 2 * T; k++) /* in order: the same bits at every run */
-    out[k / T] += v->prec == FE_DOUBLE ? ((const double *)v->hreal)[k]
-                                       : ((const float *)v->hreal)[k];
+  FE_CHECK(v->be->ops->read(v->be->impl, &v->sums, 0, w * 2 * (size_t)ng, v->hreal));
+  for (int k = 0; k < 2 * ng; k++) /* in order: the same bits at every run */
+    out[k / ng] += v->prec == FE_DOUBLE ? ((const double *)v->hreal)[k]
+                                        : ((const float *)v->hreal)[k];
   return 0;
 }

@@ -23,10 +23,14 @@ void fe_dist_device_free(fe_dist_device *dev);
 int fe_dist_device_begin(fe_dist_device *dev, const fe_vector *y, int nnb, const int *ranks,
                          const int *counts);
 int fe_dist_device_end(fe_dist_device *dev, fe_vector *y);
-/* Over the entries another rank owns, summed on the device and read as a few kilobytes:
- * mode 0 out[0] = sum x y (y NULL: x x); mode 1 out[0] = out[1] = sum x x; mode 2 out[0] =
- * sum x x, out[1] = sum x (x / y) (CG's (r, r) and (r, z) with z = r ./ y). */
-int fe_dist_device_dot(fe_dist_device *dev, const fe_vector *x, const fe_vector *y, int mode,
-                       double out[2]);
+/* The messages of the exchange begun, waited for (end does it where this did not). */
+int fe_dist_device_wait(fe_dist_device *dev);
+/* Over the entries another rank owns, summed on the device: the launch queues the sums (mode
+ * 0 sum x y (y NULL: x x); mode 1 both sum x x; mode 2 sum x x and sum x (x / y): CG's (r, r)
+ * and (r, z) with z = r ./ y), the read waits for them and adds the groups' sums (a few
+ * hundred bytes) into out[0] and out[1] (0 where nothing was queued). */
+int fe_dist_device_dot_launch(fe_dist_device *dev, const fe_vector *x, const fe_vector *y,
+                              int mode);
+int fe_dist_device_dot_read(fe_dist_device *dev, double out[2]);
 
 #endif

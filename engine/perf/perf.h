@@ -160,6 +160,7 @@ typedef struct fe_report {
    * the integration (engine/parallel/dist.c): bytes sent, messages sent, seconds (its host
    * copies, the messages and the sums); 0 on one rank */
   double exchange_bytes, exchange_messages, exchange_seconds;
+  int exchange_beside;   /* the exchange ran beside the interior cells' work (two phases) */
   /* and the model's time of it (fe_perf_exchange; in predicted_seconds): all of it, the
    * messages over the link alone, the device's part alone (its gather, read, write and sums);
    * a CG's: every apply's, and its reductions' (each a gather of the entries other ranks own,

@@ -146,14 +146,21 @@ static const fe_dist *dist_of(const fe_vector *x, const fe_vector *y)
 int fe_vector_dot(const fe_vector *x, const fe_vector *y, double *result)
 {
   FE_CHECK(fe_vector_check_compatible(x, y, "dot"));
-  FE_CHECK(x->be->ops->dot(x->be->impl, &x->buf, &y->buf, (size_t)x->n, x->prec, result));
-  return fe_dist_reduce_dot(dist_of(x, y), x, y, result);
+  const fe_dist *d = dist_of(x, y);
+  FE_CHECK(fe_dist_reduce_begin(d, x, y)); /* a split space's correction: queued first */
+  int rc = x->be->ops->dot(x->be->impl, &x->buf, &y->buf, (size_t)x->n, x->prec, result);
+  if (rc && d) ((fe_dist *)d)->queued = 0;
+  FE_CHECK(rc);
+  return fe_dist_reduce_dot(d, x, y, result);
 }
 
 int fe_vector_norm(const fe_vector *x, double *result)
 {
   double s;
-  FE_CHECK(x->be->ops->dot(x->be->impl, &x->buf, &x->buf, (size_t)x->n, x->prec, &s));
+  FE_CHECK(fe_dist_reduce_begin(x->dist, x, x));
+  int rc = x->be->ops->dot(x->be->impl, &x->buf, &x->buf, (size_t)x->n, x->prec, &s);
+  if (rc && x->dist) ((fe_dist *)x->dist)->queued = 0;
+  FE_CHECK(rc);
   FE_CHECK(fe_dist_reduce_dot(x->dist, x, x, &s));
   *result = sqrt(s);
   return 0;
