@@ -141,6 +141,9 @@ struct fe_realization {
   int phases;
   int *color_split;
   int phase;
+  int phased;            /* this realization's integrate takes phase 1 and 2 (sumfact and
+                          * transpose where color_split is made; a strategy of its own kind
+                          * sets it where it splits its work so) */
   fe_buffer groups;      /* group list, ordered by color */
   fe_buffer geo[FE_NACTIONS]; /* stored geometric factors per action (shared when equal) */
   int geo_shared;        /* geo holds a set of factors per class of congruent cells
