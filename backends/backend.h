@@ -138,6 +138,16 @@ typedef struct fe_backend_ops {
    * split space's exchange); NULL where none is left. */
   void *(*host_alloc)(void *impl, size_t bytes);
   void (*host_free)(void *impl, void *host);
+  /* Optional (cuda; NULL elsewhere): bytes of src from src_offset to dst at dst_offset, in the
+   * queue's order (not waited for). */
+  int (*copy_async)(void *impl, fe_buffer *dst, size_t dst_offset, const fe_buffer *src,
+                    size_t src_offset, size_t bytes);
+  /* Optional (cuda; NULL elsewhere): a buffer named for another process of this machine
+   * (export: its 64-byte handle), that process's buffer opened here by its handle (import:
+   * peer, `bytes` long, readable by copy_async as a source; ipc_close releases it). */
+  int (*ipc_export)(void *impl, const fe_buffer *buf, unsigned char handle[64]);
+  int (*ipc_import)(void *impl, const unsigned char handle[64], size_t bytes, fe_buffer *peer);
+  void (*ipc_close)(void *impl, fe_buffer *peer);
 
   /* kernels: the dialect preamble for a precision, compile (cached), look up, launch */
   const char *(*preamble)(void *impl, fe_precision prec);

@@ -39,6 +39,7 @@ typedef struct CUstream_st *CUstream;
 typedef struct CUipcMemHandle {
   char reserved[64];
 } CUipcMemHandle; /* a device allocation, named for another process */
+#define CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 1
 
 enum {
   CUDA_SUCCESS = 0,
@@ -117,6 +118,7 @@ typedef struct cuda_api {
   CUresult (*cuMemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes);
   CUresult (*cuMemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);
   CUresult (*cuMemcpyDtoD)(CUdeviceptr dst, CUdeviceptr src, size_t bytes);
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
   CUresult (*cuMemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes, CUstream stream);
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream);
   CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char value, size_t bytes, CUstream stream);
@@ -313,6 +315,11 @@ int cuda_write(void *impl, fe_buffer *dst, size_t offset, size_t bytes, const vo
 int cuda_read(void *impl, const fe_buffer *src, size_t offset, size_t bytes, void *host);
 void *cuda_host_alloc(void *impl, size_t bytes);
 void cuda_host_free(void *impl, void *host);
+int cuda_copy_async(void *impl, fe_buffer *dst, size_t dst_offset, const fe_buffer *src,
+                    size_t src_offset, size_t bytes);
+int cuda_ipc_export(void *impl, const fe_buffer *buf, unsigned char handle[64]);
+int cuda_ipc_import(void *impl, const unsigned char handle[64], size_t bytes, fe_buffer *peer);
+void cuda_ipc_close(void *impl, fe_buffer *peer);
 int cuda_copy(void *impl, fe_buffer *dst, const fe_buffer *src, size_t bytes);
 int cuda_finish(void *impl);
 int cuda_side(void *impl, int op);

@@ -394,6 +394,65 @@ void cuda_host_free(void *impl, void *host)
   if (host) cu->api.cuMemFreeHost(host);
 }
 
+/* Device -> device in the main queue's order, a range of each (a peer's buffer opened by
+ * cuda_ipc_import too: the driver copies across the link). */
+int cuda_copy_async(void *impl, fe_buffer *dst, size_t dst_offset, const fe_buffer *src,
+                    size_t src_offset, size_t bytes)
+{
+  cuda_impl *cu = impl;
+  FE_CHECK(cuda_check_range(src, src_offset, bytes, "device copy (source)"));
+  FE_CHECK(cuda_check_range(dst, dst_offset, bytes, "device copy (destination)"));
+  if (!bytes) return 0;
+  FE_CHECK(cuda_usable(cu));
+  CUresult err = cu->api.cuMemcpyDtoDAsync((CUdeviceptr)(size_t)dst->ptr + dst_offset,
+                                           (CUdeviceptr)(size_t)src->ptr + src_offset, bytes, NULL);
+  if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "device copy");
+  return 0;
+}
+
+int cuda_ipc_export(void *impl, const fe_buffer *buf, unsigned char handle[64])
+{
+  cuda_impl *cu = impl;
+  char text[160];
+  FE_CHECK(cuda_usable(cu));
+  FE_ASSERT(cu->api.cuIpcGetMemHandle && cu->api.cuIpcOpenMemHandle && cu->api.cuIpcCloseMemHandle,
+            FE_ERR_UNAVAILABLE, "this driver has no interprocess memory handles");
+  CUipcMemHandle h;
+  CUresult err = cu->api.cuIpcGetMemHandle(&h, (CUdeviceptr)(size_t)buf->ptr);
+  FE_ASSERT(err == CUDA_SUCCESS, FE_ERR_UNAVAILABLE, "a buffer cannot be named for another "
+            "process: %s", cuda_error_text(&cu->api, err, text, sizeof text));
+  memcpy(handle, h.reserved, 64);
+  return 0;
+}
+
+int cuda_ipc_import(void *impl, const unsigned char handle[64], size_t bytes, fe_buffer *peer)
+{
+  cuda_impl *cu = impl;
+  char text[160];
+  peer->ptr = NULL;
+  peer->bytes = 0;
+  FE_CHECK(cuda_usable(cu));
+  FE_ASSERT(cu->api.cuIpcOpenMemHandle, FE_ERR_UNAVAILABLE, "this driver has no interprocess "
+            "memory handles");
+  CUipcMemHandle h;
+  memcpy(h.reserved, handle, 64);
+  CUdeviceptr p = 0;
+  CUresult err = cu->api.cuIpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+  FE_ASSERT(err == CUDA_SUCCESS, FE_ERR_UNAVAILABLE, "another process's buffer cannot be "
+            "opened: %s", cuda_error_text(&cu->api, err, text, sizeof text));
+  peer->ptr = (void *)(size_t)p;
+  peer->bytes = bytes;
+  return 0;
+}
+
+void cuda_ipc_close(void *impl, fe_buffer *peer)
+{
+  cuda_impl *cu = impl;
+  if (peer && peer->ptr && cu->api.cuIpcCloseMemHandle)
+    cu->api.cuIpcCloseMemHandle((CUdeviceptr)(size_t)peer->ptr);
+  if (peer) peer->ptr = NULL;
+}
+
 /* Device -> device, the first `bytes` of each, blocking. */
 int cuda_copy(void *impl, fe_buffer *dst, const fe_buffer *src, size_t bytes)
 {

@@ -46,6 +46,7 @@ static const cuda_symbol driver_symbols[] = {
     SYM(cuMemcpyHtoD, "cuMemcpyHtoD_v2", "cuMemcpyHtoD"),
     SYM(cuMemcpyDtoH, "cuMemcpyDtoH_v2", "cuMemcpyDtoH"),
     SYM(cuMemcpyDtoD, "cuMemcpyDtoD_v2", "cuMemcpyDtoD"),
+    SYM(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", "cuMemcpyDtoDAsync"),
     SYM(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoHAsync"),
     SYM(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync"),
     SYM(cuMemsetD8Async, "cuMemsetD8Async", NULL),

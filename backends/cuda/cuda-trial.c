@@ -32,7 +32,6 @@
 extern char **environ;
 
 #define TRIAL_MAGIC "felabCT1"
-#define CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 1
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES_ 8
 
 /* The request: this header, nargs trial_arg records, then the image's bytes. */

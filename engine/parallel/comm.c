@@ -141,6 +141,20 @@ int fe_comm_exchange_end(void *pending)
   return 0;
 }
 
+int fe_comm_node(int *node)
+{
+  *node = fe_comm_rank();
+  if (!fe_comm_parallel()) return 0;
+  MPI_Comm local;
+  int rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+  FE_ASSERT(rc == MPI_SUCCESS, FE_ERR_INTERNAL, "the ranks of this machine cannot be told apart");
+  int me = *node;
+  rc = MPI_Allreduce(&me, node, 1, MPI_INT, MPI_MIN, local);
+  MPI_Comm_free(&local);
+  FE_ASSERT(rc == MPI_SUCCESS, FE_ERR_INTERNAL, "the ranks of this machine cannot be told apart");
+  return 0;
+}
+
 int fe_comm_barrier(void)
 {
   if (fe_comm_parallel()) MPI_Barrier(MPI_COMM_WORLD);
@@ -262,6 +276,11 @@ int fe_comm_exchange_begin(int nnb, const int *ranks, const int *counts, const d
   return 0;
 }
 int fe_comm_exchange_end(void *pending) { (void)pending; return 0; }
+int fe_comm_node(int *node)
+{
+  *node = 0;
+  return 0;
+}
 int fe_comm_barrier(void) { return 0; }
 int fe_comm_pair_exchange(size_t bytes, int trips, int runs, double *seconds)
 {

@@ -35,6 +35,8 @@ int fe_comm_exchange_v(int nnb, const int *ranks, const int *scounts, const doub
 int fe_comm_exchange_begin(int nnb, const int *ranks, const int *counts, const double *send,
                            double *recv, void **pending);
 int fe_comm_exchange_end(void *pending);
+/* Collective: the lowest rank on this rank's machine (ranks of one machine share memory). */
+int fe_comm_node(int *node);
 int fe_comm_barrier(void);
 /* Collective: ranks 0 and 1 exchange `bytes` each way at once (MPI_Irecv, MPI_Isend, MPI_Waitall:
  * fe_comm_exchange's pattern), `trips` a run, the best of `runs` runs after one to warm up (the

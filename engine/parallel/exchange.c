@@ -32,6 +32,15 @@ struct fe_dist_device {
   double *hsend, *hrecv; /* the shares sent and received, nsend doubles each */
   void *hreal;          /* the device's reals on their way: as many as packed */
   void *pending;        /* the messages of an exchange begun (fe_comm_exchange_begin) */
+  /* Neighbours on this machine, a backend with interprocess buffers (cuda): each rank's shares
+   * stay on its device, in two buffers used in turn, and each neighbour copies its block
+   * device to device; only a one-value message a neighbour (the shares are ready) goes
+   * through MPI. ipc: 0 not tried yet, 1 on, -1 off (host-staged). */
+  int ipc, turn;
+  fe_buffer out[2];     /* this rank's shares, in the send layout: nsend reals each */
+  fe_buffer *peer;      /* neighbour k's two buffers: peer[2 k], peer[2 k + 1] */
+  int *at, *from, *count; /* block k: here at[k], there from[k] (entries), count[k] entries */
+  double *token;        /* the one-value messages: nnb sent, nnb received */
 };
 
 static void *host_alloc(fe_backend *be, size_t bytes)
@@ -55,6 +64,11 @@ void fe_dist_device_free(fe_dist_device *v)
     if (bufs[i]->ptr) ops->release(v->be->impl, bufs[i]);
   if (v->mod) ops->module_free(v->be->impl, v->mod);
   if (v->pending) fe_comm_exchange_end(v->pending);
+  for (int k = 0; v->peer && k < 2 * v->d->nnb; k++)
+    if (v->peer[k].ptr) ops->ipc_close(v->be->impl, &v->peer[k]);
+  for (int i = 0; i < 2; i++)
+    if (v->out[i].ptr) ops->release(v->be->impl, &v->out[i]);
+  free(v->peer), free(v->at), free(v->from), free(v->count), free(v->token);
   host_free(v->be, v->hsend);
   host_free(v->be, v->hrecv);
   host_free(v->be, v->hreal);
@@ -170,12 +184,84 @@ static int gather(fe_dist_device *v, fe_dist_list list, const fe_vector *x, cons
   return 0;
 }
 
+/* The interprocess path's setup (collective: every rank, at its first exchange): on where
+ * every rank can take it (the backend has interprocess buffers, every neighbour is on this
+ * machine, FELAB_EXCHANGE_IPC is not 0, and each buffer opened), else host-staged on every
+ * rank alike. Each rank sends a neighbour its buffers' handles and where its block for that
+ * neighbour starts. */
+static int ipc_setup(fe_dist_device *v, int nnb, const int *ranks, const int *counts)
+{
+  const fe_backend_ops *ops = v->be->ops;
+  const char *env = getenv("FELAB_EXCHANGE_IPC");
+  int node, ok = ops->ipc_export && ops->copy_async && !(env && *env == '0') && v->d->nsend;
+  v->ipc = -1;
+  FE_CHECK(fe_comm_node(&node));
+  enum { REC = 18 }; /* doubles a neighbour: two 64-byte handles, the block's start, the node */
+  double *send = calloc((size_t)nnb * 2 * REC + 1, sizeof(double)), *recv = send + nnb * REC;
+  int *recs = malloc(sizeof(int) * ((size_t)nnb + 1));
+  const size_t w = fe_precision_size(v->prec);
+  v->peer = calloc(2 * (size_t)nnb + 1, sizeof(fe_buffer));
+  v->at = malloc(sizeof(int) * (3 * (size_t)nnb + 1));
+  v->token = calloc(2 * (size_t)nnb + 1, sizeof(double));
+  if (!send || !recs || !v->peer || !v->at || !v->token) ok = 0;
+  for (int i = 0; ok && i < 2; i++)
+    ok = !ops->alloc(v->be->impl, w * ((size_t)v->d->nsend + 1), &v->out[i]);
+  if (ok) {
+    v->from = v->at + nnb, v->count = v->at + 2 * nnb;
+    for (int k = 0, off = 0; k < nnb; off += counts[k++]) {
+      unsigned char h[2][64];
+      ok = ok && !ops->ipc_export(v->be->impl, &v->out[0], h[0]) &&
+           !ops->ipc_export(v->be->impl, &v->out[1], h[1]);
+      memcpy(send + k * REC, h, sizeof h);
+      send[k * REC + 16] = off;  /* where this rank's block for k starts */
+      send[k * REC + 17] = node; /* a neighbour on another machine turns the path off */
+      v->at[k] = off, v->count[k] = counts[k];
+      recs[k] = REC;
+    }
+  }
+  int nok = !ok, rc = 0;
+  FE_CHECK(fe_comm_max_int(&nok, 1));
+  if (!nok) rc = fe_comm_exchange_v(nnb, ranks, recs, send, recs, recv);
+  for (int k = 0; !rc && !nok && k < nnb; k++) {
+    const int theirs = (int)recv[k * REC + 17];
+    v->from[k] = (int)recv[k * REC + 16];
+    unsigned char h[2][64];
+    memcpy(h, recv + k * REC, sizeof h);
+    ok = ok && theirs == node;
+    for (int i = 0; ok && i < 2; i++)
+      ok = !ops->ipc_import(v->be->impl, h[i], w * ((size_t)v->d->nsend + 1), &v->peer[2 * k + i]);
+  }
+  if (!nok) {
+    nok = !ok;
+    FE_CHECK(fe_comm_max_int(&nok, 1));
+  }
+  free(send), free(recs);
+  fe_error_clear(); /* a failed export or import: host-staged, as every rank agreed */
+  v->ipc = nok ? -1 : 1;
+  return rc;
+}
+
 int fe_dist_device_begin(fe_dist_device *v, const fe_vector *y, int nnb, const int *ranks,
                          const int *counts)
 {
   FE_ASSERT(!v->pending, FE_ERR_INTERNAL, "an exchange begun before the last one ended");
-  FE_CHECK(gather(v, FE_DIST_SEND, y, NULL, v->hsend));
-  return fe_comm_exchange_begin(nnb, ranks, counts, v->hsend, v->hrecv, &v->pending);
+  if (!v->ipc) FE_CHECK(ipc_setup(v, nnb, ranks, counts));
+  if (v->ipc < 0) {
+    FE_CHECK(gather(v, FE_DIST_SEND, y, NULL, v->hsend));
+    return fe_comm_exchange_begin(nnb, ranks, counts, v->hsend, v->hrecv, &v->pending);
+  }
+  /* this turn's buffer: the neighbours' copies of the turn before last are done (each sent
+   * its last message after its queue had run them) */
+  const fe_arg args[5] = {{.kind = FE_ARG_BUFFER, .buf = &v->send_at},
+                          {.kind = FE_ARG_BUFFER, .buf = &y->buf},
+                          {.kind = FE_ARG_BUFFER, .buf = &y->buf},
+                          {.kind = FE_ARG_INT, .i = 0},
+                          {.kind = FE_ARG_BUFFER, .buf = &v->out[v->turn]}};
+  FE_CHECK(launch(v, v->gather, v->d->nsend, 5, args));
+  FE_CHECK(v->be->ops->finish(v->be->impl)); /* the shares there before a neighbour reads them */
+  int ones[256];
+  for (int k = 0; k < nnb && k < 256; k++) ones[k] = 1;
+  return fe_comm_exchange_begin(nnb, ranks, ones, v->token, v->token + nnb, &v->pending);
 }
 
 int fe_dist_device_wait(fe_dist_device *v)
@@ -192,7 +278,14 @@ int fe_dist_device_end(fe_dist_device *v, fe_vector *y)
   FE_CHECK(fe_dist_device_wait(v));
   const fe_dist *d = v->d;
   if (!d->nsend) return 0;
-  if (v->prec == FE_DOUBLE) {
+  if (v->ipc > 0) { /* each neighbour's block, from its device, in the queue's order */
+    const size_t w = fe_precision_size(v->prec);
+    for (int k = 0; k < d->nnb; k++)
+      FE_CHECK(v->be->ops->copy_async(v->be->impl, &v->recv, w * (size_t)v->at[k],
+                                      &v->peer[2 * k + v->turn], w * (size_t)v->from[k],
+                                      w * (size_t)v->count[k]));
+    v->turn ^= 1;
+  } else if (v->prec == FE_DOUBLE) {
     FE_CHECK(v->be->ops->write(v->be->impl, &v->recv, 0, sizeof(double) * (size_t)d->nsend,
                                v->hrecv));
   } else {
