@@ -194,6 +194,7 @@ static int op_report(fe_realization *r, fe_action a, const fe_action_opts *o, co
   rep->exchange_bytes = r->xbytes, rep->exchange_messages = r->xmessages;
   rep->exchange_seconds = r->xseconds;
   rep->exchange_beside = r->phased && r->A->V->dist;
+  rep->exchange_direct = r->xdirect;
   FE_CHECK(fe_perf_predict(r->be, r->prec, rep));
   FE_CHECK(op_predict_exchange(r->A, r, rep));
   if (!o || !o->nolog) fe_perf_log_add(rep);
@@ -268,6 +269,7 @@ static int op_run(fe_realization *r, fe_action a, const fe_vector *u, const fe_v
     FE_CHECK(fe_dist_sum(A->V->dist, out, &r->xbytes, &r->xmessages));
     r->xseconds = fe_clock() - t0;
   }
+  r->xdirect = fe_dist_direct(A->V->dist, out);
   switch (a) {
   case FE_ACTION_RESIDUAL: FE_CHECK(op_dirichlet(r, a, u, 1, -1, 0, out, launches)); break;
   case FE_ACTION_APPLY: FE_CHECK(op_dirichlet(r, a, w, 1, 0, 0, out, launches)); break;

@@ -200,6 +200,7 @@ struct fe_realization {
    * residual and diagonal: fe_stored_matrix_other): a split space's ranks already summed */
   int delegated;
   double xbytes, xmessages, xseconds; /* the last run's exchange (fe_dist_sum), for the report */
+  int xdirect;           /* and whether it went device to device (fe_dist_direct) */
 };
 
 /* The operator (private: strategies read it, only operator*.c write it). */

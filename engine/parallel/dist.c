@@ -279,6 +279,12 @@ int fe_dist_sum_end(const fe_dist *d, fe_vector *y, double *bytes, double *messa
   return fe_dist_device_end(v, y);
 }
 
+int fe_dist_direct(const fe_dist *d, const fe_vector *y)
+{
+  if (!d || d->size == 1) return 0;
+  return fe_dist_device_direct(d, y->be, y->prec);
+}
+
 int fe_dist_sum_wait(const fe_dist *d, const fe_vector *y)
 {
   if (!d || d->size == 1) return 0;

@@ -63,6 +63,9 @@ int fe_dist_sum_end(const fe_dist *d, fe_vector *y, double *bytes, double *messa
 /* Between the two: the messages waited for (MPI moves a large message only while a rank
  * calls it, so the host waits here while the device works, not after). */
 int fe_dist_sum_wait(const fe_dist *d, const fe_vector *y);
+/* Whether y's exchanges go device to device between ranks of one machine (exchange.c's
+ * interprocess path; decided at the first exchange), else through the host. */
+int fe_dist_direct(const fe_dist *d, const fe_vector *y);
 /* The sorted boundary nodes of the tagged facets (fe_space_boundary_nodes) of the local
  * space V: the whole space's, those this rank holds. */
 int fe_dist_boundary_nodes(const fe_space *V, const char *const *tags, int ntags, int **nodes,

@@ -68,7 +68,7 @@ void fe_dist_device_free(fe_dist_device *v)
     if (v->peer[k].ptr) ops->ipc_close(v->be->impl, &v->peer[k]);
   for (int i = 0; i < 2; i++)
     if (v->out[i].ptr) ops->release(v->be->impl, &v->out[i]);
-  free(v->peer), free(v->at), free(v->from), free(v->count), free(v->token);
+  free(v->peer), free(v->at), free(v->token); /* from and count lie in at's block */
   host_free(v->be, v->hsend);
   host_free(v->be, v->hrecv);
   host_free(v->be, v->hreal);
@@ -262,6 +262,13 @@ int fe_dist_device_begin(fe_dist_device *v, const fe_vector *y, int nnb, const i
   int ones[256];
   for (int k = 0; k < nnb && k < 256; k++) ones[k] = 1;
   return fe_comm_exchange_begin(nnb, ranks, ones, v->token, v->token + nnb, &v->pending);
+}
+
+int fe_dist_device_direct(const fe_dist *d, const fe_backend *be, fe_precision prec)
+{
+  for (int i = 0; i < FE_DIST_DEVICES && d->dev[i]; i++)
+    if (d->dev[i]->be == be && d->dev[i]->prec == prec) return d->dev[i]->ipc > 0;
+  return 0;
 }
 
 int fe_dist_device_wait(fe_dist_device *v)

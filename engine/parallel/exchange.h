@@ -23,6 +23,9 @@ void fe_dist_device_free(fe_dist_device *dev);
 int fe_dist_device_begin(fe_dist_device *dev, const fe_vector *y, int nnb, const int *ranks,
                          const int *counts);
 int fe_dist_device_end(fe_dist_device *dev, fe_vector *y);
+/* Whether d's shares on be in prec go device to device (the interprocess path), once an
+ * exchange ran there. */
+int fe_dist_device_direct(const fe_dist *d, const fe_backend *be, fe_precision prec);
 /* The messages of the exchange begun, waited for (end does it where this did not). */
 int fe_dist_device_wait(fe_dist_device *dev);
 /* Over the entries another rank owns, summed on the device: the launch queues the sums (mode

@@ -161,6 +161,7 @@ typedef struct fe_report {
    * copies, the messages and the sums); 0 on one rank */
   double exchange_bytes, exchange_messages, exchange_seconds;
   int exchange_beside;   /* the exchange ran beside the interior cells' work (two phases) */
+  int exchange_direct;   /* the shares went device to device (ranks of one machine), not via the host */
   /* and the model's time of it (fe_perf_exchange; in predicted_seconds): all of it, the
    * messages over the link alone, the device's part alone (its gather, read, write and sums);
    * a CG's: every apply's, and its reductions' (each a gather of the entries other ranks own,
