@@ -196,7 +196,8 @@ static int ipc_setup(fe_dist_device *v, int nnb, const int *ranks, const int *co
   int node, ok = ops->ipc_export && ops->copy_async && !(env && *env == '0') && v->d->nsend;
   v->ipc = -1;
   FE_CHECK(fe_comm_node(&node));
-  enum { REC = 18 }; /* doubles a neighbour: two 64-byte handles, the block's start, the node */
+  enum { REC = 19 }; /* doubles a neighbour: two 64-byte handles, the block's start, the node,
+                      * the buffers' length */
   double *send = calloc((size_t)nnb * 2 * REC + 1, sizeof(double)), *recv = send + nnb * REC;
   int *recs = malloc(sizeof(int) * ((size_t)nnb + 1));
   const size_t w = fe_precision_size(v->prec);
@@ -215,6 +216,7 @@ static int ipc_setup(fe_dist_device *v, int nnb, const int *ranks, const int *co
       memcpy(send + k * REC, h, sizeof h);
       send[k * REC + 16] = off;  /* where this rank's block for k starts */
       send[k * REC + 17] = node; /* a neighbour on another machine turns the path off */
+      send[k * REC + 18] = v->d->nsend; /* its buffers' entries (a neighbour's own count) */
       v->at[k] = off, v->count[k] = counts[k];
       recs[k] = REC;
     }
@@ -229,7 +231,8 @@ static int ipc_setup(fe_dist_device *v, int nnb, const int *ranks, const int *co
     memcpy(h, recv + k * REC, sizeof h);
     ok = ok && theirs == node;
     for (int i = 0; ok && i < 2; i++)
-      ok = !ops->ipc_import(v->be->impl, h[i], w * ((size_t)v->d->nsend + 1), &v->peer[2 * k + i]);
+      ok = !ops->ipc_import(v->be->impl, h[i], w * ((size_t)recv[k * REC + 18] + 1),
+                            &v->peer[2 * k + i]);
   }
   if (!nok) {
     nok = !ok;
