@@ -165,7 +165,7 @@ static int calibration_arg(lua_State *L, int idx, fe_calibration *c)
 
 /* perf.exchange(work [, calibration [, link]]) -> {gather =, read =, link =, write =, sum =,
  * total =}: the model's seconds of one exchange (work: {messages, bytes, entries, word, shared,
- * sources}, as P:exchange(V) gives a part's). */
+ * sources [, direct]}, as P:exchange(V) gives a part's; direct: device to device). */
 static int perf_exchange(lua_State *L)
 {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -176,6 +176,9 @@ static int perf_exchange(lua_State *L)
                         .shared = positive_field(L, 1, "shared"),
                         .sources = positive_field(L, 1, "sources")};
   if (!(x.word > 0)) x.word = 8;
+  lua_getfield(L, 1, "direct");
+  x.direct = lua_toboolean(L, -1);
+  lua_pop(L, 1);
   fe_calibration c;
   fe_link l;
   calibration_arg(L, 2, &c);

@@ -153,7 +153,7 @@ static int op_predict_exchange(const fe_operator *A, const fe_realization *r, fe
   FE_CHECK(fe_link_get(&l));
   fe_exchange_work x;
   fe_exchange_terms t;
-  fe_dist_exchange_work(d, r->prec, &x);
+  fe_dist_exchange_work(d, r->be, r->prec, &x);
   fe_perf_exchange(&r->be->calib[r->prec], l, &x, &t);
   rep->exchange_predicted = t.total;
   rep->exchange_link = t.link;

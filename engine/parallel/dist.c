@@ -379,10 +379,12 @@ int fe_dist_boundary_nodes(const fe_space *V, const char *const *tags, int ntags
   return 0;
 }
 
-void fe_dist_exchange_work(const fe_dist *d, fe_precision prec, fe_exchange_work *x)
+void fe_dist_exchange_work(const fe_dist *d, const fe_backend *be, fe_precision prec,
+                           fe_exchange_work *x)
 {
   memset(x, 0, sizeof *x);
   if (!d || d->size == 1 || !d->nnb) return;
+  x->direct = be ? fe_dist_device_direct(d, be, prec) : 0;
   x->messages = d->nnb;
   x->bytes = (double)d->nsend * sizeof(double);
   x->entries = d->nsend;

@@ -82,9 +82,10 @@ int fe_dist_reduce_begin(const fe_dist *d, const fe_vector *x, const fe_vector *
 int fe_dist_reduce_cg(const fe_dist *d, const fe_vector *r, const fe_vector *dg, double *rr,
                       double *rz);
 int fe_dist_reduce_sum(const fe_dist *d, double *s, int n);
-/* What one exchange of d does on this rank with vectors in prec (the model's input,
- * fe_perf_exchange); all zero on one rank. */
-void fe_dist_exchange_work(const fe_dist *d, fe_precision prec, fe_exchange_work *x);
+/* What one exchange of d does on this rank with vectors in prec on be (the model's input,
+ * fe_perf_exchange; be NULL: through the host); all zero on one rank. */
+void fe_dist_exchange_work(const fe_dist *d, const fe_backend *be, fe_precision prec,
+                           fe_exchange_work *x);
 
 /* One part's share if the whole space were split by a partition (fe_dist_parts): its cells,
  * its nodes (shared ones included), its exchange (as fe_dist_exchange_work would count it on

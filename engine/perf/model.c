@@ -487,11 +487,17 @@ void fe_perf_exchange(const fe_calibration *c, const fe_link *l, const fe_exchan
 {
   memset(t, 0, sizeof *t);
   if (!(x->messages > 0)) return;
-  /* the gather: a launch the read waits for; an index and a value read, a value written */
+  /* the gather: a launch the read (or, direct, the host's wait) waits for; an index and a
+   * value read, a value written */
   t->gather = c->sync_us * 1e-6 + indexed_seconds(c, x->entries, x->entries * (4 + 2 * x->word));
-  t->read = c->read_us * 1e-6 + at_rate(x->entries * x->word, c->read_gbytes);
-  if (l && l->valid) t->link = x->messages * fe_link_message_seconds(l, x->bytes / x->messages);
-  t->write = c->write_us * 1e-6 + at_rate(x->entries * x->word, c->write_gbytes);
+  if (x->direct) { /* one value a message; the blocks copied device to device */
+    if (l && l->valid) t->link = x->messages * fe_link_message_seconds(l, sizeof(double));
+    t->write = x->messages * c->launch_us * 1e-6 + at_rate(2 * x->entries * x->word, c->gbytes);
+  } else {
+    t->read = c->read_us * 1e-6 + at_rate(x->entries * x->word, c->read_gbytes);
+    if (l && l->valid) t->link = x->messages * fe_link_message_seconds(l, x->bytes / x->messages);
+    t->write = c->write_us * 1e-6 + at_rate(x->entries * x->word, c->write_gbytes);
+  }
   /* the sums: a launch queued; each entry's place and its sources' range read, its sum
    * written; each source's slot and value read */
   t->sum = c->launch_us * 1e-6 +
@@ -503,8 +509,10 @@ void fe_perf_exchange(const fe_calibration *c, const fe_link *l, const fe_exchan
 double fe_perf_reduction(const fe_calibration *c, const fe_link *l, double entries, double word,
                          int ranks)
 {
+  /* the device's sums: up to 64 groups of 1024 entries or more, two sums a group read */
+  const double groups = fmin(64.0, ceil(entries / 1024.0));
   double s = entries > 0 ? c->sync_us * 1e-6 + indexed_seconds(c, entries, entries * (4 + 2 * word)) +
-                               c->read_us * 1e-6 + at_rate(entries * word, c->read_gbytes)
+                               c->read_us * 1e-6 + at_rate(2 * groups * word, c->read_gbytes)
                          : 0;
   if (l && l->valid && ranks > 1) {
     const double depth = ceil(log2((double)ranks)), at = ceil(log2(l->ranks > 1 ? l->ranks : 2));

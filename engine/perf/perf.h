@@ -235,6 +235,8 @@ typedef struct fe_exchange_work {
   double word;     /* bytes of an entry on the device (the precision's) */
   double shared;   /* the distinct shared entries, each made the sum of its sources */
   double sources;  /* the sums' sources, all of them (received slots and this rank's values) */
+  int direct;      /* device to device (ranks of one machine, exchange.c's interprocess path):
+                    * no read or write by the host, a one-value message a neighbour */
 } fe_exchange_work;
 
 /* The model's exchange, each term alone in seconds: the gather (a launch the read waits for,
@@ -248,12 +250,15 @@ typedef struct fe_exchange_terms {
  * not valid): its messages, each of bytes / messages at the link's time of that size
  * (fe_link_message_seconds; without points latency + bytes / rate), plus the device's gather, read, write and
  * sums at c's launches and copies, their entries at the cpu's indexed loops' rate (a GPU: its
- * cached memory rate). */
+ * cached memory rate). Direct (x->direct): the gather and the host's wait for it, a one-value
+ * message a neighbour, the neighbours' blocks copied device to device (a launch each, at the
+ * device's memory rate: the link between two GPUs is not measured) in write's place, the sums. */
 void fe_perf_exchange(const fe_calibration *c, const fe_link *l, const fe_exchange_work *x,
                       fe_exchange_terms *t);
-/* A reduction of a split space's vectors on N ranks: the gather of `entries` entries of
- * `word` bytes another rank owns, their read, and an MPI_Allreduce (l's, scaled from its
- * ranks to `ranks` by the tree's depth, ceil(log2 ranks)). */
+/* A reduction of a split space's vectors on N ranks: the sums over the `entries` entries of
+ * `word` bytes another rank owns, made on the device (a launch waited for, the entries read
+ * through their index), the groups' sums read (up to 64 groups, two sums each), and an
+ * MPI_Allreduce (l's, scaled from its ranks to `ranks` by the tree's depth, ceil(log2 ranks)). */
 double fe_perf_reduction(const fe_calibration *c, const fe_link *l, double entries, double word,
                          int ranks);
 /* Fit t = us 1e-6 + bytes / (gbytes 1e9) to n timings, each weighted by its own size (the

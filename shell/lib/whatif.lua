@@ -165,11 +165,15 @@ end
 local RANKS_MODELLED = "modelled: each rank's cells (the largest part's time binds: " ..
   "m:partition(N), its method as mpirun's split), its exchange (P:exchange(V): messages x " ..
   "latency + bytes / rate over the link, the device's gather, read, write and sums at its " ..
-  "calibrated launches and copies), a CG's reductions (two a step: the gathers of the " ..
-  "entries other ranks own and an MPI_Allreduce, ceil(log2 N) times the link's tree depth)\n" ..
-  "not modelled: overlap of the exchange with the interior cells (felab has none today), " ..
-  "links between nodes (the link is this machine's, ranks on one host), ranks sharing a " ..
-  "device or the memory bus, the setup (every rank builds the whole mesh and space)"
+  "calibrated launches and copies, through the host), a CG's reductions (two a step: the " ..
+  "sums over the entries other ranks own, made on the device, and an MPI_Allreduce, " ..
+  "ceil(log2 N) times the link's tree depth)\n" ..
+  "not modelled: the exchange beside the interior cells (a GPU's sumfact and transpose " ..
+  "run it so: the sum above is their upper bound), cuda's device-to-device path between " ..
+  "ranks of one machine (each apply's own report models it), links between nodes (the " ..
+  "link is this machine's, ranks on one host), ranks sharing a device or the memory bus, " ..
+  "CG's host loop on split spaces (one rank's scalars stay on the device), the setup " ..
+  "(every rank builds the whole mesh and space)"
 
 -- perf.compare{A, ranks = N | {N, ...}, ...}: the call on N ranks, a device each.
 local function compare_ranks(o, A, level)

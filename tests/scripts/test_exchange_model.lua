@@ -26,6 +26,15 @@ check(close(t.sum, 1e-6 + (600 + 1600) / 2e9, TOL), "sums %g: a launch queued, t
 check(close(t.link, 2 * (1.5e-6 + 4000 / 2e9), TOL), "link %g: messages x (latency + size / rate)",
       t.link)
 check(close(t.total, t.gather + t.read + t.link + t.write + t.sum, TOL), "total %g", t.total)
+-- device to device (ranks of one machine on cuda): no read or write by the host, a one-value
+-- message a neighbour, a copy launched a neighbour with both ends' bytes at the memory rate
+local dx = {messages = 2, bytes = 8000, entries = 1000, word = 8, shared = 600, sources = 1600,
+            direct = true}
+local d = perf.exchange(dx, cal, link)
+check(d.read == 0 and close(d.gather, t.gather, TOL) and close(d.sum, t.sum, TOL), "direct: "
+      .. "no read (%g), the same gather and sums", d.read)
+check(close(d.link, 2 * (1.5e-6 + 8 / 2e9), TOL), "direct: a value a message %g", d.link)
+check(close(d.write, 2 * 1e-6 + 2 * 8000 / 10e9, TOL), "direct: the copies %g", d.write)
 -- a GPU: its exchange kernels' bytes at the cached rate, not the cpu's indexed loops
 cal.gpu = true
 local g = perf.exchange(x, cal, link)
@@ -44,10 +53,12 @@ check(close(msg(8), 1e-6, TOL) and close(msg(4096), 5e-6, TOL), "the points: %g,
 check(close(msg(18432), 7e-6, TOL), "half-way between two points: %g", msg(18432))
 check(close(msg(32768 + 4000), 9e-6 + 4000 / 4e9, TOL), "beyond the last: %g", msg(32768 + 4000))
 check(close(msg(4), 1e-6, TOL), "below the first: the first %g", msg(4))
--- a reduction: the gather and read of the entries others own, and the Allreduce, whose tree
--- deepens as ceil(log2 ranks)
+-- a reduction: the entries others own summed on the device (a group a 1024, two sums each
+-- read), and the Allreduce, whose tree deepens as ceil(log2 ranks)
 local r2 = perf.reduction(500, 8, 2, cal, link)
-check(close(r2, 2e-6 + 500 / 2e9 + 3e-6 + 4000 / 4e9 + 3e-6, TOL), "a reduction on 2 ranks %g", r2)
+check(close(r2, 2e-6 + 500 / 2e9 + 3e-6 + 16 / 4e9 + 3e-6, TOL), "a reduction on 2 ranks %g", r2)
+check(close(perf.reduction(5000, 8, 2, cal, link) - r2, 4500 / 2e9 + 4 * 16 / 4e9, TOL),
+      "5000 entries: five groups' sums read")
 check(close(perf.reduction(500, 8, 8, cal, link) - r2, 2 * 3e-6, TOL), "on 8 ranks: 3 levels")
 check(close(perf.reduction(0, 8, 2, cal, link), 3e-6, TOL), "nothing owned elsewhere: the "
       .. "Allreduce alone")
