@@ -493,8 +493,10 @@ const help_entry felab_help_builtin[] = {
      "kernel's first run (rep.first_run: one-time work included; later calls are steady).\n"
      "On a space split over mpirun's ranks: its exchange measured (rep.exchange_bytes,\n"
      "rep.exchange_messages, rep.exchange_seconds) and predicted (rep.exchange_predicted, of\n"
-     "it rep.exchange_link and rep.exchange_device; in predicted_seconds), a CG's also its\n"
-     "reductions (rep.reduce_predicted): docs/parallel.md.\n"
+     "it rep.exchange_link and rep.exchange_device; in predicted_seconds), whether it ran\n"
+     "beside the interior cells (rep.exchange_beside) and device to device\n"
+     "(rep.exchange_direct), a CG's also its reductions (rep.reduce_predicted):\n"
+     "docs/parallel.md.\n"
      "example: r, rep = A:residual(u); print(rep.gflops, rep.predicted_seconds / rep.seconds)"},
 
     /* output */
