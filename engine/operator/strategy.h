@@ -234,6 +234,11 @@ struct fe_operator {
 /* ---- helpers the strategies share (engine/operator/operator-data.c, operator-geometry.c) ---- */
 /* The groups of color c this call's phase launches: [*first, *first + *count). */
 void fe_realization_color_range(const fe_realization *r, int c, int *first, int *count);
+/* Whether r's actions run in two phases where its strategy can (fe_realization's phased): its
+ * space split over the ranks with a neighbour, on a GPU (the cpu's host does the work itself:
+ * nothing would run beside the messages); FELAB_EXCHANGE_PHASES=1 splits on any backend (the
+ * tests), =0 on none. */
+int fe_realization_wants_phases(const fe_realization *r);
 /* The options several strategies read alike, each into the field of its own options: block
  * (cells per work group), geometry (where the factors come from: FE_GEOMETRY_*) and fold
  * (FE_FOLD_*), for read_options; and the geometry's part of an effective key: "shared",
