@@ -492,7 +492,8 @@ const help_entry felab_help_builtin[] = {
      "how it got the kernel (rep.kernel: compiled, cached, ready) and whether seconds is the\n"
      "kernel's first run (rep.first_run: one-time work included; later calls are steady).\n"
      "On a space split over mpirun's ranks: its exchange measured (rep.exchange_bytes,\n"
-     "rep.exchange_messages, rep.exchange_seconds) and predicted (rep.exchange_predicted, of\n"
+     "rep.exchange_messages, rep.exchange_seconds; rep.exchange_beside: it ran beside the\n"
+     "interior's work, in two phases) and predicted (rep.exchange_predicted, of\n"
      "it rep.exchange_link and rep.exchange_device; in predicted_seconds), a CG's also its\n"
      "reductions (rep.reduce_predicted): docs/parallel.md.\n"
      "example: r, rep = A:residual(u); print(rep.gflops, rep.predicted_seconds / rep.seconds)"},

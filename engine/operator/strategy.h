@@ -143,7 +143,8 @@ struct fe_realization {
   int phase;
   int phased;            /* this realization's integrate takes phase 1 and 2 (sumfact and
                           * transpose where color_split is made; a strategy of its own kind
-                          * sets it where it splits its work so) */
+                          * sets it where it splits its work so: csr's apply), for the actions
+                          * it integrates itself (not those its strategy delegates) */
   fe_buffer groups;      /* group list, ordered by color */
   fe_buffer geo[FE_NACTIONS]; /* stored geometric factors per action (shared when equal) */
   int geo_shared;        /* geo holds a set of factors per class of congruent cells
@@ -200,6 +201,7 @@ struct fe_realization {
    * residual and diagonal: fe_stored_matrix_other): a split space's ranks already summed */
   int delegated;
   double xbytes, xmessages, xseconds; /* the last run's exchange (fe_dist_sum), for the report */
+  int xbeside;           /* and whether it ran beside the integration (two phases) */
 };
 
 /* The operator (private: strategies read it, only operator*.c write it). */
