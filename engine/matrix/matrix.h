@@ -180,6 +180,22 @@ int fe_csr_launch(const fe_csr *M, struct fe_kernel *k, const fe_buffer *x, fe_b
  * cuSPARSE's never do: the caller asks fe_csr_adds_pq. */
 int fe_csr_launch_pq(const fe_csr *M, struct fe_kernel *k, const fe_buffer *x, fe_buffer *y,
                      const fe_buffer *pq, int pq_slot, double *seconds);
+/* The product of some rows of M (a split space's shared rows, ahead of the rest: the csr
+ * strategy's first phase): y's listed rows get the bits M's product (M->spmv, or a module of
+ * the same lanes) writes there, by the same code for a row's sum (sparse.knl's fe_csr_lane
+ * and fe_sell_row). The kernel's name in M's module: "fe_spmv_rows" (CSR) or
+ * "fe_spmv_sell_rows" (SELL), NULL for cuSPARSE's product (whose sums are the library's). */
+const char *fe_csr_rows_entry(const fe_csr *M);
+/* The list that kernel reads for rows[nrows] (ascending rows of M) on M's backend, into *list
+ * (none where nrows is 0): the rows for CSR, their positions in the SELL order (ascending) for
+ * SELL; *nnz: their entries. The host reads M's row pointers (and SELL's order) once, to make
+ * it. */
+int fe_csr_rows_list(const fe_csr *M, const int *rows, int nrows, fe_buffer *list,
+                     long long *nnz);
+/* Launch y's listed rows of M x with kernel k (fe_csr_rows_entry's), list from
+ * fe_csr_rows_list. */
+int fe_csr_launch_rows(const fe_csr *M, struct fe_kernel *k, const fe_buffer *list, int nrows,
+                       const fe_buffer *x, fe_buffer *y);
 /* The counted flops (2 per nonzero of the pattern, as CSR's, so the formats' rates compare:
  * padding and dropped zeros do no useful work) and bytes (M's arrays a product reads:
  * fe_csr_matrix_bytes; x and y once) of y = M x. */

@@ -385,6 +385,88 @@ int fe_csr_launch_pq(const fe_csr *M, fe_kernel *k, const fe_buffer *x, fe_buffe
   return M->be->ops->launch(M->be->impl, k, (size_t)ng, EM_ITEMS, 7, args, M->prec, seconds);
 }
 
+/* ---- the product of some rows ---- */
+
+const char *fe_csr_rows_entry(const fe_csr *M)
+{
+  if (M->format == FE_FORMAT_CUSPARSE) return NULL;
+  return M->format == FE_FORMAT_SELL ? "fe_spmv_sell_rows" : "fe_spmv_rows";
+}
+
+/* SELL: the positions of rows[nrows] in M's order (those p whose perm[p] is listed),
+ * ascending, into pos[nrows]; perm read from the device. */
+static int sell_positions(const fe_csr *M, const int *rows, int nrows, int *pos)
+{
+  int *perm = malloc(sizeof(int) * ((size_t)M->n + 1));
+  char *on = calloc((size_t)M->n + 1, 1);
+  int rc = !perm || !on ? fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host "
+                                       "memory for the SELL order of %d rows", M->n) : 0;
+  if (!rc && M->n) rc = M->be->ops->read(M->be->impl, &M->perm, 0, sizeof(int) * (size_t)M->n, perm);
+  for (int i = 0; !rc && i < nrows; i++) on[rows[i]] = 1;
+  for (int p = 0, k = 0; !rc && p < M->n && k < nrows; p++)
+    if (on[perm[p]]) pos[k++] = p;
+  free(perm), free(on);
+  return rc;
+}
+
+int fe_csr_rows_list(const fe_csr *M, const int *rows, int nrows, fe_buffer *list, long long *nnz)
+{
+  *nnz = 0;
+  FE_ASSERT(fe_csr_rows_entry(M), FE_ERR_UNAVAILABLE, "the product of some rows is felab's "
+            "(format \"csr\" or \"sell\"), not cuSPARSE's");
+  for (int i = 0; i < nrows; i++)
+    FE_ASSERT(rows[i] >= 0 && rows[i] < M->n && (!i || rows[i] > rows[i - 1]), FE_ERR_ARG,
+              "row %d of the list is %d: the rows ascend, each below %d", i, rows[i], M->n);
+  int *rowptr = malloc(sizeof(int) * ((size_t)M->n + 1));
+  int *pos = M->format == FE_FORMAT_SELL ? malloc(sizeof(int) * ((size_t)nrows + 1)) : NULL;
+  int rc = !rowptr || (M->format == FE_FORMAT_SELL && !pos)
+               ? fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory "
+                              "for a list of %d rows", nrows) : 0;
+  if (!rc) rc = M->be->ops->read(M->be->impl, &M->rowptr, 0, sizeof(int) * ((size_t)M->n + 1),
+                                 rowptr);
+  for (int i = 0; !rc && i < nrows; i++) *nnz += rowptr[rows[i] + 1] - rowptr[rows[i]];
+  if (!rc && pos) rc = sell_positions(M, rows, nrows, pos);
+  if (!rc && nrows) rc = fe_upload_ints(M->be, pos ? pos : rows, (size_t)nrows, list);
+  free(rowptr), free(pos);
+  FE_CHECK(rc);
+  return 0;
+}
+
+int fe_csr_launch_rows(const fe_csr *M, fe_kernel *k, const fe_buffer *list, int nrows,
+                       const fe_buffer *x, fe_buffer *y)
+{
+  if (!nrows) return 0;
+  if (M->format == FE_FORMAT_SELL) { /* one item per row */
+    int ng = (nrows + EM_ITEMS - 1) / EM_ITEMS;
+    fe_arg args[11] = {
+        {.kind = FE_ARG_INT, .i = ng},
+        {.kind = FE_ARG_INT, .i = nrows},
+        {.kind = FE_ARG_INT, .i = M->chunk},
+        {.kind = FE_ARG_BUFFER, .buf = list},
+        {.kind = FE_ARG_BUFFER, .buf = &M->cstart},
+        {.kind = FE_ARG_BUFFER, .buf = &M->ccol},
+        {.kind = FE_ARG_BUFFER, .buf = &M->perm},
+        {.kind = FE_ARG_BUFFER, .buf = &M->scols},
+        {.kind = FE_ARG_BUFFER, .buf = &M->svals},
+        {.kind = FE_ARG_BUFFER, .buf = x},
+        {.kind = FE_ARG_BUFFER, .buf = y},
+    };
+    return M->be->ops->launch(M->be->impl, k, (size_t)ng, EM_ITEMS, 11, args, M->prec, NULL);
+  }
+  int per = EM_ITEMS / M->lanes, ng = (nrows + per - 1) / per;
+  fe_arg args[8] = {
+      {.kind = FE_ARG_INT, .i = ng},
+      {.kind = FE_ARG_INT, .i = nrows},
+      {.kind = FE_ARG_BUFFER, .buf = list},
+      {.kind = FE_ARG_BUFFER, .buf = &M->rowptr},
+      {.kind = FE_ARG_BUFFER, .buf = &M->cols},
+      {.kind = FE_ARG_BUFFER, .buf = &M->vals},
+      {.kind = FE_ARG_BUFFER, .buf = x},
+      {.kind = FE_ARG_BUFFER, .buf = y},
+  };
+  return M->be->ops->launch(M->be->impl, k, (size_t)ng, EM_ITEMS, 8, args, M->prec, NULL);
+}
+
 int fe_csr_apply(fe_csr *M, const fe_vector *x, fe_vector **y, fe_report *rep)
 {
   FE_ASSERT(x->n == M->n, FE_ERR_ARG, "the vector has %d entries but the matrix has %d rows",

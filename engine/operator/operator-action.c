@@ -161,7 +161,7 @@ static int op_predict_exchange(const fe_operator *A, const fe_realization *r, fe
   rep->exchange_device = t.total - t.link;
   /* beside the interior cells (two phases) the messages travel while they run: the link's
    * part is hidden up to the cells' own time */
-  const double hidden = r->phased ? fmin(t.link, rep->predicted_seconds) : 0;
+  const double hidden = r->xbeside ? fmin(t.link, rep->predicted_seconds) : 0;
   rep->predicted_seconds += t.total - hidden;
   return 0;
 }
@@ -197,7 +197,7 @@ static int op_report(fe_realization *r, fe_action a, const fe_action_opts *o, co
   fe_perf_occupancy(r->be, r->kernel[a], rep);
   rep->exchange_bytes = r->xbytes, rep->exchange_messages = r->xmessages;
   rep->exchange_seconds = r->xseconds;
-  rep->exchange_beside = r->phased && r->A->V->dist;
+  rep->exchange_beside = r->xbeside;
   rep->exchange_direct = r->xdirect;
   FE_CHECK(fe_perf_predict(r->be, r->prec, rep));
   FE_CHECK(op_predict_exchange(r->A, r, rep));
@@ -260,14 +260,18 @@ static int op_run(fe_realization *r, fe_action a, const fe_vector *u, const fe_v
   (*launches)++; /* the fill is a launch too */
   r->delegated = 0;
   r->xbytes = r->xmessages = r->xseconds = 0;
-  if (A->V->dist && r->phased) { /* the exchange beside the interior cells' work */
+  /* the exchange beside the interior cells' work, where the realization splits this action
+   * (an action its strategy delegates runs another realization's whole, exchange and all) */
+  const int phased = A->V->dist && r->phased && !(r->st->delegate && r->st->delegate(a));
+  r->xbeside = phased;
+  if (phased) {
     FE_CHECK(op_run_phased(r, a, u, wm ? wm : u, out, launches));
   } else {
     FE_CHECK(r->st->integrate(r, a, u, wm ? wm : u, out, launches));
   }
   /* a split space: each rank summed its own cells; the shared nodes add the neighbours' sums
    * (before the constrained rows are set, which every rank sets alike) */
-  if (A->V->dist && !r->delegated && !r->phased) {
+  if (A->V->dist && !r->delegated && !phased) {
     FE_CHECK(r->be->ops->finish(r->be->impl)); /* the integration done: the exchange's time apart */
     double t0 = fe_clock();
     FE_CHECK(fe_dist_sum(A->V->dist, out, &r->xbytes, &r->xmessages));

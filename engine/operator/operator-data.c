@@ -424,19 +424,24 @@ void fe_realization_color_range(const fe_realization *r, int c, int *first, int 
   *count = b - a;
 }
 
+int fe_realization_wants_phases(const fe_realization *r)
+{
+  const fe_dist *d = r->A->V->dist;
+  const char *env = getenv("FELAB_EXCHANGE_PHASES"); /* 0: never; 1: on the cpu too (tests) */
+  const int want = env && *env ? *env == '1' : r->be->info.is_gpu;
+  return d && d->size > 1 && d->nnb > 0 && want;
+}
+
 /* A split space on a GPU: *order (the mesh's order where NULL) made boundary first, the cells
  * with a node shared with another rank before the others, each part in its order; *nbnd: how
- * many. Nothing (nbnd 0) where the strategy takes no phases, on the cpu (whose host does the
- * work: nothing would run beside the messages; FELAB_EXCHANGE_PHASES=1 splits there too, for
- * the tests, =0 nowhere) or where no cell is shared. */
+ * many. Nothing (nbnd 0) where the strategy takes no phases or the action is not split
+ * (fe_realization_wants_phases). */
 static int boundary_first(const fe_realization *r, int **order, int *nbnd)
 {
   const fe_space *V = r->A->V;
   const fe_dist *d = V->dist;
   *nbnd = 0;
-  const char *env = getenv("FELAB_EXCHANGE_PHASES"); /* 0: never; 1: on the cpu too (tests) */
-  const int want = env && *env ? *env == '1' : r->be->info.is_gpu;
-  if (!d || d->size == 1 || !d->nnb || !r->phases || !want) return 0;
+  if (!r->phases || !fe_realization_wants_phases(r)) return 0;
   const int nc = V->mesh->ncells, nb = V->elem.nbasis;
   char *shared = calloc((size_t)V->nnodes + 1, 1);
   int *out = malloc(sizeof(int) * ((size_t)nc + 1));

@@ -143,7 +143,8 @@ struct fe_realization {
   int phase;
   int phased;            /* this realization's integrate takes phase 1 and 2 (sumfact and
                           * transpose where color_split is made; a strategy of its own kind
-                          * sets it where it splits its work so) */
+                          * sets it where it splits its work so: csr's apply), for the actions
+                          * it integrates itself (not those its strategy delegates) */
   fe_buffer groups;      /* group list, ordered by color */
   fe_buffer geo[FE_NACTIONS]; /* stored geometric factors per action (shared when equal) */
   int geo_shared;        /* geo holds a set of factors per class of congruent cells
@@ -201,6 +202,7 @@ struct fe_realization {
   int delegated;
   double xbytes, xmessages, xseconds; /* the last run's exchange (fe_dist_sum), for the report */
   int xdirect;           /* and whether it went device to device (fe_dist_direct) */
+  int xbeside;           /* and whether it ran beside the integration (two phases) */
 };
 
 /* The operator (private: strategies read it, only operator*.c write it). */
@@ -235,6 +237,11 @@ struct fe_operator {
 /* ---- helpers the strategies share (engine/operator/operator-data.c, operator-geometry.c) ---- */
 /* The groups of color c this call's phase launches: [*first, *first + *count). */
 void fe_realization_color_range(const fe_realization *r, int c, int *first, int *count);
+/* Whether r's actions run in two phases where its strategy can (fe_realization's phased): its
+ * space split over the ranks with a neighbour, on a GPU (the cpu's host does the work itself:
+ * nothing would run beside the messages); FELAB_EXCHANGE_PHASES=1 splits on any backend (the
+ * tests), =0 on none. */
+int fe_realization_wants_phases(const fe_realization *r);
 /* The options several strategies read alike, each into the field of its own options: block
  * (cells per work group), geometry (where the factors come from: FE_GEOMETRY_*) and fold
  * (FE_FOLD_*), for read_options; and the geometry's part of an effective key: "shared",

@@ -473,6 +473,8 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   info->report.exchange_bytes = applies * apply_rep.exchange_bytes;
   info->report.exchange_messages = applies * apply_rep.exchange_messages;
   info->report.exchange_seconds = k->xseconds;
+  info->report.exchange_beside = apply_rep.exchange_beside;
+  info->report.exchange_direct = apply_rep.exchange_direct;
   return cg_predict_split(x, applies, info->iterations, U != NULL, &apply_rep, &info->report);
 }
 

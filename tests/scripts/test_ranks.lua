@@ -358,6 +358,93 @@ print(("split over 1, 2, 3 ranks, the same: %s"):format(table.concat((function()
   table.sort(t)
   return t
 end)(), ", ")))
+-- csr's apply in two phases (FELAB_EXCHANGE_PHASES=1, as on a GPU; engine/operator/strategies/
+-- csr.c): the shared dofs' rows, the exchange begun, then every row while it travels. On 2
+-- and 3 ranks, P1 CG on csr (CSR and SELL on the cpu; CSR of 1 and 4 items a row and SELL on
+-- each device) takes one rank's iterations and reaches its solution (1e-10); its apply gives
+-- the bits of the apply in one phase (=0) on every rank (the second phase writes the shared
+-- rows' first-phase bits again); the apply's and the CG's reports say the exchange ran beside
+-- the interior cells (and not where =0); sumfact and transpose (Q2 hexes) likewise, their
+-- cells reordered (the iterations within one, the solution to 1e-10)
+local phases = [[
+local m = mesh.box{cells = {4, 4, 4}, cell = "tet", distort = 0.2}
+local V = fe.space(m, "P1")
+local A = fe.operator(V, physics.poisson{kappa = "1 + x[0]", source = 1},
+                      {dirichlet = {"xmin", "ymax"}}) -- some shared rows constrained, some not
+local w = V:interpolate(function(x) return math.sin(x[1] + 2 * x[2]) + x[3] end)
+local out = {}
+local f = io.open(("@DIR@/csr_%s_%d_%d"):format(os.getenv("FELAB_EXCHANGE_PHASES"), mpi.size,
+                  mpi.rank), "w")
+for _, be in ipairs({"cpu", @DEVICES@}) do
+  for _, l in ipairs(be == "cpu" and {{}, {format = "sell"}} or {{}, {lanes = 4}, {format = "sell"}}) do
+    local name = be .. "-" .. (l.format or l.lanes and "lanes" .. l.lanes or "default")
+    local o = {backend = be, strategy = "csr", format = l.format, lanes = l.lanes}
+    local y, rep = A:apply(w, o)
+    f:write(name, "\n")
+    for _, x in ipairs(y:values()) do f:write(("%a\n"):format(x)) end
+    local c = {rtol = 1e-10}
+    for k, v in pairs(o) do c[k] = v end
+    local u, i = solve.cg(A, c)
+    out[#out + 1] = ("CSR %s %d %.15g %s %s %s"):format(name, i.iterations, u:norm(),
+                    tostring(rep.exchange_beside), tostring(i.report.exchange_beside),
+                    tostring(tostring(rep):find("beside the interior cells", 1, true) ~= nil))
+  end
+end
+f:close()
+-- sumfact's and transpose's phases: the cells with a shared node stored first, launched apart
+local h = mesh.box{cells = {4, 4, 4}, cell = "hex", distort = 0.2}
+local VQ = fe.space(h, "Q2")
+local B = fe.operator(VQ, physics.poisson{kappa = "1 + x[0]", source = 1}, {dirichlet = "all"})
+for _, be in ipairs({"cpu", @DEVICES@}) do
+  for _, st in ipairs({"sumfact", "transpose"}) do
+    local o = {backend = be, strategy = st}
+    local _, rep = B:apply(VQ:interpolate("x[0] + x[1] * x[2]", {backend = be}), o)
+    local u, i = solve.cg(B, {rtol = 1e-10, backend = be, strategy = st})
+    out[#out + 1] = ("CSR %s-%s %d %.15g %s %s %s"):format(st, be, i.iterations, u:norm(),
+                    tostring(rep.exchange_beside), tostring(i.report.exchange_beside),
+                    tostring(tostring(rep):find("beside the interior cells", 1, true) ~= nil))
+  end
+end
+print(table.concat(out, "\n"))
+]]
+local pf = io.open(dir .. "/phases.lua", "w")
+pf:write((phases:gsub("@DIR@", dir):gsub("@DEVICES@", table.concat(quoted, ", "))))
+pf:close()
+-- the CG results and reports of one run (FELAB_EXCHANGE_PHASES = phases) by case name
+local function csr_run(np, phases)
+  local o = run(np, "'" .. dir .. "/phases.lua'", nil, "FELAB_EXCHANGE_PHASES=" .. phases .. " ")
+  local r = {}
+  for name, its, norm, beside, cg, text in o:gmatch("CSR (%S+) (%d+) (%S+) (%a+) (%a+) (%a+)") do
+    r[name] = {its = tonumber(its), norm = tonumber(norm), beside = beside == "true" and
+               cg == "true" and text == "true", after = beside == "false" and cg == "false"}
+  end
+  check(next(r), "csr in phases = %d on %d ranks: %s", phases, np, o)
+  return r
+end
+-- a rank's applies as that run wrote them (every entry in %a)
+local function applies(np, phases, rank)
+  local af = io.open(("%s/csr_%d_%d_%d"):format(dir, phases, np, rank))
+  local text = af and af:read("a") or ""
+  if af then af:close() end
+  return text
+end
+local one = csr_run(1, 1) -- one rank: nothing split
+for np = 2, 3 do
+  local split, whole = csr_run(np, 1), csr_run(np, 0)
+  for name, r1 in pairs(one) do
+    local r, r0 = split[name], whole[name]
+    check(r and math.abs(r.its - r1.its) <= 1 and math.abs(r.norm - r1.norm) <= 1e-10 * r1.norm
+          and r.beside and r0 and r0.after, "%s on %d ranks in two phases: %s iterations, |u| %s, beside "
+          .. "the interior %s (in one phase: after %s); one rank: %d, %.15g", name, np,
+          r and r.its, r and r.norm, r and tostring(r.beside), r0 and tostring(r0.after),
+          r1.its, r1.norm)
+  end
+  for rank = 0, np - 1 do
+    local a, b = applies(np, 1, rank), applies(np, 0, rank)
+    check(#a > 0 and a == b, "csr on %d ranks, rank %d: the apply in two phases has the bits of "
+          .. "the apply in one (%d and %d characters)", np, rank, #a, #b)
+  end
+end
 -- export.vtu of a split space's vector: a piece a rank and the .pvtu; the pieces hold every
 -- cell once and the vector's values at their points (u = x + 2 y, interpolated)
 local ex = io.open(dir .. "/export.lua", "w")

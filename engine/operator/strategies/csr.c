@@ -1,12 +1,16 @@
 /* Strategy "csr": the Jacobian assembled once (engine/matrix/: element matrices, then
  * atomic adds into a pattern from the dof map), then every Jacobian action is one CSR
- * product (fe_spmv in engine/codegen/kernels/elemat.knl, `lanes` items per row), or with format
+ * product (fe_spmv in engine/codegen/kernels/sparse.knl, `lanes` items per row), or with format
  * "sell" one SELL-C-sigma product (fe_spmv_sell, one item per row), or with "cusparse"
  * cuSPARSE's (cuda; the reference the others are held against). The matrix holds the
  * constrained rows as the identity's and no constrained column, so it masks the direction
  * itself. The residual and the diagonal are computed matrix-free by "transpose" (the matrix
  * would give the same diagonal; the residual needs the physics at the state). Applies to
- * physics whose Jacobian does not depend on the state (one assembly serves every call). */
+ * physics whose Jacobian does not depend on the state (one assembly serves every call).
+ * On a space split over the ranks, where phases are wanted (fe_realization_wants_phases), the
+ * apply runs in two (fe_realization's phased): the rows of the shared dofs (fe_spmv_rows or
+ * fe_spmv_sell_rows), then, while the exchange of their sums travels, the whole product, which
+ * writes those rows' same bits again (each row's sum by the same code in both kernels). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +18,18 @@
 #include "engine/core/error.h"
 #include "engine/matrix/matrix.h"
 #include "engine/operator/strategy.h"
+#include "engine/parallel/dist.h"
 
 typedef struct csr_data {
   fe_csr *M;
   int shared; /* M was A:assemble's (fe_operator_assembled_find), not made here */
+  /* a split space's apply in two phases (r->phased): its first phase's rows, the shared
+   * dofs (the dist's shared_at), as fe_csr_launch_rows reads them, their count and entries,
+   * and the kernel (of the module whose product the second phase runs) */
+  fe_buffer rows;
+  int nrows;
+  long long rows_nnz;
+  fe_kernel *rows_kernel;
 } csr_data;
 
 int fe_stored_matrix_applies(const fe_operator *A, const fe_backend *be, fe_precision prec,
@@ -108,6 +120,20 @@ static int csr_configure(fe_realization *r, const void *opts)
   return 0;
 }
 
+/* A split space's apply in two phases, where they are wanted and the product is felab's
+ * (cuSPARSE's sums are the library's own: its apply stays whole): the list of the shared
+ * dofs' rows (every neighbour's nodes times the components, ascending) made. */
+static int csr_phases(fe_realization *r)
+{
+  csr_data *d = r->data;
+  const fe_dist *x = r->A->V->dist;
+  if (!fe_realization_wants_phases(r) || !fe_csr_rows_entry(d->M) || !x->nshared) return 0;
+  FE_CHECK(fe_csr_rows_list(d->M, x->shared_at, x->nshared, &d->rows, &d->rows_nnz));
+  d->nrows = x->nshared;
+  r->phased = 1;
+  return 0;
+}
+
 static int csr_setup(fe_realization *r)
 {
   csr_data *d = r->data;
@@ -122,18 +148,19 @@ static int csr_setup(fe_realization *r)
                        .sigma = co->sigma, .deltas = co->deltas, .drop_zeros = co->zeros};
   if ((d->M = fe_operator_assembled_find(r->A, r->be, r->prec, &mo))) {
     d->shared = 1; /* A:assemble made it: one matrix for both */
-    return 0;
+  } else {
+    fe_report rep;
+    FE_CHECK(fe_operator_assemble(r->A, NULL, &o, &mo, &d->M, &rep));
+    fe_setup_parts_merge(&r->parts, &rep.parts); /* the assembly's parts, the first call's report */
   }
-  fe_report rep;
-  FE_CHECK(fe_operator_assemble(r->A, NULL, &o, &mo, &d->M, &rep));
-  fe_setup_parts_merge(&r->parts, &rep.parts); /* the assembly's parts, the first call's report */
-  return 0;
+  return csr_phases(r);
 }
 
 static void csr_release(fe_realization *r)
 {
   csr_data *d = r->data;
   if (!d) return;
+  if (d->rows.ptr) r->be->ops->release(r->be->impl, &d->rows);
   fe_csr_free(d->M);
   free(d);
   r->data = NULL;
@@ -175,7 +202,7 @@ int fe_stored_matrix_other(fe_realization *r, fe_action a, const fe_vector *u, f
   FE_CHECK(rc);
   r->delegated = 1; /* the whole action: a split space's ranks summed in it */
   r->xbytes = rep.exchange_bytes, r->xmessages = rep.exchange_messages;
-  r->xseconds = rep.exchange_seconds;
+  r->xseconds = rep.exchange_seconds, r->xbeside = rep.exchange_beside;
   *launches += rep.launches;
   return 0;
 }
@@ -186,8 +213,17 @@ static int csr_integrate(fe_realization *r, fe_action a, const fe_vector *u, con
   csr_data *d = r->data;
   fe_csr *M = d->M;
   if (a != FE_ACTION_APPLY) return fe_stored_matrix_other(r, a, u, y, launches);
-  /* the module's entry is fe_spmv; SELL runs the matrix's own fe_spmv_sell (same source),
-   * which adds CG's (w, J w) where asked and the backend has its parts (cuda) */
+  if (r->phase == 1) { /* the shared dofs' rows, from the module the whole product runs */
+    fe_module *mod = M->format == FE_FORMAT_SELL ? M->mod : r->module[a];
+    if (!d->rows_kernel)
+      FE_CHECK(r->be->ops->kernel(r->be->impl, mod, fe_csr_rows_entry(M), &d->rows_kernel));
+    FE_CHECK(fe_csr_launch_rows(M, d->rows_kernel, &d->rows, d->nrows, &w->buf, &y->buf));
+    (*launches)++;
+    return 0;
+  }
+  /* every row (phase 2: the shared rows' same bits again). The module's entry is fe_spmv;
+   * SELL runs the matrix's own fe_spmv_sell (same source), which adds CG's (w, J w) where
+   * asked and the backend has its parts (cuda) */
   int pq = M->format == FE_FORMAT_SELL && r->pq && r->be->ops->cg_parts;
   FE_CHECK(fe_csr_launch_pq(M, M->format == FE_FORMAT_SELL ? M->spmv : r->kernel[a], &w->buf,
                             &y->buf, pq ? r->pq : NULL, r->pq_slot, NULL));
@@ -226,6 +262,11 @@ static void csr_count(const fe_realization *r, fe_action a, fe_work *w)
   const csr_data *d = r->data;
   if (a == FE_ACTION_APPLY) {
     fe_csr_counts(d->M, &w->flops, &w->bytes); /* SELL: its padded slots too */
+    if (r->phased) { /* the shared rows twice: their entries as CSR's, the list, y */
+      double wd = (double)fe_precision_size(r->prec);
+      w->flops += 2.0 * (double)d->rows_nnz;
+      w->bytes += (double)d->rows_nnz * (wd + 4) + d->nrows * (12 + wd);
+    }
     csr_traffic(r->A, r->prec, w);
     return;
   }
