@@ -452,17 +452,14 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   }
   double t0 = fe_clock();
   int applies = 0, pq_passes = 0;
+  act.nowait = 1; /* the applies queued, not waited for: the next read waits for them */
   if (g) {
-    act.nowait = 1;
     int rc = cg_device_loop(A, x, o, &act, k, d, g, fused, r0, target, info, &apply_rep,
                             &applies, &pq_passes);
     fe_vector_cg_end(g);
     FE_CHECK(rc);
   }
-  if (!g) { /* the applies queued, not waited for: the next dot's read waits for them */
-    act.nowait = 1;
-    FE_CHECK(cg_host_loop(A, x, o, &act, k, d, U, rz, r0, target, info, &apply_rep, &applies));
-  }
+  if (!g) FE_CHECK(cg_host_loop(A, x, o, &act, k, d, U, rz, r0, target, info, &apply_rep, &applies));
   else if (pq_passes == 0 && applies > 0) { /* every (p, q) from the applies: no pass and no
                                               * launch of its own; its flops, still counted
                                               * here, are done in the apply's quadrature */
