@@ -24,13 +24,14 @@ struct fe_dist_device {
   fe_module *mod;
   fe_kernel *gather, *sum, *dot;
   fe_buffer send_at, not_at, shared_at, src_start, src_slot; /* d's lists */
-  fe_buffer packed;     /* a gather's values: max(nsend, 2 nnot) reals */
+  fe_buffer packed;     /* the shares gathered for the host: max(nsend, 2 DOT_GROUPS) reals */
   fe_buffer sums;       /* the corrections' group sums: 2 DOT_GROUPS reals */
   int dot_groups;       /* the correction queued (fe_dist_device_dot_launch): its groups */
   fe_buffer recv;       /* the neighbours' shares: nsend reals */
   /* host memory the copies cross (page-locked where the backend has it: host_alloc): */
   double *hsend, *hrecv; /* the shares sent and received, nsend doubles each */
-  void *hreal;          /* the device's reals on their way: as many as packed */
+  void *hreal;          /* the device's reals on their way (single precision's shares, the
+                         * corrections' group sums): as many as packed */
   void *pending;        /* the messages of an exchange begun (fe_comm_exchange_begin) */
   /* Neighbours on this machine, a backend with interprocess buffers (cuda): each rank's shares
    * stay on its device, in two buffers used in turn, and each neighbour copies its block
@@ -107,8 +108,7 @@ static int device_make(const fe_dist *d, fe_backend *be, fe_precision prec, fe_d
 {
   *v = (fe_dist_device){.d = d, .be = be, .prec = prec};
   const size_t w = fe_precision_size(prec);
-  int most = d->nsend > 2 * d->nnot ? d->nsend : 2 * d->nnot;
-  if (most < 2 * DOT_GROUPS) most = 2 * DOT_GROUPS;
+  const int most = d->nsend > 2 * DOT_GROUPS ? d->nsend : 2 * DOT_GROUPS;
   FE_CHECK(device_module(v));
   FE_CHECK(write_ints(v, d->send_at, d->nsend, &v->send_at));
   FE_CHECK(write_ints(v, d->not_at, d->nnot, &v->not_at));
@@ -159,28 +159,26 @@ static int launch(fe_dist_device *v, fe_kernel *k, int n, int nargs, const fe_ar
   return v->be->ops->launch(v->be->impl, k, (size_t)ng, gs, 3 + nargs, args, v->prec, NULL);
 }
 
-/* The reals the device holds at list (x's, and y's after them where y is given), n a vector,
- * gathered there and read into v->hreal, then widened into out (doubles). */
-static int gather(fe_dist_device *v, fe_dist_list list, const fe_vector *x, const fe_vector *y,
-                  double *out)
+/* y's shared entries in the send layout, gathered on the device (packed) and read into the
+ * host's v->hsend (doubles; single precision through v->hreal). */
+static int pack_to_host(fe_dist_device *v, const fe_vector *y)
 {
-  FE_ASSERT(x->be == v->be && x->prec == v->prec && (!y || (y->be == v->be && y->prec == v->prec)),
-            FE_ERR_INTERNAL, "an exchange's gather of a vector on another backend or precision");
-  const int n = list == FE_DIST_SEND ? v->d->nsend : v->d->nnot, m = y ? 2 * n : n;
+  FE_ASSERT(y->be == v->be && y->prec == v->prec, FE_ERR_INTERNAL, "an exchange's gather of a "
+            "vector on another backend or precision");
+  const int n = v->d->nsend;
   if (!n) return 0;
-  const fe_arg args[5] = {
-      {.kind = FE_ARG_BUFFER, .buf = list == FE_DIST_SEND ? &v->send_at : &v->not_at},
-      {.kind = FE_ARG_BUFFER, .buf = &x->buf},
-      {.kind = FE_ARG_BUFFER, .buf = y ? &y->buf : &x->buf},
-      {.kind = FE_ARG_INT, .i = y != NULL},
-      {.kind = FE_ARG_BUFFER, .buf = &v->packed}};
+  const fe_arg args[5] = {{.kind = FE_ARG_BUFFER, .buf = &v->send_at},
+                          {.kind = FE_ARG_BUFFER, .buf = &y->buf},
+                          {.kind = FE_ARG_BUFFER, .buf = &y->buf},
+                          {.kind = FE_ARG_INT, .i = 0},
+                          {.kind = FE_ARG_BUFFER, .buf = &v->packed}};
   FE_CHECK(launch(v, v->gather, n, 5, args));
   /* the read waits for the gather (in the queue's order) */
   if (v->prec == FE_DOUBLE)
-    return v->be->ops->read(v->be->impl, &v->packed, 0, sizeof(double) * (size_t)m, out);
-  FE_CHECK(v->be->ops->read(v->be->impl, &v->packed, 0, sizeof(float) * (size_t)m, v->hreal));
+    return v->be->ops->read(v->be->impl, &v->packed, 0, sizeof(double) * (size_t)n, v->hsend);
+  FE_CHECK(v->be->ops->read(v->be->impl, &v->packed, 0, sizeof(float) * (size_t)n, v->hreal));
   const float *h = v->hreal;
-  for (int k = 0; k < m; k++) out[k] = h[k];
+  for (int k = 0; k < n; k++) v->hsend[k] = h[k];
   return 0;
 }
 
@@ -250,7 +248,7 @@ int fe_dist_device_begin(fe_dist_device *v, const fe_vector *y, int nnb, const i
   FE_ASSERT(!v->pending, FE_ERR_INTERNAL, "an exchange begun before the last one ended");
   if (!v->ipc) FE_CHECK(ipc_setup(v, nnb, ranks, counts));
   if (v->ipc < 0) {
-    FE_CHECK(gather(v, FE_DIST_SEND, y, NULL, v->hsend));
+    FE_CHECK(pack_to_host(v, y));
     return fe_comm_exchange_begin(nnb, ranks, counts, v->hsend, v->hrecv, &v->pending);
   }
   /* this turn's buffer: the neighbours' copies of the turn before last are done (each sent

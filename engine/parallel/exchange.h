@@ -11,8 +11,6 @@
 
 typedef struct fe_dist_device fe_dist_device;
 
-typedef enum { FE_DIST_SEND, FE_DIST_NOTOWNED } fe_dist_list;
-
 /* d's lists on be in prec: made (compiled, written) on first use, then kept with d. */
 int fe_dist_device_get(const fe_dist *d, fe_backend *be, fe_precision prec, fe_dist_device **dev);
 void fe_dist_device_free(fe_dist_device *dev);
