@@ -36,7 +36,9 @@ int host_fill_make(fe_operator *A, const fe_vector *at, fe_backend *be, fe_preci
   const fe_physics *p = A->pde;
   const int nc = V->mesh->ncells, nn = V->nnodes;
   fe_realization *h = &F->h;
-  *h = (fe_realization){.A = A, .be = be, .prec = prec, .block = 32}; /* transpose's, on a cpu */
+  /* transpose's 32 cells on a cpu, fewer where a group's gathered cells and factors would
+   * not fit the static shared memory (Q7: 16) */
+  *h = (fe_realization){.A = A, .be = be, .prec = prec, .block = fe_elemat_reg_block(A, be, prec)};
   h->params_version = p->const_version - 1; /* never current: bind uploads the constants */
   F->dbl = prec == FE_DOUBLE;
   F->kn = (size_t)(V->elem.nbasis * V->ncomp) * (V->elem.nbasis * V->ncomp);

@@ -205,16 +205,21 @@ static int gemm_shape(const fe_realization *r, int asked, elemat_shape *sh)
 
 /* The register variants' shared bytes for `block` cells: the cells' state and coordinates,
  * each cell's map factors (affine cells; counted always). */
-static size_t reg_shared(const fe_space *V, int block, size_t w)
+/* The register variants' shared bytes of a group of `block` cells (elemat_shape_of's count,
+ * reg_jac's: its geometric factors as well). */
+static size_t reg_shared(const fe_operator *A, const fe_backend *be, int block, size_t w)
 {
-  size_t stride = (size_t)fe_geo_stride(V->elem.dim);
-  return (size_t)block * ((size_t)V->elem.nbasis * (V->ncomp + 3) + stride) * w;
+  const fe_space *V = A->V;
+  size_t stride = (size_t)fe_geo_stride(V->elem.dim), gs = 0;
+  if (A->geo_affine) gs = stride * block;
+  else if (be->info.items_in_order) gs = stride * A->quad[FE_ACTION_APPLY].npoints;
+  return ((size_t)block * V->elem.nbasis * (V->ncomp + 3) + gs) * w;
 }
 
-int fe_elemat_reg_block(const fe_space *V, const fe_backend *be, fe_precision prec)
+int fe_elemat_reg_block(const fe_operator *A, const fe_backend *be, fe_precision prec)
 {
   int block = 32;
-  while (block > 1 && reg_shared(V, block, fe_precision_size(prec)) > fe_shared_limit(be))
+  while (block > 1 && reg_shared(A, be, block, fe_precision_size(prec)) > fe_shared_limit(be))
     block /= 2;
   return block;
 }
@@ -243,7 +248,7 @@ int elemat_shape_of(const fe_realization *r, int asked, int v, elemat_shape *sh)
     FE_ASSERT(sh->shared <= limit, FE_ERR_ARG, "variant %s: block = %d cells of %s need %zu "
               "bytes of shared memory per work group; %s allows %zu (use block = %d or less)",
               elemat_variants[v].name, r->block, V->name, sh->shared, r->be->name, limit,
-              fe_elemat_reg_block(V, r->be, r->prec));
+              fe_elemat_reg_block(r->A, r->be, r->prec));
   } else {
     if (r->be->ops->kernel_shared && info->local_mem_optin > limit) most = info->local_mem_optin;
     int block = asked;

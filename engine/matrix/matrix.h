@@ -163,10 +163,13 @@ int fe_space_cell_colors(const fe_space *V, int **order, int **start, int *ncolo
 struct fe_realization;
 int fe_elemat_source(const struct fe_realization *r, char **src);
 
-/* The cells per work group of the register variants' element matrices on be in prec: 32, or
- * the largest power of two below it whose gathered cells fit the backend's static shared
- * memory (Q3 hexes on cuda: 16). csr's and the device assembly's realizations take it. */
-int fe_elemat_reg_block(const fe_space *V, const fe_backend *be, fe_precision prec);
+/* The cells per work group of the register variants' element matrices of A on be in prec:
+ * 32, or the largest power of two below it whose gathered cells and geometric factors (as
+ * elemat_shape_of counts them: a cell's at every point where the cpu computes them per point)
+ * fit the backend's static shared memory (Q3 hexes on cuda: 16; Q7 on the cpu: 16). csr's and
+ * the device assembly's realizations take it. */
+struct fe_operator;
+int fe_elemat_reg_block(const struct fe_operator *A, const fe_backend *be, fe_precision prec);
 /* The sparse products' module's source (sparse.knl, dirichlet.knl) on be in prec with `lanes`
  * items per row of its CSR product: no physics in it, so one module serves every operator
  * (the csr strategy's action and the assembly's products). */

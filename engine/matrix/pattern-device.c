@@ -288,7 +288,7 @@ int device_pattern_fill(device_pattern *D, const fe_space *V, const fe_buffer *K
 static fe_realization dp_realization(fe_operator *A, fe_backend *be, fe_precision prec)
 {
   fe_realization h = {.A = A, .be = be, .prec = prec,
-                      .block = fe_elemat_reg_block(A->V, be, prec),
+                      .block = fe_elemat_reg_block(A, be, prec),
                       .geo_shared = fe_geometry_shared(A, FE_GEOMETRY_AUTO)};
   h.params_version = A->pde->const_version - 1;
   return h;

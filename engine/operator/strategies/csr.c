@@ -103,7 +103,7 @@ static void csr_effective_key(const fe_operator *A, fe_backend *be, fe_precision
   fe_matrix_opts mo = {.lanes = o->lanes, .format = o->format, .chunk = o->chunk,
                        .sigma = o->sigma, .deltas = o->deltas, .drop_zeros = o->zeros};
   fe_csr_layout(&be->info, &mo);
-  int block = o->block > 0 ? o->block : fe_elemat_reg_block(A->V, be, prec);
+  int block = o->block > 0 ? o->block : fe_elemat_reg_block(A, be, prec);
   snprintf(key, n, "block=%d format=%d lanes=%d chunk=%d sigma=%d deltas=%d zeros=%d", block,
            mo.format, mo.lanes, mo.chunk, mo.sigma, mo.deltas, mo.drop_zeros);
 }
@@ -115,7 +115,7 @@ static int csr_configure(fe_realization *r, const void *opts)
   FE_CALLOC(d, 1, "csr data");
   r->data = d;
   /* the block of the elemat module's spec */
-  r->block = o->block > 0 ? o->block : fe_elemat_reg_block(r->A->V, r->be, r->prec);
+  r->block = o->block > 0 ? o->block : fe_elemat_reg_block(r->A, r->be, r->prec);
   r->colored = 0;
   return 0;
 }
