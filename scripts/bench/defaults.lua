@@ -11,22 +11,8 @@ local meshes = arg and arg[2] or ".peers/matrix-meshes"
 local scale = tonumber(arg and arg[3] or "") or 1 / 3
 local rounds = math.max(1, math.floor(tonumber(arg and arg[4] or "") or 3))
 local tries = math.max(1, math.floor(tonumber(arg and arg[5] or "") or 5))
-local fewer = math.floor(math.log(1 / scale, 2) + 0.5) -- refinements taken off the Gmsh meshes
-local kx = "1 + 0.5 * x[0]"
+local M = dofile((arg and arg[0] and arg[0]:match("^(.*/)") or "scripts/bench/") .. "users_matrix.lua")
 local rows, within, counted = {}, 0, 0
-
-local function build_mesh(sp, n, distort)
-  if type(n) == "table" then -- {file, refinements}
-    local f = io.open(n[1], "r")
-    if not f then return nil, n[1] .. " not found" end
-    f:close()
-    local m = mesh.load(n[1])
-    for _ = 1, math.max(0, n[2] - fewer) do m = m:refine() end
-    return m
-  end
-  n = math.max(2, math.floor(n * scale + 0.5))
-  return mesh.box{cells = {n, n, n}, cell = sp:sub(1, 1) == "P" and "tet" or "hex", distort = distort}
-end
 
 local function best_of(A, v, o)
   local b = math.huge
@@ -38,7 +24,7 @@ local function best_of(A, v, o)
 end
 
 local function case(sp, n, distort, kappa, label, quad, prec)
-  local m, why = build_mesh(sp, n, distort)
+  local m, why = M.mesh(sp, n, distort, scale)
   if not m then print(("%-3s %-15s skipped: %s"):format(sp, label, why)); return end
   local V = fe.space(m, sp)
   local pde = kappa == "u" and physics.p_laplacian{p = 3, source = 1}
@@ -78,27 +64,7 @@ local function case(sp, n, distort, kappa, label, quad, prec)
   collectgarbage()
 end
 
-local gll = {rule = "gll"}
-for _, c in ipairs{{"Q3", 48}, {"Q7", 28}, {"Q5", 24}} do
-  case(c[1], c[2], 0, 1, "uniform k1")
-  case(c[1], c[2], 0.1, kx, "dist kx")
-  case(c[1], c[2], 0, 1, "uniform k1", gll)
-  case(c[1], c[2], 0.1, kx, "dist kx", gll)
-end
-for _, c in ipairs{{"Q2", 72}, {"Q1", 192}, {"P2", 96}, {"P1", 192}} do
-  case(c[1], c[2], 0, 1, "uniform k1")
-  case(c[1], c[2], 0.1, kx, "dist kx")
-end
-for _, c in ipairs{{"Q3", 48}, {"Q5", 24}, {"Q2", 72}, {"P2", 96}} do
-  case(c[1], c[2], 0.1, "u", "dist ku")
-end
-local shell, torso = meshes .. "/shell_hex.msh", meshes .. "/torso-0.063.msh"
-case("Q3", {shell, 4}, 0, kx, "gmsh shell kx")
-case("Q2", {shell, 4}, 0, kx, "gmsh shell kx")
-case("P2", {torso, 2}, 0, kx, "gmsh torso kx")
-case("P1", {torso, 2}, 0, kx, "gmsh torso kx")
-case("Q3", 48, 0.1, kx, "dist kx fp32", nil, "single")
-case("Q7", 28, 0.1, kx, "dist kx fp32", nil, "single")
+M.each(case, meshes)
 print("== table")
 for _, l in ipairs(rows) do print(l) end
 print(("the default within 10%% of the fastest in %d of %d cases"):format(within, counted))
