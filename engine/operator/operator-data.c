@@ -424,11 +424,17 @@ void fe_realization_color_range(const fe_realization *r, int c, int *first, int 
   *count = b - a;
 }
 
+int fe_realization_phases_forced(void)
+{
+  const char *env = getenv("FELAB_EXCHANGE_PHASES"); /* 0: never; 1: on the cpu too (tests) */
+  return env && *env ? (*env == '1' ? 1 : 0) : -1;
+}
+
 int fe_realization_wants_phases(const fe_realization *r)
 {
   const fe_dist *d = r->A->V->dist;
-  const char *env = getenv("FELAB_EXCHANGE_PHASES"); /* 0: never; 1: on the cpu too (tests) */
-  const int want = env && *env ? *env == '1' : r->be->info.is_gpu;
+  const int forced = fe_realization_phases_forced();
+  const int want = forced >= 0 ? forced : r->be->info.is_gpu;
   return d && d->size > 1 && d->nnb > 0 && want;
 }
 

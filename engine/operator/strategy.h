@@ -242,6 +242,8 @@ void fe_realization_color_range(const fe_realization *r, int c, int *first, int 
  * nothing would run beside the messages); FELAB_EXCHANGE_PHASES=1 splits on any backend (the
  * tests), =0 on none. */
 int fe_realization_wants_phases(const fe_realization *r);
+/* FELAB_EXCHANGE_PHASES: 1 (phases wherever a strategy takes them), 0 (never), -1 (unset). */
+int fe_realization_phases_forced(void);
 /* The options several strategies read alike, each into the field of its own options: block
  * (cells per work group), geometry (where the factors come from: FE_GEOMETRY_*) and fold
  * (FE_FOLD_*), for read_options; and the geometry's part of an effective key: "shared",

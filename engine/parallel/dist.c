@@ -308,8 +308,7 @@ static int not_owned(const fe_dist *d, const fe_vector *x, const fe_vector *y, i
   if (!d->nnot) return 0;
   fe_dist_device *v;
   FE_CHECK(fe_dist_device_get(d, x->be, x->prec, &v));
-  if (!d->queued) FE_CHECK(fe_dist_device_dot_launch(v, x, y, mode));
-  ((fe_dist *)d)->queued = 0;
+  if (!fe_dist_device_dot_queued(v)) FE_CHECK(fe_dist_device_dot_launch(v, x, y, mode));
   return fe_dist_device_dot_read(v, out);
 }
 
@@ -318,9 +317,15 @@ int fe_dist_reduce_begin(const fe_dist *d, const fe_vector *x, const fe_vector *
   if (!d || d->size == 1 || !d->nnot) return 0;
   fe_dist_device *v;
   FE_CHECK(fe_dist_device_get(d, x->be, x->prec, &v));
-  FE_CHECK(fe_dist_device_dot_launch(v, x, y ? y : x, 0));
-  ((fe_dist *)d)->queued = 1;
-  return 0;
+  return fe_dist_device_dot_launch(v, x, y ? y : x, 0);
+}
+
+void fe_dist_reduce_cancel(const fe_dist *d, const fe_vector *x)
+{
+  fe_dist_device *v;
+  /* (begin made x's device lists: the lookup finds them, pushing no error) */
+  if (d && d->size > 1 && d->nnot && !fe_dist_device_get(d, x->be, x->prec, &v))
+    fe_dist_device_dot_drop(v);
 }
 
 int fe_dist_reduce_dot(const fe_dist *d, const fe_vector *x, const fe_vector *y, double *s)

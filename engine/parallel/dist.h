@@ -38,7 +38,6 @@ typedef struct fe_dist {
   int *src_slot;        /* in the ranks' order: a slot of recv, or -1 for this rank's own */
   int nnot;             /* the entries another rank owns (the notowned nodes'), ascending */
   int *not_at;
-  int queued;           /* a dot's correction queued ahead (fe_dist_reduce_begin) */
   /* the lists on each backend and precision used (engine/parallel/exchange.h), made on
    * first use: FE_DIST_DEVICES slots, NULL past the last */
   struct fe_dist_device **dev;
@@ -77,6 +76,8 @@ int fe_dist_reduce_dot(const fe_dist *d, const fe_vector *x, const fe_vector *y,
 /* The correction of the next fe_dist_reduce_dot of x and y, queued ahead of the backend's own
  * dot (so that one wait serves both); that reduce_dot must follow, with the same vectors. */
 int fe_dist_reduce_begin(const fe_dist *d, const fe_vector *x, const fe_vector *y);
+/* The correction begun and not wanted (the backend's dot failed): dropped. */
+void fe_dist_reduce_cancel(const fe_dist *d, const fe_vector *x);
 /* CG's fused update's (r, r) and (r, z) (z = r ./ dg, or r where dg is NULL) over every
  * local entry, made the whole space's (one sum over the ranks for both). */
 int fe_dist_reduce_cg(const fe_dist *d, const fe_vector *r, const fe_vector *dg, double *rr,

@@ -167,12 +167,10 @@ static int pack_to_host(fe_dist_device *v, const fe_vector *y)
             "vector on another backend or precision");
   const int n = v->d->nsend;
   if (!n) return 0;
-  const fe_arg args[5] = {{.kind = FE_ARG_BUFFER, .buf = &v->send_at},
+  const fe_arg args[3] = {{.kind = FE_ARG_BUFFER, .buf = &v->send_at},
                           {.kind = FE_ARG_BUFFER, .buf = &y->buf},
-                          {.kind = FE_ARG_BUFFER, .buf = &y->buf},
-                          {.kind = FE_ARG_INT, .i = 0},
                           {.kind = FE_ARG_BUFFER, .buf = &v->packed}};
-  FE_CHECK(launch(v, v->gather, n, 5, args));
+  FE_CHECK(launch(v, v->gather, n, 3, args));
   /* the read waits for the gather (in the queue's order) */
   if (v->prec == FE_DOUBLE)
     return v->be->ops->read(v->be->impl, &v->packed, 0, sizeof(double) * (size_t)n, v->hsend);
@@ -253,12 +251,10 @@ int fe_dist_device_begin(fe_dist_device *v, const fe_vector *y, int nnb, const i
   }
   /* this turn's buffer: the neighbours' copies of the turn before last are done (each sent
    * its last message after its queue had run them) */
-  const fe_arg args[5] = {{.kind = FE_ARG_BUFFER, .buf = &v->send_at},
+  const fe_arg args[3] = {{.kind = FE_ARG_BUFFER, .buf = &v->send_at},
                           {.kind = FE_ARG_BUFFER, .buf = &y->buf},
-                          {.kind = FE_ARG_BUFFER, .buf = &y->buf},
-                          {.kind = FE_ARG_INT, .i = 0},
                           {.kind = FE_ARG_BUFFER, .buf = &v->out[v->turn]}};
-  FE_CHECK(launch(v, v->gather, v->d->nsend, 5, args));
+  FE_CHECK(launch(v, v->gather, v->d->nsend, 3, args));
   FE_CHECK(v->be->ops->finish(v->be->impl)); /* the shares there before a neighbour reads them */
   int ones[256];
   for (int k = 0; k < nnb && k < 256; k++) ones[k] = 1;
@@ -330,6 +326,10 @@ int fe_dist_device_dot_launch(fe_dist_device *v, const fe_vector *x, const fe_ve
   v->dot_groups = ng;
   return 0;
 }
+
+int fe_dist_device_dot_queued(const fe_dist_device *v) { return v->dot_groups > 0; }
+
+void fe_dist_device_dot_drop(fe_dist_device *v) { v->dot_groups = 0; }
 
 int fe_dist_device_dot_read(fe_dist_device *v, double out[2])
 {

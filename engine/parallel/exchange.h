@@ -33,5 +33,8 @@ int fe_dist_device_wait(fe_dist_device *dev);
 int fe_dist_device_dot_launch(fe_dist_device *dev, const fe_vector *x, const fe_vector *y,
                               int mode);
 int fe_dist_device_dot_read(fe_dist_device *dev, double out[2]);
+/* Whether a correction is queued and not yet read; drop: forget it (its sums never read). */
+int fe_dist_device_dot_queued(const fe_dist_device *dev);
+void fe_dist_device_dot_drop(fe_dist_device *dev);
 
 #endif

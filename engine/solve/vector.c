@@ -149,7 +149,7 @@ int fe_vector_dot(const fe_vector *x, const fe_vector *y, double *result)
   const fe_dist *d = dist_of(x, y);
   FE_CHECK(fe_dist_reduce_begin(d, x, y)); /* a split space's correction: queued first */
   int rc = x->be->ops->dot(x->be->impl, &x->buf, &y->buf, (size_t)x->n, x->prec, result);
-  if (rc && d) ((fe_dist *)d)->queued = 0;
+  if (rc) fe_dist_reduce_cancel(d, x);
   FE_CHECK(rc);
   return fe_dist_reduce_dot(d, x, y, result);
 }
@@ -159,7 +159,7 @@ int fe_vector_norm(const fe_vector *x, double *result)
   double s;
   FE_CHECK(fe_dist_reduce_begin(x->dist, x, x));
   int rc = x->be->ops->dot(x->be->impl, &x->buf, &x->buf, (size_t)x->n, x->prec, &s);
-  if (rc && x->dist) ((fe_dist *)x->dist)->queued = 0;
+  if (rc) fe_dist_reduce_cancel(x->dist, x);
   FE_CHECK(rc);
   FE_CHECK(fe_dist_reduce_dot(x->dist, x, x, &s));
   *result = sqrt(s);

@@ -132,8 +132,8 @@ static int csr_phases(fe_realization *r)
    * in the whole product and another in the rows' kernel: there only SELL's explicit
    * multiply-adds (the GPUs' default) keep the copies of a shared row equal, unless the tests
    * ask (FELAB_EXCHANGE_PHASES=1: the bits are compared there) */
-  const char *env = getenv("FELAB_EXCHANGE_PHASES");
-  if (d->M->format != FE_FORMAT_SELL && r->be->info.is_gpu && !(env && *env == '1')) return 0;
+  if (d->M->format != FE_FORMAT_SELL && r->be->info.is_gpu && fe_realization_phases_forced() != 1)
+    return 0;
   FE_CHECK(fe_csr_rows_list(d->M, x->shared_at, x->nshared, &d->rows, &d->rows_nnz));
   d->nrows = x->nshared;
   r->phased = 1;
