@@ -254,6 +254,13 @@ unsigned long long fe_hash_string(const char *s, unsigned long long seed)
   return h;
 }
 
+unsigned long long fe_device_hash(const fe_backend *be)
+{
+  char units[32];
+  snprintf(units, sizeof units, "%d units", be->info.compute_units);
+  return fe_hash_string(units, fe_hash_string(be->info.name, fe_hash_string(be->name, 0)));
+}
+
 /* Seconds of CLOCK_MONOTONIC: immune to changes of the wall-clock time. */
 double fe_clock(void)
 {

@@ -359,6 +359,10 @@ int fe_cuda_trial_serve(void);
 int fe_backend_compile_error(const char *backend, const char *source, const char *log);
 /* 64-bit FNV-1a hash of a string, for compile caches. */
 unsigned long long fe_hash_string(const char *s, unsigned long long seed);
+/* What names a device's measurements (its calibration, its autotuned choices): the backend,
+ * the device's name and its compute units (the cpu: the OpenMP threads, whose rates are
+ * not those of another count: a session with OMP_NUM_THREADS=1 measures its own). */
+unsigned long long fe_device_hash(const fe_backend *be);
 /* Seconds of a monotonic wall clock (CLOCK_MONOTONIC), for every stage and kernel timing. */
 double fe_clock(void);
 /* The user's cache directory for felab (created): $XDG_CACHE_HOME/felab or ~/.cache/felab. */

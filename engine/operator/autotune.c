@@ -41,7 +41,7 @@ static int autotune_path(const fe_backend *be, char *path, size_t n)
 {
   char dir[4096];
   FE_CHECK(fe_cache_dir("autotune", dir, sizeof dir));
-  unsigned long long h = fe_hash_string(be->info.name, fe_hash_string(be->name, 0));
+  unsigned long long h = fe_device_hash(be);
   snprintf(path, n, "%s/%s-v1-%016llx.txt", dir, be->name, h); /* v1: candidates within 10x */
   return 0;
 }

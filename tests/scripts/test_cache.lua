@@ -154,5 +154,21 @@ check(nwarn == 0 and not out:find("compiled", 1, true), "the healed cache is not
 local t = tonumber(out:match("predicted (%S+)"))
 check(t and t >= 1e-3, "a stored launch and wait of 1 ms predicts %s s", tostring(t))
 
+-- another thread count is another device: its own calibration, measured and stored apart
+-- (a session with OMP_NUM_THREADS=1 had read the two-thread rates: predictions 3x fast)
+local threads = tonumber(os.getenv("OMP_NUM_THREADS") or "") or 0
+local other = threads == 1 and 2 or 1
+local p = check(io.popen(("OMP_NUM_THREADS=%d FELAB_CACHE='%s' '%s' '%s' child calibrate cpu 2>&1")
+                         :format(other, dir, exe, arg[0])))
+out = p:read("a")
+check(p:close(), "the run with %d threads failed:\n%s", other, out)
+local cpus = {}
+for _, path in ipairs(entries("calibration", ".txt")) do
+  if path:match("/cpu%-v13%-%x+%.txt$") then cpus[#cpus + 1] = path end
+end
+check(#cpus == 2 and out:find("calibrated cpu", 1, true),
+      "%d threads: %d cpu calibrations stored (expected 2, one a thread count):\n%s", other,
+      #cpus, out)
+
 os.execute("rm -rf '" .. dir .. "'")
 T.done()
