@@ -36,14 +36,18 @@ LONGEST="test_sumfact.lua test_patch.lua test_amg_gmsh.lua test_strategies_run.l
 test_convergence_high.lua test_elemat_variants.lua test_fold.lua test_backends.lua test_lessons.lua"
 # the cpu's and opencl's calibrations, in double and single, measured now on a quiet machine
 # (stored in the cache, then read by every test) rather than inside a test beside another,
-# where felab would not store them (engine/perf/calibrate.c) and each test would measure again
-"$BUILD/felab" -e 'local V = fe.space(mesh.box{cells = 2}, "P1")
+# where felab would not store them (engine/perf/calibrate.c) and each test would measure again;
+# with the default threads and with one (a calibration is a thread count's: the ranks of
+# test_ranks and a few children run one thread each)
+for threads in "" 1; do
+  env ${threads:+OMP_NUM_THREADS=$threads} "$BUILD/felab" -e 'local V = fe.space(mesh.box{cells = 2}, "P1")
 local A = fe.operator(V, physics.poisson{kappa = 1, source = 1})
 for _, b in ipairs{"cpu", "opencl"} do
   for _, p in ipairs{"double", "single"} do
     pcall(A.apply, A, V:interpolate(1):to(b, p), {backend = b, precision = p})
   end
 end' > /dev/null 2>&1
+done
 RESULTS=$(mktemp -d "${TMPDIR:-/tmp}/felab-tests.XXXXXX")
 trap 'rm -rf "$RESULTS"' EXIT
 {
