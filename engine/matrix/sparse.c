@@ -344,6 +344,18 @@ int csr_make_sell(fe_csr *M, double *host, double *seconds)
   return 0;
 }
 
+/* The matrix's own arguments of a product kernel, after its leading integers: SELL's chunk
+ * starts, columns' starts, permutation, column stream and values (5), or CSR's row pointers,
+ * columns and values (3); how many were written. */
+static int matrix_args(const fe_csr *M, fe_arg *a)
+{
+  const fe_buffer *b[5] = {&M->cstart, &M->ccol, &M->perm, &M->scols, &M->svals};
+  const fe_buffer *c[3] = {&M->rowptr, &M->cols, &M->vals};
+  const int sell = M->format == FE_FORMAT_SELL, n = sell ? 5 : 3;
+  for (int i = 0; i < n; i++) a[i] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = sell ? b[i] : c[i]};
+  return n;
+}
+
 int fe_csr_launch(const fe_csr *M, fe_kernel *k, const fe_buffer *x, fe_buffer *y, double *seconds)
 {
   return fe_csr_launch_pq(M, k, x, y, NULL, -1, seconds);
@@ -356,33 +368,21 @@ int fe_csr_launch_pq(const fe_csr *M, fe_kernel *k, const fe_buffer *x, fe_buffe
     return M->be->ops->sparse_spmv(M->be->impl, M->sparse, x, y, seconds);
   if (M->format == FE_FORMAT_SELL) { /* one item per row */
     int ngs = (int)(((long long)M->n + EM_ITEMS - 1) / EM_ITEMS);
-    fe_arg args[12] = {
-        {.kind = FE_ARG_INT, .i = ngs},
-        {.kind = FE_ARG_INT, .i = M->n},
-        {.kind = FE_ARG_INT, .i = M->chunk},
-        {.kind = FE_ARG_BUFFER, .buf = &M->cstart},
-        {.kind = FE_ARG_BUFFER, .buf = &M->ccol},
-        {.kind = FE_ARG_BUFFER, .buf = &M->perm},
-        {.kind = FE_ARG_BUFFER, .buf = &M->scols},
-        {.kind = FE_ARG_BUFFER, .buf = &M->svals},
-        {.kind = FE_ARG_BUFFER, .buf = x},
-        {.kind = FE_ARG_BUFFER, .buf = y},
-        {.kind = FE_ARG_INT, .i = pq ? pq_slot : -1},
-        {.kind = FE_ARG_BUFFER, .buf = pq ? pq : x},
-    };
-    return M->be->ops->launch(M->be->impl, k, (size_t)ngs, EM_ITEMS, 12, args, M->prec, seconds);
+    fe_arg args[12] = {{.kind = FE_ARG_INT, .i = ngs}, {.kind = FE_ARG_INT, .i = M->n},
+                       {.kind = FE_ARG_INT, .i = M->chunk}};
+    int n = 3 + matrix_args(M, args + 3);
+    args[n++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = x};
+    args[n++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = y};
+    args[n++] = (fe_arg){.kind = FE_ARG_INT, .i = pq ? pq_slot : -1};
+    args[n++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = pq ? pq : x};
+    return M->be->ops->launch(M->be->impl, k, (size_t)ngs, EM_ITEMS, n, args, M->prec, seconds);
   }
   int rows = EM_ITEMS / M->lanes, ng = (M->n + rows - 1) / rows;
-  fe_arg args[7] = {
-      {.kind = FE_ARG_INT, .i = ng},
-      {.kind = FE_ARG_INT, .i = M->n},
-      {.kind = FE_ARG_BUFFER, .buf = &M->rowptr},
-      {.kind = FE_ARG_BUFFER, .buf = &M->cols},
-      {.kind = FE_ARG_BUFFER, .buf = &M->vals},
-      {.kind = FE_ARG_BUFFER, .buf = x},
-      {.kind = FE_ARG_BUFFER, .buf = y},
-  };
-  return M->be->ops->launch(M->be->impl, k, (size_t)ng, EM_ITEMS, 7, args, M->prec, seconds);
+  fe_arg args[7] = {{.kind = FE_ARG_INT, .i = ng}, {.kind = FE_ARG_INT, .i = M->n}};
+  int n = 2 + matrix_args(M, args + 2);
+  args[n++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = x};
+  args[n++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = y};
+  return M->be->ops->launch(M->be->impl, k, (size_t)ng, EM_ITEMS, n, args, M->prec, seconds);
 }
 
 /* ---- the product of some rows ---- */
@@ -438,33 +438,20 @@ int fe_csr_launch_rows(const fe_csr *M, fe_kernel *k, const fe_buffer *list, int
   if (!nrows) return 0;
   if (M->format == FE_FORMAT_SELL) { /* one item per row */
     int ng = (nrows + EM_ITEMS - 1) / EM_ITEMS;
-    fe_arg args[11] = {
-        {.kind = FE_ARG_INT, .i = ng},
-        {.kind = FE_ARG_INT, .i = nrows},
-        {.kind = FE_ARG_INT, .i = M->chunk},
-        {.kind = FE_ARG_BUFFER, .buf = list},
-        {.kind = FE_ARG_BUFFER, .buf = &M->cstart},
-        {.kind = FE_ARG_BUFFER, .buf = &M->ccol},
-        {.kind = FE_ARG_BUFFER, .buf = &M->perm},
-        {.kind = FE_ARG_BUFFER, .buf = &M->scols},
-        {.kind = FE_ARG_BUFFER, .buf = &M->svals},
-        {.kind = FE_ARG_BUFFER, .buf = x},
-        {.kind = FE_ARG_BUFFER, .buf = y},
-    };
-    return M->be->ops->launch(M->be->impl, k, (size_t)ng, EM_ITEMS, 11, args, M->prec, NULL);
+    fe_arg args[11] = {{.kind = FE_ARG_INT, .i = ng}, {.kind = FE_ARG_INT, .i = nrows},
+                       {.kind = FE_ARG_INT, .i = M->chunk}, {.kind = FE_ARG_BUFFER, .buf = list}};
+    int n = 4 + matrix_args(M, args + 4);
+    args[n++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = x};
+    args[n++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = y};
+    return M->be->ops->launch(M->be->impl, k, (size_t)ng, EM_ITEMS, n, args, M->prec, NULL);
   }
   int per = EM_ITEMS / M->lanes, ng = (nrows + per - 1) / per;
-  fe_arg args[8] = {
-      {.kind = FE_ARG_INT, .i = ng},
-      {.kind = FE_ARG_INT, .i = nrows},
-      {.kind = FE_ARG_BUFFER, .buf = list},
-      {.kind = FE_ARG_BUFFER, .buf = &M->rowptr},
-      {.kind = FE_ARG_BUFFER, .buf = &M->cols},
-      {.kind = FE_ARG_BUFFER, .buf = &M->vals},
-      {.kind = FE_ARG_BUFFER, .buf = x},
-      {.kind = FE_ARG_BUFFER, .buf = y},
-  };
-  return M->be->ops->launch(M->be->impl, k, (size_t)ng, EM_ITEMS, 8, args, M->prec, NULL);
+  fe_arg args[8] = {{.kind = FE_ARG_INT, .i = ng}, {.kind = FE_ARG_INT, .i = nrows},
+                    {.kind = FE_ARG_BUFFER, .buf = list}};
+  int n = 3 + matrix_args(M, args + 3);
+  args[n++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = x};
+  args[n++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = y};
+  return M->be->ops->launch(M->be->impl, k, (size_t)ng, EM_ITEMS, n, args, M->prec, NULL);
 }
 
 int fe_csr_apply(fe_csr *M, const fe_vector *x, fe_vector **y, fe_report *rep)

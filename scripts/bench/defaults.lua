@@ -64,7 +64,5 @@ local function case(sp, n, distort, kappa, label, quad, prec)
   collectgarbage()
 end
 
-M.each(case, meshes)
-print("== table")
-for _, l in ipairs(rows) do print(l) end
+M.run(case, meshes, rows)
 print(("the default within 10%% of the fastest in %d of %d cases"):format(within, counted))

@@ -98,6 +98,4 @@ local function case(sp, n, distort, kappa, label, quad, prec)
   collectgarbage()
 end
 
-M.each(case, meshes)
-print("== table")
-for _, l in ipairs(rows) do print(l) end
+M.run(case, meshes, rows)

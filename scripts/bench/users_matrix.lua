@@ -6,6 +6,7 @@
 --   case: Q3, Q7, Q5 (Gauss and GLL) and Q2, Q1, P2, P1 on the uniform box with kappa 1 and the
 --   distorted box (0.1) with kappa = 1 + 0.5 x, kappa(u) (the p-Laplacian), the Gmsh shell and
 --   torso with kappa(x), and two fp32 rows
+-- M.run(case, meshes, rows): M.each, then "== table" and the lines the cases put in rows
 local M = {kx = "1 + 0.5 * x[0]"}
 
 function M.mesh(sp, n, distort, scale)
@@ -44,6 +45,12 @@ function M.each(case, meshes)
   case("P1", {torso, 2}, 0, kx, "gmsh torso kx")
   case("Q3", 48, 0.1, kx, "dist kx fp32", nil, "single")
   case("Q7", 28, 0.1, kx, "dist kx fp32", nil, "single")
+end
+
+function M.run(case, meshes, rows)
+  M.each(case, meshes)
+  print("== table")
+  for _, l in ipairs(rows) do print(l) end
 end
 
 return M
