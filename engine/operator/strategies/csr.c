@@ -249,17 +249,19 @@ static void spmv_counts(const fe_operator *A, fe_precision prec, double nnz, dou
 }
 
 /* The product's loads of x through the column indices beyond the minimal bytes: one real per
- * nonzero, mostly from L2 (the rows of nearby nodes share their columns). Each is a value
- * gathered through an index, one at a time, as the cpu's indexed loops do (an index, a load,
- * and here a multiply-add for their store: 2.8-3.7 G entries/s on the 2-core machine, where
- * its indexed loop is calibrated at 3.2-3.4 G/s): x's first touch of each row's node, the
- * rest found in L1 after the rows before. */
+ * nonzero, mostly from L2 (the rows of nearby nodes share their columns). On the cpu the rows,
+ * x's loads through them included, go at the calibrated rate of csr's own row loop (fe_rows,
+ * model.c), and each node's first touch a call is a value gathered from beyond L1 (the
+ * indexed loops' first-touch rate). The other loads of x had been counted as the cell map's
+ * indexed loops from L1 (a gather and an add into y a value): on a 2-core AMD EPYC that loop
+ * ran at csr's rate (3.2-3.4 G/s against 2.8-3.7), on an Intel Xeon (Ice Lake) at 1.0-1.1 G/s
+ * where csr's rows ran 1.4-1.6 G entries/s, its P1, Q1 and P2 boxes predicted 1.26-1.42 of
+ * their time and a Q3 csr apply 1.24x transpose's where it measured 0.2-0.3 of it. */
 static void csr_traffic(const fe_operator *A, fe_precision prec, fe_work *w)
 {
   double nnz = w->flops / 2;
   w->l2_bytes = nnz * (double)fe_precision_size(prec);
-  w->indexed = nnz;
-  w->indexed_first = A->V->ndofs;
+  w->indexed = w->indexed_first = A->V->ndofs;
   w->rows = 1; /* the cpu: the rows' rate (fe_spmv's loop, as calibrated) */
 }
 
