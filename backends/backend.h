@@ -24,6 +24,12 @@ typedef struct fe_buffer {
 #define FE_PQ_PARTS 64
 #define FE_PQ_STRIDE 32
 
+enum { FE_CG_PQ_READ, FE_CG_PQ_PUT, FE_CG_SUMS_PUT }; /* backend.h's cg_split */
+
+/* backend.h's mark: its slots, and those a split space's apply uses (its boundary cells
+ * integrated; their shares gathered for the neighbours) */
+enum { FE_MARKS = 4, FE_MARK_CELLS = 0, FE_MARK_GATHERED = 1 };
+
 typedef struct fe_module fe_module; /* a compiled program, backend-specific */
 typedef struct fe_kernel fe_kernel; /* one entry point of a module */
 
@@ -176,6 +182,12 @@ typedef struct fe_backend_ops {
    * kernel (cuFuncGetAttribute, clGetKernelWorkGroupInfo), for the model's occupancy. */
   int (*kernel_resources)(void *impl, fe_kernel *k, fe_kernel_resources *res);
   int (*finish)(void *impl);
+  /* Optional (NULL: finish waits instead): a point of the queue (slot 0 .. FE_MARKS - 1,
+   * after what is queued so far), and the host's wait for that point alone, the work queued
+   * after it running on (a split space's exchange: its shares gathered, the interior cells'
+   * kernel already queued behind them). */
+  int (*mark)(void *impl, int slot);
+  int (*mark_wait)(void *impl, int slot);
   /* Optional (NULL: one queue, in order): a second queue, for a chain of small launches that
    * may run beside the main queue's work (two-scale's coarse cycle beside its fine kernel).
    * FE_SIDE_BEGIN: what is queued next goes to the side queue, after everything the main one
@@ -215,12 +227,15 @@ typedef struct fe_backend_ops {
    * (beta = new rz / old rz, cg_direction's work); cg_wait waits for that copy of step it
    * and returns the three, in double. cg_pq and cg_step return once their work is queued; a
    * failed launch shows at the next wait or finish. A synchronous backend (the cpu,
-   * fe_device_info.synchronous) does the work in the call, its state a few doubles. */
+   * fe_device_info.synchronous) does the work in the call, its state a few doubles.
+   * cg_step's half: 0 the whole step; 1 the update and the copy alone, 2 the direction alone
+   * (a split space's loop puts the ranks' sums between them: cg_split). */
   int (*cg_begin)(void *impl, double rz, void **state);
   int (*cg_pq)(void *impl, void *state, const fe_buffer *p, const fe_buffer *q, size_t n,
                fe_precision prec, int it);
   int (*cg_step)(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer *p,
-                 const fe_buffer *q, const fe_buffer *d, size_t n, fe_precision prec, int it);
+                 const fe_buffer *q, const fe_buffer *d, size_t n, fe_precision prec, int it,
+                 int half);
   int (*cg_wait)(void *impl, void *state, int it, double *pq, double *rr, double *rz);
   void (*cg_end)(void *impl, void *state);
   /* Optional (NULL: none), beside the five: step it's (p, q) from the apply itself. cg_parts
@@ -233,6 +248,15 @@ typedef struct fe_backend_ops {
    * parts->ptr left NULL: none for this step (cg_pq then). The kernels of a backend with
    * cg_parts add them: its dialect defines FE_PQ_SUM (engine/codegen/kernels/sumfact.knl). */
   int (*cg_parts)(void *impl, void *state, int it, fe_buffer *parts, int *slot);
+  /* Optional (NULL: a split space's CG goes through the host), beside the five: the scalars
+   * of a step of a space split over ranks (engine/solve/solver.c), which the host adds over
+   * the ranks between the step's parts. what = FE_CG_PQ_READ: step it's (p, q) of this
+   * rank's cells (its parts summed in their order, or cg_pq's), waited for, into v[0];
+   * FE_CG_PQ_PUT: step it's (p, q) set to v[0] (the ranks' sum; the step's update reads it
+   * and sums no parts, its direction still zeroes them), queued; FE_CG_SUMS_PUT: step it's
+   * (r, r) and (r, z) set to v[0], v[1] after its update (half 1), before its direction
+   * (half 2) reads them, queued. */
+  int (*cg_split)(void *impl, void *state, int it, int what, double *v);
 
   /* Optional (NULL: none): the vendor's sparse product on felab's CSR arrays (cuSPARSE on
    * cuda, opened at run time), the reference for felab's own products. sparse_make keeps

@@ -253,4 +253,5 @@ const fe_backend_ops fe_backend_cpu_ops = {
     .cg_wait = cpu_cg_wait,
     .cg_end = cpu_cg_end,
     .cg_parts = cpu_cg_parts,
+    .cg_split = cpu_cg_split,
 };

@@ -301,24 +301,50 @@ static double cpu_cg_parts_sum(cpu_cg *g, int k)
   return pq;
 }
 
-/* Step it: alpha = rz / (p, q), the update, beta = new rz / old rz, the direction moving x */
+/* Step it: alpha = rz / (p, q), the update, beta = new rz / old rz, the direction moving x;
+ * half 1 the update alone, half 2 the direction alone (its sums as cg_split put them) */
 int cpu_cg_step(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer *p,
-                const fe_buffer *q, const fe_buffer *d, size_t n, fe_precision prec, int it)
+                const fe_buffer *q, const fe_buffer *d, size_t n, fe_precision prec, int it,
+                int half)
 {
   (void)impl;
   cpu_cg *g = state;
   const int k = it & 1;
-  const double pq = g->from_parts[k] ? cpu_cg_parts_sum(g, k) : g->pq[k];
-  g->from_parts[k] = 0;
-  const double alpha = g->rz / pq;
-  double rr, rz;
-  cpu_cg_update_any(NULL, r, p, q, d, alpha, n, prec, &rr, &rz); /* r <- r - alpha q */
-  cpu_cg_direction_any(p, r, d, rz / g->rz, x, alpha, n, prec);  /* x += alpha p, p = z + beta p */
-  g->out[k][0] = pq;
-  g->out[k][1] = rr;
-  g->out[k][2] = rz;
-  g->done[k] = it;
+  if (half != 2) {
+    const double pq = g->from_parts[k] ? cpu_cg_parts_sum(g, k) : g->pq[k];
+    g->from_parts[k] = 0;
+    double rr, rz;
+    cpu_cg_update_any(NULL, r, p, q, d, g->rz / pq, n, prec, &rr, &rz); /* r <- r - alpha q */
+    g->out[k][0] = pq;
+    g->out[k][1] = rr;
+    g->out[k][2] = rz;
+    g->done[k] = it;
+  }
+  if (half == 1) return 0;
+  const double alpha = g->rz / g->out[k][0], rz = g->out[k][2];
+  cpu_cg_direction_any(p, r, d, rz / g->rz, x, alpha, n, prec); /* x += alpha p, p = z + beta p */
   g->rz = rz;
+  return 0;
+}
+
+/* A split space's step it: its (p, q) read or set, its (r, r) and (r, z) set (backend.h) */
+int cpu_cg_split(void *impl, void *state, int it, int what, double *v)
+{
+  (void)impl;
+  cpu_cg *g = state;
+  const int k = it & 1;
+  if (what == FE_CG_PQ_READ) {
+    if (g->from_parts[k]) g->pq[k] = cpu_cg_parts_sum(g, k);
+    g->from_parts[k] = 0;
+    v[0] = g->pq[k];
+  } else if (what == FE_CG_PQ_PUT) {
+    g->pq[k] = v[0];
+    g->from_parts[k] = 0;
+  } else {
+    FE_ASSERT(g->done[k] == it, FE_ERR_INTERNAL, "cg_split: step %d was not updated", it);
+    g->out[k][1] = v[0];
+    g->out[k][2] = v[1];
+  }
   return 0;
 }
 

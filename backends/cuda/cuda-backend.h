@@ -245,7 +245,7 @@ typedef struct cuda_vector {
   CUfunction dot[FE_NPRECISIONS], reduce[FE_NPRECISIONS];
   CUfunction cg_update[FE_NPRECISIONS], cg_direction[FE_NPRECISIONS];
   CUfunction cg_pq[FE_NPRECISIONS], cg_update_at[FE_NPRECISIONS];
-  CUfunction cg_direction_at[FE_NPRECISIONS];
+  CUfunction cg_direction_at[FE_NPRECISIONS], cg_pq_parts[FE_NPRECISIONS];
   CUdeviceptr scratch;  /* done-counter, two results, then two partials per block */
   int max_blocks;       /* partials in scratch */
 } cuda_vector;
@@ -259,6 +259,7 @@ typedef struct cuda_impl {
   CUstream side;         /* the side queue (cuda_side: made on first use, non-blocking, the
                           * highest priority, so its small launches pass the main queue's) */
   CUevent forked, joined; /* the main queue's point the side waits for, and the side's end */
+  CUevent marks[FE_MARKS]; /* cuda_mark's points (made on first use) */
   fe_device_info info;
   int ordinal;           /* the device's index among the driver's (cuda_device_index) */
   int cc;                /* compute capability, major * 10 + minor */
@@ -322,6 +323,8 @@ int cuda_ipc_import(void *impl, const unsigned char handle[64], size_t bytes, fe
 void cuda_ipc_close(void *impl, fe_buffer *peer);
 int cuda_copy(void *impl, fe_buffer *dst, const fe_buffer *src, size_t bytes);
 int cuda_finish(void *impl);
+int cuda_mark(void *impl, int slot);
+int cuda_mark_wait(void *impl, int slot);
 int cuda_side(void *impl, int op);
 /* An FE_ERR_BACKEND error for a failed driver call `what` (FE_ERR_MEM when out of memory);
  * an error from a kernel that faulted marks the context lost. */
@@ -376,8 +379,10 @@ int cuda_cg_direction(void *impl, fe_buffer *p, const fe_buffer *r, const fe_buf
 int cuda_cg_begin(void *impl, double rz, void **state);
 int cuda_cg_pq(void *impl, void *state, const fe_buffer *p, const fe_buffer *q, size_t n,
                fe_precision prec, int it);
+int cuda_cg_split(void *impl, void *state, int it, int what, double *v);
 int cuda_cg_step(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer *p,
-                 const fe_buffer *q, const fe_buffer *d, size_t n, fe_precision prec, int it);
+                 const fe_buffer *q, const fe_buffer *d, size_t n, fe_precision prec, int it,
+                 int half);
 int cuda_cg_wait(void *impl, void *state, int it, double *pq, double *rr, double *rz);
 int cuda_cg_parts(void *impl, void *state, int it, fe_buffer *parts, int *slot);
 void cuda_cg_end(void *impl, void *state);

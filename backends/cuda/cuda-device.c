@@ -210,6 +210,8 @@ void cuda_close(void *impl)
     if (cu->side) cu->api.cuStreamDestroy(cu->side);
     if (cu->forked) cu->api.cuEventDestroy(cu->forked);
     if (cu->joined) cu->api.cuEventDestroy(cu->joined);
+    for (int i = 0; i < FE_MARKS; i++)
+      if (cu->marks[i]) cu->api.cuEventDestroy(cu->marks[i]);
     if (cu->start) cu->api.cuEventDestroy(cu->start);
     if (cu->stop) cu->api.cuEventDestroy(cu->stop);
     for (int i = 0; i < 2; i++) {
@@ -497,6 +499,29 @@ int cuda_side(void *impl, int op)
     err = a->cuStreamWaitEvent(NULL, cu->joined, 0);
   }
   if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "the side stream");
+  return 0;
+}
+
+/* A point of the current queue, and the wait for it alone (backend.h's mark). */
+int cuda_mark(void *impl, int slot)
+{
+  cuda_impl *cu = impl;
+  FE_CHECK(cuda_usable(cu));
+  FE_ASSERT(slot >= 0 && slot < FE_MARKS, FE_ERR_INTERNAL, "mark %d of %d", slot, FE_MARKS);
+  CUresult err = CUDA_SUCCESS;
+  if (!cu->marks[slot]) err = cu->api.cuEventCreate(&cu->marks[slot], 0x2 /* DISABLE_TIMING */);
+  if (err == CUDA_SUCCESS) err = cu->api.cuEventRecord(cu->marks[slot], cu->cur);
+  if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "marking the queue");
+  return 0;
+}
+
+int cuda_mark_wait(void *impl, int slot)
+{
+  cuda_impl *cu = impl;
+  FE_ASSERT(slot >= 0 && slot < FE_MARKS && cu->marks[slot], FE_ERR_INTERNAL,
+            "a wait for mark %d, never made", slot);
+  CUresult err = cu->api.cuEventSynchronize(cu->marks[slot]);
+  if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "waiting for a mark of the queue");
   return 0;
 }
 

@@ -348,6 +348,12 @@ static const char vector_source[] =
     "      fe_cg_update_slice<T, false, false>(x, r, p, q, d, alpha, n, v); \\\n"
     "    fe_grid_combine<2>(v, 0, scratch, s, &last, c + 4 * k + 1); \\\n"
     "  } \\\n"
+    "  extern \"C\" __global__ void fe_vec_cg_pq_parts_##S(double *c, int k, const double *parts) \\\n"
+    "  { /* a split space's step: its (p, q) parts summed as the update sums them, for the host */ \\\n"
+    "    double pq = 0; \\\n"
+    "    for (int i = 0; i < " FE_XSTR(FE_PQ_PARTS) "; i++) pq += parts[i * " FE_XSTR(FE_PQ_STRIDE) "]; \\\n"
+    "    c[4 * k] = pq; \\\n"
+    "  } \\\n"
     "  extern \"C\" __global__ void fe_vec_cg_direction_at_##S(T *p, const T *r, const T *d, \\\n"
     "                                                        T *x, idx n, const double *c, \\\n"
     "                                                        int k, double *parts) \\\n"
@@ -418,6 +424,7 @@ static int cuda_vector_get(cuda_impl *cu)
     FE_CHECK(cuda_vector_function(cu, "cg_pq", p, &v->cg_pq[p]));
     FE_CHECK(cuda_vector_function(cu, "cg_update_at", p, &v->cg_update_at[p]));
     FE_CHECK(cuda_vector_function(cu, "cg_direction_at", p, &v->cg_direction_at[p]));
+    FE_CHECK(cuda_vector_function(cu, "cg_pq_parts", p, &v->cg_pq_parts[p]));
   }
   return cuda_vector_scratch(cu);
 }
@@ -613,7 +620,9 @@ typedef struct cuda_cg {
   CUdeviceptr c;          /* 8 doubles */
   CUdeviceptr parts;      /* 2 x FE_PQ_PARTS x FE_PQ_STRIDE doubles: an apply's (p, q) parts */
   int from_parts[2];      /* step k's (p, q) from the parts (cg_parts), not its own pass */
-  double *host;           /* CG_RING x 4 doubles, page-locked */
+  int zero_parts[2];      /* step k's parts summed already (cg_split): its direction zeroes them */
+  double *host;           /* CG_RING x 4 doubles, page-locked; then CG_RING x 4 more, the
+                           * values cg_split puts on their way to the device */
   CUevent done[CG_RING];  /* recorded after each slot's copy */
 } cuda_cg;
 
@@ -646,7 +655,7 @@ int cuda_cg_begin(void *impl, double rz, void **state)
   if (err == CUDA_SUCCESS) /* zero once: each step's direction zeroes the parts it read */
     err = cu->api.cuMemsetD8Async(g->parts, 0, pbytes, NULL);
   if (err == CUDA_SUCCESS)
-    err = cu->api.cuMemAllocHost((void **)&g->host, CG_RING * 4 * sizeof(double));
+    err = cu->api.cuMemAllocHost((void **)&g->host, 2 * CG_RING * 4 * sizeof(double));
   for (int i = 0; i < CG_RING && err == CUDA_SUCCESS; i++)
     err = cu->api.cuEventCreate(&g->done[i], CU_EVENT_DISABLE_TIMING);
   if (err != CUDA_SUCCESS) {
@@ -674,9 +683,11 @@ int cuda_cg_pq(void *impl, void *state, const fe_buffer *p, const fe_buffer *q, 
                   NULL);
 }
 
-/* Step it's update, the copy of its scalars to the host, and its direction, all queued. */
+/* Step it's update, the copy of its scalars to the host, and its direction, all queued
+ * (half 1: the update and the copy; half 2: the direction). */
 int cuda_cg_step(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer *p,
-                 const fe_buffer *q, const fe_buffer *d, size_t n, fe_precision prec, int it)
+                 const fe_buffer *q, const fe_buffer *d, size_t n, fe_precision prec, int it,
+                 int half)
 {
   cuda_impl *cu = impl;
   cuda_cg *g = state;
@@ -687,19 +698,60 @@ int cuda_cg_step(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer 
   CUdeviceptr pd = d ? (CUdeviceptr)(size_t)d->ptr : 0; /* null: no preconditioner */
   long long nn = (long long)n;
   int k = it & 1, slot = it % CG_RING;
-  CUdeviceptr parts = g->from_parts[k] ? g->parts + (size_t)k * FE_PQ_PARTS * FE_PQ_STRIDE * sizeof(double) : 0;
-  g->from_parts[k] = 0;
-  void *update[] = {&px, &pr, &pp, &pq, &pd, &nn, &cu->vector.scratch, &g->c, &k, &parts};
-  size_t blocks = cuda_vector_blocks(cu, n, REDUCE_BLOCKS_PER_SM, (size_t)cu->vector.max_blocks);
-  FE_CHECK(cuda_run(cu, cu->vector.cg_update_at[prec], "fe_vec_cg_update_at", blocks,
-                    VECTOR_BLOCK, 0, update, NULL));
-  CUresult err = cu->api.cuMemcpyDtoHAsync(g->host + 4 * slot, g->c + 4 * k * sizeof(double),
-                                           3 * sizeof(double), NULL);
-  if (err == CUDA_SUCCESS) err = cu->api.cuEventRecord(g->done[slot], NULL);
-  if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "copying CG's scalars to the host");
-  void *direction[] = {&pp, &pr, &pd, &px, &nn, &g->c, &k, &parts};
+  CUdeviceptr slot_parts = g->parts + (size_t)k * FE_PQ_PARTS * FE_PQ_STRIDE * sizeof(double);
+  if (half != 2) {
+    CUdeviceptr parts = g->from_parts[k] ? slot_parts : 0; /* summed here, or (p, q) given */
+    g->zero_parts[k] |= g->from_parts[k];
+    g->from_parts[k] = 0;
+    void *update[] = {&px, &pr, &pp, &pq, &pd, &nn, &cu->vector.scratch, &g->c, &k, &parts};
+    size_t blocks = cuda_vector_blocks(cu, n, REDUCE_BLOCKS_PER_SM, (size_t)cu->vector.max_blocks);
+    FE_CHECK(cuda_run(cu, cu->vector.cg_update_at[prec], "fe_vec_cg_update_at", blocks,
+                      VECTOR_BLOCK, 0, update, NULL));
+    CUresult err = cu->api.cuMemcpyDtoHAsync(g->host + 4 * slot, g->c + 4 * k * sizeof(double),
+                                             3 * sizeof(double), NULL);
+    if (err == CUDA_SUCCESS) err = cu->api.cuEventRecord(g->done[slot], NULL);
+    if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "copying CG's scalars to the host");
+  }
+  if (half == 1) return 0;
+  CUdeviceptr zero = g->zero_parts[k] ? slot_parts : 0; /* the parts the step summed */
+  g->zero_parts[k] = 0;
+  void *direction[] = {&pp, &pr, &pd, &px, &nn, &g->c, &k, &zero};
   return cuda_vector_run(cu, cu->vector.cg_direction_at[prec], "fe_vec_cg_direction_at", n,
                          direction);
+}
+
+/* A split space's step it: its (p, q) read (its parts summed on the device first) or set, its
+ * (r, r) and (r, z) set, from page-locked slots of the ring (backend.h's cg_split). */
+int cuda_cg_split(void *impl, void *state, int it, int what, double *v)
+{
+  cuda_impl *cu = impl;
+  cuda_cg *g = state;
+  int k = it & 1;
+  double *put = g->host + 4 * CG_RING + 4 * (it % CG_RING);
+  CUdeviceptr at = g->c + 4 * k * sizeof(double);
+  CUresult err = CUDA_SUCCESS;
+  if (what == FE_CG_PQ_READ) {
+    if (g->from_parts[k]) {
+      CUdeviceptr parts = g->parts + (size_t)k * FE_PQ_PARTS * FE_PQ_STRIDE * sizeof(double);
+      void *params[] = {&g->c, &k, &parts};
+      FE_CHECK(cuda_run(cu, cu->vector.cg_pq_parts[FE_DOUBLE], "fe_vec_cg_pq_parts", 1, 1, 0,
+                        params, NULL));
+      g->zero_parts[k] = 1;
+      g->from_parts[k] = 0;
+    }
+    err = cu->api.cuMemcpyDtoH(put, at, sizeof(double)); /* after the step's work so far */
+    v[0] = put[0];
+  } else if (what == FE_CG_PQ_PUT) {
+    put[0] = v[0];
+    g->from_parts[k] = 0;
+    err = cu->api.cuMemcpyHtoDAsync(at, put, sizeof(double), NULL);
+  } else {
+    put[1] = v[0];
+    put[2] = v[1];
+    err = cu->api.cuMemcpyHtoDAsync(at + sizeof(double), put + 1, 2 * sizeof(double), NULL);
+  }
+  if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "moving a split CG step's scalars");
+  return 0;
 }
 
 /* Step it's (p, q) parts for an apply to add its element quadratic forms into: zero (at the

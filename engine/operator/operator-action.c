@@ -206,19 +206,27 @@ static int op_report(fe_realization *r, fe_action a, const fe_action_opts *o, co
 }
 
 /* A split space's integration in two phases (fe_realization's phased): the cells with a
- * shared node, the exchange begun (their sums gathered, the messages posted), the other
- * cells queued and the messages waited for while the device works, then the sums. The
- * exchange's time is the host's in its steps, the cells' work apart: the boundary cells are
- * waited for before its clock starts (the gather waits for them anyway; inside the exchange's
- * time they had been 15-30 us of its 38-59 on two H200s, which the model predicts without
- * them), the interior's run beside it. */
+ * shared node, the exchange begun (their sums gathered), the other cells queued, the
+ * messages posted and waited for while the device works, then the sums. The exchange's time
+ * is the host's in its steps, the cells' work apart: the boundary cells are waited for before
+ * its clock starts (inside the exchange's time they had been 15-30 us of its 38-59 on two
+ * H200s, which the model predicts without them), the interior's run beside it. Where the
+ * shares go device to device (fe_dist_direct) and the backend marks its queue, the host
+ * waits for no kernel before the interior's is queued: the gather and the interior follow
+ * the boundary cells in the queue at once, and the host then waits for the boundary cells'
+ * mark (untimed) and the gather's (the exchange's) before it posts the messages; elsewhere
+ * the boundary cells are waited for whole before the exchange begins, and the interior's
+ * before the sums (whose copy to the device would wait for it inside the exchange's time);
+ * on the direct path the sums are queued behind the interior's kernel. */
 static int op_run_phased(fe_realization *r, fe_action a, const fe_vector *u, const fe_vector *w,
                          fe_vector *out, int *launches)
 {
   const fe_dist *d = r->A->V->dist;
+  const fe_backend_ops *ops = r->be->ops;
+  const int marked = ops->mark && ops->mark_wait && fe_dist_direct(d, out);
   r->phase = 1;
   int rc = r->st->integrate(r, a, u, w, out, launches);
-  if (!rc) rc = r->be->ops->finish(r->be->impl);
+  if (!rc) rc = marked ? ops->mark(r->be->impl, FE_MARK_CELLS) : ops->finish(r->be->impl);
   double t0 = fe_clock();
   if (rc) {
     r->phase = 0;
@@ -229,12 +237,13 @@ static int op_run_phased(fe_realization *r, fe_action a, const fe_vector *u, con
   r->phase = 2;
   rc = r->st->integrate(r, a, u, w, out, launches); /* queued: the device works */
   r->phase = 0;
+  if (!rc && marked) rc = ops->mark_wait(r->be->impl, FE_MARK_CELLS);
   t0 = fe_clock();
   /* the messages complete while it does (and even after an error: the neighbours posted
    * theirs); the host's wait for them is the exchange's, the interior's is not */
   int rc2 = fe_dist_sum_wait(d, out);
   double waited = fe_clock() - t0;
-  if (!rc) rc = r->be->ops->finish(r->be->impl);
+  if (!rc && !marked) rc = ops->finish(r->be->impl); /* (a copy to the device would wait) */
   t0 = fe_clock();
   if (!rc2) rc2 = fe_dist_sum_end(d, out, &r->xbytes, &r->xmessages);
   r->xseconds = begun + waited + fe_clock() - t0;

@@ -320,6 +320,14 @@ int fe_dist_reduce_begin(const fe_dist *d, const fe_vector *x, const fe_vector *
   return fe_dist_device_dot_launch(v, x, y ? y : x, 0);
 }
 
+int fe_dist_reduce_begin_cg(const fe_dist *d, const fe_vector *r, const fe_vector *dg)
+{
+  if (!d || d->size == 1 || !d->nnot) return 0;
+  fe_dist_device *v;
+  FE_CHECK(fe_dist_device_get(d, r->be, r->prec, &v));
+  return fe_dist_device_dot_launch(v, r, dg, dg ? 2 : 1);
+}
+
 void fe_dist_reduce_cancel(const fe_dist *d, const fe_vector *x)
 {
   fe_dist_device *v;

@@ -82,6 +82,9 @@ void fe_dist_reduce_cancel(const fe_dist *d, const fe_vector *x);
  * local entry, made the whole space's (one sum over the ranks for both). */
 int fe_dist_reduce_cg(const fe_dist *d, const fe_vector *r, const fe_vector *dg, double *rr,
                       double *rz);
+/* The correction of the next fe_dist_reduce_cg of r and dg, queued ahead of the backend's
+ * read of its own sums (fe_dist_reduce_begin's for CG's update). */
+int fe_dist_reduce_begin_cg(const fe_dist *d, const fe_vector *r, const fe_vector *dg);
 int fe_dist_reduce_sum(const fe_dist *d, double *s, int n);
 /* What one exchange of d does on this rank with vectors in prec on be (the model's input,
  * fe_perf_exchange; be NULL: through the host); all zero on one rank. */

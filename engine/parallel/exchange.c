@@ -38,6 +38,9 @@ struct fe_dist_device {
    * device to device; only a one-value message a neighbour (the shares are ready) goes
    * through MPI. ipc: 0 not tried yet, 1 on, -1 off (host-staged). */
   int ipc, turn;
+  int unposted;         /* the ipc path's shares gathered, their messages not yet posted */
+  int nnb_posting;      /* (the neighbours those go to: d's, in order) */
+  int posting_ranks[256];
   fe_buffer out[2];     /* this rank's shares, in the send layout: nsend reals each */
   fe_buffer *peer;      /* neighbour k's two buffers: peer[2 k], peer[2 k + 1] */
   int *at, *from, *count; /* block k: here at[k], there from[k] (entries), count[k] entries */
@@ -255,10 +258,27 @@ int fe_dist_device_begin(fe_dist_device *v, const fe_vector *y, int nnb, const i
                           {.kind = FE_ARG_BUFFER, .buf = &y->buf},
                           {.kind = FE_ARG_BUFFER, .buf = &v->out[v->turn]}};
   FE_CHECK(launch(v, v->gather, v->d->nsend, 3, args));
-  FE_CHECK(v->be->ops->finish(v->be->impl)); /* the shares there before a neighbour reads them */
+  /* the messages go once the gather is done (fe_dist_device_wait), so that the host need not
+   * wait for it here: the interior cells' kernel queued after it meanwhile */
+  const fe_backend_ops *ops = v->be->ops;
+  if (ops->mark) FE_CHECK(ops->mark(v->be->impl, FE_MARK_GATHERED));
+  v->unposted = 1;
+  v->nnb_posting = nnb;
+  memcpy(v->posting_ranks, ranks, sizeof(int) * (size_t)nnb); /* nnb <= 256 (dist.c) */
+  return 0;
+}
+
+/* The ipc path's messages: one value a neighbour, once this rank's shares are there for them
+ * to read (the gather's mark waited for). */
+static int post_tokens(fe_dist_device *v)
+{
+  const fe_backend_ops *ops = v->be->ops;
+  v->unposted = 0;
+  FE_CHECK(ops->mark_wait ? ops->mark_wait(v->be->impl, FE_MARK_GATHERED) : ops->finish(v->be->impl));
   int ones[256];
-  for (int k = 0; k < nnb && k < 256; k++) ones[k] = 1;
-  return fe_comm_exchange_begin(nnb, ranks, ones, v->token, v->token + nnb, &v->pending);
+  for (int k = 0; k < v->nnb_posting && k < 256; k++) ones[k] = 1;
+  return fe_comm_exchange_begin(v->nnb_posting, v->posting_ranks, ones, v->token,
+                                v->token + v->nnb_posting, &v->pending);
 }
 
 int fe_dist_device_direct(const fe_dist *d, const fe_backend *be, fe_precision prec)
@@ -270,6 +290,7 @@ int fe_dist_device_direct(const fe_dist *d, const fe_backend *be, fe_precision p
 
 int fe_dist_device_wait(fe_dist_device *v)
 {
+  if (v->unposted) FE_CHECK(post_tokens(v));
   void *pending = v->pending;
   v->pending = NULL;
   return fe_comm_exchange_end(pending);

@@ -13,6 +13,8 @@
  * moves in the direction's pass, and (p, q) comes from the apply where it can (cg_parts); on
  * cuda no step waits for the host: it reads step it's norms while the device runs step
  * it + 1 (cg_device_loop), so a converged solve has queued one apply past its last step.
+ * A space split over ranks keeps the same passes, its scalars added over the ranks between a
+ * step's parts (cg_split_loop: two waits a step, each with one MPI_Allreduce).
  * J (and its diagonal) is taken at the state
  * o->at: zero for linear physics, Newton's current iterate for nonlinear (engine/solve/newton.c).
  * Every other preconditioner is a unit of the layer (engine/solve/precond.h), made for the solve
@@ -278,13 +280,67 @@ static int cg_device_loop(fe_operator *A, fe_vector *x, const fe_solver_opts *o,
       FE_CHECK(cg_device_read(g, it - 1, o, info, r0, target, &stop));
       if (stop) return 0;
     }
-    FE_CHECK(fe_vector_cg_step(g, x, k->r, k->p, k->q, d, it));
+    FE_CHECK(fe_vector_cg_step(g, x, k->r, k->p, k->q, d, it, 0));
     if (!lag) {
       FE_CHECK(cg_device_read(g, it, o, info, r0, target, &stop));
       if (stop) return 0;
     }
   }
   return lag ? cg_device_read(g, o->maxit, o, info, r0, target, &stop) : 0;
+}
+
+/* The iteration of a split space (x->dist) with its scalars on the device: the device loop's
+ * passes, the ranks' sums put between a step's parts. Its (p, q), this rank's share (its
+ * cells' parts, or its pass less the entries another rank owns), is read, added over the
+ * ranks and put back before the update reads it; the update's (r, r) and (r, z) likewise
+ * before the direction reads them: two waits on the device a step, each with one
+ * MPI_Allreduce (the host loop: three waits, and 13 words a dof where these passes move 10).
+ * The direction moves x, so it runs before the step's stop is read. */
+static int cg_split_loop(fe_operator *A, fe_vector *x, const fe_solver_opts *o,
+                         const fe_action_opts *act, cg_work *k, const fe_vector *d,
+                         fe_cg_device *g, int fused, double r0, double target,
+                         fe_solver_info *info, fe_report *apply_rep, int *applies,
+                         int *pq_passes)
+{
+  const fe_dist *dist = x->dist;
+  int stop = 0;
+  for (int it = 1; it <= o->maxit && !stop; it++) {
+    FE_CHECK_INTERRUPT();
+    fe_action_opts a = *act;
+    fe_buffer parts = {0};
+    if (fused) FE_CHECK(fe_vector_cg_parts(g, it, &parts, &a.pq_slot));
+    a.pq = parts.ptr ? &parts : NULL;
+    FE_CHECK(fe_operator_apply(A, k->p, o->at, &a, &k->q, apply_rep)); /* q = J(at) p */
+    (*applies)++;
+    k->xseconds += apply_rep->exchange_seconds;
+    int added = apply_rep->pq_added;
+    if (!added) { /* (p, q) in a pass of its own, the correction queued before the read */
+      FE_CHECK(fe_vector_cg_pq(g, k->p, k->q, it));
+      FE_CHECK(fe_dist_reduce_begin(dist, k->p, k->q));
+      (*pq_passes)++;
+    }
+    double s[2], rr, rz;
+    FE_CHECK(fe_vector_cg_split(g, it, FE_CG_PQ_READ, &s[0]));
+    if (!added) FE_CHECK(fe_dist_reduce_dot(dist, k->p, k->q, &s[0]));
+    else { /* each rank's cells' parts: their sum is (p, J p), with how many ranks had them */
+      s[1] = 1;
+      FE_CHECK(fe_dist_reduce_sum(dist, s, 2));
+      FE_ASSERT(s[1] == dist->size, FE_ERR_INTERNAL,
+                "cg: %g of %d ranks made (p, q) in their applies at iteration %d", s[1],
+                dist->size, it);
+    }
+    FE_CHECK(cg_positive(info, s[0], it));
+    FE_CHECK(fe_vector_cg_split(g, it, FE_CG_PQ_PUT, &s[0]));
+    FE_CHECK(fe_vector_cg_step(g, x, k->r, k->p, k->q, d, it, 1));
+    FE_CHECK(fe_dist_reduce_begin_cg(dist, k->r, d));
+    FE_CHECK(fe_vector_cg_wait(g, it, &s[0], &rr, &rz));
+    FE_CHECK(fe_dist_reduce_cg(dist, k->r, d, &rr, &rz));
+    s[0] = rr, s[1] = rz;
+    FE_CHECK(fe_vector_cg_split(g, it, FE_CG_SUMS_PUT, s));
+    FE_CHECK(fe_vector_cg_step(g, x, k->r, k->p, k->q, d, it, 2));
+    FE_CHECK(cg_record(o, info, it, rr, r0, target, &stop));
+  }
+  return 0;
 }
 
 /* The iteration with its scalars on the host (any preconditioner; U: one that runs through
@@ -378,6 +434,20 @@ static int cg_predict_split(const fe_vector *x, int applies, int steps, int unit
   return 0;
 }
 
+/* Whether (p, q) may come from the apply's quadrature (its element forms, w masked at the
+ * constrained rows): it equals (p, J p) where p is zero on those rows, at every step when r
+ * is zero there at the start (z, p, q and r then stay zero there). A split space's ranks
+ * agree (each rank's cells' forms, added, are the whole's; a rank's pass is its owned rows'). */
+static int cg_pq_fused(fe_operator *A, const fe_vector *r, const fe_action_opts *act, int *fused)
+{
+  double rc_norm;
+  FE_CHECK(fe_operator_constrained_norm(A, r, act, &rc_norm));
+  double f = rc_norm == 0;
+  FE_CHECK(fe_dist_reduce_minmax(r->dist, &f, 0));
+  *fused = f > 0;
+  return 0;
+}
+
 /* The iteration itself; x holds the initial guess and receives the solution. */
 static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe_solver_opts *o,
                       cg_work *k, fe_solver_info *info)
@@ -430,15 +500,8 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   }
   fe_cg_device *g = NULL; /* the scalars on the device, where the backend can */
   if (!U && !info->converged && o->maxit > 0) FE_CHECK(fe_vector_cg_begin(x, rz, &g));
-  /* (p, q) from the apply's quadrature (its element forms, w masked at the constrained rows)
-   * equals (p, J p) where p is zero on those rows: at every step, when r is zero there at the
-   * start (z, p, q and r then stay zero there). o->pq_pass: (p, q) in its own pass */
   int fused = 0;
-  if (g && !o->pq_pass) {
-    double rc_norm;
-    FE_CHECK(fe_operator_constrained_norm(A, k->r, &act, &rc_norm));
-    fused = rc_norm == 0;
-  }
+  if (g && !o->pq_pass) FE_CHECK(cg_pq_fused(A, k->r, &act, &fused));
   double vflops, vbytes;
   int vlaunches;
   if (U) {
@@ -454,8 +517,9 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   int applies = 0, pq_passes = 0;
   act.nowait = 1; /* the applies queued, not waited for: the next read waits for them */
   if (g) {
-    int rc = cg_device_loop(A, x, o, &act, k, d, g, fused, r0, target, info, &apply_rep,
-                            &applies, &pq_passes);
+    int rc = (x->dist ? cg_split_loop : cg_device_loop)(A, x, o, &act, k, d, g, fused, r0,
+                                                         target, info, &apply_rep, &applies,
+                                                         &pq_passes);
     fe_vector_cg_end(g);
     FE_CHECK(rc);
   }

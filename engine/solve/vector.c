@@ -270,7 +270,7 @@ int fe_vector_cg_begin(const fe_vector *x, double rz, fe_cg_device **g)
   *g = NULL;
   const fe_backend_ops *ops = x->be->ops;
   if (!ops->cg_begin || !ops->cg_pq || !ops->cg_step || !ops->cg_wait || !ops->cg_end ||
-      x->n == 0 || x->dist) /* a split space's: its dots over the ranks, on the host */
+      x->n == 0 || (x->dist && !ops->cg_split)) /* a split space's: its sums through the host */
     return 0;
   const char *host = getenv("FELAB_CG_HOST"); /* 1: the host's loop (to compare the two) */
   if (host && *host == '1') return 0;
@@ -295,7 +295,7 @@ int fe_vector_cg_pq(fe_cg_device *g, const fe_vector *p, const fe_vector *q, int
 }
 
 int fe_vector_cg_step(fe_cg_device *g, fe_vector *x, fe_vector *r, fe_vector *p,
-                      const fe_vector *q, const fe_vector *d, int it)
+                      const fe_vector *q, const fe_vector *d, int it, int half)
 {
   FE_CHECK(fe_vector_check_compatible(x, r, "cg_step"));
   FE_CHECK(fe_vector_check_compatible(x, p, "cg_step"));
@@ -304,7 +304,13 @@ int fe_vector_cg_step(fe_cg_device *g, fe_vector *x, fe_vector *r, fe_vector *p,
   FE_ASSERT(x->be == g->be, FE_ERR_ARG, "cg_step: the vectors are on %s, CG's scalars on %s",
             x->be->name, g->be->name);
   return g->be->ops->cg_step(g->be->impl, g->state, &x->buf, &r->buf, &p->buf, &q->buf,
-                             d ? &d->buf : NULL, (size_t)x->n, x->prec, it);
+                             d ? &d->buf : NULL, (size_t)x->n, x->prec, it, half);
+}
+
+int fe_vector_cg_split(fe_cg_device *g, int it, int what, double *v)
+{
+  FE_ASSERT(g->be->ops->cg_split, FE_ERR_INTERNAL, "%s keeps no split CG steps", g->be->name);
+  return g->be->ops->cg_split(g->be->impl, g->state, it, what, v);
 }
 
 int fe_vector_cg_wait(fe_cg_device *g, int it, double *pq, double *rr, double *rz)

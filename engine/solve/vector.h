@@ -50,12 +50,16 @@ int fe_vector_cg_direction(fe_vector *p, const fe_vector *r, const fe_vector *d,
  * cg_end): no step of the iteration waits for the host, which reads step it's (p, q),
  * (r, r) and (r, z) while the device runs step it + 1 (on a synchronous backend, the cpu,
  * right after step it). fe_vector_cg_begin sets *g to NULL where the backend cannot (the
- * solver then goes through the host: fe_vector_cg_update). */
+ * solver then goes through the host: fe_vector_cg_update). A split space's steps (x->dist)
+ * have their scalars added over the ranks between their halves: fe_vector_cg_step's half (0
+ * the whole step, 1 the update, 2 the direction) and fe_vector_cg_split (backend.h's
+ * cg_split: what FE_CG_PQ_READ, FE_CG_PQ_PUT, FE_CG_SUMS_PUT). */
 typedef struct fe_cg_device fe_cg_device;
 int fe_vector_cg_begin(const fe_vector *x, double rz, fe_cg_device **g);
 int fe_vector_cg_pq(fe_cg_device *g, const fe_vector *p, const fe_vector *q, int it);
 int fe_vector_cg_step(fe_cg_device *g, fe_vector *x, fe_vector *r, fe_vector *p,
-                      const fe_vector *q, const fe_vector *d, int it);
+                      const fe_vector *q, const fe_vector *d, int it, int half);
+int fe_vector_cg_split(fe_cg_device *g, int it, int what, double *v);
 int fe_vector_cg_wait(fe_cg_device *g, int it, double *pq, double *rr, double *rz);
 void fe_vector_cg_end(fe_cg_device *g);
 /* Step it's (p, q) partial sums, zeroed, for the apply to add into (fe_action_opts.pq):

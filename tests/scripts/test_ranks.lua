@@ -203,6 +203,10 @@ local VQ3 = fe.space(h, "Q3")
 local Q3 = fe.operator(VQ3, physics.poisson{kappa = "1 + x[1]", source = 1},
                        {dirichlet = {"xmin", "ymax"}})
 cases("Q3", Q3, VQ3)
+-- the cpu's CG keeps its scalars in a state on a split space too (solver.c's cg_split_loop):
+-- every step's (p, q) from the applies' element forms, the ranks' added
+local _, iq = solve.cg(Q3, {rtol = 1e-10})
+out[#out + 1] = ("SPLITCG %s %d"):format(tostring(iq.pq_from_apply), iq.iterations)
 local ok, t = pcall(mesh.load, "meshes/torso.geo", {size = 0.12})
 if ok then
   case("torso-P2", fe.operator(fe.space(t, "P2"), physics.poisson{kappa = {body = 1,
@@ -315,6 +319,9 @@ for np = 1, 3 do
       end
     end
   end
+  local fused, fits = o:match("SPLITCG (%a+) (%d+)")
+  check(fused == "true" and r.Q3 and tonumber(fits) == r.Q3[1], "%d ranks: the cpu's CG of Q3 "
+        .. "took (p, q) from its applies: %s (%s iterations)", np, tostring(fused), tostring(fits))
   runs[np] = r
   local ran = r.P1 and r.Q3 and r.newton and r.elasticity
   for _, be in ipairs(devices) do
