@@ -24,7 +24,21 @@ typedef struct fe_buffer {
 #define FE_PQ_PARTS 64
 #define FE_PQ_STRIDE 32
 
-enum { FE_CG_PQ_READ, FE_CG_PQ_PUT, FE_CG_SUMS_PUT }; /* backend.h's cg_split */
+enum { FE_CG_PQ_READ, FE_CG_PQ_PUT, FE_CG_SUMS_PUT, FE_CG_PQ_NODE, FE_CG_SUMS_NODE }; /* cg_split */
+
+/* A sum over the ranks of one machine on their devices (cg_split's FE_CG_*_NODE), through
+ * mailboxes each rank's device writes into the others' (engine/parallel/exchange.c). */
+enum { FE_NODE_RANKS = 8 }; /* ranks at most */
+typedef struct fe_node_sum {
+  const fe_buffer *box;   /* this rank's mailbox: 2 kinds x size ranks x 4 doubles */
+  const fe_buffer *peers; /* the ranks' mailboxes' device addresses, size of them (64-bit) */
+  int rank, size;
+  double seq;             /* this sum's number, every rank's the same (1, 2, ...) */
+  const fe_buffer *corr;  /* the group sums to take off first (the entries another rank owns:
+                           * value i's at [i ncorr, (i + 1) ncorr)), or NULL */
+  int ncorr;
+  fe_precision corr_prec;
+} fe_node_sum;
 
 /* backend.h's mark: its slots, and those a split space's apply uses (its boundary cells
  * integrated; their shares gathered for the neighbours) */
@@ -55,6 +69,8 @@ typedef struct fe_device_info {
   size_t max_group;    /* largest work-group size */
   int fp64;            /* double precision supported */
   int fp64_atomics;    /* native or emulated atomic add on doubles */
+  int device_index;    /* the device's index among its driver's (cuda's ordinal; 0 elsewhere) */
+  int node_sums;       /* cg_split sums over a machine's ranks on their devices (FE_CG_*_NODE) */
   int lazy_launch;     /* a kernel's first launch may do one-time work worth seconds (OpenCL:
                         * PoCL compiles there), so an action times its second run */
   /* what bounds how many groups a compute unit holds at once (0: not known) */
@@ -255,8 +271,11 @@ typedef struct fe_backend_ops {
    * FE_CG_PQ_PUT: step it's (p, q) set to v[0] (the ranks' sum; the step's update reads it
    * and sums no parts, its direction still zeroes them), queued; FE_CG_SUMS_PUT: step it's
    * (r, r) and (r, z) set to v[0], v[1] after its update (half 1), before its direction
-   * (half 2) reads them, queued. */
-  int (*cg_split)(void *impl, void *state, int it, int what, double *v);
+   * (half 2) reads them, queued. With a node's mailboxes (ns; fe_device_info.node_sums), the
+   * sums themselves on the device, queued, the host waiting for nothing: FE_CG_PQ_NODE step
+   * it's (p, q) made the ranks' sum in the queue before its update; FE_CG_SUMS_NODE its
+   * (r, r) and (r, z) after its update, and the copy cg_wait reads made after that. */
+  int (*cg_split)(void *impl, void *state, int it, int what, double *v, const fe_node_sum *ns);
 
   /* Optional (NULL: none): the vendor's sparse product on felab's CSR arrays (cuSPARSE on
    * cuda, opened at run time), the reference for felab's own products. sparse_make keeps

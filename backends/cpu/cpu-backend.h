@@ -88,7 +88,7 @@ int cpu_cg_pq(void *impl, void *state, const fe_buffer *p, const fe_buffer *q, s
 int cpu_cg_step(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer *p,
                 const fe_buffer *q, const fe_buffer *d, size_t n, fe_precision prec, int it,
                 int half);
-int cpu_cg_split(void *impl, void *state, int it, int what, double *v);
+int cpu_cg_split(void *impl, void *state, int it, int what, double *v, const fe_node_sum *ns);
 int cpu_cg_wait(void *impl, void *state, int it, double *pq, double *rr, double *rz);
 void cpu_cg_end(void *impl, void *state);
 int cpu_cg_parts(void *impl, void *state, int it, fe_buffer *parts, int *slot);

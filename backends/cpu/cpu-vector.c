@@ -328,11 +328,12 @@ int cpu_cg_step(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer *
 }
 
 /* A split space's step it: its (p, q) read or set, its (r, r) and (r, z) set (backend.h) */
-int cpu_cg_split(void *impl, void *state, int it, int what, double *v)
+int cpu_cg_split(void *impl, void *state, int it, int what, double *v, const fe_node_sum *ns)
 {
-  (void)impl;
+  (void)impl, (void)ns;
   cpu_cg *g = state;
   const int k = it & 1;
+  FE_ASSERT(what <= FE_CG_SUMS_PUT, FE_ERR_INTERNAL, "the cpu makes no sums over a node (%d)", what);
   if (what == FE_CG_PQ_READ) {
     if (g->from_parts[k]) g->pq[k] = cpu_cg_parts_sum(g, k);
     g->from_parts[k] = 0;

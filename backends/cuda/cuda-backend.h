@@ -246,6 +246,7 @@ typedef struct cuda_vector {
   CUfunction cg_update[FE_NPRECISIONS], cg_direction[FE_NPRECISIONS];
   CUfunction cg_pq[FE_NPRECISIONS], cg_update_at[FE_NPRECISIONS];
   CUfunction cg_direction_at[FE_NPRECISIONS], cg_pq_parts[FE_NPRECISIONS];
+  CUfunction cg_node_sum;
   CUdeviceptr scratch;  /* done-counter, two results, then two partials per block */
   int max_blocks;       /* partials in scratch */
 } cuda_vector;
@@ -379,7 +380,7 @@ int cuda_cg_direction(void *impl, fe_buffer *p, const fe_buffer *r, const fe_buf
 int cuda_cg_begin(void *impl, double rz, void **state);
 int cuda_cg_pq(void *impl, void *state, const fe_buffer *p, const fe_buffer *q, size_t n,
                fe_precision prec, int it);
-int cuda_cg_split(void *impl, void *state, int it, int what, double *v);
+int cuda_cg_split(void *impl, void *state, int it, int what, double *v, const fe_node_sum *ns);
 int cuda_cg_step(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer *p,
                  const fe_buffer *q, const fe_buffer *d, size_t n, fe_precision prec, int it,
                  int half);
@@ -387,5 +388,12 @@ int cuda_cg_wait(void *impl, void *state, int it, double *pq, double *rr, double
 int cuda_cg_parts(void *impl, void *state, int it, fe_buffer *parts, int *slot);
 void cuda_cg_end(void *impl, void *state);
 void cuda_vector_free(cuda_impl *cu);
+/* The vector module's launch helpers (cuda-vector.c), for CG's state (cuda-cg.c) */
+#define VECTOR_BLOCK 256          /* threads per block, whole warps */
+#define VECTOR_BLOCKS_PER_SM 32   /* grid bound of element-wise kernels */
+#define REDUCE_BLOCKS_PER_SM 8    /* grid bound of reductions (= partials) */
+int cuda_vector_get(cuda_impl *cu);
+size_t cuda_vector_blocks(const cuda_impl *cu, size_t n, size_t per_sm, size_t cap);
+int cuda_vector_run(cuda_impl *cu, CUfunction fn, const char *name, size_t n, void **params);
 
 #endif

@@ -125,6 +125,8 @@ static void cuda_describe(cuda_impl *cu)
            cu->cc, cu->driver_version / 1000, cu->driver_version % 1000 / 10, cu->registers,
            cu->ordinal);
   in->is_gpu = 1;
+  in->device_index = cu->ordinal;
+  in->node_sums = 1; /* cg_split's FE_CG_*_NODE (cuda-vector.c) */
   in->tables_l1 = 1; /* FE_CONSTANT is __device__ const here (cuda-program.c) */
   in->compute_units = cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   in->global_mem = mem;

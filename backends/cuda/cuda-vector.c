@@ -23,9 +23,6 @@
 #include "engine/core/error.h"
 
 
-#define VECTOR_BLOCK 256          /* threads per block, whole warps */
-#define VECTOR_BLOCKS_PER_SM 32   /* grid bound of element-wise kernels */
-#define REDUCE_BLOCKS_PER_SM 8    /* grid bound of reductions (= partials) */
 
 static const char vector_source[] =
     "/* felab cuda backend: built-in vector kernels (cuda-vector.c) */\n"
@@ -364,6 +361,45 @@ static const char vector_source[] =
     "    const T alpha = (T)(c[4 * (k ^ 1) + 2] / c[4 * k]); \\\n"
     "    fe_cg_direction(p, r, d, (T)(c[4 * k + 2] / c[4 * (k ^ 1) + 2]), x, alpha, n); \\\n"
     "  }\n"
+    "/* A sum over a machine's ranks, each on its device (backend.h's fe_node_sum): n values of c\n"
+    " * from at, less the group sums corr (value i's ncorr of them), written into every other\n"
+    " * rank's mailbox (slot kind, this rank's place) with the sum's number seq after them, then\n"
+    " * the others' read from this rank's mailbox once their numbers are there and added in the\n"
+    " * ranks' order, so that every rank gets the same bits; one thread. */\n"
+    "extern \"C\" __global__ void fe_vec_cg_node_sum(double *c, int at, int n, const void *corr,\n"
+    "                                              int ncorr, int corr_float, double *box,\n"
+    "                                              const unsigned long long *peers, int rank,\n"
+    "                                              int size, double seq, int kind)\n"
+    "{\n"
+    "  if (threadIdx.x || blockIdx.x) return;\n"
+    "  double v[3] = {0, 0, 0}, t[3] = {0, 0, 0};\n"
+    "  for (int i = 0; i < n; i++) {\n"
+    "    double s = 0;\n"
+    "    for (int g = 0; corr && g < ncorr; g++)\n"
+    "      s += corr_float ? (double)((const float *)corr)[i * ncorr + g]\n"
+    "                      : ((const double *)corr)[i * ncorr + g];\n"
+    "    v[i] = c[at + i] - s;\n"
+    "  }\n"
+    "  for (int p = 0; p < size; p++) {\n"
+    "    if (p == rank) continue;\n"
+    "    volatile double *to = (volatile double *)peers[p] + (kind * size + rank) * 4;\n"
+    "    for (int i = 0; i < n; i++) to[i] = v[i];\n"
+    "    __threadfence_system();\n"
+    "    to[3] = seq;\n"
+    "  }\n"
+    "  for (int p = 0; p < size; p++) {\n"
+    "    if (p == rank) {\n"
+    "      for (int i = 0; i < n; i++) t[i] += v[i];\n"
+    "      continue;\n"
+    "    }\n"
+    "    volatile double *from = (volatile double *)box + (kind * size + p) * 4;\n"
+    "    while (from[3] != seq) {\n"
+    "    }\n"
+    "    __threadfence_system();\n"
+    "    for (int i = 0; i < n; i++) t[i] += from[i];\n"
+    "  }\n"
+    "  for (int i = 0; i < n; i++) c[at + i] = t[i];\n"
+    "}\n"
     "FE_VECTOR_KERNELS(double, d)\n"
     "FE_VECTOR_KERNELS(float, f)\n";
 
@@ -400,7 +436,7 @@ static int cuda_vector_scratch(cuda_impl *cu)
 }
 
 /* The vector module and its functions, made on first use. */
-static int cuda_vector_get(cuda_impl *cu)
+int cuda_vector_get(cuda_impl *cu)
 {
   cuda_vector *v = &cu->vector;
   double seconds;
@@ -426,6 +462,8 @@ static int cuda_vector_get(cuda_impl *cu)
     FE_CHECK(cuda_vector_function(cu, "cg_direction_at", p, &v->cg_direction_at[p]));
     FE_CHECK(cuda_vector_function(cu, "cg_pq_parts", p, &v->cg_pq_parts[p]));
   }
+  CUresult err = cu->api.cuModuleGetFunction(&v->cg_node_sum, v->module->handle, "fe_vec_cg_node_sum");
+  if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "fe_vec_cg_node_sum");
   return cuda_vector_scratch(cu);
 }
 
@@ -438,7 +476,7 @@ void cuda_vector_free(cuda_impl *cu)
 }
 
 /* Blocks for n values, at most per_sm per multiprocessor (and cap). */
-static size_t cuda_vector_blocks(const cuda_impl *cu, size_t n, size_t per_sm, size_t cap)
+size_t cuda_vector_blocks(const cuda_impl *cu, size_t n, size_t per_sm, size_t cap)
 {
   size_t sms = cu->info.compute_units > 0 ? (size_t)cu->info.compute_units : 1;
   size_t nb = (n + VECTOR_BLOCK - 1) / VECTOR_BLOCK, most = sms * per_sm;
@@ -460,7 +498,7 @@ static void *cuda_real_arg(cuda_real *r, double v, fe_precision prec)
 }
 
 /* Launch an element-wise kernel without waiting. */
-static int cuda_vector_run(cuda_impl *cu, CUfunction fn, const char *name, size_t n, void **params)
+int cuda_vector_run(cuda_impl *cu, CUfunction fn, const char *name, size_t n, void **params)
 {
   return cuda_run(cu, fn, name, cuda_vector_blocks(cu, n, VECTOR_BLOCKS_PER_SM, 0), VECTOR_BLOCK,
                   0, params, NULL);
@@ -605,180 +643,4 @@ int cuda_cg_direction(void *impl, fe_buffer *p, const fe_buffer *r, const fe_buf
   cuda_real rb;
   void *params[] = {&pp, &pr, &pd, cuda_real_arg(&rb, beta, prec), &nn};
   return cuda_vector_run(cu, cu->vector.cg_direction[prec], "fe_vec_cg_direction", n, params);
-}
-
-/* ---- CG with its scalars on the device ----
- * The state's device scalars: for the steps of each parity k = it & 1, c[4 k] = (p, q),
- * c[4 k + 1] = (r, r), c[4 k + 2] = (r, z) of the new r (the start's rz sits at k = 0, step
- * 0). Step it reads the old rz at k ^ 1 and writes the new at k, so no kernel writes what
- * another of the same step reads. The three of step it are copied to a ring of pinned host
- * slots, each with an event the host waits on: the host reads step it - 1 while the device
- * runs step it. */
-#define CG_RING 4
-
-typedef struct cuda_cg {
-  CUdeviceptr c;          /* 8 doubles */
-  CUdeviceptr parts;      /* 2 x FE_PQ_PARTS x FE_PQ_STRIDE doubles: an apply's (p, q) parts */
-  int from_parts[2];      /* step k's (p, q) from the parts (cg_parts), not its own pass */
-  int zero_parts[2];      /* step k's parts summed already (cg_split): its direction zeroes them */
-  double *host;           /* CG_RING x 4 doubles, page-locked; then CG_RING x 4 more, the
-                           * values cg_split puts on their way to the device */
-  CUevent done[CG_RING];  /* recorded after each slot's copy */
-} cuda_cg;
-
-void cuda_cg_end(void *impl, void *state)
-{
-  cuda_impl *cu = impl;
-  cuda_cg *g = state;
-  if (!g) return;
-  for (int i = 0; i < CG_RING; i++)
-    if (g->done[i]) cu->api.cuEventDestroy(g->done[i]);
-  if (g->host) cu->api.cuMemFreeHost(g->host);
-  if (g->c) cu->api.cuMemFree(g->c);
-  if (g->parts) cu->api.cuMemFree(g->parts);
-  free(g);
-}
-
-int cuda_cg_begin(void *impl, double rz, void **state)
-{
-  cuda_impl *cu = impl;
-  *state = NULL;
-  FE_CHECK(cuda_usable(cu));
-  FE_CHECK(cuda_vector_get(cu));
-  cuda_cg *g = calloc(1, sizeof *g);
-  if (!g) FE_ERROR(FE_ERR_MEM, "out of host memory for CG's scalars");
-  double c[8] = {0, 0, rz, 0, 0, 0, 0, 0};
-  CUresult err = cu->api.cuMemAlloc(&g->c, sizeof c);
-  if (err == CUDA_SUCCESS) err = cu->api.cuMemcpyHtoD(g->c, c, sizeof c);
-  size_t pbytes = 2 * FE_PQ_PARTS * FE_PQ_STRIDE * sizeof(double);
-  if (err == CUDA_SUCCESS) err = cu->api.cuMemAlloc(&g->parts, pbytes);
-  if (err == CUDA_SUCCESS) /* zero once: each step's direction zeroes the parts it read */
-    err = cu->api.cuMemsetD8Async(g->parts, 0, pbytes, NULL);
-  if (err == CUDA_SUCCESS)
-    err = cu->api.cuMemAllocHost((void **)&g->host, 2 * CG_RING * 4 * sizeof(double));
-  for (int i = 0; i < CG_RING && err == CUDA_SUCCESS; i++)
-    err = cu->api.cuEventCreate(&g->done[i], CU_EVENT_DISABLE_TIMING);
-  if (err != CUDA_SUCCESS) {
-    cuda_cg_end(cu, g);
-    return cuda_fail(cu, err, "making CG's scalars on the device");
-  }
-  *state = g;
-  return 0;
-}
-
-/* (p, q) of step it into the state */
-int cuda_cg_pq(void *impl, void *state, const fe_buffer *p, const fe_buffer *q, size_t n,
-               fe_precision prec, int it)
-{
-  cuda_impl *cu = impl;
-  cuda_cg *g = state;
-  FE_CHECK(fe_vectors_check("cg_pq", "pq", FE_VECTORS(p, q), n, prec));
-  CUdeviceptr pp = (CUdeviceptr)(size_t)p->ptr, pq = (CUdeviceptr)(size_t)q->ptr;
-  long long nn = (long long)n;
-  int k = it & 1;
-  g->from_parts[k] = 0; /* this pass writes the step's (p, q) */
-  void *params[] = {&pp, &pq, &nn, &cu->vector.scratch, &g->c, &k};
-  size_t blocks = cuda_vector_blocks(cu, n, REDUCE_BLOCKS_PER_SM, (size_t)cu->vector.max_blocks);
-  return cuda_run(cu, cu->vector.cg_pq[prec], "fe_vec_cg_pq", blocks, VECTOR_BLOCK, 0, params,
-                  NULL);
-}
-
-/* Step it's update, the copy of its scalars to the host, and its direction, all queued
- * (half 1: the update and the copy; half 2: the direction). */
-int cuda_cg_step(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer *p,
-                 const fe_buffer *q, const fe_buffer *d, size_t n, fe_precision prec, int it,
-                 int half)
-{
-  cuda_impl *cu = impl;
-  cuda_cg *g = state;
-  FE_CHECK(fe_vectors_check("cg_step", "xrpq", FE_VECTORS(x, r, p, q), n, prec));
-  if (d) FE_CHECK(fe_vectors_check("cg_step", "d", FE_VECTORS(d), n, prec));
-  CUdeviceptr px = (CUdeviceptr)(size_t)x->ptr, pr = (CUdeviceptr)(size_t)r->ptr;
-  CUdeviceptr pp = (CUdeviceptr)(size_t)p->ptr, pq = (CUdeviceptr)(size_t)q->ptr;
-  CUdeviceptr pd = d ? (CUdeviceptr)(size_t)d->ptr : 0; /* null: no preconditioner */
-  long long nn = (long long)n;
-  int k = it & 1, slot = it % CG_RING;
-  CUdeviceptr slot_parts = g->parts + (size_t)k * FE_PQ_PARTS * FE_PQ_STRIDE * sizeof(double);
-  if (half != 2) {
-    CUdeviceptr parts = g->from_parts[k] ? slot_parts : 0; /* summed here, or (p, q) given */
-    g->zero_parts[k] |= g->from_parts[k];
-    g->from_parts[k] = 0;
-    void *update[] = {&px, &pr, &pp, &pq, &pd, &nn, &cu->vector.scratch, &g->c, &k, &parts};
-    size_t blocks = cuda_vector_blocks(cu, n, REDUCE_BLOCKS_PER_SM, (size_t)cu->vector.max_blocks);
-    FE_CHECK(cuda_run(cu, cu->vector.cg_update_at[prec], "fe_vec_cg_update_at", blocks,
-                      VECTOR_BLOCK, 0, update, NULL));
-    CUresult err = cu->api.cuMemcpyDtoHAsync(g->host + 4 * slot, g->c + 4 * k * sizeof(double),
-                                             3 * sizeof(double), NULL);
-    if (err == CUDA_SUCCESS) err = cu->api.cuEventRecord(g->done[slot], NULL);
-    if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "copying CG's scalars to the host");
-  }
-  if (half == 1) return 0;
-  CUdeviceptr zero = g->zero_parts[k] ? slot_parts : 0; /* the parts the step summed */
-  g->zero_parts[k] = 0;
-  void *direction[] = {&pp, &pr, &pd, &px, &nn, &g->c, &k, &zero};
-  return cuda_vector_run(cu, cu->vector.cg_direction_at[prec], "fe_vec_cg_direction_at", n,
-                         direction);
-}
-
-/* A split space's step it: its (p, q) read (its parts summed on the device first) or set, its
- * (r, r) and (r, z) set, from page-locked slots of the ring (backend.h's cg_split). */
-int cuda_cg_split(void *impl, void *state, int it, int what, double *v)
-{
-  cuda_impl *cu = impl;
-  cuda_cg *g = state;
-  int k = it & 1;
-  double *put = g->host + 4 * CG_RING + 4 * (it % CG_RING);
-  CUdeviceptr at = g->c + 4 * k * sizeof(double);
-  CUresult err = CUDA_SUCCESS;
-  if (what == FE_CG_PQ_READ) {
-    if (g->from_parts[k]) {
-      CUdeviceptr parts = g->parts + (size_t)k * FE_PQ_PARTS * FE_PQ_STRIDE * sizeof(double);
-      void *params[] = {&g->c, &k, &parts};
-      FE_CHECK(cuda_run(cu, cu->vector.cg_pq_parts[FE_DOUBLE], "fe_vec_cg_pq_parts", 1, 1, 0,
-                        params, NULL));
-      g->zero_parts[k] = 1;
-      g->from_parts[k] = 0;
-    }
-    err = cu->api.cuMemcpyDtoH(put, at, sizeof(double)); /* after the step's work so far */
-    v[0] = put[0];
-  } else if (what == FE_CG_PQ_PUT) {
-    put[0] = v[0];
-    g->from_parts[k] = 0;
-    err = cu->api.cuMemcpyHtoDAsync(at, put, sizeof(double), NULL);
-  } else {
-    put[1] = v[0];
-    put[2] = v[1];
-    err = cu->api.cuMemcpyHtoDAsync(at + sizeof(double), put + 1, 2 * sizeof(double), NULL);
-  }
-  if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "moving a split CG step's scalars");
-  return 0;
-}
-
-/* Step it's (p, q) parts for an apply to add its element quadratic forms into: zero (at the
- * start, and after step it - 2's direction, which zeroes those it summed) */
-int cuda_cg_parts(void *impl, void *state, int it, fe_buffer *parts, int *slot)
-{
-  (void)impl;
-  cuda_cg *g = state;
-  int k = it & 1;
-  parts->ptr = (void *)(size_t)g->parts;
-  parts->bytes = 2 * FE_PQ_PARTS * FE_PQ_STRIDE * sizeof(double);
-  *slot = k;
-  g->from_parts[k] = 1;
-  return 0;
-}
-
-/* Wait for step it's scalars (the step must have been queued, and no later step of its
- * slot in the ring). */
-int cuda_cg_wait(void *impl, void *state, int it, double *pq, double *rr, double *rz)
-{
-  cuda_impl *cu = impl;
-  cuda_cg *g = state;
-  int slot = it % CG_RING;
-  CUresult err = cu->api.cuEventSynchronize(g->done[slot]);
-  if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "waiting for CG's scalars");
-  *pq = g->host[4 * slot];
-  *rr = g->host[4 * slot + 1];
-  *rz = g->host[4 * slot + 2];
-  return 0;
 }

@@ -210,40 +210,51 @@ static int op_report(fe_realization *r, fe_action a, const fe_action_opts *o, co
  * messages posted and waited for while the device works, then the sums. The exchange's time
  * is the host's in its steps, the cells' work apart: the boundary cells are waited for before
  * its clock starts (inside the exchange's time they had been 15-30 us of its 38-59 on two
- * H200s, which the model predicts without them), the interior's run beside it. Where the
- * shares go device to device (fe_dist_direct) and the backend marks its queue, the host
- * waits for no kernel before the interior's is queued: the gather and the interior follow
- * the boundary cells in the queue at once, and the host then waits for the boundary cells'
- * mark (untimed) and the gather's (the exchange's) before it posts the messages; elsewhere
- * the boundary cells are waited for whole before the exchange begins, and the interior's
- * before the sums (whose copy to the device would wait for it inside the exchange's time);
- * on the direct path the sums are queued behind the interior's kernel. */
+ * H200s, which the model predicts without them), the interior's run beside it.
+ * Where the shares go device to device (fe_dist_direct) and the backend marks its queue, the
+ * host waits for no kernel before the interior's is queued, and then for the boundary cells'
+ * mark (untimed) and the gather's (the exchange's) before it posts the messages; the sums
+ * follow the interior's kernel in the queue. Where the backend has a side queue and the
+ * groups add atomically (not colored: no two kernels' plain adds meet at a node), the
+ * boundary cells and the gather go there, at its priority, beside the interior's kernel
+ * rather than before it (a few hundred groups alone leave most of a GPU idle), the main
+ * queue joining it before the sums. Elsewhere the boundary cells are waited for whole before
+ * the exchange begins, and the interior's before the sums (whose copy to the device would
+ * wait for it inside the exchange's time). */
 static int op_run_phased(fe_realization *r, fe_action a, const fe_vector *u, const fe_vector *w,
                          fe_vector *out, int *launches)
 {
   const fe_dist *d = r->A->V->dist;
   const fe_backend_ops *ops = r->be->ops;
+  void *impl = r->be->impl;
   const int marked = ops->mark && ops->mark_wait && fe_dist_direct(d, out);
+  const int beside = marked && ops->side && !r->colored;
   r->phase = 1;
-  int rc = r->st->integrate(r, a, u, w, out, launches);
-  if (!rc) rc = marked ? ops->mark(r->be->impl, FE_MARK_CELLS) : ops->finish(r->be->impl);
+  int rc = beside ? ops->side(impl, FE_SIDE_BEGIN) : 0;
+  if (!rc) rc = r->st->integrate(r, a, u, w, out, launches);
+  if (!rc) rc = marked ? ops->mark(impl, FE_MARK_CELLS) : ops->finish(impl);
   double t0 = fe_clock();
+  if (!rc) rc = fe_dist_sum_begin(d, out);
+  double begun = fe_clock() - t0;
+  if (beside) { /* back to the main queue, even after an error */
+    int rc3 = ops->side(impl, FE_SIDE_END);
+    if (!rc) rc = rc3;
+  }
   if (rc) {
     r->phase = 0;
     return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
-  FE_CHECK(fe_dist_sum_begin(d, out));
-  double begun = fe_clock() - t0;
   r->phase = 2;
   rc = r->st->integrate(r, a, u, w, out, launches); /* queued: the device works */
   r->phase = 0;
-  if (!rc && marked) rc = ops->mark_wait(r->be->impl, FE_MARK_CELLS);
+  if (!rc && marked) rc = ops->mark_wait(impl, FE_MARK_CELLS);
   t0 = fe_clock();
   /* the messages complete while it does (and even after an error: the neighbours posted
    * theirs); the host's wait for them is the exchange's, the interior's is not */
   int rc2 = fe_dist_sum_wait(d, out);
   double waited = fe_clock() - t0;
-  if (!rc && !marked) rc = ops->finish(r->be->impl); /* (a copy to the device would wait) */
+  if (!rc && !marked) rc = ops->finish(impl); /* (a copy to the device would wait) */
+  if (!rc && beside) rc = ops->side(impl, FE_SIDE_JOIN);
   t0 = fe_clock();
   if (!rc2) rc2 = fe_dist_sum_end(d, out, &r->xbytes, &r->xmessages);
   r->xseconds = begun + waited + fe_clock() - t0;

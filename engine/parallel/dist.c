@@ -328,6 +328,16 @@ int fe_dist_reduce_begin_cg(const fe_dist *d, const fe_vector *r, const fe_vecto
   return fe_dist_device_dot_launch(v, r, dg, dg ? 2 : 1);
 }
 
+int fe_dist_reduce_node(const fe_dist *d, const fe_vector *x, int corrected, fe_node_sum *ns,
+                        int *on)
+{
+  *on = 0;
+  if (!d || d->size == 1) return 0;
+  fe_dist_device *v;
+  FE_CHECK(fe_dist_device_get(d, x->be, x->prec, &v));
+  return fe_dist_device_node(v, corrected, ns, on);
+}
+
 void fe_dist_reduce_cancel(const fe_dist *d, const fe_vector *x)
 {
   fe_dist_device *v;
@@ -354,6 +364,17 @@ int fe_dist_reduce_cg(const fe_dist *d, const fe_vector *r, const fe_vector *dg,
   double both[2] = {*rr - c[0], *rz - c[1]};
   FE_CHECK(fe_comm_sum(both, 2));
   *rr = both[0], *rz = both[1];
+  return 0;
+}
+
+int fe_dist_reduce_owned(const fe_dist *d, const fe_vector *x, const fe_vector *y, int mode,
+                         double *s)
+{
+  if (!d || d->size == 1) return 0;
+  double c[2];
+  FE_CHECK(not_owned(d, x, y ? y : x, mode, c));
+  s[0] -= c[0];
+  if (mode) s[1] -= c[1];
   return 0;
 }
 

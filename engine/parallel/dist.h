@@ -85,7 +85,16 @@ int fe_dist_reduce_cg(const fe_dist *d, const fe_vector *r, const fe_vector *dg,
 /* The correction of the next fe_dist_reduce_cg of r and dg, queued ahead of the backend's
  * read of its own sums (fe_dist_reduce_begin's for CG's update). */
 int fe_dist_reduce_begin_cg(const fe_dist *d, const fe_vector *r, const fe_vector *dg);
+/* CG's next sum over the ranks on x's devices (engine/parallel/exchange.h's
+ * fe_dist_device_node), with the correction begun where corrected; *on 0: none here (one
+ * rank, or no mailboxes: the host's sums). Collective on its first call; ns NULL: *on alone. */
+int fe_dist_reduce_node(const fe_dist *d, const fe_vector *x, int corrected, fe_node_sum *ns,
+                        int *on);
 int fe_dist_reduce_sum(const fe_dist *d, double *s, int n);
+/* This rank's share of a sum over every local entry (fe_dist_device_dot_launch's mode; s[1]
+ * too with modes 1 and 2): the entries another rank owns taken off, no sum over the ranks. */
+int fe_dist_reduce_owned(const fe_dist *d, const fe_vector *x, const fe_vector *y, int mode,
+                         double *s);
 /* What one exchange of d does on this rank with vectors in prec on be (the model's input,
  * fe_perf_exchange; be NULL: through the host); all zero on one rank. */
 void fe_dist_exchange_work(const fe_dist *d, const fe_backend *be, fe_precision prec,

@@ -45,6 +45,12 @@ struct fe_dist_device {
   fe_buffer *peer;      /* neighbour k's two buffers: peer[2 k], peer[2 k + 1] */
   int *at, *from, *count; /* block k: here at[k], there from[k] (entries), count[k] entries */
   double *token;        /* the one-value messages: nnb sent, nnb received */
+  /* CG's sums over the ranks on the devices (backend.h's fe_node_sum), where every rank is on
+   * this machine on a device of its own: node 0 not tried yet, 1 on, -1 off */
+  int node;
+  fe_buffer box, peers;  /* this rank's mailbox; the ranks' mailboxes' addresses */
+  fe_buffer *boxes;      /* the others' mailboxes, opened here (size of them; own unused) */
+  double seq;            /* the sums made so far */
 };
 
 static void *host_alloc(fe_backend *be, size_t bytes)
@@ -72,6 +78,11 @@ void fe_dist_device_free(fe_dist_device *v)
     if (v->peer[k].ptr) ops->ipc_close(v->be->impl, &v->peer[k]);
   for (int i = 0; i < 2; i++)
     if (v->out[i].ptr) ops->release(v->be->impl, &v->out[i]);
+  for (int p = 0; v->boxes && p < v->d->size; p++)
+    if (v->boxes[p].ptr) ops->ipc_close(v->be->impl, &v->boxes[p]);
+  free(v->boxes);
+  if (v->box.ptr) ops->release(v->be->impl, &v->box);
+  if (v->peers.ptr) ops->release(v->be->impl, &v->peers);
   free(v->peer), free(v->at), free(v->token); /* from and count lie in at's block */
   host_free(v->be, v->hsend);
   host_free(v->be, v->hrecv);
@@ -363,5 +374,65 @@ int fe_dist_device_dot_read(fe_dist_device *v, double out[2])
   for (int k = 0; k < 2 * ng; k++) /* in order: the same bits at every run */
     out[k / ng] += v->prec == FE_DOUBLE ? ((const double *)v->hreal)[k]
                                         : ((const float *)v->hreal)[k];
+  return 0;
+}
+
+/* The node's mailboxes (fe_node_sum): made where every rank is on this machine, each on a
+ * device of its own (a device shared by two ranks would run one rank's waiting kernel in
+ * its time slices: the other's sums then wait a slice), the backend has them and the
+ * neighbours' shares go device to device; every rank agrees, else none (the host's sums). */
+static int node_setup(fe_dist_device *v)
+{
+  const fe_dist *d = v->d;
+  const fe_backend_ops *ops = v->be->ops;
+  const char *env = getenv("FELAB_NODE_SUMS");
+  int size = d->size, ok = v->ipc > 0 && v->be->info.node_sums && ops->cg_split &&
+                          size <= FE_NODE_RANKS && !(env && *env == '0');
+  int nok = !ok;
+  v->node = -1;
+  FE_CHECK(fe_comm_max_int(&nok, 1));
+  if (nok) return 0;
+  enum { REC = 10 }; /* a rank's record: its node, its device, its mailbox's handle (64 bytes) */
+  double send[REC] = {0}, recv[FE_NODE_RANKS * REC];
+  int ranks[FE_NODE_RANKS], counts[FE_NODE_RANKS], node, n = 0;
+  const size_t bytes = 2 * (size_t)size * 4 * sizeof(double);
+  double zero[2 * FE_NODE_RANKS * 4] = {0};
+  FE_CHECK(fe_comm_node(&node));
+  ok = !ops->alloc(v->be->impl, bytes, &v->box) && !ops->write(v->be->impl, &v->box, 0, bytes, zero);
+  unsigned char h[64] = {0};
+  ok = ok && !ops->ipc_export(v->be->impl, &v->box, h);
+  send[0] = node, send[1] = v->be->info.device_index;
+  memcpy(send + 2, h, sizeof h);
+  for (int p = 0; p < size; p++)
+    if (p != d->rank) ranks[n] = p, counts[n++] = REC;
+  FE_CHECK(fe_comm_exchange_v(n, ranks, counts, send, counts, recv));
+  v->boxes = calloc((size_t)size, sizeof(fe_buffer));
+  unsigned long long at[FE_NODE_RANKS] = {0};
+  ok = ok && v->boxes;
+  for (int k = 0; ok && k < n; k++) {
+    const double *r = recv + k * REC;
+    ok = r[0] == node && r[1] != v->be->info.device_index;
+    memcpy(h, r + 2, sizeof h);
+    ok = ok && !ops->ipc_import(v->be->impl, h, bytes, &v->boxes[ranks[k]]);
+    if (ok) at[ranks[k]] = (unsigned long long)(size_t)v->boxes[ranks[k]].ptr;
+  }
+  ok = ok && !ops->alloc(v->be->impl, sizeof at, &v->peers) &&
+       !ops->write(v->be->impl, &v->peers, 0, sizeof at, at);
+  fe_error_clear(); /* a failed step: the host's sums, as every rank agrees */
+  nok = !ok;
+  FE_CHECK(fe_comm_max_int(&nok, 1));
+  v->node = nok ? -1 : 1;
+  return 0;
+}
+
+int fe_dist_device_node(fe_dist_device *v, int corrected, fe_node_sum *ns, int *on)
+{
+  if (!v->node) FE_CHECK(node_setup(v));
+  *on = v->node > 0;
+  if (!*on || !ns) return 0;
+  *ns = (fe_node_sum){.box = &v->box, .peers = &v->peers, .rank = v->d->rank,
+                      .size = v->d->size, .seq = ++v->seq, .corr_prec = v->prec};
+  if (corrected && v->dot_groups) ns->corr = &v->sums, ns->ncorr = v->dot_groups;
+  v->dot_groups = 0; /* the correction queued is this sum's */
   return 0;
 }

@@ -33,6 +33,11 @@ int fe_dist_device_wait(fe_dist_device *dev);
 int fe_dist_device_dot_launch(fe_dist_device *dev, const fe_vector *x, const fe_vector *y,
                               int mode);
 int fe_dist_device_dot_read(fe_dist_device *dev, double out[2]);
+/* CG's next sum over the ranks on the devices (backend.h's fe_node_sum) into *ns, the
+ * correction queued (fe_dist_device_dot_launch) taken off where corrected; *on 0 where the
+ * ranks have no mailboxes (set up on the first call, every rank's: collective); ns NULL:
+ * *on alone. */
+int fe_dist_device_node(fe_dist_device *dev, int corrected, fe_node_sum *ns, int *on);
 /* Whether a correction is queued and not yet read; drop: forget it (its sums never read). */
 int fe_dist_device_dot_queued(const fe_dist_device *dev);
 void fe_dist_device_dot_drop(fe_dist_device *dev);

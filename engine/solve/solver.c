@@ -289,13 +289,55 @@ static int cg_device_loop(fe_operator *A, fe_vector *x, const fe_solver_opts *o,
   return lag ? cg_device_read(g, o->maxit, o, info, r0, target, &stop) : 0;
 }
 
+/* A split space's step it: (p, q) summed over the ranks by the host, each rank's share its
+ * cells' parts (added) or its pass's less the entries another rank owns; where the ranks
+ * differ (one rank's strategy adds the parts, another's does not), every rank's pass again.
+ * *agreed: every rank added, or none. */
+static int split_pq(const fe_dist *dist, fe_cg_device *g, cg_work *k, int it, int added,
+                    int *pq_passes, double *pq, int *agreed)
+{
+  double s[2] = {0, added};
+  FE_CHECK(fe_vector_cg_split(g, it, FE_CG_PQ_READ, &s[0], NULL));
+  if (!added) FE_CHECK(fe_dist_reduce_owned(dist, k->p, k->q, 0, s));
+  FE_CHECK(fe_dist_reduce_sum(dist, s, 2));
+  *agreed = s[1] == 0 || s[1] == dist->size;
+  if (!*agreed) {
+    FE_CHECK(fe_vector_cg_pq(g, k->p, k->q, it));
+    FE_CHECK(fe_dist_reduce_begin(dist, k->p, k->q));
+    (*pq_passes)++;
+    FE_CHECK(fe_vector_cg_split(g, it, FE_CG_PQ_READ, &s[0], NULL));
+    FE_CHECK(fe_dist_reduce_dot(dist, k->p, k->q, &s[0]));
+  }
+  *pq = s[0];
+  return 0;
+}
+
+/* Step it's update and direction with the sums made on the devices (fe_node_sum), queued:
+ * the host waits for nothing. */
+static int split_node_step(const fe_dist *dist, fe_cg_device *g, fe_vector *x, cg_work *k,
+                           const fe_vector *d, int it, int added)
+{
+  fe_node_sum ns;
+  int on;
+  FE_CHECK(fe_dist_reduce_node(dist, x, !added, &ns, &on));
+  FE_CHECK(fe_vector_cg_split(g, it, FE_CG_PQ_NODE, NULL, &ns));
+  FE_CHECK(fe_vector_cg_step(g, x, k->r, k->p, k->q, d, it, 1));
+  FE_CHECK(fe_dist_reduce_begin_cg(dist, k->r, d));
+  FE_CHECK(fe_dist_reduce_node(dist, x, 1, &ns, &on));
+  FE_CHECK(fe_vector_cg_split(g, it, FE_CG_SUMS_NODE, NULL, &ns));
+  return fe_vector_cg_step(g, x, k->r, k->p, k->q, d, it, 2);
+}
+
 /* The iteration of a split space (x->dist) with its scalars on the device: the device loop's
- * passes, the ranks' sums put between a step's parts. Its (p, q), this rank's share (its
- * cells' parts, or its pass less the entries another rank owns), is read, added over the
- * ranks and put back before the update reads it; the update's (r, r) and (r, z) likewise
- * before the direction reads them: two waits on the device a step, each with one
- * MPI_Allreduce (the host loop: three waits, and 13 words a dof where these passes move 10).
- * The direction moves x, so it runs before the step's stop is read. */
+ * passes, the ranks' sums put between a step's parts. Through the host (split_pq): its
+ * (p, q) read, added over the ranks and put back before the update reads it, the update's
+ * (r, r) and (r, z) likewise before the direction reads them: two waits on the device a
+ * step, each with one MPI_Allreduce (the host loop: three waits, and 13 words a dof where
+ * these passes move 10); the direction moves x, so it runs before the step's stop is read.
+ * Where every rank has a device of its own on one machine (fe_dist_reduce_node), from step
+ * 2 on (once step 1 found every rank's (p, q) share alike) the sums are made on the devices,
+ * the host waits for none and reads step it - 1's norm while step it runs, as the device
+ * loop does. */
 static int cg_split_loop(fe_operator *A, fe_vector *x, const fe_solver_opts *o,
                          const fe_action_opts *act, cg_work *k, const fe_vector *d,
                          fe_cg_device *g, int fused, double r0, double target,
@@ -303,8 +345,8 @@ static int cg_split_loop(fe_operator *A, fe_vector *x, const fe_solver_opts *o,
                          int *pq_passes)
 {
   const fe_dist *dist = x->dist;
-  int stop = 0;
-  for (int it = 1; it <= o->maxit && !stop; it++) {
+  int stop = 0, node = 0;
+  for (int it = 1; it <= o->maxit; it++) {
     FE_CHECK_INTERRUPT();
     fe_action_opts a = *act;
     fe_buffer parts = {0};
@@ -313,34 +355,35 @@ static int cg_split_loop(fe_operator *A, fe_vector *x, const fe_solver_opts *o,
     FE_CHECK(fe_operator_apply(A, k->p, o->at, &a, &k->q, apply_rep)); /* q = J(at) p */
     (*applies)++;
     k->xseconds += apply_rep->exchange_seconds;
-    int added = apply_rep->pq_added;
+    int added = apply_rep->pq_added, agreed;
     if (!added) { /* (p, q) in a pass of its own, the correction queued before the read */
       FE_CHECK(fe_vector_cg_pq(g, k->p, k->q, it));
       FE_CHECK(fe_dist_reduce_begin(dist, k->p, k->q));
       (*pq_passes)++;
     }
-    double s[2], rr, rz;
-    FE_CHECK(fe_vector_cg_split(g, it, FE_CG_PQ_READ, &s[0]));
-    if (!added) FE_CHECK(fe_dist_reduce_dot(dist, k->p, k->q, &s[0]));
-    else { /* each rank's cells' parts: their sum is (p, J p), with how many ranks had them */
-      s[1] = 1;
-      FE_CHECK(fe_dist_reduce_sum(dist, s, 2));
-      FE_ASSERT(s[1] == dist->size, FE_ERR_INTERNAL,
-                "cg: %g of %d ranks made (p, q) in their applies at iteration %d", s[1],
-                dist->size, it);
+    if (node) {
+      if (it > 2) FE_CHECK(cg_device_read(g, it - 1, o, info, r0, target, &stop));
+      if (stop) return 0;
+      FE_CHECK(split_node_step(dist, g, x, k, d, it, added));
+      continue;
     }
-    FE_CHECK(cg_positive(info, s[0], it));
-    FE_CHECK(fe_vector_cg_split(g, it, FE_CG_PQ_PUT, &s[0]));
+    double s[2], pq, rr, rz;
+    FE_CHECK(split_pq(dist, g, k, it, added, pq_passes, &pq, &agreed));
+    FE_CHECK(cg_positive(info, pq, it));
+    FE_CHECK(fe_vector_cg_split(g, it, FE_CG_PQ_PUT, &pq, NULL));
     FE_CHECK(fe_vector_cg_step(g, x, k->r, k->p, k->q, d, it, 1));
     FE_CHECK(fe_dist_reduce_begin_cg(dist, k->r, d));
     FE_CHECK(fe_vector_cg_wait(g, it, &s[0], &rr, &rz));
     FE_CHECK(fe_dist_reduce_cg(dist, k->r, d, &rr, &rz));
     s[0] = rr, s[1] = rz;
-    FE_CHECK(fe_vector_cg_split(g, it, FE_CG_SUMS_PUT, s));
+    FE_CHECK(fe_vector_cg_split(g, it, FE_CG_SUMS_PUT, s, NULL));
     FE_CHECK(fe_vector_cg_step(g, x, k->r, k->p, k->q, d, it, 2));
     FE_CHECK(cg_record(o, info, it, rr, r0, target, &stop));
+    if (stop) return 0;
+    if (it == 1 && agreed && !x->be->info.synchronous)
+      FE_CHECK(fe_dist_reduce_node(dist, x, 0, NULL, &node));
   }
-  return 0;
+  return node && o->maxit > 1 ? cg_device_read(g, o->maxit, o, info, r0, target, &stop) : 0;
 }
 
 /* The iteration with its scalars on the host (any preconditioner; U: one that runs through

@@ -307,10 +307,10 @@ int fe_vector_cg_step(fe_cg_device *g, fe_vector *x, fe_vector *r, fe_vector *p,
                              d ? &d->buf : NULL, (size_t)x->n, x->prec, it, half);
 }
 
-int fe_vector_cg_split(fe_cg_device *g, int it, int what, double *v)
+int fe_vector_cg_split(fe_cg_device *g, int it, int what, double *v, const fe_node_sum *ns)
 {
   FE_ASSERT(g->be->ops->cg_split, FE_ERR_INTERNAL, "%s keeps no split CG steps", g->be->name);
-  return g->be->ops->cg_split(g->be->impl, g->state, it, what, v);
+  return g->be->ops->cg_split(g->be->impl, g->state, it, what, v, ns);
 }
 
 int fe_vector_cg_wait(fe_cg_device *g, int it, double *pq, double *rr, double *rz)

@@ -59,7 +59,7 @@ int fe_vector_cg_begin(const fe_vector *x, double rz, fe_cg_device **g);
 int fe_vector_cg_pq(fe_cg_device *g, const fe_vector *p, const fe_vector *q, int it);
 int fe_vector_cg_step(fe_cg_device *g, fe_vector *x, fe_vector *r, fe_vector *p,
                       const fe_vector *q, const fe_vector *d, int it, int half);
-int fe_vector_cg_split(fe_cg_device *g, int it, int what, double *v);
+int fe_vector_cg_split(fe_cg_device *g, int it, int what, double *v, const fe_node_sum *ns);
 int fe_vector_cg_wait(fe_cg_device *g, int it, double *pq, double *rr, double *rz);
 void fe_vector_cg_end(fe_cg_device *g);
 /* Step it's (p, q) partial sums, zeroed, for the apply to add into (fe_action_opts.pq):
