@@ -319,6 +319,9 @@ typedef struct fe_calibration {
                          * not measured: half the cache) */
   double indexed_llc_gops; /* the first touches of vectors that a quarter of the last-level
                             * cache holds (a call whose data it keeps), G/s (0: not measured) */
+  double padded_gflops; /* the cpu: sumfact's contractions over its padded arrays (8 lanes,
+                         * the padding's arithmetic in every operand's address: fe_fma_padded),
+                         * GF/s (0: not measured) */
   double rows_gbytes;   /* the cpu: a sparse matrix's rows streamed from memory, values and
                          * column indices, x read through them (csr's loop), GB/s (0: not
                          * measured: the DRAM rate) */

@@ -90,6 +90,7 @@ static const struct {
     {"loop_trips", offsetof(fe_report, loop_trips)},
     {"loop_cycles", offsetof(fe_report, loop_cycles)},
     {"loop_seconds", offsetof(fe_report, loop_seconds)},
+    {"padded_flops", offsetof(fe_report, padded_flops)},
     {"array_bytes", offsetof(fe_report, array_bytes)},
     {"operand_bytes", offsetof(fe_report, operand_bytes)},
     {"operand_seconds", offsetof(fe_report, operand_seconds)},
@@ -266,11 +267,12 @@ void felab_push_calibration(lua_State *L, const fe_calibration *c)
            {"indexed_l1_gops", c->indexed_l1_gops},
            {"indexed_llc_gops", c->indexed_llc_gops}, {"l1_request_gops", c->l1_request_gops},
            {"l1_line_gops", c->l1_line_gops}, {"cycle_ns", c->cycle_ns},
+           {"padded_gflops", c->padded_gflops},
            {"rows_gbytes", c->rows_gbytes}, {"llc_bytes", c->llc_bytes},
            {"l1_bytes", c->l1_bytes}, {"read_us", c->read_us}, {"read_gbytes", c->read_gbytes},
            {"write_us", c->write_us}, {"write_gbytes", c->write_gbytes},
            {"llc_keep_bytes", c->llc_keep_bytes}};
-  lua_createtable(L, 0, 29);
+  lua_createtable(L, 0, 30);
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     lua_pushnumber(L, f[i].v);
     lua_setfield(L, -2, f[i].name);

@@ -90,6 +90,7 @@ typedef struct calib_run {
   fe_kernel *chain; /* the cpu: one chain of dependent multiply-adds a group */
   fe_kernel *rows_init, *rows; /* the cpu: csr's rows */
   fe_kernel *lanes[FE_CURVE_POINTS]; /* the cpu: fe_fma with 2, 4, ..., 64 lanes */
+  fe_kernel *padded; /* the cpu: sumfact's contractions over padded arrays */
   fe_buffer a, x, y, out;
   size_t n;       /* reals per array */
   int ngpu;       /* compute units (GPU) or threads (cpu) */
@@ -269,6 +270,16 @@ static int calibrate_lanes(calib_run *c, long long full)
       FE_CHECK(best_time(be, c->lanes[k], (size_t)g, B, 3, largs2, c->prec, 3, 1, &t));
       cal->curve[FE_CURVE_LANES][k] = 2.0 * (double)g * lanes * c->steps / t / 1e9 / cal->gflops;
     }
+  }
+  /* sumfact's contractions over its padded arrays: 8 lanes, 36 rows of 6 entries, the table's
+   * 6 rows, 8 passes a group (fe_fma_padded, as Q5's) */
+  cal->padded_gflops = 0;
+  if (c->padded) {
+    long long g = full * 2;
+    fe_arg pargs[3] = {{.kind = FE_ARG_INT, .i = g}, {.kind = FE_ARG_BUFFER, .buf = &c->out},
+                       {.kind = FE_ARG_REAL, .r = 0.999999}};
+    FE_CHECK(best_time(be, c->padded, (size_t)g, B, 3, pargs, c->prec, 3, 1, &t));
+    cal->padded_gflops = 2.0 * (double)g * 8 * 6 * 6 * 36 * 8 / t / 1e9;
   }
   return 0;
 }
@@ -618,6 +629,7 @@ int perf_run_calibration(fe_backend *be, fe_precision prec, fe_report *rep, int 
     rc = be->ops->kernel(be->impl, c.mod, name, &c.lanes[k]);
   }
   if (!rc && host) rc = be->ops->kernel(be->impl, c.mod, "fe_fma_chain", &c.chain);
+  if (!rc && host) rc = be->ops->kernel(be->impl, c.mod, "fe_fma_padded", &c.padded);
   if (!rc && host) rc = be->ops->kernel(be->impl, c.mod, "fe_rows_init", &c.rows_init);
   if (!rc && host) rc = be->ops->kernel(be->impl, c.mod, "fe_rows", &c.rows);
   size_t nout = (size_t)c.ngpu * 32 * 4 + 64;

@@ -50,6 +50,7 @@ static const calib_field calib_fields[] = {
     {"indexed_l1", offsetof(fe_calibration, indexed_l1_gops), 0},
     {"indexed_llc", offsetof(fe_calibration, indexed_llc_gops), 0},
     {"rows", offsetof(fe_calibration, rows_gbytes), 0},
+    {"padded", offsetof(fe_calibration, padded_gflops), 0},
     {"l1_requests", offsetof(fe_calibration, l1_request_gops), 0},
     {"l1_lines", offsetof(fe_calibration, l1_line_gops), 0},
     {"cycle", offsetof(fe_calibration, cycle_ns), 0},

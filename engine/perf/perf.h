@@ -91,6 +91,10 @@ typedef struct fe_work {
    * contractions, the table's row outermost): the vectorized rate whole, not the lanes
    * curve, whose calibrated loop is a chain an output (as the point work's are) */
   double inflight_flops;
+  /* the cpu: of inflight_flops, those whose operands' addresses go through a padded layout's
+   * arithmetic (sumfact's group arrays in double): at the calibrated rate of such a loop
+   * (padded_gflops), where lower */
+  double padded_flops;
   /* one group's path, in the order its code runs: loads whose address or start waits on
    * the load or barrier before (from device memory: a stream's first touch; from L2:
    * gathers of nodes other cells read too), and barrier-separated phases */
@@ -178,7 +182,7 @@ typedef struct fe_report {
                              * wave's fill (GPUs; the shared ceiling where longer) */
   long long groups;
   int group_items, lanes;
-  double inflight_flops;    /* (fe_work) */
+  double inflight_flops, padded_flops; /* (fe_work) */
   double dram_trips, l2_trips, phases; /* one group's path (fe_work) */
   int nphase_work;          /* and its phases' work (fe_work) */
   fe_phase_work phase_work[FE_PHASES_MAX];

@@ -359,6 +359,31 @@ Test(perf, model_cpu_lanes)
   assert_close(r.ceiling_seconds[FE_CEIL_FMA], 0.5e9 / 250e9 + 1.5e9 / 1000e9);
 }
 
+/* The cpu's contractions in flight at the vectorized rate whole, those over padded arrays
+ * (sumfact's, double) at the calibrated rate of such a loop where lower; not measured, or
+ * measured above the vectorized rate: the vectorized rate */
+Test(perf, model_cpu_padded)
+{
+  fe_calibration c = cpu_cal_lanes();
+  fe_report r = work();
+  r.vec_flops = 1.5e9;
+  r.lanes = 8;
+  r.inflight_flops = 1e9;
+  fe_perf_model(&c, 16, &r);
+  const double plain = 0.5e9 / 250e9 + 0.5e9 / (1000e9 * 0.6) + 1e9 / 1000e9;
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], plain);
+  r.padded_flops = 0.8e9;
+  fe_perf_model(&c, 16, &r); /* not measured */
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], plain);
+  c.padded_gflops = 400;
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA],
+               0.5e9 / 250e9 + 0.5e9 / (1000e9 * 0.6) + 0.2e9 / 1000e9 + 0.8e9 / 400e9);
+  c.padded_gflops = 2000;
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], plain);
+}
+
 /* The cpu's group factors: lanes a SIMD select or copy fills as a multiply-add a lane at the
  * vectorized rate (with the kernel's lanes), gathered values as one at the scalar rate; a GPU
  * has no such loop */

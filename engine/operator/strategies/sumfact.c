@@ -230,6 +230,13 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
     wk->lanes = block;
     /* its contractions run the rows outermost: consecutive outputs independent */
     wk->inflight_flops = fmin(wk->vec_flops, ncells * fe_sumfact_contraction_flops_per_cell(&sh));
+    /* the cpu: where an entry is a whole line (8 cells in double) the template pads the
+     * group's arrays an entry every 4 KB (SF_PAD), and a contraction array longer than that
+     * (Q4 and up; Q3 with three fields: 50 shifts in its code) keeps the padding's arithmetic in its operands'
+     * addresses; within one 4 KB block (Q2, Q3) gcc folds it (no shifts in their code) */
+    if (!gpu && block * w >= 64 &&
+        fe_sumfact_contraction_words(&sh) / 2 > 4096.0 / (block * w))
+      wk->padded_flops = wk->inflight_flops;
   }
 }
 
