@@ -120,13 +120,15 @@ int cuda_cg_step(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer 
 }
 
 /* Queue a sum over the node's ranks of n of the state's scalars from at (backend.h). */
-static int cuda_node_sum(cuda_impl *cu, cuda_cg *g, int at, int n, int kind, const fe_node_sum *ns)
+static int cuda_node_sum(cuda_impl *cu, cuda_cg *g, int at, int n, int kind, const fe_node_sum *ns,
+                         CUdeviceptr parts)
 {
   CUdeviceptr c = g->c, corr = ns->corr ? (CUdeviceptr)(size_t)ns->corr->ptr : 0;
   CUdeviceptr box = (CUdeviceptr)(size_t)ns->box->ptr, peers = (CUdeviceptr)(size_t)ns->peers->ptr;
   int ncorr = ns->ncorr, cfloat = ns->corr_prec == FE_FLOAT, rank = ns->rank, size = ns->size;
   double seq = ns->seq;
-  void *params[] = {&c, &at, &n, &corr, &ncorr, &cfloat, &box, &peers, &rank, &size, &seq, &kind};
+  void *params[] = {&c,    &at,   &n,    &corr, &ncorr, &cfloat, &box,
+                    &peers, &rank, &size, &seq, &kind,  &parts};
   return cuda_run(cu, cu->vector.cg_node_sum, "fe_vec_cg_node_sum", 1, 1, 0, params, NULL);
 }
 
@@ -141,11 +143,13 @@ int cuda_cg_split(void *impl, void *state, int it, int what, double *v, const fe
   double *put = g->host + 4 * CG_RING + 4 * slot;
   CUdeviceptr at = g->c + 4 * k * sizeof(double);
   CUresult err = CUDA_SUCCESS;
+  CUdeviceptr parts = 0; /* the step's (p, q) parts, summed here (a node's sum adds them) */
   if ((what == FE_CG_PQ_READ || what == FE_CG_PQ_NODE) && g->from_parts[k]) {
-    CUdeviceptr parts = g->parts + (size_t)k * FE_PQ_PARTS * FE_PQ_STRIDE * sizeof(double);
+    parts = g->parts + (size_t)k * FE_PQ_PARTS * FE_PQ_STRIDE * sizeof(double);
     void *params[] = {&g->c, &k, &parts};
-    FE_CHECK(cuda_run(cu, cu->vector.cg_pq_parts[FE_DOUBLE], "fe_vec_cg_pq_parts", 1, 1, 0,
-                      params, NULL));
+    if (what == FE_CG_PQ_READ)
+      FE_CHECK(cuda_run(cu, cu->vector.cg_pq_parts[FE_DOUBLE], "fe_vec_cg_pq_parts", 1, 1, 0,
+                        params, NULL));
     g->zero_parts[k] = 1;
     g->from_parts[k] = 0;
   }
@@ -161,9 +165,9 @@ int cuda_cg_split(void *impl, void *state, int it, int what, double *v, const fe
     put[2] = v[1];
     err = cu->api.cuMemcpyHtoDAsync(at + sizeof(double), put + 1, 2 * sizeof(double), NULL);
   } else if (what == FE_CG_PQ_NODE) {
-    FE_CHECK(cuda_node_sum(cu, g, 4 * k, 1, 0, ns));
+    FE_CHECK(cuda_node_sum(cu, g, 4 * k, 1, 0, ns, parts));
   } else { /* FE_CG_SUMS_NODE: the sums, then the step's copy for cg_wait made again */
-    FE_CHECK(cuda_node_sum(cu, g, 4 * k + 1, 2, 1, ns));
+    FE_CHECK(cuda_node_sum(cu, g, 4 * k + 1, 2, 1, ns, 0));
     err = cu->api.cuMemcpyDtoHAsync(g->host + 4 * slot, at, 3 * sizeof(double), NULL);
     if (err == CUDA_SUCCESS) err = cu->api.cuEventRecord(g->done[slot], NULL);
   }
