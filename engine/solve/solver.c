@@ -247,6 +247,22 @@ static int cg_device_read(fe_cg_device *g, int it, const fe_solver_opts *o, fe_s
   return cg_record(o, info, it, rr, r0, target, stop);
 }
 
+/* Step it's q = J(at) p, queued; where fused its (p, q) parts added into the state's
+ * (apply_rep->pq_added says whether they were). */
+static int cg_apply_step(fe_operator *A, const fe_solver_opts *o, const fe_action_opts *act,
+                         cg_work *k, fe_cg_device *g, int fused, int it, fe_report *apply_rep,
+                         int *applies)
+{
+  fe_action_opts a = *act;
+  fe_buffer parts = {0};
+  if (fused) FE_CHECK(fe_vector_cg_parts(g, it, &parts, &a.pq_slot));
+  a.pq = parts.ptr ? &parts : NULL;
+  FE_CHECK(fe_operator_apply(A, k->p, o->at, &a, &k->q, apply_rep));
+  (*applies)++;
+  k->xseconds += apply_rep->exchange_seconds;
+  return 0;
+}
+
 /* The iteration with its scalars on the device (Jacobi or none; fe_vector_cg_begin): the
  * host queues step it's apply and (p, q), then reads step it - 1's scalars (done by then:
  * the device is already at work on step it), stops there or queues step it's update and
@@ -265,13 +281,7 @@ static int cg_device_loop(fe_operator *A, fe_vector *x, const fe_solver_opts *o,
   int stop = 0;
   for (int it = 1; it <= o->maxit; it++) {
     FE_CHECK_INTERRUPT();
-    fe_action_opts a = *act;
-    fe_buffer parts = {0};
-    if (fused) FE_CHECK(fe_vector_cg_parts(g, it, &parts, &a.pq_slot));
-    a.pq = parts.ptr ? &parts : NULL;
-    FE_CHECK(fe_operator_apply(A, k->p, o->at, &a, &k->q, apply_rep)); /* q = J(at) p */
-    (*applies)++;
-    k->xseconds += apply_rep->exchange_seconds;
+    FE_CHECK(cg_apply_step(A, o, act, k, g, fused, it, apply_rep, applies));
     if (!apply_rep->pq_added) { /* (p, q) in a pass of its own */
       FE_CHECK(fe_vector_cg_pq(g, k->p, k->q, it));
       (*pq_passes)++;
@@ -348,13 +358,7 @@ static int cg_split_loop(fe_operator *A, fe_vector *x, const fe_solver_opts *o,
   int stop = 0, node = 0;
   for (int it = 1; it <= o->maxit; it++) {
     FE_CHECK_INTERRUPT();
-    fe_action_opts a = *act;
-    fe_buffer parts = {0};
-    if (fused) FE_CHECK(fe_vector_cg_parts(g, it, &parts, &a.pq_slot));
-    a.pq = parts.ptr ? &parts : NULL;
-    FE_CHECK(fe_operator_apply(A, k->p, o->at, &a, &k->q, apply_rep)); /* q = J(at) p */
-    (*applies)++;
-    k->xseconds += apply_rep->exchange_seconds;
+    FE_CHECK(cg_apply_step(A, o, act, k, g, fused, it, apply_rep, applies));
     int added = apply_rep->pq_added, agreed;
     if (!added) { /* (p, q) in a pass of its own, the correction queued before the read */
       FE_CHECK(fe_vector_cg_pq(g, k->p, k->q, it));
