@@ -534,3 +534,9 @@ double fe_perf_reduction(const fe_calibration *c, const fe_link *l, double entri
   }
   return s;
 }
+
+double fe_perf_reduction_node(const fe_calibration *c, double entries, double word)
+{
+  return c->launch_us * 1e-6 +
+         (entries > 0 ? c->launch_us * 1e-6 + indexed_seconds(c, entries, entries * (4 + 2 * word)) : 0);
+}

@@ -179,8 +179,8 @@ static int format_exchange(const fe_report *r, char *buf, size_t n, int len)
   if (len > 0 && (size_t)len < n && r->reduce_predicted > 0) {
     char tr[32];
     format_time(r->reduce_predicted, tr, sizeof tr);
-    len += snprintf(buf + len, n - (size_t)len, "\n  reductions predicted %s (gathers of the "
-                    "entries other ranks own, MPI_Allreduce)", tr);
+    len += snprintf(buf + len, n - (size_t)len, "\n  reductions predicted %s (the sums of the "
+                    "entries other ranks own, and over the ranks)", tr);
   }
   return len;
 }

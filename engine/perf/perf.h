@@ -265,6 +265,11 @@ void fe_perf_exchange(const fe_calibration *c, const fe_link *l, const fe_exchan
  * MPI_Allreduce (l's, scaled from its ranks to `ranks` by the tree's depth, ceil(log2 ranks)). */
 double fe_perf_reduction(const fe_calibration *c, const fe_link *l, double entries, double word,
                          int ranks);
+/* The same made on the devices of one machine (CG's node sums, backend.h's fe_node_sum): the
+ * correction's sums (a launch queued, the entries read through their index; none without
+ * entries) and the node's sum (a launch queued). The mailboxes' writes across the link between
+ * the devices and the wait for the other ranks are left out (not measured). */
+double fe_perf_reduction_node(const fe_calibration *c, double entries, double word);
 /* Fit t = us 1e-6 + bytes / (gbytes 1e9) to n timings, each weighted by its own size (the
  * relative misfits' squares least): the latency and the rate (gbytes 0: none fitted). */
 void fe_perf_fit_link(const double *bytes, const double *seconds, int n, double *us,

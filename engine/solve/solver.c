@@ -175,6 +175,7 @@ typedef struct cg_work {
   fe_precond *P;            /* the unit (o->precond, or made here when made = 1), or NULL */
   int made;
   double xseconds;          /* a split space: the applies' exchanges, seconds summed */
+  int node_steps;           /* a split space: the steps whose sums the devices made */
 } cg_work;
 
 static void cg_work_free(cg_work *k)
@@ -369,6 +370,7 @@ static int cg_split_loop(fe_operator *A, fe_vector *x, const fe_solver_opts *o,
       if (it > 2) FE_CHECK(cg_device_read(g, it - 1, o, info, r0, target, &stop));
       if (stop) return 0;
       FE_CHECK(split_node_step(dist, g, x, k, d, it, added));
+      k->node_steps++;
       continue;
     }
     double s[2], pq, rr, rz;
@@ -461,11 +463,13 @@ static int cg_report(const fe_vector *x, const fe_report *rep, const fe_report *
 }
 
 /* A split space (x's dist): the model's exchanges, every apply's, and reductions, each step's
- * (p, q) and its update's (r, r) and (r, z) (and (r, z) of a unit's z), each gathering two
- * vectors' entries another rank owns, reading them, and an MPI_Allreduce; added to the
- * prediction of r. Nothing on one rank. */
-static int cg_predict_split(const fe_vector *x, int applies, int steps, int unit,
-                            const fe_report *apply_rep, fe_report *r)
+ * (p, q) and its update's (r, r) and (r, z) (and (r, z) of a unit's z): through the host each
+ * gathering two vectors' entries another rank owns, reading them, and an MPI_Allreduce; made
+ * on the devices (node_steps of the steps) a node's sum for (p, q) and one for the update's
+ * after their correction (fe_perf_reduction_node); added to the prediction of r. Nothing on
+ * one rank. */
+static int cg_predict_split(const fe_vector *x, int applies, int steps, int node_steps,
+                            int unit, const fe_report *apply_rep, fe_report *r)
 {
   const fe_dist *d = x->dist;
   if (!d || d->size == 1) return 0;
@@ -474,9 +478,12 @@ static int cg_predict_split(const fe_vector *x, int applies, int steps, int unit
   r->exchange_predicted = applies * apply_rep->exchange_predicted;
   r->exchange_link = applies * apply_rep->exchange_link;
   r->exchange_device = applies * apply_rep->exchange_device;
-  r->reduce_predicted = (2.0 + unit) * steps *
-                        fe_perf_reduction(&x->be->calib[x->prec], l, 2.0 * d->nnot,
-                                          (double)fe_precision_size(x->prec), d->size);
+  const fe_calibration *c = &x->be->calib[x->prec];
+  const double word = (double)fe_precision_size(x->prec);
+  r->reduce_predicted = (2.0 + unit) * (steps - node_steps) *
+                            fe_perf_reduction(c, l, 2.0 * d->nnot, word, d->size) +
+                        node_steps * (fe_perf_reduction_node(c, 0, word) +
+                                      fe_perf_reduction_node(c, 2.0 * d->nnot, word));
   r->predicted_seconds += r->exchange_predicted + r->reduce_predicted;
   return 0;
 }
@@ -586,7 +593,8 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   info->report.exchange_seconds = k->xseconds;
   info->report.exchange_beside = apply_rep.exchange_beside;
   info->report.exchange_direct = apply_rep.exchange_direct;
-  return cg_predict_split(x, applies, info->iterations, U != NULL, &apply_rep, &info->report);
+  return cg_predict_split(x, applies, info->iterations, k->node_steps, U != NULL, &apply_rep,
+                          &info->report);
 }
 
 int fe_solve_cg(fe_operator *A, const fe_vector *b, const fe_vector *x0, const fe_solver_opts *o,

@@ -959,3 +959,19 @@ Test(perf, model_l1_lookups)
   cr_assert(few.l1_tag_seconds > full / 0.75 && few.l1_tag_seconds < full / 0.5,
             "27-line requests with 4 warps: %g s, the full rate's %g", few.l1_tag_seconds, full);
 }
+
+/* CG's sums on the devices of one machine (fe_perf_reduction_node): a launch queued for the
+ * node's sum, and where entries are owned elsewhere their correction's launch and entries (at
+ * the cached rate on a GPU: here l2_gbytes 400, an index and two words an entry) */
+Test(perf, reduction_node)
+{
+  fe_calibration c = cpu_cal();
+  c.gpu = 1;
+  cr_assert_float_eq(fe_perf_reduction_node(&c, 0, 8), 5e-6, 1e-12);
+  const double want = 10e-6 + 1000 * (4 + 16) / 400e9;
+  cr_assert_float_eq(fe_perf_reduction_node(&c, 1000, 8), want, 1e-12, "%g against %g",
+                     fe_perf_reduction_node(&c, 1000, 8), want);
+  fe_link l = {0};
+  cr_assert(fe_perf_reduction_node(&c, 1000, 8) < fe_perf_reduction(&c, &l, 1000, 8, 2),
+            "no wait for the device, no read: less than the host's reduction");
+}
