@@ -538,6 +538,8 @@ static void print_usage(FILE *f)
           "  FELAB_ALL_RANKS=1   under mpirun every rank prints (else rank 0 alone)\n"
           "  FELAB_EXCHANGE_IPC=0, FELAB_EXCHANGE_PHASES=0|1   a split space's exchange through\n"
           "                      the host; after the cells | beside them (docs/parallel.md)\n"
+          "  FELAB_NODE_SUMS=0   a split space's CG sums over the ranks through the host, not on\n"
+          "                      the devices of one machine (docs/parallel.md)\n"
           "A script sees its arguments in the table arg (arg[0] is the script) and in `...`.\n"
           "Exit status: 0; 1 after an error in a script, in -e code or in piped input; 2 for a\n"
           "bad command line.\n");
