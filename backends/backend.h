@@ -317,6 +317,8 @@ typedef struct fe_calibration {
   double llc_keep_bytes; /* the cpu: the last-level cache a call keeps from one run to the
                          * next, measured (the cached triad's rate falls past it), bytes (0:
                          * not measured: half the cache) */
+  double llc_gbytes;     /* the cpu: the cached triad over a quarter of the last-level cache
+                         * (from there, beyond L2), GB/s (0: not measured) */
   double indexed_llc_gops; /* the first touches of vectors that a quarter of the last-level
                             * cache holds (a call whose data it keeps), G/s (0: not measured) */
   double padded_gflops; /* the cpu: sumfact's contractions over its padded arrays (8 lanes,

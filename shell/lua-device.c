@@ -271,7 +271,7 @@ void felab_push_calibration(lua_State *L, const fe_calibration *c)
            {"rows_gbytes", c->rows_gbytes}, {"llc_bytes", c->llc_bytes},
            {"l1_bytes", c->l1_bytes}, {"read_us", c->read_us}, {"read_gbytes", c->read_gbytes},
            {"write_us", c->write_us}, {"write_gbytes", c->write_gbytes},
-           {"llc_keep_bytes", c->llc_keep_bytes}};
+           {"llc_keep_bytes", c->llc_keep_bytes}, {"llc_gbytes", c->llc_gbytes}};
   lua_createtable(L, 0, 30);
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     lua_pushnumber(L, f[i].v);

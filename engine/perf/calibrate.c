@@ -203,14 +203,15 @@ static int calibrate_cache(calib_run *c)
  * 4 passes each: the largest size up to which every one runs above the geometric mean of
  * the L2 triad's rate and memory's is what the cache keeps (a cyclic sweep through an LRU
  * cache larger than it finds nothing again, so the rate falls at that size; on this 2-core
- * virtual machine the cache is shared with cores outside it). 0: not measured. */
+ * virtual machine the cache is shared with cores outside it). 0: not measured. The rate at a
+ * quarter of the cache is the cache's own (llc_gbytes: lines from beyond L2). */
 static int calibrate_llc_keep(calib_run *c)
 {
   fe_backend *be = c->be;
   fe_calibration *cal = &be->calib[c->prec];
   double w = (double)fe_precision_size(c->prec), t;
   const double llc = (double)be->info.llc_bytes;
-  cal->llc_keep_bytes = 0;
+  cal->llc_keep_bytes = cal->llc_gbytes = 0;
   if (be->info.is_gpu || !(llc > 0) || !(cal->l2_gbytes > cal->gbytes) || !(cal->gbytes > 0)) return 0;
   const long long cg = c->ngpu;
   const double mid = sqrt(cal->l2_gbytes * cal->gbytes);
@@ -223,7 +224,9 @@ static int calibrate_llc_keep(calib_run *c)
                        {.kind = FE_ARG_BUFFER, .buf = &c->x},  {.kind = FE_ARG_BUFFER, .buf = &c->y},
                        {.kind = FE_ARG_REAL, .r = 2.0}};
     FE_CHECK(best_time(be, c->cached, (size_t)cg, (size_t)c->block, 7, cargs, c->prec, 3, 1, &t));
-    if (3.0 * (double)nc * passes * w / t / 1e9 < mid) break;
+    const double rate = 3.0 * (double)nc * passes * w / t / 1e9;
+    if (k == 2) cal->llc_gbytes = rate;
+    if (rate < mid) break;
     cal->llc_keep_bytes = llc * k / 8;
   }
   return 0;

@@ -59,6 +59,7 @@ static const calib_field calib_fields[] = {
     {"write", offsetof(fe_calibration, write_us), 0},
     {"write_rate", offsetof(fe_calibration, write_gbytes), 0},
     {"llc_keep", offsetof(fe_calibration, llc_keep_bytes), 0},
+    {"llc_rate", offsetof(fe_calibration, llc_gbytes), 0},
 };
 #define NCALIB_FIELDS (sizeof calib_fields / sizeof calib_fields[0])
 static const char *curve_keys[4] = {"curve_dram", "curve_shared", "curve_fma", "curve_lanes"};

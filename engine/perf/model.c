@@ -350,10 +350,15 @@ static double model_overlap(const model_rates *m, fe_report *rep, double fill, d
     /* the cpu: a thread runs a group's phases one after another, each bound by issuing its
      * instructions, so the multiply-adds, the divisions and the indexed loops add up;
      * memory streams beside them (its prefetchers run ahead of the loops), but for the bytes
-     * a phase of their own reads: from memory, or from L2 where asked for there ahead */
+     * a phase of their own reads: from memory; or, asked for ahead into L2, brought there
+     * from beyond it at the last-level cache's rate (from memory too: through it), which the
+     * thread waits for. On an Intel Xeon (2 threads) the requests alone, the quadrature
+     * phase's reads kept in L1, took 60 GB/s of words, the cached triad over a quarter of
+     * the cache 49-64; from L2, the rate the model had, 140-155 (docs/model.md) */
+    const double ahead_gbytes = c->llc_gbytes > 0 ? c->llc_gbytes : c->l2_gbytes;
     double issue = t[FE_CEIL_FMA] + t[FE_CEIL_NONFMA] + t[FE_CEIL_INDEXED] +
                    model_stream_seconds(m, rep->phase_bytes) +
-                   (c->l2_gbytes > 0 ? rep->phase_l2_bytes / (c->l2_gbytes * 1e9) : 0);
+                   (ahead_gbytes > 0 ? rep->phase_l2_bytes / (ahead_gbytes * 1e9) : 0);
     if (issue > on) {
       on = issue;
       *pipe = FE_CEIL_FMA;

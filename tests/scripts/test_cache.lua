@@ -76,7 +76,7 @@ for _, path in ipairs(entries("calibration", ".txt")) do
 end
 -- one line per precision: the precision, then "ceiling value" pairs
 local stored_form = "^double dram %S+ l2 %S+ shared %S+ fma %S+ scalar %S+ nonfma %S+ atomics %S+ " ..
-                    "constant %S+ launch %S+ sync %S+ dram_latency %S+ l2_latency %S+ phase_latency %S+ indexed %S+ indexed_l1 %S+ indexed_llc %S+ rows %S+ padded %S+ l1_requests 0 l1_lines 0 cycle %S+ read %S+ read_rate %S+ write %S+ write_rate %S+ llc_keep %S+ curve_lanes [%d.,e+-]+\n$"
+                    "constant %S+ launch %S+ sync %S+ dram_latency %S+ l2_latency %S+ phase_latency %S+ indexed %S+ indexed_l1 %S+ indexed_llc %S+ rows %S+ padded %S+ l1_requests 0 l1_lines 0 cycle %S+ read %S+ read_rate %S+ write %S+ write_rate %S+ llc_keep %S+ llc_rate %S+ curve_lanes [%d.,e+-]+\n$"
 check(cpu_cal and read(cpu_cal):match(stored_form), "no cpu calibration stored")
 local good = {}
 for _, path in ipairs(sos) do good[path] = read(path) end
@@ -148,7 +148,7 @@ check(again and read(cpu_cal):match(stored_form) or out:find("not stored", 1, tr
 write(cpu_cal, "double dram 1 l2 1 shared 1 fma 1 scalar 1 nonfma 1 atomics 1 constant 1 launch 0 " ..
                "sync 1000 dram_latency 0 l2_latency 0 phase_latency 0 indexed 1 indexed_l1 1 indexed_llc 1 " ..
                "rows 1 padded 0 " ..
-               "l1_requests 0 l1_lines 0 cycle 0 read 0 read_rate 0 write 0 write_rate 0 llc_keep 0\n")
+               "l1_requests 0 l1_lines 0 cycle 0 read 0 read_rate 0 write 0 write_rate 0 llc_keep 0 llc_rate 0\n")
 out, nwarn = run("predict,calibrate")
 check(nwarn == 0 and not out:find("compiled", 1, true), "the healed cache is not used:\n%s", out)
 local t = tonumber(out:match("predicted (%S+)"))

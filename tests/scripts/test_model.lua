@@ -62,6 +62,11 @@ for _, b in ipairs(T.backends()) do
     check(b == "cpu" and c.padded_gflops > 0 and c.padded_gflops < 3 * c.gflops or
           b ~= "cpu" and c.padded_gflops == 0, "%s: padded contractions %g GF/s (SIMD %g)", b,
           c.padded_gflops, c.gflops)
+    -- the last-level cache's own rate (the cached triad over a quarter of it): the cpu's,
+    -- where measured no faster than L2's by much; on other backends not measured
+    check(b == "cpu" and c.llc_gbytes >= 0 and c.llc_gbytes < 3 * c.l2_gbytes or
+          b ~= "cpu" and c.llc_gbytes == 0, "%s: last-level cache %g GB/s (L2 %g)", b,
+          c.llc_gbytes, c.l2_gbytes)
     check(rep.peak_gbytes == c.gbytes and rep.peak_gflops == c.gflops,
           "%s: the report's peaks are the calibration's", b)
     if info.is_gpu then

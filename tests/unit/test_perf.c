@@ -384,6 +384,24 @@ Test(perf, model_cpu_padded)
   assert_close(r.ceiling_seconds[FE_CEIL_FMA], plain);
 }
 
+/* The cpu: words asked for ahead into L2 and read by a phase of their own come there at the
+ * last-level cache's calibrated rate, added to the loops' issue time; not measured: at L2's */
+Test(perf, model_cpu_words_ahead)
+{
+  fe_calibration c = cpu_cal();
+  fe_report r = work();
+  r.bytes = 1e6;
+  r.l2_bytes = 0;
+  fe_perf_model(&c, 16, &r);
+  const double none = r.predicted_seconds;
+  r.phase_l2_bytes = 1e9;
+  fe_perf_model(&c, 16, &r); /* not measured: L2's rate, 400 GB/s */
+  assert_close(r.predicted_seconds, none + 1e9 / 400e9);
+  c.llc_gbytes = 100;
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.predicted_seconds, none + 1e9 / 100e9);
+}
+
 /* The cpu's group factors: lanes a SIMD select or copy fills as a multiply-add a lane at the
  * vectorized rate (with the kernel's lanes), gathered values as one at the scalar rate; a GPU
  * has no such loop */
