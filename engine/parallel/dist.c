@@ -312,20 +312,23 @@ static int not_owned(const fe_dist *d, const fe_vector *x, const fe_vector *y, i
   return fe_dist_device_dot_read(v, out);
 }
 
-int fe_dist_reduce_begin(const fe_dist *d, const fe_vector *x, const fe_vector *y)
+/* The correction of mode (fe_dist_device_dot_launch's) queued for x and y on x's device. */
+static int reduce_queue(const fe_dist *d, const fe_vector *x, const fe_vector *y, int mode)
 {
   if (!d || d->size == 1 || !d->nnot) return 0;
   fe_dist_device *v;
   FE_CHECK(fe_dist_device_get(d, x->be, x->prec, &v));
-  return fe_dist_device_dot_launch(v, x, y ? y : x, 0);
+  return fe_dist_device_dot_launch(v, x, y, mode);
+}
+
+int fe_dist_reduce_begin(const fe_dist *d, const fe_vector *x, const fe_vector *y)
+{
+  return reduce_queue(d, x, y ? y : x, 0);
 }
 
 int fe_dist_reduce_begin_cg(const fe_dist *d, const fe_vector *r, const fe_vector *dg)
 {
-  if (!d || d->size == 1 || !d->nnot) return 0;
-  fe_dist_device *v;
-  FE_CHECK(fe_dist_device_get(d, r->be, r->prec, &v));
-  return fe_dist_device_dot_launch(v, r, dg, dg ? 2 : 1);
+  return reduce_queue(d, r, dg, dg ? 2 : 1);
 }
 
 int fe_dist_reduce_node(const fe_dist *d, const fe_vector *x, int corrected, fe_node_sum *ns,
