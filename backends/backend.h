@@ -133,7 +133,7 @@ typedef enum { FE_REDUCE_SUM, FE_REDUCE_MIN, FE_REDUCE_MAX } fe_reduce_op;
 
 /* The table. impl is the backend's private state, made by open. Every int-returning slot
  * returns 0 or an fe_err code after setting a message (engine/core/error.h). */
-enum { FE_SIDE_BEGIN, FE_SIDE_END, FE_SIDE_JOIN }; /* fe_backend_ops.side */
+enum { FE_SIDE_BEGIN, FE_SIDE_END, FE_SIDE_JOIN, FE_SIDE_RESUME }; /* fe_backend_ops.side */
 
 typedef struct fe_backend_ops {
   const char *name;
@@ -161,7 +161,8 @@ typedef struct fe_backend_ops {
   void *(*host_alloc)(void *impl, size_t bytes);
   void (*host_free)(void *impl, void *host);
   /* Optional (cuda; NULL elsewhere): bytes of src from src_offset to dst at dst_offset, in the
-   * queue's order (not waited for). */
+   * current queue's order (the side queue's between side's BEGIN or RESUME and END; not
+   * waited for). */
   int (*copy_async)(void *impl, fe_buffer *dst, size_t dst_offset, const fe_buffer *src,
                     size_t src_offset, size_t bytes);
   /* Optional (cuda; NULL elsewhere): a buffer named for another process of this machine
@@ -208,8 +209,10 @@ typedef struct fe_backend_ops {
    * may run beside the main queue's work (two-scale's coarse cycle beside its fine kernel).
    * FE_SIDE_BEGIN: what is queued next goes to the side queue, after everything the main one
    * holds; FE_SIDE_END: back to the main queue (the side's work goes on); FE_SIDE_JOIN: what
-   * the main queue holds next waits for everything the side queue holds. Only launches and
-   * vector work (no reads or writes of buffers) between BEGIN and END. */
+   * the main queue holds next waits for everything the side queue holds; FE_SIDE_RESUME: what
+   * is queued next goes to the side queue again, after what it holds, without waiting for the
+   * main queue (ended by END as after BEGIN). Only launches, copy_async and vector work (no
+   * reads or writes of buffers) between BEGIN (or RESUME) and END. */
   int (*side)(void *impl, int op);
 
   /* vector work on n reals of precision prec; reductions accumulate in double */

@@ -398,8 +398,9 @@ void cuda_host_free(void *impl, void *host)
   if (host) cu->api.cuMemFreeHost(host);
 }
 
-/* Device -> device in the main queue's order, a range of each (a peer's buffer opened by
- * cuda_ipc_import too: the driver copies across the link). */
+/* Device -> device in the current queue's order (the side queue's inside a side section), a
+ * range of each (a peer's buffer opened by cuda_ipc_import too: the driver copies across
+ * the link). */
 int cuda_copy_async(void *impl, fe_buffer *dst, size_t dst_offset, const fe_buffer *src,
                     size_t src_offset, size_t bytes)
 {
@@ -409,7 +410,7 @@ int cuda_copy_async(void *impl, fe_buffer *dst, size_t dst_offset, const fe_buff
   if (!bytes) return 0;
   FE_CHECK(cuda_usable(cu));
   CUresult err = cu->api.cuMemcpyDtoDAsync((CUdeviceptr)(size_t)dst->ptr + dst_offset,
-                                           (CUdeviceptr)(size_t)src->ptr + src_offset, bytes, NULL);
+                                           (CUdeviceptr)(size_t)src->ptr + src_offset, bytes, cu->cur);
   if (err != CUDA_SUCCESS) return cuda_fail(cu, err, "device copy");
   return 0;
 }
@@ -493,6 +494,8 @@ int cuda_side(void *impl, int op)
   if (op == FE_SIDE_BEGIN) { /* the side starts where the main queue is */
     err = a->cuEventRecord(cu->forked, NULL);
     if (err == CUDA_SUCCESS) err = a->cuStreamWaitEvent(cu->side, cu->forked, 0);
+    cu->cur = cu->side;
+  } else if (op == FE_SIDE_RESUME) { /* on after the side's own work, the main queue not awaited */
     cu->cur = cu->side;
   } else if (op == FE_SIDE_END) {
     err = a->cuEventRecord(cu->joined, cu->side);

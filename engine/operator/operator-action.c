@@ -205,6 +205,15 @@ static int op_report(fe_realization *r, fe_action a, const fe_action_opts *o, co
   return 0;
 }
 
+/* Back to the main queue from a side section, the main queue waiting for the side's work
+ * (even after an error rc, which it keeps). */
+static int side_join(const fe_backend_ops *ops, void *impl, int rc)
+{
+  int rc3 = ops->side(impl, FE_SIDE_END);
+  if (!rc3) rc3 = ops->side(impl, FE_SIDE_JOIN);
+  return rc ? rc : rc3;
+}
+
 /* A split space's integration in two phases (fe_realization's phased): the cells with a
  * shared node, the exchange begun (their sums gathered), the other cells queued, the
  * messages posted and waited for while the device works, then the sums. The exchange's time
@@ -217,10 +226,11 @@ static int op_report(fe_realization *r, fe_action a, const fe_action_opts *o, co
  * follow the interior's kernel in the queue. Where the backend has a side queue and the
  * groups add atomically (not colored: no two kernels' plain adds meet at a node), the
  * boundary cells and the gather go there, at its priority, beside the interior's kernel
- * rather than before it (a few hundred groups alone leave most of a GPU idle), the main
- * queue joining it before the sums. Elsewhere the boundary cells are waited for whole before
- * the exchange begins, and the interior's before the sums (whose copy to the device would
- * wait for it inside the exchange's time). */
+ * rather than before it (a few hundred groups alone leave most of a GPU idle), and once the
+ * messages are in, the neighbours' shares' copies, and the sums too where the interior
+ * writes no shared entry (cells' phases), the main queue joining it after them. Elsewhere
+ * the boundary cells are waited for whole before the exchange begins, and the interior's
+ * before the sums (whose copy to the device would wait for it inside the exchange's time). */
 static int op_run_phased(fe_realization *r, fe_action a, const fe_vector *u, const fe_vector *w,
                          fe_vector *out, int *launches)
 {
@@ -254,10 +264,17 @@ static int op_run_phased(fe_realization *r, fe_action a, const fe_vector *u, con
   int rc2 = fe_dist_sum_wait(d, out);
   double waited = fe_clock() - t0;
   if (!rc && !marked) rc = ops->finish(impl); /* (a copy to the device would wait) */
-  if (!rc && beside) rc = ops->side(impl, FE_SIDE_JOIN);
+  /* beside: the neighbours' shares copied on the side queue too, while the interior runs,
+   * and the sums there as well where the interior writes no shared entry (phase2_apart);
+   * the main queue joins after them (csr's: before its sums) */
+  const int apart = beside && r->phase2_apart;
+  if (!rc && beside) rc = ops->side(impl, FE_SIDE_RESUME);
   t0 = fe_clock();
+  if (!rc2 && beside) rc2 = fe_dist_sum_fetch(d, out);
+  if (beside && !apart) rc = side_join(ops, impl, rc);
   if (!rc2) rc2 = fe_dist_sum_end(d, out, &r->xbytes, &r->xmessages);
   r->xseconds = begun + waited + fe_clock() - t0;
+  if (apart) rc = side_join(ops, impl, rc);
   if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
   return rc2;
 }

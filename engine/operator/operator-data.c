@@ -512,6 +512,7 @@ static int realization_schedule(fe_realization *r, int morton, int **perm, size_
   }
   if (!rc) rc = color_splits(r, list, nbnd);
   r->phased = r->color_split != NULL;
+  r->phase2_apart = r->phased; /* the cells with a shared node all in phase 1 */
   if (!rc) rc = cell_permutation(A, r, list, order, perm, npad);
   if (!rc) { /* the realization's (element matrices return their cells in the mesh's order) */
     free(r->perm);

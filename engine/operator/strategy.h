@@ -145,6 +145,9 @@ struct fe_realization {
                           * transpose where color_split is made; a strategy of its own kind
                           * sets it where it splits its work so: csr's apply), for the actions
                           * it integrates itself (not those its strategy delegates) */
+  int phase2_apart;      /* phase 2 writes no shared entry (cells: their boundary cells all in
+                          * phase 1), so the exchange's sums may run beside it; csr's phase 2
+                          * writes every row again */
   fe_buffer groups;      /* group list, ordered by color */
   fe_buffer geo[FE_NACTIONS]; /* stored geometric factors per action (shared when equal) */
   int geo_shared;        /* geo holds a set of factors per class of congruent cells

@@ -293,6 +293,14 @@ int fe_dist_sum_wait(const fe_dist *d, const fe_vector *y)
   return fe_dist_device_wait(v);
 }
 
+int fe_dist_sum_fetch(const fe_dist *d, const fe_vector *y)
+{
+  if (!d || d->size == 1) return 0;
+  fe_dist_device *v;
+  FE_CHECK(fe_dist_device_get(d, y->be, y->prec, &v));
+  return fe_dist_device_fetch(v);
+}
+
 int fe_dist_sum(const fe_dist *d, fe_vector *y, double *bytes, double *messages)
 {
   FE_CHECK(fe_dist_sum_begin(d, y));

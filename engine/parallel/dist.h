@@ -55,13 +55,16 @@ void fe_dist_free(fe_dist *d);
 int fe_dist_sum(const fe_dist *d, fe_vector *y, double *bytes, double *messages);
 /* fe_dist_sum in two steps, so that work on the device may run between them (an action's
  * interior cells): begin gathers y's shared entries (their integration done) and posts the
- * messages; end waits for them (where fe_dist_sum_wait did not) and makes the sums. One exchange of y's backend and precision
- * at a time. */
+ * messages; end waits for them (where fe_dist_sum_wait did not) and makes the sums. One
+ * exchange of y's backend and precision at a time. */
 int fe_dist_sum_begin(const fe_dist *d, const fe_vector *y);
 int fe_dist_sum_end(const fe_dist *d, fe_vector *y, double *bytes, double *messages);
 /* Between the two: the messages waited for (MPI moves a large message only while a rank
  * calls it, so the host waits here while the device works, not after). */
 int fe_dist_sum_wait(const fe_dist *d, const fe_vector *y);
+/* Then (or at end) the neighbours' shares moved to y's device: device to device, their
+ * copies queued in the backend's current queue (a side queue's, beside the interior). */
+int fe_dist_sum_fetch(const fe_dist *d, const fe_vector *y);
 /* Whether y's exchanges go device to device between ranks of one machine (exchange.c's
  * interprocess path; decided at the first exchange), else through the host. */
 int fe_dist_direct(const fe_dist *d, const fe_vector *y);

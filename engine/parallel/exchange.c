@@ -39,6 +39,7 @@ struct fe_dist_device {
    * through MPI. ipc: 0 not tried yet, 1 on, -1 off (host-staged). */
   int ipc, turn;
   int unposted;         /* the ipc path's shares gathered, their messages not yet posted */
+  int fetched;          /* the ipc path's neighbours' shares already copied (fetch) */
   int nnb_posting;      /* (the neighbours those go to: d's, in order) */
   int posting_ranks[256];
   fe_buffer out[2];     /* this rank's shares, in the send layout: nsend reals each */
@@ -307,20 +308,32 @@ int fe_dist_device_wait(fe_dist_device *v)
   return fe_comm_exchange_end(pending);
 }
 
+int fe_dist_device_fetch(fe_dist_device *v)
+{
+  FE_CHECK(fe_dist_device_wait(v));
+  const fe_dist *d = v->d;
+  if (v->ipc <= 0 || !d->nsend || v->fetched) return 0;
+  /* each neighbour's block, from its device, in the queue's order */
+  const size_t w = fe_precision_size(v->prec);
+  for (int k = 0; k < d->nnb; k++)
+    FE_CHECK(v->be->ops->copy_async(v->be->impl, &v->recv, w * (size_t)v->at[k],
+                                    &v->peer[2 * k + v->turn], w * (size_t)v->from[k],
+                                    w * (size_t)v->count[k]));
+  v->turn ^= 1;
+  v->fetched = 1;
+  return 0;
+}
+
 int fe_dist_device_end(fe_dist_device *v, fe_vector *y)
 {
   FE_ASSERT(y->be == v->be && y->prec == v->prec, FE_ERR_INTERNAL, "an exchange's sum into a "
             "vector on another backend or precision");
-  FE_CHECK(fe_dist_device_wait(v));
+  FE_CHECK(fe_dist_device_fetch(v));
+  v->fetched = 0; /* the next exchange's copies are its own */
   const fe_dist *d = v->d;
   if (!d->nsend) return 0;
-  if (v->ipc > 0) { /* each neighbour's block, from its device, in the queue's order */
-    const size_t w = fe_precision_size(v->prec);
-    for (int k = 0; k < d->nnb; k++)
-      FE_CHECK(v->be->ops->copy_async(v->be->impl, &v->recv, w * (size_t)v->at[k],
-                                      &v->peer[2 * k + v->turn], w * (size_t)v->from[k],
-                                      w * (size_t)v->count[k]));
-    v->turn ^= 1;
+  if (v->ipc > 0) {
+    /* the neighbours' shares copied (fetch) */
   } else if (v->prec == FE_DOUBLE) {
     FE_CHECK(v->be->ops->write(v->be->impl, &v->recv, 0, sizeof(double) * (size_t)d->nsend,
                                v->hrecv));

@@ -26,6 +26,9 @@ int fe_dist_device_end(fe_dist_device *dev, fe_vector *y);
 int fe_dist_device_direct(const fe_dist *d, const fe_backend *be, fe_precision prec);
 /* The messages of the exchange begun, waited for (end does it where this did not). */
 int fe_dist_device_wait(fe_dist_device *dev);
+/* The messages waited for and, device to device, the neighbours' shares' copies queued (in
+ * the backend's current queue; end does it where this did not). */
+int fe_dist_device_fetch(fe_dist_device *dev);
 /* Over the entries another rank owns, summed on the device: the launch queues the sums (mode
  * 0 sum x y (y NULL: x x); mode 1 both sum x x; mode 2 sum x x and sum x (x / y): CG's (r, r)
  * and (r, z) with z = r ./ y), the read waits for them and adds the groups' sums (a few
