@@ -248,7 +248,8 @@ typedef struct fe_backend_ops {
    * failed launch shows at the next wait or finish. A synchronous backend (the cpu,
    * fe_device_info.synchronous) does the work in the call, its state a few doubles.
    * cg_step's half: 0 the whole step; 1 the update and the copy alone, 2 the direction alone
-   * (a split space's loop puts the ranks' sums between them: cg_split). */
+   * (a split space's loop puts the ranks' sums between them: cg_split); 3 the update alone,
+   * without the copy (cg_split's FE_CG_SUMS_NODE makes it, after the node's sums). */
   int (*cg_begin)(void *impl, double rz, void **state);
   int (*cg_pq)(void *impl, void *state, const fe_buffer *p, const fe_buffer *q, size_t n,
                fe_precision prec, int it);

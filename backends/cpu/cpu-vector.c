@@ -302,7 +302,7 @@ static double cpu_cg_parts_sum(cpu_cg *g, int k)
 }
 
 /* Step it: alpha = rz / (p, q), the update, beta = new rz / old rz, the direction moving x;
- * half 1 the update alone, half 2 the direction alone (its sums as cg_split put them) */
+ * half 1 (or 3) the update alone, half 2 the direction alone (its sums as cg_split put them) */
 int cpu_cg_step(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer *p,
                 const fe_buffer *q, const fe_buffer *d, size_t n, fe_precision prec, int it,
                 int half)
@@ -320,7 +320,7 @@ int cpu_cg_step(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer *
     g->out[k][2] = rz;
     g->done[k] = it;
   }
-  if (half == 1) return 0;
+  if (half == 1 || half == 3) return 0;
   const double alpha = g->rz / g->out[k][0], rz = g->out[k][2];
   cpu_cg_direction_any(p, r, d, rz / g->rz, x, alpha, n, prec); /* x += alpha p, p = z + beta p */
   g->rz = rz;

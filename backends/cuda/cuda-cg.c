@@ -83,7 +83,8 @@ int cuda_cg_pq(void *impl, void *state, const fe_buffer *p, const fe_buffer *q, 
 }
 
 /* Step it's update, the copy of its scalars to the host, and its direction, all queued
- * (half 1: the update and the copy; half 2: the direction). */
+ * (half 1: the update and the copy; 3: the update alone, the node's sums making the copy;
+ * 2: the direction). */
 int cuda_cg_step(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer *p,
                  const fe_buffer *q, const fe_buffer *d, size_t n, fe_precision prec, int it,
                  int half)
@@ -106,6 +107,7 @@ int cuda_cg_step(void *impl, void *state, fe_buffer *x, fe_buffer *r, fe_buffer 
     size_t blocks = cuda_vector_blocks(cu, n, REDUCE_BLOCKS_PER_SM, (size_t)cu->vector.max_blocks);
     FE_CHECK(cuda_run(cu, cu->vector.cg_update_at[prec], "fe_vec_cg_update_at", blocks,
                       VECTOR_BLOCK, 0, update, NULL));
+    if (half == 3) return 0;
     CUresult err = cu->api.cuMemcpyDtoHAsync(g->host + 4 * slot, g->c + 4 * k * sizeof(double),
                                              3 * sizeof(double), NULL);
     if (err == CUDA_SUCCESS) err = cu->api.cuEventRecord(g->done[slot], NULL);

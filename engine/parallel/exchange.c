@@ -40,8 +40,6 @@ struct fe_dist_device {
   int ipc, turn;
   int unposted;         /* the ipc path's shares gathered, their messages not yet posted */
   int fetched;          /* the ipc path's neighbours' shares already copied (fetch) */
-  int nnb_posting;      /* (the neighbours those go to: d's, in order) */
-  int posting_ranks[256];
   fe_buffer out[2];     /* this rank's shares, in the send layout: nsend reals each */
   fe_buffer *peer;      /* neighbour k's two buffers: peer[2 k], peer[2 k + 1] */
   int *at, *from, *count; /* block k: here at[k], there from[k] (entries), count[k] entries */
@@ -274,9 +272,7 @@ int fe_dist_device_begin(fe_dist_device *v, const fe_vector *y, int nnb, const i
    * wait for it here: the interior cells' kernel queued after it meanwhile */
   const fe_backend_ops *ops = v->be->ops;
   if (ops->mark) FE_CHECK(ops->mark(v->be->impl, FE_MARK_GATHERED));
-  v->unposted = 1;
-  v->nnb_posting = nnb;
-  memcpy(v->posting_ranks, ranks, sizeof(int) * (size_t)nnb); /* nnb <= 256 (dist.c) */
+  v->unposted = 1; /* to d's neighbours, as ranks says (fe_dist_sum_begin) */
   return 0;
 }
 
@@ -287,10 +283,10 @@ static int post_tokens(fe_dist_device *v)
   const fe_backend_ops *ops = v->be->ops;
   v->unposted = 0;
   FE_CHECK(ops->mark_wait ? ops->mark_wait(v->be->impl, FE_MARK_GATHERED) : ops->finish(v->be->impl));
-  int ones[256];
-  for (int k = 0; k < v->nnb_posting && k < 256; k++) ones[k] = 1;
-  return fe_comm_exchange_begin(v->nnb_posting, v->posting_ranks, ones, v->token,
-                                v->token + v->nnb_posting, &v->pending);
+  const fe_dist *d = v->d;
+  int ones[256], ranks[256]; /* d->nnb <= 256 (dist.c) */
+  for (int k = 0; k < d->nnb && k < 256; k++) ones[k] = 1, ranks[k] = d->nb[k].rank;
+  return fe_comm_exchange_begin(d->nnb, ranks, ones, v->token, v->token + d->nnb, &v->pending);
 }
 
 int fe_dist_device_direct(const fe_dist *d, const fe_backend *be, fe_precision prec)

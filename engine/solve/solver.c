@@ -332,7 +332,7 @@ static int split_node_step(const fe_dist *dist, fe_cg_device *g, fe_vector *x, c
   int on;
   FE_CHECK(fe_dist_reduce_node(dist, x, !added, &ns, &on));
   FE_CHECK(fe_vector_cg_split(g, it, FE_CG_PQ_NODE, NULL, &ns));
-  FE_CHECK(fe_vector_cg_step(g, x, k->r, k->p, k->q, d, it, 1));
+  FE_CHECK(fe_vector_cg_step(g, x, k->r, k->p, k->q, d, it, 3)); /* no copy: the sums' own */
   FE_CHECK(fe_dist_reduce_begin_cg(dist, k->r, d));
   FE_CHECK(fe_dist_reduce_node(dist, x, 1, &ns, &on));
   FE_CHECK(fe_vector_cg_split(g, it, FE_CG_SUMS_NODE, NULL, &ns));

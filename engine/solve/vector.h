@@ -52,8 +52,9 @@ int fe_vector_cg_direction(fe_vector *p, const fe_vector *r, const fe_vector *d,
  * right after step it). fe_vector_cg_begin sets *g to NULL where the backend cannot (the
  * solver then goes through the host: fe_vector_cg_update). A split space's steps (x->dist)
  * have their scalars added over the ranks between their halves: fe_vector_cg_step's half (0
- * the whole step, 1 the update, 2 the direction) and fe_vector_cg_split (backend.h's
- * cg_split: what FE_CG_PQ_READ, FE_CG_PQ_PUT, FE_CG_SUMS_PUT). */
+ * the whole step, 1 the update, 2 the direction, 3 the update whose sums a node's sum copies)
+ * and fe_vector_cg_split (backend.h's cg_split: what FE_CG_PQ_READ, FE_CG_PQ_PUT,
+ * FE_CG_SUMS_PUT). */
 typedef struct fe_cg_device fe_cg_device;
 int fe_vector_cg_begin(const fe_vector *x, double rz, fe_cg_device **g);
 int fe_vector_cg_pq(fe_cg_device *g, const fe_vector *p, const fe_vector *q, int it);
