@@ -30,10 +30,15 @@ echo "== unit tests ($BUILD)"
 echo "== script tests ($BUILD)"
 # Two at a time (most of a script test's time is the C compiler, one core each), the longest
 # first so that the two lanes end together; the tests that time strategies against each
-# other (SERIAL) then run alone, on a quiet machine.
+# other (SERIAL) then run alone, on a quiet machine. LONGEST: the tests over about 15 s in
+# either pass of a clean clone's make test, longest first (a long test left for the end, as
+# test_ranks was, runs alone on one lane while the other waits)
 SERIAL="test_autotune.lua"
-LONGEST="test_sumfact.lua test_patch.lua test_amg_gmsh.lua test_strategies_run.lua test_patch_options.lua
-test_convergence_high.lua test_elemat_variants.lua test_fold.lua test_backends.lua test_lessons.lua"
+LONGEST="test_sumfact.lua test_amg_gmsh.lua test_patch.lua test_strategies_run.lua test_lessons.lua
+test_ranks.lua test_fold.lua test_convergence_high.lua test_papers.lua test_cache.lua
+test_elemat_variants.lua test_matrix.lua test_amg_cycle.lua test_api_fuzz.lua test_heat.lua
+test_backends.lua test_calibration_load.lua test_assembly.lua test_mesh_order.lua
+test_patch_options.lua"
 # the cpu's and opencl's calibrations, in double and single, measured now on a quiet machine
 # (stored in the cache, then read by every test) rather than inside a test beside another,
 # where felab would not store them (engine/perf/calibrate.c) and each test would measure again;
