@@ -25,6 +25,21 @@ fi
 fail=0
 echo "== the house ($BUILD)"
 sh scripts/check-house.sh "$ROOT" || fail=1
+# the cpu's and opencl's calibrations, in double and single, measured now on a quiet machine
+# (stored in the cache, then read by every test, the unit tests first: two at a time, each
+# measured again, unstored, some 40 times in all) rather than inside a test beside another,
+# where felab would not store them (engine/perf/calibrate.c) and each test would measure again;
+# with the default threads and with one (a calibration is a thread count's: the ranks of
+# test_ranks and a few children run one thread each)
+for threads in "" 1; do
+  env ${threads:+OMP_NUM_THREADS=$threads} "$BUILD/felab" -e 'local V = fe.space(mesh.box{cells = 2}, "P1")
+local A = fe.operator(V, physics.poisson{kappa = 1, source = 1})
+for _, b in ipairs{"cpu", "opencl"} do
+  for _, p in ipairs{"double", "single"} do
+    pcall(A.apply, A, V:interpolate(1):to(b, p), {backend = b, precision = p})
+  end
+end' > /dev/null 2>&1
+done
 echo "== unit tests ($BUILD)"
 "$BUILD/unit-tests" --jobs 2 || fail=1
 echo "== script tests ($BUILD)"
@@ -39,20 +54,6 @@ test_ranks.lua test_fold.lua test_convergence_high.lua test_papers.lua test_cach
 test_elemat_variants.lua test_matrix.lua test_amg_cycle.lua test_api_fuzz.lua test_heat.lua
 test_backends.lua test_calibration_load.lua test_assembly.lua test_mesh_order.lua
 test_patch_options.lua"
-# the cpu's and opencl's calibrations, in double and single, measured now on a quiet machine
-# (stored in the cache, then read by every test) rather than inside a test beside another,
-# where felab would not store them (engine/perf/calibrate.c) and each test would measure again;
-# with the default threads and with one (a calibration is a thread count's: the ranks of
-# test_ranks and a few children run one thread each)
-for threads in "" 1; do
-  env ${threads:+OMP_NUM_THREADS=$threads} "$BUILD/felab" -e 'local V = fe.space(mesh.box{cells = 2}, "P1")
-local A = fe.operator(V, physics.poisson{kappa = 1, source = 1})
-for _, b in ipairs{"cpu", "opencl"} do
-  for _, p in ipairs{"double", "single"} do
-    pcall(A.apply, A, V:interpolate(1):to(b, p), {backend = b, precision = p})
-  end
-end' > /dev/null 2>&1
-done
 RESULTS=$(mktemp -d "${TMPDIR:-/tmp}/felab-tests.XXXXXX")
 trap 'rm -rf "$RESULTS"' EXIT
 {
