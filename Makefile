@@ -88,8 +88,12 @@ run: deps
 	@$(MAKE) --no-print-directory $(BUILD)/felab
 	$(BUILD)/felab scripts/demo.lua
 
+# make test and check-asan build on every core unless make was given -j: a clean clone builds
+# twice (plain, sanitized), and one core alone left the other idle for minutes
+BUILD_JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 2))
+
 test: deps
-	@$(MAKE) --no-print-directory $(BUILD)/felab $(BUILD)/unit-tests
+	@$(MAKE) --no-print-directory $(BUILD_JOBS) $(BUILD)/felab $(BUILD)/unit-tests
 	@scripts/run-tests.sh $(BUILD)
 	@$(MAKE) --no-print-directory check-asan TEST_CACHE=$(abspath $(BUILD))/cache
 
@@ -104,7 +108,7 @@ check-house:
 # after `make test`'s plain pass it reads that pass's kernel cache (TEST_CACHE) instead of
 # compiling every kernel again; test_cache.lua still compiles into fresh caches under it.
 check-asan:
-	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 build-asan/felab build-asan/unit-tests
+	@$(MAKE) --no-print-directory $(BUILD_JOBS) BUILD=build-asan SANITIZE=1 build-asan/felab build-asan/unit-tests
 	@FELAB_ASAN=1 FELAB_TEST_CACHE=$(TEST_CACHE) scripts/run-tests.sh build-asan
 
 $(BUILD)/felab: $(SHELL_OBJ) $(BUILD)/libfelab.a
@@ -165,9 +169,15 @@ $(BUILD)/obj/gen/lessons.o: $(BUILD)/gen/lessons.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# One object a test file (compiled side by side under -j, and only what changed), then one link.
 UNIT_SRC := $(wildcard tests/unit/*.c)
-$(BUILD)/unit-tests: $(UNIT_SRC) $(wildcard tests/unit/*.h) $(BUILD)/libfelab.a
-	$(CC) $(CFLAGS) $(shell pkg-config --cflags criterion) -o $@ $(UNIT_SRC) $(BUILD)/libfelab.a \
+UNIT_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_SRC))
+$(BUILD)/obj/tests/unit/%.o: tests/unit/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(shell pkg-config --cflags criterion) -MMD -MP -c $< -o $@
+
+$(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/libfelab.a
+	$(CC) $(CFLAGS) -o $@ $(UNIT_OBJ) $(BUILD)/libfelab.a \
 	  $(shell pkg-config --libs criterion) $(LDLIBS) $(TEST_LDLIBS)
 
 # A build for machines without readline, Gmsh or a Lua package (the GPU machine): Lua linked

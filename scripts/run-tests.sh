@@ -25,17 +25,9 @@ fi
 fail=0
 echo "== the house ($BUILD)"
 sh scripts/check-house.sh "$ROOT" || fail=1
-echo "== unit tests ($BUILD)"
-"$BUILD/unit-tests" --jobs 2 || fail=1
-echo "== script tests ($BUILD)"
-# Two at a time (most of a script test's time is the C compiler, one core each), the longest
-# first so that the two lanes end together; the tests that time strategies against each
-# other (SERIAL) then run alone, on a quiet machine.
-SERIAL="test_autotune.lua"
-LONGEST="test_sumfact.lua test_patch.lua test_amg_gmsh.lua test_strategies_run.lua test_patch_options.lua
-test_convergence_high.lua test_elemat_variants.lua test_fold.lua test_backends.lua test_lessons.lua"
 # the cpu's and opencl's calibrations, in double and single, measured now on a quiet machine
-# (stored in the cache, then read by every test) rather than inside a test beside another,
+# (stored in the cache, then read by every test, the unit tests first: two at a time, each
+# measured again, unstored, some 40 times in all) rather than inside a test beside another,
 # where felab would not store them (engine/perf/calibrate.c) and each test would measure again;
 # with the default threads and with one (a calibration is a thread count's: the ranks of
 # test_ranks and a few children run one thread each)
@@ -48,6 +40,20 @@ for _, b in ipairs{"cpu", "opencl"} do
   end
 end' > /dev/null 2>&1
 done
+echo "== unit tests ($BUILD)"
+"$BUILD/unit-tests" --jobs 2 || fail=1
+echo "== script tests ($BUILD)"
+# Two at a time (most of a script test's time is the C compiler, one core each), the longest
+# first so that the two lanes end together; the tests that time strategies against each
+# other (SERIAL) then run alone, on a quiet machine. LONGEST: the tests over about 15 s in
+# either pass of a clean clone's make test, longest first (a long test left for the end, as
+# test_ranks was, runs alone on one lane while the other waits)
+SERIAL="test_autotune.lua"
+LONGEST="test_sumfact.lua test_amg_gmsh.lua test_patch.lua test_strategies_run.lua test_lessons.lua
+test_ranks.lua test_fold.lua test_convergence_high.lua test_papers.lua test_cache.lua
+test_elemat_variants.lua test_matrix.lua test_amg_cycle.lua test_api_fuzz.lua test_heat.lua
+test_backends.lua test_calibration_load.lua test_assembly.lua test_mesh_order.lua
+test_patch_options.lua"
 RESULTS=$(mktemp -d "${TMPDIR:-/tmp}/felab-tests.XXXXXX")
 trap 'rm -rf "$RESULTS"' EXIT
 {
