@@ -15,7 +15,7 @@
  *
  * Settings for Poisson-like problems in 3D (hypre's recommendations): HMIS coarsening,
  * extended+i interpolation truncated to 4 entries a row, theta = 0.5 in 3D (0.25 in 2D),
- * Gaussian elimination on the coarsest level; systems (elasticity) by the unknown approach
+ * Gaussian elimination on the coarsest level, the restriction kept as a matrix (R = P^T); systems (elasticity) by the unknown approach
  * (one function per component; felab interleaves components, as hypre expects).
  *
  * The matrix is assembled on the solve's backend in double (fe_operator_assemble: constrained
@@ -451,6 +451,10 @@ static int solver_setup(fe_precond *P, amg *M, int cycles, const int *rowptr, co
   HYPRE_CHECK(HYPRE_BoomerAMGSetCoarsenType(s, 10));                  /* HMIS */
   HYPRE_CHECK(HYPRE_BoomerAMGSetInterpType(s, P->o.interp >= 0 ? P->o.interp : 6)); /* ext+i */
   HYPRE_CHECK(HYPRE_BoomerAMGSetPMaxElmts(s, 4));
+  /* R = P^T kept as a matrix of its own: the Galerkin products then multiply by it rather
+   * than by P's transpose on the fly (two-scale's Q3 coarse problem: hypre's setup about
+   * 10-20% shorter, the same iterations; docs/benchmarks.md section 7) */
+  HYPRE_CHECK(HYPRE_BoomerAMGSetKeepTranspose(s, 1));
   double theta = P->o.theta > 0 ? P->o.theta : V->mesh->dim == 3 ? 0.5 : 0.25;
   HYPRE_CHECK(HYPRE_BoomerAMGSetStrongThreshold(s, theta));
   /* aggressive coarsening of the first level (multipass interpolation there): P1 tets on a
