@@ -328,12 +328,11 @@ int fe_dist_device_end(fe_dist_device *v, fe_vector *y)
   v->fetched = 0; /* the next exchange's copies are its own */
   const fe_dist *d = v->d;
   if (!d->nsend) return 0;
-  if (v->ipc > 0) {
-    /* the neighbours' shares copied (fetch) */
-  } else if (v->prec == FE_DOUBLE) {
+  /* device to device the neighbours' shares are copied already (fetch); else from the host */
+  if (v->ipc <= 0 && v->prec == FE_DOUBLE) {
     FE_CHECK(v->be->ops->write(v->be->impl, &v->recv, 0, sizeof(double) * (size_t)d->nsend,
                                v->hrecv));
-  } else {
+  } else if (v->ipc <= 0) {
     float *h = v->hreal;
     for (int k = 0; k < d->nsend; k++) h[k] = (float)v->hrecv[k]; /* floats sent: exact */
     FE_CHECK(v->be->ops->write(v->be->impl, &v->recv, 0, sizeof(float) * (size_t)d->nsend, h));

@@ -452,8 +452,8 @@ static int solver_setup(fe_precond *P, amg *M, int cycles, const int *rowptr, co
   HYPRE_CHECK(HYPRE_BoomerAMGSetInterpType(s, P->o.interp >= 0 ? P->o.interp : 6)); /* ext+i */
   HYPRE_CHECK(HYPRE_BoomerAMGSetPMaxElmts(s, 4));
   /* R = P^T kept as a matrix of its own: the Galerkin products then multiply by it rather
-   * than by P's transpose on the fly (two-scale's Q3 coarse problem: hypre's setup about
-   * 10-20% shorter, the same iterations; docs/benchmarks.md section 7) */
+   * than by P's transpose on the fly (two-scale's Q3 30^3 coarse problem on a 2-core cpu:
+   * hypre's setup median 0.10 -> 0.094 s, the same iterations; docs/benchmarks.md section 7) */
   HYPRE_CHECK(HYPRE_BoomerAMGSetKeepTranspose(s, 1));
   double theta = P->o.theta > 0 ? P->o.theta : V->mesh->dim == 3 ? 0.5 : 0.25;
   HYPRE_CHECK(HYPRE_BoomerAMGSetStrongThreshold(s, theta));
