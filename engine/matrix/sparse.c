@@ -2,6 +2,7 @@
  * the sparse module), cuSPARSE's product, the SELL copy's layout (rows counted on the device,
  * sorted on the host, chunks of 16-bit or 32-bit columns) and fill, and the matrix's launch,
  * apply, counts, host copy, export and release. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,15 +87,65 @@ int fe_csr_from_host(fe_backend *be, fe_precision prec, int format, int lanes, i
   return 0;
 }
 
+/* The sparse modules loaded, one a backend and source, shared by the matrices made from it:
+ * an AMG cycle's levels make 14 matrices of three sources, whose loads each of its own took
+ * 3.8-5.3 ms of two-scale's Q3 44^3 setup on the H200 (0.3 ms a load). Its kernels set no
+ * dynamic shared memory, so one kernel serves every matrix. */
+typedef struct shared_module {
+  const fe_backend *be;
+  char *src;
+  fe_module *mod;
+  int refs;
+  struct shared_module *next;
+} shared_module;
+static shared_module *modules;
+static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* M->mod from the loaded modules, or compiled (or loaded from the cache) and kept there. */
+static int module_take(fe_csr *M, char *src, double *seconds)
+{
+  pthread_mutex_lock(&modules_lock);
+  shared_module *e = modules;
+  while (e && (e->be != M->be || strcmp(e->src, src))) e = e->next;
+  int rc = 0, cached = 0;
+  if (e) {
+    e->refs++, M->mod = e->mod, *seconds = 0;
+    fe_perf_count_cached(); /* the session's own, as fe_compile counts a memory cache's */
+    free(src);
+  } else if (!(rc = fe_compile(M->be, src, &M->mod, seconds, &cached))) {
+    if ((e = malloc(sizeof *e))) {
+      *e = (shared_module){.be = M->be, .src = src, .mod = M->mod, .refs = 1, .next = modules};
+      modules = e;
+    } else {
+      free(src); /* not shared: freed with M alone */
+    }
+  } else {
+    free(src);
+  }
+  pthread_mutex_unlock(&modules_lock);
+  return rc;
+}
+
+/* Release M's hold of its module (the module with the last). */
+static void module_release(fe_csr *M)
+{
+  pthread_mutex_lock(&modules_lock);
+  shared_module **p = &modules;
+  while (*p && (*p)->mod != M->mod) p = &(*p)->next;
+  shared_module *e = *p;
+  int last = !e || --e->refs == 0;
+  if (e && last) *p = e->next, free(e->src), free(e);
+  pthread_mutex_unlock(&modules_lock);
+  if (last) M->be->ops->module_free(M->be->impl, M->mod);
+  M->mod = NULL;
+}
+
 /* M's product kernel, from the sparse module (M's lanes). */
 int csr_module(fe_csr *M, double *seconds)
 {
   char *src;
-  int cached = 0;
   FE_CHECK(sparse_source(M->be, M->prec, M->lanes, M->single_vals, &src));
-  int rc = fe_compile(M->be, src, &M->mod, seconds, &cached);
-  free(src);
-  FE_CHECK(rc);
+  FE_CHECK(module_take(M, src, seconds));
   return M->be->ops->kernel(M->be->impl, M->mod,
                             M->format == FE_FORMAT_SELL ? "fe_spmv_sell" : "fe_spmv", &M->spmv);
 }
@@ -548,15 +599,15 @@ int fe_csr_get(const fe_csr *M, int **rowptr, int **cols, double **vals)
   *rowptr = malloc(sizeof(int) * ((size_t)M->n + 1));
   *cols = malloc(sizeof(int) * (nz + 1));
   *vals = malloc(sizeof(double) * (nz + 1));
-  void *raw = malloc(w * (nz + 1));
+  /* single values through a copy of their own; doubles straight into vals */
+  float *raw = w == sizeof(double) ? NULL : malloc(w * (nz + 1));
   int rc = 0;
-  if (!*rowptr || !*cols || !*vals || !raw)
+  if (!*rowptr || !*cols || !*vals || (w != sizeof(double) && !raw))
     rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory for the matrix");
   if (!rc) rc = M->be->ops->read(M->be->impl, &M->rowptr, 0, sizeof(int) * ((size_t)M->n + 1), *rowptr);
   if (!rc) rc = M->be->ops->read(M->be->impl, &M->cols, 0, sizeof(int) * nz, *cols);
-  if (!rc) rc = M->be->ops->read(M->be->impl, &M->vals, 0, w * nz, raw);
-  for (size_t i = 0; !rc && i < nz; i++)
-    (*vals)[i] = w == sizeof(double) ? ((double *)raw)[i] : ((float *)raw)[i];
+  if (!rc) rc = M->be->ops->read(M->be->impl, &M->vals, 0, w * nz, raw ? (void *)raw : *vals);
+  for (size_t i = 0; !rc && raw && i < nz; i++) (*vals)[i] = raw[i];
   free(raw);
   if (rc) {
     free(*rowptr);
@@ -604,6 +655,6 @@ void fe_csr_free(fe_csr *M)
   for (int i = 0; i < 8; i++)
     if (bufs[i]->ptr) M->be->ops->release(M->be->impl, bufs[i]);
   if (M->sparse) M->be->ops->sparse_free(M->be->impl, M->sparse);
-  if (M->mod) M->be->ops->module_free(M->be->impl, M->mod);
+  if (M->mod) module_release(M);
   free(M);
 }

@@ -26,6 +26,7 @@ static fe_build_counts build_counts;
 
 fe_build_counts fe_perf_build_counts(void) { return build_counts; }
 void fe_perf_count_setup(void) { build_counts.setups++; }
+void fe_perf_count_cached(void) { build_counts.cached++; }
 
 int fe_compile(fe_backend *be, const char *source, fe_module **mod, double *seconds, int *cached)
 {

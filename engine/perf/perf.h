@@ -311,6 +311,8 @@ typedef struct fe_build_counts {
 } fe_build_counts;
 fe_build_counts fe_perf_build_counts(void);
 void fe_perf_count_setup(void);
+/* A loaded module taken again (the sparse modules' sharing): counted as cached. */
+void fe_perf_count_cached(void);
 /* Compile source on be (the backend's compile), counting what it did: every engine compile
  * goes through here. */
 int fe_compile(fe_backend *be, const char *source, fe_module **mod, double *seconds, int *cached);
