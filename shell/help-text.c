@@ -496,7 +496,8 @@ const help_entry felab_help_builtin[] = {
      "it rep.exchange_link and rep.exchange_device; in predicted_seconds), whether it ran\n"
      "beside the interior cells (rep.exchange_beside) and device to device\n"
      "(rep.exchange_direct), a CG's also its reductions (rep.reduce_predicted):\n"
-     "docs/parallel.md.\n"
+     "docs/parallel.md. Beside the interior, its parts measured (rep.exchange_parts) and\n"
+     "predicted (rep.exchange_terms): {gather =, messages =, copies =, sums =} seconds.\n"
      "example: r, rep = A:residual(u); print(rep.gflops, rep.predicted_seconds / rep.seconds)"},
 
     /* output */

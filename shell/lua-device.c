@@ -165,6 +165,16 @@ static int report_index(lua_State *L)
       lua_pushnumber(L, v);
       lua_setfield(L, -2, r->parts.part[i].name);
     }
+  } else if (!strcmp(k, "exchange_parts") || !strcmp(k, "exchange_terms")) {
+    /* {gather =, messages =, copies =, sums =}: the exchange beside the interior, measured
+     * (parts) and predicted (terms) */
+    static const char *names[4] = {"gather", "messages", "copies", "sums"};
+    const double *v = !strcmp(k, "exchange_parts") ? r->exchange_parts : r->exchange_terms;
+    lua_createtable(L, 0, 4);
+    for (int i = 0; i < 4; i++) {
+      lua_pushnumber(L, v[i]);
+      lua_setfield(L, -2, names[i]);
+    }
   } else if (!strcmp(k, "first_run")) lua_pushboolean(L, r->first_run);
   else if (!strcmp(k, "exchange_direct")) lua_pushboolean(L, r->exchange_direct);
   else if (!strcmp(k, "exchange_beside")) lua_pushboolean(L, r->exchange_beside);

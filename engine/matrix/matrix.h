@@ -189,6 +189,8 @@ int fe_csr_launch_pq(const fe_csr *M, struct fe_kernel *k, const fe_buffer *x, f
  * and fe_sell_row). The kernel's name in M's module: "fe_spmv_rows" (CSR) or
  * "fe_spmv_sell_rows" (SELL), NULL for cuSPARSE's product (whose sums are the library's). */
 const char *fe_csr_rows_entry(const fe_csr *M);
+/* The groups M's product launches (fe_csr_launch) and their items (felab's products). */
+void fe_csr_launch_groups(const fe_csr *M, long long *groups, int *items);
 /* The list that kernel reads for rows[nrows] (ascending rows of M) on M's backend, into *list
  * (none where nrows is 0): the rows for CSR, their positions in the SELL order (ascending) for
  * SELL; *nnz: their entries. The host reads M's row pointers (and SELL's order) once, to make

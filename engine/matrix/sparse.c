@@ -407,6 +407,13 @@ static int matrix_args(const fe_csr *M, fe_arg *a)
   return n;
 }
 
+void fe_csr_launch_groups(const fe_csr *M, long long *groups, int *items)
+{
+  const long long rows = M->format == FE_FORMAT_SELL ? EM_ITEMS : EM_ITEMS / M->lanes;
+  *groups = ((long long)M->n + rows - 1) / rows;
+  *items = EM_ITEMS;
+}
+
 int fe_csr_launch(const fe_csr *M, fe_kernel *k, const fe_buffer *x, fe_buffer *y, double *seconds)
 {
   return fe_csr_launch_pq(M, k, x, y, NULL, -1, seconds);

@@ -156,12 +156,38 @@ static int op_predict_exchange(const fe_operator *A, const fe_realization *r, fe
   fe_exchange_terms t;
   fe_dist_exchange_work(d, r->be, r->prec, &x);
   fe_perf_exchange(&r->be->calib[r->prec], l, &x, &t);
+  /* beside the interior's kernel, device to device on a GPU: the gather, queued behind the
+   * boundary cells at the side queue's priority, runs once the interior's groups leave
+   * places. Groups of one kernel, all of one size, start and leave together, a wave at a
+   * time, every R (the action's time over its waves): ready at any point of a wave, the
+   * gather waits R / 2 on average, and the messages wait for the last of the n neighbours'
+   * gathers too, (n + 1) R / (n + 2) on average in all (the largest of n + 1 waits spread
+   * evenly over R). Measured, docs/benchmarks.md section 8. */
+  const fe_device_info *di = &r->be->info;
+  long long groups = rep->groups;
+  int resident = rep->resident;
+  if ((groups <= 0 || resident <= 0) && r->xkernel) { /* the strategy's own (csr's product) */
+    fe_report k = {.group_items = r->xitems};
+    fe_perf_occupancy(r->be, r->xkernel, &k);
+    groups = r->xgroups, resident = k.resident;
+  }
+  double wait = 0; /* the gather's */
+  if (r->xbeside && x.direct && di->is_gpu && groups > 0 && resident > 0 && di->compute_units > 0) {
+    const double waves = (double)groups / ((double)di->compute_units * resident);
+    const double R = rep->predicted_seconds / fmax(1.0, ceil(waves)), n = x.messages;
+    wait = R / 2;
+    t.gather += wait, t.link += (n + 1) / (n + 2) * R - wait, t.total += (n + 1) / (n + 2) * R;
+  }
+  rep->exchange_terms[FE_XPART_GATHER] = t.gather;
+  rep->exchange_terms[FE_XPART_MESSAGES] = t.link;
+  rep->exchange_terms[FE_XPART_COPIES] = t.read + t.write;
+  rep->exchange_terms[FE_XPART_SUMS] = t.sum;
   rep->exchange_predicted = t.total;
   rep->exchange_link = t.link;
   rep->exchange_device = t.total - t.link;
-  /* beside the interior cells (two phases) the messages travel while they run: the link's
-   * part is hidden up to the cells' own time */
-  const double hidden = r->xbeside ? fmin(t.link, rep->predicted_seconds) : 0;
+  /* beside the interior cells (two phases) the messages travel while they run, and the
+   * gather's wait for a place is theirs: hidden up to the cells' own time */
+  const double hidden = r->xbeside ? fmin(t.link + wait, rep->predicted_seconds) : 0;
   rep->predicted_seconds += t.total - hidden;
   return 0;
 }
@@ -197,6 +223,7 @@ static int op_report(fe_realization *r, fe_action a, const fe_action_opts *o, co
   fe_perf_occupancy(r->be, r->kernel[a], rep);
   rep->exchange_bytes = r->xbytes, rep->exchange_messages = r->xmessages;
   rep->exchange_seconds = r->xseconds;
+  memcpy(rep->exchange_parts, r->xparts, sizeof rep->exchange_parts);
   rep->exchange_beside = r->xbeside;
   rep->exchange_direct = r->xdirect;
   FE_CHECK(fe_perf_predict(r->be, r->prec, rep));
@@ -272,8 +299,14 @@ static int op_run_phased(fe_realization *r, fe_action a, const fe_vector *u, con
   t0 = fe_clock();
   if (!rc2 && beside) rc2 = fe_dist_sum_fetch(d, out);
   if (beside && !apart) rc = side_join(ops, impl, rc);
+  const double t1 = fe_clock();
   if (!rc2) rc2 = fe_dist_sum_end(d, out, &r->xbytes, &r->xmessages);
-  r->xseconds = begun + waited + fe_clock() - t0;
+  const double gathered = fe_dist_sum_gathered(d, out), t2 = fe_clock();
+  r->xseconds = begun + waited + t2 - t0;
+  r->xparts[FE_XPART_GATHER] = begun + gathered;
+  r->xparts[FE_XPART_MESSAGES] = waited - gathered;
+  r->xparts[FE_XPART_COPIES] = t1 - t0; /* (through the host: in the sums' part) */
+  r->xparts[FE_XPART_SUMS] = t2 - t1;
   if (apart) rc = side_join(ops, impl, rc);
   if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
   return rc2;
@@ -301,6 +334,7 @@ static int op_run(fe_realization *r, fe_action a, const fe_vector *u, const fe_v
   (*launches)++; /* the fill is a launch too */
   r->delegated = 0;
   r->xbytes = r->xmessages = r->xseconds = 0;
+  memset(r->xparts, 0, sizeof r->xparts);
   /* the exchange beside the interior cells' work, where the realization splits this action
    * (an action its strategy delegates runs another realization's whole, exchange and all) */
   const int phased = A->V->dist && r->phased && !(r->st->delegate && r->st->delegate(a));

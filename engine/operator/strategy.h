@@ -148,6 +148,11 @@ struct fe_realization {
   int phase2_apart;      /* phase 2 writes no shared entry (cells: their boundary cells all in
                           * phase 1), so the exchange's sums may run beside it; csr's phase 2
                           * writes every row again */
+  /* the kernel phase 2 runs, its groups and their items, where the report's counts do not
+   * say (csr's product): the exchange's model reads their residence (operator-action.c) */
+  struct fe_kernel *xkernel;
+  long long xgroups;
+  int xitems;
   fe_buffer groups;      /* group list, ordered by color */
   fe_buffer geo[FE_NACTIONS]; /* stored geometric factors per action (shared when equal) */
   int geo_shared;        /* geo holds a set of factors per class of congruent cells
@@ -204,6 +209,7 @@ struct fe_realization {
    * residual and diagonal: fe_stored_matrix_other): a split space's ranks already summed */
   int delegated;
   double xbytes, xmessages, xseconds; /* the last run's exchange (fe_dist_sum), for the report */
+  double xparts[4];      /* and its parts (two phases; fe_report's exchange_parts) */
   int xdirect;           /* and whether it went device to device (fe_dist_direct) */
   int xbeside;           /* and whether it ran beside the integration (two phases) */
 };

@@ -293,6 +293,13 @@ int fe_dist_sum_wait(const fe_dist *d, const fe_vector *y)
   return fe_dist_device_wait(v);
 }
 
+double fe_dist_sum_gathered(const fe_dist *d, const fe_vector *y)
+{
+  fe_dist_device *v;
+  if (!d || d->size == 1 || fe_dist_device_get(d, y->be, y->prec, &v)) return 0;
+  return fe_dist_device_gathered(v);
+}
+
 int fe_dist_sum_fetch(const fe_dist *d, const fe_vector *y)
 {
   if (!d || d->size == 1) return 0;

@@ -62,6 +62,8 @@ int fe_dist_sum_end(const fe_dist *d, fe_vector *y, double *bytes, double *messa
 /* Between the two: the messages waited for (MPI moves a large message only while a rank
  * calls it, so the host waits here while the device works, not after). */
 int fe_dist_sum_wait(const fe_dist *d, const fe_vector *y);
+/* Of that wait, the seconds of the gather's (device to device: its mark; else 0). */
+double fe_dist_sum_gathered(const fe_dist *d, const fe_vector *y);
 /* Then (or at end) the neighbours' shares moved to y's device: device to device, their
  * copies queued in the backend's current queue (a side queue's, beside the interior). */
 int fe_dist_sum_fetch(const fe_dist *d, const fe_vector *y);

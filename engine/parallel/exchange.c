@@ -40,6 +40,7 @@ struct fe_dist_device {
   int ipc, turn;
   int unposted;         /* the ipc path's shares gathered, their messages not yet posted */
   int fetched;          /* the ipc path's neighbours' shares already copied (fetch) */
+  double gathered_s;    /* the last exchange's wait for its gather's mark (the ipc path) */
   fe_buffer out[2];     /* this rank's shares, in the send layout: nsend reals each */
   fe_buffer *peer;      /* neighbour k's two buffers: peer[2 k], peer[2 k + 1] */
   int *at, *from, *count; /* block k: here at[k], there from[k] (entries), count[k] entries */
@@ -282,7 +283,9 @@ static int post_tokens(fe_dist_device *v)
 {
   const fe_backend_ops *ops = v->be->ops;
   v->unposted = 0;
+  double t0 = fe_clock();
   FE_CHECK(ops->mark_wait ? ops->mark_wait(v->be->impl, FE_MARK_GATHERED) : ops->finish(v->be->impl));
+  v->gathered_s = fe_clock() - t0;
   const fe_dist *d = v->d;
   int ones[256], ranks[256]; /* d->nnb <= 256 (dist.c) */
   for (int k = 0; k < d->nnb && k < 256; k++) ones[k] = 1, ranks[k] = d->nb[k].rank;
@@ -295,6 +298,8 @@ int fe_dist_device_direct(const fe_dist *d, const fe_backend *be, fe_precision p
     if (d->dev[i]->be == be && d->dev[i]->prec == prec) return d->dev[i]->ipc > 0;
   return 0;
 }
+
+double fe_dist_device_gathered(const fe_dist_device *v) { return v->gathered_s; }
 
 int fe_dist_device_wait(fe_dist_device *v)
 {

@@ -26,6 +26,8 @@ int fe_dist_device_end(fe_dist_device *dev, fe_vector *y);
 int fe_dist_device_direct(const fe_dist *d, const fe_backend *be, fe_precision prec);
 /* The messages of the exchange begun, waited for (end does it where this did not). */
 int fe_dist_device_wait(fe_dist_device *dev);
+/* Of the last exchange's wait, the seconds its gather's mark took (the ipc path; else 0). */
+double fe_dist_device_gathered(const fe_dist_device *dev);
 /* The messages waited for and, device to device, the neighbours' shares' copies queued (in
  * the backend's current queue; end does it where this did not). */
 int fe_dist_device_fetch(fe_dist_device *dev);

@@ -167,10 +167,16 @@ typedef struct fe_report {
   int exchange_beside;   /* the exchange ran beside the interior cells' work (two phases) */
   int exchange_direct;   /* the shares went device to device (ranks of one machine), not via the host */
   /* and the model's time of it (fe_perf_exchange; in predicted_seconds): all of it, the
-   * messages over the link alone, the device's part alone (its gather, read, write and sums);
+   * messages (over the link; beside the interior on a GPU, with the wait for the neighbours'
+   * gathers), the device's part alone (its gather, read, write and sums);
    * a CG's: every apply's, and its reductions' (each a gather of the entries other ranks own,
    * its read, and an MPI_Allreduce) in reduce_predicted; 0 on one rank */
   double exchange_predicted, exchange_link, exchange_device, reduce_predicted;
+  /* the exchange beside the interior, part by part, measured and predicted (FE_XPART_*): the
+   * gather queued and its mark waited for (the model: the wait for a place beside the
+   * interior's groups included), the messages, the neighbours' shares' copies queued (through
+   * the host: read and written), the sums queued */
+  double exchange_parts[4], exchange_terms[4];
   double operand_seconds;   /* the cpu: those operands from L2 (0: from L1), the FMA ceiling
                              * where longer than the multiply-adds */
   double llc_share;         /* the cpu: the share of the bytes beyond its last-level cache (the
@@ -249,6 +255,7 @@ typedef struct fe_exchange_work {
 typedef struct fe_exchange_terms {
   double gather, read, link, write, sum, total;
 } fe_exchange_terms;
+enum { FE_XPART_GATHER, FE_XPART_MESSAGES, FE_XPART_COPIES, FE_XPART_SUMS };
 
 /* The exchange x on device calibration c over link l (nothing of the link where l is NULL or
  * not valid): its messages, each of bytes / messages at the link's time of that size

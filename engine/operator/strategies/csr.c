@@ -137,6 +137,10 @@ static int csr_phases(fe_realization *r)
   FE_CHECK(fe_csr_rows_list(d->M, x->shared_at, x->nshared, &d->rows, &d->rows_nnz));
   d->nrows = x->nshared;
   r->phased = 1;
+  if (d->M->format == FE_FORMAT_SELL) { /* the product beside which the exchange runs */
+    r->xkernel = d->M->spmv;
+    fe_csr_launch_groups(d->M, &r->xgroups, &r->xitems);
+  }
   return 0;
 }
 
@@ -209,6 +213,7 @@ int fe_stored_matrix_other(fe_realization *r, fe_action a, const fe_vector *u, f
   r->delegated = 1; /* the whole action: a split space's ranks summed in it */
   r->xbytes = rep.exchange_bytes, r->xmessages = rep.exchange_messages;
   r->xseconds = rep.exchange_seconds, r->xbeside = rep.exchange_beside;
+  memcpy(r->xparts, rep.exchange_parts, sizeof r->xparts);
   *launches += rep.launches;
   return 0;
 }

@@ -1,0 +1,49 @@
+-- Benchmark (not a test), issue 48: a split space's exchange beside the interior cells, part
+-- by part, measured against the model's terms (rep.exchange_parts and rep.exchange_terms:
+-- the gather queued and its mark waited for, the messages, the neighbours' shares' copies, the
+-- sums queued), over k applies of Poisson with kappa(x) on a distorted box. Each rank prints
+-- its medians and least (run with FELAB_ALL_RANKS=1 to see every rank's), then the model's
+-- terms and what they read: the action's groups, groups resident a compute unit, its waves.
+-- usage: mpirun -np 2 felab scripts/bench/exchange_parts.lua [cells NxMxK] [space] [cell]
+--          [backend] [strategy] [k]
+local dims = {}
+for d in (arg[1] or "20"):gmatch("%d+") do dims[#dims + 1] = tonumber(d) end
+if #dims == 1 then dims = {dims[1], dims[1], dims[1]} end
+local m = mesh.box{cells = dims, cell = arg[3] or "hex", distort = 0.1}
+local V = fe.space(m, arg[2] or "Q3")
+local A = fe.operator(V, physics.poisson{kappa = "1 + 0.5 * x[0]", source = 1}, {dirichlet = "all"})
+local k = tonumber(arg[6]) or 300
+local v = V:interpolate("1 + x[0]", {backend = arg[4]})
+local ao = {backend = arg[4], strategy = arg[5] ~= "" and arg[5] ~= "-" and arg[5] or nil}
+for _ = 1, 5 do A:apply(v, ao) end
+local names = {"gather", "messages", "copies", "sums"}
+local got = {total = {}}
+for _, n in ipairs(names) do got[n] = {} end
+local rep
+for i = 1, k do
+  _, rep = A:apply(v, ao)
+  got.total[i] = rep.exchange_seconds
+  local p = rep.exchange_parts
+  for _, n in ipairs(names) do got[n][i] = p[n] end
+end
+local function median(t)
+  local s = {table.unpack(t)}
+  table.sort(s)
+  return s[(#s + 1) // 2], s[1]
+end
+local line = {}
+for _, n in ipairs{"total", table.unpack(names)} do
+  local med, least = median(got[n])
+  line[#line + 1] = ("%s %.1f (%.1f)"):format(n, 1e6 * med, 1e6 * least)
+end
+local terms = rep.exchange_terms
+local tl = {("total %.1f"):format(1e6 * rep.exchange_predicted)}
+for _, n in ipairs(names) do tl[#tl + 1] = ("%s %.1f"):format(n, 1e6 * terms[n]) end
+local cu = device.info(rep.backend).compute_units
+local waves = rep.groups / (cu * math.max(rep.resident, 1))
+print(("%s %s %d dofs, rank %d of %d, %s: measured us, median (least) of %d: %s"):format(
+  V.name, rep.strategy, V.ndofs, mpi.rank, mpi.size, rep.exchange_direct and "device to device"
+  or "through the host", k, table.concat(line, ", ")))
+print(("  predicted us: %s | apply %.3f ms (predicted %.3f), groups %d, resident %d, waves %.1f")
+      :format(table.concat(tl, ", "), 1e3 * rep.seconds, 1e3 * rep.predicted_seconds, rep.groups,
+              rep.resident, waves))
