@@ -6,12 +6,8 @@
 -- terms and what they read: the action's groups, groups resident a compute unit, its waves.
 -- usage: mpirun -np 2 felab scripts/bench/exchange_parts.lua [cells NxMxK] [space] [cell]
 --          [backend] [strategy] [k]
-local dims = {}
-for d in (arg[1] or "20"):gmatch("%d+") do dims[#dims + 1] = tonumber(d) end
-if #dims == 1 then dims = {dims[1], dims[1], dims[1]} end
-local m = mesh.box{cells = dims, cell = arg[3] or "hex", distort = 0.1}
-local V = fe.space(m, arg[2] or "Q3")
-local A = fe.operator(V, physics.poisson{kappa = "1 + 0.5 * x[0]", source = 1}, {dirichlet = "all"})
+local here = arg[0] and arg[0]:match("^(.*/)") or "scripts/bench/"
+local V, A = dofile(here .. "ranks_case.lua")(arg[1], arg[2], arg[3])
 local k = tonumber(arg[6]) or 300
 local v = V:interpolate("1 + x[0]", {backend = arg[4]})
 local ao = {backend = arg[4], strategy = arg[5] ~= "" and arg[5] ~= "-" and arg[5] or nil}

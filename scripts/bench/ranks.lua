@@ -5,12 +5,8 @@
 -- last apply's exchange measured against the model's prediction (with FELAB_ALL_RANKS=1 each
 -- rank prints its own).
 -- usage: felab scripts/bench/ranks.lua [cells: N or NxMxK] [space] [cell] [backend] [strategy]
-local dims = {}
-for d in (arg[1] or "20"):gmatch("%d+") do dims[#dims + 1] = tonumber(d) end
-if #dims == 1 then dims = {dims[1], dims[1], dims[1]} end
-local m = mesh.box{cells = dims, cell = arg[3] or "hex", distort = 0.1}
-local V = fe.space(m, arg[2] or "Q3")
-local A = fe.operator(V, physics.poisson{kappa = "1 + 0.5 * x[0]", source = 1}, {dirichlet = "all"})
+local here = arg[0] and arg[0]:match("^(.*/)") or "scripts/bench/"
+local V, A = dofile(here .. "ranks_case.lua")(arg[1], arg[2], arg[3])
 local opts = {rtol = 1e-30, maxit = 5, backend = arg[4], strategy = arg[5]}
 local t0 = perf.clock()
 solve.cg(A, opts)
