@@ -90,6 +90,7 @@ static const struct {
     {"loop_trips", offsetof(fe_report, loop_trips)},
     {"loop_cycles", offsetof(fe_report, loop_cycles)},
     {"loop_seconds", offsetof(fe_report, loop_seconds)},
+    {"inflight_flops", offsetof(fe_report, inflight_flops)},
     {"padded_flops", offsetof(fe_report, padded_flops)},
     {"array_bytes", offsetof(fe_report, array_bytes)},
     {"operand_bytes", offsetof(fe_report, operand_bytes)},
@@ -466,6 +467,7 @@ static int perf_model(lua_State *L)
   c.atomic_gops = field_number(L, 2, "atomic_gops");
   c.constant_gops = field_number(L, 2, "constant_gops");
   c.scalar_gflops = field_number(L, 2, "scalar_gflops");
+  c.padded_gflops = field_number(L, 2, "padded_gflops");
   c.indexed_gops = field_number(L, 2, "indexed_gops");
   c.indexed_l1_gops = field_number(L, 2, "indexed_l1_gops");
   c.indexed_llc_gops = field_number(L, 2, "indexed_llc_gops");

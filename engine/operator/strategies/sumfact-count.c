@@ -159,6 +159,14 @@ double fe_sumfact_contraction_flops_per_cell(const fe_sumfact_shape *s)
   return f;
 }
 
+double fe_sumfact_interpolation_flops_per_cell(const fe_sumfact_shape *s)
+{
+  sf_sizes z = sizes_of(s);
+  if (s->diagonal || s->collocated) return 0;
+  const double p = s->p1, q = s->q1;
+  return interpolation_flops(s, &z) + 2.0 * s->nc * z.zp * p * q * (q + p);
+}
+
 double fe_sumfact_contraction_words(const fe_sumfact_shape *s)
 {
   sf_sizes z = sizes_of(s);

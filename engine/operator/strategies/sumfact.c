@@ -237,6 +237,14 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
     if (!gpu && block * w >= 64 &&
         fe_sumfact_contraction_words(&sh) / 2 > 4096.0 / (block * w))
       wk->padded_flops = wk->inflight_flops;
+    /* the interpolations (not collocated) are that loop's kind wherever their arrays are (a
+     * table row against an array row, two loads a multiply-add of whole lines, an output an
+     * item): on the Ice Lake VM Q3's, Q5's and Q7's ran at 29-33 GF/s (each Gauss rule's time
+     * less its GLL twin's over the flops that differ) where its column walks' derivatives ran
+     * at the FMA loop's rate (85) */
+    else if (!gpu && block * w >= 64)
+      wk->padded_flops = fmin(wk->inflight_flops,
+                              ncells * fe_sumfact_interpolation_flops_per_cell(&sh));
   }
 }
 
