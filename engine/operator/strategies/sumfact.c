@@ -143,6 +143,24 @@ static int default_block(const fe_operator *A, const fe_backend *be, fe_precisio
 
 /* The counts of action a on the whole mesh; ahead: the folded words are asked for a group
  * ahead through its phases (the cpu's column layout, r->qd_column). */
+/* The cpu: of a group's contractions (inflight, over ncells), the flops at the rate of the
+ * table loop the calibration times (fe_fma_padded), where an entry is a whole line (8 cells
+ * in double; w: a real's bytes). There the template pads the group's arrays an entry every
+ * 4 KB (SF_PAD), and a contraction array longer than that (Q4 and up; Q3 with three fields:
+ * 50 shifts in its code) keeps the padding's arithmetic in every operand's address: all of
+ * them; within one 4 KB block (Q2, Q3) gcc folds it (no shifts in their code), and the
+ * interpolations (not collocated) alone are that loop's kind (a table row against an array
+ * row, two loads a multiply-add of whole lines, an output an item): on the Ice Lake VM Q3's,
+ * Q5's and Q7's ran at 29-33 GF/s (each Gauss rule's time less its GLL twin's over the flops
+ * that differ) where the column walks' derivatives ran at the FMA loop's rate (85). */
+static double table_loop_flops(const fe_sumfact_shape *sh, int block, double w, double ncells,
+                               double inflight)
+{
+  if (block * w < 64) return 0;
+  if (fe_sumfact_contraction_words(sh) / 2 > 4096.0 / (block * w)) return inflight;
+  return fmin(inflight, ncells * fe_sumfact_interpolation_flops_per_cell(sh));
+}
+
 static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a, int vertices,
                            int shared, int nodesum, int block, int gpu, int folded, int ahead,
                            fe_work *wk)
@@ -230,21 +248,7 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
     wk->lanes = block;
     /* its contractions run the rows outermost: consecutive outputs independent */
     wk->inflight_flops = fmin(wk->vec_flops, ncells * fe_sumfact_contraction_flops_per_cell(&sh));
-    /* the cpu: where an entry is a whole line (8 cells in double) the template pads the
-     * group's arrays an entry every 4 KB (SF_PAD), and a contraction array longer than that
-     * (Q4 and up; Q3 with three fields: 50 shifts in its code) keeps the padding's arithmetic in its operands'
-     * addresses; within one 4 KB block (Q2, Q3) gcc folds it (no shifts in their code) */
-    if (!gpu && block * w >= 64 &&
-        fe_sumfact_contraction_words(&sh) / 2 > 4096.0 / (block * w))
-      wk->padded_flops = wk->inflight_flops;
-    /* the interpolations (not collocated) are that loop's kind wherever their arrays are (a
-     * table row against an array row, two loads a multiply-add of whole lines, an output an
-     * item): on the Ice Lake VM Q3's, Q5's and Q7's ran at 29-33 GF/s (each Gauss rule's time
-     * less its GLL twin's over the flops that differ) where its column walks' derivatives ran
-     * at the FMA loop's rate (85) */
-    else if (!gpu && block * w >= 64)
-      wk->padded_flops = fmin(wk->inflight_flops,
-                              ncells * fe_sumfact_interpolation_flops_per_cell(&sh));
+    if (!gpu) wk->padded_flops = table_loop_flops(&sh, block, w, ncells, wk->inflight_flops);
   }
 }
 
