@@ -27,11 +27,11 @@ override CFLAGS += -DFE_HAVE_OPENCL=1 -DCL_TARGET_OPENCL_VERSION=120
 LDLIBS  += -lOpenCL
 endif
 # Gmsh: felab loads the SDK at its first file (engine/mesh/io/gmsh-load.c, by its soname), so that
-# starting felab does not load the ~80 libraries it pulls in; the unit tests call it directly.
+# starting felab does not load the ~80 libraries it pulls in; the unit tests call it through
+# tests/unit/gmsh_lazy.c, which loads it so too (Criterion starts their binary for every test).
 ifeq ($(HAVE_GMSH),1)
 GMSH_LIB ?= $(shell objdump -p $$($(CC) -print-file-name=libgmsh.so) 2>/dev/null | awk '/SONAME/ {print $$2}')
 override CFLAGS += -DFE_HAVE_GMSH=1 -DFE_GMSH_LIB='"$(or $(GMSH_LIB),libgmsh.so)"'
-TEST_LDLIBS += -lgmsh
 endif
 # hypre (the amg preconditioner, engine/solve/precond/amg.c alone includes it): Debian's
 # libhypre-dev and OpenMPI, or HYPRE_DIR/{include,lib} made by scripts/gpu-hypre.sh, found at
@@ -178,7 +178,7 @@ $(BUILD)/obj/tests/unit/%.o: tests/unit/%.c
 
 $(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/libfelab.a
 	$(CC) $(CFLAGS) -o $@ $(UNIT_OBJ) $(BUILD)/libfelab.a \
-	  $(shell pkg-config --libs criterion) $(LDLIBS) $(TEST_LDLIBS)
+	  $(shell pkg-config --libs criterion) $(LDLIBS)
 
 # A build for machines without readline, Gmsh or a Lua package (the GPU machine): Lua linked
 # statically from this machine's liblua5.4.a, the OpenCL ICD loader copied beside it (lib/).
