@@ -424,8 +424,11 @@ int fe_csr_launch_pq(const fe_csr *M, fe_kernel *k, const fe_buffer *x, fe_buffe
 {
   if (M->format == FE_FORMAT_CUSPARSE)
     return M->be->ops->sparse_spmv(M->be->impl, M->sparse, x, y, seconds);
+  long long groups;
+  int items;
+  fe_csr_launch_groups(M, &groups, &items);
   if (M->format == FE_FORMAT_SELL) { /* one item per row */
-    int ngs = (int)(((long long)M->n + EM_ITEMS - 1) / EM_ITEMS);
+    int ngs = (int)groups;
     fe_arg args[12] = {{.kind = FE_ARG_INT, .i = ngs}, {.kind = FE_ARG_INT, .i = M->n},
                        {.kind = FE_ARG_INT, .i = M->chunk}};
     int n = 3 + matrix_args(M, args + 3);
@@ -433,14 +436,14 @@ int fe_csr_launch_pq(const fe_csr *M, fe_kernel *k, const fe_buffer *x, fe_buffe
     args[n++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = y};
     args[n++] = (fe_arg){.kind = FE_ARG_INT, .i = pq ? pq_slot : -1};
     args[n++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = pq ? pq : x};
-    return M->be->ops->launch(M->be->impl, k, (size_t)ngs, EM_ITEMS, n, args, M->prec, seconds);
+    return M->be->ops->launch(M->be->impl, k, (size_t)ngs, items, n, args, M->prec, seconds);
   }
-  int rows = EM_ITEMS / M->lanes, ng = (M->n + rows - 1) / rows;
+  int ng = (int)groups;
   fe_arg args[7] = {{.kind = FE_ARG_INT, .i = ng}, {.kind = FE_ARG_INT, .i = M->n}};
   int n = 2 + matrix_args(M, args + 2);
   args[n++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = x};
   args[n++] = (fe_arg){.kind = FE_ARG_BUFFER, .buf = y};
-  return M->be->ops->launch(M->be->impl, k, (size_t)ng, EM_ITEMS, n, args, M->prec, seconds);
+  return M->be->ops->launch(M->be->impl, k, (size_t)ng, items, n, args, M->prec, seconds);
 }
 
 /* ---- the product of some rows ---- */

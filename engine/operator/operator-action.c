@@ -166,11 +166,8 @@ static int op_predict_exchange(const fe_operator *A, const fe_realization *r, fe
   const fe_device_info *di = &r->be->info;
   long long groups = rep->groups;
   int resident = rep->resident;
-  if ((groups <= 0 || resident <= 0) && r->xkernel) { /* the strategy's own (csr's product) */
-    fe_report k = {.group_items = r->xitems};
-    fe_perf_occupancy(r->be, r->xkernel, &k);
-    groups = r->xgroups, resident = k.resident;
-  }
+  if (groups <= 0 || resident <= 0) /* the strategy's own (csr's product), or none */
+    groups = r->xgroups, resident = r->xresident;
   double wait = 0; /* the gather's */
   if (r->xbeside && x.direct && di->is_gpu && groups > 0 && resident > 0 && di->compute_units > 0) {
     const double waves = (double)groups / ((double)di->compute_units * resident);

@@ -148,11 +148,11 @@ struct fe_realization {
   int phase2_apart;      /* phase 2 writes no shared entry (cells: their boundary cells all in
                           * phase 1), so the exchange's sums may run beside it; csr's phase 2
                           * writes every row again */
-  /* the kernel phase 2 runs, its groups and their items, where the report's counts do not
-   * say (csr's product): the exchange's model reads their residence (operator-action.c) */
-  struct fe_kernel *xkernel;
+  /* the groups phase 2's kernel launches and those resident on a compute unit, where the
+   * report's counts do not say (csr's product; found once, at its setup): the exchange's
+   * model reads their residence (operator-action.c) */
   long long xgroups;
-  int xitems;
+  int xresident;
   fe_buffer groups;      /* group list, ordered by color */
   fe_buffer geo[FE_NACTIONS]; /* stored geometric factors per action (shared when equal) */
   int geo_shared;        /* geo holds a set of factors per class of congruent cells

@@ -138,8 +138,10 @@ static int csr_phases(fe_realization *r)
   d->nrows = x->nshared;
   r->phased = 1;
   if (d->M->format == FE_FORMAT_SELL) { /* the product beside which the exchange runs */
-    r->xkernel = d->M->spmv;
-    fe_csr_launch_groups(d->M, &r->xgroups, &r->xitems);
+    fe_report k = {0};
+    fe_csr_launch_groups(d->M, &r->xgroups, &k.group_items);
+    fe_perf_occupancy(r->be, d->M->spmv, &k);
+    r->xresident = k.resident;
   }
   return 0;
 }
