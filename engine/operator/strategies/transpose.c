@@ -317,18 +317,62 @@ static int distinct_words(const long long *idx, int n, int size)
   return fe_distinct_words(idx, n);
 }
 
+/* A warp's costs as last counted: its words less its first, the cost, and its lines by where
+ * its first word falls in a line (-1: not yet counted). */
+typedef struct warp_memo {
+  long long rel[32];
+  int cost, valid;
+  signed char lines[32];
+} warp_memo;
+
+/* Warp w's cost of words idx (m of them) through memo: every cost here is the same for a warp
+ * whose words are all shifted alike (shared memory's banks rotate, distinct words stay
+ * distinct), and its lines depend only on where its first word falls in a 128-byte line, so
+ * a warp whose words are the last ones shifted (each word_of here is an item's part plus
+ * j's) is counted once. Checked word by word: exact whatever `at` is. */
+static int warp_memo_cost(warp_memo *w, const long long *idx, int m, int size, warp_cost cost,
+                          double *lines)
+{
+  const int per_line = size > 0 && size <= 128 && 128 % size == 0 ? 128 / size : 0;
+  int same = w->valid && per_line > 0 && idx[0] >= 0;
+  for (int t = 0; t < m && same; t++) same = idx[t] >= 0 && idx[t] - idx[0] == w->rel[t];
+  if (!same) {
+    w->cost = cost(idx, m, size);
+    w->valid = per_line > 0 && idx[0] >= 0 && m <= 32;
+    for (int t = 0; t < m && t < 32; t++) w->rel[t] = idx[t] - idx[0];
+    memset(w->lines, -1, sizeof w->lines);
+  }
+  if (lines) {
+    const int at_line = per_line > 0 && idx[0] >= 0 ? (int)(idx[0] % per_line) : -1;
+    if (!w->valid || at_line < 0 || at_line >= 32) {
+      lines[fe_l1_lines(idx, m, size)] += 1;
+    } else {
+      if (w->lines[at_line] < 0) w->lines[at_line] = (signed char)fe_l1_lines(idx, m, size);
+      lines[(int)w->lines[at_line]] += 1;
+    }
+  }
+  return w->cost;
+}
+
 static double group_cost(int items, int n, int size, word_of at, const int *shape,
                          warp_cost cost, double *lines)
 {
   double total = 0;
   long long idx[32];
+  const int warps = (items + 31) / 32;
+  warp_memo *memo = calloc((size_t)(warps > 0 ? warps : 1), sizeof *memo);
   for (int j = 0; j < n; j++)
     for (int t0 = 0; t0 < items; t0 += 32) {
       int m = items - t0 < 32 ? items - t0 : 32;
       for (int t = 0; t < m; t++) idx[t] = at(t0 + t, j, shape);
-      total += cost(idx, m, size);
+      if (memo) {
+        total += warp_memo_cost(&memo[t0 / 32], idx, m, size, cost, lines);
+        continue;
+      }
+      total += cost(idx, m, size); /* (no memory for the memo: each counted) */
       if (lines) lines[fe_l1_lines(idx, m, size)] += 1;
     }
+  free(memo);
   return total;
 }
 
