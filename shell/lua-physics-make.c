@@ -216,7 +216,8 @@ static int add_coefficients(fe_xgraph *g, const int *roots, int n, fe_physics *p
     fe_x_raw_reached(g, roots, n, raw, nraw);
     fe_x_coefficients(g, roots, n, coef, ncoef);
   }
-  if (nraw > 0) p->user_c = 1; /* C expressions a user typed */
+  for (int i = 0; i < nraw && !rc; i++) /* C expressions a user typed, beyond the host's reader */
+    if (!fe_c_expression_safe(raw[i], 3, p->naux, p->nconst)) p->user_c = 1;
   for (int i = 0; i < nraw && !rc; i++) {
     fe_strbuf name = {0};
     name_expression(p, raw[i], &name);

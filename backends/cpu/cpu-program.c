@@ -6,8 +6,8 @@
  * kernel, `void fe_launch_<name>(void **a)`, that unpacks an argument array and calls the
  * kernel; launch() fills the array.
  *
- * The first launch of a kernel holding C a user typed (raw bodies, string coefficients: its
- * source defines FE_USER_C) runs first in a forked child (cpu-guard.c): code that faults (a
+ * The first launch of a kernel holding C a user typed (raw bodies, string coefficients beyond
+ * the host's reader, fe_c_expression_safe: its source defines FE_USER_C) runs first in a forked child (cpu-guard.c): code that faults (a
  * raw C physics reading a bad pointer) ends the child, and the launch is an error naming the
  * kernel, the signal and the line, which every later launch of the kernel repeats; a kernel
  * that returned there is trusted and runs here, now and after. A trial costs a fork (the

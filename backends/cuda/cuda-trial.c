@@ -3,7 +3,8 @@
  * A kernel that reads a bad address on the GPU leaves a sticky error in its context: every
  * later call in the process fails, and NVIDIA's driver gives no way to clear it short of
  * ending the process. So the first launch of a kernel compiled from C a user typed (its
- * source defines FE_USER_C: raw physics bodies, coefficient strings) runs first in a child,
+ * source defines FE_USER_C: raw physics bodies, coefficient strings beyond the host's reader,
+ * engine/physics/expr.h's fe_c_expression_safe) runs first in a child,
  * `felab --cuda-trial`, with a context of its own. The child maps each of the launch's
  * buffers through CUDA's interprocess handles, copies it (the trial's writes never reach
  * the session's data, and a kernel that adds into its output runs once here afterwards as

@@ -24,7 +24,9 @@ static int interpolate_source(const fe_space *V, const char *const *expr, const 
   fe_strbuf b = {0};
   fe_strbuf_printf(&b, "/* felab kernel: interpolate on %s (%d components), %s backend, %s "
                        "precision */\n", V->name, V->ncomp, be->name, fe_precision_name(prec));
-  fe_strbuf_append(&b, "#define FE_USER_C 1 /* the expressions a user typed: tried first */\n");
+  int tried = body != NULL; /* C as written, or an expression beyond the host's reader */
+  for (int k = 0; !body && k < V->ncomp; k++) tried |= !fe_c_expression_safe(expr[k], 3, 0, 0);
+  if (tried) fe_strbuf_append(&b, "#define FE_USER_C 1 /* the expressions a user typed: tried first */\n");
   fe_strbuf_printf(&b, "#define FE_DOUBLE %d\n#define FE_COLORED 0\n#define BLOCK %d\n#define NC %d\n",
                    prec == FE_DOUBLE, INTERP_BLOCK, V->ncomp);
   fe_strbuf_append(&b, be->ops->preamble(be->impl, prec));

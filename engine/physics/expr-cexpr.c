@@ -484,6 +484,15 @@ double fe_cexpr_eval(const fe_cexpr *c, const double *x, const double *a, const 
 
 int fe_cexpr_reads(const fe_cexpr *c, fe_var v) { return (unsigned)v < FE_NVARS ? c->reads[v] : 0; }
 
+int fe_c_expression_safe(const char *e, int nx, int na, int nk)
+{
+  fe_cexpr *c;
+  if (!e || fe_cexpr_read(e, &c)) return 0;
+  int safe = c->reads[FE_V_X] <= nx && c->reads[FE_V_A] <= na && c->reads[FE_V_K] <= nk;
+  fe_cexpr_free(c);
+  return safe;
+}
+
 void fe_cexpr_free(fe_cexpr *c)
 {
   if (!c) return;

@@ -155,5 +155,9 @@ void fe_cexpr_eval_points(const fe_cexpr *c, int n, const double *x, const doubl
  * reads of it (0: none). */
 int fe_cexpr_reads(const fe_cexpr *c, fe_var v);
 void fe_cexpr_free(fe_cexpr *c);
+/* Whether C expression e is within fe_cexpr_read's reach and reads no more than x[0 .. nx-1],
+ * a[0 .. na-1] and k[0 .. nk-1]: then it touches no memory but those and calls only math.h's
+ * functions, and its kernel cannot fault (no trial run: FE_USER_C is for the rest). */
+int fe_c_expression_safe(const char *e, int nx, int na, int nk);
 
 #endif

@@ -125,7 +125,9 @@ int fe_physics_poisson(const char *kappa, const char *source, fe_physics **out)
   fe_physics *p;
   FE_CALLOC(p, 1, "physics");
   snprintf(p->name, sizeof p->name, "poisson");
-  p->user_c = 1; /* kappa and source are C expressions as given */
+  /* kappa and source are C expressions as given: tried first unless within the host's reader
+   * (x[0..2], numbers, operators, math.h: nothing that can fault) */
+  p->user_c = !fe_c_expression_safe(kappa, 3, 0, 0) || !fe_c_expression_safe(source, 3, 0, 0);
   p->ncomp = 1;
   /* residual: integral of kappa grad u . grad v - source v; "1/2" is 0.5 */
   char *k = with_reals(kappa), *s = with_reals(source);

@@ -69,8 +69,9 @@ typedef struct fe_physics {
   int ncoef;
   char **coef_exprs;
   char **coef_names;         /* how an error names each: kappa = "1/0" */
-  /* 1: some body or coefficient is C a user typed (raw bodies, string coefficients): its
-   * kernels say so (FE_USER_C) and the cpu backend gives their first launch a trial run */
+  /* 1: some body or coefficient is C a user typed (raw bodies, string coefficients beyond
+   * fe_c_expression_safe's reach): its kernels say so (FE_USER_C) and the backends give
+   * their first launch a trial run */
   int user_c;
 } fe_physics;
 

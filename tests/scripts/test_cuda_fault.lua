@@ -1,5 +1,5 @@
 -- A kernel that faults on cuda does not take the session with it (issue 44). A kernel of C a
--- user typed (raw physics, a coefficient string) is tried first in another process
+-- user typed (raw physics, a coefficient string beyond the host's reader) is tried first in another process
 -- (backends/cuda/cuda-trial.c): raw C that reads a bad address is an error naming the kernel
 -- and the driver's reason, every later launch of it says the same, and the session's CUDA
 -- context goes on: a solve on a new cuda vector runs as before. A fault in a kernel that is

@@ -42,4 +42,17 @@ local y = solve.cg(L, {rtol = 1e-10, backend = "cpu"})
 check(T.rel_diff(x, y) < 1e-9, "raw C solution differs from poisson's")
 check(T.rel_diff(A:residual(u, cpu), L:residual(u, cpu)) < 1e-13, "a second residual differs")
 
+-- a coefficient string within the host's reader (x[0..2], numbers, operators, math.h) cannot
+-- fault: its kernels are not tried first (on cuda a trial is another process, about 0.4 s a
+-- kernel); one beyond it (an integer cast, x[5], a pointer) still is
+local function tried(kappa, source)
+  local P = fe.operator(V, physics.poisson{kappa = kappa, source = source or 1}, o)
+  return P:source("apply", {backend = "cpu", strategy = "transpose"}):find("#define FE_USER_C 1", 1, true) ~= nil
+end
+check(not tried("1 + 0.5 * x[0]"), "kappa = \"1 + 0.5 * x[0]\" is tried first")
+check(not tried("1 + x[0] * x[0]", "sin(M_PI * x[1]) + pow(x[2], 2)"), "a math.h source is tried first")
+check(tried("1 + (int)(x[0] * 3) % 2"), "an integer cast and %% are not tried first")
+check(tried("1 + *(&x[0] + 5)"), "a pointer's read is not tried first")
+check(tried("1 + x[5]"), "x[5] is not tried first")
+
 T.done()

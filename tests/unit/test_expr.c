@@ -264,6 +264,21 @@ Test(expr, the_host_reads_a_coefficient_as_its_kernel_computes_it)
   fe_cexpr_free(c);
 }
 
+/* A coefficient within the reader and the arrays given reads no other memory: its kernels
+ * are not tried first (FE_USER_C); anything else is. */
+Test(expr, a_coefficient_is_safe_only_within_the_reader_and_its_arrays)
+{
+  cr_expect(fe_c_expression_safe("1 + 0.5 * x[0]", 3, 0, 0));
+  cr_expect(fe_c_expression_safe("sin(M_PI * x[1]) / (1 + x[2] * x[2]) + 1/0", 3, 0, 0));
+  cr_expect(fe_c_expression_safe("a[1] * k[1]", 3, 2, 2));
+  cr_expect(!fe_c_expression_safe("a[2] * k[1]", 3, 2, 2), "a[2] of 2 values");
+  cr_expect(!fe_c_expression_safe("k[2]", 3, 0, 2), "k[2] of 2 constants");
+  cr_expect(!fe_c_expression_safe("x[2]", 2, 0, 0), "x[2] of 2 coordinates");
+  const char *beyond[] = {"(int)x[0] % 2", "x[3]", "*(&x[0] + 5)", "x[0]; x[1]", "u[0]", "", NULL};
+  for (size_t i = 0; i < sizeof beyond / sizeof beyond[0]; i++)
+    cr_expect(!fe_c_expression_safe(beyond[i], 3, 4, 4), "'%s' is safe", beyond[i] ? beyond[i] : "NULL");
+}
+
 Test(expr, traced_constants_never_divide_as_integers)
 {
   /* 1 / (x - x): the fold of 1 / 0 is not finite, so the node stays; written as ints it
