@@ -179,6 +179,32 @@ static void chunk_fill(const chunk_job *j)
   }
 }
 
+/* Straight cells in double: the chunk's corners, their first-order map's nv vertices (x, y,
+ * z each) and 1 (0: a padding cell), for the setup kernel to make x and the factors from
+ * (QD_CORNERS): nv * 3 + 1 words a cell where the host's own take nq * QD_XG. */
+static void corners_fill(const chunk_job *j)
+{
+  const fe_mesh *m = j->A->V->mesh;
+  const int nv = j->A->V->lin.nbasis, cw = nv * 3 + 1;
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < j->n; i++) {
+    const int c = fe_stored_cell(j->perm, j->i0 + i);
+    double *o = j->xg + i * cw;
+    for (int b = 0; b < nv; b++) {
+      const double *X = m->coords + 3 * (size_t)m->cells[(size_t)c * m->nvc + b];
+      o[3 * b] = X[0], o[3 * b + 1] = X[1], o[3 * b + 2] = X[2];
+    }
+    o[3 * nv] = j->perm[j->i0 + i] < 0 ? 0 : 1;
+  }
+}
+
+/* Whether the setup kernel makes x and the factors from the corners: straight cells, in
+ * double (in single the host's double factors are rounded once, as before). */
+static int qdata_corners(const fe_realization *r)
+{
+  return !r->A->V->curved && r->prec == FE_DOUBLE;
+}
+
 enum { QD_ITEMS = 128 }; /* points a group of the setup kernel */
 
 /* The setup kernel, compiled once a realization (the apply's defines, template qdata). */
@@ -192,8 +218,10 @@ static int setup_kernel(fe_realization *r)
   s.folded = 1;
   s.qd_cells_fastest = r->qd_cells_fastest;
   s.qd_column = r->qd_column;
-  char items[48];
-  snprintf(items, sizeof items, "#define QD_ITEMS %d /* points a group */\n", QD_ITEMS);
+  char items[160];
+  snprintf(items, sizeof items, "#define QD_ITEMS %d /* points a group */\n#define QD_CORNERS %d\n"
+           "#define QD_NV %d /* the first-order map's vertices */\n", QD_ITEMS, qdata_corners(r),
+           r->A->V->lin.nbasis);
   s.defines = items;
   char *src;
   FE_CHECK(fe_codegen_action(&s, r->be->name, r->be->ops->preamble(r->be->impl, r->prec), &src));
@@ -205,6 +233,67 @@ static int setup_kernel(fe_realization *r)
 }
 
 #define QD_CHUNK_WORDS ((size_t)1 << 24) /* host words a chunk (128 MB of doubles) */
+
+/* The first-order map's table the setup kernel reads with QD_CORNERS, on r's backend: at each
+ * point nv values, nv * dim derivatives, the weight. */
+static int lin_upload(fe_realization *r, const double *phi, const double *dphi, fe_buffer *lin)
+{
+  const fe_quadrature *Q = &r->A->quad[FE_ACTION_APPLY];
+  const int nq = Q->npoints, nv = r->A->V->lin.nbasis, dim = r->A->V->elem.dim;
+  const size_t lw = (size_t)nv * (1 + dim) + 1;
+  double *t = fe_alloc(sizeof(double) * lw * nq);
+  FE_ASSERT(t, FE_ERR_MEM, "out of host memory for the map's table (%d points)", nq);
+  for (int q = 0; q < nq; q++) {
+    double *o = t + (size_t)q * lw;
+    memcpy(o, phi + (size_t)q * nv, sizeof(double) * nv);
+    memcpy(o + nv, dphi + (size_t)q * nv * dim, sizeof(double) * nv * dim);
+    o[lw - 1] = Q->weights[q];
+  }
+  int rc = r->be->ops->alloc(r->be->impl, sizeof(double) * lw * nq, lin);
+  if (!rc) rc = r->be->ops->write(r->be->impl, lin, 0, sizeof(double) * lw * nq, t);
+  free(t);
+  return rc;
+}
+
+/* The setup kernel over the stored cells, per of them a chunk: each chunk's staging (cw words
+ * a cell: the corners, or x and the factors made here) filled on the host, written to dev,
+ * and read there (lin: the map's table with the corners). */
+static int qdata_chunks(fe_realization *r, chunk_job job, size_t per, size_t cw, fe_buffer *dev,
+                        const fe_buffer *lin, float *stage)
+{
+  const size_t npad = fe_padded_cells(r->A, r->block), w = fe_precision_size(r->prec);
+  const int nq = r->A->quad[FE_ACTION_APPLY].npoints, corners = qdata_corners(r);
+  int rc = 0;
+  for (size_t i0 = 0; !rc && i0 < npad; i0 += per) {
+    job.i0 = i0, job.n = npad - i0 < per ? npad - i0 : per;
+    if (corners) corners_fill(&job);
+    else chunk_fill(&job);
+    size_t nw = job.n * cw;
+    const void *host = job.xg;
+    if (r->prec != FE_DOUBLE) {
+      for (size_t k = 0; k < nw; k++) stage[k] = (float)job.xg[k];
+      host = stage;
+    }
+    rc = r->be->ops->write(r->be->impl, dev, 0, nw * w, host);
+    long long npts = (long long)(job.n * nq), ng = (npts + QD_ITEMS - 1) / QD_ITEMS;
+    fe_arg args[9] = {
+        {.kind = FE_ARG_INT, .i = ng},
+        {.kind = FE_ARG_INT, .i = (long long)i0},
+        {.kind = FE_ARG_INT, .i = npts},
+        {.kind = FE_ARG_INT, .i = (long long)fe_qdata_plane(r)},
+        {.kind = FE_ARG_BUFFER, .buf = dev},
+        {.kind = FE_ARG_BUFFER, .buf = corners ? lin : dev},
+        {.kind = FE_ARG_BUFFER, .buf = &r->aux},
+        {.kind = FE_ARG_BUFFER, .buf = &r->params},
+        {.kind = FE_ARG_BUFFER, .buf = &r->qdata},
+    };
+    if (!rc) rc = r->be->ops->launch(r->be->impl, r->qkernel, (size_t)ng,
+                                     QD_ITEMS > r->be->info.max_group ? r->be->info.max_group : QD_ITEMS,
+                                     9, args, r->prec, NULL);
+    if (!rc) rc = r->be->ops->finish(r->be->impl); /* the staging is written again next */
+  }
+  return rc;
+}
 
 int fe_qdata_build(fe_realization *r)
 {
@@ -221,14 +310,17 @@ int fe_qdata_build(fe_realization *r)
   r->building = "the folded per-point data";
   FE_CHECK(setup_kernel(r));
   const size_t qbytes = fe_qdata_plane(r) * (size_t)L.words * w + w;
-  size_t per = QD_CHUNK_WORDS / ((size_t)nq * xgw);
+  /* a cell's staging: its corners (straight cells in double: the kernel makes x and the
+   * factors), or x and the factors at its points made here */
+  const size_t cw = qdata_corners(r) ? (size_t)nv * 3 + 1 : (size_t)nq * xgw;
+  size_t per = QD_CHUNK_WORDS / cw;
   if (per < 1) per = 1;
   if (per > npad) per = npad;
-  /* the stored words, then with them the staging of a chunk's points: on the host (x and the
-   * factors in double, and in the kernel's precision) and on the device (the same host memory
-   * on the cpu: one check of the three) */
-  const size_t qb = r->qdata.ptr ? 0 : qbytes, hs = per * nq * xgw * (sizeof(double) +
-                    (r->prec == FE_DOUBLE ? 0 : sizeof(float))), ds = per * nq * xgw * w;
+  /* the stored words, then with them the staging of a chunk's cells: on the host (in double,
+   * and in the kernel's precision) and on the device (the same host memory on the cpu: one
+   * check of the three) */
+  const size_t qb = r->qdata.ptr ? 0 : qbytes, hs = per * cw * (sizeof(double) +
+                    (r->prec == FE_DOUBLE ? 0 : sizeof(float))), ds = per * cw * w;
   const int host_memory = r->be->ops->host != NULL;
   FE_CHECK(fe_memory_check_on(r->be, qb, "operator %s on %s: stored per-point data (%d values at "
                               "%.3g points, %s)", A->pde->name, V->name, L.words,
@@ -241,49 +333,24 @@ int fe_qdata_build(fe_realization *r)
     FE_CHECK(fe_memory_check(hs, "operator %s on %s: the per-point data's setup, staged (%zu "
                              "cells of %d points)", A->pde->name, V->name, per, nq));
   if (!r->qdata.ptr) FE_CHECK(r->be->ops->alloc(r->be->impl, qbytes, &r->qdata));
-  double *phi = NULL, *dphi = NULL, *xg = NULL;
-  void *stage = NULL;
-  fe_buffer dev = {0};
+  double *phi = fe_alloc(sizeof(double) * (size_t)nq * nv + 1);
+  double *dphi = fe_alloc(sizeof(double) * (size_t)nq * nv * dim + 1);
+  double *xg = fe_alloc(sizeof(double) * per * cw);
+  float *stage = r->prec == FE_DOUBLE ? NULL : fe_alloc(sizeof(float) * per * cw);
+  fe_buffer dev = {0}, lin = {0};
   int rc = 0;
-  phi = fe_alloc(sizeof(double) * (size_t)nq * nv + 1);
-  dphi = fe_alloc(sizeof(double) * (size_t)nq * nv * dim + 1);
-  xg = fe_alloc(sizeof(double) * per * nq * xgw);
-  stage = r->prec == FE_DOUBLE ? NULL : fe_alloc(sizeof(float) * per * nq * xgw);
   if (!phi || !dphi || !xg || (r->prec != FE_DOUBLE && !stage))
     rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
                       "out of host memory for the folded data's staging (%zu cells)", per);
   if (!rc && !V->curved)
     for (int q = 0; q < nq; q++)
       fe_element_eval(&V->lin, Q->points + q * dim, phi + (size_t)q * nv, dphi + (size_t)q * nv * dim);
-  if (!rc) rc = r->be->ops->alloc(r->be->impl, per * nq * xgw * w, &dev);
-  for (size_t i0 = 0; !rc && i0 < npad; i0 += per) {
-    chunk_job job = {A, r->perm, i0, npad - i0 < per ? npad - i0 : per, phi, dphi, xg};
-    chunk_fill(&job);
-    size_t nw = job.n * nq * xgw;
-    const void *host = xg;
-    if (r->prec != FE_DOUBLE) {
-      float *f = stage;
-      for (size_t k = 0; k < nw; k++) f[k] = (float)xg[k];
-      host = f;
-    }
-    rc = r->be->ops->write(r->be->impl, &dev, 0, nw * w, host);
-    long long npts = (long long)(job.n * nq), ng = (npts + QD_ITEMS - 1) / QD_ITEMS;
-    fe_arg args[8] = {
-        {.kind = FE_ARG_INT, .i = ng},
-        {.kind = FE_ARG_INT, .i = (long long)i0},
-        {.kind = FE_ARG_INT, .i = npts},
-        {.kind = FE_ARG_INT, .i = (long long)fe_qdata_plane(r)},
-        {.kind = FE_ARG_BUFFER, .buf = &dev},
-        {.kind = FE_ARG_BUFFER, .buf = &r->aux},
-        {.kind = FE_ARG_BUFFER, .buf = &r->params},
-        {.kind = FE_ARG_BUFFER, .buf = &r->qdata},
-    };
-    if (!rc) rc = r->be->ops->launch(r->be->impl, r->qkernel, (size_t)ng,
-                                     QD_ITEMS > r->be->info.max_group ? r->be->info.max_group : QD_ITEMS,
-                                     8, args, r->prec, NULL);
-    if (!rc) rc = r->be->ops->finish(r->be->impl); /* the staging is written again next */
-  }
+  if (!rc) rc = r->be->ops->alloc(r->be->impl, per * cw * w, &dev);
+  if (!rc && qdata_corners(r)) rc = lin_upload(r, phi, dphi, &lin);
+  chunk_job job = {A, r->perm, 0, 0, phi, dphi, xg};
+  if (!rc) rc = qdata_chunks(r, job, per, cw, &dev, &lin, stage);
   if (dev.ptr) r->be->ops->release(r->be->impl, &dev);
+  if (lin.ptr) r->be->ops->release(r->be->impl, &lin);
   free(phi);
   free(dphi);
   free(xg);
