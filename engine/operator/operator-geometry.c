@@ -95,6 +95,48 @@ typedef struct geometry_batch {
   fe_precision prec;
 } geometry_batch;
 
+/* The map's Jacobians J[d * dim + k][l] = dx_d / dxi_k of a batch's LANES cells at one point
+ * (dp: the first-order map's gradients there) from their corners X[b][d][l]. */
+static void batch_jacobians(const geometry_batch *g, double X[][3][LANES], const double *dp,
+                            double J[9][LANES])
+{
+  const int dim = g->dim, nv = g->nv;
+  if (g->affine) {
+    for (int d = 0; d < dim; d++)
+      for (int k = 0; k < dim; k++) {
+        const double h = g->scale[k];
+#pragma omp simd
+        for (int l = 0; l < LANES; l++) J[d * dim + k][l] = (X[k + 1][d][l] - X[0][d][l]) * h;
+      }
+  } else if (dim == 3) {
+    /* a lane at a time, its nine sums in registers (over the lanes, each sum's 8 lanes went
+     * to memory and back at every vertex: a Q7 box's check 3-4x slower); the same sums in
+     * the same order */
+    for (int l = 0; l < LANES; l++) {
+      double a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0, a8 = 0;
+      for (int b = 0; b < nv; b++) {
+        const double x0 = X[b][0][l], x1 = X[b][1][l], x2 = X[b][2][l], *w = dp + b * 3;
+        a0 += x0 * w[0], a1 += x0 * w[1], a2 += x0 * w[2];
+        a3 += x1 * w[0], a4 += x1 * w[1], a5 += x1 * w[2];
+        a6 += x2 * w[0], a7 += x2 * w[1], a8 += x2 * w[2];
+      }
+      J[0][l] = a0, J[1][l] = a1, J[2][l] = a2, J[3][l] = a3, J[4][l] = a4;
+      J[5][l] = a5, J[6][l] = a6, J[7][l] = a7, J[8][l] = a8;
+    }
+  } else {
+    for (int j = 0; j < dim * dim; j++)
+#pragma omp simd
+      for (int l = 0; l < LANES; l++) J[j][l] = 0;
+    for (int b = 0; b < nv; b++)
+      for (int d = 0; d < dim; d++)
+        for (int k = 0; k < dim; k++) {
+          const double w = dp[b * dim + k];
+#pragma omp simd
+          for (int l = 0; l < LANES; l++) J[d * dim + k][l] += X[b][d][l] * w;
+        }
+  }
+}
+
 /* Cells i0 .. i0 + n - 1 (n <= LANES) of the stored order; the first cell that is not
  * positive goes to *bad (the smallest mesh cell number), its det J to *bad_det. */
 static void straight_cells(const geometry_batch *g, size_t i0, int n, long long *bad,
@@ -117,40 +159,7 @@ static void straight_cells(const geometry_batch *g, size_t i0, int n, long long 
   for (int q = 0; q < g->ngq; q++) {
     const double *dp = g->dphi + (size_t)q * nv * dim;
     double J[9][LANES], K[10][LANES], det[LANES];
-    if (affine) {
-      for (int d = 0; d < dim; d++)
-        for (int k = 0; k < dim; k++) {
-          const double h = g->scale[k];
-#pragma omp simd
-          for (int l = 0; l < LANES; l++) J[d * dim + k][l] = (X[k + 1][d][l] - X[0][d][l]) * h;
-        }
-    } else if (dim == 3) {
-      /* a lane at a time, its nine sums in registers (over the lanes, each sum's 8 lanes went
-       * to memory and back at every vertex: a Q7 box's check 3-4x slower); the same sums in
-       * the same order */
-      for (int l = 0; l < LANES; l++) {
-        double a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0, a8 = 0;
-        for (int b = 0; b < nv; b++) {
-          const double x0 = X[b][0][l], x1 = X[b][1][l], x2 = X[b][2][l], *w = dp + b * 3;
-          a0 += x0 * w[0], a1 += x0 * w[1], a2 += x0 * w[2];
-          a3 += x1 * w[0], a4 += x1 * w[1], a5 += x1 * w[2];
-          a6 += x2 * w[0], a7 += x2 * w[1], a8 += x2 * w[2];
-        }
-        J[0][l] = a0, J[1][l] = a1, J[2][l] = a2, J[3][l] = a3, J[4][l] = a4;
-        J[5][l] = a5, J[6][l] = a6, J[7][l] = a7, J[8][l] = a8;
-      }
-    } else {
-      for (int j = 0; j < dim * dim; j++)
-#pragma omp simd
-        for (int l = 0; l < LANES; l++) J[j][l] = 0;
-      for (int b = 0; b < nv; b++)
-        for (int d = 0; d < dim; d++)
-          for (int k = 0; k < dim; k++) {
-            const double w = dp[b * dim + k];
-#pragma omp simd
-            for (int l = 0; l < LANES; l++) J[d * dim + k][l] += X[b][d][l] * w;
-          }
-    }
+    batch_jacobians(g, X, dp, J);
     if (dim == 3 && !g->out) { /* the check alone: det J, no inverse (no division) */
 #pragma omp simd
       for (int l = 0; l < LANES; l++)
