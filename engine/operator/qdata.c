@@ -198,11 +198,11 @@ static void corners_fill(const chunk_job *j)
   }
 }
 
-/* Whether the setup kernel makes x and the factors from the corners: straight cells, in
- * double (in single the host's double factors are rounded once, as before). */
+/* Whether the setup kernel makes x and the factors from the corners: straight cells of 2 or 3
+ * dimensions, in double (in single the host's double factors are rounded once, as before). */
 static int qdata_corners(const fe_realization *r)
 {
-  return !r->A->V->curved && r->prec == FE_DOUBLE;
+  return !r->A->V->curved && r->prec == FE_DOUBLE && r->A->V->elem.dim >= 2;
 }
 
 enum { QD_ITEMS = 128 }; /* points a group of the setup kernel */
