@@ -342,10 +342,11 @@ static double group_cost_j(int items, int j, int size, word_of at, const int *sh
 static double group_cost(int items, int n, int size, word_of at, const int *shape,
                          warp_cost cost, double *lines)
 {
+  if (items <= 0 || n <= 0) return 0;
   const int warps = (items + 31) / 32;
   const int per_line = size > 0 && 128 % size == 0 && 128 / size <= 32 ? 128 / size : 0;
-  long long *base = malloc(sizeof(long long) * (size_t)(items > 0 ? items : 1));
-  signed char(*seen)[32] = malloc(sizeof *seen * (size_t)(warps > 0 ? warps : 1));
+  long long *base = malloc(sizeof(long long) * (size_t)items);
+  signed char(*seen)[32] = malloc(sizeof *seen * (size_t)warps);
   double total = 0, per_j = 0;
   if (!base || !seen || per_line == 0) { /* (no memory, or lines of other sizes) */
     for (int j = 0; j < n; j++) total += group_cost_j(items, j, size, at, shape, cost, lines);
