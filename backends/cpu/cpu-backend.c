@@ -50,6 +50,7 @@ static int cpu_open(int device, void **impl)
   c->trials = !(trial && !strcmp(trial, "off"));
   c->trial_all = trial && !strcmp(trial, "all");
   pthread_mutex_init(&c->trial_lock, NULL);
+  pthread_mutex_init(&c->asm_lock, NULL);
   cpu_group_runs(c, 0); /* OMP_SCHEDULE and the runtime's default aside */
   *impl = c;
   return 0;
@@ -62,6 +63,7 @@ static void cpu_close(void *impl)
   for (fe_module *m = c->modules, *next; m; m = next) {
     next = m->next;
     dlclose(m->handle);
+    free(m->asm_text);
     free(m);
   }
   for (int i = 0; i < c->nkernels; i++) {
@@ -70,6 +72,7 @@ static void cpu_close(void *impl)
   }
   free(c->kernels);
   pthread_mutex_destroy(&c->trial_lock);
+  pthread_mutex_destroy(&c->asm_lock);
   free(c);
 }
 

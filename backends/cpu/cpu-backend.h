@@ -24,6 +24,8 @@ struct fe_module {
   char base[1100];      /* its source and object in the cache, less .c and .so */
   char what[160];       /* its source's first comment ("residual of raw on P1 ..."), or "" */
   int untried;          /* its kernels run without a trial (the calibration's, see cpu_kernel) */
+  char *asm_text;       /* the assembly its object was made from, while among the last
+                         * CPU_ASM_KEPT compiled here (for llvm-mca: cpu-mca.c), else NULL */
 };
 
 struct fe_kernel {
@@ -35,6 +37,12 @@ struct fe_kernel {
   int trust;            /* 0: not run yet, 1: its trial run returned, -1: it faulted there */
   char *fault;          /* the error of a kernel that faulted, repeated at every launch */
 };
+
+/* The modules compiled in this session whose assembly stays in memory: a kernel's hot loop is
+ * simulated at its first report, just after the compile, and a text of over CPU_ASM_MAX bytes
+ * is not kept (cpu-mca.c compiles such a source once more) */
+#define CPU_ASM_KEPT 8
+#define CPU_ASM_MAX (8 << 20)
 
 typedef struct cpu_impl {
   char cache[1024];     /* directory of compiled objects */
@@ -48,6 +56,9 @@ typedef struct cpu_impl {
   int trials;           /* first launches are tried in a child (FELAB_CPU_TRIAL=off: not) */
   int trial_all;        /* FELAB_CPU_TRIAL=all: every kernel's, else those of user C alone */
   pthread_mutex_t trial_lock; /* one trial run at a time (cpu_kernel_vet) */
+  fe_module *asm_kept[CPU_ASM_KEPT]; /* the modules holding asm_text, a ring */
+  int asm_next;         /* the ring's slot the next one takes */
+  pthread_mutex_t asm_lock; /* the ring and the modules' asm_text */
 } cpu_impl;
 
 /* CG's (p, q) parts on the cpu (backend.h's cg_parts): a slot's FE_PQ_PARTS x FE_PQ_STRIDE
@@ -66,6 +77,8 @@ int cpu_launch(void *impl, fe_kernel *k, size_t ngroups, size_t group_size, int 
 
 /* ---- cpu-mca.c ---- */
 int cpu_kernel_resources(void *impl, fe_kernel *k, fe_kernel_resources *res);
+int cpu_mca_available(cpu_impl *c);
+void cpu_asm_keep(cpu_impl *c, fe_module *m, char *text);
 
 /* ---- cpu-vector.c ---- */
 int cpu_fill(void *impl, fe_buffer *x, size_t n, fe_precision prec, double value);

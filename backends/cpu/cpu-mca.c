@@ -3,6 +3,7 @@
  * more to assembly, the assembly scanned for the kernel's innermost loop with the most
  * floating-point instructions, and that loop run in llvm-mca's model of this processor
  * (FELAB_MCA names llvm-mca's command; "off": none); the answer is kept beside the object. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,10 +77,39 @@ static int cpu_hot_loop(const char *name, char *asm_text, fe_strbuf *out)
   return best_fp > 0;
 }
 
-/* Kernel k's hot loop as llvm-mca simulates it: the module's source compiled once more, to
- * assembly (the same compiler and flags: the code that runs), its hot loop cut out and run
- * 100 times in llvm-mca's model of this processor (-mcpu=native); cycles an iteration, kept
- * beside the object as base.name.mca. None where llvm-mca is absent or fails. */
+/* Whether llvm-mca is here (asked once a session; FELAB_MCA=off: never). */
+int cpu_mca_available(cpu_impl *c)
+{
+  if (c->has_mca < 0) {
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "command -v '%.255s' > /dev/null 2>&1", c->mca);
+    c->has_mca = system(cmd) == 0;
+  }
+  return c->has_mca;
+}
+
+/* Keep module m's assembly text (taken over; NULL: none) among the last CPU_ASM_KEPT
+ * compiled, dropping the oldest's. */
+void cpu_asm_keep(cpu_impl *c, fe_module *m, char *text)
+{
+  if (!text) return;
+  pthread_mutex_lock(&c->asm_lock);
+  fe_module *old = c->asm_kept[c->asm_next];
+  if (old) {
+    free(old->asm_text);
+    old->asm_text = NULL;
+  }
+  m->asm_text = text;
+  c->asm_kept[c->asm_next] = m;
+  c->asm_next = (c->asm_next + 1) % CPU_ASM_KEPT;
+  pthread_mutex_unlock(&c->asm_lock);
+}
+
+/* Kernel k's hot loop as llvm-mca simulates it: the module's assembly (the same compiler and
+ * flags: the code that runs; kept from its compile in this session, else its source compiled
+ * once more), its hot loop cut out and run 100 times in llvm-mca's model of this processor
+ * (-mcpu=native); cycles an iteration, kept beside the object as base.name.mca. None where
+ * llvm-mca is absent or fails. */
 static void cpu_simulate(cpu_impl *c, fe_kernel *k)
 {
   k->simulated = 1;
@@ -94,19 +124,18 @@ static void cpu_simulate(cpu_impl *c, fe_kernel *k)
     k->loop_cycles = 0;
     fe_cache_drop(path, "not a number of cycles"); /* simulated again below */
   }
-  if (c->has_mca < 0) {
-    snprintf(cmd, sizeof cmd, "command -v '%.255s' > /dev/null 2>&1", c->mca);
-    c->has_mca = system(cmd) == 0;
-  }
-  if (!c->has_mca) return;
+  if (!cpu_mca_available(c)) return;
   snprintf(tmp, sizeof tmp, "%.1099s.%d", m->base, (int)getpid()); /* per process */
   char s[1200], loop[1200];
   snprintf(s, sizeof s, "%.1119s.s", tmp);
   snprintf(loop, sizeof loop, "%.1119s.loop.s", tmp);
+  char *text = NULL;
+  pthread_mutex_lock(&c->asm_lock); /* the assembly this session compiled the object from */
+  if (m->asm_text) text = strdup(m->asm_text);
+  pthread_mutex_unlock(&c->asm_lock);
   snprintf(cmd, sizeof cmd, "%.255s %.255s -S -o '%s' '%.1099s.c' > /dev/null 2>&1", c->cc, c->flags, s,
            m->base);
-  char *text = NULL;
-  if (system(cmd) == 0 && (f = fopen(s, "r"))) {
+  if (!text && system(cmd) == 0 && (f = fopen(s, "r"))) { /* a cached object's: compiled again */
     fseek(f, 0, SEEK_END);
     long size = ftell(f);
     rewind(f);

@@ -137,21 +137,52 @@ static void cpu_add_launchers(const char *src, fe_strbuf *out)
   }
 }
 
-/* Run the compiler on path.c -> path.so; on failure read its log into an error. */
-static int cpu_run_compiler(cpu_impl *c, const char *csrc, const char *source_shown,
-                            const char *base)
+/* The text of file path (NULL if it cannot be read or is over max bytes), and the file
+ * removed. */
+static char *cpu_take_file(const char *path, long max)
 {
-  char cpath[1200], tmp[1200], log[1200], cmd[4400];
+  char *text = NULL;
+  FILE *f = fopen(path, "r");
+  if (f) {
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    rewind(f);
+    text = size > 0 && size <= max ? malloc((size_t)size + 1) : NULL;
+    if (text) text[fread(text, 1, (size_t)size, f)] = '\0';
+    fclose(f);
+  }
+  remove(path);
+  return text;
+}
+
+/* Run the compiler on path.c -> path.so; on failure read its log into an error. Where llvm-mca
+ * will simulate kernels of it, through assembly (-S, then assembled and linked: the object
+ * gcc -c makes the same way) kept in *asm_text, so that the simulation needs no second
+ * compile; else NULL there. */
+static int cpu_run_compiler(cpu_impl *c, const char *csrc, const char *source_shown,
+                            const char *base, char **asm_text)
+{
+  char cpath[1200], tmp[1200], log[1200], spath[1200], cmd[8400];
+  *asm_text = NULL;
   snprintf(cpath, sizeof cpath, "%s.%d.c", base, (int)getpid()); /* per process: two may compile at once */
   snprintf(tmp, sizeof tmp, "%s.%d.so", base, (int)getpid());
   snprintf(log, sizeof log, "%s.%d.log", base, (int)getpid());
+  snprintf(spath, sizeof spath, "%s.%d.s", base, (int)getpid());
   FILE *f = fopen(cpath, "w");
   if (!f) FE_ERROR(FE_ERR_IO, "cannot write %s: %s", cpath, strerror(errno));
   fputs(csrc, f);
   fclose(f);
-  snprintf(cmd, sizeof cmd, "%.255s %.255s -o '%s' '%s' > '%s' 2>&1", c->cc, c->flags, tmp, cpath, log);
+  int via_asm = cpu_mca_available(c);
+  if (via_asm)
+    snprintf(cmd, sizeof cmd, "%.255s %.255s -S -o '%s' '%s' > '%s' 2>&1 && %.255s %.255s -o '%s' '%s' >> '%s' 2>&1",
+             c->cc, c->flags, spath, cpath, log, c->cc, c->flags, tmp, spath, log);
+  else
+    snprintf(cmd, sizeof cmd, "%.255s %.255s -o '%s' '%s' > '%s' 2>&1", c->cc, c->flags, tmp, cpath, log);
   int rc = system(cmd);
+  if (via_asm) *asm_text = cpu_take_file(spath, CPU_ASM_MAX);
   if (rc != 0) {
+    free(*asm_text);
+    *asm_text = NULL;
     char *text = NULL;
     FILE *lf = fopen(log, "r");
     if (lf) {
@@ -257,10 +288,13 @@ int cpu_compile(void *impl, const char *source, fe_module **mod, double *seconds
   struct stat st;
   *cached = stat(so, &st) == 0;
   void *handle = NULL;
+  char *asm_text = NULL; /* the assembly of the object compiled here, for llvm-mca */
   for (;;) {
     if (!*cached) {
-      int rc = cpu_run_compiler(c, csrc, source, base);
+      free(asm_text);
+      int rc = cpu_run_compiler(c, csrc, source, base, &asm_text);
       if (rc) {
+        free(asm_text);
         free(csrc);
         return fe_error_push(rc, __FILE__, __LINE__, __func__);
       }
@@ -279,6 +313,7 @@ int cpu_compile(void *impl, const char *source, fe_module **mod, double *seconds
     if (!damage) break;
     if (!*cached) { /* just compiled: not the cache's fault */
       free(csrc);
+      free(asm_text);
       FE_ERROR(FE_ERR_BACKEND, "cannot load the compiled kernel %s: %s", so, damage);
     }
     fe_cache_drop(so, damage);
@@ -287,6 +322,7 @@ int cpu_compile(void *impl, const char *source, fe_module **mod, double *seconds
   free(csrc);
   fe_module *m = calloc(1, sizeof *m);
   if (!m) {
+    free(asm_text);
     dlclose(handle);
     FE_ERROR(FE_ERR_MEM, "out of host memory");
   }
@@ -295,6 +331,7 @@ int cpu_compile(void *impl, const char *source, fe_module **mod, double *seconds
   cpu_source_what(source, m->what, sizeof m->what);
   m->untried = !strncmp(m->what, "felab calibration kernels", 25) ||
                (!c->trial_all && !strstr(source, "#define FE_USER_C 1"));
+  cpu_asm_keep(c, m, asm_text);
   m->next = c->modules;
   c->modules = m;
   *mod = m;
