@@ -75,6 +75,10 @@ int cpu_kernel(void *impl, fe_module *mod, const char *name, fe_kernel **k);
 int cpu_launch(void *impl, fe_kernel *k, size_t ngroups, size_t group_size, int nargs,
                const fe_arg *args, fe_precision prec, double *seconds);
 
+/* ---- cpu-program.c ---- */
+/* The text of file path (NULL if it cannot be read or is over max bytes); the file removed. */
+char *cpu_take_file(const char *path, long max);
+
 /* ---- cpu-mca.c ---- */
 int cpu_kernel_resources(void *impl, fe_kernel *k, fe_kernel_resources *res);
 int cpu_mca_available(cpu_impl *c);

@@ -3,6 +3,7 @@
  * more to assembly, the assembly scanned for the kernel's innermost loop with the most
  * floating-point instructions, and that loop run in llvm-mca's model of this processor
  * (FELAB_MCA names llvm-mca's command; "off": none); the answer is kept beside the object. */
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,14 +136,7 @@ static void cpu_simulate(cpu_impl *c, fe_kernel *k)
   pthread_mutex_unlock(&c->asm_lock);
   snprintf(cmd, sizeof cmd, "%.255s %.255s -S -o '%s' '%.1099s.c' > /dev/null 2>&1", c->cc, c->flags, s,
            m->base);
-  if (!text && system(cmd) == 0 && (f = fopen(s, "r"))) { /* a cached object's: compiled again */
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    rewind(f);
-    text = size > 0 ? malloc((size_t)size + 1) : NULL;
-    if (text) text[fread(text, 1, (size_t)size, f)] = '\0';
-    fclose(f);
-  }
+  if (!text && system(cmd) == 0) text = cpu_take_file(s, LONG_MAX); /* a cached object's */
   remove(s);
   fe_strbuf body = {0};
   char *src = NULL;

@@ -7,13 +7,14 @@
  * kernel; launch() fills the array.
  *
  * The first launch of a kernel holding C a user typed (raw bodies, string coefficients beyond
- * the host's reader, fe_c_expression_safe: its source defines FE_USER_C) runs first in a forked child (cpu-guard.c): code that faults (a
- * raw C physics reading a bad pointer) ends the child, and the launch is an error naming the
- * kernel, the signal and the line, which every later launch of the kernel repeats; a kernel
- * that returned there is trusted and runs here, now and after. A trial costs a fork (the
- * session's page tables copied: its time grows with the session's memory) and one more run of
- * the kernel, once a kernel a session (a first apply's time about triples: docs/kernels.md),
- * so felab's own generated code, which reads only what it was given, is not tried.
+ * the host's reader, fe_c_expression_safe: its source defines FE_USER_C) runs first in a
+ * forked child (cpu-guard.c): code that faults (a raw C physics reading a bad pointer) ends
+ * the child, and the launch is an error naming the kernel, the signal and the line, which
+ * every later launch of the kernel repeats; a kernel that returned there is trusted and runs
+ * here, now and after. A trial costs a fork (the session's page tables copied: its time grows
+ * with the session's memory) and one more run of the kernel, once a kernel a session (a first
+ * apply's time about triples: docs/kernels.md), so felab's own generated code, which reads
+ * only what it was given, is not tried.
  * FELAB_CPU_TRIAL=all tries every kernel, off none. */
 #include <dlfcn.h>
 #include <elf.h>
@@ -139,7 +140,7 @@ static void cpu_add_launchers(const char *src, fe_strbuf *out)
 
 /* The text of file path (NULL if it cannot be read or is over max bytes), and the file
  * removed. */
-static char *cpu_take_file(const char *path, long max)
+char *cpu_take_file(const char *path, long max)
 {
   char *text = NULL;
   FILE *f = fopen(path, "r");
