@@ -188,6 +188,16 @@ static int upload_aux(const fe_operator *A, fe_realization *d, const int *perm, 
   return rc;
 }
 
+/* x at point j of rule Q in cell c: the map's basis there tabulated once (phi, nv values a
+ * point: straight cells), else the cell's own map (curved). */
+static void rule_point_x(const fe_space *V, int c, const fe_quadrature *Q, const double *phi,
+                         int j, double x[3])
+{
+  double J[9];
+  if (phi) fe_space_cell_map_at(V, c, phi + (size_t)j * V->lin.nbasis, NULL, x, NULL);
+  else fe_space_cell_map(V, c, Q->points + (size_t)j * V->elem.dim, x, J);
+}
+
 /* The first cell of A at whose points of rule Q coefficient c exceeds FLT_MAX in magnitude
  * (-1: none), that point's x and the value there. */
 static int single_overflow_cell(const fe_operator *A, const fe_cexpr *c, const fe_quadrature *Q,
@@ -195,35 +205,42 @@ static int single_overflow_cell(const fe_operator *A, const fe_cexpr *c, const f
 {
   const fe_space *V = A->V;
   const fe_physics *p = A->pde;
-  const int np = Q->npoints, nc = V->mesh->ncells, dim = V->elem.dim;
+  const int np = Q->npoints, nc = V->mesh->ncells, dim = V->elem.dim, nv = V->lin.nbasis;
   const int reads_x = fe_cexpr_reads(c, FE_V_X) > 0, reads_a = fe_cexpr_reads(c, FE_V_A) > 0;
   const int ncell = reads_x || reads_a ? nc : 1, npt = reads_x ? np : 1;
+  /* straight cells: the map's basis at the rule's points once, not at every cell's */
+  double *phi = reads_x && !V->curved ? malloc(sizeof(double) * (size_t)np * nv) : NULL;
+  for (int j = 0; phi && j < np; j++)
+    fe_element_eval(&V->lin, Q->points + (size_t)j * dim, phi + (size_t)j * nv, NULL);
   int bad = INT_MAX;
 #pragma omp parallel for schedule(static) reduction(min : bad) if (ncell > 64)
   for (int cell = 0; cell < ncell; cell++) {
     if (cell > bad) continue; /* past one found */
-    double x[3 * 64], value[64], J[9];
+    double x[3 * 64], value[64];
     const double *a = reads_a ? A->aux + (size_t)cell * p->naux : NULL;
     for (int j0 = 0; j0 < npt; j0 += 64) { /* the points of a cell, 64 at a time */
       const int n = npt - j0 < 64 ? npt - j0 : 64;
       for (int j = 0; j < n; j++) {
         x[3 * j] = x[3 * j + 1] = x[3 * j + 2] = 0;
-        if (reads_x) fe_space_cell_map(V, cell, Q->points + (size_t)(j0 + j) * dim, x + 3 * j, J);
+        if (reads_x) rule_point_x(V, cell, Q, phi, j0 + j, x + 3 * j);
       }
       fe_cexpr_eval_points(c, n, x, a, p->const_values, value);
       for (int j = 0; j < n; j++)
         if (fabs(value[j]) > FLT_MAX && bad > cell) bad = cell;
     }
   }
-  if (bad == INT_MAX) return -1;
+  if (bad == INT_MAX) {
+    free(phi);
+    return -1;
+  }
   const double *a = reads_a ? A->aux + (size_t)bad * p->naux : NULL;
   for (int j = 0; j < npt; j++) { /* the cell's first such point, again */
-    double J[9];
     x_bad[0] = x_bad[1] = x_bad[2] = 0;
-    if (reads_x) fe_space_cell_map(V, bad, Q->points + (size_t)j * dim, x_bad, J);
+    if (reads_x) rule_point_x(V, bad, Q, phi, j, x_bad);
     *v_bad = fe_cexpr_eval(c, x_bad, a, p->const_values);
     if (fabs(*v_bad) > FLT_MAX) break;
   }
+  free(phi);
   return bad;
 }
 

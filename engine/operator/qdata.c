@@ -179,8 +179,8 @@ static void chunk_fill(const chunk_job *j)
   }
 }
 
-/* Straight cells in double: the chunk's corners, their first-order map's nv vertices (x, y,
- * z each) and 1 (0: a padding cell), for the setup kernel to make x and the factors from
+/* Straight cells: the chunk's corners, their first-order map's nv vertices (x, y, z each) and
+ * 1 (0: a padding cell), in double, for the setup kernel to make x and the factors from
  * (QD_CORNERS): nv * 3 + 1 words a cell where the host's own take nq * QD_XG. */
 static void corners_fill(const chunk_job *j)
 {
@@ -199,10 +199,18 @@ static void corners_fill(const chunk_job *j)
 }
 
 /* Whether the setup kernel makes x and the factors from the corners: straight cells of 2 or 3
- * dimensions, in double (in single the host's double factors are rounded once, as before). */
+ * dimensions, where the device computes in double (a single module too: its factors are the
+ * double ones rounded once, as the host's; a device without doubles takes the host's). */
 static int qdata_corners(const fe_realization *r)
 {
-  return !r->A->V->curved && r->prec == FE_DOUBLE && r->A->V->elem.dim >= 2;
+  return !r->A->V->curved && r->A->V->elem.dim >= 2 &&
+         (r->prec == FE_DOUBLE || r->be->info.fp64);
+}
+
+/* The bytes of a staged word: the corners in double, else the kernel's precision. */
+static size_t qdata_word(const fe_realization *r)
+{
+  return qdata_corners(r) ? sizeof(double) : fe_precision_size(r->prec);
 }
 
 enum { QD_ITEMS = 128 }; /* points a group of the setup kernel */
@@ -261,8 +269,8 @@ static int lin_upload(fe_realization *r, const double *phi, const double *dphi, 
 static int qdata_chunks(fe_realization *r, chunk_job job, size_t per, size_t cw, fe_buffer *dev,
                         const fe_buffer *lin, float *stage)
 {
-  const size_t npad = fe_padded_cells(r->A, r->block), w = fe_precision_size(r->prec);
   const int nq = r->A->quad[FE_ACTION_APPLY].npoints, corners = qdata_corners(r);
+  const size_t npad = fe_padded_cells(r->A, r->block), w = qdata_word(r);
   int rc = 0;
   for (size_t i0 = 0; !rc && i0 < npad; i0 += per) {
     job.i0 = i0, job.n = npad - i0 < per ? npad - i0 : per;
@@ -270,7 +278,7 @@ static int qdata_chunks(fe_realization *r, chunk_job job, size_t per, size_t cw,
     else chunk_fill(&job);
     size_t nw = job.n * cw;
     const void *host = job.xg;
-    if (r->prec != FE_DOUBLE) {
+    if (w != sizeof(double)) { /* the host's factors, rounded to the kernel's precision */
       for (size_t k = 0; k < nw; k++) stage[k] = (float)job.xg[k];
       host = stage;
     }
@@ -319,8 +327,9 @@ int fe_qdata_build(fe_realization *r)
   /* the stored words, then with them the staging of a chunk's cells: on the host (in double,
    * and in the kernel's precision) and on the device (the same host memory on the cpu: one
    * check of the three) */
+  const size_t sw = qdata_word(r); /* a staged word */
   const size_t qb = r->qdata.ptr ? 0 : qbytes, hs = per * cw * (sizeof(double) +
-                    (r->prec == FE_DOUBLE ? 0 : sizeof(float))), ds = per * cw * w;
+                    (sw == sizeof(double) ? 0 : sizeof(float))), ds = per * cw * sw;
   const int host_memory = r->be->ops->host != NULL;
   FE_CHECK(fe_memory_check_on(r->be, qb, "operator %s on %s: stored per-point data (%d values at "
                               "%.3g points, %s)", A->pde->name, V->name, L.words,
@@ -336,16 +345,16 @@ int fe_qdata_build(fe_realization *r)
   double *phi = fe_alloc(sizeof(double) * (size_t)nq * nv + 1);
   double *dphi = fe_alloc(sizeof(double) * (size_t)nq * nv * dim + 1);
   double *xg = fe_alloc(sizeof(double) * per * cw);
-  float *stage = r->prec == FE_DOUBLE ? NULL : fe_alloc(sizeof(float) * per * cw);
+  float *stage = sw == sizeof(double) ? NULL : fe_alloc(sizeof(float) * per * cw);
   fe_buffer dev = {0}, lin = {0};
   int rc = 0;
-  if (!phi || !dphi || !xg || (r->prec != FE_DOUBLE && !stage))
+  if (!phi || !dphi || !xg || (sw != sizeof(double) && !stage))
     rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
                       "out of host memory for the folded data's staging (%zu cells)", per);
   if (!rc && !V->curved)
     for (int q = 0; q < nq; q++)
       fe_element_eval(&V->lin, Q->points + q * dim, phi + (size_t)q * nv, dphi + (size_t)q * nv * dim);
-  if (!rc) rc = r->be->ops->alloc(r->be->impl, per * cw * w, &dev);
+  if (!rc) rc = r->be->ops->alloc(r->be->impl, per * cw * sw, &dev);
   if (!rc && qdata_corners(r)) rc = lin_upload(r, phi, dphi, &lin);
   chunk_job job = {A, r->perm, 0, 0, phi, dphi, xg};
   if (!rc) rc = qdata_chunks(r, job, per, cw, &dev, &lin, stage);

@@ -5,10 +5,12 @@
 -- Jacobi-PCG solve of 50 iterations and the next. The backend's start (a CUDA context) is
 -- timed apart, before the first case. Run it twice: the first run fills the kernel cache and
 -- the default's autotuned choices, the second shows what a user meets once they are there.
---   felab scripts/bench/first_users.lua [backend] [cases]   (cuda; Q3:48,Q7:28,P2:96)
+--   felab scripts/bench/first_users.lua [backend] [cases] [precision]
+--     (cuda; Q3:48,Q7:28,P2:96; double)
 --   a case: space:n, a box of n^3 cells (tets for P spaces)
 local be = arg[1] or "cuda"
 local list = arg[2] or "Q3:48,Q7:28,P2:96"
+local prec = arg[3] or "double"
 local t0 = perf.clock()
 device.info(be)
 print(("%s: the backend's start %.3f s"):format(be, perf.clock() - t0))
@@ -24,23 +26,23 @@ for spec in list:gmatch("[^,]+") do
   local v = V:interpolate(1)
   local build = perf.clock() - t0
   t0 = perf.clock()
-  local _, rep = A:apply(v, {backend = be})
+  local _, rep = A:apply(v, {backend = be, precision = prec})
   local first = perf.clock() - t0
   local parts = {}
   for k, s in pairs(rep.setup_parts) do
     if s >= 0.001 then parts[#parts + 1] = ("%s %.0f"):format(k, 1e3 * s) end
   end
   table.sort(parts)
-  local _, rep2 = A:apply(v, {backend = be})
-  local so = {pc = "jacobi", rtol = 1e-30, maxit = 50, backend = be}
+  local _, rep2 = A:apply(v, {backend = be, precision = prec})
+  local so = {pc = "jacobi", rtol = 1e-30, maxit = 50, backend = be, precision = prec}
   local solves = {}
   for i = 1, 2 do
     t0 = perf.clock()
     solve.cg(A, so)
     solves[i] = perf.clock() - t0
   end
-  rows[#rows + 1] = ("| %s %d^3 (%d dofs), %s | %.3f | %.3f | %s | %.4f | %.3f | %.3f |"):format(
-    sp, n, V.ndofs, rep.strategy, build, first, table.concat(parts, ", "), 1e3 * rep2.seconds,
+  rows[#rows + 1] = ("| %s %d^3 (%d dofs), %s, %s | %.3f | %.3f | %s | %.4f | %.3f | %.3f |"):format(
+    sp, n, V.ndofs, rep.strategy, prec, build, first, table.concat(parts, ", "), 1e3 * rep2.seconds,
     solves[1], solves[2])
   print(rows[#rows])
 end

@@ -193,13 +193,18 @@ expect_error(function() return A:apply(w, {strategy = "sumfact", geometry = "cur
 expect_error(function() return A:apply(w, {strategy = "sumfact", scatter = "colors"}) end,
              "scatter must be")
 
--- the default for Q3 on the cpu is the model's pick (sumfact or csr: on this small mesh
--- their predicted and measured times are within 10%), and the report says why
+-- the default for Q3 on the cpu is the model's pick, the candidate its report predicts fastest
+-- (on this 2-core machine sumfact or csr, within 10% of each other on this small mesh; a
+-- many-core host's launches can make it transpose), and the report says why
 local _, rep = A:apply(w)
 local _, picks = A:strategies()
-check(picks[rep.strategy] and picks[rep.strategy].default and
-      (rep.strategy == "sumfact" or rep.strategy == "csr") and rep.why:find("predicted fastest"),
-      "Q3 default: %s (%s)", rep.strategy, rep.why)
+local fastest, least = nil, math.huge
+for name, ms in (rep.why:match("%(apply: ([^)]*)%)") or ""):gmatch("(%a+) ([%d.e+-]+) ms") do
+  if tonumber(ms) < least then fastest, least = name, tonumber(ms) end
+end
+check(picks[rep.strategy] and picks[rep.strategy].default and rep.strategy == fastest and
+      rep.why:find("predicted fastest"), "Q3 default: %s, predicted fastest %s (%s)", rep.strategy,
+      tostring(fastest), rep.why)
 local list = table.concat(names, " ")
 check(list:find("transpose") and not list:find("sumfact"), "P2 tets: %s", list)
 
