@@ -136,19 +136,26 @@ int fe_mesh_geo_shape(fe_cell_type t, int order, const double *xi, double *N, do
   return n;
 }
 
-int fe_mesh_geo_map(const fe_mesh *m, int cell, const double *xi, double x[3], double *J)
+int fe_mesh_map_nodes(const fe_mesh *m) { return mesh_curved(m) ? m->ngn : m->nvc; }
+
+int fe_mesh_geo_table(const fe_mesh *m, const double *xi, int npts, double *N, double *dN)
 {
-  FE_ASSERT(m && xi, FE_ERR_ARG, "mesh geometry map: missing mesh or reference point");
-  FE_ASSERT(cell >= 0 && cell < m->ncells, FE_ERR_ARG,
-            "mesh geometry map: cell %d is outside 0..%d", cell, m->ncells - 1);
+  const int curved = mesh_curved(m), dim = m->dim, n = curved ? m->ngn : m->nvc;
+  for (int q = 0; q < npts; q++)
+    FE_ASSERT(fe_mesh_geo_shape(m->type, curved ? 2 : 1, xi + (size_t)q * dim, N + (size_t)q * n,
+                                dN + (size_t)q * n * dim) == n,
+              FE_ERR_MESH, "mesh geometry map: %d nodes per %s cell do not match its type", n,
+              fe_cell_name(m->type));
+  return 0;
+}
+
+void fe_mesh_geo_map_at(const fe_mesh *m, int cell, const double *N, const double *dN,
+                        double x[3], double *J)
+{
   const int curved = mesh_curved(m), dim = m->dim;
   const int n = curved ? m->ngn : m->nvc;
   const int *c = curved ? m->geo_cells + (size_t)cell * n : m->cells + (size_t)cell * n;
   const double *X = curved ? m->geo_coords : m->coords;
-  double N[27], dN[27 * 3];
-  FE_ASSERT(fe_mesh_geo_shape(m->type, curved ? 2 : 1, xi, N, dN) == n, FE_ERR_MESH,
-            "mesh geometry map: %d nodes per %s cell do not match its type", n,
-            fe_cell_name(m->type));
   double y[3] = {0, 0, 0}, G[9] = {0};
   for (int k = 0; k < n; k++) {
     const double *p = X + 3 * (size_t)c[k], *g = dN + k * dim;
@@ -158,6 +165,16 @@ int fe_mesh_geo_map(const fe_mesh *m, int cell, const double *xi, double x[3], d
   }
   if (x) memcpy(x, y, sizeof y);
   if (J) memcpy(J, G, (size_t)dim * dim * sizeof(double));
+}
+
+int fe_mesh_geo_map(const fe_mesh *m, int cell, const double *xi, double x[3], double *J)
+{
+  FE_ASSERT(m && xi, FE_ERR_ARG, "mesh geometry map: missing mesh or reference point");
+  FE_ASSERT(cell >= 0 && cell < m->ncells, FE_ERR_ARG,
+            "mesh geometry map: cell %d is outside 0..%d", cell, m->ncells - 1);
+  double N[27], dN[27 * 3];
+  FE_CHECK(fe_mesh_geo_table(m, xi, 1, N, dN));
+  fe_mesh_geo_map_at(m, cell, N, dN, x, J);
   return 0;
 }
 

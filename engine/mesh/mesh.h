@@ -282,6 +282,16 @@ int fe_mesh_from_arrays(const fe_mesh_arrays *a, fe_mesh **out);
  * from the vertices (straight) or the second-order nodes (curved). J may be NULL. */
 int fe_mesh_geo_map(const fe_mesh *m, int cell, const double *xi, double x[3], double *J);
 
+/* The same map at many points: its shape functions at npts reference points xi (dim each)
+ * tabulated once, N (npts x fe_mesh_map_nodes) and dN (npts x nodes x dim), then a cell's
+ * x and J at a point from the point's rows (the same sums as fe_mesh_geo_map: the same
+ * bits). */
+int fe_mesh_geo_table(const fe_mesh *m, const double *xi, int npts, double *N, double *dN);
+void fe_mesh_geo_map_at(const fe_mesh *m, int cell, const double *N, const double *dN,
+                        double x[3], double *J);
+/* The nodes a cell's map reads: the second-order nodes (curved), else the vertices. */
+int fe_mesh_map_nodes(const fe_mesh *m);
+
 /* The cells in the order of a Morton (Z) curve through their centroids: consecutive cells
  * are neighbours. order[k] is the k-th cell (malloc'd). A box's cells go cube by cube, each
  * cube's in the box's own order, the cubes along the curve through their corners. */

@@ -244,12 +244,23 @@ int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *p
   const int ngq = A->geo_affine ? 1 : Q->npoints, curved = V->curved;
   const size_t plane = plane_of ? plane_of : npad * (size_t)ngq;
   if (!out && m->positive) return 0; /* checked before, or positive by construction */
-  double *dphi = NULL;
+  double *dphi = NULL, *cN = NULL, *cdN = NULL;
   if (!curved) {
     FE_MALLOC(dphi, (size_t)ngq * nv * dim + 1, "the map's gradients at the points");
     for (int q = 0; q < ngq; q++) {
       double phi[FE_MAX_VERTICES];
       fe_element_eval(g, Q->points + q * dim, phi, dphi + (size_t)q * nv * dim);
+    }
+  } else { /* curved: the second-order map's shapes at the points once, not a point at a time */
+    const int ng = fe_mesh_map_nodes(m);
+    cN = malloc(sizeof(double) * ((size_t)ngq * ng + 1));
+    cdN = malloc(sizeof(double) * ((size_t)ngq * ng * dim + 1));
+    int rc = cN && cdN ? fe_mesh_geo_table(m, Q->points, ngq, cN, cdN)
+                       : fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
+                                      "out of host memory for the map's shapes (%d points)", ngq);
+    if (rc) {
+      free(cN), free(cdN);
+      return fe_error_push(rc, __FILE__, __LINE__, __func__);
     }
   }
   geometry_batch batch = {m, perm, dphi, dim, nv, ngq, 0, {0}, {0}, plane, out, prec};
@@ -286,7 +297,8 @@ int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *p
         int pad = perm[i] < 0, c = fe_stored_cell(perm, i);
         for (int q = 0; q < ngq; q++) {
           double J[9] = {0}, K[10], x[3], det;
-          fe_mesh_geo_map(m, c, Q->points + q * dim, x, J);
+          const int ng = fe_mesh_map_nodes(m);
+          fe_mesh_geo_map_at(m, c, cN + (size_t)q * ng, cdN + (size_t)q * ng * dim, x, J);
           if (!out) {
             det = fe_space_map_det(dim, J);
           } else {
@@ -307,6 +319,8 @@ int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *p
       if (bad < 0 || my_bad < bad) bad = my_bad, bad_det = my_det;
   }
   free(dphi);
+  free(cN);
+  free(cdN);
   if (bad >= 0)
     FE_ERROR(FE_ERR_MESH, "cell %lld (%s) is %s: det J = %.3g", bad, fe_cell_name(el->cell),
              bad_det < 0 ? "inverted" : "degenerate", bad_det);

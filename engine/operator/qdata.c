@@ -179,32 +179,42 @@ static void chunk_fill(const chunk_job *j)
   }
 }
 
-/* Straight cells: the chunk's corners, their first-order map's nv vertices (x, y, z each) and
- * 1 (0: a padding cell), in double, for the setup kernel to make x and the factors from
- * (QD_CORNERS): nv * 3 + 1 words a cell where the host's own take nq * QD_XG. */
+/* The chunk's map nodes: the first-order map's nv vertices (straight cells) or the
+ * second-order nodes (curved), x, y, z each, and 1 (0: a padding cell), in double, for the
+ * setup kernel to make x and the factors from (QD_CORNERS): nv * 3 + 1 words a cell where the
+ * host's own take nq * QD_XG. */
 static void corners_fill(const chunk_job *j)
 {
   const fe_mesh *m = j->A->V->mesh;
-  const int nv = j->A->V->lin.nbasis, cw = nv * 3 + 1;
+  const int curved = j->A->V->curved, nv = curved ? m->ngn : j->A->V->lin.nbasis;
+  const int cw = nv * 3 + 1, stride = curved ? m->ngn : m->nvc;
+  const int *cells = curved ? m->geo_cells : m->cells;
+  const double *coords = curved ? m->geo_coords : m->coords;
 #pragma omp parallel for schedule(static)
   for (size_t i = 0; i < j->n; i++) {
     const int c = fe_stored_cell(j->perm, j->i0 + i);
     double *o = j->xg + i * cw;
     for (int b = 0; b < nv; b++) {
-      const double *X = m->coords + 3 * (size_t)m->cells[(size_t)c * m->nvc + b];
+      const double *X = coords + 3 * (size_t)cells[(size_t)c * stride + b];
       o[3 * b] = X[0], o[3 * b + 1] = X[1], o[3 * b + 2] = X[2];
     }
     o[3 * nv] = j->perm[j->i0 + i] < 0 ? 0 : 1;
   }
 }
 
-/* Whether the setup kernel makes x and the factors from the corners: straight cells of 2 or 3
- * dimensions, where the device computes in double (a single module too: its factors are the
- * double ones rounded once, as the host's; a device without doubles takes the host's). */
+/* Whether the setup kernel makes x and the factors from the cells' map nodes (corners, or a
+ * curved cell's second-order nodes): cells of 2 or 3 dimensions, where the device computes in
+ * double (a single module too: its factors are the double ones rounded once, as the host's; a
+ * device without doubles takes the host's). */
 static int qdata_corners(const fe_realization *r)
 {
-  return !r->A->V->curved && r->A->V->elem.dim >= 2 &&
-         (r->prec == FE_DOUBLE || r->be->info.fp64);
+  return r->A->V->elem.dim >= 2 && (r->prec == FE_DOUBLE || r->be->info.fp64);
+}
+
+/* The nodes of a cell's map: the first-order map's vertices, or the second-order nodes. */
+static int qdata_nodes(const fe_realization *r)
+{
+  return r->A->V->curved ? r->A->V->mesh->ngn : r->A->V->lin.nbasis;
 }
 
 /* The bytes of a staged word: the corners in double, else the kernel's precision. */
@@ -228,8 +238,7 @@ static int setup_kernel(fe_realization *r)
   s.qd_column = r->qd_column;
   char items[160];
   snprintf(items, sizeof items, "#define QD_ITEMS %d /* points a group */\n#define QD_CORNERS %d\n"
-           "#define QD_NV %d /* the first-order map's vertices */\n", QD_ITEMS, qdata_corners(r),
-           r->A->V->lin.nbasis);
+           "#define QD_NV %d /* the map's nodes */\n", QD_ITEMS, qdata_corners(r), qdata_nodes(r));
   s.defines = items;
   char *src;
   FE_CHECK(fe_codegen_action(&s, r->be->name, r->be->ops->preamble(r->be->impl, r->prec), &src));
@@ -242,12 +251,12 @@ static int setup_kernel(fe_realization *r)
 
 #define QD_CHUNK_WORDS ((size_t)1 << 24) /* host words a chunk (128 MB of doubles) */
 
-/* The first-order map's table the setup kernel reads with QD_CORNERS, on r's backend: at each
- * point nv values, nv * dim derivatives, the weight. */
+/* The map's table the setup kernel reads with QD_CORNERS, on r's backend: at each point nv
+ * values, nv * dim derivatives, the weight. */
 static int lin_upload(fe_realization *r, const double *phi, const double *dphi, fe_buffer *lin)
 {
   const fe_quadrature *Q = &r->A->quad[FE_ACTION_APPLY];
-  const int nq = Q->npoints, nv = r->A->V->lin.nbasis, dim = r->A->V->elem.dim;
+  const int nq = Q->npoints, nv = qdata_nodes(r), dim = r->A->V->elem.dim;
   const size_t lw = (size_t)nv * (1 + dim) + 1;
   double *t = fe_alloc(sizeof(double) * lw * nq);
   FE_ASSERT(t, FE_ERR_MEM, "out of host memory for the map's table (%d points)", nq);
@@ -308,7 +317,7 @@ int fe_qdata_build(fe_realization *r)
   const fe_operator *A = r->A;
   const fe_space *V = A->V;
   const fe_quadrature *Q = &A->quad[FE_ACTION_APPLY];
-  const int dim = V->elem.dim, nq = Q->npoints, nv = V->lin.nbasis, xgw = QD_XG(dim);
+  const int dim = V->elem.dim, nq = Q->npoints, nv = qdata_nodes(r), xgw = QD_XG(dim);
   const size_t npad = fe_padded_cells(A, r->block), w = fe_precision_size(r->prec);
   fe_qdata_layout L;
   char why[160];
@@ -318,8 +327,8 @@ int fe_qdata_build(fe_realization *r)
   r->building = "the folded per-point data";
   FE_CHECK(setup_kernel(r));
   const size_t qbytes = fe_qdata_plane(r) * (size_t)L.words * w + w;
-  /* a cell's staging: its corners (straight cells in double: the kernel makes x and the
-   * factors), or x and the factors at its points made here */
+  /* a cell's staging: its map's nodes (where the device computes in double: the kernel makes
+   * x and the factors), or x and the factors at its points made here */
   const size_t cw = qdata_corners(r) ? (size_t)nv * 3 + 1 : (size_t)nq * xgw;
   size_t per = QD_CHUNK_WORDS / cw;
   if (per < 1) per = 1;
@@ -354,6 +363,7 @@ int fe_qdata_build(fe_realization *r)
   if (!rc && !V->curved)
     for (int q = 0; q < nq; q++)
       fe_element_eval(&V->lin, Q->points + q * dim, phi + (size_t)q * nv, dphi + (size_t)q * nv * dim);
+  if (!rc && V->curved) rc = fe_mesh_geo_table(V->mesh, Q->points, nq, phi, dphi);
   if (!rc) rc = r->be->ops->alloc(r->be->impl, per * cw * sw, &dev);
   if (!rc && qdata_corners(r)) rc = lin_upload(r, phi, dphi, &lin);
   chunk_job job = {A, r->perm, 0, 0, phi, dphi, xg};
