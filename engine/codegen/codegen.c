@@ -56,11 +56,19 @@ void fe_codegen_table(fe_strbuf *b, const char *name, const double *v, int n)
   fe_strbuf_append(b, "};\n");
 }
 
-/* One physics function: zero the outputs, then the two statement bodies. */
+/* One physics function: zero the outputs, then the two statement bodies. shift: x arrives
+ * less the origin FE_X0 (fe_kernel_spec's shift_x), which the function adds back for the
+ * bodies (the parameter renamed, x its sum). */
 static void emit_physics_fn(fe_strbuf *b, const char *sig, const char *o0, const char *body0,
-                            const char *o1, const char *body1)
+                            const char *o1, const char *body1, int shift)
 {
-  fe_strbuf_printf(b, "FE_DEVICE void %s\n{\n", sig);
+  const char *at = shift ? strstr(sig, "const real *x,") : NULL;
+  if (at)
+    fe_strbuf_printf(b, "FE_DEVICE void %.*sconst real *fe_xl,%s\n{\n"
+                        "  const real x[3] = {fe_xl[0] + (real)FE_X0_0, fe_xl[1] + (real)FE_X0_1, "
+                        "fe_xl[2] + (real)FE_X0_2};\n",
+                     (int)(at - sig), sig, at + strlen("const real *x,"));
+  else fe_strbuf_printf(b, "FE_DEVICE void %s\n{\n", sig);
   fe_strbuf_append(b, "  (void)u; (void)du; (void)x; (void)a; (void)k; (void)f; (void)df;\n");
   fe_strbuf_printf(b, "  FE_UNROLL for (int k = 0; k < NC; k++) %s[k] = 0;\n", o0);
   fe_strbuf_printf(b, "  FE_UNROLL for (int k = 0; k < NC * DIM; k++) %s[k] = 0;\n", o1);
@@ -183,6 +191,9 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
                    n.jacobian, n.need_u, n.need_x, n.has_f0);
   fe_strbuf_printf(&b, "#define FE_DIAGONAL %d\n#define FE_DENSE %d\n", s->action == FE_ACTION_DIAGONAL,
                    s->dense);
+  if (s->shift_x) /* the coordinates' origin (fe_coords_origin) */
+    fe_strbuf_printf(&b, "#define FE_X0_0 %.17g\n#define FE_X0_1 %.17g\n#define FE_X0_2 %.17g\n",
+                     s->x0[0], s->x0[1], s->x0[2]);
   if (s->folded) fe_qdata_defines(&b, p, dim, s->qd_cells_fastest, s->qd_column);
   if (s->defines) fe_strbuf_append(&b, s->defines);
   fe_strbuf_printf(&b, "#define NAUX %d /* per-cell constants a[] */\n", p->naux);
@@ -200,14 +211,15 @@ int fe_codegen_action(const fe_kernel_spec *s, const char *backend, const char *
   if (s->tables) fe_strbuf_append(&b, s->tables);
 
   fe_strbuf_printf(&b, "\n/* physics: %s */\n", p->description ? p->description : p->name);
+  const int shift = s->shift_x && p->uses_x; /* (a folded apply's setup reads x: qdata) */
   emit_physics_fn(&b, "fe_f(const real *u, const real *du, const real *x, const real *a, "
                       "const real *k, const real *f, const real *df, real *f0, real *f1)",
-                  "f0", p->f0, "f1", p->f1);
+                  "f0", p->f0, "f1", p->f1, shift);
   emit_physics_fn(&b,
                   "fe_df(const real *u, const real *du, const real *w, const real *dw, "
                   "const real *x, const real *a, const real *k, const real *f, const real *df, "
                   "real *df0, real *df1)",
-                  "df0", p->df0, "df1", p->df1);
+                  "df0", p->df0, "df1", p->df1, shift);
   if (n.need_f && emit_fields(&b, s)) {
     fe_strbuf_free(&b);
     return fe_error_push(FE_ERR_MEM, __FILE__, __LINE__, __func__);
@@ -237,11 +249,11 @@ int fe_codegen_physics_check(const fe_physics *p, int dim)
   fe_strbuf_append(&b, be->ops->preamble(be->impl, FE_DOUBLE));
   emit_physics_fn(&b, "fe_f(const real *u, const real *du, const real *x, const real *a, "
                       "const real *k, const real *f, const real *df, real *f0, real *f1)",
-                  "f0", p->f0, "f1", p->f1);
+                  "f0", p->f0, "f1", p->f1, 0);
   emit_physics_fn(&b, "fe_df(const real *u, const real *du, const real *w, const real *dw, "
                       "const real *x, const real *a, const real *k, const real *f, const real *df, "
                       "real *df0, real *df1)",
-                  "df0", p->df0, "df1", p->df1);
+                  "df0", p->df0, "df1", p->df1, 0);
   fe_strbuf_append(&b, "FE_KERNEL(fe_check)(FE_GLOBAL real *y)\n{\n  FE_GROUPS_BEGIN\n"
                        "  real z[NC * DIM * 2 + NAUX + NK + NFV * (DIM + 1) + 8] = {0}, o[NC * (DIM + 1)];\n"
                        "  fe_f(z, z, z, z, z, z, z, o, o + NC);\n  fe_df(z, z, z, z, z, z, z, z, z, o, o + NC);\n"

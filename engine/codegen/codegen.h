@@ -29,6 +29,9 @@ typedef struct fe_kernel_spec {
                          * points side by side) */
   int qd_column;        /* folded, where not 0: a group's words in the order of its column
                          * walk (columns of qd_column points), a point's words side by side */
+  int shift_x;     /* 1: the coordinates are read less the origin x0, which the physics adds
+                    * back (single precision: fe_coords_origin) */
+  double x0[3];
   const char *template_name; /* engine/kernels/<name>.knl, after common.knl */
   const char *defines;       /* the strategy's own #defines (NULL: none) */
   const char *tables;        /* the strategy's own tables, after the preamble (NULL: none) */

@@ -47,7 +47,7 @@ int host_fill_make(fe_operator *A, const fe_vector *at, fe_backend *be, fe_preci
   while (strcmp(elemat_variants[v].name, "reg_jac")) v++;
   FE_CHECK(elemat_shape_of(h, 0, v, &F->sh));
   FE_CHECK(elemat_kernel_for(h, &F->sh, &F->k, compile_s)); /* kept with A: the cache's */
-  const void *xyz = host_reals(V->node_coords, 3 * (size_t)nn, prec, &F->own[0]);
+  const void *xyz = fe_host_coords(V, prec, &F->own[0]); /* less the origin */
   if (p->naux) F->aux = host_reals(A->aux, (size_t)nc * p->naux, prec, &F->own[1]);
   F->aux_bytes = (size_t)p->naux * w;
   if (p->nfields) { /* the fields' maps side by side per cell, as fe_fields reads them */

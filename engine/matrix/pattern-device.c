@@ -347,7 +347,7 @@ int device_pattern_matrices(device_pattern *D, fe_operator *A, const fe_vector *
   fe_vector *u = NULL, *tf[FE_PHYSICS_MAX_FIELDS] = {NULL};
   int *maps = NULL, rc = be->ops->alloc(be->impl, kb + w, &K->vals);
   double t1 = fe_clock();
-  if (!rc) rc = fe_upload_reals(be, prec, V->node_coords, 3 * (size_t)nn, &h.coords);
+  if (!rc) rc = fe_upload_coords(be, prec, V, &h.coords); /* less the origin */
   if (!rc && p->naux) rc = fe_upload_reals(be, prec, A->aux, (size_t)nc * p->naux, &h.aux);
   if (!rc && p->nfields) { /* the fields' maps side by side per cell, as fe_fields reads them */
     const int nbf = fe_codegen_field_map_width(p);

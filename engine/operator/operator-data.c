@@ -64,6 +64,50 @@ void fe_realization_spec(const fe_realization *r, fe_action a, fe_kernel_spec *s
   s->geo_affine = r->A->geo_affine;
   s->geo_shared = r->geo_shared;
   s->dense = 1;
+  s->shift_x = fe_coords_origin(r->A->V, r->prec, s->x0);
+}
+
+int fe_coords_origin(const fe_space *V, fe_precision prec, double o[3])
+{
+  o[0] = o[1] = o[2] = 0;
+  if (prec == FE_DOUBLE || V->nnodes <= 0 || !V->node_coords) return 0;
+  for (int d = 0; d < 3; d++) o[d] = (double)(float)V->node_coords[d];
+  return 1;
+}
+
+/* V's node coordinates less the origin, as floats (the single precision's). */
+static void coords_shifted(const fe_space *V, float *out)
+{
+  double o[3];
+  fe_coords_origin(V, FE_FLOAT, o);
+  const size_t n = (size_t)V->nnodes;
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; i++)
+    for (int d = 0; d < 3; d++) out[3 * i + d] = (float)(V->node_coords[3 * i + d] - o[d]);
+}
+
+static int coords_fill(void *ctx, void *out, fe_precision prec)
+{
+  (void)prec; /* single: double's are V's own */
+  coords_shifted(ctx, out);
+  return 0;
+}
+
+int fe_upload_coords(fe_backend *be, fe_precision prec, const fe_space *V, fe_buffer *buf)
+{
+  const size_t n = 3 * (size_t)V->nnodes;
+  if (prec == FE_DOUBLE) return fe_upload_reals(be, prec, V->node_coords, n, buf);
+  return fe_fill_reals(be, prec, n, buf, coords_fill, (void *)V);
+}
+
+const void *fe_host_coords(const fe_space *V, fe_precision prec, void **own)
+{
+  *own = NULL;
+  if (prec == FE_DOUBLE) return V->node_coords;
+  float *f = malloc(sizeof(float) * (3 * (size_t)V->nnodes + 1));
+  if (f) coords_shifted(V, f);
+  *own = f;
+  return f;
 }
 
 void fe_realization_action_spec(const fe_realization *r, fe_action a, fe_kernel_spec *s)

@@ -284,7 +284,7 @@ static int realization_common(fe_realization *r)
                             "coordinates (%d nodes)", A->pde->name, A->V->name, A->V->nnodes);
   if (r->coords_wrapped)
     rc = be->ops->wrap(be->impl, A->V->node_coords, sizeof(double) * ncoord, &r->coords);
-  else if (!rc) rc = fe_upload_reals(be, prec, A->V->node_coords, ncoord, &r->coords);
+  else if (!rc) rc = fe_upload_coords(be, prec, A->V, &r->coords); /* less the origin */
   if (!rc) rc = fe_upload_ints(be, A->dir_nodes, (size_t)A->ndir, &r->didx);
   if (!rc && !(dv = fe_alloc(sizeof(double) * (size_t)(A->ndir + 1))))
     rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");

@@ -144,6 +144,7 @@ typedef struct chunk_job {
   const double *phi;   /* straight cells: the map's basis at the points, nq x nv */
   const double *dphi;  /* and its gradients, nq x nv x dim */
   double *xg;          /* n x nq x QD_XG */
+  double x0[3];        /* the coordinates' origin (fe_coords_origin), less which x is staged */
 } chunk_job;
 
 /* x and the factors at every point of a chunk's cells, from the vertices (straight cells:
@@ -172,7 +173,7 @@ static void chunk_fill(const chunk_job *j)
       }
       const double det = fe_space_map_inverse(dim, J, K);
       double *o = j->xg + (i * nq + q) * xgw;
-      for (int d = 0; d < 3; d++) o[d] = x[d];
+      for (int d = 0; d < 3; d++) o[d] = x[d] - j->x0[d];
       for (int k = 0; k < dim * dim; k++) o[3 + k] = K[k];
       o[3 + dim * dim] = pad ? 0 : Q->weights[q] * fabs(det);
     }
@@ -366,7 +367,8 @@ int fe_qdata_build(fe_realization *r)
   if (!rc && V->curved) rc = fe_mesh_geo_table(V->mesh, Q->points, nq, phi, dphi);
   if (!rc) rc = r->be->ops->alloc(r->be->impl, per * cw * sw, &dev);
   if (!rc && qdata_corners(r)) rc = lin_upload(r, phi, dphi, &lin);
-  chunk_job job = {A, r->perm, 0, 0, phi, dphi, xg};
+  chunk_job job = {A, r->perm, 0, 0, phi, dphi, xg, {0, 0, 0}};
+  fe_coords_origin(V, r->prec, job.x0);
   if (!rc) rc = qdata_chunks(r, job, per, cw, &dev, &lin, stage);
   if (dev.ptr) r->be->ops->release(r->be->impl, &dev);
   if (lin.ptr) r->be->ops->release(r->be->impl, &lin);

@@ -273,6 +273,16 @@ void fe_realization_spec(const fe_realization *r, fe_action a, fe_kernel_spec *s
 void fe_realization_action_spec(const fe_realization *r, fe_action a, fe_kernel_spec *s);
 /* Upload n doubles as reals of r's precision, or n ints, into a new buffer. */
 int fe_upload_reals(fe_backend *be, fe_precision prec, const double *v, size_t n, fe_buffer *buf);
+/* The origin the kernels of precision prec read V's node coordinates from (o, the spec's x0):
+ * none in double (returns 0, o zero); in single V's first node rounded to float (returns 1),
+ * so that the coordinates, each less the origin in double and then rounded, keep the digits
+ * of a cell's edges on a mesh far from the origin (float's step near 1000 is 6e-5, 6% of an
+ * edge of 1e-3); the physics adds it back to x (codegen's FE_X0). fe_upload_coords: V's node
+ * coordinates so into a new buffer (fe_host_coords: as an array of host reals, malloc'ed
+ * into *own, or V's own in double). */
+int fe_coords_origin(const fe_space *V, fe_precision prec, double o[3]);
+int fe_upload_coords(fe_backend *be, fe_precision prec, const fe_space *V, fe_buffer *buf);
+const void *fe_host_coords(const fe_space *V, fe_precision prec, void **own);
 int fe_upload_ints(fe_backend *be, const int *v, size_t n, fe_buffer *buf);
 /* 0 where the dense tables a kernel of A embeds (B, D, W of each action's rule: transpose,
  * patch, the element matrices) fit be's constant memory (be->info.constant_tables), else 1
