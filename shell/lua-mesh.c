@@ -369,7 +369,8 @@ int felab_open_mesh(lua_State *L)
                  "SDK. Physical groups become boundary tags and cell regions by name; without\n"
                  "any, the boundary is \"boundary\" and the cells \"domain\". size: mesh size for\n"
                  "geometries; order = 2 gives curved cells (second-order nodes on the CAD surface,\n"
-                 "used by every space's geometry map; a second-order .msh is curved as read);\n"
+                 "used by every space's geometry map; a second-order .msh keeps its nodes with\n"
+                 "order = 2, and order = 1, the default, makes its cells straight);\n"
                  "algorithm: delaunay, frontal, hxt.\n"
                  "example: m = mesh.load(\"meshes/sphere.geo\", {size = 0.25, order = 2}); print(m)");
   felab_help_add(FELAB_MESH ":color", "m:color{block = 1}",
