@@ -1,6 +1,9 @@
 -- Manufactured-solution Poisson on every order: rate p+1 in L2 and p in H1 for P1..P4 on
 -- tets, Q1..Q4 on hexes (GLL nodes) and P1..P3 on prisms, on cpu and on opencl.
 -- u = x(1-x) y(1-y) z(1-z) exp(x): zero on the boundary, in no finite element space.
+-- Under the sanitizers (FELAB_ASAN=1) on the cpu alone: the opencl backend's host code runs
+-- the same calls for every order (test_convergence solves P1 and Q1 there); its rates are the
+-- plain pass's.
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check = T.check
 local exact, source = T.mms_exact, T.mms_source
@@ -27,7 +30,7 @@ for p = 1, 4 do cases[#cases + 1] = {"hex", "Q" .. p, p} end
 for p = 1, 3 do cases[#cases + 1] = {"prism", "P" .. p, p} end
 
 local failures = 0
-for _, backend in ipairs({"cpu", "opencl"}) do
+for _, backend in ipairs(os.getenv("FELAB_ASAN") == "1" and {"cpu"} or {"cpu", "opencl"}) do
   for _, c in ipairs(cases) do
     local p = c[3]
     local rl2, rh1, el2, eh1 = errors(c[1], c[2], backend, p)

@@ -5,7 +5,10 @@
 -- output with the rank named and the session goes on; Ctrl-C (SIGINT to mpirun) stops every
 -- rank; a space split over the ranks solves as
 -- on one, and its vectors export a piece a rank (the file's end). Skipped where mpirun is
--- missing or felab was built without MPI.
+-- missing or felab was built without MPI. Under the sanitizers (FELAB_ASAN=1) the split
+-- solves and csr's two phases run on 1 and 3 ranks, not 2: three parts take every path of
+-- the exchange two do (a rank's neighbours, its shared and ghost entries), and the plain pass
+-- runs all three counts.
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check = T.check
 local exe = T.exe()
@@ -22,6 +25,8 @@ os.execute("mkdir -p '" .. dir .. "'")
 -- (unloaded at exit) and progress threads leave allocations no suppression can name; felab's
 -- own leaks are checked by every other test, in one process
 local asan = os.getenv("ASAN_OPTIONS")
+-- the rank counts the split solves compare with one rank's
+local split = os.getenv("FELAB_ASAN") == "1" and {3} or {2, 3}
 -- one OpenMP thread a rank: three ranks of two threads on two cores took 42 s for what one
 -- thread a rank does in 1.6 s (the ranks wait on each other while their threads queue)
 local mpirun = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
@@ -267,7 +272,7 @@ end
 sf:write((solves:gsub("@DIR@", dir):gsub("@DEVICES@", table.concat(quoted, ", "))))
 sf:close()
 local runs = {}
-for np = 1, 3 do
+for _, np in ipairs({1, table.unpack(split)}) do
   local o = run(np, "'" .. dir .. "/solves.lua'")
   local r = {}
   for name, its, a, b in o:gmatch("RESULT (%S+) (%d+) (%S+) (%S+)") do r[name] = {tonumber(its), tonumber(a), tonumber(b)} end
@@ -329,7 +334,7 @@ for np = 1, 3 do
   end
   check(ran, "%d ranks: the solves ran: %s", np, o)
 end
-for np = 2, 3 do
+for _, np in ipairs(split) do
   for name, one in pairs(runs[1]) do
     if type(one) == "table" and name ~= "AMG" and name ~= "TWOSCALE" then
       local many = runs[np][name]
@@ -357,7 +362,7 @@ for np = 2, 3 do
         .. "%s iterations, |u| %s; one rank: %s, %s", np, tostring(an[1]), tostring(an[2]),
         tostring(a1[1]), tostring(a1[2]))
 end
-print(("split over 1, 2, 3 ranks, the same: %s"):format(table.concat((function()
+print(("split over 1, %s ranks, the same: %s"):format(table.concat(split, ", "), table.concat((function()
   local t = {}
   for name, one in pairs(runs[1]) do
     if type(one) == "table" and one[1] then t[#t + 1] = name .. " " .. one[1] end
@@ -450,7 +455,7 @@ local function applies(np, phases, rank)
   return text
 end
 local one = csr_run(1, 1) -- one rank: nothing split
-for np = 2, 3 do
+for _, np in ipairs(split) do
   local split, whole = csr_run(np, 1), csr_run(np, 0)
   for name, r1 in pairs(one) do
     local r, r0 = split[name], whole[name]
