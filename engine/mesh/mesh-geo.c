@@ -140,7 +140,7 @@ int fe_mesh_map_nodes(const fe_mesh *m) { return mesh_curved(m) ? m->ngn : m->nv
 
 int fe_mesh_geo_table(const fe_mesh *m, const double *xi, int npts, double *N, double *dN)
 {
-  const int curved = mesh_curved(m), dim = m->dim, n = curved ? m->ngn : m->nvc;
+  const int curved = mesh_curved(m), dim = m->dim, n = fe_mesh_map_nodes(m);
   for (int q = 0; q < npts; q++)
     FE_ASSERT(fe_mesh_geo_shape(m->type, curved ? 2 : 1, xi + (size_t)q * dim, N + (size_t)q * n,
                                 dN + (size_t)q * n * dim) == n,
@@ -152,8 +152,7 @@ int fe_mesh_geo_table(const fe_mesh *m, const double *xi, int npts, double *N, d
 void fe_mesh_geo_map_at(const fe_mesh *m, int cell, const double *N, const double *dN,
                         double x[3], double *J)
 {
-  const int curved = mesh_curved(m), dim = m->dim;
-  const int n = curved ? m->ngn : m->nvc;
+  const int curved = mesh_curved(m), dim = m->dim, n = fe_mesh_map_nodes(m);
   const int *c = curved ? m->geo_cells + (size_t)cell * n : m->cells + (size_t)cell * n;
   const double *X = curved ? m->geo_coords : m->coords;
   double y[3] = {0, 0, 0}, G[9] = {0};

@@ -245,6 +245,7 @@ int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *p
   const size_t plane = plane_of ? plane_of : npad * (size_t)ngq;
   if (!out && m->positive) return 0; /* checked before, or positive by construction */
   double *dphi = NULL, *cN = NULL, *cdN = NULL;
+  const int ng = fe_mesh_map_nodes(m); /* the nodes a cell's map reads */
   if (!curved) {
     FE_MALLOC(dphi, (size_t)ngq * nv * dim + 1, "the map's gradients at the points");
     for (int q = 0; q < ngq; q++) {
@@ -252,7 +253,6 @@ int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *p
       fe_element_eval(g, Q->points + q * dim, phi, dphi + (size_t)q * nv * dim);
     }
   } else { /* curved: the second-order map's shapes at the points once, not a point at a time */
-    const int ng = fe_mesh_map_nodes(m);
     cN = malloc(sizeof(double) * ((size_t)ngq * ng + 1));
     cdN = malloc(sizeof(double) * ((size_t)ngq * ng * dim + 1));
     int rc = cN && cdN ? fe_mesh_geo_table(m, Q->points, ngq, cN, cdN)
@@ -297,7 +297,6 @@ int fe_build_geometry(const fe_operator *A, const fe_quadrature *Q, const int *p
         int pad = perm[i] < 0, c = fe_stored_cell(perm, i);
         for (int q = 0; q < ngq; q++) {
           double J[9] = {0}, K[10], x[3], det;
-          const int ng = fe_mesh_map_nodes(m);
           fe_mesh_geo_map_at(m, c, cN + (size_t)q * ng, cdN + (size_t)q * ng * dim, x, J);
           if (!out) {
             det = fe_space_map_det(dim, J);

@@ -145,6 +145,7 @@ typedef struct chunk_job {
   const double *dphi;  /* and its gradients, nq x nv x dim */
   double *xg;          /* n x nq x QD_XG */
   double x0[3];        /* the coordinates' origin (fe_coords_origin), less which x is staged */
+  int nodes;           /* the nodes of a cell's map (qdata_nodes) */
 } chunk_job;
 
 /* x and the factors at every point of a chunk's cells, from the vertices (straight cells:
@@ -187,8 +188,8 @@ static void chunk_fill(const chunk_job *j)
 static void corners_fill(const chunk_job *j)
 {
   const fe_mesh *m = j->A->V->mesh;
-  const int curved = j->A->V->curved, nv = curved ? m->ngn : j->A->V->lin.nbasis;
-  const int cw = nv * 3 + 1, stride = curved ? m->ngn : m->nvc;
+  const int curved = j->A->V->curved, nv = j->nodes, cw = nv * 3 + 1;
+  const int stride = curved ? m->ngn : m->nvc;
   const int *cells = curved ? m->geo_cells : m->cells;
   const double *coords = curved ? m->geo_coords : m->coords;
 #pragma omp parallel for schedule(static)
@@ -367,7 +368,7 @@ int fe_qdata_build(fe_realization *r)
   if (!rc && V->curved) rc = fe_mesh_geo_table(V->mesh, Q->points, nq, phi, dphi);
   if (!rc) rc = r->be->ops->alloc(r->be->impl, per * cw * sw, &dev);
   if (!rc && qdata_corners(r)) rc = lin_upload(r, phi, dphi, &lin);
-  chunk_job job = {A, r->perm, 0, 0, phi, dphi, xg, {0, 0, 0}};
+  chunk_job job = {A, r->perm, 0, 0, phi, dphi, xg, {0, 0, 0}, nv};
   fe_coords_origin(V, r->prec, job.x0);
   if (!rc) rc = qdata_chunks(r, job, per, cw, &dev, &lin, stage);
   if (dev.ptr) r->be->ops->release(r->be->impl, &dev);
