@@ -497,7 +497,9 @@ const help_entry felab_help_builtin[] = {
      "beside the interior cells (rep.exchange_beside) and device to device\n"
      "(rep.exchange_direct), a CG's also its reductions (rep.reduce_predicted):\n"
      "docs/parallel.md. Beside the interior, its parts measured (rep.exchange_parts) and\n"
-     "predicted (rep.exchange_terms): {gather =, messages =, copies =, sums =} seconds.\n"
+     "predicted (rep.exchange_terms): {gather =, messages =, copies =, sums =} seconds;\n"
+     "rep.exchange_wave: the interior's first wave's time over an even wave's (the gather\n"
+     "waits on it).\n"
      "example: r, rep = A:residual(u); print(rep.gflops, rep.predicted_seconds / rep.seconds)"},
 
     /* output */

@@ -179,6 +179,7 @@ static int report_index(lua_State *L)
   } else if (!strcmp(k, "first_run")) lua_pushboolean(L, r->first_run);
   else if (!strcmp(k, "exchange_direct")) lua_pushboolean(L, r->exchange_direct);
   else if (!strcmp(k, "exchange_beside")) lua_pushboolean(L, r->exchange_beside);
+  else if (!strcmp(k, "exchange_wave")) lua_pushnumber(L, r->exchange_wave);
   else if (!strcmp(k, "loop_binds")) lua_pushboolean(L, r->loop_binds);
   else if (!strcmp(k, "registers")) lua_pushinteger(L, r->regs);
   else if (!strcmp(k, "shared_per_group")) lua_pushinteger(L, (lua_Integer)r->shared_per_group);

@@ -414,6 +414,21 @@ void fe_csr_launch_groups(const fe_csr *M, long long *groups, int *items)
   *items = EM_ITEMS;
 }
 
+double fe_csr_groups_share(const fe_csr *M, long long groups)
+{
+  if (M->format == FE_FORMAT_CUSPARSE || groups <= 0) return 0;
+  const int sell = M->format == FE_FORMAT_SELL;
+  const long long rows = groups * (sell ? EM_ITEMS : EM_ITEMS / M->lanes);
+  long long k = sell ? (rows + M->chunk - 1) / M->chunk : rows;
+  if (k > (sell ? M->nchunks : M->n)) k = sell ? M->nchunks : M->n;
+  const double whole = sell ? (double)M->nslots : (double)M->nnz;
+  int at = 0;
+  if (!(whole > 0) || M->be->ops->read(M->be->impl, sell ? &M->cstart : &M->rowptr,
+                                       sizeof(int) * (size_t)k, sizeof(int), &at))
+    return 0;
+  return at / whole;
+}
+
 int fe_csr_launch(const fe_csr *M, fe_kernel *k, const fe_buffer *x, fe_buffer *y, double *seconds)
 {
   return fe_csr_launch_pq(M, k, x, y, NULL, -1, seconds);

@@ -166,13 +166,19 @@ static int op_predict_exchange(const fe_operator *A, const fe_realization *r, fe
   const fe_device_info *di = &r->be->info;
   long long groups = rep->groups;
   int resident = rep->resident;
+  double first = 0; /* the first wave's share of the work, where the groups' differ */
   if (groups <= 0 || resident <= 0) /* the strategy's own (csr's product), or none */
-    groups = r->xgroups, resident = r->xresident;
+    groups = r->xgroups, resident = r->xresident, first = r->xfirst;
   double wait = 0; /* the gather's */
   if (r->xbeside && x.direct && di->is_gpu && groups > 0 && resident > 0 && di->compute_units > 0) {
     const double waves = (double)groups / ((double)di->compute_units * resident);
-    const double R = rep->predicted_seconds / fmax(1.0, ceil(waves)), n = x.messages;
+    /* the gather meets the first wave: where its groups hold more than an even share (csr's
+     * rows of a P2 space's vertices, numbered first, are 2-3 times its edges'), its residence
+     * is that much longer */
+    const double longer = first > 0 && waves > 1 ? first * waves : 1;
+    const double R = rep->predicted_seconds / fmax(1.0, ceil(waves)) * longer, n = x.messages;
     wait = R / 2;
+    rep->exchange_wave = longer;
     t.gather += wait, t.link += (n + 1) / (n + 2) * R - wait, t.total += (n + 1) / (n + 2) * R;
   }
   rep->exchange_terms[FE_XPART_GATHER] = t.gather;

@@ -153,6 +153,7 @@ struct fe_realization {
    * model reads their residence (operator-action.c) */
   long long xgroups;
   int xresident;
+  double xfirst;         /* and the share of its work in its first wave (0: an even share) */
   fe_buffer groups;      /* group list, ordered by color */
   fe_buffer geo[FE_NACTIONS]; /* stored geometric factors per action (shared when equal) */
   int geo_shared;        /* geo holds a set of factors per class of congruent cells

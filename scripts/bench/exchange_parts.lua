@@ -32,6 +32,14 @@ for _, n in ipairs{"total", table.unpack(names)} do
   local med, least = median(got[n])
   line[#line + 1] = ("%s %.1f (%.1f)"):format(n, 1e6 * med, 1e6 * least)
 end
+local spread = {} -- each one's quartiles and mean: where the whole's median passes its parts'
+for _, n in ipairs{"total", table.unpack(names)} do
+  local s, sum = {table.unpack(got[n])}, 0
+  table.sort(s)
+  for _, v in ipairs(s) do sum = sum + v end
+  spread[#spread + 1] = ("%s %.1f-%.1f mean %.1f"):format(n, 1e6 * s[(#s + 3) // 4],
+                                                          1e6 * s[(3 * #s + 3) // 4], 1e6 * sum / #s)
+end
 local terms = rep.exchange_terms
 local tl = {("total %.1f"):format(1e6 * rep.exchange_predicted)}
 for _, n in ipairs(names) do tl[#tl + 1] = ("%s %.1f"):format(n, 1e6 * terms[n]) end
@@ -40,6 +48,8 @@ local waves = rep.groups / (cu * math.max(rep.resident, 1))
 print(("%s %s %d dofs, rank %d of %d, %s: measured us, median (least) of %d: %s"):format(
   V.name, rep.strategy, V.ndofs, mpi.rank, mpi.size, rep.exchange_direct and "device to device"
   or "through the host", k, table.concat(line, ", ")))
-print(("  predicted us: %s | apply %.3f ms (predicted %.3f), groups %d, resident %d, waves %.1f")
+print("  quartiles us: " .. table.concat(spread, ", "))
+print(("  predicted us: %s | apply %.3f ms (predicted %.3f), groups %d, resident %d, waves %.1f, "
+       .. "the first wave %.2f of an even one")
       :format(table.concat(tl, ", "), 1e3 * rep.seconds, 1e3 * rep.predicted_seconds, rep.groups,
-              rep.resident, waves))
+              rep.resident, waves, rep.exchange_wave))
