@@ -958,6 +958,53 @@ Test(assembly, host_fill_makes_each_matrix_about_once)
   }
 }
 
+/* The share of a product's work in its first groups (the exchange's model: the first wave the
+ * gather waits on): CSR's entries and SELL's slots of the groups' rows, counted here from the
+ * host's arrays. A P2 box numbers its vertices first, whose rows hold more entries than its
+ * edges': its first groups hold more than an even share. */
+Test(assembly, product_share_of_the_first_groups)
+{
+  op_problem p;
+  op_problem_space(&p, FE_CELL_TET, 6, "P2", "1");
+  fe_action_opts o;
+  fe_action_opts_default(&o);
+  o.backend = "cpu";
+  o.precision = FE_DOUBLE;
+  for (int sell = 0; sell < 2; sell++) {
+    fe_matrix_opts mo = {.format = sell ? FE_FORMAT_SELL : FE_FORMAT_CSR, .chunk = sell ? 8 : 0,
+                         .sigma = sell ? 64 : 0};
+    fe_csr *M = NULL;
+    fe_report rep;
+    cr_assert_eq(fe_operator_assemble(p.A, NULL, &o, &mo, &M, &rep), 0, "%s", fe_error_message());
+    long long groups, rows = sell ? 128 : 128 / M->lanes;
+    int items, *rp, *cols;
+    double *vals;
+    fe_csr_launch_groups(M, &groups, &items);
+    cr_assert_eq(fe_csr_get(M, &rp, &cols, &vals), 0, "%s", fe_error_message());
+    cr_assert(groups > 4, "%lld groups", groups);
+    for (long long g = 1; g <= 3; g++) {
+      double want;
+      if (sell) { /* chunks padded to their longest row, rows sorted in windows of sigma */
+        int *cs = malloc(sizeof(int) * ((size_t)M->nchunks + 1));
+        cr_assert_eq(M->be->ops->read(M->be->impl, &M->cstart, 0,
+                                      sizeof(int) * ((size_t)M->nchunks + 1), cs), 0);
+        want = cs[g * rows / M->chunk] / (double)M->nslots;
+        free(cs);
+      } else {
+        want = rp[g * rows] / (double)M->nnz;
+      }
+      const double got = fe_csr_groups_share(M, g);
+      cr_assert(fabs(got - want) < 1e-12 && got > 1.2 * g / (double)groups,
+                "%s: the first %lld of %lld groups' share %g (want %g; even %g)",
+                sell ? "SELL" : "CSR", g, groups, got, want, g / (double)groups);
+    }
+    cr_assert(fe_csr_groups_share(M, groups + 5) == 1, "past the last group: the whole");
+    free(rp), free(cols), free(vals);
+    fe_csr_free(M);
+  }
+  op_problem_free(&p);
+}
+
 /* patch's gather and scatter loop over a patch's nodes, an item a node: a patch of more
  * nodes than items goes round again, each round a wait on its node numbers and one on their
  * values (the scatter's on its numbers), which the path counts (P1 tets: 1.25 x 729 nodes
