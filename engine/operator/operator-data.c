@@ -288,11 +288,47 @@ static int single_overflow_cell(const fe_operator *A, const fe_cexpr *c, const f
   return bad;
 }
 
+/* Whether coefficient c stays within half of FLT_MAX in magnitude over the box of A's
+ * straight mesh's vertices (which holds each cell's points) and the range of its per-cell
+ * constants: an interval bound (fe_cexpr_bound), one evaluation for a whole mesh where the
+ * points' would be millions (Q7 7.65M dofs: 11M points a rule). 0: it cannot say (a curved
+ * mesh, whose points may leave its nodes' box; a bound past it): the points tell. */
+static int single_fits_everywhere(const fe_operator *A, const fe_cexpr *c)
+{
+  const fe_mesh *m = A->V->mesh;
+  const fe_physics *p = A->pde;
+  const int na = fe_cexpr_reads(c, FE_V_A);
+  if (A->V->curved || m->nvertices < 1) return 0;
+  double xlo[3], xhi[3], *alo = NULL, *ahi = NULL, lo, hi;
+  for (int d = 0; d < 3; d++) xlo[d] = xhi[d] = m->coords[d];
+  for (int v = 1; v < m->nvertices; v++)
+    for (int d = 0; d < 3; d++) {
+      xlo[d] = fmin(xlo[d], m->coords[3 * (size_t)v + d]);
+      xhi[d] = fmax(xhi[d], m->coords[3 * (size_t)v + d]);
+    }
+  if (na > 0) {
+    alo = malloc(sizeof(double) * (size_t)na), ahi = malloc(sizeof(double) * (size_t)na);
+    for (int i = 0; alo && ahi && i < na; i++) {
+      alo[i] = ahi[i] = A->aux[i];
+      for (int cell = 1; cell < m->ncells; cell++) {
+        alo[i] = fmin(alo[i], A->aux[(size_t)cell * p->naux + i]);
+        ahi[i] = fmax(ahi[i], A->aux[(size_t)cell * p->naux + i]);
+      }
+    }
+  }
+  const int fits = (na == 0 || (alo && ahi)) &&
+                   fe_cexpr_bound(c, xlo, xhi, alo, ahi, p->const_values, &lo, &hi) &&
+                   fmax(fabs(lo), fabs(hi)) <= FLT_MAX / 2;
+  free(alo), free(ahi);
+  return fits;
+}
+
 /* In single precision the kernels compute the coefficients in float: one that is finite in
  * double (fe_physics_check_coefficients let it pass) but beyond FLT_MAX in magnitude at a
  * point of the residual's or the Jacobian's rule would be inf there. A named error for the
  * first such value, as the non-finite case's: the coefficients that read the named
- * constants only (changed = 1: the constants changed since the last check), else all. */
+ * constants only (changed = 1: the constants changed since the last check), else all; each
+ * bounded over the whole mesh first, its points evaluated only where the bound cannot say. */
 static int check_single_coefficients(const fe_operator *A, int changed)
 {
   const fe_physics *p = A->pde;
@@ -304,7 +340,8 @@ static int check_single_coefficients(const fe_operator *A, int changed)
     const int known = (!na || (na <= p->naux && A->aux)) && nk <= p->nconst;
     int cell = -1;
     double x[3] = {0, 0, 0}, v = 0;
-    for (int q = 0; q < 2 && known && (!changed || nk) && cell < 0; q++)
+    const int fits = known && (!changed || nk) && single_fits_everywhere(A, c);
+    for (int q = 0; q < 2 && known && (!changed || nk) && !fits && cell < 0; q++)
       if (q == 0 || rules[1]->npoints != rules[0]->npoints || rules[1]->degree != rules[0]->degree)
         cell = single_overflow_cell(A, c, rules[q], x, &v);
     const int reads_x = fe_cexpr_reads(c, FE_V_X) > 0, reads_a = na > 0;

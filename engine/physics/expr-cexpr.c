@@ -482,6 +482,112 @@ double fe_cexpr_eval(const fe_cexpr *c, const double *x, const double *a, const 
   return v;
 }
 
+/* ---- bounds over a box: interval arithmetic on the same code ---- */
+
+/* The interval of f over [l, h] for the math.h functions of one argument whose range (or
+ * monotony) bounds it; 0 where this does not say (tan, tgamma, a domain not all valid). */
+static int cx_bound1(double (*f)(double), double l, double h, double *lo, double *hi)
+{
+  double (*rising[])(double) = {exp, exp2, expm1, cbrt, sinh, asinh, atan, tanh, erf,
+                                floor, ceil, round, trunc};
+  for (size_t i = 0; i < sizeof rising / sizeof rising[0]; i++)
+    if (f == rising[i]) return *lo = f(l), *hi = f(h), 1;
+  if (f == log || f == log2 || f == log10 || f == sqrt) { /* on their domain only */
+    if (!(l > 0) && !(f == sqrt && l >= 0)) return 0;
+    return *lo = f(l), *hi = f(h), 1;
+  }
+  if (f == log1p) return l > -1 ? (*lo = f(l), *hi = f(h), 1) : 0;
+  if (f == erfc) return *lo = erfc(h), *hi = erfc(l), 1;
+  if (f == sin || f == cos) return *lo = -1, *hi = 1, 1;
+  if (f == asin) return *lo = -M_PI_2, *hi = M_PI_2, 1; /* outside [-1, 1]: NaN, no bound to pass */
+  if (f == acos) return *lo = 0, *hi = M_PI, 1;
+  if (f == acosh) return l >= 1 ? (*lo = acosh(l), *hi = acosh(h), 1) : 0;
+  if (f == atanh) return l > -1 && h < 1 ? (*lo = atanh(l), *hi = atanh(h), 1) : 0;
+  const double m = fmax(fabs(l), fabs(h)), z = l <= 0 && h >= 0 ? 0 : fmin(fabs(l), fabs(h));
+  if (f == fabs) return *lo = z, *hi = m, 1;
+  if (f == cosh) return *lo = cosh(z), *hi = cosh(m), 1;
+  return 0;
+}
+
+/* The same for the functions of two. */
+static int cx_bound2(double (*f)(double, double), const double a[2], const double b[2],
+                     double *lo, double *hi)
+{
+  const double ma = fmax(fabs(a[0]), fabs(a[1])), mb = fmax(fabs(b[0]), fabs(b[1]));
+  if (f == fmin || f == fmax) return *lo = f(a[0], b[0]), *hi = f(a[1], b[1]), 1;
+  if (f == atan2) return *lo = -M_PI, *hi = M_PI, 1;
+  if (f == fmod || f == copysign) return *lo = -ma, *hi = ma, 1;
+  if (f == fdim) return *lo = 0, *hi = fmax(0, a[1] - b[0]), 1;
+  if (f == hypot) return *lo = 0, *hi = hypot(ma, mb), 1;
+  if (f == pow && a[0] > 0) { /* monotone in each argument: its corners */
+    *lo = INFINITY, *hi = -INFINITY;
+    for (int i = 0; i < 4; i++) {
+      const double v = pow(a[i & 1], b[i >> 1]);
+      *lo = fmin(*lo, v), *hi = fmax(*hi, v);
+    }
+    return 1;
+  }
+  return 0;
+}
+
+int fe_cexpr_bound(const fe_cexpr *c, const double xlo[3], const double xhi[3], const double *alo,
+                   const double *ahi, const double *k, double *lo, double *hi)
+{
+  double l[CX_STACK], h[CX_STACK];
+  int top = 0;
+  for (int i = 0; i < c->n; i++) {
+    const cx_instr *in = &c->code[i];
+    double *l1 = top >= 1 ? l + top - 1 : NULL, *h1 = top >= 1 ? h + top - 1 : NULL;
+    double *l2 = top >= 2 ? l + top - 2 : NULL, *h2 = top >= 2 ? h + top - 2 : NULL;
+    double p[4], t;
+    switch ((cx_op)in->op) {
+    case CX_NUM: l[top] = h[top] = in->value, top++; break;
+    case CX_VAR:
+      if (in->var == FE_V_X) l[top] = xlo[in->index], h[top] = xhi[in->index];
+      else if (in->var == FE_V_A && alo && ahi) l[top] = alo[in->index], h[top] = ahi[in->index];
+      else if (in->var == FE_V_K && k) l[top] = h[top] = k[in->index];
+      else return 0;
+      top++;
+      break;
+    case CX_NEG: t = *l1, *l1 = -*h1, *h1 = -t; break;
+    case CX_NOT: case CX_LT: case CX_LE: case CX_GT: case CX_GE: case CX_EQ: case CX_NE:
+    case CX_AND: case CX_OR:
+      top -= in->op != CX_NOT;
+      l[top - 1] = 0, h[top - 1] = 1;
+      break;
+    case CX_FLOAT: *l1 = (float)*l1, *h1 = (float)*h1; break;
+    case CX_CALL1: if (!cx_bound1(in->f1, *l1, *h1, l1, h1)) return 0; break;
+    case CX_CALL2: {
+      const double a[2] = {*l2, *h2}, b[2] = {*l1, *h1};
+      if (!cx_bound2(in->f2, a, b, l2, h2)) return 0;
+      top--;
+      break;
+    }
+    case CX_SELECT: /* either branch */
+      l[top - 3] = fmin(*l2, *l1), h[top - 3] = fmax(*h2, *h1), top -= 2;
+      break;
+    case CX_ADD: *l2 += *l1, *h2 += *h1, top--; break;
+    case CX_SUB: *l2 -= *h1, *h2 -= l[top - 1], top--; break;
+    case CX_DIV:
+      if (!(*l1 > 0 || *h1 < 0)) return 0; /* a divisor that may be 0 */
+      p[0] = *l2 / *l1, p[1] = *l2 / *h1, p[2] = *h2 / *l1, p[3] = *h2 / *h1;
+      goto corners;
+    case CX_MUL:
+      p[0] = *l2 * *l1, p[1] = *l2 * *h1, p[2] = *h2 * *l1, p[3] = *h2 * *h1;
+    corners:
+      *l2 = fmin(fmin(p[0], p[1]), fmin(p[2], p[3]));
+      *h2 = fmax(fmax(p[0], p[1]), fmax(p[2], p[3]));
+      for (int j = 0; j < 4; j++)
+        if (isnan(p[j])) return 0; /* 0 x inf */
+      top--;
+      break;
+    }
+  }
+  if (top != 1 || !isfinite(l[0]) || !isfinite(h[0])) return 0;
+  *lo = l[0], *hi = h[0];
+  return 1;
+}
+
 int fe_cexpr_reads(const fe_cexpr *c, fe_var v) { return (unsigned)v < FE_NVARS ? c->reads[v] : 0; }
 
 int fe_c_expression_safe(const char *e, int nx, int na, int nk)

@@ -155,6 +155,16 @@ void fe_cexpr_eval_points(const fe_cexpr *c, int n, const double *x, const doubl
  * reads of it (0: none). */
 int fe_cexpr_reads(const fe_cexpr *c, fe_var v);
 void fe_cexpr_free(fe_cexpr *c);
+/* An interval [*lo, *hi] holding its value at every x in the box [xlo, xhi] with every a[i]
+ * in [alo[i], ahi[i]] (NULL: it reads none) and the named constants k: interval arithmetic on
+ * its code (each branch of ?: taken; a comparison 0 or 1; the math.h functions by their range
+ * or monotony). Returns 1, or 0 where it cannot say (a divisor or a log's argument that may
+ * reach 0, tan, pow of a base that may be 0 or less, an infinite or NaN bound): then only the
+ * points can tell.
+ * Bounds are rounded to nearest, not outward: a caller that compares them with a threshold
+ * leaves a margin of more than a few units in the last place. */
+int fe_cexpr_bound(const fe_cexpr *c, const double xlo[3], const double xhi[3], const double *alo,
+                   const double *ahi, const double *k, double *lo, double *hi);
 /* Whether C expression e is within fe_cexpr_read's reach and reads no more than x[0 .. nx-1],
  * a[0 .. na-1] and k[0 .. nk-1]: then it touches no memory but those and calls only math.h's
  * functions, and its kernel cannot fault (no trial run: FE_USER_C is for the rest). */

@@ -264,6 +264,50 @@ Test(expr, the_host_reads_a_coefficient_as_its_kernel_computes_it)
   fe_cexpr_free(c);
 }
 
+/* A coefficient's bound over a box (the single-precision check's shortcut) holds its value
+ * at every point tried inside the box, and says nothing where the points alone can tell (a
+ * divisor or a log's argument that may reach 0, tan, pow of a base that may be negative). */
+Test(expr, a_coefficient_bound_over_a_box_holds_its_points)
+{
+  const double xlo[3] = {-1, 0.5, 2}, xhi[3] = {3, 1.5, 4}, alo[2] = {1, -2}, ahi[2] = {2, 5};
+  const double k[2] = {10, 0.5};
+  const char *bounded[] = {"1 + 0.5 * x[0]", "x[0] * x[1] - x[2] / x[1]", "-x[0] * a[1] + k[0]",
+                           "exp(x[0]) * sin(x[1] * 7) + fabs(x[0] - 1)", "pow(x[1], x[0]) + sqrt(x[2])",
+                           "x[0] > 1 ? a[0] * 1e3 : -log(x[2])", "fmin(x[0], a[1]) + fmax(x[1], k[1])",
+                           "cosh(x[0]) + atan2(x[0], x[1]) + hypot(x[0], x[2]) + (float)x[1]",
+                           "(x[0] < 0) + !x[1] + erfc(x[0]) + floor(x[2] * 2.5) + fdim(x[2], x[0])"};
+  unsigned seed = 7;
+  for (size_t i = 0; i < sizeof bounded / sizeof bounded[0]; i++) {
+    fe_cexpr *c;
+    double lo, hi;
+    cr_assert_eq(fe_cexpr_read(bounded[i], &c), 0, "%s", bounded[i]);
+    cr_assert_eq(fe_cexpr_bound(c, xlo, xhi, alo, ahi, k, &lo, &hi), 1, "'%s' is bounded", bounded[i]);
+    for (int t = 0; t < 2000; t++) {
+      double x[3], a[2];
+      for (int d = 0; d < 3; d++) x[d] = xlo[d] + (xhi[d] - xlo[d]) * (rand_r(&seed) / (double)RAND_MAX);
+      for (int d = 0; d < 2; d++) a[d] = alo[d] + (ahi[d] - alo[d]) * (rand_r(&seed) / (double)RAND_MAX);
+      if (t < 8) /* the box's corners */
+        for (int d = 0; d < 3; d++) x[d] = t >> d & 1 ? xhi[d] : xlo[d];
+      const double v = fe_cexpr_eval(c, x, a, k);
+      cr_assert(v >= lo * (1 + 1e-12 * (lo < 0)) - 1e-300 && v <= hi * (1 + 1e-12 * (hi > 0)) + 1e-300,
+                "'%s' is %.17g at (%g, %g, %g), outside its bound [%g, %g]", bounded[i], v, x[0],
+                x[1], x[2], lo, hi);
+    }
+    fe_cexpr_free(c);
+  }
+  const char *unknown[] = {"1 / x[0]", "log(x[0])", "tan(x[1])", "pow(x[0], 2)", "a[1] / a[0] / x[0]",
+                           "INFINITY * (x[0] - x[0])", "k[2]"};
+  for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+    fe_cexpr *c;
+    double lo = 0, hi = 0;
+    if (fe_cexpr_read(unknown[i], &c)) continue;
+    const int nk = fe_cexpr_reads(c, FE_V_K);
+    cr_expect_eq(nk <= 2 ? fe_cexpr_bound(c, xlo, xhi, alo, ahi, k, &lo, &hi) : 0, 0,
+                 "'%s' has no bound over the box: [%g, %g]", unknown[i], lo, hi);
+    fe_cexpr_free(c);
+  }
+}
+
 /* A coefficient within the reader and the arrays given reads no other memory: its kernels
  * are not tried first (FE_USER_C); anything else is. */
 Test(expr, a_coefficient_is_safe_only_within_the_reader_and_its_arrays)
