@@ -191,11 +191,12 @@ int fe_csr_launch_pq(const fe_csr *M, struct fe_kernel *k, const fe_buffer *x, f
 const char *fe_csr_rows_entry(const fe_csr *M);
 /* The groups M's product launches (fe_csr_launch) and their items (felab's products). */
 void fe_csr_launch_groups(const fe_csr *M, long long *groups, int *items);
-/* The share of M's product's work (SELL's slots, CSR's entries) in its first `groups` groups
- * of fe_csr_launch_groups (the first wave on a GPU: where rows of unequal length are
- * numbered by kind, a P2 space's vertices first, its residence is not the average's), read
- * back from the device; 0 where it cannot say. */
-double fe_csr_groups_share(const fe_csr *M, long long groups);
+/* The work of the first `groups` groups of M's product (fe_csr_launch_groups': the first wave
+ * on a GPU), each group's SELL slots or CSR entries over the average group's, sorted: q[i] its
+ * (i / nq)-quantile, i = 0 .. nq (read back from the device). Where rows of unequal length are
+ * numbered by kind (a P2 space's vertices first) the first wave's groups are not the average's.
+ * 0, or 1 where it cannot say (cuSPARSE's product; out of memory). */
+int fe_csr_first_groups(const fe_csr *M, long long groups, double *q, int nq);
 /* The list that kernel reads for rows[nrows] (ascending rows of M) on M's backend, into *list
  * (none where nrows is 0): the rows for CSR, their positions in the SELL order (ascending) for
  * SELL; *nnz: their entries. The host reads M's row pointers (and SELL's order) once, to make

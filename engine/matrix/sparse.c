@@ -414,19 +414,41 @@ void fe_csr_launch_groups(const fe_csr *M, long long *groups, int *items)
   *items = EM_ITEMS;
 }
 
-double fe_csr_groups_share(const fe_csr *M, long long groups)
+static int cmp_double(const void *a, const void *b)
 {
-  if (M->format == FE_FORMAT_CUSPARSE || groups <= 0) return 0;
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+int fe_csr_first_groups(const fe_csr *M, long long groups, double *q, int nq)
+{
+  if (M->format == FE_FORMAT_CUSPARSE || groups <= 0 || nq < 1) return 1;
   const int sell = M->format == FE_FORMAT_SELL;
-  const long long rows = groups * (sell ? EM_ITEMS : EM_ITEMS / M->lanes);
-  long long k = sell ? (rows + M->chunk - 1) / M->chunk : rows;
-  if (k > (sell ? M->nchunks : M->n)) k = sell ? M->nchunks : M->n;
+  const long long rows = sell ? EM_ITEMS : EM_ITEMS / M->lanes; /* a group's */
+  const long long all = sell ? ((long long)M->nchunks * M->chunk + rows - 1) / rows
+                             : ((long long)M->n + rows - 1) / rows;
   const double whole = sell ? (double)M->nslots : (double)M->nnz;
-  int at = 0;
-  if (!(whole > 0) || M->be->ops->read(M->be->impl, sell ? &M->cstart : &M->rowptr,
-                                       sizeof(int) * (size_t)k, sizeof(int), &at))
-    return 0;
-  return at / whole;
+  if (groups > all) groups = all;
+  if (groups <= 0 || !(whole > 0)) return 1;
+  /* each group's first and last place: SELL's chunk starts (C rows a chunk), CSR's rows */
+  const long long per = sell ? rows / M->chunk : rows, n = sell ? M->nchunks : M->n;
+  const long long k = groups * per < n ? groups * per : n;
+  int *at = malloc(sizeof(int) * ((size_t)k + 1));
+  double *w = malloc(sizeof(double) * (size_t)groups);
+  int rc = !at || !w;
+  if (!rc) rc = M->be->ops->read(M->be->impl, sell ? &M->cstart : &M->rowptr, 0,
+                                 sizeof(int) * ((size_t)k + 1), at);
+  for (long long g = 0; !rc && g < groups; g++) {
+    const long long e = (g + 1) * per < k ? (g + 1) * per : k;
+    w[g] = (at[e] - at[g * per]) / (whole / all); /* over the average group's */
+  }
+  if (!rc) {
+    qsort(w, (size_t)groups, sizeof(double), cmp_double);
+    for (int i = 0; i <= nq; i++) q[i] = w[(size_t)((groups - 1) * i / nq)];
+  }
+  free(at);
+  free(w);
+  return rc;
 }
 
 int fe_csr_launch(const fe_csr *M, fe_kernel *k, const fe_buffer *x, fe_buffer *y, double *seconds)

@@ -143,6 +143,23 @@ static const fe_work *realization_work(fe_realization *r, fe_action a)
 }
 
 
+/* When the gather's groups find places beside a first wave of groups of unequal work (q: its
+ * groups' work over the average's at quantiles i / FE_XWAVE_QUANTILES, an even wave taking R):
+ * the groups done before the gather is ready (`ready` seconds in) have left places to the
+ * interior's next, and of the rest the gather needs a share `need` of the wave's places: the
+ * time by which that share has left, over R (1 for alike groups). A P2 space's first wave is
+ * its vertices' rows (2.2: the gather waits for them); P3's mixes rows of 0.1-3.8 times the
+ * average, whose shortest leave places early. */
+static double first_wave_places(const double *q, double R, double ready, double need)
+{
+  const int nq = FE_XWAVE_QUANTILES;
+  int i0 = 0;
+  while (i0 < nq && q[i0] * R < ready) i0++;
+  const double at = i0 + fmin(1.0, fmax(0.0, need)) * (nq - i0);
+  const int i = (int)at;
+  return i >= nq ? q[nq] : q[i] + (at - i) * (q[i + 1] - q[i]);
+}
+
 /* A split space: the model's time of this rank's exchange (engine/parallel/dist.c's counts,
  * the link of engine/parallel/link.c: collective on its first use) into rep, added to its
  * prediction. Nothing on one rank. */
@@ -159,26 +176,25 @@ static int op_predict_exchange(const fe_operator *A, const fe_realization *r, fe
   /* beside the interior's kernel, device to device on a GPU: the gather, queued behind the
    * boundary cells at the side queue's priority, runs once the interior's groups leave
    * places. Groups of one kernel, all of one size, start and leave together, a wave at a
-   * time, every R (the action's time over its waves): ready at any point of a wave, the
-   * gather waits R / 2 on average, and the messages wait for the last of the n neighbours'
-   * gathers too, (n + 1) R / (n + 2) on average in all (the largest of n + 1 waits spread
-   * evenly over R). Measured, docs/benchmarks.md section 8. */
+   * time, every R (the action's time over its waves): the gather waits R / 2 (measured,
+   * docs/benchmarks.md section 8), and the messages wait for the last of the n neighbours'
+   * gathers too, (n + 1) R / (n + 2) in all (the largest of n + 1 waits spread evenly over
+   * R). Where the first wave's groups differ (csr's rows by kind: xwave), R is when the
+   * gather's own groups find places (first_wave_places). */
   const fe_device_info *di = &r->be->info;
   long long groups = rep->groups;
   int resident = rep->resident;
-  double first = 0; /* the first wave's share of the work, where the groups' differ */
+  const double *q = NULL; /* the first wave's groups' work, where they differ */
   if (groups <= 0 || resident <= 0) /* the strategy's own (csr's product), or none */
-    groups = r->xgroups, resident = r->xresident, first = r->xfirst;
+    groups = r->xgroups, resident = r->xresident, q = r->xwave_known ? r->xwave : NULL;
   double wait = 0; /* the gather's */
   if (r->xbeside && x.direct && di->is_gpu && groups > 0 && resident > 0 && di->compute_units > 0) {
-    const double waves = (double)groups / ((double)di->compute_units * resident);
-    /* the gather meets the first wave: where its groups hold more than an even share (csr's
-     * rows of a P2 space's vertices, numbered first, are 2-3 times its edges'), its residence
-     * is that much longer */
-    const double longer = first > 0 && waves > 1 ? first * waves : 1;
-    const double R = rep->predicted_seconds / fmax(1.0, ceil(waves)) * longer, n = x.messages;
+    const double S = (double)di->compute_units * resident, waves = (double)groups / S;
+    double R = rep->predicted_seconds / fmax(1.0, ceil(waves)), n = x.messages;
+    const double ready = r->be->calib[r->prec].sync_us * 1e-6; /* the gather's own start */
+    if (q && waves > 1) R *= first_wave_places(q, R, ready, ceil(x.entries / FE_DIST_GROUP) / S);
     wait = R / 2;
-    rep->exchange_wave = longer;
+    rep->exchange_wave = R / (rep->predicted_seconds / fmax(1.0, ceil(waves)));
     t.gather += wait, t.link += (n + 1) / (n + 2) * R - wait, t.total += (n + 1) / (n + 2) * R;
   }
   rep->exchange_terms[FE_XPART_GATHER] = t.gather;

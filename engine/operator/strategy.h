@@ -21,6 +21,7 @@ typedef struct fe_realization fe_realization;
 
 /* The most bytes a strategy's parsed options take (fe_strategy.options_size). */
 #define FE_STRATEGY_OPTIONS_BYTES 64
+enum { FE_XWAVE_QUANTILES = 32 }; /* the first wave's work: quantiles kept (fe_realization) */
 
 /* The table of one strategy. Every int-returning slot returns 0 or an fe_err code. */
 typedef struct fe_strategy {
@@ -153,7 +154,10 @@ struct fe_realization {
    * model reads their residence (operator-action.c) */
   long long xgroups;
   int xresident;
-  double xfirst;         /* and the share of its work in its first wave (0: an even share) */
+  /* and its first wave's groups' work over the average group's, sorted, at quantiles i / 32
+   * (csr's product, where xwave_known; else its groups taken as alike) */
+  double xwave[FE_XWAVE_QUANTILES + 1];
+  int xwave_known;
   fe_buffer groups;      /* group list, ordered by color */
   fe_buffer geo[FE_NACTIONS]; /* stored geometric factors per action (shared when equal) */
   int geo_shared;        /* geo holds a set of factors per class of congruent cells

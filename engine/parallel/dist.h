@@ -100,6 +100,8 @@ int fe_dist_reduce_sum(const fe_dist *d, double *s, int n);
  * too with modes 1 and 2): the entries another rank owns taken off, no sum over the ranks. */
 int fe_dist_reduce_owned(const fe_dist *d, const fe_vector *x, const fe_vector *y, int mode,
                          double *s);
+enum { FE_DIST_GROUP = 256 }; /* the exchange kernels' entries a group (engine/parallel/exchange.c) */
+
 /* What one exchange of d does on this rank with vectors in prec on be (the model's input,
  * fe_perf_exchange; be NULL: through the host); all zero on one rank. */
 void fe_dist_exchange_work(const fe_dist *d, const fe_backend *be, fe_precision prec,

@@ -13,7 +13,7 @@
 #include "engine/parallel/exchange.h"
 #include "engine/perf/perf.h"
 
-enum { ITEMS = 256 }; /* entries a group */
+enum { ITEMS = FE_DIST_GROUP }; /* entries a group */
 
 enum { DOT_GROUPS = 64 }; /* the corrections' groups at most (each item 4 entries or more) */
 

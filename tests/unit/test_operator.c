@@ -958,11 +958,17 @@ Test(assembly, host_fill_makes_each_matrix_about_once)
   }
 }
 
-/* The share of a product's work in its first groups (the exchange's model: the first wave the
- * gather waits on): CSR's entries and SELL's slots of the groups' rows, counted here from the
- * host's arrays. A P2 box numbers its vertices first, whose rows hold more entries than its
- * edges': its first groups hold more than an even share. */
-Test(assembly, product_share_of_the_first_groups)
+/* The work of a product's first groups (the exchange's model: the first wave the gather
+ * waits beside): each group's CSR entries or SELL slots over the average group's, sorted, at
+ * quantiles, counted here again from the host's arrays. A P2 box numbers its vertices first,
+ * whose rows hold more entries than its edges': its first groups hold more than the average. */
+static int cmp_doubles(const void *a, const void *b)
+{
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+Test(assembly, product_work_of_the_first_groups)
 {
   op_problem p;
   op_problem_space(&p, FE_CELL_TET, 6, "P2", "1");
@@ -976,30 +982,36 @@ Test(assembly, product_share_of_the_first_groups)
     fe_csr *M = NULL;
     fe_report rep;
     cr_assert_eq(fe_operator_assemble(p.A, NULL, &o, &mo, &M, &rep), 0, "%s", fe_error_message());
-    long long groups, rows = sell ? 128 : 128 / M->lanes;
-    int items, *rp, *cols;
-    double *vals;
+    long long groups;
+    int items, *rp, *cols, *cs = NULL;
+    double *vals, q[9];
     fe_csr_launch_groups(M, &groups, &items);
+    const long long rows = sell ? 128 : 128 / M->lanes, per = sell ? rows / M->chunk : rows;
     cr_assert_eq(fe_csr_get(M, &rp, &cols, &vals), 0, "%s", fe_error_message());
-    cr_assert(groups > 4, "%lld groups", groups);
-    for (long long g = 1; g <= 3; g++) {
-      double want;
-      if (sell) { /* chunks padded to their longest row, rows sorted in windows of sigma */
-        int *cs = malloc(sizeof(int) * ((size_t)M->nchunks + 1));
-        cr_assert_eq(M->be->ops->read(M->be->impl, &M->cstart, 0,
-                                      sizeof(int) * ((size_t)M->nchunks + 1), cs), 0);
-        want = cs[g * rows / M->chunk] / (double)M->nslots;
-        free(cs);
-      } else {
-        want = rp[g * rows] / (double)M->nnz;
-      }
-      const double got = fe_csr_groups_share(M, g);
-      cr_assert(fabs(got - want) < 1e-12 && got > 1.2 * g / (double)groups,
-                "%s: the first %lld of %lld groups' share %g (want %g; even %g)",
-                sell ? "SELL" : "CSR", g, groups, got, want, g / (double)groups);
+    if (sell) {
+      cs = malloc(sizeof(int) * ((size_t)M->nchunks + 1));
+      cr_assert_eq(M->be->ops->read(M->be->impl, &M->cstart, 0,
+                                    sizeof(int) * ((size_t)M->nchunks + 1), cs), 0);
     }
-    cr_assert(fe_csr_groups_share(M, groups + 5) == 1, "past the last group: the whole");
-    free(rp), free(cols), free(vals);
+    const int *at = sell ? cs : rp;
+    const long long n = sell ? M->nchunks : M->n, first = 3;
+    const double avg = (sell ? (double)M->nslots : (double)M->nnz) / groups;
+    cr_assert(groups > 2 * first, "%lld groups", groups);
+    double w[3];
+    for (long long g = 0; g < first; g++) {
+      const long long e = (g + 1) * per < n ? (g + 1) * per : n;
+      w[g] = (at[e] - at[g * per]) / avg;
+    }
+    qsort(w, 3, sizeof(double), cmp_doubles);
+    cr_assert_eq(fe_csr_first_groups(M, first, q, 8), 0);
+    for (int i = 0; i <= 8; i++)
+      cr_assert(fabs(q[i] - w[2 * i / 8]) < 1e-12, "%s: quantile %d/8 of the first %lld groups' "
+                "work %g (want %g)", sell ? "SELL" : "CSR", i, first, q[i], w[2 * i / 8]);
+    cr_assert(q[0] > 1.2, "%s: the first groups (the vertices' rows) %g of the average group's",
+              sell ? "SELL" : "CSR", q[0]);
+    cr_assert_eq(fe_csr_first_groups(M, groups + 5, q, 8), 0);
+    cr_assert(q[0] <= 1 && q[8] >= 1, "all the groups: the average within [%g, %g]", q[0], q[8]);
+    free(rp), free(cols), free(vals), free(cs);
     fe_csr_free(M);
   }
   op_problem_free(&p);

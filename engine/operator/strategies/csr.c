@@ -142,7 +142,8 @@ static int csr_phases(fe_realization *r)
     fe_csr_launch_groups(d->M, &r->xgroups, &k.group_items);
     fe_perf_occupancy(r->be, d->M->spmv, &k);
     r->xresident = k.resident;
-    r->xfirst = fe_csr_groups_share(d->M, (long long)r->be->info.compute_units * k.resident);
+    r->xwave_known = !fe_csr_first_groups(d->M, (long long)r->be->info.compute_units * k.resident,
+                                          r->xwave, FE_XWAVE_QUANTILES);
   }
   return 0;
 }
