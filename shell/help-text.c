@@ -498,8 +498,8 @@ const help_entry felab_help_builtin[] = {
      "(rep.exchange_direct), a CG's also its reductions (rep.reduce_predicted):\n"
      "docs/parallel.md. Beside the interior, its parts measured (rep.exchange_parts) and\n"
      "predicted (rep.exchange_terms): {gather =, messages =, copies =, sums =} seconds;\n"
-     "rep.exchange_wave: the interior's first wave's time over an even wave's (the gather\n"
-     "waits on it).\n"
+     "rep.exchange_wave: when the gather's groups find places beside the interior's first\n"
+     "wave, over an even wave's time (1: its groups alike).\n"
      "example: r, rep = A:residual(u); print(rep.gflops, rep.predicted_seconds / rep.seconds)"},
 
     /* output */
