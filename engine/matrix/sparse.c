@@ -425,8 +425,9 @@ int fe_csr_first_groups(const fe_csr *M, long long groups, double *q, int nq)
   if (M->format == FE_FORMAT_CUSPARSE || groups <= 0 || nq < 1) return 1;
   const int sell = M->format == FE_FORMAT_SELL;
   const long long rows = sell ? EM_ITEMS : EM_ITEMS / M->lanes; /* a group's */
-  const long long all = sell ? ((long long)M->nchunks * M->chunk + rows - 1) / rows
-                             : ((long long)M->n + rows - 1) / rows;
+  long long all;
+  int items;
+  fe_csr_launch_groups(M, &all, &items);
   const double whole = sell ? (double)M->nslots : (double)M->nnz;
   if (groups > all) groups = all;
   if (groups <= 0 || !(whole > 0)) return 1;
