@@ -60,6 +60,12 @@ if out:find("size\t1\trank\t0", 1, true) == nil and out:find("MPI", 1, true) the
   return
 end
 check(out:find("size\t1\trank\t0", 1, true), "one rank: %s", out)
+-- OpenMPI's shared-memory eager limit: felab's 32 KiB unless the environment sets it
+-- (engine/parallel/comm.c: a rank's messages go without waiting for the receiver to be in MPI)
+local eager = "-e 'print(\"eager\", os.getenv(\"OMPI_MCA_btl_vader_eager_limit\"))'"
+local ours, theirs = run(2, eager), run(2, eager, nil, "OMPI_MCA_btl_vader_eager_limit=8192 ")
+check(ours:find("eager\t32768", 1, true), "the eager limit under mpirun: %s", ours)
+check(theirs:find("eager\t8192", 1, true), "the environment's eager limit kept: %s", theirs)
 for _, np in ipairs({2, 3}) do
   local o = run(np, "-e 'print(\"size\", mpi.size, \"rank\", mpi.rank)'")
   local _, lines = o:gsub("size\t" .. np .. "\trank\t", "")
