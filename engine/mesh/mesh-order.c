@@ -449,14 +449,9 @@ int fe_mesh_reorder(fe_mesh *m, const char *how)
   if (rcm) {
     rc = rcm_order(m, order);
   } else {
-    for (int d = 0; d < 3; d++) {
-      double hi = lo[d] = n ? m->coords[d] : 0;
-      for (int v = 0; v < n; v++) {
-        const double x = m->coords[3 * (size_t)v + d];
-        lo[d] = x < lo[d] ? x : lo[d], hi = x > hi ? x : hi;
-      }
-      span[d] = hi - lo[d];
-    }
+    double hi[3];
+    fe_mesh_extent(m, lo, hi);
+    for (int d = 0; d < 3; d++) span[d] = hi[d] - lo[d];
     for (int v = 0; v < n; v++)
       items[v].key = hilbert_key(m->coords + 3 * (size_t)v, lo, span, m->dim), items[v].id = v;
     qsort(items, (size_t)n, sizeof *items, sort_item_compare);

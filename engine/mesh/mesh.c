@@ -74,6 +74,17 @@ static void buf_add(char *buf, size_t n, size_t *len, const char *fmt, ...)
   if (w > 0) *len = *len + (size_t)w < n ? *len + (size_t)w : n - 1;
 }
 
+void fe_mesh_extent(const fe_mesh *m, double lo[3], double hi[3])
+{
+  for (int d = 0; d < 3; d++) lo[d] = hi[d] = 0;
+  for (int v = 0; v < m->nvertices; v++)
+    for (int d = 0; d < 3; d++) {
+      const double x = m->coords[3 * (size_t)v + d];
+      if (v == 0 || x < lo[d]) lo[d] = x;
+      if (v == 0 || x > hi[d]) hi[d] = x;
+    }
+}
+
 /* Counts, bounding box, boundary tags and regions, a few lines into buf. */
 void fe_mesh_summary(const fe_mesh *m, char *buf, size_t n)
 {
@@ -89,13 +100,8 @@ void fe_mesh_summary(const fe_mesh *m, char *buf, size_t n)
   if (mesh_curved(m))
     buf_add(buf, n, &len, ", curved (order 2), %d geometry nodes", m->ngeo_nodes);
   buf_add(buf, n, &len, "\n");
-  double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
-  for (int v = 0; v < m->nvertices; v++)
-    for (int d = 0; d < 3; d++) {
-      double x = m->coords[3 * (size_t)v + d];
-      if (v == 0 || x < lo[d]) lo[d] = x;
-      if (v == 0 || x > hi[d]) hi[d] = x;
-    }
+  double lo[3], hi[3];
+  fe_mesh_extent(m, lo, hi);
   buf_add(buf, n, &len, "  bounding box [%g,%g] x [%g,%g]", lo[0], hi[0], lo[1], hi[1]);
   if (m->dim == 3) buf_add(buf, n, &len, " x [%g,%g]", lo[2], hi[2]);
   buf_add(buf, n, &len, "\n  boundary tags (%d facets):", m->nfacets);

@@ -88,6 +88,9 @@ void fe_mesh_free(fe_mesh *m);
 
 /* One-paragraph human summary into buf. */
 void fe_mesh_summary(const fe_mesh *m, char *buf, size_t n);
+/* The box of m's vertices: lo[d], hi[d] their least and largest coordinate d (0 where there are
+ * none). */
+void fe_mesh_extent(const fe_mesh *m, double lo[3], double hi[3]);
 /* Look up a tag by name among tags of dimension dim; an unknown name is an FE_ERR_ARG
  * error that lists the names that exist. */
 int fe_mesh_tag_id(const fe_mesh *m, const char *name, int dim, int *id);

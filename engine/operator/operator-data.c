@@ -300,12 +300,7 @@ static int single_fits_everywhere(const fe_operator *A, const fe_cexpr *c)
   const int na = fe_cexpr_reads(c, FE_V_A);
   if (A->V->curved || m->nvertices < 1) return 0;
   double xlo[3], xhi[3], *alo = NULL, *ahi = NULL, lo, hi;
-  for (int d = 0; d < 3; d++) xlo[d] = xhi[d] = m->coords[d];
-  for (int v = 1; v < m->nvertices; v++)
-    for (int d = 0; d < 3; d++) {
-      xlo[d] = fmin(xlo[d], m->coords[3 * (size_t)v + d]);
-      xhi[d] = fmax(xhi[d], m->coords[3 * (size_t)v + d]);
-    }
+  fe_mesh_extent(m, xlo, xhi);
   if (na > 0) {
     alo = malloc(sizeof(double) * (size_t)na), ahi = malloc(sizeof(double) * (size_t)na);
     for (int i = 0; alo && ahi && i < na; i++) {

@@ -567,7 +567,7 @@ int fe_cexpr_bound(const fe_cexpr *c, const double xlo[3], const double xhi[3], 
       l[top - 3] = fmin(*l2, *l1), h[top - 3] = fmax(*h2, *h1), top -= 2;
       break;
     case CX_ADD: *l2 += *l1, *h2 += *h1, top--; break;
-    case CX_SUB: *l2 -= *h1, *h2 -= l[top - 1], top--; break;
+    case CX_SUB: *l2 -= *h1, *h2 -= *l1, top--; break;
     case CX_DIV:
       if (!(*l1 > 0 || *h1 < 0)) return 0; /* a divisor that may be 0 */
       p[0] = *l2 / *l1, p[1] = *l2 / *h1, p[2] = *h2 / *l1, p[3] = *h2 / *h1;
