@@ -26,6 +26,7 @@ typedef struct assembly {
   int scatter;          /* how the values are added (FE_SCATTER_*) */
   int format, chunk, sigma; /* the product's layout asked */
   int by_rows;          /* the host's fill: each row sums its cells' entries */
+  int lattice;          /* by_rows' pattern from a box's lattice (pattern-lattice.c) */
   int dev_rows;         /* the device's fill: each row sums its cells' stored entries */
   int dev_pattern;      /* the pattern built on the device (dev_rows only) */
   int dev_matrices;     /* dev_rows' element matrices by reg_jac in the mesh's order (the
@@ -166,14 +167,18 @@ static int assemble_pattern(assembly *S)
     S->D = (device_pattern){0};
     rc = assemble_pattern_fits(S);
   }
-  if (!rc && !S->dev_pattern) rc = pattern_make(&S->P);
+  /* the host's fill in double of a box's vertices: the rows from its lattice */
+  if (!rc && S->by_rows && S->prec == FE_DOUBLE) rc = lattice_rows(&S->P, S->rowptr);
+  const int lattice = S->lattice = S->P.lattice != NULL;
+  if (!rc && !S->dev_pattern && !lattice) rc = pattern_make(&S->P);
   /* the fill by cells of cells of few nodes (P1 simplices): the first pass keeps each row's
    * neighbours for it (2 bytes each), which it would make again (a row's neighbours made
    * twice were a fifth of a P1 assembly; at P2 and Q1 their sort in the first pass cost what
    * the fill saved, docs/benchmarks.md) */
-  if (!rc && S->by_rows && fill_by_cells_wanted(&S->P, S->prec == FE_DOUBLE) && nb <= 4)
+  if (!rc && S->by_rows && !lattice && fill_by_cells_wanted(&S->P, S->prec == FE_DOUBLE) &&
+      nb <= 4)
     rc = pattern_keep(&S->P);
-  if (!rc && !S->dev_pattern) rc = count_rows(&S->P, S->rowptr);
+  if (!rc && !S->dev_pattern && !lattice) rc = count_rows(&S->P, S->rowptr);
   if (!rc && S->dev_rows && !S->dev_pattern) rc = node_cells(&S->P); /* the device's lists */
   if (!rc && S->dev_rows && !S->dev_pattern) /* the host's pattern, for the device's rows */
     rc = device_pattern_from_host(&S->P, be, S->prec, &S->D);
@@ -298,6 +303,9 @@ static int assemble_fill(assembly *S)
   if (S->dev_pattern) /* the columns and the values in one pass (the fill's time) */
     rc = device_pattern_write(&S->D, V, &M->rowptr, &M->cols, &S->K->vals, &M->vals,
                               &S->seconds);
+  else if (S->P.lattice)
+    rc = lattice_fill(&S->P, S->rowptr, S->cols, be->ops->host(be->impl, &M->vals), &S->F,
+                      &S->nfill, &S->made);
   else rc = fill_pattern(&S->P, S->rowptr, S->cols,
                          by_rows ? be->ops->host(be->impl, &M->vals) : NULL,
                          by_rows ? &S->F : NULL, &S->nfill, &S->made);
@@ -431,8 +439,12 @@ static int assemble_report(assembly *S, fe_report *rep)
   int ncolors = S->ncolors;
   size_t w = S->w;
   char how[256];
-  if (by_rows) snprintf(how, sizeof how, "element matrices (reg_jac) made as the rows need them "
-                        "(%lld for %d cells), each row summing its cells' entries", S->made, nc);
+  if (by_rows && S->lattice)
+    snprintf(how, sizeof how, "element matrices (reg_jac) made a batch of cells at a time (%lld "
+             "for %d cells), added in place; the pattern from the box's lattice", S->made, nc);
+  else if (by_rows) snprintf(how, sizeof how, "element matrices (reg_jac) made as the rows need "
+                             "them (%lld for %d cells), each row summing its cells' entries",
+                             S->made, nc);
   else if (S->dev_rows) snprintf(how, sizeof how, "element matrices stored, each row summing its "
                                  "cells' entries in cell order; pattern on the %s",
                                  S->wide ? "host (a node too wide)" : S->dev_pattern ? "device"

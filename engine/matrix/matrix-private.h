@@ -114,6 +114,8 @@ typedef struct pattern {
   unsigned short **kept;
   size_t *kept_len, *kept_cap;
   int nkept, nkept_threads;
+  /* lattice_rows: a box's lattice gives the rows (pattern-lattice.c; NULL: the passes above) */
+  struct pattern_lattice *lattice;
 } pattern;
 
 /* A row's kept neighbours that do not fit: made again. */
@@ -212,6 +214,14 @@ int count_rows(pattern *P, int *rowptr);
 int pattern_keep(pattern *P);
 /* Thread t of nt's kept neighbours, or NULL (none kept, or by another count of threads). */
 const unsigned short *pattern_kept(const pattern *P, int t, int nt);
+/* A scalar space on a box's vertices, filled in double (pattern-lattice.c): rowptr and
+ * P->lattice from the lattice where the cells follow it (else P->lattice stays NULL and
+ * nothing is written). */
+int lattice_rows(pattern *P, int *rowptr);
+/* The lattice's columns and values (P->lattice made), as fill_pattern's. */
+int lattice_fill(const pattern *P, const int *rowptr, int *cols, double *vals,
+                 const host_fill *F, int *launches, long long *made);
+void pattern_lattice_free(pattern *P);
 /* The second pass, writing cols (and with F vals) in place; *launches, *made: the fill's
  * (pattern-fill.c). */
 int fill_pattern(const pattern *P, const int *rowptr, int *cols, void *vals,

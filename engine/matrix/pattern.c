@@ -38,6 +38,7 @@ void pattern_free(pattern *P)
   free(P->olist);
   for (int t = 0; P->kept && t < P->nkept; t++) free(P->kept[t]);
   free(P->kept), free(P->kept_len), free(P->kept_cap);
+  pattern_lattice_free(P);
 }
 
 /* Thread t of nt's range of cells: the lowest and highest nodes they hold into *l, *h. */

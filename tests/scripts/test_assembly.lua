@@ -32,14 +32,27 @@ if arg[1] == "bits" then
   local hexes = mesh.box{cells = {6, 7, 5}, cell = "hex", distort = 0.2}
   local far = mesh.box{cells = {40, 36, 34}, cell = "tet", distort = 0.1} -- 53k nodes: some
   far:reorder("hilbert") -- rows' neighbours 2^15 ids apart or more (not kept: made again)
+  local prisms = mesh.box{cells = {5, 4, 6}, cell = "prism", distort = 0.2}
+  local tris = mesh.box{cells = {9, 7}, cell = "tri", distort = 0.2}
+  local quads = mesh.box{cells = {7, 9}, cell = "quad", distort = 0.2}
+  -- each case's matrix, and whether its rows came from the box's lattice (pattern-lattice.c:
+  -- a scalar space on a box's vertices, in double)
   for _, c in ipairs({{"P1", tets, "P1", "all"}, {"P2", tets, "P2", nil},
                       {"P1 far", far, "P1", {"xmin", "zmax"}},
                       {"P1 hilbert", moved, "P1", {"xmin"}}, {"P2 hilbert", moved, "P2", "all"},
-                      {"Q1", hexes, "Q1", "all"}, {"Q2", hexes, "Q2", {"ymax"}}}) do
+                      {"Q1", hexes, "Q1", "all"}, {"Q2", hexes, "Q2", {"ymax"}},
+                      {"P1 prisms", prisms, "P1", {"zmin", "xmax"}}, {"P1 tris", tris, "P1", nil},
+                      {"Q1 quads", quads, "Q1", {"ymin"}}, {"P1 tets, no Dirichlet", tets, "P1"}}) do
     local A = fe.operator(fe.space(c[2], c[3]), physics.poisson{kappa = "1 + x[0]", source = 1},
                           {dirichlet = c[4]})
-    print(("%s %d"):format(c[1], hash(A:assemble{backend = "cpu"})))
+    local M, rep = A:assemble{backend = "cpu"}
+    print(("%s %d%s"):format(c[1], hash(M), rep.why:find("lattice") and " lattice" or ""))
   end
+  local V = fe.space(tets, "P1") -- a physics with a field, at a state
+  local A = fe.operator(V, T.nonlinear(V), {dirichlet = {"ymin"}})
+  local M, rep = A:assemble{backend = "cpu",
+                            at = V:interpolate(function(x) return x[1] * x[2] - x[3] end)}
+  print(("P1 at a state %d%s"):format(hash(M), rep.why:find("lattice") and " lattice" or ""))
   return
 end
 if arg[1] == "outliers" then print("-- again with FELAB_PATTERN_FIT=16") end
@@ -110,7 +123,8 @@ end
 
 -- rows whose cells do not fit the window: computed apart, one launch each. A window of 64
 -- matrices (FELAB_FILL_WINDOW, in a second run of this script) holds no P1 row of a box
--- whose layers are 384 cells, so almost every row goes apart, and the matrix is the same.
+-- whose layers are 384 cells, so almost every row goes apart, and the matrix is the same (the
+-- general passes asked for: FELAB_PATTERN_NODES, else a box's rows come from its lattice).
 if arg[1] == "small-window" then
   local m = mesh.box{cells = {8, 8, 8}, cell = "tet"}
   local V = fe.space(m, "P1")
@@ -127,8 +141,8 @@ end
 if arg[1] ~= "outliers" then
   local i = 0
   while arg[i - 1] do i = i - 1 end
-  for _, run in ipairs({"FELAB_FILL_WINDOW=64 '%s' '%s' small-window",
-                        "FELAB_PATTERN_FIT=16 '%s' '%s' outliers"}) do
+  for _, run in ipairs({"FELAB_PATTERN_NODES=1 FELAB_FILL_WINDOW=64 '%s' '%s' small-window",
+                        "FELAB_PATTERN_NODES=1 FELAB_PATTERN_FIT=16 '%s' '%s' outliers"}) do
     local cmd = run:format(arg[i], arg[0])
     check(os.execute(cmd), "the run failed: %s", cmd)
   end
@@ -147,9 +161,25 @@ if arg[1] == nil then
     -- busy the cores were, which differs from child to child) are not the matrices'
     return (out:gsub("felab: [^\n]*\n", ""))
   end
-  local cells, rows = child("OMP_NUM_THREADS=3"), child("FELAB_FILL_ROWS=1 OMP_NUM_THREADS=1")
-  check(cells == rows, "the fill by cells differs from the fill by rows:\n%s\n%s", cells, rows)
-  print("the fill by cells = the fill by rows, bit for bit (P1, P2, Q1, Q2, reordered meshes)")
+  local lattice, cells = child("OMP_NUM_THREADS=3"), child("FELAB_PATTERN_NODES=1 OMP_NUM_THREADS=2")
+  local rows = child("FELAB_FILL_ROWS=1 OMP_NUM_THREADS=1")
+  -- the boxes' scalar vertex spaces from their lattice (not the reordered meshes, not P2, Q2),
+  -- nothing else, and the three fills' matrices the same bits
+  local want = {["P1"] = 1, ["Q1"] = 1, ["P1 prisms"] = 1, ["P1 tris"] = 1,
+                ["Q1 quads"] = 1, ["P1 tets, no Dirichlet"] = 1, ["P1 at a state"] = 1}
+  local n = 0
+  for line in lattice:gmatch("[^\n]+") do
+    local name, tail = line:match("^(.-) %-?%d+(.*)$")
+    check(name and (tail == " lattice") == (want[name] == 1), "the lattice's rows: %s", line)
+    n = n + 1
+  end
+  check(n == 12 and not cells:find("lattice") and not rows:find("lattice"),
+        "the lattice where asked for only: %d cases\n%s\n%s", n, cells, rows)
+  local function bits(out) return (out:gsub(" lattice", "")) end
+  check(bits(lattice) == cells and cells == rows, "the fills differ (the lattice's, by cells, "
+        .. "by rows):\n%s\n%s\n%s", lattice, cells, rows)
+  print("the lattice's fill = the fill by cells = the fill by rows, bit for bit (P1 tets, "
+        .. "prisms, tris; Q1 hexes, quads; P2, Q2, reordered meshes)")
 end
 
 -- where the host's fill cannot run, the rows are summed on the device from stored element

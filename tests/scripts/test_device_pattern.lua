@@ -100,7 +100,10 @@ end
 do
   local A = fe.operator(fe.space(box, "P1"), physics.poisson{kappa = 1, source = 1})
   local _, rc = A:assemble{backend = "cpu"}
-  check(rc.why:find("made as the rows need them", 1, true), "the cpu's default: %s", rc.why)
+  check(rc.why:find("box's lattice", 1, true), "the cpu's default on a box: %s", rc.why)
+  local _, rg = fe.operator(fe.space(box, "P2"), physics.poisson{kappa = 1, source = 1})
+                  :assemble{backend = "cpu"}
+  check(rg.why:find("made as the rows need them", 1, true), "the cpu's default: %s", rg.why)
   for _, be in ipairs(T.backends(true)) do
     if be ~= "cpu" then
       local _, r = A:assemble{backend = be}
