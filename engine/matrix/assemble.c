@@ -440,8 +440,8 @@ static int assemble_report(assembly *S, fe_report *rep)
   size_t w = S->w;
   char how[256];
   if (by_rows && S->lattice)
-    snprintf(how, sizeof how, "element matrices (reg_jac) made a batch of cells at a time (%lld "
-             "for %d cells), added in place; the pattern from the box's lattice", S->made, nc);
+    snprintf(how, sizeof how, "element matrices (reg_jac) a batch of cubes at a time (%lld for "
+             "%d cells) into rows from the box's lattice", S->made, nc);
   else if (by_rows) snprintf(how, sizeof how, "element matrices (reg_jac) made as the rows need "
                              "them (%lld for %d cells), each row summing its cells' entries",
                              S->made, nc);
