@@ -144,14 +144,32 @@ static int row_by_cells(const pattern *P, const int *rowptr, int *cols, double *
   return 0;
 }
 
-/* The rows' front: its rows up to (not with) position qend, chunk by chunk; a row apart is
- * summed as a row (fill_row, its cells made into the slots past the batch's). */
+/* The rows apart waiting: their cells' matrices made in one launch (into K's slots, the
+ * batch's being free while the rows' front runs), then each summed as a row (fill_row). */
+static int apart_rows(const pattern *P, const int *rowptr, int *cols, double *vals,
+                      const host_fill *F, cell_plan *c, fill_scratch *x)
+{
+  int rc = x->np ? host_fill_gathered(F, x->pcells, x->npc, 0, x, c->K,
+                                      (size_t)c->B + (size_t)P->maxdeg) : 0;
+  x->pstart[x->np] = x->npc;
+  for (int r = 0; !rc && r < x->np; r++) {
+    cell_window made = {.K = c->K, .given = 1, .base = x->pstart[r]};
+    rc = fill_row(P, rowptr, cols, vals, F, &made, x->prow[r], x->pcells + x->pstart[r],
+                  x->pstart[r + 1] - x->pstart[r], NULL, 0, x);
+  }
+  x->np = x->npc = 0;
+  return rc;
+}
+
+/* The rows' front: its rows up to (not with) position qend, chunk by chunk; the rows apart
+ * are summed as rows (fill_row), their cells made together (apart_rows: one launch for as
+ * many rows as a batch of cells holds, where a launch a row took most of a Hilbert-ordered
+ * mesh's fill). */
 static int rows_front(const pattern *P, const int *rowptr, int *cols, double *vals,
                       const host_fill *F, cell_plan *c, int q0, int qend, fill_scratch *x)
 {
-  const int cap = chunk_cap(P);
+  const int cap = chunk_cap(P), most = c->B + P->maxdeg;
   const size_t sb = slot_bytes(P->V->elem.nbasis);
-  cell_window apart = {.W = c->B, .K = c->K}; /* fit 0: every row apart */
   while (c->q < qend) {
     if (c->q == c->qn) { /* the next chunk's cells */
       c->qc = c->q;
@@ -170,15 +188,19 @@ static int rows_front(const pattern *P, const int *rowptr, int *cols, double *va
       rc = row_by_cells(P, rowptr, cols, vals, c, a, cells, deg,
                         kept && kept[0] != KEPT_NONE ? kept : NULL, x);
       break;
-    case APART:
-      rc = fill_row(P, rowptr, cols, vals, F, &apart, a, cells, deg, NULL, 0, x);
+    case APART: /* waits with the others until a launch's cells are gathered */
+      if (x->npc + deg > most) rc = apart_rows(P, rowptr, cols, vals, F, c, x);
+      memcpy(x->pcells + x->npc, cells, sizeof(int) * (size_t)deg);
+      x->prow[x->np] = a;
+      x->pstart[x->np++] = x->npc;
+      x->npc += deg;
       break;
     default: /* a constrained row: the identity's; a free row of no cells: empty */
       if (P->fixed[a]) cols[rowptr[a]] = a, vals[rowptr[a]] = 1;
     }
     if (rc) return rc;
   }
-  return 0;
+  return apart_rows(P, rowptr, cols, vals, F, c, x);
 }
 
 /* The cells' front: cells [c0, c0 + n)'s matrices (made at c->K) added to their places, the

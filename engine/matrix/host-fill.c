@@ -181,8 +181,7 @@ size_t window_bytes(const host_fill *F, const pattern *P, const cell_window *w)
 int window_row(const host_fill *F, const pattern *P, cell_window *w, const int *cells, int deg,
                fill_scratch *x)
 {
-  const int nb = P->V->elem.nbasis, *cn = P->V->cell_nodes, B = F->batch;
-  const int cmin = cells[0], cmax = cells[deg - 1];
+  const int B = F->batch, cmin = cells[0], cmax = cells[deg - 1];
   int front = w->front;
   while (cmax - cmin < w->fit && front <= cmax) front = front + B < w->end ? front + B : w->end;
   if (cmax - cmin < w->fit && cmin >= front - w->W) {
@@ -197,17 +196,25 @@ int window_row(const host_fill *F, const pattern *P, cell_window *w, const int *
     for (int i = 0; i < deg; i++) x->slot[i] = cells[i] & (w->W - 1);
     return 0;
   }
-  for (int i = 0; i < deg; i++) { /* apart: gathered */
+  for (int i = 0; i < deg; i++) x->slot[i] = w->W + i; /* apart: gathered */
+  return host_fill_gathered(F, cells, deg, w->W, x, w->K, (size_t)w->W + P->maxdeg);
+}
+
+int host_fill_gathered(const host_fill *F, const int *cells, int n, int slot0, fill_scratch *x,
+                       void *K, size_t kslots)
+{
+  const int nb = F->h.A->V->elem.nbasis, *cn = F->h.A->V->cell_nodes;
+  for (int i = 0; i < n; i++) {
     const size_t c = (size_t)cells[i];
     memcpy(x->gcells + (size_t)i * nb, cn + c * nb, sizeof(int) * nb);
     if (F->aux) memcpy(x->gaux + i * F->aux_bytes, F->aux + c * F->aux_bytes, F->aux_bytes);
     if (F->maps) memcpy(x->gmaps + (size_t)i * F->nbf, F->maps + c * F->nbf, sizeof(int) * F->nbf);
-    x->ids[i] = x->slot[i] = w->W + i;
+    x->ids[i] = slot0 + i;
   }
   x->launches++;
-  x->made += deg;
+  x->made += n;
   return host_fill_launch(F, x->gcells, F->aux ? x->gaux : NULL, F->maps ? x->gmaps : NULL,
-                          x->ids, deg, w->K, (size_t)w->W + P->maxdeg);
+                          x->ids, n, K, kslots);
 }
 
 /* Prefetch the matrices of a row's deg cells that the window holds (the next row's, while

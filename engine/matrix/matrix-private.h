@@ -150,12 +150,17 @@ typedef struct host_fill {
 typedef struct cell_window {
   int W, front, end, fit;
   void *K;
+  int given, base; /* given: a row's cells' matrices are made already, at slots base, base + 1,
+                    * ... of K (the fill by cells' rows apart, made together) */
 } cell_window;
 
 /* A thread's scratch for the fill: a launch's slots and a gathered row's cells (nodes,
  * constants, maps), the rows' marks and places (fill_row), a chunk's cells, its launches. */
 typedef struct fill_scratch {
   int *ids, *gcells, *gmaps, *seen, *at, *nbr, *slot; /* seen, at: made on first use */
+  int gcap;           /* the cells gcells, gmaps, gaux and ids hold */
+  int *pcells, *prow, *pstart, np, npc; /* the fill by cells' rows apart waiting: their cells
+                                         * (gcap), nodes and first cells, how many of each */
   unsigned char *atb; /* the fill by cells' places of a row's neighbours (at as bytes) */
   int *cstart, *list; /* a chunk of rows' cells (chunk_cells) */
   char *gaux;
@@ -317,6 +322,10 @@ int window_row(const host_fill *F, const pattern *P, cell_window *w, const int *
 /* The element matrices of cells [c0, c0 + n) into slots x->ids of K (kslots of them),
  * counted in x (a failure: its code). */
 int host_fill_cells(const host_fill *F, int c0, int n, fill_scratch *x, void *K, size_t kslots);
+/* Element matrices of n cells anywhere in the mesh (gathered into x's buffers, at most
+ * x->gcap) into slots slot0 .. slot0 + n - 1 of K (kslots). Called by threads. */
+int host_fill_gathered(const host_fill *F, const int *cells, int n, int slot0, fill_scratch *x,
+                       void *K, size_t kslots);
 /* Prefetch the matrices of a row's deg cells that the window holds. */
 void window_prefetch(const host_fill *F, const cell_window *w, const int *cells, int deg);
 

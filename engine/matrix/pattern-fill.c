@@ -101,7 +101,8 @@ int fill_row(const pattern *P, const int *rowptr, int *cols, void *vals, const h
   if (!seen || (!x->at && !(x->at = malloc(sizeof(int) * ((size_t)P->V->nnodes + 1)))))
     return FE_ERR_MEM;
   const int m = node_neighbours(P, a, cells, deg, seen, x->nbr, 1);
-  int rc = F && m ? window_row(F, P, w, cells, deg, x) : 0, len = 0, k0 = 0;
+  for (int i = 0; w->given && i < deg; i++) x->slot[i] = w->base + i; /* made already */
+  int rc = F && m && !w->given ? window_row(F, P, w, cells, deg, x) : 0, len = 0, k0 = 0;
   if (rc) return rc;
   if (F && next) window_prefetch(F, w, next, nnext);
   while (k0 < nc && P->fixed[a * nc + k0]) k0++;
@@ -149,6 +150,7 @@ int *fill_seen(const pattern *P, fill_scratch *x)
 static void scratch_free(fill_scratch *x)
 {
   free(x->ids), free(x->gcells), free(x->gmaps), free(x->seen), free(x->at), free(x->nbr);
+  free(x->pcells), free(x->prow), free(x->pstart);
   free(x->atb);
   free(x->slot), free(x->gaux), free(x->acc), free(x->cstart), free(x->list);
 }
@@ -159,18 +161,23 @@ static int scratch_make(const pattern *P, const host_fill *F, fill_scratch *x)
   const int nb = P->V->elem.nbasis, nc = P->V->ncomp, d = P->maxdeg;
   const size_t most = (size_t)d * nb + 1, batch = F ? (size_t)F->batch : 0;
   const size_t cap = (size_t)chunk_cap(P);
-  *x = (fill_scratch){0};
+  /* cells gathered at once: a row's, or (the fill by cells) a batch and a row's of rows apart */
+  const size_t g = (size_t)d + batch;
+  *x = (fill_scratch){.gcap = (int)g};
   x->nbr = malloc(sizeof(int) * most);
   x->slot = malloc(sizeof(int) * ((size_t)d + 1));
-  x->ids = malloc(sizeof(int) * (batch > (size_t)d ? batch : (size_t)d));
-  x->gcells = malloc(sizeof(int) * most);
-  x->gmaps = malloc(sizeof(int) * ((size_t)d * (F ? F->nbf : 0) + 1));
-  x->gaux = malloc((size_t)d * (F ? F->aux_bytes : 0) + 1);
+  x->ids = malloc(sizeof(int) * g);
+  x->gcells = malloc(sizeof(int) * g * nb);
+  x->gmaps = malloc(sizeof(int) * (g * (F ? F->nbf : 0) + 1));
+  x->gaux = malloc(g * (F ? F->aux_bytes : 0) + 1);
+  x->pcells = malloc(sizeof(int) * g);
+  x->prow = malloc(sizeof(int) * (g + 1));
+  x->pstart = malloc(sizeof(int) * (g + 1));
   x->acc = malloc(sizeof(double) * (most + 1) * nc); /* a row and the spare slots past it */
   x->cstart = malloc(sizeof(int) * (cap / 4 + 2));
   x->list = malloc(sizeof(int) * cap);
-  if (!x->nbr || !x->slot || !x->ids || !x->gcells || !x->gmaps ||
-      !x->gaux || !x->acc || !x->cstart || !x->list)
+  if (!x->nbr || !x->slot || !x->ids || !x->gcells || !x->gmaps || !x->gaux || !x->pcells ||
+      !x->prow || !x->pstart || !x->acc || !x->cstart || !x->list)
     return FE_ERR_MEM;
   return 0;
 }
