@@ -387,7 +387,9 @@ int felab_open_mesh(lua_State *L)
                  "Renumber vertices and cells in place for locality and return the mesh: rcm\n"
                  "(reverse Cuthill-McKee, small bandwidth), hilbert (along a Hilbert curve),\n"
                  "layers (a sweep from a far vertex, as mesh.load does) or morton (a Morton curve).\n"
-                 "Do it before making spaces on the mesh.\nexample: m:reorder(\"rcm\")");
+                 "Do it before making spaces on the mesh. The cpu's assembly (csr's setup) wants a\n"
+                 "node's cells near each other in the order: rcm or layers (a Hilbert order spreads\n"
+                 "them, its assembly 2-3x slower).\nexample: m:reorder(\"rcm\")");
   felab_help_add(FELAB_MESH ":quality", "m:quality()",
                  "Cell shape statistics {min, max, mean} (1 for regular cells, towards 0 as they\n"
                  "degenerate), worst_cell (cell id from 0, as in error messages), min_volume,\n"
