@@ -204,6 +204,7 @@ int host_fill_gathered(const host_fill *F, const int *cells, int n, int slot0, f
                        void *K, size_t kslots)
 {
   const int nb = F->h.A->V->elem.nbasis, *cn = F->h.A->V->cell_nodes;
+  if (n > x->gcap) return FE_ERR_INTERNAL; /* more than the scratch holds: a caller's error */
   for (int i = 0; i < n; i++) {
     const size_t c = (size_t)cells[i];
     memcpy(x->gcells + (size_t)i * nb, cn + c * nb, sizeof(int) * nb);

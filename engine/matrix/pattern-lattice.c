@@ -173,7 +173,6 @@ int lattice_rows(pattern *P, int *rowptr)
     for (int i = 0; i <= L->n[0]; i++) {
       const int a = a0 + i;
       unsigned mk = fixed[a] ? 0 : side[i == 0 ? 0 : i == L->n[0] ? 2 : 1];
-      if (i == 0 && i == L->n[0]) mk = 0; /* no cubes along x: not a box */
       for (unsigned r = mk; r; r &= r - 1) { /* less the constrained columns */
         const int o = __builtin_ctz(r);
         if (fixed[a + ids[o]]) mk &= ~(1u << o);
