@@ -390,13 +390,6 @@ static void assemble_fill_counts(assembly *S)
   double ff, fb;
   fe_codegen_field_counts(&s, &ff, &fb);
   S->krep.flops = (double)S->made * elemat_flops_per_cell(r, &s, &S->F.sh); /* as many as it made */
-  /* the cpu's register kernel on affine cells takes a group's cells in SIMD lanes
-   * (elemat.knl's EM_CPU_LANES: its matrices within 64 KB): its flops at the vectorized rate */
-  const size_t kn = (size_t)(nb * V->ncomp) * (size_t)(nb * V->ncomp);
-  if (r->be->info.cells_in_lanes && s.geo_affine && kn * (size_t)S->F.sh.block * 8 <= 65536) {
-    S->krep.vec_flops = S->krep.flops;
-    S->krep.lanes = S->F.sh.block;
-  }
   S->krep.bytes = V->nnodes * 3.0 * w + nc * (nb * 4.0 + A->pde->naux * w) + fb +
                   (fe_codegen_needs(&s).need_u ? nd * w : 0);
 }
@@ -471,8 +464,6 @@ static int assemble_report(assembly *S, fe_report *rep)
   /* the adds, then the element matrices' own work; the device path stores the matrices and
    * reads them back */
   rep->flops = nk + S->krep.flops;
-  rep->vec_flops = S->krep.vec_flops; /* the element matrices' lanes; the adds one at a time */
-  rep->lanes = S->krep.lanes;
   rep->bytes = (by_rows ? 0 : nk * w + nc * nb * 4.0) + (double)M->nnz * (w + 4) +
                (nd + 1) * 4.0 + S->krep.bytes;
   if (M->format == FE_FORMAT_SELL) /* its count and fill: CSR read twice, the counts written,

@@ -94,19 +94,6 @@ for _, c in ipairs(cases) do
         name, y.nodes_nnz, da, dc, r.launches))
 end
 
--- the report's model: on the cpu the register kernel takes a group's affine cells in SIMD
--- lanes, so its flops are counted at the vectorized rate (the adds one at a time); a distorted
--- hex's map varies in the cell: its items one at a time
-do
-  local _, rt = fe.operator(fe.space(box, "P1"), physics.poisson{kappa = 1, source = 1})
-                  :assemble{backend = "cpu"}
-  local _, rh = fe.operator(fe.space(hex, "Q1"), physics.poisson{kappa = 1, source = 1})
-                  :assemble{backend = "cpu"}
-  check(rt.vec_flops > 0 and rt.vec_flops < rt.flops and rh.vec_flops == 0 and rh.flops > 0,
-        "the element matrices' lanes: P1 tets %g of %g flops, distorted Q1 %g of %g",
-        rt.vec_flops, rt.flops, rh.vec_flops, rh.flops)
-end
-
 -- a nonlinear physics with a field, at a state; single precision
 do
   local V = fe.space(box, "P1")
