@@ -202,6 +202,8 @@ int pattern_make(pattern *P);
 int node_cells(pattern *P);
 /* Thread t of nt's rows [*a0, *a1) of the fill's order: contiguous, balanced by their cells. */
 void node_range(const pattern *P, int t, int nt, int *a0, int *a1);
+/* Thread t of nt's positions [*a0, *a1) of n: contiguous, balanced by a prefix pre (n + 1). */
+void prefix_share(const int *pre, int n, int t, int nt, int *a0, int *a1);
 /* A chunk's capacity: CHUNK_CELLS, or the most cells of a node. */
 int chunk_cap(const pattern *P);
 /* The rows from position q0 of the fill's order, up to qend, cap of their cells and cap / 4

@@ -37,6 +37,7 @@ struct pattern_lattice {
   unsigned char q[MOST_PER][MOST_NB];           /* cell s's node i: its cube's corner */
   unsigned char off[MOST_PER][MOST_NB][MOST_NB]; /* cell s's entry (i, j): j's offset from i */
   long long corner[CORNERS]; /* corner q's id less its cube's least */
+  long long step[FULL];      /* offset o's step in ids */
   unsigned around[CORNERS]; /* a cube at p (bit d: one step down along d): the offsets of its
                              * cells' nodes from the corner there that is the row's node */
   unsigned full;          /* an interior row's mask */
@@ -105,7 +106,10 @@ static int lattice_read(const fe_space *V, struct pattern_lattice *L)
       for (int k = 0; k < w; k++) bad |= x[k] != b + i + cn[k];
   }
   if (bad) return 1;
-  for (int p = 0; p < CORNERS; p++) L->corner[p] = (p & 1) + L->sy * (p >> 1 & 1) + L->sz * (p >> 2);
+  for (int p = 0; p < CORNERS; p++)
+    L->corner[p] = (p & 1) + L->sy * (p >> 1 & 1) + L->sz * (p >> 2);
+  for (int o = 0; o < FULL; o++)
+    L->step[o] = (o % 3 - 1) + L->sy * (o / 3 % 3 - 1) + L->sz * (o / 9 - 1);
   for (int s = 0; s < L->per; s++)
     for (int i = 0; i < nb; i++)
       for (int j = 0; j < nb; j++) {
@@ -121,12 +125,6 @@ static int lattice_read(const fe_space *V, struct pattern_lattice *L)
       for (int j = 0; j < nb; j++)
         L->at[s][i][j] = (unsigned char)bits(L->full & ((1u << L->off[s][i][j]) - 1));
   return 0;
-}
-
-/* Offset o's step in ids. */
-static long long offset_id(const struct pattern_lattice *L, int o)
-{
-  return (o % 3 - 1) + L->sy * (o / 3 % 3 - 1) + L->sz * (o / 9 - 1);
 }
 
 void pattern_lattice_free(pattern *P)
@@ -148,8 +146,6 @@ int lattice_rows(pattern *P, int *rowptr)
     return 0;
   }
   const int nn = V->nnodes, dim = L->dim, *fixed = P->fixed;
-  long long ids[FULL];
-  for (int o = 0; o < FULL; o++) ids[o] = offset_id(L, o);
   L->mask = malloc(sizeof(unsigned) * ((size_t)nn + 1));
   if (!L->mask) {
     free(L);
@@ -175,7 +171,7 @@ int lattice_rows(pattern *P, int *rowptr)
       unsigned mk = fixed[a] ? 0 : side[i == 0 ? 0 : i == L->n[0] ? 2 : 1];
       for (unsigned r = mk; r; r &= r - 1) { /* less the constrained columns */
         const int o = __builtin_ctz(r);
-        if (fixed[a + ids[o]]) mk &= ~(1u << o);
+        if (fixed[a + L->step[o]]) mk &= ~(1u << o);
       }
       L->mask[a] = mk;
       rowptr[a] = fixed[a] ? 1 : bits(mk);
@@ -201,8 +197,6 @@ static void rows_write(const pattern *P, const int *rowptr, int *cols, double *v
                        int a1)
 {
   const struct pattern_lattice *L = P->lattice;
-  long long ids[FULL];
-  for (int o = 0; o < FULL; o++) ids[o] = offset_id(L, o);
   memset(vals + rowptr[a0], 0, sizeof(double) * (size_t)(rowptr[a1] - rowptr[a0]));
   for (int a = a0; a < a1; a++) {
     int *c = cols + rowptr[a];
@@ -210,7 +204,7 @@ static void rows_write(const pattern *P, const int *rowptr, int *cols, double *v
       c[0] = a;
       vals[rowptr[a]] = 1;
     }
-    for (unsigned r = L->mask[a]; r; r &= r - 1) *c++ = (int)(a + ids[__builtin_ctz(r)]);
+    for (unsigned r = L->mask[a]; r; r &= r - 1) *c++ = (int)(a + L->step[__builtin_ctz(r)]);
   }
 }
 
@@ -282,22 +276,6 @@ static void cubes_add(const pattern *P, const int *rowptr, double *vals, const d
   }
 }
 
-/* Thread t of nt: its rows, balanced by their entries. */
-static void rows_share(const int *rowptr, int nn, int t, int nt, int *a0, int *a1)
-{
-  for (int e = 0; e < 2; e++) {
-    const long long x = (long long)rowptr[nn] * (t + e) / nt;
-    int lo = 0, hi = nn;
-    while (lo < hi) {
-      const int mid = lo + (hi - lo) / 2;
-      if (rowptr[mid] < x) lo = mid + 1;
-      else hi = mid;
-    }
-    if (e) *a1 = t == nt - 1 ? nn : lo;
-    else *a0 = t == 0 ? 0 : lo;
-  }
-}
-
 int lattice_fill(const pattern *P, const int *rowptr, int *cols, double *vals,
                  const host_fill *F, int *launches, long long *made)
 {
@@ -308,7 +286,7 @@ int lattice_fill(const pattern *P, const int *rowptr, int *cols, double *vals,
 #pragma omp parallel reduction(max : rc) reduction(+ : nl, nm)
   {
     int a0 = 0, a1 = 0;
-    rows_share(rowptr, nn, omp_get_thread_num(), omp_get_num_threads(), &a0, &a1);
+    prefix_share(rowptr, nn, omp_get_thread_num(), omp_get_num_threads(), &a0, &a1);
     fill_scratch x = {0};
     const int nu = F->batch / L->per > 1 ? F->batch / L->per : 1; /* whole cubes a launch */
     const int B = nu * L->per;

@@ -302,24 +302,28 @@ int pattern_make(pattern *P)
   return pattern_order(P);
 }
 
-void node_range(const pattern *P, int t, int nt, int *a0, int *a1)
+void prefix_share(const int *pre, int n, int t, int nt, int *a0, int *a1)
 {
-  const int nn = P->V->nnodes, *pre = P->pre;
-  const long long nent = pre[nn];
-  int lo = 0, hi = nn;
-  for (int e = 0; e < 2; e++) { /* the first row whose cells start at or past the share */
-    const long long x = nent * (t + e) / nt;
-    int l = 0, h = nn;
+  const long long total = pre[n];
+  int lo = 0, hi = n;
+  for (int e = 0; e < 2; e++) { /* the first position whose prefix is at or past the share */
+    const long long x = total * (t + e) / nt;
+    int l = 0, h = n;
     while (l < h) {
       const int m = l + (h - l) / 2;
       if (pre[m] < x) l = m + 1;
       else h = m;
     }
-    if (e) hi = t == nt - 1 ? nn : l;
+    if (e) hi = t == nt - 1 ? n : l;
     else lo = t == 0 ? 0 : l;
   }
   *a0 = lo;
   *a1 = hi;
+}
+
+void node_range(const pattern *P, int t, int nt, int *a0, int *a1)
+{
+  prefix_share(P->pre, P->V->nnodes, t, nt, a0, a1);
 }
 
 int chunk_cells(const pattern *P, int q0, int qend, int cap, int *cstart, int *list)
