@@ -48,6 +48,7 @@ static const char preamble_body[] =
     "#define FE_INNER(t, n) for (int t = (int)get_local_id(0); t < (n); t += "
     "(int)get_local_size(0))\n"
     "#define FE_INNER_VEC(t, n) FE_INNER(t, n)\n"
+    "#define FE_SCALAR_INDEX(x) (void)(x) /* the cpu's: keeps its loads scalar */\n"
     "/* entry t = e n + b of the cell map of a group's m cells (cell e, node b), one an item */\n"
     "#define FE_CELL_NODES(t, e, b, m, n) \\\n"
     "  FE_INNER(t, (m) * (n)) for (int e = t / (n), b = t % (n), fe_1 = 1; fe_1; fe_1 = 0)\n"
