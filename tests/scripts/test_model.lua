@@ -480,15 +480,17 @@ do
 end
 
 -- sumfact on the cpu, where an entry is a whole line (8 cells in double): the flops at the
--- table loop's rate (fe_fma_padded) are every contraction's where an array outgrows a 4 KB
--- block (Q5: its padding's arithmetic), else the interpolations' (Q3 Gauss: the gather's along
--- z, x and y, the transposed y and x, 2 x 4^4 each, 4 x 4^4 the two transposed: 2560 a cell),
--- none collocated (Q3 GLL), none in single (no padding, entries half a line)
+-- table loop's rate (fe_fma_padded) are every contraction's where the template pads (a layer
+-- of 8 x 8 entries, 4 KB: Q7) and an array outgrows a 4 KB block (its padding's arithmetic),
+-- else the interpolations' (Q3 Gauss: the gather's along z, x and y, the transposed y and x,
+-- 2 x 4^4 each, 4 x 4^4 the two transposed: 2560 a cell; Q5, unpadded: 10 x 6^4), none
+-- collocated (Q3 GLL), none in single (no padding, entries half a line)
 for _, b in ipairs(T.backends()) do
   if b == "cpu" then
     local mb = mesh.box{cells = {2, 2, 2}, cell = "hex"}
-    for _, c in ipairs{{"Q5", "double", "gauss", "all"}, {"Q3", "double", "gauss", 8 * 2560},
-                       {"Q3", "double", "gll", 0}, {"Q5", "single", "gauss", 0}} do
+    for _, c in ipairs{{"Q7", "double", "gauss", "all"}, {"Q5", "double", "gauss", 8 * 10 * 6 ^ 4},
+                       {"Q3", "double", "gauss", 8 * 2560}, {"Q3", "double", "gll", 0},
+                       {"Q5", "single", "gauss", 0}} do
       local V = fe.space(mb, c[1])
       local A = fe.operator(V, physics.poisson{kappa = 1, source = 1},
                             {dirichlet = "all", quadrature = {rule = c[3]}})

@@ -146,18 +146,22 @@ static int default_block(const fe_operator *A, const fe_backend *be, fe_precisio
 /* The cpu: of a group's contractions (inflight, over ncells), the flops at the rate of the
  * table loop the calibration times (fe_fma_padded), where an entry is a whole line (8 cells
  * in double; w: a real's bytes). There the template pads the group's arrays an entry every
- * 4 KB (SF_PAD), and a contraction array longer than that (Q4 and up; Q3 with three fields:
- * 50 shifts in its code) keeps the padding's arithmetic in every operand's address: all of
- * them; within one 4 KB block (Q2, Q3) gcc folds it (no shifts in their code), and the
- * interpolations (not collocated) alone are that loop's kind (a table row against an array
- * row, two loads a multiply-add of whole lines, an output an item): on the Ice Lake VM Q3's,
- * Q5's and Q7's ran at 29-33 GF/s (each Gauss rule's time less its GLL twin's over the flops
- * that differ) where the column walks' derivatives ran at the FMA loop's rate (85). */
+ * 4 KB where a layer of them is a multiple of 2 KB (SF_PADDED: 8 nodes or points a side, as
+ * Q7; its layers 4 KB apart fell in the same L1 sets), and a contraction array longer than
+ * 4 KB keeps the padding's arithmetic in every operand's address: all of them; unpadded, or
+ * within one 4 KB block, gcc folds the addresses, and the interpolations (not collocated)
+ * alone are that loop's kind (a table row against an array row, two loads a multiply-add of
+ * whole lines, an output an item): on the Ice Lake VM Q3's, Q5's and Q7's ran at 29-33 GF/s
+ * (each Gauss rule's time less its GLL twin's over the flops that differ) where the column
+ * walks' derivatives ran at the FMA loop's rate (85). */
 static double table_loop_flops(const fe_sumfact_shape *sh, int block, double w, double ncells,
                                double inflight)
 {
   if (block * w < 64) return 0;
-  if (fe_sumfact_contraction_words(sh) / 2 > 4096.0 / (block * w)) return inflight;
+  const int every = (int)(4096 / (block * w)), p1 = sh->p1, q1 = sh->q1;
+  const int padded = (p1 * p1) % (every / 2) == 0 || (q1 * q1) % (every / 2) == 0 ||
+                     (p1 * q1) % (every / 2) == 0; /* the template's SF_PADDED */
+  if (padded && fe_sumfact_contraction_words(sh) / 2 > every) return inflight;
   return fmin(inflight, ncells * fe_sumfact_interpolation_flops_per_cell(sh));
 }
 
