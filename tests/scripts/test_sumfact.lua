@@ -1,7 +1,8 @@
 -- Strategy "sumfact" (engine/codegen/kernels/sumfact.knl) computes what "transpose" computes: the
 -- residual, the Jacobian action at a state and the diagonal agree to 1e-12 relative in double
--- (1e-5 in single) for Q1..Q6 hexes (opencl up to Q3; the corners' geometry up to Q3 and at
--- Q6; collocated GLL at Q2 hexes and Q3 quads, and in the Q3 GLL solve below) on a distorted
+-- (1e-5 in single) for Q1..Q6 hexes (and Q7's action on the cpu, its padded layout; opencl up
+-- to Q3; the corners' geometry up to Q3 and at Q6; collocated GLL at Q2 hexes and Q3 quads,
+-- and in the Q3 GLL solve below) on a distorted
 -- mesh whose cell count (12) is not a
 -- multiple of the block (8 on the cpu), with the geometry stored and recomputed from the
 -- corners, Gauss and collocated GLL rules; elasticity; a nonlinear traced physics with an
@@ -116,6 +117,24 @@ for _, c in ipairs(cases) do
       end
     end
   end
+end
+
+-- Q7 on the cpu in double: the only order whose group arrays the template pads (a layer of
+-- 8 x 8 entries is 4 KB: SF_PADDED), its interpolations' operands addressed from their row's
+-- padding (SF_XW, SF_YW): the Jacobian action with kappa(x) (folded) on a distorted box,
+-- Gauss (interpolated) and GLL (collocated), against transpose
+do
+  local V = fe.space(mesh.box{cells = {3, 2, 2}, cell = "hex", distort = 0.2}, "Q7")
+  local u, w = fields(V, 1, 3)
+  for _, rule in ipairs({"gauss", "gll"}) do
+    local A = fe.operator(V, physics.poisson{kappa = "1 + 0.5 * x[0]", source = 1},
+                          {dirichlet = "all", quadrature = {rule = rule}})
+    local ref = A:apply(w, {backend = "cpu", strategy = "transpose"})
+    local y, rep = A:apply(w, {backend = "cpu", strategy = "sumfact"})
+    local d = rel_diff(y, ref)
+    check(d <= 1e-12 and rep.strategy == "sumfact", "3D Q7 %s cpu: sumfact vs transpose %.2e", rule, d)
+  end
+  print(("3D Q7 sumfact = transpose (gauss and gll, folded kappa(x), cpu, the padded layout)"))
 end
 
 -- a block that is not a power of two, and one cell per group; scatter = "nodes" (the cells
