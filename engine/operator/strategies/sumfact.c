@@ -143,6 +143,17 @@ static int default_block(const fe_operator *A, const fe_backend *be, fe_precisio
 
 /* The counts of action a on the whole mesh; ahead: the folded words are asked for a group
  * ahead through its phases (the cpu's column layout, r->qd_column). */
+/* The cpu: whether the template pads the group's arrays (SF_PADDED, sumfact.knl's SF_PAD: an
+ * entry every 4 KB), block cells of w bytes an entry: where an entry is a whole 64-byte line
+ * and a layer of entries (P1 x P1, Q1 x Q1 or P1 x Q1) is a multiple of 2 KB, whose layers
+ * would otherwise fall in the same L1 sets (8 a side: Q7). */
+static int sumfact_padded(const fe_sumfact_shape *sh, int block, double w)
+{
+  if (block * w < 64) return 0;
+  const int half = (int)(2048 / (block * w)), p1 = sh->p1, q1 = sh->q1;
+  return (p1 * p1) % half == 0 || (q1 * q1) % half == 0 || (p1 * q1) % half == 0;
+}
+
 /* The cpu: of a group's contractions (inflight, over ncells), the flops at the rate of the
  * table loop the calibration times (fe_fma_padded), where an entry is a whole line (8 cells
  * in double; w: a real's bytes). There the template pads the group's arrays an entry every
@@ -158,10 +169,8 @@ static double table_loop_flops(const fe_sumfact_shape *sh, int block, double w, 
                                double inflight)
 {
   if (block * w < 64) return 0;
-  const int every = (int)(4096 / (block * w)), p1 = sh->p1, q1 = sh->q1;
-  const int padded = (p1 * p1) % (every / 2) == 0 || (q1 * q1) % (every / 2) == 0 ||
-                     (p1 * q1) % (every / 2) == 0; /* the template's SF_PADDED */
-  if (padded && fe_sumfact_contraction_words(sh) / 2 > every) return inflight;
+  if (sumfact_padded(sh, block, w) && fe_sumfact_contraction_words(sh) / 2 > 4096 / (block * w))
+    return inflight;
   return fmin(inflight, ncells * fe_sumfact_interpolation_flops_per_cell(sh));
 }
 
@@ -591,7 +600,7 @@ static int sumfact_source(const fe_realization *r, fe_action a, const char *prea
   sh.need_x = fe_codegen_needs(&s).need_x;
   s.template_name = "sumfact";
   s.dense = 0;
-  char defines[512];
+  char defines[640];
   snprintf(defines, sizeof defines,
            "#define P1 %d /* nodes per direction */\n#define Q1 %d /* points per direction */\n"
            "#define COLLOCATED %d /* the points are the nodes */\n"
@@ -599,9 +608,11 @@ static int sumfact_source(const fe_realization *r, fe_action a, const char *prea
            "#define GEO_LINEAR %d /* straight cells: x from the corners */\n"
            "#define SF_DYNAMIC %d /* the shared arrays are dynamic (cuda, above 48 KB) */\n"
            "#define SF_NODESUM %d /* the cells write an E-vector, fe_nodesum adds it up */\n"
-           "#define SF_SUM_ITEMS %d /* nodes per group of fe_nodesum */\n",
+           "#define SF_SUM_ITEMS %d /* nodes per group of fe_nodesum */\n"
+           "#define SF_PADDED %d /* the cpu: the group's arrays padded (SF_PAD) */\n",
            sh.p1, sh.q1, sh.collocated, vertices, !r->A->V->curved, d->dynamic[a] > 0, d->nodesum,
-           SUMFACT_SUM_ITEMS);
+           SUMFACT_SUM_ITEMS,
+           !r->be->info.is_gpu && sumfact_padded(&sh, r->block, (double)fe_precision_size(r->prec)));
   s.defines = defines;
   fe_strbuf t = {0};
   int rc = emit_tables(r->A, a, sh.q1, &t);
