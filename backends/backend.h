@@ -81,6 +81,8 @@ typedef struct fe_device_info {
   size_t shared_per_cu; /* bytes of shared memory per compute unit */
   size_t l2_bytes;     /* last-level cache */
   size_t l1_bytes;     /* the cpu: a core's L1 data cache, where a group's arrays live (0: not known) */
+  int vector_bytes[FE_NPRECISIONS]; /* the cpu: the SIMD registers its kernels are compiled
+                        * for, bytes, by precision (the preamble's FE_VECTOR_BYTES; 0: GPUs) */
   size_t llc_bytes;    /* the cpu: the last-level cache its cores share, where a call finds again
                         * what the call before left (0: not known) */
   int clock_mhz;       /* core clock */
@@ -349,6 +351,9 @@ typedef struct fe_calibration {
   /* the cpu: its last-level cache and a core's L1 data cache, bytes (fe_device_info; 0: not
    * known, GPUs): what a call's data and a group's arrays are measured against */
   double llc_bytes, l1_bytes;
+  /* the cpu: the reals of this precision one SIMD register of its kernels holds
+   * (fe_device_info's vector_bytes over a real's; 0: not known, GPUs) */
+  double vector_lanes;
   /* GPUs: the fraction of the ceiling reached with 2^(k+1) warps resident per compute unit
    * (k = 0..5), for DRAM, shared memory and FMA; 0: not measured (the cpu). The cpu
    * (FE_CURVE_LANES): the SIMD multiply-add rate with 2^(k+1) lanes, the cells of a group,

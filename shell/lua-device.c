@@ -256,7 +256,8 @@ static int device_current(lua_State *L)
 
 /* A calibration as a table: gbytes, gflops, launch_us, sync_us, l2_gbytes, shared_gbytes,
  * nonfma_gops, atomic_gops, constant_gops, scalar_gflops, indexed_gops, indexed_l1_gops
- * rows_gbytes, llc_bytes, llc_keep_bytes and l1_bytes (the cpu), l1_request_gops and
+ * rows_gbytes, llc_bytes, llc_keep_bytes, l1_bytes and vector_lanes (the cpu: the reals
+ * one SIMD register of its kernels holds), l1_request_gops and
  * l1_line_gops (GPUs: the L1's lookups), dram_latency_us,
  * read_us, read_gbytes, write_us, write_gbytes (the host's small copies each way),
  * l2_latency_us, phase_latency_us, cycle_ns (the cpu: a cycle of llvm-mca's core), gpu
@@ -283,7 +284,8 @@ void felab_push_calibration(lua_State *L, const fe_calibration *c)
            {"rows_gbytes", c->rows_gbytes}, {"llc_bytes", c->llc_bytes},
            {"l1_bytes", c->l1_bytes}, {"read_us", c->read_us}, {"read_gbytes", c->read_gbytes},
            {"write_us", c->write_us}, {"write_gbytes", c->write_gbytes},
-           {"llc_keep_bytes", c->llc_keep_bytes}, {"llc_gbytes", c->llc_gbytes}};
+           {"llc_keep_bytes", c->llc_keep_bytes}, {"llc_gbytes", c->llc_gbytes},
+           {"vector_lanes", c->vector_lanes}};
   lua_createtable(L, 0, 30);
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     lua_pushnumber(L, f[i].v);
@@ -481,6 +483,7 @@ static int perf_model(lua_State *L)
   c.rows_gbytes = field_number(L, 2, "rows_gbytes");
   c.llc_bytes = field_number(L, 2, "llc_bytes");
   c.l1_bytes = field_number(L, 2, "l1_bytes");
+  c.vector_lanes = field_number(L, 2, "vector_lanes");
   felab_calibration_transfers(L, 2, &c);
   c.llc_keep_bytes = field_number(L, 2, "llc_keep_bytes");
   lua_getfield(L, 2, "gpu");

@@ -131,7 +131,7 @@ static void cpu_model_name(char *name, size_t n)
 
 static int cpu_query(void *impl, fe_device_info *info)
 {
-  (void)impl;
+  const cpu_impl *c = impl;
   memset(info, 0, sizeof *info);
   cpu_model_name(info->name, sizeof info->name);
   snprintf(info->vendor, sizeof info->vendor, "OpenMP, %d threads", omp_get_max_threads());
@@ -147,6 +147,12 @@ static int cpu_query(void *impl, fe_device_info *info)
   long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
   info->l1_bytes = l1 > 0 ? (size_t)l1 : 0;
   info->llc_bytes = cpu_llc_bytes();
+  /* the kernels' registers (-march=native on this core): double's whole 512-bit ones where
+   * the core has them and gcc compiles (the preamble's prefer-vector-width), else 256-bit
+   * ones with AVX (gcc's choice on AVX-512 cores too) */
+  const int avx = __builtin_cpu_supports("avx"), gcc = !(c && strstr(c->cc, "clang"));
+  info->vector_bytes[FE_FLOAT] = avx ? 32 : 16;
+  info->vector_bytes[FE_DOUBLE] = __builtin_cpu_supports("avx512f") && gcc ? 64 : avx ? 32 : 16;
   info->items_in_order = 1;   /* FE_INNER is a plain loop on the group's thread */
   info->cells_in_lanes = 1;   /* gcc vectorizes the strategies' loops over a group's cells */
   info->stack_shared = (size_t)512 << 10; /* FE_SHARED arrays are the thread's locals */

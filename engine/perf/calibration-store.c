@@ -164,6 +164,8 @@ int fe_perf_load_calibration(fe_backend *be)
       be->calib[p].tables_l1 = be->info.tables_l1;
       be->calib[p].llc_bytes = (double)be->info.llc_bytes;
       be->calib[p].l1_bytes = (double)be->info.l1_bytes;
+      be->calib[p].vector_lanes =
+          (double)be->info.vector_bytes[p] / (double)fe_precision_size((fe_precision)p);
     }
   return 0;
 }

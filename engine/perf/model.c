@@ -244,6 +244,19 @@ static double model_l1_ceiling(const model_rates *m, fe_report *rep)
   return data_pipe;
 }
 
+/* The cpu: one SIMD register of the kernels holds a group's lanes (double's 8 cells in a
+ * 512-bit register, single's in a 256-bit one), so a contraction's multiply-add is one
+ * instruction and its operand one load of a whole line. There neither the padded layout's
+ * arithmetic nor the column walks' second load bind (sumfact's padded_flops: each measured
+ * at the FMA loop's rate, perf's samples a phase, Q5 and Q7 on the Ice Lake VM), and arrays
+ * within L1 (Q5's 28 KB in double) ran at their multiply-adds' time: the terms below are
+ * for lanes split over registers (double in 256-bit ones: Q5's walks at 28 GF/s, its
+ * interpolations at 49, the FMA loop at 52). */
+static int lanes_whole(const fe_calibration *c, const fe_report *rep)
+{
+  return !c->gpu && c->vector_lanes > 0 && rep->lanes > 0 && c->vector_lanes >= rep->lanes;
+}
+
 /* The FMA and non-FMA ceilings alone (the cpu: its SIMD lanes, its factors into them and its
  * hot loop as llvm-mca simulates it). */
 static void model_compute_ceilings(const model_rates *m, int compute_units, fe_report *rep)
@@ -251,8 +264,12 @@ static void model_compute_ceilings(const model_rates *m, int compute_units, fe_r
   const fe_calibration *c = &m->g;
   const double vec_gflops = m->vec_gflops, vec = m->vec;
   double *t = rep->ceiling_seconds;
-  /* the cpu: the SIMD rate with the kernel's lanes (a group's cells), as calibrated */
-  double e_lanes = !c->gpu && rep->lanes > 0 ? curve_at(c->curve[FE_CURVE_LANES], rep->lanes) : 1;
+  /* the cpu: the SIMD rate with the kernel's lanes (a group's cells), as calibrated; where
+   * one register holds them the curve's rows are one chain each, a latency the quadrature
+   * phase's many short products do not wait on (Q3's at about the FMA loop's rate in perf's
+   * samples): the vectorized rate whole */
+  double e_lanes = !c->gpu && rep->lanes > 0 && !lanes_whole(c, rep)
+                       ? curve_at(c->curve[FE_CURVE_LANES], rep->lanes) : 1;
   /* the cpu: loops with several outputs in flight at the vectorized rate whole; those whose
    * operands' addresses go through a padded layout's arithmetic (sumfact's arrays in double)
    * at the calibrated rate of such a loop where lower: the index arithmetic's integer
@@ -262,7 +279,7 @@ static void model_compute_ceilings(const model_rates *m, int compute_units, fe_r
    * FMA ports' rate); a core whose integer units stand apart from its FP pipes measures it
    * near the vectorized rate, and the term then changes nothing */
   double inflight = vec > 0 ? fmin(rep->inflight_flops, vec) : 0;
-  double padded = fmin(rep->padded_flops, inflight);
+  double padded = lanes_whole(c, rep) ? 0 : fmin(rep->padded_flops, inflight);
   double padded_gflops = c->padded_gflops > 0 ? fmin(c->padded_gflops, vec_gflops) : vec_gflops;
   t[FE_CEIL_FMA] = (rep->flops - vec) / (c->gflops * 1e9 * m->e_fma) +
                    (vec > 0 ? (vec - inflight) / (vec_gflops * 1e9 * e_lanes) +
@@ -276,13 +293,17 @@ static void model_compute_ceilings(const model_rates *m, int compute_units, fe_r
    * cycles, the threads side by side. Where longer than its multiply-adds and divisions at the
    * calibrated rates (the core's scheduler full of work waiting on one chain), it binds the
    * FMA pipe */
-  /* the cpu: loops whose arrays outgrow half a core's L1 (the rest its tables, the point's
-   * data, the stack, and the lines a set's ways lose to each other) read their operands from
-   * L2, a word a multiply-add, at the calibrated L2 rate beside their multiply-adds: the
-   * longer binds. (Q7's two arrays in single, 33 KB of an Ice Lake core's 48, ran 1.6x the
-   * time their multiply-adds alone predict; Q5's in double, 28 KB, the time predicted.) */
+  /* the cpu: loops whose arrays outgrow a share of a core's L1 (the rest its tables, the
+   * point's data, the stack, and the lines a set's ways lose to each other) read their
+   * operands from L2, a word a multiply-add, at the calibrated L2 rate beside their
+   * multiply-adds: the longer binds. The share: half where a line of the lanes takes two
+   * registers (Q7's two arrays in single, 33 KB of an Ice Lake core's 48, ran 1.6x the time
+   * their multiply-adds alone predict; Q5's in double, 28 KB, the time predicted), two
+   * thirds where one holds it (double's 512-bit loads: Q5's 28 KB ran at its multiply-adds'
+   * time, single's Q7 as before) */
   rep->operand_seconds = 0;
-  if (!c->gpu && c->l1_bytes > 0 && rep->array_bytes >= c->l1_bytes / 2 && c->l2_gbytes > 0) {
+  const double at = c->l1_bytes * (lanes_whole(c, rep) ? 2.0 / 3 : 0.5);
+  if (!c->gpu && c->l1_bytes > 0 && rep->array_bytes >= at && c->l2_gbytes > 0) {
     rep->operand_seconds = rep->operand_bytes / (c->l2_gbytes * 1e9);
     if (rep->operand_seconds > t[FE_CEIL_FMA]) t[FE_CEIL_FMA] = rep->operand_seconds;
   }

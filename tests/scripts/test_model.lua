@@ -52,6 +52,10 @@ for _, b in ipairs(T.backends()) do
     check(c.launch_us >= 0 and c.sync_us > 0, "%s: launch %g us, sync %g us", b, c.launch_us, c.sync_us)
     check(info.is_gpu and c.indexed_gops == 0 or not info.is_gpu and c.indexed_gops > 0,
           "%s: indexed loops %g G/s (measured on cpus only)", b, c.indexed_gops)
+    -- the reals a register of the cpu's kernels holds (SSE's 2 at the least, AVX-512's 8),
+    -- from the backend (no measurement); GPUs: none
+    check(b == "cpu" and (c.vector_lanes == 2 or c.vector_lanes == 4 or c.vector_lanes == 8) or
+          b ~= "cpu" and c.vector_lanes == 0, "%s: %g lanes a register", b, c.vector_lanes)
     -- csr's rows: the cpu backend's loop, from memory, no faster than memory's triad allows
     -- by much (their bytes are fewer a line fetched: no writes), on other backends not measured
     check(b == "cpu" and c.rows_gbytes > 0.2 * c.gbytes and c.rows_gbytes < 3 * c.gbytes or
@@ -480,16 +484,18 @@ do
 end
 
 -- sumfact on the cpu, where an entry is a whole line (8 cells in double): the flops at the
--- table loop's rate (fe_fma_padded) are every contraction's where the template pads (a layer
+-- padded loop's rate (fe_fma_padded) are every contraction's where the template pads (a layer
 -- of 8 x 8 entries, 4 KB: Q7) and an array outgrows a 4 KB block (its padding's arithmetic),
--- else the interpolations' (Q3 Gauss: the gather's along z, x and y, the transposed y and x,
--- 2 x 4^4 each, 4 x 4^4 the two transposed: 2560 a cell; Q5, unpadded: 10 x 6^4), none
--- collocated (Q3 GLL), none in single (no padding, entries half a line)
+-- else the column walks' derivatives along x and y, at the points and transposed, whose table
+-- entry moves with the item (4 q flops a field and point: Q3 with the direction and the
+-- result, 2 x 4 x 4 x 4^3 = 2048 a cell, Gauss or GLL alike; Q5, unpadded: 8 x 6^4), none in
+-- single (no padding, entries half a line); the model takes them where a line of the lanes
+-- spans registers (tests/unit/test_perf.c)
 for _, b in ipairs(T.backends()) do
   if b == "cpu" then
     local mb = mesh.box{cells = {2, 2, 2}, cell = "hex"}
-    for _, c in ipairs{{"Q7", "double", "gauss", "all"}, {"Q5", "double", "gauss", 8 * 10 * 6 ^ 4},
-                       {"Q3", "double", "gauss", 8 * 2560}, {"Q3", "double", "gll", 0},
+    for _, c in ipairs{{"Q7", "double", "gauss", "all"}, {"Q5", "double", "gauss", 8 * 8 * 6 ^ 4},
+                       {"Q3", "double", "gauss", 8 * 2048}, {"Q3", "double", "gll", 8 * 2048},
                        {"Q5", "single", "gauss", 0}} do
       local V = fe.space(mb, c[1])
       local A = fe.operator(V, physics.poisson{kappa = 1, source = 1},
@@ -497,7 +503,7 @@ for _, b in ipairs(T.backends()) do
       local r = A:model("apply", {strategy = "sumfact", backend = "cpu", precision = c[2]})
       local want = c[4] == "all" and math.min(r.inflight_flops, r.vec_flops) or c[4]
       check(r.padded_flops == want and r.padded_flops <= r.vec_flops, "sumfact %s %s %s: %g flops "
-            .. "at the table loop's rate of %g SIMD, not %g", c[1], c[2], c[3], r.padded_flops,
+            .. "at the padded loop's rate of %g SIMD, not %g", c[1], c[2], c[3], r.padded_flops,
             r.vec_flops, want)
     end
   end

@@ -384,6 +384,45 @@ Test(perf, model_cpu_padded)
   assert_close(r.ceiling_seconds[FE_CEIL_FMA], plain);
 }
 
+/* The cpu, where one of the kernels' registers holds a group's lanes (vector_lanes >= lanes:
+ * double's 8 cells in 512 bits): the vectorized rate whole (no lanes curve), no padded-loop
+ * term, and the operands from L2 only where the arrays outgrow two thirds of L1 (half where
+ * the lanes take several registers) */
+Test(perf, model_cpu_lanes_whole)
+{
+  fe_calibration c = cpu_cal_lanes();
+  c.padded_gflops = 400;
+  c.l1_bytes = 48 << 10;
+  fe_report r = work();
+  r.vec_flops = 1.5e9;
+  r.lanes = 8;
+  r.inflight_flops = 1e9;
+  r.padded_flops = 0.8e9;
+  r.array_bytes = 28 << 10; /* over half of L1, under two thirds */
+  r.operand_bytes = 8e9;    /* 20 ms from L2 at 400 GB/s: binds where counted */
+  const double split = 0.5e9 / 250e9 + 0.5e9 / (1000e9 * 0.6) + 0.2e9 / 1000e9 + 0.8e9 / 400e9;
+  c.vector_lanes = 4; /* the lanes over two registers: each term as before */
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.operand_seconds, 8e9 / 400e9);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], 8e9 / 400e9);
+  r.operand_bytes = 0;
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], split);
+  c.vector_lanes = 8;
+  r.operand_bytes = 8e9;
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.operand_seconds, 0);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], 0.5e9 / 250e9 + 1.5e9 / 1000e9);
+  r.array_bytes = 40 << 10; /* beyond two thirds */
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], 8e9 / 400e9);
+  c.vector_lanes = 0; /* not known (a stored calibration without it): as split */
+  r.array_bytes = 0;
+  r.operand_bytes = 0;
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_FMA], split);
+}
+
 /* The cpu: words asked for ahead into L2 and read by a phase of their own come there at the
  * last-level cache's calibrated rate, added to the loops' issue time; not measured: at L2's */
 Test(perf, model_cpu_words_ahead)

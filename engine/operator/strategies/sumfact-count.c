@@ -159,12 +159,12 @@ double fe_sumfact_contraction_flops_per_cell(const fe_sumfact_shape *s)
   return f;
 }
 
-double fe_sumfact_interpolation_flops_per_cell(const fe_sumfact_shape *s)
+double fe_sumfact_walk_flops_per_cell(const fe_sumfact_shape *s)
 {
   sf_sizes z = sizes_of(s);
-  if (s->diagonal || s->collocated) return 0;
-  const double p = s->p1, q = s->q1;
-  return interpolation_flops(s, &z) + 2.0 * s->nc * z.zp * p * q * (q + p);
+  if (s->diagonal) return 0;
+  /* along x and y (both directions on quads): 2 q multiply-adds a direction, field and point */
+  return (z.ng + s->nc) * (double)z.nq * 2.0 * 2.0 * s->q1;
 }
 
 double fe_sumfact_contraction_words(const fe_sumfact_shape *s)

@@ -40,10 +40,11 @@ double fe_sumfact_nonfma_per_cell(const fe_sumfact_shape *s);
  * their transposes): each multiply-add reads one word of its operand array (0: the
  * diagonal, not counted apart). */
 double fe_sumfact_contraction_flops_per_cell(const fe_sumfact_shape *s);
-/* Of those, the interpolations' between the nodes and the points (none collocated): the
- * gather's along z, x and y, and the transposed x and y, each a row of the table against a
- * row of its array, one output an item (SF_CELLS_T). */
-double fe_sumfact_interpolation_flops_per_cell(const fe_sumfact_shape *s);
+/* Of those, the derivatives along x and y at the points and their transposes (sf_point_values,
+ * the transposed derivatives): each item walks its column of points, and each multiply-add
+ * reads its table entry (a row or column of DQ that moves with the item: not hoisted) beside
+ * its operand's word, two loads a multiply-add (0: the diagonal, not counted apart). */
+double fe_sumfact_walk_flops_per_cell(const fe_sumfact_shape *s);
 /* The words of a cell's largest contraction arrays, input and output together (fields x
  * the nodes or the points, the more of the two): what one contraction sweeps. */
 double fe_sumfact_contraction_words(const fe_sumfact_shape *s);

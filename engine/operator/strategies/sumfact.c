@@ -155,23 +155,23 @@ static int sumfact_padded(const fe_sumfact_shape *sh, int block, double w)
 }
 
 /* The cpu: of a group's contractions (inflight, over ncells), the flops at the rate of the
- * table loop the calibration times (fe_fma_padded), where an entry is a whole line (8 cells
- * in double; w: a real's bytes). There the template pads the group's arrays an entry every
- * 4 KB where a layer of them is a multiple of 2 KB (SF_PADDED: 8 nodes or points a side, as
- * Q7; its layers 4 KB apart fell in the same L1 sets), and a contraction array longer than
- * 4 KB keeps the padding's arithmetic in every operand's address: all of them; unpadded, or
- * within one 4 KB block, gcc folds the addresses, and the interpolations (not collocated)
- * alone are that loop's kind (a table row against an array row, two loads a multiply-add of
- * whole lines, an output an item): on the Ice Lake VM Q3's, Q5's and Q7's ran at 29-33 GF/s
- * (each Gauss rule's time less its GLL twin's over the flops that differ) where the column
- * walks' derivatives ran at the FMA loop's rate (85). */
+ * loop the calibration times (fe_fma_padded: a load and the padding's integer arithmetic a
+ * multiply-add), where an entry is a whole line (8 cells in double; w: a real's bytes). There
+ * the template pads the group's arrays an entry every 4 KB where a layer of them is a multiple
+ * of 2 KB (SF_PADDED: 8 nodes or points a side, as Q7; its layers 4 KB apart fell in the same
+ * L1 sets), and a contraction array longer than 4 KB keeps the padding's arithmetic in every
+ * operand's address: all of them. Elsewhere the column walks' derivatives along x and y
+ * (two loads a multiply-add: its table entry moves with the item) are that loop's kind, and
+ * the interpolations (the table's row hoisted, one load a multiply-add) go at the vectorized
+ * rate: on the Ice Lake VM perf's samples a phase put Q5's walks at 28 GF/s, its
+ * interpolations at 49, the FMA loop at 52 and fe_fma_padded at 24 (docs/model.md). */
 static double table_loop_flops(const fe_sumfact_shape *sh, int block, double w, double ncells,
                                double inflight)
 {
   if (block * w < 64) return 0;
   if (sumfact_padded(sh, block, w) && fe_sumfact_contraction_words(sh) / 2 > 4096 / (block * w))
     return inflight;
-  return fmin(inflight, ncells * fe_sumfact_interpolation_flops_per_cell(sh));
+  return fmin(inflight, ncells * fe_sumfact_walk_flops_per_cell(sh));
 }
 
 static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a, int vertices,
