@@ -141,8 +141,6 @@ static int default_block(const fe_operator *A, const fe_backend *be, fe_precisio
   return block;
 }
 
-/* The counts of action a on the whole mesh; ahead: the folded words are asked for a group
- * ahead through its phases (the cpu's column layout, r->qd_column). */
 /* The cpu: whether the template pads the group's arrays (SF_PADDED, sumfact.knl's SF_PAD: an
  * entry every 4 KB), block cells of w bytes an entry: where an entry is a whole 64-byte line
  * and a layer of entries (P1 x P1, Q1 x Q1 or P1 x Q1) is a multiple of 2 KB, whose layers
@@ -165,7 +163,7 @@ static int sumfact_padded(const fe_sumfact_shape *sh, int block, double w)
  * the interpolations (the table's row hoisted, one load a multiply-add) go at the vectorized
  * rate: on the Ice Lake VM perf's samples a phase put Q5's walks at 28 GF/s, its
  * interpolations at 49, the FMA loop at 52 and fe_fma_padded at 24 (docs/model.md). */
-static double table_loop_flops(const fe_sumfact_shape *sh, int block, double w, double ncells,
+static double padded_loop_flops(const fe_sumfact_shape *sh, int block, double w, double ncells,
                                double inflight)
 {
   if (block * w < 64) return 0;
@@ -174,6 +172,8 @@ static double table_loop_flops(const fe_sumfact_shape *sh, int block, double w, 
   return fmin(inflight, ncells * fe_sumfact_walk_flops_per_cell(sh));
 }
 
+/* The counts of action a on the whole mesh; ahead: the folded words are asked for a group
+ * ahead through its phases (the cpu's column layout, r->qd_column). */
 static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a, int vertices,
                            int shared, int nodesum, int block, int gpu, int folded, int ahead,
                            fe_work *wk)
@@ -261,7 +261,7 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
     wk->lanes = block;
     /* its contractions run the rows outermost: consecutive outputs independent */
     wk->inflight_flops = fmin(wk->vec_flops, ncells * fe_sumfact_contraction_flops_per_cell(&sh));
-    if (!gpu) wk->padded_flops = table_loop_flops(&sh, block, w, ncells, wk->inflight_flops);
+    if (!gpu) wk->padded_flops = padded_loop_flops(&sh, block, w, ncells, wk->inflight_flops);
   }
 }
 
