@@ -257,6 +257,14 @@ static int lanes_whole(const fe_calibration *c, const fe_report *rep)
   return !c->gpu && c->vector_lanes > 0 && rep->lanes > 0 && c->vector_lanes >= rep->lanes;
 }
 
+/* The cpu: a group's arrays outgrow the share of a core's L1 they keep (model_compute_ceilings'
+ * operand term says which share). */
+static int arrays_beyond_l1(const fe_calibration *c, const fe_report *rep)
+{
+  const double at = c->l1_bytes * (lanes_whole(c, rep) ? 2.0 / 3 : 0.5);
+  return !c->gpu && c->l1_bytes > 0 && rep->array_bytes > 0 && rep->array_bytes >= at;
+}
+
 /* The FMA and non-FMA ceilings alone (the cpu: its SIMD lanes, its factors into them and its
  * hot loop as llvm-mca simulates it). */
 static void model_compute_ceilings(const model_rates *m, int compute_units, fe_report *rep)
@@ -302,8 +310,7 @@ static void model_compute_ceilings(const model_rates *m, int compute_units, fe_r
    * thirds where one holds it (double's 512-bit loads: Q5's 28 KB ran at its multiply-adds'
    * time, single's Q7 as before) */
   rep->operand_seconds = 0;
-  const double at = c->l1_bytes * (lanes_whole(c, rep) ? 2.0 / 3 : 0.5);
-  if (!c->gpu && c->l1_bytes > 0 && rep->array_bytes >= at && c->l2_gbytes > 0) {
+  if (arrays_beyond_l1(c, rep) && c->l2_gbytes > 0) {
     rep->operand_seconds = rep->operand_bytes / (c->l2_gbytes * 1e9);
     if (rep->operand_seconds > t[FE_CEIL_FMA]) t[FE_CEIL_FMA] = rep->operand_seconds;
   }
@@ -326,11 +333,18 @@ static void model_access_ceilings(const model_rates *m, fe_report *rep)
                             ? rep->constant / (c->constant_gops * 1e9 * m->e_shared)
                             : 0;
   /* the cpu's indexed loops: each node's first touch from beyond L1 (from the last-level
-   * cache where the call's data fit it, else from memory), the rest from L1 */
-  double first = c->indexed_l1_gops > 0 ? fmin(rep->indexed_first, rep->indexed) : rep->indexed;
+   * cache where the call's data fit it, else from memory), the rest from L1. Where the
+   * group's arrays outgrow L1, the other side of each (the gather's store into them, the
+   * scatter's load) misses it too: every value at the rate of first touches from memory
+   * (perf's samples a phase: Q7's gather and scatter, 64 KB arrays in double, ran 1.0-1.1 G
+   * values/s on two threads, the calibration's from memory 1.3-1.8 and from the last-level
+   * cache about 3; Q3's and Q5's, 8 and 28 KB, 1.2-1.4 as modelled) */
+  const int beyond = arrays_beyond_l1(c, rep);
+  double first = c->indexed_l1_gops > 0 && !beyond ? fmin(rep->indexed_first, rep->indexed)
+                                                   : rep->indexed;
   double again = rep->indexed - first;
-  double first_gops = m->llc_share < 1 && c->indexed_llc_gops > 0 ? c->indexed_llc_gops
-                                                                   : c->indexed_gops;
+  double first_gops = m->llc_share < 1 && c->indexed_llc_gops > 0 && !beyond
+                          ? c->indexed_llc_gops : c->indexed_gops;
   t[FE_CEIL_INDEXED] = c->indexed_gops > 0 ? first / (first_gops * 1e9) +
                                                  (again > 0 ? again / (c->indexed_l1_gops * 1e9) : 0)
                                            : 0;

@@ -283,7 +283,8 @@ Test(perf, model_cpu_hot_loop)
 }
 
 /* The cpu's indexed loops: each node's first touch at the rate of values from beyond L1, the
- * others at L1's; without an L1 rate, all at the first */
+ * others at L1's; without an L1 rate, all at the first; with the group's arrays beyond L1,
+ * all at the first touches' rate from memory */
 Test(perf, model_cpu_indexed_first_touches)
 {
   fe_calibration c = cpu_cal();
@@ -299,7 +300,21 @@ Test(perf, model_cpu_indexed_first_touches)
   r.indexed_first = 2e7; /* never more first touches than values */
   fe_perf_model(&c, 16, &r);
   assert_close(r.ceiling_seconds[FE_CEIL_INDEXED], 1e7 / 1e9);
+  /* a group's arrays beyond the L1 share they keep (half of 48 KB here): every value at
+   * the first touches' rate from memory, not the last-level cache's */
+  c.l1_bytes = 48 << 10;
+  c.indexed_llc_gops = 3;
+  r = work();
+  r.indexed = 1e7;
+  r.indexed_first = 2e6;
+  r.array_bytes = 20 << 10;
+  fe_perf_model(&c, 16, &r); /* within: first touches (from memory: work()'s GB) and L1's */
+  assert_close(r.ceiling_seconds[FE_CEIL_INDEXED], 2e6 / 1e9 + 8e6 / 4e9);
+  r.array_bytes = 30 << 10;
+  fe_perf_model(&c, 16, &r);
+  assert_close(r.ceiling_seconds[FE_CEIL_INDEXED], 1e7 / 1e9);
   c.indexed_l1_gops = 0;
+  c.indexed_llc_gops = 0;
   r = work();
   r.indexed = 1e7;
   r.indexed_first = 2e6;
