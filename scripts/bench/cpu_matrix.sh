@@ -43,6 +43,7 @@
 #   cmake -S .peers/dealii_mf -B .peers/dealii_mf/build -DCMAKE_BUILD_TYPE=Release
 #   make -C .peers/dealii_mf/build -j1
 BUILD=${1:-build}
+case $BUILD in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$PWD/$BUILD ;; esac # the cache and libraries by an absolute path
 LOGS=${OUT:-out/bench}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 export DEAL_II_NUM_THREADS=$OMP_NUM_THREADS
@@ -54,8 +55,8 @@ BP=${BP:-.peers/dealii_mf/build/bp}
 cd "$(dirname "$0")/../.." || exit 1
 mkdir -p "$LOGS"
 LOGS=$(cd "$LOGS" && pwd)
-[ -d "$BUILD/lib" ] && export LD_LIBRARY_PATH="$PWD/$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export FELAB_CACHE=${FELAB_CACHE:-$PWD/$BUILD/cache}
+[ -d "$BUILD/lib" ] && export LD_LIBRARY_PATH="$BUILD_ABS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export FELAB_CACHE=${FELAB_CACHE:-$BUILD_ABS/cache}
 if [ ! -x "$BUILD/felab" ]; then
   echo "== make BUILD=$BUILD -j1"
   make BUILD="$BUILD" -j1 > "$LOGS/make.log" 2>&1 || { echo "make failed: $LOGS/make.log"; exit 1; }

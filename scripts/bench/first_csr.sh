@@ -8,12 +8,13 @@
 #   scripts/bench/first_csr.sh [build folder] [cases]       (logs: $OUT, else out/bench)
 # Build here with `make gpu`, copy ../shared/peers/cupy_cg.py to .peers/ and carry both.
 BUILD=${1:-build-gpu}
+case $BUILD in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$PWD/$BUILD ;; esac # the cache and libraries by an absolute path
 CASES=${2:-tet:P1:192,tet:P1:192:0.1,hex:Q1:192,tet:P2:96,msh:P2:.peers/matrix-meshes/torso-0.063.msh:2}
 LOGS=${OUT:-out/bench}
 BACKEND=${BACKEND:-cuda}
 cd "$(dirname "$0")/../.." || exit 1
 mkdir -p "$LOGS"
-[ -d "$BUILD/lib" ] && export LD_LIBRARY_PATH="$PWD/$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+[ -d "$BUILD/lib" ] && export LD_LIBRARY_PATH="$BUILD_ABS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 if [ -f .peers/cupy_cg.py ] && [ "${PEER:-1}" = 1 ]; then
   echo "== peer: CuPy's device assembly"
   timeout "${PEER_TIMEOUT:-300}" python3 .peers/cupy_cg.py 192 192x1 > "$LOGS/peer.log" 2>&1

@@ -6,11 +6,12 @@
 # Build here with `make gpu`, copy ../shared/peers/cupy_cg.py to .peers/ (git-ignored) and
 # carry both build-gpu and .peers.
 BUILD=${1:-build-gpu}
+case $BUILD in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$PWD/$BUILD ;; esac # the cache and libraries by an absolute path
 PEER=${2:-.peers/cupy_cg.py}
 LOGS=${OUT:-out/bench}
 cd "$(dirname "$0")/../.." || exit 1
 mkdir -p "$LOGS"
-[ -d "$BUILD/lib" ] && export LD_LIBRARY_PATH="$PWD/$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+[ -d "$BUILD/lib" ] && export LD_LIBRARY_PATH="$BUILD_ABS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 command -v nvidia-smi > /dev/null && nvidia-smi -L
 if [ -f "$PEER" ]; then
   # P1 tets on 192^3 cubes, Q1 hexes on 192^3, Q2 hexes on 96^3: ~7.2M dofs each

@@ -25,14 +25,15 @@
 #   build/felab scripts/bench/matrix.lua write-meshes .peers/matrix-meshes
 #   run: carry build-gpu, .peers, .gpu/ceed/run; command: SCALE=3 FILTER=Q3 sh scripts/bench/matrix.sh
 BUILD=${1:-build-gpu}
+case $BUILD in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$PWD/$BUILD ;; esac # the cache and libraries by an absolute path
 LOGS=${OUT:-out/bench}
 SCALE=${SCALE:-3}
 MESHES=${MESHES:-.peers/matrix-meshes}
 cd "$(dirname "$0")/../.." || exit 1
 mkdir -p "$LOGS"
 LOGS=$(cd "$LOGS" && pwd)
-[ -d "$BUILD/lib" ] && export LD_LIBRARY_PATH="$PWD/$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export FELAB_CACHE=${FELAB_CACHE:-$PWD/$BUILD/cache}
+[ -d "$BUILD/lib" ] && export LD_LIBRARY_PATH="$BUILD_ABS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export FELAB_CACHE=${FELAB_CACHE:-$BUILD_ABS/cache}
 command -v nvidia-smi > /dev/null && nvidia-smi -L
 # cells per side at this scale of the issue's n (matrix.lua's rule: n * SCALE / 3, rounded)
 n() { awk -v n="$1" -v s="$SCALE" 'BEGIN { m = int(n * s / 3 + 0.5); print (m < 2 ? 2 : m) }'; }

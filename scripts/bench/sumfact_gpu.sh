@@ -6,13 +6,14 @@
 #   scripts/bench/sumfact_gpu.sh [build] [sections]     (logs: $OUT, else out/bench)
 # Build here with `make gpu`, copy ../shared/peers/cupy_cg.py to .peers/ and carry both.
 BUILD=${1:-build-gpu}
+case $BUILD in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$PWD/$BUILD ;; esac # the cache and libraries by an absolute path
 SECTIONS=${2:-orders,large,remacle,transpose}
 OLD=${OLD:-build-gpu-old}
 LOGS=${OUT:-out/bench}
 cd "$(dirname "$0")/../.." || exit 1
 mkdir -p "$LOGS"
-export LD_LIBRARY_PATH="$PWD/$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export FELAB_CACHE="$PWD/$BUILD/cache"
+export LD_LIBRARY_PATH="$BUILD_ABS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export FELAB_CACHE="$BUILD_ABS/cache"
 command -v nvidia-smi > /dev/null && nvidia-smi -L
 if [ -f .peers/cupy_cg.py ] && [ "${PEER:-1}" = 1 ]; then
   echo "== peer: cupy_cg.py 192 48x3 14x7"

@@ -4,11 +4,12 @@
 # (scripts/bench/one_case.lua with reps = 1), then the same cases timed without the profiler.
 #   scripts/bench/sumfact_profile.sh [build]        (logs: $OUT, else out/profile)
 BUILD=${1:-build-gpu}
+case $BUILD in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$PWD/$BUILD ;; esac # the cache and libraries by an absolute path
 LOGS=${OUT:-out/profile}
 cd "$(dirname "$0")/../.." || exit 1
 mkdir -p "$LOGS"
-export LD_LIBRARY_PATH="$PWD/$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export FELAB_CACHE="$PWD/$BUILD/cache"
+export LD_LIBRARY_PATH="$BUILD_ABS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export FELAB_CACHE="$BUILD_ABS/cache"
 CASES=${CASES:-"Q3:48:vertices Q3:48:stored Q7:14:vertices Q7:28:vertices"}
 SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis
   --section WarpStateStats --section Occupancy --section LaunchStats --section SchedulerStats

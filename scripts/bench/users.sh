@@ -8,10 +8,11 @@
 # of ../shared/peers/ceed_bp), .gpu/ceed/run (its build.sh), .peers/matrix-meshes (`felab
 # scripts/bench/matrix.lua write-meshes .peers/matrix-meshes`).
 BUILD=${1:-build-gpu}
+case $BUILD in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$PWD/$BUILD ;; esac # the cache and libraries by an absolute path
 LOGS=${OUT:-out/bench}
 cd "$(dirname "$0")/../.." || exit 1
 mkdir -p "$LOGS"
-export FELAB_CACHE=${FELAB_CACHE:-$PWD/$BUILD/cache}
+export FELAB_CACHE=${FELAB_CACHE:-$BUILD_ABS/cache}
 command -v nvidia-smi > /dev/null && nvidia-smi -L
 if [ -f .peers/peers/ceed_bp/run.sh ]; then
   OUT="$LOGS" BP_OPTS=-d CASES="48:3 28:7 24:5" REF_CASES="" BACKENDS="/gpu/cuda/gen" BP_TIMEOUT=60 \
