@@ -82,7 +82,7 @@ typedef struct fe_device_info {
   size_t l2_bytes;     /* last-level cache */
   size_t l1_bytes;     /* the cpu: a core's L1 data cache, where a group's arrays live (0: not known) */
   int vector_bytes[FE_NPRECISIONS]; /* the cpu: the SIMD registers its kernels are compiled
-                        * for, bytes, by precision (the preamble's FE_VECTOR_BYTES; 0: GPUs) */
+                        * for, bytes, by precision (0: GPUs) */
   size_t llc_bytes;    /* the cpu: the last-level cache its cores share, where a call finds again
                         * what the call before left (0: not known) */
   int clock_mhz;       /* core clock */

@@ -26,6 +26,16 @@ static void cpu_group_runs(void *impl, int run)
   omp_set_schedule(omp_sched_static, run > 0 ? run : 0);
 }
 
+/* Double's kernels in whole 512-bit vectors (FE_CPU_WIDE, which the preamble turns into gcc's
+ * prefer-vector-width): where this core has AVX-512 and the compiler is gcc (clang's tuning
+ * takes no such pragma). A group's lanes are 8 cells, one 64-byte line, which gcc's Ice Lake
+ * tuning splits into two 256-bit halves: twice the instructions, half the registers' worth of
+ * values (docs/kernels.md). */
+static int cpu_wide_double(const char *cc)
+{
+  return __builtin_cpu_supports("avx512f") && !strstr(cc, "clang");
+}
+
 /* The backend: a cache directory and a compiler; no device to open. */
 static int cpu_open(int device, void **impl)
 {
@@ -42,7 +52,8 @@ static int cpu_open(int device, void **impl)
    * call with a branch, so a loop holding one (a physics with |grad u|, a square root) is
    * not vectorized at all; sqrt's results are the same correctly rounded values either way */
   snprintf(c->flags, sizeof c->flags,
-           "-std=gnu11 -O3 -march=native -ffp-contract=fast -fno-math-errno -fopenmp -fPIC -shared");
+           "-std=gnu11 -O3 -march=native -ffp-contract=fast -fno-math-errno -fopenmp -fPIC -shared%s",
+           cpu_wide_double(c->cc) ? " -DFE_CPU_WIDE=1" : "");
   const char *mca = getenv("FELAB_MCA");
   snprintf(c->mca, sizeof c->mca, "%s", mca && *mca ? mca : "llvm-mca");
   c->has_mca = strcmp(c->mca, "off") ? -1 : 0;
@@ -148,11 +159,11 @@ static int cpu_query(void *impl, fe_device_info *info)
   info->l1_bytes = l1 > 0 ? (size_t)l1 : 0;
   info->llc_bytes = cpu_llc_bytes();
   /* the kernels' registers (-march=native on this core): double's whole 512-bit ones where
-   * the core has them and gcc compiles (the preamble's prefer-vector-width), else 256-bit
-   * ones with AVX (gcc's choice on AVX-512 cores too) */
-  const int avx = __builtin_cpu_supports("avx"), gcc = !(c && strstr(c->cc, "clang"));
+   * cpu_wide_double says, else 256-bit ones with AVX (the compilers' choice on AVX-512 cores
+   * too) */
+  const int avx = __builtin_cpu_supports("avx");
   info->vector_bytes[FE_FLOAT] = avx ? 32 : 16;
-  info->vector_bytes[FE_DOUBLE] = __builtin_cpu_supports("avx512f") && gcc ? 64 : avx ? 32 : 16;
+  info->vector_bytes[FE_DOUBLE] = cpu_wide_double(c ? c->cc : "cc") ? 64 : avx ? 32 : 16;
   info->items_in_order = 1;   /* FE_INNER is a plain loop on the group's thread */
   info->cells_in_lanes = 1;   /* gcc vectorizes the strategies' loops over a group's cells */
   info->stack_shared = (size_t)512 << 10; /* FE_SHARED arrays are the thread's locals */

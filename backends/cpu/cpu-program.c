@@ -44,13 +44,11 @@ static const char cpu_preamble_text[] =
     "#else\n"
     "typedef float real;\n"
     "#endif\n"
-    /* double's kernels in whole 512-bit vectors where the core has them: their lanes are
-     * 8 cells (a 64-byte line), and gcc's Ice Lake tuning would split each into two 256-bit
-     * halves (twice the instructions, half the registers' worth of values). On the Ice Lake
-     * VM, alternated: sumfact's applies 20-35% faster (Q2 to Q7), transpose's 30-40%, csr's
-     * the same; single precision (lines of 8 floats, 256 bits) kept as it was
+    /* double's kernels in whole 512-bit vectors where the backend says (cpu_wide_double): on
+     * the Ice Lake VM, alternated, sumfact's applies 12-21% faster (Q2 to Q7), transpose's Q3
+     * 29%, csr's the same; single precision (lines of 8 floats, 256 bits) kept as it was
      * (docs/kernels.md) */
-    "#if FE_DOUBLE && defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)\n"
+    "#if FE_DOUBLE && FE_CPU_WIDE\n"
     "#pragma GCC target(\"prefer-vector-width=512\")\n"
     "#endif\n"
     "#define FE_CPU 1\n"

@@ -257,8 +257,9 @@ static int lanes_whole(const fe_calibration *c, const fe_report *rep)
   return !c->gpu && c->vector_lanes > 0 && rep->lanes > 0 && c->vector_lanes >= rep->lanes;
 }
 
-/* The cpu: a group's arrays outgrow the share of a core's L1 they keep (model_compute_ceilings'
- * operand term says which share). */
+/* The cpu: a group's arrays outgrow the share of a core's L1 they keep: half where the lanes
+ * span registers, two thirds where one holds them (the evidence: the operand term in
+ * model_compute_ceilings). */
 static int arrays_beyond_l1(const fe_calibration *c, const fe_report *rep)
 {
   const double at = c->l1_bytes * (lanes_whole(c, rep) ? 2.0 / 3 : 0.5);
