@@ -12,16 +12,17 @@
 #include "engine/perf/perf-private.h"
 
 /* Where a backend's calibration is stored: one file per backend, device and compute units
- * (the cpu's threads: fe_device_hash), "v15": the ceilings per micro-benchmark and the
+ * (the cpu's threads: fe_device_hash), "v16": the ceilings per micro-benchmark and the
  * latencies, the cpu's multiply-adds fed from L1, its indexed loops at first touches and from
  * L1, its cycle in llvm-mca's core and the last-level cache a call keeps, a GPU's L1 lookups,
- * the host's small copies each way; a file of an earlier form is not read. */
+ * the host's small copies each way (v16: the cpu's FMA loop over eight of its kernels'
+ * registers, each loop 40 ms at least); a file of an earlier form is not read. */
 static int calibration_path(const fe_backend *be, char *path, size_t n)
 {
   char dir[4096];
   FE_CHECK(fe_cache_dir("calibration", dir, sizeof dir));
   unsigned long long h = fe_device_hash(be);
-  snprintf(path, n, "%s/%s-v15-%016llx.txt", dir, be->name, h);
+  snprintf(path, n, "%s/%s-v16-%016llx.txt", dir, be->name, h);
   return 0;
 }
 
