@@ -586,11 +586,7 @@ static int calibrate_kernels(calib_run *c)
   FE_CHECK(calibrate_latencies(c));
   FE_CHECK(calibrate_curves(c));
   FE_CHECK(calibrate_transfers(c));
-  cal->gpu = gpu;
-  cal->tables_l1 = be->info.tables_l1;
-  cal->llc_bytes = (double)be->info.llc_bytes;
-  cal->l1_bytes = (double)be->info.l1_bytes;
-  cal->vector_lanes = (double)be->info.vector_bytes[c->prec] / (double)fe_precision_size(c->prec);
+  perf_calibration_info(be, c->prec, cal);
   cal->valid = 1;
   return 0;
 }

@@ -161,14 +161,18 @@ int fe_perf_load_calibration(fe_backend *be)
   for (int p = 0; p < FE_NPRECISIONS; p++)
     if (stored[p].valid) {
       be->calib[p] = stored[p];
-      be->calib[p].gpu = be->info.is_gpu;
-      be->calib[p].tables_l1 = be->info.tables_l1;
-      be->calib[p].llc_bytes = (double)be->info.llc_bytes;
-      be->calib[p].l1_bytes = (double)be->info.l1_bytes;
-      be->calib[p].vector_lanes =
-          (double)be->info.vector_bytes[p] / (double)fe_precision_size((fe_precision)p);
+      perf_calibration_info(be, (fe_precision)p, &be->calib[p]);
     }
   return 0;
+}
+
+void perf_calibration_info(const fe_backend *be, fe_precision prec, fe_calibration *c)
+{
+  c->gpu = be->info.is_gpu;
+  c->tables_l1 = be->info.tables_l1;
+  c->llc_bytes = (double)be->info.llc_bytes;
+  c->l1_bytes = (double)be->info.l1_bytes;
+  c->vector_lanes = (double)be->info.vector_bytes[prec] / (double)fe_precision_size(prec);
 }
 
 /* Rewrite the stored calibration of a backend with what it holds now (written aside, then

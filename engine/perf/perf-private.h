@@ -15,4 +15,9 @@ int perf_run_calibration(fe_backend *be, fe_precision prec, fe_report *rep, int 
 /* calibration-store.c: rewrite the stored calibration of a backend with what it holds now. */
 int perf_save_calibration(const fe_backend *be);
 
+/* calibration-store.c: what calibration c of precision prec takes from the backend's device
+ * info, not measured nor stored (measured or loaded alike): gpu, tables_l1, the caches' sizes
+ * and the reals one SIMD register of the kernels holds. */
+void perf_calibration_info(const fe_backend *be, fe_precision prec, fe_calibration *c);
+
 #endif
