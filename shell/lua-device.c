@@ -96,6 +96,9 @@ static const struct {
     {"operand_bytes", offsetof(fe_report, operand_bytes)},
     {"operand_seconds", offsetof(fe_report, operand_seconds)},
     {"llc_share", offsetof(fe_report, llc_share)},
+    {"calls", offsetof(fe_report, calls)},
+    {"extra_flops", offsetof(fe_report, extra_flops)},
+    {"extra_bytes", offsetof(fe_report, extra_bytes)},
 };
 static const struct {
   const char *name;

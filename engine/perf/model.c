@@ -457,7 +457,8 @@ static void model_predict_bound(const model_rates *m, double fill, double on, in
   snprintf(rep->bound, sizeof rep->bound, "%s", fe_ceiling_name(bind));
 }
 
-void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
+/* One call's prediction (an action, a vector operation, a setup's kernels). */
+static void model_call(const fe_calibration *c, int compute_units, fe_report *rep)
 {
   model_rates m;
   model_rates_for(c, rep, &m);
@@ -478,6 +479,52 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
   t[FE_CEIL_LAUNCH] = rep->launches > 0 ? (c->sync_us + (rep->launches - 1) * c->launch_us) * 1e-6 : 0;
   model_waits(c, waves, rep);
   model_predict_bound(&m, fill, on, pipe, rep);
+}
+
+/* A solve's prediction: its calls of the operator, each one call's model (waves, waits and
+ * caches as that call meets them), and the steps' vector work, its own kernels at their
+ * bytes and flops; the times added, the launches queued one after another behind a single
+ * wait. The ceilings are the parts' summed; the bound the larger part's. */
+static void model_calls(const fe_calibration *c, int compute_units, fe_report *rep)
+{
+  const double calls = rep->calls;
+  fe_report one = *rep, v;
+  one.calls = 0;
+  one.flops = (rep->flops - rep->extra_flops) / calls;
+  one.bytes = (rep->bytes - rep->extra_bytes) / calls;
+  one.launches = (int)lround((rep->launches - rep->extra_launches) / calls);
+  model_call(c, compute_units, &one);
+  memset(&v, 0, sizeof v);
+  v.flops = rep->extra_flops;
+  v.bytes = rep->extra_bytes;
+  v.launches = rep->extra_launches;
+  model_call(c, compute_units, &v);
+  *rep = one;
+  rep->calls = calls;
+  rep->flops = one.flops * calls + v.flops;
+  rep->bytes = one.bytes * calls + v.bytes;
+  rep->launches = rep->extra_launches + (int)lround(one.launches * calls);
+  const double *ta = one.ceiling_seconds, *tv = v.ceiling_seconds;
+  double body = calls * (one.predicted_seconds - ta[FE_CEIL_LAUNCH]) +
+                (v.predicted_seconds - tv[FE_CEIL_LAUNCH]);
+  for (int i = 0; i < FE_NCEILINGS; i++) rep->ceiling_seconds[i] = calls * ta[i] + tv[i];
+  rep->ceiling_seconds[FE_CEIL_LAUNCH] =
+      rep->launches > 0 ? (c->sync_us + (rep->launches - 1) * c->launch_us) * 1e-6 : 0;
+  rep->predicted_seconds = body + rep->ceiling_seconds[FE_CEIL_LAUNCH];
+  rep->serial_seconds *= calls;
+  rep->loop_seconds *= calls;
+  rep->operand_seconds *= calls;
+  rep->l1_tag_seconds *= calls;
+  rep->stagger_seconds *= calls;
+  for (int p = 0; p < rep->nphase_work && p < FE_PHASES_MAX; p++) rep->phase_seconds[p] *= calls;
+  if (v.predicted_seconds > calls * one.predicted_seconds)
+    snprintf(rep->bound, sizeof rep->bound, "%s", v.bound);
+}
+
+void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
+{
+  if (rep->calls > 0) model_calls(c, compute_units, rep);
+  else model_call(c, compute_units, rep);
 }
 
 int fe_perf_predict(fe_backend *be, fe_precision prec, fe_report *rep)

@@ -92,7 +92,8 @@ void fe_report_scale(fe_report *r, double f)
                  &r->constant, &r->vec_flops, &r->indexed, &r->indexed_first, &r->factor_lanes,
                  &r->factor_gathers, &r->phase_bytes, &r->phase_l2_bytes, &r->operand_bytes,
                  &r->l1_wavefronts,
-                 &r->table_wavefronts, &r->inflight_flops, &r->padded_flops, &r->loop_trips};
+                 &r->table_wavefronts, &r->inflight_flops, &r->padded_flops, &r->loop_trips,
+                 &r->extra_flops, &r->extra_bytes};
   for (size_t i = 0; i < sizeof v / sizeof *v; i++) *v[i] *= f;
   for (int k = 0; k <= FE_L1_LINES; k++) r->l1_lines[k] *= f, r->table_lines[k] *= f;
   for (int p = 0; p < r->nphase_work && p < FE_PHASES_MAX; p++) {

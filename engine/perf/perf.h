@@ -215,6 +215,12 @@ typedef struct fe_report {
   double ceiling_seconds[FE_NCEILINGS]; /* the time each ceiling alone would take */
   int launches;
   int iterations;           /* solvers */
+  /* a solve's report (cg, bicg, ...): the operator's calls it made (0: the report is one
+   * call's), their work on average in flops, bytes and launches less the steps' vector work
+   * (extra_*: its own kernels), every other count one call's. The model takes each part alone
+   * and adds their times (fe_perf_model) */
+  double calls, extra_flops, extra_bytes;
+  int extra_launches;
 } fe_report;
 
 /* The link between mpirun's ranks (engine/parallel/link.c): a message's time, measured by

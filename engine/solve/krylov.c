@@ -59,6 +59,9 @@ typedef struct krylov {
   fe_report last;           /* the last Jacobian action: the kind of call for the report */
   double flops, bytes;      /* counted work of the iterations */
   int launches;
+  double calls;             /* of it, the operator's calls (applies, residuals) and their work */
+  double call_flops, call_bytes;
+  int call_launches;
 } krylov;
 
 /* ---- counted building blocks ---- */
@@ -109,15 +112,26 @@ static int precondition(krylov *k, const fe_vector *r, fe_vector **z)
   return fe_vector_pointwise(*z, r, k->d, 1);
 }
 
+/* Count an operator's call (an apply or a residual) with its report: the work, and the call
+ * the report describes. */
+static void count_call(krylov *k, const fe_report *rep)
+{
+  k->flops += rep->flops;
+  k->bytes += rep->bytes;
+  k->launches += rep->launches;
+  k->calls += 1;
+  k->call_flops += rep->flops;
+  k->call_bytes += rep->bytes;
+  k->call_launches += rep->launches;
+  k->last = *rep;
+}
+
 /* y <- op w at o->at: J (op = A) or J^T (op = A's transpose). */
 static int apply(krylov *k, fe_operator *op, const fe_vector *w, fe_vector **y)
 {
   fe_report rep;
   FE_CHECK(fe_operator_apply(op, w, k->o->at, &k->act, y, &rep));
-  k->flops += rep.flops;
-  k->bytes += rep.bytes;
-  k->launches += rep.launches;
-  k->last = rep;
+  count_call(k, &rep);
   return 0;
 }
 
@@ -130,10 +144,7 @@ static int true_residual(krylov *k, fe_vector **r)
   }
   fe_report rep;
   FE_CHECK(fe_operator_residual(k->A, k->x, &k->act, r, &rep));
-  k->flops += rep.flops;
-  k->bytes += rep.bytes;
-  k->launches += rep.launches;
-  k->last = rep;
+  count_call(k, &rep);
   return axpby(k, *r, 0.0, *r, -1.0);
 }
 
@@ -459,6 +470,8 @@ static int krylov_iterate(krylov *k, krylov_method method)
   snprintf(info->reason, sizeof info->reason, "maxit");
   k->flops = k->bytes = 0; /* count the iterations only, as CG does */
   k->launches = 0;
+  k->calls = k->call_flops = k->call_bytes = 0;
+  k->call_launches = 0;
   double setup_s = first.setup_seconds + info->pc_setup_seconds, t0 = fe_clock();
   if (!rc && !isfinite(k->r0)) {
     snprintf(info->reason, sizeof info->reason, "diverged: |r0| = %g", k->r0);
@@ -478,6 +491,10 @@ static int krylov_iterate(krylov *k, krylov_method method)
   out->flops = k->flops;
   out->bytes = k->bytes;
   out->launches = k->launches;
+  out->calls = k->calls; /* the model: each call at its own, the vector kernels beside */
+  out->extra_flops = k->flops - k->call_flops;
+  out->extra_bytes = k->bytes - k->call_bytes;
+  out->extra_launches = k->launches - k->call_launches;
   out->seconds = fe_clock() - t0;
   out->compile_seconds = compile_s;
   out->setup_seconds = setup_s;

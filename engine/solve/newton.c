@@ -90,6 +90,8 @@ typedef struct newton_work {
   fe_report setup;     /* per linear step: CG's initial apply and its diagonal */
   double flops, bytes, compile_s, transfer_s, setup_s;
   int launches;
+  double calls, call_flops, call_bytes; /* of the work, the operator's calls' (the model's) */
+  int call_launches;
   char pc[200];        /* the last linear solve's preconditioner */
   double pc_setup_s;   /* the preconditioners' setups (in setup_s too) */
 } newton_work;
@@ -100,12 +102,26 @@ static void newton_work_free(newton_work *w)
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) fe_vector_free(v[i]);
 }
 
-/* Add one call's counted work to the account. */
-static void account(newton_work *w, const fe_report *rep)
+/* Add the operator's calls' work to the account: one call's, or a solve's (its calls, its
+ * vector work apart). */
+static void account_calls(newton_work *w, const fe_report *rep)
 {
+  const double calls = rep->calls > 0 ? rep->calls : 1;
+  const double xf = rep->calls > 0 ? rep->extra_flops : 0, xb = rep->calls > 0 ? rep->extra_bytes : 0;
+  const int xl = rep->calls > 0 ? rep->extra_launches : 0;
   w->flops += rep->flops;
   w->bytes += rep->bytes;
   w->launches += rep->launches;
+  w->calls += calls;
+  w->call_flops += rep->flops - xf;
+  w->call_bytes += rep->bytes - xb;
+  w->call_launches += rep->launches - xl;
+}
+
+/* Add one call's counted work to the account. */
+static void account(newton_work *w, const fe_report *rep)
+{
+  account_calls(w, rep);
   w->compile_s += rep->compile_seconds;
   w->transfer_s += rep->transfer_seconds;
   w->setup_s += rep->setup_seconds;
@@ -229,9 +245,7 @@ static int linear_step(fe_operator *A, const fe_newton_opts *o, newton_work *w, 
   snprintf(w->pc, sizeof w->pc, "%s", ci.pc);
   w->pc_setup_s += ci.pc_setup_seconds;
   account(w, &ci.report);
-  w->flops += w->setup.flops;
-  w->bytes += w->setup.bytes;
-  w->launches += w->setup.launches;
+  account_calls(w, &w->setup);
   fe_solver_info_free(&ci);
   return 0;
 }
@@ -351,6 +365,11 @@ static int newton_report(const newton_work *w, fe_newton_info *info)
   r->flops = w->flops;
   r->bytes = w->bytes;
   r->launches = w->launches;
+  r->calls = w->calls; /* the model: the calls (residuals and Jacobian actions alike) at the
+                        * last residual's model, the vector kernels beside */
+  r->extra_flops = w->flops - w->call_flops;
+  r->extra_bytes = w->bytes - w->call_bytes;
+  r->extra_launches = w->launches - w->call_launches;
   r->compile_seconds = w->compile_s;
   r->transfer_seconds = w->transfer_s;
   r->setup_seconds = w->setup_s;

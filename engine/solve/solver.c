@@ -455,6 +455,11 @@ static int cg_report(const fe_vector *x, const fe_report *rep, const fe_report *
   r->flops = n * (apply_rep->flops + vflops) + extra * (apply_rep->flops + pq_words);
   r->bytes = n * (apply_rep->bytes + vbytes) + extra * (apply_rep->bytes + pq_bytes);
   r->launches = n * (apply_rep->launches + vlaunches) + extra * (apply_rep->launches + !pq_fused);
+  /* the model: the applies, each at its own model, and the steps' vector kernels */
+  r->calls = n ? n + extra : 0;
+  r->extra_flops = n * vflops + extra * pq_words;
+  r->extra_bytes = n * vbytes + extra * pq_bytes;
+  r->extra_launches = n * vlaunches + extra * !pq_fused;
   r->seconds = seconds;
   r->compile_seconds = compile_s;
   r->setup_seconds = setup_s + info->pc_setup_seconds;

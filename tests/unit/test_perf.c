@@ -661,6 +661,79 @@ Test(perf, model_latency)
   cr_assert_eq(w.ceiling_seconds[FE_CEIL_LATENCY], 0);
 }
 
+/* A solve's report (calls > 0): its calls each at one call's model (the waits of every
+ * call's waves counted, which the totals alone would count once) and the steps' vector
+ * kernels at their own bytes and flops, the times added and the launches queued behind one
+ * wait; perf.share's scale keeps it (the calls' and the vectors' work alike). */
+Test(perf, model_solve_calls)
+{
+  fe_calibration c = gpu_cal();
+  c.dram_latency_us = 0.5;
+  c.l2_latency_us = 0.2;
+  c.phase_latency_us = 0.05;
+  fe_report one = work();
+  one.bytes = one.l2_bytes = one.shared_bytes = 1e7;
+  one.flops = 2e7;
+  one.nonfma = one.atomics = 1e6;
+  one.occupancy = 0.25;
+  one.group_items = 128;
+  one.resident = 4;
+  one.groups = 40000;
+  one.dram_trips = 2;
+  one.l2_trips = 3;
+  one.phases = 8;
+  fe_report vec;
+  memset(&vec, 0, sizeof vec);
+  vec.flops = 50 * 3e6;
+  vec.bytes = 50 * 2.4e7;
+  vec.launches = 50 * 3;
+  fe_report a = one, v = vec;
+  fe_perf_model(&c, 10, &a);
+  fe_perf_model(&c, 10, &v);
+  fe_report s = one; /* 50 steps: each an apply (3 launches) and the vector kernels */
+  s.calls = 50;
+  s.flops = 50 * one.flops + vec.flops;
+  s.bytes = 50 * one.bytes + vec.bytes;
+  s.launches = 50 * one.launches + vec.launches;
+  s.extra_flops = vec.flops;
+  s.extra_bytes = vec.bytes;
+  s.extra_launches = vec.launches;
+  fe_report q = s;
+  fe_perf_model(&c, 10, &s);
+  const double launch = (20 + (300 - 1) * 5) * 1e-6;
+  assert_close(s.ceiling_seconds[FE_CEIL_LAUNCH], launch);
+  assert_close(s.predicted_seconds,
+               50 * (a.predicted_seconds - a.ceiling_seconds[FE_CEIL_LAUNCH]) +
+                   (v.predicted_seconds - v.ceiling_seconds[FE_CEIL_LAUNCH]) + launch);
+  assert_close(s.ceiling_seconds[FE_CEIL_LATENCY], 50 * 1000 * 2e-6);
+  assert_close(s.ceiling_seconds[FE_CEIL_DRAM],
+               50 * a.ceiling_seconds[FE_CEIL_DRAM] + v.ceiling_seconds[FE_CEIL_DRAM]);
+  assert_close(s.flops, q.flops);
+  cr_assert_eq(s.launches, 300);
+  cr_assert_str_eq(s.bound, a.bound);
+  /* the totals read as one call: the waits once, far less */
+  fe_report t = q;
+  t.calls = 0;
+  fe_perf_model(&c, 10, &t);
+  cr_assert(t.predicted_seconds < 0.5 * s.predicted_seconds, "%g %g", t.predicted_seconds,
+            s.predicted_seconds);
+  /* modelled again (perf.model of the report): the same */
+  fe_report again = s;
+  fe_perf_model(&c, 10, &again);
+  assert_close(again.predicted_seconds, s.predicted_seconds);
+  /* a share of it (perf.share): each part's work scaled alike */
+  fe_report h = q, ha = one, hv = vec;
+  fe_report_scale(&h, 0.5);
+  fe_report_scale(&ha, 0.5);
+  fe_report_scale(&hv, 0.5);
+  fe_perf_model(&c, 10, &h);
+  fe_perf_model(&c, 10, &ha);
+  fe_perf_model(&c, 10, &hv);
+  assert_close(h.predicted_seconds,
+               50 * (ha.predicted_seconds - ha.ceiling_seconds[FE_CEIL_LAUNCH]) +
+                   (hv.predicted_seconds - hv.ceiling_seconds[FE_CEIL_LAUNCH]) + launch);
+}
+
 /* A group's phases (GPUs): in each the pipes run side by side in its warps (the largest
  * whole, the others one W-th, W warps a group), the phases one after another; the G groups
  * resident overlap the rest of that serial time G-fold. Where no phases are described each
