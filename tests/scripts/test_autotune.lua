@@ -50,4 +50,30 @@ local D = fe.operator(V, pde, {dirichlet = "all"})
 _, rep = D:apply(v)
 check(not rep.why:find("autotune", 1, true), "a small operator autotuned by default: %s", rep.why)
 T.expect_error(function() A:apply(v, {autotune = "yes"}) end, "autotune must be a boolean")
+
+-- the candidates: within 10x of the model's fastest apply, those that store the Jacobian (csr,
+-- ebe: an assembly for a trial) within 2x. On Q3 hexes csr and ebe are predicted several times
+-- sumfact's and not tried; on Q1 hexes csr is within and tried (the trials' list in the why)
+local function candidates(op, label)
+  local _, r = op:apply(op.space:interpolate(1), {autotune = true}) -- (before A:strategies,
+  local names, info = op:strategies()                               -- which sets the default)
+  local fastest = math.huge
+  for _, n in ipairs(names) do fastest = math.min(fastest, info[n].predicted_seconds) end
+  local out = {}
+  for _, n in ipairs(names) do
+    local stored = n == "csr" or n == "ebe"
+    local within = info[n].predicted_seconds <= (stored and 2 or 10) * fastest
+    local tried = r.why:find(n .. " [%d.e+-]+ ms") ~= nil
+    check(tried == within, "%s: %s predicted %.3g ms (the fastest %.3g): %s, but %s", label, n,
+          info[n].predicted_seconds * 1e3, fastest * 1e3, within and "within" or "beyond", r.why)
+    out[n] = tried
+  end
+  return out
+end
+local q3 = candidates(fe.operator(fe.space(mesh.box{cells = {8, 8, 8}, cell = "hex",
+                                                    distort = 0.1}, "Q3"), pde, {dirichlet = "all"}), "Q3")
+check(not q3.csr and not q3.ebe, "Q3: csr or ebe tried")
+local q1 = candidates(fe.operator(fe.space(mesh.box{cells = {16, 16, 16}, cell = "hex",
+                                                    distort = 0.1}, "Q1"), pde, {dirichlet = "all"}), "Q1")
+check(q1.csr, "Q1: csr not tried")
 T.done()

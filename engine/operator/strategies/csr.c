@@ -353,6 +353,7 @@ const fe_strategy fe_strategy_csr = {
     .estimate = csr_estimate,
     .measured = csr_measured,
     .masks_direction = 1,
+    .stores_matrix = 1,
     .delegate = fe_stored_matrix_delegate,
     .describe = csr_describe,
 };

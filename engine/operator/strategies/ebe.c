@@ -349,6 +349,7 @@ const fe_strategy fe_strategy_ebe = {
     .count = ebe_count,
     .estimate = ebe_estimate,
     .measured = ebe_measured,
+    .stores_matrix = 1,
     .delegate = fe_stored_matrix_delegate,
     .describe = ebe_describe,
 };
