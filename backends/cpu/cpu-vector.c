@@ -67,21 +67,58 @@ int cpu_pointwise(void *impl, fe_buffer *z, const fe_buffer *x, const fe_buffer 
   return 0;
 }
 
+/* The fused CG steps' and the dot's sums: deterministic whatever the number of threads: a
+ * vector too short for threads (n <= 32768) is one range, a longer one CPU_SUM_BLOCKS fixed
+ * ranges, each summed by one thread, the ranges' sums added in order. A range's terms go
+ * into four running sums, i mod 4 (the tail's into the first; then (s0 + s1) + (s2 + s3)):
+ * one chain of adds ran at its latency, a term every 4 cycles (a dot over 15.6k doubles in
+ * 13.5 us on a 2-core EPYC, 4.9 us now). The fused and the unfused CG give the same bits. */
+#define CPU_SUM_BLOCKS 64
+
+/* Ranges for n values: 1 (in order) or CPU_SUM_BLOCKS. */
+static int cpu_sum_blocks(size_t n)
+{
+  return n > 32768 ? CPU_SUM_BLOCKS : 1;
+}
+
+/* The sum of term(i) over [lo, hi) into out, in four running sums */
+#define CPU_SUM4(lo, hi, term, out)                                                             \
+  do {                                                                                          \
+    double s0_ = 0, s1_ = 0, s2_ = 0, s3_ = 0;                                                  \
+    size_t i_ = (lo);                                                                           \
+    for (; i_ + 4 <= (hi); i_ += 4) {                                                           \
+      s0_ += term(i_);                                                                          \
+      s1_ += term(i_ + 1);                                                                      \
+      s2_ += term(i_ + 2);                                                                      \
+      s3_ += term(i_ + 3);                                                                      \
+    }                                                                                           \
+    for (; i_ < (hi); i_++) s0_ += term(i_);                                                    \
+    (out) = (s0_ + s1_) + (s2_ + s3_);                                                          \
+  } while (0)
+
+/* (x, y) of n values of type T, its ranges' sums in order */
+#define CPU_DOT_RANGES(T, x, y, n, result)                                                      \
+  do {                                                                                          \
+    const T *xv_ = (x), *yv_ = (y);                                                             \
+    const int nb_ = cpu_sum_blocks(n);                                                          \
+    double part_[CPU_SUM_BLOCKS];                                                               \
+    _Pragma("omp parallel for if (nb_ > 1) schedule(static)")                                   \
+    for (int b = 0; b < nb_; b++) {                                                             \
+      const size_t lo = (n) * (size_t)b / (size_t)nb_, hi = (n) * (size_t)(b + 1) / (size_t)nb_; \
+      CPU_SUM4(lo, hi, CPU_DOT_TERM, part_[b]);                                                 \
+    }                                                                                           \
+    double s_ = 0;                                                                              \
+    for (int b = 0; b < nb_; b++) s_ += part_[b];                                               \
+    (result) = s_;                                                                              \
+  } while (0)
+#define CPU_DOT_TERM(i) ((double)xv_[i] * yv_[i])
+
 int cpu_dot(void *impl, const fe_buffer *x, const fe_buffer *y, size_t n, fe_precision prec,
             double *result)
 {
   (void)impl;
-  double s = 0;
-  if (prec == FE_DOUBLE) {
-    const double *xv = x->ptr, *yv = y->ptr;
-#pragma omp parallel for reduction(+ : s) if (n > 32768) schedule(static)
-    for (size_t i = 0; i < n; i++) s += xv[i] * yv[i];
-  } else {
-    const float *xv = x->ptr, *yv = y->ptr;
-#pragma omp parallel for reduction(+ : s) if (n > 32768) schedule(static)
-    for (size_t i = 0; i < n; i++) s += (double)xv[i] * yv[i];
-  }
-  *result = s;
+  if (prec == FE_DOUBLE) CPU_DOT_RANGES(double, x->ptr, y->ptr, n, *result);
+  else CPU_DOT_RANGES(float, x->ptr, y->ptr, n, *result);
   return 0;
 }
 
@@ -108,28 +145,27 @@ int cpu_reduce(void *impl, const fe_buffer *x, size_t n, fe_precision prec, fe_r
   return 0;
 }
 
-/* The fused CG steps. Their sums are deterministic whatever the number of threads: a
- * vector too short for threads (n <= 32768) is summed in order, as cpu_dot sums it, so the
- * fused and unfused CG give the same bits there; a longer one is cut into CPU_SUM_BLOCKS
- * fixed ranges, each summed by one thread, and the ranges' sums are added in order. */
-#define CPU_SUM_BLOCKS 64
-
-/* Ranges for n values: 1 (in order) or CPU_SUM_BLOCKS. */
-static int cpu_sum_blocks(size_t n)
-{
-  return n > 32768 ? CPU_SUM_BLOCKS : 1;
-}
-
 /* One loop of the update over [lo, hi): r <- r - a q (x <- x + a p too where X), and with
- * z = r ./ d (D) or r, rr += (r, r) and rz += (r, z) of the new r */
-#define CPU_CG_UPDATE_LOOP(T, X, D)                                                             \
-  for (size_t i = lo; i < hi; i++) {                                                            \
+ * z = r ./ d (D) or r, rr = (r, r) and rz = (r, z) of the new r, each in four running sums
+ * as CPU_SUM4 makes them (so that (r, r) is the bits cpu_dot gives) */
+#define CPU_CG_UPDATE_ONE(T, X, D, i, k)                                                        \
+  do {                                                                                          \
     const T ri = r[i] - a * q[i];                                                               \
     if (X) x[i] = x[i] + a * p[i];                                                              \
     r[i] = ri;                                                                                  \
-    rr += (double)ri * ri;                                                                      \
-    if (D) rz += (double)ri * (ri / d[i]);                                                      \
-  }
+    rs[k] += (double)ri * ri;                                                                   \
+    if (D) zs[k] += (double)ri * (ri / d[i]);                                                   \
+  } while (0)
+#define CPU_CG_UPDATE_LOOP(T, X, D)                                                             \
+  do {                                                                                          \
+    double rs[4] = {0, 0, 0, 0}, zs[4] = {0, 0, 0, 0};                                          \
+    size_t i = lo;                                                                              \
+    for (; i + 4 <= hi; i += 4)                                                                 \
+      for (int k = 0; k < 4; k++) CPU_CG_UPDATE_ONE(T, X, D, i + (size_t)k, k);                 \
+    for (; i < hi; i++) CPU_CG_UPDATE_ONE(T, X, D, i, 0);                                       \
+    rr = (rs[0] + rs[1]) + (rs[2] + rs[3]);                                                     \
+    rz = (zs[0] + zs[1]) + (zs[2] + zs[3]);                                                     \
+  } while (0);
 
 /* cpu_cg_update_<S>, cpu_cg_direction_<S> and cpu_cg_pq_<S> for the real type T: see
  * backend.h. The update cuts the vector into nb ranges; part[b] gets range b's (r, r) and
@@ -144,7 +180,7 @@ static int cpu_sum_blocks(size_t n)
     _Pragma("omp parallel for if (nb > 1) schedule(static)")                                    \
     for (int b = 0; b < nb; b++) {                                                              \
       const size_t lo = n * (size_t)b / (size_t)nb, hi = n * (size_t)(b + 1) / (size_t)nb;      \
-      double rr = 0, rz = 0;                                                                    \
+      double rr, rz;                                                                            \
       if (x && d) CPU_CG_UPDATE_LOOP(T, 1, 1)                                                   \
       else if (x) CPU_CG_UPDATE_LOOP(T, 1, 0)                                                   \
       else if (d) CPU_CG_UPDATE_LOOP(T, 0, 1)                                                   \
@@ -169,12 +205,11 @@ static int cpu_sum_blocks(size_t n)
     _Pragma("omp parallel for if (nb > 1) schedule(static)")                                    \
     for (int b = 0; b < nb; b++) {                                                              \
       const size_t lo = n * (size_t)b / (size_t)nb, hi = n * (size_t)(b + 1) / (size_t)nb;      \
-      double s = 0;                                                                             \
-      for (size_t i = lo; i < hi; i++) s += (double)p[i] * q[i];                                \
-      part[b] = s;                                                                              \
+      CPU_SUM4(lo, hi, CPU_PQ_TERM, part[b]);                                                   \
     }                                                                                           \
   }
 
+#define CPU_PQ_TERM(i) ((double)p[i] * q[i])
 CPU_CG_FUNCTIONS(double, d)
 CPU_CG_FUNCTIONS(float, f)
 

@@ -231,6 +231,45 @@ Test(vector, cpu_cg_update_sums_do_not_depend_on_thread_count)
             rr[0], rz[0], rr[1], rz[1]);
 }
 
+/* The cpu's dot: the same bits whatever the number of threads, and the bits of the fused
+ * update's (r, r) of the same r (a CG with the fused steps and one with dot agree), short (one
+ * range) and long (the blocks); and the sum is the four running sums' of docs' order. */
+Test(vector, cpu_dot_is_the_fused_sum_at_any_thread_count)
+{
+  fe_backend *be = backend_or_skip("cpu", FE_DOUBLE);
+  int saved = omp_get_max_threads();
+  const int sizes[2] = {1003, N_ODD};
+  for (int s = 0; s < 2; s++) {
+    double dots[2], rrs[2];
+    for (int k = 0; k < 2; k++) {
+      omp_set_num_threads(k == 0 ? 1 : 3);
+      fe_vector *r = make_vector(be, FE_DOUBLE, sizes[s], 2, -1.0, 1.0);
+      fe_vector *p = make_vector(be, FE_DOUBLE, sizes[s], 3, -1.0, 1.0);
+      fe_vector *q = make_vector(be, FE_DOUBLE, sizes[s], 4, 0.0, 0.0); /* r unchanged */
+      fe_vector *x = make_vector(be, FE_DOUBLE, sizes[s], 1, -1.0, 1.0);
+      double rz;
+      cr_assert_eq(fe_vector_cg_update(x, r, p, q, NULL, 0.25, NULL, &rrs[k], &rz), 0, "%s",
+                   fe_error_message());
+      cr_assert_eq(fe_vector_dot(r, r, &dots[k]), 0, "%s", fe_error_message());
+      fe_vector_free(x), fe_vector_free(r), fe_vector_free(p), fe_vector_free(q);
+    }
+    cr_expect(dots[0] == dots[1], "n %d: 1 thread %.17g, 3 threads %.17g", sizes[s], dots[0],
+              dots[1]);
+    cr_expect(dots[0] == rrs[0] && dots[1] == rrs[1], "n %d: dot %.17g, the update's %.17g",
+              sizes[s], dots[0], rrs[0]);
+    if (s == 0) { /* one range: four running sums, i mod 4, then (s0 + s1) + (s2 + s3) */
+      double a[4] = {0, 0, 0, 0};
+      for (int i = 0; i < sizes[s]; i++) {
+        double v = test_value((size_t)i, 2, -1.0, 1.0);
+        a[i < sizes[s] / 4 * 4 ? i % 4 : 0] += v * v;
+      }
+      cr_expect(dots[0] == (a[0] + a[1]) + (a[2] + a[3]), "n %d: %.17g, in order %.17g",
+                sizes[s], dots[0], (a[0] + a[1]) + (a[2] + a[3]));
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
 /* Vectors of different sizes or places are an argument error naming the operation. */
 Test(vector, cg_steps_reject_mismatched_vectors)
 {
