@@ -592,18 +592,22 @@ Test(perf, model_curves)
   assert_close(r.ceiling_seconds[FE_CEIL_SHARED], 1e9 / 2000e9);
 }
 
-/* The waits: a path of 2 loads from device memory (0.5 us), 3 from L2 (0.2 us) and 8 phases
- * (0.05 us) is 2 us; 40000 groups on 10 units, 4 resident, are 1000 waves: 2 ms, on top of
- * the pipes the groups wait for (the groups of a wave wait at the same time); the atomic
- * adds, sent and not waited for, bind only when they take longer than all of that. */
-Test(perf, model_latency)
+/* A GPU calibration with latencies: 0.5 us from device memory, 0.2 from L2, 0.05 a phase */
+static fe_calibration waits_cal(void)
 {
   fe_calibration c = gpu_cal();
   c.dram_latency_us = 0.5;
   c.l2_latency_us = 0.2;
   c.phase_latency_us = 0.05;
+  return c;
+}
+
+/* The waits' kernel: pipes well under its waits; 40000 groups of 128 items, 4 resident, a
+ * path of 2 loads from device memory, 3 from L2 and 8 phases */
+static fe_report waits_work(void)
+{
   fe_report r = work();
-  r.bytes = r.l2_bytes = r.shared_bytes = 1e7; /* pipes well under the waits */
+  r.bytes = r.l2_bytes = r.shared_bytes = 1e7;
   r.flops = 2e7;
   r.nonfma = r.atomics = 1e6;
   r.occupancy = 0.25;
@@ -613,6 +617,17 @@ Test(perf, model_latency)
   r.dram_trips = 2;
   r.l2_trips = 3;
   r.phases = 8;
+  return r;
+}
+
+/* The waits: a path of 2 loads from device memory (0.5 us), 3 from L2 (0.2 us) and 8 phases
+ * (0.05 us) is 2 us; 40000 groups on 10 units, 4 resident, are 1000 waves: 2 ms, on top of
+ * the pipes the groups wait for (the groups of a wave wait at the same time); the atomic
+ * adds, sent and not waited for, bind only when they take longer than all of that. */
+Test(perf, model_latency)
+{
+  fe_calibration c = waits_cal();
+  fe_report r = waits_work();
   fe_report q = r;
   fe_perf_model(&c, 10, &r);
   assert_close(r.ceiling_seconds[FE_CEIL_LATENCY], 1000 * 2e-6);
@@ -667,21 +682,8 @@ Test(perf, model_latency)
  * wait; perf.share's scale keeps it (the calls' and the vectors' work alike). */
 Test(perf, model_solve_calls)
 {
-  fe_calibration c = gpu_cal();
-  c.dram_latency_us = 0.5;
-  c.l2_latency_us = 0.2;
-  c.phase_latency_us = 0.05;
-  fe_report one = work();
-  one.bytes = one.l2_bytes = one.shared_bytes = 1e7;
-  one.flops = 2e7;
-  one.nonfma = one.atomics = 1e6;
-  one.occupancy = 0.25;
-  one.group_items = 128;
-  one.resident = 4;
-  one.groups = 40000;
-  one.dram_trips = 2;
-  one.l2_trips = 3;
-  one.phases = 8;
+  fe_calibration c = waits_cal();
+  fe_report one = waits_work();
   fe_report vec;
   memset(&vec, 0, sizeof vec);
   vec.flops = 50 * 3e6;
