@@ -52,28 +52,38 @@ check(not rep.why:find("autotune", 1, true), "a small operator autotuned by defa
 T.expect_error(function() A:apply(v, {autotune = "yes"}) end, "autotune must be a boolean")
 
 -- the candidates: within 10x of the model's fastest apply, those that store the Jacobian (csr,
--- ebe: an assembly for a trial) within 2x. On Q3 hexes csr and ebe are predicted several times
--- sumfact's and not tried; on Q1 hexes csr is within and tried (the trials' list in the why)
-local function candidates(op, label)
-  local _, r = op:apply(op.space:interpolate(1), {autotune = true}) -- (before A:strategies,
-  local names, info = op:strategies()                               -- which sets the default)
+-- ebe: an assembly for a trial) within 2x. The predictions as the choice saw them: a twin
+-- operator's, which nothing has realized (A:strategies sets the default, so not on the one
+-- tuned); a strategy near a line (the calibration's noise) is not checked. On Q3 hexes csr and
+-- ebe are predicted several times sumfact's and not tried; on P1 tets one of them is near the
+-- fastest and tried.
+local function candidates(m, space, label)
+  local V = fe.space(m, space)
+  local _, info = fe.operator(V, pde, {dirichlet = "all"}):strategies()
+  local op = fe.operator(V, pde, {dirichlet = "all"})
+  local _, r = op:apply(V:interpolate(1), {autotune = true})
+  local names = op:strategies()
   local fastest = math.huge
   for _, n in ipairs(names) do fastest = math.min(fastest, info[n].predicted_seconds) end
   local out = {}
   for _, n in ipairs(names) do
-    local stored = n == "csr" or n == "ebe"
-    local within = info[n].predicted_seconds <= (stored and 2 or 10) * fastest
+    local line = (n == "csr" or n == "ebe") and 2 or 10
+    local ratio = info[n].predicted_seconds / fastest
     local tried = r.why:find(n .. " [%d.e+-]+ ms") ~= nil
-    check(tried == within, "%s: %s predicted %.3g ms (the fastest %.3g): %s, but %s", label, n,
-          info[n].predicted_seconds * 1e3, fastest * 1e3, within and "within" or "beyond", r.why)
-    out[n] = tried
+    if ratio < 0.8 * line or ratio > 1.25 * line then
+      check(tried == (ratio < line), "%s: %s predicted %.3g ms, %.2fx the fastest: %s (%s)", label,
+            n, info[n].predicted_seconds * 1e3, ratio, tried and "tried" or "not tried", r.why)
+    end
+    out[n] = {tried = tried, ratio = ratio}
   end
   return out
 end
-local q3 = candidates(fe.operator(fe.space(mesh.box{cells = {8, 8, 8}, cell = "hex",
-                                                    distort = 0.1}, "Q3"), pde, {dirichlet = "all"}), "Q3")
-check(not q3.csr and not q3.ebe, "Q3: csr or ebe tried")
-local q1 = candidates(fe.operator(fe.space(mesh.box{cells = {16, 16, 16}, cell = "hex",
-                                                    distort = 0.1}, "Q1"), pde, {dirichlet = "all"}), "Q1")
-check(q1.csr, "Q1: csr not tried")
+local q3 = candidates(mesh.box{cells = {8, 8, 8}, cell = "hex", distort = 0.1}, "Q3", "Q3")
+check(q3.csr.ratio > 2.5 and not q3.csr.tried and q3.ebe.ratio > 2.5 and not q3.ebe.tried,
+      "Q3: csr %.2fx the fastest, ebe %.2fx: tried %s, %s", q3.csr.ratio, q3.ebe.ratio,
+      tostring(q3.csr.tried), tostring(q3.ebe.tried))
+local p1 = candidates(mesh.box{cells = {24, 24, 24}, cell = "tet", distort = 0.1}, "P1", "P1")
+check((p1.csr.ratio < 1.6 and p1.csr.tried) or (p1.ebe.ratio < 1.6 and p1.ebe.tried),
+      "P1: no strategy storing the Jacobian near the fastest and tried (csr %.2fx, ebe %.2fx)",
+      p1.csr.ratio, p1.ebe.ratio)
 T.done()
