@@ -163,14 +163,17 @@ int fe_operator_pick_strategy(fe_operator *A, const fe_action_opts *o, fe_backen
 /* Autotuning's candidates: within this factor of the model's fastest apply. Wide, since the
  * trials are for the cases the model gets wrong, by several times at worst
  * (docs/benchmarks.md); a strategy predicted slower still is not worth its setup. One that
- * stores the Jacobian's entries (csr, ebe) within the narrower factor: its trial's setup is
- * an assembly (Q3 on 32^3 distorted hexes, 912k dofs, one thread on a 2-core EPYC: csr
- * predicted 7.7x sumfact's apply, ebe 4.6x, measured 5.3x and 11x; their trials made the first
- * apply 16 s, where sumfact's and transpose's alone take a fraction of one). Before the
- * assembly csr's nonzeros are estimated high (2-4x on P1 tets), so where it wins (P1, P2, Q1)
- * it is predicted within 1.2-1.6x of the fastest. */
+ * stores the Jacobian's entries (csr, ebe) on an element of more than AUTOTUNE_STORED_NBASIS
+ * basis functions within the narrower factor: its trial's setup is an assembly of
+ * nbasis^2 entries a cell (Q3 on 32^3 distorted hexes, 912k dofs, one thread on a 2-core
+ * EPYC: csr predicted 7.7x sumfact's apply, ebe 4.6x, measured 5.3x and 11x; their trials
+ * made the first apply 16 s, 0.30 s without them). Where csr wins (P1, P2 and Q1, 4 to 10
+ * basis functions) its estimate before the assembly is high (2-4x the nonzeros on P1 tets):
+ * on the H200 Q1's uniform box had it 2x beyond the fastest prediction and 2.5x faster
+ * measured, so those keep the wide factor. */
 #define AUTOTUNE_FACTOR 10.0
 #define AUTOTUNE_STORED_FACTOR 2.0
+#define AUTOTUNE_STORED_NBASIS 10
 
 /* Whether r was made for its strategy's defaults (as the trials ask: every option 0). */
 static int asked_defaults(const fe_realization *r)
@@ -275,7 +278,8 @@ static int choose_default(fe_operator *A, fe_backend *be, fe_precision prec, int
     }
     int kept = 0;
     for (int i = 0; i < nc; i++)
-      if (pred[i] <= (cand[i]->stores_matrix ? AUTOTUNE_STORED_FACTOR : AUTOTUNE_FACTOR) * fastest ||
+      if (pred[i] <= (cand[i]->stores_matrix && A->V->elem.nbasis > AUTOTUNE_STORED_NBASIS
+                          ? AUTOTUNE_STORED_FACTOR : AUTOTUNE_FACTOR) * fastest ||
           (cand[i]->measured && cand[i]->measured(A, be, prec, reason, sizeof reason) > 0))
         cand[kept++] = cand[i];
     FE_CHECK(autotune_trials(A, be, prec, cand, kept, out, times, sizeof times));
