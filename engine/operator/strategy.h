@@ -74,8 +74,8 @@ typedef struct fe_strategy {
   /* 1: the kernel reads constrained entries of a direction as zero itself (no masking). */
   int masks_direction;
   /* 1: its setup stores the Jacobian's entries (element matrices, an assembled matrix), a
-   * hundred applies' time or more: autotuning tries it only where predicted near the
-   * fastest (engine/operator/operator-choose.c). */
+   * hundred applies' time or more: on elements of more than 10 basis functions autotuning
+   * tries it only where predicted near the fastest (engine/operator/operator-choose.c). */
   int stores_matrix;
   /* Optional: the strategy whose kernel computes action a, when another one's does (csr and
    * ebe: the residual and the diagonal by "transpose"), else NULL. A:source shows that one. */
