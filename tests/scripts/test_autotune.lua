@@ -80,9 +80,10 @@ local function candidates(m, space, label, stored_line)
   return out
 end
 local q3 = candidates(mesh.box{cells = {8, 8, 8}, cell = "hex", distort = 0.1}, "Q3", "Q3", 2)
-check(q3.csr.ratio > 2.5 and not q3.csr.tried and q3.ebe.ratio > 2.5 and not q3.ebe.tried,
-      "Q3: csr %.2fx the fastest, ebe %.2fx: tried %s, %s", q3.csr.ratio, q3.ebe.ratio,
-      tostring(q3.csr.tried), tostring(q3.ebe.tried))
+check((q3.csr.ratio > 2.5 and not q3.csr.tried) or (q3.ebe.ratio > 2.5 and not q3.ebe.tried),
+      "Q3: no strategy storing the Jacobian beyond the line and left out (csr %.2fx the fastest, "
+      .. "ebe %.2fx: tried %s, %s)", q3.csr.ratio, q3.ebe.ratio, tostring(q3.csr.tried),
+      tostring(q3.ebe.tried))
 local p1 = candidates(mesh.box{cells = {24, 24, 24}, cell = "tet", distort = 0.1}, "P1", "P1", 10)
 check((p1.csr.ratio < 1.6 and p1.csr.tried) or (p1.ebe.ratio < 1.6 and p1.ebe.tried),
       "P1: no strategy storing the Jacobian near the fastest and tried (csr %.2fx, ebe %.2fx)",
