@@ -108,6 +108,23 @@ void fe_report_scale(fe_report *r, double f)
   r->ndofs = (long long)ceil((double)r->ndofs * f);
 }
 
+void fe_call_tally_add(fe_call_tally *t, const fe_report *rep)
+{
+  const int solve = rep->calls > 0;
+  t->calls += solve ? rep->calls : 1;
+  t->flops += rep->flops - (solve ? rep->extra_flops : 0);
+  t->bytes += rep->bytes - (solve ? rep->extra_bytes : 0);
+  t->launches += rep->launches - (solve ? rep->extra_launches : 0);
+}
+
+void fe_report_calls(fe_report *r, const fe_call_tally *t)
+{
+  r->calls = t->calls;
+  r->extra_flops = r->flops - t->flops;
+  r->extra_bytes = r->bytes - t->bytes;
+  r->extra_launches = r->launches - t->launches;
+}
+
 /* A time with a unit that keeps three significant digits readable. */
 static void format_time(double s, char *buf, size_t n)
 {

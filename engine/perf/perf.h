@@ -292,6 +292,17 @@ void fe_perf_fit_link(const double *bytes, const double *seconds, int n, double 
 /* Scale the work counts of rep (flops, bytes, every ceiling's, its groups and the hot loop's
  * trips; not its launches) by f: one rank's share of a call (perf.compare's ranks). */
 void fe_report_scale(fe_report *rep, double f);
+/* A solve's tally of the operator's calls it made (their count and work), for its report. */
+typedef struct fe_call_tally {
+  double calls, flops, bytes;
+  int launches;
+} fe_call_tally;
+/* Add a report's calls to t: one call, or a solve's (rep->calls of them, its vector work left
+ * out). */
+void fe_call_tally_add(fe_call_tally *t, const fe_report *rep);
+/* A solve's report r, its totals (flops, bytes, launches) set: its calls from t, the rest of
+ * the totals its vector work (rep.calls, extra_*: fe_perf_model takes each part alone). */
+void fe_report_calls(fe_report *r, const fe_call_tally *t);
 
 /* Zero rep, then its head: the action, the backend's name and device, the precision, the
  * strategy and why it ran. */

@@ -59,9 +59,7 @@ typedef struct krylov {
   fe_report last;           /* the last Jacobian action: the kind of call for the report */
   double flops, bytes;      /* counted work of the iterations */
   int launches;
-  double calls;             /* of it, the operator's calls (applies, residuals) and their work */
-  double call_flops, call_bytes;
-  int call_launches;
+  fe_call_tally calls;      /* of it, the operator's calls (applies, residuals) */
 } krylov;
 
 /* ---- counted building blocks ---- */
@@ -119,10 +117,7 @@ static void count_call(krylov *k, const fe_report *rep)
   k->flops += rep->flops;
   k->bytes += rep->bytes;
   k->launches += rep->launches;
-  k->calls += 1;
-  k->call_flops += rep->flops;
-  k->call_bytes += rep->bytes;
-  k->call_launches += rep->launches;
+  fe_call_tally_add(&k->calls, rep);
   k->last = *rep;
 }
 
@@ -470,8 +465,7 @@ static int krylov_iterate(krylov *k, krylov_method method)
   snprintf(info->reason, sizeof info->reason, "maxit");
   k->flops = k->bytes = 0; /* count the iterations only, as CG does */
   k->launches = 0;
-  k->calls = k->call_flops = k->call_bytes = 0;
-  k->call_launches = 0;
+  k->calls = (fe_call_tally){0};
   double setup_s = first.setup_seconds + info->pc_setup_seconds, t0 = fe_clock();
   if (!rc && !isfinite(k->r0)) {
     snprintf(info->reason, sizeof info->reason, "diverged: |r0| = %g", k->r0);
@@ -491,10 +485,7 @@ static int krylov_iterate(krylov *k, krylov_method method)
   out->flops = k->flops;
   out->bytes = k->bytes;
   out->launches = k->launches;
-  out->calls = k->calls; /* the model: each call at its own, the vector kernels beside */
-  out->extra_flops = k->flops - k->call_flops;
-  out->extra_bytes = k->bytes - k->call_bytes;
-  out->extra_launches = k->launches - k->call_launches;
+  fe_report_calls(out, &k->calls); /* the model: each call at its own, the vectors beside */
   out->seconds = fe_clock() - t0;
   out->compile_seconds = compile_s;
   out->setup_seconds = setup_s;

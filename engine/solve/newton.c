@@ -90,8 +90,7 @@ typedef struct newton_work {
   fe_report setup;     /* per linear step: CG's initial apply and its diagonal */
   double flops, bytes, compile_s, transfer_s, setup_s;
   int launches;
-  double calls, call_flops, call_bytes; /* of the work, the operator's calls' (the model's) */
-  int call_launches;
+  fe_call_tally calls; /* of the work, the operator's calls' (the model's) */
   char pc[200];        /* the last linear solve's preconditioner */
   double pc_setup_s;   /* the preconditioners' setups (in setup_s too) */
 } newton_work;
@@ -106,16 +105,10 @@ static void newton_work_free(newton_work *w)
  * vector work apart). */
 static void account_calls(newton_work *w, const fe_report *rep)
 {
-  const double calls = rep->calls > 0 ? rep->calls : 1;
-  const double xf = rep->calls > 0 ? rep->extra_flops : 0, xb = rep->calls > 0 ? rep->extra_bytes : 0;
-  const int xl = rep->calls > 0 ? rep->extra_launches : 0;
   w->flops += rep->flops;
   w->bytes += rep->bytes;
   w->launches += rep->launches;
-  w->calls += calls;
-  w->call_flops += rep->flops - xf;
-  w->call_bytes += rep->bytes - xb;
-  w->call_launches += rep->launches - xl;
+  fe_call_tally_add(&w->calls, rep);
 }
 
 /* Add one call's counted work to the account. */
@@ -365,11 +358,8 @@ static int newton_report(const newton_work *w, fe_newton_info *info)
   r->flops = w->flops;
   r->bytes = w->bytes;
   r->launches = w->launches;
-  r->calls = w->calls; /* the model: the calls (residuals and Jacobian actions alike) at the
-                        * last residual's model, the vector kernels beside */
-  r->extra_flops = w->flops - w->call_flops;
-  r->extra_bytes = w->bytes - w->call_bytes;
-  r->extra_launches = w->launches - w->call_launches;
+  fe_report_calls(r, &w->calls); /* the model: the calls (residuals and Jacobian actions
+                                   * alike) at the last residual's, the vector kernels beside */
   r->compile_seconds = w->compile_s;
   r->transfer_seconds = w->transfer_s;
   r->setup_seconds = w->setup_s;
