@@ -114,6 +114,10 @@ typedef struct fe_device_info {
   int cpu_calibration; /* device.calibrate measures the host CPU's own ceilings too: the SIMD
                         * rate against the lanes, llvm-mca's cycle, a sparse matrix's rows
                         * (calibrate.knl's FE_CPU kernels). cpu 1; cuda and OpenCL 0 (PoCL too) */
+  int walks_rolled;    /* the kernels keep a column's walk over its points a loop (cuda's
+                        * `unroll 1`, sumfact.knl's SF_WALK): a point's stored words are a load
+                        * issued after the point before's work, each a trip to memory. cuda 1;
+                        * cpu 0 (unrolled), OpenCL 0 (its compiler's choice) */
   int synchronous;     /* every call returns with its work done, CG's steps included: CG reads a
                         * step's scalars before it starts the next apply (none runs past the
                         * last step). cpu 1; cuda 0 (its steps are queued); OpenCL 0 */

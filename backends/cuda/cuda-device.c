@@ -152,6 +152,7 @@ static void cuda_describe(cuda_impl *cu)
   in->large_local = 1;
   in->fp64_mma = cu->cc >= 80; /* mma.m8n8k4.f64: the tensor cores of sm_80 and later */
   in->measured_defaults = 1;
+  in->walks_rolled = 1; /* SF_WALK: _Pragma("unroll 1") */
 }
 
 /* The NVRTC options and the cache key of everything compiled in this session. */

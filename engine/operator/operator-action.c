@@ -37,6 +37,13 @@ static int realization_kernel(fe_realization *r, fe_action a, double *compile_se
   return 0;
 }
 
+/* The kernel whose groups action a's report counts. */
+static fe_kernel *counted_kernel(const fe_realization *r, fe_action a)
+{
+  fe_kernel *k = r->st->counted_kernel ? r->st->counted_kernel(r, a) : NULL;
+  return k ? k : r->kernel[a];
+}
+
 /* y[i] <- a src[i] + b g_i + c on the constrained rows. */
 static int op_dirichlet(fe_realization *r, fe_action act, const fe_vector *src, double a,
                         double b, double c, fe_vector *y, int *launches)
@@ -239,7 +246,7 @@ static int op_report(fe_realization *r, fe_action a, const fe_action_opts *o, co
   rep->kernel_from = r->kernel_from[a] ? r->kernel_from[a] : 3;
   r->kernel_from[a] = 0;
   rep->launches = launches;
-  fe_perf_occupancy(r->be, r->kernel[a], rep);
+  fe_perf_occupancy(r->be, counted_kernel(r, a), rep);
   rep->exchange_bytes = r->xbytes, rep->exchange_messages = r->xmessages;
   rep->exchange_seconds = r->xseconds;
   memcpy(rep->exchange_parts, r->xparts, sizeof rep->exchange_parts);
@@ -599,7 +606,7 @@ int fe_operator_model(fe_operator *A, const char *action, const fe_action_opts *
   rep->launches = 1 + (r->ncolors > 0 ? r->ncolors : 1) + (A->ndir > 0 ? 1 : 0) +
                   (a == FE_ACTION_APPLY && A->ndir > 0 && !r->st->masks_direction ? 1 : 0);
   rep->compile_seconds = compile_s;
-  fe_perf_occupancy(r->be, r->kernel[a], rep);
+  fe_perf_occupancy(r->be, counted_kernel(r, a), rep);
   FE_CHECK(fe_perf_predict(r->be, r->prec, rep));
   return op_predict_exchange(A, r, rep);
 }

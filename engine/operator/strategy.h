@@ -62,6 +62,9 @@ typedef struct fe_strategy {
    * loops (*w zeroed by the caller): flops, minimal bytes, shared-memory wavefront bytes,
    * atomics, ..., and the main kernel's groups and items per group. */
   void (*count)(const fe_realization *r, fe_action a, fe_work *w);
+  /* Optional: the kernel those groups run, where not r->kernel[a] (csr: its product's, SELL's
+   * or CSR's): its registers and shared memory give the report's occupancy. */
+  fe_kernel *(*counted_kernel)(const fe_realization *r, fe_action a);
   /* The same before any device data exists, to choose the default: the same formulas as
    * count where they need nothing built, an estimate otherwise. */
   void (*estimate)(const fe_operator *A, const fe_backend *be, fe_precision prec, fe_action a,

@@ -83,14 +83,25 @@ static double curve_at(const double *curve, double warps)
   return f > 1 ? 1 : f;
 }
 
+/* The bytes through L2: a GPU's every load and store passes its L2 (memory's bytes are filled
+ * into it and served from it), so the DRAM bytes share its rate with the loads that hit there
+ * (the calibrated cached triad's rate counts all it serves). On the H200 csr's rows, their x
+ * gathered from L2 beside the matrix streamed from memory, ran 0.77-0.88 of a prediction
+ * with the two apart. The cpu's L2 term: the further loads alone. */
+static double l2_bytes_of(const fe_calibration *c, double bytes, double l2_bytes)
+{
+  return l2_bytes + (c->gpu ? bytes : 0);
+}
+
 /* One group's phases one after another (GPUs), for the whole call: in each phase the pipes
  * run side by side in the group's warps, so a phase takes its largest pipe's share whole and
  * the others' one W-th (W warps a group); t[] the ceilings alone, data the shared ceiling's
  * data pipe without the L1's lookups (rep->l1_tag_seconds). A pipe whose work no phase
  * describes is a phase of its own; with no phases described, every pipe (sum: their times). */
-static double serial_time(fe_report *rep, const double *t, double data, int tables_l1,
+static double serial_time(const fe_calibration *c, fe_report *rep, const double *t, double data,
                           double sum)
 {
+  const int tables_l1 = c->tables_l1;
   const int np = rep->nphase_work;
   memset(rep->phase_seconds, 0, sizeof rep->phase_seconds);
   rep->stagger_seconds = 0;
@@ -104,7 +115,8 @@ static double serial_time(fe_report *rep, const double *t, double data, int tabl
   for (int p = 0; p < np; p++) {
     const fe_phase_work *w = &rep->phase_work[p];
     double tw = tables_l1 ? w->table_wavefronts : 0, tl = tables_l1 ? w->table_lines : 0;
-    const double a[N] = {w->bytes, w->l2_bytes, w->shared_bytes + 128 * (w->l1_wavefronts + tw),
+    const double a[N] = {w->bytes, l2_bytes_of(c, w->bytes, w->l2_bytes),
+                         w->shared_bytes + 128 * (w->l1_wavefronts + tw),
                          w->lines + tl, w->flops, w->nonfma, w->constant};
     for (int k = 0; k < N; k++) total[k] += amount[p][k] = a[k];
   }
@@ -206,7 +218,8 @@ static void model_memory_ceilings(const model_rates *m, fe_report *rep)
   const fe_calibration *c = &m->g;
   double *t = rep->ceiling_seconds;
   t[FE_CEIL_DRAM] = model_stream_seconds(m, rep->bytes);
-  t[FE_CEIL_L2] = c->l2_gbytes > 0 ? rep->l2_bytes / (c->l2_gbytes * 1e9 * m->e_dram) : 0;
+  t[FE_CEIL_L2] = c->l2_gbytes > 0 ? l2_bytes_of(c, rep->bytes, rep->l2_bytes) /
+                                         (c->l2_gbytes * 1e9 * m->e_dram) : 0;
 }
 
 /* The shared ceiling alone: the L1's data pipe or its lookups, the longer; returns the data
@@ -383,7 +396,7 @@ static double model_overlap(const model_rates *m, fe_report *rep, double fill, d
     sum += t[i];
     if (t[i] > t[*pipe]) *pipe = i;
   }
-  rep->serial_seconds = fmax(serial_time(rep, t, data_pipe, c->tables_l1, sum), t[*pipe]);
+  rep->serial_seconds = fmax(serial_time(c, rep, t, data_pipe, sum), t[*pipe]);
   double on = t[*pipe] + (rep->resident > 0 ? (rep->serial_seconds - t[*pipe]) / rep->resident : 0);
   if (!c->gpu) {
     /* the cpu: a thread runs a group's phases one after another, each bound by issuing its

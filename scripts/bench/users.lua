@@ -23,12 +23,13 @@ local scale = tonumber(arg and arg[3] or "1") or 1
 local csv = arg and arg[4] and io.open(arg[4], "w")
 local fields = {"bytes", "flops", "l2_bytes", "indexed", "indexed_first", "factor_lanes",
                 "factor_gathers", "loop_seconds", "serial_seconds", "array_bytes",
-                "operand_bytes", "operand_seconds", "llc_share"}
+                "operand_bytes", "operand_seconds", "llc_share", "occupancy", "resident", "groups",
+                "stagger_seconds", "waits_hidden", "l1_tag_seconds"}
 local ceilings = {"dram", "l2", "shared", "fma", "nonfma", "atomics", "constant", "indexed",
-                  "launches"}
+                  "launches", "latency"}
 if csv then
   csv:write("space,dofs,label,rule,precision,strategy,seconds,predicted,pcg," ..
-            table.concat(fields, ",") .. "," .. "t_" .. table.concat(ceilings, ",t_") .. "\n")
+            table.concat(fields, ",") .. "," .. "t_" .. table.concat(ceilings, ",t_") .. ",phases\n")
 end
 local each = arg and arg[5] == "each"
 local rounds = math.max(1, math.floor(tonumber(arg and arg[6] or "1") or 1))
@@ -90,6 +91,7 @@ local function case(sp, n, distort, kappa, label, quad, prec)
     for _, f in ipairs(fields) do vals[#vals + 1] = brep[f] or 0 end
     local ce = brep.ceilings
     for _, f in ipairs(ceilings) do vals[#vals + 1] = ce[f] or 0 end
+    vals[#vals + 1] = table.concat(brep.phase_seconds or {}, ";") -- each described phase's part
     for i, x in ipairs(vals) do vals[i] = tostring(x) end
     csv:write(table.concat(vals, ",") .. "\n")
     csv:flush()

@@ -1037,6 +1037,33 @@ Test(space, patch_path_counts_its_gather_rounds)
   }
 }
 
+/* sumfact's quadrature phase walks a column of points: where a point's words are stored (kappa
+ * of x folded a point) and the walk stays a loop (cuda's), each point's read waits for the
+ * point before's work, a trip to memory each (the cell map's, then one a point of the column);
+ * where the kernels unroll it, or the geometry is a class's (the uniform box, kappa 1), one
+ * trip for the phase (-1 below: the column's points). */
+Test(space, sumfact_path_counts_the_walks_trips)
+{
+  static const struct { const char *kappa; int rolled; double dram; } cases[] = {
+      {"1 + 0.5 * x[0]", 1, -1}, {"1 + 0.5 * x[0]", 0, 2}, {"1", 1, 2}};
+  for (size_t k = 0; k < 3; k++) {
+    op_problem p;
+    op_problem_space(&p, FE_CELL_HEX, 4, "Q3", cases[k].kappa);
+    fe_backend be;
+    memset(&be, 0, sizeof be);
+    be.info.is_gpu = 1, be.info.warp = 32, be.info.walks_rolled = cases[k].rolled;
+    fe_work w;
+    memset(&w, 0, sizeof w);
+    fe_strategy_sumfact.estimate(p.A, &be, FE_DOUBLE, FE_ACTION_APPLY, &w);
+    const double q1 = round(cbrt(p.A->quad[FE_ACTION_APPLY].npoints));
+    const double want = cases[k].dram > 0 ? cases[k].dram : 1 + q1;
+    cr_assert(q1 >= 4, "%g points a direction", q1);
+    cr_assert(w.dram_trips == want, "kappa %s, walks %s: %g trips to memory (want %g)",
+              cases[k].kappa, cases[k].rolled ? "rolled" : "unrolled", w.dram_trips, want);
+    op_problem_free(&p);
+  }
+}
+
 /* Boundary nodes of a space numbered by its lattice (each facet's cube side marked) are those
  * the entities' set finds, for every boundary and for single tags, hexes and quads. */
 Test(space, lattice_boundary_nodes_agree)

@@ -175,9 +175,10 @@ static double padded_loop_flops(const fe_sumfact_shape *sh, int block, double w,
 /* The counts of action a on the whole mesh; ahead: the folded words are asked for a group
  * ahead through its phases (the cpu's column layout, r->qd_column). */
 static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a, int vertices,
-                           int shared, int nodesum, int block, int gpu, int folded, int ahead,
-                           fe_work *wk)
+                           int shared, int nodesum, int block, const fe_device_info *in,
+                           int folded, int ahead, fe_work *wk)
 {
+  const int gpu = in->is_gpu;
   const fe_space *V = A->V;
   folded = folded && a == FE_ACTION_APPLY;
   vertices = vertices && !folded;
@@ -235,9 +236,15 @@ static void sumfact_counts(const fe_operator *A, fe_precision prec, fe_action a,
   /* a group's path: its block number and cell map, the gather (with vertices, the corners
    * beside it), the interpolations, then per round (the action: one; the diagonal: one per
    * component) the quadrature phase reading its stored factors, the transposed passes and
-   * the scatter reading the cell map again */
+   * the scatter reading the cell map again. Where the factors are a point's (stored or
+   * folded, not a cell's nor a class's) and the column's walk stays a loop (cuda), each of
+   * its points' reads waits for the point before's work: a trip each (on the H200 the folded
+   * applies on distorted boxes, Q2-Q7, ran 0.78-0.94 of their prediction with one trip a
+   * round, their uniform twins 0.88-1.11) */
   double rounds = sh.diagonal ? V->ncomp : 1, interp = sh.collocated ? 0 : 2;
-  wk->dram_trips = 1 + (vertices ? 0 : rounds);
+  const int per_point = folded || (!vertices && !A->geo_affine && !shared);
+  double walk = per_point && in->walks_rolled && V->elem.dim == 3 ? sh.q1 : 1;
+  wk->dram_trips = 1 + (vertices ? 0 : rounds * walk);
   wk->l2_trips = 2 + rounds;
   wk->phases = 1 + interp + rounds * (sh.diagonal ? 4 : 3 + interp);
   /* the phases' work, those of like content as one: the gather reads the cell map, the
@@ -271,7 +278,7 @@ static double predict_apply(const fe_operator *A, fe_backend *be, fe_precision p
 {
   fe_work w = {0};
   sumfact_counts(A, prec, FE_ACTION_APPLY, vertices, shared, 0, default_block(A, be, prec),
-                 be->info.is_gpu, 0, 0, &w);
+                 &be->info, 0, 0, &w);
   return fe_predict_seconds(be, prec, &w);
 }
 
@@ -692,7 +699,7 @@ static void sumfact_count(const fe_realization *r, fe_action a, fe_work *w)
 {
   const sumfact_data *d = r->data;
   sumfact_counts(r->A, r->prec, a, d->vertices, r->geo_shared, d->nodesum, r->block,
-                 r->be->info.is_gpu, r->folded, r->qd_column > 0, w);
+                 &r->be->info, r->folded, r->qd_column > 0, w);
   w->group_items = (int)group_size(r, a);
 }
 
@@ -703,10 +710,10 @@ static void sumfact_estimate(const fe_operator *A, const fe_backend *be, fe_prec
   int block = default_block(A, be, prec), folded = 0;
   int shared = fe_geometry_shared(A, FE_GEOMETRY_AUTO);
   if (fe_qdata_folds(A, FE_FOLD_AUTO, &folded)) fe_error_clear();
-  sumfact_counts(A, prec, a, 0, shared, 0, block, be->info.is_gpu, folded,
+  sumfact_counts(A, prec, a, 0, shared, 0, block, &be->info, folded,
                  be->info.cells_in_lanes, w);
   if (A->V->curved || shared || (folded && a == FE_ACTION_APPLY)) return; /* stored sets stay */
-  sumfact_counts(A, prec, a, 1, 0, 0, block, be->info.is_gpu, 0, 0, &w2);
+  sumfact_counts(A, prec, a, 1, 0, 0, block, &be->info, 0, 0, &w2);
   if (w2.bytes < w->bytes) *w = w2; /* the cheaper geometry by the bytes that bind them */
 }
 
