@@ -15,12 +15,12 @@
 -- model's terms to be read against the measurement. each: calibrate again before every case
 -- (the 2-core machine's speed moves in phases: the prediction and the measurement then come
 -- from the same stretch of it, as model.lua's each does). rounds (default 1): each case
--- measured so many times, a calibration before each with `each`; the case's measurement is
--- the best apply of all its rounds (the machine's fast stretches: on the 2-core AMD EPYC VM
--- the same apply ran 0.555 ms for most seconds and 0.68-0.81 for some, no steal time
--- reported), its prediction the median round's (a calibration in a slow moment outvoted).
--- passes (default 1): the whole matrix so many times, each case's rounds of every pass
--- counted together (a slow stretch of minutes, as the VM has had, then falls in one pass).
+-- measured so many times, a calibration before each with `each`; the round of the median
+-- ratio of prediction to measurement is the case's (a noisy machine's slow stretches, in a
+-- calibration or in the applies, outvoted). passes (default 1): the whole matrix so many
+-- times, each case's rounds of every pass counted together (a slow stretch of minutes then
+-- falls in one pass: on the 2-core AMD EPYC VM the same apply ran 0.555 ms for most seconds,
+-- 0.68-0.81 for some, and 0.73-0.78 through the first minutes of two runs; no steal time).
 local be = arg and arg[1] or "cuda"
 local meshes = arg and arg[2] or ".peers/matrix-meshes"
 local scale = tonumber(arg and arg[3] or "1") or 1
@@ -94,14 +94,13 @@ local function case(sp, n, distort, kappa, label, quad, prec)
   collectgarbage()
 end
 
--- A case's row: the measurement the best of every round's applies over every pass (the
--- machine's fast stretches, which its calibration sees); the prediction the median round's (a
--- calibration taken in a slow moment outvoted), whose counts and ceilings go to the csv.
+-- A case's row: the round (of every pass) of the median ratio of prediction to measurement,
+-- each round's prediction from the calibration just before its applies (the machine's speed
+-- moves in stretches: its memory's, in the calibration's triad, 31-54 GB/s within a minute on
+-- the 2-core AMD EPYC VM); its counts and ceilings go to the csv.
 local function row(c)
-  local best = math.huge
-  for _, g in ipairs(c.got) do best = math.min(best, g[1]) end
-  table.sort(c.got, function(a, b) return a[2].predicted_seconds < b[2].predicted_seconds end)
-  local brep = c.got[(#c.got + 1) // 2][2]
+  table.sort(c.got, function(a, b) return a[2].predicted_seconds / a[1] < b[2].predicted_seconds / b[1] end)
+  local best, brep = c.got[(#c.got + 1) // 2][1], c.got[(#c.got + 1) // 2][2]
   local line = ("%-3s %8d %-15s %-5s apply %6.3f pred %6.3f pcg %6.3f ms/it %-9s %s"):format(
     c.sp, c.ndofs, c.label, c.quad and "gll" or "gauss", best * 1e3, brep.predicted_seconds * 1e3,
     c.cg * 1e3, c.first.strategy, c.first.why)
