@@ -192,7 +192,7 @@ static int op_predict_exchange(const fe_operator *A, const fe_realization *r, fe
   long long groups = rep->groups;
   int resident = rep->resident;
   const double *q = NULL; /* the first wave's groups' work, where they differ */
-  if (groups <= 0 || resident <= 0) /* the strategy's own (csr's product), or none */
+  if (r->xgroups > 0 || groups <= 0 || resident <= 0) /* the strategy's own (csr's product) */
     groups = r->xgroups, resident = r->xresident, q = r->xwave_known ? r->xwave : NULL;
   double wait = 0; /* the gather's */
   if (r->xbeside && x.direct && di->is_gpu && groups > 0 && resident > 0 && di->compute_units > 0) {

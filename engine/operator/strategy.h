@@ -156,9 +156,9 @@ struct fe_realization {
   int phase2_apart;      /* phase 2 writes no shared entry (cells: their boundary cells all in
                           * phase 1), so the exchange's sums may run beside it; csr's phase 2
                           * writes every row again */
-  /* the groups phase 2's kernel launches and those resident on a compute unit, where the
-   * report's counts do not say (csr's product; found once, at its setup): the exchange's
-   * model reads their residence (operator-action.c) */
+  /* the groups phase 2's kernel launches and those resident on a compute unit (csr's
+   * product; found once, at its setup, with its first wave's work below): the exchange's model
+   * reads their residence before the report's counts (operator-action.c) */
   long long xgroups;
   int xresident;
   /* and its first wave's groups' work over the average group's, sorted, at quantiles i / 32
