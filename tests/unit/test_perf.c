@@ -439,7 +439,8 @@ Test(perf, model_cpu_lanes_whole)
 }
 
 /* The cpu: words asked for ahead into L2 and read by a phase of their own come there at the
- * last-level cache's calibrated rate, added to the loops' issue time; not measured: at L2's */
+ * last-level cache's calibrated rate, added to the loops' issue time; not measured: at L2's;
+ * those of a call beyond what the cache keeps, from memory, at memory's rate where lower */
 Test(perf, model_cpu_words_ahead)
 {
   fe_calibration c = cpu_cal();
@@ -451,9 +452,18 @@ Test(perf, model_cpu_words_ahead)
   r.phase_l2_bytes = 1e9;
   fe_perf_model(&c, 16, &r); /* not measured: L2's rate, 400 GB/s */
   assert_close(r.predicted_seconds, none + 1e9 / 400e9);
-  c.llc_gbytes = 100;
+  c.llc_gbytes = 200;
   fe_perf_model(&c, 16, &r);
-  assert_close(r.predicted_seconds, none + 1e9 / 100e9);
+  assert_close(r.predicted_seconds, none + 1e9 / 200e9);
+  /* a call beyond what the cache keeps (1 MB kept of a 4 MB cache, an eighth of it over: the
+   * call's 2 MB all from memory): its words ahead no faster than memory's 100 GB/s */
+  c.llc_bytes = 4e6, c.llc_keep_bytes = 1e6;
+  r.bytes = 2e6;
+  fe_perf_model(&c, 16, &r);
+  const double beyond = r.predicted_seconds;
+  r.phase_l2_bytes = 0;
+  fe_perf_model(&c, 16, &r);
+  assert_close(beyond, r.predicted_seconds + 1e9 / 100e9);
 }
 
 /* The cpu's group factors: lanes a SIMD select or copy fills as a multiply-add a lane at the
