@@ -24,9 +24,8 @@
  * 0.68, 0.56, 0.55, 0.67 so, alternated, the least 0.55 both). A node's adds still come color
  * by color, one run each: the action's output the same bits (a CG's (p, A p) taken from the
  * apply sums the threads' runs, whose last digits moved from process to process before too).
- * 0: one even part a thread, as schedule(static) (the
- * other kernels compiled colored: element matrices read from a colored realization, which add
- * atomically). */
+ * 0: one even part a thread, as schedule(static) (the other kernels compiled colored: element
+ * matrices read from a colored realization, which add atomically). */
 static void cpu_group_runs(void *impl, int run)
 {
   (void)impl;
