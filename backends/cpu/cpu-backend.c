@@ -17,19 +17,13 @@
 #include "engine/core/memory.h"
 
 /* A colored kernel's groups go to the threads in runs of `run` (schedule(runtime)): the runs
- * of a color share no node, a run's groups do and stay on one thread; each thread takes the
- * next run when done with its last (dynamic), so a thread the machine slows leaves its share to
- * the other (on the 2-core AMD EPYC VM one vCPU runs slower for seconds at a time: a Q3 apply's
- * median over 20 s was 0.70, 0.70, 0.67, 0.64, 0.58, 0.97 ms with even parts and 0.69, 0.69,
- * 0.68, 0.56, 0.55, 0.67 so, alternated, the least 0.55 both). A node's adds still come color
- * by color, one run each: the action's output the same bits (a CG's (p, A p) taken from the
- * apply sums the threads' runs, whose last digits moved from process to process before too).
- * 0: one even part a thread, as schedule(static) (the other kernels compiled colored: element
- * matrices read from a colored realization, which add atomically). */
+ * of a color share no node, a run's groups do and stay on one thread. 0: one even part a
+ * thread, as schedule(static) (the other kernels compiled colored: element matrices read from
+ * a colored realization, which add atomically). */
 static void cpu_group_runs(void *impl, int run)
 {
   (void)impl;
-  omp_set_schedule(run > 0 ? omp_sched_dynamic : omp_sched_static, run > 0 ? run : 0);
+  omp_set_schedule(omp_sched_static, run > 0 ? run : 0);
 }
 
 /* Double's kernels in whole 512-bit vectors (FE_CPU_WIDE, which the preamble turns into gcc's
