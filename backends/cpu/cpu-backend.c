@@ -178,7 +178,9 @@ static int cpu_alloc(void *impl, size_t bytes, fe_buffer *buf)
   (void)impl;
   FE_CHECK(fe_memory_check(bytes, "a buffer of the cpu backend")); /* before its pages are touched */
   void *p = NULL;
-  if (posix_memalign(&p, 64, bytes ? bytes : 64))
+  /* a buffer of a few huge pages or more starts on one (fe_populate: huge pages) */
+  const size_t align = bytes >= ((size_t)4 << 20) ? (size_t)2 << 20 : 64;
+  if (posix_memalign(&p, align, bytes ? bytes : 64))
     FE_ERROR(FE_ERR_MEM, "out of host memory: a buffer of %.1f MiB", bytes / 1048576.0);
   buf->ptr = p;
   buf->bytes = bytes;

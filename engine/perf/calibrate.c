@@ -397,33 +397,39 @@ static int calibrate_indexed(calib_run *c, long long full)
 }
 
 /* The cpu: csr's rows, 2^25 entries (their values and indices, 400 MB in double, beyond a
- * last-level cache), x through them. */
+ * last-level cache), 27 a row, x through them, each row's bounds from its offsets as csr's
+ * product reads them. */
 static int calibrate_rows(calib_run *c)
 {
   fe_backend *be = c->be;
   fe_calibration *cal = &be->calib[c->prec];
   double w = (double)fe_precision_size(c->prec), t;
   cal->rows_gbytes = 0;
-  if (c->rows) {
-    long long entries = (long long)1 << 25;
-    while (entries * (long long)(w + sizeof(int)) > (long long)(be->info.global_mem / 4) &&
-           entries > (1 << 20))
-      entries /= 2;
-    const long long nrows = entries / 27;
-    fe_buffer cols = {0}, vals = {0};
-    int rc = be->ops->alloc(be->impl, (size_t)entries * sizeof(int), &cols);
-    if (!rc) rc = be->ops->alloc(be->impl, (size_t)entries * w, &vals);
-    if (!rc) rc = be->ops->fill(be->impl, &vals, (size_t)entries, c->prec, 0.5);
-    fe_arg rargs[5] = {{.kind = FE_ARG_INT, .i = nrows}, {.kind = FE_ARG_BUFFER, .buf = &cols},
-                       {.kind = FE_ARG_BUFFER, .buf = &vals}, {.kind = FE_ARG_BUFFER, .buf = &c->x},
-                       {.kind = FE_ARG_BUFFER, .buf = &c->y}};
-    if (!rc) rc = be->ops->launch(be->impl, c->rows_init, (size_t)nrows, 1, 2, rargs, c->prec, NULL);
-    if (!rc) rc = best_time(be, c->rows, (size_t)nrows, 1, 5, rargs, c->prec, 5, 1, &t);
-    if (!rc) cal->rows_gbytes = ((double)entries * (w + sizeof(int)) + nrows * 2.0 * w) / t / 1e9;
-    if (cols.ptr) be->ops->release(be->impl, &cols);
-    if (vals.ptr) be->ops->release(be->impl, &vals);
-    FE_CHECK(rc);
-  }
+  if (!c->rows) return 0;
+  long long entries = (long long)1 << 25;
+  while (entries * (long long)(w + sizeof(int)) > (long long)(be->info.global_mem / 4) &&
+         entries > (1 << 20))
+    entries /= 2;
+  const long long nrows = entries / 27; /* fe_rows' ROW_ENTRIES */
+  fe_buffer cols = {0}, vals = {0}, ptr = {0};
+  int rc = be->ops->alloc(be->impl, (size_t)entries * sizeof(int), &cols);
+  if (!rc) rc = be->ops->alloc(be->impl, (size_t)entries * w, &vals);
+  if (!rc) rc = be->ops->alloc(be->impl, (size_t)(nrows + 1) * sizeof(int), &ptr);
+  if (!rc) rc = be->ops->fill(be->impl, &vals, (size_t)entries, c->prec, 0.5);
+  fe_arg iargs[3] = {{.kind = FE_ARG_INT, .i = nrows}, {.kind = FE_ARG_BUFFER, .buf = &ptr},
+                     {.kind = FE_ARG_BUFFER, .buf = &cols}};
+  fe_arg rargs[6] = {{.kind = FE_ARG_INT, .i = nrows}, {.kind = FE_ARG_BUFFER, .buf = &ptr},
+                     {.kind = FE_ARG_BUFFER, .buf = &cols}, {.kind = FE_ARG_BUFFER, .buf = &vals},
+                     {.kind = FE_ARG_BUFFER, .buf = &c->x}, {.kind = FE_ARG_BUFFER, .buf = &c->y}};
+  if (!rc) rc = be->ops->launch(be->impl, c->rows_init, (size_t)nrows, 1, 3, iargs, c->prec, NULL);
+  if (!rc) rc = best_time(be, c->rows, (size_t)nrows, 1, 6, rargs, c->prec, 5, 1, &t);
+  if (!rc)
+    cal->rows_gbytes = ((double)(nrows * 27) * (w + sizeof(int)) +
+                        nrows * (sizeof(int) + 2.0 * w)) / t / 1e9;
+  if (cols.ptr) be->ops->release(be->impl, &cols);
+  if (vals.ptr) be->ops->release(be->impl, &vals);
+  if (ptr.ptr) be->ops->release(be->impl, &ptr);
+  FE_CHECK(rc);
   return 0;
 }
 

@@ -16,13 +16,14 @@
  * latencies, the cpu's multiply-adds fed from L1, its indexed loops at first touches and from
  * L1, its cycle in llvm-mca's core and the last-level cache a call keeps, a GPU's L1 lookups,
  * the host's small copies each way (v16: the cpu's FMA loop over eight of its kernels'
- * registers, each loop 40 ms at least); a file of an earlier form is not read. */
+ * registers, each loop 40 ms at least; v17: csr's rows through their offsets, the cpu's
+ * large buffers on huge pages); a file of an earlier form is not read. */
 static int calibration_path(const fe_backend *be, char *path, size_t n)
 {
   char dir[4096];
   FE_CHECK(fe_cache_dir("calibration", dir, sizeof dir));
   unsigned long long h = fe_device_hash(be);
-  snprintf(path, n, "%s/%s-v16-%016llx.txt", dir, be->name, h);
+  snprintf(path, n, "%s/%s-v17-%016llx.txt", dir, be->name, h);
   return 0;
 }
 
