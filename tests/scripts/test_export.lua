@@ -52,8 +52,8 @@ for _, case in ipairs({{"tri", {3, 2}}, {"quad", {3, 2}}, {"prism", {2, 2, 2}}})
 end
 
 -- a vector of a P2 space is written at the vertices: each vertex's value from its own node
--- (the vertices keep their ids as nodes, so their values come first), so a field linear in
--- x exported from P2 is that function at every written point
+-- (a cell's node at the vertex: the nodes are numbered beside their vertices, not after
+-- them), so a field linear in x exported from P2 is that function at every written point
 local function data_array(s, name)
   local body = s:match('Name="' .. name .. '"[^>]*>(.-)</DataArray>')
   local t = {}
