@@ -113,7 +113,7 @@ static size_t dof_map_bytes(const fe_space *V)
     bytes += 4.0 * nc * nv + 4.0 * m->nvertices * (omp_get_max_threads() + 2) +
              entities[el->cell] * nc;
   if (nb > nv && el->cell != FE_CELL_HEX && el->cell != FE_CELL_QUAD) /* the interleave's */
-    bytes += 32.0 * nodes + 4.0 * m->nvertices;
+    bytes += 36.0 * nodes + 4.0 * m->nvertices;
   if (nb > nv && nc * nb >= 2147483648.0) /* keys of up to 8 ints and a value, in a table at
                                            * most half full, the old one beside it as it grows */
     bytes += 1.5 * 4 * (nc * shared) * 9 * sizeof(int);
@@ -179,8 +179,8 @@ static int build_dof_map(fe_space *V)
   if (n > (long long)1 << 30) FE_ERROR(FE_ERR_ARG, "space %s: more than 2^30 nodes", V->name);
   if (!V->node_coords) FE_ERROR(FE_ERR_MEM, "out of host memory for the node coordinates");
   V->nnodes = (int)n;
-  /* cells of no lattice: every node beside its entity's least vertex (hexes and quads keep the
-   * numbering their lattice gives a box, node for node, whichever way it was made) */
+  /* cells of no lattice: every node in the block of its entity's least vertex (hexes and
+   * quads keep the numbering their lattice gives a box, node for node, whichever way made) */
   if (el->cell != FE_CELL_HEX && el->cell != FE_CELL_QUAD && number_nodes_interleave(V))
     return fe_error_push(fe_error_code(), __FILE__, __LINE__, __func__);
   return 0;

@@ -194,7 +194,7 @@ void fe_csr_launch_groups(const fe_csr *M, long long *groups, int *items);
 /* The work of the first `groups` groups of M's product (fe_csr_launch_groups': the first wave
  * on a GPU), each group's SELL slots or CSR entries over the average group's, sorted: q[i] its
  * (i / nq)-quantile, i = 0 .. nq (read back from the device). Where rows of unequal length are
- * numbered by kind (a P2 space's vertices first) the first wave's groups are not the average's.
+ * numbered by kind (a Q2 box's vertices first) the first wave's groups are not the average's.
  * 0, or 1 where it cannot say (cuSPARSE's product; out of memory). */
 int fe_csr_first_groups(const fe_csr *M, long long groups, double *q, int nq);
 /* The list that kernel reads for rows[nrows] (ascending rows of M) on M's backend, into *list

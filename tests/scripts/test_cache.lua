@@ -72,7 +72,7 @@ check(#sos == 1, "expected one cpu object in the cache, found %d", #sos)
 check(#bins >= (backends:find("opencl") and 1 or 0), "no OpenCL binary in the cache")
 local cpu_cal
 for _, path in ipairs(entries("calibration", ".txt")) do
-  if path:match("/cpu%-v16%-%x+%.txt$") then cpu_cal = path end
+  if path:match("/cpu%-v17%-%x+%.txt$") then cpu_cal = path end
 end
 -- one line per precision: the precision, then "ceiling value" pairs
 local stored_form = "^double dram %S+ l2 %S+ shared %S+ fma %S+ scalar %S+ nonfma %S+ atomics %S+ " ..
@@ -164,7 +164,7 @@ out = p:read("a")
 check(p:close(), "the run with %d threads failed:\n%s", other, out)
 local cpus = {}
 for _, path in ipairs(entries("calibration", ".txt")) do
-  if path:match("/cpu%-v16%-%x+%.txt$") then cpus[#cpus + 1] = path end
+  if path:match("/cpu%-v17%-%x+%.txt$") then cpus[#cpus + 1] = path end
 end
 check(#cpus == 2 and out:find("calibrated cpu", 1, true),
       "%d threads: %d cpu calibrations stored (expected 2, one a thread count):\n%s", other,

@@ -60,7 +60,7 @@ for _, c in ipairs(cases) do
             "the reports name the layout: %s / %s", rep.why, arep.why)
       if l.chunk == nil then
         check(M.chunk == 8 or M.chunk == 32, "the device's chunk: %d", M.chunk)
-        check(M.sigma == 8 * M.chunk, "the device's sigma: %d", M.sigma)
+        check(M.sigma == (M.chunk == 32 and 128 or 8) * M.chunk, "the device's sigma: %d", M.sigma)
       end
       pads[#pads + 1] = M.padding
     end

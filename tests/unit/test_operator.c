@@ -906,8 +906,8 @@ Test(space, lattice_entities_and_hashed_numberings_agree)
 
 /* The cpu's host fill sums its rows in the order of their first cells, so each cell's element
  * matrix is made about once whatever the numbering (a box's Q2 numbers the vertices first: in
- * id order the window sweeps the mesh twice; P2 and P3 number every node beside its least
- * vertex, where id order does as well), and the order does not change a value: each row sums
+ * id order the window sweeps the mesh twice; P2 and P3 number every node in the block of
+ * its least vertex, where id order does as well), and the order does not change a value: each row sums
  * its cells in cell order either way (FELAB_FILL_IDS: the rows in id order). */
 static fe_csr *assembled(fe_operator *A, const char *ids, fe_report *rep)
 {
@@ -963,7 +963,8 @@ Test(assembly, host_fill_makes_each_matrix_about_once)
  * waits beside): each group's CSR entries or SELL slots over the average group's, sorted, at
  * quantiles, counted here again from the host's arrays. A Q2 box numbers its vertices first
  * (its lattice's), whose rows hold more entries than the rest's: its first groups hold more
- * than the average (a P2 box's nodes follow their least vertex: about the average). */
+ * than the average (a P2 box's nodes take turns by their least vertex, in blocks of 32
+ * vertices: about the average). */
 static int cmp_doubles(const void *a, const void *b)
 {
   const double x = *(const double *)a, y = *(const double *)b;
