@@ -4,6 +4,7 @@
  * that does not compile, unknown names, an inverted cell, Ctrl-C) gives clear errors; the
  * printed source holds every phase; and opencl, where present, matches cpu. */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -900,6 +901,51 @@ Test(space, lattice_entities_and_hashed_numberings_agree)
     fe_space_free(a);
     fe_space_free(e);
     fe_space_free(b);
+    fe_mesh_free(m);
+  }
+}
+
+/* Simplices' and prisms' nodes take turns in blocks of 32 vertices (engine/fem/space-number.c):
+ * by id, each node's (block of its entity's least vertex, vertex or not, that vertex) never
+ * goes down, and a cell's first nodes (its vertices) are vertex nodes; on the box's own
+ * numbering and on its vertices shuffled, tets P2 and P3, a prism P2 and triangles P3. */
+Test(space, simplex_nodes_take_turns_in_vertex_blocks)
+{
+  static const struct { fe_cell_type type; const char *space; int n; } cases[] = {
+      {FE_CELL_TET, "P2", 5}, {FE_CELL_TET, "P3", 3}, {FE_CELL_PRISM, "P2", 3},
+      {FE_CELL_TRI, "P3", 6}};
+  const size_t ncases = sizeof cases / sizeof cases[0];
+  for (size_t r = 0; r < 2 * ncases; r++) {
+    const size_t k = r % ncases;
+    fe_box_opts o;
+    fe_box_opts_default(&o);
+    o.type = cases[k].type;
+    o.cells[0] = o.cells[1] = cases[k].n;
+    o.cells[2] = cases[k].type == FE_CELL_TRI ? 0 : cases[k].n;
+    fe_mesh *m = NULL;
+    cr_assert_eq(fe_mesh_box(&o, &m), 0, "%s", fe_error_message());
+    if (r >= ncases) shuffle_vertices(m, 11u + (unsigned)k);
+    fe_space *V = space_numbered(m, cases[k].space, NULL);
+    const int nb = V->elem.nbasis, nv = V->elem.nvertices, nn = V->nnodes;
+    long long *key = malloc(sizeof(long long) * (size_t)nn);
+    for (int i = 0; i < nn; i++) key[i] = -1;
+    for (int c = 0; c < m->ncells; c++)
+      for (int b = 0; b < nb; b++) {
+        int a = INT_MAX;
+        for (int v = 0; v < nv; v++)
+          if (V->elem.weights[b * nv + v] != 0 && m->cells[c * nv + v] < a) a = m->cells[c * nv + v];
+        const long long want = ((long long)(a / 32) * 2 + (b >= nv)) * (1LL << 32) + a;
+        const int node = V->cell_nodes[(size_t)c * nb + b];
+        cr_assert(key[node] < 0 || key[node] == want, "%s: node %d named two ways", cases[k].space,
+                  node);
+        key[node] = want;
+      }
+    for (int i = 1; i < nn; i++)
+      cr_assert(key[i - 1] <= key[i], "%s%s: node %d (block %lld) after node %d (block %lld)",
+                cases[k].space, r >= ncases ? " shuffled" : "", i, key[i] >> 33, i - 1,
+                key[i - 1] >> 33);
+    free(key);
+    fe_space_free(V);
     fe_mesh_free(m);
   }
 }
