@@ -1,7 +1,7 @@
 /* The host memory check (engine/core/memory.c): MemAvailable read from /proc/meminfo's text, sizes
  * as FELAB_MEMORY_LIMIT takes them, the limit bounding what is available, and refusals that
  * name the request, both sizes and the bound; refine, space and mesh.box checked before they
- * allocate. (Criterion runs each test in a process of its own: setenv stays in it.) */
+ * allocate; a large populated block marked for huge pages. (Criterion runs each test in a process of its own: setenv stays in it.) */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -192,4 +192,36 @@ Test(memory, box_refine_and_space_are_checked_before_they_allocate)
   cr_assert_eq(r->ncells, 32768);
   fe_mesh_free(r);
   fe_mesh_free(m);
+}
+
+/* A populated block of several huge pages asks for them (fe_populate: madvise(MADV_HUGEPAGE)
+ * over its whole 2 MiB pages): the kernel's map of the process marks the range "hg". Skipped
+ * where the kernel has no transparent huge pages. */
+Test(memory, large_blocks_ask_for_huge_pages)
+{
+  FILE *thp = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (!thp) cr_skip_test("no transparent huge pages in this kernel");
+  fclose(thp);
+  const size_t bytes = (size_t)16 << 20, huge = (size_t)2 << 20;
+  char *p = fe_alloc(bytes);
+  cr_assert(p);
+  const uintptr_t at = ((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1); /* a whole one */
+  FILE *f = fopen("/proc/self/smaps", "r");
+  if (!f) {
+    free(p);
+    cr_skip_test("no /proc/self/smaps");
+  }
+  char line[512];
+  int inside = 0, advised = -1;
+  while (fgets(line, sizeof line, f) && advised < 0) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+      inside = lo <= at && at < hi;
+    else if (inside && !strncmp(line, "VmFlags:", 8))
+      advised = strstr(line, " hg") != NULL;
+  }
+  fclose(f);
+  free(p);
+  cr_assert_eq(advised, 1, "the block's whole 2 MiB pages are not marked for huge pages (%d)",
+               advised);
 }
