@@ -13,6 +13,7 @@
 #include <lauxlib.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "engine/core/error.h"
@@ -582,14 +583,45 @@ static int h_grad(lua_State *L)
   return 1;
 }
 
+/* The first name in C expression e that is one of the point functions' field arguments (u,
+ * du, w, dw, f, df: pointers there, not numbers), or NULL; its length into *len. A name is a
+ * run of letters, digits and '_' not inside a number (1e3, 0x1p3). */
+static const char *field_name_in(const char *e, size_t *len)
+{
+  static const char *const fields[] = {"u", "du", "w", "dw", "f", "df"};
+  for (const char *p = e; *p;) {
+    const int word = *p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z');
+    const int num = (*p >= '0' && *p <= '9') || *p == '.';
+    if (!word && !num) {
+      p++;
+      continue;
+    }
+    const char *q = p;
+    while (*q == '_' || *q == '.' || (*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'z') ||
+           (*q >= 'A' && *q <= 'Z'))
+      q++;
+    for (size_t i = 0; word && i < sizeof fields / sizeof fields[0]; i++)
+      if ((size_t)(q - p) == strlen(fields[i]) && !strncmp(p, fields[i], (size_t)(q - p))) {
+        *len = (size_t)(q - p);
+        return p;
+      }
+    p = q;
+  }
+  return NULL;
+}
+
 /* physics.cexpr("1 + x[0]*x[1]"): an opaque C expression of x[0..2] and a[..] (never of u). */
 static int h_cexpr(lua_State *L)
 {
   const char *e = luaL_checkstring(L, 1);
   if (!e[strspn(e, " \t\n")]) return sym_error(L, "physics.cexpr: empty C expression");
-  if (strstr(e, "u[") || strstr(e, "du[") || strchr(e, ';'))
+  size_t n = 0;
+  const char *field = field_name_in(e, &n);
+  char named[32] = "";
+  if (field) snprintf(named, sizeof named, ", not '%.*s'", (int)(n < 16 ? n : 16), field);
+  if (field || strchr(e, ';'))
     return sym_error(L, "physics.cexpr takes an expression of x[0..2] only (use the symbols u and du "
-                        "for the field): '%s'", e);
+                        "for the field)%s: '%s'", named, e);
   if (!trace.g)
     return sym_error(L, "physics.cexpr works inside the functions physics.new traces (f0, f1, ...); "
                         "outside them a coefficient is a string: kappa = '%s'", e);

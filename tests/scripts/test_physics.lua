@@ -191,6 +191,14 @@ expect_error(function() return physics.new{f0 = function(u, du, x, a) return a.k
 expect_error(function() return physics.new{f0 = function(u, du) return du end} end,
              "physics f0 returned a vector(3) where a scalar is expected")
 expect_error(function() return heat:set{tau = 1} end, "test_physics.lua:", "no constant 'tau'", "dt", "u_old")
+-- a string coefficient is a C expression of x (and a, k): the field's names there are the
+-- kernels' pointers, refused by name before any kernel is made (u * u had reached the compiler)
+for _, e in ipairs{"1 + u * u", "1 + u[0]", "du[1] + x[0]", "exp(-w)", "1 + df[2]"} do
+  expect_error(function() return physics.poisson{kappa = e, source = 1} end,
+               "x[0..2] only", "'" .. e:match("[%a_]+[%w_]*", e:find("[udwf]")) .. "'")
+end
+check(pcall(physics.poisson, {kappa = "1 + 1e3 * x[0] + fabs(0x1p3) + sqrt(x[1])"}),
+      "a coefficient of x with numbers and functions is accepted")
 expect_error(function() return physics.new{components = 1, f0 = "f0[0] = u[0] +* 1;"} end,
              "does not compile", "generated line")
 expect_error(function() return physics.new{f0 = "f0[0] = 1;", f1 = function() return 0 end} end,
