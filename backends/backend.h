@@ -329,6 +329,8 @@ typedef struct fe_calibration {
                          * not measured: half the cache) */
   double llc_gbytes;     /* the cpu: the cached triad over a quarter of the last-level cache
                          * (from there, beyond L2), GB/s (0: not measured) */
+  double llc_curve[FE_CURVE_POINTS]; /* the cpu: the same triad over 3/8, 4/8, ..., the whole
+                         * last-level cache, GB/s (0: not measured) */
   double indexed_llc_gops; /* the first touches of vectors that a quarter of the last-level
                             * cache holds (a call whose data it keeps), G/s (0: not measured) */
   double padded_gflops; /* the cpu: sumfact's contractions over its padded arrays (8 lanes,

@@ -257,6 +257,30 @@ static int device_current(lua_State *L)
   return 2;
 }
 
+/* The FE_CURVE_POINTS numbers v as field `name` of the table on top, where measured. */
+static void push_points(lua_State *L, const double *v, const char *name)
+{
+  if (!(v[FE_CURVE_POINTS - 1] > 0)) return;
+  lua_createtable(L, FE_CURVE_POINTS, 0);
+  for (int j = 0; j < FE_CURVE_POINTS; j++) {
+    lua_pushnumber(L, v[j]);
+    lua_rawseti(L, -2, j + 1);
+  }
+  lua_setfield(L, -2, name);
+}
+
+/* Field `name` of the table at index t as FE_CURVE_POINTS numbers into v (0 where missing). */
+static void read_points(lua_State *L, int t, const char *name, double *v)
+{
+  if (lua_getfield(L, t, name) == LUA_TTABLE)
+    for (int j = 0; j < FE_CURVE_POINTS; j++) {
+      lua_rawgeti(L, -1, j + 1);
+      v[j] = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0;
+      lua_pop(L, 1);
+    }
+  lua_pop(L, 1);
+}
+
 /* A calibration as a table: gbytes, gflops, launch_us, sync_us, l2_gbytes, shared_gbytes,
  * nonfma_gops, atomic_gops, constant_gops, scalar_gflops, indexed_gops, indexed_l1_gops
  * rows_gbytes, llc_bytes, llc_keep_bytes, l1_bytes and vector_lanes (the cpu: the reals
@@ -267,7 +291,8 @@ static int device_current(lua_State *L)
  * (measured on a GPU), tables_l1 (the kernels' tables
  * read through L1: fe_device_info), (GPUs) curves = {dram = {...}, shared = {...},
  * fma = {...}} and (the cpu) lanes = {...}: the SIMD rate with 2, 4, ..., 64 lanes as
- * fractions of gflops. */
+ * fractions of gflops, and llc_curve = {...}: the cached triad's GB/s over 3/8, ..., 8/8 of
+ * the last-level cache (llc_gbytes: a quarter). */
 void felab_push_calibration(lua_State *L, const fe_calibration *c)
 {
   const struct {
@@ -301,24 +326,11 @@ void felab_push_calibration(lua_State *L, const fe_calibration *c)
   if (c->curve[0][FE_CURVE_POINTS - 1] > 0) {
     static const char *names[3] = {"dram", "shared", "fma"};
     lua_createtable(L, 0, 3);
-    for (int k = 0; k < 3; k++) {
-      lua_createtable(L, FE_CURVE_POINTS, 0);
-      for (int j = 0; j < FE_CURVE_POINTS; j++) {
-        lua_pushnumber(L, c->curve[k][j]);
-        lua_rawseti(L, -2, j + 1);
-      }
-      lua_setfield(L, -2, names[k]);
-    }
+    for (int k = 0; k < 3; k++) push_points(L, c->curve[k], names[k]);
     lua_setfield(L, -2, "curves");
   }
-  if (c->curve[FE_CURVE_LANES][FE_CURVE_POINTS - 1] > 0) { /* the cpu */
-    lua_createtable(L, FE_CURVE_POINTS, 0);
-    for (int j = 0; j < FE_CURVE_POINTS; j++) {
-      lua_pushnumber(L, c->curve[FE_CURVE_LANES][j]);
-      lua_rawseti(L, -2, j + 1);
-    }
-    lua_setfield(L, -2, "lanes");
-  }
+  push_points(L, c->curve[FE_CURVE_LANES], "lanes"); /* the cpu */
+  push_points(L, c->llc_curve, "llc_curve");
 }
 
 /* device.info([name]) -> {backend, name, vendor, is_gpu, compute_units, global_mem,
@@ -489,6 +501,7 @@ static int perf_model(lua_State *L)
   c.vector_lanes = field_number(L, 2, "vector_lanes");
   felab_calibration_transfers(L, 2, &c);
   c.llc_keep_bytes = field_number(L, 2, "llc_keep_bytes");
+  c.llc_gbytes = field_number(L, 2, "llc_gbytes");
   lua_getfield(L, 2, "gpu");
   c.gpu = lua_toboolean(L, -1);
   lua_pop(L, 1);
@@ -499,24 +512,11 @@ static int perf_model(lua_State *L)
     return luaL_error(L, "perf.model: the ceilings need gbytes and gflops (positive numbers)");
   if (lua_getfield(L, 2, "curves") == LUA_TTABLE) {
     static const char *names[3] = {"dram", "shared", "fma"};
-    for (int k = 0; k < 3; k++) {
-      if (lua_getfield(L, -1, names[k]) == LUA_TTABLE)
-        for (int j = 0; j < FE_CURVE_POINTS; j++) {
-          lua_rawgeti(L, -1, j + 1);
-          c.curve[k][j] = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0;
-          lua_pop(L, 1);
-        }
-      lua_pop(L, 1);
-    }
+    for (int k = 0; k < 3; k++) read_points(L, lua_gettop(L), names[k], c.curve[k]);
   }
   lua_pop(L, 1);
-  if (lua_getfield(L, 2, "lanes") == LUA_TTABLE)
-    for (int j = 0; j < FE_CURVE_POINTS; j++) {
-      lua_rawgeti(L, -1, j + 1);
-      c.curve[FE_CURVE_LANES][j] = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0;
-      lua_pop(L, 1);
-    }
-  lua_pop(L, 1);
+  read_points(L, 2, "lanes", c.curve[FE_CURVE_LANES]);
+  read_points(L, 2, "llc_curve", c.llc_curve);
   fe_report copy = *r;
   const char *name = luaL_optstring(L, 4, NULL);
   if (name) { /* another device: nothing of this report was measured there */

@@ -205,11 +205,13 @@ static int calibrate_cache(calib_run *c)
 
 /* The cpu: how much of the last-level cache a call keeps from one run to the next. The
  * cached triad again, its three arrays a quarter, three eighths, ..., the whole of the cache,
- * 4 passes each: the largest size up to which every one runs above the geometric mean of
- * the L2 triad's rate and memory's is what the cache keeps (a cyclic sweep through an LRU
- * cache larger than it finds nothing again, so the rate falls at that size; on this 2-core
- * virtual machine the cache is shared with cores outside it). 0: not measured. The rate at a
- * quarter of the cache is the cache's own (llc_gbytes: lines from beyond L2). */
+ * 4 passes each, every size's rate kept (llc_gbytes at a quarter, the cache's own: lines
+ * from beyond L2; llc_curve the rest): the model takes a call's bytes at the rate of its
+ * size. The largest size up to which every one runs above the geometric mean of the L2
+ * triad's rate and memory's is what the cache keeps (llc_keep_bytes: a cyclic sweep through
+ * an LRU cache larger than it finds nothing again; on the 2-core AMD EPYC VM the rate falls
+ * along a slope instead, 97 GB/s at 8 MB to 34-46 at 32, one thread, and the mean, 54-56,
+ * crosses it at 24 MB). 0: not measured. */
 static int calibrate_llc_keep(calib_run *c)
 {
   fe_backend *be = c->be;
@@ -217,9 +219,11 @@ static int calibrate_llc_keep(calib_run *c)
   double w = (double)fe_precision_size(c->prec), t;
   const double llc = (double)be->info.llc_bytes;
   cal->llc_keep_bytes = cal->llc_gbytes = 0;
+  memset(cal->llc_curve, 0, sizeof cal->llc_curve);
   if (be->info.is_gpu || !(llc > 0) || !(cal->l2_gbytes > cal->gbytes) || !(cal->gbytes > 0)) return 0;
   const long long cg = c->ngpu;
   const double mid = sqrt(cal->l2_gbytes * cal->gbytes);
+  int kept = 1; /* every size so far above the mean */
   for (int k = 2; k <= 8; k++) {
     long long nc = (long long)(llc * k / 8 / 3 / w) / cg * cg;
     if (nc > (long long)c->n) break;
@@ -231,8 +235,9 @@ static int calibrate_llc_keep(calib_run *c)
     FE_CHECK(best_time(be, c->cached, (size_t)cg, (size_t)c->block, 7, cargs, c->prec, 3, 1, &t));
     const double rate = 3.0 * (double)nc * passes * w / t / 1e9;
     if (k == 2) cal->llc_gbytes = rate;
-    if (rate < mid) break;
-    cal->llc_keep_bytes = llc * k / 8;
+    else cal->llc_curve[k - 3] = rate;
+    kept = kept && rate >= mid;
+    if (kept) cal->llc_keep_bytes = llc * k / 8;
   }
   return 0;
 }

@@ -17,13 +17,14 @@
  * L1, its cycle in llvm-mca's core and the last-level cache a call keeps, a GPU's L1 lookups,
  * the host's small copies each way (v16: the cpu's FMA loop over eight of its kernels'
  * registers, each loop 40 ms at least; v17: csr's rows through their offsets, the cpu's
- * large buffers on huge pages); a file of an earlier form is not read. */
+ * large buffers on huge pages; v18: the cached triad's rate at every size of the last-level
+ * cache's sweep, curve_llc); a file of an earlier form is not read. */
 static int calibration_path(const fe_backend *be, char *path, size_t n)
 {
   char dir[4096];
   FE_CHECK(fe_cache_dir("calibration", dir, sizeof dir));
   unsigned long long h = fe_device_hash(be);
-  snprintf(path, n, "%s/%s-v17-%016llx.txt", dir, be->name, h);
+  snprintf(path, n, "%s/%s-v18-%016llx.txt", dir, be->name, h);
   return 0;
 }
 
@@ -64,7 +65,14 @@ static const calib_field calib_fields[] = {
     {"llc_rate", offsetof(fe_calibration, llc_gbytes), 0},
 };
 #define NCALIB_FIELDS (sizeof calib_fields / sizeof calib_fields[0])
-static const char *curve_keys[4] = {"curve_dram", "curve_shared", "curve_fma", "curve_lanes"};
+static const char *curve_keys[5] = {"curve_dram", "curve_shared", "curve_fma", "curve_lanes",
+                                    "curve_llc"};
+
+/* The stored curve k (curve_keys' order: the four of curve[], then llc_curve). */
+static double *curve_of(fe_calibration *c, int k)
+{
+  return k < 4 ? c->curve[k] : c->llc_curve;
+}
 
 /* Parse one stored line "<precision> key value key value ... curve_x a,b,c,d,e,f ..." into
  * *c (valid set); else a reason in why. */
@@ -99,7 +107,7 @@ static void parse_calibration_line(char *line, fe_precision *p, fe_calibration *
         seen |= 1 << i;
         known = 1;
       }
-    for (int k = 0; k < 4 && !known; k++)
+    for (int k = 0; k < 5 && !known; k++)
       if (!strcmp(tok, curve_keys[k])) {
         char *q = val;
         for (int j = 0; j < FE_CURVE_POINTS; j++) {
@@ -109,7 +117,7 @@ static void parse_calibration_line(char *line, fe_precision *p, fe_calibration *
             snprintf(why, nwhy, "'%s %s' is not %d positive numbers", tok, val, FE_CURVE_POINTS);
             return;
           }
-          c->curve[k][j] = v;
+          curve_of(c, k)[j] = v;
           q = end + 1;
         }
         known = 1;
@@ -193,11 +201,12 @@ int perf_save_calibration(const fe_backend *be)
     for (size_t i = 0; i < NCALIB_FIELDS; i++)
       ok = fprintf(f, " %s %.6g", calib_fields[i].key,
                    *(const double *)((const char *)c + calib_fields[i].offset)) > 0 && ok;
-    for (int k = 0; k < 4; k++) {
-      if (!(c->curve[k][0] > 0)) continue;
+    for (int k = 0; k < 5; k++) {
+      const double *v = curve_of((fe_calibration *)c, k);
+      if (!(v[0] > 0)) continue;
       ok = fprintf(f, " %s ", curve_keys[k]) > 0 && ok;
       for (int j = 0; j < FE_CURVE_POINTS; j++)
-        ok = fprintf(f, "%s%.4g", j ? "," : "", c->curve[k][j]) > 0 && ok;
+        ok = fprintf(f, "%s%.4g", j ? "," : "", v[j]) > 0 && ok;
     }
     ok = fputc('\n', f) != EOF && ok;
   }

@@ -72,11 +72,11 @@ check(#sos == 1, "expected one cpu object in the cache, found %d", #sos)
 check(#bins >= (backends:find("opencl") and 1 or 0), "no OpenCL binary in the cache")
 local cpu_cal
 for _, path in ipairs(entries("calibration", ".txt")) do
-  if path:match("/cpu%-v17%-%x+%.txt$") then cpu_cal = path end
+  if path:match("/cpu%-v18%-%x+%.txt$") then cpu_cal = path end
 end
 -- one line per precision: the precision, then "ceiling value" pairs
 local stored_form = "^double dram %S+ l2 %S+ shared %S+ fma %S+ scalar %S+ nonfma %S+ atomics %S+ " ..
-                    "constant %S+ launch %S+ sync %S+ dram_latency %S+ l2_latency %S+ phase_latency %S+ indexed %S+ indexed_l1 %S+ indexed_llc %S+ rows %S+ padded %S+ l1_requests 0 l1_lines 0 cycle %S+ read %S+ read_rate %S+ write %S+ write_rate %S+ llc_keep %S+ llc_rate %S+ curve_lanes [%d.,e+-]+\n$"
+                    "constant %S+ launch %S+ sync %S+ dram_latency %S+ l2_latency %S+ phase_latency %S+ indexed %S+ indexed_l1 %S+ indexed_llc %S+ rows %S+ padded %S+ l1_requests 0 l1_lines 0 cycle %S+ read %S+ read_rate %S+ write %S+ write_rate %S+ llc_keep %S+ llc_rate %S+ curve_lanes [%d.,e+-]+ curve_llc [%d.,e+-]+\n$"
 check(cpu_cal and read(cpu_cal):match(stored_form), "no cpu calibration stored")
 local good = {}
 for _, path in ipairs(sos) do good[path] = read(path) end
@@ -164,7 +164,7 @@ out = p:read("a")
 check(p:close(), "the run with %d threads failed:\n%s", other, out)
 local cpus = {}
 for _, path in ipairs(entries("calibration", ".txt")) do
-  if path:match("/cpu%-v17%-%x+%.txt$") then cpus[#cpus + 1] = path end
+  if path:match("/cpu%-v18%-%x+%.txt$") then cpus[#cpus + 1] = path end
 end
 check(#cpus == 2 and out:find("calibrated cpu", 1, true),
       "%d threads: %d cpu calibrations stored (expected 2, one a thread count):\n%s", other,

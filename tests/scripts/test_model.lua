@@ -100,12 +100,12 @@ for _, b in ipairs(T.backends()) do
           not info.is_gpu and c.l1_request_gops == 0 and c.l1_line_gops == 0,
           "%s: L1 lookups %g requests/ns, %g lines/ns (measured on GPUs only)", b,
           c.l1_request_gops, c.l1_line_gops)
-    -- stored: calibration/<backend>-v17-<hash>.txt, a "double" line with the same DRAM figure
+    -- stored: calibration/<backend>-v18-<hash>.txt, a "double" line with the same DRAM figure
     if cache then
       local p = io.popen("ls '" .. cache .. "/calibration/' 2>/dev/null")
       local found
       for f in p:lines() do
-        if f:match("^" .. b .. "%-v17%-%x+%.txt$") then
+        if f:match("^" .. b .. "%-v18%-%x+%.txt$") then
           for line in io.lines(cache .. "/calibration/" .. f) do
             local dram = line:match("^double dram (%S+)")
             if dram and close(tonumber(dram), c.gbytes, 1e-5) then found = f end
