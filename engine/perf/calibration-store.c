@@ -12,7 +12,7 @@
 #include "engine/perf/perf-private.h"
 
 /* Where a backend's calibration is stored: one file per backend, device and compute units
- * (the cpu's threads: fe_device_hash), "v17": the ceilings per micro-benchmark and the
+ * (the cpu's threads: fe_device_hash), "v18": the ceilings per micro-benchmark and the
  * latencies, the cpu's multiply-adds fed from L1, its indexed loops at first touches and from
  * L1, its cycle in llvm-mca's core and the last-level cache a call keeps, a GPU's L1 lookups,
  * the host's small copies each way (v16: the cpu's FMA loop over eight of its kernels'
