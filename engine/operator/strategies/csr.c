@@ -318,8 +318,11 @@ static void csr_estimate(const fe_operator *A, const fe_backend *be, fe_precisio
 
 /* csr is the default where it measured fastest of the strategies (docs/benchmarks.md:
  * Jacobi-PCG per iteration, fp64, setups alike): simplices of order 1 and 2 on the cpu and on
- * a GPU, Q1 hexes on a CPU. Elsewhere the model decides: a Q2 row holds up to 125 entries,
- * whose bytes outweigh a matrix-free apply's. */
+ * a GPU, Q1 hexes on a CPU, and Q2 and Q3 on a CPU that runs the GPUs' kernels (OpenCL on a
+ * CPU, PoCL: no cells in its SIMD lanes), whose sumfact ran 3.7-4.1x csr's time at Q2 and
+ * 1.4-1.5x at Q3 while the model, 5-6x short of that sumfact, put it first (Q5: sumfact 2x
+ * ahead). Elsewhere the model decides: a Q2 row holds up to 125 entries, whose bytes outweigh
+ * a matrix-free apply's. */
 static int csr_measured(const fe_operator *A, const fe_backend *be, fe_precision prec,
                         char *why, size_t n)
 {
@@ -327,9 +330,12 @@ static int csr_measured(const fe_operator *A, const fe_backend *be, fe_precision
   const fe_element *el = &A->V->elem;
   int simplex = el->cell == FE_CELL_TET || el->cell == FE_CELL_TRI;
   int tensor = el->cell == FE_CELL_HEX || el->cell == FE_CELL_QUAD;
-  if (!(simplex && el->order <= 2) && !(tensor && el->order == 1 && !be->info.is_gpu)) return 0;
+  int gpu_kernels_on_cpu = !be->info.is_gpu && !be->info.cells_in_lanes;
+  if (!(simplex && el->order <= 2) && !(tensor && el->order == 1 && !be->info.is_gpu) &&
+      !(tensor && el->order <= 3 && gpu_kernels_on_cpu))
+    return 0;
   snprintf(why, n, "csr measured fastest for linear physics on %s (%s, docs/benchmarks.md)",
-           A->V->name, simplex ? "cpu and H100" : "cpu");
+           A->V->name, simplex ? "cpu and H100" : el->order == 1 ? "cpu" : "OpenCL on a cpu");
   return 1;
 }
 
