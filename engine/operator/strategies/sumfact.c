@@ -129,7 +129,7 @@ static fe_sumfact_shape shape_of(const fe_operator *A, fe_precision prec, fe_act
 /* Cells per work group: on the cpu 8 (SIMD lanes are cells); on a GPU as many as make about
  * 128 items a cell's plane of whole warps apart, then as many more as the same warps hold (a
  * plane of 9 items, Q2's: 7 cells in 2 warps, not 4, whose 36 items left 28 of 64 lanes idle;
- * on the H200 Q2's applies ran 1.26-1.4x faster, docs/benchmarks.md); halved until the
+ * on the H200 Q2's applies ran 1.26-1.48x faster, docs/benchmarks.md); halved until the
  * group's shared arrays fit. */
 static int default_block(const fe_operator *A, const fe_backend *be, fe_precision prec)
 {
