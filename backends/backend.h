@@ -121,6 +121,8 @@ typedef struct fe_device_info {
   int synchronous;     /* every call returns with its work done, CG's steps included: CG reads a
                         * step's scalars before it starts the next apply (none runs past the
                         * last step). cpu 1; cuda 0 (its steps are queued); OpenCL 0 */
+  int follows;         /* the backend's follow takes effect (fe_backend_ops.follow): cuda on
+                        * sm_90 and later with a driver that has cuLaunchKernelEx; 0 elsewhere */
 } fe_device_info;
 
 /* What a compiled kernel needs of a compute unit (backend.kernel_resources); 0: not known. */
@@ -220,6 +222,14 @@ typedef struct fe_backend_ops {
    * main queue (ended by END as after BEGIN). Only launches, copy_async and vector work (no
    * reads or writes of buffers) between BEGIN (or RESUME) and END. */
   int (*side)(void *impl, int op);
+  /* Optional (NULL: not needed): the next launch on the current queue follows the kernel queued
+   * last on it closely. Its groups take their places as soon as that kernel's have all begun
+   * (every kernel lets them: the dialect's FE_GROUPS_BEGIN) and wait at FE_PRIOR_WAIT until it
+   * has ended and its writes are seen, rather than asking for places when it ends, behind the
+   * groups of a kernel of another queue that fills the device (a split space's gather after
+   * the boundary cells, beside the interior's kernel). Where the device can not (info.follows
+   * 0) the next launch is an ordinary one. */
+  int (*follow)(void *impl);
 
   /* vector work on n reals of precision prec; reductions accumulate in double */
   int (*fill)(void *impl, fe_buffer *x, size_t n, fe_precision prec, double value);

@@ -182,6 +182,7 @@ static int report_index(lua_State *L)
   } else if (!strcmp(k, "first_run")) lua_pushboolean(L, r->first_run);
   else if (!strcmp(k, "exchange_direct")) lua_pushboolean(L, r->exchange_direct);
   else if (!strcmp(k, "exchange_beside")) lua_pushboolean(L, r->exchange_beside);
+  else if (!strcmp(k, "exchange_follows")) lua_pushboolean(L, r->exchange_follows);
   else if (!strcmp(k, "exchange_wave")) lua_pushnumber(L, r->exchange_wave);
   else if (!strcmp(k, "loop_binds")) lua_pushboolean(L, r->loop_binds);
   else if (!strcmp(k, "registers")) lua_pushinteger(L, r->regs);
@@ -334,7 +335,8 @@ void felab_push_calibration(lua_State *L, const fe_calibration *c)
 }
 
 /* device.info([name]) -> {backend, name, vendor, is_gpu, compute_units, global_mem,
- * local_mem, max_group, fp64, fp64_atomics, calibration = {double = {...}, single = {...}}} */
+ * local_mem, max_group, fp64, fp64_atomics, follows, calibration = {double = {...},
+ * single = {...}}} */
 static int device_info(lua_State *L)
 {
   fe_backend *be;
@@ -363,6 +365,8 @@ static int device_info(lua_State *L)
   lua_setfield(L, -2, "fp64");
   lua_pushboolean(L, d->fp64_atomics);
   lua_setfield(L, -2, "fp64_atomics");
+  lua_pushboolean(L, d->follows);
+  lua_setfield(L, -2, "follows");
   int any = 0;
   for (int p = 0; p < FE_NPRECISIONS; p++) {
     const fe_calibration *c = &be->calib[p];

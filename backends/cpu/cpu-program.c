@@ -59,6 +59,7 @@ static const char cpu_preamble_text[] =
     "#define FE_RESTRICT restrict\n"
     "#define FE_GROUPS_BEGIN _Pragma(\"omp parallel\") {\n"
     "#define FE_GROUPS_END }\n"
+    "#define FE_PRIOR_WAIT /* nothing to wait for: launches run in order */\n"
     "#define FE_SHARED\n"
     "#define FE_SHARED_PTR\n"
     "#if FE_COLORED\n"

@@ -33,6 +33,7 @@ const fe_backend_ops fe_backend_cuda_ops = {
     .mark = cuda_mark,
     .mark_wait = cuda_mark_wait,
     .side = cuda_side,
+    .follow = cuda_follow,
     .fill = cuda_fill,
     .axpby = cuda_axpby,
     .pointwise = cuda_pointwise,

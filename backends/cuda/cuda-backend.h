@@ -80,6 +80,24 @@ enum { /* CUfunction_attribute */
 
 enum { CU_EVENT_DISABLE_TIMING = 2 }; /* CUevent_flags */
 
+/* cuLaunchKernelEx's launch and its attributes (CUDA 12 on), laid out as cuda.h lays them: an
+ * attribute is its id, padded to 8 bytes, and a 64-byte union of values */
+enum { CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6 };
+typedef struct CUlaunchAttribute {
+  int id;
+  char pad[8 - sizeof(int)];
+  union {
+    char bytes[64];
+    int programmatic_serialization; /* the attribute above: nonzero lets the launch follow */
+  } value;
+} CUlaunchAttribute;
+typedef struct CUlaunchConfig {
+  unsigned grid[3], block[3], shared;
+  CUstream stream;
+  CUlaunchAttribute *attrs;
+  unsigned nattrs;
+} CUlaunchConfig;
+
 enum { /* CUjit_option, for loading PTX */
   CU_JIT_ERROR_LOG_BUFFER = 5,
   CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
@@ -143,6 +161,9 @@ typedef struct cuda_api {
   CUresult (*cuStreamDestroy)(CUstream stream);
   CUresult (*cuStreamWaitEvent)(CUstream stream, CUevent ev, unsigned flags);
   CUresult (*cuCtxGetStreamPriorityRange)(int *least, int *greatest);
+  /* optional: a launch that follows the one before it (cuda_follow) */
+  CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *config, CUfunction fn, void **params,
+                               void **extra);
   /* optional: a kernel's trial run in another process (cuda-trial.c) */
   CUresult (*cuIpcGetMemHandle)(CUipcMemHandle *handle, CUdeviceptr ptr);
   CUresult (*cuIpcOpenMemHandle)(CUdeviceptr *ptr, CUipcMemHandle handle, unsigned flags);
@@ -261,6 +282,7 @@ typedef struct cuda_impl {
                           * highest priority, so its small launches pass the main queue's) */
   CUevent forked, joined; /* the main queue's point the side waits for, and the side's end */
   CUevent marks[FE_MARKS]; /* cuda_mark's points (made on first use) */
+  int follow_next;       /* the next launch follows the one before it (cuda_follow) */
   fe_device_info info;
   int ordinal;           /* the device's index among the driver's (cuda_device_index) */
   int cc;                /* compute capability, major * 10 + minor */
@@ -327,6 +349,7 @@ int cuda_finish(void *impl);
 int cuda_mark(void *impl, int slot);
 int cuda_mark_wait(void *impl, int slot);
 int cuda_side(void *impl, int op);
+int cuda_follow(void *impl);
 /* An FE_ERR_BACKEND error for a failed driver call `what` (FE_ERR_MEM when out of memory);
  * an error from a kernel that faulted marks the context lost. */
 int cuda_fail(cuda_impl *cu, CUresult err, const char *what);

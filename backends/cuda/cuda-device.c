@@ -181,6 +181,10 @@ int cuda_open(int device, void **impl)
     cuda_describe(cu);
     rc = cuda_choose_arch(cu);
   }
+  if (!rc) { /* griddepcontrol in the kernels: compiled for sm_90 or later (FELAB_FOLLOW=0: off) */
+    const char *env = getenv("FELAB_FOLLOW"), *at = strrchr(cu->arch, '_');
+    cu->info.follows = cu->api.cuLaunchKernelEx && at && atoi(at + 1) >= 90 && !(env && *env == '0');
+  }
   if (!rc) {
     CUresult err = cu->api.cuEventCreate(&cu->start, 0);
     if (err == CUDA_SUCCESS) err = cu->api.cuEventCreate(&cu->stop, 0);
@@ -508,6 +512,17 @@ int cuda_side(void *impl, int op)
   return 0;
 }
 
+/* The next launch follows the kernel before it (backend.h's follow): launched with
+ * programmatic stream serialization, its blocks are placed once the kernel before has
+ * executed griddepcontrol.launch_dependents in all its blocks (FE_GROUPS_BEGIN) and wait in
+ * griddepcontrol.wait (FE_PRIOR_WAIT) for its end. */
+int cuda_follow(void *impl)
+{
+  cuda_impl *cu = impl;
+  cu->follow_next = cu->info.follows;
+  return 0;
+}
+
 /* A point of the current queue, and the wait for it alone (backend.h's mark). */
 int cuda_mark(void *impl, int slot)
 {
@@ -552,9 +567,17 @@ int cuda_run(cuda_impl *cu, CUfunction fn, const char *name, size_t ngroups, siz
             cu->max_grid);
   snprintf(what, sizeof what, "kernel '%.64s' (%zu blocks of %zu threads)", name, ngroups, group);
   CUresult err = seconds ? cu->api.cuEventRecord(cu->start, cu->cur) : CUDA_SUCCESS;
-  if (err == CUDA_SUCCESS)
+  if (err == CUDA_SUCCESS && cu->follow_next) {
+    CUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
+    at.value.programmatic_serialization = 1;
+    const CUlaunchConfig lc = {.grid = {(unsigned)ngroups, 1, 1}, .block = {(unsigned)group, 1, 1},
+                               .shared = shared, .stream = cu->cur, .attrs = &at, .nattrs = 1};
+    err = cu->api.cuLaunchKernelEx(&lc, fn, params, NULL);
+  } else if (err == CUDA_SUCCESS) {
     err = cu->api.cuLaunchKernel(fn, (unsigned)ngroups, 1, 1, (unsigned)group, 1, 1, shared,
                                  cu->cur, params, NULL);
+  }
+  cu->follow_next = 0;
   if (err != CUDA_SUCCESS) return cuda_fail(cu, err, what);
   if (!seconds) return 0;
   err = cu->api.cuEventRecord(cu->stop, cu->cur);

@@ -67,6 +67,7 @@ static const cuda_symbol driver_symbols[] = {
     OPT(cuStreamDestroy, "cuStreamDestroy_v2"),
     OPT(cuStreamWaitEvent, "cuStreamWaitEvent"),
     OPT(cuCtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange"),
+    OPT(cuLaunchKernelEx, "cuLaunchKernelEx"),
     OPT(cuIpcGetMemHandle, "cuIpcGetMemHandle"),
     OPT(cuIpcOpenMemHandle, "cuIpcOpenMemHandle_v2"),
     OPT(cuIpcCloseMemHandle, "cuIpcCloseMemHandle"),

@@ -41,6 +41,7 @@ static const char preamble_body[] =
     "#define FE_RESTRICT restrict\n"
     "#define FE_GROUPS_BEGIN\n"
     "#define FE_GROUPS_END\n"
+    "#define FE_PRIOR_WAIT /* nothing to wait for: launches run in order */\n"
     "#define FE_SHARED __local\n"
     "#define FE_SHARED_PTR __local /* a pointer to shared memory, as a function argument */\n"
     "#define FE_OUTER(g, n) for (int g = (int)get_group_id(0); g < (n); g += "

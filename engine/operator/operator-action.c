@@ -180,7 +180,10 @@ static int op_predict_exchange(const fe_operator *A, const fe_realization *r, fe
   fe_exchange_terms t;
   fe_dist_exchange_work(d, r->be, r->prec, &x);
   fe_perf_exchange(&r->be->calib[r->prec], l, &x, &t);
-  /* beside the interior's kernel, device to device on a GPU: the gather, queued behind the
+  /* beside the interior's kernel, device to device on a GPU that can not make the gather
+   * follow the boundary cells (info.follows 0; where it can, the gather's groups hold their
+   * places before the interior's kernel starts and run as the boundary cells end: no wait,
+   * docs/parallel.md): the gather, queued behind the
    * boundary cells at the side queue's priority, runs once the interior's groups leave
    * places. Groups of one kernel, all of one size, start and leave together, a wave at a
    * time, every R (the action's time over its waves): the gather waits R / 2 (measured,
@@ -195,7 +198,8 @@ static int op_predict_exchange(const fe_operator *A, const fe_realization *r, fe
   if (r->xgroups > 0 || groups <= 0 || resident <= 0) /* the strategy's own (csr's product) */
     groups = r->xgroups, resident = r->xresident, q = r->xwave_known ? r->xwave : NULL;
   double wait = 0; /* the gather's */
-  if (r->xbeside && x.direct && di->is_gpu && groups > 0 && resident > 0 && di->compute_units > 0) {
+  if (r->xbeside && x.direct && di->is_gpu && !di->follows && groups > 0 && resident > 0 &&
+      di->compute_units > 0) {
     const double S = (double)di->compute_units * resident, waves = (double)groups / S;
     double R = rep->predicted_seconds / fmax(1.0, ceil(waves)), n = x.messages;
     const double ready = r->be->calib[r->prec].sync_us * 1e-6; /* the gather's own start */
@@ -252,6 +256,7 @@ static int op_report(fe_realization *r, fe_action a, const fe_action_opts *o, co
   memcpy(rep->exchange_parts, r->xparts, sizeof rep->exchange_parts);
   rep->exchange_beside = r->xbeside;
   rep->exchange_direct = r->xdirect;
+  rep->exchange_follows = r->xdirect && r->be->info.follows;
   FE_CHECK(fe_perf_predict(r->be, r->prec, rep));
   FE_CHECK(op_predict_exchange(r->A, r, rep));
   if (!o || !o->nolog) fe_perf_log_add(rep);

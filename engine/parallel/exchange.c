@@ -268,10 +268,14 @@ int fe_dist_device_begin(fe_dist_device *v, const fe_vector *y, int nnb, const i
   const fe_arg args[3] = {{.kind = FE_ARG_BUFFER, .buf = &v->send_at},
                           {.kind = FE_ARG_BUFFER, .buf = &y->buf},
                           {.kind = FE_ARG_BUFFER, .buf = &v->out[v->turn]}};
+  /* following the boundary cells' kernel: its groups placed while that kernel runs, before
+   * the interior's kernel (queued next) fills the device; else they would wait for a place
+   * until the interior's groups leave one (docs/parallel.md) */
+  const fe_backend_ops *ops = v->be->ops;
+  if (ops->follow) FE_CHECK(ops->follow(v->be->impl));
   FE_CHECK(launch(v, v->gather, v->d->nsend, 3, args));
   /* the messages go once the gather is done (fe_dist_device_wait), so that the host need not
    * wait for it here: the interior cells' kernel queued after it meanwhile */
-  const fe_backend_ops *ops = v->be->ops;
   if (ops->mark) FE_CHECK(ops->mark(v->be->impl, FE_MARK_GATHERED));
   v->unposted = 1; /* to d's neighbours, as ranks says (fe_dist_sum_begin) */
   return 0;

@@ -185,7 +185,9 @@ static int format_exchange(const fe_report *r, char *buf, size_t n, int len)
   format_time(r->exchange_seconds, tx, sizeof tx);
   len += snprintf(buf + len, n - (size_t)len, "\n  exchange   %.0f bytes in %.0f messages to the "
                   "neighbouring ranks, %s (%s, %s)", r->exchange_bytes, r->exchange_messages, tx,
-                  r->exchange_direct ? "device to device" : "host-staged",
+                  r->exchange_direct ? r->exchange_follows ? "device to device, the gather following"
+                                                           : "device to device"
+                                     : "host-staged",
                   r->exchange_beside ? "beside the interior cells" : "after the integration");
   if (len > 0 && (size_t)len < n && r->exchange_predicted > 0) {
     char tp[32], tl[32], td[32];

@@ -166,6 +166,8 @@ typedef struct fe_report {
   double exchange_bytes, exchange_messages, exchange_seconds;
   int exchange_beside;   /* the exchange ran beside the interior cells' work (two phases) */
   int exchange_direct;   /* the shares went device to device (ranks of one machine), not via the host */
+  int exchange_follows;  /* and their gather followed the boundary cells' kernel (backend.h's
+                          * follow: its groups placed before the interior's, no wait for one) */
   /* and the model's time of it (fe_perf_exchange; in predicted_seconds): all of it, the
    * messages (over the link; beside the interior on a GPU, with the wait for the neighbours'
    * gathers), the device's part alone (its gather, read, write and sums);

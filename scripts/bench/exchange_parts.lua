@@ -46,7 +46,8 @@ for _, n in ipairs(names) do tl[#tl + 1] = ("%s %.1f"):format(n, 1e6 * terms[n])
 local cu = device.info(rep.backend).compute_units
 local waves = rep.groups / (cu * math.max(rep.resident, 1))
 print(("%s %s %d dofs, rank %d of %d, %s: measured us, median (least) of %d: %s"):format(
-  V.name, rep.strategy, V.ndofs, mpi.rank, mpi.size, rep.exchange_direct and "device to device"
+  V.name, rep.strategy, V.ndofs, mpi.rank, mpi.size, rep.exchange_direct and
+  (rep.exchange_follows and "device to device, the gather following" or "device to device")
   or "through the host", k, table.concat(line, ", ")))
 print("  quartiles us: " .. table.concat(spread, ", "))
 print(("  predicted us: %s | apply %.3f ms (predicted %.3f), groups %d, resident %d, waves %.1f, "

@@ -197,9 +197,15 @@ for _, be in ipairs(devices) do -- an apply moves its exchange's bytes to the ho
   local _, rep = P1:apply(w, {backend = be})
   local t1 = perf.transfers()[be]
   -- (between ranks of one machine, cuda's shares go device to device: nothing to the host)
-  moved[#moved + 1] = ("MOVED %s %d %d %d %d %d"):format(be, t1.read - t0.read,
+  -- and device to device the gather follows the boundary cells' kernel where the device can
+  -- (device.info().follows: cuda on sm_90 and later), the report's exchange line saying so
+  local follows = rep.exchange_direct and device.info(be).follows
+  moved[#moved + 1] = ("MOVED %s %d %d %d %d %d %d"):format(be, t1.read - t0.read,
                       t1.written - t0.written, rep.exchange_direct and 0 or rep.exchange_bytes,
-                      VP1.local_ndofs, rep.exchange_direct and 1 or 0)
+                      VP1.local_ndofs, rep.exchange_direct and 1 or 0,
+                      (rep.exchange_follows == (follows == true) and
+                       (tostring(rep):find("the gather following", 1, true) ~= nil) == (follows == true))
+                      and 1 or 0)
   local _, i = solve.cg(P1, {rtol = 1e-30, maxit = 5, backend = be}) -- its report: every apply's
   moved[#moved + 1] = ("SOLVED %s %d %d %d"):format(be, i.report.exchange_bytes,
                       i.report.exchange_messages, i.iterations * rep.exchange_bytes)
@@ -311,6 +317,9 @@ for _, np in ipairs({1, table.unpack(split)}) do
     for _, be in ipairs(devices) do
       local rd, wr, xbytes, nloc, direct =
         m:match("MOVED " .. be .. " (%d+) (%d+) (%d+) (%d+) (%d)")
+      check(m:match("MOVED " .. be .. " %d+ %d+ %d+ %d+ %d (%d)") == "1", "%d ranks, rank %d: on %s "
+            .. "the gather follows the boundary cells where the exchange is device to device and "
+            .. "the device can (device.info().follows), its report says so", np, rank, be)
       check(rd and tonumber(rd) == tonumber(xbytes) and tonumber(wr) == tonumber(xbytes) and
             ((np == 1) == (xbytes == "0") or direct == "1") and (direct == "0" or np > 1),
             "%d ranks, rank %d: an apply on %s read %s bytes and wrote %s, its exchange %s bytes "
