@@ -50,7 +50,9 @@ print(("%s %s %d dofs, rank %d of %d, %s: measured us, median (least) of %d: %s"
   (rep.exchange_follows and "device to device, the gather following" or "device to device")
   or "through the host", k, table.concat(line, ", ")))
 print("  quartiles us: " .. table.concat(spread, ", "))
-print(("  predicted us: %s | apply %.3f ms (predicted %.3f), groups %d, resident %d, waves %.1f, "
-       .. "the first wave %.2f of an even one")
+-- the gather's wait for a place is modelled where it does not follow the boundary cells
+local wave = rep.exchange_follows and "no wait for a place"
+             or ("the first wave %.2f of an even one"):format(rep.exchange_wave)
+print(("  predicted us: %s | apply %.3f ms (predicted %.3f), groups %d, resident %d, waves %.1f, %s")
       :format(table.concat(tl, ", "), 1e3 * rep.seconds, 1e3 * rep.predicted_seconds, rep.groups,
-              rep.resident, waves, rep.exchange_wave))
+              rep.resident, waves, wave))
