@@ -501,7 +501,7 @@ const help_entry felab_help_builtin[] = {
      "docs/parallel.md. Beside the interior, its parts measured (rep.exchange_parts) and\n"
      "predicted (rep.exchange_terms): {gather =, messages =, copies =, sums =} seconds;\n"
      "rep.exchange_wave: when the gather's groups find places beside the interior's first\n"
-     "wave, over an even wave's time (1: its groups alike).\n"
+     "wave, over an even wave's time (1: its groups alike; 0: the gather follows, no wait).\n"
      "A solve's report (cg, bicg, bicgstab, gmres, newton): rep.iterations, rep.calls (the\n"
      "operator's calls it made) and its vector kernels' work (rep.extra_flops,\n"
      "rep.extra_bytes); the model takes each call at one call's model and adds the vectors'.\n"

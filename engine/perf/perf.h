@@ -180,7 +180,8 @@ typedef struct fe_report {
    * the host: read and written), the sums queued */
   double exchange_parts[4], exchange_terms[4];
   double exchange_wave;     /* when the gather's groups find places beside the interior's first
-                             * wave, over an even wave's time (1: its groups alike; 0: not beside) */
+                             * wave, over an even wave's time (1: its groups alike; 0: not beside,
+                             * or the gather follows the boundary cells: no wait) */
   double operand_seconds;   /* the cpu: those operands from L2 (0: from L1), the FMA ceiling
                              * where longer than the multiply-adds */
   double llc_share;         /* the cpu: the share of the bytes beyond its last-level cache (the
