@@ -184,12 +184,12 @@ static int op_predict_exchange(const fe_operator *A, const fe_realization *r, fe
    * follow the boundary cells (info.follows 0; where it can, the gather's groups hold their
    * places before the interior's kernel starts and run as the boundary cells end: no wait,
    * docs/parallel.md): the gather, queued behind the boundary cells at the side queue's
-   * priority, runs once the interior's groups leave places. Groups of one kernel, all of one size, start and leave together, a wave at a
-   * time, every R (the action's time over its waves): the gather waits R / 2 (measured,
-   * docs/benchmarks.md section 8), and the messages wait for the last of the n neighbours'
-   * gathers too, (n + 1) R / (n + 2) in all (the largest of n + 1 waits spread evenly over
-   * R). Where the first wave's groups differ (csr's rows by kind: xwave), R is when the
-   * gather's own groups find places (first_wave_places). */
+   * priority, runs once the interior's groups leave places. Groups of one kernel, all of one
+   * size, start and leave together, a wave at a time, every R (the action's time over its
+   * waves): the gather waits R / 2 (measured, docs/benchmarks.md section 8), and the messages
+   * wait for the last of the n neighbours' gathers too, (n + 1) R / (n + 2) in all (the
+   * largest of n + 1 waits spread evenly over R). Where the first wave's groups differ (csr's
+   * rows by kind: xwave), R is when the gather's own groups find places (first_wave_places). */
   const fe_device_info *di = &r->be->info;
   long long groups = rep->groups;
   int resident = rep->resident;
