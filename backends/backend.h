@@ -70,6 +70,10 @@ typedef struct fe_device_info {
   int fp64;            /* double precision supported */
   int fp64_atomics;    /* native or emulated atomic add on doubles */
   int device_index;    /* the device's index among its driver's (cuda's ordinal; 0 elsewhere) */
+  long long share_key; /* the device among its machine's: ranks of one machine whose keys match
+                        * run on the same one (fe_backend's sharers). cuda: its PCI domain, bus
+                        * and device, plus one; an OpenCL GPU: its index plus one; a CPU device:
+                        * 0, the machine's cores */
   int node_sums;       /* cg_split sums over a machine's ranks on their devices (FE_CG_*_NODE) */
   int lazy_launch;     /* a kernel's first launch may do one-time work worth seconds (OpenCL:
                         * PoCL compiles there), so an action times its second run */
@@ -389,6 +393,9 @@ typedef struct fe_backend {
   /* what ops's read and write moved between the host and the backend's memory since it was
    * opened: bytes and calls (fe_backend_transfers) */
   size_t read_bytes, written_bytes, reads, writes;
+  int sharers;               /* ranks of this machine on this device, this one counted (info's
+                              * share_key; counted by a split space's first action, every rank
+                              * together: engine/operator/operator-action.c), 0 until then */
 } fe_backend;
 
 /* registry (backends/backend.c) */

@@ -184,6 +184,10 @@ static int report_index(lua_State *L)
   else if (!strcmp(k, "exchange_beside")) lua_pushboolean(L, r->exchange_beside);
   else if (!strcmp(k, "exchange_follows")) lua_pushboolean(L, r->exchange_follows);
   else if (!strcmp(k, "exchange_wave")) lua_pushnumber(L, r->exchange_wave);
+  else if (!strcmp(k, "device_sharers")) lua_pushinteger(L, r->device_sharers);
+  else if (!strcmp(k, "device_turns")) lua_pushboolean(L, r->device_turns);
+  else if (!strcmp(k, "device_threads")) lua_pushinteger(L, r->device_threads);
+  else if (!strcmp(k, "device_cores")) lua_pushinteger(L, r->device_cores);
   else if (!strcmp(k, "loop_binds")) lua_pushboolean(L, r->loop_binds);
   else if (!strcmp(k, "registers")) lua_pushinteger(L, r->regs);
   else if (!strcmp(k, "shared_per_group")) lua_pushinteger(L, (lua_Integer)r->shared_per_group);
@@ -367,6 +371,8 @@ static int device_info(lua_State *L)
   lua_setfield(L, -2, "fp64_atomics");
   lua_pushboolean(L, d->follows);
   lua_setfield(L, -2, "follows");
+  lua_pushinteger(L, (lua_Integer)d->share_key);
+  lua_setfield(L, -2, "share_key");
   int any = 0;
   for (int p = 0; p < FE_NPRECISIONS; p++) {
     const fe_calibration *c = &be->calib[p];

@@ -126,6 +126,9 @@ static void cuda_describe(cuda_impl *cu)
            cu->ordinal);
   in->is_gpu = 1;
   in->device_index = cu->ordinal;
+  in->share_key = ((long long)cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID) << 16 |
+                   cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID) << 8 |
+                   cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)) + 1;
   in->node_sums = 1; /* cg_split's FE_CG_*_NODE (cuda-vector.c) */
   in->tables_l1 = 1; /* FE_CONSTANT is __device__ const here (cuda-program.c) */
   in->compute_units = cuda_attribute(cu, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);

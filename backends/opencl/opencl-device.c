@@ -293,6 +293,7 @@ int opencl_open(int device, void **impl)
   cl->platform = plats[index];
   free(devs), free(plats);
   opencl_describe(cl);
+  cl->info.share_key = cl->info.is_gpu ? index + 1 : 0; /* (a CPU device: the machine's cores) */
   /* A GPU's __constant memory is a bank of its own, and NVIDIA's compiler fails past its
    * 64 KB. On a CPU device it is plain memory: PoCL reports 1 MB and runs Q6 transpose's
    * 3.7 MB of tables (test_pocl_groups.lua), so its figure bounds nothing. */

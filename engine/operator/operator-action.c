@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/codegen/codegen.h"
 #include "engine/core/error.h"
+#include "engine/parallel/comm.h"
 #include "engine/parallel/dist.h"
 #include "engine/parallel/link.h"
 #include "engine/core/progress.h"
@@ -167,6 +169,37 @@ static double first_wave_places(const double *q, double R, double ready, double 
   return i >= nq ? q[nq] : q[i] + (at - i) * (q[i + 1] - q[i]);
 }
 
+/* A split space: the ranks of this machine on r's device (counted on its first split action,
+ * every rank together), in rep: whether they take turns on it (a GPU's several, or a CPU's
+ * ranks times threads past the machine's cores), said once on rank 0's stderr. */
+static int op_sharers(const fe_realization *r, fe_report *rep)
+{
+  fe_backend *be = r->be;
+  const int first = !be->sharers;
+  if (first) FE_CHECK(fe_comm_node_count(be->info.share_key, &be->sharers));
+  rep->device_sharers = be->sharers;
+  if (!be->info.is_gpu) {
+    rep->device_threads = be->info.compute_units > 0 ? be->info.compute_units : 1;
+    rep->device_cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  }
+  rep->device_turns = be->info.is_gpu ? be->sharers > 1
+                      : rep->device_cores > 0 &&
+                            (long long)be->sharers * rep->device_threads > rep->device_cores;
+  if (first && rep->device_turns && fe_comm_rank() == 0) {
+    if (be->info.is_gpu)
+      fprintf(stderr, "felab: %d ranks of this machine run on one %s device (%s): their kernels "
+              "take turns on it, each action slower than alone and than the reports predict; "
+              "give each rank a device of its own (mpirun -np at most the devices)\n",
+              be->sharers, be->name, be->info.name);
+    else
+      fprintf(stderr, "felab: %d ranks of %d thread%s on this machine's %d cores take turns on "
+              "them, each action slower than the reports predict; ask for fewer (mpirun -np, "
+              "OMP_NUM_THREADS)\n", be->sharers, rep->device_threads,
+              rep->device_threads == 1 ? "" : "s", rep->device_cores);
+  }
+  return 0;
+}
+
 /* A split space: the model's time of this rank's exchange (engine/parallel/dist.c's counts,
  * the link of engine/parallel/link.c: collective on its first use) into rep, added to its
  * prediction. Nothing on one rank. */
@@ -174,6 +207,7 @@ static int op_predict_exchange(const fe_operator *A, const fe_realization *r, fe
 {
   const fe_dist *d = A->V->dist;
   if (!d || d->size == 1) return 0;
+  FE_CHECK(op_sharers(r, rep));
   const fe_link *l;
   FE_CHECK(fe_link_get(&l));
   fe_exchange_work x;

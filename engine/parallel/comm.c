@@ -160,6 +160,27 @@ int fe_comm_node(int *node)
   return 0;
 }
 
+int fe_comm_node_count(long long key, int *count)
+{
+  *count = 1;
+  if (!fe_comm_parallel()) return 0;
+  MPI_Comm local;
+  int rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+  FE_ASSERT(rc == MPI_SUCCESS, FE_ERR_INTERNAL, "the ranks of this machine cannot be told apart");
+  int n = 1;
+  MPI_Comm_size(local, &n);
+  long long *keys = malloc(sizeof *keys * (size_t)n);
+  rc = keys ? MPI_Allgather(&key, 1, MPI_LONG_LONG, keys, 1, MPI_LONG_LONG, local) : MPI_SUCCESS;
+  MPI_Comm_free(&local);
+  if (!keys) FE_ERROR(FE_ERR_MEM, "out of memory for %d ranks' keys", n);
+  int same = 0;
+  for (int i = 0; i < n; i++) same += keys[i] == key;
+  free(keys);
+  FE_ASSERT(rc == MPI_SUCCESS, FE_ERR_INTERNAL, "the ranks of this machine cannot be told apart");
+  *count = same;
+  return 0;
+}
+
 int fe_comm_barrier(void)
 {
   if (fe_comm_parallel()) MPI_Barrier(MPI_COMM_WORLD);
@@ -284,6 +305,12 @@ int fe_comm_exchange_end(void *pending) { (void)pending; return 0; }
 int fe_comm_node(int *node)
 {
   *node = 0;
+  return 0;
+}
+int fe_comm_node_count(long long key, int *count)
+{
+  (void)key;
+  *count = 1;
   return 0;
 }
 int fe_comm_barrier(void) { return 0; }

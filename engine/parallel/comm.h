@@ -37,6 +37,9 @@ int fe_comm_exchange_begin(int nnb, const int *ranks, const int *counts, const d
 int fe_comm_exchange_end(void *pending);
 /* Collective: the lowest rank on this rank's machine (ranks of one machine share memory). */
 int fe_comm_node(int *node);
+/* Collective: how many ranks of this rank's machine (itself counted) passed the same key
+ * (a device's: backend.h's share_key), 1 alone. */
+int fe_comm_node_count(long long key, int *count);
 int fe_comm_barrier(void);
 /* Collective: ranks 0 and 1 exchange `bytes` each way at once (MPI_Irecv, MPI_Isend, MPI_Waitall:
  * fe_comm_exchange's pattern), `trips` a run, the best of `runs` runs after one to warm up (the

@@ -197,6 +197,17 @@ static int format_exchange(const fe_report *r, char *buf, size_t n, int len)
     len += snprintf(buf + len, n - (size_t)len, "; predicted %s (link %s, device %s)%s", tp, tl,
                     td, r->exchange_link > 0 ? "" : ": no link calibrated");
   }
+  if (len > 0 && (size_t)len < n && r->device_turns) {
+    if (r->device_cores > 0)
+      len += snprintf(buf + len, n - (size_t)len, "\n  sharing    %d ranks of %d thread%s on this "
+                      "machine's %d cores take turns on them (the prediction is for cores of "
+                      "their own)", r->device_sharers, r->device_threads,
+                      r->device_threads == 1 ? "" : "s", r->device_cores);
+    else
+      len += snprintf(buf + len, n - (size_t)len, "\n  sharing    %d ranks of this machine on "
+                      "this device take turns on it (the prediction is for it alone)",
+                      r->device_sharers);
+  }
   if (len > 0 && (size_t)len < n && r->reduce_predicted > 0) {
     char tr[32];
     format_time(r->reduce_predicted, tr, sizeof tr);

@@ -168,6 +168,12 @@ typedef struct fe_report {
   int exchange_direct;   /* the shares went device to device (ranks of one machine), not via the host */
   int exchange_follows;  /* and their gather followed the boundary cells' kernel (backend.h's
                           * follow: its groups placed before the interior's, no wait for one) */
+  int device_sharers;    /* ranks of this machine on this rank's device, itself counted (a split
+                          * space's action; 0 on one rank) */
+  int device_turns;      /* and they take turns on it, which the prediction leaves out: a GPU's
+                          * ranks (their kernels time-sliced), a CPU's ranks times threads past
+                          * the machine's cores */
+  int device_threads, device_cores; /* a CPU device's: threads a rank, the machine's cores */
   /* and the model's time of it (fe_perf_exchange; in predicted_seconds): all of it, the
    * messages (over the link; beside the interior on a GPU, with the wait for the neighbours'
    * gathers), the device's part alone (its gather, read, write and sums);

@@ -598,6 +598,11 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   info->report.exchange_seconds = k->xseconds;
   info->report.exchange_beside = apply_rep.exchange_beside;
   info->report.exchange_direct = apply_rep.exchange_direct;
+  info->report.exchange_follows = apply_rep.exchange_follows;
+  info->report.device_sharers = apply_rep.device_sharers;
+  info->report.device_turns = apply_rep.device_turns;
+  info->report.device_threads = apply_rep.device_threads;
+  info->report.device_cores = apply_rep.device_cores;
   return cg_predict_split(x, applies, info->iterations, k->node_steps, U != NULL, &apply_rep,
                           &info->report);
 }

@@ -210,6 +210,18 @@ for _, be in ipairs(devices) do -- an apply moves its exchange's bytes to the ho
   moved[#moved + 1] = ("SOLVED %s %d %d %d"):format(be, i.report.exchange_bytes,
                       i.report.exchange_messages, i.iterations * rep.exchange_bytes)
 end
+-- the ranks of this machine on each device (device.info().share_key names it) and whether they
+-- take turns on it, in an apply's report and a CG's, its text saying so
+for _, be in ipairs({"cpu", table.unpack(devices)}) do
+  local _, rep = P1:apply(VP1:interpolate(1):to(be), {backend = be})
+  local _, i = solve.cg(P1, {rtol = 1e-30, maxit = 2, backend = be})
+  local r = i.report
+  moved[#moved + 1] = ("SHARED %s %d %d %d %d %d %d %d %d"):format(be,
+    device.info(be).share_key, rep.device_sharers, rep.device_turns and 1 or 0,
+    rep.device_threads, rep.device_cores, device.info(be).is_gpu and 1 or 0,
+    (tostring(rep):find("\n  sharing ", 1, true) ~= nil) == rep.device_turns and 1 or 0,
+    (r.device_sharers == rep.device_sharers and r.device_turns == rep.device_turns) and 1 or 0)
+end
 case("P1-chebyshev", P1, {rtol = 1e-10, pc = "chebyshev"})
 for _, k in ipairs({"bicgstab", "gmres"}) do
   local u, i = solve[k](P1, {rtol = 1e-10})
@@ -314,6 +326,29 @@ for _, np in ipairs({1, table.unpack(split)}) do
     if mf then mf:close() end
     check(m:find("PARTS true", 1, true), "%d ranks, rank %d: P:exchange(V) counts what the rank "
           .. "exchanges: %s", np, rank, m)
+    -- the ranks on this rank's device: every rank of the run whose device has its key (one
+    -- machine here), none counted on one rank; they take turns on a GPU where several share
+    -- it, on a CPU where their threads pass its cores
+    for _, be in ipairs({"cpu", table.unpack(devices)}) do
+      local pat = "SHARED " .. be .. " (%-?%d+) (%d+) (%d) (%d+) (%d+) (%d) (%d) (%d)"
+      local key, n, turns, threads, cores, gpu, shown, cg = m:match(pat)
+      local same = 0
+      for q = 0, np - 1 do
+        local g = io.open(("%s/moved_%d"):format(dir, q))
+        local k = g and g:read("a"):match(pat)
+        if g then g:close() end
+        same = same + (k == key and 1 or 0)
+      end
+      n, threads, cores = tonumber(n), tonumber(threads), tonumber(cores)
+      local want = np == 1 and 0 or same
+      local wturns = np > 1 and (gpu == "1" and want > 1 or gpu == "0" and cores > 0 and
+                                 want * threads > cores)
+      check(key and n == want and (turns == "1") == wturns and shown == "1" and cg == "1",
+            "%d ranks, rank %d: on %s %s ranks share the device (%d with its key %s), taking "
+            .. "turns %s (%s threads, %s cores), its report's line %s, a CG's report alike %s",
+            np, rank, be, tostring(n), same, tostring(key), tostring(turns), tostring(threads),
+            tostring(cores), tostring(shown), tostring(cg))
+    end
     for _, be in ipairs(devices) do
       local rd, wr, xbytes, nloc, direct =
         m:match("MOVED " .. be .. " (%d+) (%d+) (%d+) (%d+) (%d)")
