@@ -178,9 +178,11 @@ static int op_sharers(const fe_realization *r, fe_report *rep)
   const int first = !be->sharers;
   if (first) FE_CHECK(fe_comm_node_count(be->info.share_key, &be->sharers));
   rep->device_sharers = be->sharers;
+  static int cores; /* the machine's (read once) */
+  if (!cores) cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (!be->info.is_gpu) {
     rep->device_threads = be->info.compute_units > 0 ? be->info.compute_units : 1;
-    rep->device_cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    rep->device_cores = cores;
   }
   rep->device_turns = be->info.is_gpu ? be->sharers > 1
                       : rep->device_cores > 0 &&
