@@ -84,31 +84,27 @@ static int local_nodes(const fe_space *W, const int *part, fe_dist *d, fe_space 
 {
   const int nb = W->elem.nbasis, nn = W->nnodes, np = d->size, rank = d->rank;
   const fe_mesh *m = W->mesh;
+  int *one; /* each node's part, or -2: several parts' (their pairs, node * np + part) */
+  long long *pairs;
+  size_t u;
+  FE_CHECK(fe_item_parts(W->cell_nodes, nb, m->ncells, nn, part, np, &one, &pairs, &u));
   int *g2l = malloc(sizeof(int) * ((size_t)nn + 1));
-  size_t npairs = (size_t)m->ncells * nb;
-  long long *pairs = malloc(sizeof(long long) * (npairs + 1)); /* node * np + part */
-  if (!g2l || !pairs) free(g2l), free(pairs);
-  FE_ASSERT(g2l && pairs, FE_ERR_MEM, "out of memory for the nodes' parts");
-  for (int g = 0; g < nn; g++) g2l[g] = 0;
-  for (int c = 0; c < m->ncells; c++)
-    for (int b = 0; b < nb; b++) {
-      int g = W->cell_nodes[(size_t)c * nb + b];
-      pairs[(size_t)c * nb + b] = (long long)g * np + part[c];
-      if (part[c] == rank) g2l[g] = 1;
-    }
+  if (!g2l) free(one), free(pairs);
+  FE_ASSERT(g2l, FE_ERR_MEM, "out of memory for the nodes' parts");
+  for (int g = 0; g < nn; g++) g2l[g] = one[g] == rank;
+  for (size_t i = 0; i < u; i++)
+    if (pairs[i] % np == rank) g2l[pairs[i] / np] = 1;
+  free(one);
   int nl = 0;
   for (int g = 0; g < nn; g++) g2l[g] = g2l[g] ? nl++ : -1;
-  qsort(pairs, npairs, sizeof *pairs, cmp_ll);
-  size_t u = 0;
-  for (size_t i = 0; i < npairs; i++)
-    if (!i || pairs[i] != pairs[i - 1]) pairs[u++] = pairs[i];
   d->l2g = malloc(sizeof(int) * ((size_t)nl + 1));
   d->notowned = malloc(sizeof(int) * ((size_t)nl + 1));
   int *count = calloc((size_t)np, sizeof(int));
   int rc = d->l2g && d->notowned && count ? 0 : FE_ERR_MEM;
   for (int g = 0; !rc && g < nn; g++)
     if (g2l[g] >= 0) d->l2g[g2l[g]] = g;
-  /* pass 0 counts each neighbour's shared nodes, pass 1 lists them */
+  /* pass 0 counts each neighbour's shared nodes, pass 1 lists them (the nodes several parts
+   * hold, ascending: each neighbour's list in the whole space's order) */
   for (int pass = 0; !rc && pass < 2; pass++) {
     for (int q = 0; q < np; q++) count[q] = 0;
     d->nnotowned = 0;
@@ -452,17 +448,14 @@ int fe_dist_parts(const fe_space *W, const int *part, int nparts, fe_precision p
   const int nb = W->elem.nbasis, nc = W->ncomp, np = nparts;
   memset(out, 0, sizeof *out * (size_t)np);
   for (int c = 0; c < m->ncells; c++) out[part[c]].cells++;
-  /* (node, part) pairs, distinct: each node's parts in order */
-  size_t npairs = (size_t)m->ncells * nb;
-  long long *pairs = malloc(sizeof(long long) * (npairs + 1));
-  FE_ASSERT(pairs, FE_ERR_MEM, "out of memory for the nodes' parts");
-  for (int c = 0; c < m->ncells; c++)
-    for (int b = 0; b < nb; b++)
-      pairs[(size_t)c * nb + b] = (long long)W->cell_nodes[(size_t)c * nb + b] * np + part[c];
-  qsort(pairs, npairs, sizeof *pairs, cmp_ll);
-  size_t u = 0, nlinks = 0;
-  for (size_t i = 0; i < npairs; i++)
-    if (!i || pairs[i] != pairs[i - 1]) pairs[u++] = pairs[i];
+  /* each node's part, or its parts where several hold it (in order) */
+  int *one;
+  long long *pairs;
+  size_t u, nlinks = 0;
+  FE_CHECK(fe_item_parts(W->cell_nodes, nb, m->ncells, W->nnodes, part, np, &one, &pairs, &u));
+  for (int g = 0; g < W->nnodes; g++)
+    if (one[g] >= 0) out[one[g]].nodes++;
+  free(one);
   for (size_t i = 0, j; i < u; i = j) {
     for (j = i; j < u && pairs[j] / np == pairs[i] / np; j++) continue;
     nlinks += (j - i) * (j - i - 1);

@@ -211,9 +211,9 @@ static int count_cut(const fe_mesh *m, const int *part, const unsigned char *sha
     for (int f = 0; f < nf[m->type]; f++) {
       face_key e = {{-1, -1, -1, -1}, part[c]};
       int ok = 1, len = 0;
-      for (int i = 0; i < 4 && faces[f][i] >= 0; i++) {
+      for (int i = 0; ok && i < 4 && faces[f][i] >= 0; i++) {
         int v = m->cells[(size_t)c * m->nvc + faces[f][i]];
-        ok &= shared[v];
+        ok = shared[v];
         int j = len++; /* insertion: the vertices sorted */
         while (j > 0 && e.v[j - 1] > v) e.v[j] = e.v[j - 1], j--;
         e.v[j] = v;
@@ -241,62 +241,78 @@ static int pair_cmp(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
+int fe_item_parts(const int *items, int k, int ncells, int n, const int *part, int np, int **one,
+                  long long **pairs, size_t *npairs)
+{
+  *one = NULL, *pairs = NULL, *npairs = 0;
+  int *o = malloc(sizeof(int) * ((size_t)n + 1));
+  FE_ASSERT(o, FE_ERR_MEM, "out of memory for %d items' parts", n);
+  for (int i = 0; i < n; i++) o[i] = -1;
+  size_t np2 = 0; /* the (item, part) pairs of the items several parts hold, with repeats */
+  for (int c = 0; c < ncells; c++)
+    for (int j = 0; j < k; j++) {
+      const int i = items[(size_t)c * k + j];
+      if (o[i] == -1) o[i] = part[c];
+      else if (o[i] != part[c]) o[i] = -2;
+    }
+  for (int c = 0; c < ncells; c++)
+    for (int j = 0; j < k; j++) np2 += o[items[(size_t)c * k + j]] == -2;
+  long long *p = malloc(sizeof(long long) * (np2 + 1));
+  if (!p) free(o);
+  FE_ASSERT(p, FE_ERR_MEM, "out of memory for the interface's %zu (item, part) pairs", np2);
+  size_t u = 0;
+  for (int c = 0; c < ncells; c++)
+    for (int j = 0; j < k; j++) {
+      const int i = items[(size_t)c * k + j];
+      if (o[i] == -2) p[u++] = (long long)i * np + part[c];
+    }
+  qsort(p, u, sizeof *p, pair_cmp);
+  size_t w = 0;
+  for (size_t i = 0; i < u; i++)
+    if (!i || p[i] != p[i - 1]) p[w++] = p[i];
+  *one = o, *pairs = p, *npairs = w;
+  return 0;
+}
+
 /* Each part's cells, vertices, interface vertices and neighbours; the shared vertices and
  * the cut faces. */
 static int tally(const fe_mesh *m, fe_partition *p)
 {
   const int nv = m->nvertices, np = p->nparts;
-  int *first = malloc(sizeof(int) * ((size_t)nv + 1));
+  for (int c = 0; c < m->ncells; c++) p->cells[p->part[c]]++;
+  int *one;
+  long long *vp;
+  size_t u;
+  FE_CHECK(fe_item_parts(m->cells, m->nvc, m->ncells, nv, p->part, np, &one, &vp, &u));
   unsigned char *shared = calloc((size_t)nv + 1, 1);
-  if (!first || !shared) free(first), free(shared);
-  FE_ASSERT(first && shared, FE_ERR_MEM, "partition: out of memory for the vertices' parts");
-  for (int v = 0; v < nv; v++) first[v] = -1;
-  for (int c = 0; c < m->ncells; c++) {
-    p->cells[p->part[c]]++;
-    for (int i = 0; i < m->nvc; i++) {
-      int v = m->cells[(size_t)c * m->nvc + i];
-      if (first[v] < 0) first[v] = p->part[c];
-      else if (first[v] != p->part[c]) shared[v] = 1;
-    }
-  }
-  /* each part's vertices and interface vertices, and the (part, part) pairs that share one:
-   * a cell's vertices counted for its part once (a vertex's (vertex, part) seen before is
-   * skipped by sorting the pairs) */
-  size_t npairs = 0;
-  long long *vp = malloc(sizeof(long long) * (size_t)m->ncells * m->nvc + 1);
-  if (!vp) free(first), free(shared);
-  FE_ASSERT(vp, FE_ERR_MEM, "partition: out of memory for the (vertex, part) pairs");
-  for (int c = 0; c < m->ncells; c++)
-    for (int i = 0; i < m->nvc; i++)
-      vp[npairs++] = (long long)m->cells[(size_t)c * m->nvc + i] * np + p->part[c];
-  qsort(vp, npairs, sizeof *vp, pair_cmp);
-  size_t u = 0;
-  for (size_t i = 0; i < npairs; i++)
-    if (!i || vp[i] != vp[i - 1]) vp[u++] = vp[i];
-  size_t nbcap = 1; /* the pairs: k (k - 1) at a vertex of k parts */
+  size_t nbcap = 1; /* the (part, part) pairs: k (k - 1) at a vertex of k parts */
   for (size_t i = 0, j; i < u; i = j) {
     for (j = i; j < u && vp[j] / np == vp[i] / np; j++) continue;
     nbcap += (j - i) * (j - i - 1);
   }
   long long *nb = malloc(sizeof(long long) * nbcap);
+  if (!nb || !shared) free(vp), free(one), free(nb), free(shared);
+  FE_ASSERT(nb && shared, FE_ERR_MEM, "partition: out of memory for the neighbours");
+  for (int v = 0; v < nv; v++) {
+    if (one[v] >= 0) p->vertices[one[v]]++;
+    shared[v] = one[v] == -2;
+  }
   size_t nnb = 0;
-  if (!nb) free(vp), free(first), free(shared);
-  FE_ASSERT(nb, FE_ERR_MEM, "partition: out of memory for the neighbours");
   for (size_t i = 0, j; i < u; i = j) { /* vertex vp[i] / np: its parts vp[i .. j) */
     for (j = i; j < u && vp[j] / np == vp[i] / np; j++) continue;
     for (size_t a = i; a < j; a++) {
       int pa = (int)(vp[a] % np);
       p->vertices[pa]++;
-      if (j - i > 1) p->interface[pa]++;
+      p->interface[pa]++;
       for (size_t b = i; b < j; b++)
         if (b != a) nb[nnb++] = (long long)pa * np + vp[b] % np;
     }
-    p->ninterface += j - i > 1;
+    p->ninterface++;
   }
   qsort(nb, nnb, sizeof *nb, pair_cmp);
   for (size_t i = 0; i < nnb; i++)
     if (!i || nb[i] != nb[i - 1]) p->neighbours[nb[i] / np]++;
-  free(vp), free(nb), free(first);
+  free(vp), free(nb), free(one);
   int rc = count_cut(m, p->part, shared, &p->cut);
   free(shared);
   return rc;

@@ -27,6 +27,13 @@ typedef struct fe_partition {
  * else METIS where built, else RCB); the parts are nonempty. */
 int fe_mesh_partition(const fe_mesh *m, int nparts, int method, fe_partition **out);
 void fe_partition_free(fe_partition *p);
+/* The parts whose cells hold each of n items (a mesh's vertices, a space's nodes): cell c of
+ * ncells holds items[c * k .. c * k + k) and lies in part[c] of np. one[i] (malloc'd): item i's
+ * part where one part's cells alone hold it, -1 where no cell does, -2 where several parts'
+ * do; those items' parts in *pairs (malloc'd, item * np + part, ascending and distinct,
+ * *npairs of them). One pass over the cells and a sort of the interface's pairs alone. */
+int fe_item_parts(const int *items, int k, int ncells, int n, const int *part, int np, int **one,
+                  long long **pairs, size_t *npairs);
 /* "lattice", "metis", "rcb" (and "auto"). */
 const char *fe_partition_method_name(int method);
 /* The method called name into *method (an error listing them if none). */
