@@ -91,16 +91,21 @@ static int partition_exchange(lua_State *L)
   if (!sh || !sh->V)
     return luaL_error(L, "P:exchange: argument 1 must be a space (fe.space), got %s",
                       felab_kind_of(L, 2));
-  const fe_space *V = sh->V->dist ? ((const fe_dist *)sh->V->dist)->whole : sh->V;
-  if (V->mesh->ncells != ph->p->ncells)
+  const fe_dist *d = sh->V->dist; /* a split space: its whole one, made again */
+  const int ncells = d ? d->whole->ncells : sh->V->mesh->ncells;
+  if (ncells != ph->p->ncells)
     return luaL_error(L, "P:exchange: the partition splits %d cells, the space's mesh has %d",
-                      ph->p->ncells, V->mesh->ncells);
+                      ph->p->ncells, ncells);
   const char *pname = felab_opt_name(L, 3, "P:exchange", "argument 2 (precision)");
   fe_precision prec = fe_precision_default();
   if (pname) FELAB_TRY(L, fe_precision_parse(pname, &prec));
   const int np = ph->p->nparts;
   fe_dist_part *parts = lua_newuserdatauv(L, sizeof *parts * (size_t)np, 0);
-  FELAB_TRY(L, fe_dist_parts(V, ph->p->part, np, prec, parts));
+  fe_space *W = NULL;
+  int rc = d ? fe_dist_whole(d, &W) : 0;
+  if (!rc) rc = fe_dist_parts(W ? W : sh->V, ph->p->part, np, prec, parts);
+  fe_space_free(W);
+  FELAB_TRY(L, rc);
   lua_createtable(L, np, 0);
   for (int q = 0; q < np; q++) {
     const fe_dist_part *t = &parts[q];

@@ -197,44 +197,22 @@ static int lattice_boundary_nodes(const fe_space *V, const int *ids, int nids, i
   return rc;
 }
 
-int fe_space_boundary_nodes(const fe_space *V, const char *const *tags, int ntags, int **nodes,
-                            int *n)
+int fe_space_boundary_nodes_ids(const fe_space *V, const int *ids, int nids, int **nodes, int *n)
 {
   const fe_mesh *m = V->mesh;
   *nodes = NULL;
   *n = 0;
-  if (!tags || ntags == 0) {
-    FE_CALLOC(*nodes, 1, "boundary nodes");
-    return 0;
-  }
-  if (V->dist) return fe_dist_boundary_nodes(V, tags, ntags, nodes, n); /* the whole space's */
-  int all = ntags == 1 && !strcmp(tags[0], "all");
-  int *ids = NULL;
-  if (!all) {
-    FE_MALLOC(ids, ntags, "tag ids");
-    for (int t = 0; t < ntags; t++) {
-      int rc = fe_mesh_tag_id(m, tags[t], m->dim - 1, &ids[t]);
-      if (rc) {
-        free(ids);
-        return fe_error_push(rc, __FILE__, __LINE__, __func__);
-      }
-    }
-  }
   if (!strcmp(V->numbering, "lattice")) {
-    int rc = lattice_boundary_nodes(V, ids, all ? 0 : ntags, nodes, n);
-    if (rc != -2) {
-      free(ids);
-      return rc ? fe_error_push(rc, __FILE__, __LINE__, __func__) : 0;
-    }
+    int rc = lattice_boundary_nodes(V, ids, ids ? nids : 0, nodes, n);
+    if (rc != -2) return rc ? fe_error_push(rc, __FILE__, __LINE__, __func__) : 0;
   }
   fe_keymap set;
   /* P1, Q1: every node is a vertex (and keeps its id), so the tagged facets' vertices are
    * the boundary nodes; no entity set */
   int vertex_nodes = !V->curved && V->elem.nbasis == V->elem.nvertices;
   unsigned char *vmark = fe_zalloc((size_t)m->nvertices + 1, 1);
-  int rc = vmark ? facet_entities(m, ids, all ? 0 : ntags, vertex_nodes ? NULL : &set, vmark)
+  int rc = vmark ? facet_entities(m, ids, ids ? nids : 0, vertex_nodes ? NULL : &set, vmark)
                  : fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
-  free(ids);
   if (!rc && vertex_nodes) {
     int count = 0;
     for (int v = 0; v < m->nvertices; v++) count += vmark[v];
@@ -249,6 +227,32 @@ int fe_space_boundary_nodes(const fe_space *V, const char *const *tags, int ntag
     fe_keymap_free(&set);
   }
   free(vmark);
+  return rc;
+}
+
+int fe_space_boundary_nodes(const fe_space *V, const char *const *tags, int ntags, int **nodes,
+                            int *n)
+{
+  const fe_mesh *m = V->mesh;
+  *nodes = NULL;
+  *n = 0;
+  if (!tags || ntags == 0) {
+    FE_CALLOC(*nodes, 1, "boundary nodes");
+    return 0;
+  }
+  if (V->dist) return fe_dist_boundary_nodes(V, tags, ntags, nodes, n); /* the whole space's */
+  if (ntags == 1 && !strcmp(tags[0], "all")) return fe_space_boundary_nodes_ids(V, NULL, 0, nodes, n);
+  int *ids = NULL;
+  FE_MALLOC(ids, ntags, "tag ids");
+  for (int t = 0; t < ntags; t++) {
+    int rc = fe_mesh_tag_id(m, tags[t], m->dim - 1, &ids[t]);
+    if (rc) {
+      free(ids);
+      return fe_error_push(rc, __FILE__, __LINE__, __func__);
+    }
+  }
+  int rc = fe_space_boundary_nodes_ids(V, ids, ntags, nodes, n);
+  free(ids);
   return rc;
 }
 

@@ -49,6 +49,8 @@ int fe_space_parse_name(const char *name, char *family, int *order);
  * the single name "all": every boundary node. Unknown names are errors listing the known. */
 int fe_space_boundary_nodes(const fe_space *V, const char *const *tags, int ntags, int **nodes,
                             int *n);
+/* The same by the tags' ids (fe_mesh_tag_id); ids NULL: every facet. */
+int fe_space_boundary_nodes_ids(const fe_space *V, const int *ids, int nids, int **nodes, int *n);
 /* The same as dofs: every component of every such node. */
 int fe_space_boundary_dofs(const fe_space *V, const char *const *tags, int ntags, int **dofs,
                            int *n);

@@ -1,8 +1,9 @@
 /* A space split over the ranks: every rank builds the whole space (the same on all: the
  * whole mesh is on every rank for now) and the partition (one part a rank), keeps its part's
  * cells as a mesh of their own and a local space on it whose dof map is the whole space's,
- * renumbered (nodes in the whole space's order), and the interface: the local nodes it shares
- * with each neighbouring rank and those it does not own, as lists of entries. The exchange
+ * renumbered (nodes in the whole space's order), the interface (the local nodes it shares
+ * with each neighbouring rank and those it does not own, as lists of entries) and its nodes
+ * on each tag's boundary facets; then lets the whole space go. The exchange
  * and the reductions' corrections read only those entries of a vector, packed on its device
  * (engine/parallel/exchange.c); the host sends and receives them (fe_comm_exchange). */
 #include <stdlib.h>
@@ -17,8 +18,9 @@
 void fe_dist_free(fe_dist *d)
 {
   if (!d) return;
-  fe_space_free(d->whole);
   fe_mesh_free(d->mesh);
+  for (int k = 0; k < d->nbound; k++) free(d->bound[k].nodes);
+  free(d->bound);
   for (int i = 0; d->dev && i < FE_DIST_DEVICES; i++) fe_dist_device_free(d->dev[i]);
   free(d->dev);
   free(d->cells), free(d->l2g), free(d->notowned);
@@ -69,6 +71,12 @@ static int local_mesh(const fe_mesh *m, const int *part, int rank, fe_dist *d)
   if (m->ntags) memcpy(l->tags, m->tags, sizeof(fe_tag) * (size_t)m->ntags);
   free(vl);
   return 0;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+  const int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
 }
 
 static int cmp_ll(const void *a, const void *b)
@@ -212,6 +220,52 @@ static int exchange_lists(fe_dist *d, int ncomp, int ndofs)
   return 0;
 }
 
+/* The whole space W's nodes on the facets of ids (NULL: every facet), mapped to d's local
+ * nodes (l2g increases: a merge) into b. */
+static int boundary_list(const fe_dist *d, const fe_space *W, int nl, const int *ids,
+                         fe_dist_boundary *b)
+{
+  int *all, na;
+  FE_CHECK(fe_space_boundary_nodes_ids(W, ids, ids ? 1 : 0, &all, &na));
+  b->nodes = malloc(sizeof(int) * ((size_t)na + 1));
+  if (!b->nodes) free(all);
+  FE_ASSERT(b->nodes, FE_ERR_MEM, "out of memory for the boundary nodes");
+  b->n = 0;
+  for (int i = 0, l = 0; i < na; i++) {
+    while (l < nl && d->l2g[l] < all[i]) l++;
+    if (l < nl && d->l2g[l] == all[i]) b->nodes[b->n++] = l;
+  }
+  free(all);
+  return 0;
+}
+
+/* d's nodes on the boundary: every facet's, then each facet tag's of the whole mesh. */
+static int boundary_lists(fe_dist *d, const fe_space *W, int nl)
+{
+  const fe_mesh *m = d->whole;
+  int *ids = malloc(sizeof(int) * ((size_t)m->nfacets + 1)), nid = 0;
+  FE_ASSERT(ids, FE_ERR_MEM, "out of memory for the facets' tags");
+  for (int f = 0; m->facet_tags && f < m->nfacets; f++) ids[f] = m->facet_tags[f];
+  if (m->facet_tags) qsort(ids, (size_t)m->nfacets, sizeof *ids, cmp_int);
+  for (int f = 0; m->facet_tags && f < m->nfacets; f++)
+    if (!f || ids[f] != ids[f - 1]) ids[nid++] = ids[f];
+  d->bound = calloc((size_t)nid + 1, sizeof *d->bound);
+  int rc = d->bound ? 0 : fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
+                                       "out of memory for the boundary's lists");
+  for (int k = 0; !rc && k <= nid; k++) {
+    d->bound[k].tag = k ? ids[k - 1] : -1;
+    rc = boundary_list(d, W, nl, k ? &ids[k - 1] : NULL, &d->bound[k]);
+    d->nbound += !rc;
+  }
+  free(ids);
+  return rc;
+}
+
+int fe_dist_whole(const fe_dist *d, fe_space **W)
+{
+  return fe_space_create_opts(d->whole, &d->opts, W);
+}
+
 int fe_space_create_dist(const fe_mesh *m, const fe_space_opts *o, fe_space **out)
 {
   *out = NULL;
@@ -219,15 +273,19 @@ int fe_space_create_dist(const fe_mesh *m, const fe_space_opts *o, fe_space **ou
   FE_CALLOC(d, 1, "a space's split over the ranks");
   d->rank = fe_comm_rank();
   d->size = fe_comm_size();
+  d->whole = m;
+  d->opts = *o;
   fe_partition *P = NULL;
-  fe_space *L = NULL;
-  int rc = fe_space_create_opts(m, o, &d->whole);
+  fe_space *L = NULL, *W = NULL;
+  int rc = fe_space_create_opts(m, o, &W);
   if (!rc) rc = fe_mesh_partition(m, d->size, FE_PART_AUTO, &P);
   if (!rc) rc = local_mesh(m, P->part, d->rank, d);
   if (!rc) rc = fe_space_create_opts(d->mesh, o, &L);
-  if (!rc) rc = local_nodes(d->whole, P->part, d, L);
+  if (!rc) rc = local_nodes(W, P->part, d, L);
   if (!rc) rc = exchange_lists(d, L->ncomp, L->ndofs);
-  if (!rc) d->ndofs = (long long)d->whole->ndofs;
+  if (!rc) rc = boundary_lists(d, W, L->nnodes);
+  if (!rc) d->ndofs = (long long)W->ndofs, d->ncomp = W->ncomp;
+  fe_space_free(W);
   fe_partition_free(P);
   if (rc) {
     fe_space_free(L);
@@ -244,7 +302,7 @@ static int neighbours(const fe_dist *d, int *ranks, int *counts)
 {
   FE_ASSERT(d->nnb <= 256, FE_ERR_ARG, "rank %d has %d neighbours (256 at most)", d->rank, d->nnb);
   for (int k = 0; k < d->nnb; k++) {
-    counts[k] = d->nb[k].n * d->whole->ncomp;
+    counts[k] = d->nb[k].n * d->ncomp;
     ranks[k] = d->nb[k].rank;
   }
   return 0;
@@ -411,20 +469,29 @@ int fe_dist_boundary_nodes(const fe_space *V, const char *const *tags, int ntags
                            int *n)
 {
   const fe_dist *d = V->dist;
-  int *all, na;
-  FE_CHECK(fe_space_boundary_nodes(d->whole, tags, ntags, &all, &na));
-  /* the whole's sorted nodes, mapped: l2g is increasing, so a merge */
-  int *out = malloc(sizeof(int) * ((size_t)na + 1)), k = 0;
-  if (!out) free(all);
-  FE_ASSERT(out, FE_ERR_MEM, "out of memory for the boundary nodes");
-  for (int i = 0, l = 0; i < na; i++) {
-    while (l < V->nnodes && d->l2g[l] < all[i]) l++;
-    if (l < V->nnodes && d->l2g[l] == all[i]) out[k++] = l;
+  *nodes = NULL, *n = 0;
+  const int all = ntags == 1 && !strcmp(tags[0], "all");
+  int *ids = malloc(sizeof(int) * ((size_t)ntags + 1));
+  unsigned char *mark = calloc((size_t)V->nnodes + 1, 1);
+  int rc = ids && mark ? 0 : fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
+                                          "out of memory for the boundary nodes");
+  for (int t = 0; !rc && t < (all ? 0 : ntags); t++)
+    rc = fe_mesh_tag_id(d->whole, tags[t], d->whole->dim - 1, &ids[t]);
+  /* the union of the tags' lists (made at the split: boundary_lists) */
+  for (int k = 0; !rc && k < d->nbound; k++) {
+    int take = all && d->bound[k].tag == -1;
+    for (int t = 0; !all && t < ntags; t++) take |= d->bound[k].tag == ids[t];
+    for (int i = 0; take && i < d->bound[k].n; i++) mark[d->bound[k].nodes[i]] = 1;
   }
-  free(all);
-  *nodes = out;
-  *n = k;
-  return 0;
+  int count = 0;
+  for (int l = 0; !rc && l < V->nnodes; l++) count += mark[l];
+  if (!rc && !(*nodes = malloc(sizeof(int) * ((size_t)count + 1))))
+    rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory for %d boundary "
+                      "nodes", count);
+  for (int l = 0; !rc && l < V->nnodes; l++)
+    if (mark[l]) (*nodes)[(*n)++] = l;
+  free(ids), free(mark);
+  return rc ? fe_error_push(rc, __FILE__, __LINE__, __func__) : 0;
 }
 
 void fe_dist_exchange_work(const fe_dist *d, const fe_backend *be, fe_precision prec,

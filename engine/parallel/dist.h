@@ -18,10 +18,20 @@ typedef struct fe_dist_neighbour {
   int *nodes;  /* their local ids, in the whole space's order (both sides alike) */
 } fe_dist_neighbour;
 
+typedef struct fe_dist_boundary {
+  int tag;              /* a facet tag's id (fe_mesh_tag_id), or -1: every facet ("all") */
+  int n;
+  int *nodes;           /* the local nodes on its facets, ascending */
+} fe_dist_boundary;
+
 typedef struct fe_dist {
   int rank, size;
-  fe_space *whole;      /* the whole space, on the whole mesh (borrowed mesh) */
+  const fe_mesh *whole; /* the whole mesh (borrowed): the whole space is made from it and
+                         * opts where needed (fe_dist_whole), not kept */
+  fe_space_opts opts;
   fe_mesh *mesh;        /* this rank's cells (the local space's mesh, owned here) */
+  int nbound;           /* the local nodes on the boundary facets of each tag the whole mesh's */
+  fe_dist_boundary *bound; /* facets hold, and of every facet (fe_dist_boundary_nodes) */
   int *cells;           /* local cell -> the whole mesh's cell */
   int *l2g;             /* local node -> the whole space's node */
   int nnotowned;        /* local nodes another rank owns */
@@ -29,6 +39,7 @@ typedef struct fe_dist {
   int nnb;
   fe_dist_neighbour *nb;
   long long ndofs;      /* the whole space's dofs */
+  int ncomp;            /* its components (a node's entries) */
   /* The exchange's lists of local entries (node ncomp + component), made once: */
   int nsend;            /* the shared entries of every neighbour, one list after another */
   int *send_at;         /* (the send layout: slot k of the buffers is entry send_at[k]) */
@@ -48,6 +59,8 @@ typedef struct fe_dist {
 /* The space o of m split over the ranks (mpirun's, more than one): this rank's local space,
  * its dist attached (V->dist; freed with the space). */
 int fe_space_create_dist(const fe_mesh *m, const fe_space_opts *o, fe_space **out);
+/* The whole space d splits, made again (the same on every rank; *W freed by the caller). */
+int fe_dist_whole(const fe_dist *d, fe_space **W);
 void fe_dist_free(fe_dist *d);
 /* y's shared nodes summed over the ranks that hold them (after each rank's own cells), on
  * y's device: only the shared entries travel to the host and back (exchange.h);

@@ -246,13 +246,15 @@ int ts_ghost_make(const fe_space *V, const unsigned char *con, fe_backend *be, f
                   int **pen_out, long long *nvalid)
 {
   const fe_dist *d = V->dist;
-  const fe_space *W = d->whole;
   *out = NULL;
   ts_ghost *G;
   FE_CALLOC(G, 1, "twoscale's ghost layer");
   *G = (ts_ghost){.d = d, .be = be, .prec = prec, .nn = V->nnodes, .gather = gather,
                   .add_at = add_at};
-  int rc = ghost_map(G, V, W, con, map_out, pen_out, nvalid);
+  fe_space *W = NULL; /* the whole space, made again for the map */
+  int rc = fe_dist_whole(d, &W);
+  if (!rc) rc = ghost_map(G, V, W, con, map_out, pen_out, nvalid);
+  fe_space_free(W);
   if (rc) {
     ts_ghost_free(G);
     return fe_error_push(rc, __FILE__, __LINE__, __func__);

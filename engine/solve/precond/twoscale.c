@@ -321,7 +321,7 @@ static int coarse_space(const fe_space *V, fe_space **V1)
   const fe_dist *d = V->dist;
   if (!d || d->size == 1) return fe_space_create(V->mesh, "Q1", V1);
   fe_space_opts q1 = {.family = 'Q', .order = 1, .ncomp = 1, .kind = FE_NODES_GLL};
-  FE_CHECK(fe_space_create_dist(d->whole->mesh, &q1, V1));
+  FE_CHECK(fe_space_create_dist(d->whole, &q1, V1));
   const fe_dist *d1 = (*V1)->dist;
   const int nc = V->mesh->ncells;
   int same = d1->mesh->ncells == nc && d1->mesh->nvertices == V->mesh->nvertices;
