@@ -502,6 +502,8 @@ const help_entry felab_help_builtin[] = {
      "predicted (rep.exchange_terms): {gather =, messages =, copies =, sums =} seconds;\n"
      "rep.exchange_wave: when the gather's groups find places beside the interior's first\n"
      "wave, over an even wave's time (1: its groups alike; 0: the gather follows, no wait).\n"
+     "rep.exchange_cold: the cpu's action passed what the last-level cache keeps, so its\n"
+     "exchange runs on cold data, slower than the model's warm rates say.\n"
      "rep.device_sharers: the ranks of this machine on this rank's device; rep.device_turns:\n"
      "they take turns on it (a GPU's several ranks, or a CPU's ranks times threads,\n"
      "rep.device_threads each, past its rep.device_cores), which the prediction leaves out.\n"

@@ -243,6 +243,9 @@ static int op_predict_exchange(const fe_operator *A, const fe_realization *r, fe
     rep->exchange_wave = R / (rep->predicted_seconds / fmax(1.0, ceil(waves)));
     t.gather += wait, t.link += (n + 1) / (n + 2) * R - wait, t.total += (n + 1) / (n + 2) * R;
   }
+  const fe_calibration *c = &r->be->calib[r->prec];
+  const double keep = c->llc_keep_bytes > 0 ? c->llc_keep_bytes : c->llc_bytes / 2;
+  rep->exchange_cold = !di->is_gpu && keep > 0 && rep->bytes > keep;
   rep->exchange_terms[FE_XPART_GATHER] = t.gather;
   rep->exchange_terms[FE_XPART_MESSAGES] = t.link;
   rep->exchange_terms[FE_XPART_COPIES] = t.read + t.write;

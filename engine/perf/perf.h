@@ -168,6 +168,10 @@ typedef struct fe_report {
   int exchange_direct;   /* the shares went device to device (ranks of one machine), not via the host */
   int exchange_follows;  /* and their gather followed the boundary cells' kernel (backend.h's
                           * follow: its groups placed before the interior's, no wait for one) */
+  int exchange_cold;     /* the cpu: this action's data passed what the last-level cache keeps,
+                          * so its exchange finds its own data, buffers and MPI's queues out of
+                          * the caches, where the model's rates (warm data) fall short: 0.26-0.47
+                          * of the measured at 30-75 KB a message (docs/benchmarks.md section 8) */
   int device_sharers;    /* ranks of this machine on this rank's device, itself counted (a split
                           * space's action; 0 on one rank) */
   int device_turns;      /* and they take turns on it, which the prediction leaves out: a GPU's

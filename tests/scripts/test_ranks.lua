@@ -216,6 +216,14 @@ for _, be in ipairs({"cpu", table.unpack(devices)}) do
   local _, rep = P1:apply(VP1:interpolate(1):to(be), {backend = be})
   local _, i = solve.cg(P1, {rtol = 1e-30, maxit = 2, backend = be})
   local r = i.report
+  -- and whether the exchange's data are cold (a CPU device's action past what its last-level
+  -- cache keeps: the report says its warm prediction runs short)
+  local cal = (device.info(be).calibration or {})[rep.precision] or {}
+  local keep = (cal.llc_keep_bytes or 0) > 0 and cal.llc_keep_bytes or (cal.llc_bytes or 0) / 2
+  local cold = mpi.size > 1 and not device.info(be).is_gpu and keep > 0 and rep.bytes > keep
+  moved[#moved + 1] = ("COLD %s %d"):format(be, (rep.exchange_cold == cold and
+    r.exchange_cold == cold and (tostring(rep):find("for warm data", 1, true) ~= nil) == cold)
+    and 1 or 0)
   moved[#moved + 1] = ("SHARED %s %d %d %d %d %d %d %d %d"):format(be,
     device.info(be).share_key, rep.device_sharers, rep.device_turns and 1 or 0,
     rep.device_threads, rep.device_cores, device.info(be).is_gpu and 1 or 0,
@@ -330,6 +338,9 @@ for _, np in ipairs({1, table.unpack(split)}) do
     -- machine here), none counted on one rank; they take turns on a GPU where several share
     -- it, on a CPU where their threads pass its cores
     for _, be in ipairs({"cpu", table.unpack(devices)}) do
+      check(m:match("COLD " .. be .. " (%d)") == "1", "%d ranks, rank %d: on %s the report's "
+            .. "exchange_cold is the action's data past the last-level cache's keep (a CPU "
+            .. "device's), a CG's alike, its text saying so", np, rank, be)
       local pat = "SHARED " .. be .. " (%-?%d+) (%d+) (%d) (%d+) (%d+) (%d) (%d) (%d)"
       local key, n, turns, threads, cores, gpu, shown, cg = m:match(pat)
       local same = 0

@@ -6,6 +6,7 @@
  * stretches them; the cpu has no shared or atomics ceiling) and fe_ceiling_name. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "engine/perf/perf.h"
@@ -1133,4 +1134,31 @@ Test(perf, reduction_node)
   fe_link l = {0};
   cr_assert(fe_perf_reduction_node(&c, 1000, 8) < fe_perf_reduction(&c, &l, 1000, 8, 2),
             "no wait for the device, no read: less than the host's reduction");
+}
+
+/* A split space's report says what the model leaves out: an exchange on cold data (the cpu's
+ * action past its last-level cache), ranks taking turns on a shared device, each where it
+ * holds and not elsewhere. */
+Test(perf, report_says_cold_and_sharing)
+{
+  fe_report r;
+  memset(&r, 0, sizeof r);
+  snprintf(r.action, sizeof r.action, "apply");
+  r.seconds = 1e-3, r.predicted_seconds = 1e-3;
+  r.exchange_messages = 1, r.exchange_bytes = 75272, r.exchange_seconds = 1e-4;
+  r.exchange_predicted = 3e-5, r.exchange_link = 9e-6, r.exchange_device = 2.1e-5;
+  char text[4096];
+  fe_report_format(&r, text, sizeof text);
+  cr_assert(!strstr(text, "warm data") && !strstr(text, "sharing"), "nothing to say:\n%s", text);
+  r.exchange_cold = 1;
+  r.device_sharers = 3, r.device_turns = 1, r.device_threads = 1, r.device_cores = 2;
+  fe_report_format(&r, text, sizeof text);
+  cr_assert(strstr(text, "predicted 30 us (link 9 us, device 21 us); for warm data"), "cold:\n%s",
+            text);
+  cr_assert(strstr(text, "sharing    3 ranks of 1 thread on this machine's 2 cores take turns"),
+            "a CPU's ranks past its cores:\n%s", text);
+  r.device_cores = 0, r.device_sharers = 2;
+  fe_report_format(&r, text, sizeof text);
+  cr_assert(strstr(text, "sharing    2 ranks of this machine on this device take turns on it"),
+            "a GPU's ranks:\n%s", text);
 }
