@@ -241,7 +241,8 @@ int fe_space_boundary_nodes(const fe_space *V, const char *const *tags, int ntag
     return 0;
   }
   if (V->dist) return fe_dist_boundary_nodes(V, tags, ntags, nodes, n); /* the whole space's */
-  if (ntags == 1 && !strcmp(tags[0], "all")) return fe_space_boundary_nodes_ids(V, NULL, 0, nodes, n);
+  if (ntags == 1 && !strcmp(tags[0], "all"))
+    return fe_space_boundary_nodes_ids(V, NULL, 0, nodes, n);
   int *ids = NULL;
   FE_MALLOC(ids, ntags, "tag ids");
   for (int t = 0; t < ntags; t++) {
