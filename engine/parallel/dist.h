@@ -30,8 +30,8 @@ typedef struct fe_dist {
                          * opts where needed (fe_dist_whole), not kept */
   fe_space_opts opts;
   fe_mesh *mesh;        /* this rank's cells (the local space's mesh, owned here) */
-  int nbound;           /* the local nodes on the boundary facets of each tag the whole mesh's */
-  fe_dist_boundary *bound; /* facets hold, and of every facet (fe_dist_boundary_nodes) */
+  int nbound;           /* lists of the local nodes on the boundary (fe_dist_boundary_nodes): */
+  fe_dist_boundary *bound; /* every facet's, then each tag's that the whole mesh's facets hold */
   int *cells;           /* local cell -> the whole mesh's cell */
   int *l2g;             /* local node -> the whole space's node */
   int nnotowned;        /* local nodes another rank owns */
