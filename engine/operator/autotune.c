@@ -10,12 +10,21 @@
 
 #include "engine/core/error.h"
 #include "engine/operator/strategy.h"
+#include "engine/parallel/dist.h"
+
+/* The dofs that decide: a split space's whole ones (the same on every rank, which must
+ * all autotune or none: each trial's apply exchanges with the neighbours). */
+static long long decisive_dofs(const fe_operator *A)
+{
+  const fe_dist *d = A->V->dist;
+  return d && d->size > 1 ? d->ndofs : A->V->ndofs;
+}
 
 int fe_autotune_wanted(const fe_operator *A, int asked)
 {
   if (asked == FE_AUTOTUNE_ON) return 1;
   if (asked == FE_AUTOTUNE_OFF) return 0;
-  return A->V->ndofs >= FE_AUTOTUNE_DOFS;
+  return decisive_dofs(A) >= FE_AUTOTUNE_DOFS;
 }
 
 void fe_autotune_key(const fe_operator *A, const fe_backend *be, fe_precision prec, char *key,
@@ -29,10 +38,14 @@ void fe_autotune_key(const fe_operator *A, const fe_backend *be, fe_precision pr
   /* the physics by name, what its Jacobian reads and costs (a user's physics.new has a name
    * of its own only by its flops) */
   const fe_quadrature *Q = &A->quad[FE_ACTION_APPLY];
-  snprintf(key, n, "%s-%s-c%d-2^%d-%s-x%d-nl%d-df%.0f-%s-%s-%s%d-%s", V->name,
-           fe_cell_name(V->elem.cell), V->ncomp, (int)lround(log2((double)V->ndofs)), p->name,
-           p->uses_x, p->nonlinear, p->flops_df, geo, fe_precision_name(prec), Q->name,
-           Q->npoints, be->name);
+  const fe_dist *d = V->dist; /* split: the whole space's dofs over the ranks */
+  int len = snprintf(key, n, "%s-%s-c%d-2^%d-%s-x%d-nl%d-df%.0f-%s-%s-%s%d-%s", V->name,
+                     fe_cell_name(V->elem.cell), V->ncomp,
+                     (int)lround(log2((double)decisive_dofs(A))), p->name, p->uses_x,
+                     p->nonlinear, p->flops_df, geo, fe_precision_name(prec), Q->name,
+                     Q->npoints, be->name);
+  if (d && d->size > 1 && len > 0 && (size_t)len < n)
+    snprintf(key + len, n - (size_t)len, "-ranks%d", d->size);
   for (char *c = key; *c; c++)
     if (*c == ' ') *c = '_';
 }

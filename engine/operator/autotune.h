@@ -14,14 +14,17 @@ struct fe_operator;
 
 /* Whether to measure: asked (FE_AUTOTUNE_ON, _OFF) or, by default, where the operator has
  * FE_AUTOTUNE_DOFS dofs or more (a solve's applies there repay a few trial applies of each
- * candidate, and a small operator's times are too short to tell apart). */
+ * candidate, and a small operator's times are too short to tell apart); a space split over
+ * the ranks by its whole dofs, so that every rank measures or none (each trial exchanges).
+ * There the ranks decide together: rank 0's cached choice, else trials of every rank's
+ * candidates, each timed by its slowest rank (engine/operator/operator-choose.c). */
 enum { FE_AUTOTUNE_AUTO, FE_AUTOTUNE_ON, FE_AUTOTUNE_OFF };
 #define FE_AUTOTUNE_DOFS 200000
 int fe_autotune_wanted(const struct fe_operator *A, int asked);
 
 /* The operator's shape as the cache names it: space, cell, components, size (to a power of
  * two), physics, the mesh's geometry class, precision and the apply's rule (its family and
- * points: GLL's 64 points are not Gauss's). */
+ * points: GLL's 64 points are not Gauss's); a split space's whole size and its ranks. */
 void fe_autotune_key(const struct fe_operator *A, const fe_backend *be, fe_precision prec,
                      char *key, size_t n);
 /* The strategy stored for key (1, with the times it was chosen by), or 0. */

@@ -11,6 +11,8 @@
 #include "engine/operator/operator.h"
 #include "engine/operator/operator-private.h"
 #include "engine/operator/strategy.h"
+#include "engine/parallel/comm.h"
+#include "engine/parallel/dist.h"
 
 static const fe_strategy *const strategy_list[] = {&fe_strategy_transpose, &fe_strategy_patch,
                                                    &fe_strategy_sumfact, &fe_strategy_csr,
@@ -184,14 +186,30 @@ static int asked_defaults(const fe_realization *r)
   return 1;
 }
 
+/* A split space's ranks agree (no-ops alone): a candidate out where it failed on any rank,
+ * the rounds' time and each candidate's the slowest rank's. */
+static int agree_failed(int split, int *ok, int nc)
+{
+  if (!split) return 0;
+  int bad[NSTRATEGIES];
+  for (int i = 0; i < nc; i++) bad[i] = !ok[i];
+  FE_CHECK(fe_comm_max_int(bad, nc));
+  for (int i = 0; i < nc; i++) ok[i] = !bad[i];
+  return 0;
+}
+
 /* Time the apply of each candidate (a first run sets it up, then the best of three rounds of
  * one run each, or of up to ten while they take less than 50 ms a candidate, counts); the
  * fastest is *out, why lists the times; the others' device data are dropped. A candidate
- * that fails (out of memory, say) loses; an interrupt stops the trials. */
+ * that fails (out of memory, say) loses; an interrupt stops the trials. A split space's
+ * ranks run the same rounds of the same candidates (each apply exchanges with the
+ * neighbours) and take the same one: a candidate's time is its slowest rank's. */
 static int autotune_trials(fe_operator *A, fe_backend *be, fe_precision prec,
                            const fe_strategy *const *cand, int nc, const fe_strategy **out,
                            char *times, size_t nt)
 {
+  const fe_dist *dist = A->V->dist;
+  const int split = dist && dist->size > 1;
   fe_vector *w = NULL, *y = NULL;
   FE_CHECK(fe_vector_create(be, prec, A->V->ndofs, &w));
   int rc = fe_vector_fill(w, 1.0);
@@ -212,9 +230,10 @@ static int autotune_trials(fe_operator *A, fe_backend *be, fe_precision prec,
     if (trc == FE_ERR_INTERRUPTED) rc = trc;
     else if (trc) fe_error_clear(); /* it loses */
   }
+  if (!rc) rc = agree_failed(split, ok, nc);
   /* then rounds of one run each, in turn, so that a passing load weighs on all alike: three,
    * and more while they are short (up to ten in 50 ms a candidate) */
-  for (int k = 0; !rc && (k < 3 || (k < 10 && spent < 0.05 * nc)); k++)
+  for (int k = 0; !rc && (k < 3 || (k < 10 && spent < 0.05 * nc)); k++) {
     for (int i = 0; !rc && i < nc; i++) {
       if (!ok[i]) continue;
       fe_report rep;
@@ -226,6 +245,10 @@ static int autotune_trials(fe_operator *A, fe_backend *be, fe_precision prec,
         spent += rep.seconds;
       }
     }
+    if (!rc) rc = agree_failed(split, ok, nc); /* the round's end: the ranks' */
+    if (!rc && split) rc = fe_comm_max_double(&spent, 1);
+  }
+  if (!rc && split) rc = fe_comm_max_double(t, nc); /* the slowest rank's */
   for (int i = 0; i < nc; i++)
     if (ok[i] && t[i] < best) best = t[i], *out = cand[i];
   fe_vector_free(w);
@@ -248,6 +271,84 @@ static int autotune_trials(fe_operator *A, fe_backend *be, fe_precision prec,
   return 0;
 }
 
+/* The cached autotune choice of key into *st (NULL: none that applies here). A split space's
+ * ranks take rank 0's, and none unless it applies on every rank. */
+static int cached_choice(fe_operator *A, fe_backend *be, fe_precision prec, const char *key,
+                         int split, const fe_strategy **st, char *times, size_t nt)
+{
+  char name[64] = "", reason[256];
+  int found = (!split || fe_comm_rank() == 0) &&
+              fe_autotune_lookup(be, key, name, sizeof name, times, nt);
+  if (split) {
+    FE_CHECK(fe_comm_bcast(&found, sizeof found, 0));
+    FE_CHECK(fe_comm_bcast(name, sizeof name, 0));
+    FE_CHECK(fe_comm_bcast(times, nt, 0));
+  }
+  *st = found ? fe_strategy_find(name) : NULL;
+  int no = !*st || !strategy_applies(*st, A, be, prec, reason, sizeof reason);
+  if (split) FE_CHECK(fe_comm_max_int(&no, 1));
+  if (no) *st = NULL;
+  return 0;
+}
+
+/* The candidates to time: the strategies that apply, within a factor of the model's fastest
+ * (or measured the default here). A split space's: those that apply on every rank and are
+ * candidates on any. */
+static int autotune_candidates(fe_operator *A, fe_backend *be, fe_precision prec, int split,
+                               const fe_strategy **cand, int *nc)
+{
+  char reason[256];
+  double pred[NSTRATEGIES], fastest = INFINITY;
+  int out[NSTRATEGIES], in[NSTRATEGIES]; /* (the ranks' flags, by strategy_list's order) */
+  for (int i = 0; i < NSTRATEGIES; i++) {
+    const fe_strategy *s = strategy_list[i];
+    out[i] = !strategy_applies(s, A, be, prec, reason, sizeof reason), in[i] = 0;
+    pred[i] = out[i] ? INFINITY : strategy_predict(s, A, be, prec, FE_ACTION_APPLY);
+    if (pred[i] < fastest) fastest = pred[i];
+  }
+  for (int i = 0; i < NSTRATEGIES; i++) {
+    const fe_strategy *s = strategy_list[i];
+    in[i] = !out[i] &&
+            (pred[i] <= (s->stores_matrix && A->V->elem.nbasis > AUTOTUNE_STORED_NBASIS
+                             ? AUTOTUNE_STORED_FACTOR : AUTOTUNE_FACTOR) * fastest ||
+             (s->measured && s->measured(A, be, prec, reason, sizeof reason) > 0));
+  }
+  if (split) {
+    FE_CHECK(fe_comm_max_int(out, NSTRATEGIES));
+    FE_CHECK(fe_comm_max_int(in, NSTRATEGIES));
+  }
+  *nc = 0;
+  for (int i = 0; i < NSTRATEGIES; i++)
+    if (in[i] && !out[i]) cand[(*nc)++] = strategy_list[i];
+  return 0;
+}
+
+/* The default by autotuning: cached, or the trials' fastest, stored (a split space's by rank
+ * 0: the same choice on every rank). */
+static int choose_autotuned(fe_operator *A, fe_backend *be, fe_precision prec,
+                            const fe_strategy **out, char *why, size_t nwhy)
+{
+  const fe_dist *dist = A->V->dist;
+  const int split = dist && dist->size > 1;
+  char key[256], times[256] = "";
+  fe_autotune_key(A, be, prec, key, sizeof key);
+  const fe_strategy *st = NULL;
+  FE_CHECK(cached_choice(A, be, prec, key, split, &st, times, sizeof times));
+  if (st) {
+    *out = st;
+    snprintf(why, nwhy, "default: measured fastest (autotune, cached: %s)", times);
+    return 0;
+  }
+  const fe_strategy *cand[NSTRATEGIES];
+  int nc;
+  FE_CHECK(autotune_candidates(A, be, prec, split, cand, &nc));
+  FE_CHECK(autotune_trials(A, be, prec, cand, nc, out, times, sizeof times));
+  if (!split || fe_comm_rank() == 0) fe_autotune_store(be, key, (*out)->name, times);
+  snprintf(why, nwhy, "default: measured fastest (autotune%s: %s)",
+           split ? ", the slowest rank's" : "", times);
+  return 0;
+}
+
 /* The default: a strategy that measurements made the default here, else the one the model
  * predicts fastest for the Jacobian action, leaving out those measured slower here; with
  * autotuning (engine/operator/autotune.h), the one measured fastest here, now or in an earlier session. */
@@ -255,38 +356,7 @@ static int choose_default(fe_operator *A, fe_backend *be, fe_precision prec, int
                           const fe_strategy **out, char *why, size_t nwhy)
 {
   char reason[256];
-  if (fe_autotune_wanted(A, autotune)) {
-    char key[256], name[64], times[256];
-    fe_autotune_key(A, be, prec, key, sizeof key);
-    const fe_strategy *st = NULL;
-    if (fe_autotune_lookup(be, key, name, sizeof name, times, sizeof times))
-      st = fe_strategy_find(name);
-    if (st && strategy_applies(st, A, be, prec, reason, sizeof reason)) {
-      *out = st;
-      snprintf(why, nwhy, "default: measured fastest (autotune, cached: %s)", times);
-      return 0;
-    }
-    const fe_strategy *cand[NSTRATEGIES];
-    double pred[NSTRATEGIES], fastest = INFINITY;
-    int nc = 0;
-    for (int i = 0; i < NSTRATEGIES; i++) {
-      const fe_strategy *s = strategy_list[i];
-      if (!strategy_applies(s, A, be, prec, reason, sizeof reason)) continue;
-      pred[nc] = strategy_predict(s, A, be, prec, FE_ACTION_APPLY);
-      if (pred[nc] < fastest) fastest = pred[nc];
-      cand[nc++] = s;
-    }
-    int kept = 0;
-    for (int i = 0; i < nc; i++)
-      if (pred[i] <= (cand[i]->stores_matrix && A->V->elem.nbasis > AUTOTUNE_STORED_NBASIS
-                          ? AUTOTUNE_STORED_FACTOR : AUTOTUNE_FACTOR) * fastest ||
-          (cand[i]->measured && cand[i]->measured(A, be, prec, reason, sizeof reason) > 0))
-        cand[kept++] = cand[i];
-    FE_CHECK(autotune_trials(A, be, prec, cand, kept, out, times, sizeof times));
-    fe_autotune_store(be, key, (*out)->name, times);
-    snprintf(why, nwhy, "default: measured fastest (autotune: %s)", times);
-    return 0;
-  }
+  if (fe_autotune_wanted(A, autotune)) return choose_autotuned(A, be, prec, out, why, nwhy);
   for (int i = 0; i < NSTRATEGIES; i++) {
     const fe_strategy *st = strategy_list[i];
     if (st->measured && strategy_applies(st, A, be, prec, reason, sizeof reason) &&

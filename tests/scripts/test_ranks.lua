@@ -230,6 +230,18 @@ for _, be in ipairs({"cpu", table.unpack(devices)}) do
     (tostring(rep):find("\n  sharing ", 1, true) ~= nil) == rep.device_turns and 1 or 0,
     (r.device_sharers == rep.device_sharers and r.device_turns == rep.device_turns) and 1 or 0)
 end
+-- autotuning a split space: every rank times the same candidates in the same rounds (each
+-- trial exchanges) and takes the same one, the slowest rank's time deciding (or rank 0's
+-- cached choice)
+do
+  local PA = fe.operator(VP1, physics.poisson{kappa = "1 + 0.5 * x[1]", source = 1},
+                         {dirichlet = "all"})
+  local _, ra = PA:apply(VP1:interpolate(1), {autotune = true})
+  moved[#moved + 1] = ("AUTOTUNE %s %d"):format(ra.strategy,
+    (ra.why:find("measured fastest (autotune", 1, true) and
+     (mpi.size == 1 or ra.why:find("cached", 1, true) or ra.why:find("the slowest rank's", 1, true)))
+    and 1 or 0)
+end
 case("P1-chebyshev", P1, {rtol = 1e-10, pc = "chebyshev"})
 for _, k in ipairs({"bicgstab", "gmres"}) do
   local u, i = solve[k](P1, {rtol = 1e-10})
@@ -334,6 +346,12 @@ for _, np in ipairs({1, table.unpack(split)}) do
     if mf then mf:close() end
     check(m:find("PARTS true", 1, true), "%d ranks, rank %d: P:exchange(V) counts what the rank "
           .. "exchanges: %s", np, rank, m)
+    local tuned, said = m:match("AUTOTUNE (%S+) (%d)")
+    local first = io.open(("%s/moved_0"):format(dir))
+    local tuned0 = first and first:read("a"):match("AUTOTUNE (%S+)")
+    if first then first:close() end
+    check(tuned and said == "1" and tuned == tuned0, "%d ranks, rank %d: autotuned %s (rank 0: %s), "
+          .. "its why naming the trials %s", np, rank, tostring(tuned), tostring(tuned0), tostring(said))
     -- the ranks on this rank's device: every rank of the run whose device has its key (one
     -- machine here), none counted on one rank; they take turns on a GPU where several share
     -- it, on a CPU where their threads pass its cores
