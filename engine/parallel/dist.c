@@ -73,12 +73,6 @@ static int local_mesh(const fe_mesh *m, const int *part, int rank, fe_dist *d)
   return 0;
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-  const int x = *(const int *)a, y = *(const int *)b;
-  return (x > y) - (x < y);
-}
-
 static int cmp_ll(const void *a, const void *b)
 {
   const long long x = *(const long long *)a, y = *(const long long *)b;
@@ -239,25 +233,23 @@ static int boundary_list(const fe_dist *d, const fe_space *W, int nl, const int 
   return 0;
 }
 
-/* d's nodes on the boundary: every facet's, then each facet tag's of the whole mesh. */
+/* d's nodes on the boundary: every facet's, then each boundary tag's of the whole mesh (the
+ * tags a name may ask for: fe_mesh_tag_id). */
 static int boundary_lists(fe_dist *d, const fe_space *W, int nl)
 {
   const fe_mesh *m = d->whole;
-  int *ids = malloc(sizeof(int) * ((size_t)m->nfacets + 1)), nid = 0;
-  FE_ASSERT(ids, FE_ERR_MEM, "out of memory for the facets' tags");
-  for (int f = 0; m->facet_tags && f < m->nfacets; f++) ids[f] = m->facet_tags[f];
-  if (m->facet_tags) qsort(ids, (size_t)m->nfacets, sizeof *ids, cmp_int);
-  for (int f = 0; m->facet_tags && f < m->nfacets; f++)
-    if (!f || ids[f] != ids[f - 1]) ids[nid++] = ids[f];
-  d->bound = calloc((size_t)nid + 1, sizeof *d->bound);
-  int rc = d->bound ? 0 : fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
-                                       "out of memory for the boundary's lists");
-  for (int k = 0; !rc && k <= nid; k++) {
-    d->bound[k].tag = k ? ids[k - 1] : -1;
-    rc = boundary_list(d, W, nl, k ? &ids[k - 1] : NULL, &d->bound[k]);
+  d->bound = calloc((size_t)m->ntags + 1, sizeof *d->bound);
+  FE_ASSERT(d->bound, FE_ERR_MEM, "out of memory for the boundary's lists");
+  int rc = boundary_list(d, W, nl, NULL, &d->bound[0]);
+  d->bound[0].tag = -1;
+  d->nbound = !rc;
+  for (int t = 0; !rc && t < m->ntags; t++) {
+    if (m->tags[t].dim != m->dim - 1) continue;
+    fe_dist_boundary *b = &d->bound[d->nbound];
+    rc = boundary_list(d, W, nl, &m->tags[t].id, b);
+    b->tag = m->tags[t].id;
     d->nbound += !rc;
   }
-  free(ids);
   return rc;
 }
 
