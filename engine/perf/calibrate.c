@@ -694,7 +694,29 @@ int perf_run_calibration(fe_backend *be, fe_precision prec, fe_report *rep, int 
 
 int fe_perf_calibrate(fe_backend *be, fe_precision prec, fe_report *rep)
 {
-  FE_CHECK(perf_run_calibration(be, prec, rep, 1));
+  /* one process of the machine at a time, each alone (mpirun's ranks ask together): a rank
+   * that waited while another measured this device reads what that one stored */
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  const double asked = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec, t0 = fe_clock();
+  const int lock = perf_calibration_lock();
+  int rc = 0, read = perf_calibration_stored_since(be, asked);
+  if (read) {
+    be->calib[prec].valid = 0;
+    rc = fe_perf_load_calibration(be);
+    read = !rc && be->calib[prec].valid;
+  }
+  if (!rc && !read) rc = perf_run_calibration(be, prec, rep, 1);
+  perf_calibration_unlock(lock);
+  FE_CHECK(rc);
+  if (read && rep) {
+    fe_report_begin(rep, "calibrate", be, prec, "micro-benchmarks",
+                    "read: another process of this machine measured it while this one waited");
+    rep->seconds = fe_clock() - t0;
+    rep->peak_gbytes = be->calib[prec].gbytes;
+    rep->peak_gflops = be->calib[prec].gflops;
+    snprintf(rep->bound, sizeof rep->bound, "all");
+  }
   if (rep) fe_perf_log_add(rep);
   return 0;
 }

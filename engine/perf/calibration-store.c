@@ -1,11 +1,15 @@
 /* felab performance: a backend's calibration as stored in the cache directory, one file per
  * backend and device, one line per precision: its path, its fields, reading it (a file that
  * does not parse is dropped whole) and writing it. */
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "engine/core/error.h"
@@ -182,6 +186,41 @@ void perf_calibration_info(const fe_backend *be, fe_precision prec, fe_calibrati
   c->llc_bytes = (double)be->info.llc_bytes;
   c->l1_bytes = (double)be->info.l1_bytes;
   c->vector_lanes = (double)be->info.vector_bytes[prec] / (double)fe_precision_size(prec);
+}
+
+int perf_calibration_lock(void)
+{
+  char dir[4096], path[4200];
+  if (fe_cache_dir("calibration", dir, sizeof dir)) {
+    fe_error_clear(); /* no cache: nothing stored to share, each process measures its own */
+    return -1;
+  }
+  snprintf(path, sizeof path, "%s/lock", dir);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  while (flock(fd, LOCK_EX)) /* a signal: wait again; another failure: no lock */
+    if (errno != EINTR) {
+      close(fd);
+      return -1;
+    }
+  return fd;
+}
+
+void perf_calibration_unlock(int fd)
+{
+  if (fd >= 0) close(fd); /* closing releases the lock */
+}
+
+int perf_calibration_stored_since(const fe_backend *be, double since)
+{
+  char path[4200];
+  struct stat st;
+  if (calibration_path(be, path, sizeof path)) {
+    fe_error_clear();
+    return 0;
+  }
+  if (stat(path, &st)) return 0;
+  return (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec >= since;
 }
 
 /* Rewrite the stored calibration of a backend with what it holds now (written aside, then

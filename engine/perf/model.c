@@ -580,7 +580,13 @@ void fe_perf_model(const fe_calibration *c, int compute_units, fe_report *rep)
 int fe_perf_predict(fe_backend *be, fe_precision prec, fe_report *rep)
 {
   if (!be->calib[prec].valid) FE_CHECK(fe_perf_load_calibration(be));
-  if (!be->calib[prec].valid) FE_CHECK(perf_run_calibration(be, prec, NULL, 0));
+  if (!be->calib[prec].valid) { /* measured here, one process of the machine at a time */
+    const int lock = perf_calibration_lock();
+    int rc = fe_perf_load_calibration(be); /* another's, stored while this one waited */
+    if (!rc && !be->calib[prec].valid) rc = perf_run_calibration(be, prec, NULL, 0);
+    perf_calibration_unlock(lock);
+    FE_CHECK(rc);
+  }
   fe_perf_model(&be->calib[prec], be->info.compute_units, rep);
   return 0;
 }

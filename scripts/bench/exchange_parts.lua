@@ -53,6 +53,7 @@ print("  quartiles us: " .. table.concat(spread, ", "))
 -- the gather's wait for a place is modelled where it does not follow the boundary cells
 local wave = rep.exchange_follows and "no wait for a place"
              or ("the first wave %.2f of an even one"):format(rep.exchange_wave)
-print(("  predicted us: %s | apply %.3f ms (predicted %.3f), groups %d, resident %d, waves %.1f, %s")
-      :format(table.concat(tl, ", "), 1e3 * rep.seconds, 1e3 * rep.predicted_seconds, rep.groups,
+print(("  predicted us: %s | apply %.3f ms (predicted %.3f), %.1f MB%s, groups %d, resident %d, waves %.1f, %s")
+      :format(table.concat(tl, ", "), 1e3 * rep.seconds, 1e3 * rep.predicted_seconds,
+              rep.bytes / 1e6, rep.exchange_cold and " (cold)" or "", rep.groups,
               rep.resident, waves, wave))

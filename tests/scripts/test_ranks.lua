@@ -66,6 +66,18 @@ local eager = "-e 'print(\"eager\", os.getenv(\"OMPI_MCA_btl_vader_eager_limit\"
 local ours, theirs = run(2, eager), run(2, eager, nil, "OMPI_MCA_btl_vader_eager_limit=8192 ")
 check(ours:find("eager\t32768", 1, true), "the eager limit under mpirun: %s", ours)
 check(theirs:find("eager\t8192", 1, true), "the environment's eager limit kept: %s", theirs)
+-- a calibration under mpirun (engine/perf/calibration-store.c's lock): the ranks of a machine
+-- measure one at a time, each alone, and a rank that waited reads what the first stored
+-- (before, each measured beside the other, and the rates it found it did not store)
+do
+  local o = run(2, "-e 'device.calibrate(\"link\") local r = device.calibrate(\"cpu\", " ..
+                "\"double\") print(\"calibrated\", mpi.rank, r.why)'", nil,
+                ("FELAB_ALL_RANKS=1 FELAB_CACHE='%s/fresh' "):format(dir))
+  local _, lines = o:gsub("calibrated\t%d", "")
+  local _, read = o:gsub("read: another process of this machine measured it", "")
+  check(lines == 2 and read == 1, "two ranks calibrating a fresh cache: one measures, the "
+        .. "other reads it: %s", o)
+end
 for _, np in ipairs({2, 3}) do
   local o = run(np, "-e 'print(\"size\", mpi.size, \"rank\", mpi.rank)'")
   local _, lines = o:gsub("size\t" .. np .. "\trank\t", "")
