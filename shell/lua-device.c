@@ -184,7 +184,8 @@ static int report_index(lua_State *L)
   else if (!strcmp(k, "exchange_beside")) lua_pushboolean(L, r->exchange_beside);
   else if (!strcmp(k, "exchange_follows")) lua_pushboolean(L, r->exchange_follows);
   else if (!strcmp(k, "exchange_wave")) lua_pushnumber(L, r->exchange_wave);
-  else if (!strcmp(k, "exchange_cold")) lua_pushboolean(L, r->exchange_cold);
+  else if (!strcmp(k, "exchange_cold")) lua_pushnumber(L, r->exchange_cold);
+  else if (!strcmp(k, "exchange_host")) lua_pushboolean(L, r->exchange_host);
   else if (!strcmp(k, "device_sharers")) lua_pushinteger(L, r->device_sharers);
   else if (!strcmp(k, "device_turns")) lua_pushboolean(L, r->device_turns);
   else if (!strcmp(k, "device_threads")) lua_pushinteger(L, r->device_threads);

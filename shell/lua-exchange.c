@@ -57,6 +57,25 @@ static void push_link(lua_State *L, const fe_link *l)
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, -2, "points");
+  if (l->nhost >= 2) { /* {{entries, warm us, cold us}, ...}: the cpu's whole host exchange */
+    lua_createtable(L, l->nhost, 0);
+    for (int i = 0; i < l->nhost; i++) {
+      const double v[3] = {l->host_entries[i], l->host_warm_us[i], l->host_cold_us[i]};
+      lua_createtable(L, 3, 0);
+      for (int j = 0; j < 3; j++) {
+        lua_pushnumber(L, v[j]);
+        lua_rawseti(L, -2, j + 1);
+      }
+      lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "host");
+    lua_createtable(L, 2, 0); /* {warm ns, cold ns}: a line past contiguous entries' */
+    lua_pushnumber(L, l->line_warm_ns);
+    lua_rawseti(L, -2, 1);
+    lua_pushnumber(L, l->line_cold_ns);
+    lua_rawseti(L, -2, 2);
+    lua_setfield(L, -2, "lines");
+  }
 }
 
 int felab_calibrate_link(lua_State *L)
@@ -130,6 +149,35 @@ static void link_arg(lua_State *L, int idx, fe_link *l)
     if (l->npoints < 2) l->npoints = 0;
   }
   lua_pop(L, 1);
+  if (lua_getfield(L, idx, "host") == LUA_TTABLE) { /* {{entries, warm us, cold us}, ...} */
+    int n = (int)lua_rawlen(L, -1);
+    for (int i = 0; i < n && i < FE_LINK_HOST; i++) {
+      double v[3] = {0, 0, 0};
+      lua_rawgeti(L, -1, i + 1);
+      for (int j = 0; j < 3 && lua_istable(L, -1); j++) {
+        lua_rawgeti(L, -1, j + 1);
+        v[j] = lua_tonumber(L, -1);
+        lua_pop(L, 1);
+      }
+      lua_pop(L, 1);
+      if (!(v[0] > 0 && v[1] > 0 && v[2] > 0) || (i && v[0] <= l->host_entries[i - 1]))
+        luaL_error(L, "the link's host points must be {entries, warm us, cold us} triples of "
+                      "positive numbers, entries ascending (point %d)", i + 1);
+      l->host_entries[i] = v[0], l->host_warm_us[i] = v[1], l->host_cold_us[i] = v[2];
+      l->nhost = i + 1;
+    }
+    if (l->nhost < 2) l->nhost = 0;
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, idx, "lines") == LUA_TTABLE) { /* {warm ns, cold ns} a line more */
+    lua_rawgeti(L, -1, 1);
+    lua_rawgeti(L, -2, 2);
+    l->line_warm_ns = lua_tonumber(L, -2), l->line_cold_ns = lua_tonumber(L, -1);
+    lua_pop(L, 2);
+    if (!(l->line_warm_ns >= 0 && l->line_cold_ns >= 0))
+      luaL_error(L, "the link's lines must be {warm ns, cold ns}, numbers >= 0");
+  }
+  lua_pop(L, 1);
 }
 
 /* The calibration argument at idx: a table shaped like device.info().calibration.double (the
@@ -156,6 +204,8 @@ static int calibration_arg(lua_State *L, int idx, fe_calibration *c)
   c->l2_gbytes = positive_field(L, idx, "l2_gbytes");
   c->indexed_gops = positive_field(L, idx, "indexed_gops");
   c->indexed_llc_gops = positive_field(L, idx, "indexed_llc_gops");
+  c->llc_bytes = positive_field(L, idx, "llc_bytes");
+  c->llc_keep_bytes = positive_field(L, idx, "llc_keep_bytes");
   lua_getfield(L, idx, "gpu");
   c->gpu = lua_toboolean(L, -1);
   lua_pop(L, 1);
@@ -165,7 +215,9 @@ static int calibration_arg(lua_State *L, int idx, fe_calibration *c)
 
 /* perf.exchange(work [, calibration [, link]]) -> {gather =, read =, link =, write =, sum =,
  * total =}: the model's seconds of one exchange (work: {messages, bytes, entries, word, shared,
- * sources [, direct]}, as P:exchange(V) gives a part's; direct: device to device). */
+ * sources [, direct] [, touched] [, lines]}, as P:exchange(V) gives a part's; direct: device
+ * to device; touched: the bytes streamed through a cpu's cache before it; lines: the vector's
+ * lines the gather and the sums go through). */
 static int perf_exchange(lua_State *L)
 {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -174,7 +226,8 @@ static int perf_exchange(lua_State *L)
                         .entries = positive_field(L, 1, "entries"),
                         .word = positive_field(L, 1, "word"),
                         .shared = positive_field(L, 1, "shared"),
-                        .sources = positive_field(L, 1, "sources")};
+                        .sources = positive_field(L, 1, "sources"),
+                        .lines = positive_field(L, 1, "lines")};
   if (!(x.word > 0)) x.word = 8;
   lua_getfield(L, 1, "direct");
   x.direct = lua_toboolean(L, -1);
@@ -183,6 +236,10 @@ static int perf_exchange(lua_State *L)
   fe_link l;
   calibration_arg(L, 2, &c);
   link_arg(L, 3, &l);
+  /* touched: the bytes the machine's ranks streamed through the cache before it (an action's,
+   * each rank's on a cpu); the share of the exchange's data they took out of it */
+  const double keep = c.llc_keep_bytes > 0 ? c.llc_keep_bytes : c.llc_bytes / 2;
+  x.cold = fe_perf_exchange_cold(positive_field(L, 1, "touched"), keep);
   fe_exchange_terms t;
   fe_perf_exchange(&c, &l, &x, &t);
   const struct {
@@ -243,7 +300,11 @@ void felab_open_exchange(lua_State *L)
                  "The link between mpirun's ranks on this machine: a message's latency_us and\n"
                  "its rate gbytes (ranks 0 and 1 exchanging 8 bytes to 256 KiB each way,\n"
                  "kept as `points` {{bytes, us}, ...}: a message's time is read off them), an\n"
-                 "MPI_Allreduce of two doubles (allreduce_us) over `ranks` ranks.\n"
+                 "MPI_Allreduce of two doubles (allreduce_us) over `ranks` ranks, and `host`\n"
+                 "{{entries, warm us, cold us}, ...}: a cpu's whole exchange through the host\n"
+                 "(gather, copies, messages, sums), back to back and after every rank streamed\n"
+                 "twice the last-level cache, and `lines` {warm ns, cold ns}: each line more\n"
+                 "than contiguous entries take.\n"
                  "Under mpirun it is measured on first need (device.calibrate measures it again)\n"
                  "and stored; alone it is the stored one (nil: none stored yet: run\n"
                  "`mpirun -np 2 felab -e 'device.calibrate(\"link\")'` once).\n"
@@ -253,8 +314,12 @@ void felab_open_exchange(lua_State *L)
                  "entries, word, shared, sources} (a part of P:exchange(V)); the device's\n"
                  "gather (a launch waited for), read, write and sums at the calibration's rates\n"
                  "(default: the default backend's), and messages x latency + bytes / rate over\n"
-                 "the link (default: device.link(); false: none). Returns {gather, read, link,\n"
-                 "write, sum, total} in seconds.\n"
+                 "the link (default: device.link(); false: none). A cpu's, where the link has\n"
+                 "`host` points: their time at these entries, between warm and cold by the\n"
+                 "share 1 - exp(-touched / llc_keep_bytes) of its data that work.touched bytes\n"
+                 "(the rank's action before it) took out of the cache, each of work.lines past\n"
+                 "entries / 4 at the link's `lines` cost, the terms in proportion.\n"
+                 "Returns {gather, read, link, write, sum, total} in seconds.\n"
                  "example: x = m:partition(8):exchange(V); print(perf.exchange(x[1]).total)");
   felab_help_add("perf.reduction", "perf.reduction(entries, word, ranks [, calibration [, link]])",
                  "The model's time of a reduction of a split space's vectors: the gather and\n"

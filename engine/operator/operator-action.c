@@ -215,7 +215,11 @@ static int op_predict_exchange(const fe_operator *A, const fe_realization *r, fe
   fe_exchange_work x;
   fe_exchange_terms t;
   fe_dist_exchange_work(d, r->be, r->prec, &x);
-  fe_perf_exchange(&r->be->calib[r->prec], l, &x, &t);
+  const fe_calibration *c = &r->be->calib[r->prec];
+  const double keep = c->llc_keep_bytes > 0 ? c->llc_keep_bytes : c->llc_bytes / 2;
+  if (!r->be->info.is_gpu) /* this rank's action through the cache (docs/parallel.md) */
+    x.cold = fe_perf_exchange_cold(rep->bytes, keep);
+  fe_perf_exchange(c, l, &x, &t);
   /* beside the interior's kernel, device to device on a GPU that can not make the gather
    * follow the boundary cells (info.follows 0; where it can, the gather's groups hold their
    * places before the interior's kernel starts and run as the boundary cells end: no wait,
@@ -243,9 +247,8 @@ static int op_predict_exchange(const fe_operator *A, const fe_realization *r, fe
     rep->exchange_wave = R / (rep->predicted_seconds / fmax(1.0, ceil(waves)));
     t.gather += wait, t.link += (n + 1) / (n + 2) * R - wait, t.total += (n + 1) / (n + 2) * R;
   }
-  const fe_calibration *c = &r->be->calib[r->prec];
-  const double keep = c->llc_keep_bytes > 0 ? c->llc_keep_bytes : c->llc_bytes / 2;
-  rep->exchange_cold = !di->is_gpu && keep > 0 && rep->bytes > keep;
+  rep->exchange_cold = x.cold;
+  rep->exchange_host = !di->is_gpu && !x.direct && l && l->valid && l->nhost >= 2;
   rep->exchange_terms[FE_XPART_GATHER] = t.gather;
   rep->exchange_terms[FE_XPART_MESSAGES] = t.link;
   rep->exchange_terms[FE_XPART_COPIES] = t.read + t.write;

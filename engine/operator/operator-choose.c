@@ -340,7 +340,7 @@ static int choose_autotuned(fe_operator *A, fe_backend *be, fe_precision prec,
     return 0;
   }
   const fe_strategy *cand[NSTRATEGIES];
-  int nc;
+  int nc = 0;
   FE_CHECK(autotune_candidates(A, be, prec, split, cand, &nc));
   FE_CHECK(autotune_trials(A, be, prec, cand, nc, out, times, sizeof times));
   if (!split || fe_comm_rank() == 0) fe_autotune_store(be, key, (*out)->name, times);

@@ -211,6 +211,11 @@ static int exchange_lists(fe_dist *d, int ncomp, int ndofs)
       d->src_slot[d->src_start[entry[d->send_at[off]] + 1]++] = off;
   }
   free(entry);
+  d->lines = 0;
+  for (int k = 0, last = -1; k < d->nsend; last = d->send_at[k++] / 8)
+    d->lines += d->send_at[k] / 8 != last;
+  for (int k = 0, last = -1; k < d->nshared; last = d->shared_at[k++] / 8)
+    d->lines += d->shared_at[k] / 8 != last;
   return 0;
 }
 
@@ -498,6 +503,7 @@ void fe_dist_exchange_work(const fe_dist *d, const fe_backend *be, fe_precision 
   x->word = (double)fe_precision_size(prec);
   x->shared = d->nshared;
   x->sources = d->src_start[d->nshared];
+  x->lines = d->lines;
 }
 
 int fe_dist_parts(const fe_space *W, const int *part, int nparts, fe_precision prec,

@@ -47,6 +47,8 @@ typedef struct fe_dist {
   int *shared_at;
   int *src_start;       /* entry e's sources: src_slot[src_start[e] .. src_start[e + 1]), */
   int *src_slot;        /* in the ranks' order: a slot of recv, or -1 for this rank's own */
+  int lines;            /* the vector's 64-byte lines the gather and the sums go through: a
+                         * new line at each step of send_at and of shared_at that leaves one */
   int nnot;             /* the entries another rank owns (the notowned nodes'), ascending */
   int *not_at;
   /* the lists on each backend and precision used (engine/parallel/exchange.h), made on

@@ -2,10 +2,12 @@
  * message each way at once, as a split space's exchange does (MPI_Isend and MPI_Irecv, then
  * MPI_Waitall), at ten sizes from 8 bytes to 256 KiB, kept as measured (a message's time is
  * read off them: fe_link_message_seconds) and summed up as a latency (8 bytes) and a rate
- * (between the two largest), and an MPI_Allreduce of two doubles over every rank. Stored per
+ * (between the two largest), an MPI_Allreduce of two doubles over every rank, and a cpu's
+ * whole exchange through the host at four sizes, warm and cold (measure_host). Stored per
  * machine (its host name) in the cache's calibration folder, one line a rank count, beside
  * the backends' calibrations: `link-v2-<hash>.txt`, lines "ranks N latency us rate GB/s
- * allreduce us points bytes:us,...". The model of a
+ * allreduce us points bytes:us,... host entries:warm us:cold us,... lines warm ns:cold ns".
+ * The model of a
  * split space's exchange reads it (fe_perf_exchange); a session of one rank reads it too, for
  * what-ifs on N ranks (perf.compare). */
 #include <math.h>
@@ -27,7 +29,7 @@ static int link_path(char *path, size_t n)
   char dir[4096], host[256] = "";
   FE_CHECK(fe_cache_dir("calibration", dir, sizeof dir));
   if (gethostname(host, sizeof host - 1)) snprintf(host, sizeof host, "unknown");
-  snprintf(path, n, "%s/link-v1-%016llx.txt", dir, fe_hash_string(host, 0));
+  snprintf(path, n, "%s/link-v2-%016llx.txt", dir, fe_hash_string(host, 0));
   return 0;
 }
 
@@ -55,13 +57,36 @@ static void parse_line(const char *line, fe_link *l)
     if (*p != ',') break;
     p++;
   }
-  if (k.npoints >= 2) *l = k;
+  if (k.npoints < 2) return;
+  /* " host entries:warm:cold,..." (the cpu's whole exchange; optional) */
+  const char *h = strstr(p, " host ");
+  for (h = h ? h + 6 : NULL; h && k.nhost < FE_LINK_HOST;) {
+    double n, w, c;
+    int used = 0;
+    if (sscanf(h, "%lf:%lf:%lf%n", &n, &w, &c, &used) != 3 || !(n > 0) || !(w > 0) ||
+        !(c > 0) || !isfinite(w) || !isfinite(c) ||
+        (k.nhost && n <= k.host_entries[k.nhost - 1])) {
+      k.nhost = 0; /* not used: the terms alone */
+      break;
+    }
+    k.host_entries[k.nhost] = n, k.host_warm_us[k.nhost] = w, k.host_cold_us[k.nhost++] = c;
+    h += used;
+    if (*h != ',') break;
+    h++;
+  }
+  if (k.nhost < 2) k.nhost = 0;
+  const char *ln = strstr(p, " lines ");
+  double lw, lc;
+  if (k.nhost && ln && sscanf(ln, " lines %lf:%lf", &lw, &lc) == 2 && isfinite(lw) && lw >= 0 &&
+      isfinite(lc) && lc >= 0)
+    k.line_warm_ns = lw, k.line_cold_ns = lc;
+  *l = k;
 }
 
 int fe_link_stored(int ranks, fe_link *l)
 {
   memset(l, 0, sizeof *l);
-  char path[4200], line[256];
+  char path[4200], line[512];
   FE_CHECK(link_path(path, sizeof path));
   FILE *f = fopen(path, "r");
   if (!f) return 0;
@@ -80,7 +105,7 @@ int fe_link_stored(int ranks, fe_link *l)
  * a reader never sees half a file; a cache that cannot be written costs a measurement). */
 static void link_save(const fe_link *l)
 {
-  char path[4200], tmp[4300], line[256];
+  char path[4200], tmp[4300], line[512];
   if (link_path(path, sizeof path)) {
     fe_error_clear();
     return;
@@ -100,9 +125,137 @@ static void link_save(const fe_link *l)
                l->latency_us, l->gbytes, l->allreduce_us) > 0 && ok;
   for (int i = 0; i < l->npoints; i++)
     ok = fprintf(out, "%s%.0f:%.6g", i ? "," : " ", l->point_bytes[i], l->point_us[i]) > 0 && ok;
+  for (int i = 0; i < l->nhost; i++)
+    ok = fprintf(out, "%s%.0f:%.6g:%.6g", i ? "," : " host ", l->host_entries[i],
+                 l->host_warm_us[i], l->host_cold_us[i]) > 0 && ok;
+  if (l->nhost)
+    ok = fprintf(out, " lines %.6g:%.6g", l->line_warm_ns, l->line_cold_ns) > 0 && ok;
   ok = fputc('\n', out) != EOF && ok;
   ok = !fclose(out) && ok;
   if (!ok || rename(tmp, path)) remove(tmp);
+}
+
+/* The arrays of one host exchange of n entries (host_exchange), in one block. */
+typedef struct host_arrays {
+  int n, *idx, *at, *start, *slot;
+  double *x, *packed, *send, *recv, *in, *y;
+  char *block;
+} host_arrays;
+
+/* As a part's vector of 4n entries whose shared ones are n contiguous entries (a box's
+ * interface, numbered as the split numbers it; stride 8: each in a line of its own, a
+ * vector of 32n), the rank's own share first on rank 0 and
+ * second on rank 1 (exchange.knl's sums in the ranks' order). The arrays lie in one block,
+ * each a few lines and a fraction of a page past the last: arrays an exact multiple of 4 KiB
+ * apart made every copy between them 5-8 times slower here (a load after a store to the
+ * same place in another page), which felab's own buffers, allocated apart, do not meet. */
+static int host_make(int n, int stride, host_arrays *a)
+{
+  const int rank = fe_comm_rank();
+  const size_t len = 4 * (size_t)n * (size_t)stride;
+  const size_t sizes[10] = {sizeof(double) * len,           sizeof(double) * len,
+                            sizeof(double) * (size_t)n,     sizeof(double) * (size_t)n,
+                            sizeof(double) * (size_t)n,     sizeof(double) * (size_t)n,
+                            sizeof(int) * (size_t)n,        sizeof(int) * (size_t)n,
+                            sizeof(int) * ((size_t)n + 1),  sizeof(int) * 2 * (size_t)n};
+  size_t at[10], total = 0;
+  for (int i = 0; i < 10; i++) at[i] = total, total += sizes[i] + (size_t)(2 * i + 1) * 64 + (size_t)i * 576;
+  *a = (host_arrays){.n = n, .block = aligned_alloc(4096, (total + 4095) / 4096 * 4096)};
+  FE_ASSERT(a->block, FE_ERR_MEM, "out of memory for the link's exchange of %d entries", n);
+  char *b = a->block;
+  a->x = (double *)(b + at[0]), a->y = (double *)(b + at[1]), a->packed = (double *)(b + at[2]);
+  a->send = (double *)(b + at[3]), a->recv = (double *)(b + at[4]), a->in = (double *)(b + at[5]);
+  a->idx = (int *)(b + at[6]), a->at = (int *)(b + at[7]), a->start = (int *)(b + at[8]);
+  a->slot = (int *)(b + at[9]);
+  for (size_t i = 0; i < len; i++) a->x[i] = a->y[i] = 1.0 + (double)(i % 7);
+  for (int k = 0; k < n; k++) {
+    a->idx[k] = a->at[k] = (int)(len / 2) + k * stride;
+    a->start[k] = 2 * k;
+    a->slot[2 * k + rank] = -1, a->slot[2 * k + 1 - rank] = k;
+    a->packed[k] = a->send[k] = a->recv[k] = a->in[k] = 0;
+  }
+  a->start[n] = 2 * n;
+  return 0;
+}
+
+/* Seconds of one exchange of a's entries between ranks 0 and 1 through the host, gathered,
+ * sent and summed as fe_dist_sum does on the cpu; the best of `runs` after one to warm up,
+ * each after every rank read and wrote `nflush` doubles of flush where it is not NULL and
+ * then met the others (a barrier: the exchange's least, no neighbour late). Collective: the
+ * other ranks flush and meet alike; rank 0's time on every rank. */
+static int host_exchange(host_arrays *a, double *flush, size_t nflush, int runs, double *seconds)
+{
+  const int rank = fe_comm_rank(), peer = 1 - rank, n = a->n;
+  double best = 1e300;
+  for (int r = 0; r <= runs; r++) {
+    for (size_t i = 0; flush && i < nflush; i++) flush[i] += 1.0;
+    FE_CHECK(fe_comm_barrier());
+    if (rank > 1) continue;
+    const double t0 = fe_clock();
+    for (int k = 0; k < n; k++) a->packed[k] = a->x[a->idx[k]];
+    memcpy(a->send, a->packed, sizeof(double) * (size_t)n);
+    void *pending;
+    FE_CHECK(fe_comm_exchange_begin(1, &peer, &n, a->send, a->recv, &pending));
+    FE_CHECK(fe_comm_exchange_end(pending));
+    memcpy(a->in, a->recv, sizeof(double) * (size_t)n);
+    for (int k = 0; k < n; k++) {
+      const int i = a->at[k];
+      const double own = a->y[i];
+      double s = 0;
+      for (int j = a->start[k]; j < a->start[k + 1]; j++) s += a->slot[j] < 0 ? own : a->in[a->slot[j]];
+      a->y[i] = s * 0.5; /* the values stay as they were (both ranks' shares alike) */
+    }
+    const double t = fe_clock() - t0;
+    if (r > 0 && t < best) best = t;
+  }
+  *seconds = rank == 0 ? best : 0;
+  return fe_comm_bcast(seconds, sizeof *seconds, 0);
+}
+
+/* The host exchange's points (fe_link's host_*): 512 to 32768 entries, warm (back to back)
+ * and cold (after twice the last-level cache). A warm end after a quarter of the cache
+ * streamed (the arrays in the shared cache, out of the cores' own) measured 1.3-2.2 times
+ * back to back's at 512-2048 entries here, above the least of the exchanges after small
+ * actions (P1 40^3, Q1 40^3: a third to a half of the cache): they were nearer back to back. */
+static int measure_host(fe_link *l)
+{
+  static const int sizes[FE_LINK_HOST] = {512, 2048, 8192, 32768};
+  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (llc <= 0) llc = 32L << 20;
+  if (llc > (256L << 20)) llc = 256L << 20;
+  const size_t nflush = 2 * (size_t)llc / sizeof(double);
+  double *flush = calloc(nflush, sizeof(double));
+  FE_ASSERT(flush, FE_ERR_MEM, "out of memory for the link's flush of %zu bytes",
+            nflush * sizeof(double));
+  int rc = 0;
+  double spread[2] = {0, 0}; /* 2048 entries a line each, warm and cold */
+  for (int k = 0; k <= FE_LINK_HOST && !rc; k++) {
+    host_arrays a;
+    double warm = 0, cold = 0;
+    const int n = k < FE_LINK_HOST ? sizes[k] : sizes[1];
+    rc = host_make(n, k < FE_LINK_HOST ? 1 : 8, &a);
+    if (rc) break;
+    rc = host_exchange(&a, NULL, 0, 50, &warm);
+    if (!rc) rc = host_exchange(&a, flush, nflush, 20, &cold);
+    free(a.block);
+    if (k == FE_LINK_HOST) {
+      spread[0] = warm, spread[1] = cold;
+      break;
+    }
+    l->host_entries[k] = sizes[k];
+    l->host_warm_us[k] = warm * 1e6 > 1e-3 ? warm * 1e6 : 1e-3;
+    l->host_cold_us[k] = cold * 1e6 > 1e-3 ? cold * 1e6 : 1e-3;
+  }
+  free(flush);
+  FE_CHECK(rc);
+  l->nhost = FE_LINK_HOST;
+  /* a line more: the spread exchange's time over the contiguous one's, over the lines it adds
+   * (gathered and summed: 2 (n - n / 8)) */
+  const double more = 2.0 * (sizes[1] - sizes[1] / 8);
+  l->line_warm_ns = fmax(0.0, (spread[0] * 1e6 - l->host_warm_us[1]) * 1e3 / more);
+  l->line_cold_ns = fmax(0.0, (spread[1] * 1e6 - l->host_cold_us[1]) * 1e3 / more);
+  return 0;
 }
 
 int fe_link_measure(fe_link *l)
@@ -128,6 +281,7 @@ int fe_link_measure(fe_link *l)
   double dt = l->point_us[n - 1] - l->point_us[n - 2];
   l->gbytes = dt > 0 ? (l->point_bytes[n - 1] - l->point_bytes[n - 2]) / dt / 1e3 : 0;
   l->allreduce_us = ar * 1e6;
+  FE_CHECK(measure_host(l));
   if (fe_comm_rank() == 0) link_save(l);
   session = *l;
   return 0;

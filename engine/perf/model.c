@@ -643,6 +643,19 @@ static double indexed_seconds(const fe_calibration *c, double values, double byt
   return at_rate(bytes, c->l2_gbytes > 0 ? c->l2_gbytes : c->gbytes);
 }
 
+/* Seconds of the host exchange of `entries` entries off the link's points us[] (host_*). */
+static double host_seconds(const fe_link *l, double entries, const double *us)
+{
+  const double *n = l->host_entries;
+  int k = 1;
+  while (k < l->nhost - 1 && n[k] < entries) k++;
+  double t;
+  if (entries <= n[0]) t = us[0] * entries / n[0] > us[0] / 4 ? us[0] * entries / n[0] : us[0] / 4;
+  else if (entries >= n[l->nhost - 1]) t = us[l->nhost - 1] * entries / n[l->nhost - 1];
+  else t = us[k - 1] + (us[k] - us[k - 1]) * (entries - n[k - 1]) / (n[k] - n[k - 1]);
+  return t * 1e-6;
+}
+
 void fe_perf_exchange(const fe_calibration *c, const fe_link *l, const fe_exchange_work *x,
                       fe_exchange_terms *t)
 {
@@ -665,6 +678,32 @@ void fe_perf_exchange(const fe_calibration *c, const fe_link *l, const fe_exchan
            indexed_seconds(c, x->shared + x->sources,
                            x->shared * (3 * 4 + 2 * x->word) + x->sources * (4 + x->word));
   t->total = t->gather + t->read + t->link + t->write + t->sum;
+  /* the cpu through the host, where the link measured its whole exchange: that, at these
+   * entries (linear between two sizes, proportional beyond), warm or cold as the action left
+   * the caches, its lines past contiguous entries' at the link's cost of a line, a message
+   * more for each further neighbour, the two kernels' launches; the
+   * terms in its proportions (each term alone is a warm rate: after an action that streams
+   * through the caches every one took 2-8 times its term, docs/parallel.md) */
+  if (!c->gpu && !x->direct && l && l->valid && l->nhost >= 2 && t->total > 0) {
+    const double w = host_seconds(l, x->entries, l->host_warm_us),
+                 k = host_seconds(l, x->entries, l->host_cold_us);
+    const double f = fmin(1.0, fmax(0.0, x->cold));
+    double whole = (1 - f) * w + f * k + (c->sync_us + c->launch_us) * 1e-6;
+    /* the lines past those of contiguous entries (a mesh's interface numbered apart) */
+    const double more = x->lines > 0 ? fmax(0.0, x->lines - x->entries / 4) : 0;
+    whole += more * ((1 - f) * l->line_warm_ns + f * l->line_cold_ns) * 1e-9;
+    if (x->messages > 1) whole += (x->messages - 1) * fe_link_message_seconds(l, x->bytes / x->messages);
+    const double s = whole / t->total;
+    t->gather *= s, t->read *= s, t->link *= s, t->write *= s, t->sum *= s;
+    t->total = whole;
+  }
+}
+
+double fe_perf_exchange_cold(double touched, double keep)
+{
+  /* a line the exchange left survives `touched` bytes through a cache that keeps `keep`
+   * with the odds of a random replacement's, exp(-touched / keep) */
+  return keep > 0 && touched > 0 ? 1 - exp(-touched / keep) : 0;
 }
 
 double fe_perf_reduction(const fe_calibration *c, const fe_link *l, double entries, double word,

@@ -194,10 +194,14 @@ static int format_exchange(const fe_report *r, char *buf, size_t n, int len)
     format_time(r->exchange_predicted, tp, sizeof tp);
     format_time(r->exchange_link, tl, sizeof tl);
     format_time(r->exchange_device, td, sizeof td);
-    len += snprintf(buf + len, n - (size_t)len, "; predicted %s (link %s, device %s)%s%s", tp, tl,
-                    td, r->exchange_link > 0 ? "" : ": no link calibrated",
-                    r->exchange_cold ? "; for warm data: after this action's, which passed the "
-                                       "last-level cache, it runs slower" : "");
+    len += snprintf(buf + len, n - (size_t)len, "; predicted %s (link %s, device %s)%s", tp, tl,
+                    td, r->exchange_link > 0 ? "" : ": no link calibrated");
+    if (len > 0 && (size_t)len < n && r->exchange_host)
+      len += snprintf(buf + len, n - (size_t)len, ", the link's host exchange %.0f%% cold (its "
+                      "data out of the cache after this action)", 100 * r->exchange_cold);
+    else if (len > 0 && (size_t)len < n && r->exchange_cold > 1 - exp(-1.0))
+      len += snprintf(buf + len, n - (size_t)len, "; for warm data: after this action's, which "
+                      "passed the last-level cache, it runs slower");
   }
   if (len > 0 && (size_t)len < n && r->device_turns) {
     if (r->device_cores > 0)

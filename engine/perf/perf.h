@@ -168,10 +168,13 @@ typedef struct fe_report {
   int exchange_direct;   /* the shares went device to device (ranks of one machine), not via the host */
   int exchange_follows;  /* and their gather followed the boundary cells' kernel (backend.h's
                           * follow: its groups placed before the interior's, no wait for one) */
-  int exchange_cold;     /* the cpu: this action's data passed what the last-level cache keeps,
-                          * so its exchange finds its own data, buffers and MPI's queues out of
-                          * the caches, where the model's rates (warm data) fall short: 0.26-0.47
-                          * of the measured at 30-75 KB a message (docs/benchmarks.md section 8) */
+  double exchange_cold;  /* the cpu: the share of the exchange's data (its lists, buffers and
+                          * MPI's queues) this action took out of the last-level cache, 1 -
+                          * exp(-bytes / keep) (fe_perf_exchange_cold); 0 on a GPU */
+  int exchange_host;     /* the cpu's prediction is the link's whole host exchange, between its
+                          * warm and cold points by exchange_cold (else the terms alone, each
+                          * at a warm rate: 0.26-0.47 of the measured after actions past the
+                          * cache, docs/benchmarks.md section 8) */
   int device_sharers;    /* ranks of this machine on this rank's device, itself counted (a split
                           * space's action; 0 on one rank) */
   int device_turns;      /* and they take turns on it, which the prediction leaves out: a GPU's
@@ -241,6 +244,7 @@ typedef struct fe_report {
  * sends them) at sizes of 8 bytes to 256 KiB, summed up as a latency and a rate, and an
  * MPI_Allreduce of two doubles over the `ranks` ranks it was measured with. */
 #define FE_LINK_POINTS 10
+#define FE_LINK_HOST 4
 typedef struct fe_link {
   int valid;
   int ranks;           /* the ranks it was measured with */
@@ -253,6 +257,18 @@ typedef struct fe_link {
    * 4 KiB once more), so a message's time is read off them, between two points linearly */
   int npoints;
   double point_bytes[FE_LINK_POINTS], point_us[FE_LINK_POINTS];
+  /* a cpu's whole exchange through the host (ranks 0 and 1, one neighbour each), as felab's
+   * cpu backend makes it: the shares gathered through their index (contiguous entries of a
+   * vector four times as long), copied out, a message each way, copied in, each shared entry
+   * the sum of its two sources through the sources' lists; at host_entries entries, measured
+   * back to back (warm) and after every rank streamed twice the last-level cache (cold: an
+   * action that passed it, on every rank of the machine at once), microseconds (nhost 0: not
+   * measured, the terms alone) */
+  int nhost;
+  double host_entries[FE_LINK_HOST], host_warm_us[FE_LINK_HOST], host_cold_us[FE_LINK_HOST];
+  /* and each line more than contiguous entries take (every entry its own line, gathered and
+   * summed: a mesh's interface numbered apart), warm and cold, nanoseconds a line */
+  double line_warm_ns, line_cold_ns;
 } fe_link;
 /* Seconds of one message of `bytes` over l: its measured points, linear between two, the
  * rate beyond the last; the line latency + bytes / rate where it has none. */
@@ -268,6 +284,10 @@ typedef struct fe_exchange_work {
   double sources;  /* the sums' sources, all of them (received slots and this rank's values) */
   int direct;      /* device to device (ranks of one machine, exchange.c's interprocess path):
                     * no read or write by the host, a one-value message a neighbour */
+  double cold;     /* the cpu: the share of the exchange's data the action before it took out
+                    * of the last-level cache (0 warm .. 1 cold; fe_perf_exchange_cold) */
+  double lines;    /* the vector's lines the gather and the sums go through (0: unknown, as
+                    * many as contiguous entries fill: entries / 4 with 8-byte values) */
 } fe_exchange_work;
 
 /* The model's exchange, each term alone in seconds: the gather (a launch the read waits for,
@@ -287,6 +307,10 @@ enum { FE_XPART_GATHER, FE_XPART_MESSAGES, FE_XPART_COPIES, FE_XPART_SUMS };
  * device's memory rate: the link between two GPUs is not measured) in write's place, the sums. */
 void fe_perf_exchange(const fe_calibration *c, const fe_link *l, const fe_exchange_work *x,
                       fe_exchange_terms *t);
+/* The share of an exchange's data an action took out of the last-level cache (fe_exchange_work's
+ * cold): `touched` bytes streamed through it (every rank's on the machine) against the bytes it
+ * keeps (llc_keep_bytes). */
+double fe_perf_exchange_cold(double touched, double keep);
 /* A reduction of a split space's vectors on N ranks: the sums over the `entries` entries of
  * `word` bytes another rank owns, made on the device (a launch waited for, the entries read
  * through their index), the groups' sums read (up to 64 groups, two sums each), and an

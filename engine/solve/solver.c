@@ -600,6 +600,7 @@ static int cg_iterate(fe_operator *A, const fe_vector *b, fe_vector *x, const fe
   info->report.exchange_direct = apply_rep.exchange_direct;
   info->report.exchange_follows = apply_rep.exchange_follows;
   info->report.exchange_cold = apply_rep.exchange_cold;
+  info->report.exchange_host = apply_rep.exchange_host;
   info->report.device_sharers = apply_rep.device_sharers;
   info->report.device_turns = apply_rep.device_turns;
   info->report.device_threads = apply_rep.device_threads;

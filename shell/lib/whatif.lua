@@ -229,6 +229,9 @@ local function compare_ranks(o, A, level)
         local f = part.cells / m.ncells
         local share = f < 1 and perf.share(rep, f) or rep
         local compute = perf.model(share, ceilings, units, name).predicted_seconds
+        -- a cpu's exchange follows a step's bytes through the cache (this rank's: where the
+        -- ranks lie, and so who shares a cache, is not known here)
+        part.touched = share.bytes / steps
         local x = n > 1 and steps * perf.exchange(part, ceilings, link or false).total or 0
         local red = n > 1 and rep.iterations > 0 and
                     2 * rep.iterations * perf.reduction(2 * part.notowned, part.word, n, ceilings,

@@ -53,6 +53,56 @@ check(close(msg(8), 1e-6, TOL) and close(msg(4096), 5e-6, TOL), "the points: %g,
 check(close(msg(18432), 7e-6, TOL), "half-way between two points: %g", msg(18432))
 check(close(msg(32768 + 4000), 9e-6 + 4000 / 4e9, TOL), "beyond the last: %g", msg(32768 + 4000))
 check(close(msg(4), 1e-6, TOL), "below the first: the first %g", msg(4))
+-- a cpu's whole exchange through the host, where the link measured it (host points: entries,
+-- warm us, cold us): its time at these entries (linear between two points, proportional
+-- beyond), between warm and cold by the share 1 - exp(-touched / llc_keep_bytes) an action
+-- took out of the cache, the two kernels' launches (sync_us + launch_us), a message more for
+-- each further neighbour; the terms in their proportions
+local hl = {latency_us = 1, gbytes = 4, allreduce_us = 3, ranks = 2,
+            points = {{8, 1}, {4096, 5}, {32768, 9}}, host = {{1000, 10, 30}, {4000, 40, 90}}}
+cal.llc_keep_bytes = 1e6
+local x1 = {messages = 1, bytes = 8000, entries = 1000, word = 8, shared = 1000, sources = 2000}
+local function host(work, touched)
+  local w = {}
+  for key, v in pairs(work) do w[key] = v end
+  w.touched = touched
+  return perf.exchange(w, cal, hl)
+end
+local terms = perf.exchange(x1, cal, pl)
+local warm, cold = host(x1, 0), host(x1, 1e12)
+check(close(warm.total, 13e-6, TOL) and close(cold.total, 33e-6, TOL), "host points: warm %g "
+      .. "(want 13 us), cold %g (33 us)", warm.total, cold.total)
+check(close(host(x1, 1e6 * math.log(2)).total, 23e-6, TOL), "half the data out of the cache: "
+      .. "half-way between warm and cold %g", host(x1, 1e6 * math.log(2)).total)
+local mid = {messages = 1, bytes = 20000, entries = 2500, word = 8, shared = 2500, sources = 5000}
+check(close(host(mid, 0).total, 28e-6, TOL), "between two sizes, linear: %g", host(mid, 0).total)
+local big = {messages = 1, bytes = 64000, entries = 8000, word = 8, shared = 8000, sources = 16000}
+check(close(host(big, 1e12).total, 183e-6, TOL), "beyond the last, proportional: %g", host(big, 1e12).total)
+check(close(host(x, 0).total, 13e-6 + 1e-6 * (1 + (4000 - 8) / (4096 - 8) * 4), TOL),
+      "a message more for a second neighbour: %g", host(x, 0).total)
+check(close(warm.gather / warm.total, terms.gather / terms.total, 1e-9) and
+      close(warm.sum / warm.total, terms.sum / terms.total, 1e-9) and
+      close(warm.gather + warm.read + warm.link + warm.write + warm.sum, warm.total, 1e-9),
+      "host points: the terms in their proportions (gather %g of %g)", warm.gather, warm.total)
+-- lines past contiguous entries' (entries / 4: the gather's and the sums' 8-byte values, 8 a
+-- line), each at the link's cost of a line, warm to cold alike
+hl.lines = {2, 6}
+local spread = {messages = 1, bytes = 8000, entries = 1000, word = 8, shared = 1000,
+                sources = 2000, lines = 1000}
+check(close(host(spread, 0).total, 13e-6 + 750 * 2e-9, TOL) and
+      close(host(spread, 1e12).total, 33e-6 + 750 * 6e-9, TOL), "750 lines more: warm %g, cold %g",
+      host(spread, 0).total, host(spread, 1e12).total)
+spread.lines = 200
+check(close(host(spread, 0).total, 13e-6, TOL), "fewer lines than contiguous entries': none more")
+check(close(host(x1, 0).total, 13e-6, TOL), "lines unknown: none more")
+cal.gpu = true
+check(close(host(x1, 0).total, perf.exchange(x1, cal, pl).total, TOL), "a GPU: the terms, not "
+      .. "the cpu's host points")
+cal.gpu = false
+local dx1 = {messages = 1, bytes = 8000, entries = 1000, word = 8, shared = 1000, sources = 2000,
+             direct = true}
+check(close(perf.exchange(dx1, cal, hl).total, perf.exchange(dx1, cal, pl).total, TOL),
+      "device to device: the terms")
 -- a reduction: the entries others own summed on the device (a group a 1024, two sums each
 -- read), and the Allreduce, whose tree deepens as ceil(log2 ranks)
 local r2 = perf.reduction(500, 8, 2, cal, link)

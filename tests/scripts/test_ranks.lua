@@ -228,13 +228,18 @@ for _, be in ipairs({"cpu", table.unpack(devices)}) do
   local _, rep = P1:apply(VP1:interpolate(1):to(be), {backend = be})
   local _, i = solve.cg(P1, {rtol = 1e-30, maxit = 2, backend = be})
   local r = i.report
-  -- and whether the exchange's data are cold (a CPU device's action past what its last-level
-  -- cache keeps: the report says its warm prediction runs short)
+  -- and how cold the exchange's data are (the share a CPU device's action took out of its
+  -- last-level cache: 1 - exp(-bytes / keep)), the prediction the link's host exchange (the
+  -- link measured it: test_ranks's first split action), the report saying so
   local cal = (device.info(be).calibration or {})[rep.precision] or {}
   local keep = (cal.llc_keep_bytes or 0) > 0 and cal.llc_keep_bytes or (cal.llc_bytes or 0) / 2
-  local cold = mpi.size > 1 and not device.info(be).is_gpu and keep > 0 and rep.bytes > keep
-  moved[#moved + 1] = ("COLD %s %d"):format(be, (rep.exchange_cold == cold and
-    r.exchange_cold == cold and (tostring(rep):find("for warm data", 1, true) ~= nil) == cold)
+  local cpu = mpi.size > 1 and not device.info(be).is_gpu and keep > 0
+  local cold = cpu and 1 - math.exp(-rep.bytes / keep) or 0
+  local host = mpi.size > 1 and not device.info(be).is_gpu and not rep.exchange_direct and
+               #((device.link() or {}).host or {}) >= 2
+  moved[#moved + 1] = ("COLD %s %d"):format(be, (math.abs(rep.exchange_cold - cold) < 1e-9 and
+    r.exchange_cold == rep.exchange_cold and rep.exchange_host == host and
+    r.exchange_host == host and (tostring(rep):find("host exchange %d+%% cold") ~= nil) == host)
     and 1 or 0)
   moved[#moved + 1] = ("SHARED %s %d %d %d %d %d %d %d %d"):format(be,
     device.info(be).share_key, rep.device_sharers, rep.device_turns and 1 or 0,
@@ -369,8 +374,9 @@ for _, np in ipairs({1, table.unpack(split)}) do
     -- it, on a CPU where their threads pass its cores
     for _, be in ipairs({"cpu", table.unpack(devices)}) do
       check(m:match("COLD " .. be .. " (%d)") == "1", "%d ranks, rank %d: on %s the report's "
-            .. "exchange_cold is the action's data past the last-level cache's keep (a CPU "
-            .. "device's), a CG's alike, its text saying so", np, rank, be)
+            .. "exchange_cold is the share of its data the action took out of the last-level "
+            .. "cache (a CPU device's), exchange_host the link's host exchange, a CG's alike, "
+            .. "its text saying so", np, rank, be)
       local pat = "SHARED " .. be .. " (%-?%d+) (%d+) (%d) (%d+) (%d+) (%d) (%d) (%d)"
       local key, n, turns, threads, cores, gpu, shown, cg = m:match(pat)
       local same = 0

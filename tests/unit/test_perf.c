@@ -1157,6 +1157,15 @@ Test(perf, report_says_cold_and_sharing)
             text);
   cr_assert(strstr(text, "sharing    3 ranks of 1 thread on this machine's 2 cores take turns"),
             "a CPU's ranks past its cores:\n%s", text);
+  r.exchange_host = 1, r.exchange_cold = 0.42; /* the link's host exchange, its share cold */
+  fe_report_format(&r, text, sizeof text);
+  cr_assert(strstr(text, "device 21 us), the link's host exchange 42% cold") &&
+                !strstr(text, "warm data"), "the host exchange:\n%s", text);
+  r.exchange_host = 0, r.exchange_cold = 0.5; /* the terms, the data mostly kept */
+  fe_report_format(&r, text, sizeof text);
+  cr_assert(!strstr(text, "warm data") && !strstr(text, "% cold"), "half cold, no host "
+            "exchange: nothing said:\n%s", text);
+  r.exchange_cold = 1;
   r.device_cores = 0, r.device_sharers = 2;
   fe_report_format(&r, text, sizeof text);
   cr_assert(strstr(text, "sharing    2 ranks of this machine on this device take turns on it"),
