@@ -36,9 +36,9 @@ for c in list:gmatch("[^;]+") do
   end
   table.sort(t)
   local least, med, pred = t[1], t[(#t + 1) // 2], rep.exchange_predicted
-  rows[#rows + 1] = ("%-24s %-8s %8d dofs %7.1f MB%s: least %7.1f median %7.1f predicted %7.1f us; "
-                     .. "predicted/least %.2f, /median %.2f"):format(c, rep.strategy, V.ndofs,
-    rep.bytes / 1e6, rep.exchange_cold and " (cold)" or "       ", 1e6 * least, 1e6 * med,
+  rows[#rows + 1] = ("%-24s %-8s %8d dofs %7.1f MB %3.0f%% cold: least %7.1f median %7.1f predicted "
+                     .. "%7.1f us; predicted/least %.2f, /median %.2f"):format(c, rep.strategy, V.ndofs,
+    rep.bytes / 1e6, 100 * rep.exchange_cold, 1e6 * least, 1e6 * med,
     1e6 * pred, pred / least, pred / med)
   print(rows[#rows])
 end

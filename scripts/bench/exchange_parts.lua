@@ -55,5 +55,6 @@ local wave = rep.exchange_follows and "no wait for a place"
              or ("the first wave %.2f of an even one"):format(rep.exchange_wave)
 print(("  predicted us: %s | apply %.3f ms (predicted %.3f), %.1f MB%s, groups %d, resident %d, waves %.1f, %s")
       :format(table.concat(tl, ", "), 1e3 * rep.seconds, 1e3 * rep.predicted_seconds,
-              rep.bytes / 1e6, rep.exchange_cold and " (cold)" or "", rep.groups,
+              rep.bytes / 1e6, rep.exchange_cold > 0 and
+              (" (%.0f%% cold)"):format(100 * rep.exchange_cold) or "", rep.groups,
               rep.resident, waves, wave))
