@@ -165,7 +165,9 @@ end
 local RANKS_MODELLED = "modelled: each rank's cells (the largest part's time binds: " ..
   "m:partition(N), its method as mpirun's split), its exchange (P:exchange(V): messages x " ..
   "latency + bytes / rate over the link, the device's gather, read, write and sums at its " ..
-  "calibrated launches and copies, through the host), a CG's reductions (two a step: the " ..
+  "calibrated launches and copies, through the host; a cpu's: the link's host exchange " ..
+  "at its entries, warm to cold by a step's bytes through the cache), a CG's reductions " ..
+  "(two a step: the " ..
   "sums over the entries other ranks own, made on the device, and an MPI_Allreduce, " ..
   "ceil(log2 N) times the link's tree depth)\n" ..
   "not modelled: the exchange beside the interior cells (a GPU's sumfact and transpose " ..
