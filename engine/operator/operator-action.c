@@ -217,7 +217,8 @@ static int op_predict_exchange(const fe_operator *A, const fe_realization *r, fe
   fe_dist_exchange_work(d, r->be, r->prec, &x);
   const fe_calibration *c = &r->be->calib[r->prec];
   const double keep = c->llc_keep_bytes > 0 ? c->llc_keep_bytes : c->llc_bytes / 2;
-  if (!r->be->info.is_gpu) /* this rank's action through the cache (docs/parallel.md) */
+  if (!r->be->info.is_gpu) /* what this rank's action took out of the cache (its own bytes:
+                             * nearer the measured than every rank's, docs/benchmarks.md) */
     x.cold = fe_perf_exchange_cold(rep->bytes, keep);
   fe_perf_exchange(c, l, &x, &t);
   /* beside the interior's kernel, device to device on a GPU that can not make the gather

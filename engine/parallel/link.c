@@ -143,15 +143,15 @@ typedef struct host_arrays {
 } host_arrays;
 
 /* As a part's vector of 4n entries whose shared ones are n contiguous entries (a box's
- * interface, numbered as the split numbers it; stride 8: each in a line of its own, a
- * vector of 32n), the rank's own share first on rank 0 and
- * second on rank 1 (exchange.knl's sums in the ranks' order). The arrays lie in one block,
+ * interface, numbered as the split numbers it; stride 8: each in a line of its own, a vector
+ * of 32n), the rank's own share first on rank 0 and second on rank 1 (exchange.knl's sums in
+ * the ranks' order; the other ranks' arrays are not used). The arrays lie in one block,
  * each a few lines and a fraction of a page past the last: arrays an exact multiple of 4 KiB
  * apart made every copy between them 5-8 times slower here (a load after a store to the
  * same place in another page), which felab's own buffers, allocated apart, do not meet. */
 static int host_make(int n, int stride, host_arrays *a)
 {
-  const int rank = fe_comm_rank();
+  const int rank = fe_comm_rank() == 1;
   const size_t len = 4 * (size_t)n * (size_t)stride;
   const size_t sizes[10] = {sizeof(double) * len,           sizeof(double) * len,
                             sizeof(double) * (size_t)n,     sizeof(double) * (size_t)n,
@@ -159,7 +159,8 @@ static int host_make(int n, int stride, host_arrays *a)
                             sizeof(int) * (size_t)n,        sizeof(int) * (size_t)n,
                             sizeof(int) * ((size_t)n + 1),  sizeof(int) * 2 * (size_t)n};
   size_t at[10], total = 0;
-  for (int i = 0; i < 10; i++) at[i] = total, total += sizes[i] + (size_t)(2 * i + 1) * 64 + (size_t)i * 576;
+  for (int i = 0; i < 10; i++) /* each a few lines and a fraction of a page past the last */
+    at[i] = total, total += sizes[i] + (size_t)(2 * i + 1) * 64 + (size_t)i * 576;
   *a = (host_arrays){.n = n, .block = aligned_alloc(4096, (total + 4095) / 4096 * 4096)};
   FE_ASSERT(a->block, FE_ERR_MEM, "out of memory for the link's exchange of %d entries", n);
   char *b = a->block;
@@ -202,7 +203,8 @@ static int host_exchange(host_arrays *a, double *flush, size_t nflush, int runs,
       const int i = a->at[k];
       const double own = a->y[i];
       double s = 0;
-      for (int j = a->start[k]; j < a->start[k + 1]; j++) s += a->slot[j] < 0 ? own : a->in[a->slot[j]];
+      for (int j = a->start[k]; j < a->start[k + 1]; j++)
+        s += a->slot[j] < 0 ? own : a->in[a->slot[j]];
       a->y[i] = s * 0.5; /* the values stay as they were (both ranks' shares alike) */
     }
     const double t = fe_clock() - t0;

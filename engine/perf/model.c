@@ -650,7 +650,7 @@ static double host_seconds(const fe_link *l, double entries, const double *us)
   int k = 1;
   while (k < l->nhost - 1 && n[k] < entries) k++;
   double t;
-  if (entries <= n[0]) t = us[0] * entries / n[0] > us[0] / 4 ? us[0] * entries / n[0] : us[0] / 4;
+  if (entries <= n[0]) t = fmax(us[0] * entries / n[0], us[0] / 4); /* a quarter at least */
   else if (entries >= n[l->nhost - 1]) t = us[l->nhost - 1] * entries / n[l->nhost - 1];
   else t = us[k - 1] + (us[k] - us[k - 1]) * (entries - n[k - 1]) / (n[k] - n[k - 1]);
   return t * 1e-6;
@@ -679,11 +679,11 @@ void fe_perf_exchange(const fe_calibration *c, const fe_link *l, const fe_exchan
                            x->shared * (3 * 4 + 2 * x->word) + x->sources * (4 + x->word));
   t->total = t->gather + t->read + t->link + t->write + t->sum;
   /* the cpu through the host, where the link measured its whole exchange: that, at these
-   * entries (linear between two sizes, proportional beyond), warm or cold as the action left
-   * the caches, its lines past contiguous entries' at the link's cost of a line, a message
-   * more for each further neighbour, the two kernels' launches; the
-   * terms in its proportions (each term alone is a warm rate: after an action that streams
-   * through the caches every one took 2-8 times its term, docs/parallel.md) */
+   * entries (linear between two sizes, proportional beyond), between warm and cold by the
+   * share the action took out of the cache, its lines past contiguous entries' at the link's
+   * cost of a line, a message more for each further neighbour, the two kernels' launches;
+   * the terms in their proportions (each term alone is a warm rate: after an action that
+   * streams through the caches each took 2-8 times its term, docs/benchmarks.md section 8) */
   if (!c->gpu && !x->direct && l && l->valid && l->nhost >= 2 && t->total > 0) {
     const double w = host_seconds(l, x->entries, l->host_warm_us),
                  k = host_seconds(l, x->entries, l->host_cold_us);
@@ -692,7 +692,8 @@ void fe_perf_exchange(const fe_calibration *c, const fe_link *l, const fe_exchan
     /* the lines past those of contiguous entries (a mesh's interface numbered apart) */
     const double more = x->lines > 0 ? fmax(0.0, x->lines - x->entries / 4) : 0;
     whole += more * ((1 - f) * l->line_warm_ns + f * l->line_cold_ns) * 1e-9;
-    if (x->messages > 1) whole += (x->messages - 1) * fe_link_message_seconds(l, x->bytes / x->messages);
+    if (x->messages > 1)
+      whole += (x->messages - 1) * fe_link_message_seconds(l, x->bytes / x->messages);
     const double s = whole / t->total;
     t->gather *= s, t->read *= s, t->link *= s, t->write *= s, t->sum *= s;
     t->total = whole;
