@@ -266,8 +266,8 @@ typedef struct fe_link {
    * measured, the terms alone) */
   int nhost;
   double host_entries[FE_LINK_HOST], host_warm_us[FE_LINK_HOST], host_cold_us[FE_LINK_HOST];
-  /* and each line more than contiguous entries take (every entry its own line, gathered and
-   * summed: a mesh's interface numbered apart), warm and cold, nanoseconds a line */
+  /* and each line more than contiguous entries take (every entry its own line, every other
+   * line, gathered and summed: a mesh's interface numbered apart), warm and cold, ns a line */
   double line_warm_ns, line_cold_ns;
 } fe_link;
 /* Seconds of one message of `bytes` over l: its measured points, linear between two, the

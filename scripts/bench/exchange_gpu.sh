@@ -4,7 +4,8 @@
 # distorted box with kappa(x)), each twice in one call: the gather following the boundary
 # cells (FELAB_FOLLOW=1, where the device can) and not (0), a process each, then
 # exchange_table.py's table of the ready rank's measured and predicted exchange.
-#   [CASES="cells space cell [strategy];..."] scripts/bench/exchange_gpu.sh [FELAB [MPIRUN [OUT]]]
+#   [CASES="cells space cell [strategy];..."] [FOLLOWS="1 0"] scripts/bench/exchange_gpu.sh
+#     [FELAB [MPIRUN [OUT]]]
 # On the GPU machine: scripts/bench/exchange_gpu.sh build-gpu/felab .carry/hypre/bin/mpirun
 FELAB=${1:-build/felab}
 MPIRUN=${2:-mpirun}
@@ -21,7 +22,7 @@ for c in $CASES; do
   IFS=' '
   # shellcheck disable=SC2086 # the case's words
   set -- $c
-  for f in 1 0; do
+  for f in ${FOLLOWS:-1 0}; do
     echo "round $f" >> "$OUT"
     FELAB_FOLLOW=$f timeout 100 "$MPIRUN" -x LD_LIBRARY_PATH -x FELAB_CACHE -x OMP_NUM_THREADS \
       -x FELAB_ALL_RANKS -x FELAB_FOLLOW -x PMIX_MCA_pcompress_base_silence_warning -np 2 \
