@@ -75,6 +75,12 @@ static void push_link(lua_State *L, const fe_link *l)
     lua_pushnumber(L, l->line_cold_ns);
     lua_rawseti(L, -2, 2);
     lua_setfield(L, -2, "lines");
+    lua_createtable(L, 2, 0); /* {warm ns, cold ns}: a page past contiguous entries' */
+    lua_pushnumber(L, l->page_warm_ns);
+    lua_rawseti(L, -2, 1);
+    lua_pushnumber(L, l->page_cold_ns);
+    lua_rawseti(L, -2, 2);
+    lua_setfield(L, -2, "pages");
   }
 }
 
@@ -82,7 +88,7 @@ int felab_calibrate_link(lua_State *L)
 {
   if (!fe_comm_parallel()) return 0;
   fe_link l;
-  FELAB_TRY(L, fe_link_measure(&l));
+  FELAB_TRY(L, fe_link_measure(&l, 1));
   push_link(L, &l);
   return 1;
 }
@@ -108,6 +114,20 @@ static int device_link(lua_State *L)
   current_link(L, &l);
   push_link(L, &l);
   return 1;
+}
+
+/* The link table at idx's field `name`, {warm ns, cold ns} where given (else left as is). */
+static void link_more(lua_State *L, int idx, const char *name, double *warm, double *cold)
+{
+  if (lua_getfield(L, idx, name) == LUA_TTABLE) {
+    lua_rawgeti(L, -1, 1);
+    lua_rawgeti(L, -2, 2);
+    *warm = lua_tonumber(L, -2), *cold = lua_tonumber(L, -1);
+    lua_pop(L, 2);
+    if (!(*warm >= 0 && *cold >= 0))
+      luaL_error(L, "the link's %s must be {warm ns, cold ns}, numbers >= 0", name);
+  }
+  lua_pop(L, 1);
 }
 
 /* The link argument at idx: a table (latency_us, gbytes, allreduce_us, ranks and points, as
@@ -169,15 +189,9 @@ static void link_arg(lua_State *L, int idx, fe_link *l)
     if (l->nhost < 2) l->nhost = 0;
   }
   lua_pop(L, 1);
-  if (lua_getfield(L, idx, "lines") == LUA_TTABLE) { /* {warm ns, cold ns} a line more */
-    lua_rawgeti(L, -1, 1);
-    lua_rawgeti(L, -2, 2);
-    l->line_warm_ns = lua_tonumber(L, -2), l->line_cold_ns = lua_tonumber(L, -1);
-    lua_pop(L, 2);
-    if (!(l->line_warm_ns >= 0 && l->line_cold_ns >= 0))
-      luaL_error(L, "the link's lines must be {warm ns, cold ns}, numbers >= 0");
-  }
-  lua_pop(L, 1);
+  /* {warm ns, cold ns} a line more, and a page more */
+  link_more(L, idx, "lines", &l->line_warm_ns, &l->line_cold_ns);
+  link_more(L, idx, "pages", &l->page_warm_ns, &l->page_cold_ns);
 }
 
 /* The calibration argument at idx: a table shaped like device.info().calibration.double (the
@@ -215,9 +229,9 @@ static int calibration_arg(lua_State *L, int idx, fe_calibration *c)
 
 /* perf.exchange(work [, calibration [, link]]) -> {gather =, read =, link =, write =, sum =,
  * total =}: the model's seconds of one exchange (work: {messages, bytes, entries, word, shared,
- * sources [, direct] [, touched] [, lines]}, as P:exchange(V) gives a part's; direct: device
- * to device; touched: the bytes streamed through a cpu's cache before it; lines: the vector's
- * lines the gather and the sums go through). */
+ * sources [, direct] [, touched] [, lines] [, pages]}, as P:exchange(V) gives a part's;
+ * direct: device to device; touched: the bytes streamed through a cpu's cache before it;
+ * lines, pages: the vector's lines and pages the gather and the sums go through). */
 static int perf_exchange(lua_State *L)
 {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -227,7 +241,8 @@ static int perf_exchange(lua_State *L)
                         .word = positive_field(L, 1, "word"),
                         .shared = positive_field(L, 1, "shared"),
                         .sources = positive_field(L, 1, "sources"),
-                        .lines = positive_field(L, 1, "lines")};
+                        .lines = positive_field(L, 1, "lines"),
+                        .pages = positive_field(L, 1, "pages")};
   if (!(x.word > 0)) x.word = 8;
   lua_getfield(L, 1, "direct");
   x.direct = lua_toboolean(L, -1);
@@ -303,9 +318,10 @@ void felab_open_exchange(lua_State *L)
                  "MPI_Allreduce of two doubles (allreduce_us) over `ranks` ranks, and `host`\n"
                  "{{entries, warm us, cold us}, ...}: a cpu's whole exchange through the host\n"
                  "(gather, copies, messages, sums), back to back and after every rank streamed\n"
-                 "twice the last-level cache, and `lines` {warm ns, cold ns}: each line more\n"
-                 "than contiguous entries take.\n"
-                 "Under mpirun it is measured on first need (device.calibrate measures it again)\n"
+                 "twice the last-level cache, `lines` {warm ns, cold ns}: each line more\n"
+                 "than contiguous entries take, and `pages` {warm ns, cold ns}: each 4 KiB page\n"
+                 "more. Under mpirun it is measured on first need (the host exchange where a\n"
+                 "cpu's split action first needs it; device.calibrate measures it all again)\n"
                  "and stored; alone it is the stored one (nil: none stored yet: run\n"
                  "`mpirun -np 2 felab -e 'device.calibrate(\"link\")'` once).\n"
                  "example: l = device.link(); if l then print(l.latency_us, l.gbytes) end");
@@ -318,7 +334,8 @@ void felab_open_exchange(lua_State *L)
                  "`host` points: their time at these entries, between warm and cold by the\n"
                  "share 1 - exp(-touched / llc_keep_bytes) of its data that work.touched bytes\n"
                  "(the rank's action before it) took out of the cache, each of work.lines past\n"
-                 "entries / 4 at the link's `lines` cost, the terms in proportion.\n"
+                 "entries word / 32 at the link's `lines` cost and of work.pages past\n"
+                 "entries word / 2048 at its `pages` cost, the terms in proportion.\n"
                  "Returns {gather, read, link, write, sum, total} in seconds.\n"
                  "example: x = m:partition(8):exchange(V); print(perf.exchange(x[1]).total)");
   felab_help_add("perf.reduction", "perf.reduction(entries, word, ranks [, calibration [, link]])",

@@ -210,11 +210,12 @@ static int op_predict_exchange(const fe_operator *A, const fe_realization *r, fe
   const fe_dist *d = A->V->dist;
   if (!d || d->size == 1) return 0;
   FE_CHECK(op_sharers(r, rep));
-  const fe_link *l;
-  FE_CHECK(fe_link_get(&l));
   fe_exchange_work x;
   fe_exchange_terms t;
   fe_dist_exchange_work(d, r->be, r->prec, &x);
+  const fe_link *l; /* a cpu's exchange through the host: the link's measure of it too */
+  if (!r->be->info.is_gpu && !x.direct) FE_CHECK(fe_link_get_host(&l));
+  else FE_CHECK(fe_link_get(&l));
   const fe_calibration *c = &r->be->calib[r->prec];
   const double keep = c->llc_keep_bytes > 0 ? c->llc_keep_bytes : c->llc_bytes / 2;
   if (!r->be->info.is_gpu) /* what this rank's action took out of the cache (its own bytes:

@@ -162,6 +162,13 @@ static int local_nodes(const fe_space *W, const int *part, fe_dist *d, fe_space 
   return 0;
 }
 
+int fe_list_steps(const int *at, int n, int per)
+{
+  int steps = 0;
+  for (int k = 0, last = -1; k < n; last = at[k++] / per) steps += at[k] / per != last;
+  return steps;
+}
+
 /* The exchange's lists (dist.h) of local entries of ncomp components: the send layout,
  * the distinct shared entries and each one's sources in the ranks' order (the neighbours
  * below this rank, this rank's own value, the neighbours above: nb is in rank order), the
@@ -211,11 +218,13 @@ static int exchange_lists(fe_dist *d, int ncomp, int ndofs)
       d->src_slot[d->src_start[entry[d->send_at[off]] + 1]++] = off;
   }
   free(entry);
-  d->lines = 0;
-  for (int k = 0, last = -1; k < d->nsend; last = d->send_at[k++] / 8)
-    d->lines += d->send_at[k] / 8 != last;
-  for (int k = 0, last = -1; k < d->nshared; last = d->shared_at[k++] / 8)
-    d->lines += d->shared_at[k] / 8 != last;
+  for (int w = 0; w < 2; w++) {
+    const int line = 8 << w, page = 512 << w; /* entries a line and a page */
+    d->lines[w] = fe_list_steps(d->send_at, d->nsend, line) +
+                  fe_list_steps(d->shared_at, d->nshared, line);
+    d->pages[w] = fe_list_steps(d->send_at, d->nsend, page) +
+                  fe_list_steps(d->shared_at, d->nshared, page);
+  }
   return 0;
 }
 
@@ -503,7 +512,8 @@ void fe_dist_exchange_work(const fe_dist *d, const fe_backend *be, fe_precision 
   x->word = (double)fe_precision_size(prec);
   x->shared = d->nshared;
   x->sources = d->src_start[d->nshared];
-  x->lines = d->lines;
+  x->lines = d->lines[x->word < 8];
+  x->pages = d->pages[x->word < 8];
 }
 
 int fe_dist_parts(const fe_space *W, const int *part, int nparts, fe_precision prec,

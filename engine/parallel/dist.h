@@ -47,8 +47,9 @@ typedef struct fe_dist {
   int *shared_at;
   int *src_start;       /* entry e's sources: src_slot[src_start[e] .. src_start[e + 1]), */
   int *src_slot;        /* in the ranks' order: a slot of recv, or -1 for this rank's own */
-  int lines;            /* the vector's 64-byte lines the gather and the sums go through: a
-                         * new line at each step of send_at and of shared_at that leaves one */
+  int lines[2], pages[2]; /* the vector's 64-byte lines and 4 KiB pages the gather and the
+                         * sums go through, of 8-byte entries [0] and 4-byte [1]: a new one at
+                         * each step of send_at and of shared_at that leaves one */
   int nnot;             /* the entries another rank owns (the notowned nodes'), ascending */
   int *not_at;
   /* the lists on each backend and precision used (engine/parallel/exchange.h), made on
@@ -135,5 +136,8 @@ typedef struct fe_dist_part {
 int fe_dist_parts(const fe_space *W, const int *part, int nparts, fe_precision prec,
                   fe_dist_part *out);
 int fe_dist_reduce_minmax(const fe_dist *d, double *v, int max);
+/* The blocks of `per` entries (a line's, a page's) that a walk through the n entries at[]
+ * enters: a new one at each step that leaves the last. */
+int fe_list_steps(const int *at, int n, int per);
 
 #endif

@@ -3,13 +3,14 @@
  * MPI_Waitall), at ten sizes from 8 bytes to 256 KiB, kept as measured (a message's time is
  * read off them: fe_link_message_seconds) and summed up as a latency (8 bytes) and a rate
  * (between the two largest), an MPI_Allreduce of two doubles over every rank, and a cpu's
- * whole exchange through the host at four sizes, warm and cold (measure_host). Stored per
+ * whole exchange through the host at four sizes, warm and cold, and what a line and a page
+ * past contiguous entries' add (measure_host: where a cpu's split action first asks for it,
+ * or device.calibrate("link"); a GPU's ranks, device to device, never read it). Stored per
  * machine (its host name) in the cache's calibration folder, one line a rank count, beside
  * the backends' calibrations: `link-v2-<hash>.txt`, lines "ranks N latency us rate GB/s
- * allreduce us points bytes:us,... host entries:warm us:cold us,... lines warm ns:cold ns".
- * The model of a
- * split space's exchange reads it (fe_perf_exchange); a session of one rank reads it too, for
- * what-ifs on N ranks (perf.compare). */
+ * allreduce us points bytes:us,... host entries:warm us:cold us,... lines warm ns:cold ns
+ * pages warm ns:cold ns". The model of a split space's exchange reads it (fe_perf_exchange);
+ * a session of one rank reads it too, for what-ifs on N ranks (perf.compare). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "backends/backend.h"
 #include "engine/core/error.h"
 #include "engine/parallel/comm.h"
+#include "engine/parallel/dist.h"
 #include "engine/parallel/link.h"
 
 static fe_link session; /* this session's (measured or read), valid once known */
@@ -80,6 +82,10 @@ static void parse_line(const char *line, fe_link *l)
   if (k.nhost && ln && sscanf(ln, " lines %lf:%lf", &lw, &lc) == 2 && isfinite(lw) && lw >= 0 &&
       isfinite(lc) && lc >= 0)
     k.line_warm_ns = lw, k.line_cold_ns = lc;
+  const char *pg = strstr(p, " pages ");
+  if (k.nhost && pg && sscanf(pg, " pages %lf:%lf", &lw, &lc) == 2 && isfinite(lw) && lw >= 0 &&
+      isfinite(lc) && lc >= 0)
+    k.page_warm_ns = lw, k.page_cold_ns = lc;
   *l = k;
 }
 
@@ -129,7 +135,8 @@ static void link_save(const fe_link *l)
     ok = fprintf(out, "%s%.0f:%.6g:%.6g", i ? "," : " host ", l->host_entries[i],
                  l->host_warm_us[i], l->host_cold_us[i]) > 0 && ok;
   if (l->nhost)
-    ok = fprintf(out, " lines %.6g:%.6g", l->line_warm_ns, l->line_cold_ns) > 0 && ok;
+    ok = fprintf(out, " lines %.6g:%.6g pages %.6g:%.6g", l->line_warm_ns, l->line_cold_ns,
+                 l->page_warm_ns, l->page_cold_ns) > 0 && ok;
   ok = fputc('\n', out) != EOF && ok;
   ok = !fclose(out) && ok;
   if (!ok || rename(tmp, path)) remove(tmp);
@@ -142,19 +149,37 @@ typedef struct host_arrays {
   char *block;
 } host_arrays;
 
-/* As a part's vector of 4n entries whose shared ones are n contiguous entries (a box's
- * interface, numbered as the split numbers it; stride 16: each in a line of its own, every
- * other line, as a mesh's interface numbered apart, whose lines the cores do not fetch in
- * adjacent pairs: 1.7 times the cost of adjacent lines here, cold), the rank's own share
- * first on rank 0 and second on rank 1 (exchange.knl's sums in
+/* The host exchange's layouts of the shared entries in a part's vector: */
+enum {
+  HOST_CONTIGUOUS, /* n contiguous entries (a box's interface, numbered as the split does) */
+  HOST_LINES,      /* each in a line of its own, every other line (a mesh's interface
+                    * numbered apart, whose lines the cores do not fetch in adjacent pairs:
+                    * 1.7 times the cost of adjacent lines here, cold) */
+  HOST_PAGES       /* a line of 8 entries a page, its place in the page moving 7 lines a
+                    * page (no two pages' lines in one cache set): the prefetchers stop at
+                    * each page's end and its translation is looked up (a cold page cost
+                    * 14-19 ns here, 2-3 times a cold line more) */
+};
+static const int host_spread[3] = {1, 16, 64}; /* a layout's entries of the vector an entry */
+
+/* Entry k's place among the layout's, from the vector's middle (len / 2). */
+static int host_place(int layout, int k)
+{
+  if (layout == HOST_LINES) return 16 * k;
+  if (layout == HOST_PAGES) return 512 * (k / 8) + 8 * (k / 8 * 7 % 64) + k % 8;
+  return k;
+}
+
+/* As a part's vector of 4n entries a spread whose shared ones are n entries in `layout`,
+ * the rank's own share first on rank 0 and second on rank 1 (exchange.knl's sums in
  * the ranks' order; the other ranks' arrays are not used). The arrays lie in one block,
  * each a few lines and a fraction of a page past the last: arrays an exact multiple of 4 KiB
  * apart made every copy between them 5-8 times slower here (a load after a store to the
  * same place in another page), which felab's own buffers, allocated apart, do not meet. */
-static int host_make(int n, int stride, host_arrays *a)
+static int host_make(int n, int layout, host_arrays *a)
 {
   const int rank = fe_comm_rank() == 1;
-  const size_t len = 4 * (size_t)n * (size_t)stride;
+  const size_t len = 4 * (size_t)n * (size_t)host_spread[layout];
   const size_t sizes[10] = {sizeof(double) * len,           sizeof(double) * len,
                             sizeof(double) * (size_t)n,     sizeof(double) * (size_t)n,
                             sizeof(double) * (size_t)n,     sizeof(double) * (size_t)n,
@@ -172,7 +197,7 @@ static int host_make(int n, int stride, host_arrays *a)
   a->slot = (int *)(b + at[9]);
   for (size_t i = 0; i < len; i++) a->x[i] = a->y[i] = 1.0 + (double)(i % 7);
   for (int k = 0; k < n; k++) {
-    a->idx[k] = a->at[k] = (int)(len / 2) + k * stride;
+    a->idx[k] = a->at[k] = (int)(len / 2) + host_place(layout, k);
     a->start[k] = 2 * k;
     a->slot[2 * k + rank] = -1, a->slot[2 * k + 1 - rank] = k;
     a->packed[k] = a->send[k] = a->recv[k] = a->in[k] = 0;
@@ -235,14 +260,18 @@ static int measure_host(fe_link *l)
   /* the least of three passes over the sizes, apart in time: one pass's best of 50 back to
    * back took 7-16 us at 2048 entries from one run to the next here (the VM's slow stretches) */
   int rc = 0;
-  double us[FE_LINK_HOST + 1][2]; /* the sizes' and, last, 2048 entries a line each */
-  for (int k = 0; k <= FE_LINK_HOST; k++) us[k][0] = us[k][1] = INFINITY;
+  enum { M = FE_LINK_HOST + 2 };
+  double us[M][2];             /* the sizes' and, last, 2048 entries HOST_LINES and HOST_PAGES */
+  int lines[M], pages[M];      /* the lines and pages their gather and sums go through */
+  for (int k = 0; k < M; k++) us[k][0] = us[k][1] = INFINITY;
   for (int pass = 0; pass < 3 && !rc; pass++)
-    for (int k = 0; k <= FE_LINK_HOST && !rc; k++) {
+    for (int k = 0; k < M && !rc; k++) {
+      const int layout = k < FE_LINK_HOST ? HOST_CONTIGUOUS : k - FE_LINK_HOST + HOST_LINES;
       host_arrays a;
       double warm = 0, cold = 0;
-      rc = host_make(k < FE_LINK_HOST ? sizes[k] : sizes[1], k < FE_LINK_HOST ? 1 : 16, &a);
+      rc = host_make(k < FE_LINK_HOST ? sizes[k] : sizes[1], layout, &a);
       if (rc) break;
+      lines[k] = 2 * fe_list_steps(a.idx, a.n, 8), pages[k] = 2 * fe_list_steps(a.idx, a.n, 512);
       rc = host_exchange(&a, NULL, 0, 30, &warm);
       if (!rc) rc = host_exchange(&a, flush, nflush, 8, &cold);
       free(a.block);
@@ -256,15 +285,21 @@ static int measure_host(fe_link *l)
   free(flush);
   FE_CHECK(rc);
   l->nhost = FE_LINK_HOST;
-  /* a line more: the spread exchange's time over the contiguous one's, over the lines it adds
-   * (gathered and summed: 2 (n - n / 8)) */
-  const double more = 2.0 * (sizes[1] - sizes[1] / 8);
-  l->line_warm_ns = fmax(0.0, (us[FE_LINK_HOST][0] - us[1][0]) * 1e3 / more);
-  l->line_cold_ns = fmax(0.0, (us[FE_LINK_HOST][1] - us[1][1]) * 1e3 / more);
+  /* a page more: the pages layout's time over the contiguous one's, over the pages it adds
+   * (its lines as many as contiguous entries'); a line more: the lines layout's, less its
+   * pages more at that cost, over the lines it adds */
+  const int c = 1, ln = FE_LINK_HOST, pg = FE_LINK_HOST + 1;
+  for (int w = 0; w < 2; w++) {
+    const double page = fmax(0.0, (us[pg][w] - us[c][w]) * 1e3 / (pages[pg] - pages[c]));
+    const double line = fmax(0.0, (us[ln][w] - us[c][w]) * 1e3 - (pages[ln] - pages[c]) * page) /
+                        (lines[ln] - lines[c]);
+    *(w ? &l->page_cold_ns : &l->page_warm_ns) = page;
+    *(w ? &l->line_cold_ns : &l->line_warm_ns) = line;
+  }
   return 0;
 }
 
-int fe_link_measure(fe_link *l)
+int fe_link_measure(fe_link *l, int host)
 {
   memset(l, 0, sizeof *l);
   if (!fe_comm_parallel()) return 0;
@@ -287,7 +322,7 @@ int fe_link_measure(fe_link *l)
   double dt = l->point_us[n - 1] - l->point_us[n - 2];
   l->gbytes = dt > 0 ? (l->point_bytes[n - 1] - l->point_bytes[n - 2]) / dt / 1e3 : 0;
   l->allreduce_us = ar * 1e6;
-  FE_CHECK(measure_host(l));
+  if (host) FE_CHECK(measure_host(l));
   if (fe_comm_rank() == 0) link_save(l);
   session = *l;
   return 0;
@@ -306,5 +341,14 @@ int fe_link_get(const fe_link **l)
     session = k;
     return 0;
   }
-  return fe_link_measure(&k);
+  return fe_link_measure(&k, 0);
+}
+
+int fe_link_get_host(const fe_link **l)
+{
+  FE_CHECK(fe_link_get(l));
+  if (!session.valid || session.nhost >= 2) return 0;
+  FE_CHECK(measure_host(&session));
+  if (fe_comm_rank() == 0) link_save(&session);
+  return 0;
 }

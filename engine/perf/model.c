@@ -680,18 +680,24 @@ void fe_perf_exchange(const fe_calibration *c, const fe_link *l, const fe_exchan
   t->total = t->gather + t->read + t->link + t->write + t->sum;
   /* the cpu through the host, where the link measured its whole exchange: that, at these
    * entries (linear between two sizes, proportional beyond), between warm and cold by the
-   * share the action took out of the cache, its lines past contiguous entries' at the link's
-   * cost of a line, a message more for each further neighbour, the two kernels' launches;
-   * the terms in their proportions (each term alone is a warm rate: after an action that
-   * streams through the caches each took 2-8 times its term, docs/benchmarks.md section 8) */
+   * share the action took out of the cache, its lines and pages past contiguous entries' at
+   * the link's cost of a line and of a page, a message more for each further neighbour, the
+   * two kernels' launches; the terms in their proportions (each term alone is a warm rate:
+   * after an action that streams through the caches each took 2-8 times its term,
+   * docs/benchmarks.md section 8) */
   if (!c->gpu && !x->direct && l && l->valid && l->nhost >= 2 && t->total > 0) {
     const double w = host_seconds(l, x->entries, l->host_warm_us),
                  k = host_seconds(l, x->entries, l->host_cold_us);
     const double f = fmin(1.0, fmax(0.0, x->cold));
     double whole = (1 - f) * w + f * k + (c->sync_us + c->launch_us) * 1e-6;
-    /* the lines past those of contiguous entries (a mesh's interface numbered apart) */
-    const double more = x->lines > 0 ? fmax(0.0, x->lines - x->entries / 4) : 0;
-    whole += more * ((1 - f) * l->line_warm_ns + f * l->line_cold_ns) * 1e-9;
+    /* the lines and pages past those of contiguous entries (a mesh's interface numbered
+     * apart): the gather's and the sums' lists, word-byte entries, 64 to a line and 4096 to a
+     * page */
+    const double word = x->word > 0 ? x->word : 8;
+    const double lines = x->lines > 0 ? fmax(0.0, x->lines - x->entries * word / 32) : 0,
+                 pages = x->pages > 0 ? fmax(0.0, x->pages - x->entries * word / 2048) : 0;
+    whole += lines * ((1 - f) * l->line_warm_ns + f * l->line_cold_ns) * 1e-9 +
+             pages * ((1 - f) * l->page_warm_ns + f * l->page_cold_ns) * 1e-9;
     if (x->messages > 1)
       whole += (x->messages - 1) * fe_link_message_seconds(l, x->bytes / x->messages);
     const double s = whole / t->total;

@@ -196,7 +196,10 @@ static int format_exchange(const fe_report *r, char *buf, size_t n, int len)
     format_time(r->exchange_device, td, sizeof td);
     len += snprintf(buf + len, n - (size_t)len, "; predicted %s (link %s, device %s)%s", tp, tl,
                     td, r->exchange_link > 0 ? "" : ": no link calibrated");
-    if (len > 0 && (size_t)len < n && r->exchange_host)
+    if (len > 0 && (size_t)len < n && r->exchange_host && r->exchange_cold < 0.005)
+      len += snprintf(buf + len, n - (size_t)len, ", the link's host exchange warm (its data "
+                      "in the cache after this action)");
+    else if (len > 0 && (size_t)len < n && r->exchange_host)
       len += snprintf(buf + len, n - (size_t)len, ", the link's host exchange %.0f%% cold (its "
                       "data out of the cache after this action)", 100 * r->exchange_cold);
     else if (len > 0 && (size_t)len < n && r->exchange_cold > 1 - exp(-1.0))

@@ -267,8 +267,10 @@ typedef struct fe_link {
   int nhost;
   double host_entries[FE_LINK_HOST], host_warm_us[FE_LINK_HOST], host_cold_us[FE_LINK_HOST];
   /* and each line more than contiguous entries take (every entry its own line, every other
-   * line, gathered and summed: a mesh's interface numbered apart), warm and cold, ns a line */
-  double line_warm_ns, line_cold_ns;
+   * line, gathered and summed: a mesh's interface numbered apart), warm and cold, ns a line;
+   * and each 4 KiB page more (a line of entries a page: the prefetchers stop at a page's end,
+   * and its translation is looked up), ns a page (0: not measured) */
+  double line_warm_ns, line_cold_ns, page_warm_ns, page_cold_ns;
 } fe_link;
 /* Seconds of one message of `bytes` over l: its measured points, linear between two, the
  * rate beyond the last; the line latency + bytes / rate where it has none. */
@@ -286,8 +288,9 @@ typedef struct fe_exchange_work {
                     * no read or write by the host, a one-value message a neighbour */
   double cold;     /* the cpu: the share of the exchange's data the action before it took out
                     * of the last-level cache (0 warm .. 1 cold; fe_perf_exchange_cold) */
-  double lines;    /* the vector's lines the gather and the sums go through (0: unknown, as
-                    * many as contiguous entries fill: entries / 4 with 8-byte values) */
+  double lines;    /* the vector's 64-byte lines the gather and the sums go through (0:
+                    * unknown, as many as contiguous entries fill: entries word / 32) */
+  double pages;    /* and its 4 KiB pages (0: unknown, entries word / 2048) */
 } fe_exchange_work;
 
 /* The model's exchange, each term alone in seconds: the gather (a launch the read waits for,

@@ -13,7 +13,7 @@ local case_of = dofile(here .. "ranks_case.lua")
 local k = tonumber(arg[1]) or 200
 local list = arg[2] or ("40 P1 tet csr;64 P1 tet csr;96 P1 tet csr;12 Q3 hex csr;20 Q3 hex csr;" ..
                         "20 Q3 hex sumfact;40 Q3 hex sumfact;24 P2 tet csr;40 Q1 hex csr;torso P2 0.03 csr")
-device.calibrate("link")
+local link = device.calibrate("link")
 local rows = {}
 for c in list:gmatch("[^;]+") do
   local w = {}
@@ -43,4 +43,11 @@ for c in list:gmatch("[^;]+") do
   print(rows[#rows])
 end
 print(("-- %d ranks, cpu, %d applies a case"):format(mpi.size, k))
+if link and link.host then -- the link's host exchange as measured first
+  local h = {}
+  for _, p in ipairs(link.host) do h[#h + 1] = ("%d: %.1f/%.1f"):format(p[1], p[2], p[3]) end
+  print(("-- link: host exchange entries: warm/cold us %s; a line more %.1f/%.1f ns, a page "
+         .. "more %.1f/%.1f ns"):format(table.concat(h, ", "), link.lines[1], link.lines[2],
+                                        link.pages[1], link.pages[2]))
+end
 for _, r in ipairs(rows) do print(r) end

@@ -95,6 +95,26 @@ check(close(host(spread, 0).total, 13e-6 + 750 * 2e-9, TOL) and
 spread.lines = 200
 check(close(host(spread, 0).total, 13e-6, TOL), "fewer lines than contiguous entries': none more")
 check(close(host(x1, 0).total, 13e-6, TOL), "lines unknown: none more")
+-- single precision: 16 values a line, contiguous entries' lines entries / 8
+local single = {messages = 1, bytes = 8000, entries = 1000, word = 4, shared = 1000,
+                sources = 2000, lines = 1000}
+check(close(host(single, 0).total, 13e-6 + 875 * 2e-9, TOL), "4-byte values: 875 lines more: %g",
+      host(single, 0).total)
+-- pages past contiguous entries' (entries word / 2048: 4 KiB pages), each at the link's cost
+-- of a page, warm to cold alike; a link without pages measured (an older store): none
+hl.pages = {10, 70}
+spread.lines, spread.pages = nil, 100
+check(close(host(spread, 0).total, 13e-6 + (100 - 1000 / 256) * 10e-9, TOL) and
+      close(host(spread, 1e12).total, 33e-6 + (100 - 1000 / 256) * 70e-9, TOL),
+      "96 pages more: warm %g, cold %g", host(spread, 0).total, host(spread, 1e12).total)
+spread.lines = 1000
+check(close(host(spread, 1e12).total, 33e-6 + 750 * 6e-9 + (100 - 1000 / 256) * 70e-9, TOL),
+      "lines and pages more, each at its cost: %g", host(spread, 1e12).total)
+spread.pages = 3
+check(close(host(spread, 1e12).total, 33e-6 + 750 * 6e-9, TOL), "fewer pages than contiguous "
+      .. "entries': none more")
+hl.pages, spread.pages = nil, 100
+check(close(host(spread, 1e12).total, 33e-6 + 750 * 6e-9, TOL), "no pages measured: none more")
 cal.gpu = true
 check(close(host(x1, 0).total, perf.exchange(x1, cal, pl).total, TOL), "a GPU: the terms, not "
       .. "the cpu's host points")

@@ -239,7 +239,8 @@ for _, be in ipairs({"cpu", table.unpack(devices)}) do
                #((device.link() or {}).host or {}) >= 2
   moved[#moved + 1] = ("COLD %s %d"):format(be, (math.abs(rep.exchange_cold - cold) < 1e-9 and
     r.exchange_cold == rep.exchange_cold and rep.exchange_host == host and
-    r.exchange_host == host and (tostring(rep):find("host exchange %d+%% cold") ~= nil) == host)
+    r.exchange_host == host and (tostring(rep):find("host exchange %d+%% cold") ~= nil or
+                                 tostring(rep):find("host exchange warm", 1, true) ~= nil) == host)
     and 1 or 0)
   moved[#moved + 1] = ("SHARED %s %d %d %d %d %d %d %d %d"):format(be,
     device.info(be).share_key, rep.device_sharers, rep.device_turns and 1 or 0,

@@ -1161,6 +1161,10 @@ Test(perf, report_says_cold_and_sharing)
   fe_report_format(&r, text, sizeof text);
   cr_assert(strstr(text, "device 21 us), the link's host exchange 42% cold") &&
                 !strstr(text, "warm data"), "the host exchange:\n%s", text);
+  r.exchange_cold = 0.001; /* a small action's: warm, not "0% cold" */
+  fe_report_format(&r, text, sizeof text);
+  cr_assert(strstr(text, "the link's host exchange warm (its data in the cache") &&
+                !strstr(text, "% cold"), "the host exchange, warm:\n%s", text);
   r.exchange_host = 0, r.exchange_cold = 0.5; /* the terms, the data mostly kept */
   fe_report_format(&r, text, sizeof text);
   cr_assert(!strstr(text, "warm data") && !strstr(text, "% cold"), "half cold, no host "
