@@ -81,6 +81,10 @@ static void push_link(lua_State *L, const fe_link *l)
     lua_pushnumber(L, l->page_cold_ns);
     lua_rawseti(L, -2, 2);
     lua_setfield(L, -2, "pages");
+    if (l->keep_bytes > 0) { /* what the cache keeps of the host exchange's data, bytes */
+      lua_pushnumber(L, l->keep_bytes);
+      lua_setfield(L, -2, "keep_bytes");
+    }
   }
 }
 
@@ -192,6 +196,7 @@ static void link_arg(lua_State *L, int idx, fe_link *l)
   /* {warm ns, cold ns} a line more, and a page more */
   link_more(L, idx, "lines", &l->line_warm_ns, &l->line_cold_ns);
   link_more(L, idx, "pages", &l->page_warm_ns, &l->page_cold_ns);
+  l->keep_bytes = positive_field(L, idx, "keep_bytes");
 }
 
 /* The calibration argument at idx: a table shaped like device.info().calibration.double (the
@@ -253,8 +258,7 @@ static int perf_exchange(lua_State *L)
   link_arg(L, 3, &l);
   /* touched: the bytes the machine's ranks streamed through the cache before it (an action's,
    * each rank's on a cpu); the share of the exchange's data they took out of it */
-  const double keep = c.llc_keep_bytes > 0 ? c.llc_keep_bytes : c.llc_bytes / 2;
-  x.cold = fe_perf_exchange_cold(positive_field(L, 1, "touched"), keep);
+  x.cold = fe_perf_exchange_cold(positive_field(L, 1, "touched"), fe_perf_exchange_keep(&c, &l));
   fe_exchange_terms t;
   fe_perf_exchange(&c, &l, &x, &t);
   const struct {
@@ -319,8 +323,10 @@ void felab_open_exchange(lua_State *L)
                  "{{entries, warm us, cold us}, ...}: a cpu's whole exchange through the host\n"
                  "(gather, copies, messages, sums), back to back and after every rank streamed\n"
                  "twice the last-level cache, `lines` {warm ns, cold ns}: each line more\n"
-                 "than contiguous entries take, and `pages` {warm ns, cold ns}: each 4 KiB page\n"
-                 "more. Under mpirun it is measured on first need (the host exchange where a\n"
+                 "than contiguous entries take, `pages` {warm ns, cold ns}: each 4 KiB page\n"
+                 "more, and keep_bytes: what the cache keeps of the exchange's data while a\n"
+                 "rank streams through other bytes (fitted to the exchange after 256 KiB up to\n"
+                 "the last-level cache streamed). Under mpirun it is measured on first need (the host exchange where a\n"
                  "cpu's split action first needs it; device.calibrate measures it all again)\n"
                  "and stored; alone it is the stored one (nil: none stored yet: run\n"
                  "`mpirun -np 2 felab -e 'device.calibrate(\"link\")'` once).\n"
@@ -332,10 +338,11 @@ void felab_open_exchange(lua_State *L)
                  "(default: the default backend's), and messages x latency + bytes / rate over\n"
                  "the link (default: device.link(); false: none). A cpu's, where the link has\n"
                  "`host` points: their time at these entries, between warm and cold by the\n"
-                 "share 1 - exp(-touched / llc_keep_bytes) of its data that work.touched bytes\n"
+                 "share 1 - exp(-touched / keep) of its data that work.touched bytes\n"
                  "(the rank's action before it) took out of the cache, each of work.lines past\n"
                  "entries word / 32 at the link's `lines` cost and of work.pages past\n"
-                 "entries word / 2048 at its `pages` cost, the terms in proportion.\n"
+                 "entries word / 2048 at its `pages` cost, the terms in proportion (keep:\n"
+                 "the link's keep_bytes, else the calibration's llc_keep_bytes).\n"
                  "Returns {gather, read, link, write, sum, total} in seconds.\n"
                  "example: x = m:partition(8):exchange(V); print(perf.exchange(x[1]).total)");
   felab_help_add("perf.reduction", "perf.reduction(entries, word, ranks [, calibration [, link]])",

@@ -217,10 +217,9 @@ static int op_predict_exchange(const fe_operator *A, const fe_realization *r, fe
   if (!r->be->info.is_gpu && !x.direct) FE_CHECK(fe_link_get_host(&l));
   else FE_CHECK(fe_link_get(&l));
   const fe_calibration *c = &r->be->calib[r->prec];
-  const double keep = c->llc_keep_bytes > 0 ? c->llc_keep_bytes : c->llc_bytes / 2;
   if (!r->be->info.is_gpu) /* what this rank's action took out of the cache (its own bytes:
                              * nearer the measured than every rank's, docs/benchmarks.md) */
-    x.cold = fe_perf_exchange_cold(rep->bytes, keep);
+    x.cold = fe_perf_exchange_cold(rep->bytes, fe_perf_exchange_keep(c, l));
   fe_perf_exchange(c, l, &x, &t);
   /* beside the interior's kernel, device to device on a GPU that can not make the gather
    * follow the boundary cells (info.follows 0; where it can, the gather's groups hold their

@@ -3,13 +3,13 @@
  * MPI_Waitall), at ten sizes from 8 bytes to 256 KiB, kept as measured (a message's time is
  * read off them: fe_link_message_seconds) and summed up as a latency (8 bytes) and a rate
  * (between the two largest), an MPI_Allreduce of two doubles over every rank, and a cpu's
- * whole exchange through the host at four sizes, warm and cold, and what a line and a page
- * past contiguous entries' add (measure_host: where a cpu's split action first asks for it,
+ * whole exchange through the host at four sizes, warm and cold, what a line and a page
+ * past contiguous entries' add and what the cache keeps of its data (measure_host: where a cpu's split action first asks for it,
  * or device.calibrate("link"); a GPU's ranks, device to device, never read it). Stored per
  * machine (its host name) in the cache's calibration folder, one line a rank count, beside
  * the backends' calibrations: `link-v2-<hash>.txt`, lines "ranks N latency us rate GB/s
  * allreduce us points bytes:us,... host entries:warm us:cold us,... lines warm ns:cold ns
- * pages warm ns:cold ns". The model of a split space's exchange reads it (fe_perf_exchange);
+ * pages warm ns:cold ns keep bytes". The model of a split space's exchange reads it (fe_perf_exchange);
  * a session of one rank reads it too, for what-ifs on N ranks (perf.compare). */
 #include <math.h>
 #include <stdio.h>
@@ -86,13 +86,16 @@ static void parse_line(const char *line, fe_link *l)
   if (k.nhost && pg && sscanf(pg, " pages %lf:%lf", &lw, &lc) == 2 && isfinite(lw) && lw >= 0 &&
       isfinite(lc) && lc >= 0)
     k.page_warm_ns = lw, k.page_cold_ns = lc;
+  const char *kp = strstr(p, " keep ");
+  if (k.nhost && kp && sscanf(kp, " keep %lf", &lw) == 1 && isfinite(lw) && lw >= 0)
+    k.keep_bytes = lw;
   *l = k;
 }
 
 int fe_link_stored(int ranks, fe_link *l)
 {
   memset(l, 0, sizeof *l);
-  char path[4200], line[512];
+  char path[4200], line[1024];
   FE_CHECK(link_path(path, sizeof path));
   FILE *f = fopen(path, "r");
   if (!f) return 0;
@@ -111,7 +114,7 @@ int fe_link_stored(int ranks, fe_link *l)
  * a reader never sees half a file; a cache that cannot be written costs a measurement). */
 static void link_save(const fe_link *l)
 {
-  char path[4200], tmp[4300], line[512];
+  char path[4200], tmp[4300], line[1024];
   if (link_path(path, sizeof path)) {
     fe_error_clear();
     return;
@@ -135,8 +138,8 @@ static void link_save(const fe_link *l)
     ok = fprintf(out, "%s%.0f:%.6g:%.6g", i ? "," : " host ", l->host_entries[i],
                  l->host_warm_us[i], l->host_cold_us[i]) > 0 && ok;
   if (l->nhost)
-    ok = fprintf(out, " lines %.6g:%.6g pages %.6g:%.6g", l->line_warm_ns, l->line_cold_ns,
-                 l->page_warm_ns, l->page_cold_ns) > 0 && ok;
+    ok = fprintf(out, " lines %.6g:%.6g pages %.6g:%.6g keep %.6g", l->line_warm_ns,
+                 l->line_cold_ns, l->page_warm_ns, l->page_cold_ns, l->keep_bytes) > 0 && ok;
   ok = fputc('\n', out) != EOF && ok;
   ok = !fclose(out) && ok;
   if (!ok || rename(tmp, path)) remove(tmp);
@@ -241,6 +244,47 @@ static int host_exchange(host_arrays *a, double *flush, size_t nflush, int runs,
   return fe_comm_bcast(seconds, sizeof *seconds, 0);
 }
 
+/* What the cache keeps of the host exchange's data (fe_link's keep_bytes): the exchange of
+ * 8192 contiguous entries (host point 2) after every rank read and wrote S bytes of flush,
+ * S = 256 KiB, 512 KiB, ... up to the last-level cache, the least of two passes; each S's
+ * share of the way from the point's warm time to its cold one, f(S), fitted by
+ * 1 - exp(-S / keep) (least squares over keeps an eighth of an octave apart). The model
+ * takes an action's bytes for S (fe_perf_exchange_cold). Where the cold time is not above
+ * the warm, nothing (0). */
+static int measure_keep(fe_link *l, double *flush, size_t nflush)
+{
+  enum { NS = 16, POINT = 2 };
+  size_t s[NS];
+  double us[NS];
+  int ns = 0;
+  for (size_t b = (size_t)256 << 10; b <= nflush / 2 * sizeof(double) && ns < NS; b *= 2)
+    us[ns] = INFINITY, s[ns++] = b;
+  const double warm = l->host_warm_us[POINT], cold = l->host_cold_us[POINT];
+  l->keep_bytes = 0;
+  if (!(cold > warm) || ns < 2) return 0;
+  host_arrays a;
+  FE_CHECK(host_make((int)l->host_entries[POINT], HOST_CONTIGUOUS, &a));
+  int rc = 0;
+  for (int pass = 0; pass < 2 && !rc; pass++)
+    for (int k = 0; k < ns && !rc; k++) {
+      double t = 0;
+      rc = host_exchange(&a, flush, s[k] / sizeof(double), 4, &t);
+      us[k] = fmin(us[k], t * 1e6);
+    }
+  free(a.block);
+  FE_CHECK(rc);
+  double best = INFINITY;
+  for (double keep = 64 << 10; keep <= 4.0 * (double)s[ns - 1]; keep *= pow(2, 0.125)) {
+    double e = 0;
+    for (int k = 0; k < ns; k++) {
+      const double f = fmin(1, fmax(0, (us[k] - warm) / (cold - warm)));
+      e += (f - (1 - exp(-(double)s[k] / keep))) * (f - (1 - exp(-(double)s[k] / keep)));
+    }
+    if (e < best) best = e, l->keep_bytes = keep;
+  }
+  return 0;
+}
+
 /* The host exchange's points (fe_link's host_*): 512 to 32768 entries, warm (back to back)
  * and cold (after twice the last-level cache). A warm end after a quarter of the cache
  * streamed (the arrays in the shared cache, out of the cores' own) measured 1.3-2.2 times
@@ -282,6 +326,7 @@ static int measure_host(fe_link *l)
     l->host_entries[k] = sizes[k];
     l->host_warm_us[k] = us[k][0], l->host_cold_us[k] = us[k][1];
   }
+  if (!rc) rc = measure_keep(l, flush, nflush);
   free(flush);
   FE_CHECK(rc);
   l->nhost = FE_LINK_HOST;

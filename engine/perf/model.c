@@ -713,6 +713,12 @@ double fe_perf_exchange_cold(double touched, double keep)
   return keep > 0 && touched > 0 ? 1 - exp(-touched / keep) : 0;
 }
 
+double fe_perf_exchange_keep(const fe_calibration *c, const fe_link *l)
+{
+  if (l && l->valid && l->keep_bytes > 0) return l->keep_bytes;
+  return c->llc_keep_bytes > 0 ? c->llc_keep_bytes : c->llc_bytes / 2;
+}
+
 double fe_perf_reduction(const fe_calibration *c, const fe_link *l, double entries, double word,
                          int ranks)
 {
