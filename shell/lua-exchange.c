@@ -342,7 +342,7 @@ void felab_open_exchange(lua_State *L)
                  "(the rank's action before it) took out of the cache, each of work.lines past\n"
                  "entries word / 32 at the link's `lines` cost and of work.pages past\n"
                  "entries word / 2048 at its `pages` cost, the terms in proportion (keep:\n"
-                 "the link's keep_bytes, else the calibration's llc_keep_bytes).\n"
+                 "the calibration's llc_keep_bytes, where 0 the link's keep_bytes).\n"
                  "Returns {gather, read, link, write, sum, total} in seconds.\n"
                  "example: x = m:partition(8):exchange(V); print(perf.exchange(x[1]).total)");
   felab_help_add("perf.reduction", "perf.reduction(entries, word, ranks [, calibration [, link]])",

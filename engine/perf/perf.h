@@ -273,9 +273,9 @@ typedef struct fe_link {
   double line_warm_ns, line_cold_ns, page_warm_ns, page_cold_ns;
   /* what the cache keeps of the host exchange's data while each rank streams through other
    * bytes: the exchange after S bytes a rank, S from 256 KiB to twice the last-level cache,
-   * fitted to warm + (cold - warm) (1 - exp(-S / keep_bytes)), bytes (0: not measured, the
-   * calibration's llc_keep_bytes instead; a virtual machine's reported cache can be many
-   * times what its cores keep) */
+   * fitted to warm + (cold - warm) (1 - exp(-S / keep_bytes)), bytes (0: not measured); the
+   * model's where the calibration's llc_keep_bytes is 0 (its sizes, a quarter of the cache
+   * and up, all past what a virtual machine that reports many times its share keeps) */
   double keep_bytes;
 } fe_link;
 /* Seconds of one message of `bytes` over l: its measured points, linear between two, the
@@ -320,8 +320,8 @@ void fe_perf_exchange(const fe_calibration *c, const fe_link *l, const fe_exchan
  * cold): `touched` bytes streamed through it (every rank's on the machine) against the bytes it
  * keeps (llc_keep_bytes). */
 double fe_perf_exchange_cold(double touched, double keep);
-/* The bytes the cache keeps of a cpu's host exchange: link l's measure where it has one,
- * else calibration c's llc_keep_bytes, else half its last-level cache. */
+/* The bytes the cache keeps of a cpu's host exchange: calibration c's llc_keep_bytes where
+ * it measured one, else link l's keep_bytes, else half the last-level cache. */
 double fe_perf_exchange_keep(const fe_calibration *c, const fe_link *l);
 /* A reduction of a split space's vectors on N ranks: the sums over the `entries` entries of
  * `word` bytes another rank owns, made on the device (a launch waited for, the entries read

@@ -74,14 +74,18 @@ check(close(warm.total, 13e-6, TOL) and close(cold.total, 33e-6, TOL), "host poi
       .. "(want 13 us), cold %g (33 us)", warm.total, cold.total)
 check(close(host(x1, 1e6 * math.log(2)).total, 23e-6, TOL), "half the data out of the cache: "
       .. "half-way between warm and cold %g", host(x1, 1e6 * math.log(2)).total)
--- the link's own keep_bytes (what the cache kept of its exchange's data) before the
--- calibration's llc_keep_bytes: half-way at 4e6 ln 2 bytes touched, not 1e6 ln 2
+-- the link's own keep_bytes (what the cache kept of its exchange's data) where the
+-- calibration's llc_keep_bytes is 0: half-way at 4e6 ln 2 bytes touched; the calibration's
+-- where it has one (half-way at 1e6 ln 2)
 hl.keep_bytes = 4e6
+check(close(host(x1, 1e6 * math.log(2)).total, 23e-6, TOL), "the calibration's llc_keep_bytes "
+      .. "before the link's: half-way %g (want 23 us)", host(x1, 1e6 * math.log(2)).total)
+cal.llc_keep_bytes = 0
 local kept = host(x1, 4e6 * math.log(2)).total
 check(close(kept, 23e-6, TOL), "the link's keep_bytes: half-way %g (want 23 us)", kept)
 check(close(host(x1, 1e6 * math.log(2)).total, (10 + 20 * (1 - 2 ^ -0.25)) * 1e-6 + 3e-6, TOL),
-      "the link's keep_bytes over the calibration's: %g", host(x1, 1e6 * math.log(2)).total)
-hl.keep_bytes = nil
+      "the link's keep_bytes, no llc_keep_bytes: %g", host(x1, 1e6 * math.log(2)).total)
+cal.llc_keep_bytes, hl.keep_bytes = 1e6, nil
 local mid = {messages = 1, bytes = 20000, entries = 2500, word = 8, shared = 2500, sources = 5000}
 check(close(host(mid, 0).total, 28e-6, TOL), "between two sizes, linear: %g", host(mid, 0).total)
 local big = {messages = 1, bytes = 64000, entries = 8000, word = 8, shared = 8000, sources = 16000}
