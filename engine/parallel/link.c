@@ -7,7 +7,7 @@
  * past contiguous entries' add and what the cache keeps of its data (measure_host: where a cpu's split action first asks for it,
  * or device.calibrate("link"); a GPU's ranks, device to device, never read it). Stored per
  * machine (its host name) in the cache's calibration folder, one line a rank count, beside
- * the backends' calibrations: `link-v2-<hash>.txt`, lines "ranks N latency us rate GB/s
+ * the backends' calibrations: `link-v3-<hash>.txt`, lines "ranks N latency us rate GB/s
  * allreduce us points bytes:us,... host entries:warm us:cold us,... lines warm ns:cold ns
  * pages warm ns:cold ns keep bytes". The model of a split space's exchange reads it (fe_perf_exchange);
  * a session of one rank reads it too, for what-ifs on N ranks (perf.compare). */
@@ -31,7 +31,7 @@ static int link_path(char *path, size_t n)
   char dir[4096], host[256] = "";
   FE_CHECK(fe_cache_dir("calibration", dir, sizeof dir));
   if (gethostname(host, sizeof host - 1)) snprintf(host, sizeof host, "unknown");
-  snprintf(path, n, "%s/link-v2-%016llx.txt", dir, fe_hash_string(host, 0));
+  snprintf(path, n, "%s/link-v3-%016llx.txt", dir, fe_hash_string(host, 0));
   return 0;
 }
 

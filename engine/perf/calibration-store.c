@@ -117,8 +117,12 @@ static void parse_calibration_line(char *line, fe_precision *p, fe_calibration *
         for (int j = 0; j < FE_CURVE_POINTS; j++) {
           char *end;
           double v = strtod(q, &end);
-          if (end == q || !isfinite(v) || v <= 0 || (j < FE_CURVE_POINTS - 1 && *end != ',')) {
-            snprintf(why, nwhy, "'%s %s' is not %d positive numbers", tok, val, FE_CURVE_POINTS);
+          /* 0: a size not measured (curve_llc's sweep stops where the calibration's arrays
+           * end: an Intel VM that reports 480 MiB of L3 measured four of its six sizes) */
+          if (end == q || !isfinite(v) || v < 0 || (j == 0 && v == 0) ||
+              (j < FE_CURVE_POINTS - 1 && *end != ',')) {
+            snprintf(why, nwhy, "'%s %s' is not %d numbers >= 0, the first positive", tok, val,
+                     FE_CURVE_POINTS);
             return;
           }
           curve_of(c, k)[j] = v;

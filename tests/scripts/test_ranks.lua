@@ -232,11 +232,13 @@ for _, be in ipairs({"cpu", table.unpack(devices)}) do
   -- last-level cache: 1 - exp(-bytes / keep)), the prediction the link's host exchange (the
   -- link measured it: test_ranks's first split action), the report saying so
   local cal = (device.info(be).calibration or {})[rep.precision] or {}
-  local keep = (cal.llc_keep_bytes or 0) > 0 and cal.llc_keep_bytes or (cal.llc_bytes or 0) / 2
+  local link = device.link() or {} -- keep: the calibration's, else the link's, else half the cache
+  local keep = (cal.llc_keep_bytes or 0) > 0 and cal.llc_keep_bytes or
+               (link.keep_bytes or 0) > 0 and link.keep_bytes or (cal.llc_bytes or 0) / 2
   local cpu = mpi.size > 1 and not device.info(be).is_gpu and keep > 0
   local cold = cpu and 1 - math.exp(-rep.bytes / keep) or 0
   local host = mpi.size > 1 and not device.info(be).is_gpu and not rep.exchange_direct and
-               #((device.link() or {}).host or {}) >= 2
+               #(link.host or {}) >= 2
   moved[#moved + 1] = ("COLD %s %d"):format(be, (math.abs(rep.exchange_cold - cold) < 1e-9 and
     r.exchange_cold == rep.exchange_cold and rep.exchange_host == host and
     r.exchange_host == host and (tostring(rep):find("host exchange %d+%% cold") ~= nil or
