@@ -30,6 +30,17 @@ void felab_calibration_transfers(lua_State *L, int idx, fe_calibration *c)
   c->write_gbytes = positive_field(L, idx, "write_gbytes");
 }
 
+/* Set the table on the stack's top's field `name` to {warm, cold}. */
+static void push_warm_cold(lua_State *L, const char *name, double warm, double cold)
+{
+  lua_createtable(L, 2, 0);
+  lua_pushnumber(L, warm);
+  lua_rawseti(L, -2, 1);
+  lua_pushnumber(L, cold);
+  lua_rawseti(L, -2, 2);
+  lua_setfield(L, -2, name);
+}
+
 /* Push link l as {latency_us =, gbytes =, allreduce_us =, ranks =, points = {{bytes, us},
  * ...}}, or nil where not valid. */
 static void push_link(lua_State *L, const fe_link *l)
@@ -69,18 +80,9 @@ static void push_link(lua_State *L, const fe_link *l)
       lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "host");
-    lua_createtable(L, 2, 0); /* {warm ns, cold ns}: a line past contiguous entries' */
-    lua_pushnumber(L, l->line_warm_ns);
-    lua_rawseti(L, -2, 1);
-    lua_pushnumber(L, l->line_cold_ns);
-    lua_rawseti(L, -2, 2);
-    lua_setfield(L, -2, "lines");
-    lua_createtable(L, 2, 0); /* {warm ns, cold ns}: a page past contiguous entries' */
-    lua_pushnumber(L, l->page_warm_ns);
-    lua_rawseti(L, -2, 1);
-    lua_pushnumber(L, l->page_cold_ns);
-    lua_rawseti(L, -2, 2);
-    lua_setfield(L, -2, "pages");
+    /* {warm ns, cold ns}: a line, and a page, past contiguous entries' */
+    push_warm_cold(L, "lines", l->line_warm_ns, l->line_cold_ns);
+    push_warm_cold(L, "pages", l->page_warm_ns, l->page_cold_ns);
     if (l->keep_bytes > 0) { /* what the cache keeps of the host exchange's data, bytes */
       lua_pushnumber(L, l->keep_bytes);
       lua_setfield(L, -2, "keep_bytes");
