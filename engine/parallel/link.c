@@ -3,14 +3,15 @@
  * MPI_Waitall), at ten sizes from 8 bytes to 256 KiB, kept as measured (a message's time is
  * read off them: fe_link_message_seconds) and summed up as a latency (8 bytes) and a rate
  * (between the two largest), an MPI_Allreduce of two doubles over every rank, and a cpu's
- * whole exchange through the host at four sizes, warm and cold, what a line and a page
- * past contiguous entries' add and what the cache keeps of its data (measure_host: where a cpu's split action first asks for it,
- * or device.calibrate("link"); a GPU's ranks, device to device, never read it). Stored per
- * machine (its host name) in the cache's calibration folder, one line a rank count, beside
- * the backends' calibrations: `link-v3-<hash>.txt`, lines "ranks N latency us rate GB/s
- * allreduce us points bytes:us,... host entries:warm us:cold us,... lines warm ns:cold ns
- * pages warm ns:cold ns keep bytes". The model of a split space's exchange reads it (fe_perf_exchange);
- * a session of one rank reads it too, for what-ifs on N ranks (perf.compare). */
+ * whole exchange through the host at four sizes, warm and cold, what a line and a page past
+ * contiguous entries' add and what the cache keeps of its data (measure_host: where a cpu's
+ * split action first asks for it, or device.calibrate("link"); a GPU's ranks, device to
+ * device, never read it). Stored per machine (its host name) in the cache's calibration
+ * folder, one line a rank count, beside the backends' calibrations: `link-v3-<hash>.txt`,
+ * lines "ranks N latency us rate GB/s allreduce us points bytes:us,... host entries:warm
+ * us:cold us,... lines warm ns:cold ns pages warm ns:cold ns keep bytes". The model of a
+ * split space's exchange reads it (fe_perf_exchange); a session of one rank reads it too, for
+ * what-ifs on N ranks (perf.compare). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
