@@ -328,9 +328,10 @@ void felab_open_exchange(lua_State *L)
                  "than contiguous entries take, `pages` {warm ns, cold ns}: each 4 KiB page\n"
                  "more, and keep_bytes: what the cache keeps of the exchange's data while a\n"
                  "rank streams through other bytes (fitted to the exchange after 256 KiB up to\n"
-                 "the last-level cache streamed). Under mpirun it is measured on first need (the host exchange where a\n"
-                 "cpu's split action first needs it; device.calibrate measures it all again)\n"
-                 "and stored; alone it is the stored one (nil: none stored yet: run\n"
+                 "the last-level cache streamed). Under mpirun it is measured on first need\n"
+                 "(the host exchange where a cpu's split action first needs it;\n"
+                 "device.calibrate measures it all again) and stored; alone it is the stored\n"
+                 "one (nil: none stored yet: run\n"
                  "`mpirun -np 2 felab -e 'device.calibrate(\"link\")'` once).\n"
                  "example: l = device.link(); if l then print(l.latency_us, l.gbytes) end");
   felab_help_add("perf.exchange", "perf.exchange(work [, calibration [, link]])",
