@@ -691,8 +691,8 @@ void fe_perf_exchange(const fe_calibration *c, const fe_link *l, const fe_exchan
     const double f = fmin(1.0, fmax(0.0, x->cold));
     double whole = (1 - f) * w + f * k + (c->sync_us + c->launch_us) * 1e-6;
     /* the lines and pages past those of contiguous entries (a mesh's interface numbered
-     * apart): the gather's and the sums' lists, word-byte entries, 64 to a line and 4096 to a
-     * page */
+     * apart): the gather's and the sums' lists, entries of x->word bytes, a line 64 bytes and a
+     * page 4096 */
     const double word = x->word > 0 ? x->word : 8;
     const double lines = x->lines > 0 ? fmax(0.0, x->lines - x->entries * word / 32) : 0,
                  pages = x->pages > 0 ? fmax(0.0, x->pages - x->entries * word / 2048) : 0;
@@ -717,8 +717,8 @@ double fe_perf_exchange_keep(const fe_calibration *c, const fe_link *l)
 {
   /* the calibration's where it found the cache keeping its first size, a quarter of the
    * cache (the AMD EPYC VM's 24 MB, on which the form was chosen), else the link's (an
-   * Intel Xeon VM that reports 480 MiB and keeps 32 MB; the GPU machine's Xeon, 300 MiB,
-   * 52-60 MB), else half the cache */
+   * Intel Xeon VM that reports 480 MiB, fitted 11-47 MB; the GPU machine's Xeon, 300 MiB,
+   * 33-70 MB), else half the cache */
   if (c->llc_keep_bytes > 0) return c->llc_keep_bytes;
   if (l && l->valid && l->keep_bytes > 0) return l->keep_bytes;
   return c->llc_bytes / 2;
