@@ -71,7 +71,7 @@ const help_entry felab_help_builtin[] = {
                      "A:strategies()",
      "A matrix-free operator. Every action takes opts {backend = \"cpu\"|\"opencl\"|\"cuda\",\n"
      "precision = \"double\"|\"single\", strategy = \"transpose\"|\"patch\"|\"sumfact\"|\"csr\"|\n"
-     "\"ebe\", autotune = true|false} and the chosen strategy's own options: block = cells\n"
+     "\"ebe\", autotune = true|false|\"again\"} and the chosen strategy's own options: block = cells\n"
      "per group (all), geometry = \"stored\"|\"vertices\"|\"unshared\" (transpose, patch,\n"
      "sumfact), fold = true|false (transpose, sumfact), scatter = \"atomic\"|\"nodes\"\n"
      "(sumfact)|\"color\" (ebe), recompute = true (ebe), walk, lanes (patch), lanes, format,\n"
@@ -88,7 +88,8 @@ const help_entry felab_help_builtin[] = {
      "rates and says which strategy ran and why (rep.why). Without strategy the model's\n"
      "fastest runs (A:strategies() shows each one's prediction); with autotune (by default\n"
      "from 200k dofs) the one measured fastest here, each candidate timed once and the\n"
-     "choice kept in the cache per device and operator shape.\n"
+     "choice kept in the cache per device and operator shape (\"again\": measured now,\n"
+     "the cached choice replaced: after a driver or a machine's change).\n"
      "fold: the Jacobian action of a linear physics reads per-point data made once at setup,\n"
      "the geometry and every coefficient of x, regions and constants folded together (a\n"
      "scalar diffusion: 6 words a point, W|J| Jinv kappa Jinv^T, as libCEED's qdata); by\n"

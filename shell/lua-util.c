@@ -160,9 +160,12 @@ void felab_read_general_opts(lua_State *L, int t, const char *fname, fe_action_o
   }
   int atype = lua_getfield(L, t, "autotune");
   if (atype == LUA_TBOOLEAN) o->autotune = lua_toboolean(L, -1) ? FE_AUTOTUNE_ON : FE_AUTOTUNE_OFF;
+  else if (atype == LUA_TSTRING && !strcmp(lua_tostring(L, -1), "again"))
+    o->autotune = FE_AUTOTUNE_AGAIN;
   else if (atype != LUA_TNIL)
-    luaL_error(L, "%s: autotune must be a boolean (true: the default strategy is the one "
-               "measured fastest here, kept in the cache; false: the model's), got %s", fname,
+    luaL_error(L, "%s: autotune must be a boolean or \"again\" (true: the default strategy is "
+               "the one measured fastest here, kept in the cache; \"again\": measured now, the "
+               "cached choice replaced; false: the model's), got %s", fname,
                felab_kind_of(L, -1));
   lua_pop(L, 1);
 }

@@ -22,7 +22,7 @@ static long long decisive_dofs(const fe_operator *A)
 
 int fe_autotune_wanted(const fe_operator *A, int asked)
 {
-  if (asked == FE_AUTOTUNE_ON) return 1;
+  if (asked == FE_AUTOTUNE_ON || asked == FE_AUTOTUNE_AGAIN) return 1;
   if (asked == FE_AUTOTUNE_OFF) return 0;
   return decisive_dofs(A) >= FE_AUTOTUNE_DOFS;
 }

@@ -12,13 +12,14 @@
 
 struct fe_operator;
 
-/* Whether to measure: asked (FE_AUTOTUNE_ON, _OFF) or, by default, where the operator has
+/* Whether to measure: asked (FE_AUTOTUNE_ON, _OFF; _AGAIN: measured now, the cached choice
+ * passed over and replaced) or, by default, where the operator has
  * FE_AUTOTUNE_DOFS dofs or more (a solve's applies there repay a few trial applies of each
  * candidate, and a small operator's times are too short to tell apart); a space split over
  * the ranks by its whole dofs, so that every rank measures or none (each trial exchanges).
  * There the ranks decide together: rank 0's cached choice, else trials of every rank's
  * candidates, each timed by its slowest rank (engine/operator/operator-choose.c). */
-enum { FE_AUTOTUNE_AUTO, FE_AUTOTUNE_ON, FE_AUTOTUNE_OFF };
+enum { FE_AUTOTUNE_AUTO, FE_AUTOTUNE_ON, FE_AUTOTUNE_OFF, FE_AUTOTUNE_AGAIN };
 #define FE_AUTOTUNE_DOFS 200000
 int fe_autotune_wanted(const struct fe_operator *A, int asked);
 

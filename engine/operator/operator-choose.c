@@ -323,9 +323,9 @@ static int autotune_candidates(fe_operator *A, fe_backend *be, fe_precision prec
   return 0;
 }
 
-/* The default by autotuning: cached, or the trials' fastest, stored (a split space's by rank
- * 0: the same choice on every rank). */
-static int choose_autotuned(fe_operator *A, fe_backend *be, fe_precision prec,
+/* The default by autotuning: cached (unless asked again), or the trials' fastest, stored (a
+ * split space's by rank 0: the same choice on every rank). */
+static int choose_autotuned(fe_operator *A, fe_backend *be, fe_precision prec, int again,
                             const fe_strategy **out, char *why, size_t nwhy)
 {
   const fe_dist *dist = A->V->dist;
@@ -333,7 +333,7 @@ static int choose_autotuned(fe_operator *A, fe_backend *be, fe_precision prec,
   char key[256], times[256] = "";
   fe_autotune_key(A, be, prec, key, sizeof key);
   const fe_strategy *st = NULL;
-  FE_CHECK(cached_choice(A, be, prec, key, split, &st, times, sizeof times));
+  if (!again) FE_CHECK(cached_choice(A, be, prec, key, split, &st, times, sizeof times));
   if (st) {
     *out = st;
     snprintf(why, nwhy, "default: measured fastest (autotune, cached: %s)", times);
@@ -356,7 +356,8 @@ static int choose_default(fe_operator *A, fe_backend *be, fe_precision prec, int
                           const fe_strategy **out, char *why, size_t nwhy)
 {
   char reason[256];
-  if (fe_autotune_wanted(A, autotune)) return choose_autotuned(A, be, prec, out, why, nwhy);
+  if (fe_autotune_wanted(A, autotune))
+    return choose_autotuned(A, be, prec, autotune == FE_AUTOTUNE_AGAIN, out, why, nwhy);
   for (int i = 0; i < NSTRATEGIES; i++) {
     const fe_strategy *st = strategy_list[i];
     if (st->measured && strategy_applies(st, A, be, prec, reason, sizeof reason) &&
