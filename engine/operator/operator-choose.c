@@ -145,19 +145,22 @@ int fe_operator_pick_strategy(fe_operator *A, const fe_action_opts *o, fe_backen
   }
   if (o && fe_strategies_taking(o) != (1u << NSTRATEGIES) - 1)
     return pick_among(A, o, be, prec, fe_strategies_taking(o), out, why, nwhy);
-  for (int i = 0; i < A->npick; i++) /* chosen before: every action of a solve asks */
-    if (A->pick[i].be == be && A->pick[i].prec == prec) {
-      *out = A->pick[i].st;
-      snprintf(why, nwhy, "%s", A->pick[i].why);
-      return 0;
-    }
+  /* chosen before (every action of a solve asks), unless autotune = "again" asks anew */
+  const int again = o && o->autotune == FE_AUTOTUNE_AGAIN;
+  int k = 0;
+  while (k < A->npick && !(A->pick[k].be == be && A->pick[k].prec == prec)) k++;
+  if (k < A->npick && !again) {
+    *out = A->pick[k].st;
+    snprintf(why, nwhy, "%s", A->pick[k].why);
+    return 0;
+  }
   FE_CHECK(choose_default(A, be, prec, o ? o->autotune : FE_AUTOTUNE_AUTO, out, why, nwhy));
-  if (A->npick < (int)(sizeof A->pick / sizeof A->pick[0])) {
-    A->pick[A->npick].be = be;
-    A->pick[A->npick].prec = prec;
-    A->pick[A->npick].st = *out;
-    snprintf(A->pick[A->npick].why, sizeof A->pick[A->npick].why, "%s", why);
-    A->npick++;
+  if (k < (int)(sizeof A->pick / sizeof A->pick[0])) {
+    A->pick[k].be = be;
+    A->pick[k].prec = prec;
+    A->pick[k].st = *out;
+    snprintf(A->pick[k].why, sizeof A->pick[k].why, "%s", why);
+    if (k == A->npick) A->npick++;
   }
   return 0;
 }

@@ -41,6 +41,9 @@ local B = fe.operator(V, pde, {dirichlet = "all"})
 _, rep = B:apply(v, {autotune = true})
 check(rep.strategy == chosen and rep.why:find("autotune, cached", 1, true),
       "the same shape again: %s (%s)", rep.strategy, rep.why)
+-- "again" on that operator, which has chosen: measured now, not its choice nor the cache's
+_, rep = B:apply(v, {autotune = "again"})
+check(rep.why:find("measured fastest (autotune:", 1, true), "autotune = \"again\": %s", rep.why)
 -- without autotune (and by default on an operator this small) the model chooses
 local C = fe.operator(V, pde, {dirichlet = "all"})
 _, rep = C:apply(v, {autotune = false})
