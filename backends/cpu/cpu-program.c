@@ -19,11 +19,13 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -227,6 +229,33 @@ static int cpu_run_compiler(cpu_impl *c, const char *csrc, const char *source_sh
   return 0;
 }
 
+/* Compile csrc to base's object unless another process of this machine compiled it while
+ * this one waited (*cached set then): the processes sharing a cache (mpirun's ranks, two test
+ * lanes) take one of CPU_LOCKS lock files by the source's hash, so that one compiles a kernel
+ * and the others load it (three ranks of two cores compiled each kernel three times). No
+ * lock (no file there): compiled here regardless. */
+enum { CPU_LOCKS = 64 };
+static int cpu_compile_locked(cpu_impl *c, unsigned long long h, const char *csrc,
+                              const char *source, const char *base, const char *so, int *cached,
+                              char **asm_text)
+{
+  char path[1200];
+  snprintf(path, sizeof path, "%s/lock.%02d", c->cache, (int)(h % CPU_LOCKS));
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  while (fd >= 0 && flock(fd, LOCK_EX))
+    if (errno != EINTR) {
+      close(fd);
+      fd = -1;
+    }
+  struct stat st;
+  int rc = 0;
+  *asm_text = NULL;
+  if (fd >= 0 && stat(so, &st) == 0) *cached = 1;
+  else rc = cpu_run_compiler(c, csrc, source, base, asm_text);
+  if (fd >= 0) close(fd); /* closing releases the lock */
+  return rc;
+}
+
 /* Why a cached object cannot be what the compiler wrote, or NULL if it looks whole:
  * its ELF section headers (the end of a linked file) must lie inside it, so a truncated file
  * is never mapped (touching a page past its end would be a SIGBUS). */
@@ -305,7 +334,7 @@ int cpu_compile(void *impl, const char *source, fe_module **mod, double *seconds
   for (;;) {
     if (!*cached) {
       free(asm_text);
-      int rc = cpu_run_compiler(c, csrc, source, base, &asm_text);
+      int rc = cpu_compile_locked(c, h, csrc, source, base, so, cached, &asm_text);
       if (rc) {
         free(asm_text);
         free(csrc);

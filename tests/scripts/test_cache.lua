@@ -6,8 +6,15 @@ local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
 local check = T.check
 
 -- the child: calibrate each backend named in arg[3] ("calibrate"), or ask the model for a
--- small operator's strategies on the cpu, which reads the stored calibration ("predict")
+-- small operator's strategies on the cpu, which reads the stored calibration ("predict"), or
+-- run a Q3 apply on the cpu (a kernel of a second or so to compile: "apply")
 if arg[1] == "child" then
+  if arg[2]:find("apply") then
+    local V = fe.space(mesh.box{cells = {2, 2, 2}, cell = "hex"}, "Q3")
+    local A = fe.operator(V, physics.poisson{kappa = "1 + x[0]", source = 1})
+    A:apply(V:interpolate(1), {backend = "cpu", strategy = "sumfact"})
+    print("applied")
+  end
   if arg[2]:find("predict") then
     local V = fe.space(mesh.box{cells = {2, 2, 2}, cell = "tet"}, "P1")
     local A = fe.operator(V, physics.poisson{kappa = 1, source = 1})
@@ -169,6 +176,38 @@ end
 check(#cpus == 2 and out:find("calibrated cpu", 1, true),
       "%d threads: %d cpu calibrations stored (expected 2, one a thread count):\n%s", other,
       #cpus, out)
+
+-- two processes of one cache (mpirun's ranks, the suite's lanes) compile a kernel once: one
+-- compiles while the other waits on its lock (backends/cpu/cpu-program.c), then loads it.
+-- FELAB_CC, a script that counts the compiles that write an object, then runs cc (another
+-- compiler's name: kernels of their own in the cache, compiled now)
+do
+  local cc = dir .. "/cc.sh"
+  local f = check(io.open(cc, "w"))
+  f:write(("#!/bin/sh\ncase \"$*\" in *.so*) echo so >> '%s/cc.log' ;; esac\nexec cc \"$@\"\n")
+          :format(dir))
+  f:close()
+  os.execute("chmod +x '" .. cc .. "'")
+  local before = #entries("cpu", ".so")
+  local one = ("FELAB_CC='%s' FELAB_CACHE='%s' '%s' '%s' child apply cpu"):format(cc, dir, exe, arg[0])
+  os.execute(("(%s > '%s/a.out' 2>&1) & (%s > '%s/b.out' 2>&1) & wait"):format(one, dir, one, dir))
+  local made = #entries("cpu", ".so") - before
+  local compiles = 0
+  local log = io.open(dir .. "/cc.log")
+  for _ in (log and log:lines() or function() end) do compiles = compiles + 1 end
+  if log then log:close() end
+  local outs = ""
+  for _, n in ipairs({"a", "b"}) do
+    local o = io.open(("%s/%s.out"):format(dir, n))
+    outs = outs .. (o and o:read("a") or "")
+    if o then o:close() end
+  end
+  local _, applied = outs:gsub("applied", "")
+  check(applied == 2 and made > 0 and compiles == made,
+        "two processes at once: %d objects made, %d compiles (one each expected):\n%s", made,
+        compiles, outs)
+  print(("two processes at once: %d kernels compiled once each"):format(made))
+end
 
 os.execute("rm -rf '" .. dir .. "'")
 T.done()
