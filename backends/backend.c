@@ -4,11 +4,14 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "engine/core/error.h"
 
@@ -294,6 +297,22 @@ int fe_cache_dir(const char *sub, char *path, size_t n)
   if (make_dirs(path))
     FE_ERROR(FE_ERR_IO, "cannot create the cache directory %s: %s", path, strerror(errno));
   return 0;
+}
+
+int fe_cache_lock(const char *path)
+{
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  while (fd >= 0 && flock(fd, LOCK_EX)) /* a signal: wait again; another failure: no lock */
+    if (errno != EINTR) {
+      close(fd);
+      fd = -1;
+    }
+  return fd;
+}
+
+void fe_cache_unlock(int fd)
+{
+  if (fd >= 0) close(fd); /* closing releases the lock */
 }
 
 /* A cache entry that failed to load: remove it so that it is built again, and say so once

@@ -447,6 +447,11 @@ unsigned long long fe_device_hash(const fe_backend *be);
 double fe_clock(void);
 /* The user's cache directory for felab (created): $XDG_CACHE_HOME/felab or ~/.cache/felab. */
 int fe_cache_dir(const char *sub, char *path, size_t n);
+/* An exclusive lock on the file path (created) shared by the processes of a machine: its
+ * descriptor, held until fe_cache_unlock; -1 where it cannot be had (the caller goes on
+ * without it). */
+int fe_cache_lock(const char *path);
+void fe_cache_unlock(int fd);
 /* Remove a cache entry that failed to load (truncated, corrupt, another compiler's), saying
  * so on stderr the first time in a process; 1 if there was one to remove. */
 int fe_cache_drop(const char *path, const char *reason);

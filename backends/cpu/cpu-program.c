@@ -19,13 +19,11 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -241,18 +239,13 @@ static int cpu_compile_locked(cpu_impl *c, unsigned long long h, const char *csr
 {
   char path[1200];
   snprintf(path, sizeof path, "%s/lock.%02d", c->cache, (int)(h % CPU_LOCKS));
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  while (fd >= 0 && flock(fd, LOCK_EX))
-    if (errno != EINTR) {
-      close(fd);
-      fd = -1;
-    }
+  int fd = fe_cache_lock(path);
   struct stat st;
   int rc = 0;
   *asm_text = NULL;
   if (fd >= 0 && stat(so, &st) == 0) *cached = 1;
   else rc = cpu_run_compiler(c, csrc, source, base, asm_text);
-  if (fd >= 0) close(fd); /* closing releases the lock */
+  fe_cache_unlock(fd);
   return rc;
 }
 

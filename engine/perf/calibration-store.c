@@ -1,15 +1,12 @@
 /* felab performance: a backend's calibration as stored in the cache directory, one file per
  * backend and device, one line per precision: its path, its fields, reading it (a file that
  * does not parse is dropped whole) and writing it. */
-#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include "engine/core/error.h"
@@ -200,19 +197,12 @@ int perf_calibration_lock(void)
     return -1;
   }
   snprintf(path, sizeof path, "%s/lock", dir);
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return -1;
-  while (flock(fd, LOCK_EX)) /* a signal: wait again; another failure: no lock */
-    if (errno != EINTR) {
-      close(fd);
-      return -1;
-    }
-  return fd;
+  return fe_cache_lock(path);
 }
 
 void perf_calibration_unlock(int fd)
 {
-  if (fd >= 0) close(fd); /* closing releases the lock */
+  fe_cache_unlock(fd);
 }
 
 int perf_calibration_stored_since(const fe_backend *be, double since)
