@@ -315,6 +315,17 @@ void fe_cache_unlock(int fd)
   if (fd >= 0) close(fd); /* closing releases the lock */
 }
 
+int fe_cache_lock_kernel(const char *sub, unsigned long long hash)
+{
+  char dir[1024], path[1100];
+  if (fe_cache_dir(sub, dir, sizeof dir)) {
+    fe_error_clear(); /* no cache folder: nothing shared to wait for */
+    return -1;
+  }
+  snprintf(path, sizeof path, "%s/lock.%02d", dir, (int)(hash % FE_CACHE_LOCKS));
+  return fe_cache_lock(path);
+}
+
 /* A cache entry that failed to load: remove it so that it is built again, and say so once
  * per process (only when there was a file to remove). Returns 1 if it was removed. */
 int fe_cache_drop(const char *path, const char *reason)

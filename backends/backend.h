@@ -452,6 +452,11 @@ int fe_cache_dir(const char *sub, char *path, size_t n);
  * without it). */
 int fe_cache_lock(const char *path);
 void fe_cache_unlock(int fd);
+/* The lock of a compiled kernel's source hash in the cache folder sub (one of
+ * FE_CACHE_LOCKS files, sub/lock.NN, picked by the hash): held while one process compiles it,
+ * so that the others sharing the cache (mpirun's ranks) wait and load it; -1 without one. */
+enum { FE_CACHE_LOCKS = 64 };
+int fe_cache_lock_kernel(const char *sub, unsigned long long hash);
 /* Remove a cache entry that failed to load (truncated, corrupt, another compiler's), saying
  * so on stderr the first time in a process; 1 if there was one to remove. */
 int fe_cache_drop(const char *path, const char *reason);

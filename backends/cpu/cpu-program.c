@@ -229,17 +229,14 @@ static int cpu_run_compiler(cpu_impl *c, const char *csrc, const char *source_sh
 
 /* Compile csrc to base's object unless another process of this machine compiled it while
  * this one waited (*cached set then): the processes sharing a cache (mpirun's ranks, two test
- * lanes) take one of CPU_LOCKS lock files by the source's hash, so that one compiles a kernel
+ * lanes) take the source hash's lock (fe_cache_lock_kernel), so that one compiles a kernel
  * and the others load it (three ranks of two cores compiled each kernel three times). No
  * lock (no file there): compiled here regardless. */
-enum { CPU_LOCKS = 64 };
 static int cpu_compile_locked(cpu_impl *c, unsigned long long h, const char *csrc,
                               const char *source, const char *base, const char *so, int *cached,
                               char **asm_text)
 {
-  char path[1200];
-  snprintf(path, sizeof path, "%s/lock.%02d", c->cache, (int)(h % CPU_LOCKS));
-  int fd = fe_cache_lock(path);
+  int fd = fe_cache_lock_kernel("cpu", h);
   struct stat st;
   int rc = 0;
   *asm_text = NULL;

@@ -409,9 +409,13 @@ static int cuda_image_get(cuda_impl *cu, const char *source, int fresh, cuda_cac
     return 0;
   }
   if (!fresh && (image = cuda_disk_load(cu, source, hash, &size))) *cached = 1;
-  if (!image) {
-    FE_CHECK(cuda_nvrtc_compile(cu, source, &image, &size));
-    cuda_disk_store(cu, source, hash, image, size);
+  if (!image) { /* compiled by one process of those sharing the disk cache, the others wait */
+    int lock = cu->disk_cache ? fe_cache_lock_kernel("cuda", hash) : -1, rc = 0;
+    if (lock >= 0 && !fresh && (image = cuda_disk_load(cu, source, hash, &size))) *cached = 1;
+    else if (!(rc = cuda_nvrtc_compile(cu, source, &image, &size)))
+      cuda_disk_store(cu, source, hash, image, size);
+    fe_cache_unlock(lock);
+    if (rc) return fe_error_push(rc, __FILE__, __LINE__, __func__);
   }
   return cuda_cache_add(cu, source, hash, image, size, out);
 }
