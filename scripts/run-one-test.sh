@@ -10,6 +10,10 @@
 # sanitizer options) is the caller's.
 BUILD=$1 RESULTS=$2 t=$3
 start=$(date +%s)
+# PoCL unoptimized for the tests (scripts/run-tests.sh), but for those that run opencl at size
+case " ${OPENCL_OPTIMIZED:-} " in
+  *" $(basename "$t") "*) [ "${FELAB_TEST_OPENCL_UNOPTIMIZED:-0}" = 1 ] && unset FELAB_OPENCL_OPTIONS ;;
+esac
 out=$("$BUILD/felab" "$t" 2>&1)
 rc=$?
 # LeakSanitizer's tracer itself sometimes crashes at exit (signal 11 while it stops the
