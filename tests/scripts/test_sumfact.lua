@@ -69,7 +69,7 @@ cases[#cases + 1] = {mesh = mesh.box{cells = {5, 3}, cell = "quad", distort = 0.
                      dim = 2}
 cases[#cases + 1] = {mesh = mesh.box{cells = {4, 3}, cell = "quad", distort = 0.3}, space = "Q2",
                      dim = 2, physics = "nonlinear"}
-for _, c in ipairs(cases) do
+for ci, c in ipairs(cases) do
   local order = tonumber(c.space:sub(2))
   local V = c.components and fe.space(c.mesh, {family = "Q", order = order, components = 3})
             or fe.space(c.mesh, c.space)
@@ -106,9 +106,7 @@ for _, c in ipairs(cases) do
       -- PoCL's builds are most of this test's time: opencl meets each geometry on every other
       -- case (the cases' list alternates them) and GLL points in 3D, where the cpu meets all
       if be == "opencl" then
-        local k = 0
-        for i, cc in ipairs(cases) do if cc == c then k = i end end
-        geometries = (rule == "gll" and c.dim == 2) and {} or {k % 2 == 0 and "stored" or "vertices"}
+        geometries = (rule == "gll" and c.dim == 2) and {} or {ci % 2 == 0 and "stored" or "vertices"}
       end
       for _, geometry in ipairs(too_big and {} or geometries) do
         local worst = compare(A, V, u, w, {backend = be, geometry = geometry}, 1e-12,
