@@ -68,10 +68,12 @@ ratio = hi.transpose.seconds / hi.sumfact.seconds
 print(("Q%d: transpose %.3g s, sumfact %.3g s: sumfact %.1fx faster (counted flops: %.1fx fewer)"):format(
   hi.p, hi.transpose.seconds, hi.sumfact.seconds, ratio, hi.transpose.flops / hi.sumfact.flops))
 L.check(kt > ks + 1, "transpose's flops grow faster with the order than sumfact's (by more than one power)")
-L.check(hi.transpose.flops > 4 * hi.sumfact.flops, "at Q%d sumfact counts over 4x fewer flops a cell", hi.p)
+L.check(hi.transpose.flops > 4 * hi.sumfact.flops, "at Q%d sumfact counts over 4x fewer flops a cell",
+        hi.p)
 if L.quick then
   -- a handful of cells times the call's overhead more than the sums: no claim on it
-  print(("(quick sizes, %d cells: the times are mostly the call's overhead; the full size checks them)"):format(m.ncells))
+  print(("(quick sizes, %d cells: the times are mostly the call's overhead; the full size checks them)")
+        :format(m.ncells))
 else
   L.check(ratio > 1, "at Q%d sumfact's measured time is below transpose's", hi.p)
 end]]},
