@@ -299,15 +299,23 @@ int fe_cache_dir(const char *sub, char *path, size_t n)
   return 0;
 }
 
-int fe_cache_lock(const char *path)
+/* The lock on path, waiting for it (how = LOCK_EX) or not (LOCK_EX | LOCK_NB: FE_CACHE_BUSY
+ * while another holds it). */
+static int cache_lock(const char *path, int how)
 {
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  while (fd >= 0 && flock(fd, LOCK_EX)) /* a signal: wait again; another failure: no lock */
-    if (errno != EINTR) {
-      close(fd);
-      fd = -1;
-    }
+  while (fd >= 0 && flock(fd, how)) { /* a signal: wait again; another failure: no lock */
+    int busy = errno == EWOULDBLOCK && (how & LOCK_NB);
+    if (errno == EINTR) continue;
+    close(fd);
+    fd = busy ? FE_CACHE_BUSY : -1;
+  }
   return fd;
+}
+
+int fe_cache_lock(const char *path)
+{
+  return cache_lock(path, LOCK_EX);
 }
 
 void fe_cache_unlock(int fd)
@@ -315,7 +323,7 @@ void fe_cache_unlock(int fd)
   if (fd >= 0) close(fd); /* closing releases the lock */
 }
 
-int fe_cache_lock_kernel(const char *sub, unsigned long long hash)
+static int cache_lock_kernel(const char *sub, unsigned long long hash, int how)
 {
   char dir[1024], path[1100];
   if (fe_cache_dir(sub, dir, sizeof dir)) {
@@ -323,7 +331,17 @@ int fe_cache_lock_kernel(const char *sub, unsigned long long hash)
     return -1;
   }
   snprintf(path, sizeof path, "%s/lock.%02d", dir, (int)(hash % FE_CACHE_LOCKS));
-  return fe_cache_lock(path);
+  return cache_lock(path, how);
+}
+
+int fe_cache_lock_kernel(const char *sub, unsigned long long hash)
+{
+  return cache_lock_kernel(sub, hash, LOCK_EX);
+}
+
+int fe_cache_trylock_kernel(const char *sub, unsigned long long hash)
+{
+  return cache_lock_kernel(sub, hash, LOCK_EX | LOCK_NB);
 }
 
 /* A cache entry that failed to load: remove it so that it is built again, and say so once

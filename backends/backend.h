@@ -455,8 +455,11 @@ void fe_cache_unlock(int fd);
 /* The lock of a compiled kernel's source hash in the cache folder sub (one of
  * FE_CACHE_LOCKS files, sub/lock.NN, picked by the hash): held while one process compiles it,
  * so that the others sharing the cache (mpirun's ranks) wait and load it; -1 without one. */
-enum { FE_CACHE_LOCKS = 64 };
+enum { FE_CACHE_LOCKS = 64, FE_CACHE_BUSY = -2 };
 int fe_cache_lock_kernel(const char *sub, unsigned long long hash);
+/* The same lock if no other process holds it now, without waiting: FE_CACHE_BUSY if one
+ * does (it is compiling a kernel of that lock), -1 without a lock to have. */
+int fe_cache_trylock_kernel(const char *sub, unsigned long long hash);
 /* Remove a cache entry that failed to load (truncated, corrupt, another compiler's), saying
  * so on stderr the first time in a process; 1 if there was one to remove. */
 int fe_cache_drop(const char *path, const char *reason);

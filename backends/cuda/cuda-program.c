@@ -452,13 +452,23 @@ int cuda_precompile(void *impl, const char *const *sources, int n, double *secon
   void **image = calloc((size_t)n + 1, sizeof *image);
   size_t *size = calloc((size_t)n + 1, sizeof *size);
   int *todo = calloc((size_t)n + 1, sizeof *todo), k = 0;
+  /* the disk cache's locks of the sources compiled here (as cuda_image_get takes them, but
+   * without waiting): a source whose lock another process holds (mpirun's ranks sharing the
+   * cache) is left to it, and cuda_image_get waits for it and loads it when it is used */
+  int lock[FE_CACHE_LOCKS];
+  for (int l = 0; l < FE_CACHE_LOCKS; l++) lock[l] = -1;
   for (int i = 0; image && size && todo && i < n && !cu->lost; i++) { /* what no cache has */
     unsigned long long h = fe_hash_string(sources[i], cu->seed);
+    int l = (int)(h % FE_CACHE_LOCKS);
     cuda_cached *c;
     if (cuda_cache_find(cu, sources[i], h)) continue;
     void *img = cuda_disk_load(cu, sources[i], h, &size[i]);
+    if (!img && cu->disk_cache && lock[l] == -1) {
+      lock[l] = fe_cache_trylock_kernel("cuda", h);
+      if (lock[l] >= 0) img = cuda_disk_load(cu, sources[i], h, &size[i]); /* stored meanwhile? */
+    }
     if (img) cuda_cache_add(cu, sources[i], h, img, size[i], &c);
-    else todo[k++] = i;
+    else if (lock[l] != FE_CACHE_BUSY) todo[k++] = i;
   }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(k > 0 ? k : 1)
   for (int j = 0; j < k; j++) image[todo[j]] = cuda_nvrtc_quiet(cu, sources[todo[j]], &size[todo[j]]);
@@ -472,6 +482,7 @@ int cuda_precompile(void *impl, const char *const *sources, int n, double *secon
     cuda_disk_store(cu, sources[i], h, image[i], size[i]);
     if (cuda_cache_add(cu, sources[i], h, image[i], size[i], &c)) fe_error_clear();
   }
+  for (int l = 0; l < FE_CACHE_LOCKS; l++) fe_cache_unlock(lock[l]);
   free(image);
   free(size);
   free(todo);

@@ -39,7 +39,7 @@ local function explain_names_the_models_numbers(backend, strategy)
   check(text:find("strategy " .. strategy .. " on " .. backend, 1, true), "%s: the head names the strategy", where)
 
   -- the prediction and the bound, as A:model gives them (printed to three digits)
-  local value, unit, bound = text:match("\npredicted ([%d%.e%+%-]+) (%a+), bound by (%a+)")
+  local value, unit, bound = text:match("\npredicted ([%d%.e%+%-]+) (%a+), bound by (%w+)")
   check(value and units[unit], "%s: no predicted time in the text", where)
   check(T.close(seconds(value, unit), rep.predicted_seconds, 6e-3), "%s: predicted %s %s, the model %g s",
         where, value, unit, rep.predicted_seconds)

@@ -2,12 +2,15 @@
  * pointing at the generated line (every machine), and on a machine with an NVIDIA GPU
  * vector reductions against the host and out-of-memory errors. The GPU tests skip, with
  * the reason, where cuda cannot be opened (CI); tests/scripts/test_cuda.lua covers the
- * kernels themselves. */
+ * kernels themselves. The disk cache's kernel locks, which the compile-ahead batch tries
+ * without waiting, on every machine. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "backends/backend.h"
 #include "engine/core/error.h"
@@ -44,6 +47,46 @@ Test(cuda, registered_and_says_why_when_unavailable)
     cr_assert(strstr(fe_error_message(), why), "asking for cuda does not repeat the reason");
     fe_error_clear();
   }
+}
+
+/* A kernel's cache lock held by another process: the batch's try says so at once
+ * (FE_CACHE_BUSY) rather than waiting, another lock is free meanwhile, and the same lock is
+ * had once the holder has let it go. */
+Test(cuda, kernel_lock_held_elsewhere_is_busy_without_waiting, .timeout = 20)
+{
+  char dir[] = "/tmp/felab-lock-XXXXXX";
+  cr_assert(mkdtemp(dir), "no temporary folder");
+  setenv("FELAB_CACHE", dir, 1);
+  unsigned long long h = 12345;
+  int held[2], go[2];
+  cr_assert(!pipe(held) && !pipe(go));
+  pid_t child = fork();
+  cr_assert(child >= 0);
+  if (child == 0) { /* holds h's lock until the parent writes */
+    int fd = fe_cache_lock_kernel("cuda", h);
+    char c = fd >= 0 ? 'y' : 'n';
+    if (write(held[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(2);
+    fe_cache_unlock(fd);
+    _exit(0);
+  }
+  char c = 0;
+  cr_assert_eq(read(held[0], &c, 1), 1);
+  cr_assert_eq(c, 'y', "the child could not take the lock");
+  int busy = fe_cache_trylock_kernel("cuda", h);
+  cr_assert_eq(busy, FE_CACHE_BUSY, "a lock held by another process: %d, not busy", busy);
+  int other = fe_cache_trylock_kernel("cuda", h + 1); /* another of the FE_CACHE_LOCKS files */
+  cr_assert(other >= 0, "a free lock was not had: %d", other);
+  fe_cache_unlock(other);
+  cr_assert_eq(write(go[1], "x", 1), 1);
+  int status = 0;
+  cr_assert_eq(waitpid(child, &status, 0), child);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  int mine = fe_cache_trylock_kernel("cuda", h);
+  cr_assert(mine >= 0, "the lock let go is not had: %d", mine);
+  fe_cache_unlock(mine);
+  char rm[64];
+  snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+  cr_assert_eq(system(rm), 0);
 }
 
 Test(cuda, nvrtc_log_names_generated_line)
