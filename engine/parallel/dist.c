@@ -284,7 +284,7 @@ int fe_space_create_dist(const fe_mesh *m, const fe_space_opts *o, fe_space **ou
   fe_partition *P = NULL;
   fe_space *L = NULL, *W = NULL;
   int rc = fe_space_create_opts(m, o, &W);
-  if (!rc) rc = fe_mesh_partition(m, d->size, FE_PART_AUTO, &P);
+  if (!rc) rc = fe_mesh_partition_cells(m, d->size, FE_PART_AUTO, &P);
   if (!rc) rc = local_mesh(m, P->part, d->rank, d);
   if (!rc) rc = fe_space_create_opts(d->mesh, o, &L);
   if (!rc) rc = local_nodes(W, P->part, d, L);

@@ -64,12 +64,13 @@ static int by_lattice(const fe_mesh *m, int nparts, int *part)
             "box's %d x %d x %d cubes into blocks (a block at least a cube a side): use 'metis' "
             "or 'rcb'", nparts, n[0], n[1], n[2]);
   const int per = (int)(m->ncells / cubes);
-  for (int c = 0; c < m->ncells; c++) {
-    long long q = c / per;
+  /* a cube's cells are consecutive (mesh.box's order): its block once, for all of them */
+#pragma omp parallel for schedule(static)
+  for (long long q = 0; q < cubes; q++) {
     int i = (int)(q % n[0]), j = (int)(q / n[0] % n[1]), k = (int)(q / n[0] / n[1]);
     int bi = (int)((long long)i * p[0] / n[0]), bj = (int)((long long)j * p[1] / n[1]),
         bk = (int)((long long)k * p[2] / n[2]);
-    part[c] = bi + p[0] * (bj + p[1] * bk);
+    for (int t = 0; t < per; t++) part[q * per + t] = bi + p[0] * (bj + p[1] * bk);
   }
   return 0;
 }
@@ -325,7 +326,9 @@ void fe_partition_free(fe_partition *p)
   free(p);
 }
 
-int fe_mesh_partition(const fe_mesh *m, int nparts, int method, fe_partition **out)
+/* fe_mesh_partition, with the parts' vertices, interface, neighbours and cut faces counted
+ * (tally) or not (only the cells a part: what a split needs) */
+static int partition(const fe_mesh *m, int nparts, int method, int counts, fe_partition **out)
 {
   *out = NULL;
   FE_ASSERT(m && m->ncells > 0, FE_ERR_ARG, "partition: an empty mesh");
@@ -359,7 +362,8 @@ int fe_mesh_partition(const fe_mesh *m, int nparts, int method, fe_partition **o
   if (!rc && nparts > 1)
     rc = method == FE_PART_LATTICE ? by_lattice(m, nparts, p->part)
          : method == FE_PART_METIS ? by_metis(m, nparts, p->part) : by_rcb(m, nparts, p->part);
-  if (!rc) rc = tally(m, p);
+  if (!rc && counts) rc = tally(m, p);
+  for (int c = 0; !rc && !counts && c < m->ncells; c++) p->cells[p->part[c]]++;
   for (int k = 0; !rc && k < nparts; k++)
     if (!p->cells[k])
       rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__, "partition: %s left part %d "
@@ -371,4 +375,14 @@ int fe_mesh_partition(const fe_mesh *m, int nparts, int method, fe_partition **o
   }
   *out = p;
   return 0;
+}
+
+int fe_mesh_partition(const fe_mesh *m, int nparts, int method, fe_partition **out)
+{
+  return partition(m, nparts, method, 1, out);
+}
+
+int fe_mesh_partition_cells(const fe_mesh *m, int nparts, int method, fe_partition **out)
+{
+  return partition(m, nparts, method, 0, out);
 }

@@ -26,6 +26,10 @@ typedef struct fe_partition {
 /* Split m's cells into nparts (1 .. ncells) by method (FE_PART_AUTO: the lattice for a box,
  * else METIS where built, else RCB); the parts are nonempty. */
 int fe_mesh_partition(const fe_mesh *m, int nparts, int method, fe_partition **out);
+/* The same parts with only each part's cells counted (vertices, interface, neighbours and cut
+ * left 0): what a split over the ranks reads, without the counts' passes over the mesh (a
+ * box of 12.6M tets on one thread here: 0.35 s with them, 0.16 without). */
+int fe_mesh_partition_cells(const fe_mesh *m, int nparts, int method, fe_partition **out);
 void fe_partition_free(fe_partition *p);
 /* The parts whose cells hold each of n items (a mesh's vertices, a space's nodes): cell c of
  * ncells holds items[c * k .. c * k + k) and lies in part[c] of np. one[i] (malloc'd): item i's

@@ -69,7 +69,7 @@ static int whole_constrained(const fe_dist *d, const fe_space *W, const unsigned
   int rc = fe_comm_sum(wc, nnw);
   for (int g = 0; !rc && g < nnw; g++) wcon[g] = wc[g] > 0;
   free(wc);
-  if (!rc) rc = fe_mesh_partition(W->mesh, d->size, FE_PART_AUTO, part);
+  if (!rc) rc = fe_mesh_partition_cells(W->mesh, d->size, FE_PART_AUTO, part);
   for (int c = 0; !rc && c < d->mesh->ncells; c++)
     if ((*part)->part[d->cells[c]] != d->rank)
       rc = fe_error_set(FE_ERR_INTERNAL, __FILE__, __LINE__, __func__, "twoscale: rank %d's "
