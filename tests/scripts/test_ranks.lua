@@ -66,6 +66,30 @@ local eager = "-e 'print(\"eager\", os.getenv(\"OMPI_MCA_btl_vader_eager_limit\"
 local ours, theirs = run(2, eager), run(2, eager, nil, "OMPI_MCA_btl_vader_eager_limit=8192 ")
 check(ours:find("eager\t32768", 1, true), "the eager limit under mpirun: %s", ours)
 check(theirs:find("eager\t8192", 1, true), "the environment's eager limit kept: %s", theirs)
+-- mpirun binds each of two ranks to a core: two OpenMP threads a rank asked for
+-- (OMP_NUM_THREADS=2) run on the machine's cores, not both on the rank's one, and rank 0 says
+-- so where mpirun had bound it (engine/parallel/comm.c); one thread a rank keeps its core
+do
+  local p = io.popen("nproc")
+  local cores = tonumber(p:read("a")) or 1
+  p:close()
+  local mask = "-e 'local f = io.open(\"/proc/self/status\") local s = f:read(\"a\") f:close() " ..
+               "local n = 0 for a, b in s:match(\"Cpus_allowed_list:%s*(%S+)\"):gmatch(\"(%d+)-?(%d*)\") do " ..
+               "n = n + (b ~= \"\" and tonumber(b) - tonumber(a) + 1 or 1) end print(\"cpus\", mpi.rank, n)'"
+  local two = run(2, mask, nil, "FELAB_ALL_RANKS=1 ")
+  local saved = mpirun
+  mpirun = mpirun:gsub("OMP_NUM_THREADS=1 ", "OMP_NUM_THREADS=2 ")
+  local wide = run(2, mask, nil, "FELAB_ALL_RANKS=1 ")
+  mpirun = saved
+  for r = 0, 1 do
+    local n = tonumber(wide:match("cpus\t" .. r .. "\t(%d+)"))
+    check(n and n >= math.min(2, cores), "rank %d of two threads runs on %s cpus (the machine's "
+          .. "%d): %s", r, tostring(n), cores, wide)
+  end
+  local bound = two:find("cpus\t0\t1\n", 1, true) ~= nil
+  check(not bound or cores < 2 or wide:find("fewer than its 2 OpenMP threads", 1, true),
+        "rank 0 says it let its threads off the core mpirun bound it to: %s", wide)
+end
 -- a calibration under mpirun (engine/perf/calibration-store.c's lock): the ranks of a machine
 -- measure one at a time, each alone, and a rank that waited reads what the first stored
 -- (before, each measured beside the other, and the rates it found it did not store)
