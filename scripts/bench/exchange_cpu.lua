@@ -35,11 +35,13 @@ for c in list:gmatch("[^;]+") do
     t[i] = rep.exchange_seconds
   end
   table.sort(t)
-  local least, med, pred = t[1], t[(#t + 1) // 2], rep.exchange_predicted
-  rows[#rows + 1] = ("%-24s %-8s %8d dofs %7.1f MB %3.0f%% cold: least %7.1f median %7.1f predicted "
-                     .. "%7.1f us; predicted/least %.2f, /median %.2f"):format(c, rep.strategy, V.ndofs,
-    rep.bytes / 1e6, 100 * rep.exchange_cold, 1e6 * least, 1e6 * med,
-    1e6 * pred, pred / least, pred / med)
+  -- the tenth percentile beside the least: the link's points are each a least of 24 exchanges,
+  -- the least of k applies (k = 200) the fastest of many more
+  local least, p10, med, pred = t[1], t[math.max(1, #t // 10)], t[(#t + 1) // 2], rep.exchange_predicted
+  rows[#rows + 1] = ("%-24s %-8s %8d dofs %7.1f MB %3.0f%% cold: least %7.1f p10 %7.1f median %7.1f "
+                     .. "predicted %7.1f us; predicted/least %.2f, /p10 %.2f, /median %.2f"):format(c,
+    rep.strategy, V.ndofs, rep.bytes / 1e6, 100 * rep.exchange_cold, 1e6 * least, 1e6 * p10,
+    1e6 * med, 1e6 * pred, pred / least, pred / p10, pred / med)
   print(rows[#rows])
 end
 print(("-- %d ranks, cpu, %d applies a case"):format(mpi.size, k))
