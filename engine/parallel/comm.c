@@ -29,7 +29,7 @@ static int launched(void)
 /* OpenMPI's mpirun binds each rank to one core where it starts two ranks or fewer, and the
  * threads a rank's OpenMP starts share its mask: asked for more threads than the rank's
  * cores (OMP_NUM_THREADS), they took turns on one core (mesh.box of 42M tets on the GPU
- * machine's host, two ranks of 8 threads: 0.53-0.63 s against 0.10 for one rank alone), and
+ * machine's host, two ranks of 8 threads: 0.53-0.63 s, one rank alone 0.05-0.10), and
  * every cpu prediction, which counts a thread a core, said otherwise; without OMP_NUM_THREADS
  * OpenMP took one thread, the mask's, where one rank alone takes every core. So, before any
  * thread starts: a rank's threads are OMP_NUM_THREADS where set, else the machine's cores
