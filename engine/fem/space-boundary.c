@@ -14,11 +14,22 @@
 #include "engine/parallel/dist.h"
 
 /* The set of vertices, edges and faces (sorted vertex ids padded with -1) of the facets
- * carrying one of the tag ids (ids == NULL: every facet). */
+ * carrying one of the tag ids (ids == NULL: every facet), their vertices marked in vmark
+ * (set NULL: those alone). */
 static int facet_entities(const fe_mesh *m, const int *ids, int nids, fe_keymap *set,
                           unsigned char *vmark)
 {
-  if (set) FE_CHECK(fe_keymap_init(set, KEY_PAIRS, (size_t)m->nfacets * 8));
+  if (!set) { /* the vertices alone (a space of vertex nodes): the facets on the threads */
+#pragma omp parallel for schedule(static)
+    for (int f = 0; f < m->nfacets; f++) {
+      int take = !ids;
+      for (int t = 0; t < nids && !take; t++) take = m->facet_tags[f] == ids[t];
+      for (int i = 0; take && i < m->nvf; i++)
+        __atomic_store_n(&vmark[m->facets[(size_t)f * m->nvf + i]], 1, __ATOMIC_RELAXED);
+    }
+    return 0;
+  }
+  FE_CHECK(fe_keymap_init(set, KEY_PAIRS, (size_t)m->nfacets * 8));
   int rc = 0;
   for (int f = 0; f < m->nfacets && !rc; f++) {
     int take = !ids;
@@ -29,7 +40,6 @@ static int facet_entities(const fe_mesh *m, const int *ids, int nids, fe_keymap 
       if (k == 0 || (m->facets[f * m->nvf + i] != v[k - 1] && m->facets[f * m->nvf + i] != v[0]))
         v[k++] = m->facets[f * m->nvf + i];
     for (int i = 0; i < k; i++) vmark[v[i]] = 1;
-    if (!set) continue; /* the vertices are all a space of vertex nodes needs */
     int subsets[16][4], ns = 0; /* vertices, cyclic edges, the facet */
     for (int i = 0; i < k; i++) {
       subsets[ns][0] = v[i], subsets[ns++][1] = -1;
@@ -61,13 +71,24 @@ static int facet_entities(const fe_mesh *m, const int *ids, int nids, fe_keymap 
 /* The marked ones of nnodes nodes, ascending, into a new array. */
 static int marked_nodes(const unsigned char *mark, int nnodes, int **nodes, int *n)
 {
-  int count = 0;
-  for (int i = 0; i < nnodes; i++) count += mark[i];
-  *nodes = fe_alloc(sizeof(int) * (size_t)count + 1);
+  enum { CHUNKS = 256 }; /* the nodes in chunks on the threads: counted, then listed */
+  int at[CHUNKS + 1] = {0};
+#pragma omp parallel for schedule(static)
+  for (int q = 0; q < CHUNKS; q++) {
+    const int i1 = (int)((long long)nnodes * (q + 1) / CHUNKS);
+    for (int i = (int)((long long)nnodes * q / CHUNKS); i < i1; i++) at[q + 1] += mark[i] != 0;
+  }
+  for (int q = 0; q < CHUNKS; q++) at[q + 1] += at[q];
+  *nodes = fe_alloc(sizeof(int) * (size_t)at[CHUNKS] + 1);
   if (!*nodes) FE_ERROR(FE_ERR_MEM, "out of host memory for boundary nodes");
-  *n = 0;
-  for (int i = 0; i < nnodes; i++)
-    if (mark[i]) (*nodes)[(*n)++] = i;
+#pragma omp parallel for schedule(static)
+  for (int q = 0; q < CHUNKS; q++) {
+    const int i1 = (int)((long long)nnodes * (q + 1) / CHUNKS);
+    int k = at[q];
+    for (int i = (int)((long long)nnodes * q / CHUNKS); k < at[q + 1] && i < i1; i++)
+      if (mark[i]) (*nodes)[k++] = i;
+  }
+  *n = at[CHUNKS];
   return 0;
 }
 
@@ -214,14 +235,7 @@ int fe_space_boundary_nodes_ids(const fe_space *V, const int *ids, int nids, int
   int rc = vmark ? facet_entities(m, ids, ids ? nids : 0, vertex_nodes ? NULL : &set, vmark)
                  : fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "out of host memory");
   if (!rc && vertex_nodes) {
-    int count = 0;
-    for (int v = 0; v < m->nvertices; v++) count += vmark[v];
-    *nodes = fe_alloc(sizeof(int) * (size_t)count + 1);
-    if (!*nodes)
-      rc = fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__,
-                        "out of host memory for boundary nodes");
-    for (int v = 0; !rc && v < m->nvertices; v++)
-      if (vmark[v]) (*nodes)[(*n)++] = v;
+    rc = marked_nodes(vmark, m->nvertices, nodes, n);
   } else if (!rc) {
     rc = nodes_in_set(V, &set, vmark, nodes, n);
     fe_keymap_free(&set);

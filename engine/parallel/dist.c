@@ -3,7 +3,8 @@
  * cells as a mesh of their own and a local space on it whose dof map is the whole space's,
  * renumbered (nodes in the whole space's order), the interface (the local nodes it shares
  * with each neighbouring rank and those it does not own, as lists of entries) and its nodes
- * on each tag's boundary facets; then lets the whole space go. The exchange
+ * on each tag's boundary facets (found in the local space); then lets the whole space go.
+ * Each step's passes over the whole mesh and space run on the rank's threads. The exchange
  * and the reductions' corrections read only those entries of a vector, packed on its device
  * (engine/parallel/exchange.c); the host sends and receives them (fe_comm_exchange). */
 #include <stdlib.h>
@@ -30,46 +31,74 @@ void fe_dist_free(fe_dist *d)
   free(d);
 }
 
+/* The cells c < n with part[c] == rank, ascending, into cells (n + 1 ints; *nc of them):
+ * chunk by chunk, counted then filled, on the threads. */
+static void part_cells(const int *part, int n, int rank, int *cells, int *nc)
+{
+  enum { CHUNKS = 256 };
+  int at[CHUNKS + 1] = {0};
+#pragma omp parallel for schedule(static)
+  for (int q = 0; q < CHUNKS; q++)
+    for (int c = (int)((long long)n * q / CHUNKS); c < (int)((long long)n * (q + 1) / CHUNKS); c++)
+      at[q + 1] += part[c] == rank;
+  for (int q = 0; q < CHUNKS; q++) at[q + 1] += at[q];
+#pragma omp parallel for schedule(static)
+  for (int q = 0; q < CHUNKS; q++) {
+    int e = at[q];
+    for (int c = (int)((long long)n * q / CHUNKS); c < (int)((long long)n * (q + 1) / CHUNKS); c++)
+      if (part[c] == rank) cells[e++] = c;
+  }
+  *nc = at[CHUNKS];
+}
+
 /* The part's cells as a mesh: vertices in the whole mesh's order, regions and tag names
- * kept, no boundary facets (the boundary comes from the whole space: fe_dist_boundary_nodes). */
-static int local_mesh(const fe_mesh *m, const int *part, int rank, fe_dist *d)
+ * kept, no boundary facets (the boundary's nodes are listed once: boundary_lists); *vlocal
+ * (malloc'd): each of m's vertices' id in the rank's mesh, or -1. */
+static int local_mesh(const fe_mesh *m, const int *part, int rank, fe_dist *d, int **vlocal)
 {
   FE_ASSERT(!(m->geo_order == 2 && m->geo_cells), FE_ERR_ARG, "a curved mesh (order = 2) is "
             "not split over ranks yet");
   fe_mesh *l;
   FE_CALLOC(l, 1, "a rank's mesh");
   d->mesh = l;
+  const int nvc = m->nvc;
   int nc = 0, nv = 0;
-  for (int c = 0; c < m->ncells; c++) nc += part[c] == rank;
   int *vl = malloc(sizeof(int) * ((size_t)m->nvertices + 1));
-  FE_ASSERT(vl, FE_ERR_MEM, "out of memory for a rank's vertices");
+  d->cells = malloc(sizeof(int) * ((size_t)m->ncells + 1));
+  if (!vl || !d->cells) free(vl);
+  FE_ASSERT(vl && d->cells, FE_ERR_MEM, "out of memory for rank %d's cells", rank);
+  part_cells(part, m->ncells, rank, d->cells, &nc);
+  int *shrunk = realloc(d->cells, sizeof(int) * ((size_t)nc + 1));
+  if (shrunk) d->cells = shrunk;
+#pragma omp parallel for schedule(static)
   for (int v = 0; v < m->nvertices; v++) vl[v] = 0;
-  for (int c = 0; c < m->ncells; c++)
-    for (int i = 0; part[c] == rank && i < m->nvc; i++) vl[m->cells[(size_t)c * m->nvc + i]] = 1;
+#pragma omp parallel for schedule(static)
+  for (int e = 0; e < nc; e++)
+    for (int i = 0; i < nvc; i++)
+      __atomic_store_n(&vl[m->cells[(size_t)d->cells[e] * nvc + i]], 1, __ATOMIC_RELAXED);
   for (int v = 0; v < m->nvertices; v++) vl[v] = vl[v] ? nv++ : -1;
-  *l = (fe_mesh){.dim = m->dim, .type = m->type, .nvc = m->nvc, .nvertices = nv, .ncells = nc,
-                 .ntags = m->ntags, .geo_order = m->geo_order, .ngn = m->nvc,
+  *l = (fe_mesh){.dim = m->dim, .type = m->type, .nvc = nvc, .nvertices = nv, .ncells = nc,
+                 .ntags = m->ntags, .geo_order = m->geo_order, .ngn = nvc,
                  .positive = m->positive};
   l->coords = malloc(sizeof(double) * 3 * ((size_t)nv + 1));
-  l->cells = malloc(sizeof(int) * (size_t)m->nvc * ((size_t)nc + 1));
+  l->cells = malloc(sizeof(int) * (size_t)nvc * ((size_t)nc + 1));
   l->cell_tags = malloc(sizeof(int) * ((size_t)nc + 1));
   l->tags = malloc(sizeof(fe_tag) * ((size_t)m->ntags + 1));
-  d->cells = malloc(sizeof(int) * ((size_t)nc + 1));
-  if (!l->coords || !l->cells || !l->cell_tags || !l->tags || !d->cells) {
+  if (!l->coords || !l->cells || !l->cell_tags || !l->tags) {
     free(vl);
     FE_ERROR(FE_ERR_MEM, "out of memory for rank %d's mesh (%d cells)", rank, nc);
   }
+#pragma omp parallel for schedule(static)
   for (int v = 0; v < m->nvertices; v++)
     if (vl[v] >= 0) memcpy(l->coords + 3 * (size_t)vl[v], m->coords + 3 * (size_t)v, 3 * sizeof(double));
-  for (int c = 0, e = 0; c < m->ncells; c++) {
-    if (part[c] != rank) continue;
-    for (int i = 0; i < m->nvc; i++)
-      l->cells[(size_t)e * m->nvc + i] = vl[m->cells[(size_t)c * m->nvc + i]];
+#pragma omp parallel for schedule(static)
+  for (int e = 0; e < nc; e++) {
+    const int c = d->cells[e];
+    for (int i = 0; i < nvc; i++) l->cells[(size_t)e * nvc + i] = vl[m->cells[(size_t)c * nvc + i]];
     l->cell_tags[e] = m->cell_tags ? m->cell_tags[c] : 0;
-    d->cells[e++] = c;
   }
   if (m->ntags) memcpy(l->tags, m->tags, sizeof(fe_tag) * (size_t)m->ntags);
-  free(vl);
+  *vlocal = vl;
   return 0;
 }
 
@@ -93,6 +122,7 @@ static int local_nodes(const fe_space *W, const int *part, fe_dist *d, fe_space 
   int *g2l = malloc(sizeof(int) * ((size_t)nn + 1));
   if (!g2l) free(one), free(pairs);
   FE_ASSERT(g2l, FE_ERR_MEM, "out of memory for the nodes' parts");
+#pragma omp parallel for schedule(static)
   for (int g = 0; g < nn; g++) g2l[g] = one[g] == rank;
   for (size_t i = 0; i < u; i++)
     if (pairs[i] % np == rank) g2l[pairs[i] / np] = 1;
@@ -103,8 +133,10 @@ static int local_nodes(const fe_space *W, const int *part, fe_dist *d, fe_space 
   d->notowned = malloc(sizeof(int) * ((size_t)nl + 1));
   int *count = calloc((size_t)np, sizeof(int));
   int rc = d->l2g && d->notowned && count ? 0 : FE_ERR_MEM;
-  for (int g = 0; !rc && g < nn; g++)
-    if (g2l[g] >= 0) d->l2g[g2l[g]] = g;
+  if (!rc)
+#pragma omp parallel for schedule(static)
+    for (int g = 0; g < nn; g++)
+      if (g2l[g] >= 0) d->l2g[g2l[g]] = g;
   /* pass 0 counts each neighbour's shared nodes, pass 1 lists them (the nodes several parts
    * hold, ascending: each neighbour's list in the whole space's order) */
   for (int pass = 0; !rc && pass < 2; pass++) {
@@ -149,11 +181,16 @@ static int local_nodes(const fe_space *W, const int *part, fe_dist *d, fe_space 
   L->cell_nodes = malloc(sizeof(int) * ((size_t)nc * nb + 1));
   L->node_coords = malloc(sizeof(double) * 3 * ((size_t)nl + 1));
   if (!L->cell_nodes || !L->node_coords) rc = FE_ERR_MEM;
-  for (int e = 0; !rc && e < nc; e++)
-    for (int b = 0; b < nb; b++)
-      L->cell_nodes[(size_t)e * nb + b] = g2l[W->cell_nodes[(size_t)d->cells[e] * nb + b]];
-  for (int l = 0; !rc && l < nl; l++)
-    memcpy(L->node_coords + 3 * (size_t)l, W->node_coords + 3 * (size_t)d->l2g[l], 3 * sizeof(double));
+  if (!rc) {
+#pragma omp parallel for schedule(static)
+    for (int e = 0; e < nc; e++)
+      for (int b = 0; b < nb; b++)
+        L->cell_nodes[(size_t)e * nb + b] = g2l[W->cell_nodes[(size_t)d->cells[e] * nb + b]];
+#pragma omp parallel for schedule(static)
+    for (int l = 0; l < nl; l++)
+      memcpy(L->node_coords + 3 * (size_t)l, W->node_coords + 3 * (size_t)d->l2g[l],
+             3 * sizeof(double));
+  }
   free(g2l);
   FE_ASSERT(!rc, FE_ERR_MEM, "out of memory for rank %d's dof map", rank);
   L->nnodes = nl;
@@ -228,42 +265,71 @@ static int exchange_lists(fe_dist *d, int ncomp, int ndofs)
   return 0;
 }
 
-/* The whole space W's nodes on the facets of ids (NULL: every facet), mapped to d's local
- * nodes (l2g increases: a merge) into b. */
-static int boundary_list(const fe_dist *d, const fe_space *W, int nl, const int *ids,
-                         fe_dist_boundary *b)
+/* The facets a rank's mesh lends its space for the boundary's search (boundary_lists): of
+ * the whole mesh's facet (nvf vertices; vl: their local ids or -1), all of it where its
+ * vertices all lie on this rank, else each local vertex and each edge between two local
+ * ones as a facet of its own (its vertices repeated, as a prism's triangle repeats one:
+ * read as the vertex or the edge alone); into out (NULL: counted alone). */
+static int lent_facets(const int *facet, int nvf, const int *vl, int *out)
 {
-  int *all, na;
-  FE_CHECK(fe_space_boundary_nodes_ids(W, ids, ids ? 1 : 0, &all, &na));
-  b->nodes = malloc(sizeof(int) * ((size_t)na + 1));
-  if (!b->nodes) free(all);
-  FE_ASSERT(b->nodes, FE_ERR_MEM, "out of memory for the boundary nodes");
-  b->n = 0;
-  for (int i = 0, l = 0; i < na; i++) {
-    while (l < nl && d->l2g[l] < all[i]) l++;
-    if (l < nl && d->l2g[l] == all[i]) b->nodes[b->n++] = l;
+  int local = 0, k = 0;
+  for (int i = 0; i < nvf; i++) local += vl[facet[i]] >= 0;
+  if (local == nvf) {
+    for (int i = 0; out && i < nvf; i++) out[i] = vl[facet[i]];
+    return 1;
   }
-  free(all);
-  return 0;
+  for (int i = 0; local && i < nvf; i++) {
+    const int a = vl[facet[i]], b = nvf > 2 ? vl[facet[(i + 1) % nvf]] : -1;
+    if (a < 0) continue;
+    for (int j = 0; out && j < nvf; j++) out[(size_t)k * nvf + j] = a; /* the vertex */
+    k++;
+    if (b < 0) continue;
+    for (int j = 0; out && j < nvf; j++) out[(size_t)k * nvf + j] = j ? b : a; /* the edge */
+    k++;
+  }
+  return k;
 }
 
-/* d's nodes on the boundary: every facet's, then each boundary tag's of the whole mesh (the
- * tags a name may ask for: fe_mesh_tag_id). */
-static int boundary_lists(fe_dist *d, const fe_space *W, int nl)
+/* d's nodes on the boundary: every facet's, then each facet tag's of the whole mesh (the
+ * tags a name may ask for: fe_mesh_tag_id), found in the local space L itself with the
+ * whole mesh's facets lent to its mesh (lent_facets; vl: the local ids of the whole mesh's
+ * vertices). What a lent facet holds that no local cell does finds no node; what a local
+ * cell holds of a boundary facet (a vertex, an edge, a face, all of it) is found. */
+static int boundary_lists(fe_dist *d, const fe_space *L, const int *vl)
 {
   const fe_mesh *m = d->whole;
+  const int nvf = m->nvf;
   d->bound = calloc((size_t)m->ntags + 1, sizeof *d->bound);
   FE_ASSERT(d->bound, FE_ERR_MEM, "out of memory for the boundary's lists");
-  int rc = boundary_list(d, W, nl, NULL, &d->bound[0]);
+  fe_mesh lm = *d->mesh;
+  fe_space lv = *L;
+  lv.mesh = &lm;
+  lm.nvf = nvf;
+  lm.nfacets = 0;
+  size_t nf = 0;
+  for (int f = 0; f < m->nfacets; f++) nf += lent_facets(m->facets + (size_t)f * nvf, nvf, vl, NULL);
+  lm.facets = nf < 0x7fffffff ? malloc(sizeof(int) * (nf * nvf + 1)) : NULL;
+  lm.facet_tags = malloc(sizeof(int) * (nf + 1));
+  if (!lm.facets || !lm.facet_tags) {
+    free(lm.facets), free(lm.facet_tags);
+    FE_ERROR(FE_ERR_MEM, "out of memory for rank %d's boundary facets", d->rank);
+  }
+  for (int f = 0; f < m->nfacets; f++) {
+    const int k = lent_facets(m->facets + (size_t)f * nvf, nvf, vl,
+                              lm.facets + (size_t)lm.nfacets * nvf);
+    for (int i = 0; i < k; i++) lm.facet_tags[lm.nfacets++] = m->facet_tags ? m->facet_tags[f] : 0;
+  }
+  int rc = fe_space_boundary_nodes_ids(&lv, NULL, 0, &d->bound[0].nodes, &d->bound[0].n);
   d->bound[0].tag = -1;
   d->nbound = !rc;
   for (int t = 0; !rc && t < m->ntags; t++) {
     if (m->tags[t].dim != m->dim - 1) continue;
     fe_dist_boundary *b = &d->bound[d->nbound];
-    rc = boundary_list(d, W, nl, &m->tags[t].id, b);
+    rc = fe_space_boundary_nodes_ids(&lv, &m->tags[t].id, 1, &b->nodes, &b->n);
     b->tag = m->tags[t].id;
     d->nbound += !rc;
   }
+  free(lm.facets), free(lm.facet_tags);
   return rc;
 }
 
@@ -274,23 +340,32 @@ int fe_dist_whole(const fe_dist *d, fe_space **W)
 
 int fe_space_create_dist(const fe_mesh *m, const fe_space_opts *o, fe_space **out)
 {
+  return fe_space_create_part(m, o, fe_comm_rank(), fe_comm_size(), out);
+}
+
+int fe_space_create_part(const fe_mesh *m, const fe_space_opts *o, int rank, int size,
+                         fe_space **out)
+{
   *out = NULL;
+  FE_ASSERT(size >= 1 && rank >= 0 && rank < size, FE_ERR_ARG, "rank %d of %d", rank, size);
   fe_dist *d;
   FE_CALLOC(d, 1, "a space's split over the ranks");
-  d->rank = fe_comm_rank();
-  d->size = fe_comm_size();
+  d->rank = rank;
+  d->size = size;
   d->whole = m;
   d->opts = *o;
   fe_partition *P = NULL;
   fe_space *L = NULL, *W = NULL;
   int rc = fe_space_create_opts(m, o, &W);
   if (!rc) rc = fe_mesh_partition_cells(m, d->size, FE_PART_AUTO, &P);
-  if (!rc) rc = local_mesh(m, P->part, d->rank, d);
+  int *vl = NULL;
+  if (!rc) rc = local_mesh(m, P->part, d->rank, d, &vl);
   if (!rc) rc = fe_space_create_opts(d->mesh, o, &L);
   if (!rc) rc = local_nodes(W, P->part, d, L);
   if (!rc) rc = exchange_lists(d, L->ncomp, L->ndofs);
-  if (!rc) rc = boundary_lists(d, W, L->nnodes);
+  if (!rc) rc = boundary_lists(d, L, vl);
   if (!rc) d->ndofs = (long long)W->ndofs, d->ncomp = W->ncomp;
+  free(vl);
   fe_space_free(W);
   fe_partition_free(P);
   if (rc) {

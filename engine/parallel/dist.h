@@ -62,6 +62,10 @@ typedef struct fe_dist {
 /* The space o of m split over the ranks (mpirun's, more than one): this rank's local space,
  * its dist attached (V->dist; freed with the space). */
 int fe_space_create_dist(const fe_mesh *m, const fe_space_opts *o, fe_space **out);
+/* The local space rank of size would hold (fe_space_create_dist's on that rank; nothing
+ * exchanged in the making): what one process checks of a split (tests/unit/test_dist.c). */
+int fe_space_create_part(const fe_mesh *m, const fe_space_opts *o, int rank, int size,
+                         fe_space **out);
 /* The whole space d splits, made again (the same on every rank; *W freed by the caller). */
 int fe_dist_whole(const fe_dist *d, fe_space **W);
 void fe_dist_free(fe_dist *d);

@@ -242,31 +242,56 @@ static int pair_cmp(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
+/* Item i's part where the cells seen so far hold it: part p's cell seen, after one[i] (-1: no
+ * cell yet; -2: several parts). Threads meet at an item: a compare-and-swap. */
+static void item_seen(int *one, int i, int p)
+{
+  int cur = __atomic_load_n(&one[i], __ATOMIC_RELAXED);
+  while (cur != p && cur != -2) {
+    const int next = cur == -1 ? p : -2;
+    if (__atomic_compare_exchange_n(&one[i], &cur, next, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+      break;
+  }
+}
+
 int fe_item_parts(const int *items, int k, int ncells, int n, const int *part, int np, int **one,
                   long long **pairs, size_t *npairs)
 {
   *one = NULL, *pairs = NULL, *npairs = 0;
+  enum { CHUNKS = 1024 }; /* the cells in chunks, counted then filled (the pairs in cell order;
+                          * a chunk without any, most of a mesh, not read again) */
   int *o = malloc(sizeof(int) * ((size_t)n + 1));
-  FE_ASSERT(o, FE_ERR_MEM, "out of memory for %d items' parts", n);
+  size_t *at = calloc(CHUNKS + 1, sizeof(size_t));
+  if (!o || !at) free(o), free(at);
+  FE_ASSERT(o && at, FE_ERR_MEM, "out of memory for %d items' parts", n);
+#pragma omp parallel for schedule(static)
   for (int i = 0; i < n; i++) o[i] = -1;
-  size_t np2 = 0; /* the (item, part) pairs of the items several parts hold, with repeats */
+#pragma omp parallel for schedule(static)
   for (int c = 0; c < ncells; c++)
-    for (int j = 0; j < k; j++) {
-      const int i = items[(size_t)c * k + j];
-      if (o[i] == -1) o[i] = part[c];
-      else if (o[i] != part[c]) o[i] = -2;
-    }
-  for (int c = 0; c < ncells; c++)
-    for (int j = 0; j < k; j++) np2 += o[items[(size_t)c * k + j]] == -2;
-  long long *p = malloc(sizeof(long long) * (np2 + 1));
-  if (!p) free(o);
-  FE_ASSERT(p, FE_ERR_MEM, "out of memory for the interface's %zu (item, part) pairs", np2);
-  size_t u = 0;
-  for (int c = 0; c < ncells; c++)
-    for (int j = 0; j < k; j++) {
-      const int i = items[(size_t)c * k + j];
-      if (o[i] == -2) p[u++] = (long long)i * np + part[c];
-    }
+    for (int j = 0; j < k; j++) item_seen(o, items[(size_t)c * k + j], part[c]);
+  /* the (item, part) pairs of the items several parts hold, with repeats */
+#pragma omp parallel for schedule(static)
+  for (int q = 0; q < CHUNKS; q++) {
+    const int c1 = (int)((long long)ncells * (q + 1) / CHUNKS);
+    for (int c = (int)((long long)ncells * q / CHUNKS); c < c1; c++)
+      for (int j = 0; j < k; j++) at[q + 1] += o[items[(size_t)c * k + j]] == -2;
+  }
+  for (int q = 0; q < CHUNKS; q++) at[q + 1] += at[q];
+  const size_t u = at[CHUNKS];
+  long long *p = malloc(sizeof(long long) * (u + 1));
+  if (!p) free(o), free(at);
+  FE_ASSERT(p, FE_ERR_MEM, "out of memory for the interface's %zu (item, part) pairs", u);
+#pragma omp parallel for schedule(static)
+  for (int q = 0; q < CHUNKS; q++) {
+    const int c1 = (int)((long long)ncells * (q + 1) / CHUNKS);
+    size_t w = at[q];
+    for (int c = (int)((long long)ncells * q / CHUNKS); w < at[q + 1] && c < c1; c++)
+      for (int j = 0; j < k; j++) {
+        const int i = items[(size_t)c * k + j];
+        if (o[i] == -2) p[w++] = (long long)i * np + part[c];
+      }
+  }
+  free(at);
   qsort(p, u, sizeof *p, pair_cmp);
   size_t w = 0;
   for (size_t i = 0; i < u; i++)
@@ -352,18 +377,26 @@ static int partition(const fe_mesh *m, int nparts, int method, int counts, fe_pa
   fe_partition *p;
   FE_CALLOC(p, 1, "a partition");
   *p = (fe_partition){.nparts = nparts, .method = method, .ncells = m->ncells};
-  p->part = calloc((size_t)m->ncells, sizeof(int));
+  p->part = malloc(sizeof(int) * ((size_t)m->ncells + 1));
   p->cells = calloc((size_t)nparts, sizeof(int));
   p->vertices = calloc((size_t)nparts, sizeof(int));
   p->interface = calloc((size_t)nparts, sizeof(int));
   p->neighbours = calloc((size_t)nparts, sizeof(int));
   int rc = p->part && p->cells && p->vertices && p->interface && p->neighbours ? 0 :
            fe_error_set(FE_ERR_MEM, __FILE__, __LINE__, __func__, "partition: out of memory");
+  if (!rc && (nparts == 1 || method != FE_PART_LATTICE)) /* the lattice sets every cell's */
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < m->ncells; c++) p->part[c] = 0;
   if (!rc && nparts > 1)
     rc = method == FE_PART_LATTICE ? by_lattice(m, nparts, p->part)
          : method == FE_PART_METIS ? by_metis(m, nparts, p->part) : by_rcb(m, nparts, p->part);
   if (!rc && counts) rc = tally(m, p);
-  for (int c = 0; !rc && !counts && c < m->ncells; c++) p->cells[p->part[c]]++;
+  if (!rc && !counts && nparts <= 4096) { /* each thread's tally of the parts, then their sum */
+    int *cells = p->cells;
+#pragma omp parallel for schedule(static) reduction(+ : cells[:nparts])
+    for (int c = 0; c < m->ncells; c++) cells[p->part[c]]++;
+  } else
+    for (int c = 0; !rc && !counts && c < m->ncells; c++) p->cells[p->part[c]]++;
   for (int k = 0; !rc && k < nparts; k++)
     if (!p->cells[k])
       rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__, "partition: %s left part %d "

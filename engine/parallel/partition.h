@@ -35,7 +35,8 @@ void fe_partition_free(fe_partition *p);
  * ncells holds items[c * k .. c * k + k) and lies in part[c] of np. one[i] (malloc'd): item i's
  * part where one part's cells alone hold it, -1 where no cell does, -2 where several parts'
  * do; those items' parts in *pairs (malloc'd, item * np + part, ascending and distinct,
- * *npairs of them). One pass over the cells and a sort of the interface's pairs alone. */
+ * *npairs of them). The cells on the threads (an item's part set by compare-and-swap), then a
+ * sort of the interface's pairs alone. */
 int fe_item_parts(const int *items, int k, int ncells, int n, const int *part, int np, int **one,
                   long long **pairs, size_t *npairs);
 /* "lattice", "metis", "rcb" (and "auto"). */
