@@ -96,7 +96,9 @@ void felab_open_ranks(lua_State *L)
                  "rank (0 .. N - 1), `mpirun -np N felab` runs each chunk typed at rank 0's\n"
                  "prompt on every rank. Only rank 0 prints (FELAB_ALL_RANKS=1: every rank);\n"
                  "an error says its rank, and at the prompt the session goes on. One process\n"
-                 "alone is rank 0 of 1. Each rank holds the whole problem for now: the\n"
-                 "partitioned meshes, actions and solves are issue 48's next steps.\n"
+                 "alone is rank 0 of 1. A space made under mpirun is split over the ranks\n"
+                 "(each holds its part of the cells and their nodes: m:partition(N) shows the\n"
+                 "parts), and its operators' actions and solves run on every rank together;\n"
+                 "each rank still makes or reads the whole mesh (docs/parallel.md).\n"
                  "example: if mpi.rank == 0 then print(mpi.size .. \" ranks\") end");
 }

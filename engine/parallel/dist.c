@@ -1,5 +1,5 @@
 /* A space split over the ranks: every rank builds the whole space (the same on all: the
- * whole mesh is on every rank for now) and the partition (one part a rank), keeps its part's
+ * whole mesh is on every rank for now; first order's map is the mesh's cells) and the partition (one part a rank), keeps its part's
  * cells as a mesh of their own and a local space on it whose dof map is the whole space's,
  * renumbered (nodes in the whole space's order), the interface (the local nodes it shares
  * with each neighbouring rank and those it does not own, as lists of entries) and its nodes
@@ -108,13 +108,21 @@ static int cmp_ll(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
+/* The whole space's dof map as the split reads it: cell c's nodes cell_nodes[c nb ..], their
+ * coordinates. */
+typedef struct whole_map {
+  const int *cell_nodes;
+  int nb, nnodes;
+  const double *coords;
+} whole_map;
+
 /* The local nodes (the whole space's nodes of the part's cells, in its order), the local dof
  * map, and for each node of the whole space the parts whose cells touch it: the owners (the
  * lowest), the nodes not owned, the neighbours' shared lists. */
-static int local_nodes(const fe_space *W, const int *part, fe_dist *d, fe_space *L)
+static int local_nodes(const whole_map *W, const int *part, fe_dist *d, fe_space *L)
 {
-  const int nb = W->elem.nbasis, nn = W->nnodes, np = d->size, rank = d->rank;
-  const fe_mesh *m = W->mesh;
+  const int nb = W->nb, nn = W->nnodes, np = d->size, rank = d->rank;
+  const fe_mesh *m = d->whole;
   int *one; /* each node's part, or -2: several parts' (their pairs, node * np + part) */
   long long *pairs;
   size_t u;
@@ -188,7 +196,7 @@ static int local_nodes(const fe_space *W, const int *part, fe_dist *d, fe_space 
         L->cell_nodes[(size_t)e * nb + b] = g2l[W->cell_nodes[(size_t)d->cells[e] * nb + b]];
 #pragma omp parallel for schedule(static)
     for (int l = 0; l < nl; l++)
-      memcpy(L->node_coords + 3 * (size_t)l, W->node_coords + 3 * (size_t)d->l2g[l],
+      memcpy(L->node_coords + 3 * (size_t)l, W->coords + 3 * (size_t)d->l2g[l],
              3 * sizeof(double));
   }
   free(g2l);
@@ -356,15 +364,22 @@ int fe_space_create_part(const fe_mesh *m, const fe_space_opts *o, int rank, int
   d->opts = *o;
   fe_partition *P = NULL;
   fe_space *L = NULL, *W = NULL;
-  int rc = fe_space_create_opts(m, o, &W);
+  /* the whole space's map: first order's nodes are the vertices (fe_space's "vertices"
+   * numbering), its map the mesh's cells, read where they are; else the whole space made */
+  int rc = o->order == 1 ? 0 : fe_space_create_opts(m, o, &W);
+  const whole_map w = W ? (whole_map){W->cell_nodes, W->elem.nbasis, W->nnodes, W->node_coords}
+                        : (whole_map){m->cells, m->nvc, m->nvertices, m->coords};
   if (!rc) rc = fe_mesh_partition_cells(m, d->size, FE_PART_AUTO, &P);
   int *vl = NULL;
   if (!rc) rc = local_mesh(m, P->part, d->rank, d, &vl);
   if (!rc) rc = fe_space_create_opts(d->mesh, o, &L);
-  if (!rc) rc = local_nodes(W, P->part, d, L);
+  if (!rc && L->elem.nbasis != w.nb)
+    rc = fe_error_set(FE_ERR_ARG, __FILE__, __LINE__, __func__, "space %s: %d nodes a cell, "
+                      "the whole map's %d", L->name, L->elem.nbasis, w.nb);
+  if (!rc) rc = local_nodes(&w, P->part, d, L);
   if (!rc) rc = exchange_lists(d, L->ncomp, L->ndofs);
   if (!rc) rc = boundary_lists(d, L, vl);
-  if (!rc) d->ndofs = (long long)W->ndofs, d->ncomp = W->ncomp;
+  if (!rc) d->ndofs = (long long)w.nnodes * L->ncomp, d->ncomp = L->ncomp;
   free(vl);
   fe_space_free(W);
   fe_partition_free(P);
